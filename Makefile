@@ -1,0 +1,29 @@
+# The entry points. Each target sets up what it needs on a fresh machine
+# (Node 24, npm packages, the Kubernetes binaries) before it runs.
+.PHONY: up down test generate lint typecheck unit integration
+
+# Set everything up and start the system; prints where to reach it.
+up:
+	hack/up.sh
+
+down:
+	hack/down.sh
+
+# The whole test suite; CI runs exactly this (.ci/run).
+test:
+	hack/test.sh
+
+generate:
+	hack/run.sh npm run generate
+
+lint:
+	hack/run.sh npm run lint
+
+typecheck:
+	hack/run.sh npm run typecheck
+
+unit:
+	hack/run.sh npm test
+
+integration:
+	hack/run.sh npm run test:integration

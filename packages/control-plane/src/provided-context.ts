@@ -1,0 +1,12 @@
+// What the global setup hands to tests through vitest's provide/inject.
+declare module "vitest" {
+  export interface ProvidedContext {
+    /** The admin kubeconfig of the control plane. */
+    kubeconfig: string;
+    kubeconfigPath: string;
+    /** The folder with kubectl, etcd and kube-apiserver. */
+    binDir: string;
+  }
+}
+
+export {};

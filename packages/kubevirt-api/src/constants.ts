@@ -1,0 +1,140 @@
+// Names shared by every component. Values match KubeVirt's so that manifests,
+// label selectors and tooling written for KubeVirt keep working.
+
+export const GROUP = "kubevirt.io";
+export const VERSION = "v1";
+export const API_VERSION = `${GROUP}/${VERSION}`;
+export const SUBRESOURCE_GROUP = "subresources.kubevirt.io";
+
+export const Kind = {
+  VirtualMachine: "VirtualMachine",
+  VirtualMachineInstance: "VirtualMachineInstance",
+} as const;
+export type Kind = (typeof Kind)[keyof typeof Kind];
+
+export const Resource = {
+  VirtualMachine: { plural: "virtualmachines", singular: "virtualmachine", shortNames: ["vm", "vms"] },
+  VirtualMachineInstance: { plural: "virtualmachineinstances", singular: "virtualmachineinstance", shortNames: ["vmi", "vmis"] },
+} as const;
+
+export const RunStrategy = {
+  Always: "Always",
+  RerunOnFailure: "RerunOnFailure",
+  Manual: "Manual",
+  Halted: "Halted",
+  Once: "Once",
+} as const;
+export type RunStrategy = (typeof RunStrategy)[keyof typeof RunStrategy];
+export const RUN_STRATEGIES = Object.values(RunStrategy);
+
+export const VmiPhase = {
+  Pending: "Pending",
+  Scheduling: "Scheduling",
+  Scheduled: "Scheduled",
+  Running: "Running",
+  Succeeded: "Succeeded",
+  Failed: "Failed",
+  Unknown: "Unknown",
+} as const;
+export type VmiPhase = (typeof VmiPhase)[keyof typeof VmiPhase];
+export const VMI_PHASES = Object.values(VmiPhase);
+
+export const PrintableStatus = {
+  Stopped: "Stopped",
+  Provisioning: "Provisioning",
+  Starting: "Starting",
+  Running: "Running",
+  Paused: "Paused",
+  Stopping: "Stopping",
+  Terminating: "Terminating",
+  CrashLoopBackOff: "CrashLoopBackOff",
+  Migrating: "Migrating",
+  Unknown: "Unknown",
+  ErrorUnschedulable: "ErrorUnschedulable",
+  ErrImagePull: "ErrImagePull",
+  ImagePullBackOff: "ImagePullBackOff",
+  ErrorPvcNotFound: "ErrorPvcNotFound",
+  WaitingForVolumeBinding: "WaitingForVolumeBinding",
+} as const;
+export type PrintableStatus = (typeof PrintableStatus)[keyof typeof PrintableStatus];
+export const PRINTABLE_STATUSES = Object.values(PrintableStatus);
+
+export const VmConditionType = {
+  Ready: "Ready",
+  Failure: "Failure",
+  Paused: "Paused",
+  RestartRequired: "RestartRequired",
+} as const;
+export type VmConditionType = (typeof VmConditionType)[keyof typeof VmConditionType];
+
+export const VmiConditionType = {
+  Ready: "Ready",
+  Paused: "Paused",
+  Synchronized: "Synchronized",
+  SoftwareEmulation: "SoftwareEmulation",
+  /** Set by the controller from the launcher pod's PodScheduled=False condition. */
+  PodScheduled: "PodScheduled",
+} as const;
+export type VmiConditionType = (typeof VmiConditionType)[keyof typeof VmiConditionType];
+
+export const ConditionStatus = { True: "True", False: "False", Unknown: "Unknown" } as const;
+export type ConditionStatus = (typeof ConditionStatus)[keyof typeof ConditionStatus];
+
+export const StateChangeAction = { Start: "Start", Stop: "Stop" } as const;
+export type StateChangeAction = (typeof StateChangeAction)[keyof typeof StateChangeAction];
+
+export const DiskBus = { virtio: "virtio", sata: "sata", scsi: "scsi", usb: "usb" } as const;
+export type DiskBus = (typeof DiskBus)[keyof typeof DiskBus];
+export const DISK_BUSES = Object.values(DiskBus);
+
+export const InterfaceModel = { virtio: "virtio", e1000: "e1000", e1000e: "e1000e", rtl8139: "rtl8139" } as const;
+export const INTERFACE_MODELS = Object.values(InterfaceModel);
+
+export const Label = {
+  /** Marks every pod and object that belongs to kubevirt-ts, e.g. `kubevirt.io=virt-launcher`. */
+  App: "kubevirt.io",
+  /** The VM a launcher pod or VMI belongs to. */
+  VmName: "vm.kubevirt.io/name",
+  /** The UID of the VMI a launcher pod was created for. */
+  CreatedBy: "kubevirt.io/created-by",
+  /** The node a VMI runs on. */
+  NodeName: "kubevirt.io/nodeName",
+} as const;
+
+export const LabelValue = { Launcher: "virt-launcher", Handler: "virt-handler", Controller: "virt-controller", Api: "virt-api" } as const;
+
+export const Annotation = {
+  /** The domain name libvirt uses for a VMI, `<namespace>_<name>`. */
+  Domain: "kubevirt.io/domain",
+} as const;
+
+export const Finalizer = {
+  /** Held by the controller on a VMI until its launcher pod is gone. */
+  VmiController: "kubevirt.io/virtualMachineControllerFinalize",
+  /** Held by the handler on a VMI until its domain is gone. */
+  VmiHandler: "foregroundDeleteVirtualMachine",
+  /** Held on a VM until its VMI is gone. */
+  VmController: "kubevirt.io/virtualMachineControllerFinalize",
+} as const;
+
+export const EventReason = {
+  SuccessfulCreate: "SuccessfulCreate",
+  FailedCreate: "FailedCreate",
+  SuccessfulDelete: "SuccessfulDelete",
+  FailedDelete: "FailedDelete",
+  SuccessfulUpdate: "SuccessfulUpdate",
+  FailedUpdate: "FailedUpdate",
+  Started: "Started",
+  Stopped: "Stopped",
+  ShuttingDown: "ShuttingDown",
+  Paused: "Paused",
+  Resumed: "Resumed",
+  Created: "Created",
+  SyncFailed: "SyncFailed",
+  FailedUnschedulable: "FailedUnschedulable",
+  InvalidSpec: "InvalidSpec",
+} as const;
+export type EventReason = (typeof EventReason)[keyof typeof EventReason];
+
+/** Names KubeVirt gives the default pod network and its interface. */
+export const DEFAULT_NETWORK_NAME = "default";

@@ -1,0 +1,226 @@
+import { z } from "zod";
+import { DISK_BUSES, INTERFACE_MODELS, VMI_PHASES } from "../constants.ts";
+import { condition, objectMeta, opaqueObject, quantity, resourceList } from "./common.ts";
+
+// The supported subset of KubeVirt's VirtualMachineInstance spec. Objects are
+// strict: a field KubeVirt has but kubevirt-ts does not support yet is
+// refused by validation, never silently dropped.
+
+const diskBus = z.enum(DISK_BUSES).describe("The bus the disk is attached to: virtio, sata, scsi or usb.");
+
+export const diskTarget = z.strictObject({
+  bus: diskBus.optional(),
+  readonly: z.boolean().optional().describe("Attach the disk read-only."),
+});
+
+export const cdromTarget = z.strictObject({
+  bus: diskBus.optional(),
+  readonly: z.boolean().optional(),
+  tray: z.enum(["open", "closed"]).optional(),
+});
+
+export const disk = z
+  .strictObject({
+    name: z.string().describe("The disk's name; the volume of the same name is attached to it."),
+    disk: diskTarget.optional().describe("Attach the volume as a hard disk."),
+    cdrom: cdromTarget.optional().describe("Attach the volume as a CD-ROM."),
+    lun: diskTarget.optional().describe("Attach the volume as a SCSI LUN."),
+    bootOrder: z.number().int().optional().describe("Boot priority of the disk, starting at 1; unset disks are not booted from."),
+    serial: z.string().optional().describe("The serial number the guest sees."),
+    cache: z.enum(["none", "writethrough", "writeback"]).optional(),
+  })
+  .describe("A disk of the guest, backed by the volume with the same name.");
+
+export const port = z.strictObject({
+  name: z.string().optional(),
+  protocol: z.enum(["TCP", "UDP"]).optional(),
+  port: z.number().int().describe("The port number to forward to the guest."),
+});
+
+export const networkInterface = z
+  .strictObject({
+    name: z.string().describe("The interface's name; the network of the same name is connected to it."),
+    masquerade: z.strictObject({}).optional().describe("Connect through NAT behind the pod's address."),
+    bridge: z.strictObject({}).optional().describe("Connect the guest directly to the pod's network, giving it the pod's address."),
+    model: z.enum(INTERFACE_MODELS).optional().describe("The emulated network card; virtio unless set."),
+    macAddress: z.string().optional(),
+    ports: z.array(port).optional().describe("Ports forwarded to the guest; all ports when empty."),
+    bootOrder: z.number().int().optional(),
+  })
+  .describe("A network interface of the guest.");
+
+export const devices = z.strictObject({
+  disks: z.array(disk).optional(),
+  interfaces: z.array(networkInterface).optional(),
+  autoattachSerialConsole: z.boolean().optional().describe("Attach a serial console (default true)."),
+  autoattachGraphicsDevice: z.boolean().optional().describe("Attach a VNC display (default true)."),
+  autoattachPodInterface: z.boolean().optional().describe("Add a pod network interface when none is listed (default true)."),
+  rng: z.strictObject({}).optional().describe("Give the guest a virtio random number generator."),
+});
+
+export const kernelBoot = z.strictObject({
+  kernelArgs: z.string().optional().describe("The kernel command line."),
+  container: z
+    .strictObject({
+      image: z.string().describe("The image holding the kernel and initrd."),
+      imagePullPolicy: z.enum(["Always", "IfNotPresent", "Never"]).optional(),
+      kernelPath: z.string().optional().describe("Absolute path of the kernel in the image."),
+      initrdPath: z.string().optional().describe("Absolute path of the initrd in the image."),
+    })
+    .optional(),
+});
+
+export const firmware = z.strictObject({
+  uuid: z.string().optional().describe("The SMBIOS UUID of the guest."),
+  serial: z.string().optional().describe("The SMBIOS serial number of the guest."),
+  bootloader: z
+    .strictObject({
+      bios: z.strictObject({}).optional(),
+      efi: z.strictObject({ secureBoot: z.boolean().optional() }).optional(),
+    })
+    .optional(),
+  kernelBoot: kernelBoot.optional().describe("Boot a kernel and initrd from a container image directly."),
+});
+
+export const domainSpec = z
+  .strictObject({
+    resources: z
+      .strictObject({
+        requests: resourceList.optional().describe("Resources requested for the launcher pod, e.g. memory."),
+        limits: resourceList.optional(),
+        overcommitGuestOverhead: z.boolean().optional(),
+      })
+      .optional(),
+    cpu: z
+      .strictObject({
+        cores: z.number().int().optional().describe("Cores per socket."),
+        sockets: z.number().int().optional(),
+        threads: z.number().int().optional().describe("Threads per core."),
+        model: z.string().optional().describe("The CPU model, e.g. host-model or host-passthrough."),
+      })
+      .optional()
+      .describe("The guest's CPU topology."),
+    memory: z
+      .strictObject({ guest: quantity.optional().describe("The memory the guest sees.") })
+      .optional(),
+    machine: z.strictObject({ type: z.string().optional().describe("The machine type, q35 unless set.") }).optional(),
+    firmware: firmware.optional(),
+    devices: devices.describe("The guest's devices."),
+  })
+  .describe("The guest's virtual hardware.");
+
+export const containerDiskSource = z.strictObject({
+  image: z.string().describe("The image holding the disk under /disk/."),
+  imagePullPolicy: z.enum(["Always", "IfNotPresent", "Never"]).optional(),
+  path: z.string().optional().describe("Path of the disk in the image when it is not the only file under /disk/."),
+});
+
+export const cloudInitNoCloudSource = z.strictObject({
+  userData: z.string().optional().describe("cloud-init user data in clear text."),
+  userDataBase64: z.string().optional().describe("cloud-init user data, base64-encoded."),
+  networkData: z.string().optional().describe("cloud-init network configuration in clear text."),
+  networkDataBase64: z.string().optional(),
+});
+
+export const volume = z
+  .strictObject({
+    name: z.string().describe("The volume's name, matching a disk's name."),
+    containerDisk: containerDiskSource.optional().describe("An ephemeral disk copied on write from a container image."),
+    cloudInitNoCloud: cloudInitNoCloudSource.optional().describe("A NoCloud seed disk generated from the given data."),
+    emptyDisk: z
+      .strictObject({ capacity: quantity.describe("The size of the disk.") })
+      .optional()
+      .describe("A blank disk that lives as long as the VMI."),
+    persistentVolumeClaim: z
+      .strictObject({ claimName: z.string(), readOnly: z.boolean().optional() })
+      .optional()
+      .describe("A disk on a PersistentVolumeClaim in the VMI's namespace."),
+  })
+  .describe("A volume: the storage behind a disk.");
+
+export const network = z.strictObject({
+  name: z.string(),
+  pod: z
+    .strictObject({ vmNetworkCIDR: z.string().optional().describe("The guest-side network of a masquerade interface.") })
+    .optional()
+    .describe("The pod's own network."),
+});
+
+export const toleration = z.strictObject({
+  key: z.string().optional(),
+  operator: z.enum(["Exists", "Equal"]).optional(),
+  value: z.string().optional(),
+  effect: z.enum(["NoSchedule", "PreferNoSchedule", "NoExecute"]).optional(),
+  tolerationSeconds: z.number().int().optional(),
+});
+
+export const vmiSpec = z
+  .strictObject({
+    domain: domainSpec,
+    volumes: z.array(volume).optional(),
+    networks: z.array(network).optional(),
+    nodeSelector: z.record(z.string(), z.string()).optional(),
+    affinity: opaqueObject.optional().describe("Pod affinity rules, passed to the launcher pod as they are."),
+    tolerations: z.array(toleration).optional(),
+    terminationGracePeriodSeconds: z.number().int().optional().describe("Seconds the guest has to shut down; 30 unless set."),
+    hostname: z.string().optional(),
+    subdomain: z.string().optional(),
+  })
+  .describe("The specification of a virtual machine instance.");
+
+export const phaseTransitionTimestamp = z.object({
+  phase: z.enum(VMI_PHASES),
+  phaseTransitionTimestamp: z.string(),
+});
+
+export const vmiInterfaceStatus = z.object({
+  name: z.string().optional(),
+  ipAddress: z.string().optional(),
+  ipAddresses: z.array(z.string()).optional(),
+  mac: z.string().optional(),
+  interfaceName: z.string().optional(),
+  infoSource: z.string().optional(),
+});
+
+export const vmiStatus = z.object({
+  phase: z.enum(VMI_PHASES).optional(),
+  reason: z.string().optional(),
+  message: z.string().optional(),
+  nodeName: z.string().optional(),
+  conditions: z.array(condition).optional(),
+  phaseTransitionTimestamps: z.array(phaseTransitionTimestamp).optional(),
+  interfaces: z.array(vmiInterfaceStatus).optional(),
+  guestOSInfo: z
+    .object({
+      id: z.string().optional(),
+      name: z.string().optional(),
+      prettyName: z.string().optional(),
+      version: z.string().optional(),
+      versionId: z.string().optional(),
+      kernelRelease: z.string().optional(),
+      kernelVersion: z.string().optional(),
+    })
+    .optional(),
+  launcherContainerImageVersion: z.string().optional(),
+  runtimeUser: z.number().int().optional(),
+  qosClass: z.string().optional(),
+  activePods: z.record(z.string(), z.string()).optional().describe("Launcher pods by UID, with the node each runs on."),
+});
+
+export const virtualMachineInstance = z.object({
+  apiVersion: z.literal("kubevirt.io/v1"),
+  kind: z.literal("VirtualMachineInstance"),
+  metadata: objectMeta,
+  spec: vmiSpec,
+  status: vmiStatus.optional(),
+});
+
+export type VmiSpec = z.infer<typeof vmiSpec>;
+export type VmiStatus = z.infer<typeof vmiStatus>;
+export type VirtualMachineInstance = z.infer<typeof virtualMachineInstance>;
+export type Disk = z.infer<typeof disk>;
+export type Volume = z.infer<typeof volume>;
+export type NetworkInterface = z.infer<typeof networkInterface>;
+export type Network = z.infer<typeof network>;
+export type DomainSpec = z.infer<typeof domainSpec>;
+export type Condition = z.infer<typeof condition>;

@@ -1,0 +1,93 @@
+import type { z } from "zod";
+import { RUN_STRATEGIES } from "../constants.ts";
+import { type VirtualMachine, virtualMachine } from "../schema/vm.ts";
+import { type VirtualMachineInstance, type VmiSpec, virtualMachineInstance } from "../schema/vmi.ts";
+import { Causes, type Validation } from "./causes.ts";
+import { validateCompute } from "./compute.ts";
+import { dnsLabelProblem } from "./names.ts";
+import { validateNetworking } from "./network.ts";
+import { validateStorage } from "./storage.ts";
+import { zodIssuesToCauses } from "./zod-issues.ts";
+
+export { type Cause, CauseType, type Validation, summarize } from "./causes.ts";
+
+function validateBootOrder(spec: VmiSpec, path: string, causes: Causes): void {
+  const owners = new Map<number, string>();
+  const devices = [
+    ...(spec.domain.devices.disks ?? []).map((d, i) => [d.bootOrder, `${path}.domain.devices.disks[${i}]`] as const),
+    ...(spec.domain.devices.interfaces ?? []).map((n, i) => [n.bootOrder, `${path}.domain.devices.interfaces[${i}]`] as const),
+  ];
+  for (const [order, devicePath] of devices) {
+    if (order === undefined) continue;
+    const owner = owners.get(order);
+    if (owner !== undefined) {
+      causes.duplicate(`${devicePath}.bootOrder`, `${order} is already the boot order of ${owner}; give each device its own boot order`);
+    } else {
+      owners.set(order, devicePath);
+    }
+  }
+}
+
+/** KubeVirt's rules for a VMI spec that already has the right shape. */
+function validateVmiSpecRules(spec: VmiSpec, path: string, causes: Causes): void {
+  validateCompute(spec.domain, `${path}.domain`, causes);
+  validateStorage(spec, path, causes);
+  validateNetworking(spec, path, causes);
+  validateBootOrder(spec, path, causes);
+  if (spec.terminationGracePeriodSeconds !== undefined && spec.terminationGracePeriodSeconds < 0) {
+    causes.invalid(`${path}.terminationGracePeriodSeconds`, `must not be negative, got ${spec.terminationGracePeriodSeconds}`);
+  }
+  for (const key of ["hostname", "subdomain"] as const) {
+    const value = spec[key];
+    const problem = value === undefined ? undefined : dnsLabelProblem(value);
+    if (problem) causes.invalid(`${path}.${key}`, problem);
+  }
+}
+
+function validateObjectName(metadata: { name?: string | undefined; generateName?: string | undefined }, causes: Causes): void {
+  if (metadata.name === undefined) {
+    if (metadata.generateName === undefined) causes.required("metadata.name", "is required: give the object a name");
+    return;
+  }
+  // The name becomes the guest's hostname and part of its launcher pod's name.
+  const problem = dnsLabelProblem(metadata.name);
+  if (problem) causes.invalid("metadata.name", problem);
+}
+
+function parse<T>(schema: z.ZodType<T>, input: unknown): Validation<T> {
+  const result = schema.safeParse(input, { reportInput: true });
+  return result.success ? { ok: true, value: result.data } : { ok: false, causes: zodIssuesToCauses(result.error) };
+}
+
+function finish<T>(value: T, causes: Causes): Validation<T> {
+  return causes.list.length === 0 ? { ok: true, value } : { ok: false, causes: causes.list };
+}
+
+/** Validates a VirtualMachineInstance: its shape first, then KubeVirt's rules. */
+export function validateVirtualMachineInstance(input: unknown): Validation<VirtualMachineInstance> {
+  const parsed = parse(virtualMachineInstance, input);
+  if (!parsed.ok) return parsed;
+  const causes = new Causes();
+  validateObjectName(parsed.value.metadata, causes);
+  validateVmiSpecRules(parsed.value.spec, "spec", causes);
+  return finish(parsed.value, causes);
+}
+
+/** Validates a VirtualMachine: its shape first, then KubeVirt's rules, including those of its template. */
+export function validateVirtualMachine(input: unknown): Validation<VirtualMachine> {
+  const parsed = parse(virtualMachine, input);
+  if (!parsed.ok) return parsed;
+  const vm = parsed.value;
+  const causes = new Causes();
+  validateObjectName(vm.metadata, causes);
+  if (vm.spec.running !== undefined && vm.spec.runStrategy !== undefined) {
+    causes.invalid(
+      "spec.running",
+      "and spec.runStrategy are mutually exclusive; spec.running is deprecated, so remove it and keep spec.runStrategy",
+    );
+  } else if (vm.spec.running === undefined && vm.spec.runStrategy === undefined) {
+    causes.required("spec.runStrategy", `must be set to one of: ${RUN_STRATEGIES.join(", ")}`);
+  }
+  validateVmiSpecRules(vm.spec.template.spec, "spec.template.spec", causes);
+  return finish(vm, causes);
+}

@@ -1,0 +1,124 @@
+import { parseQuantity } from "../quantity.ts";
+import type { Disk, VmiSpec, Volume } from "../schema/vmi.ts";
+import type { Causes } from "./causes.ts";
+import { dnsLabelProblem } from "./names.ts";
+
+/** The largest cloud-init data kubevirt-ts embeds in a NoCloud seed disk. */
+export const MAX_CLOUD_INIT_BYTES = 64 * 1024;
+
+const VOLUME_SOURCES = ["containerDisk", "cloudInitNoCloud", "emptyDisk", "persistentVolumeClaim"] as const;
+const DISK_TARGETS = ["disk", "cdrom", "lun"] as const;
+
+/** Indexes of the first use of each name, reporting later duplicates. */
+function checkUniqueNames(items: readonly { name: string }[], path: string, what: string, causes: Causes): void {
+  const seen = new Map<string, number>();
+  items.forEach((item, i) => {
+    const first = seen.get(item.name);
+    if (first !== undefined) {
+      causes.duplicate(`${path}[${i}].name`, `"${item.name}" is already the name of ${path}[${first}]; each ${what} needs a name of its own`);
+    } else {
+      seen.set(item.name, i);
+    }
+  });
+}
+
+function validateDisk(disk: Disk, path: string, volumes: ReadonlyMap<string, Volume>, causes: Causes): void {
+  const nameProblem = dnsLabelProblem(disk.name);
+  if (nameProblem) causes.invalid(`${path}.name`, nameProblem);
+
+  const targets = DISK_TARGETS.filter((t) => disk[t] !== undefined);
+  if (targets.length > 1) {
+    causes.invalid(path, `sets ${targets.join(" and ")}; a disk has a single target type: disk, cdrom or lun`);
+  }
+  if (disk.cdrom?.bus === "virtio") {
+    causes.notSupported(`${path}.cdrom.bus`, "is virtio, which CD-ROMs cannot use; use sata or scsi");
+  }
+  if (disk.disk?.bus === "sata" && disk.disk.readonly === true) {
+    causes.invalid(`${path}.disk.readonly`, "is true, but sata hard disks cannot be read-only; use the virtio or scsi bus, or a cdrom");
+  }
+  if (disk.lun && volumes.get(disk.name)?.persistentVolumeClaim === undefined && volumes.has(disk.name)) {
+    causes.invalid(`${path}.lun`, "needs a persistentVolumeClaim volume; attach other volumes as disk or cdrom");
+  }
+  if (disk.bootOrder !== undefined && disk.bootOrder < 1) {
+    causes.invalid(`${path}.bootOrder`, `must be 1 or more when set, got ${disk.bootOrder}`);
+  }
+  if (!volumes.has(disk.name)) {
+    causes.notFound(`${path}.name`, `"${disk.name}" matches no volume; add a volume named "${disk.name}" to the volumes, or remove the disk`);
+  }
+}
+
+function decodedLength(base64: string): number | undefined {
+  if (!/^[A-Za-z0-9+/\s]*={0,2}\s*$/.test(base64)) return undefined;
+  return Buffer.from(base64, "base64").length;
+}
+
+function validateCloudInit(source: NonNullable<Volume["cloudInitNoCloud"]>, path: string, causes: Causes): void {
+  const { userData, userDataBase64, networkData, networkDataBase64 } = source;
+  if (userData === undefined && userDataBase64 === undefined && networkData === undefined && networkDataBase64 === undefined) {
+    causes.required(path, "has no data: set userData or userDataBase64 (and optionally networkData)");
+  }
+  for (const [plain, encoded] of [
+    ["userData", "userDataBase64"],
+    ["networkData", "networkDataBase64"],
+  ] as const) {
+    if (source[plain] !== undefined && source[encoded] !== undefined) {
+      causes.invalid(`${path}.${encoded}`, `is set together with ${plain}; set only one of them`);
+    }
+    const text = source[plain];
+    const base64 = source[encoded];
+    const size = text !== undefined ? Buffer.byteLength(text) : base64 !== undefined ? decodedLength(base64) : 0;
+    if (size === undefined) {
+      causes.invalid(`${path}.${encoded}`, "is not valid base64; encode the data with `base64 -w0`");
+    } else if (size > MAX_CLOUD_INIT_BYTES) {
+      const field = text !== undefined ? plain : encoded;
+      causes.invalid(`${path}.${field}`, `is ${size} bytes; at most ${MAX_CLOUD_INIT_BYTES} bytes are supported`);
+    }
+  }
+}
+
+function validateVolume(volume: Volume, path: string, causes: Causes): void {
+  const nameProblem = dnsLabelProblem(volume.name);
+  if (nameProblem) causes.invalid(`${path}.name`, nameProblem);
+
+  const sources = VOLUME_SOURCES.filter((s) => volume[s] !== undefined);
+  if (sources.length !== 1) {
+    const got = sources.length === 0 ? "none" : sources.join(" and ");
+    causes.invalid(path, `must have exactly one source (${VOLUME_SOURCES.join(", ")}); it has ${got}`);
+  }
+  if (volume.containerDisk?.image.trim() === "") {
+    causes.required(`${path}.containerDisk.image`, "must name the image holding the disk");
+  }
+  if (volume.containerDisk?.path !== undefined && !volume.containerDisk.path.startsWith("/")) {
+    causes.invalid(`${path}.containerDisk.path`, `must be an absolute path in the image, got ${JSON.stringify(volume.containerDisk.path)}`);
+  }
+  if (volume.emptyDisk) {
+    const bytes = parseQuantity(volume.emptyDisk.capacity);
+    if (bytes !== undefined && bytes <= 0) {
+      causes.invalid(`${path}.emptyDisk.capacity`, `must be greater than 0, got ${String(volume.emptyDisk.capacity)}`);
+    }
+  }
+  if (volume.persistentVolumeClaim?.claimName === "") {
+    causes.required(`${path}.persistentVolumeClaim.claimName`, "must name a PersistentVolumeClaim in the same namespace");
+  }
+  if (volume.cloudInitNoCloud) validateCloudInit(volume.cloudInitNoCloud, `${path}.cloudInitNoCloud`, causes);
+}
+
+export function validateStorage(spec: VmiSpec, path: string, causes: Causes): void {
+  const disks = spec.domain.devices.disks ?? [];
+  const volumes = spec.volumes ?? [];
+  const disksPath = `${path}.domain.devices.disks`;
+  const volumesPath = `${path}.volumes`;
+
+  checkUniqueNames(volumes, volumesPath, "volume", causes);
+  volumes.forEach((v, i) => {
+    validateVolume(v, `${volumesPath}[${i}]`, causes);
+  });
+
+  // Disks attach the volume of the same name, so a repeated disk name would
+  // attach one volume twice.
+  checkUniqueNames(disks, disksPath, "disk (and the volume it attaches)", causes);
+  const volumesByName = new Map(volumes.map((v) => [v.name, v]));
+  disks.forEach((d, i) => {
+    validateDisk(d, `${disksPath}[${i}]`, volumesByName, causes);
+  });
+}

@@ -1,0 +1,264 @@
+// The validation table, shared by the unit test (our validation functions)
+// and the integration test (what the real API server accepts and refuses).
+import { readFileSync } from "node:fs";
+import { parse } from "yaml";
+import { newVm, newVmi, newVmiSpec } from "./builders.ts";
+
+export interface ValidationCase {
+  name: string;
+  object: unknown;
+  /** For invalid objects: the field the first cause names, and what its message says. */
+  invalid?: { field: string; message: RegExp };
+  /** What the API server does with the object without our admission webhook. */
+  apiServer?: "accepts" | "refuses";
+}
+
+function example(file: string): unknown {
+  return parse(readFileSync(new URL(`../../../examples/${file}`, import.meta.url), "utf8"));
+}
+
+const tpl = "spec.template.spec";
+
+export const validationCases: ValidationCase[] = [
+  // Valid.
+  { name: "KubeVirt's example VM with a containerDisk and cloud-init", object: example("vm-containerdisk-cloudinit.yaml"), apiServer: "accepts" },
+  { name: "a VMI with an emptyDisk", object: example("vmi-emptydisk.yaml"), apiServer: "accepts" },
+  ...(["Always", "RerunOnFailure", "Manual", "Halted", "Once"] as const).map(
+    (runStrategy): ValidationCase => ({
+      name: `runStrategy ${runStrategy}`,
+      object: newVm(undefined, (vm) => (vm.spec.runStrategy = runStrategy)),
+      apiServer: "accepts",
+    }),
+  ),
+  {
+    name: "the deprecated running: true",
+    object: newVm(undefined, (vm) => {
+      delete vm.spec.runStrategy;
+      vm.spec.running = true;
+    }),
+    apiServer: "accepts",
+  },
+  { name: "memory.guest without resources", object: newVm(newVmiSpec((s) => { delete s.domain.resources; s.domain.memory = { guest: "1Gi" }; })), apiServer: "accepts" },
+  { name: "a cpu topology of 2 sockets, 2 cores, 1 thread", object: newVm(newVmiSpec((s) => (s.domain.cpu = { sockets: 2, cores: 2, threads: 1 }))), apiServer: "accepts" },
+  { name: "no interfaces and no networks (a default pod network is added)", object: newVm(newVmiSpec((s) => { delete s.domain.devices.interfaces; delete s.networks; })), apiServer: "accepts" },
+  {
+    name: "a cdrom on sata with cloud-init as base64",
+    object: newVm(newVmiSpec((s) => {
+      s.domain.devices.disks?.push({ name: "seed", cdrom: { bus: "sata" } });
+      s.volumes?.push({ name: "seed", cloudInitNoCloud: { userDataBase64: Buffer.from("#cloud-config\n").toString("base64") } });
+    })),
+    apiServer: "accepts",
+  },
+  {
+    name: "kernel boot from a container",
+    object: newVmi(newVmiSpec((s) => (s.domain.firmware = { kernelBoot: { kernelArgs: "console=ttyS0", container: { image: "example/kernel:1", kernelPath: "/boot/vmlinuz", initrdPath: "/boot/initrd" } } }))),
+    apiServer: "accepts",
+  },
+  {
+    name: "a scsi lun on a PersistentVolumeClaim",
+    object: newVm(newVmiSpec((s) => {
+      s.domain.devices.disks?.push({ name: "data", lun: { bus: "scsi" } });
+      s.volumes?.push({ name: "data", persistentVolumeClaim: { claimName: "data" } });
+    })),
+    apiServer: "accepts",
+  },
+
+  // Invalid.
+  {
+    name: "both running and runStrategy",
+    object: newVm(undefined, (vm) => (vm.spec.running = true)),
+    invalid: { field: "spec.running", message: /mutually exclusive/ },
+    apiServer: "refuses",
+  },
+  {
+    name: "neither running nor runStrategy",
+    object: newVm(undefined, (vm) => delete vm.spec.runStrategy),
+    invalid: { field: "spec.runStrategy", message: /must be set to one of: Always, RerunOnFailure, Manual, Halted, Once/ },
+  },
+  {
+    name: "an unknown runStrategy",
+    object: newVm(undefined, (vm) => ((vm.spec as Record<string, unknown>).runStrategy = "Sometimes")),
+    invalid: { field: "spec.runStrategy", message: /unsupported value "Sometimes"; use one of: Always/ },
+    apiServer: "refuses",
+  },
+  {
+    name: "a VM without a template",
+    object: newVm(undefined, (vm) => delete (vm.spec as Partial<typeof vm.spec>).template),
+    invalid: { field: "spec.template", message: /spec.template is required/ },
+    apiServer: "refuses",
+  },
+  {
+    name: "a disk without a volume",
+    object: newVm(newVmiSpec((s) => s.domain.devices.disks?.push({ name: "data", disk: {} }))),
+    invalid: { field: `${tpl}.domain.devices.disks[1].name`, message: /"data" matches no volume; add a volume named "data"/ },
+  },
+  {
+    name: "two disks with the same name (one volume used twice)",
+    object: newVm(newVmiSpec((s) => s.domain.devices.disks?.push({ name: "containerdisk", disk: { bus: "sata" } }))),
+    invalid: { field: `${tpl}.domain.devices.disks[1].name`, message: /already the name of .*disks\[0\]/ },
+  },
+  {
+    name: "two volumes with the same name",
+    object: newVm(newVmiSpec((s) => s.volumes?.push({ name: "containerdisk", emptyDisk: { capacity: "1Gi" } }))),
+    invalid: { field: `${tpl}.volumes[1].name`, message: /already the name of .*volumes\[0\]/ },
+  },
+  {
+    name: "an unknown disk bus",
+    object: newVm(newVmiSpec((s) => ((s.domain.devices.disks?.[0]?.disk as Record<string, unknown>).bus = "ide"))),
+    invalid: { field: `${tpl}.domain.devices.disks[0].disk.bus`, message: /unsupported value "ide"; use one of: virtio, sata, scsi, usb/ },
+    apiServer: "refuses",
+  },
+  {
+    name: "a cdrom on virtio",
+    object: newVm(newVmiSpec((s) => { s.domain.devices.disks = [{ name: "containerdisk", cdrom: { bus: "virtio" } }]; })),
+    invalid: { field: `${tpl}.domain.devices.disks[0].cdrom.bus`, message: /CD-ROMs cannot use/ },
+  },
+  {
+    name: "no memory at all",
+    object: newVm(newVmiSpec((s) => delete s.domain.resources)),
+    invalid: { field: `${tpl}.domain.memory.guest`, message: /neither is .*resources.requests.memory/ },
+  },
+  {
+    name: "zero guest memory",
+    object: newVm(newVmiSpec((s) => (s.domain.memory = { guest: "0" }))),
+    invalid: { field: `${tpl}.domain.memory.guest`, message: /must be greater than 0/ },
+  },
+  {
+    name: "less than 1Mi of memory",
+    object: newVm(newVmiSpec((s) => (s.domain.resources = { requests: { memory: "512Ki" } }))),
+    invalid: { field: `${tpl}.domain.resources.requests.memory`, message: /must be at least 1Mi/ },
+  },
+  {
+    name: "guest memory above the memory limit",
+    object: newVm(newVmiSpec((s) => { s.domain.memory = { guest: "2Gi" }; s.domain.resources = { limits: { memory: "1Gi" } }; })),
+    invalid: { field: `${tpl}.domain.memory.guest`, message: /must not exceed .*limits.memory/ },
+  },
+  {
+    name: "zero cores",
+    object: newVm(newVmiSpec((s) => (s.domain.cpu = { cores: 0 }))),
+    invalid: { field: `${tpl}.domain.cpu.cores`, message: /must be at least 1, got 0/ },
+  },
+  {
+    name: "more vCPUs than supported",
+    object: newVm(newVmiSpec((s) => (s.domain.cpu = { sockets: 4, cores: 16, threads: 16 }))),
+    invalid: { field: `${tpl}.domain.cpu`, message: /1024 vCPUs .* at most 512/ },
+  },
+  {
+    name: "cores given as a word",
+    object: newVm(newVmiSpec((s) => (s.domain.cpu = { cores: "two" as unknown as number }))),
+    invalid: { field: `${tpl}.domain.cpu.cores`, message: /must be a number, not a string/ },
+    apiServer: "refuses",
+  },
+  {
+    name: "a cloud-init volume without data",
+    object: newVm(newVmiSpec((s) => { s.volumes = [...(s.volumes ?? []), { name: "cloudinit", cloudInitNoCloud: {} }]; })),
+    invalid: { field: `${tpl}.volumes[1].cloudInitNoCloud`, message: /set userData or userDataBase64/ },
+  },
+  {
+    name: "cloud-init userData and userDataBase64 together",
+    object: newVm(newVmiSpec((s) => s.volumes?.push({ name: "cloudinit", cloudInitNoCloud: { userData: "#cloud-config", userDataBase64: "I2Nsb3VkLWNvbmZpZw==" } }))),
+    invalid: { field: `${tpl}.volumes[1].cloudInitNoCloud.userDataBase64`, message: /set only one of them/ },
+  },
+  {
+    name: "cloud-init userDataBase64 that is not base64",
+    object: newVm(newVmiSpec((s) => s.volumes?.push({ name: "cloudinit", cloudInitNoCloud: { userDataBase64: "not base64!" } }))),
+    invalid: { field: `${tpl}.volumes[1].cloudInitNoCloud.userDataBase64`, message: /not valid base64/ },
+  },
+  {
+    name: "a VM name that is not a DNS label",
+    object: newVm(undefined, (vm) => (vm.metadata.name = "Test_VM")),
+    invalid: { field: "metadata.name", message: /must be a DNS label/ },
+    apiServer: "refuses",
+  },
+  {
+    name: "a VMI name with dots",
+    object: newVmi(undefined, (vmi) => (vmi.metadata.name = "my.vmi")),
+    invalid: { field: "metadata.name", message: /must be a DNS label/ },
+  },
+  {
+    name: "a KubeVirt field kubevirt-ts does not support yet",
+    object: newVm(newVmiSpec((s) => ((s.domain.devices as Record<string, unknown>).gpus = [{ name: "gpu1", deviceName: "nvidia.com/GP102GL" }]))),
+    invalid: { field: `${tpl}.domain.devices.gpus`, message: /is not a field kubevirt-ts supports/ },
+    apiServer: "refuses",
+  },
+  {
+    name: "an unsupported volume type",
+    object: newVm(newVmiSpec((s) => ((s.volumes?.[0] as Record<string, unknown>).dataVolume = { name: "dv" }))),
+    invalid: { field: `${tpl}.volumes[0].dataVolume`, message: /is not a field kubevirt-ts supports/ },
+    apiServer: "refuses",
+  },
+  {
+    name: "a volume with two sources",
+    object: newVm(newVmiSpec((s) => { const v = s.volumes?.[0]; if (v) v.emptyDisk = { capacity: "1Gi" }; })),
+    invalid: { field: `${tpl}.volumes[0]`, message: /exactly one source .* it has containerDisk and emptyDisk/ },
+  },
+  {
+    name: "a volume without a source",
+    object: newVm(newVmiSpec((s) => { s.domain.devices.disks?.push({ name: "empty" }); s.volumes?.push({ name: "empty" }); })),
+    invalid: { field: `${tpl}.volumes[1]`, message: /exactly one source .* it has none/ },
+  },
+  {
+    name: "an interface without a network",
+    object: newVm(newVmiSpec((s) => s.domain.devices.interfaces?.push({ name: "second", masquerade: {} }))),
+    invalid: { field: `${tpl}.domain.devices.interfaces[1].name`, message: /"second" matches no network/ },
+  },
+  {
+    name: "an interface with two bindings",
+    object: newVm(newVmiSpec((s) => { s.domain.devices.interfaces = [{ name: "default", masquerade: {}, bridge: {} }]; })),
+    invalid: { field: `${tpl}.domain.devices.interfaces[0]`, message: /exactly one binding method .* masquerade and bridge/ },
+  },
+  {
+    name: "a network without a type",
+    object: newVm(newVmiSpec((s) => (s.networks = [{ name: "default" }]))),
+    invalid: { field: `${tpl}.networks[0].pod`, message: /pod network is the only network type/ },
+  },
+  {
+    name: "a boot order of 0",
+    object: newVm(newVmiSpec((s) => { const d = s.domain.devices.disks?.[0]; if (d) d.bootOrder = 0; })),
+    invalid: { field: `${tpl}.domain.devices.disks[0].bootOrder`, message: /must be 1 or more/ },
+  },
+  {
+    name: "a boot order used twice",
+    object: newVm(newVmiSpec((s) => {
+      s.domain.devices.disks = [{ name: "containerdisk", bootOrder: 1 }, { name: "scratch", bootOrder: 1 }];
+      s.volumes?.push({ name: "scratch", emptyDisk: { capacity: "1Gi" } });
+    })),
+    invalid: { field: `${tpl}.domain.devices.disks[1].bootOrder`, message: /1 is already the boot order of/ },
+  },
+  {
+    name: "an i440fx machine type",
+    object: newVm(newVmiSpec((s) => (s.domain.machine = { type: "pc-i440fx-8.0" }))),
+    invalid: { field: `${tpl}.domain.machine.type`, message: /use q35/ },
+  },
+  {
+    name: "kernel arguments without a kernel",
+    object: newVmi(newVmiSpec((s) => (s.domain.firmware = { kernelBoot: { kernelArgs: "console=ttyS0" } }))),
+    invalid: { field: "spec.domain.firmware.kernelBoot.container", message: /required when kernelArgs is set/ },
+  },
+  {
+    name: "a relative kernel path",
+    object: newVmi(newVmiSpec((s) => (s.domain.firmware = { kernelBoot: { container: { image: "k:1", kernelPath: "../vmlinuz" } } }))),
+    invalid: { field: "spec.domain.firmware.kernelBoot.container.kernelPath", message: /absolute path/ },
+  },
+  {
+    name: "a cpu request above the cpu limit",
+    object: newVm(newVmiSpec((s) => (s.domain.resources = { requests: { memory: "128Mi", cpu: "2" }, limits: { cpu: "1" } }))),
+    invalid: { field: `${tpl}.domain.resources.requests.cpu`, message: /greater than .*limits.cpu/ },
+  },
+  {
+    name: "an emptyDisk capacity that is not a quantity",
+    object: newVm(newVmiSpec((s) => s.volumes?.push({ name: "scratch", emptyDisk: { capacity: "big" } }))),
+    invalid: { field: `${tpl}.volumes[1].emptyDisk.capacity`, message: /Kubernetes quantity/ },
+    apiServer: "refuses",
+  },
+  {
+    name: "a port out of range",
+    object: newVm(newVmiSpec((s) => { s.domain.devices.interfaces = [{ name: "default", masquerade: {}, ports: [{ port: 70000 }] }]; })),
+    invalid: { field: `${tpl}.domain.devices.interfaces[0].ports[0].port`, message: /between 1 and 65535/ },
+  },
+  {
+    name: "both bios and efi",
+    object: newVm(newVmiSpec((s) => (s.domain.firmware = { bootloader: { bios: {}, efi: {} } }))),
+    invalid: { field: `${tpl}.domain.firmware.bootloader`, message: /choose one/ },
+  },
+];
