@@ -1,6 +1,13 @@
+import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { once } from "node:events";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
 import { inject, test as base } from "vitest";
+import { inheritedEnv } from "./env.ts";
+import { freePort } from "./ports.ts";
 import "./provided-context.ts";
 
 // Fixtures for integration tests against the control plane of vitest-setup.ts:
@@ -34,3 +41,47 @@ export const test = base.extend<KubeFixtures>({
     await core.deleteNamespace({ name });
   },
 });
+
+export interface ServiceProcess {
+  /** Everything the process wrote to stdout and stderr so far. */
+  output(): string;
+  /** GETs a path of its operations endpoint; resolves with the status code (0 when unreachable). */
+  probe(path: string): Promise<number>;
+  /** Sends SIGTERM and resolves with the exit code. */
+  terminate(): Promise<number | null>;
+}
+
+/**
+ * Starts a service's main module as its own Node process with the test
+ * control plane's kubeconfig, the way it runs in a pod.
+ */
+export async function startServiceProcess(entry: string, env: Record<string, string> = {}): Promise<ServiceProcess> {
+  const dir = await mkdtemp(join(tmpdir(), "kubevirt-ts-service-"));
+  const kubeconfigPath = join(dir, "kubeconfig");
+  await writeFile(kubeconfigPath, inject("kubeconfig"));
+  const opsPort = await freePort();
+  const child = spawn(process.execPath, [entry], {
+    env: { ...inheritedEnv(), KUBECONFIG: kubeconfigPath, OPS_PORT: String(opsPort), ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
+  const exited = once(child, "exit").then(([code]) => code as number | null);
+  return {
+    output: () => output,
+    probe: async (path) => {
+      try {
+        return (await fetch(`http://127.0.0.1:${opsPort}${path}`)).status;
+      } catch {
+        return 0;
+      }
+    },
+    terminate: async () => {
+      child.kill("SIGTERM");
+      const code = await exited;
+      await rm(dir, { recursive: true, force: true });
+      return code;
+    },
+  };
+}

@@ -1,0 +1,1 @@
+export { kubevirtApiCheck, loadKubeConfig } from "./client.ts";

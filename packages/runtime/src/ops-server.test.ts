@@ -1,0 +1,51 @@
+import { Counter, Registry } from "prom-client";
+import { afterEach, describe, expect, it } from "vitest";
+import { type OpsServer, startOpsServer } from "./ops-server.ts";
+
+let server: OpsServer | undefined;
+afterEach(async () => {
+  await server?.close();
+});
+
+async function get(path: string): Promise<{ status: number; body: string }> {
+  const res = await fetch(`http://127.0.0.1:${String(server?.port)}${path}`);
+  return { status: res.status, body: await res.text() };
+}
+
+describe("the operations endpoint", () => {
+  it("reports liveness, readiness with reasons, and metrics", async () => {
+    let apiReachable = false;
+    const registry = new Registry();
+    new Counter({ name: "test_syncs_total", help: "syncs", registers: [registry] }).inc(3);
+    server = await startOpsServer({
+      port: 0,
+      host: "127.0.0.1",
+      registry,
+      checks: { apiServer: () => (apiReachable ? undefined : "cannot reach the API server") },
+    });
+
+    expect(await get("/healthz")).toEqual({ status: 200, body: '{"status":"ok"}\n' });
+    const notReady = await get("/readyz");
+    expect(notReady.status).toBe(503);
+    expect(JSON.parse(notReady.body)).toEqual({ status: "not ready", failures: { apiServer: "cannot reach the API server" } });
+
+    apiReachable = true;
+    expect((await get("/readyz")).status).toBe(200);
+    expect((await get("/metrics")).body).toContain("test_syncs_total 3");
+    expect((await get("/nope")).status).toBe(404);
+  });
+
+  it("counts a check that throws as failing", async () => {
+    server = await startOpsServer({
+      port: 0,
+      host: "127.0.0.1",
+      registry: new Registry(),
+      checks: {
+        broken: () => {
+          throw new Error("no connection");
+        },
+      },
+    });
+    expect(JSON.parse((await get("/readyz")).body)).toEqual({ status: "not ready", failures: { broken: "no connection" } });
+  });
+});

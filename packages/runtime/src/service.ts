@@ -1,0 +1,76 @@
+import { Registry, collectDefaultMetrics } from "prom-client";
+import { type LogLevel, type Logger, createLogger } from "./log.ts";
+import { type OpsServer, type ReadinessCheck, startOpsServer } from "./ops-server.ts";
+
+// The life of a kubevirt-ts process: start the operations endpoint, start the
+// work, and on SIGTERM or SIGINT stop the work, then the endpoint, within a
+// deadline, and exit 0.
+
+export interface ServiceContext {
+  log: Logger;
+  registry: Registry;
+  /** Aborted when the process is asked to stop. */
+  signal: AbortSignal;
+}
+
+export interface ServiceDefinition {
+  name: string;
+  opsPort: number;
+  logLevel?: LogLevel;
+  checks?: (ctx: ServiceContext) => Record<string, ReadinessCheck>;
+  /** Starts the work; the returned function stops it. */
+  start?: (ctx: ServiceContext) => Promise<() => Promise<void>>;
+  /** How long stopping may take before the process exits anyway. */
+  shutdownTimeoutMs?: number;
+}
+
+export interface RunningService {
+  ops: OpsServer;
+  ctx: ServiceContext;
+  /** Stops the work and the endpoint; safe to call more than once. */
+  stop(reason: string): Promise<void>;
+}
+
+export async function startService(definition: ServiceDefinition): Promise<RunningService> {
+  const log = createLogger({ component: definition.name, level: definition.logLevel ?? "info" });
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const abort = new AbortController();
+  const ctx: ServiceContext = { log, registry, signal: abort.signal };
+  const ops = await startOpsServer({ port: definition.opsPort, registry, checks: definition.checks?.(ctx) ?? {} });
+  log.info("operations endpoint listening", { port: ops.port });
+  const stopWork = (await definition.start?.(ctx)) ?? (() => Promise.resolve());
+  let stopping: Promise<void> | undefined;
+  const stop = (reason: string) => {
+    stopping ??= (async () => {
+      log.info("stopping", { reason });
+      abort.abort(reason);
+      await stopWork();
+      await ops.close();
+      log.info("stopped");
+    })();
+    return stopping;
+  };
+  return { ops, ctx, stop };
+}
+
+/** Runs a service as the main program of a process until it is signalled. */
+export async function runService(definition: ServiceDefinition): Promise<void> {
+  const service = await startService(definition);
+  const onSignal = (signal: NodeJS.Signals) => {
+    const timer = setTimeout(() => {
+      service.ctx.log.error("shutdown took too long; exiting", { timeoutMs: definition.shutdownTimeoutMs ?? 20_000 });
+      process.exit(1);
+    }, definition.shutdownTimeoutMs ?? 20_000);
+    timer.unref();
+    service.stop(signal).then(
+      () => process.exit(0),
+      (error: unknown) => {
+        service.ctx.log.error("shutdown failed", { error });
+        process.exit(1);
+      },
+    );
+  };
+  process.once("SIGTERM", onSignal);
+  process.once("SIGINT", onSignal);
+}
