@@ -1,6 +1,6 @@
 # The entry points. Each target sets up what it needs on a fresh machine
 # (Node 24, npm packages, the Kubernetes binaries) before it runs.
-.PHONY: up down test generate lint typecheck unit integration
+.PHONY: up down test generate lint typecheck unit integration cluster-up cluster-sync cluster-down
 
 # Set everything up and start the system; prints where to reach it.
 up:
@@ -27,3 +27,13 @@ unit:
 
 integration:
 	hack/run.sh npm run test:integration
+
+# The local single-node cluster (see hack/cluster-*.sh).
+cluster-up:
+	hack/cluster-up.sh
+
+cluster-sync:
+	hack/cluster-sync.sh
+
+cluster-down:
+	hack/cluster-down.sh

@@ -6,7 +6,7 @@
 #   hack/build-k8s.sh [component ...]
 #
 # Components: etcd kube-apiserver kubectl kube-controller-manager
-# kube-scheduler kubelet kube-proxy helm crictl. Default: the three the
+# kube-scheduler kubelet kube-proxy helm. Default: the three the
 # integration tests need (etcd kube-apiserver kubectl).
 # Logs go to stderr; stdout carries one line, the folder holding the binaries.
 set -euo pipefail
@@ -29,7 +29,8 @@ progress() {
   local name=$1 n=0
   while IFS= read -r line; do
     case "$line" in
-      \#*|*.go:[0-9]*) printf '%s\n' "$line" >&2 ;;
+      # `go build -v` names each package it compiles; anything with a space is a message.
+      *" "*) printf '%s\n' "$line" >&2 ;;
       *) n=$((n + 1)); [ $((n % 25)) -eq 0 ] && log "$name: $n packages compiled" ;;
     esac
   done
@@ -85,9 +86,10 @@ build() {
     return
   fi
   log "$name: building $pkg (cold builds take minutes; progress follows)"
+  local status=0
   (cd "$dir" && CGO_ENABLED=$cgo go build -v -trimpath -tags selinux,notest \
-    -ldflags "$ldflags" -o "$out.partial" "$pkg" 2>&1) | progress "$name"
-  [ "${PIPESTATUS[0]}" -eq 0 ] || { log "$name: build failed"; exit 1; }
+    -ldflags "$ldflags" -o "$out.partial" "$pkg" 2>&1) | progress "$name" || status=$?
+  [ "$status" -eq 0 ] || { log "$name: build failed (see the messages above)"; exit 1; }
   mv "$out.partial" "$out"
   log "$name: done"
 }
@@ -99,7 +101,6 @@ for c in "${components[@]}"; do
     kube-apiserver|kubectl|kube-controller-manager|kube-scheduler|kube-proxy)
       build "$c" "$(k8s_module_dir)" "k8s.io/kubernetes/cmd/$c" 0 "$(k8s_ldflags)" ;;
     helm) build helm "$(tool_module_dir helm helm.sh/helm/v3 "$HELM_VERSION")" helm.sh/helm/v3/cmd/helm 0 "-s -w" ;;
-    crictl) build crictl "$(tool_module_dir crictl sigs.k8s.io/cri-tools "$CRICTL_VERSION")" sigs.k8s.io/cri-tools/cmd/crictl 0 "-s -w" ;;
     *) log "unknown component: $c"; exit 2 ;;
   esac
 done

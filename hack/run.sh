@@ -8,6 +8,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source hack/node.sh
 export TURBO_TELEMETRY_DISABLED=1 NEXT_TELEMETRY_DISABLED=1
+# Where heavy builds are cached, for the TypeScript tools that build images.
+export KUBEVIRT_TS_CACHE="$KVTS_CACHE"
 stamp=node_modules/.kubevirt-ts-installed
 if [ ! -f "$stamp" ] || [ package-lock.json -nt "$stamp" ] || [ -n "$(find . -name package.json -not -path '*/node_modules/*' -newer "$stamp" -print -quit)" ]; then
   echo "[run] installing npm packages" >&2

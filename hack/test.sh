@@ -17,4 +17,8 @@ hack/run.sh npx turbo run lint typecheck test --output-logs=errors-only
 step "integration tests against a real etcd and kube-apiserver"
 hack/run.sh npx turbo run test:integration --concurrency=1 --output-logs=full
 
+step "end-to-end tests of the dashboard in Chromium"
+hack/ensure-chromium.sh
+hack/run.sh npx turbo run e2e --output-logs=full
+
 step "all tests passed"

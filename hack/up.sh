@@ -1,8 +1,27 @@
 #!/usr/bin/env bash
 # Sets everything up on a fresh machine and starts the system: `make up`.
-# Today that is the control plane (etcd and kube-apiserver on 127.0.0.1:6443)
-# with the kubevirt.io CRDs installed.
+# A local single-node Kubernetes cluster, kubevirt-ts built and installed
+# into it with its Helm chart; prints where the dashboard is and how to sign in.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-hack/build-k8s.sh etcd kube-apiserver kubectl >/dev/null
-hack/run.sh node packages/control-plane/scripts/control-plane.ts up
+hack/cluster-up.sh
+hack/cluster-sync.sh
+kubectl=cluster-up/kubectl.sh
+$kubectl apply -f cluster-up/users.yaml >/dev/null
+admin_token=$($kubectl -n default create token kubevirt-ts-admin --duration=24h)
+viewer_token=$($kubectl -n default create token kubevirt-ts-viewer --duration=24h)
+cat <<MSG
+
+kubevirt-ts is running on a local single-node cluster.
+
+  Dashboard:   http://198.18.255.1:30080
+  Sign in as an admin with this token (valid 24 hours):
+    $admin_token
+  or as a view-only user:
+    $viewer_token
+  New tokens: cluster-up/kubectl.sh -n default create token kubevirt-ts-admin
+
+  kubectl:     cluster-up/kubectl.sh get vms -A      (or export KUBECONFIG=$PWD/.local/kubeconfig)
+  Logs:        .local/logs/ (one file per cluster component)
+  Stop:        make down
+MSG

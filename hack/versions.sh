@@ -3,7 +3,6 @@
 K8S_VERSION=v1.34.4
 ETCD_VERSION=v3.6.16
 HELM_VERSION=v3.19.2
-CRICTL_VERSION=v1.34.0
 NODE_VERSION=24.21.0
 
 KVTS_CACHE="${KUBEVIRT_TS_CACHE:-$HOME/.cache/kubevirt-ts}"
@@ -15,7 +14,8 @@ endpointslice externaljwt kms kube-aggregator kube-controller-manager kube-proxy
 kube-scheduler kubectl kubelet metrics mount-utils pod-security-admission
 sample-apiserver sample-cli-plugin sample-controller"
 
-k8s_bin_dir() { echo "$KVTS_CACHE/bin/k8s-$K8S_VERSION-etcd-$ETCD_VERSION"; }
+# Every version is in the name, so that changing one builds into a new folder.
+k8s_bin_dir() { echo "$KVTS_CACHE/bin/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-helm-$HELM_VERSION"; }
 
 # A module whose only purpose is to pin one Go tool at one version.
 tool_module_dir() {

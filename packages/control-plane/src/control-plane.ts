@@ -11,7 +11,8 @@ import { type ManagedProcess, logTail, spawnManaged } from "./process.ts";
 
 /** The service network; the benchmarking range keeps clear of private ones. */
 export const SERVICE_CIDR = "198.19.0.0/24";
-const FIRST_SERVICE_IP = "198.19.0.1";
+/** The `kubernetes` Service's address: the first of SERVICE_CIDR. */
+export const FIRST_SERVICE_IP = "198.19.0.1";
 
 export interface ControlPlaneOptions {
   /** A folder for certificates, data and logs; created if missing. */
@@ -20,21 +21,36 @@ export interface ControlPlaneOptions {
   binDir: string;
   /** Leave the processes running after this process exits (`make up`). */
   detached?: boolean;
-  /** A fixed API server port; a free one when unset. */
+  /** Where logs go; `<dir>/logs` unless set. */
+  logDir?: string;
+  /** The address the API server listens on and advertises; 127.0.0.1 unless set. */
+  address?: string;
+  /** Fixed ports; free ones when unset. */
   apiserverPort?: number;
+  etcdPort?: number;
+  etcdPeerPort?: number;
+  /** More names and addresses for the API server's serving certificate. */
+  extraSans?: string[];
+  /** Certificates made beforehand (a cluster adds its own to the same CA). */
+  certificates?: Certificates;
+  /** Authorizers in order; RBAC alone unless set. */
+  authorizationModes?: string[];
+  /** More kube-apiserver flags. */
+  apiserverArgs?: string[];
   /** How long to wait for the API server to become ready. */
   readyTimeoutMs?: number;
 }
 
 export interface ControlPlane {
   server: string;
+  certificates: Certificates;
   kubeconfigPath: string;
   kubeconfig: string;
   processes: ManagedProcess[];
   stop(): Promise<void>;
 }
 
-interface Certificates {
+export interface Certificates {
   pki: Pki;
   etcdServer: { cert: string; key: string };
   etcdClient: { cert: string; key: string };
@@ -43,7 +59,8 @@ interface Certificates {
   serviceAccount: { privateKey: string; publicKey: string };
 }
 
-async function createCertificates(dir: string): Promise<Certificates> {
+/** A CA and the certificates of etcd, the API server and an admin. */
+export async function createCertificates(dir: string, extraSans: string[] = []): Promise<Certificates> {
   const pki = new Pki(dir);
   await pki.createCa("kubevirt-ts-ca");
   const [etcdServer, etcdClient, apiserver, admin, serviceAccount] = await Promise.all([
@@ -52,7 +69,7 @@ async function createCertificates(dir: string): Promise<Certificates> {
     pki.issue({
       name: "apiserver",
       commonName: "kube-apiserver",
-      hosts: ["kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", "localhost", "127.0.0.1", FIRST_SERVICE_IP],
+      hosts: ["kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", "localhost", "127.0.0.1", FIRST_SERVICE_IP, ...extraSans],
       usage: "server",
     }),
     pki.issue({ name: "admin", commonName: "kubevirt-ts-admin", organization: "system:masters", usage: "client" }),
@@ -121,15 +138,18 @@ async function waitReady(server: string, certs: Certificates, processes: Managed
 }
 
 export async function startControlPlane(options: ControlPlaneOptions): Promise<ControlPlane> {
-  const { dir, binDir, detached = false } = options;
-  const pkiDir = join(dir, "pki");
-  const logDir = join(dir, "logs");
-  await Promise.all([mkdir(pkiDir, { recursive: true }), mkdir(logDir, { recursive: true }), mkdir(join(dir, "etcd"), { recursive: true })]);
-  const certs = await createCertificates(pkiDir);
-  const [etcdPort, etcdPeerPort, apiserverPort] = await Promise.all([freePort(), freePort(), options.apiserverPort ?? freePort()]);
+  const { dir, binDir, detached = false, address = "127.0.0.1" } = options;
+  const logDir = options.logDir ?? join(dir, "logs");
+  await Promise.all([mkdir(join(dir, "pki"), { recursive: true }), mkdir(logDir, { recursive: true }), mkdir(join(dir, "etcd"), { recursive: true })]);
+  const certs = options.certificates ?? (await createCertificates(join(dir, "pki"), options.extraSans));
+  const [etcdPort, etcdPeerPort, apiserverPort] = await Promise.all([
+    options.etcdPort ?? freePort(),
+    options.etcdPeerPort ?? freePort(),
+    options.apiserverPort ?? freePort(),
+  ]);
   const etcdUrl = `https://127.0.0.1:${etcdPort}`;
   const peerUrl = `http://127.0.0.1:${etcdPeerPort}`;
-  const server = `https://127.0.0.1:${apiserverPort}`;
+  const server = `https://${address}:${apiserverPort}`;
 
   const processes: ManagedProcess[] = [];
   const stop = async () => {
@@ -164,16 +184,19 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
         args: [
           `--etcd-servers=${etcdUrl}`, `--etcd-cafile=${certs.pki.ca.cert}`,
           `--etcd-certfile=${certs.etcdClient.cert}`, `--etcd-keyfile=${certs.etcdClient.key}`,
-          "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", `--secure-port=${apiserverPort}`,
+          `--bind-address=${address}`, `--advertise-address=${address}`, `--secure-port=${apiserverPort}`,
           `--tls-cert-file=${certs.apiserver.cert}`, `--tls-private-key-file=${certs.apiserver.key}`,
           `--client-ca-file=${certs.pki.ca.cert}`,
-          "--authorization-mode=RBAC",
+          `--authorization-mode=${(options.authorizationModes ?? ["RBAC"]).join(",")}`,
+          // As in kubeadm's clusters: the handler DaemonSet is privileged.
+          "--allow-privileged=true",
           `--service-cluster-ip-range=${SERVICE_CIDR}`,
           "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
           `--service-account-key-file=${certs.serviceAccount.publicKey}`,
           `--service-account-signing-key-file=${certs.serviceAccount.privateKey}`,
           `--cert-dir=${join(dir, "apiserver-certs")}`,
           "--v=1",
+          ...(options.apiserverArgs ?? []),
         ],
       }),
     );
@@ -186,8 +209,5 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
   const kubeconfig = await kubeconfigFor(server, { ca: certs.pki.ca.cert, ...certs.admin }, "admin");
   const kubeconfigPath = join(dir, "kubeconfig");
   await writeFile(kubeconfigPath, kubeconfig, { mode: 0o600 });
-  if (detached) {
-    await writeFile(join(dir, "pids"), processes.map((p) => `${p.name} ${p.pid}`).join("\n") + "\n");
-  }
-  return { server, kubeconfigPath, kubeconfig, processes, stop };
+  return { server, certificates: certs, kubeconfigPath, kubeconfig, processes, stop };
 }

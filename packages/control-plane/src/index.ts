@@ -1,4 +1,14 @@
-export { type ControlPlane, type ControlPlaneOptions, SERVICE_CIDR, kubeconfigFor, startControlPlane } from "./control-plane.ts";
+export {
+  type Certificates,
+  type ControlPlane,
+  type ControlPlaneOptions,
+  FIRST_SERVICE_IP,
+  SERVICE_CIDR,
+  createCertificates,
+  kubeconfigFor,
+  startControlPlane,
+} from "./control-plane.ts";
+export { type ManagedProcess, logTail, spawnManaged } from "./process.ts";
 export { installCrds, readCrds } from "./crds.ts";
 export { CHART_CRD_DIR, REPO_ROOT, ensureBinaries } from "./paths.ts";
 export { Pki } from "./pki.ts";

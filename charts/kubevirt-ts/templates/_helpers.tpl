@@ -1,0 +1,44 @@
+{{- define "kubevirt-ts.labels" -}}
+app.kubernetes.io/part-of: kubevirt-ts
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end }}
+
+{{/* The selector labels of one component: (dict "root" $ "component" "virt-controller") */}}
+{{- define "kubevirt-ts.selector" -}}
+app.kubernetes.io/name: {{ .component }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+{{- end }}
+
+{{/* The image of a component: (dict "root" $ "name" "virt-controller" "key" "controller") */}}
+{{- define "kubevirt-ts.image" -}}
+{{- $tag := index .root.Values.tags .key | default .root.Values.image.tag | default .root.Chart.AppVersion -}}
+{{ printf "%s/%s:%s" .root.Values.image.registry .name $tag }}
+{{- end }}
+
+{{/* The hardened security context of every unprivileged container. */}}
+{{- define "kubevirt-ts.restrictedContainer" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+runAsNonRoot: true
+capabilities:
+  drop: [ALL]
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{/* Probes on the endpoint every component serves; the argument is the port's name. */}}
+{{- define "kubevirt-ts.probes" -}}
+startupProbe:
+  httpGet: { path: /healthz, port: {{ . }} }
+  periodSeconds: 2
+  failureThreshold: 60
+livenessProbe:
+  httpGet: { path: /healthz, port: {{ . }} }
+  periodSeconds: 10
+readinessProbe:
+  httpGet: { path: /readyz, port: {{ . }} }
+  periodSeconds: 5
+{{- end }}

@@ -1,0 +1,48 @@
+import { defineConfig } from "@playwright/test";
+
+// The dashboard as built (`next build`), served on loopback only.
+const port = Number(process.env.KUBEVIRT_TS_E2E_PORT ?? "3100");
+const baseURL = `http://127.0.0.1:${port}`;
+
+export default defineConfig({
+  testDir: "tests",
+  outputDir: "test-results",
+  fullyParallel: true,
+  forbidOnly: Boolean(process.env.CI),
+  retries: 0,
+  workers: 2,
+  reporter: [["list"]],
+  timeout: 30_000,
+  expect: { timeout: 10_000 },
+  use: {
+    baseURL,
+    headless: true,
+    screenshot: "on",
+    trace: "retain-on-failure",
+    // Debian's Chromium: Playwright's own browser downloads are not used.
+    launchOptions: {
+      executablePath: "/usr/bin/chromium",
+      args: [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+      ],
+    },
+  },
+  projects: [{ name: "chromium", use: { browserName: "chromium", viewport: { width: 1280, height: 720 } } }],
+  webServer: {
+    // The standalone server, as the web image runs it.
+    command: "npm run start -w @kubevirt-ts/web",
+    env: { PORT: String(port), HOSTNAME: "127.0.0.1" },
+    cwd: "..",
+    url: `${baseURL}/healthz`,
+    reuseExistingServer: false,
+    timeout: 60_000,
+    stdout: "ignore",
+    stderr: "pipe",
+  },
+});

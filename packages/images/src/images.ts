@@ -1,0 +1,143 @@
+import { chmod, copyFile, cp, mkdir, mkdtemp, rm, stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { REPO_ROOT } from "@kubevirt-ts/control-plane";
+import { type ImageConfig, type Layer, contentTag, tarDirectory, writeDockerArchive } from "./archive.ts";
+import { env } from "./env.ts";
+import { log, run } from "./exec.ts";
+import { buildRootfs } from "./rootfs.ts";
+
+// The images of kubevirt-ts, built from a Debian root filesystem, the pinned
+// Node (the one running this build) and each component's build output.
+// Tags are content digests, so an image is rebuilt and re-imported exactly
+// when something in it changed.
+
+export const REGISTRY = "kubevirt-ts.local";
+
+export interface BuiltImage {
+  /** The component, e.g. virt-controller. */
+  name: string;
+  reference: string;
+  archive: string;
+}
+
+const BASE_PACKAGES = ["ca-certificates"];
+/** What the launcher runs besides Node: QEMU, the libvirt daemons, and tools for disks and seed ISOs. */
+const LAUNCHER_PACKAGES = [
+  ...BASE_PACKAGES,
+  "qemu-system-x86",
+  "qemu-utils",
+  "libvirt-daemon",
+  "libvirt-daemon-driver-qemu",
+  "libvirt-clients",
+  "genisoimage",
+];
+
+async function layerOf(name: string, build: (dir: string) => Promise<void>): Promise<Layer> {
+  const dir = await mkdtemp(join(tmpdir(), `kubevirt-ts-layer-${name}-`));
+  try {
+    await build(dir);
+    return await tarDirectory(dir, join(env.KUBEVIRT_TS_CACHE, "layers", `${name}.tar`));
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** /usr/local/bin/node: the same Node 24 the project runs on. */
+function nodeLayer(): Promise<Layer> {
+  return layerOf("node", async (dir) => {
+    await mkdir(join(dir, "usr/local/bin"), { recursive: true });
+    await copyFile(process.execPath, join(dir, "usr/local/bin/node"));
+  });
+}
+
+async function save(name: string, layers: Layer[], config: ImageConfig): Promise<BuiltImage> {
+  const tag = contentTag(layers, config);
+  const reference = `${REGISTRY}/${name}:${tag}`;
+  const archive = join(env.KUBEVIRT_TS_CACHE, "images", `${name}-${tag}.tar`);
+  const cached = await stat(archive).then(
+    () => true,
+    () => false,
+  );
+  if (!cached) {
+    log(`writing ${reference}`);
+    await writeDockerArchive(archive, [reference], layers, config);
+  }
+  return { name, reference, archive };
+}
+
+/** The pod sandbox image, under the name containerd's configuration gives it. */
+export async function buildPauseImage(reference: string): Promise<BuiltImage> {
+  const layer = await layerOf("pause", async (dir) => {
+    await run("gcc", ["-static", "-Os", "-s", "-o", join(dir, "pause"), join(REPO_ROOT, "packages/images/pause/pause.c")]);
+    await chmod(join(dir, "pause"), 0o755);
+  });
+  const archive = join(env.KUBEVIRT_TS_CACHE, "images", `pause-${layer.digest.slice(0, 16)}.tar`);
+  await writeDockerArchive(archive, [reference], [layer], { entrypoint: ["/pause"], user: "65535:65535" });
+  return { name: "pause", reference, archive };
+}
+
+interface NodeComponent {
+  name: string;
+  /** The component's workspace folder. */
+  workspace: string;
+  /** What of the build output goes to /app, and how it starts. */
+  files: { from: string; to: string }[];
+  entrypoint: string[];
+  launcherBase?: boolean;
+  user?: string;
+  env?: string[];
+}
+
+const SERVICE_USER = "65532:65532";
+
+export const COMPONENTS: NodeComponent[] = [
+  { name: "virt-controller", workspace: "services/controller", files: [{ from: "dist", to: "app" }], entrypoint: ["node", "/app/main.js"], user: SERVICE_USER },
+  { name: "virt-api", workspace: "apps/api", files: [{ from: "dist", to: "app" }], entrypoint: ["node", "/app/main.js"], user: SERVICE_USER },
+  // The handler runs privileged as root: it reaches into launcher pods' sockets on the node.
+  { name: "virt-handler", workspace: "services/handler", files: [{ from: "dist", to: "app" }], entrypoint: ["node", "/app/main.js"], user: "0:0" },
+  // UID 107, as KubeVirt's launcher: the qemu user of Debian's packages.
+  { name: "virt-launcher", workspace: "services/launcher", files: [{ from: "dist", to: "app" }], entrypoint: ["node", "/app/main.js"], launcherBase: true, user: "107:107" },
+  {
+    name: "web",
+    workspace: "apps/web",
+    files: [{ from: ".next/standalone", to: "app" }],
+    entrypoint: ["node", "/app/apps/web/server.js"],
+    user: SERVICE_USER,
+    env: ["NODE_ENV=production", "HOSTNAME=0.0.0.0", "PORT=3000"],
+  },
+];
+
+export async function buildComponentImage(component: NodeComponent, base: Layer, node: Layer): Promise<BuiltImage> {
+  const app = await layerOf(component.name, async (dir) => {
+    for (const { from, to } of component.files) {
+      const source = join(REPO_ROOT, component.workspace, from);
+      await stat(source).catch(() => {
+        throw new Error(`${source} is missing: build ${component.workspace} first (npm run build)`);
+      });
+      await cp(source, join(dir, to), { recursive: true, dereference: true });
+    }
+  });
+  return save(component.name, [base, node, app], {
+    entrypoint: component.entrypoint,
+    user: component.user,
+    workingDir: "/app",
+    env: [...(component.env ?? []), "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],
+    labels: { "org.opencontainers.image.title": component.name, "app.kubernetes.io/part-of": "kubevirt-ts" },
+  });
+}
+
+/** Builds the images of the given components (all when none are named). */
+export async function buildImages(names: string[] = []): Promise<BuiltImage[]> {
+  const wanted = names.length === 0 ? COMPONENTS : COMPONENTS.filter((c) => names.includes(c.name));
+  const [base, launcherBase, node] = await Promise.all([
+    buildRootfs({ name: "base", packages: BASE_PACKAGES }),
+    wanted.some((c) => c.launcherBase) ? buildRootfs({ name: "launcher", packages: LAUNCHER_PACKAGES }) : undefined,
+    nodeLayer(),
+  ]);
+  const images: BuiltImage[] = [];
+  for (const component of wanted) {
+    images.push(await buildComponentImage(component, component.launcherBase && launcherBase ? launcherBase : base, node));
+  }
+  return images;
+}

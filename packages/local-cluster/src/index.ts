@@ -1,0 +1,5 @@
+export * from "./config.ts";
+export { cleanUp, leftovers } from "./cleanup.ts";
+export { importImages } from "./images.ts";
+export { clusterUp } from "./up.ts";
+export { NAMESPACE, RELEASE, clusterSync, tagValues } from "./sync.ts";

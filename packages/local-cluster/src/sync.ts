@@ -1,0 +1,48 @@
+import { join } from "node:path";
+import { REPO_ROOT } from "@kubevirt-ts/control-plane";
+import { type BuiltImage, buildImages } from "@kubevirt-ts/images";
+import { KUBECONFIG_PATH } from "./config.ts";
+import { log, run } from "./exec.ts";
+import { importImages } from "./images.ts";
+
+// cluster-sync: the project's images into the node's containerd, its CRDs
+// applied, its chart installed or upgraded, and the rollout waited for.
+
+export const RELEASE = "kubevirt-ts";
+export const NAMESPACE = "kubevirt-ts";
+const CHART = join(REPO_ROOT, "charts/kubevirt-ts");
+
+/** The chart's value naming each image's tag. */
+const TAG_VALUES: Record<string, string> = {
+  "virt-controller": "controller",
+  "virt-api": "api",
+  "virt-handler": "handler",
+  "virt-launcher": "launcher",
+  web: "web",
+};
+
+export function tagValues(images: BuiltImage[]): string[] {
+  return images.flatMap((image) => {
+    const key = TAG_VALUES[image.name];
+    const tag = image.reference.split(":").pop();
+    return key && tag ? ["--set", `tags.${key}=${tag}`] : [];
+  });
+}
+
+export async function clusterSync(binDir: string): Promise<void> {
+  log("building images");
+  const images = await buildImages();
+  await importImages(images);
+  const kubeconfig = `--kubeconfig=${KUBECONFIG_PATH}`;
+  // Helm installs CRDs only on first install and never upgrades them.
+  log("applying the CRDs");
+  await run(join(binDir, "kubectl"), [kubeconfig, "apply", "--server-side", "--force-conflicts", "-f", join(CHART, "crds")]);
+  log("installing the chart and waiting for the rollout");
+  await run(join(binDir, "helm"), [
+    kubeconfig, "upgrade", "--install", RELEASE, CHART,
+    "--namespace", NAMESPACE, "--create-namespace",
+    ...tagValues(images),
+    "--wait", "--timeout", "5m",
+  ]);
+  log("synced");
+}

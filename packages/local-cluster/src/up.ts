@@ -1,0 +1,170 @@
+import { chmod, copyFile, mkdir, readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
+import { FIRST_SERVICE_IP, SERVICE_CIDR, createCertificates, kubeconfigFor, spawnManaged, startControlPlane } from "@kubevirt-ts/control-plane";
+import { cleanUp, applyHostSettings } from "./cleanup.ts";
+import {
+  APISERVER_PORT, CNI_CONF_DIR, CNI_NETWORK, CONTAINERD_SOCKET, ETCD_PEER_PORT, ETCD_PORT, KUBECONFIG_PATH, LOCAL_DIR, LOG_DIR,
+  NODE_BRIDGE, NODE_IP, NODE_NAME, NODE_PREFIX, RUN_DIR, STATE_DIR,
+} from "./config.ts";
+import { log, run, tryRun } from "./exec.ts";
+import { importPauseImage } from "./images.ts";
+import { cniConfig, containerdConfig, kubeProxyConfig, kubeletConfig } from "./node-config.ts";
+
+// cluster-up: a single-node Kubernetes cluster of real processes on this
+// machine, started from a clean slate every time.
+
+const PKI = join(STATE_DIR, "pki");
+const SERVER = `https://${NODE_IP}:${APISERVER_PORT}`;
+
+async function waitFor(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check().catch(() => false))) {
+    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${timeoutMs / 1000} s; see the logs in ${LOG_DIR}`);
+    await sleep(500);
+  }
+}
+
+async function setUpNetwork(): Promise<void> {
+  // The node's address lives on a bridge of its own: this kernel has no dummy links.
+  await run("ip", ["link", "add", NODE_BRIDGE, "type", "bridge"]);
+  await run("ip", ["addr", "add", `${NODE_IP}/${NODE_PREFIX}`, "dev", NODE_BRIDGE]);
+  await run("ip", ["link", "set", NODE_BRIDGE, "up"]);
+  await applyHostSettings({
+    "/proc/sys/net/ipv4/ip_forward": "1",
+    // Service traffic between pods on the same bridge must pass kube-proxy's rules.
+    "/proc/sys/net/bridge/bridge-nf-call-iptables": "1",
+  });
+  await mkdir(CNI_CONF_DIR, { recursive: true });
+  await writeFile(join(CNI_CONF_DIR, `10-${CNI_NETWORK}.conflist`), cniConfig());
+}
+
+async function componentKubeconfig(name: string, caFile: string, pair: { cert: string; key: string }): Promise<string> {
+  const path = join(STATE_DIR, "kubeconfigs", `${name}.kubeconfig`);
+  await mkdir(join(STATE_DIR, "kubeconfigs"), { recursive: true });
+  await writeFile(path, await kubeconfigFor(SERVER, { ca: caFile, ...pair }, name), { mode: 0o600 });
+  return path;
+}
+
+const CAP_SYS_RESOURCE = 24;
+
+/** The runc containerd uses: a wrapper when root may not lower OOM scores (see files/runc-oom-clamp). */
+async function runcBinary(): Promise<string | undefined> {
+  const status = await readFile("/proc/self/status", "utf8");
+  const effective = BigInt(`0x${/^CapEff:\s*([0-9a-f]+)$/m.exec(status)?.[1] ?? "0"}`);
+  if ((effective >> BigInt(CAP_SYS_RESOURCE)) & 1n) return undefined;
+  log("root lacks CAP_SYS_RESOURCE here: runc goes through a wrapper that raises negative OOM scores to 0");
+  const wrapper = join(STATE_DIR, "runc-oom-clamp");
+  await copyFile(new URL("../files/runc-oom-clamp", import.meta.url), wrapper);
+  await chmod(wrapper, 0o755);
+  return wrapper;
+}
+
+export async function clusterUp(binDir: string): Promise<void> {
+  log("removing whatever an earlier run left");
+  await cleanUp();
+  for (const dir of [STATE_DIR, RUN_DIR, LOG_DIR, PKI]) await mkdir(dir, { recursive: true });
+
+  log("network: node bridge, forwarding, CNI configuration");
+  await setUpNetwork();
+
+  log("certificates");
+  const certs = await createCertificates(PKI, [NODE_IP, NODE_NAME]);
+  const { pki } = certs;
+  const ca = pki.ca.cert;
+  const [controllerManager, scheduler, kubeletClient, kubeletServing, kubeProxy, apiserverKubeletClient] = await Promise.all([
+    pki.issue({ name: "kube-controller-manager", commonName: "system:kube-controller-manager", usage: "client" }),
+    pki.issue({ name: "kube-scheduler", commonName: "system:kube-scheduler", usage: "client" }),
+    pki.issue({ name: "kubelet-client", commonName: `system:node:${NODE_NAME}`, organization: "system:nodes", usage: "client" }),
+    pki.issue({ name: "kubelet-serving", commonName: NODE_NAME, hosts: [NODE_NAME, NODE_IP], usage: "server" }),
+    pki.issue({ name: "kube-proxy", commonName: "system:kube-proxy", usage: "client" }),
+    pki.issue({ name: "apiserver-kubelet-client", commonName: "kube-apiserver-kubelet-client", organization: "system:masters", usage: "client" }),
+  ]);
+
+  log("etcd and kube-apiserver");
+  const controlPlane = await startControlPlane({
+    dir: STATE_DIR,
+    binDir,
+    detached: true,
+    logDir: LOG_DIR,
+    address: NODE_IP,
+    apiserverPort: APISERVER_PORT,
+    etcdPort: ETCD_PORT,
+    etcdPeerPort: ETCD_PEER_PORT,
+    certificates: certs,
+    authorizationModes: ["Node", "RBAC"],
+    apiserverArgs: [
+      "--enable-admission-plugins=NodeRestriction",
+      `--kubelet-client-certificate=${apiserverKubeletClient.cert}`,
+      `--kubelet-client-key=${apiserverKubeletClient.key}`,
+      `--kubelet-certificate-authority=${ca}`,
+      "--kubelet-preferred-address-types=InternalIP",
+    ],
+  });
+  await mkdir(LOCAL_DIR, { recursive: true });
+  await writeFile(KUBECONFIG_PATH, controlPlane.kubeconfig, { mode: 0o600 });
+
+  log("kube-controller-manager and kube-scheduler");
+  const cmKubeconfig = await componentKubeconfig("kube-controller-manager", ca, controllerManager);
+  spawnManaged({
+    name: "kube-controller-manager",
+    command: join(binDir, "kube-controller-manager"),
+    detached: true,
+    logFile: join(LOG_DIR, "kube-controller-manager.log"),
+    args: [
+      `--kubeconfig=${cmKubeconfig}`, `--authentication-kubeconfig=${cmKubeconfig}`, `--authorization-kubeconfig=${cmKubeconfig}`,
+      "--bind-address=127.0.0.1", "--leader-elect=false", "--use-service-account-credentials=true",
+      `--cluster-signing-cert-file=${ca}`, `--cluster-signing-key-file=${pki.ca.key}`, `--root-ca-file=${ca}`,
+      `--service-account-private-key-file=${certs.serviceAccount.privateKey}`,
+      `--service-cluster-ip-range=${SERVICE_CIDR}`, "--allocate-node-cidrs=false", "--v=1",
+    ],
+  });
+  const schedulerKubeconfig = await componentKubeconfig("kube-scheduler", ca, scheduler);
+  spawnManaged({
+    name: "kube-scheduler",
+    command: join(binDir, "kube-scheduler"),
+    detached: true,
+    logFile: join(LOG_DIR, "kube-scheduler.log"),
+    args: [
+      `--kubeconfig=${schedulerKubeconfig}`, `--authentication-kubeconfig=${schedulerKubeconfig}`, `--authorization-kubeconfig=${schedulerKubeconfig}`,
+      "--bind-address=127.0.0.1", "--leader-elect=false", "--v=1",
+    ],
+  });
+
+  log("containerd");
+  const containerdConfigPath = join(STATE_DIR, "containerd.toml");
+  await writeFile(containerdConfigPath, containerdConfig(await runcBinary()));
+  spawnManaged({ name: "containerd", command: "containerd", args: ["--config", containerdConfigPath], detached: true, logFile: join(LOG_DIR, "containerd.log") });
+  await waitFor("containerd answering", 30_000, async () => (await tryRun("ctr", ["--address", CONTAINERD_SOCKET, "version"])) !== undefined);
+  await importPauseImage();
+
+  log("kubelet");
+  const kubeletConfigPath = join(STATE_DIR, "kubelet.yaml");
+  await writeFile(kubeletConfigPath, kubeletConfig({ caFile: ca, servingCert: kubeletServing.cert, servingKey: kubeletServing.key }));
+  spawnManaged({
+    name: "kubelet",
+    command: join(binDir, "kubelet"),
+    detached: true,
+    logFile: join(LOG_DIR, "kubelet.log"),
+    args: [
+      `--config=${kubeletConfigPath}`, `--kubeconfig=${await componentKubeconfig("kubelet", ca, kubeletClient)}`,
+      `--node-ip=${NODE_IP}`, `--hostname-override=${NODE_NAME}`, "--v=1",
+    ],
+  });
+
+  log("kube-proxy");
+  const proxyConfigPath = join(STATE_DIR, "kube-proxy.yaml");
+  await writeFile(proxyConfigPath, kubeProxyConfig(await componentKubeconfig("kube-proxy", ca, kubeProxy)));
+  spawnManaged({ name: "kube-proxy", command: join(binDir, "kube-proxy"), detached: true, logFile: join(LOG_DIR, "kube-proxy.log"), args: [`--config=${proxyConfigPath}`, "--v=1"] });
+
+  log(`waiting for node ${NODE_NAME} to be Ready`);
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromString(controlPlane.kubeconfig);
+  const core = kubeConfig.makeApiClient(CoreV1Api);
+  await waitFor(`node ${NODE_NAME} becoming Ready`, 180_000, async () => {
+    const node = await core.readNode({ name: NODE_NAME });
+    return node.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
+  });
+  log(`the cluster is up: ${SERVER}, kubernetes Service at ${FIRST_SERVICE_IP}`);
+}

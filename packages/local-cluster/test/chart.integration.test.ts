@@ -1,0 +1,90 @@
+import { execFile } from "node:child_process";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { KubeConfig, VersionApi } from "@kubernetes/client-node";
+import { REPO_ROOT, ensureBinaries } from "@kubevirt-ts/control-plane";
+import { test } from "@kubevirt-ts/control-plane/testing";
+import { beforeAll, describe, expect, inject } from "vitest";
+import { parseAllDocuments } from "yaml";
+
+const CHART = join(REPO_ROOT, "charts/kubevirt-ts");
+const exec = promisify(execFile);
+let helm: (...args: string[]) => Promise<string>;
+/** Offline, helm renders for an old default version; the chart needs a recent one. */
+let kubeVersion: string;
+
+beforeAll(async () => {
+  const binDir = await ensureBinaries(["helm"]);
+  helm = async (...args) => (await exec(join(binDir, "helm"), args, { maxBuffer: 16 << 20 })).stdout;
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromString(inject("kubeconfig"));
+  kubeVersion = (await kubeConfig.makeApiClient(VersionApi).getCode()).gitVersion;
+});
+
+interface K8sObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string };
+  spec?: { template?: { spec?: { containers?: Record<string, unknown>[] } } };
+}
+
+async function render(...set: string[]): Promise<K8sObject[]> {
+  const yaml = await helm("template", "kubevirt-ts", CHART, "--kube-version", kubeVersion, "--namespace", "kubevirt-ts", ...set.flatMap((s) => ["--set", s]));
+  return parseAllDocuments(yaml)
+    .map((d) => d.toJS() as K8sObject | null)
+    .filter((o): o is K8sObject => o !== null);
+}
+
+describe("the Helm chart", () => {
+  test("passes helm lint --strict", async () => {
+    expect(await helm("lint", "--strict", CHART)).toContain("1 chart(s) linted, 0 chart(s) failed");
+  });
+
+  test("refuses values its schema does not allow, naming them", async () => {
+    const error = await helm("template", CHART, "--kube-version", kubeVersion, "--set", "web.service.type=Bogus").then(() => undefined, (e: unknown) => String(e));
+    expect(error).toMatch(/web\.service\.type/);
+  });
+
+  test("renders workloads with probes, resources, images of its registry and hardened containers", async () => {
+    const objects = await render("tags.controller=abc123");
+    const workloads = objects.filter((o) => o.kind === "Deployment" || o.kind === "DaemonSet");
+    expect(workloads.map((w) => w.metadata.name).sort()).toEqual(["kubevirt-ts-web", "virt-api", "virt-controller", "virt-handler"]);
+    for (const workload of workloads) {
+      for (const container of workload.spec?.template?.spec?.containers ?? []) {
+        for (const key of ["readinessProbe", "livenessProbe", "startupProbe", "resources"]) expect(container[key], `${workload.metadata.name} ${key}`).toBeDefined();
+        expect(container.image).toMatch(/^kubevirt-ts\.local\//);
+        const security = container.securityContext as Record<string, unknown>;
+        if (workload.metadata.name === "virt-handler") expect(security.privileged).toBe(true);
+        else expect(security).toMatchObject({ runAsNonRoot: true, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true });
+      }
+    }
+    const controller = workloads.find((w) => w.metadata.name === "virt-controller");
+    expect(controller?.spec?.template?.spec?.containers?.[0]?.image).toBe("kubevirt-ts.local/virt-controller:abc123");
+  });
+
+  test("gives KubeVirt's aggregated roles, with consoles for edit but not for view", async () => {
+    const roles = (await render()).filter((o) => o.kind === "ClusterRole" && o.metadata.name.startsWith("kubevirt.io:")) as unknown as {
+      metadata: { name: string; labels: Record<string, string> };
+      rules: { apiGroups: string[]; resources: string[]; verbs: string[] }[];
+    }[];
+    const byName = new Map(roles.map((r) => [r.metadata.name, r]));
+    const consoleVerbs = (name: string) => byName.get(name)?.rules.filter((r) => r.resources.includes("virtualmachineinstances/console")).flatMap((r) => r.verbs) ?? [];
+    expect(consoleVerbs("kubevirt.io:view")).toEqual([]);
+    expect(consoleVerbs("kubevirt.io:edit")).toEqual(["get"]);
+    expect(byName.get("kubevirt.io:view")?.metadata.labels["rbac.authorization.k8s.io/aggregate-to-view"]).toBe("true");
+  });
+
+  test("renders objects a real API server accepts (server-side dry run)", async ({ core }) => {
+    await core.createNamespace({ body: { metadata: { name: "kubevirt-ts" } } }).catch(() => undefined);
+    const yaml = await helm("template", "kubevirt-ts", CHART, "--kube-version", kubeVersion, "--namespace", "kubevirt-ts");
+    const kubectl = join(inject("binDir"), "kubectl");
+    const child = execFile(kubectl, [`--kubeconfig=${inject("kubeconfigPath")}`, "apply", "--dry-run=server", "-f", "-"]);
+    child.stdin?.end(yaml);
+    let output = "";
+    child.stdout?.on("data", (c: string) => (output += c));
+    child.stderr?.on("data", (c: string) => (output += c));
+    const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
+    expect(code, output).toBe(0);
+    expect(output).toContain("daemonset.apps/virt-handler created (server dry run)");
+  });
+});
