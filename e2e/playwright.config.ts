@@ -1,8 +1,11 @@
 import { defineConfig } from "@playwright/test";
 
-// The dashboard as built (`next build`), served on loopback only.
+// The dashboard installed on the local cluster when KUBEVIRT_TS_DASHBOARD_URL
+// names it (as `make test` does); otherwise the standalone build, served on
+// loopback, for working on the dashboard alone.
+const dashboard = process.env.KUBEVIRT_TS_DASHBOARD_URL;
 const port = Number(process.env.KUBEVIRT_TS_E2E_PORT ?? "3100");
-const baseURL = `http://127.0.0.1:${port}`;
+const baseURL = dashboard ?? `http://127.0.0.1:${port}`;
 
 export default defineConfig({
   testDir: "tests",
@@ -34,15 +37,17 @@ export default defineConfig({
     },
   },
   projects: [{ name: "chromium", use: { browserName: "chromium", viewport: { width: 1280, height: 720 } } }],
-  webServer: {
-    // The standalone server, as the web image runs it.
-    command: "npm run start -w @kubevirt-ts/web",
-    env: { PORT: String(port), HOSTNAME: "127.0.0.1" },
-    cwd: "..",
-    url: `${baseURL}/healthz`,
-    reuseExistingServer: false,
-    timeout: 60_000,
-    stdout: "ignore",
-    stderr: "pipe",
-  },
+  webServer: dashboard
+    ? undefined
+    : {
+        // The standalone server, as the web image runs it.
+        command: "npm run start -w @kubevirt-ts/web",
+        env: { PORT: String(port), HOSTNAME: "127.0.0.1" },
+        cwd: "..",
+        url: `${baseURL}/healthz`,
+        reuseExistingServer: false,
+        timeout: 60_000,
+        stdout: "ignore",
+        stderr: "pipe",
+      },
 });

@@ -9,16 +9,25 @@ step "Node 24 and npm packages"
 hack/run.sh node --version
 
 step "Kubernetes binaries (built from Go modules once, then cached)"
-hack/build-k8s.sh etcd kube-apiserver kubectl >/dev/null
+hack/build-k8s.sh etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kubelet kube-proxy helm >/dev/null
 
 step "lint, typecheck and unit tests"
 hack/run.sh npx turbo run lint typecheck test --output-logs=errors-only
 
 step "integration tests against a real etcd and kube-apiserver"
-hack/run.sh npx turbo run test:integration --concurrency=1 --output-logs=full
+hack/run.sh npx turbo run test:integration --concurrency=1 --output-logs=errors-only
 
-step "end-to-end tests of the dashboard in Chromium"
+step "a fresh local cluster"
+hack/cluster-up.sh
+
+step "kubevirt-ts built, imaged and installed into it with Helm"
+hack/cluster-sync.sh
+
+step "end-to-end: the system on the cluster"
+hack/run.sh npx turbo run e2e:cluster --output-logs=full
+
+step "end-to-end: the dashboard on the cluster, in Chromium"
 hack/ensure-chromium.sh
-hack/run.sh npx turbo run e2e --output-logs=full
+KUBEVIRT_TS_DASHBOARD_URL=http://198.18.255.1:30080 hack/run.sh npx turbo run e2e --output-logs=full
 
-step "all tests passed"
+step "all tests passed; the cluster stays up (make down removes it)"

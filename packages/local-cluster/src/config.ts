@@ -32,6 +32,8 @@ export const CNI_CONF_DIR = join(STATE_DIR, "cni", "net.d");
 export const LOCAL_DIR = join(REPO_ROOT, ".local");
 export const KUBECONFIG_PATH = join(LOCAL_DIR, "kubeconfig");
 export const LOG_DIR = join(LOCAL_DIR, "logs");
+/** The images cluster-sync installed, for tests to check against. */
+export const IMAGES_FILE = join(LOCAL_DIR, "images.json");
 
 /** The sandbox (pause) image containerd uses, provided locally. */
 export const PAUSE_IMAGE = "registry.k8s.io/pause:3.10";

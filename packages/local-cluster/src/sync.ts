@@ -1,7 +1,8 @@
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { REPO_ROOT } from "@kubevirt-ts/control-plane";
 import { type BuiltImage, buildImages } from "@kubevirt-ts/images";
-import { KUBECONFIG_PATH } from "./config.ts";
+import { IMAGES_FILE, KUBECONFIG_PATH } from "./config.ts";
 import { log, run } from "./exec.ts";
 import { importImages } from "./images.ts";
 
@@ -44,5 +45,6 @@ export async function clusterSync(binDir: string): Promise<void> {
     ...tagValues(images),
     "--wait", "--timeout", "5m",
   ]);
+  await writeFile(IMAGES_FILE, `${JSON.stringify(images, null, 2)}\n`);
   log("synced");
 }

@@ -1,0 +1,116 @@
+import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { AppsV1Api, CoreV1Api, KubeConfig, RbacAuthorizationV1Api } from "@kubernetes/client-node";
+import { ensureBinaries } from "@kubevirt-ts/control-plane";
+import { IMAGES_FILE, KUBECONFIG_PATH, NAMESPACE, NODE_NAME, RELEASE, clusterSync } from "@kubevirt-ts/local-cluster";
+import { describe, expect, it } from "vitest";
+
+// The system as `make up` leaves it: a real node, our images, our chart.
+
+const kubeConfig = new KubeConfig();
+kubeConfig.loadFromFile(KUBECONFIG_PATH);
+const core = kubeConfig.makeApiClient(CoreV1Api);
+const apps = kubeConfig.makeApiClient(AppsV1Api);
+const rbac = kubeConfig.makeApiClient(RbacAuthorizationV1Api);
+const images = JSON.parse(readFileSync(IMAGES_FILE, "utf8")) as { name: string; reference: string }[];
+const releaseSelector = `app.kubernetes.io/instance=${RELEASE}`;
+const exec = promisify(execFile);
+
+describe("the local cluster", () => {
+  it("has a Ready node", async () => {
+    const node = await core.readNode({ name: NODE_NAME });
+    expect(node.status?.conditions?.find((c) => c.type === "Ready")?.status).toBe("True");
+  });
+
+  it("runs every kubevirt-ts pod Running and Ready from the locally built images", async () => {
+    const pods = (await core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: releaseSelector })).items;
+    const byComponent = new Map(pods.map((p) => [p.metadata?.labels?.["app.kubernetes.io/name"], p]));
+    expect([...byComponent.keys()].sort()).toEqual(["kubevirt-ts-web", "virt-api", "virt-controller", "virt-handler"]);
+    for (const pod of pods) {
+      expect(pod.status?.phase, pod.metadata?.name).toBe("Running");
+      expect(pod.status?.conditions?.find((c) => c.type === "Ready")?.status, pod.metadata?.name).toBe("True");
+      for (const container of pod.spec?.containers ?? []) {
+        expect(images.map((i) => i.reference)).toContain(container.image);
+        expect(container.imagePullPolicy).toBe("IfNotPresent");
+      }
+    }
+  });
+
+  it("runs the handler DaemonSet with a ready pod on the node", async () => {
+    const handler = await apps.readNamespacedDaemonSet({ name: "virt-handler", namespace: NAMESPACE });
+    expect(handler.status?.desiredNumberScheduled).toBe(1);
+    expect(handler.status?.numberReady).toBe(1);
+    const [pod] = (await core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: "app.kubernetes.io/name=virt-handler" })).items;
+    expect(pod?.spec?.nodeName).toBe(NODE_NAME);
+  });
+});
+
+describe("a pod of ours", () => {
+  it("reaches the API server through the kubernetes Service (kube-proxy works)", async () => {
+    const controllerImage = images.find((i) => i.name === "virt-controller")?.reference ?? "";
+    const name = `api-reachability-${Date.now().toString(36)}`;
+    // The service account's token and CA are mounted; the Service's address comes from the environment, as for any pod.
+    const script = [
+      "const fs = require('node:fs'), https = require('node:https');",
+      "const dir = '/var/run/secrets/kubernetes.io/serviceaccount/';",
+      "https.get({ host: process.env.KUBERNETES_SERVICE_HOST, port: process.env.KUBERNETES_SERVICE_PORT, path: '/version',",
+      "  ca: fs.readFileSync(dir + 'ca.crt'), headers: { authorization: 'Bearer ' + fs.readFileSync(dir + 'token', 'utf8') } },",
+      "  (res) => { let body = ''; res.on('data', (c) => body += c); res.on('end', () => console.log(process.env.KUBERNETES_SERVICE_HOST, res.statusCode, JSON.parse(body).gitVersion)); })",
+      "  .on('error', (e) => { console.error(e.message); process.exit(1); });",
+    ].join("\n");
+    await core.createNamespacedPod({
+      namespace: NAMESPACE,
+      body: {
+        metadata: { name },
+        spec: {
+          serviceAccountName: "virt-controller",
+          restartPolicy: "Never",
+          containers: [{ name: "probe", image: controllerImage, imagePullPolicy: "IfNotPresent", command: ["node", "-e", script] }],
+        },
+      },
+    });
+    try {
+      await expect
+        .poll(async () => (await core.readNamespacedPod({ name, namespace: NAMESPACE })).status?.phase, { timeout: 60_000, interval: 500 })
+        .toBe("Succeeded");
+      const log = await core.readNamespacedPodLog({ name, namespace: NAMESPACE });
+      expect(log.trim()).toMatch(/^198\.19\.0\.1 200 v1\.34\.\d+$/);
+    } finally {
+      await core.deleteNamespacedPod({ name, namespace: NAMESPACE });
+    }
+  });
+});
+
+describe("uninstalling the chart", () => {
+  async function installedObjects(): Promise<string[]> {
+    const names = (kind: string, items: { metadata?: { name?: string } }[]) => items.map((i) => `${kind}/${i.metadata?.name ?? ""}`);
+    return [
+      ...names("Deployment", (await apps.listNamespacedDeployment({ namespace: NAMESPACE, labelSelector: releaseSelector })).items),
+      ...names("DaemonSet", (await apps.listNamespacedDaemonSet({ namespace: NAMESPACE, labelSelector: releaseSelector })).items),
+      ...names("Service", (await core.listNamespacedService({ namespace: NAMESPACE, labelSelector: releaseSelector })).items),
+      ...names("ServiceAccount", (await core.listNamespacedServiceAccount({ namespace: NAMESPACE, labelSelector: releaseSelector })).items),
+      ...names("ClusterRole", (await rbac.listClusterRole({ labelSelector: releaseSelector })).items),
+      ...names("ClusterRoleBinding", (await rbac.listClusterRoleBinding({ labelSelector: releaseSelector })).items),
+    ];
+  }
+
+  // Last, since it takes the system away; it is installed again afterwards.
+  it("removes everything it installed but the CRDs", async () => {
+    const binDir = await ensureBinaries(["kubectl", "helm"]);
+    expect(await installedObjects()).toEqual(expect.arrayContaining(["Deployment/virt-controller", "DaemonSet/virt-handler", "ClusterRole/kubevirt.io:view"]));
+    try {
+      await exec(join(binDir, "helm"), [`--kubeconfig=${KUBECONFIG_PATH}`, "uninstall", RELEASE, "--namespace", NAMESPACE, "--wait"]);
+      expect(await installedObjects()).toEqual([]);
+      await expect
+        .poll(async () => (await core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: releaseSelector })).items.length, { timeout: 60_000 })
+        .toBe(0);
+      // Helm keeps CRDs by design, so that uninstalling never deletes users' VMs.
+      const crds = await exec(join(binDir, "kubectl"), [`--kubeconfig=${KUBECONFIG_PATH}`, "get", "crd", "virtualmachines.kubevirt.io", "-o", "name"]);
+      expect(crds.stdout.trim()).toBe("customresourcedefinition.apiextensions.k8s.io/virtualmachines.kubevirt.io");
+    } finally {
+      await clusterSync(binDir);
+    }
+  });
+});
