@@ -1,4 +1,5 @@
 import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -68,7 +69,8 @@ export class Pki {
       "-keyout", pair.key, "-out", csr, "-subj", subject,
     ]);
     await openssl([
-      "x509", "-req", "-in", csr, "-CA", this.ca.cert, "-CAkey", this.ca.key, "-CAcreateserial",
+      // A random serial per certificate: a shared serial file would race when certificates are issued in parallel.
+      "x509", "-req", "-in", csr, "-CA", this.ca.cert, "-CAkey", this.ca.key, "-set_serial", `0x${randomBytes(16).toString("hex")}`,
       "-out", pair.cert, "-days", "3650", "-extfile", ext,
     ]);
     return pair;
