@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the local cluster and the image builds need,
-# when missing: containerd, runc, the CNI plugins, iptables, mmdebstrap, gcc.
+# Installs the Debian packages the project needs, when missing: containerd,
+# runc, the CNI plugins, iptables and mmdebstrap for the local cluster and its
+# images; a compiler and libvirt's headers for the pause image and the
+# launcher's libvirt addon.
 set -euo pipefail
-packages=(containerd runc containernetworking-plugins iptables conntrack mmdebstrap gcc libc6-dev)
+packages=(containerd runc containernetworking-plugins iptables conntrack mmdebstrap gcc g++ make python3 pkg-config libc6-dev libvirt-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -14,4 +14,7 @@ if [ ! -x "$kvts_node_dir/bin/node" ]; then
   rm -rf "$kvts_node_tmp"
 fi
 export PATH="$kvts_node_dir/bin:$PATH"
-# The machine's npm (a JavaScript program) now runs on this Node.
+# The machine's npm (a JavaScript program) now runs on this Node. Native
+# addons compile against this Node's own headers, from source: prebuilt
+# binaries would have to be downloaded from hosts this machine cannot reach.
+export npm_config_nodedir="$kvts_node_dir" npm_config_build_from_source=true

@@ -6,6 +6,7 @@ import { AppsV1Api, CoreV1Api, KubeConfig, RbacAuthorizationV1Api } from "@kuber
 import { ensureBinaries } from "@kubevirt-ts/control-plane";
 import { IMAGES_FILE, KUBECONFIG_PATH, NAMESPACE, NODE_NAME, RELEASE, clusterSync } from "@kubevirt-ts/local-cluster";
 import { describe, expect, it } from "vitest";
+import { runPod } from "./pods.ts";
 
 // The system as `make up` leaves it: a real node, our images, our chart.
 
@@ -15,6 +16,7 @@ const core = kubeConfig.makeApiClient(CoreV1Api);
 const apps = kubeConfig.makeApiClient(AppsV1Api);
 const rbac = kubeConfig.makeApiClient(RbacAuthorizationV1Api);
 const images = JSON.parse(readFileSync(IMAGES_FILE, "utf8")) as { name: string; reference: string }[];
+const imageOf = (name: string) => images.find((i) => i.name === name)?.reference ?? `no ${name} image in ${IMAGES_FILE}`;
 const releaseSelector = `app.kubernetes.io/instance=${RELEASE}`;
 const exec = promisify(execFile);
 
@@ -49,8 +51,6 @@ describe("the local cluster", () => {
 
 describe("a pod of ours", () => {
   it("reaches the API server through the kubernetes Service (kube-proxy works)", async () => {
-    const controllerImage = images.find((i) => i.name === "virt-controller")?.reference ?? "";
-    const name = `api-reachability-${Date.now().toString(36)}`;
     // The service account's token and CA are mounted; the Service's address comes from the environment, as for any pod.
     const script = [
       "const fs = require('node:fs'), https = require('node:https');",
@@ -60,26 +60,26 @@ describe("a pod of ours", () => {
       "  (res) => { let body = ''; res.on('data', (c) => body += c); res.on('end', () => console.log(process.env.KUBERNETES_SERVICE_HOST, res.statusCode, JSON.parse(body).gitVersion)); })",
       "  .on('error', (e) => { console.error(e.message); process.exit(1); });",
     ].join("\n");
-    await core.createNamespacedPod({
+    const log = await runPod(core, { namespace: NAMESPACE, image: imageOf("virt-controller"), command: ["node", "-e", script], serviceAccountName: "virt-controller" });
+    expect(log.trim()).toMatch(/^198\.19\.0\.1 200 v1\.34\.\d+$/);
+  });
+});
+
+describe("the launcher image", () => {
+  it("holds QEMU, the libvirt daemons and a libvirt addon that loads", async () => {
+    const log = await runPod(core, {
       namespace: NAMESPACE,
-      body: {
-        metadata: { name },
-        spec: {
-          serviceAccountName: "virt-controller",
-          restartPolicy: "Never",
-          containers: [{ name: "probe", image: controllerImage, imagePullPolicy: "IfNotPresent", command: ["node", "-e", script] }],
-        },
-      },
+      image: imageOf("virt-launcher"),
+      command: [
+        "sh", "-c",
+        "qemu-system-x86_64 --version | head -1 && libvirtd --version && virtlogd --version && " +
+          "node --input-type=module -e \"const { Hypervisor } = await import('@unraid/libvirt'); console.log('addon', typeof Hypervisor)\"",
+      ],
     });
-    try {
-      await expect
-        .poll(async () => (await core.readNamespacedPod({ name, namespace: NAMESPACE })).status?.phase, { timeout: 60_000, interval: 500 })
-        .toBe("Succeeded");
-      const log = await core.readNamespacedPodLog({ name, namespace: NAMESPACE });
-      expect(log.trim()).toMatch(/^198\.19\.0\.1 200 v1\.34\.\d+$/);
-    } finally {
-      await core.deleteNamespacedPod({ name, namespace: NAMESPACE });
-    }
+    expect(log).toMatch(/QEMU emulator version 7\./);
+    expect(log).toMatch(/libvirtd \(libvirt\) 9\./);
+    expect(log).toMatch(/virtlogd \(libvirt\) 9\./);
+    expect(log).toContain("addon function");
   });
 });
 

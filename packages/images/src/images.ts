@@ -22,7 +22,7 @@ export interface BuiltImage {
 }
 
 const BASE_PACKAGES = ["ca-certificates"];
-/** What the launcher runs besides Node: QEMU, the libvirt daemons, and tools for disks and seed ISOs. */
+/** What the launcher runs besides Node: QEMU, the libvirt daemons (libvirtd and virtlogd: bookworm ships no modular virtqemud), and tools for disks and seed ISOs. */
 const LAUNCHER_PACKAGES = [
   ...BASE_PACKAGES,
   "qemu-system-x86",
@@ -97,7 +97,18 @@ export const COMPONENTS: NodeComponent[] = [
   // The handler runs privileged as root: it reaches into launcher pods' sockets on the node.
   { name: "virt-handler", workspace: "services/handler", files: [{ from: "dist", to: "app" }], entrypoint: ["node", "/app/main.js"], user: "0:0" },
   // UID 107, as KubeVirt's launcher: the qemu user of Debian's packages.
-  { name: "virt-launcher", workspace: "services/launcher", files: [{ from: "dist", to: "app" }], entrypoint: ["node", "/app/main.js"], launcherBase: true, user: "107:107" },
+  {
+    name: "virt-launcher",
+    workspace: "services/launcher",
+    files: [
+      { from: "dist", to: "app" },
+      // The libvirt addon, compiled against Debian bookworm's libvirt like the image's, and what it loads.
+      ...["@unraid/libvirt", "xml2js", "sax", "xmlbuilder"].map((pkg) => ({ from: `../../node_modules/${pkg}`, to: `app/node_modules/${pkg}` })),
+    ],
+    entrypoint: ["node", "/app/main.js"],
+    launcherBase: true,
+    user: "107:107",
+  },
   {
     name: "web",
     workspace: "apps/web",
