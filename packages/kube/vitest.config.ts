@@ -1,10 +1,4 @@
+import { integrationTestConfig } from "@kubevirt-ts/control-plane/vitest-config";
 import { defineConfig } from "vitest/config";
 
-export default defineConfig({
-  test: {
-    include: ["test/**/*.integration.test.ts"],
-    globalSetup: ["@kubevirt-ts/control-plane/vitest-setup"],
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
-  },
-});
+export default defineConfig({ test: integrationTestConfig });

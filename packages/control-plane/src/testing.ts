@@ -5,7 +5,8 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
-import { inject, test as base } from "vitest";
+import { fileURLToPath } from "node:url";
+import { expect, inject, it, test as base } from "vitest";
 import { inheritedEnv } from "./env.ts";
 import { freePort } from "./ports.ts";
 import "./provided-context.ts";
@@ -84,4 +85,19 @@ export async function startServiceProcess(entry: string, env: Record<string, str
       return code;
     },
   };
+}
+
+/**
+ * The test every service's main module passes: as its own process it becomes
+ * ready, serves its probes, and exits 0 on SIGTERM after stopping its work.
+ */
+export function itRunsAsAService(entry: URL, readiness = "becomes ready"): void {
+  it(`${readiness}, serves its probes and exits 0 on SIGTERM`, async () => {
+    const service = await startServiceProcess(fileURLToPath(entry));
+    await expect.poll(() => service.probe("/readyz"), { timeout: 30_000 }).toBe(200);
+    expect(await service.probe("/healthz")).toBe(200);
+    expect(await service.probe("/metrics")).toBe(200);
+    expect(await service.terminate(), service.output()).toBe(0);
+    expect(service.output()).toContain('"msg":"stopped"');
+  });
 }

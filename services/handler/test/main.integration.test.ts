@@ -1,11 +1,3 @@
-import { fileURLToPath } from "node:url";
-import { startServiceProcess } from "@kubevirt-ts/control-plane/testing";
-import { expect, it } from "vitest";
+import { itRunsAsAService } from "@kubevirt-ts/control-plane/testing";
 
-it("becomes ready once it reaches the kubevirt.io API, and exits 0 on SIGTERM", async () => {
-  const service = await startServiceProcess(fileURLToPath(new URL("../src/main.ts", import.meta.url)));
-  await expect.poll(() => service.probe("/readyz"), { timeout: 30_000 }).toBe(200);
-  expect(await service.probe("/healthz")).toBe(200);
-  expect(await service.terminate(), service.output()).toBe(0);
-  expect(service.output()).toContain('"msg":"stopped"');
-});
+itRunsAsAService(new URL("../src/main.ts", import.meta.url), "becomes ready once it can list VMIs through the kubevirt.io API");
