@@ -11,4 +11,5 @@ export {
 export { type ManagedProcess, logTail, spawnManaged } from "./process.ts";
 export { installCrds, readCrds } from "./crds.ts";
 export { CHART_CRD_DIR, REPO_ROOT, ensureBinaries } from "./paths.ts";
+export { freePort } from "./ports.ts";
 export { Pki } from "./pki.ts";

@@ -38,6 +38,8 @@ export const test = base.extend<KubeFixtures>({
   namespace: async ({ core }, use) => {
     const name = `test-${randomBytes(4).toString("hex")}`;
     await core.createNamespace({ body: { metadata: { name } } });
+    // What kube-controller-manager does in a cluster; the test control plane runs none, and pods need this account.
+    await core.createNamespacedServiceAccount({ namespace: name, body: { metadata: { name: "default" } } });
     await use(name);
     await core.deleteNamespace({ name });
   },
@@ -91,9 +93,9 @@ export async function startServiceProcess(entry: string, env: Record<string, str
  * The test every service's main module passes: as its own process it becomes
  * ready, serves its probes, and exits 0 on SIGTERM after stopping its work.
  */
-export function itRunsAsAService(entry: URL, readiness = "becomes ready"): void {
+export function itRunsAsAService(entry: URL, readiness = "becomes ready", env: Record<string, string> = {}): void {
   it(`${readiness}, serves its probes and exits 0 on SIGTERM`, async () => {
-    const service = await startServiceProcess(fileURLToPath(entry));
+    const service = await startServiceProcess(fileURLToPath(entry), env);
     await expect.poll(() => service.probe("/readyz"), { timeout: 30_000 }).toBe(200);
     expect(await service.probe("/healthz")).toBe(200);
     expect(await service.probe("/metrics")).toBe(200);

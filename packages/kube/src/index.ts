@@ -1,1 +1,6 @@
-export { kubevirtApiCheck, loadKubeConfig } from "./client.ts";
+export * from "./client/index.ts";
+export * from "./controller/index.ts";
+export { type EventHandler, Informer, type InformerOptions } from "./informer/informer.ts";
+export { type LeaderCallbacks, type LeaderElectionOptions, LeaderElector } from "./leader/leader-election.ts";
+export * from "./workqueue/index.ts";
+export { Expectations, type ExpectationsOptions } from "./expectations.ts";

@@ -1,4 +1,17 @@
+import { hostname } from "node:os";
 import { baseEnv, parseEnv } from "@kubevirt-ts/runtime";
 import { z } from "zod";
 
-export const env = parseEnv(z.object({ ...baseEnv(9100) }));
+export const env = parseEnv(
+  z.object({
+    ...baseEnv(9100),
+    LAUNCHER_IMAGE: z.string().min(1, "must name the virt-launcher image, e.g. kubevirt-ts.local/virt-launcher:<tag>"),
+    LAUNCHER_PULL_POLICY: z.enum(["Always", "IfNotPresent", "Never"]).default("IfNotPresent"),
+    /** This replica's name in leader election: its pod's name. */
+    POD_NAME: z.string().min(1).default(hostname()),
+    /** Where the leader election Lease lives: the controller's own namespace. */
+    POD_NAMESPACE: z.string().min(1).default("kubevirt-ts"),
+    LEADER_ELECTION: z.enum(["true", "false"]).default("true").transform((v) => v === "true"),
+    WORKERS: z.coerce.number().int().min(1).max(64).default(3),
+  }),
+);

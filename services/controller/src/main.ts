@@ -1,12 +1,51 @@
-import { kubevirtApiCheck, loadKubeConfig } from "@kubevirt-ts/kube";
+import { KubeClient, LeaderElector, createRestClientMetrics, loadKubeConfig } from "@kubevirt-ts/kube";
 import { runService } from "@kubevirt-ts/runtime";
+import { type Controllers, createControllers } from "./controllers.ts";
 import { env } from "./env.ts";
 
-const kubeConfig = loadKubeConfig();
+// virt-controller: the VM and VMI controllers, active in the replica that
+// holds the leader lease; the other replicas keep warm caches and wait.
+
+let controllers: Controllers | undefined;
 
 await runService({
   name: "virt-controller",
   opsPort: env.OPS_PORT,
   logLevel: env.LOG_LEVEL,
-  checks: () => ({ apiServer: kubevirtApiCheck(kubeConfig) }),
+  checks: () => ({
+    caches: () => (controllers?.hasSynced() ? undefined : "the VM, VMI and pod caches have not synced yet"),
+  }),
+  start: async ({ log, registry, signal }) => {
+    const client = await KubeClient.fromKubeConfig(loadKubeConfig(), createRestClientMetrics(registry));
+    const created = createControllers({
+      client,
+      log,
+      registry,
+      workers: env.WORKERS,
+      pod: { launcherImage: env.LAUNCHER_IMAGE, imagePullPolicy: env.LAUNCHER_PULL_POLICY, opsPort: 9102 },
+    });
+    controllers = created;
+    const stopping = new AbortController();
+    signal.addEventListener("abort", () => { stopping.abort(); }, { once: true });
+    const informers = created.runInformers(stopping.signal);
+    const leading = env.LEADER_ELECTION
+      ? new LeaderElector({ client, log, namespace: env.POD_NAMESPACE, name: "virt-controller", identity: env.POD_NAME }).run(
+          {
+            onStartedLeading: (leadership) => created.runControllers(leadership),
+            onStoppedLeading: () => {
+              // Two leaders must never act at once: a replica that lost the lease exits and starts over as a candidate.
+              if (!stopping.signal.aborted) {
+                log.error("leadership lost; exiting");
+                process.exit(1);
+              }
+            },
+          },
+          stopping.signal,
+        )
+      : created.runControllers(stopping.signal);
+    return async () => {
+      stopping.abort();
+      await Promise.all([informers, leading]);
+    };
+  },
 });

@@ -37,5 +37,16 @@ export const objectMeta = z.looseObject({
   labels: z.record(z.string(), z.string()).optional(),
   annotations: z.record(z.string(), z.string()).optional(),
   finalizers: z.array(z.string()).optional(),
-  ownerReferences: z.array(z.looseObject({})).optional(),
+  ownerReferences: z
+    .array(
+      z.object({
+        apiVersion: z.string(),
+        kind: z.string(),
+        name: z.string(),
+        uid: z.string(),
+        controller: z.boolean().optional(),
+        blockOwnerDeletion: z.boolean().optional(),
+      }),
+    )
+    .optional(),
 });

@@ -1,0 +1,206 @@
+import { Agent, type RequestOptions, request } from "node:https";
+import { request as httpRequest } from "node:http";
+import type { IncomingMessage } from "node:http";
+import type { KubeConfig } from "@kubernetes/client-node";
+import { ApiError } from "./errors.ts";
+import type { RestClientMetrics } from "./metrics.ts";
+import { type ResourceType, resourcePath } from "./resources.ts";
+import type { KubeObject, ObjectList, Status, WatchEvent } from "./types.ts";
+
+// A small client for the Kubernetes REST API: the verbs controllers use,
+// watches as streams of events, errors as ApiError, and a metric for every
+// request. It takes its credentials from a KubeConfig.
+
+export interface ListOptions {
+  labelSelector?: string;
+  fieldSelector?: string;
+  resourceVersion?: string;
+  limit?: number;
+  continue?: string;
+}
+
+export interface WatchOptions {
+  labelSelector?: string;
+  fieldSelector?: string;
+  resourceVersion?: string;
+  timeoutSeconds?: number;
+}
+
+export type PatchType = "json" | "merge" | "strategic";
+const PATCH_CONTENT_TYPES: Record<PatchType, string> = {
+  json: "application/json-patch+json",
+  merge: "application/merge-patch+json",
+  strategic: "application/strategic-merge-patch+json",
+};
+
+export interface DeleteOptions {
+  /** Delete only the object with this UID, not a newer one of the same name. */
+  uid?: string;
+  propagationPolicy?: "Foreground" | "Background" | "Orphan";
+  gracePeriodSeconds?: number;
+}
+
+interface Call {
+  verb: string;
+  method: string;
+  type: ResourceType;
+  path: string;
+  subresource?: string;
+  query?: Record<string, string | number | boolean | undefined>;
+  body?: unknown;
+  contentType?: string;
+  signal?: AbortSignal;
+}
+
+function queryString(query: Call["query"]): string {
+  const params = new URLSearchParams();
+  for (const [key, value] of Object.entries(query ?? {})) if (value !== undefined) params.set(key, String(value));
+  const text = params.toString();
+  return text === "" ? "" : `?${text}`;
+}
+
+async function readBody(res: IncomingMessage): Promise<string> {
+  let body = "";
+  res.setEncoding("utf8");
+  for await (const chunk of res) body += chunk as string;
+  return body;
+}
+
+function parseStatus(body: string, code: number): Status {
+  try {
+    return JSON.parse(body) as Status;
+  } catch {
+    return { code, message: body.slice(0, 500) };
+  }
+}
+
+export class KubeClient {
+  private readonly server: URL;
+  private readonly options: RequestOptions;
+  private readonly metrics: RestClientMetrics | undefined;
+
+  private constructor(server: URL, options: RequestOptions, metrics?: RestClientMetrics) {
+    this.server = server;
+    this.options = options;
+    this.metrics = metrics;
+  }
+
+  static async fromKubeConfig(kubeConfig: KubeConfig, metrics?: RestClientMetrics): Promise<KubeClient> {
+    const cluster = kubeConfig.getCurrentCluster();
+    if (!cluster) throw new Error("the kubeconfig names no current cluster");
+    const options: RequestOptions = {};
+    await kubeConfig.applyToHTTPSOptions(options);
+    options.agent = new Agent({ keepAlive: true, ca: options.ca, cert: options.cert, key: options.key, rejectUnauthorized: options.rejectUnauthorized });
+    return new KubeClient(new URL(cluster.server), options, metrics);
+  }
+
+  private open(call: Call): Promise<IncomingMessage> {
+    const url = new URL(call.path + queryString(call.query), this.server);
+    const body = call.body === undefined ? undefined : JSON.stringify(call.body);
+    const headers: Record<string, string> = { ...(this.options.headers as Record<string, string> | undefined), accept: "application/json" };
+    if (body !== undefined) {
+      headers["content-type"] = call.contentType ?? "application/json";
+      headers["content-length"] = String(Buffer.byteLength(body));
+    }
+    const send = url.protocol === "http:" ? httpRequest : request;
+    return new Promise((resolve, reject) => {
+      const req = send(url, { ...this.options, method: call.method, headers, signal: call.signal }, resolve);
+      req.on("error", reject);
+      req.end(body);
+    });
+  }
+
+  private async call<T>(call: Call): Promise<T> {
+    const started = performance.now();
+    const resource = call.subresource ? `${call.type.plural}/${call.subresource}` : call.type.plural;
+    let code = "error";
+    try {
+      const res = await this.open(call);
+      code = String(res.statusCode ?? 0);
+      const text = await readBody(res);
+      const status = res.statusCode ?? 0;
+      if (status < 200 || status >= 300) throw new ApiError(status, parseStatus(text, status), `${call.verb} ${call.path}`);
+      return (text === "" ? undefined : JSON.parse(text)) as T;
+    } finally {
+      this.metrics?.observe({ verb: call.verb, method: call.method, resource, code }, (performance.now() - started) / 1000);
+    }
+  }
+
+  get<T extends KubeObject>(type: ResourceType, namespace: string | undefined, name: string): Promise<T> {
+    return this.call({ verb: "get", method: "GET", type, path: resourcePath(type, namespace, name) });
+  }
+
+  list<T extends KubeObject>(type: ResourceType, namespace?: string, options: ListOptions = {}): Promise<ObjectList<T>> {
+    return this.call({ verb: "list", method: "GET", type, path: resourcePath(type, namespace), query: { ...options } });
+  }
+
+  create<T extends KubeObject>(type: ResourceType, namespace: string | undefined, body: T): Promise<T> {
+    return this.call({ verb: "create", method: "POST", type, path: resourcePath(type, namespace), body });
+  }
+
+  /** A PUT: optimistic locking through body.metadata.resourceVersion. */
+  update<T extends KubeObject>(type: ResourceType, body: T, subresource?: string): Promise<T> {
+    const { namespace, name = "" } = body.metadata;
+    return this.call({ verb: "update", method: "PUT", type, path: resourcePath(type, namespace, name, subresource), subresource, body });
+  }
+
+  patch<T extends KubeObject>(type: ResourceType, namespace: string | undefined, name: string, patch: unknown, patchType: PatchType, subresource?: string): Promise<T> {
+    return this.call({
+      verb: "patch",
+      method: "PATCH",
+      type,
+      path: resourcePath(type, namespace, name, subresource),
+      subresource,
+      body: patch,
+      contentType: PATCH_CONTENT_TYPES[patchType],
+    });
+  }
+
+  async delete(type: ResourceType, namespace: string | undefined, name: string, options: DeleteOptions = {}): Promise<void> {
+    const body = {
+      kind: "DeleteOptions",
+      apiVersion: "v1",
+      ...(options.uid ? { preconditions: { uid: options.uid } } : {}),
+      ...(options.propagationPolicy ? { propagationPolicy: options.propagationPolicy } : {}),
+      ...(options.gracePeriodSeconds !== undefined ? { gracePeriodSeconds: options.gracePeriodSeconds } : {}),
+    };
+    await this.call({ verb: "delete", method: "DELETE", type, path: resourcePath(type, namespace, name), body });
+  }
+
+  /**
+   * Watches a collection, calling onEvent for each event until the server
+   * ends the stream (its timeout), the signal aborts, or the connection fails.
+   */
+  async watch<T extends KubeObject>(type: ResourceType, namespace: string | undefined, options: WatchOptions, onEvent: (event: WatchEvent<T>) => void, signal?: AbortSignal): Promise<void> {
+    const call: Call = {
+      verb: "watch",
+      method: "GET",
+      type,
+      path: resourcePath(type, namespace),
+      query: { ...options, watch: true, allowWatchBookmarks: true },
+      signal,
+    };
+    const started = performance.now();
+    const res = await this.open(call);
+    const status = res.statusCode ?? 0;
+    this.metrics?.observe({ verb: "watch", method: "GET", resource: type.plural, code: String(status) }, (performance.now() - started) / 1000);
+    if (status < 200 || status >= 300) throw new ApiError(status, parseStatus(await readBody(res), status), `watch ${call.path}`);
+    res.setEncoding("utf8");
+    let buffer = "";
+    try {
+      for await (const chunk of res) {
+        buffer += chunk as string;
+        let newline = buffer.indexOf("\n");
+        while (newline >= 0) {
+          const line = buffer.slice(0, newline).trim();
+          buffer = buffer.slice(newline + 1);
+          if (line !== "") onEvent(JSON.parse(line) as WatchEvent<T>);
+          newline = buffer.indexOf("\n");
+        }
+      }
+    } catch (error) {
+      if (signal?.aborted) return;
+      throw error;
+    }
+  }
+}

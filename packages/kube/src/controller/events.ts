@@ -1,0 +1,41 @@
+import type { Logger } from "@kubevirt-ts/runtime";
+import { resources } from "../client/resources.ts";
+import type { KubeClient } from "../client/rest.ts";
+import type { KubeObject } from "../client/types.ts";
+
+// Kubernetes Events about the objects a controller acts on, so that
+// `kubectl describe` and the dashboard show what happened and why. Recording
+// never fails the caller: an event that cannot be written is logged.
+
+export type EventType = "Normal" | "Warning";
+
+export interface EventRecorder {
+  record(object: KubeObject, type: EventType, reason: string, message: string): void;
+}
+
+export function createEventRecorder(client: KubeClient, component: string, log: Logger, now: () => Date = () => new Date()): EventRecorder {
+  return {
+    record(object, type, reason, message) {
+      const { namespace = "default", name = "", uid, resourceVersion } = object.metadata;
+      const time = now().toISOString().replace(/\.\d{3}Z$/, "Z");
+      client
+        .create(resources.events, namespace, {
+          apiVersion: "v1",
+          kind: "Event",
+          metadata: { generateName: `${name}.`, namespace },
+          involvedObject: { apiVersion: object.apiVersion, kind: object.kind, name, namespace, uid, resourceVersion },
+          type,
+          reason,
+          message,
+          source: { component },
+          reportingComponent: component,
+          firstTimestamp: time,
+          lastTimestamp: time,
+          count: 1,
+        } as KubeObject)
+        .catch((error: unknown) => {
+          log.warn("could not record an event", { reason, object: `${namespace}/${name}`, error });
+        });
+    },
+  };
+}

@@ -1,0 +1,22 @@
+import { isDeepStrictEqual } from "node:util";
+import type { KubeClient, KubeObject, ResourceType } from "@kubevirt-ts/kube";
+
+/** Drops undefined members, as the API server's JSON does, so that equal statuses compare equal. */
+export function normalized<T>(value: T): T {
+  return value === undefined ? value : (JSON.parse(JSON.stringify(value)) as T);
+}
+
+/**
+ * Writes a status through the status subresource, with the resourceVersion
+ * the controller read (a conflict means it decided on stale data and will
+ * try again), and only when it differs from what is stored.
+ */
+export async function writeStatusIfChanged<T extends KubeObject & { status?: unknown }>(
+  client: KubeClient,
+  type: ResourceType,
+  object: T,
+  status: T["status"],
+): Promise<T | undefined> {
+  if (isDeepStrictEqual(normalized(object.status), normalized(status))) return undefined;
+  return client.update<T>(type, { ...structuredClone(object), status }, "status");
+}

@@ -1,0 +1,148 @@
+import {
+  type EventRecorder, type Expectations, type Informer, type KubeClient, type Reconcile, addFinalizer, isAlreadyExists, isNotFound, removeFinalizer,
+  resources, splitKey,
+} from "@kubevirt-ts/kube";
+import {
+  API_VERSION, EventReason, Finalizer, Kind, Label, type VirtualMachine, type VirtualMachineInstance, type VmStatus, defaultVmiSpec, runStrategyOf,
+} from "@kubevirt-ts/kubevirt-api";
+import type { Logger } from "@kubevirt-ts/runtime";
+import { controllerOf, controllerRef } from "../common/owner.ts";
+import { writeStatusIfChanged } from "../common/status-write.ts";
+import { type VmAction, backoffMs, decide } from "./decide.ts";
+import { deriveVmStatus } from "./status.ts";
+
+// The VirtualMachine controller: keeps each VM's VMI in the state its run
+// strategy and start/stop requests call for, and reports it in the VM's status.
+
+export interface VmControllerDeps {
+  client: KubeClient;
+  vms: Informer<VirtualMachine>;
+  vmis: Informer<VirtualMachineInstance>;
+  expectations: Expectations;
+  recorder: EventRecorder;
+  log: Logger;
+  now: () => Date;
+}
+
+/** The VMI a VM creates: its template, with KubeVirt's defaults, owned by the VM. */
+export function vmiForVm(vm: VirtualMachine): VirtualMachineInstance {
+  const template = vm.spec.template;
+  return {
+    apiVersion: API_VERSION,
+    kind: Kind.VirtualMachineInstance,
+    metadata: {
+      name: vm.metadata.name,
+      namespace: vm.metadata.namespace,
+      labels: { ...template.metadata?.labels, [Label.VmName]: vm.metadata.name ?? "" },
+      ...(template.metadata?.annotations ? { annotations: { ...template.metadata.annotations } } : {}),
+      ownerReferences: [controllerRef({ apiVersion: API_VERSION, kind: Kind.VirtualMachine, metadata: vm.metadata })],
+    },
+    spec: defaultVmiSpec(template.spec),
+  };
+}
+
+interface SyncOutcome {
+  action: VmAction;
+  startFailure: VmStatus["startFailure"];
+  error?: { reason: string; message: string };
+  requeueAfterMs?: number;
+}
+
+export function createVmReconciler(deps: VmControllerDeps): Reconcile {
+  const { client, vms, vmis, expectations, recorder, log, now } = deps;
+
+  async function execute(vm: VirtualMachine, action: VmAction, key: string, startFailure: VmStatus["startFailure"]): Promise<SyncOutcome> {
+    const { namespace, name = "" } = vm.metadata;
+    switch (action.kind) {
+      case "none":
+        return { action, startFailure };
+      case "backoff":
+        return { action, startFailure, requeueAfterMs: Math.max(action.untilMs - now().getTime(), 0) + 100 };
+      case "create": {
+        expectations.expectCreations(key, 1);
+        try {
+          await client.create(resources.virtualMachineInstances, namespace, vmiForVm(vm));
+          recorder.record(vm, "Normal", EventReason.SuccessfulCreate, `Started the virtual machine by creating the new virtual machine instance ${name}`);
+        } catch (error) {
+          expectations.creationObserved(key);
+          if (isAlreadyExists(error)) return { action, startFailure };
+          recorder.record(vm, "Warning", EventReason.FailedCreate, `Error creating virtual machine instance ${name}: ${String(error)}`);
+          return { action, startFailure, error: { reason: EventReason.FailedCreate, message: String(error) } };
+        }
+        return { action, startFailure };
+      }
+      case "delete": {
+        let failure = startFailure;
+        if (action.failed && startFailure?.lastFailedVMIUID !== action.uid) {
+          const count = (startFailure?.consecutiveFailCount ?? 0) + 1;
+          failure = { consecutiveFailCount: count, lastFailedVMIUID: action.uid, retryAfterTimestamp: new Date(now().getTime() + backoffMs(count)).toISOString().replace(/\.\d{3}Z$/, "Z") };
+        }
+        expectations.expectDeletions(key, 1);
+        try {
+          await client.delete(resources.virtualMachineInstances, namespace, name, { uid: action.uid });
+          recorder.record(vm, "Normal", EventReason.SuccessfulDelete, `Stopped the virtual machine by deleting the virtual machine instance ${action.uid}`);
+        } catch (error) {
+          expectations.deletionObserved(key);
+          if (!isNotFound(error)) {
+            recorder.record(vm, "Warning", EventReason.FailedDelete, `Error deleting virtual machine instance ${name}: ${String(error)}`);
+            return { action, startFailure: failure, error: { reason: EventReason.FailedDelete, message: String(error) } };
+          }
+        }
+        return { action, startFailure: failure };
+      }
+    }
+  }
+
+  /** The VM is being deleted: its VMI goes first, then the finalizer. */
+  async function finalize(vm: VirtualMachine, vmi: VirtualMachineInstance | undefined, key: string): Promise<void> {
+    if (vmi) {
+      if (!vmi.metadata.deletionTimestamp) {
+        expectations.expectDeletions(key, 1);
+        await client.delete(resources.virtualMachineInstances, vmi.metadata.namespace, vmi.metadata.name ?? "", { uid: vmi.metadata.uid }).catch((error: unknown) => {
+          expectations.deletionObserved(key);
+          if (!isNotFound(error)) throw error;
+        });
+      }
+      return;
+    }
+    await removeFinalizer(client, resources.virtualMachines, vm, Finalizer.VmController);
+  }
+
+  return async (key) => {
+    const cached = vms.get(key);
+    if (!cached) {
+      expectations.deleteExpectations(key);
+      return undefined;
+    }
+    // The cache may not show the VMI just created or deleted yet; deciding now could do it twice.
+    if (!expectations.satisfied(key)) return { requeueAfterMs: 2_000 };
+    const { namespace, name } = splitKey(key);
+    let vmi = vmis.get(`${namespace}/${name}`);
+    if (vmi && controllerOf(vmi)?.uid !== cached.metadata.uid) {
+      log.warn("a VMI of the VM's name is not controlled by it; leaving it alone", { vm: key });
+      vmi = undefined;
+    }
+    if (cached.metadata.deletionTimestamp) {
+      await finalize(cached, vmi, key);
+      return undefined;
+    }
+    const vm = await addFinalizer(client, resources.virtualMachines, cached, Finalizer.VmController);
+
+    const runStrategy = runStrategyOf(vm.spec);
+    const decision = decide({
+      runStrategy,
+      previousRunStrategy: vm.status?.runStrategy,
+      requests: vm.status?.stateChangeRequests ?? [],
+      vmi: vmi ? { uid: vmi.metadata.uid ?? "", phase: vmi.status?.phase, deleting: Boolean(vmi.metadata.deletionTimestamp) } : undefined,
+      startFailure: vm.status?.startFailure,
+      now: now(),
+    });
+    const outcome = await execute(vm, decision.action, key, vm.status?.startFailure);
+    // A VMI that reached Running ends the crash loop.
+    const startFailure = vmi?.status?.phase === "Running" ? undefined : outcome.startFailure;
+    const status = deriveVmStatus({ vm, vmi, runStrategy, requests: decision.requests, action: decision.action, startFailure, syncError: outcome.error, now: now() });
+    await writeStatusIfChanged(client, resources.virtualMachines, vm, status);
+    if (outcome.error) throw new Error(`${outcome.error.reason}: ${outcome.error.message}`);
+    return outcome.requeueAfterMs === undefined ? undefined : { requeueAfterMs: outcome.requeueAfterMs };
+  };
+}

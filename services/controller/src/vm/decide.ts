@@ -1,0 +1,93 @@
+import { type RunStrategy, type StateChangeRequest, type VmStatus, VmiPhase } from "@kubevirt-ts/kubevirt-api";
+
+// What a VirtualMachine's controller should do about its VMI, decided from
+// what it observes alone: the run strategy, the pending start/stop requests,
+// the VMI (if any) and the crash-loop back-off. Pure, so the whole table of
+// KubeVirt's run strategy semantics is tested without a cluster.
+
+export interface ObservedVmi {
+  uid: string;
+  phase: string | undefined;
+  deleting: boolean;
+}
+
+export interface VmObservation {
+  runStrategy: RunStrategy;
+  /** The strategy in effect when status was last written; undefined before the first write. */
+  previousRunStrategy: RunStrategy | undefined;
+  requests: readonly StateChangeRequest[];
+  vmi: ObservedVmi | undefined;
+  startFailure: VmStatus["startFailure"];
+  now: Date;
+}
+
+export type VmAction =
+  | { kind: "none" }
+  | { kind: "create" }
+  | { kind: "delete"; uid: string; failed: boolean }
+  | { kind: "backoff"; untilMs: number };
+
+export interface VmDecision {
+  action: VmAction;
+  /** The requests still pending once the action is done. */
+  requests: StateChangeRequest[];
+}
+
+export const isFinal = (phase: string | undefined): boolean => phase === VmiPhase.Succeeded || phase === VmiPhase.Failed;
+
+const MIN_BACKOFF_MS = 10_000;
+const MAX_BACKOFF_MS = 300_000;
+
+/** KubeVirt-like crash-loop back-off: 10 s, doubling with each consecutive failure, at most 5 minutes. */
+export function backoffMs(consecutiveFailures: number): number {
+  return Math.min(MIN_BACKOFF_MS * 2 ** Math.max(consecutiveFailures - 1, 0), MAX_BACKOFF_MS);
+}
+
+function create(o: VmObservation, requests: StateChangeRequest[]): VmDecision {
+  const retryAfter = o.startFailure?.retryAfterTimestamp ? Date.parse(o.startFailure.retryAfterTimestamp) : 0;
+  if (retryAfter > o.now.getTime()) return { action: { kind: "backoff", untilMs: retryAfter }, requests };
+  return { action: { kind: "create" }, requests };
+}
+
+const none = (requests: StateChangeRequest[]): VmDecision => ({ action: { kind: "none" }, requests });
+const remove = (vmi: ObservedVmi, requests: StateChangeRequest[]): VmDecision =>
+  vmi.deleting ? none(requests) : { action: { kind: "delete", uid: vmi.uid, failed: vmi.phase === VmiPhase.Failed }, requests };
+
+/** The first pending request decides, if there is one; it is dropped once it has taken effect. */
+function decideRequest(o: VmObservation, request: StateChangeRequest, rest: StateChangeRequest[]): VmDecision | undefined {
+  const { vmi } = o;
+  if (request.action === "Stop") {
+    // A stop for a VMI that is already gone, or for an older VMI, is done.
+    if (!vmi || (request.uid !== undefined && request.uid !== vmi.uid)) return decide({ ...o, requests: rest });
+    return remove(vmi, o.requests.slice());
+  }
+  if (o.runStrategy === "Halted") return decide({ ...o, requests: rest });
+  if (vmi && !isFinal(vmi.phase)) return decide({ ...o, requests: rest });
+  if (vmi) return remove(vmi, o.requests.slice());
+  return create(o, o.requests.slice());
+}
+
+export function decide(o: VmObservation): VmDecision {
+  const [first, ...rest] = o.requests;
+  if (first) return decideRequest(o, first, rest) ?? none(o.requests.slice());
+  const requests: StateChangeRequest[] = [];
+  const { vmi } = o;
+  const strategyChanged = o.previousRunStrategy !== o.runStrategy;
+  switch (o.runStrategy) {
+    case "Always":
+      if (!vmi) return create(o, requests);
+      return isFinal(vmi.phase) ? remove(vmi, requests) : none(requests);
+    case "RerunOnFailure":
+      // Restarted after failure, never after success; started when the VM first runs with this strategy.
+      if (!vmi) return strategyChanged ? create(o, requests) : none(requests);
+      if (vmi.phase === VmiPhase.Failed) return remove(vmi, [{ action: "Start" }]);
+      return none(requests);
+    case "Once":
+      // Started once when the VM takes this strategy; never restarted.
+      return !vmi && strategyChanged ? create(o, requests) : none(requests);
+    case "Manual":
+      return none(requests);
+    case "Halted":
+      return vmi ? remove(vmi, requests) : none(requests);
+  }
+}

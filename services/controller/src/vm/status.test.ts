@@ -1,0 +1,68 @@
+import type { VirtualMachine, VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import { describe, expect, it } from "vitest";
+import type { VmAction } from "./decide.ts";
+import { type VmStatusInput, deriveVmStatus, printableStatus } from "./status.ts";
+
+const now = new Date("2026-01-01T00:00:00Z");
+const vm = (mutate: (vm: VirtualMachine) => void = () => undefined): VirtualMachine => {
+  const value: VirtualMachine = {
+    apiVersion: "kubevirt.io/v1",
+    kind: "VirtualMachine",
+    metadata: { name: "vm", namespace: "ns", uid: "vm-uid", generation: 3 },
+    spec: { runStrategy: "Always", template: { spec: { domain: { devices: {} } } } },
+  };
+  mutate(value);
+  return value;
+};
+const vmi = (phase: string, conditions: { type: string; status: "True" | "False"; reason?: string }[] = [], deleting = false): VirtualMachineInstance => ({
+  apiVersion: "kubevirt.io/v1",
+  kind: "VirtualMachineInstance",
+  metadata: { name: "vm", namespace: "ns", uid: "vmi-uid", ...(deleting ? { deletionTimestamp: "2026-01-01T00:00:00Z" } : {}) },
+  spec: { domain: { devices: {} } },
+  status: { phase: phase as "Running", conditions },
+});
+const none: VmAction = { kind: "none" };
+
+function input(partial: Partial<VmStatusInput>): VmStatusInput {
+  return { vm: vm(), vmi: undefined, runStrategy: "Always", requests: [], action: none, startFailure: undefined, syncError: undefined, now, ...partial };
+}
+
+describe("printableStatus", () => {
+  it.each([
+    ["a VM being deleted is Terminating", input({ vm: vm((v) => (v.metadata.deletionTimestamp = "2026-01-01T00:00:00Z")), vmi: vmi("Running") }), "Terminating"],
+    ["a VMI being deleted is Stopping", input({ vmi: vmi("Running", [], true) }), "Stopping"],
+    ["a Halted VM with a running VMI is Stopping", input({ runStrategy: "Halted", vmi: vmi("Running"), action: { kind: "delete", uid: "vmi-uid", failed: false } }), "Stopping"],
+    ["a running VMI is Running", input({ vmi: vmi("Running") }), "Running"],
+    ["a paused VMI is Paused", input({ vmi: vmi("Running", [{ type: "Paused", status: "True" }]) }), "Paused"],
+    ["an unschedulable launcher is ErrorUnschedulable", input({ vmi: vmi("Scheduling", [{ type: "PodScheduled", status: "False", reason: "Unschedulable" }]) }), "ErrorUnschedulable"],
+    ["an image that cannot be pulled is ErrImagePull", input({ vmi: vmi("Scheduling", [{ type: "Synchronized", status: "False", reason: "ErrImagePull" }]) }), "ErrImagePull"],
+    ["a scheduling VMI is Starting", input({ vmi: vmi("Scheduling") }), "Starting"],
+    ["a VMI being created is Starting", input({ action: { kind: "create" } }), "Starting"],
+    ["a VM in back-off is CrashLoopBackOff", input({ action: { kind: "backoff", untilMs: 0 } }), "CrashLoopBackOff"],
+    ["a VM without a VMI is Stopped", input({ runStrategy: "Halted" }), "Stopped"],
+    ["a VM whose VMI succeeded is Stopped", input({ runStrategy: "Manual", vmi: vmi("Succeeded") }), "Stopped"],
+  ])("%s", (_name, given, expected) => {
+    expect(printableStatus(given)).toBe(expected);
+  });
+});
+
+describe("deriveVmStatus", () => {
+  it("reports created, ready, the run strategy in effect and the generation observed", () => {
+    const status = deriveVmStatus(input({ vmi: vmi("Running", [{ type: "Ready", status: "True" }]) }));
+    expect(status).toMatchObject({ created: true, ready: true, runStrategy: "Always", observedGeneration: 3, printableStatus: "Running" });
+    expect(status.conditions?.find((c) => c.type === "Ready")?.status).toBe("True");
+  });
+
+  it("sets the Failure condition from a sync error and clears it once the sync succeeds", () => {
+    const failedStatus = deriveVmStatus(input({ syncError: { reason: "FailedCreate", message: "quota exceeded" } }));
+    expect(failedStatus.conditions?.find((c) => c.type === "Failure")).toMatchObject({ status: "True", reason: "FailedCreate", message: "quota exceeded" });
+    const recovered = deriveVmStatus(input({ vm: vm((v) => (v.status = failedStatus)) }));
+    expect(recovered.conditions?.find((c) => c.type === "Failure")).toBeUndefined();
+  });
+
+  it("derives the same status from the same observation, so nothing is written twice", () => {
+    const first = deriveVmStatus(input({ vmi: vmi("Scheduling") }));
+    const second = deriveVmStatus(input({ vm: vm((v) => (v.status = first)), vmi: vmi("Scheduling"), now: new Date(now.getTime() + 60_000) }));
+    expect(second).toEqual(first);
+  });
+});

@@ -1,0 +1,87 @@
+import { findCondition, setCondition } from "@kubevirt-ts/kube";
+import {
+  type Condition, PrintableStatus, type RunStrategy, type StateChangeRequest, type VirtualMachine, type VirtualMachineInstance, type VmStatus,
+  VmConditionType, VmiConditionType, VmiPhase,
+} from "@kubevirt-ts/kubevirt-api";
+import { type VmAction, isFinal } from "./decide.ts";
+
+// A VirtualMachine's status, derived from what was observed and from what the
+// sync did about it: never from which event woke the controller up.
+
+export interface VmStatusInput {
+  vm: VirtualMachine;
+  vmi: VirtualMachineInstance | undefined;
+  runStrategy: RunStrategy;
+  requests: StateChangeRequest[];
+  action: VmAction;
+  startFailure: VmStatus["startFailure"];
+  syncError: { reason: string; message: string } | undefined;
+  now: Date;
+}
+
+function vmiCondition(vmi: VirtualMachineInstance | undefined, type: string): Condition | undefined {
+  return findCondition(vmi?.status?.conditions, type);
+}
+
+/** KubeVirt's printable status, checked in its order: the first that applies wins. */
+export function printableStatus(input: VmStatusInput): PrintableStatus {
+  const { vm, vmi, action, runStrategy, requests } = input;
+  const phase = vmi?.status?.phase;
+  const stopWanted = action.kind === "delete" || requests[0]?.action === "Stop" || runStrategy === "Halted";
+  if (vm.metadata.deletionTimestamp) return PrintableStatus.Terminating;
+  if (vmi && !isFinal(phase) && (vmi.metadata.deletionTimestamp || stopWanted)) return PrintableStatus.Stopping;
+  if (phase === VmiPhase.Running) {
+    return vmiCondition(vmi, VmiConditionType.Paused)?.status === "True" ? PrintableStatus.Paused : PrintableStatus.Running;
+  }
+  const scheduled = vmiCondition(vmi, VmiConditionType.PodScheduled);
+  if (vmi && !isFinal(phase) && scheduled?.status === "False" && scheduled.reason === "Unschedulable") return PrintableStatus.ErrorUnschedulable;
+  const synchronized = vmiCondition(vmi, VmiConditionType.Synchronized);
+  if (vmi && !isFinal(phase) && synchronized?.status === "False") {
+    if (synchronized.reason === "ErrImagePull") return PrintableStatus.ErrImagePull;
+    if (synchronized.reason === "ImagePullBackOff") return PrintableStatus.ImagePullBackOff;
+  }
+  if (vmi && !isFinal(phase)) return PrintableStatus.Starting;
+  if (action.kind === "backoff") return PrintableStatus.CrashLoopBackOff;
+  if (action.kind === "create" || (requests[0]?.action === "Start" && runStrategy !== "Halted")) return PrintableStatus.Starting;
+  return PrintableStatus.Stopped;
+}
+
+function conditions(input: VmStatusInput): Condition[] {
+  const { vm, vmi, syncError, now } = input;
+  let list = vm.status?.conditions ?? [];
+  const ready = vmiCondition(vmi, VmiConditionType.Ready);
+  list = setCondition<Condition>(
+    list,
+    vmi
+      ? { type: VmConditionType.Ready, status: ready?.status === "True" ? "True" : "False", reason: ready?.reason ?? "VMINotReady", message: ready?.message ?? "The VMI is not ready yet." }
+      : { type: VmConditionType.Ready, status: "False", reason: "VMINotExists", message: "The VM has no VMI: it is not running." },
+    now,
+  );
+  list = syncError
+    ? setCondition<Condition>(list, { type: VmConditionType.Failure, status: "True", reason: syncError.reason, message: syncError.message }, now)
+    : list.filter((c) => c.type !== VmConditionType.Failure);
+  const paused = vmiCondition(vmi, VmiConditionType.Paused);
+  list = paused?.status === "True"
+    ? setCondition<Condition>(list, { type: VmConditionType.Paused, status: "True", reason: paused.reason ?? "PausedByUser", message: paused.message ?? "The VMI is paused." }, now)
+    : list.filter((c) => c.type !== VmConditionType.Paused);
+  return list;
+}
+
+export function deriveVmStatus(input: VmStatusInput): VmStatus {
+  const { vm, vmi, runStrategy, requests, startFailure } = input;
+  const status: VmStatus = {
+    ...vm.status,
+    printableStatus: printableStatus(input),
+    created: vmi !== undefined,
+    ready: findCondition(vmi?.status?.conditions, VmiConditionType.Ready)?.status === "True",
+    runStrategy,
+    conditions: conditions(input),
+    observedGeneration: vm.metadata.generation,
+    desiredGeneration: vm.metadata.generation,
+  };
+  if (requests.length > 0) status.stateChangeRequests = requests;
+  else delete status.stateChangeRequests;
+  if (startFailure) status.startFailure = startFailure;
+  else delete status.startFailure;
+  return status;
+}

@@ -1,0 +1,86 @@
+import type { VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import { describe, expect, it } from "vitest";
+import { type VmiObservation, decideVmi, deriveVmiStatus } from "./decide.ts";
+import type { Pod } from "./pod.ts";
+
+const now = new Date("2026-01-01T00:00:10Z");
+
+function vmi(phase?: string, extra: Partial<VirtualMachineInstance["metadata"]> = {}): VirtualMachineInstance {
+  return {
+    apiVersion: "kubevirt.io/v1",
+    kind: "VirtualMachineInstance",
+    metadata: { name: "vmi", namespace: "ns", uid: "vmi-uid", ...extra },
+    spec: { domain: { devices: {} } },
+    ...(phase ? { status: { phase: phase as "Pending", phaseTransitionTimestamps: [{ phase: phase as "Pending", phaseTransitionTimestamp: "2026-01-01T00:00:00Z" }] } } : {}),
+  };
+}
+
+function pod(name: string, status: Pod["status"], extra: Partial<Pod["metadata"]> = {}): Pod {
+  return { apiVersion: "v1", kind: "Pod", metadata: { name, namespace: "ns", uid: `${name}-uid`, ...extra }, spec: { nodeName: "node-1" }, status };
+}
+
+const pending = pod("p1", { phase: "Pending", conditions: [{ type: "PodScheduled", status: "True" }] });
+const unschedulable = pod("p1", { phase: "Pending", conditions: [{ type: "PodScheduled", status: "False", reason: "Unschedulable", message: "0/1 nodes are available: 1 Insufficient memory." }] });
+const pulling = pod("p1", { phase: "Pending", containerStatuses: [{ name: "compute", ready: false, state: { waiting: { reason: "ImagePullBackOff", message: "Back-off pulling image" } } }] });
+const runningNotReady = pod("p1", { phase: "Running", conditions: [{ type: "Ready", status: "False" }] });
+const runningReady = pod("p1", { phase: "Running", conditions: [{ type: "Ready", status: "True" }] });
+const failedPod = pod("p1", { phase: "Failed", message: "OOMKilled" });
+
+const observe = (v: VirtualMachineInstance, pods: Pod[], invalid?: string): VmiObservation => ({ vmi: v, pods, invalid, now });
+
+describe("decideVmi", () => {
+  it.each([
+    ["a new VMI gets a launcher pod", observe(vmi(), []), "createPod"],
+    ["a pending VMI gets a launcher pod", observe(vmi("Pending"), []), "createPod"],
+    ["an invalid VMI gets none", observe(vmi(), [], "spec.domain.memory.guest is required"), "none"],
+    ["a VMI with its pod needs nothing", observe(vmi("Scheduling"), [pending]), "none"],
+    ["a scheduled VMI whose pod is gone gets no new one", observe(vmi("Scheduled"), []), "none"],
+    ["a second pod is deleted", observe(vmi("Scheduling"), [pending, pod("p2", { phase: "Pending" })]), "deletePods"],
+    ["a deleted VMI's pod is deleted", observe(vmi("Scheduled", { deletionTimestamp: "2026-01-01T00:00:05Z" }), [runningReady]), "deletePods"],
+    ["a finished VMI's pod is deleted", observe(vmi("Failed"), [failedPod]), "deletePods"],
+  ] as const)("%s", (_name, observation, kind) => {
+    expect(decideVmi(observation).kind).toBe(kind);
+  });
+});
+
+describe("deriveVmiStatus", () => {
+  it.each([
+    ["no pod yet: Pending", observe(vmi(), []), "Pending"],
+    ["a pod waiting to be scheduled: Scheduling", observe(vmi("Pending"), [pending]), "Scheduling"],
+    ["a running pod whose launcher is not ready: Scheduling", observe(vmi("Scheduling"), [runningNotReady]), "Scheduling"],
+    ["a running pod with a ready launcher: Scheduled", observe(vmi("Scheduling"), [runningReady]), "Scheduled"],
+    ["a pod that fails before hand-over: Failed", observe(vmi("Scheduling"), [failedPod]), "Failed"],
+    ["a pod that disappears after hand-over: Failed", observe(vmi("Scheduled"), []), "Failed"],
+    ["after hand-over the handler owns the phase", observe(vmi("Running"), [runningReady]), "Running"],
+  ] as const)("%s", (_name, observation, phase) => {
+    expect(deriveVmiStatus(observation).phase).toBe(phase);
+  });
+
+  it("hands the VMI to its node when it is scheduled, with a timestamp for the transition", () => {
+    const status = deriveVmiStatus(observe(vmi("Scheduling"), [runningReady]));
+    expect(status.nodeName).toBe("node-1");
+    expect(status.phaseTransitionTimestamps?.at(-1)).toEqual({ phase: "Scheduled", phaseTransitionTimestamp: "2026-01-01T00:00:10Z" });
+    expect(status.activePods).toEqual({ "p1-uid": "node-1" });
+  });
+
+  it("carries the scheduler's message when the pod cannot be scheduled", () => {
+    const status = deriveVmiStatus(observe(vmi("Scheduling"), [unschedulable]));
+    expect(status.conditions?.find((c) => c.type === "PodScheduled")).toMatchObject({ status: "False", reason: "Unschedulable", message: "0/1 nodes are available: 1 Insufficient memory." });
+  });
+
+  it("reports an image that cannot be pulled", () => {
+    expect(deriveVmiStatus(observe(vmi("Scheduling"), [pulling])).conditions?.find((c) => c.type === "Synchronized")).toMatchObject({ status: "False", reason: "ImagePullBackOff" });
+  });
+
+  it("reports an invalid spec as a condition, staying Pending", () => {
+    const status = deriveVmiStatus(observe(vmi(), [], "spec.domain.memory.guest is required"));
+    expect(status.phase).toBe("Pending");
+    expect(status.conditions?.find((c) => c.type === "Synchronized")).toMatchObject({ status: "False", reason: "InvalidSpec", message: "spec.domain.memory.guest is required" });
+  });
+
+  it("changes nothing when nothing changed", () => {
+    const first = deriveVmiStatus(observe(vmi("Pending"), [pending]));
+    const again = deriveVmiStatus({ ...observe({ ...vmi("Pending"), status: first }, [pending]), now: new Date(now.getTime() + 5_000) });
+    expect(again).toEqual(first);
+  });
+});

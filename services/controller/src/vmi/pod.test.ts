@@ -1,0 +1,71 @@
+import type { VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import { describe, expect, it } from "vitest";
+import { launcherPod } from "./pod.ts";
+
+const config = { launcherImage: "kubevirt-ts.local/virt-launcher:abc", imagePullPolicy: "IfNotPresent" as const, opsPort: 9102 };
+
+function vmi(mutate: (v: VirtualMachineInstance) => void = () => undefined): VirtualMachineInstance {
+  const value: VirtualMachineInstance = {
+    apiVersion: "kubevirt.io/v1",
+    kind: "VirtualMachineInstance",
+    metadata: { name: "testvm", namespace: "ns", uid: "vmi-uid", labels: { "vm.kubevirt.io/name": "testvm", app: "web" } },
+    spec: { domain: { memory: { guest: "1Gi" }, cpu: { sockets: 1, cores: 2, threads: 1 }, devices: {} } },
+  };
+  mutate(value);
+  return value;
+}
+
+describe("launcherPod", () => {
+  const pod = launcherPod(vmi(), config);
+  const spec = pod.spec as unknown as Record<string, unknown> & { containers: Record<string, unknown>[]; securityContext: Record<string, unknown> };
+  const compute = spec.containers[0] ?? {};
+
+  it("is named after the VMI and owned by it", () => {
+    expect(pod.metadata.generateName).toBe("virt-launcher-testvm-");
+    expect(pod.metadata.ownerReferences).toEqual([{ apiVersion: "kubevirt.io/v1", kind: "VirtualMachineInstance", name: "testvm", uid: "vmi-uid", controller: true, blockOwnerDeletion: true }]);
+  });
+
+  it("carries KubeVirt's labels and the VMI's own", () => {
+    expect(pod.metadata.labels).toEqual({ app: "web", "kubevirt.io": "virt-launcher", "kubevirt.io/created-by": "vmi-uid", "vm.kubevirt.io/name": "testvm" });
+  });
+
+  it("asks for the guest's memory plus the overhead", () => {
+    // 1 GiB guest + 180 MiB base + ~10.24 MiB (1%) + 2 vCPUs × 8 MiB + 16 MiB video = 1246.24 MiB, rounded up
+    expect((compute.resources as { requests: { memory: string } }).requests.memory).toBe("1247Mi");
+  });
+
+  it.each([
+    ["memory limit", vmi((v) => (v.spec.domain.resources = { limits: { memory: "1Gi" } })), { memory: "1247Mi" }],
+    ["cpu limit", vmi((v) => (v.spec.domain.resources = { limits: { cpu: "2" } })), { cpu: "2" }],
+  ])("passes a %s on", (_name, given, limits) => {
+    const container = (launcherPod(given, config).spec as unknown as { containers: { resources: { limits?: unknown } }[] }).containers[0];
+    expect(container?.resources.limits).toEqual(limits);
+  });
+
+  it("runs as the unprivileged qemu user", () => {
+    expect(spec.securityContext).toMatchObject({ runAsUser: 107, runAsGroup: 107, runAsNonRoot: true });
+    expect(compute.securityContext).toMatchObject({ allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"], add: ["NET_BIND_SERVICE"] } });
+  });
+
+  it("passes scheduling constraints through", () => {
+    const given = vmi((v) => {
+      v.spec.nodeSelector = { "kubernetes.io/hostname": "node-1" };
+      v.spec.tolerations = [{ key: "dedicated", operator: "Equal", value: "vms", effect: "NoSchedule" }];
+      v.spec.affinity = { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: {} } };
+    });
+    expect(launcherPod(given, config).spec).toMatchObject({
+      nodeSelector: { "kubernetes.io/hostname": "node-1" },
+      tolerations: [{ key: "dedicated", operator: "Equal", value: "vms", effect: "NoSchedule" }],
+      affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: {} } },
+    });
+  });
+
+  it("gives the guest its grace period and the launcher some more", () => {
+    expect(launcherPod(vmi((v) => (v.spec.terminationGracePeriodSeconds = 60)), config).spec?.terminationGracePeriodSeconds).toBe(75);
+    expect(spec.terminationGracePeriodSeconds).toBe(45);
+  });
+
+  it("mounts the sockets folder the handler reaches", () => {
+    expect(compute.volumeMounts).toEqual([{ name: "sockets", mountPath: "/var/run/kubevirt-ts/sockets" }]);
+  });
+});

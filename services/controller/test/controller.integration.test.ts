@@ -1,0 +1,203 @@
+import { test as kubeTest } from "@kubevirt-ts/control-plane/testing";
+import { type KubeClient, resources } from "@kubevirt-ts/kube";
+import type { VirtualMachine, VmSpec } from "@kubevirt-ts/kubevirt-api";
+import { describe, expect } from "vitest";
+import { newVm, newVmi, vmiSpec } from "./builders.ts";
+import { type RunningControllers, counterValue, getVm, getVmi, launcherPods, startControllers, testClient } from "./harness.ts";
+
+// The VM and VMI controllers against a real kube-apiserver. There is no
+// scheduler or kubelet here: launcher pods stay Pending, so VMIs stop at
+// Scheduling; the end-to-end suite follows them further on a real node.
+
+const withClient = kubeTest.extend<{ client: KubeClient }>({
+  // eslint-disable-next-line no-empty-pattern -- vitest requires a destructuring pattern here
+  client: async ({}, use) => {
+    await use(await testClient());
+  },
+});
+
+const test = withClient.extend<{ ctl: RunningControllers }>({
+  // Every test runs with the controllers watching its namespace, whether or not it looks at them.
+  ctl: [
+    async ({ namespace }, use) => {
+      const ctl = await startControllers(namespace);
+      await use(ctl);
+      await ctl.stop();
+    },
+    { auto: true },
+  ],
+});
+
+const poll = { timeout: 20_000, interval: 100 };
+
+async function createVm(client: KubeClient, vm: VirtualMachine): Promise<VirtualMachine> {
+  return client.create(resources.virtualMachines, vm.metadata.namespace, vm);
+}
+
+async function setSpec(client: KubeClient, namespace: string, name: string, spec: Partial<VmSpec> & Record<string, unknown>): Promise<void> {
+  await client.patch(resources.virtualMachines, namespace, name, { spec }, "merge");
+}
+
+/** What KubeVirt's start/stop/restart subresources do: append requests to the VM's status. */
+async function request(client: KubeClient, namespace: string, name: string, requests: { action: "Start" | "Stop"; uid?: string }[]): Promise<void> {
+  await client.patch(resources.virtualMachines, namespace, name, { status: { stateChangeRequests: requests } }, "merge", "status");
+}
+
+const printable = async (client: KubeClient, namespace: string, name: string) => (await getVm(client, namespace, name))?.status?.printableStatus;
+
+describe("run strategies", () => {
+  test("Always creates the VMI, owned by the VM, and exactly one launcher pod", async ({ client, namespace }) => {
+    await createVm(client, newVm("always", "Always", namespace));
+    await expect.poll(async () => (await launcherPods(client, namespace)).length, poll).toBe(1);
+    const vm = await getVm(client, namespace, "always");
+    const vmi = await getVmi(client, namespace, "always");
+    expect(vmi?.metadata.ownerReferences).toEqual([{ apiVersion: "kubevirt.io/v1", kind: "VirtualMachine", name: "always", uid: vm?.metadata.uid, controller: true, blockOwnerDeletion: true }]);
+    expect(vmi?.spec.domain.machine?.type).toBe("q35");
+    await expect.poll(async () => (await getVmi(client, namespace, "always"))?.status?.phase, poll).toBe("Scheduling");
+    await expect.poll(() => printable(client, namespace, "always"), poll).toBe("Starting");
+    const status = (await getVm(client, namespace, "always"))?.status;
+    expect(status).toMatchObject({ created: true, ready: false, runStrategy: "Always" });
+    const [pod] = await launcherPods(client, namespace);
+    expect(pod?.metadata.ownerReferences?.[0]).toMatchObject({ kind: "VirtualMachineInstance", name: "always", uid: vmi?.metadata.uid });
+  });
+
+  test("Halted creates nothing and shows Stopped", async ({ client, namespace }) => {
+    await createVm(client, newVm("halted", "Halted", namespace));
+    await expect.poll(() => printable(client, namespace, "halted"), poll).toBe("Stopped");
+    expect(await getVmi(client, namespace, "halted")).toBeUndefined();
+  });
+
+  test.for(["RerunOnFailure", "Once"] as const)("%s starts the VM when it is created", async (runStrategy, { client, namespace }) => {
+    await createVm(client, newVm("vm", runStrategy, namespace));
+    await expect.poll(async () => (await getVmi(client, namespace, "vm"))?.status?.phase, poll).toBe("Scheduling");
+  });
+
+  test("the deprecated running: true runs the VM like Always", async ({ client, namespace }) => {
+    const vm = newVm("legacy", "Always", namespace);
+    delete vm.spec.runStrategy;
+    vm.spec.running = true;
+    await createVm(client, vm);
+    await expect.poll(async () => (await getVmi(client, namespace, "legacy")) !== undefined, poll).toBe(true);
+    expect((await getVm(client, namespace, "legacy"))?.status?.runStrategy).toBe("Always");
+  });
+
+  test("Manual starts and stops only on request", async ({ client, namespace }) => {
+    await createVm(client, newVm("manual", "Manual", namespace));
+    await expect.poll(() => printable(client, namespace, "manual"), poll).toBe("Stopped");
+    expect(await getVmi(client, namespace, "manual")).toBeUndefined();
+
+    await request(client, namespace, "manual", [{ action: "Start" }]);
+    await expect.poll(async () => (await getVmi(client, namespace, "manual"))?.status?.phase, poll).toBe("Scheduling");
+    await expect.poll(async () => (await getVm(client, namespace, "manual"))?.status?.stateChangeRequests, poll).toBeUndefined();
+
+    const uid = (await getVmi(client, namespace, "manual"))?.metadata.uid;
+    await request(client, namespace, "manual", [{ action: "Stop", uid }]);
+    await expect.poll(() => getVmi(client, namespace, "manual"), poll).toBeUndefined();
+    await expect.poll(() => printable(client, namespace, "manual"), poll).toBe("Stopped");
+    expect(await launcherPods(client, namespace)).toEqual([]);
+  });
+});
+
+describe("stop, start and restart", () => {
+  test("stopping an Always VM (runStrategy Halted) removes its VMI and pod and shows Stopped; starting brings them back", async ({ client, namespace }) => {
+    await createVm(client, newVm("vm", "Always", namespace));
+    await expect.poll(async () => (await launcherPods(client, namespace)).length, poll).toBe(1);
+
+    await setSpec(client, namespace, "vm", { runStrategy: "Halted" });
+    await expect.poll(() => getVmi(client, namespace, "vm"), poll).toBeUndefined();
+    await expect.poll(async () => (await launcherPods(client, namespace)).length, poll).toBe(0);
+    await expect.poll(() => printable(client, namespace, "vm"), poll).toBe("Stopped");
+
+    await setSpec(client, namespace, "vm", { runStrategy: "Always" });
+    await expect.poll(async () => (await launcherPods(client, namespace)).length, poll).toBe(1);
+  });
+
+  test("restart replaces the VMI with a new one", async ({ client, namespace }) => {
+    await createVm(client, newVm("vm", "Always", namespace));
+    await expect.poll(async () => (await getVmi(client, namespace, "vm"))?.metadata.uid, poll).toBeDefined();
+    const first = (await getVmi(client, namespace, "vm"))?.metadata.uid;
+
+    await request(client, namespace, "vm", [{ action: "Stop", uid: first }, { action: "Start" }]);
+    await expect.poll(async () => (await getVmi(client, namespace, "vm"))?.metadata.uid, poll).not.toBe(first);
+    await expect.poll(async () => (await getVmi(client, namespace, "vm"))?.metadata.uid, poll).toBeDefined();
+    await expect.poll(async () => (await getVm(client, namespace, "vm"))?.status?.stateChangeRequests, poll).toBeUndefined();
+    const pods = await launcherPods(client, namespace);
+    expect(pods.map((p) => p.metadata.labels?.["kubevirt.io/created-by"])).toEqual([(await getVmi(client, namespace, "vm"))?.metadata.uid]);
+  });
+});
+
+describe("deletion", () => {
+  test("deleting a VM removes its VMI and launcher pod, then the VM", async ({ client, namespace }) => {
+    await createVm(client, newVm("vm", "Always", namespace));
+    await expect.poll(async () => (await launcherPods(client, namespace)).length, poll).toBe(1);
+    expect((await getVm(client, namespace, "vm"))?.metadata.finalizers).toContain("kubevirt.io/virtualMachineControllerFinalize");
+
+    await client.delete(resources.virtualMachines, namespace, "vm");
+    await expect.poll(() => getVm(client, namespace, "vm"), poll).toBeUndefined();
+    expect(await getVmi(client, namespace, "vm")).toBeUndefined();
+    expect(await launcherPods(client, namespace)).toEqual([]);
+  });
+
+  test("deleting a VMI removes its launcher pod, then the VMI", async ({ client, namespace }) => {
+    await client.create(resources.virtualMachineInstances, namespace, newVmi("vmi", namespace));
+    await expect.poll(async () => (await launcherPods(client, namespace)).length, poll).toBe(1);
+    await client.delete(resources.virtualMachineInstances, namespace, "vmi");
+    await expect.poll(() => getVmi(client, namespace, "vmi"), poll).toBeUndefined();
+    expect(await launcherPods(client, namespace)).toEqual([]);
+  });
+});
+
+describe("an invalid VMI", () => {
+  test("gets a condition naming the problem, no pod, and no retry loop", async ({ client, ctl, namespace }) => {
+    const spec = vmiSpec();
+    spec.domain.devices.disks?.push({ name: "missing", disk: {} });
+    await client.create(resources.virtualMachineInstances, namespace, newVmi("bad", namespace, spec));
+    await expect
+      .poll(async () => (await getVmi(client, namespace, "bad"))?.status?.conditions?.find((c) => c.type === "Synchronized"), poll)
+      .toMatchObject({ status: "False", reason: "InvalidSpec", message: expect.stringContaining('spec.domain.devices.disks[1].name "missing" matches no volume') as unknown });
+    const reconciles = () => counterValue(ctl.registry, "kubevirt_ts_reconcile_total", { controller: "vmi" });
+    const before = await reconciles();
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    expect(await reconciles()).toBe(before);
+    expect(await launcherPods(client, namespace)).toEqual([]);
+    expect((await getVmi(client, namespace, "bad"))?.status?.phase).toBe("Pending");
+  });
+});
+
+describe("status writes", () => {
+  test("a VMI's status is written once per change, and not at all while nothing changes", async ({ client, ctl, namespace }) => {
+    const writes = () => counterValue(ctl.registry, "kubevirt_rest_client_requests_total", { verb: "update", resource: "virtualmachineinstances/status", code: "200" });
+    await client.create(resources.virtualMachineInstances, namespace, newVmi("vmi", namespace));
+    await expect.poll(async () => (await getVmi(client, namespace, "vmi"))?.status?.phase, poll).toBe("Scheduling");
+    // Pending (with its timestamp), then Scheduling once the pod is seen. (A write refused for a stale
+    // resourceVersion changes nothing and is retried: only successful writes count.)
+    expect(await writes()).toBe(2);
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    expect(await writes()).toBe(2);
+    const phases = (await getVmi(client, namespace, "vmi"))?.status?.phaseTransitionTimestamps?.map((t) => t.phase);
+    expect(phases).toEqual(["Pending", "Scheduling"]);
+  });
+});
+
+describe("a controller killed and restarted", () => {
+  // Without the auto-started controllers: this test starts and kills its own.
+  withClient("never creates a second pod or loses a VMI", async ({ client, namespace }) => {
+    await Promise.all([1, 2, 3].map((i) => createVm(client, newVm(`vm-${String(i)}`, "Always", namespace))));
+    // Killed at different points of its work, a bounded number of times.
+    for (const delayMs of [0, 50, 150, 300, 600]) {
+      const ctl = await startControllers(namespace);
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+      await ctl.stop();
+    }
+    const final = await startControllers(namespace);
+    try {
+      await expect.poll(async () => (await launcherPods(client, namespace)).length, poll).toBe(3);
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      const pods = await launcherPods(client, namespace);
+      expect(pods.map((p) => p.metadata.labels?.["vm.kubevirt.io/name"]).sort()).toEqual(["vm-1", "vm-2", "vm-3"]);
+      for (const i of [1, 2, 3]) expect(await getVmi(client, namespace, `vm-${String(i)}`)).toBeDefined();
+    } finally {
+      await final.stop();
+    }
+  });
+});
