@@ -35,7 +35,7 @@ afterAll(async () => {
 
 describe("a KubeVirt VM applied with kubectl", () => {
   it("gets a VMI and a launcher pod scheduled on the node; stopping removes both; deleting leaves nothing", async () => {
-    await kubectl("apply", "-n", namespace, "-f", join(REPO_ROOT, "examples/vm-containerdisk-cloudinit.yaml"));
+    await kubectl("apply", "-n", namespace, "-f", join(REPO_ROOT, "examples/vm-blank-disk.yaml"));
 
     await expect.poll(async () => (await get("virtualmachineinstances", "testvm"))?.status?.phase, poll).toBe("Scheduled");
     const vmi = await get("virtualmachineinstances", "testvm");
@@ -47,6 +47,9 @@ describe("a KubeVirt VM applied with kubectl", () => {
     expect(pods[0]?.spec?.nodeName).toBe(NODE_NAME);
     expect(pods[0]?.status?.phase).toBe("Running");
     expect(pods[0]?.metadata?.labels?.["kubevirt.io/created-by"]).toBe(vmi?.metadata.uid);
+    // The containerDisk was copied out of its image by an init container that ran to completion.
+    const copy = pods[0]?.status?.initContainerStatuses?.find((c) => c.name === "volume-containerdisk");
+    expect(copy?.state?.terminated?.exitCode).toBe(0);
     expect(await kubectl("get", "vm", "testvm", "-n", namespace, "-o", "jsonpath={.status.printableStatus}")).toBe("Starting");
 
     await kubectl("patch", "vm", "testvm", "-n", namespace, "--type=merge", "-p", '{"spec":{"runStrategy":"Halted"}}');

@@ -1,6 +1,6 @@
-import { chmod, copyFile, cp, mkdir, mkdtemp, rm, stat } from "node:fs/promises";
+import { chmod, copyFile, cp, mkdir, mkdtemp, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { REPO_ROOT } from "@kubevirt-ts/control-plane";
 import { type ImageConfig, type Layer, contentTag, tarDirectory, writeDockerArchive } from "./archive.ts";
 import { env } from "./env.ts";
@@ -33,11 +33,11 @@ const LAUNCHER_PACKAGES = [
   "genisoimage",
 ];
 
-async function layerOf(name: string, build: (dir: string) => Promise<void>): Promise<Layer> {
+async function layerOf(name: string, build: (dir: string) => Promise<void>, options: { keepOwners?: boolean } = {}): Promise<Layer> {
   const dir = await mkdtemp(join(tmpdir(), `kubevirt-ts-layer-${name}-`));
   try {
     await build(dir);
-    return await tarDirectory(dir, join(env.KUBEVIRT_TS_CACHE, "layers", `${name}.tar`));
+    return await tarDirectory(dir, join(env.KUBEVIRT_TS_CACHE, "layers", `${name}.tar`), options);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -66,12 +66,16 @@ async function save(name: string, layers: Layer[], config: ImageConfig): Promise
   return { name, reference, archive };
 }
 
+/** Compiles one of tools/*.c into a static binary at `target`, which runs in any image. */
+async function compileStatic(source: string, target: string): Promise<void> {
+  await mkdir(dirname(target), { recursive: true });
+  await run("gcc", ["-static", "-Os", "-s", "-o", target, join(REPO_ROOT, "packages/images/tools", source)]);
+  await chmod(target, 0o755);
+}
+
 /** The pod sandbox image, under the name containerd's configuration gives it. */
 export async function buildPauseImage(reference: string): Promise<BuiltImage> {
-  const layer = await layerOf("pause", async (dir) => {
-    await run("gcc", ["-static", "-Os", "-s", "-o", join(dir, "pause"), join(REPO_ROOT, "packages/images/pause/pause.c")]);
-    await chmod(join(dir, "pause"), 0o755);
-  });
+  const layer = await layerOf("pause", (dir) => compileStatic("pause.c", join(dir, "pause")));
   const archive = join(env.KUBEVIRT_TS_CACHE, "images", `pause-${layer.digest.slice(0, 16)}.tar`);
   await writeDockerArchive(archive, [reference], [layer], { entrypoint: ["/pause"], user: "65535:65535" });
   return { name: "pause", reference, archive };
@@ -102,6 +106,7 @@ export const COMPONENTS: NodeComponent[] = [
     workspace: "services/launcher",
     files: [
       { from: "dist", to: "app" },
+      { from: "../../packages/images/build/kubevirt-ts-disk-copy", to: "usr/local/bin/kubevirt-ts-disk-copy" },
       // The libvirt addon, compiled against Debian bookworm's libvirt like the image's, and what it loads.
       ...["@unraid/libvirt", "xml2js", "sax", "xmlbuilder"].map((pkg) => ({ from: `../../node_modules/${pkg}`, to: `app/node_modules/${pkg}` })),
     ],
@@ -118,6 +123,11 @@ export const COMPONENTS: NodeComponent[] = [
     env: ["NODE_ENV=production", "HOSTNAME=0.0.0.0", "PORT=3000"],
   },
 ];
+
+/** Tools the images carry besides their component: the containerDisk copier. */
+export async function buildTools(): Promise<void> {
+  await compileStatic("disk-copy.c", join(REPO_ROOT, "packages/images/build/kubevirt-ts-disk-copy"));
+}
 
 export async function buildComponentImage(component: NodeComponent, base: Layer, node: Layer): Promise<BuiltImage> {
   const app = await layerOf(component.name, async (dir) => {
@@ -138,9 +148,34 @@ export async function buildComponentImage(component: NodeComponent, base: Layer,
   });
 }
 
+/**
+ * A KubeVirt containerDisk image: one layer holding the disk under /disk/,
+ * readable by the launcher's user (107), as KubeVirt's containerdisks are.
+ */
+export async function buildContainerDiskImage(reference: string, writeDisk: (path: string) => Promise<void>): Promise<BuiltImage> {
+  const name = reference.split("/").pop()?.replace(/[:@].*$/, "") ?? "containerdisk";
+  const layer = await layerOf(`containerdisk-${name}`, async (dir) => {
+    await mkdir(join(dir, "disk"));
+    await writeDisk(join(dir, "disk", "disk.img"));
+    await run("chown", ["-R", "107:107", join(dir, "disk")]);
+    await chmod(join(dir, "disk", "disk.img"), 0o440);
+  }, { keepOwners: true });
+  const archive = join(env.KUBEVIRT_TS_CACHE, "images", `${name}-${layer.digest.slice(0, 16)}.tar`);
+  await writeDockerArchive(archive, [reference], [layer], {});
+  return { name, reference, archive };
+}
+
+/** A blank 1 MiB raw disk as a containerDisk: for tests of everything up to booting a guest. */
+export const BLANK_DISK_IMAGE = `${REGISTRY}/blank-disk:1`;
+
+export function buildBlankDiskImage(): Promise<BuiltImage> {
+  return buildContainerDiskImage(BLANK_DISK_IMAGE, (path) => writeFile(path, Buffer.alloc(2 ** 20)));
+}
+
 /** Builds the images of the given components (all when none are named). */
 export async function buildImages(names: string[] = []): Promise<BuiltImage[]> {
   const wanted = names.length === 0 ? COMPONENTS : COMPONENTS.filter((c) => names.includes(c.name));
+  await buildTools();
   const [base, launcherBase, node] = await Promise.all([
     buildRootfs({ name: "base", packages: BASE_PACKAGES }),
     wanted.some((c) => c.launcherBase) ? buildRootfs({ name: "launcher", packages: LAUNCHER_PACKAGES }) : undefined,

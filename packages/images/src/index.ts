@@ -1,2 +1,2 @@
 export { type ImageConfig, type Layer, contentTag, imageConfigJson, sha256File, tarDirectory, writeDockerArchive } from "./archive.ts";
-export { type BuiltImage, COMPONENTS, REGISTRY, buildImages, buildPauseImage } from "./images.ts";
+export { BLANK_DISK_IMAGE, type BuiltImage, COMPONENTS, REGISTRY, buildBlankDiskImage, buildContainerDiskImage, buildImages, buildPauseImage } from "./images.ts";

@@ -1,6 +1,6 @@
 import type { VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 import { describe, expect, it } from "vitest";
-import { launcherPod } from "./pod.ts";
+import { defaultPullPolicy, launcherPod } from "./pod.ts";
 
 const config = { launcherImage: "kubevirt-ts.local/virt-launcher:abc", imagePullPolicy: "IfNotPresent" as const, opsPort: 9102 };
 
@@ -67,5 +67,39 @@ describe("launcherPod", () => {
 
   it("mounts the sockets folder the handler reaches", () => {
     expect(compute.volumeMounts).toEqual([{ name: "sockets", mountPath: "/var/run/kubevirt-ts/sockets" }]);
+  });
+});
+
+describe("containerDisks", () => {
+  const withDisks = vmi((v) => {
+    v.spec.volumes = [
+      { name: "root", containerDisk: { image: "kubevirt-ts.local/guest:1" } },
+      { name: "data", containerDisk: { image: "registry.example/disk", path: "/disk/data.qcow2" } },
+      { name: "cloudinit", cloudInitNoCloud: { userData: "#cloud-config" } },
+    ];
+  });
+  const spec = launcherPod(withDisks, config).spec as unknown as { initContainers: Record<string, unknown>[]; containers: { volumeMounts: unknown[] }[] };
+
+  it("are copied by init containers running each image, with the launcher's static copier", () => {
+    expect(spec.initContainers.map((c) => [c.name, c.image, c.command])).toEqual([
+      ["container-disk-binary", "kubevirt-ts.local/virt-launcher:abc", ["cp", "/usr/local/bin/kubevirt-ts-disk-copy", "/var/run/kubevirt-ts/tools/kubevirt-ts-disk-copy"]],
+      ["volume-root", "kubevirt-ts.local/guest:1", ["/var/run/kubevirt-ts/tools/kubevirt-ts-disk-copy", "/disk", "/var/run/kubevirt-ts/container-disks/root"]],
+      ["volume-data", "registry.example/disk", ["/var/run/kubevirt-ts/tools/kubevirt-ts-disk-copy", "/disk/data.qcow2", "/var/run/kubevirt-ts/container-disks/data"]],
+    ]);
+  });
+
+  it("are read-only to the launcher", () => {
+    expect(spec.containers[0]?.volumeMounts).toContainEqual({ name: "container-disks", mountPath: "/var/run/kubevirt-ts/container-disks", readOnly: true });
+  });
+
+  it.each([
+    ["kubevirt-ts.local/guest:1", "IfNotPresent"],
+    ["quay.io/containerdisks/fedora:latest", "Always"],
+    ["quay.io/containerdisks/fedora", "Always"],
+    ["registry:5000/disk", "Always"],
+    ["registry:5000/disk:v2", "IfNotPresent"],
+    ["quay.io/disk@sha256:abcd", "IfNotPresent"],
+  ])("pull %s with %s unless the volume says otherwise", (image, policy) => {
+    expect(defaultPullPolicy(image)).toBe(policy);
   });
 });

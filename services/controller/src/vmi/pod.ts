@@ -19,6 +19,55 @@ export const LAUNCHER_UID = 107;
 export const SOCKETS_DIR = "/var/run/kubevirt-ts/sockets";
 export const SOCKETS_VOLUME = "sockets";
 export const DEFAULT_GRACE_PERIOD_SECONDS = 30;
+/** Where the containerDisk copier is put for the containerDisk images to run. */
+export const TOOLS_DIR = "/var/run/kubevirt-ts/tools";
+/** Where each containerDisk's files land, one folder per volume, for the launcher to boot from. */
+export const CONTAINER_DISKS_DIR = "/var/run/kubevirt-ts/container-disks";
+const DISK_COPY = "kubevirt-ts-disk-copy";
+
+/** KubeVirt's pull policy for a containerDisk that names none: Always for :latest or no tag, IfNotPresent otherwise. */
+export function defaultPullPolicy(image: string): "Always" | "IfNotPresent" {
+  if (image.includes("@")) return "IfNotPresent";
+  const lastPart = image.slice(image.lastIndexOf("/") + 1);
+  const tag = lastPart.includes(":") ? lastPart.slice(lastPart.indexOf(":") + 1) : "";
+  return tag === "" || tag === "latest" ? "Always" : "IfNotPresent";
+}
+
+const restrictedContainer = { allowPrivilegeEscalation: false, runAsNonRoot: true, capabilities: { drop: ["ALL"] } };
+const smallResources = { requests: { cpu: "10m", memory: "16Mi" }, limits: { memory: "64Mi" } };
+
+/**
+ * containerDisk images hold only their disk, so a static copier from the
+ * launcher image is handed to them first; each then copies its disk into a
+ * volume the launcher reads.
+ */
+function containerDiskInitContainers(vmi: VirtualMachineInstance, config: LauncherPodConfig): Record<string, unknown>[] {
+  const disks = (vmi.spec.volumes ?? []).flatMap((v) => (v.containerDisk ? [{ name: v.name, disk: v.containerDisk }] : []));
+  if (disks.length === 0) return [];
+  return [
+    {
+      name: "container-disk-binary",
+      image: config.launcherImage,
+      imagePullPolicy: config.imagePullPolicy,
+      command: ["cp", `/usr/local/bin/${DISK_COPY}`, `${TOOLS_DIR}/${DISK_COPY}`],
+      resources: smallResources,
+      securityContext: restrictedContainer,
+      volumeMounts: [{ name: "tools", mountPath: TOOLS_DIR }],
+    },
+    ...disks.map(({ name, disk }) => ({
+      name: `volume-${name}`,
+      image: disk.image,
+      imagePullPolicy: disk.imagePullPolicy ?? defaultPullPolicy(disk.image),
+      command: [`${TOOLS_DIR}/${DISK_COPY}`, disk.path ?? "/disk", `${CONTAINER_DISKS_DIR}/${name}`],
+      resources: smallResources,
+      securityContext: restrictedContainer,
+      volumeMounts: [
+        { name: "tools", mountPath: TOOLS_DIR, readOnly: true },
+        { name: "container-disks", mountPath: CONTAINER_DISKS_DIR },
+      ],
+    })),
+  ];
+}
 
 export interface Pod extends KubeObject {
   spec?: Record<string, unknown> & { nodeName?: string; containers?: (Record<string, unknown> & { name: string; image?: string })[] };
@@ -33,6 +82,8 @@ export interface Pod extends KubeObject {
 
 export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConfig): Pod {
   const { name = "", namespace, uid = "" } = vmi.metadata;
+  const initContainers = containerDiskInitContainers(vmi, config);
+  const hasContainerDisks = initContainers.length > 0;
   const spec = vmi.spec;
   const memoryRequest = guestMemoryBytes(vmi) + memoryOverheadBytes(vmi);
   const limits = spec.domain.resources?.limits;
@@ -72,6 +123,7 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
         runAsNonRoot: true,
         seccompProfile: { type: "RuntimeDefault" },
       },
+      ...(hasContainerDisks ? { initContainers } : {}),
       containers: [
         {
           name: "compute",
@@ -97,10 +149,16 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
             runAsNonRoot: true,
             capabilities: { drop: ["ALL"], add: ["NET_BIND_SERVICE"] },
           },
-          volumeMounts: [{ name: SOCKETS_VOLUME, mountPath: SOCKETS_DIR }],
+          volumeMounts: [
+            { name: SOCKETS_VOLUME, mountPath: SOCKETS_DIR },
+            ...(hasContainerDisks ? [{ name: "container-disks", mountPath: CONTAINER_DISKS_DIR, readOnly: true }] : []),
+          ],
         },
       ],
-      volumes: [{ name: SOCKETS_VOLUME, emptyDir: {} }],
+      volumes: [
+        { name: SOCKETS_VOLUME, emptyDir: {} },
+        ...(hasContainerDisks ? [{ name: "tools", emptyDir: { sizeLimit: "16Mi" } }, { name: "container-disks", emptyDir: {} }] : []),
+      ],
     },
   };
 }
