@@ -2,9 +2,9 @@
 # Installs the Debian packages the project needs, when missing: containerd,
 # runc, the CNI plugins, iptables and mmdebstrap for the local cluster and its
 # images; a compiler and libvirt's headers for the pause image and the
-# launcher's libvirt addon.
+# launcher's libvirt addon; libvirt's schemas and validator for the domain XML.
 set -euo pipefail
-packages=(containerd runc containernetworking-plugins iptables conntrack mmdebstrap gcc g++ make python3 pkg-config libc6-dev libvirt-dev)
+packages=(containerd runc containernetworking-plugins iptables conntrack mmdebstrap gcc g++ make python3 pkg-config libc6-dev libvirt-dev libvirt-clients libxml2-utils)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

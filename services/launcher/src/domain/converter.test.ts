@@ -1,0 +1,152 @@
+import { type VirtualMachineInstance, type VmiSpec, defaultVmiSpec } from "@kubevirt-ts/kubevirt-api";
+import { describe, expect, it } from "vitest";
+import { type DomainContext, chooseDomainType, diskSuffix, domainName, domainXml } from "./converter.ts";
+
+function vmi(mutate: (spec: VmiSpec) => void = () => undefined): VirtualMachineInstance {
+  const spec: VmiSpec = {
+    domain: {
+      memory: { guest: "256Mi" },
+      devices: {
+        disks: [
+          { name: "root", disk: { bus: "virtio" }, bootOrder: 1 },
+          { name: "cloudinit", disk: { bus: "virtio" } },
+        ],
+        interfaces: [{ name: "default", masquerade: {} }],
+      },
+    },
+    networks: [{ name: "default", pod: {} }],
+    volumes: [
+      { name: "root", containerDisk: { image: "guest:1" } },
+      { name: "cloudinit", cloudInitNoCloud: { userData: "#cloud-config" } },
+    ],
+  };
+  mutate(spec);
+  return { apiVersion: "kubevirt.io/v1", kind: "VirtualMachineInstance", metadata: { name: "testvm", namespace: "ns", uid: "u" }, spec: defaultVmiSpec(spec) };
+}
+
+const ctx: DomainContext = {
+  domainType: "qemu",
+  uuid: "5d9e3a1c-0000-4000-8000-000000000001",
+  disks: {
+    root: { path: "/var/run/kubevirt-ts/disks/root.qcow2", format: "qcow2" },
+    cloudinit: { path: "/var/run/kubevirt-ts/disks/cloudinit.iso", format: "raw", readonly: true },
+    scratch: { path: "/var/run/kubevirt-ts/disks/scratch.qcow2", format: "qcow2" },
+    cd: { path: "/var/run/kubevirt-ts/disks/cd.iso", format: "raw" },
+  },
+  serialSocket: "/var/run/kubevirt-ts/sockets/virt-serial0",
+  serialLog: "/var/run/kubevirt-ts/logs/serial0.log",
+  vncSocket: "/var/run/kubevirt-ts/sockets/virt-vnc",
+  guestNetwork: { address: "198.19.254.0", prefix: 24 },
+};
+
+describe("domainXml", () => {
+  const base = domainXml(vmi(), ctx);
+
+  it.each([
+    ["names the domain namespace_name", "<name>ns_testvm</name>"],
+    ["uses emulation when asked", '<domain type="qemu">'],
+    ["gives the guest its memory in bytes", '<memory unit="b">268435456</memory>'],
+    ["counts vCPUs from the topology", '<vcpu placement="static">1</vcpu>'],
+    ["offers everything QEMU emulates as the CPU", '<cpu mode="maximum" migratable="off">'],
+    ["uses the q35 machine", '<type arch="x86_64" machine="q35">hvm</type>'],
+    ["attaches the root disk on virtio as vda, first to boot", '<target dev="vda" bus="virtio"/>'],
+    ["boots from the disk given boot order 1", '<boot order="1"/>'],
+    ["attaches the cloud-init disk as vdb, read-only", '<source file="/var/run/kubevirt-ts/disks/cloudinit.iso"/>\n      <target dev="vdb" bus="virtio"/>\n      <readonly/>'],
+    ["binds the serial console to a unix socket", '<serial type="unix">\n      <source mode="bind" path="/var/run/kubevirt-ts/sockets/virt-serial0"/>'],
+    ["keeps a log of the serial console", '<log file="/var/run/kubevirt-ts/logs/serial0.log" append="on"/>'],
+    ["serves VNC on a unix socket", '<listen type="socket" socket="/var/run/kubevirt-ts/sockets/virt-vnc"/>'],
+    ["puts a masquerade interface behind NAT in the guest network", '<interface type="user">\n      <ip family="ipv4" address="198.19.254.0" prefix="24"/>\n      <model type="virtio"/>'],
+    ["sets the SMBIOS UUID", '<entry name="uuid">5d9e3a1c-0000-4000-8000-000000000001</entry>'],
+  ])("%s", (_name, fragment) => {
+    expect(base).toContain(fragment);
+  });
+
+  it.each([
+    ["KVM with the host's CPU model when KVM works", () => domainXml(vmi(), { ...ctx, domainType: "kvm" }), ['<domain type="kvm">', '<cpu mode="host-model">']],
+    ["the topology asked for", () => domainXml(vmi((s) => (s.domain.cpu = { sockets: 2, cores: 2, threads: 1 })), ctx), ['<vcpu placement="static">4</vcpu>', '<topology sockets="2" cores="2" threads="1"/>']],
+    [
+      "sata and scsi disks named sda, sdb, with a virtio-scsi controller",
+      () =>
+        domainXml(vmi((s) => {
+          s.domain.devices.disks = [{ name: "root", disk: { bus: "sata" } }, { name: "scratch", disk: { bus: "scsi" } }];
+          s.volumes = [{ name: "root", containerDisk: { image: "g:1" } }, { name: "scratch", emptyDisk: { capacity: "1Gi" } }];
+        }), ctx),
+      ['<target dev="sda" bus="sata"/>', '<target dev="sdb" bus="scsi"/>', '<controller type="scsi" index="0" model="virtio-scsi"/>'],
+    ],
+    [
+      "a CD-ROM, read-only without host caching",
+      () => domainXml(vmi((s) => {
+        s.domain.devices.disks = [{ name: "cd", cdrom: { bus: "sata" } }];
+        s.volumes = [{ name: "cd", containerDisk: { image: "iso:1" } }];
+      }), ctx),
+      ['<disk type="file" device="cdrom">', '<driver name="qemu" type="raw"/>', "<readonly/>"],
+    ],
+    [
+      "a kernel boot",
+      () => domainXml(vmi((s) => (s.domain.firmware = { kernelBoot: { kernelArgs: "console=ttyS0", container: { image: "k:1", kernelPath: "/boot/vmlinuz" } } })), { ...ctx, kernelBoot: { kernel: "/var/run/kubevirt-ts/kernel/vmlinuz" } }),
+      ["<kernel>/var/run/kubevirt-ts/kernel/vmlinuz</kernel>", "<cmdline>console=ttyS0</cmdline>"],
+    ],
+    ["a virtio RNG", () => domainXml(vmi((s) => (s.domain.devices.rng = {})), ctx), ['<rng model="virtio">', "<backend model=\"random\">/dev/urandom</backend>"]],
+    ["an EFI firmware", () => domainXml(vmi((s) => (s.domain.firmware = { bootloader: { efi: {} } })), ctx), ['<os firmware="efi">']],
+  ])("renders %s", (_name, render, fragments) => {
+    const xml = render();
+    for (const fragment of fragments) expect(xml).toContain(fragment);
+  });
+
+  it("leaves out VNC, video and the tablet when there is no graphics device", () => {
+    const xml = domainXml(vmi((s) => (s.domain.devices.autoattachGraphicsDevice = false)), ctx);
+    expect(xml).not.toMatch(/<graphics|<video|<input/);
+  });
+
+  it("leaves out the serial console when it is not wanted", () => {
+    expect(domainXml(vmi((s) => (s.domain.devices.autoattachSerialConsole = false)), ctx)).not.toMatch(/<serial|<console/);
+  });
+
+  it("escapes values, so a serial number cannot inject XML", () => {
+    const xml = domainXml(vmi((s) => {
+      const root = s.domain.devices.disks?.[0];
+      if (root) root.serial = "a</serial><evil/>";
+    }), ctx);
+    expect(xml).toContain("<serial>a&lt;/serial&gt;&lt;evil/&gt;</serial>");
+    expect(xml).not.toContain("<evil/>");
+  });
+
+  it("refuses a disk whose volume the launcher did not prepare", () => {
+    expect(() => domainXml(vmi(), { ...ctx, disks: {} })).toThrow("disk root has no prepared volume");
+  });
+
+  it("refuses the bridge binding, which is not supported yet", () => {
+    expect(() => domainXml(vmi((s) => (s.domain.devices.interfaces = [{ name: "default", bridge: {} }])), ctx)).toThrow("only the masquerade binding is supported yet");
+  });
+});
+
+describe("chooseDomainType", () => {
+  it.each([
+    [{ kvmUsable: true, allowEmulation: false }, "kvm"],
+    [{ kvmUsable: true, allowEmulation: true }, "kvm"],
+    [{ kvmUsable: false, allowEmulation: true }, "qemu"],
+  ])("%j gives %s", (options, type) => {
+    expect(chooseDomainType(options)).toBe(type);
+  });
+
+  it("fails clearly without KVM when emulation is not allowed", () => {
+    expect(() => chooseDomainType({ kvmUsable: false, allowEmulation: false })).toThrow(/software emulation is not allowed: enable useEmulation/);
+  });
+});
+
+describe("names", () => {
+  it.each([
+    [0, "a"],
+    [25, "z"],
+    [26, "aa"],
+    [27, "ab"],
+    [701, "zz"],
+    [702, "aaa"],
+  ])("disk %d is %s", (index, suffix) => {
+    expect(diskSuffix(index)).toBe(suffix);
+  });
+
+  it("names the domain after namespace and name", () => {
+    expect(domainName(vmi())).toBe("ns_testvm");
+  });
+});

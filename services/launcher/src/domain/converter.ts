@@ -1,0 +1,166 @@
+import { type Disk, type VirtualMachineInstance, parseQuantity } from "@kubevirt-ts/kubevirt-api";
+import { type XmlElement, el, renderXml } from "./xml.ts";
+
+// The libvirt domain of a VMI: a pure function of the VMI's (defaulted) spec
+// and of where the launcher put things (disk files, sockets), so that every
+// device mapping is tested by table without libvirt.
+
+export type DomainType = "kvm" | "qemu";
+
+export interface PreparedDisk {
+  path: string;
+  format: "qcow2" | "raw";
+  readonly?: boolean;
+}
+
+export interface DomainContext {
+  domainType: DomainType;
+  uuid: string;
+  /** The file behind each volume, as the launcher prepared it, by volume name. */
+  disks: Record<string, PreparedDisk>;
+  serialSocket: string;
+  /** Where virtlogd keeps a copy of everything the serial console printed. */
+  serialLog?: string;
+  vncSocket: string;
+  /** The kernel and initrd of a kernelBoot, copied out of their image. */
+  kernelBoot?: { kernel?: string; initrd?: string };
+  /** The guest side of a masquerade interface: an IPv4 network and prefix length. */
+  guestNetwork: { address: string; prefix: number };
+}
+
+/** Whether the domain can run, and how: KVM when it works, QEMU's emulation only where allowed. */
+export function chooseDomainType(options: { kvmUsable: boolean; allowEmulation: boolean }): DomainType {
+  if (options.kvmUsable) return "kvm";
+  if (options.allowEmulation) return "qemu";
+  throw new Error("/dev/kvm is missing or unusable on this node and software emulation is not allowed: enable useEmulation in the kubevirt-ts configuration, or run the VM on a node with KVM");
+}
+
+/** libvirt's name for the domain of a VMI, as KubeVirt's: namespace_name. */
+export function domainName(vmi: VirtualMachineInstance): string {
+  return `${vmi.metadata.namespace ?? "default"}_${vmi.metadata.name ?? ""}`;
+}
+
+/** Disk target names: a, b, … z, aa, ab, … */
+export function diskSuffix(index: number): string {
+  let n = index;
+  let suffix = "";
+  do {
+    suffix = String.fromCharCode(97 + (n % 26)) + suffix;
+    n = Math.floor(n / 26) - 1;
+  } while (n >= 0);
+  return suffix;
+}
+
+function targetType(disk: Disk): { device: "disk" | "cdrom" | "lun"; bus: string; readonly: boolean } {
+  if (disk.cdrom) return { device: "cdrom", bus: disk.cdrom.bus ?? "sata", readonly: disk.cdrom.readonly ?? true };
+  if (disk.lun) return { device: "lun", bus: disk.lun.bus ?? "scsi", readonly: disk.lun.readonly ?? false };
+  return { device: "disk", bus: disk.disk?.bus ?? "sata", readonly: disk.disk?.readonly ?? false };
+}
+
+function diskElements(vmi: VirtualMachineInstance, ctx: DomainContext): XmlElement[] {
+  const counters = { vd: 0, sd: 0 };
+  return (vmi.spec.domain.devices.disks ?? []).map((disk) => {
+    const prepared = ctx.disks[disk.name];
+    if (!prepared) throw new Error(`disk ${disk.name} has no prepared volume; the launcher found nothing to attach`);
+    const { device, bus, readonly } = targetType(disk);
+    const prefix = bus === "virtio" ? "vd" : "sd";
+    const dev = `${prefix}${diskSuffix(counters[prefix]++)}`;
+    return el(
+      "disk",
+      { type: "file", device },
+      el("driver", { name: "qemu", type: prepared.format, cache: disk.cache ?? (device === "cdrom" ? undefined : "none") }),
+      el("source", { file: prepared.path }),
+      el("target", { dev, bus }),
+      (readonly || prepared.readonly === true) && el("readonly"),
+      disk.serial !== undefined && el("serial", {}, disk.serial),
+      disk.bootOrder !== undefined && el("boot", { order: disk.bootOrder }),
+      el("alias", { name: `ua-${disk.name}` }),
+    );
+  });
+}
+
+function interfaceElements(vmi: VirtualMachineInstance, ctx: DomainContext): XmlElement[] {
+  return (vmi.spec.domain.devices.interfaces ?? []).map((iface) => {
+    if (!iface.masquerade) throw new Error(`interface ${iface.name}: only the masquerade binding is supported yet`);
+    // Masquerade: the guest sits behind NAT on the pod's address, in a network only the pod sees.
+    return el(
+      "interface",
+      { type: "user" },
+      iface.macAddress !== undefined && el("mac", { address: iface.macAddress }),
+      el("ip", { family: "ipv4", address: ctx.guestNetwork.address, prefix: ctx.guestNetwork.prefix }),
+      el("model", { type: iface.model ?? "virtio" }),
+      iface.bootOrder !== undefined && el("boot", { order: iface.bootOrder }),
+      el("alias", { name: `ua-${iface.name}` }),
+    );
+  });
+}
+
+function memoryBytes(vmi: VirtualMachineInstance): number {
+  const domain = vmi.spec.domain;
+  const value = domain.memory?.guest ?? domain.resources?.requests?.memory ?? domain.resources?.limits?.memory;
+  const bytes = value === undefined ? undefined : parseQuantity(value);
+  if (bytes === undefined || bytes <= 0) throw new Error("the VMI has no guest memory: set spec.domain.memory.guest");
+  return Math.floor(bytes);
+}
+
+export function domainXml(vmi: VirtualMachineInstance, ctx: DomainContext): string {
+  const { domain } = vmi.spec;
+  const devices = domain.devices;
+  const cpu = { sockets: domain.cpu?.sockets ?? 1, cores: domain.cpu?.cores ?? 1, threads: domain.cpu?.threads ?? 1 };
+  const vcpus = cpu.sockets * cpu.cores * cpu.threads;
+  const memory = memoryBytes(vmi);
+  const disks = diskElements(vmi, ctx);
+  const buses = new Set((devices.disks ?? []).map((d) => targetType(d).bus));
+  const graphics = devices.autoattachGraphicsDevice !== false;
+  const serial = devices.autoattachSerialConsole !== false;
+  const efi = domain.firmware?.bootloader?.efi;
+  const kernel = ctx.kernelBoot;
+  const serialSource = el("source", { mode: "bind", path: ctx.serialSocket });
+
+  const xml = el(
+    "domain",
+    { type: ctx.domainType },
+    el("name", {}, domainName(vmi)),
+    el("uuid", {}, ctx.uuid),
+    el("memory", { unit: "b" }, String(memory)),
+    el("currentMemory", { unit: "b" }, String(memory)),
+    el("vcpu", { placement: "static" }, String(vcpus)),
+    // Emulation has no host CPU to model: it offers everything QEMU can emulate.
+    el("cpu", ctx.domainType === "kvm" ? { mode: domain.cpu?.model === "host-passthrough" ? "host-passthrough" : "host-model" } : { mode: "maximum", migratable: "off" }, el("topology", cpu)),
+    el(
+      "os",
+      efi ? { firmware: "efi" } : {},
+      el("type", { arch: "x86_64", machine: domain.machine?.type ?? "q35" }, "hvm"),
+      kernel?.kernel !== undefined && el("kernel", {}, kernel.kernel),
+      kernel?.initrd !== undefined && el("initrd", {}, kernel.initrd),
+      domain.firmware?.kernelBoot?.kernelArgs !== undefined && el("cmdline", {}, domain.firmware.kernelBoot.kernelArgs),
+      el("smbios", { mode: "sysinfo" }),
+    ),
+    el(
+      "sysinfo",
+      { type: "smbios" },
+      el("system", {}, el("entry", { name: "uuid" }, domain.firmware?.uuid ?? ctx.uuid), domain.firmware?.serial !== undefined && el("entry", { name: "serial" }, domain.firmware.serial)),
+    ),
+    el("features", {}, el("acpi"), el("apic")),
+    el("clock", { offset: "utc" }),
+    el("on_poweroff", {}, "destroy"),
+    el("on_reboot", {}, "restart"),
+    el("on_crash", {}, "destroy"),
+    el(
+      "devices",
+      {},
+      buses.has("scsi") && el("controller", { type: "scsi", index: 0, model: "virtio-scsi" }),
+      (buses.has("usb") || graphics) && el("controller", { type: "usb", index: 0, model: "qemu-xhci" }),
+      ...disks,
+      ...interfaceElements(vmi, ctx),
+      serial && el("serial", { type: "unix" }, serialSource, el("target", { port: 0 }), ctx.serialLog !== undefined && el("log", { file: ctx.serialLog, append: "on" })),
+      serial && el("console", { type: "unix" }, serialSource, el("target", { type: "serial", port: 0 })),
+      graphics && el("graphics", { type: "vnc" }, el("listen", { type: "socket", socket: ctx.vncSocket })),
+      graphics && el("video", {}, el("model", { type: "vga", vram: 16384, heads: 1 })),
+      graphics && el("input", { type: "tablet", bus: "usb" }),
+      devices.rng !== undefined && el("rng", { model: "virtio" }, el("backend", { model: "random" }, "/dev/urandom")),
+      el("memballoon", { model: "none" }),
+    ),
+  );
+  return `${renderXml(xml)}\n`;
+}
