@@ -2,9 +2,11 @@
 # Installs the Debian packages the project needs, when missing: containerd,
 # runc, the CNI plugins, iptables and mmdebstrap for the local cluster and its
 # images; a compiler and libvirt's headers for the pause image and the
-# launcher's libvirt addon; libvirt's schemas and validator for the domain XML.
+# launcher's libvirt addon; libvirt's schemas and validator for the domain XML;
+# libvirtd, QEMU and busybox for the tests that boot the tiny guest.
 set -euo pipefail
-packages=(containerd runc containernetworking-plugins iptables conntrack mmdebstrap gcc g++ make python3 pkg-config libc6-dev libvirt-dev libvirt-clients libxml2-utils)
+packages=(containerd runc containernetworking-plugins iptables conntrack mmdebstrap gcc g++ make python3 pkg-config libc6-dev libvirt-dev libvirt-clients libxml2-utils
+  libvirt-daemon libvirt-daemon-driver-qemu qemu-system-x86 qemu-utils busybox-static)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -14,4 +16,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq >&2
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+
+# The launcher's user, 107 as KubeVirt's qemu user: the tests run libvirt's
+# session daemon as it, and libvirt's clients need it to have a name.
+if ! getent passwd 107 >/dev/null; then
+  echo "[host] adding the user kubevirt-ts-qemu (107)" >&2
+  useradd --system --uid 107 --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin kubevirt-ts-qemu
 fi

@@ -1,0 +1,76 @@
+import { mkdir, mkdtemp, readFile, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { gzipSync } from "node:zlib";
+import { cpioArchive } from "../cpio.ts";
+import { env } from "../env.ts";
+import { log, run } from "../exec.ts";
+
+// The tiny test guest: Debian's cloud kernel and an initramfs of busybox whose
+// init offers a shell on the serial console. It reaches its prompt within
+// seconds under emulation, for tests of everything around a running guest.
+
+export interface TinyGuest {
+  kernel: string;
+  initrd: string;
+  /** What the guest prints once its init runs. */
+  readyMessage: string;
+}
+
+export const TINY_GUEST_READY = "kubevirt-ts tiny guest: init reached";
+
+const INIT = `#!/bin/busybox sh
+/bin/busybox --install -s /bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+echo "${TINY_GUEST_READY}"
+while true; do
+  setsid cttyhack sh -l
+done
+`;
+
+/** Downloads a Debian package (the candidate of its name) into dir and returns the file. */
+async function download(dir: string, name: string): Promise<string> {
+  await run("sh", ["-c", `cd '${dir}' && apt-get download -q '${name}' 2>&1`]);
+  const file = (await readdir(dir)).find((f) => f.startsWith(`${name}_`) && f.endsWith(".deb"));
+  if (!file) throw new Error(`apt-get download ${name} gave no package`);
+  return join(dir, file);
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+export async function buildTinyGuest(): Promise<TinyGuest> {
+  const work = await mkdtemp(join(env.KUBEVIRT_TS_CACHE, "tiny-guest-work-"));
+  try {
+    // The kernel meta package names the versioned kernel it wants: that version keys the cache.
+    const meta = await download(work, "linux-image-cloud-amd64");
+    const kernelPackage = (await run("dpkg-deb", ["-f", meta, "Depends"])).trim().split(" ")[0] ?? "";
+    const dir = join(env.KUBEVIRT_TS_CACHE, "guests", `tiny-${kernelPackage}`);
+    const guest = { kernel: join(dir, "vmlinuz"), initrd: join(dir, "initrd.gz"), readyMessage: TINY_GUEST_READY };
+    if (await exists(guest.initrd)) return guest;
+    log(`building the tiny guest (${kernelPackage} and busybox)`);
+    const extracted = join(work, "root");
+    await run("dpkg-deb", ["-x", await download(work, kernelPackage), extracted]);
+    await run("dpkg-deb", ["-x", await download(work, "busybox-static"), extracted]);
+    const vmlinuz = (await readdir(join(extracted, "boot"))).find((f) => f.startsWith("vmlinuz-"));
+    if (!vmlinuz) throw new Error(`${kernelPackage} holds no /boot/vmlinuz-*`);
+    const initrd = cpioArchive([
+      ...["bin", "dev", "proc", "sys", "tmp"].map((d) => ({ path: d, type: "directory" as const })),
+      { path: "bin/busybox", type: "file", data: await readFile(join(extracted, "bin/busybox")), mode: 0o755 },
+      { path: "init", type: "file", data: Buffer.from(INIT), mode: 0o755 },
+    ]);
+    await mkdir(`${dir}.partial`, { recursive: true });
+    await writeFile(join(`${dir}.partial`, "vmlinuz"), await readFile(join(extracted, "boot", vmlinuz)));
+    await writeFile(join(`${dir}.partial`, "initrd.gz"), gzipSync(initrd, { level: 9 }));
+    await rm(dir, { recursive: true, force: true });
+    await rename(`${dir}.partial`, dir);
+    return guest;
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+}
