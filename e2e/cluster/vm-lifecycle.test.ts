@@ -50,6 +50,10 @@ describe("a KubeVirt VM applied with kubectl", () => {
     // The containerDisk was copied out of its image by an init container that ran to completion.
     const copy = pods[0]?.status?.initContainerStatuses?.find((c) => c.name === "volume-containerdisk");
     expect(copy?.state?.terminated?.exitCode).toBe(0);
+    // The launcher runs libvirt as its own unprivileged user and waits for the handler on its socket.
+    const launcherLog = await core.readNamespacedPodLog({ name: pods[0]?.metadata?.name ?? "", namespace, container: "compute" });
+    expect(launcherLog).toContain('"msg":"libvirtd is up"');
+    expect(launcherLog).toContain('"msg":"serving the launcher protocol"');
     expect(await kubectl("get", "vm", "testvm", "-n", namespace, "-o", "jsonpath={.status.printableStatus}")).toBe("Starting");
 
     await kubectl("patch", "vm", "testvm", "-n", namespace, "--type=merge", "-p", '{"spec":{"runStrategy":"Halted"}}');

@@ -32,6 +32,8 @@ const LAUNCHER_PACKAGES = [
   "libvirt-clients",
   "genisoimage",
 ];
+/** The launcher's user, 107 as KubeVirt's qemu user: libvirt's clients need it to have a name. */
+const LAUNCHER_USER_HOOK = `echo 'kubevirt-ts-qemu:x:107:107:kubevirt-ts launcher:/var/run/kubevirt-ts/launcher:/usr/sbin/nologin' >> "$1/etc/passwd" && echo 'kubevirt-ts-qemu:x:107:' >> "$1/etc/group"`;
 
 async function layerOf(name: string, build: (dir: string) => Promise<void>, options: { keepOwners?: boolean } = {}): Promise<Layer> {
   const dir = await mkdtemp(join(tmpdir(), `kubevirt-ts-layer-${name}-`));
@@ -178,7 +180,7 @@ export async function buildImages(names: string[] = []): Promise<BuiltImage[]> {
   await buildTools();
   const [base, launcherBase, node] = await Promise.all([
     buildRootfs({ name: "base", packages: BASE_PACKAGES }),
-    wanted.some((c) => c.launcherBase) ? buildRootfs({ name: "launcher", packages: LAUNCHER_PACKAGES }) : undefined,
+    wanted.some((c) => c.launcherBase) ? buildRootfs({ name: "launcher", packages: LAUNCHER_PACKAGES, hooks: [LAUNCHER_USER_HOOK] }) : undefined,
     nodeLayer(),
   ]);
   const images: BuiltImage[] = [];

@@ -15,6 +15,8 @@ const EXCLUDED_PATHS = ["/usr/share/doc/*", "/usr/share/man/*", "/usr/share/info
 export interface RootfsSpec {
   name: string;
   packages: string[];
+  /** Shell commands run on the finished tree ($1), e.g. adding a user. */
+  hooks?: string[];
 }
 
 async function exists(path: string): Promise<boolean> {
@@ -26,7 +28,7 @@ async function exists(path: string): Promise<boolean> {
 
 export async function buildRootfs(spec: RootfsSpec): Promise<Layer> {
   const key = createHash("sha256")
-    .update(JSON.stringify({ suite: DEBIAN_SUITE, packages: [...spec.packages].sort(), excluded: EXCLUDED_PATHS, mirror: env.DEBIAN_MIRROR }))
+    .update(JSON.stringify({ suite: DEBIAN_SUITE, packages: [...spec.packages].sort(), hooks: spec.hooks ?? [], excluded: EXCLUDED_PATHS, mirror: env.DEBIAN_MIRROR }))
     .digest("hex")
     .slice(0, 16);
   const dir = join(env.KUBEVIRT_TS_CACHE, "rootfs");
@@ -45,6 +47,7 @@ export async function buildRootfs(spec: RootfsSpec): Promise<Layer> {
         `--include=${spec.packages.join(",")}`,
         ...EXCLUDED_PATHS.map((p) => `--dpkgopt=path-exclude=${p}`),
         "--customize-hook=rm -rf \"$1\"/var/lib/apt/lists/* \"$1\"/var/cache/apt/*",
+        ...(spec.hooks ?? []).map((hook) => `--customize-hook=${hook}`),
         DEBIAN_SUITE,
         `${out}.partial`,
         env.DEBIAN_MIRROR,

@@ -44,6 +44,8 @@ export async function clusterSync(binDir: string): Promise<void> {
     kubeconfig, "upgrade", "--install", RELEASE, CHART,
     "--namespace", NAMESPACE, "--create-namespace",
     ...tagValues(images),
+    // /dev/kvm here cannot run ordinary guests: VMs run with emulation.
+    "--set", "useEmulation=true",
     "--wait", "--timeout", "5m",
   ]);
   await writeFile(IMAGES_FILE, `${JSON.stringify(images, null, 2)}\n`);

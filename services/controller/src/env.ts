@@ -13,5 +13,7 @@ export const env = parseEnv(
     POD_NAMESPACE: z.string().min(1).default("kubevirt-ts"),
     LEADER_ELECTION: z.enum(["true", "false"]).default("true").transform((v) => v === "true"),
     WORKERS: z.coerce.number().int().min(1).max(64).default(3),
+    /** KubeVirt's useEmulation: let guests run with QEMU's emulation where KVM is unusable. */
+    USE_EMULATION: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
   }),
 );

@@ -22,7 +22,7 @@ await runService({
       log,
       registry,
       workers: env.WORKERS,
-      pod: { launcherImage: env.LAUNCHER_IMAGE, imagePullPolicy: env.LAUNCHER_PULL_POLICY, opsPort: 9102 },
+      pod: { launcherImage: env.LAUNCHER_IMAGE, imagePullPolicy: env.LAUNCHER_PULL_POLICY, opsPort: 9102, allowEmulation: env.USE_EMULATION },
     });
     controllers = created;
     const stopping = new AbortController();

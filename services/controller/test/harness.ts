@@ -28,7 +28,7 @@ export async function startControllers(namespace: string): Promise<RunningContro
   const registry = new Registry();
   const client = await testClient(registry);
   const log = createLogger({ component: "virt-controller-test", level: "warn" });
-  const controllers = createControllers({ client, log, registry, workers: 2, namespace, pod: { launcherImage: LAUNCHER_IMAGE, imagePullPolicy: "IfNotPresent", opsPort: 9102 } });
+  const controllers = createControllers({ client, log, registry, workers: 2, namespace, pod: { launcherImage: LAUNCHER_IMAGE, imagePullPolicy: "IfNotPresent", opsPort: 9102, allowEmulation: true } });
   const abort = new AbortController();
   const informers = controllers.runInformers(abort.signal);
   const running = controllers.runControllers(abort.signal);

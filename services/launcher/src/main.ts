@@ -1,4 +1,80 @@
+import { join } from "node:path";
+import { Hypervisor } from "@unraid/libvirt";
 import { runService } from "@kubevirt-ts/runtime";
 import { env } from "./env.ts";
+import { DomainManager } from "./libvirt/domain-manager.ts";
+import { type LibvirtDaemon, startLibvirtd } from "./libvirt/daemon.ts";
+import { LAUNCHER_SOCKET } from "./rpc/protocol.ts";
+import { RpcError, startRpcServer } from "./rpc/server.ts";
+import type { VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 
-await runService({ name: "virt-launcher", opsPort: env.OPS_PORT, logLevel: env.LOG_LEVEL });
+// virt-launcher: one per VMI, in the VMI's pod. It runs libvirt as its own
+// unprivileged user, waits for the handler to send the VMI over its socket,
+// runs the domain, shuts the guest down when the pod is asked to stop, and
+// exits once the domain is gone.
+
+let ready = false;
+
+await runService({
+  name: "virt-launcher",
+  opsPort: env.OPS_PORT,
+  logLevel: env.LOG_LEVEL,
+  shutdownTimeoutMs: (env.GRACE_PERIOD_SECONDS + 15) * 1000,
+  checks: () => ({ launcher: () => (ready ? undefined : "libvirt and the launcher socket are not up yet") }),
+  start: async ({ log }) => {
+    const daemon: LibvirtDaemon = await startLibvirtd({ stateDir: join(env.STATE_DIR, "libvirt"), log });
+    const hypervisor = new Hypervisor({ uri: daemon.uri });
+    await hypervisor.connectOpen();
+    const manager = new DomainManager({
+      hypervisor,
+      layout: { socketsDir: env.SOCKETS_DIR, containerDisksDir: env.CONTAINER_DISKS_DIR, kernelBootDir: env.KERNEL_BOOT_DIR, disksDir: join(env.STATE_DIR, "disks") },
+      allowEmulation: env.ALLOW_EMULATION,
+      kvmDevice: env.KVM_DEVICE,
+      guestNetwork: env.GUEST_NETWORK,
+      log,
+    });
+    const unsupported = (what: string) => () => Promise.reject(new RpcError("Failed", `${what} is not supported by this launcher yet`));
+    const server = await startRpcServer(
+      join(env.SOCKETS_DIR, LAUNCHER_SOCKET),
+      {
+        ping: () => Promise.resolve("pong"),
+        sync: (params) => manager.sync(params as VirtualMachineInstance),
+        state: () => manager.state(),
+        pause: () => manager.pause(),
+        unpause: () => manager.unpause(),
+        shutdown: () => manager.shutdown(),
+        kill: () => manager.kill(),
+        softReboot: unsupported("soft reboot"),
+        reset: unsupported("reset"),
+      },
+      log,
+    );
+    ready = true;
+
+    // The launcher's life is its domain's: once the guest has stopped, the pod is done.
+    const watch = setInterval(() => {
+      if (!manager.hasDomain()) return;
+      manager.state().then(
+        (status) => {
+          if (status.state === "Shutoff" || status.state === "Crashed") {
+            log.info("the domain is gone; exiting", { state: status.state });
+            clearInterval(watch);
+            process.kill(process.pid, "SIGTERM");
+          }
+        },
+        (error: unknown) => {
+          log.warn("could not read the domain's state", { error });
+        },
+      );
+    }, 1_000);
+
+    return async () => {
+      clearInterval(watch);
+      ready = false;
+      await manager.stop(env.GRACE_PERIOD_SECONDS * 1000);
+      server.close();
+      await hypervisor.connectClose().catch(() => undefined);
+      await daemon.stop();
+    };
+  },
+});

@@ -1,20 +1,21 @@
-import { chown, copyFile, readFile } from "node:fs/promises";
-import { connect } from "node:net";
+import { readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { type Domain, DomainState, Hypervisor } from "@unraid/libvirt";
-import { buildTinyGuest } from "@kubevirt-ts/images";
 import { type VirtualMachineInstance, defaultVmiSpec } from "@kubevirt-ts/kubevirt-api";
+import { createLogger } from "@kubevirt-ts/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { domainXml } from "../src/domain/converter.ts";
-import { QEMU_UID, type SessionLibvirt, startSessionLibvirt } from "./session-libvirt.ts";
+import { type LibvirtDaemon, killQemuUnder, startLibvirtd } from "../src/libvirt/daemon.ts";
+import { type GuestFolder, QEMU_UID, guestFolder } from "./guest-files.ts";
+import { readUntil } from "./serial.ts";
 
 // The converter's domain, defined and run by a real libvirt and QEMU (with
 // emulation) as the unprivileged qemu user, through the @unraid/libvirt addon.
 
-let libvirt: SessionLibvirt;
+let folder: GuestFolder;
+let libvirt: LibvirtDaemon;
 let hypervisor: Hypervisor;
 let domain: Domain;
-let readyMessage: string;
 
 const vmi: VirtualMachineInstance = {
   apiVersion: "kubevirt.io/v1",
@@ -29,49 +30,22 @@ const vmi: VirtualMachineInstance = {
   }),
 };
 
-/** Reads a unix socket's stream until it contains `text`. */
-function readUntil(path: string, text: string, send?: string, timeoutMs = 60_000): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(path);
-    let output = "";
-    const timer = setTimeout(() => {
-      socket.destroy();
-      reject(new Error(`no ${JSON.stringify(text)} within ${String(timeoutMs)} ms; got ${JSON.stringify(output.slice(-300))}`));
-    }, timeoutMs);
-    socket.on("connect", () => {
-      if (send !== undefined) socket.write(send);
-    });
-    socket.on("data", (chunk) => {
-      output += chunk.toString("latin1");
-      if (output.includes(text)) {
-        clearTimeout(timer);
-        socket.destroy();
-        resolve(output);
-      }
-    });
-    socket.on("error", reject);
-  });
-}
-
 beforeAll(async () => {
-  const guest = await buildTinyGuest();
-  readyMessage = guest.readyMessage;
-  libvirt = await startSessionLibvirt();
-  // The qemu user cannot read root's cache: the guest's files go next to its sockets.
-  for (const [from, to] of [[guest.kernel, "vmlinuz"], [guest.initrd, "initrd.gz"]] as const) {
-    await copyFile(from, join(libvirt.dir, "guest", to));
-    await chown(join(libvirt.dir, "guest", to), QEMU_UID, QEMU_UID);
-  }
+  folder = await guestFolder();
+  // As the launcher runs it: libvirt in session mode, as the qemu user.
+  libvirt = await startLibvirtd({ stateDir: join(folder.dir, "libvirt"), uid: QEMU_UID, dieWithParent: true, log: createLogger({ component: "libvirtd-test", level: "error" }) });
   hypervisor = new Hypervisor({ uri: libvirt.uri });
   await hypervisor.connectOpen();
 }, 300_000);
 
 afterAll(async () => {
   await hypervisor.connectClose().catch(() => undefined);
+  await killQemuUnder(folder.dir);
   await libvirt.stop();
+  await rm(folder.dir, { recursive: true, force: true });
 });
 
-const sockets = () => ({ serial: join(libvirt.dir, "guest", "serial.sock"), vnc: join(libvirt.dir, "guest", "vnc.sock") });
+const sockets = () => ({ serial: join(folder.dir, "serial.sock"), vnc: join(folder.dir, "vnc.sock") });
 
 describe("a domain from the converter", () => {
   it("is defined and boots the tiny guest, whose serial console shows its output and answers", async () => {
@@ -80,9 +54,9 @@ describe("a domain from the converter", () => {
       uuid: "0b7a3c2e-5f1d-4e4a-9c53-2f0d1e6a7b11",
       disks: {},
       serialSocket: sockets().serial,
-      serialLog: join(libvirt.dir, "guest", "serial.log"),
+      serialLog: join(folder.dir, "serial.log"),
       vncSocket: sockets().vnc,
-      kernelBoot: { kernel: join(libvirt.dir, "guest", "vmlinuz"), initrd: join(libvirt.dir, "guest", "initrd.gz") },
+      kernelBoot: { kernel: folder.kernel, initrd: folder.initrd },
       guestNetwork: { address: "198.19.254.0", prefix: 24 },
     });
     domain = await hypervisor.domainDefineXML(xml);
@@ -91,7 +65,7 @@ describe("a domain from the converter", () => {
 
     await readUntil(sockets().serial, "/ # ", "\n");
     // Boot output printed before anyone connected is kept in the serial log.
-    expect(await readFile(join(libvirt.dir, "guest", "serial.log"), "latin1")).toContain(readyMessage);
+    expect(await readFile(join(folder.dir, "serial.log"), "latin1")).toContain(folder.guest.readyMessage);
     const output = await readUntil(sockets().serial, "kubevirt-ts-42", "echo kubevirt-ts-$((40+2))\n");
     expect(output).toContain("kubevirt-ts-42");
   });

@@ -2,7 +2,7 @@ import type { VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 import { describe, expect, it } from "vitest";
 import { defaultPullPolicy, launcherPod } from "./pod.ts";
 
-const config = { launcherImage: "kubevirt-ts.local/virt-launcher:abc", imagePullPolicy: "IfNotPresent" as const, opsPort: 9102 };
+const config = { launcherImage: "kubevirt-ts.local/virt-launcher:abc", imagePullPolicy: "IfNotPresent" as const, opsPort: 9102, allowEmulation: true };
 
 function vmi(mutate: (v: VirtualMachineInstance) => void = () => undefined): VirtualMachineInstance {
   const value: VirtualMachineInstance = {
@@ -65,8 +65,15 @@ describe("launcherPod", () => {
     expect(spec.terminationGracePeriodSeconds).toBe(45);
   });
 
+  it("tells the launcher whether emulation is allowed and how long the guest has to shut down", () => {
+    expect(compute.env).toEqual(expect.arrayContaining([{ name: "ALLOW_EMULATION", value: "true" }, { name: "GRACE_PERIOD_SECONDS", value: "30" }]));
+  });
+
   it("mounts the sockets folder the handler reaches", () => {
-    expect(compute.volumeMounts).toEqual([{ name: "sockets", mountPath: "/var/run/kubevirt-ts/sockets" }]);
+    expect(compute.volumeMounts).toEqual([
+      { name: "sockets", mountPath: "/var/run/kubevirt-ts/sockets" },
+      { name: "launcher-state", mountPath: "/var/run/kubevirt-ts/launcher" },
+    ]);
   });
 });
 

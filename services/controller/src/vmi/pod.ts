@@ -11,6 +11,8 @@ export interface LauncherPodConfig {
   imagePullPolicy: "Always" | "IfNotPresent" | "Never";
   /** The launcher's operations port, probed for readiness. */
   opsPort: number;
+  /** KubeVirt's useEmulation: guests may run with QEMU's emulation where KVM is unusable. */
+  allowEmulation: boolean;
 }
 
 /** The launcher's user and group, as KubeVirt's: qemu (107). */
@@ -18,6 +20,8 @@ export const LAUNCHER_UID = 107;
 /** Where the launcher puts its sockets; the handler reaches them through the pod's volume on the node. */
 export const SOCKETS_DIR = "/var/run/kubevirt-ts/sockets";
 export const SOCKETS_VOLUME = "sockets";
+/** The launcher's own writable folder: libvirt's state, disk overlays, seed ISOs. */
+export const LAUNCHER_STATE_DIR = "/var/run/kubevirt-ts/launcher";
 export const DEFAULT_GRACE_PERIOD_SECONDS = 30;
 /** Where the containerDisk copier is put for the containerDisk images to run. */
 export const TOOLS_DIR = "/var/run/kubevirt-ts/tools";
@@ -135,6 +139,10 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
             { name: "VMI_UID", value: uid },
             { name: "OPS_PORT", value: String(config.opsPort) },
             { name: "SOCKETS_DIR", value: SOCKETS_DIR },
+            { name: "STATE_DIR", value: LAUNCHER_STATE_DIR },
+            { name: "CONTAINER_DISKS_DIR", value: CONTAINER_DISKS_DIR },
+            { name: "ALLOW_EMULATION", value: String(config.allowEmulation) },
+            { name: "GRACE_PERIOD_SECONDS", value: String(grace) },
           ],
           ports: [{ name: "ops", containerPort: config.opsPort }],
           resources: {
@@ -151,12 +159,14 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
           },
           volumeMounts: [
             { name: SOCKETS_VOLUME, mountPath: SOCKETS_DIR },
+            { name: "launcher-state", mountPath: LAUNCHER_STATE_DIR },
             ...(hasContainerDisks ? [{ name: "container-disks", mountPath: CONTAINER_DISKS_DIR, readOnly: true }] : []),
           ],
         },
       ],
       volumes: [
         { name: SOCKETS_VOLUME, emptyDir: {} },
+        { name: "launcher-state", emptyDir: {} },
         ...(hasContainerDisks ? [{ name: "tools", emptyDir: { sizeLimit: "16Mi" } }, { name: "container-disks", emptyDir: {} }] : []),
       ],
     },

@@ -1,0 +1,83 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { chown, mkdir, readFile, readdir, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { Logger } from "@kubevirt-ts/runtime";
+
+// libvirt's daemon in session mode: run by the launcher's own unprivileged
+// user, with its configuration, sockets and logs under one folder, so no part
+// of it needs root or touches the node. QEMU runs as the same user.
+
+export interface LibvirtDaemon {
+  uri: string;
+  /** Stops the daemon; domains it started must be gone first. */
+  stop(): Promise<void>;
+}
+
+export interface LibvirtDaemonOptions {
+  stateDir: string;
+  log: Logger;
+  /** Run as this user and group (tests start it as root for the qemu user); the current user when unset. */
+  uid?: number;
+  /** Dies with the process that started it (tests). */
+  dieWithParent?: boolean;
+}
+
+async function waitForSocket(path: string, daemon: ChildProcess, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await stat(path).then(() => true, () => false))) {
+    if (daemon.exitCode !== null) throw new Error(`libvirtd exited with code ${String(daemon.exitCode)} before it listened`);
+    if (Date.now() > deadline) throw new Error(`libvirtd did not create ${path} within ${String(timeoutMs)} ms`);
+    await sleep(100);
+  }
+}
+
+export async function startLibvirtd(options: LibvirtDaemonOptions): Promise<LibvirtDaemon> {
+  const { stateDir, log, uid } = options;
+  const dirs = { HOME: stateDir, XDG_RUNTIME_DIR: join(stateDir, "run"), XDG_CONFIG_HOME: join(stateDir, "config"), XDG_CACHE_HOME: join(stateDir, "cache") };
+  for (const dir of Object.values(dirs)) {
+    await mkdir(dir, { recursive: true, mode: dir === dirs.XDG_RUNTIME_DIR ? 0o700 : 0o755 });
+    if (uid !== undefined) await chown(dir, uid, uid);
+  }
+  const env = { ...dirs, PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" };
+  const wrap = [
+    ...(options.dieWithParent ? ["--pdeathsig", "KILL"] : []),
+    ...(uid !== undefined ? [`--reuid=${String(uid)}`, `--regid=${String(uid)}`, "--clear-groups"] : []),
+  ];
+  const daemon = wrap.length > 0 ? spawn("setpriv", [...wrap, "libvirtd"], { env, stdio: ["ignore", "ignore", "pipe"] }) : spawn("libvirtd", [], { env, stdio: ["ignore", "ignore", "pipe"] });
+  daemon.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+    for (const line of chunk.split("\n")) {
+      // Session mode complains about D-Bus and /dev/kvm; neither matters to it.
+      if (line.trim() !== "" && !/D-Bus|GDBus|dbus|\/dev\/kvm|GLib-GObject/.test(line)) log.warn("libvirtd", { line });
+    }
+  });
+  const socket = join(dirs.XDG_RUNTIME_DIR, "libvirt", "libvirt-sock");
+  await waitForSocket(socket, daemon, 30_000);
+  log.info("libvirtd is up", { socket });
+  return {
+    uri: `qemu+unix:///session?socket=${socket}`,
+    stop: async () => {
+      const running = () => daemon.exitCode === null && daemon.signalCode === null;
+      if (!running()) return;
+      const exited = new Promise((resolve) => daemon.once("exit", resolve));
+      daemon.kill("SIGTERM");
+      await Promise.race([exited, sleep(5_000)]);
+      if (running()) daemon.kill("SIGKILL");
+    },
+  };
+}
+
+/** Kills QEMU processes whose arguments name a folder: they outlive a killed libvirtd. */
+export async function killQemuUnder(dir: string): Promise<void> {
+  for (const entry of await readdir("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    const cmdline = await readFile(`/proc/${entry}/cmdline`, "utf8").catch(() => "");
+    if (cmdline.includes("qemu-system") && cmdline.includes(dir)) {
+      try {
+        process.kill(Number(entry), "SIGKILL");
+      } catch {
+        // Already gone.
+      }
+    }
+  }
+}

@@ -1,0 +1,178 @@
+import { createHash } from "node:crypto";
+import { access, constants } from "node:fs/promises";
+import { basename, join } from "node:path";
+import { type Domain, DomainState, type Hypervisor } from "@unraid/libvirt";
+import type { VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import type { Logger } from "@kubevirt-ts/runtime";
+import { type DomainType, chooseDomainType, domainName, domainXml } from "../domain/converter.ts";
+import type { DomainStatus } from "../rpc/protocol.ts";
+import { RpcError } from "../rpc/server.ts";
+import { prepareDisks } from "../storage/prepare.ts";
+
+// The launcher's one domain: defined and started from the VMI the handler
+// sends, then paused, resumed, shut down or destroyed on request.
+
+export interface LauncherLayout {
+  socketsDir: string;
+  containerDisksDir: string;
+  kernelBootDir: string;
+  disksDir: string;
+}
+
+export interface DomainManagerOptions {
+  hypervisor: Hypervisor;
+  layout: LauncherLayout;
+  allowEmulation: boolean;
+  kvmDevice: string;
+  guestNetwork: { address: string; prefix: number };
+  log: Logger;
+}
+
+const STATE_NAMES: Record<number, DomainStatus["state"]> = {
+  [DomainState.NOSTATE]: "NoDomain",
+  [DomainState.RUNNING]: "Running",
+  [DomainState.BLOCKED]: "Blocked",
+  [DomainState.PAUSED]: "Paused",
+  [DomainState.SHUTDOWN]: "Shutdown",
+  [DomainState.SHUTOFF]: "Shutoff",
+  [DomainState.CRASHED]: "Crashed",
+  [DomainState.PMSUSPENDED]: "PMSuspended",
+};
+
+/** A stable UUID for a VMI's firmware, from its namespace and name, as a name-based (v5-style) UUID. */
+export function firmwareUuid(vmi: VirtualMachineInstance): string {
+  if (vmi.spec.domain.firmware?.uuid) return vmi.spec.domain.firmware.uuid;
+  const hash = createHash("sha1").update(`kubevirt-ts/${vmi.metadata.namespace ?? ""}/${vmi.metadata.name ?? ""}`).digest("hex");
+  const variant = ((parseInt(hash.slice(16, 18), 16) & 0x3f) | 0x80).toString(16);
+  return `${hash.slice(0, 8)}-${hash.slice(8, 12)}-5${hash.slice(13, 16)}-${variant}${hash.slice(18, 20)}-${hash.slice(20, 32)}`;
+}
+
+async function usable(device: string): Promise<boolean> {
+  return access(device, constants.R_OK | constants.W_OK).then(
+    () => true,
+    () => false,
+  );
+}
+
+export class DomainManager {
+  private readonly o: DomainManagerOptions;
+  private domain: Domain | undefined;
+  private domainType: DomainType | undefined;
+  private syncing: Promise<DomainStatus> | undefined;
+
+  constructor(options: DomainManagerOptions) {
+    this.o = options;
+  }
+
+  get serialSocket(): string {
+    return join(this.o.layout.socketsDir, "virt-serial0");
+  }
+
+  get vncSocket(): string {
+    return join(this.o.layout.socketsDir, "virt-vnc");
+  }
+
+  get serialLog(): string {
+    return join(this.o.layout.socketsDir, "serial0.log");
+  }
+
+  /** Whether a domain was ever started by this launcher. */
+  hasDomain(): boolean {
+    return this.domain !== undefined;
+  }
+
+  async state(): Promise<DomainStatus> {
+    if (!this.domain) return { state: "NoDomain" };
+    const info = await this.o.hypervisor.domainGetInfo(this.domain);
+    return { state: STATE_NAMES[info.state] ?? "NoDomain", domainType: this.domainType, serialSocket: this.serialSocket, vncSocket: this.vncSocket };
+  }
+
+  /** Defines and starts the domain if it is not running; idempotent, one at a time. */
+  sync(vmi: VirtualMachineInstance): Promise<DomainStatus> {
+    this.syncing ??= this.doSync(vmi).finally(() => {
+      this.syncing = undefined;
+    });
+    return this.syncing;
+  }
+
+  private async doSync(vmi: VirtualMachineInstance): Promise<DomainStatus> {
+    const { hypervisor, layout, log } = this.o;
+    if (this.domain) {
+      const current = await this.state();
+      if (current.state !== "Shutoff") return current;
+      throw new RpcError("Failed", "the domain has stopped; a launcher runs its guest once");
+    }
+    this.domainType = chooseDomainType({ kvmUsable: await usable(this.o.kvmDevice), allowEmulation: this.o.allowEmulation });
+    const disks = await prepareDisks(vmi, { containerDisksDir: layout.containerDisksDir, disksDir: layout.disksDir });
+    const container = vmi.spec.domain.firmware?.kernelBoot?.container;
+    const kernelBoot = container
+      ? {
+          ...(container.kernelPath !== undefined ? { kernel: join(layout.kernelBootDir, basename(container.kernelPath)) } : {}),
+          ...(container.initrdPath !== undefined ? { initrd: join(layout.kernelBootDir, basename(container.initrdPath)) } : {}),
+        }
+      : undefined;
+    const xml = domainXml(vmi, {
+      domainType: this.domainType,
+      uuid: firmwareUuid(vmi),
+      disks,
+      serialSocket: this.serialSocket,
+      serialLog: this.serialLog,
+      vncSocket: this.vncSocket,
+      ...(kernelBoot ? { kernelBoot } : {}),
+      guestNetwork: this.o.guestNetwork,
+    });
+    const domain = await hypervisor.domainDefineXML(xml);
+    await hypervisor.domainCreate(domain);
+    this.domain = domain;
+    log.info("domain started", { domain: domainName(vmi), type: this.domainType, emulation: this.domainType === "qemu" });
+    return this.state();
+  }
+
+  private require(): Domain {
+    if (!this.domain) throw new RpcError("NotDefined", "no domain yet: sync the VMI first");
+    return this.domain;
+  }
+
+  async pause(): Promise<DomainStatus> {
+    await this.o.hypervisor.domainSuspend(this.require());
+    return this.state();
+  }
+
+  async unpause(): Promise<DomainStatus> {
+    await this.o.hypervisor.domainResume(this.require());
+    return this.state();
+  }
+
+  /** Asks the guest to power off through ACPI. */
+  async shutdown(): Promise<DomainStatus> {
+    await this.o.hypervisor.domainShutdown(this.require());
+    return this.state();
+  }
+
+  async kill(): Promise<DomainStatus> {
+    const domain = this.require();
+    if ((await this.state()).state !== "Shutoff") await this.o.hypervisor.domainDestroy(domain);
+    return this.state();
+  }
+
+  /** Shuts the guest down within the grace period, then destroys it, and removes its definition. */
+  async stop(graceMs: number): Promise<void> {
+    const { hypervisor, log } = this.o;
+    if (!this.domain) return;
+    const domain = this.domain;
+    const deadline = Date.now() + graceMs;
+    if ((await this.state()).state !== "Shutoff") {
+      await hypervisor.domainShutdown(domain).catch((error: unknown) => {
+        log.warn("ACPI shutdown request failed", { error });
+      });
+      while (Date.now() < deadline && (await this.state()).state !== "Shutoff") await new Promise((resolve) => setTimeout(resolve, 250));
+      if ((await this.state()).state !== "Shutoff") {
+        log.warn("the guest did not shut down within its grace period; destroying it", { graceMs });
+        await hypervisor.domainDestroy(domain);
+      } else {
+        log.info("the guest shut down");
+      }
+    }
+    await hypervisor.domainUndefine(domain).catch(() => undefined);
+  }
+}

@@ -1,0 +1,34 @@
+import { z } from "zod";
+
+// The launcher's RPC protocol, spoken by the handler over the unix socket in
+// the launcher pod's sockets volume: one JSON object per line each way, a
+// version on every request so that a handler and a launcher of different
+// releases can tell they do not understand each other.
+
+export const PROTOCOL_VERSION = 1;
+export const LAUNCHER_SOCKET = "launcher.sock";
+
+export const METHODS = ["ping", "sync", "state", "pause", "unpause", "softReboot", "reset", "shutdown", "kill"] as const;
+export type Method = (typeof METHODS)[number];
+
+export const requestSchema = z.object({
+  version: z.number().int(),
+  id: z.number().int(),
+  method: z.enum(METHODS),
+  params: z.unknown().optional(),
+});
+export type Request = z.infer<typeof requestSchema>;
+
+export type Response = { id: number; result: unknown } | { id: number; error: { code: ErrorCode; message: string } };
+
+export type ErrorCode = "BadRequest" | "UnsupportedVersion" | "NotDefined" | "Failed";
+
+/** What the launcher knows about its domain. */
+export interface DomainStatus {
+  /** libvirt's state: Running, Paused, Shutdown (shutting down), Shutoff, Crashed, or NoDomain before sync. */
+  state: "NoDomain" | "Running" | "Blocked" | "Paused" | "Shutdown" | "Shutoff" | "Crashed" | "PMSuspended";
+  /** The domain type in use: kvm, or qemu for emulation. */
+  domainType?: "kvm" | "qemu";
+  serialSocket?: string;
+  vncSocket?: string;
+}

@@ -1,0 +1,85 @@
+import { execFile } from "node:child_process";
+import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { type VirtualMachineInstance, parseQuantity } from "@kubevirt-ts/kubevirt-api";
+import type { PreparedDisk } from "../domain/converter.ts";
+
+// The files behind a VMI's volumes, made in the launcher's own folder:
+// containerDisks as copy-on-write overlays over the read-only copy their
+// init container made, emptyDisks as sparse qcow2 files, cloud-init as a
+// NoCloud seed ISO.
+
+const exec = promisify(execFile);
+
+export interface StorageLayout {
+  /** Where init containers put each containerDisk: <dir>/<volume>/<file>. */
+  containerDisksDir: string;
+  /** Where the launcher writes overlays, blank disks and seed ISOs. */
+  disksDir: string;
+}
+
+async function imageFormat(path: string): Promise<"qcow2" | "raw"> {
+  const { stdout } = await exec("qemu-img", ["info", "--output=json", path]);
+  return (JSON.parse(stdout) as { format: string }).format === "qcow2" ? "qcow2" : "raw";
+}
+
+async function containerDiskFile(layout: StorageLayout, volume: string): Promise<string> {
+  const dir = join(layout.containerDisksDir, volume);
+  const files = (await readdir(dir).catch(() => [])).filter((f) => !f.startsWith("."));
+  if (files.length !== 1 || files[0] === undefined) {
+    throw new Error(`containerDisk ${volume}: expected exactly one disk file in ${dir}, found ${files.length === 0 ? "none" : files.join(", ")}; set the volume's path to pick one`);
+  }
+  return join(dir, files[0]);
+}
+
+async function cloudInitIso(target: string, userData: string | undefined, networkData: string | undefined, instanceId: string, hostname: string): Promise<void> {
+  const dir = await mkdtemp(`${target}.src-`);
+  try {
+    await writeFile(join(dir, "meta-data"), `instance-id: ${instanceId}\nlocal-hostname: ${hostname}\n`);
+    await writeFile(join(dir, "user-data"), userData ?? "");
+    const files = ["user-data", "meta-data"];
+    if (networkData !== undefined) {
+      await writeFile(join(dir, "network-config"), networkData);
+      files.push("network-config");
+    }
+    // The NoCloud datasource looks for a filesystem labelled "cidata".
+    await exec("genisoimage", ["-quiet", "-output", target, "-volid", "cidata", "-joliet", "-rock", ...files.map((f) => join(dir, f))]);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+const decode = (base64: string | undefined) => (base64 === undefined ? undefined : Buffer.from(base64, "base64").toString("utf8"));
+
+export async function prepareDisks(vmi: VirtualMachineInstance, layout: StorageLayout): Promise<Record<string, PreparedDisk>> {
+  await mkdir(layout.disksDir, { recursive: true });
+  const disks: Record<string, PreparedDisk> = {};
+  for (const volume of vmi.spec.volumes ?? []) {
+    const target = join(layout.disksDir, volume.name);
+    if (volume.containerDisk) {
+      const backing = await containerDiskFile(layout, volume.name);
+      const overlay = `${target}.qcow2`;
+      await rm(overlay, { force: true });
+      await exec("qemu-img", ["create", "-q", "-f", "qcow2", "-F", await imageFormat(backing), "-b", backing, overlay]);
+      disks[volume.name] = { path: overlay, format: "qcow2" };
+    } else if (volume.emptyDisk) {
+      const bytes = parseQuantity(volume.emptyDisk.capacity) ?? 0;
+      await exec("qemu-img", ["create", "-q", "-f", "qcow2", `${target}.qcow2`, String(Math.ceil(bytes))]);
+      disks[volume.name] = { path: `${target}.qcow2`, format: "qcow2" };
+    } else if (volume.cloudInitNoCloud) {
+      const source = volume.cloudInitNoCloud;
+      await cloudInitIso(
+        `${target}.iso`,
+        source.userData ?? decode(source.userDataBase64),
+        source.networkData ?? decode(source.networkDataBase64),
+        vmi.metadata.uid ?? vmi.metadata.name ?? "kubevirt-ts",
+        vmi.spec.hostname ?? vmi.metadata.name ?? "kubevirt-ts",
+      );
+      disks[volume.name] = { path: `${target}.iso`, format: "raw", readonly: true };
+    } else if (volume.persistentVolumeClaim) {
+      throw new Error(`volume ${volume.name}: persistentVolumeClaim volumes are not supported by the launcher yet`);
+    }
+  }
+  return disks;
+}

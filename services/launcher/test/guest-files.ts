@@ -1,0 +1,31 @@
+import { chmod, chown, copyFile, mkdir, mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type TinyGuest, buildTinyGuest } from "@kubevirt-ts/images";
+
+// A folder the launcher's user (the qemu user, 107) owns, with the tiny
+// guest's kernel and initrd in it: that user cannot read root's cache.
+
+export const QEMU_UID = 107;
+
+export interface GuestFolder {
+  dir: string;
+  guest: TinyGuest;
+  kernel: string;
+  initrd: string;
+}
+
+export async function guestFolder(): Promise<GuestFolder> {
+  const guest = await buildTinyGuest();
+  const dir = await mkdtemp(join(tmpdir(), "kubevirt-ts-launcher-"));
+  await chmod(dir, 0o755);
+  const kernelDir = join(dir, "kernel-boot");
+  await mkdir(kernelDir);
+  for (const path of [dir, kernelDir]) await chown(path, QEMU_UID, QEMU_UID);
+  const kernel = join(kernelDir, "vmlinuz");
+  const initrd = join(kernelDir, "initrd.gz");
+  await copyFile(guest.kernel, kernel);
+  await copyFile(guest.initrd, initrd);
+  for (const path of [kernel, initrd]) await chown(path, QEMU_UID, QEMU_UID);
+  return { dir, guest, kernel, initrd };
+}

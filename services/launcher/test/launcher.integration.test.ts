@@ -1,0 +1,136 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+import { chown, link, mkdir, rm, stat } from "node:fs/promises";
+import { connect } from "node:net";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { type VirtualMachineInstance, defaultVmiSpec } from "@kubevirt-ts/kubevirt-api";
+import { freePort } from "@kubevirt-ts/control-plane";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { killQemuUnder } from "../src/libvirt/daemon.ts";
+import { LauncherClient } from "../src/rpc/client.ts";
+import { LAUNCHER_SOCKET } from "../src/rpc/protocol.ts";
+import { type GuestFolder, QEMU_UID, guestFolder } from "./guest-files.ts";
+import { readUntil } from "./serial.ts";
+
+// The launcher alone, as its pod runs it: a process of the qemu user that
+// starts libvirt, takes the VMI over its socket, boots the tiny guest with
+// emulation, pauses and resumes it, and on SIGTERM stops the guest within
+// its grace period and exits.
+
+let folder: GuestFolder;
+let launcher: ChildProcess;
+let output = "";
+let client: LauncherClient;
+let opsPort: number;
+const dirs = () => ({ sockets: join(folder.dir, "sockets"), state: join(folder.dir, "state"), containerDisks: join(folder.dir, "container-disks") });
+
+const vmi: VirtualMachineInstance = {
+  apiVersion: "kubevirt.io/v1",
+  kind: "VirtualMachineInstance",
+  metadata: { name: "tiny", namespace: "test", uid: "c1f0a2d4-0000-4000-8000-00000000000a" },
+  spec: defaultVmiSpec({
+    domain: {
+      memory: { guest: "128Mi" },
+      firmware: { kernelBoot: { kernelArgs: "console=ttyS0 quiet", container: { image: "tiny:1", kernelPath: "/boot/vmlinuz", initrdPath: "/boot/initrd.gz" } } },
+      devices: {},
+    },
+    terminationGracePeriodSeconds: 3,
+  }),
+};
+
+async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check().catch(() => false))) {
+    if (launcher.exitCode !== null) throw new Error(`the launcher exited (${String(launcher.exitCode)}) before ${what}:\n${output}`);
+    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${String(timeoutMs)} ms:\n${output}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+beforeAll(async () => {
+  folder = await guestFolder();
+  for (const dir of Object.values(dirs())) {
+    await mkdir(dir);
+    await chown(dir, QEMU_UID, QEMU_UID);
+  }
+  // The qemu user cannot reach this Node under root's home; a hard link in its folder it can.
+  const node = join(folder.dir, "node");
+  await link(process.execPath, node);
+  opsPort = await freePort();
+  launcher = spawn(
+    "setpriv",
+    ["--pdeathsig", "KILL", `--reuid=${String(QEMU_UID)}`, `--regid=${String(QEMU_UID)}`, "--clear-groups", node, fileURLToPath(new URL("../src/main.ts", import.meta.url))],
+    {
+      env: {
+        PATH: "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+        OPS_PORT: String(opsPort),
+        LOG_LEVEL: "info",
+        SOCKETS_DIR: dirs().sockets,
+        STATE_DIR: dirs().state,
+        CONTAINER_DISKS_DIR: dirs().containerDisks,
+        KERNEL_BOOT_DIR: join(folder.dir, "kernel-boot"),
+        ALLOW_EMULATION: "true",
+        GRACE_PERIOD_SECONDS: "3",
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  launcher.stdout?.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
+  launcher.stderr?.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
+  await waitFor(async () => (await fetch(`http://127.0.0.1:${String(opsPort)}/readyz`)).status === 200, "readiness");
+  client = await LauncherClient.connect(join(dirs().sockets, LAUNCHER_SOCKET));
+}, 300_000);
+
+afterAll(async () => {
+  client.close();
+  if (launcher.exitCode === null) launcher.kill("SIGKILL");
+  await killQemuUnder(folder.dir);
+  await rm(folder.dir, { recursive: true, force: true });
+});
+
+describe("the launcher", () => {
+  it("answers on its socket before it has a domain", async () => {
+    expect(await client.call("ping")).toBe("pong");
+    expect(await client.state()).toEqual({ state: "NoDomain" });
+    await expect(client.call("pause")).rejects.toThrow("NotDefined: no domain yet: sync the VMI first");
+  });
+
+  it("refuses a request of another protocol version, saying which it speaks", async () => {
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(join(dirs().sockets, LAUNCHER_SOCKET), () => socket.write('{"version":99,"id":7,"method":"ping"}\n'));
+      socket.setEncoding("utf8").once("data", (line: string) => {
+        socket.end();
+        resolve(line);
+      });
+      socket.on("error", reject);
+    });
+    expect(JSON.parse(answer)).toEqual({ id: 7, error: { code: "UnsupportedVersion", message: "this launcher speaks version 1, not 99" } });
+  });
+
+  it("boots the VMI it is sent, with emulation, and its serial console answers", async () => {
+    const status = await client.call("sync", vmi);
+    expect(status).toMatchObject({ state: "Running", domainType: "qemu" });
+    const serial = join(dirs().sockets, "virt-serial0");
+    await readUntil(serial, "/ # ", "\n");
+    expect(await readUntil(serial, "launcher-guest-6", "echo launcher-guest-$((2*3))\n")).toContain("launcher-guest-6");
+    // Syncing again changes nothing.
+    expect(await client.call("sync", vmi)).toMatchObject({ state: "Running" });
+  });
+
+  it("pauses and unpauses the guest", async () => {
+    expect(await client.call("pause")).toMatchObject({ state: "Paused" });
+    expect(await client.call("unpause")).toMatchObject({ state: "Running" });
+  });
+
+  it("on SIGTERM stops the guest within its grace period, then exits 0", async () => {
+    const started = Date.now();
+    launcher.kill("SIGTERM");
+    const [code] = (await once(launcher, "exit")) as [number | null];
+    expect(code, output).toBe(0);
+    // The tiny guest has no ACPI daemon: after the grace period it is destroyed.
+    expect(output).toContain("did not shut down within its grace period; destroying it");
+    expect(Date.now() - started).toBeGreaterThanOrEqual(3_000);
+    expect(await stat(join(dirs().sockets, "virt-serial0")).then(() => "still there", () => "gone")).toBe("gone");
+  });
+});

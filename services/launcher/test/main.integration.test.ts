@@ -1,3 +1,0 @@
-import { itRunsAsAService } from "@kubevirt-ts/control-plane/testing";
-
-itRunsAsAService(new URL("../src/main.ts", import.meta.url), "becomes ready");
