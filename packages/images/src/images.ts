@@ -5,6 +5,7 @@ import { REPO_ROOT } from "@kubevirt-ts/control-plane";
 import { type ImageConfig, type Layer, contentTag, tarDirectory, writeDockerArchive } from "./archive.ts";
 import { env } from "./env.ts";
 import { log, run } from "./exec.ts";
+import { buildTinyGuest } from "./guest/tiny.ts";
 import { buildRootfs } from "./rootfs.ts";
 
 // The images of kubevirt-ts, built from a Debian root filesystem, the pinned
@@ -165,6 +166,25 @@ export async function buildContainerDiskImage(reference: string, writeDisk: (pat
   const archive = join(env.KUBEVIRT_TS_CACHE, "images", `${name}-${layer.digest.slice(0, 16)}.tar`);
   await writeDockerArchive(archive, [reference], [layer], {});
   return { name, reference, archive };
+}
+
+/**
+ * The tiny guest as a kernel boot image (/boot/vmlinuz, /boot/initrd.gz, readable
+ * by the launcher's user), tagged by its content.
+ */
+export async function buildTinyGuestImage(): Promise<BuiltImage> {
+  const guest = await buildTinyGuest();
+  const layer = await layerOf("tiny-guest", async (dir) => {
+    await mkdir(join(dir, "boot"));
+    await copyFile(guest.kernel, join(dir, "boot", "vmlinuz"));
+    await copyFile(guest.initrd, join(dir, "boot", "initrd.gz"));
+    await run("chown", ["-R", "107:107", join(dir, "boot")]);
+    for (const file of ["vmlinuz", "initrd.gz"]) await chmod(join(dir, "boot", file), 0o440);
+  }, { keepOwners: true });
+  const reference = `${REGISTRY}/tiny-guest:${layer.digest.slice(0, 16)}`;
+  const archive = join(env.KUBEVIRT_TS_CACHE, "images", `tiny-guest-${layer.digest.slice(0, 16)}.tar`);
+  await writeDockerArchive(archive, [reference], [layer], {});
+  return { name: "tiny-guest", reference, archive };
 }
 
 /** A blank 1 MiB raw disk as a containerDisk: for tests of everything up to booting a guest. */

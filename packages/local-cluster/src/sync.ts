@@ -1,7 +1,7 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { REPO_ROOT } from "@kubevirt-ts/control-plane";
-import { type BuiltImage, buildBlankDiskImage, buildImages } from "@kubevirt-ts/images";
+import { type BuiltImage, buildBlankDiskImage, buildImages, buildTinyGuestImage } from "@kubevirt-ts/images";
 import { IMAGES_FILE, KUBECONFIG_PATH } from "./config.ts";
 import { log, run } from "./exec.ts";
 import { importImages } from "./images.ts";
@@ -32,9 +32,9 @@ export function tagValues(images: BuiltImage[]): string[] {
 
 export async function clusterSync(binDir: string): Promise<void> {
   log("building images");
-  const images = await buildImages();
-  // Test guests' disks come as containerDisk images too.
-  await importImages([...images, await buildBlankDiskImage()]);
+  // Test guests come as images too: a blank containerDisk, and the tiny guest for a kernel boot.
+  const images = [...(await buildImages()), await buildBlankDiskImage(), await buildTinyGuestImage()];
+  await importImages(images);
   const kubeconfig = `--kubeconfig=${KUBECONFIG_PATH}`;
   // Helm installs CRDs only on first install and never upgrades them.
   log("applying the CRDs");

@@ -2,3 +2,4 @@ export { type ConditionLike, findCondition, removeCondition, setCondition } from
 export { type EventRecorder, type EventType, createEventRecorder } from "./events.ts";
 export { addFinalizer, hasFinalizer, removeFinalizer } from "./finalizers.ts";
 export { type ControllerMetrics, type Reconcile, type ReconcileResult, type RunControllerOptions, TerminalError, createControllerMetrics, runController } from "./runner.ts";
+export { normalized, writeStatusIfChanged } from "./status-write.ts";

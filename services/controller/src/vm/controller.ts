@@ -1,5 +1,5 @@
 import {
-  type EventRecorder, type Expectations, type Informer, type KubeClient, type Reconcile, addFinalizer, isAlreadyExists, isNotFound, removeFinalizer,
+  type EventRecorder, type Expectations, type Informer, type KubeClient, type Reconcile, addFinalizer, isAlreadyExists, isNotFound, removeFinalizer, writeStatusIfChanged,
   resources, splitKey,
 } from "@kubevirt-ts/kube";
 import {
@@ -7,7 +7,7 @@ import {
 } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { controllerOf, controllerRef } from "../common/owner.ts";
-import { writeStatusIfChanged } from "../common/status-write.ts";
+
 import { type VmAction, backoffMs, decide } from "./decide.ts";
 import { deriveVmStatus } from "./status.ts";
 

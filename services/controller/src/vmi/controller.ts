@@ -1,9 +1,9 @@
 import {
-  type EventRecorder, type Expectations, type Informer, type KubeClient, type Reconcile, addFinalizer, isNotFound, keyOf, removeFinalizer, resources,
+  type EventRecorder, type Expectations, type Informer, type KubeClient, type Reconcile, addFinalizer, isNotFound, keyOf, removeFinalizer, resources, writeStatusIfChanged,
 } from "@kubevirt-ts/kube";
 import { EventReason, Finalizer, Label, type VirtualMachineInstance, summarize, validateVirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
-import { writeStatusIfChanged } from "../common/status-write.ts";
+
 import { type VmiAction, decideVmi, deriveVmiStatus } from "./decide.ts";
 import { type LauncherPodConfig, type Pod, launcherPod } from "./pod.ts";
 
@@ -87,7 +87,11 @@ export function createVmiReconciler(deps: VmiControllerDeps): Reconcile {
     const observation = { vmi, pods: owned, invalid, now: now() };
     await execute(vmi, decideVmi(observation), key);
     const status = deriveVmiStatus(observation);
-    const written = await writeStatusIfChanged(client, resources.virtualMachineInstances, vmi, status);
+    // The label lets the handler of the node watch its own VMIs only, as KubeVirt's does.
+    const labelled = status.nodeName && vmi.metadata.labels?.[Label.NodeName] !== status.nodeName
+      ? await client.patch<VirtualMachineInstance>(resources.virtualMachineInstances, vmi.metadata.namespace, vmi.metadata.name ?? "", { metadata: { labels: { [Label.NodeName]: status.nodeName } } }, "merge")
+      : vmi;
+    const written = await writeStatusIfChanged(client, resources.virtualMachineInstances, labelled, status);
     if (written && status.phase !== vmi.status?.phase) {
       recorder.record(vmi, "Normal", status.phase ?? "", `The VMI is ${status.phase ?? ""}${status.nodeName && status.phase === "Scheduled" ? ` on node ${status.nodeName}` : ""}.`);
     }

@@ -99,6 +99,18 @@ describe("containerDisks", () => {
     expect(spec.containers[0]?.volumeMounts).toContainEqual({ name: "container-disks", mountPath: "/var/run/kubevirt-ts/container-disks", readOnly: true });
   });
 
+  it("copies a kernel boot's kernel and initrd out of their image the same way", () => {
+    const kernelBoot = launcherPod(
+      vmi((v) => (v.spec.domain.firmware = { kernelBoot: { container: { image: "kubevirt-ts.local/tiny-guest:1", kernelPath: "/boot/vmlinuz", initrdPath: "/boot/initrd.gz" } } })),
+      config,
+    ).spec as unknown as { initContainers: { name: string; command: string[] }[] };
+    expect(kernelBoot.initContainers.map((c) => [c.name, c.command.slice(1)])).toEqual([
+      ["container-disk-binary", ["/usr/local/bin/kubevirt-ts-disk-copy", "/var/run/kubevirt-ts/tools/kubevirt-ts-disk-copy"]],
+      ["kernel-boot-0", ["/boot/vmlinuz", "/var/run/kubevirt-ts/kernel-boot"]],
+      ["kernel-boot-1", ["/boot/initrd.gz", "/var/run/kubevirt-ts/kernel-boot"]],
+    ]);
+  });
+
   it.each([
     ["kubevirt-ts.local/guest:1", "IfNotPresent"],
     ["quay.io/containerdisks/fedora:latest", "Always"],

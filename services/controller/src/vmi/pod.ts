@@ -27,6 +27,8 @@ export const DEFAULT_GRACE_PERIOD_SECONDS = 30;
 export const TOOLS_DIR = "/var/run/kubevirt-ts/tools";
 /** Where each containerDisk's files land, one folder per volume, for the launcher to boot from. */
 export const CONTAINER_DISKS_DIR = "/var/run/kubevirt-ts/container-disks";
+/** Where a kernel boot's kernel and initrd land. */
+export const KERNEL_BOOT_DIR = "/var/run/kubevirt-ts/kernel-boot";
 const DISK_COPY = "kubevirt-ts-disk-copy";
 
 /** KubeVirt's pull policy for a containerDisk that names none: Always for :latest or no tag, IfNotPresent otherwise. */
@@ -47,7 +49,10 @@ const smallResources = { requests: { cpu: "10m", memory: "16Mi" }, limits: { mem
  */
 function containerDiskInitContainers(vmi: VirtualMachineInstance, config: LauncherPodConfig): Record<string, unknown>[] {
   const disks = (vmi.spec.volumes ?? []).flatMap((v) => (v.containerDisk ? [{ name: v.name, disk: v.containerDisk }] : []));
-  if (disks.length === 0) return [];
+  const kernel = vmi.spec.domain.firmware?.kernelBoot?.container;
+  if (disks.length === 0 && !kernel) return [];
+  // A kernel boot's image is handled like a containerDisk: its kernel and initrd are copied out.
+  const kernelFiles = kernel ? [kernel.kernelPath, kernel.initrdPath].filter((p): p is string => p !== undefined) : [];
   return [
     {
       name: "container-disk-binary",
@@ -68,6 +73,18 @@ function containerDiskInitContainers(vmi: VirtualMachineInstance, config: Launch
       volumeMounts: [
         { name: "tools", mountPath: TOOLS_DIR, readOnly: true },
         { name: "container-disks", mountPath: CONTAINER_DISKS_DIR },
+      ],
+    })),
+    ...kernelFiles.map((path, i) => ({
+      name: `kernel-boot-${String(i)}`,
+      image: kernel?.image ?? "",
+      imagePullPolicy: kernel?.imagePullPolicy ?? defaultPullPolicy(kernel?.image ?? ""),
+      command: [`${TOOLS_DIR}/${DISK_COPY}`, path, KERNEL_BOOT_DIR],
+      resources: smallResources,
+      securityContext: restrictedContainer,
+      volumeMounts: [
+        { name: "tools", mountPath: TOOLS_DIR, readOnly: true },
+        { name: "kernel-boot", mountPath: KERNEL_BOOT_DIR },
       ],
     })),
   ];
@@ -141,6 +158,7 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
             { name: "SOCKETS_DIR", value: SOCKETS_DIR },
             { name: "STATE_DIR", value: LAUNCHER_STATE_DIR },
             { name: "CONTAINER_DISKS_DIR", value: CONTAINER_DISKS_DIR },
+            { name: "KERNEL_BOOT_DIR", value: KERNEL_BOOT_DIR },
             { name: "ALLOW_EMULATION", value: String(config.allowEmulation) },
             { name: "GRACE_PERIOD_SECONDS", value: String(grace) },
           ],
@@ -160,14 +178,19 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
           volumeMounts: [
             { name: SOCKETS_VOLUME, mountPath: SOCKETS_DIR },
             { name: "launcher-state", mountPath: LAUNCHER_STATE_DIR },
-            ...(hasContainerDisks ? [{ name: "container-disks", mountPath: CONTAINER_DISKS_DIR, readOnly: true }] : []),
+            ...(hasContainerDisks
+              ? [
+                  { name: "container-disks", mountPath: CONTAINER_DISKS_DIR, readOnly: true },
+                  { name: "kernel-boot", mountPath: KERNEL_BOOT_DIR, readOnly: true },
+                ]
+              : []),
           ],
         },
       ],
       volumes: [
         { name: SOCKETS_VOLUME, emptyDir: {} },
         { name: "launcher-state", emptyDir: {} },
-        ...(hasContainerDisks ? [{ name: "tools", emptyDir: { sizeLimit: "16Mi" } }, { name: "container-disks", emptyDir: {} }] : []),
+        ...(hasContainerDisks ? [{ name: "tools", emptyDir: { sizeLimit: "16Mi" } }, { name: "container-disks", emptyDir: {} }, { name: "kernel-boot", emptyDir: {} }] : []),
       ],
     },
   };

@@ -66,6 +66,11 @@ export class LauncherClient {
     });
   }
 
+  /** Calls back once the connection is gone. */
+  onClose(callback: () => void): void {
+    this.socket.once("close", callback);
+  }
+
   async state(): Promise<DomainStatus> {
     return (await this.call("state")) as DomainStatus;
   }

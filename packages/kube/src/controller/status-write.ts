@@ -1,5 +1,7 @@
 import { isDeepStrictEqual } from "node:util";
-import type { KubeClient, KubeObject, ResourceType } from "@kubevirt-ts/kube";
+import type { ResourceType } from "../client/resources.ts";
+import type { KubeClient } from "../client/rest.ts";
+import type { KubeObject } from "../client/types.ts";
 
 /** Drops undefined members, as the API server's JSON does, so that equal statuses compare equal. */
 export function normalized<T>(value: T): T {

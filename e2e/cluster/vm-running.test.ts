@@ -1,0 +1,86 @@
+import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { CoreV1Api, CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
+import { ensureBinaries } from "@kubevirt-ts/control-plane";
+import { IMAGES_FILE, KUBECONFIG_PATH, NODE_NAME } from "@kubevirt-ts/local-cluster";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+// A VM that really runs: the tiny guest booted by its launcher, under the
+// handler of the node, with emulation. Its boot output is in the serial log
+// of its launcher.
+
+const kubeConfig = new KubeConfig();
+kubeConfig.loadFromFile(KUBECONFIG_PATH);
+const core = kubeConfig.makeApiClient(CoreV1Api);
+const custom = kubeConfig.makeApiClient(CustomObjectsApi);
+const namespace = `e2e-run-${Date.now().toString(36)}`;
+const poll = { timeout: 180_000, interval: 1_000 };
+const tinyGuest = (JSON.parse(readFileSync(IMAGES_FILE, "utf8")) as { name: string; reference: string }[]).find((i) => i.name === "tiny-guest")?.reference ?? "";
+let kubectl: (...args: string[]) => Promise<string>;
+
+type Obj = { metadata: { uid?: string }; status?: Record<string, unknown> } | undefined;
+const get = (plural: string, name: string): Promise<Obj> =>
+  custom.getNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural, name }).then((o) => o as Obj, () => undefined);
+
+const vm = {
+  apiVersion: "kubevirt.io/v1",
+  kind: "VirtualMachine",
+  metadata: { name: "tiny", namespace },
+  spec: {
+    runStrategy: "Always",
+    template: {
+      spec: {
+        domain: {
+          memory: { guest: "128Mi" },
+          firmware: { kernelBoot: { kernelArgs: "console=ttyS0", container: { image: tinyGuest, kernelPath: "/boot/vmlinuz", initrdPath: "/boot/initrd.gz" } } },
+          devices: { interfaces: [{ name: "default", masquerade: {} }] },
+        },
+        networks: [{ name: "default", pod: {} }],
+        terminationGracePeriodSeconds: 5,
+      },
+    },
+  },
+};
+
+beforeAll(async () => {
+  const binDir = await ensureBinaries(["kubectl"]);
+  kubectl = async (...args) => (await promisify(execFile)(join(binDir, "kubectl"), [`--kubeconfig=${KUBECONFIG_PATH}`, ...args])).stdout;
+  await core.createNamespace({ body: { metadata: { name: namespace } } });
+});
+
+afterAll(async () => {
+  await core.deleteNamespace({ name: namespace });
+});
+
+describe("a VM with the tiny guest", () => {
+  it("runs: Running with software emulation, its pod's address, and its boot output in the serial log", async () => {
+    expect(tinyGuest).toMatch(/^kubevirt-ts\.local\/tiny-guest:/);
+    await custom.createNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachines", body: vm });
+
+    await expect.poll(async () => (await get("virtualmachineinstances", "tiny"))?.status?.phase, poll).toBe("Running");
+    await expect.poll(async () => (await get("virtualmachines", "tiny"))?.status?.printableStatus, poll).toBe("Running");
+    const vmi = await get("virtualmachineinstances", "tiny");
+    const conditions = vmi?.status?.conditions as { type: string; status: string }[];
+    expect(conditions.find((c) => c.type === "Ready")?.status).toBe("True");
+    expect(conditions.find((c) => c.type === "SoftwareEmulation")?.status).toBe("True");
+    const phases = (vmi?.status?.phaseTransitionTimestamps as { phase: string }[]).map((t) => t.phase);
+    expect(phases).toEqual(["Pending", "Scheduling", "Scheduled", "Running"]);
+    expect(vmi?.status?.nodeName).toBe(NODE_NAME);
+    const [pod] = (await core.listNamespacedPod({ namespace, labelSelector: "kubevirt.io=virt-launcher" })).items;
+    expect((vmi?.status?.interfaces as { ipAddress: string }[])[0]?.ipAddress).toBe(pod?.status?.podIP);
+    expect((await get("virtualmachines", "tiny"))?.status?.ready).toBe(true);
+
+    await expect
+      .poll(() => kubectl("exec", "-n", namespace, pod?.metadata?.name ?? "", "-c", "compute", "--", "cat", "/var/run/kubevirt-ts/sockets/serial0.log"), poll)
+      .toContain("kubevirt-ts tiny guest: init reached");
+  });
+
+  it("stops: the guest, its launcher pod and its VMI go, and the VM shows Stopped", async () => {
+    await kubectl("patch", "vm", "tiny", "-n", namespace, "--type=merge", "-p", '{"spec":{"runStrategy":"Halted"}}');
+    await expect.poll(() => get("virtualmachineinstances", "tiny"), poll).toBeUndefined();
+    await expect.poll(async () => (await core.listNamespacedPod({ namespace, labelSelector: "kubevirt.io=virt-launcher" })).items.length, poll).toBe(0);
+    await expect.poll(async () => (await get("virtualmachines", "tiny"))?.status?.printableStatus, poll).toBe("Stopped");
+  });
+});

@@ -1,0 +1,57 @@
+import { constants } from "node:fs";
+import { open } from "node:fs/promises";
+import { dirname } from "node:path";
+import type { Logger } from "@kubevirt-ts/runtime";
+import { LauncherClient } from "@kubevirt-ts/launcher/client";
+import { LAUNCHER_SOCKET_NAME, launcherSocketPath, verifyLauncherSocket } from "./launcher-socket.ts";
+
+// Connections to the launchers of this node, one per launcher pod, opened on
+// first use after the socket's path has been checked, and dropped when the
+// pod goes or the connection breaks.
+
+export class Launchers {
+  private readonly podsDir: string;
+  private readonly log: Logger;
+  private readonly clients = new Map<string, Promise<LauncherClient>>();
+
+  constructor(podsDir: string, log: Logger) {
+    this.podsDir = podsDir;
+    this.log = log;
+  }
+
+  get(podUid: string): Promise<LauncherClient> {
+    let client = this.clients.get(podUid);
+    if (!client) {
+      client = (async () => {
+        const socket = launcherSocketPath(this.podsDir, podUid);
+        await verifyLauncherSocket(this.podsDir, socket);
+        // The full path is longer than a unix socket address may be (108 bytes); through an open
+        // handle on its folder, taken without following a symlink, it is short and stays the folder checked.
+        const folder = await open(dirname(socket), constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+        let connected: LauncherClient;
+        try {
+          connected = await LauncherClient.connect(`/proc/self/fd/${String(folder.fd)}/${LAUNCHER_SOCKET_NAME}`);
+        } finally {
+          await folder.close();
+        }
+        connected.onClose(() => this.clients.delete(podUid));
+        this.log.info("connected to a launcher", { pod: podUid });
+        return connected;
+      })();
+      client.catch(() => this.clients.delete(podUid));
+      this.clients.set(podUid, client);
+    }
+    return client;
+  }
+
+  forget(podUid: string): void {
+    void this.clients.get(podUid)?.then((c) => {
+      c.close();
+    });
+    this.clients.delete(podUid);
+  }
+
+  closeAll(): void {
+    for (const uid of [...this.clients.keys()]) this.forget(uid);
+  }
+}

@@ -1,0 +1,50 @@
+import type { VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import { describe, expect, it } from "vitest";
+import { handlerStatus } from "./status.ts";
+
+const now = new Date("2026-01-01T00:01:00Z");
+const vmi = (phase: "Scheduled" | "Running"): VirtualMachineInstance => ({
+  apiVersion: "kubevirt.io/v1",
+  kind: "VirtualMachineInstance",
+  metadata: { name: "vm", namespace: "ns" },
+  spec: { domain: { devices: { interfaces: [{ name: "default", masquerade: {} }] } } },
+  status: { phase, nodeName: "node-1", phaseTransitionTimestamps: [{ phase, phaseTransitionTimestamp: "2026-01-01T00:00:00Z" }] },
+});
+const pod = { podIP: "198.18.0.7", podIPs: [{ ip: "198.18.0.7" }] };
+
+describe("handlerStatus", () => {
+  it.each([
+    ["a running domain: Running", "Scheduled", "Running", "Running"],
+    ["a paused domain stays Running", "Running", "Paused", "Running"],
+    ["a domain that stopped: Succeeded", "Running", "Shutoff", "Succeeded"],
+    ["a crashed domain: Failed", "Running", "Crashed", "Failed"],
+    ["no domain yet: unchanged", "Scheduled", "NoDomain", "Scheduled"],
+  ] as const)("%s", (_name, from, state, phase) => {
+    expect(handlerStatus(vmi(from), { state }, pod, now).phase).toBe(phase);
+  });
+
+  it("records when the VMI started running", () => {
+    expect(handlerStatus(vmi("Scheduled"), { state: "Running" }, pod, now).phaseTransitionTimestamps?.at(-1)).toEqual({ phase: "Running", phaseTransitionTimestamp: "2026-01-01T00:01:00Z" });
+  });
+
+  it("reports Ready, the pod's address on each interface, and software emulation", () => {
+    const status = handlerStatus(vmi("Scheduled"), { state: "Running", domainType: "qemu" }, pod, now);
+    expect(status.conditions?.map((c) => [c.type, c.status])).toEqual([
+      ["Ready", "True"],
+      ["SoftwareEmulation", "True"],
+    ]);
+    expect(status.interfaces).toEqual([{ name: "default", ipAddress: "198.18.0.7", ipAddresses: ["198.18.0.7"], infoSource: "domain" }]);
+  });
+
+  it("reports a paused guest as not ready and Paused", () => {
+    const status = handlerStatus(vmi("Running"), { state: "Paused" }, pod, now);
+    expect(status.conditions?.find((c) => c.type === "Ready")).toMatchObject({ status: "False", reason: "Paused" });
+    expect(status.conditions?.find((c) => c.type === "Paused")).toMatchObject({ status: "True" });
+  });
+
+  it("changes nothing when nothing changed", () => {
+    const first = handlerStatus(vmi("Scheduled"), { state: "Running", domainType: "qemu" }, pod, now);
+    const again = handlerStatus({ ...vmi("Scheduled"), status: first }, { state: "Running", domainType: "qemu" }, pod, new Date(now.getTime() + 10_000));
+    expect(again).toEqual(first);
+  });
+});
