@@ -77,6 +77,24 @@ describe("a VM with the tiny guest", () => {
       .toContain("kubevirt-ts tiny guest: init reached");
   });
 
+  it("keeps running while its handler is killed, and is reported correctly once the handler is back", async () => {
+    const [launcherBefore] = (await core.listNamespacedPod({ namespace, labelSelector: "kubevirt.io=virt-launcher" })).items;
+    const [handler] = (await core.listNamespacedPod({ namespace: "kubevirt-ts", labelSelector: "app.kubernetes.io/name=virt-handler" })).items;
+    await core.deleteNamespacedPod({ name: handler?.metadata?.name ?? "", namespace: "kubevirt-ts", gracePeriodSeconds: 0 });
+    await expect
+      .poll(async () => {
+        const pods = (await core.listNamespacedPod({ namespace: "kubevirt-ts", labelSelector: "app.kubernetes.io/name=virt-handler" })).items;
+        return pods.some((p) => p.metadata?.uid !== handler?.metadata?.uid && p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"));
+      }, poll)
+      .toBe(true);
+    const [launcherAfter] = (await core.listNamespacedPod({ namespace, labelSelector: "kubevirt.io=virt-launcher" })).items;
+    expect(launcherAfter?.metadata?.uid).toBe(launcherBefore?.metadata?.uid);
+    expect(launcherAfter?.status?.containerStatuses?.[0]?.restartCount).toBe(0);
+    const vmi = await get("virtualmachineinstances", "tiny");
+    expect(vmi?.status?.phase).toBe("Running");
+    expect((vmi?.status?.phaseTransitionTimestamps as unknown[]).length).toBe(4);
+  });
+
   it("stops: the guest, its launcher pod and its VMI go, and the VM shows Stopped", async () => {
     await kubectl("patch", "vm", "tiny", "-n", namespace, "--type=merge", "-p", '{"spec":{"runStrategy":"Halted"}}');
     await expect.poll(() => get("virtualmachineinstances", "tiny"), poll).toBeUndefined();
