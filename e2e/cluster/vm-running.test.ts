@@ -1,28 +1,15 @@
-import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { join } from "node:path";
-import { promisify } from "node:util";
-import { CoreV1Api, CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
-import { ensureBinaries } from "@kubevirt-ts/control-plane";
-import { IMAGES_FILE, KUBECONFIG_PATH, NODE_NAME } from "@kubevirt-ts/local-cluster";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { IMAGES_FILE, NODE_NAME } from "@kubevirt-ts/local-cluster";
+import { describe, expect, it } from "vitest";
+import { core, custom, suiteNamespace } from "./cluster.ts";
 
 // A VM that really runs: the tiny guest booted by its launcher, under the
 // handler of the node, with emulation. Its boot output is in the serial log
 // of its launcher.
 
-const kubeConfig = new KubeConfig();
-kubeConfig.loadFromFile(KUBECONFIG_PATH);
-const core = kubeConfig.makeApiClient(CoreV1Api);
-const custom = kubeConfig.makeApiClient(CustomObjectsApi);
-const namespace = `e2e-run-${Date.now().toString(36)}`;
+const { name: namespace, kubectl, get, launcherPods } = suiteNamespace("e2e-run");
 const poll = { timeout: 180_000, interval: 1_000 };
 const tinyGuest = (JSON.parse(readFileSync(IMAGES_FILE, "utf8")) as { name: string; reference: string }[]).find((i) => i.name === "tiny-guest")?.reference ?? "";
-let kubectl: (...args: string[]) => Promise<string>;
-
-type Obj = { metadata: { uid?: string }; status?: Record<string, unknown> } | undefined;
-const get = (plural: string, name: string): Promise<Obj> =>
-  custom.getNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural, name }).then((o) => o as Obj, () => undefined);
 
 const vm = {
   apiVersion: "kubevirt.io/v1",
@@ -44,16 +31,6 @@ const vm = {
   },
 };
 
-beforeAll(async () => {
-  const binDir = await ensureBinaries(["kubectl"]);
-  kubectl = async (...args) => (await promisify(execFile)(join(binDir, "kubectl"), [`--kubeconfig=${KUBECONFIG_PATH}`, ...args])).stdout;
-  await core.createNamespace({ body: { metadata: { name: namespace } } });
-});
-
-afterAll(async () => {
-  await core.deleteNamespace({ name: namespace });
-});
-
 describe("a VM with the tiny guest", () => {
   it("runs: Running with software emulation, its pod's address, and its boot output in the serial log", async () => {
     expect(tinyGuest).toMatch(/^kubevirt-ts\.local\/tiny-guest:/);
@@ -68,7 +45,7 @@ describe("a VM with the tiny guest", () => {
     const phases = (vmi?.status?.phaseTransitionTimestamps as { phase: string }[]).map((t) => t.phase);
     expect(phases).toEqual(["Pending", "Scheduling", "Scheduled", "Running"]);
     expect(vmi?.status?.nodeName).toBe(NODE_NAME);
-    const [pod] = (await core.listNamespacedPod({ namespace, labelSelector: "kubevirt.io=virt-launcher" })).items;
+    const [pod] = await launcherPods();
     expect((vmi?.status?.interfaces as { ipAddress: string }[])[0]?.ipAddress).toBe(pod?.status?.podIP);
     expect((await get("virtualmachines", "tiny"))?.status?.ready).toBe(true);
 
@@ -78,7 +55,7 @@ describe("a VM with the tiny guest", () => {
   });
 
   it("keeps running while its handler is killed, and is reported correctly once the handler is back", async () => {
-    const [launcherBefore] = (await core.listNamespacedPod({ namespace, labelSelector: "kubevirt.io=virt-launcher" })).items;
+    const [launcherBefore] = await launcherPods();
     const [handler] = (await core.listNamespacedPod({ namespace: "kubevirt-ts", labelSelector: "app.kubernetes.io/name=virt-handler" })).items;
     await core.deleteNamespacedPod({ name: handler?.metadata?.name ?? "", namespace: "kubevirt-ts", gracePeriodSeconds: 0 });
     await expect
@@ -87,7 +64,7 @@ describe("a VM with the tiny guest", () => {
         return pods.some((p) => p.metadata?.uid !== handler?.metadata?.uid && p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"));
       }, poll)
       .toBe(true);
-    const [launcherAfter] = (await core.listNamespacedPod({ namespace, labelSelector: "kubevirt.io=virt-launcher" })).items;
+    const [launcherAfter] = await launcherPods();
     expect(launcherAfter?.metadata?.uid).toBe(launcherBefore?.metadata?.uid);
     expect(launcherAfter?.status?.containerStatuses?.[0]?.restartCount).toBe(0);
     const vmi = await get("virtualmachineinstances", "tiny");
@@ -98,7 +75,7 @@ describe("a VM with the tiny guest", () => {
   it("stops: the guest, its launcher pod and its VMI go, and the VM shows Stopped", async () => {
     await kubectl("patch", "vm", "tiny", "-n", namespace, "--type=merge", "-p", '{"spec":{"runStrategy":"Halted"}}');
     await expect.poll(() => get("virtualmachineinstances", "tiny"), poll).toBeUndefined();
-    await expect.poll(async () => (await core.listNamespacedPod({ namespace, labelSelector: "kubevirt.io=virt-launcher" })).items.length, poll).toBe(0);
+    await expect.poll(async () => (await launcherPods()).length, poll).toBe(0);
     await expect.poll(async () => (await get("virtualmachines", "tiny"))?.status?.printableStatus, poll).toBe("Stopped");
   });
 });

@@ -1,0 +1,47 @@
+import { execFile } from "node:child_process";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { CoreV1Api, CustomObjectsApi, KubeConfig, type V1Pod } from "@kubernetes/client-node";
+import { ensureBinaries } from "@kubevirt-ts/control-plane";
+import { KUBECONFIG_PATH } from "@kubevirt-ts/local-cluster";
+import { afterAll, beforeAll } from "vitest";
+
+// What the cluster suites share: clients for the local cluster, kubectl, and
+// a namespace of their own that goes when the suite ends.
+
+const kubeConfig = new KubeConfig();
+kubeConfig.loadFromFile(KUBECONFIG_PATH);
+export const core = kubeConfig.makeApiClient(CoreV1Api);
+export const custom = kubeConfig.makeApiClient(CustomObjectsApi);
+
+export type KubevirtObject = { metadata: { uid?: string }; status?: Record<string, unknown> } | undefined;
+
+export interface SuiteNamespace {
+  name: string;
+  kubectl: (...args: string[]) => Promise<string>;
+  get: (plural: "virtualmachines" | "virtualmachineinstances", name: string) => Promise<KubevirtObject>;
+  launcherPods: () => Promise<V1Pod[]>;
+}
+
+/** A namespace for the calling suite, created before its tests and deleted after them. */
+export function suiteNamespace(prefix: string): SuiteNamespace {
+  const name = `${prefix}-${Date.now().toString(36)}`;
+  let binDir = "";
+  beforeAll(async () => {
+    binDir = await ensureBinaries(["kubectl"]);
+    await core.createNamespace({ body: { metadata: { name } } });
+  });
+  afterAll(async () => {
+    await core.deleteNamespace({ name });
+  });
+  return {
+    name,
+    kubectl: async (...args) => (await promisify(execFile)(join(binDir, "kubectl"), [`--kubeconfig=${KUBECONFIG_PATH}`, ...args])).stdout,
+    get: (plural, object) =>
+      custom.getNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace: name, plural, name: object }).then(
+        (o) => o as KubevirtObject,
+        () => undefined,
+      ),
+    launcherPods: async () => (await core.listNamespacedPod({ namespace: name, labelSelector: "kubevirt.io=virt-launcher" })).items,
+  };
+}
