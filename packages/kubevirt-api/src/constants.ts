@@ -136,5 +136,11 @@ export const EventReason = {
 } as const;
 export type EventReason = (typeof EventReason)[keyof typeof EventReason];
 
+/**
+ * The user and group the launcher, libvirt and QEMU run as in the launcher
+ * pod: 107, KubeVirt's qemu user. containerDisk files must be readable by it.
+ */
+export const LAUNCHER_UID = 107;
+
 /** Names KubeVirt gives the default pod network and its interface. */
 export const DEFAULT_NETWORK_NAME = "default";

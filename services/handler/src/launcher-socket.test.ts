@@ -3,7 +3,8 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { LAUNCHER_UID, launcherSocketPath, verifyLauncherSocket } from "./launcher-socket.ts";
+import { LAUNCHER_UID } from "@kubevirt-ts/kubevirt-api";
+import { launcherSocketPath, verifyLauncherSocket } from "./launcher-socket.ts";
 
 let podsDir: string;
 beforeEach(async () => {

@@ -1,5 +1,6 @@
 import { lstat } from "node:fs/promises";
 import { join, relative, sep } from "node:path";
+import { LAUNCHER_UID } from "@kubevirt-ts/kubevirt-api";
 
 // The way into a launcher: its socket, in the sockets volume of its pod,
 // under the kubelet's folders on this node. Everything below the pod's folder
@@ -8,8 +9,6 @@ import { join, relative, sep } from "node:path";
 // CVE-2026-7374): every part of the path must be what it should be, and
 // none a symlink.
 
-/** The launcher's user: the socket must belong to it. */
-export const LAUNCHER_UID = 107;
 const SOCKETS_VOLUME = "kubernetes.io~empty-dir/sockets";
 export const LAUNCHER_SOCKET_NAME = "launcher.sock";
 

@@ -2,11 +2,10 @@ import { chmod, chown, copyFile, mkdir, mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type TinyGuest, buildTinyGuest } from "@kubevirt-ts/images";
+import { LAUNCHER_UID } from "@kubevirt-ts/kubevirt-api";
 
 // A folder the launcher's user (the qemu user, 107) owns, with the tiny
 // guest's kernel and initrd in it: that user cannot read root's cache.
-
-export const QEMU_UID = 107;
 
 export interface GuestFolder {
   dir: string;
@@ -21,11 +20,11 @@ export async function guestFolder(): Promise<GuestFolder> {
   await chmod(dir, 0o755);
   const kernelDir = join(dir, "kernel-boot");
   await mkdir(kernelDir);
-  for (const path of [dir, kernelDir]) await chown(path, QEMU_UID, QEMU_UID);
+  for (const path of [dir, kernelDir]) await chown(path, LAUNCHER_UID, LAUNCHER_UID);
   const kernel = join(kernelDir, "vmlinuz");
   const initrd = join(kernelDir, "initrd.gz");
   await copyFile(guest.kernel, kernel);
   await copyFile(guest.initrd, initrd);
-  for (const path of [kernel, initrd]) await chown(path, QEMU_UID, QEMU_UID);
+  for (const path of [kernel, initrd]) await chown(path, LAUNCHER_UID, LAUNCHER_UID);
   return { dir, guest, kernel, initrd };
 }

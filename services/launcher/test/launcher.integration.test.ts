@@ -4,13 +4,13 @@ import { chown, link, mkdir, rm, stat } from "node:fs/promises";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type VirtualMachineInstance, defaultVmiSpec } from "@kubevirt-ts/kubevirt-api";
+import { defaultVmiSpec, LAUNCHER_UID, type VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 import { freePort } from "@kubevirt-ts/control-plane";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { killQemuUnder } from "../src/libvirt/daemon.ts";
 import { LauncherClient } from "../src/rpc/client.ts";
 import { LAUNCHER_SOCKET } from "../src/rpc/protocol.ts";
-import { type GuestFolder, QEMU_UID, guestFolder } from "./guest-files.ts";
+import { type GuestFolder, guestFolder } from "./guest-files.ts";
 import { readUntil } from "./serial.ts";
 
 // The launcher alone, as its pod runs it: a process of the qemu user that
@@ -52,7 +52,7 @@ beforeAll(async () => {
   folder = await guestFolder();
   for (const dir of Object.values(dirs())) {
     await mkdir(dir);
-    await chown(dir, QEMU_UID, QEMU_UID);
+    await chown(dir, LAUNCHER_UID, LAUNCHER_UID);
   }
   // The qemu user cannot reach this Node under root's home; a hard link in its folder it can.
   const node = join(folder.dir, "node");
@@ -60,7 +60,7 @@ beforeAll(async () => {
   opsPort = await freePort();
   launcher = spawn(
     "setpriv",
-    ["--pdeathsig", "KILL", `--reuid=${String(QEMU_UID)}`, `--regid=${String(QEMU_UID)}`, "--clear-groups", node, fileURLToPath(new URL("../src/main.ts", import.meta.url))],
+    ["--pdeathsig", "KILL", `--reuid=${String(LAUNCHER_UID)}`, `--regid=${String(LAUNCHER_UID)}`, "--clear-groups", node, fileURLToPath(new URL("../src/main.ts", import.meta.url))],
     {
       env: {
         PATH: "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",

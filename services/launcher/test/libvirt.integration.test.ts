@@ -1,12 +1,12 @@
 import { readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { type Domain, DomainState, Hypervisor } from "@unraid/libvirt";
-import { type VirtualMachineInstance, defaultVmiSpec } from "@kubevirt-ts/kubevirt-api";
+import { defaultVmiSpec, LAUNCHER_UID, type VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 import { createLogger } from "@kubevirt-ts/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { domainXml } from "../src/domain/converter.ts";
 import { type LibvirtDaemon, killQemuUnder, startLibvirtd } from "../src/libvirt/daemon.ts";
-import { type GuestFolder, QEMU_UID, guestFolder } from "./guest-files.ts";
+import { type GuestFolder, guestFolder } from "./guest-files.ts";
 import { readUntil } from "./serial.ts";
 
 // The converter's domain, defined and run by a real libvirt and QEMU (with
@@ -33,7 +33,7 @@ const vmi: VirtualMachineInstance = {
 beforeAll(async () => {
   folder = await guestFolder();
   // As the launcher runs it: libvirt in session mode, as the qemu user.
-  libvirt = await startLibvirtd({ stateDir: join(folder.dir, "libvirt"), uid: QEMU_UID, dieWithParent: true, log: createLogger({ component: "libvirtd-test", level: "error" }) });
+  libvirt = await startLibvirtd({ stateDir: join(folder.dir, "libvirt"), uid: LAUNCHER_UID, dieWithParent: true, log: createLogger({ component: "libvirtd-test", level: "error" }) });
   hypervisor = new Hypervisor({ uri: libvirt.uri });
   await hypervisor.connectOpen();
 }, 300_000);

@@ -1,5 +1,5 @@
 import type { KubeObject } from "@kubevirt-ts/kube";
-import { API_VERSION, Annotation, Kind, Label, LabelValue, type VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import { API_VERSION, Annotation, Kind, LAUNCHER_UID, Label, LabelValue, type VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 import { controllerRef } from "../common/owner.ts";
 import { guestMemoryBytes, memoryOverheadBytes, toMebibytes } from "./resources.ts";
 
@@ -15,8 +15,6 @@ export interface LauncherPodConfig {
   allowEmulation: boolean;
 }
 
-/** The launcher's user and group, as KubeVirt's: qemu (107). */
-export const LAUNCHER_UID = 107;
 /** Where the launcher puts its sockets; the handler reaches them through the pod's volume on the node. */
 export const SOCKETS_DIR = "/var/run/kubevirt-ts/sockets";
 export const SOCKETS_VOLUME = "sockets";
