@@ -1,7 +1,9 @@
+import { createHash } from "node:crypto";
 import { chmod, copyFile, cp, mkdir, mkdtemp, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { REPO_ROOT } from "@kubevirt-ts/control-plane";
+import { LAUNCHER_UID } from "@kubevirt-ts/kubevirt-api";
 import { type ImageConfig, type Layer, contentTag, tarDirectory, writeDockerArchive } from "./archive.ts";
 import { env } from "./env.ts";
 import { log, run } from "./exec.ts";
@@ -33,8 +35,9 @@ const LAUNCHER_PACKAGES = [
   "libvirt-clients",
   "genisoimage",
 ];
-/** The launcher's user, 107 as KubeVirt's qemu user: libvirt's clients need it to have a name. */
-const LAUNCHER_USER_HOOK = `echo 'kubevirt-ts-qemu:x:107:107:kubevirt-ts launcher:/var/run/kubevirt-ts/launcher:/usr/sbin/nologin' >> "$1/etc/passwd" && echo 'kubevirt-ts-qemu:x:107:' >> "$1/etc/group"`;
+const LAUNCHER_USER = `${String(LAUNCHER_UID)}:${String(LAUNCHER_UID)}`;
+/** The launcher's user needs a name: libvirt's clients look it up. */
+const LAUNCHER_USER_HOOK = `echo 'kubevirt-ts-qemu:x:${LAUNCHER_USER}:kubevirt-ts launcher:/var/run/kubevirt-ts/launcher:/usr/sbin/nologin' >> "$1/etc/passwd" && echo 'kubevirt-ts-qemu:x:${String(LAUNCHER_UID)}:' >> "$1/etc/group"`;
 
 async function layerOf(name: string, build: (dir: string) => Promise<void>, options: { keepOwners?: boolean } = {}): Promise<Layer> {
   const dir = await mkdtemp(join(tmpdir(), `kubevirt-ts-layer-${name}-`));
@@ -54,10 +57,13 @@ function nodeLayer(): Promise<Layer> {
   });
 }
 
-async function save(name: string, layers: Layer[], config: ImageConfig): Promise<BuiltImage> {
-  const tag = contentTag(layers, config);
-  const reference = `${REGISTRY}/${name}:${tag}`;
-  const archive = join(env.KUBEVIRT_TS_CACHE, "images", `${name}-${tag}.tar`);
+/**
+ * The image's docker-archive, written only when no archive of the same
+ * reference and content is in the cache yet.
+ */
+async function archiveOnce(name: string, reference: string, layers: Layer[], config: ImageConfig): Promise<BuiltImage> {
+  const key = createHash("sha256").update(reference).update(contentTag(layers, config)).digest("hex").slice(0, 16);
+  const archive = join(env.KUBEVIRT_TS_CACHE, "images", `${name}-${key}.tar`);
   const cached = await stat(archive).then(
     () => true,
     () => false,
@@ -67,6 +73,11 @@ async function save(name: string, layers: Layer[], config: ImageConfig): Promise
     await writeDockerArchive(archive, [reference], layers, config);
   }
   return { name, reference, archive };
+}
+
+/** An image tagged by its content: the tag changes exactly when a layer or the configuration does. */
+function save(name: string, layers: Layer[], config: ImageConfig): Promise<BuiltImage> {
+  return archiveOnce(name, `${REGISTRY}/${name}:${contentTag(layers, config)}`, layers, config);
 }
 
 /** Compiles one of tools/*.c into a static binary at `target`, which runs in any image. */
@@ -79,9 +90,7 @@ async function compileStatic(source: string, target: string): Promise<void> {
 /** The pod sandbox image, under the name containerd's configuration gives it. */
 export async function buildPauseImage(reference: string): Promise<BuiltImage> {
   const layer = await layerOf("pause", (dir) => compileStatic("pause.c", join(dir, "pause")));
-  const archive = join(env.KUBEVIRT_TS_CACHE, "images", `pause-${layer.digest.slice(0, 16)}.tar`);
-  await writeDockerArchive(archive, [reference], [layer], { entrypoint: ["/pause"], user: "65535:65535" });
-  return { name: "pause", reference, archive };
+  return archiveOnce("pause", reference, [layer], { entrypoint: ["/pause"], user: "65535:65535" });
 }
 
 interface NodeComponent {
@@ -103,7 +112,7 @@ export const COMPONENTS: NodeComponent[] = [
   { name: "virt-api", workspace: "apps/api", files: [{ from: "dist", to: "app" }], entrypoint: ["node", "/app/main.js"], user: SERVICE_USER },
   // The handler runs privileged as root: it reaches into launcher pods' sockets on the node.
   { name: "virt-handler", workspace: "services/handler", files: [{ from: "dist", to: "app" }], entrypoint: ["node", "/app/main.js"], user: "0:0" },
-  // UID 107, as KubeVirt's launcher: the qemu user of Debian's packages.
+  // As KubeVirt's launcher, it runs as the qemu user.
   {
     name: "virt-launcher",
     workspace: "services/launcher",
@@ -115,7 +124,7 @@ export const COMPONENTS: NodeComponent[] = [
     ],
     entrypoint: ["node", "/app/main.js"],
     launcherBase: true,
-    user: "107:107",
+    user: LAUNCHER_USER,
   },
   {
     name: "web",
@@ -153,19 +162,17 @@ export async function buildComponentImage(component: NodeComponent, base: Layer,
 
 /**
  * A KubeVirt containerDisk image: one layer holding the disk under /disk/,
- * readable by the launcher's user (107), as KubeVirt's containerdisks are.
+ * readable by the launcher's user, as KubeVirt's containerdisks are.
  */
 export async function buildContainerDiskImage(reference: string, writeDisk: (path: string) => Promise<void>): Promise<BuiltImage> {
   const name = reference.split("/").pop()?.replace(/[:@].*$/, "") ?? "containerdisk";
   const layer = await layerOf(`containerdisk-${name}`, async (dir) => {
     await mkdir(join(dir, "disk"));
     await writeDisk(join(dir, "disk", "disk.img"));
-    await run("chown", ["-R", "107:107", join(dir, "disk")]);
+    await run("chown", ["-R", LAUNCHER_USER, join(dir, "disk")]);
     await chmod(join(dir, "disk", "disk.img"), 0o440);
   }, { keepOwners: true });
-  const archive = join(env.KUBEVIRT_TS_CACHE, "images", `${name}-${layer.digest.slice(0, 16)}.tar`);
-  await writeDockerArchive(archive, [reference], [layer], {});
-  return { name, reference, archive };
+  return archiveOnce(name, reference, [layer], {});
 }
 
 /**
@@ -178,13 +185,10 @@ export async function buildTinyGuestImage(): Promise<BuiltImage> {
     await mkdir(join(dir, "boot"));
     await copyFile(guest.kernel, join(dir, "boot", "vmlinuz"));
     await copyFile(guest.initrd, join(dir, "boot", "initrd.gz"));
-    await run("chown", ["-R", "107:107", join(dir, "boot")]);
+    await run("chown", ["-R", LAUNCHER_USER, join(dir, "boot")]);
     for (const file of ["vmlinuz", "initrd.gz"]) await chmod(join(dir, "boot", file), 0o440);
   }, { keepOwners: true });
-  const reference = `${REGISTRY}/tiny-guest:${layer.digest.slice(0, 16)}`;
-  const archive = join(env.KUBEVIRT_TS_CACHE, "images", `tiny-guest-${layer.digest.slice(0, 16)}.tar`);
-  await writeDockerArchive(archive, [reference], [layer], {});
-  return { name: "tiny-guest", reference, archive };
+  return save("tiny-guest", [layer], {});
 }
 
 /** A blank 1 MiB raw disk as a containerDisk: for tests of everything up to booting a guest. */
