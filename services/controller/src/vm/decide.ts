@@ -54,7 +54,7 @@ const remove = (vmi: ObservedVmi, requests: StateChangeRequest[]): VmDecision =>
   vmi.deleting ? none(requests) : { action: { kind: "delete", uid: vmi.uid, failed: vmi.phase === VmiPhase.Failed }, requests };
 
 /** The first pending request decides, if there is one; it is dropped once it has taken effect. */
-function decideRequest(o: VmObservation, request: StateChangeRequest, rest: StateChangeRequest[]): VmDecision | undefined {
+function decideRequest(o: VmObservation, request: StateChangeRequest, rest: StateChangeRequest[]): VmDecision {
   const { vmi } = o;
   if (request.action === "Stop") {
     // A stop for a VMI that is already gone, or for an older VMI, is done.
@@ -69,7 +69,7 @@ function decideRequest(o: VmObservation, request: StateChangeRequest, rest: Stat
 
 export function decide(o: VmObservation): VmDecision {
   const [first, ...rest] = o.requests;
-  if (first) return decideRequest(o, first, rest) ?? none(o.requests.slice());
+  if (first) return decideRequest(o, first, rest);
   const requests: StateChangeRequest[] = [];
   const { vmi } = o;
   const strategyChanged = o.previousRunStrategy !== o.runStrategy;
