@@ -1,18 +1,29 @@
 import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { CoreV1Api, CustomObjectsApi, KubeConfig, type V1Pod } from "@kubernetes/client-node";
+import { readFileSync } from "node:fs";
+import { AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, RbacAuthorizationV1Api, type V1Pod } from "@kubernetes/client-node";
 import { ensureBinaries } from "@kubevirt-ts/control-plane";
-import { KUBECONFIG_PATH } from "@kubevirt-ts/local-cluster";
+import { IMAGES_FILE, KUBECONFIG_PATH } from "@kubevirt-ts/local-cluster";
 import { afterAll, beforeAll } from "vitest";
 
-// What the cluster suites share: clients for the local cluster, kubectl, and
-// a namespace of their own that goes when the suite ends.
+// What the cluster suites share: clients for the local cluster, the images
+// cluster-sync installed, kubectl, and a namespace of their own that goes
+// when the suite ends.
 
 const kubeConfig = new KubeConfig();
 kubeConfig.loadFromFile(KUBECONFIG_PATH);
 export const core = kubeConfig.makeApiClient(CoreV1Api);
 export const custom = kubeConfig.makeApiClient(CustomObjectsApi);
+export const apps = kubeConfig.makeApiClient(AppsV1Api);
+export const rbac = kubeConfig.makeApiClient(RbacAuthorizationV1Api);
+
+/** The images cluster-sync built and loaded into the node. */
+export const installedImages = JSON.parse(readFileSync(IMAGES_FILE, "utf8")) as { name: string; reference: string }[];
+
+export function imageOf(name: string): string {
+  return installedImages.find((i) => i.name === name)?.reference ?? `no ${name} image in ${IMAGES_FILE}`;
+}
 
 export type KubevirtObject = { metadata: { uid?: string }; status?: Record<string, unknown> } | undefined;
 

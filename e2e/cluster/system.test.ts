@@ -1,22 +1,14 @@
 import { execFile } from "node:child_process";
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { AppsV1Api, CoreV1Api, KubeConfig, RbacAuthorizationV1Api } from "@kubernetes/client-node";
 import { ensureBinaries } from "@kubevirt-ts/control-plane";
-import { IMAGES_FILE, KUBECONFIG_PATH, NAMESPACE, NODE_NAME, RELEASE, clusterSync } from "@kubevirt-ts/local-cluster";
+import { KUBECONFIG_PATH, NAMESPACE, NODE_NAME, RELEASE, clusterSync } from "@kubevirt-ts/local-cluster";
 import { describe, expect, it } from "vitest";
+import { apps, core, imageOf, installedImages, rbac } from "./cluster.ts";
 import { runPod } from "./pods.ts";
 
 // The system as `make up` leaves it: a real node, our images, our chart.
 
-const kubeConfig = new KubeConfig();
-kubeConfig.loadFromFile(KUBECONFIG_PATH);
-const core = kubeConfig.makeApiClient(CoreV1Api);
-const apps = kubeConfig.makeApiClient(AppsV1Api);
-const rbac = kubeConfig.makeApiClient(RbacAuthorizationV1Api);
-const images = JSON.parse(readFileSync(IMAGES_FILE, "utf8")) as { name: string; reference: string }[];
-const imageOf = (name: string) => images.find((i) => i.name === name)?.reference ?? `no ${name} image in ${IMAGES_FILE}`;
 const releaseSelector = `app.kubernetes.io/instance=${RELEASE}`;
 const exec = promisify(execFile);
 
@@ -34,7 +26,7 @@ describe("the local cluster", () => {
       expect(pod.status?.phase, pod.metadata?.name).toBe("Running");
       expect(pod.status?.conditions?.find((c) => c.type === "Ready")?.status, pod.metadata?.name).toBe("True");
       for (const container of pod.spec?.containers ?? []) {
-        expect(images.map((i) => i.reference)).toContain(container.image);
+        expect(installedImages.map((i) => i.reference)).toContain(container.image);
         expect(container.imagePullPolicy).toBe("IfNotPresent");
       }
     }

@@ -1,7 +1,6 @@
-import { readFileSync } from "node:fs";
-import { IMAGES_FILE, NODE_NAME } from "@kubevirt-ts/local-cluster";
+import { NODE_NAME } from "@kubevirt-ts/local-cluster";
 import { describe, expect, it } from "vitest";
-import { core, custom, suiteNamespace } from "./cluster.ts";
+import { core, custom, imageOf, suiteNamespace } from "./cluster.ts";
 
 // A VM that really runs: the tiny guest booted by its launcher, under the
 // handler of the node, with emulation. Its boot output is in the serial log
@@ -9,7 +8,7 @@ import { core, custom, suiteNamespace } from "./cluster.ts";
 
 const { name: namespace, kubectl, get, launcherPods } = suiteNamespace("e2e-run");
 const poll = { timeout: 180_000, interval: 1_000 };
-const tinyGuest = (JSON.parse(readFileSync(IMAGES_FILE, "utf8")) as { name: string; reference: string }[]).find((i) => i.name === "tiny-guest")?.reference ?? "";
+const tinyGuest = imageOf("tiny-guest");
 
 const vm = {
   apiVersion: "kubevirt.io/v1",
