@@ -18,7 +18,7 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-describe("tarDirectory", () => {
+describe("tarDirectory", { timeout: 30_000 }, () => {
   it("gives the same digest for the same files, whenever they were written", async () => {
     const first = await tarDirectory(join(dir, "files"), join(dir, "a.tar"));
     await writeFile(join(dir, "files/app/main.js"), "console.log('hi');\n");
@@ -33,7 +33,7 @@ describe("tarDirectory", () => {
   });
 });
 
-describe("writeDockerArchive", () => {
+describe("writeDockerArchive", { timeout: 30_000 }, () => {
   it("writes what `docker save` writes: a manifest, a config naming the layers' digests, and the layers", async () => {
     const layer = await tarDirectory(join(dir, "files"), join(dir, "layer.tar"));
     const config = { entrypoint: ["node", "/app/main.js"], user: "65532:65532" };

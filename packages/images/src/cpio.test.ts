@@ -6,7 +6,7 @@ import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { cpioArchive } from "./cpio.ts";
 
-describe("cpioArchive", () => {
+describe("cpioArchive", { timeout: 30_000 }, () => {
   const archive = cpioArchive([
     { path: "bin", type: "directory" },
     { path: "bin/tool", type: "file", data: Buffer.from("#!/bin/sh\necho hi\n"), mode: 0o755 },

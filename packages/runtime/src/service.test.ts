@@ -3,13 +3,17 @@ import { once } from "node:events";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 
+// Starting a Node process takes seconds when CI runs lint, typecheck and
+// tests side by side on two cores, so this test waits longer than vitest's 5 s.
+const startupTimeout = 45_000;
+
 describe("runService", () => {
-  it("stops its work and exits 0 on SIGTERM", async () => {
+  it("stops its work and exits 0 on SIGTERM", { timeout: startupTimeout + 15_000 }, async () => {
     const child = spawn(process.execPath, [fileURLToPath(new URL("../test/fixture-service.ts", import.meta.url))], { stdio: ["ignore", "pipe", "inherit"] });
     let output = "";
     child.stdout.setEncoding("utf8");
     child.stdout.on("data", (chunk: string) => (output += chunk));
-    await expect.poll(() => output, { timeout: 10_000 }).toContain('"msg":"working"');
+    await expect.poll(() => output, { timeout: startupTimeout }).toContain('"msg":"working"');
 
     child.kill("SIGTERM");
     const [code] = (await once(child, "exit")) as [number | null];

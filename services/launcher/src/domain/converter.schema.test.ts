@@ -63,13 +63,13 @@ async function validate(xml: string): Promise<string> {
   }
 }
 
-describe("the schema check", () => {
+describe("the schema check", { timeout: 30_000 }, () => {
   it("refuses a domain libvirt would refuse", async () => {
     await expect(validate('<domain type="bogus"><name>x</name></domain>')).rejects.toThrow();
   });
 });
 
-describe("the rendered domain", () => {
+describe("the rendered domain", { timeout: 30_000 }, () => {
   it.each(specs)("for %s validates against libvirt's schema", async (_name, spec) => {
     const xml = domainXml({ apiVersion: "kubevirt.io/v1", kind: "VirtualMachineInstance", metadata: { name: "vm", namespace: "ns" }, spec: defaultVmiSpec(spec) }, ctx);
     expect(await validate(xml)).toContain("validates");
