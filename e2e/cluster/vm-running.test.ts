@@ -1,6 +1,7 @@
 import { NODE_NAME } from "@kubevirt-ts/local-cluster";
 import { describe, expect, it } from "vitest";
 import { core, custom, imageOf, suiteNamespace } from "./cluster.ts";
+import { openConsole, serialLog } from "./console.ts";
 
 // A VM that really runs: the tiny guest booted by its launcher, under the
 // handler of the node, with emulation. Its boot output is in the serial log
@@ -51,6 +52,25 @@ describe("a VM with the tiny guest", () => {
     await expect
       .poll(() => kubectl("exec", "-n", namespace, pod?.metadata?.name ?? "", "-c", "compute", "--", "cat", "/var/run/kubevirt-ts/sockets/serial0.log"), poll)
       .toContain("kubevirt-ts tiny guest: init reached");
+  });
+
+  it("answers on its serial console through the handler: a command typed there runs in the guest", async () => {
+    const { ws, received } = await openConsole(namespace, "tiny", "console");
+    ws.send(Buffer.from("echo result=$((6*7))\n"));
+    await expect.poll(() => received().toString(), poll).toContain("result=42");
+    ws.close();
+  });
+
+  it("answers RFB on its VNC socket through the handler", async () => {
+    const { ws, received } = await openConsole(namespace, "tiny", "vnc");
+    await expect.poll(() => received().toString("latin1"), poll).toMatch(/^RFB 003\.00\d\n/);
+    ws.close();
+  });
+
+  it("keeps its serial output, served by the handler, including what was printed before anyone connected", async () => {
+    const log = await serialLog(namespace, "tiny");
+    expect(log).toContain("Linux version");
+    expect(log).toContain("kubevirt-ts tiny guest: init reached");
   });
 
   it("keeps running while its handler is killed, and is reported correctly once the handler is back", async () => {

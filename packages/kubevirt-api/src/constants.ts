@@ -144,3 +144,21 @@ export const LAUNCHER_UID = 107;
 
 /** Names KubeVirt gives the default pod network and its interface. */
 export const DEFAULT_NETWORK_NAME = "default";
+
+/**
+ * The handler's console server: the API reaches a VMI's serial console, VNC
+ * and serial log through the handler on the VMI's node, over mutual TLS.
+ * Each side checks the other's certificate names the component it expects.
+ */
+export const ConsoleServer = {
+  port: 8186,
+  handlerIdentity: "kubevirt-ts-handler",
+  apiIdentity: "kubevirt-ts-api",
+} as const;
+
+export type ConsoleKind = "console" | "vnc";
+
+/** The handler's path of a VMI's console, VNC or serial log. */
+export function consoleServerPath(namespace: string, name: string, what: ConsoleKind | "serial-log"): string {
+  return `/v1/namespaces/${encodeURIComponent(namespace)}/virtualmachineinstances/${encodeURIComponent(name)}/${what}`;
+}

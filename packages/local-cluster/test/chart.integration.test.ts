@@ -1,4 +1,5 @@
 import { execFile } from "node:child_process";
+import { X509Certificate } from "node:crypto";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { KubeConfig, VersionApi } from "@kubernetes/client-node";
@@ -72,6 +73,19 @@ describe("the Helm chart", () => {
     expect(consoleVerbs("kubevirt.io:view")).toEqual([]);
     expect(consoleVerbs("kubevirt.io:edit")).toEqual(["get"]);
     expect(byName.get("kubevirt.io:view")?.metadata.labels["rbac.authorization.k8s.io/aggregate-to-view"]).toBe("true");
+  });
+
+  test("makes the console's mutual TLS: a CA, the handlers' server certificate and the API's client certificate", async () => {
+    const secrets = (await render()).filter((o) => o.kind === "Secret") as unknown as { metadata: { name: string }; data: Record<string, string> }[];
+    const certOf = (name: string, key: string) => new X509Certificate(Buffer.from(secrets.find((s) => s.metadata.name === name)?.data[key] ?? "", "base64"));
+    const ca = certOf("kubevirt-ts-handler-console-tls", "ca.crt");
+    const handler = certOf("kubevirt-ts-handler-console-tls", "tls.crt");
+    const api = certOf("kubevirt-ts-api-console-tls", "tls.crt");
+    expect(handler.subject).toContain("CN=kubevirt-ts-handler");
+    expect(handler.subjectAltName).toBe("DNS:kubevirt-ts-handler");
+    expect(api.subject).toContain("CN=kubevirt-ts-api");
+    expect(handler.checkIssued(ca) && api.checkIssued(ca)).toBe(true);
+    expect(certOf("kubevirt-ts-api-console-tls", "ca.crt").fingerprint256).toBe(ca.fingerprint256);
   });
 
   test("renders objects a real API server accepts (server-side dry run)", async ({ core }) => {

@@ -5,6 +5,7 @@ import {
 import { Label, LabelValue, type VirtualMachineInstance, VmiPhase } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
 import type { Registry } from "prom-client";
+import { ConsoleRefusal, type ConsoleTarget } from "./console-server.ts";
 import type { Launchers } from "./launchers.ts";
 import { type ObservedDomain, handlerStatus } from "./status.ts";
 
@@ -75,6 +76,14 @@ export function createHandler(config: HandlerConfig) {
 
   const informers = [vmis, pods] as unknown as Informer<KubeObject>[];
   return {
+    /** The VMI of this node with that name, and the launcher pod running it. */
+    consoleTarget: (namespace: string, name: string): ConsoleTarget => {
+      const vmi = vmis.get(`${namespace}/${name}`);
+      if (!vmi || vmi.status?.nodeName !== nodeName) throw new ConsoleRefusal(404, `no VMI ${namespace}/${name} runs on node ${nodeName}`);
+      const pod = pods.byIndex("vmiUid", vmi.metadata.uid ?? "").find((p) => !p.metadata.deletionTimestamp && p.status?.phase === "Running");
+      if (!pod?.metadata.uid) throw new ConsoleRefusal(409, `the VMI ${namespace}/${name} has no running launcher pod; wait until it is Running`);
+      return { vmi, podUid: pod.metadata.uid };
+    },
     hasSynced: () => informers.every((i) => i.hasSynced()),
     run: async (signal: AbortSignal) => {
       const running = informers.map((i) => i.run(signal));

@@ -1,3 +1,4 @@
+import { ConsoleServer } from "@kubevirt-ts/kubevirt-api";
 import { baseEnv, parseEnv } from "@kubevirt-ts/runtime";
 import { z } from "zod";
 
@@ -9,5 +10,11 @@ export const env = parseEnv(
     /** The kubelet's pod folders, mounted from the node. */
     KUBELET_PODS_DIR: z.string().default("/var/lib/kubelet/pods"),
     WORKERS: z.coerce.number().int().min(1).max(32).default(4),
+    /** The console server's port (KubeVirt's 8186). */
+    CONSOLE_PORT: z.coerce.number().int().min(1).max(65535).default(ConsoleServer.port),
+    /** ca.crt, tls.crt and tls.key of the console server; the chart mounts them from a Secret it manages. */
+    CONSOLE_TLS_DIR: z.string().default("/etc/kubevirt-ts/console-tls"),
+    /** The certificate names (CN) allowed to open consoles: the API's. */
+    CONSOLE_CLIENTS: z.string().default(ConsoleServer.apiIdentity).transform((v) => v.split(",").map((s) => s.trim()).filter(Boolean)),
   }),
 );

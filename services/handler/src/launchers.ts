@@ -1,9 +1,6 @@
-import { constants } from "node:fs";
-import { open } from "node:fs/promises";
-import { dirname } from "node:path";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { LauncherClient } from "@kubevirt-ts/launcher/client";
-import { LAUNCHER_SOCKET_NAME, launcherSocketPath, verifyLauncherSocket } from "./launcher-socket.ts";
+import { SocketName, openPodSocket } from "./pod-volume.ts";
 
 // Connections to the launchers of this node, one per launcher pod, opened on
 // first use after the socket's path has been checked, and dropped when the
@@ -23,16 +20,12 @@ export class Launchers {
     let client = this.clients.get(podUid);
     if (!client) {
       client = (async () => {
-        const socket = launcherSocketPath(this.podsDir, podUid);
-        await verifyLauncherSocket(this.podsDir, socket);
-        // The full path is longer than a unix socket address may be (108 bytes); through an open
-        // handle on its folder, taken without following a symlink, it is short and stays the folder checked.
-        const folder = await open(dirname(socket), constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+        const socket = await openPodSocket(this.podsDir, podUid, SocketName.Launcher);
         let connected: LauncherClient;
         try {
-          connected = await LauncherClient.connect(`/proc/self/fd/${String(folder.fd)}/${LAUNCHER_SOCKET_NAME}`);
+          connected = await LauncherClient.connect(socket.path);
         } finally {
-          await folder.close();
+          await socket.close();
         }
         connected.onClose(() => this.clients.delete(podUid));
         this.log.info("connected to a launcher", { pod: podUid });

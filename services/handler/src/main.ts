@@ -1,11 +1,23 @@
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
 import { KubeClient, createRestClientMetrics, loadKubeConfig } from "@kubevirt-ts/kube";
 import { runService } from "@kubevirt-ts/runtime";
+import { startConsoleServer } from "./console-server.ts";
 import { createHandler } from "./controller.ts";
 import { env } from "./env.ts";
 import { Launchers } from "./launchers.ts";
 
 // virt-handler: one per node. It runs the domains of the VMIs handed to its
-// node through their launchers, and reports their state.
+// node through their launchers, reports their state, and serves their
+// consoles to the API.
+
+async function readTls(dir: string) {
+  const read = (name: string) =>
+    readFile(join(dir, name)).catch((error: unknown) => {
+      throw new Error(`the console server's ${name} is missing from ${dir} (CONSOLE_TLS_DIR); the chart mounts it from its console TLS Secret`, { cause: error });
+    });
+  return { ca: await read("ca.crt"), cert: await read("tls.crt"), key: await read("tls.key") };
+}
 
 let synced = (): boolean => false;
 
@@ -19,9 +31,19 @@ await runService({
     const launchers = new Launchers(env.KUBELET_PODS_DIR, log);
     const handler = createHandler({ client, log, registry, nodeName: env.NODE_NAME, launchers, workers: env.WORKERS });
     synced = handler.hasSynced;
+    const consoles = await startConsoleServer({
+      port: env.CONSOLE_PORT,
+      tls: await readTls(env.CONSOLE_TLS_DIR),
+      allowedClients: env.CONSOLE_CLIENTS,
+      podsDir: env.KUBELET_PODS_DIR,
+      lookup: handler.consoleTarget,
+      log,
+      registry,
+    });
     const abort = new AbortController();
     const running = handler.run(abort.signal);
     return async () => {
+      await consoles.close();
       abort.abort();
       await running;
       launchers.closeAll();

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { chown, mkdir, readFile, readdir, stat } from "node:fs/promises";
+import { chown, mkdir, readFile, readdir, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "@kubevirt-ts/runtime";
@@ -7,6 +7,9 @@ import type { Logger } from "@kubevirt-ts/runtime";
 // libvirt's daemon in session mode: run by the launcher's own unprivileged
 // user, with its configuration, sockets and logs under one folder, so no part
 // of it needs root or touches the node. QEMU runs as the same user.
+
+/** virtlogd keeps each serial log to this size, with one older file beside it: at most 2 MiB a VM on the node. */
+export const SERIAL_LOG_MAX_BYTES = 1024 * 1024;
 
 export interface LibvirtDaemon {
   uri: string;
@@ -39,6 +42,11 @@ export async function startLibvirtd(options: LibvirtDaemonOptions): Promise<Libv
     await mkdir(dir, { recursive: true, mode: dir === dirs.XDG_RUNTIME_DIR ? 0o700 : 0o755 });
     if (uid !== undefined) await chown(dir, uid, uid);
   }
+  // The session's virtlogd (started by libvirtd) reads its settings here.
+  const libvirtConfig = join(dirs.XDG_CONFIG_HOME, "libvirt");
+  await mkdir(libvirtConfig, { recursive: true });
+  await writeFile(join(libvirtConfig, "virtlogd.conf"), `max_size = ${String(SERIAL_LOG_MAX_BYTES)}\nmax_backups = 1\n`);
+  if (uid !== undefined) await chown(libvirtConfig, uid, uid);
   const env = { ...dirs, PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" };
   const wrap = [
     ...(options.dieWithParent ? ["--pdeathsig", "KILL"] : []),

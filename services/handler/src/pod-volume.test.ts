@@ -1,10 +1,11 @@
-import { chown, mkdir, mkdtemp, rm, symlink } from "node:fs/promises";
-import { createServer } from "node:net";
+import { once } from "node:events";
+import { chown, mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { createConnection, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { LAUNCHER_UID } from "@kubevirt-ts/kubevirt-api";
-import { launcherSocketPath, verifyLauncherSocket } from "./launcher-socket.ts";
+import { SERIAL_LOG_NAME, SocketName, openPodSocket, podVolumePath, readPodFileTail, verifyPodVolumePath } from "./pod-volume.ts";
 
 let podsDir: string;
 beforeEach(async () => {
@@ -22,7 +23,10 @@ async function listen(path: string, uid = LAUNCHER_UID): Promise<() => Promise<v
   return () => new Promise((resolve) => server.close(() => { resolve(); }));
 }
 
-describe("verifyLauncherSocket", () => {
+const launcherSocketPath = (dir: string, uid: string) => podVolumePath(dir, uid, SocketName.Launcher);
+const verifyLauncherSocket = (dir: string, path: string) => verifyPodVolumePath(dir, path, "socket");
+
+describe("verifyPodVolumePath", () => {
   it("accepts the launcher's socket in its pod's sockets volume", async () => {
     const socket = launcherSocketPath(podsDir, "pod-uid");
     const close = await listen(socket);
@@ -60,5 +64,47 @@ describe("verifyLauncherSocket", () => {
 
   it("refuses a path out of the pods folder", async () => {
     await expect(verifyLauncherSocket(podsDir, join(podsDir, "..", "x.sock"))).rejects.toThrow(/is not inside/);
+  });
+});
+
+describe("openPodSocket", () => {
+  it("connects to the checked socket through a short path", async () => {
+    const socket = launcherSocketPath(podsDir, "pod-uid");
+    const close = await listen(socket);
+    const opened = await openPodSocket(podsDir, "pod-uid", SocketName.Launcher);
+    expect(opened.path).toMatch(/^\/proc\/self\/fd\/\d+$/);
+    const connection = createConnection(opened.path);
+    await once(connection, "connect");
+    connection.destroy();
+    await opened.close();
+    await close();
+  });
+
+  it("refuses a socket swapped for a symlink after its path was checked", async () => {
+    const real = join(podsDir, "real.sock");
+    const close = await listen(real, 0);
+    const socket = podVolumePath(podsDir, "pod-uid", SocketName.Serial);
+    await mkdir(dirname(socket), { recursive: true });
+    await symlink(real, socket);
+    await expect(openPodSocket(podsDir, "pod-uid", SocketName.Serial)).rejects.toThrow(/virt-serial0 is a symlink/);
+    await close();
+  });
+});
+
+describe("readPodFileTail", () => {
+  it("reads the last bytes of the serial log", async () => {
+    const log = podVolumePath(podsDir, "pod-uid", SERIAL_LOG_NAME);
+    await mkdir(dirname(log), { recursive: true });
+    await writeFile(log, "first line\nlogin: ");
+    await chown(log, LAUNCHER_UID, LAUNCHER_UID);
+    expect((await readPodFileTail(podsDir, "pod-uid", SERIAL_LOG_NAME, 7)).toString()).toBe("login: ");
+    expect((await readPodFileTail(podsDir, "pod-uid", SERIAL_LOG_NAME, 1000)).toString()).toBe("first line\nlogin: ");
+  });
+
+  it("refuses a log that is a symlink to a file of the node", async () => {
+    const log = podVolumePath(podsDir, "pod-uid", SERIAL_LOG_NAME);
+    await mkdir(dirname(log), { recursive: true });
+    await symlink("/etc/shadow", log);
+    await expect(readPodFileTail(podsDir, "pod-uid", SERIAL_LOG_NAME, 100)).rejects.toThrow(/serial0.log is a symlink/);
   });
 });

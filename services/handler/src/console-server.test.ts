@@ -1,0 +1,157 @@
+import { once } from "node:events";
+import { chown, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { request } from "node:https";
+import { type Server, createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { Pki } from "@kubevirt-ts/control-plane";
+import { ConsoleServer, LAUNCHER_UID, type VirtualMachineInstance, consoleServerPath, defaultVmiSpec } from "@kubevirt-ts/kubevirt-api";
+import { createLogger } from "@kubevirt-ts/runtime";
+import { Registry } from "prom-client";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ConnectionOptions } from "node:tls";
+import { type ClientOptions, WebSocket } from "ws";
+import { ConsoleRefusal, type ConsoleServerHandle, startConsoleServer } from "./console-server.ts";
+import { SERIAL_LOG_NAME, SocketName, podVolumePath } from "./pod-volume.ts";
+
+// The console server with real TLS certificates, real websockets and a real
+// unix socket standing where QEMU's serial console would be.
+
+let dir: string;
+let server: ConsoleServerHandle;
+let qemuSerial: Server;
+const tls: Record<string, { cert: Buffer; key: Buffer }> = {};
+let ca: Buffer;
+
+function vmi(name: string, phase: string, serial = true): VirtualMachineInstance {
+  const spec = defaultVmiSpec({ domain: { devices: { autoattachSerialConsole: serial } } });
+  return { apiVersion: "kubevirt.io/v1", kind: "VirtualMachineInstance", metadata: { name, namespace: "ns", uid: `uid-${name}` }, spec, status: { phase } } as VirtualMachineInstance;
+}
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "console-"));
+  const pki = new Pki(dir);
+  await pki.createCa("console-ca");
+  ca = await readFile(pki.ca.cert);
+  const issue = async (name: string, usage: "server" | "client", hosts?: string[]) => {
+    const pair = await pki.issue({ name, commonName: name, usage, hosts });
+    tls[name] = { cert: await readFile(pair.cert), key: await readFile(pair.key) };
+  };
+  await issue(ConsoleServer.handlerIdentity, "server", [ConsoleServer.handlerIdentity]);
+  await issue(ConsoleServer.apiIdentity, "client");
+  await issue("kubevirt-ts-web", "client");
+
+  const podsDir = join(dir, "pods");
+  const socket = podVolumePath(podsDir, "pod-1", SocketName.Serial);
+  await mkdir(dirname(socket), { recursive: true });
+  // QEMU's serial socket: echoes what it is sent, in capitals; one client at a time.
+  qemuSerial = createServer({ pauseOnConnect: false }, (c) => c.on("data", (d: Buffer) => c.write(d.toString().toUpperCase())));
+  qemuSerial.maxConnections = 1;
+  qemuSerial.listen(socket);
+  await once(qemuSerial, "listening");
+  await chown(socket, LAUNCHER_UID, LAUNCHER_UID);
+  const log = podVolumePath(podsDir, "pod-1", SERIAL_LOG_NAME);
+  await writeFile(log, "[    0.000000] Linux version 6.1\nDebian GNU/Linux 12 tiny ttyS0\n\ntiny login: ");
+  await chown(log, LAUNCHER_UID, LAUNCHER_UID);
+
+  const handler = tls[ConsoleServer.handlerIdentity];
+  if (!handler) throw new Error("no handler certificate");
+  server = await startConsoleServer({
+    port: 0,
+    host: "127.0.0.1",
+    tls: { ca, ...handler },
+    allowedClients: [ConsoleServer.apiIdentity],
+    podsDir,
+    lookup: (namespace, name) => {
+      if (name === "running") return { vmi: vmi(name, "Running"), podUid: "pod-1" };
+      if (name === "scheduled") return { vmi: vmi(name, "Scheduled"), podUid: "pod-1" };
+      if (name === "no-serial") return { vmi: vmi(name, "Running", false), podUid: "pod-1" };
+      throw new ConsoleRefusal(404, `no VMI ${namespace}/${name} runs on node test`);
+    },
+    log: createLogger({ component: "test", level: "error" }),
+    registry: new Registry(),
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await server.close();
+  qemuSerial.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+function open(name: string, what: "console" | "vnc" = "console", client: string = ConsoleServer.apiIdentity): WebSocket {
+  const options: ClientOptions & ConnectionOptions = { ca, ...tls[client], servername: ConsoleServer.handlerIdentity };
+  return new WebSocket(`wss://127.0.0.1:${String(server.port)}${consoleServerPath("ns", name, what)}`, options);
+}
+
+function refusal(ws: WebSocket): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    ws.on("unexpected-response", (_req, res) => {
+      let body = "";
+      res.setEncoding("utf8").on("data", (c: string) => (body += c)).on("end", () => { resolve({ status: res.statusCode ?? 0, body }); });
+    });
+    ws.on("open", () => { reject(new Error("the session opened")); });
+    ws.on("error", () => undefined);
+  });
+}
+
+function firstMessage(ws: WebSocket): Promise<Buffer> {
+  return new Promise((resolve) => ws.once("message", (data: Buffer, binary: boolean) => { expect(binary).toBe(true); resolve(data); }));
+}
+
+describe("the handler's console server", { timeout: 30_000 }, () => {
+  it("carries raw bytes both ways between the API and the VM's serial console", async () => {
+    const ws = open("running");
+    await once(ws, "open");
+    const reply = firstMessage(ws);
+    ws.send(Buffer.from("ls /\n"));
+    expect((await reply).toString()).toBe("LS /\n");
+    ws.close();
+    await once(ws, "close");
+  });
+
+  it("lets a new session take over from the old one", async () => {
+    const first = open("running");
+    await once(first, "open");
+    const closed = once(first, "close") as Promise<[number, Buffer]>;
+    const second = open("running");
+    await once(second, "open");
+    const [code, reason] = await closed;
+    expect(code).toBe(1000);
+    expect(reason.toString()).toBe("a newer session took over this console");
+    const reply = firstMessage(second);
+    second.send(Buffer.from("still here"));
+    expect((await reply).toString()).toBe("STILL HERE");
+    second.close();
+  });
+
+  it("refuses a client whose certificate names another component", async () => {
+    expect(await refusal(open("running", "console", "kubevirt-ts-web"))).toEqual({ status: 403, body: "this client may not use the console server\n" });
+  });
+
+  it("refuses a client without a certificate in the TLS handshake", async () => {
+    const options: ClientOptions & ConnectionOptions = { ca, servername: ConsoleServer.handlerIdentity };
+    const ws = new WebSocket(`wss://127.0.0.1:${String(server.port)}${consoleServerPath("ns", "running", "console")}`, options);
+    ws.on("unexpected-response", () => { throw new Error("got an HTTP answer"); });
+    const [error] = (await once(ws, "error")) as [Error];
+    expect(error.message).toMatch(/certificate required|socket hang up|ECONNRESET/);
+  });
+
+  it("says why a console cannot be opened: not running, no serial console, no such VMI", async () => {
+    expect(await refusal(open("scheduled"))).toEqual({ status: 409, body: "the VMI is not running (phase Scheduled); start it and try again\n" });
+    expect(await refusal(open("no-serial"))).toEqual({ status: 400, body: "the VMI has no serial console: spec.domain.devices.autoattachSerialConsole is false\n" });
+    expect(await refusal(open("gone"))).toEqual({ status: 404, body: "no VMI ns/gone runs on node test\n" });
+  });
+
+  it("serves the serial log, which holds the boot output nobody watched", async () => {
+    const api = tls[ConsoleServer.apiIdentity];
+    const body = await new Promise<string>((resolve, reject) => {
+      const req = request({ host: "127.0.0.1", port: server.port, path: consoleServerPath("ns", "running", "serial-log"), ca, ...api, servername: ConsoleServer.handlerIdentity }, (res) => {
+        let text = "";
+        res.setEncoding("utf8").on("data", (c: string) => (text += c)).on("end", () => { resolve(`${String(res.statusCode)} ${text}`); });
+      });
+      req.on("error", reject).end();
+    });
+    expect(body).toBe("200 [    0.000000] Linux version 6.1\nDebian GNU/Linux 12 tiny ttyS0\n\ntiny login: ");
+  });
+});

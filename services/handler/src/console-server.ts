@@ -1,0 +1,231 @@
+import { once } from "node:events";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { type Server, createServer } from "node:https";
+import { type Socket, connect } from "node:net";
+import type { Duplex } from "node:stream";
+import type { PeerCertificate, TLSSocket } from "node:tls";
+import { type ConsoleKind, VmiPhase, type VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import type { Logger } from "@kubevirt-ts/runtime";
+import { Gauge, type Registry } from "prom-client";
+import { type WebSocket, WebSocketServer } from "ws";
+import { SERIAL_LOG_NAME, SocketName, openPodSocket, readPodFileTail } from "./pod-volume.ts";
+
+// The handler's console server, KubeVirt's port 8186: the serial console and
+// VNC of this node's VMIs as websockets of raw bytes, and the serial log.
+// Only the API may connect: the client's certificate must be signed by the
+// cluster's console CA and name the API. Each VMI has at most one console
+// and one VNC session; a new one takes over from the old, as in KubeVirt.
+
+export interface ConsoleTarget {
+  vmi: VirtualMachineInstance;
+  /** The launcher pod that runs the VMI's domain. */
+  podUid: string;
+}
+
+export class ConsoleRefusal extends Error {
+  readonly status: number;
+  constructor(status: number, message: string) {
+    super(message);
+    this.status = status;
+  }
+}
+
+export interface ConsoleServerOptions {
+  port: number;
+  host?: string;
+  tls: { ca: Buffer; cert: Buffer; key: Buffer };
+  /** The certificate names allowed to connect. */
+  allowedClients: readonly string[];
+  podsDir: string;
+  /** The VMI and its launcher pod, or a ConsoleRefusal. */
+  lookup: (namespace: string, name: string) => ConsoleTarget;
+  log: Logger;
+  registry: Registry;
+  pingIntervalMs?: number;
+}
+
+export interface ConsoleServerHandle {
+  port: number;
+  close(): Promise<void>;
+}
+
+/** What a client gets of the serial log: its last 512 KiB. */
+export const SERIAL_LOG_TAIL_BYTES = 512 * 1024;
+
+const ROUTE = /^\/v1\/namespaces\/([^/]+)\/virtualmachineinstances\/([^/]+)\/(console|vnc|serial-log)$/;
+
+function parse(req: IncomingMessage): { namespace: string; name: string; what: ConsoleKind | "serial-log"; query: URLSearchParams } {
+  const url = new URL(req.url ?? "/", "https://handler");
+  const match = ROUTE.exec(url.pathname);
+  if (!match) throw new ConsoleRefusal(404, `no such path: ${url.pathname}`);
+  return { namespace: decodeURIComponent(match[1] ?? ""), name: decodeURIComponent(match[2] ?? ""), what: match[3] as ConsoleKind | "serial-log", query: url.searchParams };
+}
+
+function peerName(req: IncomingMessage): string | undefined {
+  // An empty object when the peer sent no certificate.
+  const cert: Partial<PeerCertificate> = (req.socket as TLSSocket).getPeerCertificate();
+  const cn = cert.subject?.CN;
+  return Array.isArray(cn) ? cn[0] : cn;
+}
+
+/** Why a VMI's console or VNC cannot be opened now, in KubeVirt's terms; undefined when it can. */
+export function consoleUnavailable(vmi: VirtualMachineInstance, kind: ConsoleKind): ConsoleRefusal | undefined {
+  const devices = vmi.spec.domain.devices;
+  if (kind === "console" && devices.autoattachSerialConsole === false) {
+    return new ConsoleRefusal(400, "the VMI has no serial console: spec.domain.devices.autoattachSerialConsole is false");
+  }
+  if (kind === "vnc" && devices.autoattachGraphicsDevice === false) {
+    return new ConsoleRefusal(400, "the VMI has no display: spec.domain.devices.autoattachGraphicsDevice is false");
+  }
+  const phase = vmi.status?.phase ?? VmiPhase.Pending;
+  if (phase !== VmiPhase.Running) return new ConsoleRefusal(409, `the VMI is not running (phase ${phase}); start it and try again`);
+  return undefined;
+}
+
+function refuseUpgrade(socket: Duplex, error: unknown): void {
+  const status = error instanceof ConsoleRefusal ? error.status : 500;
+  const message = error instanceof Error ? error.message : String(error);
+  socket.end(`HTTP/1.1 ${String(status)} ${status === 500 ? "Internal Server Error" : "Refused"}\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n${message}\n`);
+}
+
+export async function startConsoleServer(options: ConsoleServerOptions): Promise<ConsoleServerHandle> {
+  const { log, podsDir, lookup } = options;
+  const active = {
+    console: new Gauge({ name: "kubevirt_console_active_connections", help: "Open serial console sessions.", labelNames: ["namespace", "vmi"], registers: [options.registry] }),
+    vnc: new Gauge({ name: "kubevirt_vnc_active_connections", help: "Open VNC sessions.", labelNames: ["namespace", "vmi"], registers: [options.registry] }),
+  };
+  const sessions = new Map<string, WebSocket>();
+  const websockets = new WebSocketServer({ noServer: true, perMessageDeflate: false });
+  const pingIntervalMs = options.pingIntervalMs ?? 30_000;
+
+  const authorized = (req: IncomingMessage): boolean => {
+    const name = peerName(req);
+    if (name !== undefined && options.allowedClients.includes(name)) return true;
+    log.warn("refused a console client whose certificate names another component", { peer: name ?? "(none)" });
+    return false;
+  };
+
+  const serveLog = async (req: IncomingMessage, res: ServerResponse) => {
+    try {
+      if (!authorized(req)) throw new ConsoleRefusal(403, "this client may not use the console server");
+      const { namespace, name, what } = parse(req);
+      if (what !== "serial-log" || req.method !== "GET") throw new ConsoleRefusal(405, `${what} is a websocket; serial-log is read with GET`);
+      const { podUid } = lookup(namespace, name);
+      const current = await readPodFileTail(podsDir, podUid, SERIAL_LOG_NAME, SERIAL_LOG_TAIL_BYTES);
+      // virtlogd rotates the log into serial0.log.0: the older part comes from there.
+      const missing = SERIAL_LOG_TAIL_BYTES - current.length;
+      const older = missing > 0 ? await readPodFileTail(podsDir, podUid, `${SERIAL_LOG_NAME}.0`, missing).catch((e: unknown) => {
+        if ((e as NodeJS.ErrnoException).code === "ENOENT") return Buffer.alloc(0);
+        throw e;
+      }) : Buffer.alloc(0);
+      res.writeHead(200, { "content-type": "application/octet-stream", "cache-control": "no-store" }).end(Buffer.concat([older, current]));
+    } catch (error) {
+      const status = error instanceof ConsoleRefusal ? error.status : (error as NodeJS.ErrnoException).code === "ENOENT" ? 404 : 500;
+      if (status === 500) log.error("could not serve a serial log", { error });
+      res.writeHead(status, { "content-type": "text/plain; charset=utf-8" }).end(`${status === 404 && !(error instanceof ConsoleRefusal) ? "the VMI has no serial log yet" : (error as Error).message}\n`);
+    }
+  };
+
+  const bridge = (ws: WebSocket, unix: Socket, key: string, labels: { namespace: string; vmi: string }, kind: ConsoleKind) => {
+    sessions.get(key)?.close(1000, "a newer session took over this console");
+    sessions.set(key, ws);
+    active[kind].inc(labels);
+    let alive = true;
+    const ping = setInterval(() => {
+      if (!alive) {
+        ws.terminate();
+        return;
+      }
+      alive = false;
+      ws.ping();
+    }, pingIntervalMs);
+    ws.on("pong", () => (alive = true));
+    unix.on("data", (chunk: Buffer) => {
+      ws.send(chunk, { binary: true });
+      // The browser reads slower than QEMU writes: hold the guest's output back.
+      if (ws.bufferedAmount > 1024 * 1024) {
+        unix.pause();
+        const resume = setInterval(() => {
+          if (ws.bufferedAmount < 256 * 1024 || ws.readyState !== ws.OPEN) {
+            clearInterval(resume);
+            unix.resume();
+          }
+        }, 20);
+      }
+    });
+    ws.on("message", (data: Buffer | ArrayBuffer | Buffer[]) => {
+      const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
+      if (!unix.write(bytes)) {
+        ws.pause();
+        unix.once("drain", () => { ws.resume(); });
+      }
+    });
+    unix.on("close", () => {
+      if (ws.readyState === ws.OPEN) ws.close(1000, `the VM's ${kind === "vnc" ? "display" : "console"} closed`);
+    });
+    unix.on("error", (error) => {
+      log.warn("console socket error", { ...labels, kind, error });
+    });
+    ws.on("close", () => {
+      clearInterval(ping);
+      unix.destroy();
+      if (sessions.get(key) === ws) sessions.delete(key);
+      active[kind].dec(labels);
+      log.info("console session ended", { ...labels, kind });
+    });
+    log.info("console session started", { ...labels, kind });
+  };
+
+  const upgrade = async (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    try {
+      if (!authorized(req)) throw new ConsoleRefusal(403, "this client may not use the console server");
+      const { namespace, name, what, query } = parse(req);
+      if (what === "serial-log") throw new ConsoleRefusal(400, "serial-log is read with GET, not a websocket");
+      const { vmi, podUid } = lookup(namespace, name);
+      const refusal = consoleUnavailable(vmi, what);
+      if (refusal) throw refusal;
+      const key = `${vmi.metadata.uid ?? ""}/${what}`;
+      if (what === "vnc" && query.get("preserveSession") === "true" && sessions.has(key)) {
+        throw new ConsoleRefusal(503, "another VNC session is open and preserveSession was asked for");
+      }
+      // The previous session lets go of QEMU's socket first: it takes one client at a time.
+      const previous = sessions.get(key);
+      if (previous) {
+        previous.close(1000, "a newer session took over this console");
+        await Promise.race([once(previous, "close"), new Promise((resolve) => setTimeout(resolve, 2_000))]);
+      }
+      const target = await openPodSocket(podsDir, podUid, what === "vnc" ? SocketName.Vnc : SocketName.Serial);
+      let unix: Socket;
+      try {
+        unix = connect(target.path);
+        await once(unix, "connect");
+      } finally {
+        await target.close();
+      }
+      websockets.handleUpgrade(req, socket, head, (ws) => {
+        bridge(ws, unix, key, { namespace, vmi: name }, what);
+      });
+    } catch (error) {
+      if (!(error instanceof ConsoleRefusal)) log.error("could not open a console", { url: req.url, error });
+      refuseUpgrade(socket, error);
+    }
+  };
+
+  const server: Server = createServer({ ...options.tls, requestCert: true, rejectUnauthorized: true, minVersion: "TLSv1.3" }, (req, res) => void serveLog(req, res));
+  server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => void upgrade(req, socket, head));
+  server.listen(options.port, options.host);
+  await once(server, "listening");
+  const address = server.address();
+  const port = typeof address === "object" && address ? address.port : options.port;
+  log.info("console server listening", { port, allowedClients: options.allowedClients });
+  return {
+    port,
+    close: async () => {
+      for (const ws of sessions.values()) ws.close(1001, "the handler is stopping");
+      websockets.close();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
