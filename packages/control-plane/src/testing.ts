@@ -1,13 +1,14 @@
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { copyFile, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
 import { fileURLToPath } from "node:url";
 import { expect, inject, it, test as base } from "vitest";
 import { inheritedEnv } from "./env.ts";
+import { Pki } from "./pki.ts";
 import { freePort } from "./ports.ts";
 import "./provided-context.ts";
 
@@ -44,6 +45,20 @@ export const test = base.extend<KubeFixtures>({
     await core.deleteNamespace({ name });
   },
 });
+
+/**
+ * A folder as a Kubernetes TLS Secret mounts it (ca.crt, tls.crt, tls.key):
+ * a certificate for commonName, signed by a CA of its own.
+ */
+export async function tlsSecretDir(commonName: string, usage: "server" | "client", hosts?: string[]): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), "tls-"));
+  const pki = new Pki(dir);
+  await pki.createCa(`${commonName}-ca`); // ca.crt
+  const pair = await pki.issue({ name: "issued", commonName, usage, hosts });
+  await copyFile(pair.cert, join(dir, "tls.crt"));
+  await copyFile(pair.key, join(dir, "tls.key"));
+  return dir;
+}
 
 export interface ServiceProcess {
   /** Everything the process wrote to stdout and stderr so far. */

@@ -7,6 +7,7 @@ import { LAUNCHER_UID } from "@kubevirt-ts/kubevirt-api";
 import { type ImageConfig, type Layer, contentTag, tarDirectory, writeDockerArchive } from "./archive.ts";
 import { env } from "./env.ts";
 import { log, run } from "./exec.ts";
+import { buildDebianGuestDisk } from "./guest/debian.ts";
 import { buildTinyGuest } from "./guest/tiny.ts";
 import { buildRootfs } from "./rootfs.ts";
 
@@ -164,15 +165,22 @@ export async function buildComponentImage(component: NodeComponent, base: Layer,
  * A KubeVirt containerDisk image: one layer holding the disk under /disk/,
  * readable by the launcher's user, as KubeVirt's containerdisks are.
  */
-export async function buildContainerDiskImage(reference: string, writeDisk: (path: string) => Promise<void>): Promise<BuiltImage> {
+export async function buildContainerDiskImage(reference: string, writeDisk: (path: string) => Promise<void>, fileName = "disk.img"): Promise<BuiltImage> {
   const name = reference.split("/").pop()?.replace(/[:@].*$/, "") ?? "containerdisk";
   const layer = await layerOf(`containerdisk-${name}`, async (dir) => {
     await mkdir(join(dir, "disk"));
-    await writeDisk(join(dir, "disk", "disk.img"));
+    await writeDisk(join(dir, "disk", fileName));
     await run("chown", ["-R", LAUNCHER_USER, join(dir, "disk")]);
-    await chmod(join(dir, "disk", "disk.img"), 0o440);
+    await chmod(join(dir, "disk", fileName), 0o440);
   }, { keepOwners: true });
   return archiveOnce(name, reference, [layer], {});
+}
+
+/** The Debian guest (systemd, cloud-init, a serial getty) as a containerDisk, tagged by its disk's content. */
+export async function buildDebianGuestImage(): Promise<BuiltImage> {
+  const disk = await buildDebianGuestDisk();
+  const tag = disk.split("/").pop()?.replace(/^debian-|\.qcow2$/g, "") ?? "latest";
+  return buildContainerDiskImage(`${REGISTRY}/debian-guest:${tag}`, (path) => copyFile(disk, path), "disk.qcow2");
 }
 
 /**

@@ -157,8 +157,11 @@ export const ConsoleServer = {
 } as const;
 
 export type ConsoleKind = "console" | "vnc";
+/** The VMI subresources the handler carries out on the domain (PUT), in KubeVirt's names. */
+export const VMI_DOMAIN_ACTIONS = ["pause", "unpause", "softreboot", "reset"] as const;
+export type VmiDomainAction = (typeof VMI_DOMAIN_ACTIONS)[number];
 
-/** The handler's path of a VMI's console, VNC or serial log. */
-export function consoleServerPath(namespace: string, name: string, what: ConsoleKind | "serial-log"): string {
+/** The handler's path of a VMI's console, VNC, serial log or domain action. */
+export function consoleServerPath(namespace: string, name: string, what: ConsoleKind | "serial-log" | VmiDomainAction): string {
   return `/v1/namespaces/${encodeURIComponent(namespace)}/virtualmachineinstances/${encodeURIComponent(name)}/${what}`;
 }

@@ -1,7 +1,7 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { REPO_ROOT } from "@kubevirt-ts/control-plane";
-import { type BuiltImage, buildBlankDiskImage, buildImages, buildTinyGuestImage } from "@kubevirt-ts/images";
+import { type BuiltImage, buildBlankDiskImage, buildDebianGuestImage, buildImages, buildTinyGuestImage } from "@kubevirt-ts/images";
 import { IMAGES_FILE, KUBECONFIG_PATH } from "./config.ts";
 import { log, run } from "./exec.ts";
 import { importImages } from "./images.ts";
@@ -32,8 +32,9 @@ export function tagValues(images: BuiltImage[]): string[] {
 
 export async function clusterSync(binDir: string): Promise<void> {
   log("building images");
-  // Test guests come as images too: a blank containerDisk, and the tiny guest for a kernel boot.
-  const images = [...(await buildImages()), await buildBlankDiskImage(), await buildTinyGuestImage()];
+  // Guests come as images too: a blank containerDisk, the tiny guest for a kernel boot, and
+  // the Debian guest (cloud-init, a serial getty) as a bootable containerDisk.
+  const images = [...(await buildImages()), await buildBlankDiskImage(), await buildTinyGuestImage(), await buildDebianGuestImage()];
   await importImages(images);
   const kubeconfig = `--kubeconfig=${KUBECONFIG_PATH}`;
   // Helm installs CRDs only on first install and never upgrades them.

@@ -22,6 +22,7 @@ let server: ConsoleServerHandle;
 let qemuSerial: Server;
 const tls: Record<string, { cert: Buffer; key: Buffer }> = {};
 let ca: Buffer;
+const acted: string[] = [];
 
 function vmi(name: string, phase: string, serial = true): VirtualMachineInstance {
   const spec = defaultVmiSpec({ domain: { devices: { autoattachSerialConsole: serial } } });
@@ -62,10 +63,19 @@ beforeAll(async () => {
     tls: { ca, ...handler },
     allowedClients: [ConsoleServer.apiIdentity],
     podsDir,
+    act: (target, action) => {
+      acted.push(`${action} ${target.vmi.metadata.name ?? ""}`);
+      return Promise.resolve({ state: action === "pause" ? "Paused" : "Running" });
+    },
     lookup: (namespace, name) => {
       if (name === "running") return { vmi: vmi(name, "Running"), podUid: "pod-1" };
       if (name === "scheduled") return { vmi: vmi(name, "Scheduled"), podUid: "pod-1" };
       if (name === "no-serial") return { vmi: vmi(name, "Running", false), podUid: "pod-1" };
+      if (name === "paused") {
+        const paused = vmi(name, "Running");
+        paused.status = { ...paused.status, conditions: [{ type: "Paused", status: "True" }] };
+        return { vmi: paused, podUid: "pod-1" };
+      }
       throw new ConsoleRefusal(404, `no VMI ${namespace}/${name} runs on node test`);
     },
     log: createLogger({ component: "test", level: "error" }),
@@ -92,6 +102,17 @@ function refusal(ws: WebSocket): Promise<{ status: number; body: string }> {
     });
     ws.on("open", () => { reject(new Error("the session opened")); });
     ws.on("error", () => undefined);
+  });
+}
+
+function call(method: string, name: string, what: "serial-log" | "pause" | "unpause" | "softreboot" | "reset"): Promise<string> {
+  const api = tls[ConsoleServer.apiIdentity];
+  return new Promise<string>((resolve, reject) => {
+    const req = request({ method, host: "127.0.0.1", port: server.port, path: consoleServerPath("ns", name, what), ca, ...api, servername: ConsoleServer.handlerIdentity }, (res) => {
+      let text = "";
+      res.setEncoding("utf8").on("data", (c: string) => (text += c)).on("end", () => { resolve(`${String(res.statusCode)} ${text}`); });
+    });
+    req.on("error", reject).end();
   });
 }
 
@@ -144,14 +165,19 @@ describe("the handler's console server", { timeout: 30_000 }, () => {
   });
 
   it("serves the serial log, which holds the boot output nobody watched", async () => {
-    const api = tls[ConsoleServer.apiIdentity];
-    const body = await new Promise<string>((resolve, reject) => {
-      const req = request({ host: "127.0.0.1", port: server.port, path: consoleServerPath("ns", "running", "serial-log"), ca, ...api, servername: ConsoleServer.handlerIdentity }, (res) => {
-        let text = "";
-        res.setEncoding("utf8").on("data", (c: string) => (text += c)).on("end", () => { resolve(`${String(res.statusCode)} ${text}`); });
-      });
-      req.on("error", reject).end();
-    });
-    expect(body).toBe("200 [    0.000000] Linux version 6.1\nDebian GNU/Linux 12 tiny ttyS0\n\ntiny login: ");
+    expect(await call("GET", "running", "serial-log")).toBe("200 [    0.000000] Linux version 6.1\nDebian GNU/Linux 12 tiny ttyS0\n\ntiny login: ");
+  });
+
+  it("carries out pause, unpause, soft reboot and reset on a domain in a state that allows them", async () => {
+    expect(await call("PUT", "running", "pause")).toBe('200 {"state":"Paused"}');
+    expect(await call("PUT", "paused", "unpause")).toBe('200 {"state":"Running"}');
+    expect(await call("PUT", "running", "softreboot")).toBe('200 {"state":"Running"}');
+    expect(await call("PUT", "running", "reset")).toBe('200 {"state":"Running"}');
+    expect(acted).toEqual(["pause running", "unpause paused", "softreboot running", "reset running"]);
+    expect(await call("PUT", "running", "unpause")).toBe("409 the VMI is not paused\n");
+    expect(await call("PUT", "paused", "reset")).toBe("409 the VMI is paused; unpause it before reset\n");
+    expect(await call("PUT", "scheduled", "pause")).toBe("409 the VMI is not running (phase Scheduled); pause needs a running VMI\n");
+    expect(await call("GET", "running", "pause")).toBe("405 pause is done with PUT\n");
+    expect(acted).toHaveLength(4);
   });
 });

@@ -4,14 +4,15 @@ import { type Server, createServer } from "node:https";
 import { type Socket, connect } from "node:net";
 import type { Duplex } from "node:stream";
 import type { PeerCertificate, TLSSocket } from "node:tls";
-import { type ConsoleKind, VmiPhase, type VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import { type ConsoleKind, VMI_DOMAIN_ACTIONS, type VmiDomainAction, VmiPhase, type VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { Gauge, type Registry } from "prom-client";
 import { type WebSocket, WebSocketServer } from "ws";
 import { SERIAL_LOG_NAME, SocketName, openPodSocket, readPodFileTail } from "./pod-volume.ts";
 
 // The handler's console server, KubeVirt's port 8186: the serial console and
-// VNC of this node's VMIs as websockets of raw bytes, and the serial log.
+// VNC of this node's VMIs as websockets of raw bytes, the serial log, and the
+// actions carried out on a running domain (pause, unpause, soft reboot, reset).
 // Only the API may connect: the client's certificate must be signed by the
 // cluster's console CA and name the API. Each VMI has at most one console
 // and one VNC session; a new one takes over from the old, as in KubeVirt.
@@ -39,6 +40,8 @@ export interface ConsoleServerOptions {
   podsDir: string;
   /** The VMI and its launcher pod, or a ConsoleRefusal. */
   lookup: (namespace: string, name: string) => ConsoleTarget;
+  /** Carries out an action on the target's domain through its launcher. */
+  act: (target: ConsoleTarget, action: VmiDomainAction) => Promise<unknown>;
   log: Logger;
   registry: Registry;
   pingIntervalMs?: number;
@@ -52,13 +55,26 @@ export interface ConsoleServerHandle {
 /** What a client gets of the serial log: its last 512 KiB. */
 export const SERIAL_LOG_TAIL_BYTES = 512 * 1024;
 
-const ROUTE = /^\/v1\/namespaces\/([^/]+)\/virtualmachineinstances\/([^/]+)\/(console|vnc|serial-log)$/;
+const ROUTE = new RegExp(`^/v1/namespaces/([^/]+)/virtualmachineinstances/([^/]+)/(console|vnc|serial-log|${VMI_DOMAIN_ACTIONS.join("|")})$`);
+type What = ConsoleKind | "serial-log" | VmiDomainAction;
 
-function parse(req: IncomingMessage): { namespace: string; name: string; what: ConsoleKind | "serial-log"; query: URLSearchParams } {
+function parse(req: IncomingMessage): { namespace: string; name: string; what: What; query: URLSearchParams } {
   const url = new URL(req.url ?? "/", "https://handler");
   const match = ROUTE.exec(url.pathname);
   if (!match) throw new ConsoleRefusal(404, `no such path: ${url.pathname}`);
-  return { namespace: decodeURIComponent(match[1] ?? ""), name: decodeURIComponent(match[2] ?? ""), what: match[3] as ConsoleKind | "serial-log", query: url.searchParams };
+  return { namespace: decodeURIComponent(match[1] ?? ""), name: decodeURIComponent(match[2] ?? ""), what: match[3] as What, query: url.searchParams };
+}
+
+const isAction = (what: What): what is VmiDomainAction => (VMI_DOMAIN_ACTIONS as readonly string[]).includes(what);
+
+/** Why an action cannot be carried out on the VMI now; undefined when it can. */
+export function actionUnavailable(vmi: VirtualMachineInstance, action: VmiDomainAction): ConsoleRefusal | undefined {
+  const phase = vmi.status?.phase ?? VmiPhase.Pending;
+  if (phase !== VmiPhase.Running) return new ConsoleRefusal(409, `the VMI is not running (phase ${phase}); ${action} needs a running VMI`);
+  const paused = vmi.status?.conditions?.some((c) => c.type === "Paused" && c.status === "True") ?? false;
+  if (action === "unpause" && !paused) return new ConsoleRefusal(409, "the VMI is not paused");
+  if (action !== "unpause" && paused) return new ConsoleRefusal(409, `the VMI is paused; unpause it before ${action === "pause" ? "pausing it again" : action}`);
+  return undefined;
 }
 
 function peerName(req: IncomingMessage): string | undefined {
@@ -105,10 +121,22 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
     return false;
   };
 
-  const serveLog = async (req: IncomingMessage, res: ServerResponse) => {
+  const serveHttp = async (req: IncomingMessage, res: ServerResponse) => {
     try {
       if (!authorized(req)) throw new ConsoleRefusal(403, "this client may not use the console server");
       const { namespace, name, what } = parse(req);
+      if (isAction(what)) {
+        if (req.method !== "PUT") throw new ConsoleRefusal(405, `${what} is done with PUT`);
+        const target = lookup(namespace, name);
+        const refusal = actionUnavailable(target.vmi, what);
+        if (refusal) throw refusal;
+        const domain = await options.act(target, what).catch((error: unknown) => {
+          throw new ConsoleRefusal(409, `the launcher could not ${what} the VMI: ${error instanceof Error ? error.message : String(error)}`);
+        });
+        log.info("domain action", { namespace, vmi: name, action: what });
+        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(domain));
+        return;
+      }
       if (what !== "serial-log" || req.method !== "GET") throw new ConsoleRefusal(405, `${what} is a websocket; serial-log is read with GET`);
       const { podUid } = lookup(namespace, name);
       const current = await readPodFileTail(podsDir, podUid, SERIAL_LOG_NAME, SERIAL_LOG_TAIL_BYTES);
@@ -180,7 +208,7 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
     try {
       if (!authorized(req)) throw new ConsoleRefusal(403, "this client may not use the console server");
       const { namespace, name, what, query } = parse(req);
-      if (what === "serial-log") throw new ConsoleRefusal(400, "serial-log is read with GET, not a websocket");
+      if (what === "serial-log" || isAction(what)) throw new ConsoleRefusal(400, `${what} is a plain request, not a websocket`);
       const { vmi, podUid } = lookup(namespace, name);
       const refusal = consoleUnavailable(vmi, what);
       if (refusal) throw refusal;
@@ -211,7 +239,7 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
     }
   };
 
-  const server: Server = createServer({ ...options.tls, requestCert: true, rejectUnauthorized: true, minVersion: "TLSv1.3" }, (req, res) => void serveLog(req, res));
+  const server: Server = createServer({ ...options.tls, requestCert: true, rejectUnauthorized: true, minVersion: "TLSv1.3" }, (req, res) => void serveHttp(req, res));
   server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => void upgrade(req, socket, head));
   server.listen(options.port, options.host);
   await once(server, "listening");

@@ -11,6 +11,8 @@ import { Launchers } from "./launchers.ts";
 // node through their launchers, reports their state, and serves their
 // consoles to the API.
 
+const LAUNCHER_METHOD = { pause: "pause", unpause: "unpause", softreboot: "softReboot", reset: "reset" } as const;
+
 async function readTls(dir: string) {
   const read = (name: string) =>
     readFile(join(dir, name)).catch((error: unknown) => {
@@ -37,6 +39,7 @@ await runService({
       allowedClients: env.CONSOLE_CLIENTS,
       podsDir: env.KUBELET_PODS_DIR,
       lookup: handler.consoleTarget,
+      act: async (target, action) => (await launchers.get(target.podUid)).call(LAUNCHER_METHOD[action]),
       log,
       registry,
     });

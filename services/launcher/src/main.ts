@@ -5,7 +5,7 @@ import { env } from "./env.ts";
 import { DomainManager } from "./libvirt/domain-manager.ts";
 import { type LibvirtDaemon, startLibvirtd } from "./libvirt/daemon.ts";
 import { LAUNCHER_SOCKET } from "./rpc/protocol.ts";
-import { RpcError, startRpcServer } from "./rpc/server.ts";
+import { startRpcServer } from "./rpc/server.ts";
 import type { VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 
 // virt-launcher: one per VMI, in the VMI's pod. It runs libvirt as its own
@@ -27,13 +27,13 @@ await runService({
     await hypervisor.connectOpen();
     const manager = new DomainManager({
       hypervisor,
+      uri: daemon.uri,
       layout: { socketsDir: env.SOCKETS_DIR, containerDisksDir: env.CONTAINER_DISKS_DIR, kernelBootDir: env.KERNEL_BOOT_DIR, disksDir: join(env.STATE_DIR, "disks") },
       allowEmulation: env.ALLOW_EMULATION,
       kvmDevice: env.KVM_DEVICE,
       guestNetwork: env.GUEST_NETWORK,
       log,
     });
-    const unsupported = (what: string) => () => Promise.reject(new RpcError("Failed", `${what} is not supported by this launcher yet`));
     const server = await startRpcServer(
       join(env.SOCKETS_DIR, LAUNCHER_SOCKET),
       {
@@ -44,8 +44,8 @@ await runService({
         unpause: () => manager.unpause(),
         shutdown: () => manager.shutdown(),
         kill: () => manager.kill(),
-        softReboot: unsupported("soft reboot"),
-        reset: unsupported("reset"),
+        softReboot: () => manager.softReboot(),
+        reset: () => manager.reset(),
       },
       log,
     );

@@ -125,6 +125,18 @@ describe("the launcher", () => {
     expect(await client.call("unpause")).toMatchObject({ state: "Running" });
   });
 
+  it("resets the guest: it boots again", async () => {
+    const serial = join(dirs().sockets, "virt-serial0");
+    const rebooted = readUntil(serial, "init reached");
+    expect(await client.call("reset")).toMatchObject({ state: "Running" });
+    expect(await rebooted).toContain("init reached");
+  });
+
+  it("passes a soft reboot to the guest through ACPI", async () => {
+    // The tiny guest has no ACPI daemon; QEMU takes the request and the guest ignores it.
+    expect(await client.call("softReboot")).toMatchObject({ state: "Running" });
+  });
+
   it("on SIGTERM stops the guest within its grace period, then exits 0", async () => {
     const started = Date.now();
     launcher.kill("SIGTERM");

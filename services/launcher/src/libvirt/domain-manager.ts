@@ -1,6 +1,8 @@
+import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import { access, constants } from "node:fs/promises";
 import { basename, join } from "node:path";
+import { promisify } from "node:util";
 import { type Domain, DomainState, type Hypervisor } from "@unraid/libvirt";
 import type { VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
@@ -21,6 +23,8 @@ export interface LauncherLayout {
 
 export interface DomainManagerOptions {
   hypervisor: Hypervisor;
+  /** The libvirt URI of the hypervisor, for what the binding lacks (reboot, reset), done with virsh. */
+  uri: string;
   layout: LauncherLayout;
   allowEmulation: boolean;
   kvmDevice: string;
@@ -58,6 +62,7 @@ export class DomainManager {
   private readonly o: DomainManagerOptions;
   private domain: Domain | undefined;
   private domainType: DomainType | undefined;
+  private name: string | undefined;
   private syncing: Promise<DomainStatus> | undefined;
 
   constructor(options: DomainManagerOptions) {
@@ -124,6 +129,7 @@ export class DomainManager {
     const domain = await hypervisor.domainDefineXML(xml);
     await hypervisor.domainCreate(domain);
     this.domain = domain;
+    this.name = domainName(vmi);
     log.info("domain started", { domain: domainName(vmi), type: this.domainType, emulation: this.domainType === "qemu" });
     return this.state();
   }
@@ -146,6 +152,28 @@ export class DomainManager {
   /** Asks the guest to power off through ACPI. */
   async shutdown(): Promise<DomainStatus> {
     await this.o.hypervisor.domainShutdown(this.require());
+    return this.state();
+  }
+
+  private async virsh(command: string, ...args: string[]): Promise<void> {
+    this.require();
+    const name = this.name ?? "";
+    try {
+      await promisify(execFile)("virsh", ["-c", this.o.uri, command, name, ...args]);
+    } catch (error) {
+      throw new RpcError("Failed", `virsh ${command} failed: ${((error as { stderr?: string }).stderr ?? String(error)).trim()}`);
+    }
+  }
+
+  /** Asks the guest to reboot through ACPI, as pressing a reset button it handles itself. */
+  async softReboot(): Promise<DomainStatus> {
+    await this.virsh("reboot", "--mode", "acpi");
+    return this.state();
+  }
+
+  /** Resets the virtual machine at once, without the guest's say, like a hardware reset. */
+  async reset(): Promise<DomainStatus> {
+    await this.virsh("reset");
     return this.state();
   }
 

@@ -1,0 +1,104 @@
+import { describe, expect, it } from "vitest";
+import { core, custom, imageOf, suiteNamespace } from "./cluster.ts";
+import { openConsole, serialLog } from "./console.ts";
+
+// A real Debian guest from a KubeVirt-style containerDisk: it boots from
+// its own disk, cloud-init reads the VM's NoCloud user data, systemd puts a
+// login prompt on the serial console, and a user logs in there through the
+// handler and runs commands that reach out of the pod.
+
+const { name: namespace, get, launcherPods } = suiteNamespace("e2e-debian");
+const boot = { timeout: 600_000, interval: 2_000 };
+const debianGuest = imageOf("debian-guest");
+const password = "kubevirt-ts-e2e";
+
+const vm = {
+  apiVersion: "kubevirt.io/v1",
+  kind: "VirtualMachine",
+  metadata: { name: "debian", namespace },
+  spec: {
+    runStrategy: "Always",
+    template: {
+      spec: {
+        domain: {
+          cpu: { cores: 1 },
+          memory: { guest: "1Gi" },
+          devices: {
+            disks: [
+              { name: "root", disk: { bus: "virtio" } },
+              { name: "cloudinit", disk: { bus: "virtio" } },
+            ],
+            interfaces: [{ name: "default", masquerade: {} }],
+          },
+        },
+        networks: [{ name: "default", pod: {} }],
+        terminationGracePeriodSeconds: 30,
+        volumes: [
+          { name: "root", containerDisk: { image: debianGuest } },
+          {
+            name: "cloudinit",
+            cloudInitNoCloud: {
+              userData: `#cloud-config\nusers:\n  - name: tester\n    lock_passwd: false\n    plain_text_passwd: ${password}\n    shell: /bin/bash\n`,
+            },
+          },
+        ],
+      },
+    },
+  },
+};
+
+describe("a VM with the Debian guest", () => {
+  it("boots from its containerDisk to a login prompt, which the handler kept before anyone connected", async () => {
+    expect(debianGuest).toMatch(/^kubevirt-ts\.local\/debian-guest:/);
+    await custom.createNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachines", body: vm });
+    await expect.poll(async () => (await get("virtualmachineinstances", "debian"))?.status?.phase, boot).toBe("Running");
+    await expect.poll(() => serialLog(namespace, "debian").catch(() => ""), boot).toMatch(/Debian GNU\/Linux 12 \S+ ttyS0[\s\S]*login: /);
+    const log = await serialLog(namespace, "debian");
+    expect(log).toContain("Linux version");
+    expect(log).toMatch(/Cloud-init v\. [\d.]+ running/);
+  });
+
+  it("lets the cloud-init user log in on the serial console and run commands that reach the cluster from the guest", async () => {
+    const { ws, received } = await openConsole(namespace, "debian", "console");
+    const text = () => received().toString("utf8");
+    const type = (line: string) => {
+      ws.send(Buffer.from(`${line}\r`));
+    };
+    const after = (marker: number) => text().slice(marker);
+
+    // The kernel and cloud-init may print to the console at any moment, so each step
+    // waits for its prompt in what came after the previous step, wherever it is.
+    const waitFor = async (prompt: RegExp, marker: number) => {
+      await expect.poll(() => after(marker), boot).toMatch(prompt);
+    };
+    let mark = text().length;
+    type("");
+    await waitFor(/login: /, mark);
+    mark = text().length;
+    type("tester");
+    await waitFor(/Password: /, mark);
+    mark = text().length;
+    type(password);
+    await waitFor(/tester@\S+:~\$ /, mark);
+
+    const { spec } = await core.readNamespacedService({ name: "kubernetes", namespace: "default" });
+    mark = text().length;
+    type(`echo "whoami=$(whoami) sum=$((40+2))"; ip -4 -o addr show scope global; timeout 10 bash -c 'exec 3<>/dev/tcp/${spec?.clusterIP ?? ""}/443' && echo "reached=k8s-$((6*7))"`);
+    await expect.poll(() => after(mark), boot).toContain("reached=k8s-42");
+    const output = after(mark);
+    expect(output).toContain("whoami=tester sum=42");
+    // Masquerade: the guest's own address is on the launcher's private guest network, behind the pod's.
+    expect(output).toMatch(/inet 198\.19\.254\.\d+\/24/);
+    ws.close();
+
+    const vmi = await get("virtualmachineinstances", "debian");
+    const [pod] = await launcherPods();
+    expect((vmi?.status?.interfaces as { ipAddress: string }[])[0]?.ipAddress).toBe(pod?.status?.podIP);
+  });
+
+  it("is deleted with its guest and launcher pod", async () => {
+    await custom.deleteNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachines", name: "debian" });
+    await expect.poll(() => get("virtualmachineinstances", "debian"), boot).toBeUndefined();
+    await expect.poll(async () => (await launcherPods()).length, boot).toBe(0);
+  });
+});
