@@ -1,4 +1,4 @@
-import { integrationTestConfig } from "@kubevirt-ts/control-plane/vitest-config";
+import { unitAndIntegrationProjects } from "@kubevirt-ts/control-plane/vitest-config";
 import { defineConfig } from "vitest/config";
 
-export default defineConfig({ test: integrationTestConfig });
+export default defineConfig({ test: { projects: unitAndIntegrationProjects } });

@@ -1,6 +1,7 @@
 import { NODE_NAME } from "@kubevirt-ts/local-cluster";
 import { describe, expect, it } from "vitest";
 import { core, custom, imageOf, suiteNamespace } from "./cluster.ts";
+import { tinyVm } from "../manifests.ts";
 import { openConsole, serialLog } from "./console.ts";
 
 // A VM that really runs: the tiny guest booted by its launcher, under the
@@ -11,25 +12,7 @@ const { name: namespace, kubectl, get, launcherPods } = suiteNamespace("e2e-run"
 const poll = { timeout: 180_000, interval: 1_000 };
 const tinyGuest = imageOf("tiny-guest");
 
-const vm = {
-  apiVersion: "kubevirt.io/v1",
-  kind: "VirtualMachine",
-  metadata: { name: "tiny", namespace },
-  spec: {
-    runStrategy: "Always",
-    template: {
-      spec: {
-        domain: {
-          memory: { guest: "128Mi" },
-          firmware: { kernelBoot: { kernelArgs: "console=ttyS0", container: { image: tinyGuest, kernelPath: "/boot/vmlinuz", initrdPath: "/boot/initrd.gz" } } },
-          devices: { interfaces: [{ name: "default", masquerade: {} }] },
-        },
-        networks: [{ name: "default", pod: {} }],
-        terminationGracePeriodSeconds: 5,
-      },
-    },
-  },
-};
+const vm = tinyVm("tiny", tinyGuest, namespace);
 
 describe("a VM with the tiny guest", () => {
   it("runs: Running with software emulation, its pod's address, and its boot output in the serial log", async () => {

@@ -1,4 +1,42 @@
+import { ConsoleServer } from "@kubevirt-ts/kubevirt-api";
 import { baseEnv, parseEnv } from "@kubevirt-ts/runtime";
 import { z } from "zod";
 
-export const env = parseEnv(z.object({ ...baseEnv(9103) }));
+const guestImage = z.object({
+  name: z.string().min(1),
+  image: z.string().min(1),
+  description: z.string().default(""),
+  /** How it boots: a disk that boots by itself, or a kernel boot image. */
+  boot: z.enum(["disk", "kernel"]).default("disk"),
+});
+export type GuestImage = z.infer<typeof guestImage>;
+
+export const env = parseEnv(
+  z.object({
+    ...baseEnv(9103),
+    /** tRPC (with SSE subscriptions) and the console and VNC websockets. */
+    PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+    HOST: z.string().default("0.0.0.0"),
+    /** The admission webhooks, over TLS (the API server calls them). */
+    WEBHOOK_PORT: z.coerce.number().int().min(0).max(65535).default(8443),
+    /** tls.crt and tls.key of the webhooks' serving certificate; no webhooks are served when unset. */
+    WEBHOOK_TLS_DIR: z.string().optional(),
+    /** ca.crt, tls.crt and tls.key of the API's client certificate for the handlers' console servers. */
+    CONSOLE_TLS_DIR: z.string().default("/etc/kubevirt-ts/console-tls"),
+    /** The namespace the handlers run in (the chart's release namespace). */
+    HANDLER_NAMESPACE: z.string().default("kubevirt-ts"),
+    HANDLER_PORT: z.coerce.number().int().min(1).max(65535).default(ConsoleServer.port),
+    /** The guest images the dashboard offers to boot, as JSON: [{ name, image, description, boot }]. */
+    GUEST_IMAGES: z
+      .string()
+      .default("[]")
+      .transform((text, ctx) => {
+        try {
+          return z.array(guestImage).parse(JSON.parse(text));
+        } catch (error) {
+          ctx.addIssue({ code: "custom", message: `must be a JSON list of { name, image, description, boot }: ${error instanceof Error ? error.message : String(error)}` });
+          return z.NEVER;
+        }
+      }),
+  }),
+);

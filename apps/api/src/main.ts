@@ -1,12 +1,52 @@
-import { kubevirtApiCheck, loadKubeConfig } from "@kubevirt-ts/kube";
+import { once } from "node:events";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { KubeClient, createRestClientMetrics, kubevirtApiCheck, loadKubeConfig } from "@kubevirt-ts/kube";
 import { runService } from "@kubevirt-ts/runtime";
 import { env } from "./env.ts";
+import { HandlerDialer } from "./handler-dialer.ts";
+import { createApiServer, createWebhookServer } from "./server.ts";
+
+// virt-api: the typed API of the dashboard and of automation (tRPC), the
+// console and VNC proxy to the handlers, and the admission webhooks.
 
 const kubeConfig = loadKubeConfig();
+
+async function readDir(dir: string, names: string[], purpose: string): Promise<Buffer[]> {
+  return Promise.all(
+    names.map((name) =>
+      readFile(join(dir, name)).catch((error: unknown) => {
+        throw new Error(`${name} of ${purpose} is missing from ${dir}; the chart mounts it from a Secret it manages`, { cause: error });
+      }),
+    ),
+  );
+}
 
 await runService({
   name: "virt-api",
   opsPort: env.OPS_PORT,
   logLevel: env.LOG_LEVEL,
   checks: () => ({ apiServer: kubevirtApiCheck(kubeConfig) }),
+  start: async ({ log, registry }) => {
+    const own = await KubeClient.fromKubeConfig(kubeConfig, createRestClientMetrics(registry));
+    const [ca, cert, key] = await readDir(env.CONSOLE_TLS_DIR, ["ca.crt", "tls.crt", "tls.key"], "the console client certificate (CONSOLE_TLS_DIR)");
+    const handlers = new HandlerDialer({ own, namespace: env.HANDLER_NAMESPACE, port: env.HANDLER_PORT, tls: { ca: ca ?? Buffer.alloc(0), cert: cert ?? Buffer.alloc(0), key: key ?? Buffer.alloc(0) } });
+    const api = createApiServer({ own, handlers, guestImages: env.GUEST_IMAGES, log });
+    api.listen(env.PORT, env.HOST);
+    await once(api, "listening");
+    log.info("API listening", { port: env.PORT });
+    let webhooks: ReturnType<typeof createWebhookServer> | undefined;
+    if (env.WEBHOOK_TLS_DIR) {
+      const [webhookCert, webhookKey] = await readDir(env.WEBHOOK_TLS_DIR, ["tls.crt", "tls.key"], "the webhooks' serving certificate (WEBHOOK_TLS_DIR)");
+      webhooks = createWebhookServer({ cert: webhookCert ?? Buffer.alloc(0), key: webhookKey ?? Buffer.alloc(0) }, log);
+      webhooks.listen(env.WEBHOOK_PORT, env.HOST);
+      await once(webhooks, "listening");
+      log.info("admission webhooks listening", { port: env.WEBHOOK_PORT });
+    }
+    return async () => {
+      api.closeAllConnections();
+      webhooks?.closeAllConnections();
+      await Promise.all([new Promise((resolve) => api.close(resolve)), webhooks && new Promise((resolve) => webhooks.close(resolve))]);
+    };
+  },
 });

@@ -130,8 +130,12 @@ export const COMPONENTS: NodeComponent[] = [
   {
     name: "web",
     workspace: "apps/web",
-    files: [{ from: ".next/standalone", to: "app" }],
-    entrypoint: ["node", "/app/apps/web/server.js"],
+    files: [
+      { from: ".next/standalone", to: "app" },
+      { from: "gateway", to: "app/apps/web/gateway" },
+    ],
+    // The gateway in front of Next.js: one origin for the dashboard and the API.
+    entrypoint: ["node", "/app/apps/web/gateway/main.ts"],
     user: SERVICE_USER,
     env: ["NODE_ENV=production", "HOSTNAME=0.0.0.0", "PORT=3000"],
   },

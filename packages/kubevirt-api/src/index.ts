@@ -6,3 +6,4 @@ export * from "./schema/vm.ts";
 export * from "./defaults.ts";
 export * from "./validation/index.ts";
 export { virtualMachineCrd, virtualMachineInstanceCrd } from "./crd/crds.ts";
+export * from "./lifecycle.ts";

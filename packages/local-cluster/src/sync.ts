@@ -30,6 +30,13 @@ export function tagValues(images: BuiltImage[]): string[] {
   });
 }
 
+/** The guests the dashboard offers: those that boot from their own disk. */
+export function guestImages(images: BuiltImage[]): { name: string; image: string; description: string; boot: "disk" }[] {
+  return images
+    .filter((image) => image.name === "debian-guest")
+    .map((image) => ({ name: "debian-12", image: image.reference, description: "Debian 12: systemd, cloud-init (NoCloud), DHCP, a login on the serial console", boot: "disk" }));
+}
+
 export async function clusterSync(binDir: string): Promise<void> {
   log("building images");
   // Guests come as images too: a blank containerDisk, the tiny guest for a kernel boot, and
@@ -47,6 +54,7 @@ export async function clusterSync(binDir: string): Promise<void> {
     ...tagValues(images),
     // /dev/kvm here cannot run ordinary guests: VMs run with emulation.
     "--set", "useEmulation=true",
+    "--set-json", `guestImages=${JSON.stringify(guestImages(images))}`,
     "--wait", "--timeout", "5m",
   ]);
   await writeFile(IMAGES_FILE, `${JSON.stringify(images, null, 2)}\n`);

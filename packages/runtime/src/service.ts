@@ -74,3 +74,12 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
   process.once("SIGTERM", onSignal);
   process.once("SIGINT", onSignal);
 }
+
+/** An error that carries the status (HTTP status, or websocket close code) its answer should have. */
+export class StatusError extends Error {
+  readonly status: number;
+  constructor(status: number, message: string) {
+    super(message);
+    this.status = status;
+  }
+}

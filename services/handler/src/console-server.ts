@@ -5,7 +5,7 @@ import { type Socket, connect } from "node:net";
 import type { Duplex } from "node:stream";
 import type { PeerCertificate, TLSSocket } from "node:tls";
 import { type ConsoleKind, VMI_DOMAIN_ACTIONS, type VmiDomainAction, VmiPhase, type VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
-import type { Logger } from "@kubevirt-ts/runtime";
+import { type Logger, StatusError } from "@kubevirt-ts/runtime";
 import { Gauge, type Registry } from "prom-client";
 import { type WebSocket, WebSocketServer } from "ws";
 import { SERIAL_LOG_NAME, SocketName, openPodSocket, readPodFileTail } from "./pod-volume.ts";
@@ -23,13 +23,8 @@ export interface ConsoleTarget {
   podUid: string;
 }
 
-export class ConsoleRefusal extends Error {
-  readonly status: number;
-  constructor(status: number, message: string) {
-    super(message);
-    this.status = status;
-  }
-}
+/** Why a request was refused, with its HTTP status. */
+export class ConsoleRefusal extends StatusError {}
 
 export interface ConsoleServerOptions {
   port: number;

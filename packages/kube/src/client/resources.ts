@@ -15,6 +15,9 @@ export const resources = {
   events: { group: "", version: "v1", plural: "events", namespaced: true },
   leases: { group: "coordination.k8s.io", version: "v1", plural: "leases", namespaced: true },
   nodes: { group: "", version: "v1", plural: "nodes", namespaced: false },
+  namespaces: { group: "", version: "v1", plural: "namespaces", namespaced: false },
+  selfSubjectAccessReviews: { group: "authorization.k8s.io", version: "v1", plural: "selfsubjectaccessreviews", namespaced: false },
+  selfSubjectReviews: { group: "authentication.k8s.io", version: "v1", plural: "selfsubjectreviews", namespaced: false },
 } as const satisfies Record<string, ResourceType>;
 
 /** The path of a collection or of one object, e.g. /apis/kubevirt.io/v1/namespaces/ns/virtualmachines/vm/status. */

@@ -78,11 +78,26 @@ export class KubeClient {
   private readonly server: URL;
   private readonly options: RequestOptions;
   private readonly metrics: RestClientMetrics | undefined;
+  /** One connection pool, without client credentials, shared by the clients of all users. */
+  private userAgent: Agent | undefined;
 
   private constructor(server: URL, options: RequestOptions, metrics?: RestClientMetrics) {
     this.server = server;
     this.options = options;
     this.metrics = metrics;
+  }
+
+  /**
+   * The same API server, reached as someone else: with their bearer token and
+   * nothing of this client's own credentials (its client certificate or token).
+   * The API uses it to act as the signed-in user.
+   */
+  withBearerToken(token: string): KubeClient {
+    const { ca, rejectUnauthorized } = this.options;
+    this.userAgent ??= new Agent({ keepAlive: true, ca, rejectUnauthorized });
+    const child = new KubeClient(this.server, { ca, rejectUnauthorized, agent: this.userAgent, headers: { authorization: `Bearer ${token}` } }, this.metrics);
+    child.userAgent = this.userAgent;
+    return child;
   }
 
   static async fromKubeConfig(kubeConfig: KubeConfig, metrics?: RestClientMetrics): Promise<KubeClient> {

@@ -1,0 +1,142 @@
+import type { IncomingMessage } from "node:http";
+import type { Duplex } from "node:stream";
+import { ApiError, type KubeClient, isNotFound, resources } from "@kubevirt-ts/kube";
+import { type ConsoleKind, SUBRESOURCE_GROUP, type VirtualMachineInstance, VmiPhase } from "@kubevirt-ts/kubevirt-api";
+import { type Logger, StatusError } from "@kubevirt-ts/runtime";
+import { type WebSocket, WebSocketServer } from "ws";
+import { type HandlerDialer, HandlerError } from "./handler-dialer.ts";
+import { mayI } from "./trpc/router.ts";
+
+// KubeVirt's console and VNC subresources as websockets: the path and the
+// plain.kubevirt.io subprotocol of virtctl, binary frames of raw bytes, the
+// bearer token in the Authorization header or, from a browser that cannot
+// set headers, as a base64url.bearer.authorization.k8s.io.<token>
+// subprotocol. The user must be allowed `get` on the subresource; the bytes
+// then flow to the handler on the VMI's node over mutual TLS.
+//
+// A browser cannot read the HTTP status of a refused upgrade, so refusals
+// come after the upgrade, as close codes with a reason in words:
+// 4401 not signed in, 4403 not allowed, 4404 no such VMI, 4409 not running,
+// 4503 the node's handler is unreachable.
+
+export const CONSOLE_PATH = /^\/apis\/subresources\.kubevirt\.io\/v1\/namespaces\/([a-z0-9-]+)\/virtualmachineinstances\/([a-z0-9-]+)\/(console|vnc)$/;
+export const PLAIN_PROTOCOL = "plain.kubevirt.io";
+const BEARER_PROTOCOL_PREFIX = "base64url.bearer.authorization.k8s.io.";
+
+/** The bearer token of an upgrade request: its Authorization header, else its bearer subprotocol. */
+export function upgradeToken(req: IncomingMessage): string | undefined {
+  const header = req.headers.authorization;
+  if (header?.startsWith("Bearer ")) return header.slice("Bearer ".length).trim() || undefined;
+  const protocols = (req.headers["sec-websocket-protocol"] ?? "").split(",").map((p) => p.trim());
+  const encoded = protocols.find((p) => p.startsWith(BEARER_PROTOCOL_PREFIX))?.slice(BEARER_PROTOCOL_PREFIX.length);
+  return encoded ? Buffer.from(encoded, "base64url").toString("utf8") : undefined;
+}
+
+/** A refused session, with its websocket close code. */
+class Refusal extends StatusError {}
+
+export interface ConsoleProxyOptions {
+  own: KubeClient;
+  handlers: HandlerDialer;
+  log: Logger;
+  pingIntervalMs?: number;
+}
+
+export function createConsoleProxy(options: ConsoleProxyOptions) {
+  const { own, handlers, log } = options;
+  const pingIntervalMs = options.pingIntervalMs ?? 30_000;
+  const server = new WebSocketServer({
+    noServer: true,
+    perMessageDeflate: false,
+    // Answer with plain.kubevirt.io, never echoing the token back.
+    handleProtocols: (protocols) => (protocols.has(PLAIN_PROTOCOL) ? PLAIN_PROTOCOL : false),
+  });
+
+  async function connect(token: string | undefined, namespace: string, name: string, kind: ConsoleKind): Promise<WebSocket> {
+    if (!token) throw new Refusal(4401, "Sign in first: no bearer token came with the request.");
+    const client = own.withBearerToken(token);
+    let allowed: boolean;
+    try {
+      allowed = await mayI(client, namespace, { verb: "get", group: SUBRESOURCE_GROUP, resource: "virtualmachineinstances", subresource: kind }, name);
+    } catch (error) {
+      if (error instanceof ApiError && error.code === 401) throw new Refusal(4401, "Your token was not accepted by the cluster: sign in again.");
+      throw error;
+    }
+    if (!allowed) throw new Refusal(4403, `You may not open the ${kind === "vnc" ? "VNC display" : "serial console"} of ${namespace}/${name}: it takes get on virtualmachineinstances/${kind} (${SUBRESOURCE_GROUP}).`);
+    let vmi: VirtualMachineInstance;
+    try {
+      vmi = await client.get<VirtualMachineInstance>(resources.virtualMachineInstances, namespace, name);
+    } catch (error) {
+      if (isNotFound(error)) throw new Refusal(4404, `The VM ${name} is not running (it has no VMI in ${namespace}); start it first.`);
+      throw error;
+    }
+    if (vmi.status?.phase !== VmiPhase.Running || !vmi.status.nodeName) throw new Refusal(4409, `The VM ${name} is not running (phase ${vmi.status?.phase ?? "Pending"}); wait until it is Running.`);
+    try {
+      return await handlers.open(vmi.status.nodeName, namespace, name, kind);
+    } catch (error) {
+      if (error instanceof HandlerError) throw new Refusal(error.status >= 500 ? 4503 : 4000 + error.status, error.message);
+      throw error;
+    }
+  }
+
+  function pipe(client: WebSocket, handler: WebSocket, labels: Record<string, string>): void {
+    client.on("message", (data: Buffer) => { handler.send(data, { binary: true }); });
+    handler.on("message", (data: Buffer) => { client.send(data, { binary: true }); });
+    let alive = true;
+    client.on("pong", () => (alive = true));
+    const ping = setInterval(() => {
+      if (!alive) {
+        client.terminate();
+        return;
+      }
+      alive = false;
+      client.ping();
+    }, pingIntervalMs);
+    const reason = (buffer: Buffer) => buffer.toString().slice(0, 120);
+    handler.on("close", (code, why) => {
+      clearInterval(ping);
+      if (client.readyState === client.OPEN) client.close(code === 1005 || code === 1006 ? 1000 : code, reason(why) || "the VM's console closed");
+    });
+    client.on("close", () => {
+      clearInterval(ping);
+      handler.close();
+      log.info("console session ended", labels);
+    });
+    handler.on("error", (error) => { log.warn("handler console error", { ...labels, error }); });
+    client.on("error", (error) => { log.warn("client console error", { ...labels, error }); });
+  }
+
+  /** Takes an upgrade request; false when its path is not a console's. */
+  return function handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
+    const match = CONSOLE_PATH.exec(new URL(req.url ?? "/", "http://api").pathname);
+    if (!match) return false;
+    const [, namespace = "", name = ""] = match;
+    const kind = match[3] as ConsoleKind;
+    const token = upgradeToken(req);
+    server.handleUpgrade(req, socket, head, (client) => {
+      const labels = { namespace, vmi: name, kind };
+      // What the browser sends before the handler answers waits here.
+      const early: Buffer[] = [];
+      const hold = (data: Buffer) => early.push(data);
+      client.on("message", hold);
+      connect(token, namespace, name, kind).then(
+        (handler) => {
+          client.off("message", hold);
+          if (client.readyState !== client.OPEN) {
+            handler.close();
+            return;
+          }
+          for (const data of early) handler.send(data, { binary: true });
+          pipe(client, handler, labels);
+          log.info("console session started", labels);
+        },
+        (error: unknown) => {
+          const refusal = error instanceof Refusal ? error : new Refusal(1011, "The console could not be opened; the API logged why.");
+          if (!(error instanceof Refusal)) log.error("could not open a console", { ...labels, error });
+          client.close(refusal.status, refusal.message.slice(0, 120));
+        },
+      );
+    });
+    return true;
+  };
+}

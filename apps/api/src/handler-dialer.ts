@@ -1,0 +1,79 @@
+import { request } from "node:https";
+import type { ConnectionOptions } from "node:tls";
+import { type KubeClient, type KubeObject, resources } from "@kubevirt-ts/kube";
+import { ConsoleServer, type ConsoleKind, type VmiDomainAction, consoleServerPath } from "@kubevirt-ts/kubevirt-api";
+import { StatusError } from "@kubevirt-ts/runtime";
+import { type ClientOptions, WebSocket } from "ws";
+
+// The API's way to the handler of a node: the handler pod on that node, its
+// console server reached over mutual TLS with the API's client certificate,
+// and the handler's certificate checked to name the handler.
+
+export interface HandlerTls {
+  ca: Buffer;
+  cert: Buffer;
+  key: Buffer;
+}
+
+interface HandlerPod extends KubeObject {
+  status?: { podIP?: string; conditions?: { type: string; status: string }[] };
+}
+
+/** What the handler answered, or why it could not be reached (5xx). */
+export class HandlerError extends StatusError {}
+
+export class HandlerDialer {
+  private readonly own: KubeClient;
+  private readonly namespace: string;
+  private readonly port: number;
+  private readonly tls: HandlerTls;
+
+  constructor(options: { own: KubeClient; namespace: string; port: number; tls: HandlerTls }) {
+    this.own = options.own;
+    this.namespace = options.namespace;
+    this.port = options.port;
+    this.tls = options.tls;
+  }
+
+  private options(): ClientOptions & ConnectionOptions {
+    return { ca: this.tls.ca, cert: this.tls.cert, key: this.tls.key, servername: ConsoleServer.handlerIdentity, perMessageDeflate: false };
+  }
+
+  /** The address of the ready handler on a node. */
+  async address(nodeName: string): Promise<string> {
+    const pods = await this.own.list<HandlerPod>(resources.pods, this.namespace, { labelSelector: "app.kubernetes.io/name=virt-handler", fieldSelector: `spec.nodeName=${nodeName}` });
+    const ready = pods.items.find((p) => !p.metadata.deletionTimestamp && p.status?.podIP && p.status.conditions?.some((c) => c.type === "Ready" && c.status === "True"));
+    if (!ready?.status?.podIP) throw new HandlerError(503, `no ready handler runs on node ${nodeName}; the VM's console and actions are unavailable until it is back`);
+    return `${ready.status.podIP}:${String(this.port)}`;
+  }
+
+  /** Opens a console or VNC session with the handler; resolves once it is open. */
+  async open(nodeName: string, namespace: string, name: string, kind: ConsoleKind): Promise<WebSocket> {
+    const ws = new WebSocket(`wss://${await this.address(nodeName)}${consoleServerPath(namespace, name, kind)}`, this.options());
+    return new Promise((resolve, reject) => {
+      ws.once("open", () => { resolve(ws); });
+      ws.once("unexpected-response", (_req, res) => {
+        let body = "";
+        res.setEncoding("utf8").on("data", (c: string) => (body += c)).on("end", () => { reject(new HandlerError(res.statusCode ?? 502, body.trim() || `the handler answered ${String(res.statusCode)}`)); });
+      });
+      ws.once("error", (error) => { reject(new HandlerError(502, `could not reach the handler on node ${nodeName}: ${error.message}`)); });
+    });
+  }
+
+  /** Asks the handler to carry out an action on the VMI's domain. */
+  async act(nodeName: string, namespace: string, name: string, action: VmiDomainAction): Promise<void> {
+    const [host = "", port] = (await this.address(nodeName)).split(":");
+    await new Promise<void>((resolve, reject) => {
+      const { ca, cert, key, servername } = this.options();
+      const req = request({ ca, cert, key, servername, method: "PUT", host, port: Number(port), path: consoleServerPath(namespace, name, action) }, (res) => {
+        let body = "";
+        res.setEncoding("utf8").on("data", (c: string) => (body += c)).on("end", () => {
+          if (res.statusCode === 200) resolve();
+          else reject(new HandlerError(res.statusCode ?? 502, body.trim()));
+        });
+      });
+      req.on("error", (error) => { reject(new HandlerError(502, `could not reach the handler on node ${nodeName}: ${error.message}`)); });
+      req.end();
+    });
+  }
+}

@@ -1,0 +1,71 @@
+"use client";
+
+import "@xterm/xterm/css/xterm.css";
+import { useEffect, useRef, useState } from "react";
+import { closeReason, consoleProtocols, consoleUrl } from "../../../../lib/consoles";
+import { useSessionToken } from "../../../../lib/session";
+import { type SessionState, SessionStatus } from "./session-state";
+
+// The serial console: xterm.js fitted to its box, with scrollback and the
+// browser's copy and paste, over KubeVirt's console websocket. Its state is
+// always shown, and a closed session can be reopened.
+
+
+export function SerialConsole({ namespace, name }: { namespace: string; name: string }) {
+  const box = useRef<HTMLDivElement>(null);
+  const token = useSessionToken();
+  const [state, setState] = useState<SessionState>({ kind: "connecting" });
+  const [attempt, setAttempt] = useState(0);
+
+  useEffect(() => {
+    if (!box.current || !token) return;
+    const life: { disposed: boolean; cleanup?: () => void } = { disposed: false };
+    void (async () => {
+      const [{ Terminal }, { FitAddon }] = await Promise.all([import("@xterm/xterm"), import("@xterm/addon-fit")]);
+      if (life.disposed || !box.current) return;
+      const terminal = new Terminal({ scrollback: 5000, convertEol: false, cursorBlink: true, fontSize: 14 });
+      const fit = new FitAddon();
+      terminal.loadAddon(fit);
+      terminal.open(box.current);
+      fit.fit();
+      const socket = new WebSocket(consoleUrl(window.location, namespace, name, "console"), consoleProtocols(token));
+      socket.binaryType = "arraybuffer";
+      setState({ kind: "connecting" });
+      socket.onopen = () => {
+        setState({ kind: "connected" });
+        terminal.focus();
+        // A newline wakes the getty, so a login prompt shows at once.
+        socket.send(new TextEncoder().encode("\r"));
+      };
+      socket.onmessage = (event: MessageEvent<ArrayBuffer>) => { terminal.write(new Uint8Array(event.data)); };
+      socket.onclose = (event) => { setState({ kind: "closed", reason: closeReason(event.code, event.reason) }); };
+      const input = terminal.onData((data) => {
+        if (socket.readyState === WebSocket.OPEN) socket.send(new TextEncoder().encode(data));
+      });
+      const resize = new ResizeObserver(() => { fit.fit(); });
+      resize.observe(box.current);
+      life.cleanup = () => {
+        resize.disconnect();
+        input.dispose();
+        socket.onclose = null;
+        socket.close();
+        terminal.dispose();
+      };
+    })();
+    return () => {
+      life.disposed = true;
+      life.cleanup?.();
+    };
+  }, [namespace, name, token, attempt]);
+
+  return (
+    <section aria-label="Serial console">
+      <div className="toolbar">
+        <SessionStatus state={state} testId="console-state" />
+        <span className="spacer" />
+        <button type="button" className="secondary" onClick={() => { setAttempt(attempt + 1); }}>Reconnect</button>
+      </div>
+      <div ref={box} className="terminal" data-testid="serial-console" />
+    </section>
+  );
+}

@@ -1,0 +1,212 @@
+"use client";
+
+import type { VirtualMachine, VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import { useMutation, useQuery } from "@tanstack/react-query";
+import { useRouter, useSearchParams } from "next/navigation";
+import { useState } from "react";
+import { parse, stringify } from "yaml";
+import { useLiveVms } from "../../../../lib/live";
+import { describeError, useTRPC } from "../../../../lib/trpc";
+import { statusInWords } from "../../../../lib/vm-status";
+import { ActionButton, Shell } from "../../shell";
+import { SerialConsole } from "./serial-console";
+import { VncConsole } from "./vnc-console";
+
+// One VM: its overview, YAML, events, serial console and display, and the
+// actions the signed-in user may take on it (the others shown disabled, with
+// the reason).
+
+const TABS = ["Overview", "YAML", "Events", "Console", "VNC"] as const;
+
+const CONDITION_WORDS: Record<string, string> = {
+  Ready: "Ready: the guest is running",
+  Paused: "Paused",
+  Failure: "Failed",
+  SoftwareEmulation: "Runs with software emulation (no KVM on the node)",
+  PodScheduled: "Placed on a node",
+};
+
+function Overview({ vm, vmi }: { vm: VirtualMachine; vmi: VirtualMachineInstance | undefined }) {
+  const domain = vm.spec.template.spec.domain;
+  const conditions = [...(vm.status?.conditions ?? []), ...(vmi?.status?.conditions ?? [])];
+  return (
+    <div className="card">
+      <dl className="facts">
+        <dt>Status</dt>
+        <dd data-testid="vm-status">{statusInWords(vm.status?.printableStatus)}</dd>
+        <dt>Node</dt>
+        <dd>{vmi?.status?.nodeName ?? "none"}</dd>
+        <dt>IP address</dt>
+        <dd>{vmi?.status?.interfaces?.[0]?.ipAddress ?? "none"}</dd>
+        <dt>CPU</dt>
+        <dd>{String(domain.cpu?.cores ?? 1)} core(s)</dd>
+        <dt>Memory</dt>
+        <dd>{domain.memory?.guest ?? domain.resources?.requests?.memory ?? "not set"}</dd>
+        <dt>Run strategy</dt>
+        <dd>{vm.spec.runStrategy ?? (vm.spec.running ? "Always (running: true)" : "Halted (running: false)")}</dd>
+      </dl>
+      <h2>Conditions</h2>
+      {conditions.length === 0 ? <p className="muted">None reported.</p> : (
+        <ul>
+          {conditions.map((c) => (
+            <li key={`${c.type}-${c.status}`}>
+              {c.status === "True" ? (CONDITION_WORDS[c.type] ?? c.type) : `Not ${(CONDITION_WORDS[c.type] ?? c.type).toLowerCase()}`}
+              {c.message ? `: ${c.message}` : ""}
+            </li>
+          ))}
+        </ul>
+      )}
+      <h2>Timeline</h2>
+      {vmi?.status?.phaseTransitionTimestamps?.length ? (
+        <ol className="timeline">
+          {vmi.status.phaseTransitionTimestamps.map((t) => (
+            <li key={`${t.phase}-${t.phaseTransitionTimestamp}`}><time dateTime={t.phaseTransitionTimestamp}>{new Date(t.phaseTransitionTimestamp).toLocaleTimeString()}</time> {t.phase}</li>
+          ))}
+        </ol>
+      ) : <p className="muted">The VM has no running instance.</p>}
+    </div>
+  );
+}
+
+function YamlTab({ namespace, name, vm, mayUpdate, reason }: { namespace: string; name: string; vm: unknown; mayUpdate: boolean | undefined; reason: string | undefined }) {
+  const trpc = useTRPC();
+  const [editing, setEditing] = useState<string | null>(null);
+  const [errors, setErrors] = useState<string[]>([]);
+  const update = useMutation(trpc.vms.update.mutationOptions());
+  if (editing === null) {
+    return (
+      <div className="card">
+        <ActionButton label="Edit" allowed={mayUpdate} reason={reason} onClick={() => { setEditing(stringify(vm)); }} />
+        <pre className="yaml" tabIndex={0} aria-label="VirtualMachine YAML">{stringify(vm)}</pre>
+      </div>
+    );
+  }
+  return (
+    <form
+      className="card"
+      onSubmit={(e) => {
+        e.preventDefault();
+        let object: unknown;
+        try {
+          object = parse(editing);
+        } catch (error) {
+          setErrors([`The YAML does not parse: ${error instanceof Error ? error.message : String(error)}`]);
+          return;
+        }
+        update.mutate({ namespace, name, vm: object }, {
+          onSuccess: () => { setEditing(null); setErrors([]); },
+          onError: (error) => {
+            const { message, causes } = describeError(error);
+            setErrors(causes.length > 0 ? causes.map((c) => c.message) : [message]);
+          },
+        });
+      }}
+    >
+      <label htmlFor="vm-yaml-edit">VirtualMachine YAML</label>
+      <textarea id="vm-yaml-edit" rows={30} value={editing} onChange={(e) => { setEditing(e.target.value); }} spellCheck={false} aria-invalid={errors.length > 0} aria-describedby={errors.length > 0 ? "vm-yaml-errors" : undefined} />
+      {errors.length > 0 && <div id="vm-yaml-errors" className="error" role="alert">{errors.map((m) => <p key={m}>{m}</p>)}</div>}
+      <button type="submit" disabled={update.isPending}>Save</button>{" "}
+      <button type="button" className="secondary" onClick={() => { setEditing(null); setErrors([]); }}>Cancel</button>
+    </form>
+  );
+}
+
+function Events({ namespace, name }: { namespace: string; name: string }) {
+  const trpc = useTRPC();
+  const events = useQuery({ ...trpc.vms.events.queryOptions({ namespace, name }), refetchInterval: 5_000 });
+  if (events.error) return <p className="error" role="alert">{events.error.message}</p>;
+  return (
+    <table className="vms">
+      <thead><tr><th scope="col">When</th><th scope="col">Type</th><th scope="col">Object</th><th scope="col">Reason</th><th scope="col">Message</th></tr></thead>
+      <tbody>
+        {(events.data ?? []).map((e) => (
+          <tr key={`${e.time}-${e.reason}-${e.kind}-${e.message}`}><td>{e.time ? new Date(e.time).toLocaleTimeString() : ""}</td><td>{e.type}</td><td>{e.kind}</td><td>{e.reason}</td><td>{e.message}</td></tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+export function VmDetailsView({ namespace, name }: { namespace: string; name: string }) {
+  const trpc = useTRPC();
+  const router = useRouter();
+  const search = useSearchParams();
+  const tab = (TABS.find((t) => t.toLowerCase() === search.get("tab")) ?? "Overview");
+  const live = useLiveVms(namespace);
+  const permissions = useQuery(trpc.permissions.queryOptions({ namespace }));
+  const [outcome, setOutcome] = useState<{ ok: boolean; text: string } | null>(null);
+  const mutations = {
+    start: useMutation(trpc.vms.start.mutationOptions()),
+    stop: useMutation(trpc.vms.stop.mutationOptions()),
+    forceStop: useMutation(trpc.vms.forceStop.mutationOptions()),
+    restart: useMutation(trpc.vms.restart.mutationOptions()),
+    pause: useMutation(trpc.vms.pause.mutationOptions()),
+    unpause: useMutation(trpc.vms.unpause.mutationOptions()),
+    delete: useMutation(trpc.vms.delete.mutationOptions()),
+  };
+  const vm = live.vms.get(name);
+  const vmi = live.vmis.get(name);
+  const may = permissions.data;
+  const running = vmi?.status?.phase === "Running";
+  const paused = vm?.status?.printableStatus === "Paused";
+
+  function act(action: keyof typeof mutations, label: string): void {
+    mutations[action].mutate({ namespace, name }, {
+      onSuccess: () => {
+        setOutcome({ ok: true, text: `${label}: requested.` });
+        if (action === "delete") router.push(`/vms?ns=${encodeURIComponent(namespace)}`);
+      },
+      onError: (error) => { setOutcome({ ok: false, text: describeError(error).message }); },
+    });
+  }
+  const whyNot = (allowed: boolean | undefined, reason: string | undefined, state: boolean, stateReason: string) => ({ allowed: allowed === undefined ? undefined : allowed && state, reason: allowed === false ? reason : stateReason });
+  const button = (action: keyof typeof mutations & keyof NonNullable<typeof may>, label: string, state: boolean, stateReason: string, danger = false) => {
+    const { allowed, reason } = whyNot(may?.[action].allowed, may?.[action].reason, state, stateReason);
+    return <ActionButton key={action} label={label} allowed={allowed} reason={reason} danger={danger} busy={mutations[action].isPending} onClick={() => { if (!danger || window.confirm(`${label} ${name}?`)) act(action, label); }} />;
+  };
+
+  return (
+    <Shell
+      title={name}
+      actions={
+        <div className="toolbar" role="group" aria-label="Actions">
+          {button("start", "Start", !vmi, "It is already running.")}
+          {button("stop", "Stop", Boolean(vmi), "It is not running.")}
+          {button("restart", "Restart", running, "It is not running.")}
+          {button("pause", "Pause", running && !paused, paused ? "It is paused." : "It is not running.")}
+          {button("unpause", "Unpause", paused, "It is not paused.")}
+          {button("forceStop", "Force stop", Boolean(vmi), "It is not running.", true)}
+          {button("delete", "Delete", true, "", true)}
+        </div>
+      }
+    >
+      {outcome && <p role={outcome.ok ? "status" : "alert"} className={outcome.ok ? "" : "error"}>{outcome.text}</p>}
+      <div role="tablist" aria-label="VM views" className="tabs">
+        {TABS.map((t) => (
+          <button key={t} type="button" role="tab" className="secondary" aria-selected={t === tab} onClick={() => { router.replace(`/vms/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}?ns=${encodeURIComponent(namespace)}&tab=${t.toLowerCase()}`); }}>
+            {t}
+          </button>
+        ))}
+      </div>
+      <div role="tabpanel" aria-label={tab}>
+        {!vm ? (
+          <p aria-live="polite">{live.loaded ? `There is no VM ${name} in ${namespace}.` : "Loading…"}</p>
+        ) : tab === "Overview" ? (
+          <Overview vm={vm} vmi={vmi} />
+        ) : tab === "YAML" ? (
+          <YamlTab namespace={namespace} name={name} vm={vm} mayUpdate={may?.update.allowed} reason={may?.update.reason} />
+        ) : tab === "Events" ? (
+          <Events namespace={namespace} name={name} />
+        ) : !(tab === "Console" ? may?.console.allowed : may?.vnc.allowed) ? (
+          <p className="error" role="alert">{(tab === "Console" ? may?.console.reason : may?.vnc.reason) ?? "Checking your permissions…"}</p>
+        ) : !running ? (
+          <p role="status">The VM is not running; start it to use its {tab === "Console" ? "serial console" : "display"}.</p>
+        ) : tab === "Console" ? (
+          <SerialConsole namespace={namespace} name={name} />
+        ) : (
+          <VncConsole namespace={namespace} name={name} />
+        )}
+      </div>
+    </Shell>
+  );
+}

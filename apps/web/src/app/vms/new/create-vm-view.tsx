@@ -1,0 +1,118 @@
+"use client";
+
+import { RUN_STRATEGIES } from "@kubevirt-ts/kubevirt-api";
+import { useMutation, useQuery } from "@tanstack/react-query";
+import { useRouter } from "next/navigation";
+import { type ReactNode, useState } from "react";
+import { parse, stringify } from "yaml";
+import { describeError, useTRPC } from "../../../lib/trpc";
+import { EMPTY_FORM, type VmForm, causesByField, vmFromForm } from "../../../lib/vm-form";
+import { Shell, useNamespace } from "../shell";
+
+function Field({ id, label, hint, errors, children }: { id: string; label: string; hint?: string; errors?: string[] | undefined; children: (describedBy: string | undefined, invalid: boolean) => ReactNode }) {
+  const describedBy = [hint ? `${id}-hint` : "", errors?.length ? `${id}-error` : ""].filter(Boolean).join(" ") || undefined;
+  return (
+    <div className="field">
+      <label htmlFor={id}>{label}</label>
+      {hint && <p id={`${id}-hint`} className="hint">{hint}</p>}
+      {children(describedBy, Boolean(errors?.length))}
+      {errors?.length ? <p id={`${id}-error`} className="error" role="alert">{errors.join(" ")}</p> : null}
+    </div>
+  );
+}
+
+export function CreateVmView() {
+  const trpc = useTRPC();
+  const router = useRouter();
+  const namespace = useNamespace();
+  const images = useQuery(trpc.images.queryOptions());
+  const [form, setForm] = useState<VmForm>(EMPTY_FORM);
+  const [mode, setMode] = useState<"form" | "yaml">("form");
+  const [yamlText, setYamlText] = useState("");
+  const [errors, setErrors] = useState<Partial<Record<keyof VmForm | "", string[]>>>({});
+  const create = useMutation(trpc.vms.create.mutationOptions());
+  const image = form.image !== "" ? form.image : (images.data?.[0]?.image ?? "");
+  const set = (key: keyof VmForm) => (e: { target: { value: string } }) => { setForm({ ...form, [key]: e.target.value }); };
+
+  function switchMode(next: "form" | "yaml"): void {
+    if (next === "yaml") setYamlText(stringify(vmFromForm({ ...form, image })));
+    setMode(next);
+    setErrors({});
+  }
+
+  async function submit(): Promise<void> {
+    let vm: unknown;
+    if (mode === "yaml") {
+      try {
+        vm = parse(yamlText);
+      } catch (error) {
+        setErrors({ "": [`The YAML does not parse: ${error instanceof Error ? error.message : String(error)}`] });
+        return;
+      }
+    } else {
+      vm = vmFromForm({ ...form, image });
+    }
+    try {
+      const created = await create.mutateAsync({ namespace, vm });
+      const name = typeof created.metadata.name === "string" ? created.metadata.name : "";
+      router.push(`/vms/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}?ns=${encodeURIComponent(namespace)}`);
+    } catch (error) {
+      const { message, causes } = describeError(error);
+      setErrors(causes.length > 0 ? (mode === "yaml" ? { "": causes.map((c) => c.message) } : causesByField(causes)) : { "": [message] });
+    }
+  }
+
+  return (
+    <Shell title="Create a virtual machine">
+      <div className="toolbar" role="group" aria-label="Editor">
+        <button type="button" className="secondary" aria-pressed={mode === "form"} onClick={() => { switchMode("form"); }}>Form</button>
+        <button type="button" className="secondary" aria-pressed={mode === "yaml"} onClick={() => { switchMode("yaml"); }}>YAML</button>
+      </div>
+      <form className="card" noValidate onSubmit={(e) => { e.preventDefault(); void submit(); }}>
+        {errors[""] && <div className="error" role="alert">{errors[""].map((m) => <p key={m}>{m}</p>)}</div>}
+        {mode === "form" ? (
+          <>
+            <Field id="vm-name" label="Name" hint="Lower-case letters, digits and '-'; it becomes the guest's hostname." errors={errors.name}>
+              {(d, invalid) => <input id="vm-name" value={form.name} onChange={set("name")} aria-describedby={d} aria-invalid={invalid} autoComplete="off" />}
+            </Field>
+            <Field id="vm-cpu" label="CPU cores" errors={errors.cpu}>
+              {(d, invalid) => <input id="vm-cpu" type="number" min={1} max={64} value={form.cpu} onChange={set("cpu")} aria-describedby={d} aria-invalid={invalid} />}
+            </Field>
+            <Field id="vm-memory" label="Memory" hint="A Kubernetes quantity, such as 512Mi or 2Gi." errors={errors.memory}>
+              {(d, invalid) => <input id="vm-memory" value={form.memory} onChange={set("memory")} aria-describedby={d} aria-invalid={invalid} />}
+            </Field>
+            <Field id="vm-image" label="Boot image" errors={errors.image}>
+              {(d, invalid) => (
+                <select id="vm-image" value={image} onChange={set("image")} aria-describedby={d} aria-invalid={invalid}>
+                  {(images.data ?? []).map((i) => <option key={i.image} value={i.image}>{i.name}: {i.description}</option>)}
+                  {images.data?.length === 0 && <option value="">No guest images are configured (chart value guestImages)</option>}
+                </select>
+              )}
+            </Field>
+            <Field id="vm-user" label="Cloud-init user" hint="Created in the guest at first boot; leave empty for none." errors={errors.user}>
+              {(d, invalid) => <input id="vm-user" value={form.user} onChange={set("user")} aria-describedby={d} aria-invalid={invalid} autoComplete="off" />}
+            </Field>
+            <Field id="vm-password" label="Password" hint="For logging in on the serial console or VNC.">
+              {(d) => <input id="vm-password" type="password" value={form.password} onChange={set("password")} aria-describedby={d} autoComplete="new-password" />}
+            </Field>
+            <Field id="vm-ssh" label="SSH public key" hint="Optional: ssh-ed25519 AAAA…">
+              {(d) => <textarea id="vm-ssh" rows={2} value={form.sshKey} onChange={set("sshKey")} aria-describedby={d} />}
+            </Field>
+            <Field id="vm-run-strategy" label="Run strategy" hint="Always keeps it running; Halted creates it stopped." errors={errors.runStrategy}>
+              {(d, invalid) => (
+                <select id="vm-run-strategy" value={form.runStrategy} onChange={set("runStrategy")} aria-describedby={d} aria-invalid={invalid}>
+                  {RUN_STRATEGIES.map((s) => <option key={s} value={s}>{s}</option>)}
+                </select>
+              )}
+            </Field>
+          </>
+        ) : (
+          <Field id="vm-yaml" label="VirtualMachine manifest (kubevirt.io/v1)">
+            {(d) => <textarea id="vm-yaml" rows={28} value={yamlText} onChange={(e) => { setYamlText(e.target.value); }} aria-describedby={d} spellCheck={false} />}
+          </Field>
+        )}
+        <button type="submit" disabled={create.isPending}>{create.isPending ? "Creating…" : "Create"}</button>
+      </form>
+    </Shell>
+  );
+}

@@ -1,0 +1,27 @@
+// The URL and subprotocols of a VMI's console or VNC websocket on the
+// dashboard's own origin, as KubeVirt's virtctl and noVNC use them: the
+// token goes as a bearer subprotocol, since a browser cannot set headers.
+
+export function consoleUrl(location: { protocol: string; host: string }, namespace: string, name: string, kind: "console" | "vnc"): string {
+  const scheme = location.protocol === "https:" ? "wss" : "ws";
+  return `${scheme}://${location.host}/apis/subresources.kubevirt.io/v1/namespaces/${encodeURIComponent(namespace)}/virtualmachineinstances/${encodeURIComponent(name)}/${kind}`;
+}
+
+export function consoleProtocols(token: string): string[] {
+  const bytes = new TextEncoder().encode(token);
+  let binary = "";
+  for (const byte of bytes) binary += String.fromCharCode(byte);
+  const base64url = btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  return ["plain.kubevirt.io", `base64url.bearer.authorization.k8s.io.${base64url}`];
+}
+
+/** Why a session ended, in words, from the API's close code and reason. */
+export function closeReason(code: number, reason: string): string {
+  if (reason) return reason;
+  if (code === 1006) return "The connection was lost.";
+  return `The session ended (code ${String(code)}).`;
+}
+
+/** X11 keysyms of F1–F12, for the VNC send-key menu. */
+export const FUNCTION_KEYS = Array.from({ length: 12 }, (_, i) => ({ label: `F${String(i + 1)}`, keysym: 0xffbe + i, code: `F${String(i + 1)}` }));
+export const KEYSYM = { ControlL: 0xffe3, AltL: 0xffe9, Return: 0xff0d } as const;

@@ -1,0 +1,32 @@
+import { describe, expect, it } from "vitest";
+import { EMPTY_FORM, causesByField, vmFromForm } from "./vm-form";
+
+describe("vmFromForm", () => {
+  it("makes a KubeVirt VM with a containerDisk, masquerade networking and a cloud-init user", () => {
+    const vm = vmFromForm({ ...EMPTY_FORM, name: " web-1 ", cpu: "2", memory: "2Gi", image: "example/debian:12", user: "ops", password: "s3cret" });
+    expect(vm.metadata.name).toBe("web-1");
+    expect(vm.spec.template.spec.domain.cpu.cores).toBe(2);
+    expect(vm.spec.template.spec.volumes[0]).toEqual({ name: "root", containerDisk: { image: "example/debian:12" } });
+    const userData = (vm.spec.template.spec.volumes[1] as { cloudInitNoCloud: { userData: string } }).cloudInitNoCloud.userData;
+    expect(userData).toContain('  - name: "ops"');
+    expect(userData).toContain('plain_text_passwd: "s3cret"');
+    expect(vm.spec.template.spec.domain.devices.disks.map((d) => d.name)).toEqual(["root", "cloudinit"]);
+  });
+
+  it("leaves cloud-init out when no user or key is given", () => {
+    const vm = vmFromForm({ ...EMPTY_FORM, name: "bare", image: "x" });
+    expect(vm.spec.template.spec.volumes).toHaveLength(1);
+  });
+});
+
+describe("causesByField", () => {
+  it("puts each cause next to its form field, the rest at the top", () => {
+    expect(
+      causesByField([
+        { field: "metadata.name", message: "metadata.name must be a DNS label" },
+        { field: "spec.template.spec.domain.memory.guest", message: "memory must be positive" },
+        { field: "spec.template.spec.hostname", message: "hostname is bad" },
+      ]),
+    ).toEqual({ name: ["metadata.name must be a DNS label"], memory: ["memory must be positive"], "": ["hostname is bad"] });
+  });
+});

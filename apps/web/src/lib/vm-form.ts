@@ -1,0 +1,70 @@
+// The create form's VM: what a person fills in, as a KubeVirt manifest, and
+// which form field each of the API's causes concerns.
+
+export interface VmForm {
+  name: string;
+  cpu: string;
+  memory: string;
+  image: string;
+  user: string;
+  password: string;
+  sshKey: string;
+  runStrategy: string;
+}
+
+export const EMPTY_FORM: VmForm = { name: "", cpu: "1", memory: "1Gi", image: "", user: "", password: "", sshKey: "", runStrategy: "Always" };
+
+function cloudConfig(form: VmForm): string | undefined {
+  if (!form.user.trim() && !form.sshKey.trim()) return undefined;
+  const lines = ["#cloud-config", "users:", `  - name: ${JSON.stringify(form.user.trim() || "user")}`, "    shell: /bin/bash", "    sudo: ALL=(ALL) NOPASSWD:ALL"];
+  if (form.password) lines.push("    lock_passwd: false", `    plain_text_passwd: ${JSON.stringify(form.password)}`);
+  if (form.sshKey.trim()) lines.push("    ssh_authorized_keys:", `      - ${JSON.stringify(form.sshKey.trim())}`);
+  return `${lines.join("\n")}\n`;
+}
+
+export function vmFromForm(form: VmForm) {
+  const userData = cloudConfig(form);
+  const cores = Number(form.cpu);
+  return {
+    apiVersion: "kubevirt.io/v1",
+    kind: "VirtualMachine",
+    metadata: { name: form.name.trim() },
+    spec: {
+      runStrategy: form.runStrategy,
+      template: {
+        metadata: { labels: { "kubevirt.io/vm": form.name.trim() } },
+        spec: {
+          domain: {
+            cpu: { cores: Number.isFinite(cores) ? cores : form.cpu },
+            memory: { guest: form.memory.trim() },
+            devices: {
+              disks: [{ name: "root", disk: { bus: "virtio" } }, ...(userData ? [{ name: "cloudinit", disk: { bus: "virtio" } }] : [])],
+              interfaces: [{ name: "default", masquerade: {} }],
+            },
+          },
+          networks: [{ name: "default", pod: {} }],
+          volumes: [{ name: "root", containerDisk: { image: form.image } }, ...(userData ? [{ name: "cloudinit", cloudInitNoCloud: { userData } }] : [])],
+        },
+      },
+    },
+  };
+}
+
+const FIELD_OF: [RegExp, keyof VmForm][] = [
+  [/^metadata\.name/, "name"],
+  [/^spec\.template\.spec\.domain\.cpu/, "cpu"],
+  [/^spec\.template\.spec\.domain\.memory|^spec\.template\.spec\.domain\.resources/, "memory"],
+  [/^spec\.template\.spec\.volumes\[0\]\.containerDisk/, "image"],
+  [/^spec\.template\.spec\.volumes\[1\]\.cloudInitNoCloud/, "user"],
+  [/^spec\.runStrategy|^spec\.running/, "runStrategy"],
+];
+
+/** Each cause under the form field it concerns; the rest under "". */
+export function causesByField(causes: { field: string; message: string }[]): Partial<Record<keyof VmForm | "", string[]>> {
+  const result: Partial<Record<keyof VmForm | "", string[]>> = {};
+  for (const cause of causes) {
+    const field = FIELD_OF.find(([pattern]) => pattern.test(cause.field))?.[1] ?? "";
+    (result[field] ??= []).push(cause.message);
+  }
+  return result;
+}

@@ -1,0 +1,24 @@
+// VMs the end-to-end suites (the cluster suite and the dashboard's) boot.
+
+/** The tiny guest (a kernel and a busybox initramfs) as a kernel-boot VM with masquerade networking. */
+export function tinyVm(name: string, image: string, namespace?: string) {
+  return {
+    apiVersion: "kubevirt.io/v1",
+    kind: "VirtualMachine",
+    metadata: { name, ...(namespace ? { namespace } : {}) },
+    spec: {
+      runStrategy: "Always",
+      template: {
+        spec: {
+          domain: {
+            memory: { guest: "128Mi" },
+            firmware: { kernelBoot: { kernelArgs: "console=ttyS0", container: { image, kernelPath: "/boot/vmlinuz", initrdPath: "/boot/initrd.gz" } } },
+            devices: { interfaces: [{ name: "default", masquerade: {} }] },
+          },
+          networks: [{ name: "default", pod: {} }],
+          terminationGracePeriodSeconds: 5,
+        },
+      },
+    },
+  };
+}

@@ -1,0 +1,142 @@
+import type { Page } from "@playwright/test";
+import { tinyVm } from "../manifests.ts";
+import { createNamespace, deleteNamespace, imageOf, tokenOf } from "./cluster-users.ts";
+import { expect, test } from "./fixtures.ts";
+
+// The dashboard on the local cluster, as the admin and as a viewer: a live
+// VM list, creating VMs with the form and with YAML, field errors from the
+// server, lifecycle actions, the serial console and VNC of a running guest,
+// and every action the viewer may not take shown disabled with the reason.
+
+test.describe.configure({ mode: "serial", timeout: 300_000 });
+
+const slow = { timeout: 240_000 };
+let namespace = "";
+
+
+test.beforeAll(() => {
+  namespace = createNamespace("e2e-web");
+});
+
+test.afterAll(() => {
+  deleteNamespace(namespace);
+});
+
+async function signIn(page: Page, user: "admin" | "viewer"): Promise<void> {
+  await page.goto("/");
+  await expect(page.getByRole("button", { name: "Sign in" })).toBeEnabled();
+  await page.getByLabel("Kubernetes bearer token").fill(tokenOf(user));
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await expect(page.getByRole("heading", { name: "Virtual machines" })).toBeVisible();
+}
+
+test("the admin creates a VM with the form; the list shows it and its status changes live, without a reload", async ({ page, virtualMachinesPage }) => {
+  await signIn(page, "admin");
+  await virtualMachinesPage.goto(namespace);
+  await expect(page.getByLabel("Signed in as")).toHaveText("system:serviceaccount:default:kubevirt-ts-admin");
+  await expect(page.getByText(`No virtual machines in ${namespace} yet.`)).toBeVisible();
+
+  await page.getByRole("link", { name: "Create VM" }).click();
+  await page.getByLabel("Name", { exact: true }).fill("debian-1");
+  await page.getByLabel("Memory").fill("1Gi");
+  await expect(page.getByLabel("Boot image")).toHaveValue(imageOf("debian-guest"));
+  await page.getByLabel("Cloud-init user").fill("tester");
+  await page.getByLabel("Password").fill("s3cret-pass");
+  await page.getByLabel("Run strategy").selectOption("Halted");
+  await page.getByRole("button", { name: "Create", exact: true }).click();
+  await expect(page).toHaveURL(new RegExp(`/vms/${namespace}/debian-1`));
+  await expect(page.getByTestId("vm-status")).toHaveText("Stopped");
+
+  // The list, kept open, follows the VM through start without a reload.
+  await virtualMachinesPage.goto(namespace);
+  const row = virtualMachinesPage.row("debian-1");
+  await expect(row.getByRole("cell").nth(2)).toHaveText("Stopped");
+  await row.getByRole("checkbox").check();
+  await page.getByRole("group", { name: "Selected VMs" }).getByRole("button", { name: "Start" }).click();
+  await expect(page.getByRole("status").filter({ hasText: "Start: done for debian-1." })).toBeVisible();
+  await expect(row.getByRole("cell").nth(2)).toHaveText(/Starting|Running/, slow);
+  await expect(row.getByRole("cell").nth(2)).toHaveText("Running", slow);
+  await expect(row.getByRole("cell").nth(3)).toHaveText("kubevirt-ts-node");
+  await expect(row.getByRole("cell").nth(4)).toHaveText(/^198\.18\.\d+\.\d+$/);
+});
+
+test("the server's refusal of a field shows next to that field", async ({ page }) => {
+  await signIn(page, "admin");
+  await page.goto(`/vms/new?ns=${namespace}`);
+  await page.getByLabel("Name", { exact: true }).fill("bad-memory");
+  await page.getByLabel("Memory").fill("-1Gi");
+  await page.getByRole("button", { name: "Create", exact: true }).click();
+  await expect(page.getByLabel("Memory")).toHaveAttribute("aria-invalid", "true");
+  await expect(page.getByLabel("Memory")).toHaveAccessibleDescription(/spec\.template\.spec\.domain\.memory\.guest/);
+});
+
+test("a VM made in YAML mode runs, and its serial console takes commands", async ({ page }) => {
+  await signIn(page, "admin");
+  await page.goto(`/vms/new?ns=${namespace}`);
+  await page.getByRole("button", { name: "YAML" }).click();
+  await page.getByLabel("VirtualMachine manifest (kubevirt.io/v1)").fill(JSON.stringify(tinyVm("tiny-1", imageOf("tiny-guest")), null, 2));
+  await page.getByRole("button", { name: "Create", exact: true }).click();
+  await expect(page).toHaveURL(new RegExp(`/vms/${namespace}/tiny-1`));
+  await expect(page.getByTestId("vm-status")).toHaveText("Running", slow);
+
+  await page.getByRole("tab", { name: "Console" }).click();
+  await expect(page.getByTestId("console-state")).toHaveText("Connected", slow);
+  const terminal = page.getByTestId("serial-console");
+  // The guest's shell is up once it shows its prompt.
+  await expect(terminal.locator(".xterm-rows")).toContainText("/ #", slow);
+  await terminal.click();
+  await page.keyboard.type("echo dashboard-$((6*7))\n");
+  await expect(terminal.locator(".xterm-rows")).toContainText("dashboard-42", slow);
+
+  // Reconnecting gives a fresh session on the same console.
+  await page.getByRole("button", { name: "Reconnect" }).click();
+  await expect(page.getByTestId("console-state")).toHaveText("Connected", slow);
+});
+
+test("the VNC tab shows the guest's display", async ({ page }) => {
+  await signIn(page, "admin");
+  await page.goto(`/vms/${namespace}/tiny-1?ns=${namespace}&tab=vnc`);
+  await expect(page.getByTestId("vnc-state")).toHaveText("Connected", slow);
+  await expect(page.getByTestId("vnc-screen").locator("canvas")).toBeVisible();
+  await expect(page.getByLabel("Send keys")).toBeEnabled();
+});
+
+test("a viewer sees the VMs but every action disabled with the reason, and the console refused", async ({ page }) => {
+  await signIn(page, "viewer");
+  await page.goto(`/vms?ns=${namespace}`);
+  await expect(page.getByRole("link", { name: "tiny-1", exact: true })).toBeVisible();
+  const create = page.getByRole("button", { name: "Create VM" });
+  await expect(create).toBeDisabled();
+  await expect(create).toHaveAccessibleDescription(/You may not create VMs in .*: it takes create on virtualmachines/);
+
+  await page.goto(`/vms/${namespace}/tiny-1?ns=${namespace}`);
+  await expect(page.getByTestId("vm-status")).toHaveText("Running", slow);
+  for (const action of ["Stop", "Restart", "Pause", "Delete"]) {
+    await expect(page.getByRole("group", { name: "Actions" }).getByRole("button", { name: action, exact: true })).toBeDisabled();
+  }
+  await page.getByRole("tab", { name: "Console" }).click();
+  await expect(page.getByRole("tabpanel").getByRole("alert")).toHaveText(/You may not open the serial console of VMs in .*: it takes get on virtualmachineinstances\/console/);
+
+  // Straight at the websocket, the API refuses the viewer too: 4403 and the reason.
+  const protocols = ["plain.kubevirt.io", `base64url.bearer.authorization.k8s.io.${Buffer.from(tokenOf("viewer")).toString("base64url")}`];
+  const closed = await page.evaluate(
+    async ({ ns, subprotocols }) => {
+      const socket = new WebSocket(`ws://${location.host}/apis/subresources.kubevirt.io/v1/namespaces/${ns}/virtualmachineinstances/tiny-1/console`, subprotocols);
+      return new Promise<{ code: number; reason: string }>((resolve) => {
+        socket.onclose = (e) => { resolve({ code: e.code, reason: e.reason }); };
+      });
+    },
+    { ns: namespace, subprotocols: protocols },
+  );
+  expect(closed.code).toBe(4403);
+  expect(closed.reason).toContain("You may not open the serial console");
+});
+
+test("the admin stops and deletes VMs from the list in one go", async ({ page, virtualMachinesPage }) => {
+  await signIn(page, "admin");
+  await virtualMachinesPage.goto(namespace);
+  for (const name of ["debian-1", "tiny-1"]) await virtualMachinesPage.row(name).getByRole("checkbox").check();
+  page.on("dialog", (dialog) => void dialog.accept());
+  await page.getByRole("group", { name: "Selected VMs" }).getByRole("button", { name: "Delete" }).click();
+  await expect(page.getByText(`No virtual machines in ${namespace} yet.`)).toBeVisible(slow);
+});
