@@ -1,27 +1,22 @@
+import { PrintableStatus } from "@kubevirt-ts/kubevirt-api";
+
 // How a VM's state reads to a person: KubeVirt's printable status in words,
 // and how long ago something happened.
 
-const WORDS: Record<string, string> = {
-  Stopped: "Stopped",
-  Provisioning: "Provisioning",
-  Starting: "Starting",
-  Running: "Running",
-  Paused: "Paused",
-  Stopping: "Stopping",
-  Terminating: "Deleting",
-  CrashLoopBackOff: "Crashed, restarting after a pause",
-  Migrating: "Migrating",
-  Unknown: "Unknown",
-  ErrorUnschedulable: "Cannot be placed on a node",
-  ErrImagePull: "Cannot pull its image",
-  ImagePullBackOff: "Cannot pull its image, retrying",
-  ErrorPvcNotFound: "Its disk's claim is missing",
-  DataVolumeError: "Its data volume failed",
-  WaitingForVolumeBinding: "Waiting for its disk",
+/** The statuses that are not already words. */
+const WORDS: Partial<Record<string, string>> = {
+  [PrintableStatus.Terminating]: "Deleting",
+  [PrintableStatus.CrashLoopBackOff]: "Crashed, restarting after a pause",
+  [PrintableStatus.ErrorUnschedulable]: "Cannot be placed on a node",
+  [PrintableStatus.ErrImagePull]: "Cannot pull its image",
+  [PrintableStatus.ImagePullBackOff]: "Cannot pull its image, retrying",
+  [PrintableStatus.ErrorPvcNotFound]: "Its disk's claim is missing",
+  [PrintableStatus.WaitingForVolumeBinding]: "Waiting for its disk",
 };
 
 export function statusInWords(printableStatus: string | undefined): string {
-  return WORDS[printableStatus ?? "Stopped"] ?? printableStatus ?? "Stopped";
+  const status = printableStatus ?? PrintableStatus.Stopped;
+  return WORDS[status] ?? status;
 }
 
 export const STATUS_FILTERS = ["Running", "Stopped", "Starting", "Stopping", "Paused", "Problem"] as const;
