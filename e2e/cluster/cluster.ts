@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { readFileSync } from "node:fs";
-import { AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, RbacAuthorizationV1Api, type V1Pod } from "@kubernetes/client-node";
+import { AdmissionregistrationV1Api, AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, RbacAuthorizationV1Api, type V1Pod } from "@kubernetes/client-node";
 import { ensureBinaries } from "@kubevirt-ts/control-plane";
 import { IMAGES_FILE, KUBECONFIG_PATH } from "@kubevirt-ts/local-cluster";
 import { afterAll, beforeAll } from "vitest";
@@ -17,6 +17,7 @@ export const core = kubeConfig.makeApiClient(CoreV1Api);
 export const custom = kubeConfig.makeApiClient(CustomObjectsApi);
 export const apps = kubeConfig.makeApiClient(AppsV1Api);
 export const rbac = kubeConfig.makeApiClient(RbacAuthorizationV1Api);
+export const admission = kubeConfig.makeApiClient(AdmissionregistrationV1Api);
 
 /** The images cluster-sync built and loaded into the node. */
 export const installedImages = JSON.parse(readFileSync(IMAGES_FILE, "utf8")) as { name: string; reference: string }[];

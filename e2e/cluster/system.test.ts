@@ -4,7 +4,7 @@ import { promisify } from "node:util";
 import { ensureBinaries } from "@kubevirt-ts/control-plane";
 import { KUBECONFIG_PATH, NAMESPACE, NODE_NAME, RELEASE, clusterSync } from "@kubevirt-ts/local-cluster";
 import { describe, expect, it } from "vitest";
-import { apps, core, imageOf, installedImages, rbac } from "./cluster.ts";
+import { admission, apps, core, imageOf, installedImages, rbac } from "./cluster.ts";
 import { runPod } from "./pods.ts";
 
 // The system as `make up` leaves it: a real node, our images, our chart.
@@ -85,13 +85,16 @@ describe("uninstalling the chart", () => {
       ...names("ServiceAccount", (await core.listNamespacedServiceAccount({ namespace: NAMESPACE, labelSelector: releaseSelector })).items),
       ...names("ClusterRole", (await rbac.listClusterRole({ labelSelector: releaseSelector })).items),
       ...names("ClusterRoleBinding", (await rbac.listClusterRoleBinding({ labelSelector: releaseSelector })).items),
+      ...names("Secret", (await core.listNamespacedSecret({ namespace: NAMESPACE, labelSelector: releaseSelector })).items),
+      ...names("ValidatingWebhookConfiguration", (await admission.listValidatingWebhookConfiguration({ labelSelector: releaseSelector })).items),
+      ...names("MutatingWebhookConfiguration", (await admission.listMutatingWebhookConfiguration({ labelSelector: releaseSelector })).items),
     ];
   }
 
   // Last, since it takes the system away; it is installed again afterwards.
   it("removes everything it installed but the CRDs", async () => {
     const binDir = await ensureBinaries(["kubectl", "helm"]);
-    expect(await installedObjects()).toEqual(expect.arrayContaining(["Deployment/virt-controller", "DaemonSet/virt-handler", "ClusterRole/kubevirt.io:view"]));
+    expect(await installedObjects()).toEqual(expect.arrayContaining(["Deployment/virt-controller", "DaemonSet/virt-handler", "ClusterRole/kubevirt.io:view", "Secret/kubevirt-ts-handler-console-tls", "ValidatingWebhookConfiguration/kubevirt-ts-validating", "MutatingWebhookConfiguration/kubevirt-ts-mutating"]));
     try {
       await exec(join(binDir, "helm"), [`--kubeconfig=${KUBECONFIG_PATH}`, "uninstall", RELEASE, "--namespace", NAMESPACE, "--wait"]);
       expect(await installedObjects()).toEqual([]);

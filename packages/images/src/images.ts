@@ -22,6 +22,8 @@ export interface BuiltImage {
   /** The component, e.g. virt-controller. */
   name: string;
   reference: string;
+  /** More names the archive carries, e.g. a stable tag beside the content tag. */
+  aliases?: string[];
   archive: string;
 }
 
@@ -62,8 +64,8 @@ function nodeLayer(): Promise<Layer> {
  * The image's docker-archive, written only when no archive of the same
  * reference and content is in the cache yet.
  */
-async function archiveOnce(name: string, reference: string, layers: Layer[], config: ImageConfig): Promise<BuiltImage> {
-  const key = createHash("sha256").update(reference).update(contentTag(layers, config)).digest("hex").slice(0, 16);
+async function archiveOnce(name: string, reference: string, layers: Layer[], config: ImageConfig, aliases: string[] = []): Promise<BuiltImage> {
+  const key = createHash("sha256").update([reference, ...aliases].join(" ")).update(contentTag(layers, config)).digest("hex").slice(0, 16);
   const archive = join(env.KUBEVIRT_TS_CACHE, "images", `${name}-${key}.tar`);
   const cached = await stat(archive).then(
     () => true,
@@ -71,9 +73,9 @@ async function archiveOnce(name: string, reference: string, layers: Layer[], con
   );
   if (!cached) {
     log(`writing ${reference}`);
-    await writeDockerArchive(archive, [reference], layers, config);
+    await writeDockerArchive(archive, [reference, ...aliases], layers, config);
   }
-  return { name, reference, archive };
+  return { name, reference, archive, ...(aliases.length > 0 ? { aliases } : {}) };
 }
 
 /** An image tagged by its content: the tag changes exactly when a layer or the configuration does. */
@@ -169,7 +171,7 @@ export async function buildComponentImage(component: NodeComponent, base: Layer,
  * A KubeVirt containerDisk image: one layer holding the disk under /disk/,
  * readable by the launcher's user, as KubeVirt's containerdisks are.
  */
-export async function buildContainerDiskImage(reference: string, writeDisk: (path: string) => Promise<void>, fileName = "disk.img"): Promise<BuiltImage> {
+export async function buildContainerDiskImage(reference: string, writeDisk: (path: string) => Promise<void>, fileName = "disk.img", aliases: string[] = []): Promise<BuiltImage> {
   const name = reference.split("/").pop()?.replace(/[:@].*$/, "") ?? "containerdisk";
   const layer = await layerOf(`containerdisk-${name}`, async (dir) => {
     await mkdir(join(dir, "disk"));
@@ -177,14 +179,17 @@ export async function buildContainerDiskImage(reference: string, writeDisk: (pat
     await run("chown", ["-R", LAUNCHER_USER, join(dir, "disk")]);
     await chmod(join(dir, "disk", fileName), 0o440);
   }, { keepOwners: true });
-  return archiveOnce(name, reference, [layer], {});
+  return archiveOnce(name, reference, [layer], {}, aliases);
 }
+
+/** The Debian guest's stable name, for manifests people write by hand (examples/vm-debian.yaml). */
+export const DEBIAN_GUEST_IMAGE = `${REGISTRY}/debian-guest:12`;
 
 /** The Debian guest (systemd, cloud-init, a serial getty) as a containerDisk, tagged by its disk's content. */
 export async function buildDebianGuestImage(): Promise<BuiltImage> {
   const disk = await buildDebianGuestDisk();
   const tag = disk.split("/").pop()?.replace(/^debian-|\.qcow2$/g, "") ?? "latest";
-  return buildContainerDiskImage(`${REGISTRY}/debian-guest:${tag}`, (path) => copyFile(disk, path), "disk.qcow2");
+  return buildContainerDiskImage(`${REGISTRY}/debian-guest:${tag}`, (path) => copyFile(disk, path), "disk.qcow2", [DEBIAN_GUEST_IMAGE]);
 }
 
 /**

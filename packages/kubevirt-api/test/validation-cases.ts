@@ -23,6 +23,7 @@ export const validationCases: ValidationCase[] = [
   // Valid.
   { name: "KubeVirt's example VM with a containerDisk and cloud-init", object: example("vm-containerdisk-cloudinit.yaml"), apiServer: "accepts" },
   { name: "a VMI with an emptyDisk", object: example("vmi-emptydisk.yaml"), apiServer: "accepts" },
+  { name: "the Debian guest example with a cloud-init user", object: example("vm-debian.yaml"), apiServer: "accepts" },
   ...(["Always", "RerunOnFailure", "Manual", "Halted", "Once"] as const).map(
     (runStrategy): ValidationCase => ({
       name: `runStrategy ${runStrategy}`,

@@ -8,7 +8,7 @@ const ctr = (...args: string[]) => run("ctr", ["--address", CONTAINERD_SOCKET, "
 export async function importImages(images: BuiltImage[]): Promise<void> {
   const present = new Set((await ctr("images", "ls", "-q")).split("\n").filter(Boolean));
   for (const image of images) {
-    if (present.has(image.reference)) continue;
+    if ([image.reference, ...(image.aliases ?? [])].every((name) => present.has(name))) continue;
     log(`importing ${image.reference}`);
     await ctr("images", "import", image.archive);
   }
