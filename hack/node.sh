@@ -15,6 +15,11 @@ if [ ! -x "$kvts_node_dir/bin/node" ]; then
 fi
 export PATH="$kvts_node_dir/bin:$PATH"
 # The machine's npm (a JavaScript program) now runs on this Node. Native
-# addons compile against this Node's own headers, from source: prebuilt
-# binaries would have to be downloaded from hosts this machine cannot reach.
-export npm_config_nodedir="$kvts_node_dir" npm_config_build_from_source=true
+# addons compile against this Node's own headers, from source (prebuilt
+# binaries would have to be downloaded from hosts this machine cannot
+# reach): npm_install passes node-gyp what it needs for that, and only it,
+# since npm warns about these settings everywhere else.
+export KVTS_NODE_DIR="$kvts_node_dir"
+npm_install() {
+  npm_config_nodedir="$KVTS_NODE_DIR" npm_config_build_from_source=true npm install "$@"
+}

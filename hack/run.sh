@@ -14,7 +14,7 @@ stamp=node_modules/.kubevirt-ts-installed
 if [ ! -f "$stamp" ] || [ package-lock.json -nt "$stamp" ] || [ -n "$(find . -name package.json -not -path '*/node_modules/*' -newer "$stamp" -print -quit)" ]; then
   hack/ensure-host-packages.sh
   echo "[run] installing npm packages" >&2
-  npm install --no-fund --no-audit >&2
+  npm_install --no-fund --no-audit >&2
   touch "$stamp"
 fi
 exec "$@"
