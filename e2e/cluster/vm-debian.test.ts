@@ -58,7 +58,7 @@ describe("a VM with the Debian guest", () => {
     expect(log).toMatch(/Cloud-init v\. [\d.]+ running/);
   });
 
-  it("lets the cloud-init user log in on the serial console and run commands that reach the cluster from the guest", async () => {
+  it("lets the cloud-init user log in on the serial console and run commands that reach the cluster from the guest, and reports its OS", async () => {
     const { ws, received } = await openConsole(namespace, "debian", "console");
     const text = () => received().toString("utf8");
     const type = (line: string) => {
@@ -91,7 +91,10 @@ describe("a VM with the Debian guest", () => {
     expect(output).toMatch(/inet 198\.19\.254\.\d+\/24/);
     ws.close();
 
+    // The guest agent reports the OS.
+    await expect.poll(async () => ((await get("virtualmachineinstances", "debian"))?.status?.guestOSInfo as { prettyName?: string } | undefined)?.prettyName, boot).toBe("Debian GNU/Linux 12 (bookworm)");
     const vmi = await get("virtualmachineinstances", "debian");
+    expect((vmi?.status?.conditions as { type: string; status: string }[]).find((c) => c.type === "AgentConnected")?.status).toBe("True");
     const [pod] = await launcherPods();
     expect((vmi?.status?.interfaces as { ipAddress: string }[])[0]?.ipAddress).toBe(pod?.status?.podIP);
   });

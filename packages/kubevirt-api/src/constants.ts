@@ -72,6 +72,8 @@ export const VmiConditionType = {
   Paused: "Paused",
   Synchronized: "Synchronized",
   SoftwareEmulation: "SoftwareEmulation",
+  /** The guest's QEMU agent answers (KubeVirt's name). */
+  AgentConnected: "AgentConnected",
   /** Set by the controller from the launcher pod's PodScheduled=False condition. */
   PodScheduled: "PodScheduled",
 } as const;

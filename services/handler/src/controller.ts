@@ -7,7 +7,7 @@ import type { Logger } from "@kubevirt-ts/runtime";
 import type { Registry } from "prom-client";
 import { ConsoleRefusal, type ConsoleTarget } from "./console-server.ts";
 import type { Launchers } from "./launchers.ts";
-import { type ObservedDomain, handlerStatus } from "./status.ts";
+import { type ObservedDomain, type ObservedGuestOs, handlerStatus } from "./status.ts";
 
 // The handler's loop over the VMIs of its node: for each VMI the controller
 // has handed over, it makes sure the launcher runs the domain, and reports
@@ -15,6 +15,8 @@ import { type ObservedDomain, handlerStatus } from "./status.ts";
 // input: every VMI is looked at again every few seconds.
 
 const DOMAIN_POLL_MS = 2_000;
+/** How long to wait before asking a guest's agent again after it did not answer. */
+const AGENT_RETRY_MS = 20_000;
 
 interface LauncherPod extends KubeObject {
   spec?: { nodeName?: string };
@@ -49,6 +51,22 @@ export function createHandler(config: HandlerConfig) {
       },
     },
   });
+  // When each VMI's guest agent was last asked in vain, by VMI uid.
+  const agentSilentSince = new Map<string, number>();
+  const guestOs = async (vmi: VirtualMachineInstance, launcher: Awaited<ReturnType<Launchers["get"]>>): Promise<ObservedGuestOs> => {
+    if (vmi.status?.guestOSInfo) return vmi.status.guestOSInfo;
+    const uid = vmi.metadata.uid ?? "";
+    if (Date.now() - (agentSilentSince.get(uid) ?? 0) < AGENT_RETRY_MS) return undefined;
+    try {
+      const info = (await launcher.call("guestOsInfo", undefined, 15_000)) as ObservedGuestOs;
+      agentSilentSince.delete(uid);
+      return info;
+    } catch {
+      // Most guests have no agent, and a booting one has not started it yet.
+      agentSilentSince.set(uid, Date.now());
+      return undefined;
+    }
+  };
   const enqueue = (vmi: VirtualMachineInstance) => {
     queue.add(keyOf(vmi));
   };
@@ -56,6 +74,7 @@ export function createHandler(config: HandlerConfig) {
   pods.addHandler({
     delete: (pod) => {
       launchers.forget(pod.metadata.uid ?? "");
+      agentSilentSince.delete(pod.metadata.labels?.[Label.CreatedBy] ?? "");
     },
   });
 
@@ -70,7 +89,8 @@ export function createHandler(config: HandlerConfig) {
     const launcher = await launchers.get(pod.metadata.uid ?? "");
     let domain = (await launcher.state()) as ObservedDomain;
     if (domain.state === "NoDomain") domain = (await launcher.call("sync", vmi)) as ObservedDomain;
-    await writeStatusIfChanged(client, resources.virtualMachineInstances, vmi, handlerStatus(vmi, domain, pod.status ?? {}, now()));
+    const os = domain.state === "Running" ? await guestOs(vmi, launcher) : undefined;
+    await writeStatusIfChanged(client, resources.virtualMachineInstances, vmi, handlerStatus(vmi, domain, pod.status ?? {}, now(), os));
     return { requeueAfterMs: DOMAIN_POLL_MS };
   };
 

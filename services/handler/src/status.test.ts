@@ -42,6 +42,16 @@ describe("handlerStatus", () => {
     expect(status.conditions?.find((c) => c.type === "Paused")).toMatchObject({ status: "True" });
   });
 
+  it("reports the guest's OS and AgentConnected when its agent answered, and forgets both when it stops", () => {
+    const os = { id: "debian", prettyName: "Debian GNU/Linux 12 (bookworm)", versionId: "12", kernelRelease: "6.1.0-56-cloud-amd64" };
+    const running = handlerStatus(vmi("Running"), { state: "Running" }, pod, now, os);
+    expect(running.guestOSInfo).toEqual(os);
+    expect(running.conditions?.find((c) => c.type === "AgentConnected")).toMatchObject({ status: "True" });
+    const stopped = handlerStatus({ ...vmi("Running"), status: running }, { state: "Shutoff" }, pod, now);
+    expect(stopped.guestOSInfo).toBeUndefined();
+    expect(stopped.conditions?.find((c) => c.type === "AgentConnected")).toBeUndefined();
+  });
+
   it("changes nothing when nothing changed", () => {
     const first = handlerStatus(vmi("Scheduled"), { state: "Running", domainType: "qemu" }, pod, now);
     const again = handlerStatus({ ...vmi("Scheduled"), status: first }, { state: "Running", domainType: "qemu" }, pod, new Date(now.getTime() + 10_000));

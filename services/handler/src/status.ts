@@ -31,7 +31,10 @@ function phaseOf(current: VmiPhase, domain: ObservedDomain): VmiPhase {
   }
 }
 
-export function handlerStatus(vmi: VirtualMachineInstance, domain: ObservedDomain, pod: ObservedPod, now: Date): VmiStatus {
+/** What the guest agent reported of the guest's OS; undefined when no agent answered. */
+export type ObservedGuestOs = VmiStatus["guestOSInfo"];
+
+export function handlerStatus(vmi: VirtualMachineInstance, domain: ObservedDomain, pod: ObservedPod, now: Date, guestOs?: ObservedGuestOs): VmiStatus {
   const previous = vmi.status ?? {};
   const phase = phaseOf((previous.phase ?? VmiPhase.Scheduled), domain);
   const status: VmiStatus = { ...previous, phase };
@@ -53,6 +56,13 @@ export function handlerStatus(vmi: VirtualMachineInstance, domain: ObservedDomai
     : removeCondition(conditions, VmiConditionType.Paused);
   if (domain.domainType === "qemu") {
     conditions = setCondition<Condition>(conditions, { type: VmiConditionType.SoftwareEmulation, status: "True", reason: "SoftwareEmulation", message: "KVM is unusable on the node: the guest runs with QEMU's software emulation." }, now);
+  }
+  if (running && guestOs) {
+    status.guestOSInfo = guestOs;
+    conditions = setCondition<Condition>(conditions, { type: VmiConditionType.AgentConnected, status: "True" }, now);
+  } else if (!running) {
+    delete status.guestOSInfo;
+    conditions = removeCondition(conditions, VmiConditionType.AgentConnected);
   }
   status.conditions = conditions;
   // Masquerade: the guest is reached at its pod's address.

@@ -46,6 +46,7 @@ await runService({
         kill: () => manager.kill(),
         softReboot: () => manager.softReboot(),
         reset: () => manager.reset(),
+        guestOsInfo: () => manager.guestOsInfo(),
       },
       log,
     );

@@ -125,6 +125,10 @@ describe("the launcher", () => {
     expect(await client.call("unpause")).toMatchObject({ state: "Running" });
   });
 
+  it("says so when the guest has no agent to report its OS", async () => {
+    await expect(client.call("guestOsInfo")).rejects.toThrow(/Failed: virsh qemu-agent-command failed: .*agent/i);
+  });
+
   it("resets the guest: it boots again", async () => {
     const serial = join(dirs().sockets, "virt-serial0");
     const rebooted = readUntil(serial, "init reached");

@@ -56,6 +56,7 @@ describe("a domain from the converter", () => {
       serialSocket: sockets().serial,
       serialLog: join(folder.dir, "serial.log"),
       vncSocket: sockets().vnc,
+      guestAgentSocket: join(folder.dir, "ga.sock"),
       kernelBoot: { kernel: folder.kernel, initrd: folder.initrd },
       guestNetwork: { address: "198.19.254.0", prefix: 24 },
     });

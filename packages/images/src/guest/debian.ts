@@ -7,8 +7,8 @@ import { SECTOR, mbrPartitionTable } from "../mbr.ts";
 import { buildRootfs } from "../rootfs.ts";
 
 // The Debian guest: a real bookworm system with systemd, a getty on the
-// serial console, cloud-init reading KubeVirt's NoCloud disk, and DHCP on
-// its first NIC, on a disk that boots by itself (syslinux on a small FAT
+// serial console, cloud-init reading KubeVirt's NoCloud disk, DHCP on its
+// first NIC and the QEMU guest agent, on a disk that boots by itself (syslinux on a small FAT
 // partition, the root on ext4), as a compressed qcow2 for a containerDisk.
 // Everything is made without mounting anything: mkfs.ext4 fills the root
 // from a folder, mtools fills the FAT partition.
@@ -20,6 +20,8 @@ export const DEBIAN_GUEST_PACKAGES = [
   "linux-image-cloud-amd64",
   "initramfs-tools",
   "cloud-init",
+  // Reports the guest's OS to the VMI's status (guestOSInfo).
+  "qemu-guest-agent",
   "ifupdown",
   "isc-dhcp-client",
   "sudo",

@@ -22,6 +22,7 @@ const ctx: DomainContext = {
   serialSocket: "/run/sockets/virt-serial0",
   serialLog: "/run/logs/serial0.log",
   vncSocket: "/run/sockets/virt-vnc",
+  guestAgentSocket: "/run/sockets/guest-agent.sock",
   kernelBoot: { kernel: "/run/kernel/vmlinuz", initrd: "/run/kernel/initrd" },
   guestNetwork: { address: "198.19.254.0", prefix: 24 },
 };

@@ -36,6 +36,7 @@ const ctx: DomainContext = {
   serialSocket: "/var/run/kubevirt-ts/sockets/virt-serial0",
   serialLog: "/var/run/kubevirt-ts/logs/serial0.log",
   vncSocket: "/var/run/kubevirt-ts/sockets/virt-vnc",
+  guestAgentSocket: "/var/run/kubevirt-ts/sockets/guest-agent.sock",
   guestNetwork: { address: "198.19.254.0", prefix: 24 },
 };
 
@@ -117,6 +118,10 @@ describe("domainXml", () => {
 
   it("refuses the bridge binding, which is not supported yet", () => {
     expect(() => domainXml(vmi((s) => (s.domain.devices.interfaces = [{ name: "default", bridge: {} }])), ctx)).toThrow("only the masquerade binding is supported yet");
+  });
+
+  it("gives the guest agent its virtio port, as KubeVirt does", () => {
+    expect(domainXml(vmi(), ctx)).toMatch(/<channel type="unix">\s*<source mode="bind" path="\/var\/run\/kubevirt-ts\/sockets\/guest-agent\.sock"\/>\s*<target type="virtio" name="org\.qemu\.guest_agent\.0"\/>\s*<\/channel>/);
   });
 });
 

@@ -22,6 +22,8 @@ export interface DomainContext {
   /** Where virtlogd keeps a copy of everything the serial console printed. */
   serialLog?: string;
   vncSocket: string;
+  /** The QEMU guest agent's socket; libvirt's own choice of path would be too long for a unix socket. */
+  guestAgentSocket: string;
   /** The kernel and initrd of a kernelBoot, copied out of their image. */
   kernelBoot?: { kernel?: string; initrd?: string };
   /** The guest side of a masquerade interface: an IPv4 network and prefix length. */
@@ -159,6 +161,8 @@ export function domainXml(vmi: VirtualMachineInstance, ctx: DomainContext): stri
       graphics && el("video", {}, el("model", { type: "vga", vram: 16384, heads: 1 })),
       graphics && el("input", { type: "tablet", bus: "usb" }),
       devices.rng !== undefined && el("rng", { model: "virtio" }, el("backend", { model: "random" }, "/dev/urandom")),
+      // The QEMU guest agent's port, as KubeVirt adds it: guests that run the agent report their OS.
+      el("channel", { type: "unix" }, el("source", { mode: "bind", path: ctx.guestAgentSocket }), el("target", { type: "virtio", name: "org.qemu.guest_agent.0" })),
       el("memballoon", { model: "none" }),
     ),
   );

@@ -7,7 +7,7 @@ import { type Domain, DomainState, type Hypervisor } from "@unraid/libvirt";
 import type { VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { type DomainType, chooseDomainType, domainName, domainXml } from "../domain/converter.ts";
-import type { DomainStatus } from "../rpc/protocol.ts";
+import type { DomainStatus, GuestOsInfo } from "../rpc/protocol.ts";
 import { RpcError } from "../rpc/server.ts";
 import { prepareDisks } from "../storage/prepare.ts";
 
@@ -123,6 +123,7 @@ export class DomainManager {
       serialSocket: this.serialSocket,
       serialLog: this.serialLog,
       vncSocket: this.vncSocket,
+      guestAgentSocket: join(this.o.layout.socketsDir, "guest-agent.sock"),
       ...(kernelBoot ? { kernelBoot } : {}),
       guestNetwork: this.o.guestNetwork,
     });
@@ -155,14 +156,29 @@ export class DomainManager {
     return this.state();
   }
 
-  private async virsh(command: string, ...args: string[]): Promise<void> {
+  private async virsh(command: string, ...args: string[]): Promise<string> {
     this.require();
     const name = this.name ?? "";
     try {
-      await promisify(execFile)("virsh", ["-c", this.o.uri, command, name, ...args]);
+      return (await promisify(execFile)("virsh", ["-c", this.o.uri, command, name, ...args])).stdout;
     } catch (error) {
       throw new RpcError("Failed", `virsh ${command} failed: ${((error as { stderr?: string }).stderr ?? String(error)).trim()}`);
     }
+  }
+
+  /** The guest's OS as its QEMU guest agent reports it; fails when no agent answers. */
+  async guestOsInfo(): Promise<GuestOsInfo> {
+    const answer = JSON.parse(await this.virsh("qemu-agent-command", '{"execute":"guest-get-osinfo"}', "--timeout", "5")) as { return?: Record<string, string | undefined> };
+    const os = answer.return ?? {};
+    return {
+      id: os.id,
+      name: os.name,
+      prettyName: os["pretty-name"],
+      version: os.version,
+      versionId: os["version-id"],
+      kernelRelease: os["kernel-release"],
+      kernelVersion: os["kernel-version"],
+    };
   }
 
   /** Asks the guest to reboot through ACPI, as pressing a reset button it handles itself. */

@@ -8,7 +8,7 @@ import { z } from "zod";
 export const PROTOCOL_VERSION = 1;
 export const LAUNCHER_SOCKET = "launcher.sock";
 
-export const METHODS = ["ping", "sync", "state", "pause", "unpause", "softReboot", "reset", "shutdown", "kill"] as const;
+export const METHODS = ["ping", "sync", "state", "pause", "unpause", "softReboot", "reset", "shutdown", "kill", "guestOsInfo"] as const;
 export type Method = (typeof METHODS)[number];
 
 export const requestSchema = z.object({
@@ -31,4 +31,15 @@ export interface DomainStatus {
   domainType?: "kvm" | "qemu";
   serialSocket?: string;
   vncSocket?: string;
+}
+
+/** What the guest agent says of the guest's OS, in the names of KubeVirt's VMI status. */
+export interface GuestOsInfo {
+  id?: string;
+  name?: string;
+  prettyName?: string;
+  version?: string;
+  versionId?: string;
+  kernelRelease?: string;
+  kernelVersion?: string;
 }

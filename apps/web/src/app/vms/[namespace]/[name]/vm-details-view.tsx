@@ -23,6 +23,7 @@ const CONDITION_WORDS: Record<string, string> = {
   Paused: "Paused",
   Failure: "Failed",
   SoftwareEmulation: "Runs with software emulation (no KVM on the node)",
+  AgentConnected: "The guest agent answers",
   PodScheduled: "Placed on a node",
 };
 
@@ -38,6 +39,8 @@ function Overview({ vm, vmi }: { vm: VirtualMachine; vmi: VirtualMachineInstance
         <dd>{vmi?.status?.nodeName ?? "none"}</dd>
         <dt>IP address</dt>
         <dd>{vmi?.status?.interfaces?.[0]?.ipAddress ?? "none"}</dd>
+        <dt>Guest OS</dt>
+        <dd>{vmi?.status?.guestOSInfo?.prettyName ?? "not reported (no guest agent)"}</dd>
         <dt>CPU</dt>
         <dd>{String(domain.cpu?.cores ?? 1)} core(s)</dd>
         <dt>Memory</dt>
