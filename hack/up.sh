@@ -21,6 +21,9 @@ kubevirt-ts is running on a local single-node cluster.
     $viewer_token
   New tokens: cluster-up/kubectl.sh -n default create token kubevirt-ts-admin
 
+  A first VM:  cluster-up/kubectl.sh apply -f examples/vm-debian.yaml
+               (Debian 12; in the dashboard's Console tab log in as demo, password kubevirt-ts),
+               or "Create VM" in the dashboard.
   kubectl:     cluster-up/kubectl.sh get vms -A      (or export KUBECONFIG=$PWD/.local/kubeconfig)
   Logs:        .local/logs/ (one file per cluster component)
   Stop:        make down
