@@ -2,7 +2,7 @@ import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { ApiError, type KubeClient, isNotFound, resources } from "@kubevirt-ts/kube";
 import { type ConsoleKind, SUBRESOURCE_GROUP, type VirtualMachineInstance, VmiPhase } from "@kubevirt-ts/kubevirt-api";
-import { type Logger, StatusError } from "@kubevirt-ts/runtime";
+import { type Logger, StatusError, keepAlive } from "@kubevirt-ts/runtime";
 import { type WebSocket, WebSocketServer } from "ws";
 import { type HandlerDialer, HandlerError } from "./handler-dialer.ts";
 import { mayI } from "./trpc/router.ts";
@@ -23,10 +23,16 @@ export const CONSOLE_PATH = /^\/apis\/subresources\.kubevirt\.io\/v1\/namespaces
 export const PLAIN_PROTOCOL = "plain.kubevirt.io";
 const BEARER_PROTOCOL_PREFIX = "base64url.bearer.authorization.k8s.io.";
 
+/** The token of an `Authorization: Bearer` header. */
+export function bearerToken(req: IncomingMessage): string | undefined {
+  const header = req.headers.authorization;
+  return header?.startsWith("Bearer ") ? header.slice("Bearer ".length).trim() || undefined : undefined;
+}
+
 /** The bearer token of an upgrade request: its Authorization header, else its bearer subprotocol. */
 export function upgradeToken(req: IncomingMessage): string | undefined {
-  const header = req.headers.authorization;
-  if (header?.startsWith("Bearer ")) return header.slice("Bearer ".length).trim() || undefined;
+  const fromHeader = bearerToken(req);
+  if (fromHeader) return fromHeader;
   const protocols = (req.headers["sec-websocket-protocol"] ?? "").split(",").map((p) => p.trim());
   const encoded = protocols.find((p) => p.startsWith(BEARER_PROTOCOL_PREFIX))?.slice(BEARER_PROTOCOL_PREFIX.length);
   return encoded ? Buffer.from(encoded, "base64url").toString("utf8") : undefined;
@@ -82,23 +88,12 @@ export function createConsoleProxy(options: ConsoleProxyOptions) {
   function pipe(client: WebSocket, handler: WebSocket, labels: Record<string, string>): void {
     client.on("message", (data: Buffer) => { handler.send(data, { binary: true }); });
     handler.on("message", (data: Buffer) => { client.send(data, { binary: true }); });
-    let alive = true;
-    client.on("pong", () => (alive = true));
-    const ping = setInterval(() => {
-      if (!alive) {
-        client.terminate();
-        return;
-      }
-      alive = false;
-      client.ping();
-    }, pingIntervalMs);
+    keepAlive(client, pingIntervalMs);
     const reason = (buffer: Buffer) => buffer.toString().slice(0, 120);
     handler.on("close", (code, why) => {
-      clearInterval(ping);
       if (client.readyState === client.OPEN) client.close(code === 1005 || code === 1006 ? 1000 : code, reason(why) || "the VM's console closed");
     });
     client.on("close", () => {
-      clearInterval(ping);
       handler.close();
       log.info("console session ended", labels);
     });

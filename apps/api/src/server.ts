@@ -3,7 +3,7 @@ import type { Duplex } from "node:stream";
 import { createServer as createTlsServer } from "node:https";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { createHTTPHandler } from "@trpc/server/adapters/standalone";
-import { createConsoleProxy } from "./console-proxy.ts";
+import { bearerToken, createConsoleProxy } from "./console-proxy.ts";
 import type { ApiServices } from "./trpc/init.ts";
 import { appRouter } from "./trpc/router.ts";
 import { type AdmissionReview, type WebhookKind, mutate, validate } from "./webhooks.ts";
@@ -12,18 +12,13 @@ import { type AdmissionReview, type WebhookKind, mutate, validate } from "./webh
 // (the dashboard's server proxies both), and the admission webhooks on a TLS
 // port of their own, which only the API server calls.
 
-function bearer(req: IncomingMessage): string | undefined {
-  const header = req.headers.authorization;
-  return header?.startsWith("Bearer ") ? header.slice("Bearer ".length).trim() || undefined : undefined;
-}
-
 export function createApiServer(services: ApiServices): Server {
   const trpc = createHTTPHandler({
     router: appRouter,
     basePath: "/trpc/",
     createContext: ({ req, info }) => {
       const params = info.connectionParams as { token?: unknown } | null;
-      return { ...services, token: bearer(req) ?? (typeof params?.token === "string" ? params.token : undefined) };
+      return { ...services, token: bearerToken(req) ?? (typeof params?.token === "string" ? params.token : undefined) };
     },
     onError: ({ error, path }) => {
       if (error.code === "INTERNAL_SERVER_ERROR") services.log.error("procedure failed", { path, error: error.cause ?? error });

@@ -2,3 +2,4 @@ export { type LogFields, type LogLevel, type Logger, type LoggerOptions, createL
 export { type OpsServer, type OpsServerOptions, type ReadinessCheck, startOpsServer } from "./ops-server.ts";
 export { type RunningService, type ServiceContext, type ServiceDefinition, StatusError, runService, startService } from "./service.ts";
 export { LOG_LEVELS, baseEnv, parseEnv } from "./env.ts";
+export { type Pingable, keepAlive } from "./keepalive.ts";

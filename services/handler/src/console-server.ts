@@ -5,7 +5,7 @@ import { type Socket, connect } from "node:net";
 import type { Duplex } from "node:stream";
 import type { PeerCertificate, TLSSocket } from "node:tls";
 import { type ConsoleKind, VMI_DOMAIN_ACTIONS, type VmiDomainAction, VmiPhase, type VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
-import { type Logger, StatusError } from "@kubevirt-ts/runtime";
+import { type Logger, StatusError, keepAlive } from "@kubevirt-ts/runtime";
 import { Gauge, type Registry } from "prom-client";
 import { type WebSocket, WebSocketServer } from "ws";
 import { SERIAL_LOG_NAME, SocketName, openPodSocket, readPodFileTail } from "./pod-volume.ts";
@@ -153,16 +153,7 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
     sessions.get(key)?.close(1000, "a newer session took over this console");
     sessions.set(key, ws);
     active[kind].inc(labels);
-    let alive = true;
-    const ping = setInterval(() => {
-      if (!alive) {
-        ws.terminate();
-        return;
-      }
-      alive = false;
-      ws.ping();
-    }, pingIntervalMs);
-    ws.on("pong", () => (alive = true));
+    keepAlive(ws, pingIntervalMs);
     unix.on("data", (chunk: Buffer) => {
       ws.send(chunk, { binary: true });
       // The browser reads slower than QEMU writes: hold the guest's output back.
@@ -190,7 +181,6 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
       log.warn("console socket error", { ...labels, kind, error });
     });
     ws.on("close", () => {
-      clearInterval(ping);
       unix.destroy();
       if (sessions.get(key) === ws) sessions.delete(key);
       active[kind].dec(labels);
