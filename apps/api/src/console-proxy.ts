@@ -5,7 +5,7 @@ import { type ConsoleKind, SUBRESOURCE_GROUP, type VirtualMachineInstance, VmiPh
 import { type Logger, StatusError, keepAlive } from "@kubevirt-ts/runtime";
 import { type WebSocket, WebSocketServer } from "ws";
 import { type HandlerDialer, HandlerError } from "./handler-dialer.ts";
-import { mayI } from "./trpc/router.ts";
+import { mayI } from "./access.ts";
 
 // KubeVirt's console and VNC subresources as websockets: the path and the
 // plain.kubevirt.io subprotocol of virtctl, binary frames of raw bytes, the

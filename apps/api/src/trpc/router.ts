@@ -5,6 +5,7 @@ import {
 import { TRPCError } from "@trpc/server";
 import { z } from "zod";
 import { type HandlerDialer, HandlerError } from "../handler-dialer.ts";
+import { type Check, describeCheck, mayI } from "../access.ts";
 import { CausesError, publicProcedure, router, userProcedure } from "./init.ts";
 import { listThenWatch } from "./watch.ts";
 
@@ -34,7 +35,7 @@ const ACTIONS = {
   console: [{ verb: "get", group: SUBRESOURCE_GROUP, resource: "virtualmachineinstances", subresource: "console" }],
   vnc: [{ verb: "get", group: SUBRESOURCE_GROUP, resource: "virtualmachineinstances", subresource: "vnc" }],
 } as const;
-export type Action = keyof typeof ACTIONS;
+type Action = keyof typeof ACTIONS;
 
 /** What each action is, for messages: "You may not <phrase> in <namespace>". */
 const PHRASES: Record<Action, string> = {
@@ -54,35 +55,9 @@ const PHRASES: Record<Action, string> = {
   vnc: "open the display (VNC) of VMs",
 };
 
-interface Check {
-  verb: string;
-  group?: string;
-  resource: string;
-  subresource?: string;
-}
-
-interface AccessReview extends KubeObject {
-  status?: { allowed: boolean; reason?: string };
-}
-
-/** Whether the user may do something, asked of the API server with the user's own token. */
-export async function mayI(client: KubeClient, namespace: string, check: Check, name?: string): Promise<boolean> {
-  const review = await client.create<AccessReview>(resources.selfSubjectAccessReviews, undefined, {
-    apiVersion: "authorization.k8s.io/v1",
-    kind: "SelfSubjectAccessReview",
-    metadata: {},
-    spec: { resourceAttributes: { namespace, verb: check.verb, group: check.group ?? "kubevirt.io", resource: check.resource, subresource: check.subresource, name } },
-  } as AccessReview);
-  return review.status?.allowed === true;
-}
-
-function describe(check: Check): string {
-  return `${check.verb} on ${check.resource}${check.subresource ? `/${check.subresource}` : ""} (${check.group ?? "kubevirt.io"})`;
-}
-
 async function requireAction(client: KubeClient, namespace: string, action: Action, name: string): Promise<void> {
   for (const check of ACTIONS[action]) {
-    if (!(await mayI(client, namespace, check, name))) throw new TRPCError({ code: "FORBIDDEN", message: `You may not ${PHRASES[action]} in ${namespace}: it takes ${describe(check)}.` });
+    if (!(await mayI(client, namespace, check, name))) throw new TRPCError({ code: "FORBIDDEN", message: `You may not ${PHRASES[action]} in ${namespace}: it takes ${describeCheck(check)}.` });
   }
 }
 
@@ -202,10 +177,18 @@ export const appRouter = router({
   }),
   images: userProcedure.query(({ ctx }) => ctx.guestImages),
   permissions: userProcedure.input(inNamespace).query(async ({ ctx, input }) => {
+    // Actions share permissions (start and stop both patch the VM): each distinct one is asked once.
+    const asked = new Map<string, Promise<boolean>>();
+    const may = (check: Check) => {
+      const key = describeCheck(check);
+      let answer = asked.get(key);
+      if (!answer) asked.set(key, (answer = mayI(ctx.client, input.namespace, check)));
+      return answer;
+    };
     const entries = await Promise.all(
       (Object.keys(ACTIONS) as Action[]).map(async (action) => {
-        const missing: string[] = [];
-        for (const check of ACTIONS[action]) if (!(await mayI(ctx.client, input.namespace, check))) missing.push(describe(check));
+        const answers = await Promise.all(ACTIONS[action].map(may));
+        const missing = ACTIONS[action].filter((_, i) => !answers[i]).map(describeCheck);
         return [action, missing.length === 0 ? { allowed: true } : { allowed: false, reason: `You may not ${PHRASES[action]} in ${input.namespace}: it takes ${missing.join(" and ")}.` }] as const;
       }),
     );
