@@ -1,4 +1,4 @@
-import { unitAndIntegrationProjects } from "@kubevirt-ts/control-plane/vitest-config";
+import { unitAndHostIntegrationProjects } from "@kubevirt-ts/control-plane/vitest-config";
 import { defineConfig } from "vitest/config";
 
-export default defineConfig({ test: { projects: unitAndIntegrationProjects } });
+export default defineConfig({ test: { projects: unitAndHostIntegrationProjects } });

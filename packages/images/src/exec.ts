@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { stat } from "node:fs/promises";
 
 /** Runs a command, streaming nothing; throws with the end of its output when it fails. */
 export function run(command: string, args: string[], options: { progress?: (line: string) => void } = {}): Promise<string> {
@@ -21,4 +22,11 @@ export function run(command: string, args: string[], options: { progress?: (line
 
 export function log(message: string): void {
   process.stderr.write(`[images] ${message}\n`);
+}
+
+export async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
 }

@@ -6,7 +6,7 @@ import { REPO_ROOT } from "@kubevirt-ts/control-plane";
 import { LAUNCHER_UID } from "@kubevirt-ts/kubevirt-api";
 import { type ImageConfig, type Layer, contentTag, tarDirectory, writeDockerArchive } from "./archive.ts";
 import { env } from "./env.ts";
-import { log, run } from "./exec.ts";
+import { exists, log, run } from "./exec.ts";
 import { buildDebianGuestDisk } from "./guest/debian.ts";
 import { buildTinyGuest } from "./guest/tiny.ts";
 import { buildRootfs } from "./rootfs.ts";
@@ -67,11 +67,7 @@ function nodeLayer(): Promise<Layer> {
 async function archiveOnce(name: string, reference: string, layers: Layer[], config: ImageConfig, aliases: string[] = []): Promise<BuiltImage> {
   const key = createHash("sha256").update([reference, ...aliases].join(" ")).update(contentTag(layers, config)).digest("hex").slice(0, 16);
   const archive = join(env.KUBEVIRT_TS_CACHE, "images", `${name}-${key}.tar`);
-  const cached = await stat(archive).then(
-    () => true,
-    () => false,
-  );
-  if (!cached) {
+  if (!(await exists(archive))) {
     log(`writing ${reference}`);
     await writeDockerArchive(archive, [reference, ...aliases], layers, config);
   }

@@ -1,9 +1,9 @@
 import { createHash } from "node:crypto";
-import { mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { type Layer, sha256File } from "./archive.ts";
 import { env } from "./env.ts";
-import { log, run } from "./exec.ts";
+import { exists, log, run } from "./exec.ts";
 
 // Debian bookworm root filesystems made with mmdebstrap, cached by their
 // package list: the base layer of every image.
@@ -17,13 +17,6 @@ export interface RootfsSpec {
   packages: string[];
   /** Shell commands run on the finished tree ($1), e.g. adding a user. */
   hooks?: string[];
-}
-
-async function exists(path: string): Promise<boolean> {
-  return stat(path).then(
-    () => true,
-    () => false,
-  );
 }
 
 export async function buildRootfs(spec: RootfsSpec): Promise<Layer> {

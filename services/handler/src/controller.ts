@@ -67,6 +67,9 @@ export function createHandler(config: HandlerConfig) {
       return undefined;
     }
   };
+  /** The launcher pod running the VMI's domain on this node. */
+  const runningLauncherPod = (vmi: VirtualMachineInstance) =>
+    pods.byIndex("vmiUid", vmi.metadata.uid ?? "").find((p) => !p.metadata.deletionTimestamp && p.status?.phase === "Running");
   const enqueue = (vmi: VirtualMachineInstance) => {
     queue.add(keyOf(vmi));
   };
@@ -84,10 +87,10 @@ export function createHandler(config: HandlerConfig) {
     const phase = vmi.status?.phase;
     // Only VMIs handed to this node and not finished; deletion stops the launcher through its pod.
     if ((phase !== VmiPhase.Scheduled && phase !== VmiPhase.Running) || vmi.status?.nodeName !== nodeName || vmi.metadata.deletionTimestamp) return undefined;
-    const pod = pods.byIndex("vmiUid", vmi.metadata.uid ?? "").find((p) => !p.metadata.deletionTimestamp && p.status?.phase === "Running");
+    const pod = runningLauncherPod(vmi);
     if (!pod) return { requeueAfterMs: DOMAIN_POLL_MS };
     const launcher = await launchers.get(pod.metadata.uid ?? "");
-    let domain = (await launcher.state()) as ObservedDomain;
+    let domain: ObservedDomain = await launcher.state();
     if (domain.state === "NoDomain") domain = (await launcher.call("sync", vmi)) as ObservedDomain;
     const os = domain.state === "Running" ? await guestOs(vmi, launcher) : undefined;
     await writeStatusIfChanged(client, resources.virtualMachineInstances, vmi, handlerStatus(vmi, domain, pod.status ?? {}, now(), os));
@@ -100,7 +103,7 @@ export function createHandler(config: HandlerConfig) {
     consoleTarget: (namespace: string, name: string): ConsoleTarget => {
       const vmi = vmis.get(`${namespace}/${name}`);
       if (!vmi || vmi.status?.nodeName !== nodeName) throw new ConsoleRefusal(404, `no VMI ${namespace}/${name} runs on node ${nodeName}`);
-      const pod = pods.byIndex("vmiUid", vmi.metadata.uid ?? "").find((p) => !p.metadata.deletionTimestamp && p.status?.phase === "Running");
+      const pod = runningLauncherPod(vmi);
       if (!pod?.metadata.uid) throw new ConsoleRefusal(409, `the VMI ${namespace}/${name} has no running launcher pod; wait until it is Running`);
       return { vmi, podUid: pod.metadata.uid };
     },

@@ -2,6 +2,7 @@ import { constants } from "node:fs";
 import { type FileHandle, lstat, open } from "node:fs/promises";
 import { join, relative, sep } from "node:path";
 import { LAUNCHER_UID } from "@kubevirt-ts/kubevirt-api";
+import { SocketsVolume } from "@kubevirt-ts/launcher/client";
 
 // The way into a launcher pod: its sockets volume, under the kubelet's
 // folders on this node, holds the launcher's RPC socket, the serial console
@@ -15,14 +16,11 @@ import { LAUNCHER_UID } from "@kubevirt-ts/kubevirt-api";
 
 const SOCKETS_VOLUME = "kubernetes.io~empty-dir/sockets";
 // Linux's O_PATH: a handle on the inode that neither reads nor follows it.
-const O_PATH = 0o10000000;
+export const O_PATH = 0o10000000;
 
-export const SocketName = {
-  Launcher: "launcher.sock",
-  Serial: "virt-serial0",
-  Vnc: "virt-vnc",
-} as const;
-export const SERIAL_LOG_NAME = "serial0.log";
+/** The sockets the handler uses, under the names the launcher gives them. */
+export const SocketName = { Launcher: SocketsVolume.launcher, Serial: SocketsVolume.serial, Vnc: SocketsVolume.vnc } as const;
+export const SERIAL_LOG_NAME = SocketsVolume.serialLog;
 
 export function podVolumePath(podsDir: string, podUid: string, name: string): string {
   return join(podsDir, podUid, "volumes", SOCKETS_VOLUME, name);
@@ -51,7 +49,8 @@ function checkEntry(path: string, stats: { isSocket(): boolean; isFile(): boolea
   if (stats.uid !== LAUNCHER_UID) throw new Error(`${path} belongs to uid ${String(stats.uid)}, not the launcher's (${String(LAUNCHER_UID)})`);
 }
 
-async function openChecked(path: string, flags: number, kind: Kind): Promise<FileHandle> {
+/** Opens an entry without following a symlink, and checks the opened inode. */
+export async function openChecked(path: string, flags: number, kind: Kind): Promise<FileHandle> {
   const handle = await open(path, flags | constants.O_NOFOLLOW);
   try {
     checkEntry(path, await handle.stat(), kind);

@@ -1,13 +1,12 @@
 import { removeCondition, setCondition } from "@kubevirt-ts/kube";
+import type { DomainStatus } from "@kubevirt-ts/launcher/client";
 import { type Condition, type VirtualMachineInstance, VmiConditionType, VmiPhase, type VmiStatus } from "@kubevirt-ts/kubevirt-api";
 
 // The VMI status the handler reports from its launcher's domain: a pure
 // function of the VMI, the domain's state and the launcher pod's addresses.
 
-export interface ObservedDomain {
-  state: "NoDomain" | "Running" | "Blocked" | "Paused" | "Shutdown" | "Shutoff" | "Crashed" | "PMSuspended";
-  domainType?: "kvm" | "qemu";
-}
+/** The domain as its launcher reports it. */
+export type ObservedDomain = DomainStatus;
 
 export interface ObservedPod {
   podIP?: string;

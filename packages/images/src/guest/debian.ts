@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
-import { mkdir, mkdtemp, open, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, open, readdir, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { env } from "../env.ts";
-import { log, run } from "../exec.ts";
+import { exists, log, run } from "../exec.ts";
 import { SECTOR, mbrPartitionTable } from "../mbr.ts";
 import { buildRootfs } from "../rootfs.ts";
 
@@ -63,13 +63,6 @@ function bootConfig(): string {
     `  APPEND root=UUID=${ROOT_UUID} ro console=tty0 console=ttyS0,115200n8`,
     "",
   ].join("\n");
-}
-
-async function exists(path: string): Promise<boolean> {
-  return stat(path).then(
-    () => true,
-    () => false,
-  );
 }
 
 /** The qcow2 disk of the Debian guest, built once per root filesystem and cached. */

@@ -1,9 +1,9 @@
-import { mkdir, mkdtemp, readFile, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, readdir, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { cpioArchive } from "../cpio.ts";
 import { env } from "../env.ts";
-import { log, run } from "../exec.ts";
+import { exists, log, run } from "../exec.ts";
 
 // The tiny test guest: Debian's cloud kernel and an initramfs of busybox whose
 // init offers a shell on the serial console. It reaches its prompt within
@@ -35,13 +35,6 @@ async function download(dir: string, name: string): Promise<string> {
   const file = (await readdir(dir)).find((f) => f.startsWith(`${name}_`) && f.endsWith(".deb"));
   if (!file) throw new Error(`apt-get download ${name} gave no package`);
   return join(dir, file);
-}
-
-async function exists(path: string): Promise<boolean> {
-  return stat(path).then(
-    () => true,
-    () => false,
-  );
 }
 
 export async function buildTinyGuest(): Promise<TinyGuest> {

@@ -7,12 +7,14 @@ import { type Domain, DomainState, type Hypervisor } from "@unraid/libvirt";
 import type { VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { type DomainType, chooseDomainType, domainName, domainXml } from "../domain/converter.ts";
-import type { DomainStatus, GuestOsInfo } from "../rpc/protocol.ts";
+import { type DomainStatus, type GuestOsInfo, SocketsVolume } from "../rpc/protocol.ts";
 import { RpcError } from "../rpc/server.ts";
 import { prepareDisks } from "../storage/prepare.ts";
 
 // The launcher's one domain: defined and started from the VMI the handler
 // sends, then paused, resumed, shut down or destroyed on request.
+
+const exec = promisify(execFile);
 
 export interface LauncherLayout {
   socketsDir: string;
@@ -69,16 +71,8 @@ export class DomainManager {
     this.o = options;
   }
 
-  get serialSocket(): string {
-    return join(this.o.layout.socketsDir, "virt-serial0");
-  }
-
-  get vncSocket(): string {
-    return join(this.o.layout.socketsDir, "virt-vnc");
-  }
-
-  get serialLog(): string {
-    return join(this.o.layout.socketsDir, "serial0.log");
+  private inSocketsVolume(name: keyof typeof SocketsVolume): string {
+    return join(this.o.layout.socketsDir, SocketsVolume[name]);
   }
 
   /** Whether a domain was ever started by this launcher. */
@@ -89,7 +83,7 @@ export class DomainManager {
   async state(): Promise<DomainStatus> {
     if (!this.domain) return { state: "NoDomain" };
     const info = await this.o.hypervisor.domainGetInfo(this.domain);
-    return { state: STATE_NAMES[info.state] ?? "NoDomain", domainType: this.domainType, serialSocket: this.serialSocket, vncSocket: this.vncSocket };
+    return { state: STATE_NAMES[info.state] ?? "NoDomain", domainType: this.domainType };
   }
 
   /** Defines and starts the domain if it is not running; idempotent, one at a time. */
@@ -120,10 +114,10 @@ export class DomainManager {
       domainType: this.domainType,
       uuid: firmwareUuid(vmi),
       disks,
-      serialSocket: this.serialSocket,
-      serialLog: this.serialLog,
-      vncSocket: this.vncSocket,
-      guestAgentSocket: join(this.o.layout.socketsDir, "guest-agent.sock"),
+      serialSocket: this.inSocketsVolume("serial"),
+      serialLog: this.inSocketsVolume("serialLog"),
+      vncSocket: this.inSocketsVolume("vnc"),
+      guestAgentSocket: this.inSocketsVolume("guestAgent"),
       ...(kernelBoot ? { kernelBoot } : {}),
       guestNetwork: this.o.guestNetwork,
     });
@@ -131,7 +125,7 @@ export class DomainManager {
     await hypervisor.domainCreate(domain);
     this.domain = domain;
     this.name = domainName(vmi);
-    log.info("domain started", { domain: domainName(vmi), type: this.domainType, emulation: this.domainType === "qemu" });
+    log.info("domain started", { domain: this.name, type: this.domainType, emulation: this.domainType === "qemu" });
     return this.state();
   }
 
@@ -160,7 +154,7 @@ export class DomainManager {
     this.require();
     const name = this.name ?? "";
     try {
-      return (await promisify(execFile)("virsh", ["-c", this.o.uri, command, name, ...args])).stdout;
+      return (await exec("virsh", ["-c", this.o.uri, command, name, ...args])).stdout;
     } catch (error) {
       throw new RpcError("Failed", `virsh ${command} failed: ${((error as { stderr?: string }).stderr ?? String(error)).trim()}`);
     }

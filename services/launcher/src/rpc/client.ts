@@ -3,6 +3,8 @@ import { type DomainStatus, type Method, PROTOCOL_VERSION, type Response } from 
 
 // The handler's side of the launcher protocol.
 
+export { type DomainStatus, type GuestOsInfo, SocketsVolume } from "./protocol.ts";
+
 export class LauncherClient {
   private readonly socket: Socket;
   private nextId = 1;

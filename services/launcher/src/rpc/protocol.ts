@@ -6,7 +6,18 @@ import { z } from "zod";
 // releases can tell they do not understand each other.
 
 export const PROTOCOL_VERSION = 1;
-export const LAUNCHER_SOCKET = "launcher.sock";
+/**
+ * What the launcher keeps in its pod's sockets volume, for the handler: its
+ * RPC socket, QEMU's serial console and VNC sockets, and the serial log.
+ */
+export const SocketsVolume = {
+  launcher: "launcher.sock",
+  serial: "virt-serial0",
+  vnc: "virt-vnc",
+  serialLog: "serial0.log",
+  guestAgent: "guest-agent.sock",
+} as const;
+export const LAUNCHER_SOCKET = SocketsVolume.launcher;
 
 export const METHODS = ["ping", "sync", "state", "pause", "unpause", "softReboot", "reset", "shutdown", "kill", "guestOsInfo"] as const;
 export type Method = (typeof METHODS)[number];
@@ -29,8 +40,6 @@ export interface DomainStatus {
   state: "NoDomain" | "Running" | "Blocked" | "Paused" | "Shutdown" | "Shutoff" | "Crashed" | "PMSuspended";
   /** The domain type in use: kvm, or qemu for emulation. */
   domainType?: "kvm" | "qemu";
-  serialSocket?: string;
-  vncSocket?: string;
 }
 
 /** What the guest agent says of the guest's OS, in the names of KubeVirt's VMI status. */
