@@ -25,26 +25,24 @@ await runService({
       pod: { launcherImage: env.LAUNCHER_IMAGE, imagePullPolicy: env.LAUNCHER_PULL_POLICY, opsPort: 9102, allowEmulation: env.USE_EMULATION },
     });
     controllers = created;
-    const stopping = new AbortController();
-    signal.addEventListener("abort", () => { stopping.abort(); }, { once: true });
-    const informers = created.runInformers(stopping.signal);
+    // The service aborts signal before it calls the function returned here.
+    const informers = created.runInformers(signal);
     const leading = env.LEADER_ELECTION
       ? new LeaderElector({ client, log, namespace: env.POD_NAMESPACE, name: "virt-controller", identity: env.POD_NAME }).run(
           {
             onStartedLeading: (leadership) => created.runControllers(leadership),
             onStoppedLeading: () => {
               // Two leaders must never act at once: a replica that lost the lease exits and starts over as a candidate.
-              if (!stopping.signal.aborted) {
+              if (!signal.aborted) {
                 log.error("leadership lost; exiting");
                 process.exit(1);
               }
             },
           },
-          stopping.signal,
+          signal,
         )
-      : created.runControllers(stopping.signal);
+      : created.runControllers(signal);
     return async () => {
-      stopping.abort();
       await Promise.all([informers, leading]);
     };
   },

@@ -1,4 +1,4 @@
-import { removeCondition, setCondition } from "@kubevirt-ts/kube";
+import { kubeTime, removeCondition, setCondition } from "@kubevirt-ts/kube";
 import type { DomainStatus } from "@kubevirt-ts/launcher/client";
 import { type Condition, type VirtualMachineInstance, VmiConditionType, VmiPhase, type VmiStatus } from "@kubevirt-ts/kubevirt-api";
 
@@ -38,7 +38,7 @@ export function handlerStatus(vmi: VirtualMachineInstance, domain: ObservedDomai
   const phase = phaseOf((previous.phase ?? VmiPhase.Scheduled), domain);
   const status: VmiStatus = { ...previous, phase };
   if (phase !== previous.phase) {
-    status.phaseTransitionTimestamps = [...(previous.phaseTransitionTimestamps ?? []), { phase, phaseTransitionTimestamp: now.toISOString().replace(/\.\d{3}Z$/, "Z") }];
+    status.phaseTransitionTimestamps = [...(previous.phaseTransitionTimestamps ?? []), { phase, phaseTransitionTimestamp: kubeTime(now) }];
   }
   let conditions: Condition[] = previous.conditions ?? [];
   const running = phase === VmiPhase.Running;

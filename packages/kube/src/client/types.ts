@@ -58,7 +58,8 @@ export function keyOf(object: { metadata: ObjectMeta }): string {
   return namespace ? `${namespace}/${name}` : name;
 }
 
-export function splitKey(key: string): { namespace: string; name: string } {
-  const slash = key.indexOf("/");
-  return slash < 0 ? { namespace: "", name: key } : { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
+
+/** A time as Kubernetes writes metav1.Time: RFC 3339 in UTC, whole seconds. */
+export function kubeTime(date: Date): string {
+  return date.toISOString().replace(/\.\d{3}Z$/, "Z");
 }

@@ -1,6 +1,8 @@
 // Conditions as Kubernetes objects carry them: one per type, with a
 // lastTransitionTime that changes only when the status does.
 
+import { kubeTime } from "../client/types.ts";
+
 export interface ConditionLike {
   type: string;
   status: "True" | "False" | "Unknown";
@@ -23,7 +25,7 @@ export function setCondition<C extends ConditionLike>(conditions: readonly C[] |
   const index = list.findIndex((c) => c.type === condition.type);
   const existing = index >= 0 ? list[index] : undefined;
   if (existing && existing.status === condition.status && existing.reason === condition.reason && existing.message === condition.message) return list;
-  const lastTransitionTime = existing && existing.status === condition.status ? existing.lastTransitionTime : now.toISOString().replace(/\.\d{3}Z$/, "Z");
+  const lastTransitionTime = existing && existing.status === condition.status ? existing.lastTransitionTime : kubeTime(now);
   const next = { ...condition, lastProbeTime: null, lastTransitionTime } as C;
   if (index >= 0) list[index] = next;
   else list.push(next);

@@ -1,7 +1,7 @@
 import type { Logger } from "@kubevirt-ts/runtime";
 import { resources } from "../client/resources.ts";
 import type { KubeClient } from "../client/rest.ts";
-import type { KubeObject } from "../client/types.ts";
+import { type KubeObject, kubeTime } from "../client/types.ts";
 
 // Kubernetes Events about the objects a controller acts on, so that
 // `kubectl describe` and the dashboard show what happened and why. Recording
@@ -17,7 +17,7 @@ export function createEventRecorder(client: KubeClient, component: string, log: 
   return {
     record(object, type, reason, message) {
       const { namespace = "default", name = "", uid, resourceVersion } = object.metadata;
-      const time = now().toISOString().replace(/\.\d{3}Z$/, "Z");
+      const time = kubeTime(now());
       client
         .create(resources.events, namespace, {
           apiVersion: "v1",

@@ -20,5 +20,6 @@ export async function writeStatusIfChanged<T extends KubeObject & { status?: unk
   status: T["status"],
 ): Promise<T | undefined> {
   if (isDeepStrictEqual(normalized(object.status), normalized(status))) return undefined;
-  return client.update<T>(type, { ...structuredClone(object), status }, "status");
+  // A new top-level object: the cached one (frozen) is never changed, and the body is only serialized.
+  return client.update<T>(type, { ...object, status }, "status");
 }

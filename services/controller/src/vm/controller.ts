@@ -1,6 +1,6 @@
 import {
-  type EventRecorder, type Expectations, type Informer, type KubeClient, type Reconcile, addFinalizer, isAlreadyExists, isNotFound, removeFinalizer, writeStatusIfChanged,
-  resources, splitKey,
+  type EventRecorder, type Expectations, type Informer, type KubeClient, type Reconcile, addFinalizer, isAlreadyExists, isNotFound, kubeTime, removeFinalizer, writeStatusIfChanged,
+  resources,
 } from "@kubevirt-ts/kube";
 import {
   API_VERSION, EventReason, Finalizer, Kind, Label, type VirtualMachine, type VirtualMachineInstance, type VmStatus, defaultVmiSpec, runStrategyOf,
@@ -75,7 +75,7 @@ export function createVmReconciler(deps: VmControllerDeps): Reconcile {
         let failure = startFailure;
         if (action.failed && startFailure?.lastFailedVMIUID !== action.uid) {
           const count = (startFailure?.consecutiveFailCount ?? 0) + 1;
-          failure = { consecutiveFailCount: count, lastFailedVMIUID: action.uid, retryAfterTimestamp: new Date(now().getTime() + backoffMs(count)).toISOString().replace(/\.\d{3}Z$/, "Z") };
+          failure = { consecutiveFailCount: count, lastFailedVMIUID: action.uid, retryAfterTimestamp: kubeTime(new Date(now().getTime() + backoffMs(count))) };
         }
         expectations.expectDeletions(key, 1);
         try {
@@ -116,8 +116,8 @@ export function createVmReconciler(deps: VmControllerDeps): Reconcile {
     }
     // The cache may not show the VMI just created or deleted yet; deciding now could do it twice.
     if (!expectations.satisfied(key)) return { requeueAfterMs: 2_000 };
-    const { namespace, name } = splitKey(key);
-    let vmi = vmis.get(`${namespace}/${name}`);
+    // A VM's VMI has its name: the same key.
+    let vmi = vmis.get(key);
     if (vmi && controllerOf(vmi)?.uid !== cached.metadata.uid) {
       log.warn("a VMI of the VM's name is not controlled by it; leaving it alone", { vm: key });
       vmi = undefined;

@@ -1,4 +1,4 @@
-import { findCondition, setCondition } from "@kubevirt-ts/kube";
+import { findCondition, removeCondition, setCondition } from "@kubevirt-ts/kube";
 import {
   type Condition, PrintableStatus, type RunStrategy, type StateChangeRequest, type VirtualMachine, type VirtualMachineInstance, type VmStatus,
   VmConditionType, VmiConditionType, VmiPhase,
@@ -59,11 +59,11 @@ function conditions(input: VmStatusInput): Condition[] {
   );
   list = syncError
     ? setCondition<Condition>(list, { type: VmConditionType.Failure, status: "True", reason: syncError.reason, message: syncError.message }, now)
-    : list.filter((c) => c.type !== VmConditionType.Failure);
+    : removeCondition(list, VmConditionType.Failure);
   const paused = vmiCondition(vmi, VmiConditionType.Paused);
   list = paused?.status === "True"
     ? setCondition<Condition>(list, { type: VmConditionType.Paused, status: "True", reason: paused.reason ?? "PausedByUser", message: paused.message ?? "The VMI is paused." }, now)
-    : list.filter((c) => c.type !== VmConditionType.Paused);
+    : removeCondition(list, VmConditionType.Paused);
   return list;
 }
 
@@ -73,7 +73,7 @@ export function deriveVmStatus(input: VmStatusInput): VmStatus {
     ...vm.status,
     printableStatus: printableStatus(input),
     created: vmi !== undefined,
-    ready: findCondition(vmi?.status?.conditions, VmiConditionType.Ready)?.status === "True",
+    ready: vmiCondition(vmi, VmiConditionType.Ready)?.status === "True",
     runStrategy,
     conditions: conditions(input),
     observedGeneration: vm.metadata.generation,

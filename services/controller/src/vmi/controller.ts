@@ -1,7 +1,7 @@
 import {
-  type EventRecorder, type Expectations, type Informer, type KubeClient, type Reconcile, addFinalizer, isNotFound, keyOf, removeFinalizer, resources, writeStatusIfChanged,
+  type EventRecorder, type Expectations, type Informer, type KubeClient, type Reconcile, addFinalizer, findCondition, isNotFound, keyOf, removeFinalizer, resources, writeStatusIfChanged,
 } from "@kubevirt-ts/kube";
-import { EventReason, Finalizer, Label, type VirtualMachineInstance, summarize, validateVirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import { EventReason, Finalizer, Label, type VirtualMachineInstance, VmiConditionType, summarize, validateVirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
 
 import { type VmiAction, decideVmi, deriveVmiStatus } from "./decide.ts";
@@ -80,7 +80,7 @@ export function createVmiReconciler(deps: VmiControllerDeps): Reconcile {
     const vmi = await addFinalizer(client, resources.virtualMachineInstances, cached, Finalizer.VmiController);
     const validation = validateVirtualMachineInstance(vmi);
     const invalid = validation.ok ? undefined : summarize(validation.causes);
-    if (invalid !== undefined && vmi.status?.conditions?.find((c) => c.type === "Synchronized")?.reason !== "InvalidSpec") {
+    if (invalid !== undefined && findCondition(vmi.status?.conditions, VmiConditionType.Synchronized)?.reason !== "InvalidSpec") {
       recorder.record(vmi, "Warning", EventReason.InvalidSpec, invalid);
       log.warn("the VMI's spec is invalid; waiting for it to change", { vmi: keyOf(vmi), causes: invalid });
     }

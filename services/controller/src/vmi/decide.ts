@@ -1,4 +1,4 @@
-import { removeCondition, setCondition } from "@kubevirt-ts/kube";
+import { kubeTime, removeCondition, setCondition } from "@kubevirt-ts/kube";
 import { type Condition, type VirtualMachineInstance, VmiConditionType, VmiPhase, type VmiStatus } from "@kubevirt-ts/kubevirt-api";
 import { isFinal } from "../vm/decide.ts";
 import type { Pod } from "./pod.ts";
@@ -69,7 +69,7 @@ export function deriveVmiStatus(o: VmiObservation): VmiStatus {
   const pod = o.pods.find((p) => !p.metadata.deletionTimestamp) ?? o.pods[0];
   const previous = vmi.status ?? {};
   const { phase, reason, message } = nextPhase(o, pod);
-  const stamp = now.toISOString().replace(/\.\d{3}Z$/, "Z");
+  const stamp = kubeTime(now);
   const status: VmiStatus = { ...previous, phase };
   if (phase !== previous.phase) {
     status.phaseTransitionTimestamps = [...(previous.phaseTransitionTimestamps ?? []), { phase, phaseTransitionTimestamp: stamp }];
