@@ -2,7 +2,7 @@ import { test as base, type Page } from "@playwright/test";
 import { SignInPage } from "./pages/sign-in-page.ts";
 import { VirtualMachinesPage } from "./pages/virtual-machines-page.ts";
 
-// The shape of a service account token; the dashboard does not call the API yet.
+// The shape of a service account token, signed by nobody: the cluster refuses it.
 export const sampleToken = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6ZTJlIn0.c2lnbmF0dXJl";
 
 /** The token this tab keeps in sessionStorage, null when signed out. */

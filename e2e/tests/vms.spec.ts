@@ -132,7 +132,7 @@ test("a viewer sees the VMs but every action disabled with the reason, and the c
   expect(closed.reason).toContain("You may not open the serial console");
 });
 
-test("the admin stops and deletes VMs from the list in one go", async ({ page, virtualMachinesPage }) => {
+test("the admin deletes VMs from the list in one go", async ({ page, virtualMachinesPage }) => {
   await signIn(page, "admin");
   await virtualMachinesPage.goto(namespace);
   for (const name of ["debian-1", "tiny-1"]) await virtualMachinesPage.row(name).getByRole("checkbox").check();

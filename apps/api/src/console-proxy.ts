@@ -20,7 +20,7 @@ import { mayI } from "./access.ts";
 // 4503 the node's handler is unreachable.
 
 export const CONSOLE_PATH = /^\/apis\/subresources\.kubevirt\.io\/v1\/namespaces\/([a-z0-9-]+)\/virtualmachineinstances\/([a-z0-9-]+)\/(console|vnc)$/;
-export const PLAIN_PROTOCOL = "plain.kubevirt.io";
+const PLAIN_PROTOCOL = "plain.kubevirt.io";
 const BEARER_PROTOCOL_PREFIX = "base64url.bearer.authorization.k8s.io.";
 
 /** The token of an `Authorization: Bearer` header. */

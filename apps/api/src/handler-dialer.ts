@@ -39,17 +39,18 @@ export class HandlerDialer {
     return { ca: this.tls.ca, cert: this.tls.cert, key: this.tls.key, servername: ConsoleServer.handlerIdentity, perMessageDeflate: false };
   }
 
-  /** The address of the ready handler on a node. */
-  async address(nodeName: string): Promise<string> {
+  /** Where the ready handler on a node listens. */
+  private async address(nodeName: string): Promise<{ host: string; port: number }> {
     const pods = await this.own.list<HandlerPod>(resources.pods, this.namespace, { labelSelector: "app.kubernetes.io/name=virt-handler", fieldSelector: `spec.nodeName=${nodeName}` });
     const ready = pods.items.find((p) => !p.metadata.deletionTimestamp && p.status?.podIP && p.status.conditions?.some((c) => c.type === "Ready" && c.status === "True"));
     if (!ready?.status?.podIP) throw new HandlerError(503, `no ready handler runs on node ${nodeName}; the VM's console and actions are unavailable until it is back`);
-    return `${ready.status.podIP}:${String(this.port)}`;
+    return { host: ready.status.podIP, port: this.port };
   }
 
   /** Opens a console or VNC session with the handler; resolves once it is open. */
   async open(nodeName: string, namespace: string, name: string, kind: ConsoleKind): Promise<WebSocket> {
-    const ws = new WebSocket(`wss://${await this.address(nodeName)}${consoleServerPath(namespace, name, kind)}`, this.options());
+    const { host, port } = await this.address(nodeName);
+    const ws = new WebSocket(`wss://${host}:${String(port)}${consoleServerPath(namespace, name, kind)}`, this.options());
     return new Promise((resolve, reject) => {
       ws.once("open", () => { resolve(ws); });
       ws.once("unexpected-response", (_req, res) => {
@@ -62,10 +63,10 @@ export class HandlerDialer {
 
   /** Asks the handler to carry out an action on the VMI's domain. */
   async act(nodeName: string, namespace: string, name: string, action: VmiDomainAction): Promise<void> {
-    const [host = "", port] = (await this.address(nodeName)).split(":");
+    const { host, port } = await this.address(nodeName);
     await new Promise<void>((resolve, reject) => {
       const { ca, cert, key, servername } = this.options();
-      const req = request({ ca, cert, key, servername, method: "PUT", host, port: Number(port), path: consoleServerPath(namespace, name, action) }, (res) => {
+      const req = request({ ca, cert, key, servername, method: "PUT", host, port, path: consoleServerPath(namespace, name, action) }, (res) => {
         let body = "";
         res.setEncoding("utf8").on("data", (c: string) => (body += c)).on("end", () => {
           if (res.statusCode === 200) resolve();

@@ -45,7 +45,7 @@ export const publicProcedure = t.procedure;
 const CODES: Record<number, TRPCError["code"]> = { 400: "BAD_REQUEST", 401: "UNAUTHORIZED", 403: "FORBIDDEN", 404: "NOT_FOUND", 409: "CONFLICT", 410: "CONFLICT", 422: "UNPROCESSABLE_CONTENT", 429: "TOO_MANY_REQUESTS" };
 
 /** Kubernetes' error as the user should read it. */
-export function fromKubernetes(error: unknown): TRPCError {
+function fromKubernetes(error: unknown): TRPCError {
   if (error instanceof TRPCError) return error;
   if (!(error instanceof ApiError)) return new TRPCError({ code: "INTERNAL_SERVER_ERROR", message: error instanceof Error ? error.message : String(error), cause: error });
   const { status } = error;

@@ -1,6 +1,6 @@
 import { type KubeClient, type KubeObject, isNotFound, resources } from "@kubevirt-ts/kube";
 import {
-  SUBRESOURCE_GROUP, type VirtualMachine, type VirtualMachineInstance, type VmiDomainAction, planLifecycle, summarize, validateVirtualMachine,
+  SUBRESOURCE_GROUP, type VirtualMachine, dnsLabelProblem, type VirtualMachineInstance, type VmiDomainAction, planLifecycle, summarize, validateVirtualMachine,
 } from "@kubevirt-ts/kubevirt-api";
 import { TRPCError } from "@trpc/server";
 import { z } from "zod";
@@ -13,7 +13,11 @@ import { listThenWatch } from "./watch.ts";
 // signed-in user (ctx.client carries their token): the user can do here
 // exactly what they could do with kubectl, no more.
 
-const dnsLabel = z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, "must be a DNS label: lower-case letters, digits and '-', at most 63");
+// Namespaces and names are DNS labels, checked by the API package's own rule.
+const dnsLabel = z.string().superRefine((value, ctx) => {
+  const problem = dnsLabelProblem(value);
+  if (problem) ctx.addIssue({ code: "custom", message: problem });
+});
 const target = z.object({ namespace: dnsLabel, name: dnsLabel });
 const inNamespace = z.object({ namespace: dnsLabel });
 const resumable = z.object({ namespace: dnsLabel, lastEventId: z.string().nullish() });
@@ -199,3 +203,4 @@ export const appRouter = router({
 });
 
 export type AppRouter = typeof appRouter;
+export type { WatchMessage } from "./watch.ts";

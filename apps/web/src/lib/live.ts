@@ -1,5 +1,6 @@
 "use client";
 
+import type { WatchMessage } from "@kubevirt-ts/api/router";
 import type { VirtualMachine, VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 import { useSubscription } from "@trpc/tanstack-react-query";
 import { useReducer } from "react";
@@ -10,7 +11,7 @@ import { useTRPC } from "./trpc";
 // stream resumes by itself after a dropped connection, from the last version
 // it saw.
 
-type Message<T> = { type: "LIST"; items: T[] } | { type: "ADDED" | "MODIFIED" | "DELETED"; object: T };
+type Message<T> = WatchMessage<T>;
 interface Named {
   metadata: { name?: string };
 }

@@ -9,7 +9,7 @@ import { createTRPCContext } from "@trpc/tanstack-react-query";
 // Authorization header; subscriptions (SSE, which cannot send headers) as a
 // connection parameter.
 
-export const { TRPCProvider, useTRPC, useTRPCClient } = createTRPCContext<AppRouter>();
+export const { TRPCProvider, useTRPC } = createTRPCContext<AppRouter>();
 
 export function makeClient(token: string) {
   return createTRPCClient<AppRouter>({

@@ -10,6 +10,7 @@ import { validateStorage } from "./storage.ts";
 import { zodIssuesToCauses } from "./zod-issues.ts";
 
 export { type Cause, CauseType, type Validation, summarize } from "./causes.ts";
+export { dnsLabelProblem } from "./names.ts";
 
 function validateBootOrder(spec: VmiSpec, path: string, causes: Causes): void {
   const owners = new Map<number, string>();
