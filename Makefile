@@ -1,6 +1,6 @@
 # The entry points. Each target sets up what it needs on a fresh machine
 # (Node 24, npm packages, the Kubernetes binaries) before it runs.
-.PHONY: up down test generate lint typecheck unit integration cluster-up cluster-sync cluster-down
+.PHONY: up down test bench bench-compare generate lint typecheck unit integration cluster-up cluster-sync cluster-down
 
 # Set everything up and start the system; prints where to reach it.
 up:
@@ -12,6 +12,15 @@ down:
 # The whole test suite; CI runs exactly this (.ci/run).
 test:
 	hack/test.sh
+
+# Figures of the running system (times, writes, memory), never part of test;
+# BENCH_KWOK=1 adds the controller at scale on KWOK's fake nodes.
+bench:
+	hack/bench.sh
+
+# The change of every figure against the last recorded run.
+bench-compare:
+	hack/bench-compare.sh
 
 generate:
 	hack/run.sh npm run generate

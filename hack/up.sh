@@ -14,7 +14,9 @@ cat <<MSG
 
 kubevirt-ts is running on a local single-node cluster.
 
-  Dashboard:   http://198.18.255.1:30080
+  Dashboard:   https://198.18.255.1:30080
+               (its certificate is self-signed by the chart; your browser asks you to accept it once,
+               or trust it: $kubectl -n kubevirt-ts get secret kubevirt-ts-web-tls -o jsonpath='{.data.tls\.crt}' | base64 -d)
   Sign in as an admin with this token (valid 24 hours):
     $admin_token
   or as a view-only user:

@@ -4,6 +4,8 @@ K8S_VERSION=v1.34.4
 ETCD_VERSION=v3.6.16
 HELM_VERSION=v3.19.2
 NODE_VERSION=24.21.0
+# KWOK's fake nodes for `make bench` at scale (hack/build-kwok.sh).
+KWOK_VERSION=v0.8.0
 
 KVTS_CACHE="${KUBEVIRT_TS_CACHE:-$HOME/.cache/kubevirt-ts}"
 

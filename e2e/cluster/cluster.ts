@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { readFileSync } from "node:fs";
-import { AdmissionregistrationV1Api, AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, RbacAuthorizationV1Api, type V1Pod } from "@kubernetes/client-node";
+import { AdmissionregistrationV1Api, ApiException, AppsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, RbacAuthorizationV1Api, type V1Pod } from "@kubernetes/client-node";
 import { ensureBinaries } from "@kubevirt-ts/control-plane";
 import { IMAGES_FILE, KUBECONFIG_PATH } from "@kubevirt-ts/local-cluster";
 import { afterAll, beforeAll } from "vitest";
@@ -18,6 +18,13 @@ export const custom = kubeConfig.makeApiClient(CustomObjectsApi);
 export const apps = kubeConfig.makeApiClient(AppsV1Api);
 export const rbac = kubeConfig.makeApiClient(RbacAuthorizationV1Api);
 export const admission = kubeConfig.makeApiClient(AdmissionregistrationV1Api);
+export const coordination = kubeConfig.makeApiClient(CoordinationV1Api);
+
+/** Only a 404 means absent: any other error (the API server down, a 403) is the test's failure, not an answer. */
+export function undefinedIfNotFound(error: unknown): undefined {
+  if (error instanceof ApiException && error.code === 404) return undefined;
+  throw error;
+}
 
 /** The images cluster-sync built and loaded into the node. */
 export const installedImages = JSON.parse(readFileSync(IMAGES_FILE, "utf8")) as { name: string; reference: string }[];
@@ -50,10 +57,7 @@ export function suiteNamespace(prefix: string): SuiteNamespace {
     name,
     kubectl: async (...args) => (await promisify(execFile)(join(binDir, "kubectl"), [`--kubeconfig=${KUBECONFIG_PATH}`, ...args])).stdout,
     get: (plural, object) =>
-      custom.getNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace: name, plural, name: object }).then(
-        (o) => o as KubevirtObject,
-        () => undefined,
-      ),
+      custom.getNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace: name, plural, name: object }).then((o) => o as KubevirtObject, undefinedIfNotFound),
     launcherPods: async () => (await core.listNamespacedPod({ namespace: name, labelSelector: "kubevirt.io=virt-launcher" })).items,
   };
 }

@@ -3,11 +3,15 @@ import { request } from "node:https";
 import type { ConnectionOptions } from "node:tls";
 import { ConsoleServer, type ConsoleKind, consoleServerPath } from "@kubevirt-ts/kubevirt-api";
 import { type ClientOptions, WebSocket } from "ws";
+import { tokenOf } from "../tests/cluster-users.ts";
 import { core } from "./cluster.ts";
+import { DASHBOARD_URL, dashboardTls } from "./dashboard.ts";
 
-// The handler's console server as the API reaches it: the handler pod on
-// the node, over mutual TLS with the API's client certificate, which the
-// chart keeps in a Secret.
+// Consoles as users reach them: KubeVirt's console and VNC websockets on
+// the dashboard's address (the gateway passes them to virt-api, which checks
+// the user's access and goes to the handler), with the user's token. The
+// serial log has no user-facing endpoint yet, so the suite reads it from the
+// handler with the API's client certificate, which the chart keeps in a Secret.
 
 async function apiCredentials(): Promise<Pick<ConnectionOptions, "ca" | "cert" | "key" | "servername">> {
   const secret = await core.readNamespacedSecret({ name: "kubevirt-ts-api-console-tls", namespace: "kubevirt-ts" });
@@ -22,13 +26,18 @@ async function handlerAddress(): Promise<string> {
   return `${ready.status.podIP}:${String(ConsoleServer.port)}`;
 }
 
-/** A console or VNC session with the VMI, open once this resolves; collects what the VM sends. */
-export async function openConsole(namespace: string, name: string, kind: ConsoleKind): Promise<{ ws: WebSocket; received: () => Buffer }> {
-  const options: ClientOptions & ConnectionOptions = await apiCredentials();
-  const ws = new WebSocket(`wss://${await handlerAddress()}${consoleServerPath(namespace, name, kind)}`, options);
+/** A console or VNC session with the VMI as the user, open once this resolves; collects what the VM sends. */
+export async function openConsole(namespace: string, name: string, kind: ConsoleKind, user: "admin" | "viewer" = "admin"): Promise<{ ws: WebSocket; received: () => Buffer }> {
+  const url = new URL(`/apis/subresources.kubevirt.io/v1/namespaces/${namespace}/virtualmachineinstances/${name}/${kind}`, DASHBOARD_URL);
+  url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
+  const options: ClientOptions & ConnectionOptions = { ...(await dashboardTls()), headers: { authorization: `Bearer ${tokenOf(user)}` } };
+  const ws = new WebSocket(url, ["plain.kubevirt.io"], options);
   const chunks: Buffer[] = [];
   ws.on("message", (data: Buffer) => chunks.push(data));
-  await once(ws, "open");
+  const closed = once(ws, "close").then(([code, reason]) => {
+    throw new Error(`the ${kind} session was refused: ${String(code)} ${String(reason)}`);
+  });
+  await Promise.race([once(ws, "open"), closed]);
   return { ws, received: () => Buffer.concat(chunks) };
 }
 

@@ -1,9 +1,11 @@
+import { once } from "node:events";
 import { describe, expect, it } from "vitest";
 import { core, custom, imageOf, suiteNamespace } from "./cluster.ts";
 import { openConsole, serialLog } from "./console.ts";
 
 // A real Debian guest from a KubeVirt-style containerDisk: it boots from
-// its own disk, cloud-init reads the VM's NoCloud user data, systemd puts a
+// its own disk, cloud-init reads the NoCloud user data the VM keeps in a
+// Secret (secretRef, so the password is not in the spec), systemd puts a
 // login prompt on the serial console, and a user logs in there through the
 // handler and runs commands that reach out of the pod.
 
@@ -35,22 +37,25 @@ const vm = {
         terminationGracePeriodSeconds: 30,
         volumes: [
           { name: "root", containerDisk: { image: debianGuest } },
-          {
-            name: "cloudinit",
-            cloudInitNoCloud: {
-              userData: `#cloud-config\nusers:\n  - name: tester\n    lock_passwd: false\n    plain_text_passwd: ${password}\n    shell: /bin/bash\n`,
-            },
-          },
+          { name: "cloudinit", cloudInitNoCloud: { secretRef: { name: "debian-cloud-init" } } },
         ],
       },
     },
   },
 };
 
+/** The cloud-init user data, in the Secret the VM names; only its launcher pod reads it, through a Secret volume. */
+const cloudInitSecret = {
+  metadata: { name: "debian-cloud-init", namespace },
+  stringData: { userdata: `#cloud-config\nusers:\n  - name: tester\n    lock_passwd: false\n    plain_text_passwd: ${password}\n    shell: /bin/bash\n` },
+};
+
 describe("a VM with the Debian guest", () => {
   it("boots from its containerDisk to a login prompt, which the handler kept before anyone connected", async () => {
     expect(debianGuest).toMatch(/^kubevirt-ts\.local\/debian-guest:/);
+    await core.createNamespacedSecret({ namespace, body: cloudInitSecret });
     await custom.createNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachines", body: vm });
+    expect(JSON.stringify(await get("virtualmachines", "debian"))).not.toContain(password);
     await expect.poll(async () => (await get("virtualmachineinstances", "debian"))?.status?.phase, boot).toBe("Running");
     await expect.poll(() => serialLog(namespace, "debian").catch(() => ""), boot).toMatch(/Debian GNU\/Linux 12 \S+ ttyS0[\s\S]*login: /);
     const log = await serialLog(namespace, "debian");
@@ -97,10 +102,18 @@ describe("a VM with the Debian guest", () => {
     expect((vmi?.status?.conditions as { type: string; status: string }[]).find((c) => c.type === "AgentConnected")?.status).toBe("True");
     const [pod] = await launcherPods();
     expect((vmi?.status?.interfaces as { ipAddress: string }[])[0]?.ipAddress).toBe(pod?.status?.podIP);
+    expect(pod?.spec?.volumes).toContainEqual(expect.objectContaining({ secret: expect.objectContaining({ secretName: "debian-cloud-init" }) as unknown }));
   });
 
-  it("is deleted with its guest and launcher pod", async () => {
+  it("is deleted with its guest, which powers off through ACPI, and its launcher pod", async () => {
+    // Watch the serial console through the deletion: a clean shutdown ends with systemd's power-off and the kernel's last line.
+    const { ws, received } = await openConsole(namespace, "debian", "console");
+    const closed = once(ws, "close");
     await custom.deleteNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachines", name: "debian" });
+    await closed;
+    const output = received().toString("utf8");
+    expect(output).toMatch(/System Power Off|Powering off/);
+    expect(output).toContain("reboot: Power down");
     await expect.poll(() => get("virtualmachineinstances", "debian"), boot).toBeUndefined();
     await expect.poll(async () => (await launcherPods()).length, boot).toBe(0);
   });

@@ -1,8 +1,9 @@
-import { NODE_NAME } from "@kubevirt-ts/local-cluster";
+import { NODE_NAME, zombies } from "@kubevirt-ts/local-cluster";
 import { describe, expect, it } from "vitest";
 import { core, custom, imageOf, suiteNamespace } from "./cluster.ts";
 import { tinyVm } from "../manifests.ts";
 import { openConsole, serialLog } from "./console.ts";
+import { mutate } from "./dashboard.ts";
 
 // A VM that really runs: the tiny guest booted by its launcher, under the
 // handler of the node, with emulation. Its boot output is in the serial log
@@ -72,6 +73,26 @@ describe("a VM with the tiny guest", () => {
     const vmi = await get("virtualmachineinstances", "tiny");
     expect(vmi?.status?.phase).toBe("Running");
     expect((vmi?.status?.phaseTransitionTimestamps as unknown[]).length).toBe(4);
+
+    // The new handler really serves: a console session reaches the guest, and a pause and unpause go through it to the domain.
+    const { ws, received } = await openConsole(namespace, "tiny", "console");
+    ws.send(Buffer.from("echo after-restart=$((6*8))\n"));
+    await expect.poll(() => received().toString(), poll).toContain("after-restart=48");
+    ws.close();
+    const paused = async () => ((await get("virtualmachineinstances", "tiny"))?.status?.conditions as { type: string; status: string }[]).find((c) => c.type === "Paused")?.status;
+    await mutate("admin", "vms.pause", { namespace, name: "tiny" });
+    await expect.poll(paused, poll).toBe("True");
+    await mutate("admin", "vms.unpause", { namespace, name: "tiny" });
+    await expect.poll(paused, poll).toBeUndefined();
+  });
+
+  it("leaves no zombie process in its launcher pod: tini reaps what QEMU's probes leave", async () => {
+    const [pod] = await launcherPods();
+    const started = new Date(pod?.status?.startTime ?? 0).getTime();
+    // Orphans appear while libvirt probes QEMU at start; a minute later every one must have been reaped.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, started + 60_000 - Date.now())));
+    const launcherZombies = (await zombies()).filter((z) => /tini|\/app\/main\.js|libvirtd|virtlogd/.test(z.parent));
+    expect(launcherZombies).toEqual([]);
   });
 
   it("stops: the guest, its launcher pod and its VMI go, and the VM shows Stopped", async () => {

@@ -20,6 +20,21 @@ export function tokenOf(user: "admin" | "viewer"): string {
   return kubectl("-n", "default", "create", "token", `kubevirt-ts-${user}`, "--duration=1h").trim();
 }
 
+/** A token of `user` bound to a Secret of its own: deleting the Secret revokes it, as an expiry would end it. */
+export function revocableToken(user: "admin" | "viewer"): { token: string; revoke: () => void } {
+  tokenOf(user);
+  const secret = `e2e-session-${Date.now().toString(36)}`;
+  kubectl("-n", "default", "create", "secret", "generic", secret);
+  const token = kubectl("-n", "default", "create", "token", `kubevirt-ts-${user}`, "--duration=1h", "--bound-object-kind=Secret", `--bound-object-name=${secret}`).trim();
+  return { token, revoke: () => { kubectl("-n", "default", "delete", "secret", secret); } };
+}
+
+/** The dashboard's certificate as the chart stores it (PEM), and the Secret's CA. */
+export function dashboardCertificate(): { cert: string; ca: string } {
+  const field = (key: string) => Buffer.from(kubectl("-n", "kubevirt-ts", "get", "secret", "kubevirt-ts-web-tls", "-o", `jsonpath={.data.${key.replace(".", "\\.")}}`), "base64").toString("utf8");
+  return { cert: field("tls.crt"), ca: field("ca.crt") };
+}
+
 export function createNamespace(prefix: string): string {
   const name = `${prefix}-${Date.now().toString(36)}`;
   kubectl("create", "namespace", name);

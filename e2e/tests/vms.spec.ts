@@ -46,6 +46,10 @@ test("the admin creates a VM with the form; the list shows it and its status cha
   await page.getByRole("button", { name: "Create", exact: true }).click();
   await expect(page).toHaveURL(new RegExp(`/vms/${namespace}/debian-1`));
   await expect(page.getByTestId("vm-status")).toHaveText("Stopped");
+  // The password went into a Secret the VM names, not into the spec that viewers read.
+  await page.getByRole("tab", { name: "YAML" }).click();
+  await expect(page.getByRole("tabpanel", { name: "YAML" })).toContainText("name: debian-1-cloud-init");
+  await expect(page.getByRole("tabpanel", { name: "YAML" })).not.toContainText("s3cret-pass");
 
   // The list, kept open, follows the VM through start without a reload.
   await virtualMachinesPage.goto(namespace);
@@ -121,7 +125,7 @@ test("a viewer sees the VMs but every action disabled with the reason, and the c
   const protocols = ["plain.kubevirt.io", `base64url.bearer.authorization.k8s.io.${Buffer.from(tokenOf("viewer")).toString("base64url")}`];
   const closed = await page.evaluate(
     async ({ ns, subprotocols }) => {
-      const socket = new WebSocket(`ws://${location.host}/apis/subresources.kubevirt.io/v1/namespaces/${ns}/virtualmachineinstances/tiny-1/console`, subprotocols);
+      const socket = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/apis/subresources.kubevirt.io/v1/namespaces/${ns}/virtualmachineinstances/tiny-1/console`, subprotocols);
       return new Promise<{ code: number; reason: string }>((resolve) => {
         socket.onclose = (e) => { resolve({ code: e.code, reason: e.reason }); };
       });

@@ -1,11 +1,12 @@
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
-import { ApiError, type KubeClient, isNotFound, resources } from "@kubevirt-ts/kube";
-import { type ConsoleKind, SUBRESOURCE_GROUP, type VirtualMachineInstance, VmiPhase } from "@kubevirt-ts/kubevirt-api";
+import { ApiError, type KubeClient, isNotFound } from "@kubevirt-ts/kube";
+import { ACTION_WORDS, type ConsoleKind, SUBRESOURCE_GROUP, type VirtualMachineInstance, kubevirtResources, vmiActionAvailability } from "@kubevirt-ts/kubevirt-api";
 import { type Logger, StatusError, keepAlive } from "@kubevirt-ts/runtime";
 import { type WebSocket, WebSocketServer } from "ws";
 import { type HandlerDialer, HandlerError } from "./handler-dialer.ts";
 import { mayI } from "./access.ts";
+import { limits } from "./limits.ts";
 
 // KubeVirt's console and VNC subresources as websockets: the path and the
 // plain.kubevirt.io subprotocol of virtctl, binary frames of raw bytes, the
@@ -16,8 +17,10 @@ import { mayI } from "./access.ts";
 //
 // A browser cannot read the HTTP status of a refused upgrade, so refusals
 // come after the upgrade, as close codes with a reason in words:
-// 4401 not signed in, 4403 not allowed, 4404 no such VMI, 4409 not running,
-// 4503 the node's handler is unreachable.
+// 4401 not signed in, 4403 not allowed, 4404 no such VMI, 4409 not running
+// (availableActions), 4400 the VMI has no such device (its spec),
+// 4503 the node's handler is unreachable; 1009 a frame, or what came before
+// the session was connected, past its bound (limits.ts).
 
 export const CONSOLE_PATH = /^\/apis\/subresources\.kubevirt\.io\/v1\/namespaces\/([a-z0-9-]+)\/virtualmachineinstances\/([a-z0-9-]+)\/(console|vnc)$/;
 const PLAIN_PROTOCOL = "plain.kubevirt.io";
@@ -54,6 +57,7 @@ export function createConsoleProxy(options: ConsoleProxyOptions) {
   const server = new WebSocketServer({
     noServer: true,
     perMessageDeflate: false,
+    maxPayload: limits.consoleFrameBytes,
     // Answer with plain.kubevirt.io, never echoing the token back.
     handleProtocols: (protocols) => (protocols.has(PLAIN_PROTOCOL) ? PLAIN_PROTOCOL : false),
   });
@@ -71,12 +75,14 @@ export function createConsoleProxy(options: ConsoleProxyOptions) {
     if (!allowed) throw new Refusal(4403, `You may not open the ${kind === "vnc" ? "VNC display" : "serial console"} of ${namespace}/${name}: it takes get on virtualmachineinstances/${kind} (${SUBRESOURCE_GROUP}).`);
     let vmi: VirtualMachineInstance;
     try {
-      vmi = await client.get<VirtualMachineInstance>(resources.virtualMachineInstances, namespace, name);
+      vmi = await client.get<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, namespace, name);
     } catch (error) {
       if (isNotFound(error)) throw new Refusal(4404, `The VM ${name} is not running (it has no VMI in ${namespace}); start it first.`);
       throw error;
     }
-    if (vmi.status?.phase !== VmiPhase.Running || !vmi.status.nodeName) throw new Refusal(4409, `The VM ${name} is not running (phase ${vmi.status?.phase ?? "Pending"}); wait until it is Running.`);
+    const availability = vmiActionAvailability(vmi, kind);
+    if (!availability.available) throw new Refusal(availability.by === "spec" ? 4400 : 4409, `Cannot ${ACTION_WORDS[kind]} ${name}: ${availability.reason}.`);
+    if (!vmi.status?.nodeName) throw new Refusal(4409, `Cannot ${ACTION_WORDS[kind]} ${name}: its VMI has no node yet.`);
     try {
       return await handlers.open(vmi.status.nodeName, namespace, name, kind);
     } catch (error) {
@@ -98,7 +104,6 @@ export function createConsoleProxy(options: ConsoleProxyOptions) {
       log.info("console session ended", labels);
     });
     handler.on("error", (error) => { log.warn("handler console error", { ...labels, error }); });
-    client.on("error", (error) => { log.warn("client console error", { ...labels, error }); });
   }
 
   /** Takes an upgrade request; false when its path is not a console's. */
@@ -110,9 +115,16 @@ export function createConsoleProxy(options: ConsoleProxyOptions) {
     const token = upgradeToken(req);
     server.handleUpgrade(req, socket, head, (client) => {
       const labels = { namespace, vmi: name, kind };
-      // What the browser sends before the handler answers waits here.
+      // From the first byte: a frame past its bound is an error of this socket (ws closes it with 1009), never of the process.
+      client.on("error", (error) => { log.warn("client console error", { ...labels, error }); });
+      // What the browser sends before the handler answers waits here, bounded.
       const early: Buffer[] = [];
-      const hold = (data: Buffer) => early.push(data);
+      let earlyBytes = 0;
+      const hold = (data: Buffer) => {
+        earlyBytes += data.length;
+        if (earlyBytes <= limits.consoleEarlyBytes) early.push(data);
+        else if (client.readyState === client.OPEN) client.close(1009, `At most ${String(limits.consoleEarlyBytes)} bytes before the console is connected.`);
+      };
       client.on("message", hold);
       connect(token, namespace, name, kind).then(
         (handler) => {

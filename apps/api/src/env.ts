@@ -19,8 +19,10 @@ export const env = parseEnv(
     HOST: z.string().default("0.0.0.0"),
     /** The admission webhooks, over TLS (the API server calls them). */
     WEBHOOK_PORT: z.coerce.number().int().min(0).max(65535).default(8443),
-    /** tls.crt and tls.key of the webhooks' serving certificate; no webhooks are served when unset. */
+    /** tls.crt and tls.key of the webhooks' and the subresource API's serving certificate; neither is served when unset. */
     WEBHOOK_TLS_DIR: z.string().optional(),
+    /** The version the subresource API reports (.../version), the chart's appVersion. */
+    VERSION: z.string().default("dev"),
     /** ca.crt, tls.crt and tls.key of the API's client certificate for the handlers' console servers. */
     CONSOLE_TLS_DIR: z.string().default("/etc/kubevirt-ts/console-tls"),
     /** The namespace the handlers run in (the chart's release namespace). */

@@ -1,6 +1,6 @@
 import { request } from "node:https";
 import type { ConnectionOptions } from "node:tls";
-import { type KubeClient, type KubeObject, resources } from "@kubevirt-ts/kube";
+import { type KubeClient, type Pod, resources } from "@kubevirt-ts/kube";
 import { ConsoleServer, type ConsoleKind, type VmiDomainAction, consoleServerPath } from "@kubevirt-ts/kubevirt-api";
 import { StatusError } from "@kubevirt-ts/runtime";
 import { type ClientOptions, WebSocket } from "ws";
@@ -13,10 +13,6 @@ export interface HandlerTls {
   ca: Buffer;
   cert: Buffer;
   key: Buffer;
-}
-
-interface HandlerPod extends KubeObject {
-  status?: { podIP?: string; conditions?: { type: string; status: string }[] };
 }
 
 /** What the handler answered, or why it could not be reached (5xx). */
@@ -41,7 +37,7 @@ export class HandlerDialer {
 
   /** Where the ready handler on a node listens. */
   private async address(nodeName: string): Promise<{ host: string; port: number }> {
-    const pods = await this.own.list<HandlerPod>(resources.pods, this.namespace, { labelSelector: "app.kubernetes.io/name=virt-handler", fieldSelector: `spec.nodeName=${nodeName}` });
+    const pods = await this.own.list<Pod>(resources.pods, this.namespace, { labelSelector: "app.kubernetes.io/name=virt-handler", fieldSelector: `spec.nodeName=${nodeName}` });
     const ready = pods.items.find((p) => !p.metadata.deletionTimestamp && p.status?.podIP && p.status.conditions?.some((c) => c.type === "Ready" && c.status === "True"));
     if (!ready?.status?.podIP) throw new HandlerError(503, `no ready handler runs on node ${nodeName}; the VM's console and actions are unavailable until it is back`);
     return { host: ready.status.podIP, port: this.port };

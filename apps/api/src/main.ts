@@ -1,14 +1,18 @@
 import { once } from "node:events";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { KubeClient, createRestClientMetrics, kubevirtApiCheck, loadKubeConfig } from "@kubevirt-ts/kube";
+import { KubeClient, apiResourceCheck, createRestClientMetrics, loadKubeConfig } from "@kubevirt-ts/kube";
+import { kubevirtResources } from "@kubevirt-ts/kubevirt-api";
 import { runService } from "@kubevirt-ts/runtime";
 import { env } from "./env.ts";
 import { HandlerDialer } from "./handler-dialer.ts";
 import { createApiServer, createWebhookServer } from "./server.ts";
+import { createSubresourceApi } from "./subresources/api.ts";
+import { FrontProxy } from "./subresources/front-proxy.ts";
 
 // virt-api: the typed API of the dashboard and of automation (tRPC), the
-// console and VNC proxy to the handlers, and the admission webhooks.
+// console and VNC proxy to the handlers, the admission webhooks, and
+// KubeVirt's subresource API behind the Kubernetes API server.
 
 const kubeConfig = loadKubeConfig();
 
@@ -26,7 +30,7 @@ await runService({
   name: "virt-api",
   opsPort: env.OPS_PORT,
   logLevel: env.LOG_LEVEL,
-  checks: () => ({ apiServer: kubevirtApiCheck(kubeConfig) }),
+  checks: () => ({ apiServer: apiResourceCheck(kubeConfig, kubevirtResources.virtualMachineInstances) }),
   start: async ({ log, registry }) => {
     const own = await KubeClient.fromKubeConfig(kubeConfig, createRestClientMetrics(registry));
     const [ca, cert, key] = await readDir(env.CONSOLE_TLS_DIR, ["ca.crt", "tls.crt", "tls.key"], "the console client certificate (CONSOLE_TLS_DIR)");
@@ -38,10 +42,11 @@ await runService({
     let webhooks: ReturnType<typeof createWebhookServer> | undefined;
     if (env.WEBHOOK_TLS_DIR) {
       const [webhookCert, webhookKey] = await readDir(env.WEBHOOK_TLS_DIR, ["tls.crt", "tls.key"], "the webhooks' serving certificate (WEBHOOK_TLS_DIR)");
-      webhooks = createWebhookServer({ cert: webhookCert ?? Buffer.alloc(0), key: webhookKey ?? Buffer.alloc(0) }, log);
+      const subresources = createSubresourceApi({ own, handlers, frontProxy: new FrontProxy(own), log, version: env.VERSION });
+      webhooks = createWebhookServer({ cert: webhookCert ?? Buffer.alloc(0), key: webhookKey ?? Buffer.alloc(0) }, log, subresources);
       webhooks.listen(env.WEBHOOK_PORT, env.HOST);
       await once(webhooks, "listening");
-      log.info("admission webhooks listening", { port: env.WEBHOOK_PORT });
+      log.info("admission webhooks and the subresource API listening", { port: env.WEBHOOK_PORT });
     }
     return async () => {
       api.closeAllConnections();

@@ -6,27 +6,39 @@ import { createHTTPHandler } from "@trpc/server/adapters/standalone";
 import { bearerToken, createConsoleProxy } from "./console-proxy.ts";
 import type { ApiServices } from "./trpc/init.ts";
 import { appRouter } from "./trpc/router.ts";
+import { limits } from "./limits.ts";
+import { readBody } from "./read-body.ts";
 import { type AdmissionReview, type WebhookKind, mutate, validate } from "./webhooks.ts";
 
 // The API's listeners: tRPC and the console websockets on one HTTP port
-// (the dashboard's server proxies both), and the admission webhooks on a TLS
-// port of their own, which only the API server calls.
+// (the dashboard's server proxies both), and on a TLS port of their own,
+// which the Kubernetes API server calls, the admission webhooks and KubeVirt's
+// subresource API (subresources/). What each reads is bounded (limits.ts)
+// before anything is parsed or authenticated.
+
+/** Node's own bounds on every request: its headers and how long it may take to arrive. */
+const bounded = (requestTimeout: number) => ({ maxHeaderSize: limits.headerBytes, requestTimeout, headersTimeout: Math.min(requestTimeout, 10_000) });
+
+/** Where a subscription's token must not be: the URL, which proxies and browsers log and keep. */
+const TOKEN_IN_URL = "Send the bearer token in the Authorization header: a token in the URL (connectionParams) is refused, since URLs end up in logs and history.";
 
 export function createApiServer(services: ApiServices): Server {
   const trpc = createHTTPHandler({
     router: appRouter,
     basePath: "/trpc/",
-    createContext: ({ req, info }) => {
-      const params = info.connectionParams as { token?: unknown } | null;
-      return { ...services, token: bearerToken(req) ?? (typeof params?.token === "string" ? params.token : undefined) };
-    },
+    maxBodySize: limits.trpcBodyBytes,
+    createContext: ({ req }) => ({ ...services, token: bearerToken(req) }),
     onError: ({ error, path }) => {
       if (error.code === "INTERNAL_SERVER_ERROR") services.log.error("procedure failed", { path, error: error.cause ?? error });
     },
   });
   const consoles = createConsoleProxy({ own: services.own, handlers: services.handlers, log: services.log });
-  const server = createServer((req, res) => {
+  const server = createServer(bounded(limits.requestTimeoutMs), (req, res) => {
     if (req.url?.startsWith("/trpc/")) {
+      if (new URL(req.url, "http://api").searchParams.has("connectionParams")) {
+        res.writeHead(400, { "content-type": "text/plain; charset=utf-8" }).end(`${TOKEN_IN_URL}\n`);
+        return;
+      }
       trpc(req, res);
       return;
     }
@@ -45,22 +57,33 @@ const WEBHOOKS: Record<string, { review: typeof validate; kind: WebhookKind }> =
   "/mutate-virtualmachineinstances": { review: mutate, kind: "virtualmachineinstances" },
 };
 
-export function createWebhookServer(tls: { cert: Buffer; key: Buffer }, log: Logger): Server {
-  return createTlsServer(tls, (req: IncomingMessage, res: ServerResponse) => {
+/**
+ * The TLS listener the Kubernetes API server calls: the admission webhooks, and KubeVirt's subresource API when it
+ * is given (the API server presents its front proxy's client certificate there; it is asked for, never required).
+ */
+export function createWebhookServer(tls: { cert: Buffer; key: Buffer }, log: Logger, subresources?: (req: IncomingMessage, res: ServerResponse) => boolean): Server {
+  return createTlsServer({ ...tls, requestCert: true, rejectUnauthorized: false, ...bounded(limits.webhookRequestTimeoutMs) }, (req: IncomingMessage, res: ServerResponse) => {
+    if (subresources?.(req, res)) return;
     const hook = WEBHOOKS[new URL(req.url ?? "/", "https://api").pathname];
     if (!hook || req.method !== "POST") {
       res.writeHead(404).end();
       return;
     }
-    let body = "";
-    req.setEncoding("utf8").on("data", (c: string) => (body += c)).on("end", () => {
+    void readBody(req, limits.webhookBodyBytes).then((body) => {
+      if (!body) {
+        res.writeHead(413, { "content-type": "text/plain", connection: "close" }).end(`an AdmissionReview is at most ${String(limits.webhookBodyBytes)} bytes\n`);
+        return;
+      }
       try {
-        const answer = hook.review(JSON.parse(body) as AdmissionReview, hook.kind);
+        const answer = hook.review(JSON.parse(body.toString("utf8")) as AdmissionReview, hook.kind);
         res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(answer));
       } catch (error) {
         log.error("could not review an admission request", { url: req.url, error });
         res.writeHead(400, { "content-type": "text/plain" }).end(error instanceof Error ? error.message : String(error));
       }
+    }, (error: unknown) => {
+      log.warn("an admission request broke off", { url: req.url, error });
+      res.destroy();
     });
   });
 }

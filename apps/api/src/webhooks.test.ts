@@ -48,3 +48,43 @@ describe("the mutating webhook", () => {
     expect(mutate(review("CREATE", vm({ volumes: [] })), "virtualmachines").response).toEqual({ uid: "u-1", allowed: true });
   });
 });
+
+describe("the mutating webhook on a VMI", () => {
+  const vmi = (metadata: Record<string, unknown>) => ({
+    apiVersion: "kubevirt.io/v1",
+    kind: "VirtualMachineInstance",
+    metadata: { name: "demo", namespace: "ns", ...metadata },
+    spec: { domain: { memory: { guest: "64Mi" }, devices: { disks: [{ name: "root", disk: {} }] } }, volumes: [{ name: "root", containerDisk: { image: "x" } }] },
+  });
+  const ops = (review: AdmissionReview) => JSON.parse(Buffer.from(review.response?.patch ?? "W10=", "base64").toString()) as { op: string; path: string; value: unknown }[];
+
+  it("creates it with the controller's finalizer, as KubeVirt's mutator does", () => {
+    expect(ops(mutate(review("CREATE", vmi({})), "virtualmachineinstances"))).toContainEqual({ op: "add", path: "/metadata/finalizers", value: ["kubevirt.io/virtualMachineControllerFinalize"] });
+  });
+
+  it("appends the finalizer to the ones the object has, and adds it only once", () => {
+    expect(ops(mutate(review("CREATE", vmi({ finalizers: ["other"] })), "virtualmachineinstances"))).toContainEqual({ op: "add", path: "/metadata/finalizers/-", value: "kubevirt.io/virtualMachineControllerFinalize" });
+    const again = ops(mutate(review("CREATE", vmi({ finalizers: ["kubevirt.io/virtualMachineControllerFinalize"] })), "virtualmachineinstances"));
+    expect(again.filter((op) => op.path.startsWith("/metadata"))).toEqual([]);
+  });
+
+  it("never adds it on an update (a finalizer the controller removed stays removed)", () => {
+    const object = vmi({});
+    expect(ops(mutate(review("UPDATE", object, object), "virtualmachineinstances")).filter((op) => op.path.startsWith("/metadata"))).toEqual([]);
+  });
+});
+
+describe("the mutating webhook on a new VMI with a status (say, exported from a cluster)", () => {
+  it("makes it Pending and drops the node label, which only kubevirt-ts writes", () => {
+    const object = {
+      apiVersion: "kubevirt.io/v1",
+      kind: "VirtualMachineInstance",
+      metadata: { name: "demo", namespace: "ns", labels: { app: "x", "kubevirt.io/nodeName": "node-1" } },
+      spec: { domain: { memory: { guest: "64Mi" }, devices: { disks: [{ name: "root", disk: {} }] } }, volumes: [{ name: "root", containerDisk: { image: "x" } }] },
+      status: { phase: "Running", nodeName: "node-1" },
+    };
+    const patch = JSON.parse(Buffer.from(mutate(review("CREATE", object), "virtualmachineinstances").response?.patch ?? "", "base64").toString()) as unknown[];
+    expect(patch).toContainEqual({ op: "add", path: "/status", value: { phase: "Pending", phaseTransitionTimestamps: [{ phase: "Pending", phaseTransitionTimestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/) as unknown }] } });
+    expect(patch).toContainEqual({ op: "remove", path: "/metadata/labels/kubevirt.io~1nodeName" });
+  });
+});

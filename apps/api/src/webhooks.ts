@@ -1,14 +1,16 @@
 import { isDeepStrictEqual } from "node:util";
 import {
-  defaultVirtualMachine, defaultVirtualMachineInstance, summarize, validateVirtualMachine, validateVirtualMachineInstance,
+  Finalizer, Label, VmiPhase, defaultVirtualMachine, defaultVirtualMachineInstance, summarize, validateVirtualMachine, validateVirtualMachineInstance, withPhase,
 } from "@kubevirt-ts/kubevirt-api";
+import { kubeTime } from "@kubevirt-ts/kube";
 
 // The admission webhooks for VirtualMachines and VirtualMachineInstances:
 // KubeVirt's defaulting (mutating) and validation (validating), from the
 // kubevirt-api package, answered as admission.k8s.io/v1 AdmissionReviews.
 // A change that leaves the spec as it was (metadata only: labels,
 // finalizers) passes, so that an object stored before the webhooks existed
-// can still be cleaned up.
+// can still be cleaned up. A VMI is created with the controller's finalizer
+// already on it, as KubeVirt's VMI mutator does: one write fewer per VMI.
 
 export interface AdmissionReview {
   apiVersion: "admission.k8s.io/v1";
@@ -24,6 +26,8 @@ interface AdmissionResponse {
   patchType?: "JSONPatch";
   patch?: string;
 }
+
+type JsonPatch = ({ op: "add" | "replace"; path: string; value: unknown } | { op: "remove"; path: string })[];
 
 export type WebhookKind = "virtualmachines" | "virtualmachineinstances";
 
@@ -46,21 +50,40 @@ export function mutate(review: AdmissionReview, kind: WebhookKind): AdmissionRev
   const request = review.request;
   if (!request) throw new Error("the AdmissionReview has no request");
   const response: AdmissionResponse = { uid: request.uid, allowed: true };
+  const patch: JsonPatch = [];
   // Only what validates gets defaults; the validating webhook refuses the rest, with its reasons.
-  let change: { path: string; before: unknown; after: unknown } | undefined;
   if (kind === "virtualmachines") {
     const parsed = validateVirtualMachine(request.object);
-    if (parsed.ok) change = { path: "/spec/template/spec", before: parsed.value.spec.template.spec, after: defaultVirtualMachine(parsed.value).spec.template.spec };
+    if (parsed.ok) replaceIfChanged(patch, "/spec/template/spec", parsed.value.spec.template.spec, defaultVirtualMachine(parsed.value).spec.template.spec);
   } else {
     const parsed = validateVirtualMachineInstance(request.object);
-    if (parsed.ok) change = { path: "/spec", before: parsed.value.spec, after: defaultVirtualMachineInstance(parsed.value).spec };
-  }
-  if (change) {
-    const { path, before, after } = change;
-    if (!isDeepStrictEqual(before, after)) {
-      response.patchType = "JSONPatch";
-      response.patch = Buffer.from(JSON.stringify([{ op: "replace", path, value: after }])).toString("base64");
+    if (parsed.ok) {
+      replaceIfChanged(patch, "/spec", parsed.value.spec, defaultVirtualMachineInstance(parsed.value).spec);
+      if (request.operation === "CREATE") createdVmi(patch, request.object as { metadata?: { finalizers?: string[]; labels?: Record<string, string> }; status?: unknown });
     }
   }
+  if (patch.length > 0) {
+    response.patchType = "JSONPatch";
+    response.patch = Buffer.from(JSON.stringify(patch)).toString("base64");
+  }
   return { apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", response };
+}
+
+/**
+ * A new VMI: the controller's finalizer and the Pending phase, as KubeVirt's mutator adds them; any other status and
+ * the node label go, since only kubevirt-ts writes them (a VMI has no status subresource to drop them: a VMI exported
+ * with its status applies as a new one).
+ */
+function createdVmi(patch: JsonPatch, object: { metadata?: { finalizers?: string[]; labels?: Record<string, string> }; status?: unknown }): void {
+  const finalizers = object.metadata?.finalizers;
+  if (!finalizers?.includes(Finalizer.VmiController)) {
+    patch.push(finalizers ? { op: "add", path: "/metadata/finalizers/-", value: Finalizer.VmiController } : { op: "add", path: "/metadata/finalizers", value: [Finalizer.VmiController] });
+  }
+  // Pending from the start, as KubeVirt's mutator writes it: no write of the controller's is needed to say so.
+  patch.push({ op: "add", path: "/status", value: withPhase({}, VmiPhase.Pending, kubeTime(new Date())) });
+  if (object.metadata?.labels?.[Label.NodeName] !== undefined) patch.push({ op: "remove", path: `/metadata/labels/${Label.NodeName.replaceAll("~", "~0").replaceAll("/", "~1")}` });
+}
+
+function replaceIfChanged(patch: JsonPatch, path: string, before: unknown, after: unknown): void {
+  if (!isDeepStrictEqual(before, after)) patch.push({ op: "replace", path, value: after });
 }

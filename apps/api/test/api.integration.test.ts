@@ -1,76 +1,35 @@
 import { once } from "node:events";
 import { readFile } from "node:fs/promises";
-import type { Server } from "node:http";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { KubeConfig } from "@kubernetes/client-node";
+import { CoreV1Api, KubeConfig, RbacAuthorizationV1Api } from "@kubernetes/client-node";
 import { Pki } from "@kubevirt-ts/control-plane";
 import { test } from "@kubevirt-ts/control-plane/testing";
-import { KubeClient } from "@kubevirt-ts/kube";
 import { createLogger } from "@kubevirt-ts/runtime";
 import { TRPCClientError, createTRPCClient, httpLink } from "@trpc/client";
-import { afterAll, beforeAll, describe, expect, inject } from "vitest";
-import { HandlerDialer } from "../src/handler-dialer.ts";
-import { createApiServer, createWebhookServer } from "../src/server.ts";
+import { afterAll, beforeAll, describe, expect } from "vitest";
+import { createWebhookServer } from "../src/server.ts";
 import type { AppRouter } from "../src/trpc/router.ts";
+import { type StartedApi, startApi, users } from "./harness.ts";
 
 // The API against a real API server, acting as two real users (service
 // accounts with tokens): an editor and a viewer of one namespace. Nothing is
 // done with the API's own account but finding handlers.
 
-let server: Server;
+let api: StartedApi;
 let url: string;
 const log = createLogger({ component: "api-test", level: "error" });
 
 beforeAll(async () => {
-  const kubeConfig = new KubeConfig();
-  kubeConfig.loadFromString(inject("kubeconfig"));
-  const own = await KubeClient.fromKubeConfig(kubeConfig);
-  const empty = Buffer.alloc(0);
-  server = createApiServer({ own, handlers: new HandlerDialer({ own, namespace: "kubevirt-ts", port: 8186, tls: { ca: empty, cert: empty, key: empty } }), guestImages: [{ name: "debian-12", image: "example/debian:12", description: "Debian", boot: "disk" }], log });
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const address = server.address();
-  url = `http://127.0.0.1:${String(typeof address === "object" && address ? address.port : 0)}`;
+  api = await startApi(log);
+  url = api.url;
 });
 
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((resolve) => server.close(resolve));
-});
+afterAll(() => api.stop());
 
 function clientFor(token?: string) {
   return createTRPCClient<AppRouter>({ links: [httpLink({ url: `${url}/trpc`, headers: token ? { authorization: `Bearer ${token}` } : {} })] });
-}
-
-interface Users {
-  editor: string;
-  viewer: string;
-}
-
-/** Two service accounts with tokens, allowed in the namespace what KubeVirt's edit and view roles allow. */
-async function users(kubeConfig: KubeConfig, namespace: string): Promise<Users> {
-  const { CoreV1Api, RbacAuthorizationV1Api } = await import("@kubernetes/client-node");
-  const core = kubeConfig.makeApiClient(CoreV1Api);
-  const rbac = kubeConfig.makeApiClient(RbacAuthorizationV1Api);
-  const rules = {
-    editor: [
-      { apiGroups: ["kubevirt.io"], resources: ["virtualmachines", "virtualmachineinstances"], verbs: ["get", "list", "watch", "create", "update", "patch", "delete"] },
-      { apiGroups: ["subresources.kubevirt.io"], resources: ["virtualmachineinstances/console", "virtualmachineinstances/vnc"], verbs: ["get"] },
-      { apiGroups: [""], resources: ["events"], verbs: ["list"] },
-    ],
-    viewer: [{ apiGroups: ["kubevirt.io"], resources: ["virtualmachines", "virtualmachineinstances"], verbs: ["get", "list", "watch"] }],
-  };
-  const tokens: Record<string, string> = {};
-  for (const [name, roleRules] of Object.entries(rules)) {
-    await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
-    await rbac.createNamespacedRole({ namespace, body: { metadata: { name }, rules: roleRules } });
-    await rbac.createNamespacedRoleBinding({ namespace, body: { metadata: { name }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name }, subjects: [{ kind: "ServiceAccount", name, namespace }] } });
-    const request = await core.createNamespacedServiceAccountToken({ namespace, name, body: { spec: { audiences: [], expirationSeconds: 3600 } } });
-    tokens[name] = request.status?.token ?? "";
-  }
-  return tokens as unknown as Users;
 }
 
 const vm = (name: string, runStrategy = "Halted") => ({
@@ -121,6 +80,56 @@ describe("the tRPC API, as the signed-in user", () => {
     await expect.poll(async () => (await asViewer.vms.list.query({ namespace })).length).toBe(0);
   });
 
+  test("keeps an editor's cloud-init password in a Secret owned by the VM, out of the spec the viewer reads", async ({ kubeConfig, core, namespace }) => {
+    const { editor, viewer } = await users(kubeConfig, namespace);
+    const withSecret = (name: string) => {
+      const object = vm(name);
+      object.spec.template.spec.volumes.push({ name: "cloudinit", cloudInitNoCloud: { secretRef: { name: `${name}-cloud-init` } } } as never);
+      return object;
+    };
+    const userData = '#cloud-config\nusers:\n  - name: "ops"\n    plain_text_passwd: "s3cret-pw"\n';
+    const created = await clientFor(editor).vms.create.mutate({ namespace, vm: withSecret("web-1"), cloudInitUserData: userData });
+
+    const seen = await clientFor(viewer).vms.get.query({ namespace, name: "web-1" });
+    expect(seen.spec.template.spec.volumes).toContainEqual({ name: "cloudinit", cloudInitNoCloud: { secretRef: { name: "web-1-cloud-init" } } });
+    expect(JSON.stringify(seen)).not.toContain("s3cret-pw");
+    const secret = await core.readNamespacedSecret({ namespace, name: "web-1-cloud-init" });
+    expect(Buffer.from(secret.data?.userdata ?? "", "base64").toString()).toBe(userData);
+    expect(secret.metadata?.ownerReferences).toEqual([{ apiVersion: "kubevirt.io/v1", kind: "VirtualMachine", name: "web-1", uid: created.metadata.uid }]);
+    // The viewer may not read it.
+    const viewerConfig = new KubeConfig();
+    const cluster = kubeConfig.getCurrentCluster();
+    if (!cluster) throw new Error("no cluster in the test kubeconfig");
+    viewerConfig.loadFromClusterAndUser(cluster, { name: "viewer", token: viewer });
+    await expect(viewerConfig.makeApiClient(CoreV1Api).readNamespacedSecret({ namespace, name: "web-1-cloud-init" })).rejects.toMatchObject({ code: 403 });
+
+    // A Secret of that name already there: refused, and the VM is not left behind without its data.
+    await core.createNamespacedSecret({ namespace, body: { metadata: { name: "web-2-cloud-init" }, stringData: { userdata: "#cloud-config\n" } } });
+    expect(await failure(clientFor(editor).vms.create.mutate({ namespace, vm: withSecret("web-2"), cloudInitUserData: userData }))).toMatchObject({ code: "CONFLICT", message: expect.stringContaining('secrets "web-2-cloud-init" already exists') as unknown });
+    await expect.poll(async () => (await clientFor(viewer).vms.list.query({ namespace })).map((v) => v.metadata.name)).toEqual(["web-1"]);
+
+    // User data but no volume to name its Secret: refused, naming the field.
+    expect(await failure(clientFor(editor).vms.create.mutate({ namespace, vm: vm("web-3"), cloudInitUserData: userData }))).toMatchObject({
+      code: "BAD_REQUEST",
+      causes: [expect.objectContaining({ field: "spec.template.spec.volumes" })],
+    });
+  });
+
+  test("tells a user who may create VMs but not Secrets why the password cannot be kept, and creates nothing", async ({ kubeConfig, core, namespace }) => {
+    const rbac = kubeConfig.makeApiClient(RbacAuthorizationV1Api);
+    await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: "vms-only" } } });
+    await rbac.createNamespacedRole({ namespace, body: { metadata: { name: "vms-only" }, rules: [{ apiGroups: ["kubevirt.io"], resources: ["virtualmachines"], verbs: ["get", "list", "create"] }] } });
+    await rbac.createNamespacedRoleBinding({ namespace, body: { metadata: { name: "vms-only" }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "vms-only" }, subjects: [{ kind: "ServiceAccount", name: "vms-only", namespace }] } });
+    const token = (await core.createNamespacedServiceAccountToken({ namespace, name: "vms-only", body: { spec: { audiences: [], expirationSeconds: 600 } } })).status?.token ?? "";
+    const object = vm("web-1");
+    object.spec.template.spec.volumes.push({ name: "cloudinit", cloudInitNoCloud: { secretRef: { name: "web-1-cloud-init" } } } as never);
+    expect(await failure(clientFor(token).vms.create.mutate({ namespace, vm: object, cloudInitUserData: "#cloud-config\n" }))).toMatchObject({
+      code: "FORBIDDEN",
+      message: `You may not create Secrets in ${namespace}: it takes create on secrets (). The password or SSH key is kept in a Secret of the VM, out of sight of those who may only view VMs; ask for the edit role in ${namespace}, or create the VM without them.`,
+    });
+    expect((await clientFor(token).vms.list.query({ namespace })).length).toBe(0);
+  });
+
   test("refuses an invalid VM before it reaches the cluster, with causes naming the fields", async ({ kubeConfig, namespace }) => {
     const { editor } = await users(kubeConfig, namespace);
     const bad = vm("bad");
@@ -128,6 +137,36 @@ describe("the tRPC API, as the signed-in user", () => {
     const refused = await failure(clientFor(editor).vms.create.mutate({ namespace, vm: bad }));
     expect(refused.code).toBe("BAD_REQUEST");
     expect(refused.causes).toEqual([expect.objectContaining({ field: "spec.template.spec.domain.memory.guest" })]);
+  });
+
+  test("refuses what the VM's state or spec does not allow now, saying why, and tells it with the permissions", async ({ kubeConfig, namespace }) => {
+    const { editor, viewer } = await users(kubeConfig, namespace);
+    const asEditor = clientFor(editor);
+    await asEditor.vms.create.mutate({ namespace, vm: vm("web-1") });
+    await asEditor.vms.create.mutate({ namespace, vm: vm("manual-1", "Manual") });
+
+    // Stopped: it may start, not stop, pause or be consoled; a Manual VM never starts on request here.
+    const stopped = await asEditor.permissions.query({ namespace, name: "web-1" });
+    expect(stopped.start).toEqual({ allowed: true, state: { available: true } });
+    expect(stopped.stop).toEqual({ allowed: true, state: { available: false, by: "state", reason: "the VM is already stopped" } });
+    expect(stopped.console).toEqual({ allowed: true, state: { available: false, by: "state", reason: "the VM is not running; start it and try again" } });
+    expect(stopped.create).toEqual({ allowed: true });
+    expect(await failure(asEditor.vms.stop.mutate({ namespace, name: "web-1" }))).toMatchObject({ code: "CONFLICT", message: "Cannot stop web-1: the VM is already stopped." });
+    expect(stopped.pause.state).toEqual({ available: false, by: "state", reason: "the VM is not running; start it first" });
+    expect(await failure(asEditor.vms.restart.mutate({ namespace, name: "web-1" }))).toMatchObject({ code: "CONFLICT", message: "Cannot restart web-1: the VM is not running; start it instead." });
+    expect(await failure(asEditor.vms.start.mutate({ namespace, name: "manual-1" }))).toMatchObject({
+      code: "PRECONDITION_FAILED",
+      message: "Cannot start manual-1: runStrategy Manual does not start on request here; set spec.runStrategy to Always to start it.",
+    });
+
+    // Started (Always; no controller runs here, so it stays without a VMI): it may stop, not start again.
+    await asEditor.vms.start.mutate({ namespace, name: "web-1" });
+    expect(await failure(asEditor.vms.start.mutate({ namespace, name: "web-1" }))).toMatchObject({ code: "CONFLICT", message: "Cannot start web-1: the VM is already starting: runStrategy Always starts it by itself." });
+    const starting = await clientFor(viewer).permissions.query({ namespace, name: "web-1" });
+    expect(starting.stop).toEqual({ allowed: false, reason: expect.stringContaining(`You may not stop VMs in ${namespace}`) as unknown, state: { available: true } });
+    await asEditor.vms.stop.mutate({ namespace, name: "web-1" });
+    expect((await asEditor.vms.get.query({ namespace, name: "web-1" })).spec.runStrategy).toBe("Halted");
+    expect(await failure(asEditor.permissions.query({ namespace, name: "gone" }))).toMatchObject({ code: "NOT_FOUND" });
   });
 
   test("tells each user which actions they may take, and why not", async ({ kubeConfig, namespace }) => {
@@ -144,7 +183,7 @@ describe("the tRPC API, as the signed-in user", () => {
     const { editor } = await users(kubeConfig, namespace);
     const asEditor = clientFor(editor);
     await asEditor.vms.create.mutate({ namespace, vm: vm("first") });
-    const events = sse(`${url}/trpc/vms.watch?input=${encodeURIComponent(JSON.stringify({ namespace }))}&connectionParams=${encodeURIComponent(JSON.stringify({ token: editor }))}`);
+    const events = sse(`${url}/trpc/vms.watch?input=${encodeURIComponent(JSON.stringify({ namespace }))}`, editor);
     await expect.poll(() => events.received().map((e) => e.type)).toEqual(["LIST"]);
     expect(events.received()[0]?.names).toEqual(["first"]);
     const listedAt = events.received()[0]?.id ?? "";
@@ -153,18 +192,26 @@ describe("the tRPC API, as the signed-in user", () => {
     events.close();
 
     // Resumed from the list's version: no new list, the change since then.
-    const resumed = sse(`${url}/trpc/vms.watch?input=${encodeURIComponent(JSON.stringify({ namespace, lastEventId: listedAt }))}&connectionParams=${encodeURIComponent(JSON.stringify({ token: editor }))}`);
+    const resumed = sse(`${url}/trpc/vms.watch?input=${encodeURIComponent(JSON.stringify({ namespace, lastEventId: listedAt }))}`, editor);
     await expect.poll(() => resumed.received().map((e) => `${e.type} ${e.names.join()}`)).toEqual(["ADDED second"]);
     resumed.close();
   });
+
+  test("refuses a subscription whose token comes in the URL, saying to use the header", async ({ kubeConfig, namespace }) => {
+    const { editor } = await users(kubeConfig, namespace);
+    const input = encodeURIComponent(JSON.stringify({ namespace }));
+    const res = await fetch(`${url}/trpc/vms.watch?input=${input}&connectionParams=${encodeURIComponent(JSON.stringify({ token: editor }))}`, { headers: { accept: "text/event-stream" } });
+    expect(res.status).toBe(400);
+    expect(await res.text()).toContain("Send the bearer token in the Authorization header");
+  });
 });
 
-/** A raw SSE reader of tRPC's subscription stream. */
-function sse(address: string) {
+/** A raw SSE reader of tRPC's subscription stream, its token in the Authorization header. */
+function sse(address: string, token: string) {
   const controller = new AbortController();
   const events: { id: string; type: string; names: string[] }[] = [];
   void (async () => {
-    const res = await fetch(address, { signal: controller.signal, headers: { accept: "text/event-stream" } });
+    const res = await fetch(address, { signal: controller.signal, headers: { accept: "text/event-stream", authorization: `Bearer ${token}` } });
     const decoder = new TextDecoder();
     let buffer = "";
     for await (const chunk of res.body ?? []) {

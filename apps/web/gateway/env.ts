@@ -15,6 +15,8 @@ export const env = {
   host: process.env.HOSTNAME ?? "0.0.0.0",
   /** Where Next.js listens, on loopback. */
   nextPort: port("NEXT_PORT", 3001),
+  /** tls.crt and tls.key of the dashboard's certificate (the chart mounts its Secret); plain HTTP when unset. */
+  tlsDir: process.env.TLS_DIR,
   /** virt-api: KUBEVIRT_TS_API_URL, else its Service's address as Kubernetes gives it to every pod. */
   api: new URL(process.env.KUBEVIRT_TS_API_URL ?? (service ? `http://${service}:${process.env.VIRT_API_SERVICE_PORT_HTTP ?? "80"}` : "http://127.0.0.1:8080")),
 };

@@ -1,17 +1,26 @@
+import { execFile } from "node:child_process";
 import { once } from "node:events";
-import { type IncomingMessage, type Server, createServer, request } from "node:http";
+import { mkdtemp, readFile } from "node:fs/promises";
+import { type IncomingHttpHeaders, type IncomingMessage, type Server, createServer, request } from "node:http";
+import { request as httpsRequest } from "node:https";
 import type { AddressInfo, Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startGateway } from "./gateway.ts";
+import { type Gateway, startGateway } from "./gateway.ts";
 
-// The gateway with two real servers behind it, standing where Next.js and
-// virt-api would: plain requests, a streamed response, and a websocket-style
-// upgrade must each reach the right one.
+// The gateway as the chart runs it, with a self-signed certificate, and two real
+// servers behind it standing where Next.js and virt-api would: plain
+// requests, a streamed response, and a websocket-style upgrade must each
+// reach the right one over HTTPS; plain HTTP on the same port is sent to
+// https:// or refused; every response carries the security headers.
 
 let next: Server;
 let api: Server;
-let gateway: Server;
-const port = (server: Server) => (server.address() as AddressInfo).port;
+let gateway: Gateway;
+let ca: Buffer;
+const port = (server: { address(): unknown }) => (server.address() as AddressInfo).port;
 
 async function listen(server: Server): Promise<Server> {
   server.listen(0, "127.0.0.1");
@@ -20,7 +29,7 @@ async function listen(server: Server): Promise<Server> {
 }
 
 beforeAll(async () => {
-  next = await listen(createServer((req, res) => res.end(`next ${req.url ?? ""}`)));
+  next = await listen(createServer((req, res) => res.end(`next ${req.url ?? ""} ${String(req.headers["content-security-policy"])}`)));
   api = await listen(
     createServer((req, res) => {
       if (req.url?.startsWith("/trpc/stream")) {
@@ -36,40 +45,70 @@ beforeAll(async () => {
     socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Protocol: ${String(req.headers["sec-websocket-protocol"])}\r\n\r\n`);
     socket.on("data", (chunk: Buffer) => socket.write(chunk.toString().toUpperCase()));
   });
-  gateway = startGateway({ port: 0, host: "127.0.0.1", next: new URL(`http://127.0.0.1:${String(port(next))}`), api: new URL(`http://127.0.0.1:${String(port(api))}`) });
-  await once(gateway, "listening");
+  // Self-signed, as the chart makes it: the certificate is its own CA.
+  const dir = await mkdtemp(join(tmpdir(), "gateway-tls-"));
+  await promisify(execFile)("openssl", ["req", "-x509", "-nodes", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-days", "1", "-subj", "/CN=kubevirt-ts-web", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", join(dir, "tls.key"), "-out", join(dir, "tls.crt")]);
+  ca = await readFile(join(dir, "tls.crt"));
+  gateway = startGateway({
+    port: 0,
+    host: "127.0.0.1",
+    next: new URL(`http://127.0.0.1:${String(port(next))}`),
+    api: new URL(`http://127.0.0.1:${String(port(api))}`),
+    tls: { cert: await readFile(join(dir, "tls.crt")), key: await readFile(join(dir, "tls.key")) },
+  });
+  await once(gateway.server, "listening");
 });
 
 afterAll(() => {
-  for (const server of [gateway, next, api]) {
+  gateway.stop();
+  for (const server of [next, api]) {
     server.closeAllConnections();
     server.close();
   }
 });
 
-function get(path: string, headers: Record<string, string> = {}): Promise<string> {
+interface Answer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+function answer(res: IncomingMessage): Promise<Answer> {
+  return new Promise((resolve) => {
+    let body = "";
+    res.setEncoding("utf8").on("data", (c: string) => (body += c)).on("end", () => { resolve({ status: res.statusCode ?? 0, headers: res.headers, body }); });
+  });
+}
+
+/** A request over HTTPS, trusting only the test's CA. */
+function get(path: string, headers: Record<string, string> = {}): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    request({ host: "127.0.0.1", port: port(gateway), path, headers }, (res) => {
-      let body = "";
-      res.setEncoding("utf8").on("data", (c: string) => (body += c)).on("end", () => { resolve(body); });
-    }).on("error", reject).end();
+    httpsRequest({ host: "127.0.0.1", port: port(gateway.server), path, headers, ca }, (res) => { void answer(res).then(resolve); }).on("error", reject).end();
+  });
+}
+
+/** The same port, spoken to in clear. */
+function plain(path: string, method = "GET"): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    request({ host: "127.0.0.1", port: port(gateway.server), path, method }, (res) => { void answer(res).then(resolve); }).on("error", reject).end();
   });
 }
 
 describe("the dashboard's gateway", () => {
-  it("sends pages to Next.js and /trpc/ to the API, headers and all", async () => {
-    expect(await get("/vms?ns=default")).toBe("next /vms?ns=default");
-    expect(await get("/trpc/whoami", { authorization: "Bearer t0ken" })).toBe("api /trpc/whoami Bearer t0ken");
+  it("sends pages to Next.js and /trpc/ to the API over HTTPS, headers and all", async () => {
+    expect((await get("/vms?ns=default")).body).toMatch(/^next \/vms\?ns=default /);
+    expect((await get("/trpc/whoami", { authorization: "Bearer t0ken" })).body).toBe("api /trpc/whoami Bearer t0ken");
   });
 
   it("streams the API's server-sent events through", async () => {
-    expect(await get("/trpc/stream")).toBe("data: one\n\ndata: two\n\n");
+    expect((await get("/trpc/stream")).body).toBe("data: one\n\ndata: two\n\n");
   });
 
-  it("tunnels a console's upgrade to the API, both ways", async () => {
-    const req = request({
+  it("tunnels a console's upgrade to the API, both ways, inside TLS", async () => {
+    const req = httpsRequest({
       host: "127.0.0.1",
-      port: port(gateway),
+      port: port(gateway.server),
+      ca,
       path: "/apis/subresources.kubevirt.io/v1/namespaces/ns/virtualmachineinstances/vm/console",
       headers: { connection: "Upgrade", upgrade: "websocket", "sec-websocket-protocol": "plain.kubevirt.io" },
     });
@@ -80,5 +119,41 @@ describe("the dashboard's gateway", () => {
     const [echo] = (await once(socket, "data")) as [Buffer];
     expect(echo.toString()).toBe("LS\r");
     socket.destroy();
+  });
+
+  it("puts a strict policy, nosniff and no referrer on pages and API answers alike", async () => {
+    for (const path of ["/", "/trpc/whoami"]) {
+      const { headers } = await get(path);
+      const policy = headers["content-security-policy"] ?? "";
+      expect(policy).toContain("frame-ancestors 'none'");
+      expect(policy).toMatch(/script-src 'self' 'nonce-[A-Za-z0-9+/]+=*'(;|$)/);
+      expect(policy).not.toMatch(/script-src[^;]*unsafe/);
+      expect(policy).toContain("object-src 'none'");
+      expect(headers["x-content-type-options"]).toBe("nosniff");
+      expect(headers["referrer-policy"]).toBe("no-referrer");
+      expect(headers["x-frame-options"]).toBe("DENY");
+    }
+  });
+
+  it("hands Next.js the page's policy, with a fresh nonce per request, whatever the client sent", async () => {
+    const first = await get("/", { "content-security-policy": "script-src 'nonce-chosen-by-client'" });
+    const second = await get("/");
+    expect(first.body).toBe(`next / ${String(first.headers["content-security-policy"])}`);
+    expect(first.body).not.toContain("chosen-by-client");
+    expect(first.headers["content-security-policy"]).not.toBe(second.headers["content-security-policy"]);
+  });
+
+  it("sends a browser that came in clear to https://, and refuses API calls and upgrades made in clear", async () => {
+    const page = await plain("/vms?ns=default");
+    expect(page.status).toBe(308);
+    expect(page.headers.location).toBe(`https://127.0.0.1:${String(port(gateway.server))}/vms?ns=default`);
+    const call = await plain("/trpc/vms.create", "POST");
+    expect(call.status).toBe(400);
+    expect(call.body).toContain("HTTPS only");
+    const upgrade = request({ host: "127.0.0.1", port: port(gateway.server), path: "/apis/subresources.kubevirt.io/v1/namespaces/ns/virtualmachineinstances/vm/console", headers: { connection: "Upgrade", upgrade: "websocket" } });
+    upgrade.end();
+    const [refused] = (await once(upgrade, "response")) as [IncomingMessage];
+    expect(refused.statusCode).toBe(400);
+    refused.resume();
   });
 });

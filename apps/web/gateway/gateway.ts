@@ -4,9 +4,18 @@
 // to the Next.js server. The browser thus talks to one origin, and the API
 // is found at run time (the cluster has no DNS to rely on: the Service's
 // address comes from the variables Kubernetes gives every pod).
-import { type IncomingMessage, type ServerResponse, createServer, request } from "node:http";
-import { connect } from "node:net";
+//
+// With a certificate it speaks HTTPS only: one port takes both, a TLS
+// handshake goes to HTTPS and anything else to a plain server that sends
+// browsers to https:// and refuses API calls, so no token is served in clear.
+// Every response carries the security headers of security.ts; a page's
+// script nonce is made here, per request, and handed to Next.js.
+import { randomBytes } from "node:crypto";
+import { type IncomingMessage, type RequestListener, type Server, type ServerResponse, createServer, request } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
+import { type Server as NetServer, type Socket, connect, createServer as createNetServer } from "node:net";
 import type { Duplex } from "node:stream";
+import { contentSecurityPolicy, securityHeaders } from "./security.ts";
 
 export interface GatewayOptions {
   port: number;
@@ -15,20 +24,31 @@ export interface GatewayOptions {
   next: URL;
   /** Where virt-api listens. */
   api: URL;
+  /** The certificate and key to serve HTTPS with; plain HTTP without. */
+  tls?: { cert: Buffer; key: Buffer } | undefined;
+}
+
+export interface Gateway {
+  /** The listening socket, HTTPS and HTTP on one port. */
+  server: NetServer;
+  /** Stops listening and ends every connection. */
+  stop(): void;
 }
 
 const toApi = (path: string) => path.startsWith("/trpc/") || path.startsWith("/apis/subresources.kubevirt.io/");
 
 function forward(req: IncomingMessage, res: ServerResponse, target: URL): void {
+  const nonce = randomBytes(16).toString("base64");
   const upstream = request(
-    { host: target.hostname, port: target.port, path: req.url, method: req.method, headers: { ...req.headers, host: target.host } },
+    // Next.js takes its script nonce from this request header; whatever the client sent there is replaced.
+    { host: target.hostname, port: target.port, path: req.url, method: req.method, headers: { ...req.headers, host: target.host, "content-security-policy": contentSecurityPolicy(nonce) } },
     (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      res.writeHead(answer.statusCode ?? 502, { ...answer.headers, ...securityHeaders(nonce) });
       answer.pipe(res);
     },
   );
   upstream.on("error", (error) => {
-    if (!res.headersSent) res.writeHead(502, { "content-type": "text/plain; charset=utf-8" });
+    if (!res.headersSent) res.writeHead(502, { "content-type": "text/plain; charset=utf-8", ...securityHeaders(nonce) });
     res.end(`the dashboard could not reach ${target.host}: ${error.message}\n`);
   });
   res.on("close", () => upstream.destroy());
@@ -53,13 +73,53 @@ function tunnel(req: IncomingMessage, socket: Duplex, head: Buffer, target: URL)
   upstream.on("close", close);
 }
 
-export function startGateway(options: GatewayOptions) {
-  const server = createServer((req, res) => {
+/** A request that came in clear: browsers are sent to https://, API calls refused. */
+function refusePlain(req: IncomingMessage, res: ServerResponse): void {
+  const host = req.headers.host ?? "";
+  const headers = { ...securityHeaders(randomBytes(16).toString("base64")), connection: "close" };
+  if ((req.method === "GET" || req.method === "HEAD") && /^[\w.:[\]-]+$/.test(host) && !toApi(req.url ?? "/")) {
+    res.writeHead(308, { ...headers, location: `https://${host}${req.url ?? "/"}` }).end();
+    return;
+  }
+  res.writeHead(400, { ...headers, "content-type": "text/plain; charset=utf-8" }).end("The dashboard speaks HTTPS only: use https:// with this address. Whatever this request carried went in clear.\n");
+}
+
+/** Hands each connection to `tls` when it opens with a TLS handshake, else to `plain`. */
+function sniff(tls: Server, plain: Server): NetServer {
+  return createNetServer((socket: Socket) => {
+    socket.once("data", (first: Buffer) => {
+      socket.pause();
+      socket.unshift(first);
+      (first[0] === 0x16 ? tls : plain).emit("connection", socket);
+      process.nextTick(() => socket.resume());
+    });
+    socket.on("error", () => socket.destroy());
+  });
+}
+
+export function startGateway(options: GatewayOptions): Gateway {
+  const onRequest: RequestListener = (req, res) => {
     forward(req, res, toApi(req.url ?? "/") ? options.api : options.next);
-  });
-  server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+  };
+  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     tunnel(req, socket, head, toApi(req.url ?? "/") ? options.api : options.next);
+  };
+  if (!options.tls) {
+    const server = createServer(onRequest).on("upgrade", onUpgrade);
+    server.listen(options.port, options.host);
+    return { server, stop: () => { server.closeAllConnections(); server.close(); } };
+  }
+  const secure = createHttpsServer(options.tls, onRequest).on("upgrade", onUpgrade);
+  const plain = createServer(refusePlain).on("upgrade", (_req: IncomingMessage, socket: Duplex) => {
+    socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\nThe dashboard speaks HTTPS only: use wss://.\n");
   });
+  const server = sniff(secure, plain);
   server.listen(options.port, options.host);
-  return server;
+  return {
+    server,
+    stop: () => {
+      server.close();
+      for (const inner of [secure, plain]) inner.closeAllConnections();
+    },
+  };
 }

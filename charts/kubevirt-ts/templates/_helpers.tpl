@@ -29,16 +29,19 @@ seccompProfile:
   type: RuntimeDefault
 {{- end }}
 
-{{/* Probes on the endpoint every component serves; the argument is the port's name. */}}
+{{/* Probes on the endpoint every component serves; the argument is the port's name, or (dict "port" NAME "scheme" "HTTPS"). */}}
 {{- define "kubevirt-ts.probes" -}}
+{{- $port := . }}
+{{- $scheme := "HTTP" }}
+{{- if kindIs "map" . }}{{ $port = .port }}{{ $scheme = .scheme }}{{ end }}
 startupProbe:
-  httpGet: { path: /healthz, port: {{ . }} }
+  httpGet: { path: /healthz, port: {{ $port }}, scheme: {{ $scheme }} }
   periodSeconds: 2
   failureThreshold: 60
 livenessProbe:
-  httpGet: { path: /healthz, port: {{ . }} }
+  httpGet: { path: /healthz, port: {{ $port }}, scheme: {{ $scheme }} }
   periodSeconds: 10
 readinessProbe:
-  httpGet: { path: /readyz, port: {{ . }} }
+  httpGet: { path: /readyz, port: {{ $port }}, scheme: {{ $scheme }} }
   periodSeconds: 5
 {{- end }}

@@ -57,7 +57,15 @@ export interface Certificates {
   apiserver: { cert: string; key: string };
   admin: { cert: string; key: string };
   serviceAccount: { privateKey: string; publicKey: string };
+  /**
+   * The aggregation layer's front proxy: a CA of its own, as on any real cluster, and the client certificate the API
+   * server presents to aggregated API servers (virt-api's subresources.kubevirt.io), which trust the CA for it.
+   */
+  frontProxy: { ca: string; client: { cert: string; key: string } };
 }
+
+/** The name aggregated API servers accept on the front proxy's certificate (requestheader-allowed-names). */
+export const FRONT_PROXY_CLIENT = "front-proxy-client";
 
 /** A CA and the certificates of etcd, the API server and an admin. */
 export async function createCertificates(dir: string, extraSans: string[] = []): Promise<Certificates> {
@@ -75,7 +83,11 @@ export async function createCertificates(dir: string, extraSans: string[] = []):
     pki.issue({ name: "admin", commonName: "kubevirt-ts-admin", organization: "system:masters", usage: "client" }),
     pki.serviceAccountKeys(),
   ]);
-  return { pki, etcdServer, etcdClient, apiserver, admin, serviceAccount };
+  const frontProxyPki = new Pki(join(dir, "front-proxy"));
+  await mkdir(frontProxyPki.dir, { recursive: true });
+  await frontProxyPki.createCa("kubevirt-ts-front-proxy-ca");
+  const frontProxyClient = await frontProxyPki.issue({ name: FRONT_PROXY_CLIENT, commonName: FRONT_PROXY_CLIENT, usage: "client" });
+  return { pki, etcdServer, etcdClient, apiserver, admin, serviceAccount, frontProxy: { ca: frontProxyPki.ca.cert, client: frontProxyClient } };
 }
 
 export async function kubeconfigFor(server: string, certs: { ca: string; cert: string; key: string }, user: string): Promise<string> {
@@ -195,6 +207,16 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
           `--service-account-key-file=${certs.serviceAccount.publicKey}`,
           `--service-account-signing-key-file=${certs.serviceAccount.privateKey}`,
           `--cert-dir=${join(dir, "apiserver-certs")}`,
+          // The aggregation layer, as kubeadm sets it up: the API server authenticates users and passes them on in
+          // these headers, over a client certificate of the front proxy's CA; it publishes both in
+          // kube-system/extension-apiserver-authentication for aggregated servers to check.
+          `--requestheader-client-ca-file=${certs.frontProxy.ca}`,
+          `--requestheader-allowed-names=${FRONT_PROXY_CLIENT}`,
+          "--requestheader-username-headers=X-Remote-User",
+          "--requestheader-group-headers=X-Remote-Group",
+          "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+          `--proxy-client-cert-file=${certs.frontProxy.client.cert}`,
+          `--proxy-client-key-file=${certs.frontProxy.client.key}`,
           "--v=1",
           ...(options.apiserverArgs ?? []),
         ],

@@ -3,6 +3,7 @@ export {
   type ControlPlane,
   type ControlPlaneOptions,
   FIRST_SERVICE_IP,
+  FRONT_PROXY_CLIENT,
   SERVICE_CIDR,
   createCertificates,
   kubeconfigFor,

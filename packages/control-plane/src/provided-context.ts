@@ -6,6 +6,8 @@ declare module "vitest" {
     kubeconfigPath: string;
     /** The folder with kubectl, etcd and kube-apiserver. */
     binDir: string;
+    /** Files of the front proxy's client certificate, which the API server presents to aggregated API servers. */
+    frontProxyClient: { cert: string; key: string };
   }
 }
 

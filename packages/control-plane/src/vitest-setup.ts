@@ -32,5 +32,6 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide("kubeconfig", controlPlane.kubeconfig);
   project.provide("kubeconfigPath", controlPlane.kubeconfigPath);
   project.provide("binDir", binDir);
+  project.provide("frontProxyClient", controlPlane.certificates.frontProxy.client);
   return teardown;
 }

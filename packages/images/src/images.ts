@@ -37,6 +37,8 @@ const LAUNCHER_PACKAGES = [
   "libvirt-daemon-driver-qemu",
   "libvirt-clients",
   "genisoimage",
+  // PID 1 of the launcher container: reaps the orphans QEMU's capability probes leave (see the entrypoint).
+  "tini",
 ];
 const LAUNCHER_USER = `${String(LAUNCHER_UID)}:${String(LAUNCHER_UID)}`;
 /** The launcher's user needs a name: libvirt's clients look it up. */
@@ -121,7 +123,11 @@ export const COMPONENTS: NodeComponent[] = [
       // The libvirt addon, compiled against Debian bookworm's libvirt like the image's, and what it loads.
       ...["@unraid/libvirt", "xml2js", "sax", "xmlbuilder"].map((pkg) => ({ from: `../../node_modules/${pkg}`, to: `app/node_modules/${pkg}` })),
     ],
-    entrypoint: ["node", "/app/main.js"],
+    // Node as PID 1 never reaps orphans: libvirt's QEMU capability probes, re-parented to it, stay
+    // zombies, and libvirt waits on each until it gives up (about 20 s apiece) before a domain starts.
+    // tini reaps them (KubeVirt's virt-launcher-monitor does the same) and passes signals to Node alone,
+    // so SIGTERM still means an ACPI shutdown, not a signal to QEMU.
+    entrypoint: ["/usr/bin/tini", "--", "node", "/app/main.js"],
     launcherBase: true,
     user: LAUNCHER_USER,
   },

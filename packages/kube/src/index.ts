@@ -4,3 +4,4 @@ export { type EventHandler, Informer, type InformerOptions } from "./informer/in
 export { type LeaderCallbacks, type LeaderElectionOptions, LeaderElector } from "./leader/leader-election.ts";
 export * from "./workqueue/index.ts";
 export { Expectations, type ExpectationsOptions } from "./expectations.ts";
+export * from "./client/core.ts";

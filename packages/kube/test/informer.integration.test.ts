@@ -79,4 +79,36 @@ describe("an informer", () => {
     abort.abort();
     await running;
   });
+
+  it("with a resync period, hands every cached object to update again while nothing changes", async () => {
+    const client = await clientFor(controlPlane);
+    await client.create(configMaps, "default", configMap("resynced"));
+    const cms = new Informer<KubeObject>({ client, type: configMaps, namespace: "default", log, resyncMs: 200 });
+    const resyncs: string[] = [];
+    cms.addHandler({ update: (previous, current) => { if (previous === current) resyncs.push(keyOf(current)); } });
+    const abort = new AbortController();
+    const running = cms.run(abort.signal);
+    await cms.waitForSync();
+    await expect.poll(() => resyncs.filter((k) => k === "default/resynced").length, { timeout: 5_000 }).toBeGreaterThanOrEqual(3);
+    abort.abort();
+    await running;
+    const after = resyncs.length;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(resyncs.length).toBe(after);
+  });
+
+  it("without one, never calls update for an unchanged object", async () => {
+    const client = await clientFor(controlPlane);
+    await client.create(configMaps, "default", configMap("quiet"));
+    const cms = new Informer<KubeObject>({ client, type: configMaps, namespace: "default", log });
+    let updates = 0;
+    cms.addHandler({ update: () => { updates++; } });
+    const abort = new AbortController();
+    const running = cms.run(abort.signal);
+    await cms.waitForSync();
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(updates).toBe(0);
+    abort.abort();
+    await running;
+  });
 });

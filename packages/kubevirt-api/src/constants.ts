@@ -113,8 +113,6 @@ export const Annotation = {
 export const Finalizer = {
   /** Held by the controller on a VMI until its launcher pod is gone. */
   VmiController: "kubevirt.io/virtualMachineControllerFinalize",
-  /** Held by the handler on a VMI until its domain is gone. */
-  VmiHandler: "foregroundDeleteVirtualMachine",
   /** Held on a VM until its VMI is gone. */
   VmController: "kubevirt.io/virtualMachineControllerFinalize",
 } as const;
@@ -135,6 +133,8 @@ export const EventReason = {
   SyncFailed: "SyncFailed",
   FailedUnschedulable: "FailedUnschedulable",
   InvalidSpec: "InvalidSpec",
+  /** On a pod that carries the launcher labels but that no VMI controls: it is ignored. */
+  UnownedLauncherPod: "UnownedLauncherPod",
 } as const;
 export type EventReason = (typeof EventReason)[keyof typeof EventReason];
 
@@ -159,11 +159,22 @@ export const ConsoleServer = {
 } as const;
 
 export type ConsoleKind = "console" | "vnc";
-/** The VMI subresources the handler carries out on the domain (PUT), in KubeVirt's names. */
-export const VMI_DOMAIN_ACTIONS = ["pause", "unpause", "softreboot", "reset"] as const;
-export type VmiDomainAction = (typeof VMI_DOMAIN_ACTIONS)[number];
+/**
+ * The actions the handler carries out on a VMI's domain (PUT), each by its
+ * name (the API's, the dashboard's and the launcher's method) and KubeVirt's
+ * name of its subresource (the path). The one place the two spellings meet.
+ */
+export const DOMAIN_ACTION_SUBRESOURCE = { pause: "pause", unpause: "unpause", softReboot: "softreboot", reset: "reset" } as const;
+export type VmiDomainAction = keyof typeof DOMAIN_ACTION_SUBRESOURCE;
+export const VMI_DOMAIN_ACTIONS = Object.keys(DOMAIN_ACTION_SUBRESOURCE) as VmiDomainAction[];
+
+/** The domain action whose subresource this is, if any. */
+export function domainActionOf(subresource: string): VmiDomainAction | undefined {
+  return VMI_DOMAIN_ACTIONS.find((action) => DOMAIN_ACTION_SUBRESOURCE[action] === subresource);
+}
 
 /** The handler's path of a VMI's console, VNC, serial log or domain action. */
 export function consoleServerPath(namespace: string, name: string, what: ConsoleKind | "serial-log" | VmiDomainAction): string {
-  return `/v1/namespaces/${encodeURIComponent(namespace)}/virtualmachineinstances/${encodeURIComponent(name)}/${what}`;
+  const segment = what in DOMAIN_ACTION_SUBRESOURCE ? DOMAIN_ACTION_SUBRESOURCE[what as VmiDomainAction] : what;
+  return `/v1/namespaces/${encodeURIComponent(namespace)}/virtualmachineinstances/${encodeURIComponent(name)}/${segment}`;
 }

@@ -51,6 +51,14 @@ export const validationCases: ValidationCase[] = [
     apiServer: "accepts",
   },
   {
+    name: "cloud-init user and network data from Secrets (KubeVirt's secretRef and networkDataSecretRef)",
+    object: newVm(newVmiSpec((s) => {
+      s.domain.devices.disks?.push({ name: "seed", disk: { bus: "virtio" } });
+      s.volumes?.push({ name: "seed", cloudInitNoCloud: { secretRef: { name: "testvm-cloud-init" }, networkDataSecretRef: { name: "testvm-network" } } });
+    })),
+    apiServer: "accepts",
+  },
+  {
     name: "kernel boot from a container",
     object: newVmi(newVmiSpec((s) => (s.domain.firmware = { kernelBoot: { kernelArgs: "console=ttyS0", container: { image: "example/kernel:1", kernelPath: "/boot/vmlinuz", initrdPath: "/boot/initrd" } } }))),
     apiServer: "accepts",
@@ -153,12 +161,22 @@ export const validationCases: ValidationCase[] = [
   {
     name: "a cloud-init volume without data",
     object: newVm(newVmiSpec((s) => { s.volumes = [...(s.volumes ?? []), { name: "cloudinit", cloudInitNoCloud: {} }]; })),
-    invalid: { field: `${tpl}.volumes[1].cloudInitNoCloud`, message: /set userData or userDataBase64/ },
+    invalid: { field: `${tpl}.volumes[1].cloudInitNoCloud`, message: /set userData, userDataBase64 or secretRef/ },
   },
   {
     name: "cloud-init userData and userDataBase64 together",
     object: newVm(newVmiSpec((s) => s.volumes?.push({ name: "cloudinit", cloudInitNoCloud: { userData: "#cloud-config", userDataBase64: "I2Nsb3VkLWNvbmZpZw==" } }))),
     invalid: { field: `${tpl}.volumes[1].cloudInitNoCloud.userDataBase64`, message: /set only one of them/ },
+  },
+  {
+    name: "cloud-init userData and a secretRef together",
+    object: newVm(newVmiSpec((s) => s.volumes?.push({ name: "cloudinit", cloudInitNoCloud: { userData: "#cloud-config", secretRef: { name: "seed" } } }))),
+    invalid: { field: `${tpl}.volumes[1].cloudInitNoCloud.secretRef`, message: /is set together with userData; set only one of them/ },
+  },
+  {
+    name: "a cloud-init networkDataSecretRef that names no valid Secret",
+    object: newVm(newVmiSpec((s) => s.volumes?.push({ name: "cloudinit", cloudInitNoCloud: { userData: "#cloud-config", networkDataSecretRef: { name: "Net_Config" } } }))),
+    invalid: { field: `${tpl}.volumes[1].cloudInitNoCloud.networkDataSecretRef.name`, message: /must be a DNS subdomain.*name a Secret in the VMI's namespace/ },
   },
   {
     name: "cloud-init userDataBase64 that is not base64",

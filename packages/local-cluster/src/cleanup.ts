@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { KUBELET_DIR, NODE_BRIDGE, POD_BRIDGE, RUN_DIR, STATE_DIR } from "./config.ts";
 import { log, run, tryRun } from "./exec.ts";
+import { processesMatching } from "./proc.ts";
 
 // Removing every trace of the local cluster, also what a killed run left:
 // processes, pod cgroups, mounts, network namespaces, links, iptables chains
@@ -13,14 +14,7 @@ const CGROUP_ROOT = "/sys/fs/cgroup";
 const LOG_PATHS = ["/var/log/pods", "/var/log/containers"];
 
 async function pidsMatching(predicate: (cmdline: string) => boolean): Promise<number[]> {
-  const pids: number[] = [];
-  for (const entry of await readdir("/proc")) {
-    const pid = Number(entry);
-    if (!Number.isInteger(pid) || pid === process.pid) continue;
-    const cmdline = await readFile(`/proc/${entry}/cmdline`, "utf8").catch(() => "");
-    if (cmdline !== "" && predicate(cmdline.replaceAll("\0", " "))) pids.push(pid);
-  }
-  return pids;
+  return (await processesMatching((argv) => predicate(argv.join(" ")))).map((p) => p.pid);
 }
 
 /** Every process of the cluster names one of its state folders in its arguments. */

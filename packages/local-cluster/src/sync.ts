@@ -2,7 +2,7 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { REPO_ROOT } from "@kubevirt-ts/control-plane";
 import { type BuiltImage, buildBlankDiskImage, buildDebianGuestImage, buildImages, buildTinyGuestImage } from "@kubevirt-ts/images";
-import { IMAGES_FILE, KUBECONFIG_PATH } from "./config.ts";
+import { IMAGES_FILE, KUBECONFIG_PATH, NODE_IP } from "./config.ts";
 import { log, run } from "./exec.ts";
 import { importImages } from "./images.ts";
 
@@ -55,6 +55,8 @@ export async function clusterSync(binDir: string): Promise<void> {
     // /dev/kvm here cannot run ordinary guests: VMs run with emulation.
     "--set", "useEmulation=true",
     "--set-json", `guestImages=${JSON.stringify(guestImages(images))}`,
+    // The dashboard's certificate names the address `make up` prints.
+    "--set-json", `web.tls.hosts=${JSON.stringify([NODE_IP])}`,
     "--wait", "--timeout", "5m",
   ]);
   await writeFile(IMAGES_FILE, `${JSON.stringify(images, null, 2)}\n`);

@@ -54,8 +54,28 @@ export async function startService(definition: ServiceDefinition): Promise<Runni
   return { ops, ctx, stop };
 }
 
+/**
+ * The last resort of a process: an exception nothing caught, or a rejection
+ * nothing handled, is a bug whose effects on the process's state nobody
+ * knows. As Node recommends, it is logged (one line with the component's
+ * name and the stack) and the process exits 1 for Kubernetes to restart it;
+ * it never carries on in an unknown state. Inputs from the network, such as
+ * what a launcher sends, are checked where they arrive and never reach this.
+ */
+export function exitOnUncaughtErrors(log: Logger, exit: (code: number) => void = (code) => process.exit(code)): void {
+  process.on("uncaughtException", (error, origin) => {
+    log.error("uncaught exception; exiting", { error, origin });
+    exit(1);
+  });
+  process.on("unhandledRejection", (reason) => {
+    log.error("unhandled promise rejection; exiting", { error: reason });
+    exit(1);
+  });
+}
+
 /** Runs a service as the main program of a process until it is signalled. */
 export async function runService(definition: ServiceDefinition): Promise<void> {
+  exitOnUncaughtErrors(createLogger({ component: definition.name, level: definition.logLevel ?? "info" }));
   const service = await startService(definition);
   const onSignal = (signal: NodeJS.Signals) => {
     const timer = setTimeout(() => {

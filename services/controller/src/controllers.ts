@@ -1,17 +1,22 @@
+import { ControllerManager, type EventHandler, Expectations, type KubeClient, type KubeObject, type Pod, type WorkQueue, createEventRecorder, keyOf, resources } from "@kubevirt-ts/kube";
 import {
-  type EventHandler, Expectations, Informer, type KubeClient, type KubeObject, WorkQueue, createControllerMetrics, createEventRecorder,
-  createWorkQueueMetrics, keyOf, resources, runController,
-} from "@kubevirt-ts/kube";
-import { Kind, Label, LabelValue, type VirtualMachine, type VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+  Kind, LAUNCHER_PODS_BY_VMI, Label, LabelValue, type VirtualMachine, type VirtualMachineInstance, kubevirtResources, launcherPodIndex,
+} from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
 import type { Registry } from "prom-client";
 import { controllerOf } from "./common/owner.ts";
 import { createVmReconciler } from "./vm/controller.ts";
-import { PODS_BY_VMI_UID, createVmiReconciler, podsByVmiUid } from "./vmi/controller.ts";
-import type { LauncherPodConfig, Pod } from "./vmi/pod.ts";
+import { createVmiReconciler } from "./vmi/controller.ts";
+import { VMIS_BY_UID, launcherPodEvents, unownedLauncherPods, vmisByUid } from "./vmi/pod-events.ts";
+import type { LauncherPodConfig } from "./vmi/pod.ts";
 
 // The controller process: informers for VMs, VMIs and launcher pods that
 // only enqueue keys, and the VM and VMI controllers working off two queues.
+// Every cached object is also looked at again every resync period, so that
+// whatever state the cluster is in, the controllers converge from it.
+
+/** KubeVirt's informers resync too; here every few minutes, with no change needed. */
+const RESYNC_MS = 5 * 60_000;
 
 export interface ControllersConfig {
   client: KubeClient;
@@ -21,16 +26,9 @@ export interface ControllersConfig {
   pod: LauncherPodConfig;
   /** Watch one namespace only (tests); all namespaces when unset. */
   namespace?: string;
+  /** How often every VM, VMI and launcher pod is looked at again without a change (tests shorten it). */
+  resyncMs?: number;
   now?: () => Date;
-}
-
-export interface Controllers {
-  informers: Informer<KubeObject>[];
-  /** Runs the informers until the signal aborts. */
-  runInformers(signal: AbortSignal): Promise<void>;
-  /** Runs the controllers until the signal aborts, then drains their queues. */
-  runControllers(signal: AbortSignal): Promise<void>;
-  hasSynced(): boolean;
 }
 
 /** Enqueues the key of the object, or of its controlling owner of the given kind. */
@@ -73,28 +71,30 @@ function enqueueSelf<T extends KubeObject>(queue: WorkQueue): EventHandler<T> {
   };
 }
 
-export function createControllers(config: ControllersConfig): Controllers {
-  const { client, log, registry } = config;
+/** The VM and VMI controllers and their informers; the manager runs them (its controllers only in the leader). */
+export function createControllers(config: ControllersConfig): ControllerManager {
+  const { client, log, registry, workers } = config;
   const now = config.now ?? (() => new Date());
-  const queueMetrics = createWorkQueueMetrics(registry);
-  const controllerMetrics = createControllerMetrics(registry);
-  const vmQueue = new WorkQueue({ name: "virtualmachines", metrics: queueMetrics });
-  const vmiQueue = new WorkQueue({ name: "virtualmachineinstances", metrics: queueMetrics });
+  const manager = new ControllerManager({ log, registry });
+  const vmQueue = manager.queue("virtualmachines");
+  const vmiQueue = manager.queue("virtualmachineinstances");
   const vmExpectations = new Expectations();
   const vmiExpectations = new Expectations();
   const recorder = createEventRecorder(client, "virt-controller", log);
 
   const { namespace } = config;
-  const vms = new Informer<VirtualMachine>({ client, type: resources.virtualMachines, log, namespace });
-  const vmis = new Informer<VirtualMachineInstance>({ client, type: resources.virtualMachineInstances, log, namespace });
-  const pods = new Informer<Pod>({
+  const resyncMs = config.resyncMs ?? RESYNC_MS;
+  const vms = manager.informer<VirtualMachine>({ client, type: kubevirtResources.virtualMachines, namespace, resyncMs });
+  const vmis = manager.informer<VirtualMachineInstance>({ client, type: kubevirtResources.virtualMachineInstances, namespace, resyncMs, indexers: { [VMIS_BY_UID]: vmisByUid } });
+  const pods = manager.informer<Pod>({
     client,
     type: resources.pods,
-    log,
     namespace,
+    resyncMs,
     labelSelector: `${Label.App}=${LabelValue.Launcher}`,
-    indexers: { [PODS_BY_VMI_UID]: podsByVmiUid },
+    indexers: { [LAUNCHER_PODS_BY_VMI]: launcherPodIndex },
   });
+  const unowned = unownedLauncherPods({ client, pods, vmis, recorder, log, registry });
 
   vms.addHandler(enqueueSelf<VirtualMachine>(vmQueue));
   vmis.addHandler(enqueueSelf<VirtualMachineInstance>(vmiQueue));
@@ -104,40 +104,14 @@ export function createControllers(config: ControllersConfig): Controllers {
       else vmExpectations.deletionObserved(key);
     }),
   );
-  pods.addHandler(
-    enqueueOwner<Pod>(vmiQueue, Kind.VirtualMachineInstance, (key, type) => {
-      if (type === "add") vmiExpectations.creationObserved(key);
-      else vmiExpectations.deletionObserved(key);
-    }),
-  );
+  pods.addHandler(launcherPodEvents(vmiQueue, vmis, vmiExpectations));
+  pods.addHandler(unowned.handler);
 
-  const informers = [vms, vmis, pods] as unknown as Informer<KubeObject>[];
-  return {
-    informers,
-    hasSynced: () => informers.every((i) => i.hasSynced()),
-    runInformers: async (signal) => {
-      await Promise.all(informers.map((i) => i.run(signal)));
-    },
-    runControllers: async (signal) => {
-      const abortedEarly = new Promise<void>((resolve) => {
-        signal.addEventListener("abort", () => {
-          resolve();
-        }, { once: true });
-      });
-      await Promise.race([Promise.all(informers.map((i) => i.waitForSync())), abortedEarly]);
-      if (signal.aborted) return;
-      // Everything in the caches is looked at once when leadership starts.
-      for (const vm of vms.list()) vmQueue.add(keyOf(vm));
-      for (const vmi of vmis.list()) vmiQueue.add(keyOf(vmi));
-      const stop = () => {
-        void vmQueue.shutDownWithDrain();
-        void vmiQueue.shutDownWithDrain();
-      };
-      signal.addEventListener("abort", stop, { once: true });
-      await Promise.all([
-        runController({ name: "vm", queue: vmQueue, workers: config.workers, log: log.child({ controller: "vm" }), metrics: controllerMetrics, reconcile: createVmReconciler({ client, vms, vmis, expectations: vmExpectations, recorder, log, now }) }),
-        runController({ name: "vmi", queue: vmiQueue, workers: config.workers, log: log.child({ controller: "vmi" }), metrics: controllerMetrics, reconcile: createVmiReconciler({ client, vmis, pods, expectations: vmiExpectations, recorder, log, now, pod: config.pod }) }),
-      ]);
-    },
-  };
+  manager.controller({ name: "vm", primary: vms, queue: vmQueue, workers, reconcile: createVmReconciler({ client, vms, vmis, expectations: vmExpectations, recorder, log, now }) });
+  manager.controller({ name: "vmi", primary: vmis, queue: vmiQueue, workers, reconcile: createVmiReconciler({ client, vmis, pods, expectations: vmiExpectations, recorder, log, now, pod: config.pod }) });
+  // Unowned pods are reported by the leader, beginning with those already cached.
+  manager.onSynced(() => {
+    unowned.start(pods.list());
+  });
+  return manager;
 }

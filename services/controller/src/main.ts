@@ -1,12 +1,13 @@
-import { KubeClient, LeaderElector, createRestClientMetrics, loadKubeConfig } from "@kubevirt-ts/kube";
+import { type ControllerManager, KubeClient, LeaderElector, createRestClientMetrics, loadKubeConfig } from "@kubevirt-ts/kube";
 import { runService } from "@kubevirt-ts/runtime";
-import { type Controllers, createControllers } from "./controllers.ts";
+import { createControllers } from "./controllers.ts";
 import { env } from "./env.ts";
 
 // virt-controller: the VM and VMI controllers, active in the replica that
-// holds the leader lease; the other replicas keep warm caches and wait.
+// holds the leader lease; the other replicas keep warm caches and wait
+// (the manager runs the informers in every replica, the controllers in the leader).
 
-let controllers: Controllers | undefined;
+let controllers: ControllerManager | undefined;
 
 await runService({
   name: "virt-controller",
@@ -22,7 +23,7 @@ await runService({
       log,
       registry,
       workers: env.WORKERS,
-      pod: { launcherImage: env.LAUNCHER_IMAGE, imagePullPolicy: env.LAUNCHER_PULL_POLICY, opsPort: 9102, allowEmulation: env.USE_EMULATION },
+      pod: { launcherImage: env.LAUNCHER_IMAGE, imagePullPolicy: env.LAUNCHER_PULL_POLICY, allowEmulation: env.USE_EMULATION },
     });
     controllers = created;
     // The service aborts signal before it calls the function returned here.

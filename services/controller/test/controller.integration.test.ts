@@ -1,9 +1,10 @@
+import { randomBytes } from "node:crypto";
 import { test as kubeTest } from "@kubevirt-ts/control-plane/testing";
-import { type KubeClient, resources } from "@kubevirt-ts/kube";
-import type { VirtualMachine, VmSpec } from "@kubevirt-ts/kubevirt-api";
+import { type KubeClient, type KubeObject, type OwnerReference, type Pod, isNotFound, resources } from "@kubevirt-ts/kube";
+import { type VirtualMachine, type VirtualMachineInstance, type VmSpec, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
 import { describe, expect } from "vitest";
-import { newVm, newVmi, vmiSpec } from "./builders.ts";
-import { type RunningControllers, counterValue, getVm, getVmi, launcherPods, startControllers, testClient } from "./harness.ts";
+import { decoyPod, newVm, newVmi, vmiSpec } from "./builders.ts";
+import { type RunningControllers, getObject, getVm, getVmi, launcherPods, metricValue, startControllers, testClient } from "./harness.ts";
 
 // The VM and VMI controllers against a real kube-apiserver. There is no
 // scheduler or kubelet here: launcher pods stay Pending, so VMIs stop at
@@ -31,16 +32,16 @@ const test = withClient.extend<{ ctl: RunningControllers }>({
 const poll = { timeout: 20_000, interval: 100 };
 
 async function createVm(client: KubeClient, vm: VirtualMachine): Promise<VirtualMachine> {
-  return client.create(resources.virtualMachines, vm.metadata.namespace, vm);
+  return client.create(kubevirtResources.virtualMachines, vm.metadata.namespace, vm);
 }
 
 async function setSpec(client: KubeClient, namespace: string, name: string, spec: Partial<VmSpec> & Record<string, unknown>): Promise<void> {
-  await client.patch(resources.virtualMachines, namespace, name, { spec }, "merge");
+  await client.patch(kubevirtResources.virtualMachines, namespace, name, { spec }, "merge");
 }
 
 /** What KubeVirt's start/stop/restart subresources do: append requests to the VM's status. */
 async function request(client: KubeClient, namespace: string, name: string, requests: { action: "Start" | "Stop"; uid?: string }[]): Promise<void> {
-  await client.patch(resources.virtualMachines, namespace, name, { status: { stateChangeRequests: requests } }, "merge", "status");
+  await client.patch(kubevirtResources.virtualMachines, namespace, name, { status: { stateChangeRequests: requests } }, "merge", "status");
 }
 
 const printable = async (client: KubeClient, namespace: string, name: string) => (await getVm(client, namespace, name))?.status?.printableStatus;
@@ -132,16 +133,16 @@ describe("deletion", () => {
     await expect.poll(async () => (await launcherPods(client, namespace)).length, poll).toBe(1);
     expect((await getVm(client, namespace, "vm"))?.metadata.finalizers).toContain("kubevirt.io/virtualMachineControllerFinalize");
 
-    await client.delete(resources.virtualMachines, namespace, "vm");
+    await client.delete(kubevirtResources.virtualMachines, namespace, "vm");
     await expect.poll(() => getVm(client, namespace, "vm"), poll).toBeUndefined();
     expect(await getVmi(client, namespace, "vm")).toBeUndefined();
     expect(await launcherPods(client, namespace)).toEqual([]);
   });
 
   test("deleting a VMI removes its launcher pod, then the VMI", async ({ client, namespace }) => {
-    await client.create(resources.virtualMachineInstances, namespace, newVmi("vmi", namespace));
+    await client.create(kubevirtResources.virtualMachineInstances, namespace, newVmi("vmi", namespace));
     await expect.poll(async () => (await launcherPods(client, namespace)).length, poll).toBe(1);
-    await client.delete(resources.virtualMachineInstances, namespace, "vmi");
+    await client.delete(kubevirtResources.virtualMachineInstances, namespace, "vmi");
     await expect.poll(() => getVmi(client, namespace, "vmi"), poll).toBeUndefined();
     expect(await launcherPods(client, namespace)).toEqual([]);
   });
@@ -151,11 +152,13 @@ describe("an invalid VMI", () => {
   test("gets a condition naming the problem, no pod, and no retry loop", async ({ client, ctl, namespace }) => {
     const spec = vmiSpec();
     spec.domain.devices.disks?.push({ name: "missing", disk: {} });
-    await client.create(resources.virtualMachineInstances, namespace, newVmi("bad", namespace, spec));
+    await client.create(kubevirtResources.virtualMachineInstances, namespace, newVmi("bad", namespace, spec));
     await expect
       .poll(async () => (await getVmi(client, namespace, "bad"))?.status?.conditions?.find((c) => c.type === "Synchronized"), poll)
       .toMatchObject({ status: "False", reason: "InvalidSpec", message: expect.stringContaining('spec.domain.devices.disks[1].name "missing" matches no volume') as unknown });
-    const reconciles = () => counterValue(ctl.registry, "kubevirt_ts_reconcile_total", { controller: "vmi" });
+    const reconciles = () => metricValue(ctl.registry, "kubevirt_ts_reconcile_total", { controller: "vmi" });
+    // The controller's own status write comes back as a change once more; after that, nothing.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
     const before = await reconciles();
     await new Promise((resolve) => setTimeout(resolve, 3_000));
     expect(await reconciles()).toBe(before);
@@ -166,14 +169,14 @@ describe("an invalid VMI", () => {
 
 describe("status writes", () => {
   test("a VMI's status is written once per change, and not at all while nothing changes", async ({ client, ctl, namespace }) => {
-    const writes = () => counterValue(ctl.registry, "kubevirt_rest_client_requests_total", { verb: "update", resource: "virtualmachineinstances/status", code: "200" });
-    await client.create(resources.virtualMachineInstances, namespace, newVmi("vmi", namespace));
+    const writes = () => metricValue(ctl.registry, "kubevirt_rest_client_requests_total", { verb: "update", resource: "virtualmachineinstances", code: "200" });
+    await client.create(kubevirtResources.virtualMachineInstances, namespace, newVmi("vmi", namespace));
     await expect.poll(async () => (await getVmi(client, namespace, "vmi"))?.status?.phase, poll).toBe("Scheduling");
-    // Pending (with its timestamp), then Scheduling once the pod is seen. (A write refused for a stale
-    // resourceVersion changes nothing and is retried: only successful writes count.)
-    expect(await writes()).toBe(2);
+    // Scheduling as the pod is created, with Pending since the VMI's creation: one write. (A write refused for a
+    // stale resourceVersion changes nothing and is retried: only successful writes count.)
+    expect(await writes()).toBe(1);
     await new Promise((resolve) => setTimeout(resolve, 3_000));
-    expect(await writes()).toBe(2);
+    expect(await writes()).toBe(1);
     const phases = (await getVmi(client, namespace, "vmi"))?.status?.phaseTransitionTimestamps?.map((t) => t.phase);
     expect(phases).toEqual(["Pending", "Scheduling"]);
   });
@@ -198,6 +201,121 @@ describe("a controller killed and restarted", () => {
       for (const i of [1, 2, 3]) expect(await getVmi(client, namespace, `vm-${String(i)}`)).toBeDefined();
     } finally {
       await final.stop();
+    }
+  });
+});
+
+describe("pods that only claim a VMI", () => {
+  // Controllers of their own, watching every namespace, so that decoys in another namespace are in their caches.
+  const decoyTest = withClient.extend<{ other: string; decoys: Pod[] }>({
+    other: async ({ client, core }, use) => {
+      const name = `decoys-${randomBytes(4).toString("hex")}`;
+      await client.create(resources.namespaces, undefined, { apiVersion: "v1", kind: "Namespace", metadata: { name } });
+      await core.createNamespacedServiceAccount({ namespace: name, body: { metadata: { name: "default" } } });
+      await use(name);
+      await client.delete(resources.namespaces, undefined, name);
+    },
+    // The decoys a test plants; let go (finalizer removed, deleted) afterwards.
+    decoys: async ({ client }, use) => {
+      const planted: Pod[] = [];
+      await use(planted);
+      for (const pod of planted) {
+        const { namespace, name = "" } = pod.metadata;
+        await client.patch(resources.pods, namespace, name, { metadata: { finalizers: null } }, "merge");
+        await client.delete(resources.pods, namespace, name).catch((error: unknown) => {
+          if (!isNotFound(error)) throw error;
+        });
+      }
+    },
+  });
+
+  async function plant(client: KubeClient, decoys: Pod[], pod: Pod): Promise<Pod> {
+    const created = await client.create<Pod>(resources.pods, pod.metadata.namespace, pod);
+    decoys.push(created);
+    return created;
+  }
+
+  const forgedRef = (vmi: VirtualMachineInstance, controller: boolean): OwnerReference[] => [
+    { apiVersion: "kubevirt.io/v1", kind: "VirtualMachineInstance", name: vmi.metadata.name ?? "", uid: vmi.metadata.uid ?? "", controller, blockOwnerDeletion: false },
+  ];
+  const ownedBy = (vmi: VirtualMachineInstance) => (p: Pod) => p.metadata.ownerReferences?.some((r) => r.controller === true && r.uid === vmi.metadata.uid) === true;
+  const unownedEvents = async (client: KubeClient, pod: Pod) =>
+    (await client.list<KubeObject & { reason?: string }>(resources.events, pod.metadata.namespace, { fieldSelector: `involvedObject.name=${pod.metadata.name ?? ""}` })).items.filter((e) => e.reason === "UnownedLauncherPod")
+      .length;
+  const present = async (client: KubeClient, pod: Pod) => {
+    const current = await getObject<Pod>(client, resources.pods, pod.metadata.namespace ?? "", pod.metadata.name ?? "");
+    return current !== undefined && !current.metadata.deletionTimestamp;
+  };
+
+  decoyTest("never count: the VMI still gets its pod, each decoy is reported once and never deleted, and the VMI's deletion finishes while they stay", async ({ client, namespace, other, decoys }) => {
+    // The decoys are there before the controller first looks at the VMI.
+    const vmi = await client.create<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, namespace, newVmi("vm", namespace));
+    const uid = vmi.metadata.uid ?? "";
+    await plant(client, decoys, decoyPod("other-labels", other, uid));
+    await plant(client, decoys, decoyPod("other-forged", other, uid, forgedRef(vmi, true)));
+    await plant(client, decoys, decoyPod("same-labels", namespace, uid));
+    await plant(client, decoys, decoyPod("same-not-controller", namespace, uid, forgedRef(vmi, false)));
+
+    const ctl = await startControllers(undefined, { resyncMs: 300 });
+    try {
+      await expect.poll(async () => (await launcherPods(client, namespace)).filter(ownedBy(vmi)).length, poll).toBe(1);
+      await expect.poll(async () => (await getVmi(client, namespace, "vm"))?.status?.phase, poll).toBe("Scheduling");
+      for (const decoy of decoys) await expect.poll(() => unownedEvents(client, decoy), poll).toBe(1);
+      await expect.poll(() => metricValue(ctl.registry, "kubevirt_ts_unowned_launcher_pods", {}), poll).toBe(decoys.length);
+      // Several resyncs later: still one event each, no decoy deleted, still one pod of the VMI's own.
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      for (const decoy of decoys) {
+        expect(await unownedEvents(client, decoy)).toBe(1);
+        expect(await present(client, decoy)).toBe(true);
+      }
+      expect((await launcherPods(client, namespace)).filter(ownedBy(vmi))).toHaveLength(1);
+
+      await client.delete(kubevirtResources.virtualMachineInstances, namespace, "vm");
+      await expect.poll(() => getVmi(client, namespace, "vm"), poll).toBeUndefined();
+      expect((await launcherPods(client, namespace)).filter(ownedBy(vmi))).toEqual([]);
+      for (const decoy of decoys) expect(await present(client, decoy)).toBe(true);
+    } finally {
+      await ctl.stop();
+    }
+  });
+
+  decoyTest("the VMI deleted while a decoy holds its uid, its pod gone while no controller ran, is finalized once one runs again", async ({ client, namespace, other, decoys }) => {
+    const vmi = await client.create<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, namespace, newVmi("vm", namespace));
+    const first = await startControllers(undefined);
+    try {
+      await expect.poll(async () => (await launcherPods(client, namespace)).filter(ownedBy(vmi)).length, poll).toBe(1);
+    } finally {
+      await first.stop();
+    }
+    const held = await plant(client, decoys, decoyPod("held", other, vmi.metadata.uid ?? ""));
+    // Nobody watches: the VMI is deleted (its finalizer holds it) and its own pod disappears.
+    await client.delete(kubevirtResources.virtualMachineInstances, namespace, "vm");
+    for (const pod of (await launcherPods(client, namespace)).filter(ownedBy(vmi))) await client.delete(resources.pods, namespace, pod.metadata.name ?? "");
+    expect((await getVmi(client, namespace, "vm"))?.metadata.deletionTimestamp).toBeTruthy();
+
+    const second = await startControllers(undefined);
+    try {
+      await expect.poll(() => getVmi(client, namespace, "vm"), poll).toBeUndefined();
+      expect(await present(client, held)).toBe(true);
+    } finally {
+      await second.stop();
+    }
+  });
+
+  withClient("every VMI is looked at again each resync period, with nothing changed and nothing written", async ({ client, namespace }) => {
+    const ctl = await startControllers(namespace, { resyncMs: 300 });
+    try {
+      await client.create(kubevirtResources.virtualMachineInstances, namespace, newVmi("vm", namespace));
+      await expect.poll(async () => (await getVmi(client, namespace, "vm"))?.status?.phase, poll).toBe("Scheduling");
+      const reconciles = () => metricValue(ctl.registry, "kubevirt_ts_reconcile_total", { controller: "vmi" });
+      const writes = () => metricValue(ctl.registry, "kubevirt_rest_client_requests_total", { verb: "update", resource: "virtualmachineinstances" });
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const [reconcilesBefore, writesBefore] = [await reconciles(), await writes()];
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      expect(await reconciles()).toBeGreaterThanOrEqual(reconcilesBefore + 3);
+      expect(await writes()).toBe(writesBefore);
+    } finally {
+      await ctl.stop();
     }
   });
 });

@@ -1,11 +1,10 @@
 import { KubeConfig } from "@kubernetes/client-node";
-import { KubeClient, createRestClientMetrics, resources } from "@kubevirt-ts/kube";
-import type { VirtualMachine, VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import { type ControllerManager, type KubeObject, KubeClient, type Pod, type ResourceType, createRestClientMetrics, isNotFound, resources } from "@kubevirt-ts/kube";
+import { type VirtualMachine, type VirtualMachineInstance, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
 import { createLogger } from "@kubevirt-ts/runtime";
 import { Registry } from "prom-client";
 import { inject } from "vitest";
-import { type Controllers, createControllers } from "../src/controllers.ts";
-import type { Pod } from "../src/vmi/pod.ts";
+import { createControllers } from "../src/controllers.ts";
 
 // The controllers running in the test process against the real API server of
 // the global setup, and a client to look at what they do.
@@ -20,15 +19,16 @@ export async function testClient(registry?: Registry): Promise<KubeClient> {
 
 export interface RunningControllers {
   registry: Registry;
-  controllers: Controllers;
+  controllers: ControllerManager;
   stop(): Promise<void>;
 }
 
-export async function startControllers(namespace: string): Promise<RunningControllers> {
+/** Controllers watching one namespace, or every namespace when it is undefined. */
+export async function startControllers(namespace: string | undefined, options: { resyncMs?: number } = {}): Promise<RunningControllers> {
   const registry = new Registry();
   const client = await testClient(registry);
   const log = createLogger({ component: "virt-controller-test", level: "warn" });
-  const controllers = createControllers({ client, log, registry, workers: 2, namespace, pod: { launcherImage: LAUNCHER_IMAGE, imagePullPolicy: "IfNotPresent", opsPort: 9102, allowEmulation: true } });
+  const controllers = createControllers({ client, log, registry, workers: 2, namespace, resyncMs: options.resyncMs, pod: { launcherImage: LAUNCHER_IMAGE, imagePullPolicy: "IfNotPresent", allowEmulation: true } });
   const abort = new AbortController();
   const informers = controllers.runInformers(abort.signal);
   const running = controllers.runControllers(abort.signal);
@@ -42,19 +42,29 @@ export async function startControllers(namespace: string): Promise<RunningContro
   };
 }
 
-/** The value of one series of a counter, 0 when it has none yet. */
-export async function counterValue(registry: Registry, name: string, labels: Record<string, string>): Promise<number> {
+/** The sum of a metric's series that carry these labels, 0 when it has none yet. */
+export async function metricValue(registry: Registry, name: string, labels: Record<string, string>): Promise<number> {
   const metric = (await registry.getMetricsAsJSON()).find((m) => m.name === name);
   const values = (metric?.values ?? []) as { value: number; labels: Record<string, string | number> }[];
   return values.filter((v) => Object.entries(labels).every(([k, l]) => String(v.labels[k]) === l)).reduce((sum, v) => sum + v.value, 0);
 }
 
+/** The object, or undefined when the API server says it does not exist (404); any other error fails the test. */
+export async function getObject<T extends KubeObject>(client: KubeClient, type: ResourceType, namespace: string, name: string): Promise<T | undefined> {
+  try {
+    return await client.get<T>(type, namespace, name);
+  } catch (error) {
+    if (isNotFound(error)) return undefined;
+    throw error;
+  }
+}
+
 export async function getVm(client: KubeClient, namespace: string, name: string): Promise<VirtualMachine | undefined> {
-  return client.get<VirtualMachine>(resources.virtualMachines, namespace, name).catch(() => undefined);
+  return getObject<VirtualMachine>(client, kubevirtResources.virtualMachines, namespace, name);
 }
 
 export async function getVmi(client: KubeClient, namespace: string, name: string): Promise<VirtualMachineInstance | undefined> {
-  return client.get<VirtualMachineInstance>(resources.virtualMachineInstances, namespace, name).catch(() => undefined);
+  return getObject<VirtualMachineInstance>(client, kubevirtResources.virtualMachineInstances, namespace, name);
 }
 
 export async function launcherPods(client: KubeClient, namespace: string): Promise<Pod[]> {

@@ -105,7 +105,7 @@ function refusal(ws: WebSocket): Promise<{ status: number; body: string }> {
   });
 }
 
-function call(method: string, name: string, what: "serial-log" | "pause" | "unpause" | "softreboot" | "reset"): Promise<string> {
+function call(method: string, name: string, what: "serial-log" | "pause" | "unpause" | "softReboot" | "reset"): Promise<string> {
   const api = tls[ConsoleServer.apiIdentity];
   return new Promise<string>((resolve, reject) => {
     const req = request({ method, host: "127.0.0.1", port: server.port, path: consoleServerPath("ns", name, what), ca, ...api, servername: ConsoleServer.handlerIdentity }, (res) => {
@@ -159,7 +159,7 @@ describe("the handler's console server", { timeout: 30_000 }, () => {
   });
 
   it("says why a console cannot be opened: not running, no serial console, no such VMI", async () => {
-    expect(await refusal(open("scheduled"))).toEqual({ status: 409, body: "the VMI is not running (phase Scheduled); start it and try again\n" });
+    expect(await refusal(open("scheduled"))).toEqual({ status: 409, body: "the VMI is not running (phase Scheduled); wait until it is Running\n" });
     expect(await refusal(open("no-serial"))).toEqual({ status: 400, body: "the VMI has no serial console: spec.domain.devices.autoattachSerialConsole is false\n" });
     expect(await refusal(open("gone"))).toEqual({ status: 404, body: "no VMI ns/gone runs on node test\n" });
   });
@@ -171,12 +171,14 @@ describe("the handler's console server", { timeout: 30_000 }, () => {
   it("carries out pause, unpause, soft reboot and reset on a domain in a state that allows them", async () => {
     expect(await call("PUT", "running", "pause")).toBe('200 {"state":"Paused"}');
     expect(await call("PUT", "paused", "unpause")).toBe('200 {"state":"Running"}');
-    expect(await call("PUT", "running", "softreboot")).toBe('200 {"state":"Running"}');
+    expect(await call("PUT", "running", "softReboot")).toBe('200 {"state":"Running"}');
     expect(await call("PUT", "running", "reset")).toBe('200 {"state":"Running"}');
-    expect(acted).toEqual(["pause running", "unpause paused", "softreboot running", "reset running"]);
+    expect(acted).toEqual(["pause running", "unpause paused", "softReboot running", "reset running"]);
     expect(await call("PUT", "running", "unpause")).toBe("409 the VMI is not paused\n");
     expect(await call("PUT", "paused", "reset")).toBe("409 the VMI is paused; unpause it before reset\n");
     expect(await call("PUT", "scheduled", "pause")).toBe("409 the VMI is not running (phase Scheduled); pause needs a running VMI\n");
+    expect(await call("PUT", "paused", "pause")).toBe("409 the VMI is already paused\n");
+    expect(await call("PUT", "paused", "softReboot")).toBe("409 the VMI is paused; unpause it before soft reboot\n");
     expect(await call("GET", "running", "pause")).toBe("405 pause is done with PUT\n");
     expect(acted).toHaveLength(4);
   });

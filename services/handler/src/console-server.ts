@@ -4,7 +4,7 @@ import { type Server, createServer } from "node:https";
 import { type Socket, connect } from "node:net";
 import type { Duplex } from "node:stream";
 import type { PeerCertificate, TLSSocket } from "node:tls";
-import { type ConsoleKind, VMI_DOMAIN_ACTIONS, type VmiDomainAction, VmiPhase, type VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import { type ConsoleKind, DOMAIN_ACTION_SUBRESOURCE, type VmiDomainAction, type VirtualMachineInstance, domainActionOf, vmiActionAvailability } from "@kubevirt-ts/kubevirt-api";
 import { type Logger, StatusError, keepAlive } from "@kubevirt-ts/runtime";
 import { Gauge, type Registry } from "prom-client";
 import { type WebSocket, WebSocketServer } from "ws";
@@ -50,26 +50,21 @@ export interface ConsoleServerHandle {
 /** What a client gets of the serial log: its last 512 KiB. */
 export const SERIAL_LOG_TAIL_BYTES = 512 * 1024;
 
-const ROUTE = new RegExp(`^/v1/namespaces/([^/]+)/virtualmachineinstances/([^/]+)/(console|vnc|serial-log|${VMI_DOMAIN_ACTIONS.join("|")})$`);
-type What = ConsoleKind | "serial-log" | VmiDomainAction;
+const ROUTE = new RegExp(`^/v1/namespaces/([^/]+)/virtualmachineinstances/([^/]+)/(console|vnc|serial-log|${Object.values(DOMAIN_ACTION_SUBRESOURCE).join("|")})$`);
 
-function parse(req: IncomingMessage): { namespace: string; name: string; what: What; query: URLSearchParams } {
+/** The request's VMI and what it asks for: a console kind, the serial log, or a domain action (`action`, by its name; `what` is the path's word). */
+function parse(req: IncomingMessage): { namespace: string; name: string; what: string; action: VmiDomainAction | undefined; query: URLSearchParams } {
   const url = new URL(req.url ?? "/", "https://handler");
   const match = ROUTE.exec(url.pathname);
   if (!match) throw new ConsoleRefusal(404, `no such path: ${url.pathname}`);
-  return { namespace: decodeURIComponent(match[1] ?? ""), name: decodeURIComponent(match[2] ?? ""), what: match[3] as What, query: url.searchParams };
+  const what = match[3] ?? "";
+  return { namespace: decodeURIComponent(match[1] ?? ""), name: decodeURIComponent(match[2] ?? ""), what, action: domainActionOf(what), query: url.searchParams };
 }
 
-const isAction = (what: What): what is VmiDomainAction => (VMI_DOMAIN_ACTIONS as readonly string[]).includes(what);
-
-/** Why an action cannot be carried out on the VMI now; undefined when it can. */
-export function actionUnavailable(vmi: VirtualMachineInstance, action: VmiDomainAction): ConsoleRefusal | undefined {
-  const phase = vmi.status?.phase ?? VmiPhase.Pending;
-  if (phase !== VmiPhase.Running) return new ConsoleRefusal(409, `the VMI is not running (phase ${phase}); ${action} needs a running VMI`);
-  const paused = vmi.status?.conditions?.some((c) => c.type === "Paused" && c.status === "True") ?? false;
-  if (action === "unpause" && !paused) return new ConsoleRefusal(409, "the VMI is not paused");
-  if (action !== "unpause" && paused) return new ConsoleRefusal(409, `the VMI is paused; unpause it before ${action === "pause" ? "pausing it again" : action}`);
-  return undefined;
+/** Why a domain action or console cannot be had on the VMI now (availableActions' rules), with its HTTP status; undefined when it can. */
+export function actionUnavailable(vmi: VirtualMachineInstance, action: VmiDomainAction | ConsoleKind): ConsoleRefusal | undefined {
+  const availability = vmiActionAvailability(vmi, action);
+  return availability.available ? undefined : new ConsoleRefusal(availability.by === "spec" ? 400 : 409, availability.reason);
 }
 
 function peerName(req: IncomingMessage): string | undefined {
@@ -77,20 +72,6 @@ function peerName(req: IncomingMessage): string | undefined {
   const cert: Partial<PeerCertificate> = (req.socket as TLSSocket).getPeerCertificate();
   const cn = cert.subject?.CN;
   return Array.isArray(cn) ? cn[0] : cn;
-}
-
-/** Why a VMI's console or VNC cannot be opened now, in KubeVirt's terms; undefined when it can. */
-export function consoleUnavailable(vmi: VirtualMachineInstance, kind: ConsoleKind): ConsoleRefusal | undefined {
-  const devices = vmi.spec.domain.devices;
-  if (kind === "console" && devices.autoattachSerialConsole === false) {
-    return new ConsoleRefusal(400, "the VMI has no serial console: spec.domain.devices.autoattachSerialConsole is false");
-  }
-  if (kind === "vnc" && devices.autoattachGraphicsDevice === false) {
-    return new ConsoleRefusal(400, "the VMI has no display: spec.domain.devices.autoattachGraphicsDevice is false");
-  }
-  const phase = vmi.status?.phase ?? VmiPhase.Pending;
-  if (phase !== VmiPhase.Running) return new ConsoleRefusal(409, `the VMI is not running (phase ${phase}); start it and try again`);
-  return undefined;
 }
 
 function refuseUpgrade(socket: Duplex, error: unknown): void {
@@ -119,16 +100,16 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
   const serveHttp = async (req: IncomingMessage, res: ServerResponse) => {
     try {
       if (!authorized(req)) throw new ConsoleRefusal(403, "this client may not use the console server");
-      const { namespace, name, what } = parse(req);
-      if (isAction(what)) {
+      const { namespace, name, what, action } = parse(req);
+      if (action) {
         if (req.method !== "PUT") throw new ConsoleRefusal(405, `${what} is done with PUT`);
         const target = lookup(namespace, name);
-        const refusal = actionUnavailable(target.vmi, what);
+        const refusal = actionUnavailable(target.vmi, action);
         if (refusal) throw refusal;
-        const domain = await options.act(target, what).catch((error: unknown) => {
+        const domain = await options.act(target, action).catch((error: unknown) => {
           throw new ConsoleRefusal(409, `the launcher could not ${what} the VMI: ${error instanceof Error ? error.message : String(error)}`);
         });
-        log.info("domain action", { namespace, vmi: name, action: what });
+        log.info("domain action", { namespace, vmi: name, action });
         res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(domain));
         return;
       }
@@ -192,10 +173,12 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
   const upgrade = async (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     try {
       if (!authorized(req)) throw new ConsoleRefusal(403, "this client may not use the console server");
-      const { namespace, name, what, query } = parse(req);
-      if (what === "serial-log" || isAction(what)) throw new ConsoleRefusal(400, `${what} is a plain request, not a websocket`);
+      const parsed = parse(req);
+      const { namespace, name, query } = parsed;
+      if (parsed.what !== "console" && parsed.what !== "vnc") throw new ConsoleRefusal(400, `${parsed.what} is a plain request, not a websocket`);
+      const what: ConsoleKind = parsed.what;
       const { vmi, podUid } = lookup(namespace, name);
-      const refusal = consoleUnavailable(vmi, what);
+      const refusal = actionUnavailable(vmi, what);
       if (refusal) throw refusal;
       const key = `${vmi.metadata.uid ?? ""}/${what}`;
       if (what === "vnc" && query.get("preserveSession") === "true" && sessions.has(key)) {

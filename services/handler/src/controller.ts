@@ -1,27 +1,27 @@
+import { ControllerManager, type KubeClient, type Pod, type Reconcile, keyOf, resources, writeStatusIfChanged } from "@kubevirt-ts/kube";
 import {
-  Informer, type KubeClient, type KubeObject, type Reconcile, WorkQueue, createControllerMetrics, createWorkQueueMetrics, keyOf, resources,
-  runController, writeStatusIfChanged,
-} from "@kubevirt-ts/kube";
-import { Label, LabelValue, type VirtualMachineInstance, VmiPhase } from "@kubevirt-ts/kubevirt-api";
+  type GuestOsInfo, LAUNCHER_PODS_BY_VMI, Label, LabelValue, UNOWNED_LAUNCHER_PODS_METRIC, type VirtualMachineInstance, isHandedOver, launcherPodIndex, launcherPodOwnerKey, launcherPodsKeyOf, unownedLauncherPodReason, kubevirtResources,
+} from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
-import type { Registry } from "prom-client";
+import { Gauge, type Registry } from "prom-client";
 import { ConsoleRefusal, type ConsoleTarget } from "./console-server.ts";
+import { launcherPodFor } from "./launcher-pod.ts";
 import type { Launchers } from "./launchers.ts";
-import { type ObservedDomain, type ObservedGuestOs, handlerStatus } from "./status.ts";
+import { LauncherCallError, LauncherError } from "@kubevirt-ts/launcher-protocol";
+import { type ObservedDomain, handlerStatus, launcherFailedStatus } from "./status.ts";
 
 // The handler's loop over the VMIs of its node: for each VMI the controller
 // has handed over, it makes sure the launcher runs the domain, and reports
 // the domain's state in the VMI's status. The domain's state is one more
-// input: every VMI is looked at again every few seconds.
+// input: every VMI is looked at again every few seconds, and every cached
+// VMI at each resync, whatever its state.
 
 const DOMAIN_POLL_MS = 2_000;
 /** How long to wait before asking a guest's agent again after it did not answer. */
 const AGENT_RETRY_MS = 20_000;
-
-interface LauncherPod extends KubeObject {
-  spec?: { nodeName?: string };
-  status?: { phase?: string; podIP?: string; podIPs?: { ip: string }[] };
-}
+const RESYNC_MS = 5 * 60_000;
+/** The VMI informer's index by kubevirt-api's launcherPodsKeyOf, the key launcher pods are indexed by too. */
+const VMIS_BY_KEY = "launcherPodsKey";
 
 export interface HandlerConfig {
   client: KubeClient;
@@ -36,48 +36,71 @@ export interface HandlerConfig {
 export function createHandler(config: HandlerConfig) {
   const { client, log, registry, nodeName, launchers } = config;
   const now = config.now ?? (() => new Date());
-  const queue = new WorkQueue({ name: "handler-vmis", metrics: createWorkQueueMetrics(registry) });
-  const vmis: Informer<VirtualMachineInstance> = new Informer<VirtualMachineInstance>({ client, type: resources.virtualMachineInstances, log, labelSelector: `${Label.NodeName}=${nodeName}` });
-  const pods: Informer<LauncherPod> = new Informer<LauncherPod>({
+  const manager = new ControllerManager({ log, registry });
+  const queue = manager.queue("handler-vmis");
+  const vmis = manager.informer<VirtualMachineInstance>({
+    client,
+    type: kubevirtResources.virtualMachineInstances,
+    labelSelector: `${Label.NodeName}=${nodeName}`,
+    resyncMs: RESYNC_MS,
+    indexers: { [VMIS_BY_KEY]: (vmi) => [launcherPodsKeyOf(vmi)] },
+  });
+  const pods = manager.informer<Pod>({
     client,
     type: resources.pods,
-    log,
     labelSelector: `${Label.App}=${LabelValue.Launcher}`,
     fieldSelector: `spec.nodeName=${nodeName}`,
-    indexers: {
-      vmiUid: (pod) => {
-        const uid = pod.metadata.labels?.[Label.CreatedBy];
-        return uid ? [uid] : [];
-      },
+    indexers: { [LAUNCHER_PODS_BY_VMI]: launcherPodIndex },
+  });
+  new Gauge({
+    ...UNOWNED_LAUNCHER_PODS_METRIC,
+    registers: [registry],
+    collect() {
+      this.set(pods.list().filter((p) => unownedLauncherPodReason(p) !== undefined).length);
     },
   });
   // When each VMI's guest agent was last asked in vain, by VMI uid.
   const agentSilentSince = new Map<string, number>();
-  const guestOs = async (vmi: VirtualMachineInstance, launcher: Awaited<ReturnType<Launchers["get"]>>): Promise<ObservedGuestOs> => {
+  const guestOs = async (vmi: VirtualMachineInstance, launcher: Awaited<ReturnType<Launchers["get"]>>): Promise<GuestOsInfo | undefined> => {
     if (vmi.status?.guestOSInfo) return vmi.status.guestOSInfo;
     const uid = vmi.metadata.uid ?? "";
     if (Date.now() - (agentSilentSince.get(uid) ?? 0) < AGENT_RETRY_MS) return undefined;
     try {
-      const info = (await launcher.call("guestOsInfo", undefined, 15_000)) as ObservedGuestOs;
+      const info = await launcher.call("guestOsInfo");
       agentSilentSince.delete(uid);
       return info;
-    } catch {
+    } catch (error) {
+      // A launcher that does not answer, or breaks the protocol, fails the reconcile; only its answer "no agent" is expected.
+      if (!(error instanceof LauncherCallError && error.code === "Failed")) throw error;
       // Most guests have no agent, and a booting one has not started it yet.
       agentSilentSince.set(uid, Date.now());
       return undefined;
     }
   };
-  /** The launcher pod running the VMI's domain on this node. */
-  const runningLauncherPod = (vmi: VirtualMachineInstance) =>
-    pods.byIndex("vmiUid", vmi.metadata.uid ?? "").find((p) => !p.metadata.deletionTimestamp && p.status?.phase === "Running");
+  /** The launcher pod running the VMI's domain on this node: owned by the VMI and named in its activePods. */
+  const runningLauncherPod = (vmi: VirtualMachineInstance) => launcherPodFor(vmi, pods.byIndex(LAUNCHER_PODS_BY_VMI, launcherPodsKeyOf(vmi)), nodeName);
   const enqueue = (vmi: VirtualMachineInstance) => {
     queue.add(keyOf(vmi));
   };
+  /** The VMI that owns a pod, if this node has it: a pod's change is news to that VMI and no other. */
+  const ownerOf = (pod: Pod) => {
+    const key = launcherPodOwnerKey(pod);
+    return key === undefined ? [] : vmis.byIndex(VMIS_BY_KEY, key);
+  };
   vmis.addHandler({ add: enqueue, update: (_, v) => { enqueue(v); }, delete: enqueue });
   pods.addHandler({
+    add: (pod) => {
+      ownerOf(pod).forEach(enqueue);
+    },
+    update: (_, pod) => {
+      ownerOf(pod).forEach(enqueue);
+    },
     delete: (pod) => {
       launchers.forget(pod.metadata.uid ?? "");
-      agentSilentSince.delete(pod.metadata.labels?.[Label.CreatedBy] ?? "");
+      for (const vmi of ownerOf(pod)) {
+        agentSilentSince.delete(vmi.metadata.uid ?? "");
+        enqueue(vmi);
+      }
     },
   });
 
@@ -86,19 +109,32 @@ export function createHandler(config: HandlerConfig) {
     if (!vmi) return undefined;
     const phase = vmi.status?.phase;
     // Only VMIs handed to this node and not finished; deletion stops the launcher through its pod.
-    if ((phase !== VmiPhase.Scheduled && phase !== VmiPhase.Running) || vmi.status?.nodeName !== nodeName || vmi.metadata.deletionTimestamp) return undefined;
+    if (!isHandedOver(phase) || vmi.status?.nodeName !== nodeName || vmi.metadata.deletionTimestamp) return undefined;
     const pod = runningLauncherPod(vmi);
     if (!pod) return { requeueAfterMs: DOMAIN_POLL_MS };
-    const launcher = await launchers.get(pod.metadata.uid ?? "");
-    let domain: ObservedDomain = await launcher.state();
-    if (domain.state === "NoDomain") domain = (await launcher.call("sync", vmi)) as ObservedDomain;
-    const os = domain.state === "Running" ? await guestOs(vmi, launcher) : undefined;
-    await writeStatusIfChanged(client, resources.virtualMachineInstances, vmi, handlerStatus(vmi, domain, pod.status ?? {}, now(), os));
+    let domain: ObservedDomain;
+    let os: GuestOsInfo | undefined;
+    try {
+      const launcher = await launchers.get(pod.metadata.uid ?? "");
+      domain = await launcher.call("state");
+      if (domain.state === "NoDomain") domain = await launcher.call("sync", vmi);
+      os = domain.state === "Running" ? await guestOs(vmi, launcher) : undefined;
+    } catch (error) {
+      if (!(error instanceof LauncherError)) throw error;
+      // A launcher that fails, breaks the protocol or does not answer is this VMI's failure alone:
+      // said on the VMI, and the VMI tried again with the queue's back-off while the others go on.
+      await writeStatusIfChanged(client, kubevirtResources.virtualMachineInstances, vmi, launcherFailedStatus(vmi, error, now()));
+      throw error;
+    }
+    await writeStatusIfChanged(client, kubevirtResources.virtualMachineInstances, vmi, handlerStatus(vmi, domain, pod.status ?? {}, now(), os));
     return { requeueAfterMs: DOMAIN_POLL_MS };
   };
 
-  const informers = [vmis, pods] as unknown as Informer<KubeObject>[];
+  // After a restart, every running guest is looked at again: nothing is restarted, only reported.
+  manager.controller({ name: "handler", primary: vmis, queue, reconcile, workers: config.workers });
   return {
+    /** Runs the informers and the handler's workers (hasSynced, run). */
+    manager,
     /** The VMI of this node with that name, and the launcher pod running it. */
     consoleTarget: (namespace: string, name: string): ConsoleTarget => {
       const vmi = vmis.get(`${namespace}/${name}`);
@@ -106,18 +142,6 @@ export function createHandler(config: HandlerConfig) {
       const pod = runningLauncherPod(vmi);
       if (!pod?.metadata.uid) throw new ConsoleRefusal(409, `the VMI ${namespace}/${name} has no running launcher pod; wait until it is Running`);
       return { vmi, podUid: pod.metadata.uid };
-    },
-    hasSynced: () => informers.every((i) => i.hasSynced()),
-    run: async (signal: AbortSignal) => {
-      const running = informers.map((i) => i.run(signal));
-      await Promise.race([Promise.all(informers.map((i) => i.waitForSync())), new Promise((resolve) => { signal.addEventListener("abort", resolve, { once: true }); })]);
-      signal.addEventListener("abort", () => void queue.shutDownWithDrain(), { once: true });
-      if (!signal.aborted) {
-        // After a restart, every running guest is looked at again: nothing is restarted, only reported.
-        for (const vmi of vmis.list()) enqueue(vmi);
-        await runController({ name: "handler", queue, reconcile, workers: config.workers, log, metrics: createControllerMetrics(registry) });
-      }
-      await Promise.all(running);
     },
   };
 }

@@ -9,7 +9,8 @@ export const env = parseEnv(
     NODE_NAME: z.string().min(1, "must name this handler's node (the chart passes spec.nodeName)"),
     /** The kubelet's pod folders, mounted from the node. */
     KUBELET_PODS_DIR: z.string().default("/var/lib/kubelet/pods"),
-    WORKERS: z.coerce.number().int().min(1).max(32).default(4),
+    // Each VMI is looked at every few seconds and a sync waits for its domain to start: enough workers that the polls do not hold a new VMI back.
+    WORKERS: z.coerce.number().int().min(1).max(32).default(10),
     /** The console server's port (KubeVirt's 8186). */
     CONSOLE_PORT: z.coerce.number().int().min(1).max(65535).default(ConsoleServer.port),
     /** ca.crt, tls.crt and tls.key of the console server; the chart mounts them from a Secret it manages. */

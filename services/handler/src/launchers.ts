@@ -1,10 +1,11 @@
 import type { Logger } from "@kubevirt-ts/runtime";
-import { LauncherClient } from "@kubevirt-ts/launcher/client";
+import { LauncherClient, LauncherUnreachableError } from "@kubevirt-ts/launcher-protocol";
 import { SocketName, openPodSocket } from "./pod-volume.ts";
 
 // Connections to the launchers of this node, one per launcher pod, opened on
 // first use after the socket's path has been checked, and dropped when the
-// pod goes or the connection breaks.
+// pod goes or the connection breaks (a launcher that breaks the protocol has
+// its connection dropped by the client). Every failure is a LauncherError.
 
 export class Launchers {
   private readonly podsDir: string;
@@ -20,7 +21,9 @@ export class Launchers {
     let client = this.clients.get(podUid);
     if (!client) {
       client = (async () => {
-        const socket = await openPodSocket(this.podsDir, podUid, SocketName.Launcher);
+        const socket = await openPodSocket(this.podsDir, podUid, SocketName.Launcher).catch((error: unknown) => {
+          throw new LauncherUnreachableError(`the launcher's socket cannot be used: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+        });
         let connected: LauncherClient;
         try {
           connected = await LauncherClient.connect(socket.path);

@@ -11,8 +11,6 @@ import { Launchers } from "./launchers.ts";
 // node through their launchers, reports their state, and serves their
 // consoles to the API.
 
-const LAUNCHER_METHOD = { pause: "pause", unpause: "unpause", softreboot: "softReboot", reset: "reset" } as const;
-
 async function readTls(dir: string) {
   const read = (name: string) =>
     readFile(join(dir, name)).catch((error: unknown) => {
@@ -32,19 +30,20 @@ await runService({
     const client = await KubeClient.fromKubeConfig(loadKubeConfig(), createRestClientMetrics(registry));
     const launchers = new Launchers(env.KUBELET_PODS_DIR, log);
     const handler = createHandler({ client, log, registry, nodeName: env.NODE_NAME, launchers, workers: env.WORKERS });
-    synced = handler.hasSynced;
+    synced = () => handler.manager.hasSynced();
     const consoles = await startConsoleServer({
       port: env.CONSOLE_PORT,
       tls: await readTls(env.CONSOLE_TLS_DIR),
       allowedClients: env.CONSOLE_CLIENTS,
       podsDir: env.KUBELET_PODS_DIR,
       lookup: handler.consoleTarget,
-      act: async (target, action) => (await launchers.get(target.podUid)).call(LAUNCHER_METHOD[action]),
+      // The launcher's methods carry the domain actions' names.
+      act: async (target, action) => (await launchers.get(target.podUid)).call(action),
       log,
       registry,
     });
     const abort = new AbortController();
-    const running = handler.run(abort.signal);
+    const running = handler.manager.run(abort.signal);
     return async () => {
       await consoles.close();
       abort.abort();

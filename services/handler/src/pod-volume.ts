@@ -1,8 +1,7 @@
 import { constants } from "node:fs";
 import { type FileHandle, lstat, open } from "node:fs/promises";
 import { join, relative, sep } from "node:path";
-import { LAUNCHER_UID } from "@kubevirt-ts/kubevirt-api";
-import { SocketsVolume } from "@kubevirt-ts/launcher/client";
+import { LAUNCHER_UID, SOCKETS_VOLUME_ON_NODE, SocketsVolume } from "@kubevirt-ts/kubevirt-api";
 
 // The way into a launcher pod: its sockets volume, under the kubelet's
 // folders on this node, holds the launcher's RPC socket, the serial console
@@ -14,7 +13,6 @@ import { SocketsVolume } from "@kubevirt-ts/launcher/client";
 // checked through the open handle: what the handler then uses is the very
 // inode it checked, never a path that could be swapped in between.
 
-const SOCKETS_VOLUME = "kubernetes.io~empty-dir/sockets";
 // Linux's O_PATH: a handle on the inode that neither reads nor follows it.
 export const O_PATH = 0o10000000;
 
@@ -23,7 +21,7 @@ export const SocketName = { Launcher: SocketsVolume.launcher, Serial: SocketsVol
 export const SERIAL_LOG_NAME = SocketsVolume.serialLog;
 
 export function podVolumePath(podsDir: string, podUid: string, name: string): string {
-  return join(podsDir, podUid, "volumes", SOCKETS_VOLUME, name);
+  return join(podsDir, podUid, "volumes", SOCKETS_VOLUME_ON_NODE, name);
 }
 
 type Kind = "socket" | "file";

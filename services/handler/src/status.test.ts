@@ -1,6 +1,7 @@
-import type { VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import { PhaseOwner, type VirtualMachineInstance, isAllowedTransition } from "@kubevirt-ts/kubevirt-api";
+import { domainStatus } from "@kubevirt-ts/launcher-protocol";
 import { describe, expect, it } from "vitest";
-import { handlerStatus } from "./status.ts";
+import { handlerStatus, launcherFailedStatus } from "./status.ts";
 
 const now = new Date("2026-01-01T00:01:00Z");
 const vmi = (phase: "Scheduled" | "Running"): VirtualMachineInstance => ({
@@ -21,6 +22,13 @@ describe("handlerStatus", () => {
     ["no domain yet: unchanged", "Scheduled", "NoDomain", "Scheduled"],
   ] as const)("%s", (_name, from, state, phase) => {
     expect(handlerStatus(vmi(from), { state }, pod, now).phase).toBe(phase);
+  });
+
+  // Every phase the handler acts on against every state a launcher may report: it moves only along the state machine's handler transitions.
+  const states = domainStatus.shape.state.options;
+  it.each((["Scheduled", "Running"] as const).flatMap((from) => states.map((state) => [from, state] as const)))("from %s with a domain %s it follows the state machine", (from, state) => {
+    const { phase } = handlerStatus(vmi(from), { state }, pod, now);
+    if (phase !== from) expect(isAllowedTransition(from, phase ?? from, PhaseOwner.Handler)).toBe(true);
   });
 
   it("records when the VMI started running", () => {
@@ -50,6 +58,23 @@ describe("handlerStatus", () => {
     const stopped = handlerStatus({ ...vmi("Running"), status: running }, { state: "Shutoff" }, pod, now);
     expect(stopped.guestOSInfo).toBeUndefined();
     expect(stopped.conditions?.find((c) => c.type === "AgentConnected")).toBeUndefined();
+  });
+
+  it("says on the VMI that its launcher broke the protocol, and clears it once the launcher answers", () => {
+    const failure = { reason: "LauncherProtocolViolation", message: `the launcher broke the protocol (InvalidJson): ${"x".repeat(5000)}` };
+    const failed = launcherFailedStatus(vmi("Scheduled"), failure, now);
+    expect(failed.phase).toBe("Scheduled");
+    const condition = failed.conditions?.find((c) => c.type === "Synchronized");
+    expect(condition).toMatchObject({ status: "False", reason: "LauncherProtocolViolation" });
+    expect(condition?.message).toHaveLength(1024);
+    expect(launcherFailedStatus({ ...vmi("Scheduled"), status: failed }, failure, new Date(now.getTime() + 5_000))).toEqual(failed);
+    const recovered = handlerStatus({ ...vmi("Scheduled"), status: failed }, { state: "Running" }, pod, now);
+    expect(recovered.conditions?.find((c) => c.type === "Synchronized")).toBeUndefined();
+  });
+
+  it("leaves a Synchronized condition it did not set", () => {
+    const pulling = { ...vmi("Scheduled"), status: { ...vmi("Scheduled").status, conditions: [{ type: "Synchronized", status: "False" as const, reason: "ErrImagePull" }] } };
+    expect(handlerStatus(pulling, { state: "NoDomain" }, pod, now).conditions?.find((c) => c.type === "Synchronized")).toMatchObject({ reason: "ErrImagePull" });
   });
 
   it("changes nothing when nothing changed", () => {

@@ -1,17 +1,17 @@
-import { kubeTime, removeCondition, setCondition } from "@kubevirt-ts/kube";
-import type { DomainStatus } from "@kubevirt-ts/launcher/client";
-import { type Condition, type VirtualMachineInstance, VmiConditionType, VmiPhase, type VmiStatus } from "@kubevirt-ts/kubevirt-api";
+import { type PodStatus, findCondition, kubeTime, removeCondition, setCondition } from "@kubevirt-ts/kube";
+import type { DomainStatus } from "@kubevirt-ts/launcher-protocol";
+import { type Condition, type GuestOsInfo, type VirtualMachineInstance, VmiConditionType, VmiPhase, type VmiStatus, withPhase } from "@kubevirt-ts/kubevirt-api";
 
 // The VMI status the handler reports from its launcher's domain: a pure
 // function of the VMI, the domain's state and the launcher pod's addresses.
+// phaseOf is the handler's part of the VMI phase state machine (kubevirt-api's
+// vmi-phase.ts): from Scheduled on, by the domain's state.
 
 /** The domain as its launcher reports it. */
 export type ObservedDomain = DomainStatus;
 
-export interface ObservedPod {
-  podIP?: string;
-  podIPs?: { ip: string }[];
-}
+/** The launcher pod's addresses. */
+export type ObservedPod = Pick<PodStatus, "podIP" | "podIPs">;
 
 function phaseOf(current: VmiPhase, domain: ObservedDomain): VmiPhase {
   switch (domain.state) {
@@ -30,16 +30,10 @@ function phaseOf(current: VmiPhase, domain: ObservedDomain): VmiPhase {
   }
 }
 
-/** What the guest agent reported of the guest's OS; undefined when no agent answered. */
-export type ObservedGuestOs = VmiStatus["guestOSInfo"];
-
-export function handlerStatus(vmi: VirtualMachineInstance, domain: ObservedDomain, pod: ObservedPod, now: Date, guestOs?: ObservedGuestOs): VmiStatus {
+export function handlerStatus(vmi: VirtualMachineInstance, domain: ObservedDomain, pod: ObservedPod, now: Date, guestOs?: GuestOsInfo): VmiStatus {
   const previous = vmi.status ?? {};
   const phase = phaseOf((previous.phase ?? VmiPhase.Scheduled), domain);
-  const status: VmiStatus = { ...previous, phase };
-  if (phase !== previous.phase) {
-    status.phaseTransitionTimestamps = [...(previous.phaseTransitionTimestamps ?? []), { phase, phaseTransitionTimestamp: kubeTime(now) }];
-  }
+  const status = withPhase(previous, phase, kubeTime(now));
   let conditions: Condition[] = previous.conditions ?? [];
   const running = phase === VmiPhase.Running;
   const paused = domain.state === "Paused";
@@ -63,6 +57,8 @@ export function handlerStatus(vmi: VirtualMachineInstance, domain: ObservedDomai
     delete status.guestOSInfo;
     conditions = removeCondition(conditions, VmiConditionType.AgentConnected);
   }
+  // The launcher answered: a failure the handler reported earlier is over.
+  if (isLauncherFailure(findCondition(conditions, VmiConditionType.Synchronized))) conditions = removeCondition(conditions, VmiConditionType.Synchronized);
   status.conditions = conditions;
   // Masquerade: the guest is reached at its pod's address.
   const ips = pod.podIPs?.map((p) => p.ip) ?? (pod.podIP ? [pod.podIP] : []);
@@ -70,4 +66,26 @@ export function handlerStatus(vmi: VirtualMachineInstance, domain: ObservedDomai
     status.interfaces = (vmi.spec.domain.devices.interfaces ?? []).map((iface) => ({ name: iface.name, ipAddress: ips[0], ipAddresses: ips, infoSource: "domain" }));
   }
   return status;
+}
+
+/** The longest launcher error message written into a condition. */
+const MAX_FAILURE_MESSAGE = 1024;
+
+/** A failure of the VMI's launcher: its reason is a word starting with "Launcher" (see LauncherError). */
+export interface LauncherFailure {
+  reason: string;
+  message: string;
+}
+
+const isLauncherFailure = (condition: Condition | undefined) => condition?.status === "False" && (condition.reason?.startsWith("Launcher") ?? false);
+
+/**
+ * The VMI's status when its launcher failed, broke the protocol or did not
+ * answer: Synchronized False with the reason and what happened. Only this
+ * VMI is affected; the handler tries it again with back-off.
+ */
+export function launcherFailedStatus(vmi: VirtualMachineInstance, failure: LauncherFailure, now: Date): VmiStatus {
+  const previous = vmi.status ?? {};
+  const message = failure.message.length > MAX_FAILURE_MESSAGE ? `${failure.message.slice(0, MAX_FAILURE_MESSAGE - 1)}…` : failure.message;
+  return { ...previous, conditions: setCondition<Condition>(previous.conditions, { type: VmiConditionType.Synchronized, status: "False", reason: failure.reason, message }, now) };
 }

@@ -1,3 +1,4 @@
+import { DEFAULT_GRACE_PERIOD_SECONDS, LAUNCHER_OPS_PORT, LauncherDir, LauncherEnv } from "@kubevirt-ts/kubevirt-api";
 import { baseEnv, parseEnv } from "@kubevirt-ts/runtime";
 import { z } from "zod";
 
@@ -11,19 +12,17 @@ const cidr = z
 
 export const env = parseEnv(
   z.object({
-    ...baseEnv(9102),
-    /** The sockets volume the handler reaches: the launcher's RPC socket, the serial console, VNC. */
-    SOCKETS_DIR: z.string().default("/var/run/kubevirt-ts/sockets"),
-    CONTAINER_DISKS_DIR: z.string().default("/var/run/kubevirt-ts/container-disks"),
-    KERNEL_BOOT_DIR: z.string().default("/var/run/kubevirt-ts/kernel-boot"),
-    /** The launcher's own writable folder: libvirt's state, overlays, seed ISOs. */
-    STATE_DIR: z.string().default("/var/run/kubevirt-ts/launcher"),
-    /** KubeVirt's useEmulation: run with QEMU's emulation when KVM is unusable. */
-    ALLOW_EMULATION: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
+    // The launcher pod's layout (kubevirt-api's launcher-layout.ts): the controller sets each; the defaults are the same layout.
+    ...baseEnv(LAUNCHER_OPS_PORT),
+    [LauncherEnv.socketsDir]: z.string().default(LauncherDir.sockets),
+    [LauncherEnv.containerDisksDir]: z.string().default(LauncherDir.containerDisks),
+    [LauncherEnv.kernelBootDir]: z.string().default(LauncherDir.kernelBoot),
+    [LauncherEnv.cloudInitSecretsDir]: z.string().default(LauncherDir.cloudInitSecrets),
+    [LauncherEnv.stateDir]: z.string().default(LauncherDir.state),
+    [LauncherEnv.allowEmulation]: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
+    [LauncherEnv.gracePeriodSeconds]: z.coerce.number().int().min(0).default(DEFAULT_GRACE_PERIOD_SECONDS),
     KVM_DEVICE: z.string().default("/dev/kvm"),
     /** The guest side of masquerade interfaces; kept out of the private ranges. */
     GUEST_NETWORK: cidr.prefault("198.19.254.0/24"),
-    /** How long the guest has to shut down when the pod is asked to stop. */
-    GRACE_PERIOD_SECONDS: z.coerce.number().int().min(0).default(30),
   }),
 );

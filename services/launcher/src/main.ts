@@ -1,12 +1,11 @@
 import { join } from "node:path";
 import { Hypervisor } from "@unraid/libvirt";
+import { SocketsVolume } from "@kubevirt-ts/kubevirt-api";
 import { runService } from "@kubevirt-ts/runtime";
 import { env } from "./env.ts";
 import { DomainManager } from "./libvirt/domain-manager.ts";
 import { type LibvirtDaemon, startLibvirtd } from "./libvirt/daemon.ts";
-import { LAUNCHER_SOCKET } from "./rpc/protocol.ts";
 import { startRpcServer } from "./rpc/server.ts";
-import type { VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 
 // virt-launcher: one per VMI, in the VMI's pod. It runs libvirt as its own
 // unprivileged user, waits for the handler to send the VMI over its socket,
@@ -28,22 +27,19 @@ await runService({
     const manager = new DomainManager({
       hypervisor,
       uri: daemon.uri,
-      layout: { socketsDir: env.SOCKETS_DIR, containerDisksDir: env.CONTAINER_DISKS_DIR, kernelBootDir: env.KERNEL_BOOT_DIR, disksDir: join(env.STATE_DIR, "disks") },
+      layout: { socketsDir: env.SOCKETS_DIR, containerDisksDir: env.CONTAINER_DISKS_DIR, kernelBootDir: env.KERNEL_BOOT_DIR, disksDir: join(env.STATE_DIR, "disks"), cloudInitSecretsDir: env.CLOUD_INIT_SECRETS_DIR },
       allowEmulation: env.ALLOW_EMULATION,
       kvmDevice: env.KVM_DEVICE,
       guestNetwork: env.GUEST_NETWORK,
       log,
     });
     const server = await startRpcServer(
-      join(env.SOCKETS_DIR, LAUNCHER_SOCKET),
+      join(env.SOCKETS_DIR, SocketsVolume.launcher),
       {
-        ping: () => Promise.resolve("pong"),
-        sync: (params) => manager.sync(params as VirtualMachineInstance),
+        sync: (vmi) => manager.sync(vmi),
         state: () => manager.state(),
         pause: () => manager.pause(),
         unpause: () => manager.unpause(),
-        shutdown: () => manager.shutdown(),
-        kill: () => manager.kill(),
         softReboot: () => manager.softReboot(),
         reset: () => manager.reset(),
         guestOsInfo: () => manager.guestOsInfo(),

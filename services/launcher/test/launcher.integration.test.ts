@@ -4,12 +4,11 @@ import { chown, link, mkdir, rm, stat } from "node:fs/promises";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { defaultVmiSpec, LAUNCHER_UID, type VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import { defaultVmiSpec, LAUNCHER_UID, SocketsVolume, type VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 import { freePort } from "@kubevirt-ts/control-plane";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { killQemuUnder } from "../src/libvirt/daemon.ts";
-import { LauncherClient } from "../src/rpc/client.ts";
-import { LAUNCHER_SOCKET } from "../src/rpc/protocol.ts";
+import { LauncherClient } from "@kubevirt-ts/launcher-protocol";
 import { type GuestFolder, guestFolder } from "./guest-files.ts";
 import { readUntil } from "./serial.ts";
 
@@ -81,7 +80,7 @@ beforeAll(async () => {
   launcher.stdout?.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
   launcher.stderr?.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
   await waitFor(async () => (await fetch(`http://127.0.0.1:${String(opsPort)}/readyz`)).status === 200, "readiness");
-  client = await LauncherClient.connect(join(dirs().sockets, LAUNCHER_SOCKET));
+  client = await LauncherClient.connect(join(dirs().sockets, SocketsVolume.launcher));
 }, 300_000);
 
 afterAll(async () => {
@@ -93,21 +92,29 @@ afterAll(async () => {
 
 describe("the launcher", () => {
   it("answers on its socket before it has a domain", async () => {
-    expect(await client.call("ping")).toBe("pong");
-    expect(await client.state()).toEqual({ state: "NoDomain" });
+    expect(await client.call("state")).toEqual({ state: "NoDomain" });
     await expect(client.call("pause")).rejects.toThrow("NotDefined: no domain yet: sync the VMI first");
   });
 
-  it("refuses a request of another protocol version, saying which it speaks", async () => {
-    const answer = await new Promise<string>((resolve, reject) => {
-      const socket = connect(join(dirs().sockets, LAUNCHER_SOCKET), () => socket.write('{"version":99,"id":7,"method":"ping"}\n'));
-      socket.setEncoding("utf8").once("data", (line: string) => {
+  /** Sends one raw line to the launcher's socket and returns its answer. */
+  const exchange = (line: string) =>
+    new Promise<unknown>((resolve, reject) => {
+      const socket = connect(join(dirs().sockets, SocketsVolume.launcher), () => socket.write(`${line}\n`));
+      socket.setEncoding("utf8").once("data", (answer: string) => {
         socket.end();
-        resolve(line);
+        resolve(JSON.parse(answer));
       });
       socket.on("error", reject);
     });
-    expect(JSON.parse(answer)).toEqual({ id: 7, error: { code: "UnsupportedVersion", message: "this launcher speaks version 1, not 99" } });
+
+  it("refuses a request of another protocol version, saying which it speaks", async () => {
+    expect(await exchange('{"version":99,"id":7,"method":"state"}')).toEqual({ id: 7, error: { code: "UnsupportedVersion", message: "this launcher speaks version 1, not 99" } });
+  });
+
+  it("refuses a sync whose VMI is malformed, naming the field, and defines nothing", async () => {
+    const answer = await exchange(JSON.stringify({ version: 1, id: 8, method: "sync", params: { ...vmi, spec: { ...vmi.spec, domain: "big" } } }));
+    expect(answer).toMatchObject({ id: 8, error: { code: "BadRequest", message: expect.stringContaining("invalid params of sync: params.spec.domain: ") as unknown } });
+    expect(await client.call("state")).toEqual({ state: "NoDomain" });
   });
 
   it("boots the VMI it is sent, with emulation, and its serial console answers", async () => {

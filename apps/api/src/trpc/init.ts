@@ -6,11 +6,10 @@ import type { HandlerDialer } from "../handler-dialer.ts";
 import type { GuestImage } from "../env.ts";
 
 // tRPC for the API: every procedure but health runs as the signed-in user,
-// whose bearer token comes with each request (the Authorization header, or
-// the connection parameters of an SSE subscription, which cannot send
-// headers). Kubernetes' answers become errors a person can act on, with the
-// causes of a refused object kept so the dashboard can show each next to
-// its field.
+// whose bearer token comes with each request in the Authorization header,
+// subscriptions included (never in a URL: the server refuses that).
+// Kubernetes' answers become errors a person can act on, with the causes of
+// a refused object kept so the dashboard can show each next to its field.
 
 export interface ApiServices {
   /** The API's own client: only for finding handlers, never for a user's action. */

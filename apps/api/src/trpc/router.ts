@@ -1,11 +1,13 @@
-import { type KubeClient, type KubeObject, isNotFound, resources } from "@kubevirt-ts/kube";
+import { type Event, type KubeClient, type KubeObject, type Node, resources } from "@kubevirt-ts/kube";
 import {
-  SUBRESOURCE_GROUP, type VirtualMachine, dnsLabelProblem, type VirtualMachineInstance, type VmiDomainAction, planLifecycle, summarize, validateVirtualMachine,
+  MAX_CLOUD_INIT_BYTES, SUBRESOURCE_GROUP, type VirtualMachine, dnsLabelProblem, type VirtualMachineInstance, type VmiDomainAction, planLifecycle, summarize, validateVirtualMachine, kubevirtResources,
+  ACTION_WORDS, type ActionAvailability, DOMAIN_ACTION_SUBRESOURCE, type LifecycleAction, type VmActionName, availableActions,
 } from "@kubevirt-ts/kubevirt-api";
 import { TRPCError } from "@trpc/server";
 import { z } from "zod";
 import { type HandlerDialer, HandlerError } from "../handler-dialer.ts";
 import { type Check, describeCheck, mayI } from "../access.ts";
+import { createVmWithCloudInitSecret } from "./cloud-init-secret.ts";
 import { CausesError, publicProcedure, router, userProcedure } from "./init.ts";
 import { listThenWatch } from "./watch.ts";
 
@@ -21,6 +23,7 @@ const dnsLabel = z.string().superRefine((value, ctx) => {
 const target = z.object({ namespace: dnsLabel, name: dnsLabel });
 const inNamespace = z.object({ namespace: dnsLabel });
 const resumable = z.object({ namespace: dnsLabel, lastEventId: z.string().nullish() });
+const domainActionCheck = (action: VmiDomainAction) => [{ verb: "update", group: SUBRESOURCE_GROUP, resource: "virtualmachineinstances", subresource: DOMAIN_ACTION_SUBRESOURCE[action] }] as const;
 
 /** Every action the dashboard offers, as the Kubernetes permission it takes. */
 const ACTIONS = {
@@ -32,10 +35,10 @@ const ACTIONS = {
   stop: [{ verb: "patch", resource: "virtualmachines" }],
   forceStop: [{ verb: "patch", resource: "virtualmachines" }, { verb: "delete", resource: "virtualmachineinstances" }],
   restart: [{ verb: "delete", resource: "virtualmachineinstances" }],
-  pause: [{ verb: "update", group: SUBRESOURCE_GROUP, resource: "virtualmachineinstances", subresource: "pause" }],
-  unpause: [{ verb: "update", group: SUBRESOURCE_GROUP, resource: "virtualmachineinstances", subresource: "unpause" }],
-  softReboot: [{ verb: "update", group: SUBRESOURCE_GROUP, resource: "virtualmachineinstances", subresource: "softreboot" }],
-  reset: [{ verb: "update", group: SUBRESOURCE_GROUP, resource: "virtualmachineinstances", subresource: "reset" }],
+  pause: domainActionCheck("pause"),
+  unpause: domainActionCheck("unpause"),
+  softReboot: domainActionCheck("softReboot"),
+  reset: domainActionCheck("reset"),
   console: [{ verb: "get", group: SUBRESOURCE_GROUP, resource: "virtualmachineinstances", subresource: "console" }],
   vnc: [{ verb: "get", group: SUBRESOURCE_GROUP, resource: "virtualmachineinstances", subresource: "vnc" }],
 } as const;
@@ -46,18 +49,13 @@ const PHRASES: Record<Action, string> = {
   list: "list VMs",
   create: "create VMs",
   update: "edit VMs",
-  delete: "delete VMs",
-  start: "start VMs",
-  stop: "stop VMs",
-  forceStop: "force stop VMs",
-  restart: "restart VMs",
-  pause: "pause VMs",
-  unpause: "unpause VMs",
-  softReboot: "soft reboot VMs",
-  reset: "reset VMs",
-  console: "open the serial console of VMs",
-  vnc: "open the display (VNC) of VMs",
+  ...(Object.fromEntries(Object.entries(ACTION_WORDS).map(([action, words]) => [action, `${words} VMs`])) as Record<VmActionName, string>),
 };
+
+/** Refuses an action the VM's state or spec does not allow now, saying why: CONFLICT while its state stands in the way, PRECONDITION_FAILED while its spec does. */
+function requireAvailable(availability: ActionAvailability, action: VmActionName, name: string): void {
+  if (!availability.available) throw new TRPCError({ code: availability.by === "spec" ? "PRECONDITION_FAILED" : "CONFLICT", message: `Cannot ${ACTION_WORDS[action]} ${name}: ${availability.reason}.` });
+}
 
 async function requireAction(client: KubeClient, namespace: string, action: Action, name: string): Promise<void> {
   for (const check of ACTIONS[action]) {
@@ -65,14 +63,6 @@ async function requireAction(client: KubeClient, namespace: string, action: Acti
   }
 }
 
-async function getOrUndefined<T extends KubeObject>(promise: Promise<T>): Promise<T | undefined> {
-  try {
-    return await promise;
-  } catch (error) {
-    if (isNotFound(error)) return undefined;
-    throw error;
-  }
-}
 
 function checkedVm(input: unknown, namespace: string, name?: string): VirtualMachine {
   const object = typeof input === "object" && input !== null ? (input as Record<string, unknown>) : {};
@@ -83,12 +73,20 @@ function checkedVm(input: unknown, namespace: string, name?: string): VirtualMac
   return result.value;
 }
 
-async function domainAction(ctx: { client: KubeClient; handlers: HandlerDialer }, input: { namespace: string; name: string }, action: Action, handlerAction: VmiDomainAction) {
+async function vmAndVmi(client: KubeClient, input: { namespace: string; name: string }) {
+  const vm = await client.get<VirtualMachine>(kubevirtResources.virtualMachines, input.namespace, input.name);
+  const vmi = await client.find<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, input.namespace, input.name);
+  return { vm, vmi };
+}
+
+async function domainAction(ctx: { client: KubeClient; handlers: HandlerDialer }, input: { namespace: string; name: string }, action: VmiDomainAction) {
   await requireAction(ctx.client, input.namespace, action, input.name);
-  const vmi = await getOrUndefined(ctx.client.get<VirtualMachineInstance>(resources.virtualMachineInstances, input.namespace, input.name));
-  if (!vmi?.status?.nodeName) throw new TRPCError({ code: "CONFLICT", message: `The VM ${input.name} is not running; start it first.` });
+  const { vm, vmi } = await vmAndVmi(ctx.client, input);
+  requireAvailable(availableActions(vm, vmi)[action], action, input.name);
+  // A Running VMI has its node; this is for the type, and a status being rewritten.
+  if (!vmi?.status?.nodeName) throw new TRPCError({ code: "CONFLICT", message: `Cannot ${ACTION_WORDS[action]} ${input.name}: its VMI has no node yet.` });
   try {
-    await ctx.handlers.act(vmi.status.nodeName, input.namespace, input.name, handlerAction);
+    await ctx.handlers.act(vmi.status.nodeName, input.namespace, input.name, action);
   } catch (error) {
     if (error instanceof HandlerError) throw new TRPCError({ code: error.status === 409 ? "CONFLICT" : "INTERNAL_SERVER_ERROR", message: error.message });
     throw error;
@@ -96,58 +94,59 @@ async function domainAction(ctx: { client: KubeClient; handlers: HandlerDialer }
   return { ok: true as const };
 }
 
-const lifecycle = (action: "start" | "stop" | "restart" | "forceStop") =>
+const lifecycle = (action: LifecycleAction) =>
   userProcedure.input(target).mutation(async ({ ctx, input }) => {
-    const vm = await ctx.client.get<VirtualMachine>(resources.virtualMachines, input.namespace, input.name);
-    const vmi = await getOrUndefined(ctx.client.get<VirtualMachineInstance>(resources.virtualMachineInstances, input.namespace, input.name));
-    const plan = planLifecycle(vm, vmi !== undefined, action === "forceStop" ? "stop" : action);
-    if (plan.kind === "refuse" && !(action === "forceStop" && vmi)) throw new TRPCError({ code: "CONFLICT", message: `Cannot ${action === "forceStop" ? "force stop" : action} ${input.name}: ${plan.reason}.` });
-    if (plan.kind === "patch") await ctx.client.patch(resources.virtualMachines, input.namespace, input.name, plan.patch, "merge");
-    if (plan.kind === "deleteVmi" || (action === "forceStop" && vmi)) {
-      await ctx.client.delete(resources.virtualMachineInstances, input.namespace, input.name, { uid: vmi?.metadata.uid, ...(action === "forceStop" ? { gracePeriodSeconds: 0 } : {}) });
+    const { vm, vmi } = await vmAndVmi(ctx.client, input);
+    const plan = planLifecycle(vm, vmi, action);
+    if (plan.kind === "refuse") {
+      requireAvailable({ available: false, reason: plan.reason, by: plan.by }, action, input.name);
+      return { ok: true as const };
+    }
+    if (plan.patch) await ctx.client.patch(kubevirtResources.virtualMachines, input.namespace, input.name, plan.patch, "merge");
+    if (plan.deleteVmi && vmi) {
+      await ctx.client.delete(kubevirtResources.virtualMachineInstances, input.namespace, input.name, { uid: vmi.metadata.uid, ...(plan.deleteVmi === "force" ? { gracePeriodSeconds: 0 } : {}) });
     }
     return { ok: true as const };
   });
 
 const vms = router({
-  list: userProcedure.input(inNamespace).query(async ({ ctx, input }) => (await ctx.client.list<VirtualMachine>(resources.virtualMachines, input.namespace)).items),
-  get: userProcedure.input(target).query(({ ctx, input }) => ctx.client.get<VirtualMachine>(resources.virtualMachines, input.namespace, input.name)),
-  watch: userProcedure.input(resumable).subscription(({ ctx, input, signal }) => listThenWatch<VirtualMachine>(ctx.client, resources.virtualMachines, input.namespace, input.lastEventId, signal)),
-  create: userProcedure.input(z.object({ namespace: dnsLabel, vm: z.unknown() })).mutation(({ ctx, input }) => ctx.client.create(resources.virtualMachines, input.namespace, checkedVm(input.vm, input.namespace))),
-  update: userProcedure.input(target.extend({ vm: z.unknown() })).mutation(({ ctx, input }) => ctx.client.update(resources.virtualMachines, checkedVm(input.vm, input.namespace, input.name))),
+  list: userProcedure.input(inNamespace).query(async ({ ctx, input }) => (await ctx.client.list<VirtualMachine>(kubevirtResources.virtualMachines, input.namespace)).items),
+  get: userProcedure.input(target).query(({ ctx, input }) => ctx.client.get<VirtualMachine>(kubevirtResources.virtualMachines, input.namespace, input.name)),
+  watch: userProcedure.input(resumable).subscription(({ ctx, input, signal }) => listThenWatch<VirtualMachine>(ctx.client, kubevirtResources.virtualMachines, input.namespace, input.lastEventId, signal)),
+  // cloudInitUserData: user data to keep in the Secret the VM's cloudInitNoCloud.secretRef names, out of the spec.
+  create: userProcedure
+    .input(z.object({ namespace: dnsLabel, vm: z.unknown(), cloudInitUserData: z.string().max(MAX_CLOUD_INIT_BYTES).optional() }))
+    .mutation(({ ctx, input }) => {
+      const vm = checkedVm(input.vm, input.namespace);
+      return input.cloudInitUserData === undefined ? ctx.client.create(kubevirtResources.virtualMachines, input.namespace, vm) : createVmWithCloudInitSecret(ctx.client, vm, input.cloudInitUserData);
+    }),
+  update: userProcedure.input(target.extend({ vm: z.unknown() })).mutation(({ ctx, input }) => ctx.client.update(kubevirtResources.virtualMachines, checkedVm(input.vm, input.namespace, input.name))),
   delete: userProcedure.input(target).mutation(async ({ ctx, input }) => {
-    await ctx.client.delete(resources.virtualMachines, input.namespace, input.name);
+    const vm = await ctx.client.get<VirtualMachine>(kubevirtResources.virtualMachines, input.namespace, input.name);
+    requireAvailable(availableActions(vm, undefined).delete, "delete", input.name);
+    await ctx.client.delete(kubevirtResources.virtualMachines, input.namespace, input.name, { uid: vm.metadata.uid });
     return { ok: true as const };
   }),
   start: lifecycle("start"),
   stop: lifecycle("stop"),
   forceStop: lifecycle("forceStop"),
   restart: lifecycle("restart"),
-  pause: userProcedure.input(target).mutation(({ ctx, input }) => domainAction(ctx, input, "pause", "pause")),
-  unpause: userProcedure.input(target).mutation(({ ctx, input }) => domainAction(ctx, input, "unpause", "unpause")),
-  softReboot: userProcedure.input(target).mutation(({ ctx, input }) => domainAction(ctx, input, "softReboot", "softreboot")),
-  reset: userProcedure.input(target).mutation(({ ctx, input }) => domainAction(ctx, input, "reset", "reset")),
+  pause: userProcedure.input(target).mutation(({ ctx, input }) => domainAction(ctx, input, "pause")),
+  unpause: userProcedure.input(target).mutation(({ ctx, input }) => domainAction(ctx, input, "unpause")),
+  softReboot: userProcedure.input(target).mutation(({ ctx, input }) => domainAction(ctx, input, "softReboot")),
+  reset: userProcedure.input(target).mutation(({ ctx, input }) => domainAction(ctx, input, "reset")),
   events: userProcedure.input(target).query(async ({ ctx, input }) => {
-    interface Event extends KubeObject {
-      type?: string;
-      reason?: string;
-      message?: string;
-      count?: number;
-      lastTimestamp?: string;
-      eventTime?: string;
-      involvedObject?: { kind?: string; name?: string };
-    }
     const events = await ctx.client.list<Event>(resources.events, input.namespace, { fieldSelector: `involvedObject.name=${input.name}` });
     return events.items
-      .map((e) => ({ type: e.type ?? "Normal", reason: e.reason ?? "", message: e.message ?? "", kind: e.involvedObject?.kind ?? "", count: e.count ?? 1, time: e.lastTimestamp ?? e.eventTime ?? e.metadata.creationTimestamp ?? "" }))
+      .map((e) => ({ type: e.type ?? "Normal", reason: e.reason ?? "", message: e.message ?? "", kind: e.involvedObject.kind ?? "", count: e.count ?? 1, time: e.lastTimestamp ?? e.eventTime ?? e.metadata.creationTimestamp ?? "" }))
       .sort((a, b) => b.time.localeCompare(a.time));
   }),
 });
 
 const vmis = router({
-  list: userProcedure.input(inNamespace).query(async ({ ctx, input }) => (await ctx.client.list<VirtualMachineInstance>(resources.virtualMachineInstances, input.namespace)).items),
-  get: userProcedure.input(target).query(({ ctx, input }) => ctx.client.get<VirtualMachineInstance>(resources.virtualMachineInstances, input.namespace, input.name)),
-  watch: userProcedure.input(resumable).subscription(({ ctx, input, signal }) => listThenWatch<VirtualMachineInstance>(ctx.client, resources.virtualMachineInstances, input.namespace, input.lastEventId, signal)),
+  list: userProcedure.input(inNamespace).query(async ({ ctx, input }) => (await ctx.client.list<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, input.namespace)).items),
+  get: userProcedure.input(target).query(({ ctx, input }) => ctx.client.get<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, input.namespace, input.name)),
+  watch: userProcedure.input(resumable).subscription(({ ctx, input, signal }) => listThenWatch<VirtualMachineInstance>(ctx.client, kubevirtResources.virtualMachineInstances, input.namespace, input.lastEventId, signal)),
 });
 
 export const appRouter = router({
@@ -170,9 +169,6 @@ export const appRouter = router({
     }
   }),
   nodes: userProcedure.query(async ({ ctx }) => {
-    interface Node extends KubeObject {
-      status?: { conditions?: { type: string; status: string }[]; addresses?: { type: string; address: string }[] };
-    }
     return (await ctx.client.list<Node>(resources.nodes)).items.map((n) => ({
       name: n.metadata.name ?? "",
       ready: n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false,
@@ -180,7 +176,10 @@ export const appRouter = router({
     }));
   }),
   images: userProcedure.query(({ ctx }) => ctx.guestImages),
-  permissions: userProcedure.input(inNamespace).query(async ({ ctx, input }) => {
+  // What the user may do in the namespace (RBAC); with a VM's name, also what that VM's state allows now (availableActions).
+  permissions: userProcedure.input(inNamespace.extend({ name: dnsLabel.optional() })).query(async ({ ctx, input }) => {
+    const { name } = input;
+    const state = name === undefined ? undefined : await vmAndVmi(ctx.client, { namespace: input.namespace, name }).then(({ vm, vmi }) => availableActions(vm, vmi));
     // Actions share permissions (start and stop both patch the VM): each distinct one is asked once.
     const asked = new Map<string, Promise<boolean>>();
     const may = (check: Check) => {
@@ -193,10 +192,12 @@ export const appRouter = router({
       (Object.keys(ACTIONS) as Action[]).map(async (action) => {
         const answers = await Promise.all(ACTIONS[action].map(may));
         const missing = ACTIONS[action].filter((_, i) => !answers[i]).map(describeCheck);
-        return [action, missing.length === 0 ? { allowed: true } : { allowed: false, reason: `You may not ${PHRASES[action]} in ${input.namespace}: it takes ${missing.join(" and ")}.` }] as const;
+        const rbac = missing.length === 0 ? { allowed: true } : { allowed: false, reason: `You may not ${PHRASES[action]} in ${input.namespace}: it takes ${missing.join(" and ")}.` };
+        const now = state && action in state ? state[action as VmActionName] : undefined;
+        return [action, now ? { ...rbac, state: now } : rbac] as const;
       }),
     );
-    return Object.fromEntries(entries) as Record<Action, { allowed: boolean; reason?: string }>;
+    return Object.fromEntries(entries) as Record<Action, { allowed: boolean; reason?: string; state?: ActionAvailability }>;
   }),
   vms,
   vmis,

@@ -2,6 +2,11 @@ import type { Metadata, Viewport } from "next";
 import type { ReactNode } from "react";
 import "./globals.css";
 
+// Every page is rendered per request: the gateway gives each response a
+// fresh script nonce (its Content-Security-Policy), which Next.js puts on the
+// scripts of that render; a page prerendered once would carry none.
+export const dynamic = "force-dynamic";
+
 export const metadata: Metadata = {
   title: { default: "kubevirt-ts", template: "%s · kubevirt-ts" },
   description: "Virtual machines on Kubernetes",

@@ -4,12 +4,12 @@ import type { WatchMessage } from "@kubevirt-ts/api/router";
 import type { VirtualMachine, VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 import { useSubscription } from "@trpc/tanstack-react-query";
 import { useReducer } from "react";
-import { useTRPC } from "./trpc";
+import { endSessionIfRefused, useTRPC } from "./trpc";
 
 // A namespace's VMs and VMIs kept current from the API's list-then-watch
 // streams: the list replaces what is known, each change updates it. The
 // stream resumes by itself after a dropped connection, from the last version
-// it saw.
+// it saw; one the cluster refuses for the token ends the session.
 
 type Message<T> = WatchMessage<T>;
 interface Named {
@@ -50,8 +50,8 @@ export function useLiveVms(namespace: string): LiveVms {
   const trpc = useTRPC();
   const [vms, onVm] = useReducer(reduceVms, { items: new Map<string, VirtualMachine>(), loaded: false });
   const [vmis, onVmi] = useReducer(reduceVmis, { items: new Map<string, VirtualMachineInstance>(), loaded: false });
-  const vmStream = useSubscription(trpc.vms.watch.subscriptionOptions({ namespace }, { onData: (envelope) => { onVm(envelope.data); } }));
-  const vmiStream = useSubscription(trpc.vmis.watch.subscriptionOptions({ namespace }, { onData: (envelope) => { onVmi(envelope.data); } }));
+  const vmStream = useSubscription(trpc.vms.watch.subscriptionOptions({ namespace }, { onData: (envelope) => { onVm(envelope.data); }, onError: endSessionIfRefused }));
+  const vmiStream = useSubscription(trpc.vmis.watch.subscriptionOptions({ namespace }, { onData: (envelope) => { onVmi(envelope.data); }, onError: endSessionIfRefused }));
   const failed = [vmStream, vmiStream].find((s) => s.status === "error");
   return { vms: vms.items, vmis: vmis.items, loaded: vms.loaded && vmis.loaded, error: failed?.error ?? null, reconnecting: [vmStream, vmiStream].some((s) => s.status === "connecting" && vms.loaded) };
 }

@@ -1,7 +1,11 @@
 // The signed-in state of this browser tab, for client components. Storage
 // events only reach other tabs, so changes made here notify subscribers too.
+// A session the cluster ends (its token expired or was revoked) leaves the
+// reason behind, for the sign-in page to show.
 import { useSyncExternalStore } from "react";
 import { clearToken, loadToken, saveToken } from "./token";
+
+const signedOutReasonKey = "kubevirt-ts.signed-out-reason";
 
 const listeners = new Set<() => void>();
 
@@ -20,12 +24,24 @@ function subscribe(listener: () => void): () => void {
 
 export function signIn(token: string): void {
   saveToken(window.sessionStorage, token);
+  window.sessionStorage.removeItem(signedOutReasonKey);
   notify();
 }
 
-export function signOut(): void {
+/** Forgets the token; `reason` says why when it was not the user's choice. */
+export function signOut(reason?: string): void {
   clearToken(window.sessionStorage);
+  if (reason) window.sessionStorage.setItem(signedOutReasonKey, reason);
   notify();
+}
+
+/** Why this tab was last signed out without asking, null when it was not. */
+export function useSignedOutReason(): string | null {
+  return useSyncExternalStore<string | null>(
+    subscribe,
+    () => window.sessionStorage.getItem(signedOutReasonKey),
+    () => null,
+  );
 }
 
 /** The token, null when signed out, undefined while not yet known (server render, hydration). */

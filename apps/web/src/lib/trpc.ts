@@ -1,23 +1,32 @@
 "use client";
 
 import type { AppRouter } from "@kubevirt-ts/api/router";
-import { createTRPCClient, httpBatchLink, httpSubscriptionLink, splitLink } from "@trpc/client";
+import { TRPCClientError, createTRPCClient, httpBatchLink, httpSubscriptionLink, splitLink } from "@trpc/client";
 import { createTRPCContext } from "@trpc/tanstack-react-query";
+import { EventSource } from "eventsource";
+import { signOut } from "./session";
 
 // The API, reached through the dashboard's own origin (its gateway passes
-// /trpc/ on to virt-api). Queries and mutations carry the token in the
-// Authorization header; subscriptions (SSE, which cannot send headers) as a
-// connection parameter.
+// /trpc/ on to virt-api). Every request carries the token in the
+// Authorization header, subscriptions too: their EventSource is one that
+// reads the stream with fetch, so it can send headers, and the token never
+// goes into a URL (the API refuses one there).
 
 export const { TRPCProvider, useTRPC } = createTRPCContext<AppRouter>();
 
-export function makeClient(token: string) {
+/** The client acting as the holder of `token`; `base` is the API's origin, the page's own by default. */
+export function makeClient(token: string, base = "") {
+  const authorization = `Bearer ${token}`;
   return createTRPCClient<AppRouter>({
     links: [
       splitLink({
         condition: (op) => op.type === "subscription",
-        true: httpSubscriptionLink({ url: "/trpc", connectionParams: () => ({ token }) }),
-        false: httpBatchLink({ url: "/trpc", headers: () => ({ authorization: `Bearer ${token}` }) }),
+        true: httpSubscriptionLink({
+          url: `${base}/trpc`,
+          EventSource,
+          eventSourceOptions: () => ({ fetch: (input, init) => fetch(input, { ...init, headers: { ...init.headers, authorization } }) }),
+        }),
+        false: httpBatchLink({ url: `${base}/trpc`, headers: () => ({ authorization }) }),
       }),
     ],
   });
@@ -27,4 +36,28 @@ export function makeClient(token: string) {
 export function describeError(error: unknown): { message: string; causes: { field: string; message: string }[] } {
   const data = (error as { data?: { causes?: { field: string; message: string }[] } } | null)?.data;
   return { message: error instanceof Error ? error.message : String(error), causes: data?.causes ?? [] };
+}
+
+/** The cluster refused the token (it is wrong, expired or revoked). */
+export function isRefusedToken(error: unknown): boolean {
+  return error instanceof TRPCClientError && (error.data as { code?: string } | undefined)?.code === "UNAUTHORIZED";
+}
+
+export const TOKEN_REFUSED = "The cluster did not accept this token: it is mistyped, expired or revoked. Paste a current one, for example from kubectl create token NAME.";
+export const SESSION_ENDED = "Your session ended: the cluster no longer accepts your token (it expired or was revoked). Sign in again with a current one.";
+
+/** Signs out, saying why, when the cluster refused the token mid-session. */
+export function endSessionIfRefused(error: unknown): void {
+  if (isRefusedToken(error)) signOut(SESSION_ENDED);
+}
+
+/** Null when the cluster accepts the token (asked with whoami), else why it cannot be used, in words. */
+export async function checkToken(token: string, base = ""): Promise<string | null> {
+  try {
+    await makeClient(token, base).whoami.query();
+    return null;
+  } catch (error) {
+    if (isRefusedToken(error)) return TOKEN_REFUSED;
+    return `The token could not be checked, so you are not signed in: ${describeError(error).message}`;
+  }
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { EMPTY_FORM, causesByField, vmFromForm } from "./vm-form";
+import { EMPTY_FORM, causesByField, userDataFor, vmFromForm } from "./vm-form";
 
 describe("vmFromForm", () => {
   it("makes a KubeVirt VM with a containerDisk, masquerade networking and a cloud-init user", () => {
@@ -7,10 +7,22 @@ describe("vmFromForm", () => {
     expect(vm.metadata.name).toBe("web-1");
     expect(vm.spec.template.spec.domain.cpu.cores).toBe(2);
     expect(vm.spec.template.spec.volumes[0]).toEqual({ name: "root", containerDisk: { image: "example/debian:12" } });
-    const userData = (vm.spec.template.spec.volumes[1] as { cloudInitNoCloud: { userData: string } }).cloudInitNoCloud.userData;
+    expect(vm.spec.template.spec.volumes[1]).toEqual({ name: "cloudinit", cloudInitNoCloud: { secretRef: { name: "web-1-cloud-init" } } });
+    expect(JSON.stringify(vm)).not.toContain("s3cret");
+    expect(vm.spec.template.spec.domain.devices.disks.map((d) => d.name)).toEqual(["root", "cloudinit"]);
+  });
+
+  it("sends the user data for the Secret the VM names, and only then", () => {
+    const form = { ...EMPTY_FORM, name: "web-1", image: "x", user: "ops", password: "s3cret", sshKey: "ssh-ed25519 AAAA" };
+    const userData = userDataFor(vmFromForm(form), form) ?? "";
     expect(userData).toContain('  - name: "ops"');
     expect(userData).toContain('plain_text_passwd: "s3cret"');
-    expect(vm.spec.template.spec.domain.devices.disks.map((d) => d.name)).toEqual(["root", "cloudinit"]);
+    expect(userData).toContain('      - "ssh-ed25519 AAAA"');
+    // A manifest edited in YAML that no longer names the Secret gets no data.
+    const edited = vmFromForm(form);
+    edited.spec.template.spec.volumes = edited.spec.template.spec.volumes.slice(0, 1);
+    expect(userDataFor(edited, form)).toBeUndefined();
+    expect(userDataFor(vmFromForm({ ...EMPTY_FORM, name: "bare", image: "x" }), EMPTY_FORM)).toBeUndefined();
   });
 
   it("leaves cloud-init out when no user or key is given", () => {

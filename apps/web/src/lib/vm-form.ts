@@ -14,6 +14,14 @@ export interface VmForm {
 
 export const EMPTY_FORM: VmForm = { name: "", cpu: "1", memory: "1Gi", image: "", user: "", password: "", sshKey: "", runStrategy: "Always" };
 
+/**
+ * The Secret that keeps the form's cloud-init user data (a password, an SSH
+ * key) out of the VM's spec, which those who may only view VMs can read. The
+ * API creates it as the user, owned by the VM, and the VM names it.
+ */
+export const cloudInitSecretName = (vmName: string) => `${vmName.trim()}-cloud-init`;
+
+/** The form's cloud-init user data, or undefined when it asks for no user or key. */
 function cloudConfig(form: VmForm): string | undefined {
   if (!form.user.trim() && !form.sshKey.trim()) return undefined;
   const lines = ["#cloud-config", "users:", `  - name: ${JSON.stringify(form.user.trim() || "user")}`, "    shell: /bin/bash", "    sudo: ALL=(ALL) NOPASSWD:ALL"];
@@ -43,11 +51,24 @@ export function vmFromForm(form: VmForm) {
             },
           },
           networks: [{ name: "default", pod: {} }],
-          volumes: [{ name: "root", containerDisk: { image: form.image } }, ...(userData ? [{ name: "cloudinit", cloudInitNoCloud: { userData } }] : [])],
+          volumes: [{ name: "root", containerDisk: { image: form.image } }, ...(userData ? [{ name: "cloudinit", cloudInitNoCloud: { secretRef: { name: cloudInitSecretName(form.name) } } }] : [])],
         },
       },
     },
   };
+}
+
+/**
+ * The user data to send with a VM for its Secret: the form's, when the VM
+ * (as the form made it, or as edited in YAML) still names the form's Secret.
+ */
+export function userDataFor(vm: unknown, form: VmForm): string | undefined {
+  const userData = cloudConfig(form);
+  const spec = vm as { metadata?: { name?: unknown }; spec?: { template?: { spec?: { volumes?: { cloudInitNoCloud?: { secretRef?: { name?: unknown } } }[] } } } } | null;
+  const name = spec?.metadata?.name;
+  if (userData === undefined || typeof name !== "string") return undefined;
+  const named = (spec?.spec?.template?.spec?.volumes ?? []).some((v) => v.cloudInitNoCloud?.secretRef?.name === cloudInitSecretName(name));
+  return named ? userData : undefined;
 }
 
 const FIELD_OF: [RegExp, keyof VmForm][] = [

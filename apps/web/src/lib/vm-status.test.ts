@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { age, matchesStatusFilter, statusInWords } from "./vm-status";
+import { actionAllowed, age, forAnyOf, matchesStatusFilter, statusInWords } from "./vm-status";
 
 describe("statusInWords", () => {
   it("says KubeVirt's statuses in words, a VM without status as stopped", () => {
@@ -26,5 +26,28 @@ describe("age", () => {
     expect(age("2026-01-01T11:59:30Z", now)).toBe("30s");
     expect(age("2026-01-01T11:00:00Z", now)).toBe("1h");
     expect(age("2025-12-29T12:00:00Z", now)).toBe("3d");
+  });
+});
+
+describe("actionAllowed", () => {
+  const cannot = { available: false, by: "state", reason: "the VM is already running" } as const;
+  it("says the missing permission first, then the VM's state as a sentence", () => {
+    expect(actionAllowed({ allowed: false, reason: "You may not start VMs in ns." }, cannot)).toEqual({ allowed: false, reason: "You may not start VMs in ns." });
+    expect(actionAllowed({ allowed: true }, cannot)).toEqual({ allowed: false, reason: "The VM is already running." });
+    expect(actionAllowed({ allowed: true }, { available: true })).toEqual({ allowed: true, reason: undefined });
+  });
+
+  it("leaves the button undecided while the permissions or the VM are loading", () => {
+    expect(actionAllowed(undefined, { available: true })).toEqual({ allowed: undefined, reason: undefined });
+    expect(actionAllowed({ allowed: true }, undefined)).toEqual({ allowed: undefined, reason: undefined });
+  });
+});
+
+describe("forAnyOf", () => {
+  it("allows an action on a selection when any VM of it allows it, and otherwise says why for each", () => {
+    const running = { available: false, by: "state", reason: "the VM is already running" } as const;
+    expect(forAnyOf([["a", running], ["b", { available: true }]])).toEqual({ available: true });
+    expect(forAnyOf([["a", running], ["b", running]])).toEqual({ available: false, by: "state", reason: "a: the VM is already running; b: the VM is already running" });
+    expect(forAnyOf([])).toBeUndefined();
   });
 });

@@ -1,7 +1,8 @@
-import { PrintableStatus } from "@kubevirt-ts/kubevirt-api";
+import { type ActionAvailability, PrintableStatus } from "@kubevirt-ts/kubevirt-api";
 
 // How a VM's state reads to a person: KubeVirt's printable status in words,
-// and how long ago something happened.
+// whether an action's button is enabled and why not, and how long ago
+// something happened.
 
 /** The statuses that are not already words. */
 const WORDS: Partial<Record<string, string>> = {
@@ -35,4 +36,27 @@ export function age(timestamp: string | undefined, now: number): string {
   if (seconds < 3600) return `${String(Math.floor(seconds / 60))}m`;
   if (seconds < 86400) return `${String(Math.floor(seconds / 3600))}h`;
   return `${String(Math.floor(seconds / 86400))}d`;
+}
+
+/** A reason in words as a sentence: "the VM is already running" reads "The VM is already running." */
+export function sentence(words: string): string {
+  return `${words.charAt(0).toUpperCase()}${words.slice(1)}.`;
+}
+
+/**
+ * Whether an action's button is enabled, and why not: the user's permission
+ * (the permissions query) first, then what the VM's state allows now
+ * (availableActions); undefined while either is still loading.
+ */
+export function actionAllowed(permission: { allowed: boolean; reason?: string } | undefined, state: ActionAvailability | undefined): { allowed: boolean | undefined; reason: string | undefined } {
+  if (permission && !permission.allowed) return { allowed: false, reason: permission.reason };
+  if (!permission || !state) return { allowed: undefined, reason: undefined };
+  return state.available ? { allowed: true, reason: undefined } : { allowed: false, reason: sentence(state.reason) };
+}
+
+/** One action on several VMs: available when it is for any of them; otherwise why not, for each. */
+export function forAnyOf(states: readonly (readonly [name: string, state: ActionAvailability])[]): ActionAvailability | undefined {
+  if (states.length === 0) return undefined;
+  if (states.some(([, state]) => state.available)) return { available: true };
+  return { available: false, by: "state", reason: states.map(([name, state]) => `${name}: ${state.available ? "" : state.reason}`).join("; ") };
 }

@@ -3,4 +3,4 @@ export { type RestClientMetrics, createRestClientMetrics } from "./metrics.ts";
 export { type ResourceType, resourcePath, resources } from "./resources.ts";
 export { type DeleteOptions, KubeClient, type ListOptions, type PatchType, type WatchOptions } from "./rest.ts";
 export * from "./types.ts";
-export { kubevirtApiCheck, loadKubeConfig } from "./kubeconfig.ts";
+export { apiResourceCheck, loadKubeConfig } from "./kubeconfig.ts";

@@ -1,5 +1,5 @@
 import { CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
-import { GROUP, Resource, VERSION } from "@kubevirt-ts/kubevirt-api";
+import type { ResourceType } from "./resources.ts";
 
 /**
  * Credentials as every Kubernetes client finds them: $KUBECONFIG or
@@ -21,19 +21,21 @@ function describeError(error: unknown): string {
 }
 
 /**
- * A readiness check: passes when the API server answers and serves
- * kubevirt.io/v1 VirtualMachineInstances (the CRDs are installed and this
- * process may list them).
+ * A readiness check: passes when the API server answers and serves the
+ * resource (of a named API group, such as a custom resource whose CRD must be
+ * installed). It asks API discovery, which every signed-in account may read,
+ * so it needs no permission on the resource itself.
  */
-export function kubevirtApiCheck(kubeConfig: KubeConfig): () => Promise<string | undefined> {
+export function apiResourceCheck(kubeConfig: KubeConfig, type: ResourceType): () => Promise<string | undefined> {
   const api = kubeConfig.makeApiClient(CustomObjectsApi);
   const server = kubeConfig.getCurrentCluster()?.server ?? "(no server configured)";
+  const { group, version, plural } = type;
   return async () => {
     try {
-      await api.listClusterCustomObject({ group: GROUP, version: VERSION, plural: Resource.VirtualMachineInstance.plural, limit: 1 });
-      return undefined;
+      const list = await api.getAPIResources({ group, version });
+      return list.resources.some((r) => r.name === plural) ? undefined : `${server} serves ${group}/${version} without ${plural}; apply the chart's CRDs`;
     } catch (error) {
-      return `cannot list ${Resource.VirtualMachineInstance.plural}.${GROUP} at ${server}: ${describeError(error)}`;
+      return `cannot discover ${plural}.${group}/${version} at ${server}: ${describeError(error)}`;
     }
   };
 }

@@ -1,22 +1,27 @@
-import { GROUP, Resource, VERSION } from "@kubevirt-ts/kubevirt-api";
-
 /** Where a kind lives in the API: its group, version and plural name. */
 export interface ResourceType {
   group: string;
   version: string;
   plural: string;
   namespaced: boolean;
+  /**
+   * False for a kind whose status lives in the object itself, written with the object (KubeVirt's VMIs): then a
+   * status and metadata go in one write. Otherwise status is its own subresource.
+   */
+  statusSubresource?: boolean;
 }
 
+/** Core and built-in kinds; a domain package describes its own custom resources the same way. */
 export const resources = {
-  virtualMachines: { group: GROUP, version: VERSION, plural: Resource.VirtualMachine.plural, namespaced: true },
-  virtualMachineInstances: { group: GROUP, version: VERSION, plural: Resource.VirtualMachineInstance.plural, namespaced: true },
   pods: { group: "", version: "v1", plural: "pods", namespaced: true },
   events: { group: "", version: "v1", plural: "events", namespaced: true },
+  secrets: { group: "", version: "v1", plural: "secrets", namespaced: true },
   leases: { group: "coordination.k8s.io", version: "v1", plural: "leases", namespaced: true },
   nodes: { group: "", version: "v1", plural: "nodes", namespaced: false },
   namespaces: { group: "", version: "v1", plural: "namespaces", namespaced: false },
+  configMaps: { group: "", version: "v1", plural: "configmaps", namespaced: true },
   selfSubjectAccessReviews: { group: "authorization.k8s.io", version: "v1", plural: "selfsubjectaccessreviews", namespaced: false },
+  subjectAccessReviews: { group: "authorization.k8s.io", version: "v1", plural: "subjectaccessreviews", namespaced: false },
   selfSubjectReviews: { group: "authentication.k8s.io", version: "v1", plural: "selfsubjectreviews", namespaced: false },
 } as const satisfies Record<string, ResourceType>;
 

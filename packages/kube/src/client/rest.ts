@@ -2,7 +2,7 @@ import { Agent, type RequestOptions, request } from "node:https";
 import { request as httpRequest } from "node:http";
 import type { IncomingMessage } from "node:http";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { ApiError } from "./errors.ts";
+import { ApiError, isNotFound } from "./errors.ts";
 import type { RestClientMetrics } from "./metrics.ts";
 import { type ResourceType, resourcePath } from "./resources.ts";
 import type { KubeObject, ObjectList, Status, WatchEvent } from "./types.ts";
@@ -143,6 +143,16 @@ export class KubeClient {
 
   get<T extends KubeObject>(type: ResourceType, namespace: string | undefined, name: string): Promise<T> {
     return this.call({ verb: "get", method: "GET", type, path: resourcePath(type, namespace, name) });
+  }
+
+  /** The object, or undefined when the API server answers 404; any other error is thrown (only a 404 means absent). */
+  async find<T extends KubeObject>(type: ResourceType, namespace: string | undefined, name: string): Promise<T | undefined> {
+    try {
+      return await this.get<T>(type, namespace, name);
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw error;
+    }
   }
 
   list<T extends KubeObject>(type: ResourceType, namespace?: string, options: ListOptions = {}): Promise<ObjectList<T>> {

@@ -1,3 +1,5 @@
+import type { V1OwnerReference } from "@kubernetes/client-node";
+
 // The parts of Kubernetes objects the client and informers rely on.
 
 export interface ObjectMeta {
@@ -13,16 +15,12 @@ export interface ObjectMeta {
   annotations?: Record<string, string>;
   finalizers?: string[];
   ownerReferences?: OwnerReference[];
+  /** Which manager set which field; informers drop it from what they cache. */
+  managedFields?: unknown[];
 }
 
-export interface OwnerReference {
-  apiVersion: string;
-  kind: string;
-  name: string;
-  uid: string;
-  controller?: boolean;
-  blockOwnerDeletion?: boolean;
-}
+/** An owner reference, as @kubernetes/client-node's model has it (it holds no dates). */
+export type OwnerReference = V1OwnerReference;
 
 export interface KubeObject {
   apiVersion?: string;

@@ -1,6 +1,7 @@
 import type { Logger } from "@kubevirt-ts/runtime";
 import { resources } from "../client/resources.ts";
 import type { KubeClient } from "../client/rest.ts";
+import type { Event } from "../client/core.ts";
 import { type KubeObject, kubeTime } from "../client/types.ts";
 
 // Kubernetes Events about the objects a controller acts on, so that
@@ -19,7 +20,7 @@ export function createEventRecorder(client: KubeClient, component: string, log: 
       const { namespace = "default", name = "", uid, resourceVersion } = object.metadata;
       const time = kubeTime(now());
       client
-        .create(resources.events, namespace, {
+        .create<Event>(resources.events, namespace, {
           apiVersion: "v1",
           kind: "Event",
           metadata: { generateName: `${name}.`, namespace },
@@ -32,7 +33,7 @@ export function createEventRecorder(client: KubeClient, component: string, log: 
           firstTimestamp: time,
           lastTimestamp: time,
           count: 1,
-        } as KubeObject)
+        })
         .catch((error: unknown) => {
           log.warn("could not record an event", { reason, object: `${namespace}/${name}`, error });
         });

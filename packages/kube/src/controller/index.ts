@@ -3,3 +3,5 @@ export { type EventRecorder, type EventType, createEventRecorder } from "./event
 export { addFinalizer, hasFinalizer, removeFinalizer } from "./finalizers.ts";
 export { type ControllerMetrics, type Reconcile, type ReconcileResult, type RunControllerOptions, TerminalError, createControllerMetrics, runController } from "./runner.ts";
 export { normalized, writeStatusIfChanged } from "./status-write.ts";
+export { WrittenVersions } from "./written-versions.ts";
+export { ControllerManager, type ControllerManagerOptions, type ManagedController } from "./manager.ts";

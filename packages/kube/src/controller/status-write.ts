@@ -9,17 +9,26 @@ export function normalized<T>(value: T): T {
 }
 
 /**
- * Writes a status through the status subresource, with the resourceVersion
- * the controller read (a conflict means it decided on stale data and will
- * try again), and only when it differs from what is stored.
+ * Writes a status, with the resourceVersion the controller read (a conflict
+ * means it decided on stale data and will try again), and only when it
+ * differs from what is stored: through the status subresource, or, for a kind
+ * without one, as an update of the object that can carry labels too (one
+ * write for both).
  */
 export async function writeStatusIfChanged<T extends KubeObject & { status?: unknown }>(
   client: KubeClient,
   type: ResourceType,
   object: T,
   status: T["status"],
+  labels?: Record<string, string>,
 ): Promise<T | undefined> {
-  if (isDeepStrictEqual(normalized(object.status), normalized(status))) return undefined;
-  // A new top-level object: the cached one (frozen) is never changed, and the body is only serialized.
+  const labelled = labels === undefined ? object.metadata.labels : { ...object.metadata.labels, ...labels };
+  const labelsChanged = !isDeepStrictEqual(labelled ?? {}, object.metadata.labels ?? {});
+  if (!labelsChanged && isDeepStrictEqual(normalized(object.status), normalized(status))) return undefined;
+  if (type.statusSubresource === false) {
+    // A new top-level object: the cached one (frozen) is never changed, and the body is only serialized.
+    return client.update<T>(type, { ...object, metadata: { ...object.metadata, labels: labelled }, status });
+  }
+  if (labelsChanged) throw new Error(`${type.plural} keep their status in a subresource: labels cannot be written with it`);
   return client.update<T>(type, { ...object, status }, "status");
 }

@@ -10,6 +10,9 @@ import { type KubeObject, type WatchEvent, keyOf } from "../client/types.ts";
 // client-go's reflector and informer. It lists, watches from the list's
 // resourceVersion, and lists again when the watch is too old (410 Gone) or
 // after the connection fails, telling handlers what changed in between.
+// With a resync period it also hands every cached object to the handlers'
+// update again (previous and current the same object), as client-go's
+// resync does, so that controllers look again at what nothing changed.
 // Cached objects are frozen: handlers and controllers must copy before
 // changing anything.
 
@@ -30,6 +33,8 @@ export interface InformerOptions<T> {
   indexers?: Record<string, (object: T) => string[]>;
   /** Bounds for the delay before retrying after a failure. */
   backoff?: { initialMs: number; maxMs: number };
+  /** How often every cached object is handed to the handlers' update again; never when unset. */
+  resyncMs?: number;
 }
 
 function deepFreeze<T>(value: T): T {
@@ -40,6 +45,18 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
+/**
+ * The object as the cache keeps it: without metadata.managedFields, which no controller reads and which is often a
+ * third of an object's size (client-go's informers offer the same as TransformStripManagedFields). An update of a cached
+ * object then sends none, and the API server keeps the ones it has.
+ */
+function withoutManagedFields<T extends KubeObject>(object: T): T {
+  if (object.metadata.managedFields === undefined) return object;
+  const metadata = { ...object.metadata };
+  delete metadata.managedFields;
+  return { ...object, metadata };
+}
+
 export class Informer<T extends KubeObject> {
   private readonly options: InformerOptions<T>;
   private readonly items = new Map<string, T>();
@@ -47,7 +64,7 @@ export class Informer<T extends KubeObject> {
   private readonly handlers: EventHandler<T>[] = [];
   private synced = false;
   private resourceVersion = "";
-  private readonly syncWaiters: (() => void)[] = [];
+  private readonly syncWaiters = new Set<() => void>();
 
   constructor(options: InformerOptions<T>) {
     this.options = options;
@@ -62,9 +79,22 @@ export class Informer<T extends KubeObject> {
     return this.synced;
   }
 
-  /** Resolves once the first list has filled the cache. */
-  waitForSync(): Promise<void> {
-    return this.synced ? Promise.resolve() : new Promise((resolve) => this.syncWaiters.push(resolve));
+  /** Resolves true once the first list has filled the cache, or false if the signal aborts first. */
+  waitForSync(signal?: AbortSignal): Promise<boolean> {
+    if (this.synced) return Promise.resolve(true);
+    if (signal?.aborted) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const onAbort = () => {
+        this.syncWaiters.delete(onSync);
+        resolve(false);
+      };
+      const onSync = () => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve(true);
+      };
+      this.syncWaiters.add(onSync);
+      signal?.addEventListener("abort", onAbort, { once: true });
+    });
   }
 
   get(key: string): T | undefined {
@@ -96,7 +126,7 @@ export class Informer<T extends KubeObject> {
   private put(object: T): void {
     const key = keyOf(object);
     const previous = this.items.get(key);
-    const frozen = deepFreeze(object);
+    const frozen = deepFreeze(withoutManagedFields(object));
     this.items.set(key, frozen);
     this.index(key, frozen, previous);
     for (const h of this.handlers) {
@@ -134,7 +164,8 @@ export class Informer<T extends KubeObject> {
     this.resourceVersion = resourceVersion;
     if (!this.synced) {
       this.synced = true;
-      for (const resolve of this.syncWaiters.splice(0)) resolve();
+      for (const resolve of this.syncWaiters) resolve();
+      this.syncWaiters.clear();
     }
   }
 
@@ -149,8 +180,23 @@ export class Informer<T extends KubeObject> {
     else if (event.type === "DELETED") this.remove(keyOf(event.object));
   }
 
-  /** Lists and watches until the signal aborts. */
+  /** Every resyncMs, once synced: each cached object to every handler's update, as it is. */
+  private async resync(signal: AbortSignal): Promise<void> {
+    const period = this.options.resyncMs;
+    if (!period) return;
+    while (!signal.aborted) {
+      const slept = await sleep(period, undefined, { signal }).then(() => true, () => false);
+      if (!slept || !this.synced) continue;
+      for (const object of [...this.items.values()]) for (const h of this.handlers) h.update?.(object, object);
+    }
+  }
+
+  /** Lists and watches (and resyncs, when asked to) until the signal aborts. */
   async run(signal: AbortSignal): Promise<void> {
+    await Promise.all([this.listAndWatch(signal), this.resync(signal)]);
+  }
+
+  private async listAndWatch(signal: AbortSignal): Promise<void> {
     const { client, type, namespace, labelSelector, fieldSelector, log } = this.options;
     const { initialMs, maxMs } = this.options.backoff ?? { initialMs: 500, maxMs: 30_000 };
     let delay = initialMs;

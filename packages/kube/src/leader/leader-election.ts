@@ -43,14 +43,9 @@ const micro = (date: Date) => date.toISOString().replace("Z", "000Z");
 
 export class LeaderElector {
   private readonly o: Required<Omit<LeaderElectionOptions, "client" | "log">> & Pick<LeaderElectionOptions, "client" | "log">;
-  private leading = false;
 
   constructor(options: LeaderElectionOptions) {
     this.o = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000, now: () => new Date(), ...options };
-  }
-
-  isLeader(): boolean {
-    return this.leading;
   }
 
   /** One attempt to take or renew the lease; true when this candidate holds it afterwards. */
@@ -125,7 +120,6 @@ export class LeaderElector {
     const { log, retryPeriodMs, renewDeadlineMs, identity, name } = this.o;
     while (!signal.aborted && !(await this.attempt())) await sleep(retryPeriodMs, undefined, { signal }).catch(() => undefined);
     if (aborted(signal)) return;
-    this.leading = true;
     log.info("became the leader", { lease: name, identity });
     const leadership = new AbortController();
     const stop = () => {
@@ -144,7 +138,6 @@ export class LeaderElector {
       }
     }
     signal.removeEventListener("abort", stop);
-    this.leading = false;
     await work;
     if (aborted(signal)) await this.release();
     callbacks.onStoppedLeading?.();

@@ -2,6 +2,7 @@ import type { z } from "zod";
 import { API_VERSION, GROUP, Kind, Resource, VERSION } from "../constants.ts";
 import { vmSpec, vmStatus } from "../schema/vm.ts";
 import { vmiSpec, vmiStatus } from "../schema/vmi.ts";
+import { kubevirtResources } from "../resources.ts";
 import { type OpenApiSchema, toStructuralSchema } from "./openapi.ts";
 
 // The CustomResourceDefinitions of kubevirt.io/v1, built from the zod schemas
@@ -24,6 +25,8 @@ interface CrdInput {
   spec: z.ZodType;
   status: z.ZodType;
   columns: PrinterColumn[];
+  /** Whether status is a subresource: kubevirtResources says, for the clients, as KubeVirt's CRDs do. */
+  statusSubresource: boolean;
   specValidations?: { rule: string; message: string }[];
 }
 
@@ -54,7 +57,7 @@ function crd(input: CrdInput): Record<string, unknown> {
           name: VERSION,
           served: true,
           storage: true,
-          subresources: { status: {} },
+          subresources: input.statusSubresource ? { status: {} } : {},
           additionalPrinterColumns: input.columns,
           schema: {
             openAPIV3Schema: {
@@ -81,6 +84,7 @@ export const virtualMachineCrd = crd({
   description: "A virtual machine: its template, and when it should run. It creates a VirtualMachineInstance when it runs.",
   spec: vmSpec,
   status: vmStatus,
+  statusSubresource: kubevirtResources.virtualMachines.statusSubresource,
   columns: [age, { name: "Status", type: "string", jsonPath: ".status.printableStatus", description: "Human Readable Status" }, ready],
   specValidations: [
     {
@@ -95,6 +99,7 @@ export const virtualMachineInstanceCrd = crd({
   description: "A running instance of a virtual machine: one guest in one launcher pod.",
   spec: vmiSpec,
   status: vmiStatus,
+  statusSubresource: kubevirtResources.virtualMachineInstances.statusSubresource,
   columns: [
     age,
     { name: "Phase", type: "string", jsonPath: ".status.phase" },

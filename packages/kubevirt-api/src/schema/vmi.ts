@@ -115,11 +115,20 @@ export const containerDiskSource = z.strictObject({
   path: z.string().optional().describe("Path of the disk in the image when it is not the only file under /disk/."),
 });
 
+/** A Secret in the VMI's own namespace (KubeVirt's LocalObjectReference: a name, no namespace). */
+export const localSecretReference = z.strictObject({ name: z.string().describe("The Secret's name, in the VMI's namespace.") });
+
 export const cloudInitNoCloudSource = z.strictObject({
   userData: z.string().optional().describe("cloud-init user data in clear text."),
   userDataBase64: z.string().optional().describe("cloud-init user data, base64-encoded."),
+  secretRef: localSecretReference
+    .optional()
+    .describe("KubeVirt's userDataSecretRef: a Secret whose key userdata (or userData) holds the user data; only the VMI's launcher pod reads it."),
   networkData: z.string().optional().describe("cloud-init network configuration in clear text."),
   networkDataBase64: z.string().optional(),
+  networkDataSecretRef: localSecretReference
+    .optional()
+    .describe("A Secret whose key networkdata (or networkData) holds the network configuration; only the VMI's launcher pod reads it."),
 });
 
 export const volume = z
@@ -182,6 +191,17 @@ export const vmiInterfaceStatus = z.object({
   infoSource: z.string().optional(),
 });
 
+/** What the guest's QEMU agent says of its OS, in the names of KubeVirt's VMI status. */
+export const guestOsInfo = z.object({
+  id: z.string().optional(),
+  name: z.string().optional(),
+  prettyName: z.string().optional(),
+  version: z.string().optional(),
+  versionId: z.string().optional(),
+  kernelRelease: z.string().optional(),
+  kernelVersion: z.string().optional(),
+});
+
 export const vmiStatus = z.object({
   phase: z.enum(VMI_PHASES).optional(),
   reason: z.string().optional(),
@@ -190,17 +210,7 @@ export const vmiStatus = z.object({
   conditions: z.array(condition).optional(),
   phaseTransitionTimestamps: z.array(phaseTransitionTimestamp).optional(),
   interfaces: z.array(vmiInterfaceStatus).optional(),
-  guestOSInfo: z
-    .object({
-      id: z.string().optional(),
-      name: z.string().optional(),
-      prettyName: z.string().optional(),
-      version: z.string().optional(),
-      versionId: z.string().optional(),
-      kernelRelease: z.string().optional(),
-      kernelVersion: z.string().optional(),
-    })
-    .optional(),
+  guestOSInfo: guestOsInfo.optional(),
   launcherContainerImageVersion: z.string().optional(),
   runtimeUser: z.number().int().optional(),
   qosClass: z.string().optional(),
@@ -217,6 +227,7 @@ export const virtualMachineInstance = z.object({
 
 export type VmiSpec = z.infer<typeof vmiSpec>;
 export type VmiStatus = z.infer<typeof vmiStatus>;
+export type GuestOsInfo = z.infer<typeof guestOsInfo>;
 export type VirtualMachineInstance = z.infer<typeof virtualMachineInstance>;
 export type Disk = z.infer<typeof disk>;
 export type Volume = z.infer<typeof volume>;

@@ -11,6 +11,7 @@ import { zodIssuesToCauses } from "./zod-issues.ts";
 
 export { type Cause, CauseType, type Validation, summarize } from "./causes.ts";
 export { dnsLabelProblem } from "./names.ts";
+export { MAX_CLOUD_INIT_BYTES } from "./storage.ts";
 
 function validateBootOrder(spec: VmiSpec, path: string, causes: Causes): void {
   const owners = new Map<number, string>();

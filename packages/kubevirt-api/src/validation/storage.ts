@@ -1,7 +1,7 @@
 import { parseQuantity } from "../quantity.ts";
 import type { Disk, VmiSpec, Volume } from "../schema/vmi.ts";
 import type { Causes } from "./causes.ts";
-import { dnsLabelProblem } from "./names.ts";
+import { dnsLabelProblem, dnsSubdomainProblem } from "./names.ts";
 
 /** The largest cloud-init data kubevirt-ts embeds in a NoCloud seed disk. */
 export const MAX_CLOUD_INIT_BYTES = 64 * 1024;
@@ -53,16 +53,20 @@ function decodedLength(base64: string): number | undefined {
 }
 
 function validateCloudInit(source: NonNullable<Volume["cloudInitNoCloud"]>, path: string, causes: Causes): void {
-  const { userData, userDataBase64, networkData, networkDataBase64 } = source;
-  if (userData === undefined && userDataBase64 === undefined && networkData === undefined && networkDataBase64 === undefined) {
-    causes.required(path, "has no data: set userData or userDataBase64 (and optionally networkData)");
+  const { userData, userDataBase64, secretRef, networkData, networkDataBase64, networkDataSecretRef } = source;
+  if ([userData, userDataBase64, secretRef, networkData, networkDataBase64, networkDataSecretRef].every((v) => v === undefined)) {
+    causes.required(path, "has no data: set userData, userDataBase64 or secretRef (and optionally networkData)");
   }
-  for (const [plain, encoded] of [
-    ["userData", "userDataBase64"],
-    ["networkData", "networkDataBase64"],
+  for (const [plain, encoded, secret] of [
+    ["userData", "userDataBase64", "secretRef"],
+    ["networkData", "networkDataBase64", "networkDataSecretRef"],
   ] as const) {
-    if (source[plain] !== undefined && source[encoded] !== undefined) {
-      causes.invalid(`${path}.${encoded}`, `is set together with ${plain}; set only one of them`);
+    const set = [plain, encoded, secret].filter((f) => source[f] !== undefined);
+    if (set.length > 1) causes.invalid(`${path}.${set[1] ?? ""}`, `is set together with ${set[0] ?? ""}; set only one of them`);
+    const secretName = source[secret]?.name;
+    if (secretName !== undefined) {
+      const problem = dnsSubdomainProblem(secretName);
+      if (problem) causes.invalid(`${path}.${secret}.name`, `${problem}; name a Secret in the VMI's namespace`);
     }
     const text = source[plain];
     const base64 = source[encoded];

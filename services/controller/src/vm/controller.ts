@@ -1,9 +1,8 @@
 import {
-  type EventRecorder, type Expectations, type Informer, type KubeClient, type Reconcile, addFinalizer, isAlreadyExists, isNotFound, kubeTime, removeFinalizer, writeStatusIfChanged,
-  resources,
+  type EventRecorder, type Expectations, type Informer, type KubeClient, type Reconcile, WrittenVersions, addFinalizer, isAlreadyExists, isNotFound, kubeTime, removeFinalizer, writeStatusIfChanged,
 } from "@kubevirt-ts/kube";
 import {
-  API_VERSION, EventReason, Finalizer, Kind, Label, type VirtualMachine, type VirtualMachineInstance, type VmStatus, defaultVmiSpec, runStrategyOf,
+  API_VERSION, EventReason, Finalizer, Kind, Label, type VirtualMachine, type VirtualMachineInstance, type VmStatus, defaultVmiSpec, runStrategyOf, kubevirtResources,
 } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { controllerOf, controllerRef } from "../common/owner.ts";
@@ -61,7 +60,7 @@ export function createVmReconciler(deps: VmControllerDeps): Reconcile {
       case "create": {
         expectations.expectCreations(key, 1);
         try {
-          await client.create(resources.virtualMachineInstances, namespace, vmiForVm(vm));
+          await client.create(kubevirtResources.virtualMachineInstances, namespace, vmiForVm(vm));
           recorder.record(vm, "Normal", EventReason.SuccessfulCreate, `Started the virtual machine by creating the new virtual machine instance ${name}`);
         } catch (error) {
           expectations.creationObserved(key);
@@ -79,7 +78,7 @@ export function createVmReconciler(deps: VmControllerDeps): Reconcile {
         }
         expectations.expectDeletions(key, 1);
         try {
-          await client.delete(resources.virtualMachineInstances, namespace, name, { uid: action.uid });
+          await client.delete(kubevirtResources.virtualMachineInstances, namespace, name, { uid: action.uid });
           recorder.record(vm, "Normal", EventReason.SuccessfulDelete, `Stopped the virtual machine by deleting the virtual machine instance ${action.uid}`);
         } catch (error) {
           expectations.deletionObserved(key);
@@ -98,22 +97,26 @@ export function createVmReconciler(deps: VmControllerDeps): Reconcile {
     if (vmi) {
       if (!vmi.metadata.deletionTimestamp) {
         expectations.expectDeletions(key, 1);
-        await client.delete(resources.virtualMachineInstances, vmi.metadata.namespace, vmi.metadata.name ?? "", { uid: vmi.metadata.uid }).catch((error: unknown) => {
+        await client.delete(kubevirtResources.virtualMachineInstances, vmi.metadata.namespace, vmi.metadata.name ?? "", { uid: vmi.metadata.uid }).catch((error: unknown) => {
           expectations.deletionObserved(key);
           if (!isNotFound(error)) throw error;
         });
       }
       return;
     }
-    await removeFinalizer(client, resources.virtualMachines, vm, Finalizer.VmController);
+    await removeFinalizer(client, kubevirtResources.virtualMachines, vm, Finalizer.VmController);
   }
 
+  const written = new WrittenVersions();
   return async (key) => {
     const cached = vms.get(key);
     if (!cached) {
       expectations.deleteExpectations(key);
+      written.forget(key);
       return undefined;
     }
+    // Our own last write has not reached the cache yet: its watch event brings the VM back here.
+    if (written.isStale(key, cached.metadata.resourceVersion)) return undefined;
     // The cache may not show the VMI just created or deleted yet; deciding now could do it twice.
     if (!expectations.satisfied(key)) return { requeueAfterMs: 2_000 };
     // A VM's VMI has its name: the same key.
@@ -126,12 +129,15 @@ export function createVmReconciler(deps: VmControllerDeps): Reconcile {
       await finalize(cached, vmi, key);
       return undefined;
     }
-    const vm = await addFinalizer(client, resources.virtualMachines, cached, Finalizer.VmController);
+    const vm = await addFinalizer(client, kubevirtResources.virtualMachines, cached, Finalizer.VmController);
 
     const runStrategy = runStrategyOf(vm.spec);
     const decision = decide({
       runStrategy,
       previousRunStrategy: vm.status?.runStrategy,
+      // Nothing in kubevirt-ts writes stateChangeRequests yet: the API starts and stops VMs through their spec
+      // (kubevirt-api's planLifecycle), and only the tests write requests. They become real with the VM
+      // subresource API (start/stop/restart as KubeVirt's virt-api records them); until then this reads an empty list.
       requests: vm.status?.stateChangeRequests ?? [],
       vmi: vmi ? { uid: vmi.metadata.uid ?? "", phase: vmi.status?.phase, deleting: Boolean(vmi.metadata.deletionTimestamp) } : undefined,
       startFailure: vm.status?.startFailure,
@@ -141,7 +147,9 @@ export function createVmReconciler(deps: VmControllerDeps): Reconcile {
     // A VMI that reached Running ends the crash loop.
     const startFailure = vmi?.status?.phase === "Running" ? undefined : outcome.startFailure;
     const status = deriveVmStatus({ vm, vmi, runStrategy, requests: decision.requests, action: decision.action, startFailure, syncError: outcome.error, now: now() });
-    await writeStatusIfChanged(client, resources.virtualMachines, vm, status);
+    const updated = await writeStatusIfChanged(client, kubevirtResources.virtualMachines, vm, status);
+    if (updated) written.wrote(key, cached.metadata.resourceVersion, vm.metadata.resourceVersion);
+    else if (vm !== cached) written.wrote(key, cached.metadata.resourceVersion);
     if (outcome.error) throw new Error(`${outcome.error.reason}: ${outcome.error.message}`);
     return outcome.requeueAfterMs === undefined ? undefined : { requeueAfterMs: outcome.requeueAfterMs };
   };

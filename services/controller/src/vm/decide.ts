@@ -1,4 +1,4 @@
-import { type RunStrategy, type StateChangeRequest, type VmStatus, VmiPhase } from "@kubevirt-ts/kubevirt-api";
+import { type RunStrategy, type StateChangeRequest, type VmStatus, VmiPhase, isFinalPhase } from "@kubevirt-ts/kubevirt-api";
 
 // What a VirtualMachine's controller should do about its VMI, decided from
 // what it observes alone: the run strategy, the pending start/stop requests,
@@ -33,8 +33,6 @@ export interface VmDecision {
   requests: StateChangeRequest[];
 }
 
-export const isFinal = (phase: string | undefined): boolean => phase === VmiPhase.Succeeded || phase === VmiPhase.Failed;
-
 const MIN_BACKOFF_MS = 10_000;
 const MAX_BACKOFF_MS = 300_000;
 
@@ -62,7 +60,7 @@ function decideRequest(o: VmObservation, request: StateChangeRequest, rest: Stat
     return remove(vmi, o.requests.slice());
   }
   if (o.runStrategy === "Halted") return decide({ ...o, requests: rest });
-  if (vmi && !isFinal(vmi.phase)) return decide({ ...o, requests: rest });
+  if (vmi && !isFinalPhase(vmi.phase)) return decide({ ...o, requests: rest });
   if (vmi) return remove(vmi, o.requests.slice());
   return create(o, o.requests.slice());
 }
@@ -76,7 +74,7 @@ export function decide(o: VmObservation): VmDecision {
   switch (o.runStrategy) {
     case "Always":
       if (!vmi) return create(o, requests);
-      return isFinal(vmi.phase) ? remove(vmi, requests) : none(requests);
+      return isFinalPhase(vmi.phase) ? remove(vmi, requests) : none(requests);
     case "RerunOnFailure":
       // Restarted after failure, never after success; started when the VM first runs with this strategy.
       if (!vmi) return strategyChanged ? create(o, requests) : none(requests);

@@ -1,9 +1,9 @@
 import { findCondition, removeCondition, setCondition } from "@kubevirt-ts/kube";
 import {
   type Condition, PrintableStatus, type RunStrategy, type StateChangeRequest, type VirtualMachine, type VirtualMachineInstance, type VmStatus,
-  VmConditionType, VmiConditionType, VmiPhase,
+  VmConditionType, VmiConditionType, VmiPhase, isFinalPhase,
 } from "@kubevirt-ts/kubevirt-api";
-import { type VmAction, isFinal } from "./decide.ts";
+import type { VmAction } from "./decide.ts";
 
 // A VirtualMachine's status, derived from what was observed and from what the
 // sync did about it: never from which event woke the controller up.
@@ -29,18 +29,18 @@ export function printableStatus(input: VmStatusInput): PrintableStatus {
   const phase = vmi?.status?.phase;
   const stopWanted = action.kind === "delete" || requests[0]?.action === "Stop" || runStrategy === "Halted";
   if (vm.metadata.deletionTimestamp) return PrintableStatus.Terminating;
-  if (vmi && !isFinal(phase) && (vmi.metadata.deletionTimestamp || stopWanted)) return PrintableStatus.Stopping;
+  if (vmi && !isFinalPhase(phase) && (vmi.metadata.deletionTimestamp || stopWanted)) return PrintableStatus.Stopping;
   if (phase === VmiPhase.Running) {
     return vmiCondition(vmi, VmiConditionType.Paused)?.status === "True" ? PrintableStatus.Paused : PrintableStatus.Running;
   }
   const scheduled = vmiCondition(vmi, VmiConditionType.PodScheduled);
-  if (vmi && !isFinal(phase) && scheduled?.status === "False" && scheduled.reason === "Unschedulable") return PrintableStatus.ErrorUnschedulable;
+  if (vmi && !isFinalPhase(phase) && scheduled?.status === "False" && scheduled.reason === "Unschedulable") return PrintableStatus.ErrorUnschedulable;
   const synchronized = vmiCondition(vmi, VmiConditionType.Synchronized);
-  if (vmi && !isFinal(phase) && synchronized?.status === "False") {
+  if (vmi && !isFinalPhase(phase) && synchronized?.status === "False") {
     if (synchronized.reason === "ErrImagePull") return PrintableStatus.ErrImagePull;
     if (synchronized.reason === "ImagePullBackOff") return PrintableStatus.ImagePullBackOff;
   }
-  if (vmi && !isFinal(phase)) return PrintableStatus.Starting;
+  if (vmi && !isFinalPhase(phase)) return PrintableStatus.Starting;
   if (action.kind === "backoff") return PrintableStatus.CrashLoopBackOff;
   if (action.kind === "create" || (requests[0]?.action === "Start" && runStrategy !== "Halted")) return PrintableStatus.Starting;
   return PrintableStatus.Stopped;

@@ -1,11 +1,13 @@
 import {
-  type EventRecorder, type Expectations, type Informer, type KubeClient, type Reconcile, addFinalizer, findCondition, isNotFound, keyOf, removeFinalizer, resources, writeStatusIfChanged,
+  type EventRecorder, type Expectations, type Informer, type KubeClient, type Pod, type Reconcile, WrittenVersions, addFinalizer, findCondition, isNotFound, keyOf, removeFinalizer, resources, writeStatusIfChanged,
 } from "@kubevirt-ts/kube";
-import { EventReason, Finalizer, Label, type VirtualMachineInstance, VmiConditionType, summarize, validateVirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import {
+  EventReason, Finalizer, LAUNCHER_PODS_BY_VMI, Label, type VirtualMachineInstance, VmiConditionType, isLauncherPodOf, launcherPodsKeyOf, summarize, validateVirtualMachineInstance, kubevirtResources,
+} from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
 
 import { type VmiAction, decideVmi, deriveVmiStatus } from "./decide.ts";
-import { type LauncherPodConfig, type Pod, launcherPod } from "./pod.ts";
+import { type LauncherPodConfig, launcherPod } from "./pod.ts";
 
 // The VirtualMachineInstance controller: one launcher pod per VMI, the phases
 // up to Scheduled (when the pod runs and the launcher is ready, the VMI gets
@@ -15,7 +17,7 @@ import { type LauncherPodConfig, type Pod, launcherPod } from "./pod.ts";
 export interface VmiControllerDeps {
   client: KubeClient;
   vmis: Informer<VirtualMachineInstance>;
-  /** Launcher pods, indexed by the UID of the VMI that created them. */
+  /** Launcher pods, indexed (LAUNCHER_PODS_BY_VMI) by the VMI that owns them. */
   pods: Informer<Pod>;
   expectations: Expectations;
   recorder: EventRecorder;
@@ -24,23 +26,17 @@ export interface VmiControllerDeps {
   pod: LauncherPodConfig;
 }
 
-export const PODS_BY_VMI_UID = "vmiUid";
-
-/** The index that finds a VMI's launcher pods. */
-export function podsByVmiUid(pod: Pod): string[] {
-  const uid = pod.metadata.labels?.[Label.CreatedBy];
-  return uid ? [uid] : [];
-}
-
 export function createVmiReconciler(deps: VmiControllerDeps): Reconcile {
   const { client, vmis, pods, expectations, recorder, log, now } = deps;
 
-  async function execute(vmi: VirtualMachineInstance, action: VmiAction, key: string): Promise<void> {
+  /** Carries the action out; a pod it created is returned, so that the status written next already says Scheduling. */
+  async function execute(vmi: VirtualMachineInstance, action: VmiAction, key: string): Promise<Pod | undefined> {
     if (action.kind === "createPod") {
       expectations.expectCreations(key, 1);
       try {
         const pod = await client.create<Pod>(resources.pods, vmi.metadata.namespace, launcherPod(vmi, deps.pod));
         recorder.record(vmi, "Normal", EventReason.SuccessfulCreate, `Created virtual machine pod ${pod.metadata.name ?? ""}`);
+        return pod;
       } catch (error) {
         expectations.creationObserved(key);
         recorder.record(vmi, "Warning", EventReason.FailedCreate, `Error creating pod: ${String(error)}`);
@@ -58,26 +54,33 @@ export function createVmiReconciler(deps: VmiControllerDeps): Reconcile {
         }
       }
     }
+    return undefined;
   }
 
+  const written = new WrittenVersions();
   return async (key) => {
     const cached = vmis.get(key);
     if (!cached) {
       expectations.deleteExpectations(key);
+      written.forget(key);
       return undefined;
     }
+    // Our own last write has not reached the cache yet: its watch event brings the VMI back here.
+    if (written.isStale(key, cached.metadata.resourceVersion)) return undefined;
     // A pod created with generateName may not be in the cache yet: deciding now could create a second one.
     if (!expectations.satisfied(key)) return { requeueAfterMs: 2_000 };
+    // Only the pods this VMI controls: a pod that merely carries its uid in a label never counts, nor blocks its deletion.
     const owned = pods
-      .byIndex(PODS_BY_VMI_UID, cached.metadata.uid ?? "")
+      .byIndex(LAUNCHER_PODS_BY_VMI, launcherPodsKeyOf(cached))
+      .filter((p) => isLauncherPodOf(p, cached))
       .sort((a, b) => (a.metadata.creationTimestamp ?? "").localeCompare(b.metadata.creationTimestamp ?? ""));
 
     if (cached.metadata.deletionTimestamp) {
       await execute(cached, decideVmi({ vmi: cached, pods: owned, invalid: undefined, now: now() }), key);
-      if (owned.length === 0) await removeFinalizer(client, resources.virtualMachineInstances, cached, Finalizer.VmiController);
+      if (owned.length === 0) await removeFinalizer(client, kubevirtResources.virtualMachineInstances, cached, Finalizer.VmiController);
       return undefined;
     }
-    const vmi = await addFinalizer(client, resources.virtualMachineInstances, cached, Finalizer.VmiController);
+    const vmi = await addFinalizer(client, kubevirtResources.virtualMachineInstances, cached, Finalizer.VmiController);
     const validation = validateVirtualMachineInstance(vmi);
     const invalid = validation.ok ? undefined : summarize(validation.causes);
     if (invalid !== undefined && findCondition(vmi.status?.conditions, VmiConditionType.Synchronized)?.reason !== "InvalidSpec") {
@@ -85,14 +88,14 @@ export function createVmiReconciler(deps: VmiControllerDeps): Reconcile {
       log.warn("the VMI's spec is invalid; waiting for it to change", { vmi: keyOf(vmi), causes: invalid });
     }
     const observation = { vmi, pods: owned, invalid, now: now() };
-    await execute(vmi, decideVmi(observation), key);
-    const status = deriveVmiStatus(observation);
-    // The label lets the handler of the node watch its own VMIs only, as KubeVirt's does.
-    const labelled = status.nodeName && vmi.metadata.labels?.[Label.NodeName] !== status.nodeName
-      ? await client.patch<VirtualMachineInstance>(resources.virtualMachineInstances, vmi.metadata.namespace, vmi.metadata.name ?? "", { metadata: { labels: { [Label.NodeName]: status.nodeName } } }, "merge")
-      : vmi;
-    const written = await writeStatusIfChanged(client, resources.virtualMachineInstances, labelled, status);
-    if (written && status.phase !== vmi.status?.phase) {
+    const created = await execute(vmi, decideVmi(observation), key);
+    const status = deriveVmiStatus(created ? { ...observation, pods: [created] } : observation);
+    // The label lets the handler of the node watch its own VMIs only, as KubeVirt's does; it goes in the same write.
+    const labels = status.nodeName ? { [Label.NodeName]: status.nodeName } : undefined;
+    const updated = await writeStatusIfChanged(client, kubevirtResources.virtualMachineInstances, vmi, status, labels);
+    if (updated) written.wrote(key, cached.metadata.resourceVersion, vmi.metadata.resourceVersion);
+    else if (vmi !== cached) written.wrote(key, cached.metadata.resourceVersion);
+    if (updated && status.phase !== vmi.status?.phase) {
       recorder.record(vmi, "Normal", status.phase ?? "", `The VMI is ${status.phase ?? ""}${status.nodeName && status.phase === "Scheduled" ? ` on node ${status.nodeName}` : ""}.`);
     }
     return undefined;

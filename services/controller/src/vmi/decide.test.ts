@@ -1,7 +1,7 @@
-import type { VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import { PhaseOwner, type VirtualMachineInstance, VmiPhase, isAllowedTransition, isHandedOver } from "@kubevirt-ts/kubevirt-api";
 import { describe, expect, it } from "vitest";
 import { type VmiObservation, decideVmi, deriveVmiStatus } from "./decide.ts";
-import type { Pod } from "./pod.ts";
+import type { Pod } from "@kubevirt-ts/kube";
 
 const now = new Date("2026-01-01T00:00:10Z");
 
@@ -16,12 +16,15 @@ function vmi(phase?: string, extra: Partial<VirtualMachineInstance["metadata"]> 
 }
 
 function pod(name: string, status: Pod["status"], extra: Partial<Pod["metadata"]> = {}): Pod {
-  return { apiVersion: "v1", kind: "Pod", metadata: { name, namespace: "ns", uid: `${name}-uid`, ...extra }, spec: { nodeName: "node-1" }, status };
+  return { apiVersion: "v1", kind: "Pod", metadata: { name, namespace: "ns", uid: `${name}-uid`, ...extra }, spec: { nodeName: "node-1", containers: [] }, status };
 }
+
+/** A container's status as the kubelet reports it, not started yet. */
+const waitingContainer = (name: string, waiting: { reason: string; message?: string }) => ({ name, ready: false, image: "", imageID: "", restartCount: 0, state: { waiting } });
 
 const pending = pod("p1", { phase: "Pending", conditions: [{ type: "PodScheduled", status: "True" }] });
 const unschedulable = pod("p1", { phase: "Pending", conditions: [{ type: "PodScheduled", status: "False", reason: "Unschedulable", message: "0/1 nodes are available: 1 Insufficient memory." }] });
-const pulling = pod("p1", { phase: "Pending", containerStatuses: [{ name: "compute", ready: false, state: { waiting: { reason: "ImagePullBackOff", message: "Back-off pulling image" } } }] });
+const pulling = pod("p1", { phase: "Pending", containerStatuses: [waitingContainer("compute", { reason: "ImagePullBackOff", message: "Back-off pulling image" })] });
 const runningNotReady = pod("p1", { phase: "Running", conditions: [{ type: "Ready", status: "False" }] });
 const runningReady = pod("p1", { phase: "Running", conditions: [{ type: "Ready", status: "True" }] });
 const failedPod = pod("p1", { phase: "Failed", message: "OOMKilled" });
@@ -56,11 +59,30 @@ describe("deriveVmiStatus", () => {
     expect(deriveVmiStatus(observation).phase).toBe(phase);
   });
 
+  // Every phase the controller starts from (kubevirt-ts writes no Unknown) against every kind of pod it may see: it moves
+  // only along the state machine's controller transitions, and leaves a handed-over VMI's phase alone while its pod lives.
+  const podsSeen: Record<string, Pod[]> = {
+    none: [], pending: [pending], unschedulable: [unschedulable], pulling: [pulling], runningNotReady: [runningNotReady], runningReady: [runningReady],
+    failed: [failedPod], succeeded: [pod("p1", { phase: "Succeeded" })],
+  };
+  const fromPhases = [undefined, VmiPhase.Pending, VmiPhase.Scheduling, VmiPhase.Scheduled, VmiPhase.Running, VmiPhase.Succeeded, VmiPhase.Failed];
+  it.each(fromPhases.flatMap((from) => Object.keys(podsSeen).map((seen) => [from ?? "no phase", seen, from] as const)))("from %s with pod %s it follows the state machine", (_name, seen, from) => {
+    const { phase } = deriveVmiStatus(observe(vmi(from), podsSeen[seen] ?? []));
+    if (phase !== (from ?? VmiPhase.Pending)) expect(isAllowedTransition(from, phase ?? VmiPhase.Pending, PhaseOwner.Controller)).toBe(true);
+    if (isHandedOver(from) && !["none", "failed", "succeeded"].includes(seen)) expect(phase).toBe(from);
+  });
+
   it("hands the VMI to its node when it is scheduled, with a timestamp for the transition", () => {
     const status = deriveVmiStatus(observe(vmi("Scheduling"), [runningReady]));
     expect(status.nodeName).toBe("node-1");
     expect(status.phaseTransitionTimestamps?.at(-1)).toEqual({ phase: "Scheduled", phaseTransitionTimestamp: "2026-01-01T00:00:10Z" });
     expect(status.activePods).toEqual({ "p1-uid": "node-1" });
+  });
+
+  it("names the pod in activePods from the hand-over on, not while the pod starts (one write fewer)", () => {
+    const starting = deriveVmiStatus(observe(vmi("Scheduling"), [runningNotReady]));
+    expect(starting.activePods).toBeUndefined();
+    expect(deriveVmiStatus(observe({ ...vmi("Scheduling"), status: starting }, [runningNotReady]))).toEqual(starting);
   });
 
   it("carries the scheduler's message when the pod cannot be scheduled", () => {
@@ -72,10 +94,25 @@ describe("deriveVmiStatus", () => {
     expect(deriveVmiStatus(observe(vmi("Scheduling"), [pulling])).conditions?.find((c) => c.type === "Synchronized")).toMatchObject({ status: "False", reason: "ImagePullBackOff" });
   });
 
+  it("leaves the handler's Synchronized condition on a VMI handed over to it, until the VMI ends", () => {
+    const failing = { type: "Synchronized", status: "False" as const, reason: "LauncherProtocolViolation", message: "the launcher broke the protocol (InvalidJson)" };
+    const scheduled = vmi("Scheduled");
+    const handedOver = { ...scheduled, status: { ...scheduled.status, conditions: [failing] } };
+    expect(deriveVmiStatus(observe(handedOver, [runningReady])).conditions?.find((c) => c.type === "Synchronized")).toEqual(failing);
+    expect(deriveVmiStatus(observe(handedOver, [failedPod])).conditions?.find((c) => c.type === "Synchronized")).toBeUndefined();
+  });
+
   it("reports an invalid spec as a condition, staying Pending", () => {
     const status = deriveVmiStatus(observe(vmi(), [], "spec.domain.memory.guest is required"));
     expect(status.phase).toBe("Pending");
     expect(status.conditions?.find((c) => c.type === "Synchronized")).toMatchObject({ status: "False", reason: "InvalidSpec", message: "spec.domain.memory.guest is required" });
+  });
+
+  it("says which Secrets a launcher pod that started nothing waits for, and drops it once the pod runs", () => {
+    const waitingPod: Pod = { ...pending, spec: { nodeName: "node-1", containers: [], volumes: [{ name: "cloud-init-1-userdata", secret: { secretName: "vm-user" } }] }, status: { phase: "Pending", containerStatuses: [waitingContainer("compute", { reason: "ContainerCreating" })] } };
+    const status = deriveVmiStatus(observe(vmi("Scheduling"), [waitingPod]));
+    expect(status.conditions?.find((c) => c.type === "Synchronized")).toMatchObject({ status: "False", reason: "LauncherPodWaiting", message: expect.stringContaining("cloud-init Secret vm-user, which must exist in namespace ns") as unknown });
+    expect(deriveVmiStatus(observe({ ...vmi("Scheduling"), status }, [runningReady])).conditions?.find((c) => c.type === "Synchronized")).toBeUndefined();
   });
 
   it("changes nothing when nothing changed", () => {

@@ -1,12 +1,14 @@
-import { kubeTime, removeCondition, setCondition } from "@kubevirt-ts/kube";
-import { type Condition, type VirtualMachineInstance, VmiConditionType, VmiPhase, type VmiStatus } from "@kubevirt-ts/kubevirt-api";
-import { isFinal } from "../vm/decide.ts";
-import type { Pod } from "./pod.ts";
+import { type Pod, kubeTime, removeCondition, setCondition } from "@kubevirt-ts/kube";
+import {
+  type Condition, type VirtualMachineInstance, VmiConditionType, VmiPhase, type VmiStatus, isFinalPhase, isHandedOver, withPhase,
+} from "@kubevirt-ts/kubevirt-api";
+import { secretsWaitMessage } from "./pod.ts";
 
 // What a VMI's controller should do about its launcher pod, and the VMI
 // status that follows from the pod, decided from what is observed alone.
-// The controller owns the phases up to Scheduled; from there the handler on
-// the VMI's node does, and the controller only notices the pod's end.
+// The controller's part of the VMI phase state machine (kubevirt-api's
+// vmi-phase.ts): the phases up to Scheduled; from there the handler on the
+// VMI's node moves the phase, and the controller only notices the pod's end.
 
 export type VmiAction = { kind: "none" } | { kind: "createPod" } | { kind: "deletePods"; pods: Pod[] };
 
@@ -21,12 +23,11 @@ export interface VmiObservation {
 
 const podFinished = (pod: Pod) => pod.status?.phase === "Succeeded" || pod.status?.phase === "Failed";
 const podReady = (pod: Pod) => pod.status?.phase === "Running" && pod.status.conditions?.some((c) => c.type === "Ready" && c.status === "True") === true;
-const handedOver = (phase: string | undefined) => phase === VmiPhase.Scheduled || phase === VmiPhase.Running;
 
 export function decideVmi(o: VmiObservation): VmiAction {
   const { vmi, pods } = o;
   const live = pods.filter((p) => !p.metadata.deletionTimestamp);
-  if (vmi.metadata.deletionTimestamp || isFinal(vmi.status?.phase)) return live.length > 0 ? { kind: "deletePods", pods: live } : { kind: "none" };
+  if (vmi.metadata.deletionTimestamp || isFinalPhase(vmi.status?.phase)) return live.length > 0 ? { kind: "deletePods", pods: live } : { kind: "none" };
   // One launcher per VMI: should a second ever appear, the newer ones go.
   if (live.length > 1) return { kind: "deletePods", pods: live.slice(1) };
   if (pods.length === 0 && (vmi.status?.phase ?? VmiPhase.Pending) === VmiPhase.Pending && o.invalid === undefined) return { kind: "createPod" };
@@ -35,7 +36,7 @@ export function decideVmi(o: VmiObservation): VmiAction {
 
 function nextPhase(o: VmiObservation, pod: Pod | undefined): { phase: VmiPhase; reason?: string; message?: string } {
   const phase = (o.vmi.status?.phase ?? VmiPhase.Pending);
-  if (isFinal(phase)) return { phase };
+  if (isFinalPhase(phase)) return { phase };
   if (!pod) {
     if (phase === VmiPhase.Pending) return { phase };
     return { phase: VmiPhase.Failed, reason: "LauncherPodGone", message: "The virt-launcher pod of the VMI is gone." };
@@ -44,7 +45,7 @@ function nextPhase(o: VmiObservation, pod: Pod | undefined): { phase: VmiPhase; 
     const detail = pod.status?.message ?? pod.status?.containerStatuses?.find((c) => c.state?.terminated)?.state?.terminated?.reason ?? "";
     return { phase: VmiPhase.Failed, reason: "LauncherPodFailed", message: `The virt-launcher pod ended (${pod.status?.phase ?? ""})${detail ? `: ${detail}` : ""}.` };
   }
-  if (handedOver(phase)) return { phase };
+  if (isHandedOver(phase)) return { phase };
   return podReady(pod) ? { phase: VmiPhase.Scheduled } : { phase: VmiPhase.Scheduling };
 }
 
@@ -55,39 +56,44 @@ function podConditions(conditions: Condition[], pod: Pod | undefined, now: Date)
     scheduled?.status === "False"
       ? setCondition<Condition>(list, { type: VmiConditionType.PodScheduled, status: "False", reason: scheduled.reason ?? "Unschedulable", message: scheduled.message ?? "" }, now)
       : removeCondition(list, VmiConditionType.PodScheduled);
-  const waiting = [...(pod?.status?.containerStatuses ?? []), ...((pod?.status as { initContainerStatuses?: NonNullable<Pod["status"]>["containerStatuses"] } | undefined)?.initContainerStatuses ?? [])]
+  const waiting = [...(pod?.status?.containerStatuses ?? []), ...(pod?.status?.initContainerStatuses ?? [])]
     .map((c) => c.state?.waiting)
     .find((w) => w?.reason === "ErrImagePull" || w?.reason === "ImagePullBackOff");
-  return waiting
-    ? setCondition<Condition>(list, { type: VmiConditionType.Synchronized, status: "False", reason: waiting.reason ?? "ErrImagePull", message: waiting.message ?? "" }, now)
-    : list;
+  if (waiting) return setCondition<Condition>(list, { type: VmiConditionType.Synchronized, status: "False", reason: waiting.reason ?? "ErrImagePull", message: waiting.message ?? "" }, now);
+  const secrets = pod && secretsWaitMessage(pod);
+  return secrets ? setCondition<Condition>(list, { type: VmiConditionType.Synchronized, status: "False", reason: "LauncherPodWaiting", message: secrets }, now) : list;
 }
 
 /** The VMI's status after this look at its pod. */
 export function deriveVmiStatus(o: VmiObservation): VmiStatus {
   const { vmi, now } = o;
   const pod = o.pods.find((p) => !p.metadata.deletionTimestamp) ?? o.pods[0];
-  const previous = vmi.status ?? {};
+  // Pending since its creation: virt-api's webhook says so on create, as KubeVirt's does; a VMI that came without it still has it.
+  const previous = vmi.status?.phase ? vmi.status : withPhase(vmi.status ?? {}, VmiPhase.Pending, vmi.metadata.creationTimestamp ?? kubeTime(now));
   const { phase, reason, message } = nextPhase(o, pod);
-  const stamp = kubeTime(now);
-  const status: VmiStatus = { ...previous, phase };
+  const status = withPhase(previous, phase, kubeTime(now));
   if (phase !== previous.phase) {
-    status.phaseTransitionTimestamps = [...(previous.phaseTransitionTimestamps ?? []), { phase, phaseTransitionTimestamp: stamp }];
     if (reason) status.reason = reason;
     if (message) status.message = message;
   }
-  if (phase === VmiPhase.Scheduled && !handedOver(previous.phase) && pod?.spec?.nodeName) status.nodeName = pod.spec.nodeName;
-  const activePods = Object.fromEntries(o.pods.filter((p) => p.spec?.nodeName && p.metadata.uid).map((p) => [p.metadata.uid ?? "", p.spec?.nodeName ?? ""]));
-  if (Object.keys(activePods).length > 0) status.activePods = activePods;
-  else delete status.activePods;
+  if (phase === VmiPhase.Scheduled && !isHandedOver(previous.phase) && pod?.spec?.nodeName) status.nodeName = pod.spec.nodeName;
+  // The pods are named from the hand-over on (the handler trusts only the pod named here), not while the pod
+  // starts: its node alone is no news to anyone, and a write for it would be one more write per VMI.
+  if (phase !== VmiPhase.Pending && phase !== VmiPhase.Scheduling) {
+    const activePods = Object.fromEntries(o.pods.filter((p) => p.spec?.nodeName && p.metadata.uid).map((p) => [p.metadata.uid ?? "", p.spec?.nodeName ?? ""]));
+    if (Object.keys(activePods).length > 0) status.activePods = activePods;
+    else delete status.activePods;
+  }
 
-  let conditions = removeCondition(previous.conditions ?? [], VmiConditionType.Synchronized);
+  // Until the VMI is handed over, Synchronized says what the controller saw; from then on the handler
+  // owns it (a launcher that failed), and the controller leaves it to the handler until the VMI ends.
+  let conditions = isHandedOver(previous.phase) && !isFinalPhase(phase) ? previous.conditions ?? [] : removeCondition(previous.conditions ?? [], VmiConditionType.Synchronized);
   if (o.invalid !== undefined) {
     conditions = setCondition<Condition>(conditions, { type: VmiConditionType.Synchronized, status: "False", reason: "InvalidSpec", message: o.invalid }, now);
-  } else if (!isFinal(phase)) {
+  } else if (!isFinalPhase(phase)) {
     conditions = podConditions(conditions, pod, now);
   }
-  if (isFinal(phase)) {
+  if (isFinalPhase(phase)) {
     conditions = setCondition<Condition>(removeCondition(conditions, VmiConditionType.PodScheduled), { type: VmiConditionType.Ready, status: "False", reason: "VMIFinished", message: `The VMI is ${phase}.` }, now);
   }
   status.conditions = conditions;

@@ -1,8 +1,9 @@
-import type { VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import { LauncherEnv, type VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 import { describe, expect, it } from "vitest";
-import { defaultPullPolicy, launcherPod } from "./pod.ts";
+import type { Pod } from "@kubevirt-ts/kube";
+import { defaultPullPolicy, launcherPod, secretsWaitMessage } from "./pod.ts";
 
-const config = { launcherImage: "kubevirt-ts.local/virt-launcher:abc", imagePullPolicy: "IfNotPresent" as const, opsPort: 9102, allowEmulation: true };
+const config = { launcherImage: "kubevirt-ts.local/virt-launcher:abc", imagePullPolicy: "IfNotPresent" as const, allowEmulation: true };
 
 function vmi(mutate: (v: VirtualMachineInstance) => void = () => undefined): VirtualMachineInstance {
   const value: VirtualMachineInstance = {
@@ -17,8 +18,9 @@ function vmi(mutate: (v: VirtualMachineInstance) => void = () => undefined): Vir
 
 describe("launcherPod", () => {
   const pod = launcherPod(vmi(), config);
-  const spec = pod.spec as unknown as Record<string, unknown> & { containers: Record<string, unknown>[]; securityContext: Record<string, unknown> };
-  const compute = spec.containers[0] ?? {};
+  const { spec } = pod;
+  const [compute] = spec.containers;
+  if (!compute) throw new Error("the launcher pod has no container");
 
   it("is named after the VMI and owned by it", () => {
     expect(pod.metadata.generateName).toBe("virt-launcher-testvm-");
@@ -31,15 +33,14 @@ describe("launcherPod", () => {
 
   it("asks for the guest's memory plus the overhead", () => {
     // 1 GiB guest + 180 MiB base + ~10.24 MiB (1%) + 2 vCPUs × 8 MiB + 16 MiB video = 1246.24 MiB, rounded up
-    expect((compute.resources as { requests: { memory: string } }).requests.memory).toBe("1247Mi");
+    expect(compute.resources?.requests?.memory).toBe("1247Mi");
   });
 
   it.each([
     ["memory limit", vmi((v) => (v.spec.domain.resources = { limits: { memory: "1Gi" } })), { memory: "1247Mi" }],
     ["cpu limit", vmi((v) => (v.spec.domain.resources = { limits: { cpu: "2" } })), { cpu: "2" }],
   ])("passes a %s on", (_name, given, limits) => {
-    const container = (launcherPod(given, config).spec as unknown as { containers: { resources: { limits?: unknown } }[] }).containers[0];
-    expect(container?.resources.limits).toEqual(limits);
+    expect(launcherPod(given, config).spec.containers[0]?.resources?.limits).toEqual(limits);
   });
 
   it("runs as the unprivileged qemu user", () => {
@@ -61,12 +62,18 @@ describe("launcherPod", () => {
   });
 
   it("gives the guest its grace period and the launcher some more", () => {
-    expect(launcherPod(vmi((v) => (v.spec.terminationGracePeriodSeconds = 60)), config).spec?.terminationGracePeriodSeconds).toBe(75);
+    expect(launcherPod(vmi((v) => (v.spec.terminationGracePeriodSeconds = 60)), config).spec.terminationGracePeriodSeconds).toBe(75);
     expect(spec.terminationGracePeriodSeconds).toBe(45);
   });
 
   it("tells the launcher whether emulation is allowed and how long the guest has to shut down", () => {
     expect(compute.env).toEqual(expect.arrayContaining([{ name: "ALLOW_EMULATION", value: "true" }, { name: "GRACE_PERIOD_SECONDS", value: "30" }]));
+  });
+
+  it("sets only the environment the launcher reads (the layout's), and serves the ops port it listens on", () => {
+    expect(compute.env?.map((e) => e.name).sort()).toEqual(Object.values(LauncherEnv).sort());
+    expect(compute.ports).toEqual([{ name: "ops", containerPort: 9102 }]);
+    expect(compute.env).toContainEqual({ name: "OPS_PORT", value: "9102" });
   });
 
   it("mounts the sockets folder the handler reaches", () => {
@@ -85,10 +92,10 @@ describe("containerDisks", () => {
       { name: "cloudinit", cloudInitNoCloud: { userData: "#cloud-config" } },
     ];
   });
-  const spec = launcherPod(withDisks, config).spec as unknown as { initContainers: Record<string, unknown>[]; containers: { volumeMounts: unknown[] }[] };
+  const { spec } = launcherPod(withDisks, config);
 
   it("are copied by init containers running each image, with the launcher's static copier", () => {
-    expect(spec.initContainers.map((c) => [c.name, c.image, c.command])).toEqual([
+    expect(spec.initContainers?.map((c) => [c.name, c.image, c.command])).toEqual([
       ["container-disk-binary", "kubevirt-ts.local/virt-launcher:abc", ["cp", "/usr/local/bin/kubevirt-ts-disk-copy", "/var/run/kubevirt-ts/tools/kubevirt-ts-disk-copy"]],
       ["volume-root", "kubevirt-ts.local/guest:1", ["/var/run/kubevirt-ts/tools/kubevirt-ts-disk-copy", "/disk", "/var/run/kubevirt-ts/container-disks/root"]],
       ["volume-data", "registry.example/disk", ["/var/run/kubevirt-ts/tools/kubevirt-ts-disk-copy", "/disk/data.qcow2", "/var/run/kubevirt-ts/container-disks/data"]],
@@ -103,8 +110,8 @@ describe("containerDisks", () => {
     const kernelBoot = launcherPod(
       vmi((v) => (v.spec.domain.firmware = { kernelBoot: { container: { image: "kubevirt-ts.local/tiny-guest:1", kernelPath: "/boot/vmlinuz", initrdPath: "/boot/initrd.gz" } } })),
       config,
-    ).spec as unknown as { initContainers: { name: string; command: string[] }[] };
-    expect(kernelBoot.initContainers.map((c) => [c.name, c.command.slice(1)])).toEqual([
+    ).spec;
+    expect(kernelBoot.initContainers?.map((c) => [c.name, c.command?.slice(1)])).toEqual([
       ["container-disk-binary", ["/usr/local/bin/kubevirt-ts-disk-copy", "/var/run/kubevirt-ts/tools/kubevirt-ts-disk-copy"]],
       ["kernel-boot-0", ["/boot/vmlinuz", "/var/run/kubevirt-ts/kernel-boot"]],
       ["kernel-boot-1", ["/boot/initrd.gz", "/var/run/kubevirt-ts/kernel-boot"]],
@@ -120,5 +127,52 @@ describe("containerDisks", () => {
     ["quay.io/disk@sha256:abcd", "IfNotPresent"],
   ])("pull %s with %s unless the volume says otherwise", (image, policy) => {
     expect(defaultPullPolicy(image)).toBe(policy);
+  });
+});
+
+describe("cloud-init Secrets", () => {
+  const withSecrets = launcherPod(
+    vmi((v) => {
+      v.spec.volumes = [
+        { name: "root", containerDisk: { image: "kubevirt-ts.local/guest:1" } },
+        { name: "cloudinitdisk", cloudInitNoCloud: { secretRef: { name: "testvm-user" }, networkDataSecretRef: { name: "testvm-net" } } },
+      ];
+    }),
+    config,
+  ).spec;
+
+  it("reach the launcher as Secret volumes of the pod, read-only and readable by its group alone", () => {
+    expect(withSecrets.volumes).toContainEqual({ name: "cloud-init-1-userdata", secret: { secretName: "testvm-user", defaultMode: 0o440 } });
+    expect(withSecrets.volumes).toContainEqual({ name: "cloud-init-1-networkdata", secret: { secretName: "testvm-net", defaultMode: 0o440 } });
+    expect(withSecrets.containers[0]?.volumeMounts).toContainEqual({ name: "cloud-init-1-userdata", mountPath: "/var/run/kubevirt-ts/cloud-init-secrets/cloudinitdisk/userdata", readOnly: true });
+    expect(withSecrets.containers[0]?.volumeMounts).toContainEqual({ name: "cloud-init-1-networkdata", mountPath: "/var/run/kubevirt-ts/cloud-init-secrets/cloudinitdisk/networkdata", readOnly: true });
+  });
+
+  it("are only in the pod of a VMI that references them", () => {
+    expect(launcherPod(vmi(), config).spec.volumes?.filter((v) => v.secret)).toEqual([]);
+  });
+});
+
+describe("secretsWaitMessage", () => {
+  const launcher = (status: NonNullable<Pod["status"]>, volumes: NonNullable<Pod["spec"]>["volumes"] = [{ name: "cloud-init-1-userdata", secret: { secretName: "testvm-user" } }]): Pod => ({
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: "virt-launcher-testvm-abcde", namespace: "ns" },
+    spec: { nodeName: "node-1", containers: [], volumes },
+    status,
+  });
+  const started = { ready: false, image: "", imageID: "", restartCount: 0, state: {} };
+  const waiting = { ...started, name: "compute", state: { waiting: { reason: "ContainerCreating" } } };
+
+  it("names the Secrets a pod that started nothing waits for, and where to see why", () => {
+    expect(secretsWaitMessage(launcher({ phase: "Pending", containerStatuses: [waiting] }))).toBe(
+      "The launcher pod virt-launcher-testvm-abcde has not started yet; it mounts the cloud-init Secret testvm-user, which must exist in namespace ns. If it stays so, create it; kubectl describe pod virt-launcher-testvm-abcde -n ns shows the kubelet's reason.",
+    );
+  });
+
+  it("says nothing once a container runs, or for a pod without Secrets", () => {
+    expect(secretsWaitMessage(launcher({ phase: "Pending", initContainerStatuses: [{ ...started, name: "volume-root" }], containerStatuses: [waiting] }))).toBeUndefined();
+    expect(secretsWaitMessage(launcher({ phase: "Running", containerStatuses: [{ ...waiting, state: {} }] }))).toBeUndefined();
+    expect(secretsWaitMessage(launcher({ phase: "Pending", containerStatuses: [waiting] }, [{ name: "sockets", emptyDir: {} }]))).toBeUndefined();
   });
 });

@@ -1,32 +1,24 @@
-import type { KubeObject } from "@kubevirt-ts/kube";
-import { API_VERSION, Annotation, Kind, LAUNCHER_UID, Label, LabelValue, type VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import type { Pod, PodSpec } from "@kubevirt-ts/kube";
+import {
+  API_VERSION, Annotation, DEFAULT_GRACE_PERIOD_SECONDS, Kind, LAUNCHER_CONTAINER, LAUNCHER_OPS_PORT, LAUNCHER_UID, Label, LabelValue, LauncherDir, LauncherVolume,
+  type VirtualMachineInstance, cloudInitSecretMounts, launcherEnv,
+} from "@kubevirt-ts/kubevirt-api";
 import { controllerRef } from "../common/owner.ts";
 import { guestMemoryBytes, memoryOverheadBytes, toMebibytes } from "./resources.ts";
 
 // The launcher pod of a VMI, as a pure function of the VMI and the
-// controller's configuration.
+// controller's configuration. Its folders, volumes, sockets, environment and
+// port are kubevirt-api's launcher layout (launcher-layout.ts), which the
+// launcher and the handler use too.
 
 export interface LauncherPodConfig {
   launcherImage: string;
   imagePullPolicy: "Always" | "IfNotPresent" | "Never";
-  /** The launcher's operations port, probed for readiness. */
-  opsPort: number;
   /** KubeVirt's useEmulation: guests may run with QEMU's emulation where KVM is unusable. */
   allowEmulation: boolean;
 }
 
-/** Where the launcher puts its sockets; the handler reaches them through the pod's volume on the node. */
-export const SOCKETS_DIR = "/var/run/kubevirt-ts/sockets";
-export const SOCKETS_VOLUME = "sockets";
-/** The launcher's own writable folder: libvirt's state, disk overlays, seed ISOs. */
-export const LAUNCHER_STATE_DIR = "/var/run/kubevirt-ts/launcher";
-export const DEFAULT_GRACE_PERIOD_SECONDS = 30;
-/** Where the containerDisk copier is put for the containerDisk images to run. */
-export const TOOLS_DIR = "/var/run/kubevirt-ts/tools";
-/** Where each containerDisk's files land, one folder per volume, for the launcher to boot from. */
-export const CONTAINER_DISKS_DIR = "/var/run/kubevirt-ts/container-disks";
-/** Where a kernel boot's kernel and initrd land. */
-export const KERNEL_BOOT_DIR = "/var/run/kubevirt-ts/kernel-boot";
+const { tools: TOOLS_DIR, containerDisks: CONTAINER_DISKS_DIR, kernelBoot: KERNEL_BOOT_DIR } = LauncherDir;
 const DISK_COPY = "kubevirt-ts-disk-copy";
 
 /** KubeVirt's pull policy for a containerDisk that names none: Always for :latest or no tag, IfNotPresent otherwise. */
@@ -45,7 +37,7 @@ const smallResources = { requests: { cpu: "10m", memory: "16Mi" }, limits: { mem
  * launcher image is handed to them first; each then copies its disk into a
  * volume the launcher reads.
  */
-function containerDiskInitContainers(vmi: VirtualMachineInstance, config: LauncherPodConfig): Record<string, unknown>[] {
+function containerDiskInitContainers(vmi: VirtualMachineInstance, config: LauncherPodConfig): NonNullable<PodSpec["initContainers"]> {
   const disks = (vmi.spec.volumes ?? []).flatMap((v) => (v.containerDisk ? [{ name: v.name, disk: v.containerDisk }] : []));
   const kernel = vmi.spec.domain.firmware?.kernelBoot?.container;
   if (disks.length === 0 && !kernel) return [];
@@ -59,7 +51,7 @@ function containerDiskInitContainers(vmi: VirtualMachineInstance, config: Launch
       command: ["cp", `/usr/local/bin/${DISK_COPY}`, `${TOOLS_DIR}/${DISK_COPY}`],
       resources: smallResources,
       securityContext: restrictedContainer,
-      volumeMounts: [{ name: "tools", mountPath: TOOLS_DIR }],
+      volumeMounts: [{ name: LauncherVolume.tools, mountPath: TOOLS_DIR }],
     },
     ...disks.map(({ name, disk }) => ({
       name: `volume-${name}`,
@@ -69,8 +61,8 @@ function containerDiskInitContainers(vmi: VirtualMachineInstance, config: Launch
       resources: smallResources,
       securityContext: restrictedContainer,
       volumeMounts: [
-        { name: "tools", mountPath: TOOLS_DIR, readOnly: true },
-        { name: "container-disks", mountPath: CONTAINER_DISKS_DIR },
+        { name: LauncherVolume.tools, mountPath: TOOLS_DIR, readOnly: true },
+        { name: LauncherVolume.containerDisks, mountPath: CONTAINER_DISKS_DIR },
       ],
     })),
     ...kernelFiles.map((path, i) => ({
@@ -81,25 +73,14 @@ function containerDiskInitContainers(vmi: VirtualMachineInstance, config: Launch
       resources: smallResources,
       securityContext: restrictedContainer,
       volumeMounts: [
-        { name: "tools", mountPath: TOOLS_DIR, readOnly: true },
-        { name: "kernel-boot", mountPath: KERNEL_BOOT_DIR },
+        { name: LauncherVolume.tools, mountPath: TOOLS_DIR, readOnly: true },
+        { name: LauncherVolume.kernelBoot, mountPath: KERNEL_BOOT_DIR },
       ],
     })),
   ];
 }
 
-export interface Pod extends KubeObject {
-  spec?: Record<string, unknown> & { nodeName?: string; containers?: (Record<string, unknown> & { name: string; image?: string })[] };
-  status?: {
-    phase?: string;
-    reason?: string;
-    message?: string;
-    conditions?: { type: string; status: string; reason?: string; message?: string }[];
-    containerStatuses?: { name: string; ready: boolean; state?: { waiting?: { reason?: string; message?: string }; terminated?: { exitCode?: number; reason?: string } } }[];
-  };
-}
-
-export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConfig): Pod {
+export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConfig): Pod & { spec: PodSpec } {
   const { name = "", namespace, uid = "" } = vmi.metadata;
   const initContainers = containerDiskInitContainers(vmi, config);
   const hasContainerDisks = initContainers.length > 0;
@@ -109,6 +90,8 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
   const memoryLimit = limits?.memory !== undefined ? memoryRequest : undefined;
   const cpuRequest = spec.domain.resources?.requests?.cpu;
   const grace = spec.terminationGracePeriodSeconds ?? DEFAULT_GRACE_PERIOD_SECONDS;
+  // cloud-init Secrets reach the launcher as Secret volumes: the kubelet reads them in the VMI's namespace, no component's account does.
+  const secrets = cloudInitSecretMounts(spec);
   return {
     apiVersion: "v1",
     kind: "Pod",
@@ -145,51 +128,60 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
       ...(hasContainerDisks ? { initContainers } : {}),
       containers: [
         {
-          name: "compute",
+          name: LAUNCHER_CONTAINER,
           image: config.launcherImage,
           imagePullPolicy: config.imagePullPolicy,
-          env: [
-            { name: "VMI_NAME", value: name },
-            { name: "VMI_NAMESPACE", value: namespace ?? "" },
-            { name: "VMI_UID", value: uid },
-            { name: "OPS_PORT", value: String(config.opsPort) },
-            { name: "SOCKETS_DIR", value: SOCKETS_DIR },
-            { name: "STATE_DIR", value: LAUNCHER_STATE_DIR },
-            { name: "CONTAINER_DISKS_DIR", value: CONTAINER_DISKS_DIR },
-            { name: "KERNEL_BOOT_DIR", value: KERNEL_BOOT_DIR },
-            { name: "ALLOW_EMULATION", value: String(config.allowEmulation) },
-            { name: "GRACE_PERIOD_SECONDS", value: String(grace) },
-          ],
-          ports: [{ name: "ops", containerPort: config.opsPort }],
+          env: launcherEnv({ allowEmulation: config.allowEmulation, gracePeriodSeconds: grace }),
+          ports: [{ name: "ops", containerPort: LAUNCHER_OPS_PORT }],
           resources: {
-            requests: { memory: toMebibytes(memoryRequest), ...(cpuRequest !== undefined ? { cpu: cpuRequest } : {}) },
+            requests: { memory: toMebibytes(memoryRequest), ...(cpuRequest !== undefined ? { cpu: String(cpuRequest) } : {}) },
             ...(memoryLimit !== undefined || limits?.cpu !== undefined
-              ? { limits: { ...(memoryLimit !== undefined ? { memory: toMebibytes(memoryLimit) } : {}), ...(limits?.cpu !== undefined ? { cpu: limits.cpu } : {}) } }
+              ? { limits: { ...(memoryLimit !== undefined ? { memory: toMebibytes(memoryLimit) } : {}), ...(limits?.cpu !== undefined ? { cpu: String(limits.cpu) } : {}) } }
               : {}),
           },
-          readinessProbe: { httpGet: { path: "/readyz", port: "ops" }, periodSeconds: 2, failureThreshold: 3 },
+          // Probed every second: the VMI is handed to its node only once the launcher is ready, so this is on the start path.
+          readinessProbe: { httpGet: { path: "/readyz", port: "ops" }, periodSeconds: 1, failureThreshold: 3 },
           securityContext: {
             allowPrivilegeEscalation: false,
             runAsNonRoot: true,
             capabilities: { drop: ["ALL"], add: ["NET_BIND_SERVICE"] },
           },
           volumeMounts: [
-            { name: SOCKETS_VOLUME, mountPath: SOCKETS_DIR },
-            { name: "launcher-state", mountPath: LAUNCHER_STATE_DIR },
+            { name: LauncherVolume.sockets, mountPath: LauncherDir.sockets },
+            { name: LauncherVolume.state, mountPath: LauncherDir.state },
             ...(hasContainerDisks
               ? [
-                  { name: "container-disks", mountPath: CONTAINER_DISKS_DIR, readOnly: true },
-                  { name: "kernel-boot", mountPath: KERNEL_BOOT_DIR, readOnly: true },
+                  { name: LauncherVolume.containerDisks, mountPath: CONTAINER_DISKS_DIR, readOnly: true },
+                  { name: LauncherVolume.kernelBoot, mountPath: KERNEL_BOOT_DIR, readOnly: true },
                 ]
               : []),
+            ...secrets.map((m) => ({ name: m.podVolume, mountPath: `${LauncherDir.cloudInitSecrets}/${m.relativeDir}`, readOnly: true })),
           ],
         },
       ],
       volumes: [
-        { name: SOCKETS_VOLUME, emptyDir: {} },
-        { name: "launcher-state", emptyDir: {} },
-        ...(hasContainerDisks ? [{ name: "tools", emptyDir: { sizeLimit: "16Mi" } }, { name: "container-disks", emptyDir: {} }, { name: "kernel-boot", emptyDir: {} }] : []),
+        { name: LauncherVolume.sockets, emptyDir: {} },
+        { name: LauncherVolume.state, emptyDir: {} },
+        ...(hasContainerDisks
+          ? [{ name: LauncherVolume.tools, emptyDir: { sizeLimit: "16Mi" } }, { name: LauncherVolume.containerDisks, emptyDir: {} }, { name: LauncherVolume.kernelBoot, emptyDir: {} }]
+          : []),
+        // Readable by the launcher's group (the pod's fsGroup) only; the pod does not start until the Secret exists.
+        ...secrets.map((m) => ({ name: m.podVolume, secret: { secretName: m.secretName, defaultMode: 0o440 } })),
       ],
     },
   };
+}
+
+/**
+ * Why the VMI waits, while its launcher pod has started nothing yet and
+ * mounts Secrets: the kubelet holds a pod until each Secret it mounts
+ * exists, and says so only in the pod's events. Undefined otherwise.
+ */
+export function secretsWaitMessage(pod: Pod): string | undefined {
+  const secrets = (pod.spec?.volumes ?? []).flatMap((v) => (v.secret?.secretName ? [v.secret.secretName] : []));
+  const statuses = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])];
+  const nothingStarted = pod.status?.phase === "Pending" && statuses.length > 0 && statuses.every((c) => c.state?.waiting !== undefined);
+  if (!nothingStarted || secrets.length === 0) return undefined;
+  const { name = "", namespace = "" } = pod.metadata;
+  return `The launcher pod ${name} has not started yet; it mounts the cloud-init Secret${secrets.length > 1 ? "s" : ""} ${secrets.join(", ")}, which must exist in namespace ${namespace}. If it stays so, create ${secrets.length > 1 ? "them" : "it"}; kubectl describe pod ${name} -n ${namespace} shows the kubelet's reason.`;
 }

@@ -4,11 +4,10 @@ import { access, constants } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { promisify } from "node:util";
 import { type Domain, DomainState, type Hypervisor } from "@unraid/libvirt";
-import type { VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import { type GuestOsInfo, SocketsVolume, type VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import { type DomainStatus, RpcError } from "@kubevirt-ts/launcher-protocol";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { type DomainType, chooseDomainType, domainName, domainXml } from "../domain/converter.ts";
-import { type DomainStatus, type GuestOsInfo, SocketsVolume } from "../rpc/protocol.ts";
-import { RpcError } from "../rpc/server.ts";
 import { prepareDisks } from "../storage/prepare.ts";
 
 // The launcher's one domain: defined and started from the VMI the handler
@@ -21,6 +20,7 @@ export interface LauncherLayout {
   containerDisksDir: string;
   kernelBootDir: string;
   disksDir: string;
+  cloudInitSecretsDir: string;
 }
 
 export interface DomainManagerOptions {
@@ -102,7 +102,7 @@ export class DomainManager {
       throw new RpcError("Failed", "the domain has stopped; a launcher runs its guest once");
     }
     this.domainType = chooseDomainType({ kvmUsable: await usable(this.o.kvmDevice), allowEmulation: this.o.allowEmulation });
-    const disks = await prepareDisks(vmi, { containerDisksDir: layout.containerDisksDir, disksDir: layout.disksDir });
+    const disks = await prepareDisks(vmi, layout);
     const container = vmi.spec.domain.firmware?.kernelBoot?.container;
     const kernelBoot = container
       ? {
@@ -144,12 +144,6 @@ export class DomainManager {
     return this.state();
   }
 
-  /** Asks the guest to power off through ACPI. */
-  async shutdown(): Promise<DomainStatus> {
-    await this.o.hypervisor.domainShutdown(this.require());
-    return this.state();
-  }
-
   private async virsh(command: string, ...args: string[]): Promise<string> {
     this.require();
     const name = this.name ?? "";
@@ -184,12 +178,6 @@ export class DomainManager {
   /** Resets the virtual machine at once, without the guest's say, like a hardware reset. */
   async reset(): Promise<DomainStatus> {
     await this.virsh("reset");
-    return this.state();
-  }
-
-  async kill(): Promise<DomainStatus> {
-    const domain = this.require();
-    if ((await this.state()).state !== "Shutoff") await this.o.hypervisor.domainDestroy(domain);
     return this.state();
   }
 

@@ -1,14 +1,15 @@
 import { execFile } from "node:child_process";
-import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { mkdir, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { type VirtualMachineInstance, parseQuantity } from "@kubevirt-ts/kubevirt-api";
 import type { PreparedDisk } from "../domain/converter.ts";
+import { cloudInitData, cloudInitIso } from "./cloud-init.ts";
 
 // The files behind a VMI's volumes, made in the launcher's own folder:
 // containerDisks as copy-on-write overlays over the read-only copy their
 // init container made, emptyDisks as sparse qcow2 files, cloud-init as a
-// NoCloud seed ISO.
+// NoCloud seed ISO, its data inline or from the Secrets the kubelet mounted.
 
 const exec = promisify(execFile);
 
@@ -17,6 +18,8 @@ export interface StorageLayout {
   containerDisksDir: string;
   /** Where the launcher writes overlays, blank disks and seed ISOs. */
   disksDir: string;
+  /** Where the pod mounts the cloud-init Secrets (CLOUD_INIT_SECRETS_DIR). */
+  cloudInitSecretsDir: string;
 }
 
 async function imageFormat(path: string): Promise<"qcow2" | "raw"> {
@@ -33,27 +36,9 @@ async function containerDiskFile(layout: StorageLayout, volume: string): Promise
   return join(dir, files[0]);
 }
 
-async function cloudInitIso(target: string, userData: string | undefined, networkData: string | undefined, instanceId: string, hostname: string): Promise<void> {
-  const dir = await mkdtemp(`${target}.src-`);
-  try {
-    await writeFile(join(dir, "meta-data"), `instance-id: ${instanceId}\nlocal-hostname: ${hostname}\n`);
-    await writeFile(join(dir, "user-data"), userData ?? "");
-    const files = ["user-data", "meta-data"];
-    if (networkData !== undefined) {
-      await writeFile(join(dir, "network-config"), networkData);
-      files.push("network-config");
-    }
-    // The NoCloud datasource looks for a filesystem labelled "cidata".
-    await exec("genisoimage", ["-quiet", "-output", target, "-volid", "cidata", "-joliet", "-rock", ...files.map((f) => join(dir, f))]);
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-}
-
-const decode = (base64: string | undefined) => (base64 === undefined ? undefined : Buffer.from(base64, "base64").toString("utf8"));
-
 export async function prepareDisks(vmi: VirtualMachineInstance, layout: StorageLayout): Promise<Record<string, PreparedDisk>> {
   await mkdir(layout.disksDir, { recursive: true });
+  const cloudInit = await cloudInitData(vmi, layout.cloudInitSecretsDir);
   const disks: Record<string, PreparedDisk> = {};
   for (const volume of vmi.spec.volumes ?? []) {
     const target = join(layout.disksDir, volume.name);
@@ -68,11 +53,11 @@ export async function prepareDisks(vmi: VirtualMachineInstance, layout: StorageL
       await exec("qemu-img", ["create", "-q", "-f", "qcow2", `${target}.qcow2`, String(Math.ceil(bytes))]);
       disks[volume.name] = { path: `${target}.qcow2`, format: "qcow2" };
     } else if (volume.cloudInitNoCloud) {
-      const source = volume.cloudInitNoCloud;
+      const data = cloudInit.get(volume.name);
       await cloudInitIso(
         `${target}.iso`,
-        source.userData ?? decode(source.userDataBase64),
-        source.networkData ?? decode(source.networkDataBase64),
+        data?.userdata,
+        data?.networkdata,
         vmi.metadata.uid ?? vmi.metadata.name ?? "kubevirt-ts",
         vmi.spec.hostname ?? vmi.metadata.name ?? "kubevirt-ts",
       );

@@ -1,12 +1,12 @@
 "use client";
 
-import type { VirtualMachine, VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import { type VirtualMachine, type VirtualMachineInstance, availableActions } from "@kubevirt-ts/kubevirt-api";
 import { useMutation, useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useEffect, useMemo, useState } from "react";
 import { useLiveVms } from "../../lib/live";
 import { describeError, useTRPC } from "../../lib/trpc";
-import { STATUS_FILTERS, age, matchesStatusFilter, statusInWords } from "../../lib/vm-status";
+import { STATUS_FILTERS, actionAllowed, age, forAnyOf, matchesStatusFilter, statusInWords } from "../../lib/vm-status";
 import { ActionButton, Shell, useNamespace } from "./shell";
 
 function useNow(intervalMs = 5_000): number {
@@ -49,6 +49,11 @@ function VmTable({ namespace }: { namespace: string }) {
   }
 
   const may = permissions.data;
+  // A button for the selection is enabled when the user may, and the state of any selected VM allows it.
+  const forSelection = (action: "start" | "stop" | "delete") => actionAllowed(may?.[action], forAnyOf(chosen.flatMap((name) => {
+    const vm = live.vms.get(name);
+    return vm ? [[name, availableActions(vm, live.vmis.get(name))[action]] as const] : [];
+  })));
   return (
     <>
       <div className="toolbar" role="group" aria-label="Filters and actions">
@@ -65,9 +70,9 @@ function VmTable({ namespace }: { namespace: string }) {
       </div>
       <div className="toolbar" role="group" aria-label="Selected VMs">
         <span className="muted">{chosen.length} selected</span>
-        <ActionButton label="Start" allowed={may?.start.allowed && chosen.length > 0} reason={may?.start.reason} onClick={() => void bulk("Start", start)} />
-        <ActionButton label="Stop" allowed={may?.stop.allowed && chosen.length > 0} reason={may?.stop.reason} onClick={() => void bulk("Stop", stop)} />
-        <ActionButton label="Delete" danger allowed={may?.delete.allowed && chosen.length > 0} reason={may?.delete.reason} onClick={() => { if (window.confirm(`Delete ${chosen.join(", ")}? Their disks' changes are lost.`)) void bulk("Delete", remove); }} />
+        <ActionButton label="Start" {...forSelection("start")} onClick={() => void bulk("Start", start)} />
+        <ActionButton label="Stop" {...forSelection("stop")} onClick={() => void bulk("Stop", stop)} />
+        <ActionButton label="Delete" danger {...forSelection("delete")} onClick={() => { if (window.confirm(`Delete ${chosen.join(", ")}? Their disks' changes are lost.`)) void bulk("Delete", remove); }} />
       </div>
       {outcome && <p role="status">{outcome}</p>}
       {live.error !== null && <p className="error" role="alert">{describeError(live.error).message}</p>}

@@ -6,7 +6,7 @@ import { useRouter } from "next/navigation";
 import { type ReactNode, useState } from "react";
 import { parse, stringify } from "yaml";
 import { describeError, useTRPC } from "../../../lib/trpc";
-import { EMPTY_FORM, type VmForm, causesByField, vmFromForm } from "../../../lib/vm-form";
+import { EMPTY_FORM, type VmForm, causesByField, userDataFor, vmFromForm } from "../../../lib/vm-form";
 import { Shell, useNamespace } from "../shell";
 
 function Field({ id, label, hint, errors, children }: { id: string; label: string; hint?: string; errors?: string[] | undefined; children: (describedBy: string | undefined, invalid: boolean) => ReactNode }) {
@@ -53,7 +53,8 @@ export function CreateVmView() {
       vm = vmFromForm({ ...form, image });
     }
     try {
-      const created = await create.mutateAsync({ namespace, vm });
+      // The password or key goes into a Secret of the VM, not into its spec.
+      const created = await create.mutateAsync({ namespace, vm, cloudInitUserData: userDataFor(vm, form) });
       const name = typeof created.metadata.name === "string" ? created.metadata.name : "";
       router.push(`/vms/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}?ns=${encodeURIComponent(namespace)}`);
     } catch (error) {
@@ -92,7 +93,7 @@ export function CreateVmView() {
             <Field id="vm-user" label="Cloud-init user" hint="Created in the guest at first boot; leave empty for none." errors={errors.user}>
               {(d, invalid) => <input id="vm-user" value={form.user} onChange={set("user")} aria-describedby={d} aria-invalid={invalid} autoComplete="off" />}
             </Field>
-            <Field id="vm-password" label="Password" hint="For logging in on the serial console or VNC.">
+            <Field id="vm-password" label="Password" hint="For logging in on the serial console or VNC. Kept with the SSH key in a Secret of the VM, not in its spec.">
               {(d) => <input id="vm-password" type="password" value={form.password} onChange={set("password")} aria-describedby={d} autoComplete="new-password" />}
             </Field>
             <Field id="vm-ssh" label="SSH public key" hint="Optional: ssh-ed25519 AAAA…">

@@ -1,13 +1,13 @@
 "use client";
 
-import type { VirtualMachine, VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import { type VirtualMachine, type VirtualMachineInstance, availableActions } from "@kubevirt-ts/kubevirt-api";
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { useRouter, useSearchParams } from "next/navigation";
 import { useState } from "react";
 import { parse, stringify } from "yaml";
 import { useLiveVms } from "../../../../lib/live";
 import { describeError, useTRPC } from "../../../../lib/trpc";
-import { statusInWords } from "../../../../lib/vm-status";
+import { actionAllowed, sentence, statusInWords } from "../../../../lib/vm-status";
 import { ActionButton, Shell } from "../../shell";
 import { SerialConsole } from "./serial-console";
 import { VncConsole } from "./vnc-console";
@@ -145,13 +145,16 @@ export function VmDetailsView({ namespace, name }: { namespace: string; name: st
     restart: useMutation(trpc.vms.restart.mutationOptions()),
     pause: useMutation(trpc.vms.pause.mutationOptions()),
     unpause: useMutation(trpc.vms.unpause.mutationOptions()),
+    softReboot: useMutation(trpc.vms.softReboot.mutationOptions()),
+    reset: useMutation(trpc.vms.reset.mutationOptions()),
     delete: useMutation(trpc.vms.delete.mutationOptions()),
   };
   const vm = live.vms.get(name);
   const vmi = live.vmis.get(name);
   const may = permissions.data;
-  const running = vmi?.status?.phase === "Running";
-  const paused = vm?.status?.printableStatus === "Paused";
+  // What the VM's state allows now, by the rules the API refuses with.
+  const state = vm ? availableActions(vm, vmi) : undefined;
+  const consoleState = tab === "Console" ? state?.console : tab === "VNC" ? state?.vnc : undefined;
 
   function act(action: keyof typeof mutations, label: string): void {
     mutations[action].mutate({ namespace, name }, {
@@ -162,9 +165,8 @@ export function VmDetailsView({ namespace, name }: { namespace: string; name: st
       onError: (error) => { setOutcome({ ok: false, text: describeError(error).message }); },
     });
   }
-  const whyNot = (allowed: boolean | undefined, reason: string | undefined, state: boolean, stateReason: string) => ({ allowed: allowed === undefined ? undefined : allowed && state, reason: allowed === false ? reason : stateReason });
-  const button = (action: keyof typeof mutations & keyof NonNullable<typeof may>, label: string, state: boolean, stateReason: string, danger = false) => {
-    const { allowed, reason } = whyNot(may?.[action].allowed, may?.[action].reason, state, stateReason);
+  const button = (action: keyof typeof mutations, label: string, danger = false) => {
+    const { allowed, reason } = actionAllowed(may?.[action], state?.[action]);
     return <ActionButton key={action} label={label} allowed={allowed} reason={reason} danger={danger} busy={mutations[action].isPending} onClick={() => { if (!danger || window.confirm(`${label} ${name}?`)) act(action, label); }} />;
   };
 
@@ -173,13 +175,15 @@ export function VmDetailsView({ namespace, name }: { namespace: string; name: st
       title={name}
       actions={
         <div className="toolbar" role="group" aria-label="Actions">
-          {button("start", "Start", !vmi, "It is already running.")}
-          {button("stop", "Stop", Boolean(vmi), "It is not running.")}
-          {button("restart", "Restart", running, "It is not running.")}
-          {button("pause", "Pause", running && !paused, paused ? "It is paused." : "It is not running.")}
-          {button("unpause", "Unpause", paused, "It is not paused.")}
-          {button("forceStop", "Force stop", Boolean(vmi), "It is not running.", true)}
-          {button("delete", "Delete", true, "", true)}
+          {button("start", "Start")}
+          {button("stop", "Stop")}
+          {button("restart", "Restart")}
+          {button("pause", "Pause")}
+          {button("unpause", "Unpause")}
+          {button("softReboot", "Soft reboot")}
+          {button("reset", "Reset", true)}
+          {button("forceStop", "Force stop", true)}
+          {button("delete", "Delete", true)}
         </div>
       }
     >
@@ -202,8 +206,8 @@ export function VmDetailsView({ namespace, name }: { namespace: string; name: st
           <Events namespace={namespace} name={name} />
         ) : !(tab === "Console" ? may?.console.allowed : may?.vnc.allowed) ? (
           <p className="error" role="alert">{(tab === "Console" ? may?.console.reason : may?.vnc.reason) ?? "Checking your permissions…"}</p>
-        ) : !running ? (
-          <p role="status">The VM is not running; start it to use its {tab === "Console" ? "serial console" : "display"}.</p>
+        ) : consoleState && !consoleState.available ? (
+          <p role="status">{sentence(consoleState.reason)}</p>
         ) : tab === "Console" ? (
           <SerialConsole namespace={namespace} name={name} />
         ) : (

@@ -1,0 +1,43 @@
+// Every bound on what the API reads from the network, in one place. A
+// request past a bound is refused before it is parsed or authenticated:
+// 413 for bodies, 431 for headers, close code 1009 for websocket frames.
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+
+export const limits = {
+  /**
+   * Request line and headers of every HTTP request and websocket upgrade,
+   * read before anything else (Node answers 431 past it). A bearer token is
+   * a few KiB; Node's own default is 16 KiB, kept explicit here.
+   */
+  headerBytes: 16 * KiB,
+  /**
+   * An AdmissionReview from the API server: the object and, on update, the
+   * old object. Kubernetes stores objects of at most 1.5 MiB (etcd's request
+   * limit), so two of them and the envelope fit in 4 MiB.
+   */
+  webhookBodyBytes: 4 * MiB,
+  /**
+   * A tRPC request body: a batch of queries or a mutation carrying one VM
+   * (itself at most 1.5 MiB once stored).
+   */
+  trpcBodyBytes: 2 * MiB,
+  /** The options of a subresource request (StartOptions, StopOptions, ...): a few fields. */
+  subresourceBodyBytes: 64 * KiB,
+  /**
+   * One websocket frame from a console client: keystrokes, a paste, a VNC
+   * client message. The ws server closes the socket with 1009 past it.
+   */
+  consoleFrameBytes: 1 * MiB,
+  /**
+   * What a console client may send before its session is authorized and
+   * connected to the handler (it is held until then): a few keystrokes and
+   * the VNC handshake, never a stream.
+   */
+  consoleEarlyBytes: 64 * KiB,
+  /** How long an HTTP request may take to arrive, headers and body (slow senders are cut off). */
+  requestTimeoutMs: 30_000,
+  /** How long an admission request may take to arrive: the API server gives up on a webhook after its timeoutSeconds (10). */
+  webhookRequestTimeoutMs: 10_000,
+} as const;

@@ -1,0 +1,67 @@
+import { once } from "node:events";
+import { KubeConfig } from "@kubernetes/client-node";
+import { KubeClient } from "@kubevirt-ts/kube";
+import type { Logger } from "@kubevirt-ts/runtime";
+import { inject } from "vitest";
+import { HandlerDialer } from "../src/handler-dialer.ts";
+import { createApiServer } from "../src/server.ts";
+
+// What the API's integration tests share: the API's server against the real
+// API server of vitest-setup, and real users of a test namespace (service
+// accounts with tokens, allowed what KubeVirt's edit and view roles allow).
+
+export interface StartedApi {
+  /** http://127.0.0.1:<port> */
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** The API's HTTP server on a free loopback port, its own client the test control plane's admin. */
+export async function startApi(log: Logger): Promise<StartedApi> {
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromString(inject("kubeconfig"));
+  const own = await KubeClient.fromKubeConfig(kubeConfig);
+  const empty = Buffer.alloc(0);
+  const server = createApiServer({ own, handlers: new HandlerDialer({ own, namespace: "kubevirt-ts", port: 8186, tls: { ca: empty, cert: empty, key: empty } }), guestImages: [{ name: "debian-12", image: "example/debian:12", description: "Debian", boot: "disk" }], log });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const address = server.address();
+  return {
+    url: `http://127.0.0.1:${String(typeof address === "object" && address ? address.port : 0)}`,
+    stop: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+export interface Users {
+  editor: string;
+  viewer: string;
+}
+
+/** Two service accounts with tokens, allowed in the namespace what KubeVirt's edit and view roles allow. */
+export async function users(kubeConfig: KubeConfig, namespace: string): Promise<Users> {
+  const { CoreV1Api, RbacAuthorizationV1Api } = await import("@kubernetes/client-node");
+  const core = kubeConfig.makeApiClient(CoreV1Api);
+  const rbac = kubeConfig.makeApiClient(RbacAuthorizationV1Api);
+  const rules = {
+    editor: [
+      { apiGroups: ["kubevirt.io"], resources: ["virtualmachines", "virtualmachineinstances"], verbs: ["get", "list", "watch", "create", "update", "patch", "delete"] },
+      { apiGroups: ["subresources.kubevirt.io"], resources: ["virtualmachineinstances/console", "virtualmachineinstances/vnc"], verbs: ["get"] },
+      { apiGroups: [""], resources: ["events"], verbs: ["list"] },
+      // As Kubernetes' edit role: the dashboard keeps a VM's cloud-init password in a Secret.
+      { apiGroups: [""], resources: ["secrets"], verbs: ["create"] },
+    ],
+    viewer: [{ apiGroups: ["kubevirt.io"], resources: ["virtualmachines", "virtualmachineinstances"], verbs: ["get", "list", "watch"] }],
+  };
+  const tokens: Record<string, string> = {};
+  for (const [name, roleRules] of Object.entries(rules)) {
+    await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
+    await rbac.createNamespacedRole({ namespace, body: { metadata: { name }, rules: roleRules } });
+    await rbac.createNamespacedRoleBinding({ namespace, body: { metadata: { name }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name }, subjects: [{ kind: "ServiceAccount", name, namespace }] } });
+    const request = await core.createNamespacedServiceAccountToken({ namespace, name, body: { spec: { audiences: [], expirationSeconds: 3600 } } });
+    tokens[name] = request.status?.token ?? "";
+  }
+  return tokens as unknown as Users;
+}

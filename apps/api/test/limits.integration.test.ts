@@ -1,0 +1,157 @@
+import { once } from "node:events";
+import { readFile } from "node:fs/promises";
+import { type IncomingMessage, request } from "node:http";
+import { request as httpsRequest } from "node:https";
+import { type AddressInfo, connect } from "node:net";
+import { join } from "node:path";
+import { test, tlsSecretDir } from "@kubevirt-ts/control-plane/testing";
+import { createLogger } from "@kubevirt-ts/runtime";
+import { afterAll, beforeAll, describe, expect } from "vitest";
+import { WebSocket } from "ws";
+import { limits } from "../src/limits.ts";
+import { createWebhookServer } from "../src/server.ts";
+import { type StartedApi, startApi, users } from "./harness.ts";
+
+// Oversized requests sent to the API's real servers: each is refused at its
+// bound (limits.ts) before it is parsed, and before the sender is
+// authenticated or authorized.
+
+let api: StartedApi;
+const log = createLogger({ component: "api-limits-test", level: "error" });
+
+beforeAll(async () => {
+  api = await startApi(log);
+});
+
+afterAll(() => api.stop());
+
+const consolePath = (namespace: string) => `/apis/subresources.kubevirt.io/v1/namespaces/${namespace}/virtualmachineinstances/absent/console`;
+
+/** Writes `chunk` until the server answers (or twice `max` is sent), and resolves with the answer's status. */
+function streamUntilAnswered(req: ReturnType<typeof request>, max: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    let answered = false;
+    let sent = 0;
+    const chunk = Buffer.alloc(64 * 1024, 0x20);
+    req.on("response", (res: IncomingMessage) => {
+      answered = true;
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    // Once answered, the server may close while this side still writes.
+    req.on("error", (error) => { if (!answered) reject(error); });
+    const pump = () => {
+      while (!answered && sent <= 2 * max) {
+        sent += chunk.length;
+        if (!req.write(chunk)) {
+          req.once("drain", pump);
+          return;
+        }
+      }
+      if (!answered) req.end();
+    };
+    pump();
+  });
+}
+
+describe("the API's HTTP port", () => {
+  test("refuses a tRPC body past its bound with 413", async ({ kubeConfig, namespace }) => {
+    const { editor } = await users(kubeConfig, namespace);
+    const body = JSON.stringify({ namespace, vm: { metadata: { name: "big" }, padding: "x".repeat(limits.trpcBodyBytes) } });
+    const res = await fetch(`${api.url}/trpc/vms.create`, { method: "POST", headers: { authorization: `Bearer ${editor}`, "content-type": "application/json" }, body });
+    expect(res.status).toBe(413);
+    expect(await res.text()).toContain("PAYLOAD_TOO_LARGE");
+  });
+
+  test("refuses headers past their bound with 431, on tRPC and on a console upgrade", async ({ namespace }) => {
+    const status = (path: string, headers: Record<string, string>) =>
+      new Promise<number>((resolve, reject) => {
+        request(`${api.url}${path}`, { headers: { "x-padding": "x".repeat(limits.headerBytes), ...headers } }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        }).on("error", reject).end();
+      });
+    expect(await status("/trpc/whoami", {})).toBe(431);
+    expect(await status(consolePath(namespace), { connection: "Upgrade", upgrade: "websocket", "sec-websocket-version": "13", "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==" })).toBe(431);
+  });
+});
+
+describe("the console proxy", () => {
+  const open = (namespace: string, token: string) => new WebSocket(`${api.url.replace("http:", "ws:")}${consolePath(namespace)}`, ["plain.kubevirt.io"], { headers: { authorization: `Bearer ${token}` } });
+
+  test("closes with 1009 on a frame past its bound, while the session is still being authorized", async ({ kubeConfig, namespace }) => {
+    const { editor } = await users(kubeConfig, namespace);
+    const socket = open(namespace, editor);
+    socket.on("open", () => { socket.send(Buffer.alloc(limits.consoleFrameBytes + 1)); });
+    const [code] = (await once(socket, "close")) as [number, Buffer];
+    expect(code).toBe(1009);
+  });
+
+  test("closes with 1009 when small frames sent with the upgrade, before the session is authorized, add up past their bound", async ({ kubeConfig, namespace }) => {
+    const { editor } = await users(kubeConfig, namespace);
+    // One write: the upgrade request and, right behind it, more small frames than the bound allows.
+    const frame = Buffer.concat([Buffer.from([0x82, 0x80 | 126, 0x04, 0x00, 0, 0, 0, 0]), Buffer.alloc(1024)]); // binary, 1 KiB, masked with zeros
+    const frames = Math.ceil(limits.consoleEarlyBytes / 1024) + 1;
+    const { port } = new URL(api.url);
+    const socket = connect(Number(port), "127.0.0.1");
+    await once(socket, "connect");
+    socket.write(Buffer.concat([
+      Buffer.from(`GET ${consolePath(namespace)} HTTP/1.1\r\nHost: api\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: plain.kubevirt.io\r\nAuthorization: Bearer ${editor}\r\n\r\n`),
+      ...Array.from({ length: frames }, () => frame),
+    ]));
+    // Read up to the server's first frame (a close frame's length fits its second byte).
+    let received = Buffer.alloc(0);
+    const headerEnd = () => received.indexOf("\r\n\r\n");
+    for await (const chunk of socket) {
+      received = Buffer.concat([received, chunk as Buffer]);
+      const start = headerEnd() + 4;
+      if (start >= 4 && received.length >= start + 2 && received.length >= start + 2 + ((received[start + 1] ?? 0) & 0x7f)) break;
+    }
+    socket.destroy();
+    expect(received.subarray(0, headerEnd()).toString()).toMatch(/^HTTP\/1\.1 101 /);
+    // The server's first frame: a close (0x88) with code 1009 and the reason.
+    const close = received.subarray(headerEnd() + 4);
+    expect(close[0]).toBe(0x88);
+    expect(close.readUInt16BE(2)).toBe(1009);
+    expect(close.subarray(4).toString()).toContain("before the console is connected");
+  });
+
+  test("without such floods, the same session is refused for what it is: the VMI does not exist", async ({ kubeConfig, namespace }) => {
+    const { editor } = await users(kubeConfig, namespace);
+    const socket = open(namespace, editor);
+    socket.on("open", () => { socket.send(Buffer.from("ls\r")); });
+    const [code] = (await once(socket, "close")) as [number, Buffer];
+    expect(code).toBe(4404);
+  });
+});
+
+describe("the admission webhooks' port", () => {
+  test("refuses an AdmissionReview past its bound with 413, whether declared or streamed", async () => {
+    const dir = await tlsSecretDir("127.0.0.1", "server", ["127.0.0.1"]);
+    const [ca, cert, key] = await Promise.all(["ca.crt", "tls.crt", "tls.key"].map((name) => readFile(join(dir, name))));
+    const webhooks = createWebhookServer({ cert: cert ?? Buffer.alloc(0), key: key ?? Buffer.alloc(0) }, log);
+    webhooks.listen(0, "127.0.0.1");
+    await once(webhooks, "listening");
+    const post = (headers: Record<string, string>) => httpsRequest({ host: "127.0.0.1", port: (webhooks.address() as AddressInfo).port, path: "/validate-virtualmachines", method: "POST", ca, headers });
+    try {
+      // Declared too large: refused on the header alone, no body sent.
+      const declared = post({ "content-type": "application/json", "content-length": String(limits.webhookBodyBytes + 1) });
+      declared.flushHeaders();
+      const [res] = (await once(declared, "response")) as [IncomingMessage];
+      res.resume();
+      expect(res.statusCode).toBe(413);
+      declared.destroy();
+      // Sent without a length: refused once it grows past the bound, while it is still coming.
+      expect(await streamUntilAnswered(post({ "content-type": "application/json" }), limits.webhookBodyBytes)).toBe(413);
+      // A review within the bound is answered.
+      const small = post({ "content-type": "application/json" });
+      small.end(JSON.stringify({ apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", request: { uid: "u", operation: "DELETE" } }));
+      const [ok] = (await once(small, "response")) as [IncomingMessage];
+      ok.resume();
+      expect(ok.statusCode).toBe(200);
+    } finally {
+      webhooks.closeAllConnections();
+      webhooks.close();
+    }
+  });
+});

@@ -1,0 +1,115 @@
+import { execFile } from "node:child_process";
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { promisify } from "node:util";
+import { KubeConfig } from "@kubernetes/client-node";
+import { ensureBinaries } from "@kubevirt-ts/control-plane";
+import { KUBECONFIG_PATH } from "@kubevirt-ts/local-cluster";
+import { describe, expect, it } from "vitest";
+import { tokenOf } from "../tests/cluster-users.ts";
+import { tinyVm } from "../manifests.ts";
+import { core, custom, imageOf, rbac, suiteNamespace } from "./cluster.ts";
+
+// KubeVirt's subresource API through the Kubernetes API server, as virtctl
+// and every KubeVirt client reach it: the chart's APIService, the API
+// server's aggregation layer, virt-api. Users are a service account bound to
+// Kubernetes' edit role (which aggregates kubevirt.io:edit) and the local
+// cluster's viewer (the view role); they use kubectl with their own tokens.
+
+const ns = suiteNamespace("e2e-subresources");
+const vmPath = (name: string, sub: string) => `/apis/subresources.kubevirt.io/v1/namespaces/${ns.name}/virtualmachines/${name}/${sub}`;
+const vmiPath = (name: string, sub: string) => `/apis/subresources.kubevirt.io/v1/namespaces/${ns.name}/virtualmachineinstances/${name}/${sub}`;
+
+const kubeconfigs = new Map<string, Promise<string>>();
+
+/** A kubeconfig of the local cluster with the user's token alone (the admin's client certificate would authenticate first), written once per token. */
+function userKubeconfig(token: string): Promise<string> {
+  let file = kubeconfigs.get(token);
+  if (!file) kubeconfigs.set(token, (file = writeUserKubeconfig(token)));
+  return file;
+}
+
+async function writeUserKubeconfig(token: string): Promise<string> {
+  const admin = new KubeConfig();
+  admin.loadFromFile(KUBECONFIG_PATH);
+  const cluster = admin.getCurrentCluster();
+  if (!cluster) throw new Error(`no cluster in ${KUBECONFIG_PATH}`);
+  const user = new KubeConfig();
+  user.loadFromClusterAndUser(cluster, { name: "user", token });
+  const file = join(await mkdtemp(join(tmpdir(), "user-")), "kubeconfig");
+  await writeFile(file, user.exportConfig(), { mode: 0o600 });
+  return file;
+}
+
+/** kubectl as a user: PUT (replace --raw) of an options body; "done", or the error's text when refused. */
+async function put(token: string, path: string, body = "{}"): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), "options-"));
+  await writeFile(join(dir, "options.json"), body);
+  const kubectl = join(await ensureBinaries(["kubectl"]), "kubectl");
+  return promisify(execFile)(kubectl, [`--kubeconfig=${await userKubeconfig(token)}`, "replace", "--raw", path, "-f", join(dir, "options.json")]).then(
+    () => "done",
+    (error: unknown) => (error as { stderr?: string }).stderr ?? String(error),
+  );
+}
+
+async function editorToken(): Promise<string> {
+  await core.createNamespacedServiceAccount({ namespace: ns.name, body: { metadata: { name: "editor" } } });
+  await rbac.createNamespacedRoleBinding({
+    namespace: ns.name,
+    body: { metadata: { name: "editor" }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "edit" }, subjects: [{ kind: "ServiceAccount", name: "editor", namespace: ns.name }] },
+  });
+  return (await core.createNamespacedServiceAccountToken({ namespace: ns.name, name: "editor", body: { spec: { audiences: [], expirationSeconds: 3600 } } })).status?.token ?? "";
+}
+
+const vmiPhase = async (name: string) => (await ns.get("virtualmachineinstances", name))?.status?.phase as string | undefined;
+const conditions = async (name: string) => ((await ns.get("virtualmachineinstances", name))?.status?.conditions ?? []) as { type: string; status: string }[];
+
+describe("KubeVirt's subresource API through the Kubernetes API server", () => {
+  it("is an available APIService whose discovery lists the subresources", async () => {
+    for (const version of ["v1", "v1alpha3"]) {
+      await expect
+        .poll(async () => ns.kubectl("get", "apiservice", `${version}.subresources.kubevirt.io`, "-o", "jsonpath={.status.conditions[?(@.type=='Available')].status}"), { timeout: 90_000, interval: 1_000 })
+        .toBe("True");
+    }
+    const list = JSON.parse(await ns.kubectl("get", "--raw", "/apis/subresources.kubevirt.io/v1")) as { groupVersion: string; resources: { name: string }[] };
+    expect(list.groupVersion).toBe("subresources.kubevirt.io/v1");
+    expect(list.resources.map((r) => r.name)).toEqual(expect.arrayContaining(["virtualmachines/start", "virtualmachines/stop", "virtualmachines/restart", "virtualmachineinstances/pause", "virtualmachineinstances/unpause", "virtualmachineinstances/softreboot", "virtualmachineinstances/reset"]));
+  });
+
+  it("starts, pauses, unpauses and stops a Manual VM for an editor, and refuses a viewer with 403", { timeout: 240_000 }, async () => {
+    const editor = await editorToken();
+    const viewer = tokenOf("viewer");
+    const body = tinyVm("manual", imageOf("tiny-guest"), ns.name);
+    body.spec.runStrategy = "Manual";
+    await custom.createNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace: ns.name, plural: "virtualmachines", body });
+
+    // The viewer is refused by the API server itself, which authorizes before it passes the request on.
+    const refused = await put(viewer, vmPath("manual", "start"));
+    expect(refused).toMatch(/Forbidden|forbidden/);
+    expect(refused).toContain("virtualmachines/start");
+    await sleep(2_000);
+    expect(await vmiPhase("manual")).toBeUndefined();
+
+    // A Manual VM starts on request: the request goes into the VM's status, which the controller carries out.
+    expect(await put(editor, vmPath("manual", "start"))).toBe("done");
+    await expect.poll(() => vmiPhase("manual"), { timeout: 120_000, interval: 1_000 }).toBe("Running");
+    expect(await put(editor, vmPath("manual", "start"))).toContain("VM is already running");
+
+    expect(await put(viewer, vmiPath("manual", "pause"))).toMatch(/forbidden/i);
+    expect(await put(editor, vmiPath("manual", "pause"))).toBe("done");
+    await expect.poll(async () => (await conditions("manual")).find((c) => c.type === "Paused")?.status, { timeout: 30_000, interval: 500 }).toBe("True");
+    expect(await put(editor, vmiPath("manual", "pause"))).toContain("VMI is already paused");
+    expect(await put(editor, vmiPath("manual", "unpause"))).toBe("done");
+    await expect.poll(async () => (await conditions("manual")).some((c) => c.type === "Paused"), { timeout: 30_000, interval: 500 }).toBe(false);
+
+    expect(await put(viewer, vmPath("manual", "stop"))).toMatch(/forbidden/i);
+    expect(await vmiPhase("manual")).toBe("Running");
+    expect(await put(editor, vmPath("manual", "stop"))).toBe("done");
+    await expect.poll(() => vmiPhase("manual"), { timeout: 60_000, interval: 1_000 }).toBeUndefined();
+    const vm = (await ns.get("virtualmachines", "manual")) as { spec?: { runStrategy?: string }; status?: { printableStatus?: string } } | undefined;
+    expect(vm?.spec?.runStrategy).toBe("Manual");
+    await expect.poll(async () => (await ns.get("virtualmachines", "manual"))?.status?.printableStatus, { timeout: 30_000, interval: 1_000 }).toBe("Stopped");
+  });
+});

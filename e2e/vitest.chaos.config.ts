@@ -1,0 +1,13 @@
+import { defineConfig } from "vitest/config";
+
+// The chaos suite: kills the cluster's components one at a time, so it runs
+// on its own, after every other suite (hack/test.sh).
+export default defineConfig({
+  test: {
+    include: ["chaos/**/*.test.ts"],
+    fileParallelism: false,
+    sequence: { concurrent: false },
+    testTimeout: 360_000,
+    hookTimeout: 180_000,
+  },
+});

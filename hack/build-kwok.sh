@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Builds KWOK (sigs.k8s.io/kwok, fake nodes and pods) from its Go module and
+# caches it by version outside the work tree, as hack/build-k8s.sh does for
+# Kubernetes. Only `make bench` with BENCH_KWOK=1 uses it.
+# Next to the binary it writes stages.yaml: KWOK's own stages from its module
+# (nodes become Ready and keep their leases; pods become Ready; deleted pods
+# go), which the kwok binary needs as its --config.
+# Logs go to stderr; stdout carries one line, the folder holding both.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/versions.sh"
+
+export GOTOOLCHAIN=local GOFLAGS=-mod=mod
+bin_dir="$KVTS_CACHE/bin/kwok-$KWOK_VERSION"
+out="$bin_dir/kwok"
+mkdir -p "$bin_dir"
+exec 9>"$bin_dir/.lock"
+flock 9
+
+if [ ! -x "$out" ]; then
+  echo "[build-kwok] kwok $KWOK_VERSION: building (a cold build takes minutes)" >&2
+  dir=$(tool_module_dir kwok sigs.k8s.io/kwok "$KWOK_VERSION")
+  (cd "$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out.partial" sigs.k8s.io/kwok/cmd/kwok) >&2 \
+    || { echo "[build-kwok] kwok: build failed (see the messages above)" >&2; exit 1; }
+  mv "$out.partial" "$out"
+  echo "[build-kwok] kwok: done" >&2
+fi
+stages="$bin_dir/stages.yaml"
+if [ ! -f "$stages" ]; then
+  dir=$(tool_module_dir kwok sigs.k8s.io/kwok "$KWOK_VERSION")
+  module=$(cd "$dir" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
+  for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml pod/fast/pod-ready.yaml pod/fast/pod-delete.yaml; do
+    echo "---"
+    cat "$module/kustomize/stage/$f"
+  done >"$stages.tmp"
+  mv "$stages.tmp" "$stages"
+fi
+echo "$bin_dir"

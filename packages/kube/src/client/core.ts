@@ -1,0 +1,28 @@
+import type { CoreV1Event, V1NodeSpec, V1NodeStatus, V1PodSpec, V1PodStatus } from "@kubernetes/client-node";
+import type { KubeObject } from "./types.ts";
+
+// The Kubernetes core objects the components read and write, taken from
+// @kubernetes/client-node's models (every field under its Kubernetes name)
+// in the form they travel in: our client hands over the API server's JSON,
+// where the models' Date fields are RFC 3339 strings.
+
+/** A model as JSON carries it: its Date fields are strings. */
+export type Wire<T> = T extends Date ? string : T extends readonly (infer U)[] ? Wire<U>[] : T extends object ? { [K in keyof T]: Wire<T[K]> } : T;
+
+export type PodSpec = Wire<V1PodSpec>;
+export type PodStatus = Wire<V1PodStatus>;
+
+export interface Pod extends KubeObject {
+  spec?: PodSpec;
+  status?: PodStatus;
+}
+
+export interface Node extends KubeObject {
+  spec?: Wire<V1NodeSpec>;
+  status?: Wire<V1NodeStatus>;
+}
+
+type EventFields = Wire<Omit<CoreV1Event, "apiVersion" | "kind" | "metadata">>;
+
+/** A core/v1 Event (what `kubectl describe` shows under Events). */
+export interface Event extends KubeObject, EventFields {}

@@ -1,0 +1,130 @@
+import { describe, expect, it } from "vitest";
+import { VM_ACTIONS, type VmActionName, availableActions, vmiActionAvailability } from "./actions.ts";
+import { DOMAIN_ACTION_SUBRESOURCE, PRINTABLE_STATUSES, type PrintableStatus, VMI_DOMAIN_ACTIONS, consoleServerPath, domainActionOf } from "./constants.ts";
+
+type Vm = Parameters<typeof availableActions>[0];
+type Vmi = NonNullable<Parameters<typeof availableActions>[1]>;
+const at = "2026-01-01T00:00:00Z";
+const vm = (runStrategy: string, { deleting = false, serial = true } = {}): Vm => ({
+  metadata: { name: "web", ...(deleting && { deletionTimestamp: at }) },
+  spec: { runStrategy, template: { spec: { domain: { devices: serial ? {} : { autoattachSerialConsole: false } } } } },
+}) as Vm;
+const vmi = (phase: string, { deleting = false, conditions = [] as { type: string; status: string; reason?: string }[] } = {}): Vmi => ({
+  metadata: { name: "web", ...(deleting && { deletionTimestamp: at }) },
+  spec: { domain: { devices: {} } },
+  status: { phase, nodeName: "node-1", conditions },
+}) as Vmi;
+const paused = { conditions: [{ type: "Paused", status: "True" }] };
+
+const ALL_DOMAIN: VmActionName[] = ["pause", "softReboot", "reset", "console", "vnc"];
+const LIVE: VmActionName[] = ["stop", "forceStop", "restart", "delete"];
+
+// One VM (and VMI) as the controller prints each status, with what can be
+// done to it: the actions listed as available and no other; the reasons of
+// some of the others. Rows after the first per status vary the run strategy.
+const TABLE: [string, PrintableStatus, Vm, Vmi | undefined, VmActionName[], Partial<Record<VmActionName, string>>][] = [
+  ["a halted VM", "Stopped", vm("Halted"), undefined, ["start", "delete"], {
+    stop: "the VM is already stopped",
+    forceStop: "the VM is already stopped",
+    restart: "the VM is not running; start it instead",
+    pause: "the VM is not running; start it first",
+    unpause: "the VM is not running; start it first",
+    console: "the VM is not running; start it and try again",
+  }],
+  ["a Manual VM without a VMI", "Stopped", vm("Manual"), undefined, ["delete"], { start: "runStrategy Manual does not start on request here; set spec.runStrategy to Always to start it" }],
+  ["a RerunOnFailure VM whose guest shut down", "Stopped", vm("RerunOnFailure"), vmi("Succeeded"), ["stop", "forceStop", "restart", "delete"], { start: "runStrategy RerunOnFailure does not start on request here; set spec.runStrategy to Always to start it" }],
+  ["an Always VM whose volumes are being prepared", "Provisioning", vm("Always"), undefined, ["stop", "forceStop", "delete"], { start: "the VM is already starting: runStrategy Always starts it by itself" }],
+  ["an Always VM whose VMI is being scheduled", "Starting", vm("Always"), vmi("Scheduling"), LIVE, {
+    start: "the VM is already starting",
+    pause: "the VMI is not running (phase Scheduling); pause needs a running VMI",
+    softReboot: "the VMI is not running (phase Scheduling); soft reboot needs a running VMI",
+    console: "the VMI is not running (phase Scheduling); wait until it is Running",
+  }],
+  ["a running VM", "Running", vm("Always"), vmi("Running"), [...LIVE, ...ALL_DOMAIN], { start: "the VM is already running", unpause: "the VMI is not paused" }],
+  ["a running Manual VM", "Running", vm("Manual"), vmi("Running"), ["stop", "forceStop", "delete", ...ALL_DOMAIN], {
+    start: "the VM is already running",
+    restart: "runStrategy Manual would not bring the VM back after a restart; stop and start it, or set spec.runStrategy to Always",
+  }],
+  ["a running VM without a serial console", "Running", vm("Always", { serial: false }), { ...vmi("Running"), spec: { domain: { devices: { autoattachSerialConsole: false } } } }, [...LIVE, "pause", "softReboot", "reset", "vnc"], {
+    console: "the VMI has no serial console: spec.domain.devices.autoattachSerialConsole is false",
+  }],
+  ["a paused VM", "Paused", vm("Always"), vmi("Running", paused), [...LIVE, "unpause", "console", "vnc"], {
+    pause: "the VMI is already paused",
+    softReboot: "the VMI is paused; unpause it before soft reboot",
+    reset: "the VMI is paused; unpause it before reset",
+  }],
+  ["a halted VM whose VMI still runs", "Stopping", vm("Halted"), vmi("Running"), ["forceStop", "delete", ...ALL_DOMAIN], {
+    start: "the VM is stopping; start it again once it has stopped",
+    stop: "the VM is already stopping",
+    restart: "runStrategy Halted would not bring the VM back after a restart; stop and start it, or set spec.runStrategy to Always",
+  }],
+  ["an Always VM whose VMI is being deleted (a restart)", "Stopping", vm("Always"), vmi("Running", { deleting: true }), ["stop", "forceStop", "delete", ...ALL_DOMAIN], {
+    start: "the VM is stopping; start it again once it has stopped",
+    restart: "the VM is already restarting or stopping",
+  }],
+  ["a VM being deleted", "Terminating", vm("Always", { deleting: true }), vmi("Running", { deleting: true }), ["forceStop", ...ALL_DOMAIN], {
+    start: "the VM is being deleted",
+    stop: "the VM is being deleted",
+    restart: "the VM is being deleted",
+    delete: "the VM is already being deleted",
+  }],
+  ["a VM being deleted, its VMI gone", "Terminating", vm("Always", { deleting: true }), undefined, [], { forceStop: "the VM is being deleted" }],
+  ["an Always VM whose guest keeps failing", "CrashLoopBackOff", vm("Always"), vmi("Failed"), LIVE, {
+    start: "the VM is already starting: runStrategy Always starts it by itself",
+    pause: "the VMI is not running (phase Failed); pause needs a running VMI",
+    console: "the VMI is not running (phase Failed); start it and try again",
+  }],
+  ["a running VM on its way to another node", "Migrating", vm("Always"), vmi("Running"), [...LIVE, ...ALL_DOMAIN], {}],
+  ["a VM whose VMI's node is lost", "Unknown", vm("Always"), vmi("Unknown"), LIVE, { start: "the VM is already starting: runStrategy Always starts it by itself" }],
+  ["a halted VM whose VMI's node is lost", "Unknown", vm("Halted"), vmi("Unknown"), ["start", "forceStop", "delete"], { stop: "the VM is already stopping" }],
+  ["a VM that fits no node", "ErrorUnschedulable", vm("Always"), vmi("Scheduling", { conditions: [{ type: "PodScheduled", status: "False", reason: "Unschedulable" }] }), LIVE, { start: "the VM is already starting" }],
+  ["a VM whose image cannot be pulled", "ErrImagePull", vm("Always"), vmi("Scheduled", { conditions: [{ type: "Synchronized", status: "False", reason: "ErrImagePull" }] }), LIVE, {
+    reset: "the VMI is not running (phase Scheduled); reset needs a running VMI",
+  }],
+  ["a VM whose image pull backs off", "ImagePullBackOff", vm("Always"), vmi("Scheduled", { conditions: [{ type: "Synchronized", status: "False", reason: "ImagePullBackOff" }] }), LIVE, {}],
+  ["a VM whose claim is missing", "ErrorPvcNotFound", vm("Always"), vmi("Pending"), LIVE, { vnc: "the VMI is not running (phase Pending); wait until it is Running" }],
+  ["a VM waiting for its volume to bind", "WaitingForVolumeBinding", vm("Always"), vmi("Pending"), LIVE, {}],
+];
+
+describe("availableActions", () => {
+  it("has a row for every printable status", () => {
+    expect(new Set(TABLE.map((row) => row[1]))).toEqual(new Set(PRINTABLE_STATUSES));
+  });
+
+  it.each(TABLE)("%s (%s)", (_, __, theVm, theVmi, available, reasons) => {
+    const actions = availableActions(theVm, theVmi);
+    expect(VM_ACTIONS.filter((a) => actions[a].available).sort()).toEqual([...available].sort());
+    for (const action of VM_ACTIONS) {
+      const answer = actions[action];
+      if (answer.available) continue;
+      // Every refusal says why, in words.
+      expect(answer.reason).toMatch(/^the VM|^the VMI|^runStrategy/);
+      const expected = reasons[action];
+      if (expected !== undefined) expect(answer.reason).toBe(expected);
+    }
+  });
+
+  it("tells a lasting refusal (the spec) from a passing one (the state)", () => {
+    expect(availableActions(vm("Manual"), undefined).start).toMatchObject({ available: false, by: "spec" });
+    expect(availableActions(vm("Always", { serial: false }), undefined).console).toMatchObject({ available: false, by: "spec" });
+    expect(availableActions(vm("Always"), vmi("Running")).start).toMatchObject({ available: false, by: "state" });
+  });
+});
+
+describe("vmiActionAvailability", () => {
+  it("answers the handler, which knows the VMI only, as availableActions does", () => {
+    for (const theVmi of [vmi("Running"), vmi("Running", paused), vmi("Scheduled")]) {
+      const actions = availableActions(vm("Always"), theVmi);
+      for (const action of ["pause", "unpause", "softReboot", "reset", "console", "vnc"] as const) expect(vmiActionAvailability(theVmi, action)).toEqual(actions[action]);
+    }
+  });
+});
+
+describe("domain actions on the wire", () => {
+  it("keep KubeVirt's subresource names in the handler's paths, and come back by them", () => {
+    expect(consoleServerPath("ns", "web", "softReboot")).toBe("/v1/namespaces/ns/virtualmachineinstances/web/softreboot");
+    expect(consoleServerPath("ns", "web", "console")).toBe("/v1/namespaces/ns/virtualmachineinstances/web/console");
+    expect(VMI_DOMAIN_ACTIONS.map((action) => domainActionOf(DOMAIN_ACTION_SUBRESOURCE[action]))).toEqual(VMI_DOMAIN_ACTIONS);
+    expect(domainActionOf("softReboot")).toBeUndefined();
+  });
+});

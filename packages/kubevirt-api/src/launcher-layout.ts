@@ -1,0 +1,93 @@
+import { CLOUD_INIT_SECRETS_DIR } from "./cloud-init-secrets.ts";
+
+// The launcher pod's layout: the folders, volumes, sockets, environment and
+// port that the controller builds into the pod, the launcher uses inside it,
+// and the handler reaches on the node. Each is spelled here and nowhere else.
+
+const ROOT = "/var/run/kubevirt-ts";
+
+/** Where the launcher container finds each folder. */
+export const LauncherDir = {
+  /** The launcher's sockets (see SocketsVolume); the handler reaches them through the pod's volume on the node. */
+  sockets: `${ROOT}/sockets`,
+  /** The launcher's own writable folder: libvirt's state, disk overlays, seed ISOs. */
+  state: `${ROOT}/launcher`,
+  /** Where the containerDisk copier is put for the containerDisk images to run. */
+  tools: `${ROOT}/tools`,
+  /** Where each containerDisk's files land, one folder per volume, for the launcher to boot from. */
+  containerDisks: `${ROOT}/container-disks`,
+  /** Where a kernel boot's kernel and initrd land. */
+  kernelBoot: `${ROOT}/kernel-boot`,
+  /** Where the cloud-init Secrets are mounted (see cloud-init-secrets.ts). */
+  cloudInitSecrets: CLOUD_INIT_SECRETS_DIR,
+} as const;
+
+/** The pod's volume names. */
+export const LauncherVolume = {
+  sockets: "sockets",
+  state: "launcher-state",
+  tools: "tools",
+  containerDisks: "container-disks",
+  kernelBoot: "kernel-boot",
+} as const;
+
+/**
+ * The sockets volume's folder below a pod's folder on the node
+ * (`<kubelet pods dir>/<pod uid>/volumes/<this>`), as the kubelet lays out an emptyDir.
+ */
+export const SOCKETS_VOLUME_ON_NODE = `kubernetes.io~empty-dir/${LauncherVolume.sockets}`;
+
+/**
+ * What the launcher keeps in its sockets volume, for the handler: its RPC
+ * socket, QEMU's serial console and VNC sockets, the serial log, and the
+ * guest agent's channel.
+ */
+export const SocketsVolume = {
+  launcher: "launcher.sock",
+  serial: "virt-serial0",
+  vnc: "virt-vnc",
+  serialLog: "serial0.log",
+  guestAgent: "guest-agent.sock",
+} as const;
+
+/** The launcher container's name. */
+export const LAUNCHER_CONTAINER = "compute";
+/** The launcher's operations port (health, readiness, metrics), probed for readiness. */
+export const LAUNCHER_OPS_PORT = 9102;
+/** The guest's grace period when the VMI names none. */
+export const DEFAULT_GRACE_PERIOD_SECONDS = 30;
+
+/** The environment variables the launcher reads; the controller sets each of them on the launcher container. */
+export const LauncherEnv = {
+  /** The runtime's ops port variable (see @kubevirt-ts/runtime baseEnv). */
+  opsPort: "OPS_PORT",
+  socketsDir: "SOCKETS_DIR",
+  stateDir: "STATE_DIR",
+  containerDisksDir: "CONTAINER_DISKS_DIR",
+  kernelBootDir: "KERNEL_BOOT_DIR",
+  cloudInitSecretsDir: "CLOUD_INIT_SECRETS_DIR",
+  /** KubeVirt's useEmulation: "true" lets the guest run with QEMU's emulation where KVM is unusable. */
+  allowEmulation: "ALLOW_EMULATION",
+  /** How long the guest has to shut down when the pod is asked to stop, in seconds. */
+  gracePeriodSeconds: "GRACE_PERIOD_SECONDS",
+} as const;
+
+export interface LauncherSettings {
+  allowEmulation: boolean;
+  gracePeriodSeconds: number;
+}
+
+/** The launcher container's environment: the layout above and the VMI's settings. */
+export function launcherEnv(settings: LauncherSettings): { name: string; value: string }[] {
+  const values: Record<keyof typeof LauncherEnv, string> = {
+    opsPort: String(LAUNCHER_OPS_PORT),
+    socketsDir: LauncherDir.sockets,
+    stateDir: LauncherDir.state,
+    containerDisksDir: LauncherDir.containerDisks,
+    kernelBootDir: LauncherDir.kernelBoot,
+    cloudInitSecretsDir: LauncherDir.cloudInitSecrets,
+    allowEmulation: String(settings.allowEmulation),
+    gracePeriodSeconds: String(settings.gracePeriodSeconds),
+  };
+  return Object.entries(LauncherEnv).map(([key, name]) => ({ name, value: values[key as keyof typeof LauncherEnv] }));
+}

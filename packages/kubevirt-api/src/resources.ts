@@ -1,0 +1,13 @@
+import { GROUP, Resource, VERSION } from "./constants.ts";
+
+// Where the kubevirt.io kinds live in the API, in the shape of
+// @kubevirt-ts/kube's ResourceType (group, version, plural, namespaced), for
+// its client and informers: the generic runtime knows nothing of VMs, and
+// core kinds (pods, events, leases, ...) stay in its `resources`.
+
+export const kubevirtResources = {
+  virtualMachines: { group: GROUP, version: VERSION, plural: Resource.VirtualMachine.plural, namespaced: true, statusSubresource: true },
+  // As KubeVirt's: a VMI has no status subresource. Its controllers write status and the kubevirt.io/nodeName label
+  // in one update, and the chart's admission policy keeps everyone else from changing either (docs/adr/0008).
+  virtualMachineInstances: { group: GROUP, version: VERSION, plural: Resource.VirtualMachineInstance.plural, namespaced: true, statusSubresource: false },
+} as const;

@@ -1,0 +1,73 @@
+import { describe, expect, it } from "vitest";
+import type { VirtualMachine } from "./schema/vm.ts";
+import type { VirtualMachineInstance } from "./schema/vmi.ts";
+import { planVmRequest, vmiRequestRefusal } from "./vm-requests.ts";
+
+const vm = (spec: Partial<VirtualMachine["spec"]>, status?: VirtualMachine["status"]) => ({ spec: { template: { spec: {} }, ...spec } as VirtualMachine["spec"], ...(status ? { status } : {}) });
+const vmi = (phase: string, extra: Partial<NonNullable<VirtualMachineInstance["status"]>> = {}, spec: Record<string, unknown> = {}) =>
+  ({ metadata: { uid: "vmi-1" }, spec: { domain: { devices: {} }, ...spec }, status: { phase, ...extra } }) as unknown as VirtualMachineInstance;
+
+describe("start, stop and restart of a VM, as KubeVirt's virt-api does them", () => {
+  it("starts a Halted VM by its run strategy, tested against what was read", () => {
+    expect(planVmRequest(vm({ runStrategy: "Halted" }), undefined, "start")).toEqual({
+      kind: "patch",
+      spec: [{ op: "test", path: "/spec/runStrategy", value: "Halted" }, { op: "replace", path: "/spec/runStrategy", value: "Always" }],
+    });
+    expect(planVmRequest(vm({ running: false }), undefined, "start")).toEqual({
+      kind: "patch",
+      spec: [{ op: "test", path: "/spec/running", value: false }, { op: "replace", path: "/spec/running", value: true }],
+    });
+  });
+
+  it("starts a Manual VM with a state change request, and a paused start carries its data", () => {
+    expect(planVmRequest(vm({ runStrategy: "Manual" }), undefined, "start")).toEqual({ kind: "patch", status: [{ op: "add", path: "/status", value: { stateChangeRequests: [{ action: "Start" }] } }] });
+    expect(planVmRequest(vm({ runStrategy: "Manual" }, { printableStatus: "Stopped" }), vmi("Succeeded"), "start", { paused: true })).toEqual({
+      kind: "patch",
+      status: [
+        { op: "test", path: "/status/stateChangeRequests", value: null },
+        { op: "add", path: "/status/stateChangeRequests", value: [{ action: "Stop", uid: "vmi-1" }, { action: "Start", data: { paused: "true" } }] },
+      ],
+    });
+  });
+
+  it("refuses as KubeVirt does, in its words", () => {
+    expect(planVmRequest(vm({ runStrategy: "Always" }), vmi("Running"), "start")).toEqual({ kind: "refuse", code: 409, message: "VM is already running" });
+    expect(planVmRequest(vm({ runStrategy: "Always" }), undefined, "start")).toEqual({ kind: "refuse", code: 409, message: "Always does not support manual start requests" });
+    expect(planVmRequest(vm({ runStrategy: "RerunOnFailure" }), vmi("Failed"), "start")).toEqual({ kind: "refuse", code: 409, message: "RerunOnFailure does not support starting VM from failed state" });
+    expect(planVmRequest(vm({ runStrategy: "Manual" }), undefined, "stop")).toEqual({ kind: "refuse", code: 409, message: "VM is not running" });
+    expect(planVmRequest(vm({ runStrategy: "Halted" }), undefined, "restart")).toEqual({ kind: "refuse", code: 409, message: "RunStategy Halted does not support manual restart requests" });
+    expect(planVmRequest(vm({ runStrategy: "Always" }), undefined, "restart")).toEqual({ kind: "refuse", code: 409, message: "VM is not running: Halted" });
+    expect(planVmRequest(vm({ runStrategy: "Always" }), vmi("Running"), "restart", { gracePeriodSeconds: 5 })).toEqual({ kind: "refuse", code: 400, message: "For force restart, only gracePeriod=0 is supported for now" });
+    expect(planVmRequest(vm({ runStrategy: "Manual" }, { stateChangeRequests: [{ action: "Start" }] }), undefined, "start").kind).toBe("refuse");
+  });
+
+  it("stops an Always VM by its spec, with the grace period set on the VMI first; a Manual one by a request naming its VMI", () => {
+    expect(planVmRequest(vm({ runStrategy: "Always" }), vmi("Running"), "stop", { gracePeriod: 0 })).toEqual({
+      kind: "patch",
+      spec: [{ op: "test", path: "/spec/runStrategy", value: "Always" }, { op: "replace", path: "/spec/runStrategy", value: "Halted" }],
+      vmiGrace: [{ op: "test", path: "/spec/terminationGracePeriodSeconds", value: null }, { op: "add", path: "/spec/terminationGracePeriodSeconds", value: 0 }],
+    });
+    expect(planVmRequest(vm({ runStrategy: "Manual" }, { printableStatus: "Running" }), vmi("Running"), "stop")).toEqual({
+      kind: "patch",
+      status: [{ op: "test", path: "/status/stateChangeRequests", value: null }, { op: "add", path: "/status/stateChangeRequests", value: [{ action: "Stop", uid: "vmi-1" }] }],
+    });
+  });
+
+  it("restarts with a stop of the current VMI and a start, whatever the strategy allows", () => {
+    expect(planVmRequest(vm({ runStrategy: "Always" }, { printableStatus: "Running" }), vmi("Running"), "restart")).toEqual({
+      kind: "patch",
+      status: [{ op: "test", path: "/status/stateChangeRequests", value: null }, { op: "add", path: "/status/stateChangeRequests", value: [{ action: "Stop", uid: "vmi-1" }, { action: "Start" }] }],
+    });
+  });
+});
+
+describe("pause, unpause, soft reboot and reset of a VMI", () => {
+  it("are refused in KubeVirt's words when the VMI's state does not allow them", () => {
+    expect(vmiRequestRefusal(vmi("Scheduled"), "pause")).toEqual({ code: 409, message: "VM is not running" });
+    expect(vmiRequestRefusal(vmi("Running", { conditions: [{ type: "Paused", status: "True" }] }), "pause")).toEqual({ code: 409, message: "VMI is already paused" });
+    expect(vmiRequestRefusal(vmi("Running"), "unpause")).toEqual({ code: 409, message: "VMI is not paused" });
+    expect(vmiRequestRefusal(vmi("Running", { conditions: [{ type: "Paused", status: "True" }] }), "softReboot")).toEqual({ code: 409, message: "VMI is paused" });
+    expect(vmiRequestRefusal(vmi("Succeeded"), "reset")).toEqual({ code: 409, message: "Failed to reset non-running VMI with phase Succeeded" });
+    expect(vmiRequestRefusal(vmi("Running"), "pause")).toBeUndefined();
+  });
+});

@@ -1,0 +1,87 @@
+import { describe, expect, it } from "vitest";
+import { VmiPhase } from "./constants.ts";
+import { PhaseOwner, VMI_PHASE_TRANSITIONS, isAllowedTransition, isFinalPhase, isHandedOver, phaseOwner, withPhase } from "./vmi-phase.ts";
+
+const { Controller, Handler } = PhaseOwner;
+
+describe("the VMI phase state machine", () => {
+  // The whole machine, as from → to → owner: a change here is a change of behaviour.
+  it("has exactly these transitions, each with its owner", () => {
+    expect(VMI_PHASE_TRANSITIONS.map((t) => `${t.from} → ${t.to}: ${t.owner}`)).toEqual([
+      "Pending → Scheduling: controller",
+      "Pending → Scheduled: controller",
+      "Scheduling → Scheduled: controller",
+      "Pending → Failed: controller",
+      "Scheduling → Failed: controller",
+      "Scheduled → Failed: controller",
+      "Running → Failed: controller",
+      "Scheduled → Running: handler",
+      "Scheduled → Succeeded: handler",
+      "Scheduled → Failed: handler",
+      "Running → Succeeded: handler",
+      "Running → Failed: handler",
+    ]);
+  });
+
+  it.each([
+    [undefined, Controller, false, false],
+    [VmiPhase.Pending, Controller, false, false],
+    [VmiPhase.Scheduling, Controller, false, false],
+    [VmiPhase.Scheduled, Handler, true, false],
+    [VmiPhase.Running, Handler, true, false],
+    [VmiPhase.Succeeded, undefined, false, true],
+    [VmiPhase.Failed, undefined, false, true],
+    [VmiPhase.Unknown, undefined, false, false],
+  ])("%s is moved on by %s (handed over: %s, final: %s)", (phase, owner, handedOver, final) => {
+    expect(phaseOwner(phase)).toBe(owner);
+    expect(isHandedOver(phase)).toBe(handedOver);
+    expect(isFinalPhase(phase)).toBe(final);
+  });
+
+  it("moves a phase only by its owner, except the controller's Failed, and never out of a final phase", () => {
+    for (const t of VMI_PHASE_TRANSITIONS) {
+      expect(isFinalPhase(t.from)).toBe(false);
+      if (t.to !== VmiPhase.Failed || t.owner === Handler) expect(phaseOwner(t.from)).toBe(t.owner);
+    }
+    for (const to of Object.values(VmiPhase)) {
+      for (const owner of [Controller, Handler]) {
+        expect(isAllowedTransition(VmiPhase.Succeeded, to, owner)).toBe(false);
+        expect(isAllowedTransition(VmiPhase.Failed, to, owner)).toBe(false);
+      }
+    }
+  });
+
+  it.each([
+    [undefined, VmiPhase.Scheduled, Controller, true],
+    [VmiPhase.Pending, VmiPhase.Running, Controller, false],
+    [VmiPhase.Pending, VmiPhase.Running, Handler, false],
+    [VmiPhase.Scheduled, VmiPhase.Running, Controller, false],
+    [VmiPhase.Scheduled, VmiPhase.Running, Handler, true],
+    [VmiPhase.Running, VmiPhase.Scheduled, Handler, false],
+    [VmiPhase.Running, VmiPhase.Failed, Controller, true],
+  ] as const)("%s → %s by the %s: %s", (from, to, owner, allowed) => {
+    expect(isAllowedTransition(from, to, owner)).toBe(allowed);
+  });
+});
+
+describe("withPhase", () => {
+  const stamped = { phase: VmiPhase.Scheduled, phaseTransitionTimestamps: [{ phase: VmiPhase.Scheduled, phaseTransitionTimestamp: "2026-01-01T00:00:00Z" }] };
+
+  it("records the time of a change of phase", () => {
+    expect(withPhase(stamped, VmiPhase.Running, "2026-01-01T00:00:07Z")).toEqual({
+      phase: VmiPhase.Running,
+      phaseTransitionTimestamps: [...stamped.phaseTransitionTimestamps, { phase: VmiPhase.Running, phaseTransitionTimestamp: "2026-01-01T00:00:07Z" }],
+    });
+  });
+
+  it("records nothing when the phase stays, and gives the first phase its time", () => {
+    expect(withPhase(stamped, VmiPhase.Scheduled, "2026-01-01T00:00:07Z")).toEqual(stamped);
+    expect(withPhase({}, VmiPhase.Pending, "2026-01-01T00:00:07Z").phaseTransitionTimestamps).toEqual([{ phase: VmiPhase.Pending, phaseTransitionTimestamp: "2026-01-01T00:00:07Z" }]);
+  });
+
+  it("leaves the status it was given as it was", () => {
+    const before = structuredClone(stamped);
+    withPhase(stamped, VmiPhase.Running, "2026-01-01T00:00:07Z");
+    expect(stamped).toEqual(before);
+  });
+});

@@ -1,0 +1,10 @@
+export {
+  type CheckedParams, type DomainStatus, type ErrorCode, ERROR_CODES, MAX_ERROR_MESSAGE_LENGTH, MAX_REQUEST_LINE_BYTES, MAX_RESPONSE_LINE_BYTES, METHODS, type Method,
+  PROTOCOL_VERSION, type Params, type Request, type Response, type Result, domainStatus, launcherMethods,
+} from "./protocol.ts";
+export {
+  LauncherBusyError, LauncherCallError, LauncherError, LauncherProtocolError, LauncherTimeoutError, LauncherUnreachableError, type ProtocolViolation,
+} from "./errors.ts";
+export { type CallOptions, LauncherClient, MAX_PENDING_CALLS } from "./client.ts";
+export { type Handlers, RpcError, answer, serveConnection } from "./server.ts";
+export { LineReader, LineTooLongError } from "./lines.ts";

@@ -1,0 +1,114 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { type Server, connect, createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type VirtualMachineInstance, defaultVmiSpec } from "@kubevirt-ts/kubevirt-api";
+import { afterEach, describe, expect, it } from "vitest";
+import { LauncherClient } from "./client.ts";
+import { LauncherCallError } from "./errors.ts";
+import { type DomainStatus, MAX_ERROR_MESSAGE_LENGTH } from "./protocol.ts";
+import { type Handlers, RpcError, answer, serveConnection } from "./server.ts";
+
+// The launcher's side: every request is checked against the method's params
+// schema before its handler runs, and a refusal names the path of what is
+// wrong.
+
+const vmi: VirtualMachineInstance = {
+  apiVersion: "kubevirt.io/v1",
+  kind: "VirtualMachineInstance",
+  metadata: { name: "tiny", namespace: "test", uid: "u-1" },
+  spec: defaultVmiSpec({ domain: { memory: { guest: "128Mi" }, devices: {} } }),
+};
+
+const synced: VirtualMachineInstance[] = [];
+const running: DomainStatus = { state: "Running", domainType: "qemu" };
+const handlers: Handlers = {
+  sync: (params) => {
+    synced.push(params);
+    return Promise.resolve(running);
+  },
+  state: () => Promise.resolve(running),
+  pause: () => Promise.reject(new RpcError("NotDefined", "no domain yet: sync the VMI first")),
+  unpause: () => Promise.reject(new Error(`virsh failed: ${"x".repeat(10_000)}`)),
+  softReboot: () => Promise.resolve(running),
+  reset: () => Promise.resolve(running),
+  guestOsInfo: () => Promise.resolve({ id: "debian", prettyName: "Debian GNU/Linux 12" }),
+};
+
+const request = (fields: Record<string, unknown>) => JSON.stringify({ version: 1, id: 3, ...fields });
+
+describe("the launcher's answer to a request line", () => {
+  it("runs the method with its checked params", async () => {
+    expect(await answer(request({ method: "sync", params: vmi }), handlers)).toEqual({ id: 3, result: running });
+    expect(synced.at(-1)).toEqual(vmi);
+    expect(await answer(request({ method: "guestOsInfo" }), handlers)).toEqual({ id: 3, result: { id: "debian", prettyName: "Debian GNU/Linux 12" } });
+  });
+
+  it.each([
+    ["a VMI without its spec", { method: "sync", params: { ...vmi, spec: undefined } }, "invalid params of sync: params.spec: "],
+    ["a VMI whose memory is an object", { method: "sync", params: { ...vmi, spec: { ...vmi.spec, domain: { ...vmi.spec.domain, memory: { guest: { much: true } } } } } }, "params.spec.domain.memory.guest: "],
+    ["a VMI with a field kubevirt-ts lacks", { method: "sync", params: { ...vmi, spec: { ...vmi.spec, hostDevices: [] } } }, "params.spec: Unrecognized key: \"hostDevices\""],
+    ["no VMI at all", { method: "sync" }, "invalid params of sync: params: "],
+    ["params to a method that takes none", { method: "state", params: { all: true } }, "invalid params of state: params: "],
+    ["a method the protocol lacks", { method: "kill" }, "not a request: request.method: "],
+    ["a request with fields the protocol lacks", { method: "state", extra: 1 }, "not a request: request: Unrecognized key: \"extra\""],
+  ])("refuses %s with BadRequest and the path", async (_, fields, message) => {
+    const response = await answer(request(fields), handlers);
+    expect(response).toMatchObject({ id: 3, error: { code: "BadRequest" } });
+    expect((response as { error: { message: string } }).error.message).toContain(message);
+  });
+
+  it("refuses a line that is not JSON with id 0", async () => {
+    expect(await answer("{nope", handlers)).toMatchObject({ id: 0, error: { code: "BadRequest", message: expect.stringMatching(/^not JSON: /) as unknown } });
+  });
+
+  it("refuses another version, saying which it speaks", async () => {
+    expect(await answer(JSON.stringify({ version: 99, id: 7, method: "state" }), handlers)).toEqual({ id: 7, error: { code: "UnsupportedVersion", message: "this launcher speaks version 1, not 99" } });
+  });
+
+  it("answers a handler's failure with its code, and cuts a long message to the protocol's limit", async () => {
+    expect(await answer(request({ method: "pause" }), handlers)).toEqual({ id: 3, error: { code: "NotDefined", message: "no domain yet: sync the VMI first" } });
+    const failed = await answer(request({ method: "unpause" }), handlers);
+    expect(failed).toMatchObject({ id: 3, error: { code: "Failed" } });
+    expect((failed as { error: { message: string } }).error.message).toHaveLength(MAX_ERROR_MESSAGE_LENGTH);
+  });
+});
+
+describe("a launcher connection", () => {
+  let server: Server | undefined;
+  let dir: string | undefined;
+  afterEach(async () => {
+    const closing = server;
+    if (closing) await new Promise((resolve) => closing.close(resolve));
+    server = undefined;
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  async function serve(maxLineBytes?: number): Promise<string> {
+    dir = await mkdtemp(join(tmpdir(), "launcher-server-"));
+    const path = join(dir, "launcher.sock");
+    server = createServer((socket) => {
+      serveConnection(socket, handlers, maxLineBytes);
+    });
+    await new Promise<void>((resolve) => server?.listen(path, resolve));
+    return path;
+  }
+
+  it("speaks the protocol with the handler's client, both sides checked", async () => {
+    const client = await LauncherClient.connect(await serve());
+    expect(await client.call("sync", vmi)).toEqual(running);
+    expect(await client.call("guestOsInfo")).toEqual({ id: "debian", prettyName: "Debian GNU/Linux 12" });
+    await expect(client.call("pause")).rejects.toEqual(new LauncherCallError("NotDefined", "no domain yet: sync the VMI first"));
+    client.close();
+  });
+
+  it("answers a line over its limit with BadRequest and hangs up", async () => {
+    const path = await serve(1024);
+    const socket = connect(path);
+    let received = "";
+    socket.setEncoding("utf8").on("data", (chunk: string) => (received += chunk));
+    socket.write("x".repeat(4096));
+    await new Promise((resolve) => socket.once("close", resolve));
+    expect(JSON.parse(received)).toEqual({ id: 0, error: { code: "BadRequest", message: "a line longer than 1024 bytes; closing the connection" } });
+  });
+});

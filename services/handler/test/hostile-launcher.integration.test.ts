@@ -1,0 +1,154 @@
+import { chown, mkdir, mkdtemp, rename, rm } from "node:fs/promises";
+import { type Server, type Socket, createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { freePort } from "@kubevirt-ts/control-plane";
+import { startServiceProcess, test, tlsSecretDir } from "@kubevirt-ts/control-plane/testing";
+import { KubeClient, type KubeObject, resources } from "@kubevirt-ts/kube";
+import { ConsoleServer, LAUNCHER_UID, Label, LabelValue, type VirtualMachineInstance, defaultVmiSpec, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
+import { type DomainStatus, RpcError, serveConnection } from "@kubevirt-ts/launcher-protocol";
+import { expect } from "vitest";
+import { SocketName, podVolumePath } from "../src/pod-volume.ts";
+
+// The handler as its own process against the real API server, with two VMIs
+// on its node: one whose launcher socket is hostile (a line of garbage, a
+// line that never ends, answers of the wrong shape, in turns) and one whose
+// launcher speaks the protocol (a stand-in: the package's own server with
+// handlers that keep a domain's state, as no kubelet runs pods here). The
+// hostile one must cost only its own VMI a condition; the other VMI runs,
+// and the handler stays up.
+
+const NODE = "test-node";
+
+let sockets = 0;
+
+async function listen(path: string, onConnection: (socket: Socket) => void): Promise<Server> {
+  await mkdir(join(path, ".."), { recursive: true });
+  const server = createServer((socket) => {
+    socket.on("error", () => socket.destroy());
+    onConnection(socket);
+  });
+  // A socket's address is limited to 107 bytes, which a kubelet pod folder exceeds: bind it
+  // at a short path and move it in, as the launcher's is reached through its pod's volume.
+  const short = join(tmpdir(), `hl-${String(process.pid)}-${String(sockets++)}.sock`);
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(short, resolve);
+  });
+  await rename(short, path);
+  // The handler talks only to a socket of the launcher's user.
+  await chown(path, LAUNCHER_UID, LAUNCHER_UID);
+  return server;
+}
+
+/** Each connection misbehaves in the next way; the count of connections shows the handler coming back. */
+function hostile(connections: { count: number }) {
+  return (socket: Socket) => {
+    const turn = connections.count++ % 3;
+    socket.once("data", () => {
+      if (turn === 0) socket.write("this is not JSON\n");
+      if (turn === 1) {
+        const chunk = Buffer.alloc(64 * 1024, "x");
+        const flood = () => {
+          while (!socket.destroyed && socket.write(chunk));
+          if (!socket.destroyed) socket.once("drain", flood);
+        };
+        flood();
+      }
+      if (turn === 2) socket.write(`{"id":1,"result":{"state":"Running","extra":"${"y".repeat(2000)}"}}\n`);
+    });
+  };
+}
+
+/** A launcher that keeps to the protocol: no domain until the VMI is synced, then a running one. */
+function correct(calls: { state: number; synced: string[] }) {
+  let domain: DomainStatus = { state: "NoDomain" };
+  const running: DomainStatus = { state: "Running", domainType: "qemu" };
+  return (socket: Socket) => {
+    serveConnection(socket, {
+      sync: (vmi) => {
+        calls.synced.push(vmi.metadata.name ?? "");
+        domain = running;
+        return Promise.resolve(domain);
+      },
+      state: () => {
+        calls.state++;
+        return Promise.resolve(domain);
+      },
+      pause: () => Promise.resolve(domain),
+      unpause: () => Promise.resolve(domain),
+      softReboot: () => Promise.resolve(domain),
+      reset: () => Promise.resolve(domain),
+      guestOsInfo: () => Promise.reject(new RpcError("Failed", "the guest has no agent")),
+    });
+  };
+}
+
+/** A VMI handed to this node, and the launcher pod the controller would have made for it, Running. */
+async function scheduledVmi(client: KubeClient, namespace: string, name: string): Promise<string> {
+  const vmi = await client.create<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, namespace, {
+    apiVersion: "kubevirt.io/v1",
+    kind: "VirtualMachineInstance",
+    metadata: { name, namespace, labels: { [Label.NodeName]: NODE } },
+    spec: defaultVmiSpec({ domain: { memory: { guest: "128Mi" }, devices: {} } }),
+  });
+  const uid = vmi.metadata.uid ?? "";
+  const pod = await client.create<KubeObject & { spec: unknown; status?: unknown }>(resources.pods, namespace, {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: {
+      name: `virt-launcher-${name}`,
+      namespace,
+      labels: { [Label.App]: LabelValue.Launcher, [Label.CreatedBy]: uid },
+      ownerReferences: [{ apiVersion: "kubevirt.io/v1", kind: "VirtualMachineInstance", name, uid, controller: true, blockOwnerDeletion: true }],
+    },
+    spec: { nodeName: NODE, containers: [{ name: "compute", image: "kubevirt-ts.local/virt-launcher:test" }] },
+  });
+  await client.update(resources.pods, { ...pod, status: { phase: "Running", podIP: "198.18.0.9", podIPs: [{ ip: "198.18.0.9" }] } }, "status");
+  const podUid = pod.metadata.uid ?? "";
+  await client.update(kubevirtResources.virtualMachineInstances, { ...vmi, status: { phase: "Scheduled", nodeName: NODE, activePods: { [podUid]: NODE } } });
+  return podUid;
+}
+
+test("a hostile launcher costs only its own VMI a condition: the other VMI runs and the handler stays up", { timeout: 180_000 }, async ({ kubeConfig, namespace }) => {
+  const client = await KubeClient.fromKubeConfig(kubeConfig);
+  const podsDir = await mkdtemp(join(tmpdir(), "kubelet-pods-"));
+  const hostileConnections = { count: 0 };
+  const calls = { state: 0, synced: [] as string[] };
+  const servers: Server[] = [];
+  const handler = await (async () => {
+    servers.push(await listen(podVolumePath(podsDir, await scheduledVmi(client, namespace, "hostile"), SocketName.Launcher), hostile(hostileConnections)));
+    servers.push(await listen(podVolumePath(podsDir, await scheduledVmi(client, namespace, "good"), SocketName.Launcher), correct(calls)));
+    return startServiceProcess(fileURLToPath(new URL("../src/main.ts", import.meta.url)), {
+      NODE_NAME: NODE,
+      KUBELET_PODS_DIR: podsDir,
+      CONSOLE_TLS_DIR: await tlsSecretDir(ConsoleServer.handlerIdentity, "server", [ConsoleServer.handlerIdentity]),
+      CONSOLE_PORT: String(await freePort()),
+    });
+  })();
+  const vmi = (name: string) => client.get<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, namespace, name);
+  const synchronized = async (name: string) => (await vmi(name)).status?.conditions?.find((c) => c.type === "Synchronized");
+  try {
+    // The protocol-correct launcher gets its VMI, which the handler reports Running.
+    await expect.poll(async () => (await vmi("good")).status?.phase, { timeout: 60_000 }).toBe("Running");
+    expect(calls.synced).toEqual(["good"]);
+    // The hostile one: its VMI says why, and stays Scheduled.
+    await expect.poll(() => synchronized("hostile"), { timeout: 60_000 }).toMatchObject({ status: "False", reason: "LauncherProtocolViolation" });
+    expect((await synchronized("hostile"))?.message).toMatch(/^the launcher broke the protocol \((InvalidJson|LineTooLong|InvalidResult)\)/);
+    expect((await vmi("hostile")).status?.phase).toBe("Scheduled");
+    // The handler keeps coming back to it (every kind of garbage, with back-off), and keeps looking after the good VMI meanwhile.
+    await expect.poll(() => hostileConnections.count, { timeout: 60_000 }).toBeGreaterThanOrEqual(4);
+    const statesBefore = calls.state;
+    await expect.poll(() => calls.state, { timeout: 30_000 }).toBeGreaterThan(statesBefore + 2);
+    expect((await vmi("good")).status?.conditions?.find((c) => c.type === "Ready")).toMatchObject({ status: "True" });
+    expect(await synchronized("good")).toBeUndefined();
+    expect(await handler.probe("/healthz")).toBe(200);
+    expect(handler.output()).not.toContain("uncaught");
+    expect(handler.output()).not.toContain("unhandled");
+  } finally {
+    expect(await handler.terminate(), handler.output()).toBe(0);
+    for (const server of servers) server.close();
+    await rm(podsDir, { recursive: true, force: true });
+  }
+});

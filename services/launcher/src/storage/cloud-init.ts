@@ -1,0 +1,67 @@
+import { execFile } from "node:child_process";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { type CloudInitSecretKind, CloudInitSecretKeys, MAX_CLOUD_INIT_BYTES, type VirtualMachineInstance, cloudInitSecretMounts } from "@kubevirt-ts/kubevirt-api";
+
+// A VMI's cloud-init data, inline, base64 or from the Secrets the kubelet
+// mounted into the launcher pod (the launcher reads files; it has no
+// account to read Secrets with), and the NoCloud seed ISO made from it.
+
+const exec = promisify(execFile);
+
+export type CloudInitData = Partial<Record<CloudInitSecretKind, string>>;
+
+const decode = (base64: string | undefined) => (base64 === undefined ? undefined : Buffer.from(base64, "base64").toString("utf8"));
+
+/** A mounted Secret's data under the first of KubeVirt's keys it has. */
+async function secretData(dir: string, volume: string, kind: CloudInitSecretKind, secretName: string): Promise<string> {
+  const keys = CloudInitSecretKeys[kind];
+  for (const key of keys) {
+    const data = await readFile(join(dir, key)).catch((error: unknown) => {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw new Error(`volume ${volume}: cannot read key ${key} of Secret ${secretName}: ${(error as Error).message}`);
+    });
+    if (data === undefined) continue;
+    if (data.length > MAX_CLOUD_INIT_BYTES) {
+      throw new Error(`volume ${volume}: key ${key} of Secret ${secretName} holds ${String(data.length)} bytes; at most ${String(MAX_CLOUD_INIT_BYTES)} are supported`);
+    }
+    return data.toString("utf8");
+  }
+  throw new Error(`volume ${volume}: Secret ${secretName} has no key ${keys.join(" or ")}; put the cloud-init ${kind} under one of them`);
+}
+
+/** The user and network data of each cloud-init volume, by volume name. */
+export async function cloudInitData(vmi: VirtualMachineInstance, secretsDir: string): Promise<Map<string, CloudInitData>> {
+  const data = new Map<string, CloudInitData>();
+  for (const volume of vmi.spec.volumes ?? []) {
+    const source = volume.cloudInitNoCloud;
+    if (!source) continue;
+    const userdata = source.userData ?? decode(source.userDataBase64);
+    const networkdata = source.networkData ?? decode(source.networkDataBase64);
+    data.set(volume.name, { ...(userdata !== undefined ? { userdata } : {}), ...(networkdata !== undefined ? { networkdata } : {}) });
+  }
+  for (const mount of cloudInitSecretMounts(vmi.spec)) {
+    const value = await secretData(join(secretsDir, mount.relativeDir), mount.volume, mount.kind, mount.secretName);
+    data.set(mount.volume, { ...data.get(mount.volume), [mount.kind]: value });
+  }
+  return data;
+}
+
+/** Writes a NoCloud seed ISO (volume label cidata) with the given data. */
+export async function cloudInitIso(target: string, userData: string | undefined, networkData: string | undefined, instanceId: string, hostname: string): Promise<void> {
+  const dir = await mkdtemp(`${target}.src-`);
+  try {
+    await writeFile(join(dir, "meta-data"), `instance-id: ${instanceId}\nlocal-hostname: ${hostname}\n`);
+    await writeFile(join(dir, "user-data"), userData ?? "");
+    const files = ["user-data", "meta-data"];
+    if (networkData !== undefined) {
+      await writeFile(join(dir, "network-config"), networkData);
+      files.push("network-config");
+    }
+    // The NoCloud datasource looks for a filesystem labelled "cidata".
+    await exec("genisoimage", ["-quiet", "-output", target, "-volid", "cidata", "-joliet", "-rock", ...files.map((f) => join(dir, f))]);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
