@@ -14,7 +14,7 @@ export default defineConfig({
   forbidOnly: Boolean(process.env.CI),
   retries: 0,
   workers: 2,
-  reporter: [["list"]],
+  reporter: [["list"], ["./failure-list-playwright.ts", { file: process.env.KUBEVIRT_TS_FAILURES }]],
   timeout: 30_000,
   expect: { timeout: 10_000 },
   use: {

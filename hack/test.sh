@@ -5,6 +5,20 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 start=$(date +%s)
 # Where the suites reach the dashboard (and through it the API and consoles), as `make up` prints it.
 export KUBEVIRT_TS_DASHBOARD_URL=https://198.18.255.1:30080
+# Each failed test, a line (e2e/failure-list.ts), printed again at the very end
+# when the suite fails: the end of a CI log is often all that is kept of it.
+export KUBEVIRT_TS_FAILURES="${TMPDIR:-/tmp}/kubevirt-ts-failures.$$"
+rm -f "$KUBEVIRT_TS_FAILURES"
+failures() {
+  local rc=$?
+  if [ "$rc" -ne 0 ] && [ -s "$KUBEVIRT_TS_FAILURES" ]; then
+    printf '\n== the tests that failed\n'
+    cat "$KUBEVIRT_TS_FAILURES"
+  fi
+  rm -f "$KUBEVIRT_TS_FAILURES"
+  return "$rc"
+}
+trap failures EXIT
 step() { printf '\n== %s (%ss)\n' "$*" "$(($(date +%s) - start))"; }
 
 step "Node 24 and npm packages"

@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { REPO_ROOT } from "@kubevirt-ts/control-plane";
 import { NODE_NAME } from "@kubevirt-ts/local-cluster";
 import { describe, expect, it } from "vitest";
-import { core, suiteNamespace } from "./cluster.ts";
+import { core, phaseHistory, suiteNamespace } from "./cluster.ts";
 
 // A KubeVirt VM manifest applied with kubectl, on the real node: the
 // controller gives it a VMI and a launcher pod that the scheduler places and
@@ -10,7 +10,7 @@ import { core, suiteNamespace } from "./cluster.ts";
 // deleting the VM clean up after it.
 
 const { name: namespace, kubectl, get, launcherPods } = suiteNamespace("e2e-vm");
-const poll = { timeout: 120_000, interval: 500 };
+const poll = { timeout: 180_000, interval: 500 };
 
 describe("a KubeVirt VM applied with kubectl", () => {
   it("gets a VMI and a launcher pod on the node, running its domain; stopping removes both; deleting leaves nothing", async () => {
@@ -20,8 +20,8 @@ describe("a KubeVirt VM applied with kubectl", () => {
     await expect.poll(async () => (await get("virtualmachineinstances", "testvm"))?.status?.phase, poll).toBe("Running");
     const vmi = await get("virtualmachineinstances", "testvm");
     expect(vmi?.status?.nodeName).toBe(NODE_NAME);
-    const timestamps = (vmi?.status?.phaseTransitionTimestamps as { phase: string }[] | undefined)?.map((t) => t.phase);
-    expect(timestamps).toEqual(["Pending", "Scheduling", "Scheduled", "Running"]);
+    // Scheduling may be skipped, as in KubeVirt, when the controller first sees the launcher pod already ready.
+    expect(phaseHistory(vmi)).toMatch(/^Pending,(Scheduling,)?Scheduled,Running$/);
     const pods = await launcherPods();
     expect(pods).toHaveLength(1);
     expect(pods[0]?.spec?.nodeName).toBe(NODE_NAME);
@@ -50,13 +50,16 @@ describe("a KubeVirt VM applied with kubectl", () => {
   });
 
   it("is counted in the leading controller's REST metrics, by verb and resource", async () => {
-    const controllers = (await core.listNamespacedPod({ namespace: "kubevirt-ts", labelSelector: "app.kubernetes.io/name=virt-controller" })).items;
-    expect(controllers).toHaveLength(2);
-    const metrics = await Promise.all(
-      controllers.map((pod) => kubectl("get", "--raw", `/api/v1/namespaces/kubevirt-ts/pods/${pod.metadata?.name ?? ""}:9100/proxy/metrics`)),
-    );
-    const leader = metrics.find((text) => /kubevirt_rest_client_requests_total\{[^}]*verb="create"[^}]*resource="virtualmachineinstances"/.test(text));
-    expect(leader, "one controller created the VMI").toBeDefined();
+    // Both replicas' metrics, asked again until the leader's show its work (a replica may be restarting meanwhile).
+    const leaderMetrics = async () => {
+      const controllers = (await core.listNamespacedPod({ namespace: "kubevirt-ts", labelSelector: "app.kubernetes.io/name=virt-controller" })).items.filter((p) => !p.metadata?.deletionTimestamp);
+      const metrics = await Promise.all(
+        controllers.map((pod) => kubectl("get", "--raw", `/api/v1/namespaces/kubevirt-ts/pods/${pod.metadata?.name ?? ""}:9100/proxy/metrics`).catch(() => "")),
+      );
+      return { replicas: controllers.length, leader: metrics.find((text) => /kubevirt_rest_client_requests_total\{[^}]*verb="create"[^}]*resource="virtualmachineinstances"/.test(text)) };
+    };
+    await expect.poll(async () => { const { replicas, leader } = await leaderMetrics(); return { replicas, created: leader !== undefined }; }, poll).toEqual({ replicas: 2, created: true });
+    const { leader } = await leaderMetrics();
     expect(leader).toMatch(/kubevirt_rest_client_requests_total\{verb="update",method="PUT",resource="virtualmachineinstances",code="200"\} \d+/);
     expect(leader).toMatch(/workqueue_adds_total\{name="virtualmachineinstances"\} \d+/);
   });
