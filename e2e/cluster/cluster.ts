@@ -35,6 +35,21 @@ export function imageOf(name: string): string {
 
 export type KubevirtObject = { metadata: { uid?: string }; status?: Record<string, unknown> } | undefined;
 
+/** A service account bound to Kubernetes' edit role in a namespace (which aggregates kubevirt.io:edit), and a token of it. */
+export async function editorToken(namespace: string): Promise<string> {
+  await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: "editor" } } });
+  await rbac.createNamespacedRoleBinding({
+    namespace,
+    body: { metadata: { name: "editor" }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "edit" }, subjects: [{ kind: "ServiceAccount", name: "editor", namespace }] },
+  });
+  return (await core.createNamespacedServiceAccountToken({ namespace, name: "editor", body: { spec: { audiences: [], expirationSeconds: 3600 } } })).status?.token ?? "";
+}
+
+/** A VMI's phases so far, in order and comma-separated (its status.phaseTransitionTimestamps). */
+export function phaseHistory(vmi: KubevirtObject): string {
+  return ((vmi?.status?.phaseTransitionTimestamps ?? []) as { phase: string }[]).map((t) => t.phase).join(",");
+}
+
 export interface SuiteNamespace {
   name: string;
   kubectl: (...args: string[]) => Promise<string>;

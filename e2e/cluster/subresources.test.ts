@@ -10,7 +10,7 @@ import { KUBECONFIG_PATH } from "@kubevirt-ts/local-cluster";
 import { describe, expect, it } from "vitest";
 import { tokenOf } from "../tests/cluster-users.ts";
 import { tinyVm } from "../manifests.ts";
-import { core, custom, imageOf, rbac, suiteNamespace } from "./cluster.ts";
+import { custom, editorToken, imageOf, suiteNamespace } from "./cluster.ts";
 
 // KubeVirt's subresource API through the Kubernetes API server, as virtctl
 // and every KubeVirt client reach it: the chart's APIService, the API
@@ -54,15 +54,6 @@ async function put(token: string, path: string, body = "{}"): Promise<string> {
   );
 }
 
-async function editorToken(): Promise<string> {
-  await core.createNamespacedServiceAccount({ namespace: ns.name, body: { metadata: { name: "editor" } } });
-  await rbac.createNamespacedRoleBinding({
-    namespace: ns.name,
-    body: { metadata: { name: "editor" }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "edit" }, subjects: [{ kind: "ServiceAccount", name: "editor", namespace: ns.name }] },
-  });
-  return (await core.createNamespacedServiceAccountToken({ namespace: ns.name, name: "editor", body: { spec: { audiences: [], expirationSeconds: 3600 } } })).status?.token ?? "";
-}
-
 const vmiPhase = async (name: string) => (await ns.get("virtualmachineinstances", name))?.status?.phase as string | undefined;
 const conditions = async (name: string) => ((await ns.get("virtualmachineinstances", name))?.status?.conditions ?? []) as { type: string; status: string }[];
 
@@ -79,7 +70,7 @@ describe("KubeVirt's subresource API through the Kubernetes API server", () => {
   });
 
   it("starts, pauses, unpauses and stops a Manual VM for an editor, and refuses a viewer with 403", { timeout: 240_000 }, async () => {
-    const editor = await editorToken();
+    const editor = await editorToken(ns.name);
     const viewer = tokenOf("viewer");
     const body = tinyVm("manual", imageOf("tiny-guest"), ns.name);
     body.spec.runStrategy = "Manual";

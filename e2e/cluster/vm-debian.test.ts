@@ -1,6 +1,11 @@
 import { once } from "node:events";
+import { readFileSync } from "node:fs";
+import { KubeConfig } from "@kubernetes/client-node";
+import type { ConsoleKind } from "@kubevirt-ts/kubevirt-api";
+import { KUBECONFIG_PATH } from "@kubevirt-ts/local-cluster";
 import { describe, expect, it } from "vitest";
-import { core, custom, imageOf, suiteNamespace } from "./cluster.ts";
+import { WebSocket } from "ws";
+import { core, custom, editorToken, imageOf, suiteNamespace } from "./cluster.ts";
 import { openConsole, serialLog } from "./console.ts";
 
 // A real Debian guest from a KubeVirt-style containerDisk: it boots from
@@ -50,6 +55,36 @@ const cloudInitSecret = {
   stringData: { userdata: `#cloud-config\nusers:\n  - name: tester\n    lock_passwd: false\n    plain_text_passwd: ${password}\n    shell: /bin/bash\n` },
 };
 
+/**
+ * A console or VNC session as virtctl opens it: a websocket to the Kubernetes API server's own address, which
+ * authenticates the token, authorizes get on the subresource and passes the upgrade to virt-api through the
+ * aggregation layer. TLS is checked against the local cluster's CA; the token alone says who asks.
+ */
+async function openThroughApiServer(kind: ConsoleKind, token: string): Promise<{ ws: WebSocket; received: () => Buffer }> {
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromFile(KUBECONFIG_PATH);
+  const cluster = kubeConfig.getCurrentCluster();
+  if (!cluster) throw new Error(`no cluster in ${KUBECONFIG_PATH}`);
+  const ca = cluster.caData ? Buffer.from(cluster.caData, "base64") : readFileSync(cluster.caFile ?? `${KUBECONFIG_PATH} names no CA for its cluster`);
+  const url = new URL(`/apis/subresources.kubevirt.io/v1/namespaces/${namespace}/virtualmachineinstances/debian/${kind}`, cluster.server);
+  url.protocol = "wss:";
+  const ws = new WebSocket(url, ["plain.kubevirt.io"], { ca, headers: { authorization: `Bearer ${token}` } });
+  const chunks: Buffer[] = [];
+  ws.on("message", (data: Buffer) => chunks.push(data));
+  const refused = new Promise<never>((_, reject) => {
+    ws.once("unexpected-response", (_req, res) => {
+      let body = "";
+      res.setEncoding("utf8").on("data", (c: string) => (body += c)).on("end", () => { reject(new Error(`the API server refused the ${kind} session: ${String(res.statusCode)} ${body}`)); });
+    });
+    ws.once("error", reject);
+  });
+  // Once open, a later error or close is the test's to see in what it reads, not an unhandled rejection.
+  void refused.catch(() => undefined);
+  await Promise.race([once(ws, "open"), refused]);
+  expect(ws.protocol).toBe("plain.kubevirt.io");
+  return { ws, received: () => Buffer.concat(chunks) };
+}
+
 describe("a VM with the Debian guest", () => {
   it("boots from its containerDisk to a login prompt, which the handler kept before anyone connected", async () => {
     expect(debianGuest).toMatch(/^kubevirt-ts\.local\/debian-guest:/);
@@ -61,6 +96,19 @@ describe("a VM with the Debian guest", () => {
     const log = await serialLog(namespace, "debian");
     expect(log).toContain("Linux version");
     expect(log).toMatch(/Cloud-init v\. [\d.]+ running/);
+  });
+
+  it("serves its serial console and VNC through the Kubernetes API server to an editor's token, as virtctl reaches them", async () => {
+    const token = await editorToken(namespace);
+    // The guest waits at its login prompt: a carriage return has getty ask again.
+    const serial = await openThroughApiServer("console", token);
+    serial.ws.send(Buffer.from("\r"));
+    await expect.poll(() => serial.received().toString("utf8"), { timeout: 60_000, interval: 500 }).toMatch(/login: /);
+    serial.ws.close();
+    // QEMU's VNC server speaks first: the RFB protocol version.
+    const vnc = await openThroughApiServer("vnc", token);
+    await expect.poll(() => vnc.received().toString("latin1"), { timeout: 30_000, interval: 200 }).toContain("RFB 003.008");
+    vnc.ws.close();
   });
 
   it("lets the cloud-init user log in on the serial console and run commands that reach the cluster from the guest, and reports its OS", async () => {
@@ -109,6 +157,10 @@ describe("a VM with the Debian guest", () => {
     // Watch the serial console through the deletion: a clean shutdown ends with systemd's power-off and the kernel's last line.
     const { ws, received } = await openConsole(namespace, "debian", "console");
     const closed = once(ws, "close");
+    // The session reaches the guest once it answers (a prompt again): only then may the deletion begin, or the
+    // handler, seeing the launcher pod going, would rightly refuse a session not yet connected.
+    ws.send(Buffer.from("\r"));
+    await expect.poll(() => received().length, { timeout: 60_000, interval: 500 }).toBeGreaterThan(0);
     await custom.deleteNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachines", name: "debian" });
     await closed;
     const output = received().toString("utf8");

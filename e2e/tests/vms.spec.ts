@@ -105,6 +105,29 @@ test("the VNC tab shows the guest's display", async ({ page }) => {
   await expect(page.getByLabel("Send keys")).toBeEnabled();
 });
 
+test("a Manual VM starts and stops on request from its page, as KubeVirt's start and stop subresources do", async ({ page }) => {
+  await signIn(page, "admin");
+  await page.goto(`/vms/new?ns=${namespace}`);
+  await page.getByRole("button", { name: "YAML" }).click();
+  const manual = tinyVm("manual-1", imageOf("tiny-guest"));
+  manual.spec.runStrategy = "Manual";
+  await page.getByLabel("VirtualMachine manifest (kubevirt.io/v1)").fill(JSON.stringify(manual, null, 2));
+  await page.getByRole("button", { name: "Create", exact: true }).click();
+  await expect(page).toHaveURL(new RegExp(`/vms/${namespace}/manual-1`));
+  await expect(page.getByTestId("vm-status")).toHaveText("Stopped");
+  const actions = page.getByRole("group", { name: "Actions" });
+  await expect(actions.getByRole("button", { name: "Stop", exact: true })).toBeDisabled();
+
+  await actions.getByRole("button", { name: "Start", exact: true }).click();
+  await expect(page.getByTestId("vm-status")).toHaveText("Running", slow);
+  await expect(actions.getByRole("button", { name: "Start", exact: true })).toBeDisabled();
+  await actions.getByRole("button", { name: "Stop", exact: true }).click();
+  await expect(page.getByTestId("vm-status")).toHaveText("Stopped", slow);
+  // Still Manual: the start and stop were requests in the VM's status, not changes of its spec.
+  await page.getByRole("tab", { name: "YAML" }).click();
+  await expect(page.getByRole("tabpanel", { name: "YAML" })).toContainText("runStrategy: Manual");
+});
+
 test("a viewer sees the VMs but every action disabled with the reason, and the console refused", async ({ page }) => {
   await signIn(page, "viewer");
   await page.goto(`/vms?ns=${namespace}`);
@@ -139,7 +162,7 @@ test("a viewer sees the VMs but every action disabled with the reason, and the c
 test("the admin deletes VMs from the list in one go", async ({ page, virtualMachinesPage }) => {
   await signIn(page, "admin");
   await virtualMachinesPage.goto(namespace);
-  for (const name of ["debian-1", "tiny-1"]) await virtualMachinesPage.row(name).getByRole("checkbox").check();
+  for (const name of ["debian-1", "tiny-1", "manual-1"]) await virtualMachinesPage.row(name).getByRole("checkbox").check();
   page.on("dialog", (dialog) => void dialog.accept());
   await page.getByRole("group", { name: "Selected VMs" }).getByRole("button", { name: "Delete" }).click();
   await expect(page.getByText(`No virtual machines in ${namespace} yet.`)).toBeVisible(slow);

@@ -51,3 +51,33 @@ export async function mayUser(own: KubeClient, user: { user: string; groups: str
 export function describeCheck(check: Check): string {
   return `${check.verb} on ${check.resource}${check.subresource ? `/${check.subresource}` : ""} (${check.group ?? "kubevirt.io"})`;
 }
+
+/**
+ * Whoever asks for an action, and how to ask the API server whether they may: the dashboard's signed-in user
+ * (their own token, a SelfSubjectAccessReview) or a user the API server named on a subresource request (a
+ * SubjectAccessReview with the API's account). A refusal is worded for each: the dashboard's user reads what to
+ * ask for, a kubectl or virtctl user reads the API server's own words.
+ */
+export interface Requester {
+  may(namespace: string, check: Check, name: string): Promise<{ allowed: boolean; reason?: string }>;
+  refusal(namespace: string, check: Check, name: string, reason?: string): string;
+}
+
+export function tokenRequester(client: KubeClient): Requester {
+  return {
+    may: async (namespace, check, name) => ({ allowed: await mayI(client, namespace, check, name) }),
+    refusal: (namespace, check, name) => `You may not ${check.subresource ?? check.verb} ${name} in ${namespace}: it takes ${describeCheck(check)}.`,
+  };
+}
+
+export function remoteRequester(own: KubeClient, who: { user: string; groups: string[]; extra: Record<string, string[]> }): Requester {
+  return {
+    may: (namespace, check, name) => mayUser(own, who, namespace, check, name),
+    refusal: (namespace, check, name, reason) => {
+      // The API server's own words for a refused request.
+      const group = check.group ?? "kubevirt.io";
+      const resource = check.subresource ? `${check.resource}/${check.subresource}` : check.resource;
+      return `${check.resource}.${group} "${name}" is forbidden: User "${who.user}" cannot ${check.verb} resource "${resource}" in API group "${group}" in the namespace "${namespace}"${reason ? `: ${reason}` : ""}`;
+    },
+  };
+}

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import { describe, expect, it } from "vitest";
-import { CONSOLE_PATH, upgradeToken } from "./console-proxy.ts";
+import { CONSOLE_PATH, consoleTarget, upgradeToken } from "./console-proxy.ts";
 
 const req = (headers: Record<string, string>) => ({ headers }) as unknown as IncomingMessage;
 
@@ -18,9 +18,10 @@ describe("the console proxy's request parsing", () => {
     expect(upgradeToken(req({ "sec-websocket-protocol": "plain.kubevirt.io" }))).toBeUndefined();
   });
 
-  it("serves KubeVirt's subresource paths of console and vnc only", () => {
-    expect(CONSOLE_PATH.exec("/apis/subresources.kubevirt.io/v1/namespaces/ns/virtualmachineinstances/vm-1/console")?.slice(1)).toEqual(["ns", "vm-1", "console"]);
-    expect(CONSOLE_PATH.exec("/apis/subresources.kubevirt.io/v1/namespaces/ns/virtualmachineinstances/vm-1/vnc")?.[3]).toBe("vnc");
+  it("serves KubeVirt's subresource paths of console and vnc only, in both versions of the subresource API", () => {
+    expect(consoleTarget("/apis/subresources.kubevirt.io/v1/namespaces/ns/virtualmachineinstances/vm-1/console")).toEqual({ version: "v1", namespace: "ns", name: "vm-1", kind: "console" });
+    expect(consoleTarget("/apis/subresources.kubevirt.io/v1alpha3/namespaces/ns/virtualmachineinstances/vm-1/vnc?preserveSession=true")).toEqual({ version: "v1alpha3", namespace: "ns", name: "vm-1", kind: "vnc" });
+    expect(consoleTarget("/apis/subresources.kubevirt.io/v2/namespaces/ns/virtualmachineinstances/vm-1/console")).toBeUndefined();
     expect(CONSOLE_PATH.test("/apis/subresources.kubevirt.io/v1/namespaces/ns/virtualmachineinstances/vm-1/portforward")).toBe(false);
     expect(CONSOLE_PATH.test("/apis/subresources.kubevirt.io/v1/namespaces/../virtualmachineinstances/x/console")).toBe(false);
   });

@@ -1,28 +1,40 @@
-import type { IncomingMessage } from "node:http";
+import { type IncomingMessage, STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
-import { ApiError, type KubeClient, isNotFound } from "@kubevirt-ts/kube";
+import type { TLSSocket } from "node:tls";
+import { ApiError, type KubeClient } from "@kubevirt-ts/kube";
 import { ACTION_WORDS, type ConsoleKind, SUBRESOURCE_GROUP, type VirtualMachineInstance, kubevirtResources, vmiActionAvailability } from "@kubevirt-ts/kubevirt-api";
 import { type Logger, StatusError, keepAlive } from "@kubevirt-ts/runtime";
 import { type WebSocket, WebSocketServer } from "ws";
+import { type Check, mayI, remoteRequester } from "./access.ts";
 import { type HandlerDialer, HandlerError } from "./handler-dialer.ts";
-import { mayI } from "./access.ts";
 import { limits } from "./limits.ts";
+import { SUBRESOURCE_VERSIONS, kubeStatus } from "./subresources/api.ts";
+import { type FrontProxy, frontProxyRefusal, remoteUser } from "./subresources/front-proxy.ts";
 
 // KubeVirt's console and VNC subresources as websockets: the path and the
-// plain.kubevirt.io subprotocol of virtctl, binary frames of raw bytes, the
-// bearer token in the Authorization header or, from a browser that cannot
-// set headers, as a base64url.bearer.authorization.k8s.io.<token>
-// subprotocol. The user must be allowed `get` on the subresource; the bytes
-// then flow to the handler on the VMI's node over mutual TLS.
+// plain.kubevirt.io subprotocol of virtctl, binary frames of raw bytes. The
+// user must be allowed `get` on the subresource; the bytes then flow to the
+// handler on the VMI's node over mutual TLS. Two callers share the session
+// code here (connect, pipe), each with its own way to say who asks and how a
+// refusal reads:
 //
-// A browser cannot read the HTTP status of a refused upgrade, so refusals
-// come after the upgrade, as close codes with a reason in words:
-// 4401 not signed in, 4403 not allowed, 4404 no such VMI, 4409 not running
-// (availableActions), 4400 the VMI has no such device (its spec),
-// 4503 the node's handler is unreachable; 1009 a frame, or what came before
-// the session was connected, past its bound (limits.ts).
+// - The dashboard's gateway, on the API's plain HTTP port: the bearer token
+//   in the Authorization header or, from a browser that cannot set headers,
+//   as a base64url.bearer.authorization.k8s.io.<token> subprotocol. A browser
+//   cannot read the HTTP status of a refused upgrade, so refusals come after
+//   the upgrade, as close codes with a reason in words: 4000 + the HTTP
+//   status (4401 not signed in, 4403 not allowed, 4404 no such VMI, 4409 not
+//   running (availableActions), 4400 the VMI has no such device (its spec),
+//   4503 the node's handler is unreachable); 1009 a frame, or what came
+//   before the session was connected, past its bound (limits.ts).
+// - The Kubernetes API server's aggregation layer, on the TLS listener (what
+//   virtctl console and virtctl vnc reach): the front proxy's certificate and
+//   X-Remote-* headers name the user, a SubjectAccessReview authorizes them
+//   (ADR 6), and every refusal is an HTTP response with a Kubernetes Status
+//   before the upgrade, as KubeVirt's virt-api answers, which the API server
+//   passes back to the client.
 
-export const CONSOLE_PATH = /^\/apis\/subresources\.kubevirt\.io\/v1\/namespaces\/([a-z0-9-]+)\/virtualmachineinstances\/([a-z0-9-]+)\/(console|vnc)$/;
+export const CONSOLE_PATH = new RegExp(`^/apis/subresources\\.kubevirt\\.io/(${SUBRESOURCE_VERSIONS.join("|")})/namespaces/([a-z0-9-]+)/virtualmachineinstances/([a-z0-9-]+)/(console|vnc)$`);
 const PLAIN_PROTOCOL = "plain.kubevirt.io";
 const BEARER_PROTOCOL_PREFIX = "base64url.bearer.authorization.k8s.io.";
 
@@ -41,8 +53,43 @@ export function upgradeToken(req: IncomingMessage): string | undefined {
   return encoded ? Buffer.from(encoded, "base64url").toString("utf8") : undefined;
 }
 
-/** A refused session, with its websocket close code. */
-class Refusal extends StatusError {}
+/** A console request of one VMI: the version of the subresource API it came in and what it asks for. */
+export interface ConsoleTarget {
+  version: string;
+  namespace: string;
+  name: string;
+  kind: ConsoleKind;
+}
+
+/** The console request a path asks for, or undefined when the path is not a console's. */
+export function consoleTarget(url: string | undefined): ConsoleTarget | undefined {
+  const match = CONSOLE_PATH.exec(new URL(url ?? "/", "http://api").pathname);
+  if (!match) return undefined;
+  const [, version = "", namespace = "", name = ""] = match;
+  return { version, namespace, name, kind: match[4] as ConsoleKind };
+}
+
+/** A refused session: its HTTP status (the token path closes with 4000 + it), and the object a Status names. */
+class Refusal extends StatusError {
+  readonly details: { name: string; kind: string } | undefined;
+  constructor(status: number, message: string, details?: { name: string; kind: string }) {
+    super(status, message);
+    this.details = details;
+  }
+}
+
+/** Who asks for a session, and how each refusal reads for them. */
+interface Requester {
+  /** Refuses (a Refusal) unless the user may open this session. */
+  authorize(target: ConsoleTarget): Promise<void>;
+  /** The VMI, read only once the user is authorized; a Refusal when there is none. */
+  vmi(target: ConsoleTarget): Promise<VirtualMachineInstance>;
+  /** The refusal when the VMI cannot give the session now: 409 its state, 400 its spec. */
+  unavailable(target: ConsoleTarget, status: 400 | 409, reason: string): Refusal;
+}
+
+/** The permission a session takes: get on virtualmachineinstances/console or /vnc, as KubeVirt's roles grant it. */
+const consoleCheck = (target: ConsoleTarget): Check => ({ verb: "get", group: SUBRESOURCE_GROUP, version: target.version, resource: "virtualmachineinstances", subresource: target.kind });
 
 export interface ConsoleProxyOptions {
   own: KubeClient;
@@ -51,42 +98,31 @@ export interface ConsoleProxyOptions {
   pingIntervalMs?: number;
 }
 
-export function createConsoleProxy(options: ConsoleProxyOptions) {
-  const { own, handlers, log } = options;
+/** Takes an upgrade request; false when its path is not a console's. */
+export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
+
+/** The session code both callers share: the websocket server, connecting to the handler, and piping the bytes. */
+function consoleSessions(options: ConsoleProxyOptions) {
+  const { handlers, log } = options;
   const pingIntervalMs = options.pingIntervalMs ?? 30_000;
   const server = new WebSocketServer({
     noServer: true,
     perMessageDeflate: false,
     maxPayload: limits.consoleFrameBytes,
-    // Answer with plain.kubevirt.io, never echoing the token back.
+    // Answer with plain.kubevirt.io when offered, never echoing a token back; a client that offers none gets none.
     handleProtocols: (protocols) => (protocols.has(PLAIN_PROTOCOL) ? PLAIN_PROTOCOL : false),
   });
 
-  async function connect(token: string | undefined, namespace: string, name: string, kind: ConsoleKind): Promise<WebSocket> {
-    if (!token) throw new Refusal(4401, "Sign in first: no bearer token came with the request.");
-    const client = own.withBearerToken(token);
-    let allowed: boolean;
+  async function connect(requester: Requester, target: ConsoleTarget): Promise<WebSocket> {
+    await requester.authorize(target);
+    const vmi = await requester.vmi(target);
+    const availability = vmiActionAvailability(vmi, target.kind);
+    if (!availability.available) throw requester.unavailable(target, availability.by === "spec" ? 400 : 409, availability.reason);
+    if (!vmi.status?.nodeName) throw requester.unavailable(target, 409, "its VMI has no node yet");
     try {
-      allowed = await mayI(client, namespace, { verb: "get", group: SUBRESOURCE_GROUP, resource: "virtualmachineinstances", subresource: kind }, name);
+      return await handlers.open(vmi.status.nodeName, target.namespace, target.name, target.kind);
     } catch (error) {
-      if (error instanceof ApiError && error.code === 401) throw new Refusal(4401, "Your token was not accepted by the cluster: sign in again.");
-      throw error;
-    }
-    if (!allowed) throw new Refusal(4403, `You may not open the ${kind === "vnc" ? "VNC display" : "serial console"} of ${namespace}/${name}: it takes get on virtualmachineinstances/${kind} (${SUBRESOURCE_GROUP}).`);
-    let vmi: VirtualMachineInstance;
-    try {
-      vmi = await client.get<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, namespace, name);
-    } catch (error) {
-      if (isNotFound(error)) throw new Refusal(4404, `The VM ${name} is not running (it has no VMI in ${namespace}); start it first.`);
-      throw error;
-    }
-    const availability = vmiActionAvailability(vmi, kind);
-    if (!availability.available) throw new Refusal(availability.by === "spec" ? 4400 : 4409, `Cannot ${ACTION_WORDS[kind]} ${name}: ${availability.reason}.`);
-    if (!vmi.status?.nodeName) throw new Refusal(4409, `Cannot ${ACTION_WORDS[kind]} ${name}: its VMI has no node yet.`);
-    try {
-      return await handlers.open(vmi.status.nodeName, namespace, name, kind);
-    } catch (error) {
-      if (error instanceof HandlerError) throw new Refusal(error.status >= 500 ? 4503 : 4000 + error.status, error.message);
+      if (error instanceof HandlerError) throw new Refusal(error.status >= 500 ? 503 : error.status, error.message);
       throw error;
     }
   }
@@ -94,6 +130,8 @@ export function createConsoleProxy(options: ConsoleProxyOptions) {
   function pipe(client: WebSocket, handler: WebSocket, labels: Record<string, string>): void {
     client.on("message", (data: Buffer) => { handler.send(data, { binary: true }); });
     handler.on("message", (data: Buffer) => { client.send(data, { binary: true }); });
+    // The handler's session was opened paused (HandlerDialer.open): nothing it sent is lost before this listener.
+    handler.resume();
     keepAlive(client, pingIntervalMs);
     const reason = (buffer: Buffer) => buffer.toString().slice(0, 120);
     handler.on("close", (code, why) => {
@@ -106,15 +144,45 @@ export function createConsoleProxy(options: ConsoleProxyOptions) {
     handler.on("error", (error) => { log.warn("handler console error", { ...labels, error }); });
   }
 
-  /** Takes an upgrade request; false when its path is not a console's. */
-  return function handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
-    const match = CONSOLE_PATH.exec(new URL(req.url ?? "/", "http://api").pathname);
-    if (!match) return false;
-    const [, namespace = "", name = ""] = match;
-    const kind = match[3] as ConsoleKind;
-    const token = upgradeToken(req);
+  return { server, connect, pipe, log };
+}
+
+/**
+ * The dashboard gateway's consoles, on the API's plain HTTP port: the user's bearer token, and refusals after the
+ * upgrade as close codes, since a browser cannot read a refused upgrade's status.
+ */
+export function createConsoleProxy(options: ConsoleProxyOptions): UpgradeHandler {
+  const { server, connect, pipe, log } = consoleSessions(options);
+
+  const tokenRequester = (token: string | undefined): Requester => {
+    const client = token ? options.own.withBearerToken(token) : undefined;
+    return {
+      authorize: async (target) => {
+        if (!client) throw new Refusal(401, "Sign in first: no bearer token came with the request.");
+        let allowed: boolean;
+        try {
+          allowed = await mayI(client, target.namespace, consoleCheck(target), target.name);
+        } catch (error) {
+          if (error instanceof ApiError && error.code === 401) throw new Refusal(401, "Your token was not accepted by the cluster: sign in again.");
+          throw error;
+        }
+        if (!allowed) throw new Refusal(403, `You may not open the ${target.kind === "vnc" ? "VNC display" : "serial console"} of ${target.namespace}/${target.name}: it takes get on virtualmachineinstances/${target.kind} (${SUBRESOURCE_GROUP}).`);
+      },
+      vmi: async (target) => {
+        const vmi = await client?.find<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, target.namespace, target.name);
+        if (!vmi) throw new Refusal(404, `The VM ${target.name} is not running (it has no VMI in ${target.namespace}); start it first.`);
+        return vmi;
+      },
+      unavailable: (target, status, reason) => new Refusal(status, `Cannot ${ACTION_WORDS[target.kind]} ${target.name}: ${reason}.`),
+    };
+  };
+
+  return (req, socket, head) => {
+    const target = consoleTarget(req.url);
+    if (!target) return false;
+    const requester = tokenRequester(upgradeToken(req));
     server.handleUpgrade(req, socket, head, (client) => {
-      const labels = { namespace, vmi: name, kind };
+      const labels = { namespace: target.namespace, vmi: target.name, kind: target.kind };
       // From the first byte: a frame past its bound is an error of this socket (ws closes it with 1009), never of the process.
       client.on("error", (error) => { log.warn("client console error", { ...labels, error }); });
       // What the browser sends before the handler answers waits here, bounded.
@@ -126,7 +194,7 @@ export function createConsoleProxy(options: ConsoleProxyOptions) {
         else if (client.readyState === client.OPEN) client.close(1009, `At most ${String(limits.consoleEarlyBytes)} bytes before the console is connected.`);
       };
       client.on("message", hold);
-      connect(token, namespace, name, kind).then(
+      connect(requester, target).then(
         (handler) => {
           client.off("message", hold);
           if (client.readyState !== client.OPEN) {
@@ -138,12 +206,98 @@ export function createConsoleProxy(options: ConsoleProxyOptions) {
           log.info("console session started", labels);
         },
         (error: unknown) => {
-          const refusal = error instanceof Refusal ? error : new Refusal(1011, "The console could not be opened; the API logged why.");
           if (!(error instanceof Refusal)) log.error("could not open a console", { ...labels, error });
-          client.close(refusal.status, refusal.message.slice(0, 120));
+          const [code, reason] = error instanceof Refusal ? [4000 + error.status, error.message] : [1011, "The console could not be opened; the API logged why."];
+          client.close(code, reason.slice(0, 120));
         },
       );
     });
+    return true;
+  };
+}
+
+export interface SubresourceConsoleOptions extends ConsoleProxyOptions {
+  frontProxy: FrontProxy;
+}
+
+/** Answers an upgrade request with a Kubernetes Status instead of the upgrade, and hangs up. */
+function refuseUpgrade(socket: Duplex, code: number, message: string, details?: { name: string; kind: string }): void {
+  const body = JSON.stringify(kubeStatus(code, message, details));
+  socket.end(`HTTP/1.1 ${String(code)} ${STATUS_CODES[code] ?? "Error"}\r\nContent-Type: application/json\r\nContent-Length: ${String(Buffer.byteLength(body))}\r\nConnection: close\r\n\r\n${body}`);
+}
+
+/**
+ * KubeVirt's console and VNC subresources as the Kubernetes API server passes them on (virtctl console, virtctl
+ * vnc), on the TLS listener of the subresource API: the front proxy's certificate checked, the user it names
+ * authorized with a SubjectAccessReview, the VMI read with the API's own account only then, and the handler's
+ * session opened before the upgrade is answered, so that every refusal is an HTTP status the client can read.
+ */
+export function createSubresourceConsoles(options: SubresourceConsoleOptions): UpgradeHandler {
+  const { server, connect, pipe, log } = consoleSessions(options);
+  const { own, frontProxy } = options;
+  const details = (target: ConsoleTarget) => ({ name: target.name, kind: "virtualmachineinstance" });
+
+  /** The user the front proxy names, and how they are authorized; a Refusal (401) when no front proxy sent the request. */
+  const requesterOf = async (req: IncomingMessage): Promise<{ user: string; requester: Requester }> => {
+    const config = await frontProxy.config();
+    const refused = frontProxyRefusal(config, (req.socket as TLSSocket).getPeerX509Certificate());
+    if (refused) throw new Refusal(401, refused);
+    const who = remoteUser(config, req.headersDistinct);
+    if (typeof who === "string") throw new Refusal(401, who);
+    const access = remoteRequester(own, who);
+    const requester: Requester = {
+      authorize: async (target) => {
+        const check = consoleCheck(target);
+        const answer = await access.may(target.namespace, check, target.name);
+        if (!answer.allowed) throw new Refusal(403, access.refusal(target.namespace, check, target.name, answer.reason));
+      },
+      vmi: async (target) => {
+        const vmi = await own.find<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, target.namespace, target.name);
+        if (!vmi) throw new Refusal(404, `virtualmachineinstance.kubevirt.io "${target.name}" not found`, details(target));
+        return vmi;
+      },
+      // KubeVirt's words: a conflict names the object; a missing device is a bad request.
+      unavailable: (target, status, reason) =>
+        new Refusal(status, status === 409 ? `Operation cannot be fulfilled on virtualmachineinstance.kubevirt.io "${target.name}": ${reason}` : reason, details(target)),
+    };
+    return { user: who.user, requester };
+  };
+
+  return (req, socket, head) => {
+    const target = consoleTarget(req.url);
+    if (!target) return false;
+    const labels = { namespace: target.namespace, vmi: target.name, kind: target.kind };
+    // Until ws takes the socket, its errors (a client gone while the session is set up) are this request's alone.
+    const ignore = (error: Error) => { log.debug("a console client went away before its session was up", { ...labels, error }); };
+    socket.on("error", ignore);
+    requesterOf(req).then(async ({ user, requester }) => ({ user, handler: await connect(requester, target) })).then(
+      ({ user, handler }) => {
+        if (socket.destroyed || !socket.writable) {
+          handler.close();
+          return;
+        }
+        socket.off("error", ignore);
+        // ws answers the upgrade, or refuses a malformed one with 400, before it returns: a session it did not take is closed.
+        const upgraded = { taken: false };
+        server.handleUpgrade(req, socket, head, (client) => {
+          upgraded.taken = true;
+          client.on("error", (error) => { log.warn("client console error", { ...labels, error }); });
+          pipe(client, handler, { ...labels, user });
+          log.info("console session started", { ...labels, user });
+        });
+        if (!upgraded.taken) handler.close();
+      },
+      (error: unknown) => {
+        if (error instanceof Refusal) {
+          refuseUpgrade(socket, error.status, error.message, error.details);
+        } else if (error instanceof ApiError) {
+          refuseUpgrade(socket, error.code, error.status.message ?? `the API server answered ${String(error.code)}`);
+        } else {
+          log.error("could not open a console", { ...labels, error });
+          refuseUpgrade(socket, 500, `Internal error occurred: ${error instanceof Error ? error.message : String(error)}`);
+        }
+      },
+    );
     return true;
   };
 }

@@ -43,12 +43,18 @@ export class HandlerDialer {
     return { host: ready.status.podIP, port: this.port };
   }
 
-  /** Opens a console or VNC session with the handler; resolves once it is open. */
+  /**
+   * Opens a console or VNC session with the handler; resolves once it is open, paused: what the handler sends at once
+   * (QEMU's VNC server speaks first) waits until the caller has its listener on and calls resume().
+   */
   async open(nodeName: string, namespace: string, name: string, kind: ConsoleKind): Promise<WebSocket> {
     const { host, port } = await this.address(nodeName);
     const ws = new WebSocket(`wss://${host}:${String(port)}${consoleServerPath(namespace, name, kind)}`, this.options());
     return new Promise((resolve, reject) => {
-      ws.once("open", () => { resolve(ws); });
+      ws.once("open", () => {
+        ws.pause();
+        resolve(ws);
+      });
       ws.once("unexpected-response", (_req, res) => {
         let body = "";
         res.setEncoding("utf8").on("data", (c: string) => (body += c)).on("end", () => { reject(new HandlerError(res.statusCode ?? 502, body.trim() || `the handler answered ${String(res.statusCode)}`)); });

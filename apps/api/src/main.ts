@@ -5,6 +5,7 @@ import { KubeClient, apiResourceCheck, createRestClientMetrics, loadKubeConfig }
 import { kubevirtResources } from "@kubevirt-ts/kubevirt-api";
 import { runService } from "@kubevirt-ts/runtime";
 import { env } from "./env.ts";
+import { createSubresourceConsoles } from "./console-proxy.ts";
 import { HandlerDialer } from "./handler-dialer.ts";
 import { createApiServer, createWebhookServer } from "./server.ts";
 import { createSubresourceApi } from "./subresources/api.ts";
@@ -42,8 +43,11 @@ await runService({
     let webhooks: ReturnType<typeof createWebhookServer> | undefined;
     if (env.WEBHOOK_TLS_DIR) {
       const [webhookCert, webhookKey] = await readDir(env.WEBHOOK_TLS_DIR, ["tls.crt", "tls.key"], "the webhooks' serving certificate (WEBHOOK_TLS_DIR)");
-      const subresources = createSubresourceApi({ own, handlers, frontProxy: new FrontProxy(own), log, version: env.VERSION });
-      webhooks = createWebhookServer({ cert: webhookCert ?? Buffer.alloc(0), key: webhookKey ?? Buffer.alloc(0) }, log, subresources);
+      // One front proxy configuration, read and cached once, for the PUT actions and the console websockets alike.
+      const frontProxy = new FrontProxy(own);
+      const subresources = createSubresourceApi({ own, handlers, frontProxy, log, version: env.VERSION });
+      const consoles = createSubresourceConsoles({ own, handlers, frontProxy, log });
+      webhooks = createWebhookServer({ cert: webhookCert ?? Buffer.alloc(0), key: webhookKey ?? Buffer.alloc(0) }, log, subresources, consoles);
       webhooks.listen(env.WEBHOOK_PORT, env.HOST);
       await once(webhooks, "listening");
       log.info("admission webhooks and the subresource API listening", { port: env.WEBHOOK_PORT });

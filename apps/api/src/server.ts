@@ -3,11 +3,12 @@ import type { Duplex } from "node:stream";
 import { createServer as createTlsServer } from "node:https";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { createHTTPHandler } from "@trpc/server/adapters/standalone";
-import { bearerToken, createConsoleProxy } from "./console-proxy.ts";
+import { type UpgradeHandler, bearerToken, consoleTarget, createConsoleProxy } from "./console-proxy.ts";
 import type { ApiServices } from "./trpc/init.ts";
 import { appRouter } from "./trpc/router.ts";
 import { limits } from "./limits.ts";
 import { readBody } from "./read-body.ts";
+import { kubeStatus } from "./subresources/api.ts";
 import { type AdmissionReview, type WebhookKind, mutate, validate } from "./webhooks.ts";
 
 // The API's listeners: tRPC and the console websockets on one HTTP port
@@ -59,10 +60,18 @@ const WEBHOOKS: Record<string, { review: typeof validate; kind: WebhookKind }> =
 
 /**
  * The TLS listener the Kubernetes API server calls: the admission webhooks, and KubeVirt's subresource API when it
- * is given (the API server presents its front proxy's client certificate there; it is asked for, never required).
+ * is given (the API server presents its front proxy's client certificate there; it is asked for, never required):
+ * its PUT actions, and its console and VNC websockets as upgrades (`consoles`). Any other upgrade gets a 404.
  */
-export function createWebhookServer(tls: { cert: Buffer; key: Buffer }, log: Logger, subresources?: (req: IncomingMessage, res: ServerResponse) => boolean): Server {
-  return createTlsServer({ ...tls, requestCert: true, rejectUnauthorized: false, ...bounded(limits.webhookRequestTimeoutMs) }, (req: IncomingMessage, res: ServerResponse) => {
+export function createWebhookServer(tls: { cert: Buffer; key: Buffer }, log: Logger, subresources?: (req: IncomingMessage, res: ServerResponse) => boolean, consoles?: UpgradeHandler): Server {
+  const server = createTlsServer({ ...tls, requestCert: true, rejectUnauthorized: false, ...bounded(limits.webhookRequestTimeoutMs) }, (req: IncomingMessage, res: ServerResponse) => {
+    const websocket = consoles ? consoleTarget(req.url) : undefined;
+    if (websocket) {
+      // A console without the upgrade: say how to ask for it, as KubeVirt's virt-api refuses a plain request there.
+      const message = `virtualmachineinstances/${websocket.kind} is a websocket: ask for it with GET and Upgrade: websocket (virtctl ${websocket.kind} does)`;
+      res.writeHead(400, { "content-type": "application/json" }).end(JSON.stringify(kubeStatus(400, message)));
+      return;
+    }
     if (subresources?.(req, res)) return;
     const hook = WEBHOOKS[new URL(req.url ?? "/", "https://api").pathname];
     if (!hook || req.method !== "POST") {
@@ -86,4 +95,8 @@ export function createWebhookServer(tls: { cert: Buffer; key: Buffer }, log: Log
       res.destroy();
     });
   });
+  server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    if (!consoles?.(req, socket, head)) socket.end("HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n");
+  });
+  return server;
 }

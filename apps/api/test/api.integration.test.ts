@@ -73,8 +73,8 @@ describe("the tRPC API, as the signed-in user", () => {
 
     await asEditor.vms.start.mutate({ namespace, name: "web-1" });
     expect((await asViewer.vms.get.query({ namespace, name: "web-1" })).spec.runStrategy).toBe("Always");
-    expect(await failure(asViewer.vms.stop.mutate({ namespace, name: "web-1" }))).toMatchObject({ code: "FORBIDDEN" });
-    expect(await failure(asEditor.vms.restart.mutate({ namespace, name: "web-1" }))).toMatchObject({ code: "CONFLICT", message: "Cannot restart web-1: the VM is not running; start it instead." });
+    expect(await failure(asViewer.vms.stop.mutate({ namespace, name: "web-1" }))).toMatchObject({ code: "FORBIDDEN", message: `You may not stop web-1 in ${namespace}: it takes update on virtualmachines/stop (subresources.kubevirt.io).` });
+    expect(await failure(asEditor.vms.restart.mutate({ namespace, name: "web-1" }))).toMatchObject({ code: "CONFLICT", message: 'Operation cannot be fulfilled on virtualmachine.kubevirt.io "web-1": VM is not running: Halted' });
 
     await asEditor.vms.delete.mutate({ namespace, name: "web-1" });
     await expect.poll(async () => (await asViewer.vms.list.query({ namespace })).length).toBe(0);
@@ -145,23 +145,25 @@ describe("the tRPC API, as the signed-in user", () => {
     await asEditor.vms.create.mutate({ namespace, vm: vm("web-1") });
     await asEditor.vms.create.mutate({ namespace, vm: vm("manual-1", "Manual") });
 
-    // Stopped: it may start, not stop, pause or be consoled; a Manual VM never starts on request here.
+    // Stopped: it may start, not stop, pause or be consoled; in KubeVirt's words, as kubectl and virtctl users read them.
     const stopped = await asEditor.permissions.query({ namespace, name: "web-1" });
     expect(stopped.start).toEqual({ allowed: true, state: { available: true } });
-    expect(stopped.stop).toEqual({ allowed: true, state: { available: false, by: "state", reason: "the VM is already stopped" } });
+    expect(stopped.stop).toEqual({ allowed: true, state: { available: false, by: "state", reason: "VM is not running" } });
     expect(stopped.console).toEqual({ allowed: true, state: { available: false, by: "state", reason: "the VM is not running; start it and try again" } });
     expect(stopped.create).toEqual({ allowed: true });
-    expect(await failure(asEditor.vms.stop.mutate({ namespace, name: "web-1" }))).toMatchObject({ code: "CONFLICT", message: "Cannot stop web-1: the VM is already stopped." });
+    expect(await failure(asEditor.vms.stop.mutate({ namespace, name: "web-1" }))).toMatchObject({ code: "CONFLICT", message: 'Operation cannot be fulfilled on virtualmachine.kubevirt.io "web-1": VM is not running' });
     expect(stopped.pause.state).toEqual({ available: false, by: "state", reason: "the VM is not running; start it first" });
-    expect(await failure(asEditor.vms.restart.mutate({ namespace, name: "web-1" }))).toMatchObject({ code: "CONFLICT", message: "Cannot restart web-1: the VM is not running; start it instead." });
-    expect(await failure(asEditor.vms.start.mutate({ namespace, name: "manual-1" }))).toMatchObject({
-      code: "PRECONDITION_FAILED",
-      message: "Cannot start manual-1: runStrategy Manual does not start on request here; set spec.runStrategy to Always to start it.",
-    });
+    expect(await failure(asEditor.vms.restart.mutate({ namespace, name: "web-1" }))).toMatchObject({ code: "CONFLICT", message: 'Operation cannot be fulfilled on virtualmachine.kubevirt.io "web-1": RunStategy Halted does not support manual restart requests' });
+    // A Manual VM starts on request, as in KubeVirt: the request goes into its status, for the controller to carry out.
+    await asEditor.vms.start.mutate({ namespace, name: "manual-1" });
+    const manual = await asEditor.vms.get.query({ namespace, name: "manual-1" });
+    expect(manual.spec.runStrategy).toBe("Manual");
+    expect(manual.status?.stateChangeRequests).toEqual([{ action: "Start" }]);
+    expect(await failure(asEditor.vms.start.mutate({ namespace, name: "manual-1" }))).toMatchObject({ code: "CONFLICT", message: 'Operation cannot be fulfilled on virtualmachine.kubevirt.io "manual-1": unable to complete request: stop/start already underway' });
 
     // Started (Always; no controller runs here, so it stays without a VMI): it may stop, not start again.
     await asEditor.vms.start.mutate({ namespace, name: "web-1" });
-    expect(await failure(asEditor.vms.start.mutate({ namespace, name: "web-1" }))).toMatchObject({ code: "CONFLICT", message: "Cannot start web-1: the VM is already starting: runStrategy Always starts it by itself." });
+    expect(await failure(asEditor.vms.start.mutate({ namespace, name: "web-1" }))).toMatchObject({ code: "CONFLICT", message: 'Operation cannot be fulfilled on virtualmachine.kubevirt.io "web-1": Always does not support manual start requests' });
     const starting = await clientFor(viewer).permissions.query({ namespace, name: "web-1" });
     expect(starting.stop).toEqual({ allowed: false, reason: expect.stringContaining(`You may not stop VMs in ${namespace}`) as unknown, state: { available: true } });
     await asEditor.vms.stop.mutate({ namespace, name: "web-1" });

@@ -49,6 +49,11 @@ export async function users(kubeConfig: KubeConfig, namespace: string): Promise<
     editor: [
       { apiGroups: ["kubevirt.io"], resources: ["virtualmachines", "virtualmachineinstances"], verbs: ["get", "list", "watch", "create", "update", "patch", "delete"] },
       { apiGroups: ["subresources.kubevirt.io"], resources: ["virtualmachineinstances/console", "virtualmachineinstances/vnc"], verbs: ["get"] },
+      {
+        apiGroups: ["subresources.kubevirt.io"],
+        resources: ["virtualmachines/start", "virtualmachines/stop", "virtualmachines/restart", "virtualmachineinstances/pause", "virtualmachineinstances/unpause", "virtualmachineinstances/softreboot", "virtualmachineinstances/reset"],
+        verbs: ["update"],
+      },
       { apiGroups: [""], resources: ["events"], verbs: ["list"] },
       // As Kubernetes' edit role: the dashboard keeps a VM's cloud-init password in a Secret.
       { apiGroups: [""], resources: ["secrets"], verbs: ["create"] },

@@ -3,11 +3,15 @@ import { readFile } from "node:fs/promises";
 import { request } from "node:https";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { KubeConfig } from "@kubernetes/client-node";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { ConnectionOptions } from "node:tls";
+import { ApiregistrationV1Api, CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { test, tlsSecretDir } from "@kubevirt-ts/control-plane/testing";
 import { KubeClient } from "@kubevirt-ts/kube";
 import { createLogger } from "@kubevirt-ts/runtime";
 import { afterAll, beforeAll, describe, expect, inject } from "vitest";
+import { type ClientOptions, WebSocket } from "ws";
+import { createSubresourceConsoles } from "../src/console-proxy.ts";
 import { HandlerDialer } from "../src/handler-dialer.ts";
 import { createWebhookServer } from "../src/server.ts";
 import { createSubresourceApi } from "../src/subresources/api.ts";
@@ -19,13 +23,25 @@ import { users } from "./harness.ts";
 // plane and the user in X-Remote-* headers. The front proxy's CA comes from
 // the real kube-system/extension-apiserver-authentication, whether the user
 // may comes from a real SubjectAccessReview, and the writes land in the real
-// API server. (The whole path through the API server's aggregation layer is
-// e2e/cluster/subresources.test.ts.)
+// API server. The console and VNC websockets are also reached through the
+// real API server's aggregation layer: an APIService of the test's own
+// points the API server at virt-api's TLS port (an ExternalName Service to
+// 127.0.0.1), so the API server authenticates and authorizes the user,
+// proxies the upgrade with its front proxy's certificate, and passes back
+// virt-api's answer. (The rest of the path through the aggregation layer is
+// e2e/cluster/subresources.test.ts; a console session that reaches a guest,
+// which takes a handler and a launcher, is e2e/cluster/vm-debian.test.ts.)
 
 let url = "";
 let stop: () => Promise<void> = () => Promise.resolve();
 let proxyTls: { cert: Buffer; key: Buffer };
 let strangerTls: { cert: Buffer; key: Buffer };
+let servingCa: Buffer;
+let port = 0;
+
+/** The Service the test's APIServices name; the API server checks virt-api's certificate for <name>.<namespace>.svc. */
+const AGGREGATED_SERVICE = { name: "virt-api-test", namespace: "default" } as const;
+const VERSIONS = ["v1", "v1alpha3"] as const;
 
 beforeAll(async () => {
   const kubeConfig = new KubeConfig();
@@ -33,17 +49,25 @@ beforeAll(async () => {
   const own = await KubeClient.fromKubeConfig(kubeConfig);
   const log = createLogger({ component: "subresources-test", level: "error" });
   // A serving certificate of a CA of the test's own (the API server checks the APIService's caBundle; this client does not).
-  const serving = await tlsSecretDir("virt-api", "server", ["127.0.0.1"]);
+  const serving = await tlsSecretDir("virt-api", "server", ["127.0.0.1", `${AGGREGATED_SERVICE.name}.${AGGREGATED_SERVICE.namespace}.svc`]);
+  servingCa = await readFile(join(serving, "ca.crt"));
   // A client certificate with the front proxy's name from another CA: not the front proxy.
   const stranger = await tlsSecretDir("front-proxy-client", "client");
   strangerTls = { cert: await readFile(join(stranger, "tls.crt")), key: await readFile(join(stranger, "tls.key")) };
   proxyTls = { cert: await readFile(inject("frontProxyClient").cert), key: await readFile(inject("frontProxyClient").key) };
   const empty = Buffer.alloc(0);
   const handlers = new HandlerDialer({ own, namespace: "kubevirt-ts", port: 8186, tls: { ca: empty, cert: empty, key: empty } });
-  const server = createWebhookServer({ cert: await readFile(join(serving, "tls.crt")), key: await readFile(join(serving, "tls.key")) }, log, createSubresourceApi({ own, handlers, frontProxy: new FrontProxy(own), log, version: "test" }));
+  const frontProxy = new FrontProxy(own);
+  const server = createWebhookServer(
+    { cert: await readFile(join(serving, "tls.crt")), key: await readFile(join(serving, "tls.key")) },
+    log,
+    createSubresourceApi({ own, handlers, frontProxy, log, version: "test" }),
+    createSubresourceConsoles({ own, handlers, frontProxy, log }),
+  );
   server.listen(0, "127.0.0.1");
   await once(server, "listening");
-  url = `https://127.0.0.1:${String((server.address() as AddressInfo).port)}`;
+  port = (server.address() as AddressInfo).port;
+  url = `https://127.0.0.1:${String(port)}`;
   stop = async () => {
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
@@ -80,6 +104,9 @@ describe("the subresource API", () => {
       expect(list.kind).toBe("APIResourceList");
       expect(list.groupVersion).toBe(`subresources.kubevirt.io/${version}`);
       expect(list.resources.map((r) => r.name)).toEqual(expect.arrayContaining(["virtualmachines/start", "virtualmachines/stop", "virtualmachines/restart", "virtualmachineinstances/pause", "virtualmachineinstances/unpause"]));
+      // The websockets are asked for with GET, the actions with PUT, as KubeVirt's discovery says.
+      const verbs = Object.fromEntries((list.resources as { name: string; verbs: string[] }[]).map((r) => [r.name, r.verbs]));
+      expect(verbs).toMatchObject({ "virtualmachineinstances/console": ["get"], "virtualmachineinstances/vnc": ["get"], "virtualmachines/start": ["update"] });
     }
     expect(JSON.parse((await call("GET", "/apis/subresources.kubevirt.io/v1/version")).body)).toMatchObject({ gitVersion: "test" });
   });
@@ -143,5 +170,143 @@ describe("the subresource API", () => {
     const missing = await call("PUT", vmPath(namespace, "nothing", "restart"), editor);
     expect(missing.code).toBe(404);
     expect((JSON.parse(missing.body) as { message: string }).message).toBe('virtualmachine.kubevirt.io "nothing" not found');
+  });
+});
+
+/** What came back for a websocket upgrade: the open session, or the refusal's status and body. */
+type Upgrade = { open: true; ws: WebSocket } | { open: false; code: number; body: string };
+
+function upgrade(address: string, options: ClientOptions & ConnectionOptions, protocols: string[] = ["plain.kubevirt.io"]): Promise<Upgrade> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(address, protocols, options);
+    ws.once("open", () => { resolve({ open: true, ws }); });
+    ws.once("unexpected-response", (_req, res) => {
+      let body = "";
+      res.setEncoding("utf8").on("data", (c: string) => (body += c)).on("end", () => { resolve({ open: false, code: res.statusCode ?? 0, body }); });
+    });
+    ws.once("error", reject);
+  });
+}
+
+/** A refusal's Kubernetes Status, or the test's failure when the session opened. */
+function status(answer: Upgrade): { code: number; kind: string; reason: string; message: string; details?: unknown } {
+  if (answer.open) {
+    answer.ws.close();
+    throw new Error("the console session opened; a refusal was expected");
+  }
+  const body = JSON.parse(answer.body) as { code: number; kind: string; reason: string; message: string };
+  expect(body.code).toBe(answer.code);
+  return body;
+}
+
+const vmiPath = (namespace: string, name: string, kind: "console" | "vnc", version = "v1") => `/apis/subresources.kubevirt.io/${version}/namespaces/${namespace}/virtualmachineinstances/${name}/${kind}`;
+
+describe("the console and VNC websockets of the subresource API", () => {
+  let apiServer = "";
+  let apiServerCa: Buffer;
+
+  beforeAll(async () => {
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromString(inject("kubeconfig"));
+    const cluster = kubeConfig.getCurrentCluster();
+    if (!cluster?.caData) throw new Error("the test kubeconfig has no cluster with certificate-authority-data");
+    apiServer = cluster.server.replace(/^https:/, "wss:");
+    apiServerCa = Buffer.from(cluster.caData, "base64");
+    // The API server reaches virt-api as it would a Service's: an ExternalName Service, since no kube-proxy runs here.
+    await kubeConfig.makeApiClient(CoreV1Api).createNamespacedService({
+      namespace: AGGREGATED_SERVICE.namespace,
+      body: { metadata: { name: AGGREGATED_SERVICE.name }, spec: { type: "ExternalName", externalName: "127.0.0.1" } },
+    });
+    const registration = kubeConfig.makeApiClient(ApiregistrationV1Api);
+    for (const version of VERSIONS) {
+      await registration.createAPIService({
+        body: {
+          metadata: { name: `${version}.subresources.kubevirt.io` },
+          spec: { group: "subresources.kubevirt.io", version, groupPriorityMinimum: 1000, versionPriority: 15, service: { ...AGGREGATED_SERVICE, port }, caBundle: servingCa.toString("base64") },
+        },
+      });
+    }
+    // The API server proxies to them once its availability check has read virt-api's discovery.
+    const available = async (version: string) =>
+      (await registration.readAPIServiceStatus({ name: `${version}.subresources.kubevirt.io` })).status?.conditions?.find((c) => c.type === "Available")?.status === "True";
+    const deadline = Date.now() + 60_000;
+    for (const version of VERSIONS) {
+      while (!(await available(version))) {
+        if (Date.now() > deadline) throw new Error(`APIService ${version}.subresources.kubevirt.io did not become Available within 60 s; see the test API server's log for its availability check`);
+        await sleep(500);
+      }
+    }
+  }, 90_000);
+
+  afterAll(async () => {
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromString(inject("kubeconfig"));
+    const registration = kubeConfig.makeApiClient(ApiregistrationV1Api);
+    // Whatever beforeAll got to make goes again.
+    const gone = (error: unknown) => {
+      if ((error as { code?: number }).code !== 404) throw error;
+    };
+    for (const version of VERSIONS) await registration.deleteAPIService({ name: `${version}.subresources.kubevirt.io` }).catch(gone);
+    await kubeConfig.makeApiClient(CoreV1Api).deleteNamespacedService({ ...AGGREGATED_SERVICE }).catch(gone);
+  });
+
+  /** An upgrade through the real API server, with a user's token and the API server's CA alone. */
+  const throughApiServer = (path: string, token: string) => upgrade(`${apiServer}${path}`, { ca: apiServerCa, headers: { authorization: `Bearer ${token}` } });
+
+  test("answers an allowed user's upgrade through the API server with KubeVirt's Status before upgrading: no VMI, not running, no handler", async ({ kubeConfig, custom, namespace }) => {
+    const { editor, viewer } = await users(kubeConfig, namespace);
+
+    const missing = status(await throughApiServer(vmiPath(namespace, "nothing", "console"), editor));
+    expect(missing).toMatchObject({ code: 404, kind: "Status", reason: "NotFound", message: 'virtualmachineinstance.kubevirt.io "nothing" not found', details: { name: "nothing", kind: "virtualmachineinstance" } });
+    expect(status(await throughApiServer(vmiPath(namespace, "nothing", "vnc", "v1alpha3"), editor))).toMatchObject({ code: 404, reason: "NotFound" });
+
+    // The viewer's role has no get on the console: the API server refuses before it passes the request on.
+    const refused = status(await throughApiServer(vmiPath(namespace, "nothing", "console"), viewer));
+    expect(refused).toMatchObject({ code: 403, reason: "Forbidden" });
+    expect(refused.message).toContain('cannot get resource "virtualmachineinstances/console" in API group "subresources.kubevirt.io"');
+
+    const vmis = { group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachineinstances" };
+    const vmi = (name: string, vmiStatus: Record<string, unknown>) => ({
+      apiVersion: "kubevirt.io/v1", kind: "VirtualMachineInstance", metadata: { name },
+      spec: { domain: { devices: {}, memory: { guest: "64Mi" } } },
+      status: vmiStatus,
+    });
+    await custom.createNamespacedCustomObject({ ...vmis, body: vmi("scheduling", { phase: "Scheduling" }) });
+    expect(status(await throughApiServer(vmiPath(namespace, "scheduling", "console"), editor))).toMatchObject({
+      code: 409, reason: "Conflict", message: 'Operation cannot be fulfilled on virtualmachineinstance.kubevirt.io "scheduling": the VMI is not running (phase Scheduling); wait until it is Running',
+    });
+    // Running on a node without a ready handler (none runs here): the handler is unavailable.
+    await custom.createNamespacedCustomObject({ ...vmis, body: vmi("running", { phase: "Running", nodeName: "node-without-handler" }) });
+    const unreachable = status(await throughApiServer(vmiPath(namespace, "running", "vnc"), editor));
+    expect(unreachable).toMatchObject({ code: 503, reason: "ServiceUnavailable" });
+    expect(unreachable.message).toContain("no ready handler runs on node node-without-handler");
+  });
+
+  test("authorizes the user the front proxy names, and answers no one else", async ({ kubeConfig, namespace }) => {
+    await users(kubeConfig, namespace);
+    const direct = (path: string, options: ClientOptions & ConnectionOptions = {}, protocols?: string[]) => upgrade(`wss://127.0.0.1:${String(port)}${path}`, { ca: servingCa, ...options }, protocols);
+    const path = vmiPath(namespace, "nothing", "console");
+
+    // No front proxy certificate: 401, whatever the headers say.
+    const nobody = status(await direct(path, { headers: { "X-Remote-User": "system:admin", "X-Remote-Group": "system:masters" } }));
+    expect(nobody).toMatchObject({ code: 401, reason: "Unauthorized", message: expect.stringContaining("no client certificate of the API server's front proxy") as unknown });
+    expect(status(await direct(path, { ...strangerTls, headers: { "X-Remote-User": "system:admin" } }))).toMatchObject({ code: 401, message: expect.stringContaining("not signed by the requestheader CA") as unknown });
+    expect(status(await direct(path, proxyTls))).toMatchObject({ code: 401, message: "a valid user header is required for authorization" });
+
+    // The front proxy naming a user who may not: virt-api's own SubjectAccessReview refuses, in the API server's words.
+    const viewer = `system:serviceaccount:${namespace}:viewer`;
+    // (One header of groups, comma-separated, as HTTP allows for repeated headers; ws sends each header once.)
+    const forbidden = status(await direct(path, { ...proxyTls, headers: { "X-Remote-User": viewer, "X-Remote-Group": "system:serviceaccounts,system:authenticated" } }));
+    expect(forbidden).toMatchObject({ code: 403, reason: "Forbidden" });
+    expect(forbidden.message).toContain(`User "${viewer}" cannot get resource "virtualmachineinstances/console" in API group "subresources.kubevirt.io" in the namespace "${namespace}"`);
+
+    // A client that offers no subprotocol is answered too (here with the same Status), and a plain GET is told to upgrade.
+    const editor = { ...proxyTls, headers: { "X-Remote-User": `system:serviceaccount:${namespace}:editor`, "X-Remote-Group": "system:serviceaccounts,system:authenticated" } };
+    expect(status(await direct(path, editor, []))).toMatchObject({ code: 404, reason: "NotFound" });
+    const plain = await call("GET", path, editor);
+    expect(plain.code).toBe(400);
+    expect(JSON.parse(plain.body)).toMatchObject({ kind: "Status", reason: "BadRequest", message: expect.stringContaining("is a websocket") as unknown });
+    // Other upgrades on this listener are not served.
+    expect(await direct(`/apis/subresources.kubevirt.io/v1/namespaces/${namespace}/virtualmachineinstances/nothing/portforward`, editor)).toMatchObject({ open: false, code: 404 });
   });
 });

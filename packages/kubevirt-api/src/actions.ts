@@ -1,17 +1,15 @@
-import { type ConsoleKind, RunStrategy, VmiConditionType, VmiPhase, type VmiDomainAction } from "./constants.ts";
-import { runStrategyOf } from "./defaults.ts";
+import { type ConsoleKind, VmiConditionType, VmiPhase, type VmiDomainAction } from "./constants.ts";
 import type { VirtualMachineInstance } from "./schema/vmi.ts";
 import type { VirtualMachine } from "./schema/vm.ts";
-import { isFinalPhase } from "./vmi-phase.ts";
+import { type VmRequestAction, type VmRequestOptions, planVmRequest } from "./vm-requests.ts";
 
 // One answer to "can this action run on this VM now, and why not": the API
 // refuses with it, the dashboard enables its buttons from it, and the handler
 // refuses domain actions and consoles with it. The rules are KubeVirt's
-// virt-api subresource handlers' (start refused while a VMI runs, pause and
-// soft reboot of a paused VMI, unpause of one that is not paused, consoles and
-// domain actions only on a Running VMI), except where this implementation
-// does less (a Manual VM is not started on request, a restart only brings
-// back a VM whose run strategy recreates it: see planLifecycle).
+// virt-api subresource handlers': start, stop and restart as planVmRequest
+// plans them for each run strategy (in KubeVirt's words), pause and soft
+// reboot of a paused VMI refused, unpause of one that is not paused, consoles
+// and domain actions only on a Running VMI.
 
 /** Every action a user may ask of a VM, in the API's and dashboard's names. */
 export const VM_ACTIONS = ["start", "stop", "forceStop", "restart", "pause", "unpause", "softReboot", "reset", "console", "vnc", "delete"] as const;
@@ -75,54 +73,25 @@ export function vmiActionAvailability(vmi: VmiFacts | undefined, action: VmiDoma
   return AVAILABLE;
 }
 
-function stopAvailability(strategy: RunStrategy, vmi: VmiFacts | undefined): ActionAvailability {
-  const stopped = !vmi || isFinalPhase(vmi.status?.phase);
-  switch (strategy) {
-    case RunStrategy.Halted:
-      return notNow(stopped ? "the VM is already stopped" : "the VM is already stopping");
-    case RunStrategy.Manual:
-      if (stopped) return notNow("the VM is already stopped");
-      return vmi.metadata.deletionTimestamp ? notNow("the VM is already stopping") : AVAILABLE;
-    default:
-      // Halting an Always, RerunOnFailure or Once VM stops it wherever it is, even before it has a VMI.
-      return AVAILABLE;
-  }
-}
-
-function startAvailability(strategy: RunStrategy, vmi: VmiFacts | undefined): ActionAvailability {
-  const phase = vmi?.status?.phase;
-  // As KubeVirt: a VMI that has not finished and whose phase is known is running, or on its way up or down.
-  if (vmi && !isFinalPhase(phase) && phase !== VmiPhase.Unknown) {
-    if (vmi.metadata.deletionTimestamp || strategy === RunStrategy.Halted) return notNow("the VM is stopping; start it again once it has stopped");
-    return notNow(phase === VmiPhase.Running ? "the VM is already running" : "the VM is already starting");
-  }
-  if (strategy === RunStrategy.Halted) return AVAILABLE;
-  if (strategy === RunStrategy.Always) return notNow("the VM is already starting: runStrategy Always starts it by itself");
-  return notWithThisSpec(`runStrategy ${strategy} does not start on request here; set spec.runStrategy to Always to start it`);
-}
-
-function restartAvailability(strategy: RunStrategy, vmi: VmiFacts | undefined): ActionAvailability {
-  if (!vmi) return notNow("the VM is not running; start it instead");
-  if (strategy !== RunStrategy.Always && strategy !== RunStrategy.RerunOnFailure) {
-    return notWithThisSpec(`runStrategy ${strategy} would not bring the VM back after a restart; stop and start it, or set spec.runStrategy to Always`);
-  }
-  if (vmi.metadata.deletionTimestamp) return notNow("the VM is already restarting or stopping");
-  return AVAILABLE;
+/** Start, stop or restart as planVmRequest answers it: available unless refused, and why (400: the spec stands in the way). */
+function requestAvailability(vm: VmFacts, vmi: VmiFacts | undefined, action: VmRequestAction, options: VmRequestOptions = {}): ActionAvailability {
+  const plan = planVmRequest(vm, vmi, action, options);
+  if (plan.kind !== "refuse") return AVAILABLE;
+  return plan.code === 400 ? notWithThisSpec(plan.message) : notNow(plan.message);
 }
 
 /** What can be done to a VM now, given its VMI (undefined when it has none), and why not. */
 export function availableActions(vm: VmFacts, vmi: VmiFacts | undefined): Record<VmActionName, ActionAvailability> {
-  const strategy = runStrategyOf(vm.spec);
   const deleting = Boolean(vm.metadata.deletionTimestamp);
   const lifecycle = (availability: () => ActionAvailability): ActionAvailability => (deleting ? notNow("the VM is being deleted") : availability());
   const devices = vmi?.spec.domain.devices ?? vm.spec.template.spec.domain.devices;
-  const stop = lifecycle(() => stopAvailability(strategy, vmi));
+  // A forced stop is KubeVirt's stop with a grace period of 0; it takes down whatever VMI there is, even of a VM being deleted.
+  const forceStop = requestAvailability(vm, vmi, "stop", { gracePeriod: 0 });
   return {
-    start: lifecycle(() => startAvailability(strategy, vmi)),
-    stop,
-    // Force stop takes down whatever VMI there is, even of a VM being deleted.
-    forceStop: vmi ? AVAILABLE : stop,
-    restart: lifecycle(() => restartAvailability(strategy, vmi)),
+    start: lifecycle(() => requestAvailability(vm, vmi, "start")),
+    stop: lifecycle(() => requestAvailability(vm, vmi, "stop")),
+    forceStop: deleting && !vmi ? notNow("the VM is being deleted") : forceStop,
+    restart: lifecycle(() => requestAvailability(vm, vmi, "restart")),
     pause: vmiActionAvailability(vmi, "pause", devices),
     unpause: vmiActionAvailability(vmi, "unpause", devices),
     softReboot: vmiActionAvailability(vmi, "softReboot", devices),

@@ -6,7 +6,6 @@ export * from "./schema/vm.ts";
 export * from "./defaults.ts";
 export * from "./validation/index.ts";
 export { virtualMachineCrd, virtualMachineInstanceCrd } from "./crd/crds.ts";
-export * from "./lifecycle.ts";
 export * from "./actions.ts";
 export * from "./launcher-pod.ts";
 export * from "./cloud-init-secrets.ts";

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { VirtualMachine } from "./schema/vm.ts";
 import type { VirtualMachineInstance } from "./schema/vmi.ts";
-import { planVmRequest, vmiRequestRefusal } from "./vm-requests.ts";
+import { planVmRequest } from "./vm-requests.ts";
 
 const vm = (spec: Partial<VirtualMachine["spec"]>, status?: VirtualMachine["status"]) => ({ spec: { template: { spec: {} }, ...spec } as VirtualMachine["spec"], ...(status ? { status } : {}) });
 const vmi = (phase: string, extra: Partial<NonNullable<VirtualMachineInstance["status"]>> = {}, spec: Record<string, unknown> = {}) =>
@@ -58,16 +58,5 @@ describe("start, stop and restart of a VM, as KubeVirt's virt-api does them", ()
       kind: "patch",
       status: [{ op: "test", path: "/status/stateChangeRequests", value: null }, { op: "add", path: "/status/stateChangeRequests", value: [{ action: "Stop", uid: "vmi-1" }, { action: "Start" }] }],
     });
-  });
-});
-
-describe("pause, unpause, soft reboot and reset of a VMI", () => {
-  it("are refused in KubeVirt's words when the VMI's state does not allow them", () => {
-    expect(vmiRequestRefusal(vmi("Scheduled"), "pause")).toEqual({ code: 409, message: "VM is not running" });
-    expect(vmiRequestRefusal(vmi("Running", { conditions: [{ type: "Paused", status: "True" }] }), "pause")).toEqual({ code: 409, message: "VMI is already paused" });
-    expect(vmiRequestRefusal(vmi("Running"), "unpause")).toEqual({ code: 409, message: "VMI is not paused" });
-    expect(vmiRequestRefusal(vmi("Running", { conditions: [{ type: "Paused", status: "True" }] }), "softReboot")).toEqual({ code: 409, message: "VMI is paused" });
-    expect(vmiRequestRefusal(vmi("Succeeded"), "reset")).toEqual({ code: 409, message: "Failed to reset non-running VMI with phase Succeeded" });
-    expect(vmiRequestRefusal(vmi("Running"), "pause")).toBeUndefined();
   });
 });

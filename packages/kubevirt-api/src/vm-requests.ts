@@ -1,4 +1,3 @@
-import { isPaused } from "./actions.ts";
 import { RunStrategy, VmiPhase } from "./constants.ts";
 import { runStrategyOf } from "./defaults.ts";
 import { isFinalPhase } from "./vmi-phase.ts";
@@ -144,30 +143,5 @@ export function planVmRequest(vm: Vm, vmi: Vmi | undefined, action: VmRequestAct
       return stop(vm, vmi, options);
     case "restart":
       return restart(vm, vmi, options);
-  }
-}
-
-/** KubeVirt's check before pause, unpause, soft reboot or reset of a VMI: its refusal, or undefined. */
-export function vmiRequestRefusal(vmi: Vmi, action: "pause" | "unpause" | "softReboot" | "reset"): { code: 409; message: string } | undefined {
-  const running = vmi.status?.phase === VmiPhase.Running;
-  const paused = isPaused(vmi);
-  switch (action) {
-    case "pause":
-      // (KubeVirt also refuses to pause a VMI with a liveness probe; kubevirt-ts refuses probes in the spec yet.)
-      if (!running) return { code: 409, message: "VM is not running" };
-      if (paused) return { code: 409, message: "VMI is already paused" };
-      return undefined;
-    case "unpause":
-      if (!running) return { code: 409, message: "VMI is not running" };
-      if (!paused) return { code: 409, message: "VMI is not paused" };
-      return undefined;
-    case "softReboot":
-      // (KubeVirt also refuses it without an agent when ACPI is off; kubevirt-ts refuses domain.features yet, so ACPI is on.)
-      if (!running) return { code: 409, message: "VM is not running" };
-      if (paused) return { code: 409, message: "VMI is paused" };
-      return undefined;
-    case "reset":
-      if (!running) return { code: 409, message: `Failed to reset non-running VMI with phase ${vmi.status?.phase ?? VmiPhase.Pending}` };
-      return undefined;
   }
 }

@@ -1,16 +1,14 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { TLSSocket } from "node:tls";
 import { ApiError, type KubeClient } from "@kubevirt-ts/kube";
-import {
-  DOMAIN_ACTION_SUBRESOURCE, SUBRESOURCE_GROUP, type VirtualMachine, type VirtualMachineInstance, type VmRequestAction, type VmRequestOptions, type VmiDomainAction,
-  domainActionOf, kubevirtResources, planVmRequest, vmiRequestRefusal,
-} from "@kubevirt-ts/kubevirt-api";
+import { DOMAIN_ACTION_SUBRESOURCE, SUBRESOURCE_GROUP, type VmRequestAction, type VmRequestOptions, domainActionOf } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
-import { mayUser } from "../access.ts";
-import { type HandlerDialer, HandlerError } from "../handler-dialer.ts";
+import { remoteRequester } from "../access.ts";
+import type { HandlerDialer } from "../handler-dialer.ts";
 import { limits } from "../limits.ts";
 import { readBody } from "../read-body.ts";
-import { type FrontProxy, type RemoteUser, frontProxyRefusal, remoteUser } from "./front-proxy.ts";
+import { ActionRefusal, requestVmAction, requestVmiAction } from "../vm-actions.ts";
+import { type FrontProxy, frontProxyRefusal, remoteUser } from "./front-proxy.ts";
 
 // KubeVirt's subresource API, subresources.kubevirt.io v1 and v1alpha3, as
 // an aggregated API server behind the Kubernetes API server (the chart's
@@ -29,7 +27,13 @@ export const SUBRESOURCE_NAMES = [
   "virtualmachines/stop",
   "virtualmachines/restart",
   ...Object.values(DOMAIN_ACTION_SUBRESOURCE).map((s) => `virtualmachineinstances/${s}`),
+  // Websockets (console-proxy.ts), asked for with GET.
+  "virtualmachineinstances/console",
+  "virtualmachineinstances/vnc",
 ] as const;
+
+/** The verbs discovery gives a subresource: get for the websockets, update (PUT) for the actions, as KubeVirt's. */
+const discoveryVerbs = (name: string) => (name === "virtualmachineinstances/console" || name === "virtualmachineinstances/vnc" ? ["get"] : ["update"]);
 
 export interface SubresourceServices {
   own: KubeClient;
@@ -47,29 +51,18 @@ interface Target {
   subresource: string;
 }
 
-class Refusal extends Error {
-  readonly code: number;
-  readonly details: { name: string; kind: string } | undefined;
-  constructor(code: number, message: string, details?: { name: string; kind: string }) {
-    super(message);
-    this.code = code;
-    this.details = details;
-  }
+const REASONS: Record<number, string> = { 400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 409: "Conflict", 413: "RequestEntityTooLarge", 500: "InternalError", 503: "ServiceUnavailable" };
+
+/** A Kubernetes Status, as KubeVirt's virt-api answers a refused request (here and before a console's upgrade). */
+export function kubeStatus(code: number, message: string, details?: { name: string; kind: string }) {
+  return { kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message, reason: REASONS[code] ?? "Unknown", ...(details ? { details: { ...details, group: "kubevirt.io" } } : {}), code };
 }
 
-const REASONS: Record<number, string> = { 400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 409: "Conflict", 413: "RequestEntityTooLarge", 500: "InternalError" };
-
-/** A Kubernetes Status, as KubeVirt's virt-api answers a refused request. */
 function sendStatus(res: ServerResponse, code: number, message: string, details?: { name: string; kind: string }): void {
-  const body = { kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message, reason: REASONS[code] ?? "Unknown", ...(details ? { details: { ...details, group: "kubevirt.io" } } : {}), code };
-  res.writeHead(code, { "content-type": "application/json" }).end(JSON.stringify(body));
+  res.writeHead(code, { "content-type": "application/json" }).end(JSON.stringify(kubeStatus(code, message, details)));
 }
 
 const sendJson = (res: ServerResponse, code: number, body: unknown) => res.writeHead(code, { "content-type": "application/json" }).end(JSON.stringify(body));
-
-/** Conflict in KubeVirt's words: "Operation cannot be fulfilled on virtualmachine.kubevirt.io "<name>": <why>". */
-const conflict = (kind: "virtualmachine" | "virtualmachineinstance", name: string, why: string, code = 409) =>
-  new Refusal(code, code === 409 ? `Operation cannot be fulfilled on ${kind}.kubevirt.io "${name}": ${why}` : why, { name, kind });
 
 function parseTarget(path: string): Target | "discovery" | "version" | "healthz" | undefined {
   const parts = path.slice(PREFIX.length).split("/");
@@ -83,18 +76,9 @@ function parseTarget(path: string): Target | "discovery" | "version" | "healthz"
   return { version, namespace: decodeURIComponent(namespace), resource, name: decodeURIComponent(name), subresource: sub.join("/") };
 }
 
-async function authorize(own: KubeClient, who: RemoteUser, verb: string, target: Target): Promise<void> {
-  const check = { verb, group: SUBRESOURCE_GROUP, version: target.version, resource: target.resource, subresource: target.subresource };
-  const answer = await mayUser(own, who, target.namespace, check, target.name);
-  if (!answer.allowed) {
-    const kind = target.resource === "virtualmachines" ? "virtualmachine" : "virtualmachineinstance";
-    throw new Refusal(403, `${kind}.kubevirt.io "${target.name}" is forbidden: User "${who.user}" cannot ${verb} resource "${target.resource}/${target.subresource}" in API group "${SUBRESOURCE_GROUP}" in the namespace "${target.namespace}"${answer.reason ? `: ${answer.reason}` : ""}`);
-  }
-}
-
 async function options(req: IncomingMessage): Promise<VmRequestOptions & { dryRun?: string[] }> {
   const body = await readBody(req, limits.subresourceBodyBytes);
-  if (body === undefined) throw new Refusal(413, `a request body is at most ${String(limits.subresourceBodyBytes)} bytes`);
+  if (body === undefined) throw new ActionRefusal(413, `a request body is at most ${String(limits.subresourceBodyBytes)} bytes`);
   const text = body.toString("utf8").trim();
   if (text === "") return {};
   try {
@@ -103,47 +87,7 @@ async function options(req: IncomingMessage): Promise<VmRequestOptions & { dryRu
     const dryRun = Array.isArray(parsed.dryRun) ? parsed.dryRun.filter((v): v is string => typeof v === "string") : undefined;
     return { paused: parsed.paused === true, gracePeriod: number("gracePeriod"), gracePeriodSeconds: number("gracePeriodSeconds"), ...(dryRun ? { dryRun } : {}) };
   } catch (error) {
-    throw new Refusal(400, `Can not unmarshal Request body to struct, error: ${error instanceof Error ? error.message : String(error)}`);
-  }
-}
-
-/** start, stop or restart: the plan of kubevirt-api's planVmRequest, written with the API's own account. */
-async function vmRequest(services: SubresourceServices, target: Target, action: VmRequestAction, req: IncomingMessage): Promise<void> {
-  const { own } = services;
-  const opts = await options(req);
-  const vm = await own.find<VirtualMachine>(kubevirtResources.virtualMachines, target.namespace, target.name);
-  if (!vm) throw new Refusal(404, `virtualmachine.kubevirt.io "${target.name}" not found`, { name: target.name, kind: "virtualmachine" });
-  const vmi = await own.find<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, target.namespace, target.name);
-  const owned = vmi?.metadata.ownerReferences?.some((r) => r.controller === true && r.uid === vm.metadata.uid) ? vmi : undefined;
-  const plan = planVmRequest(vm, owned, action, opts);
-  if (plan.kind === "refuse") throw conflict("virtualmachine", target.name, plan.message, plan.code);
-  if (opts.dryRun?.includes("All")) return;
-  try {
-    if (plan.vmiGrace && owned) await own.patch(kubevirtResources.virtualMachineInstances, target.namespace, target.name, plan.vmiGrace, "json");
-    if (plan.spec) await own.patch(kubevirtResources.virtualMachines, target.namespace, target.name, plan.spec, "json");
-    if (plan.status) await own.patch(kubevirtResources.virtualMachines, target.namespace, target.name, plan.status, "json", "status");
-  } catch (error) {
-    // A test that no longer holds: the VM changed between reading and writing.
-    if (error instanceof ApiError && (error.code === 409 || error.code === 422)) throw conflict("virtualmachine", target.name, error.status.message ?? "the VM changed meanwhile; try again");
-    throw error;
-  }
-}
-
-/** pause, unpause, soft reboot or reset: checked as KubeVirt does, then asked of the handler on the VMI's node. */
-async function vmiRequest(services: SubresourceServices, target: Target, action: VmiDomainAction, req: IncomingMessage): Promise<void> {
-  const opts = await options(req);
-  const vmi = await services.own.find<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, target.namespace, target.name);
-  if (!vmi) throw new Refusal(404, `virtualmachineinstance.kubevirt.io "${target.name}" not found`, { name: target.name, kind: "virtualmachineinstance" });
-  const refusal = vmiRequestRefusal(vmi, action);
-  if (refusal) throw conflict("virtualmachineinstance", target.name, refusal.message, refusal.code);
-  if (opts.dryRun?.includes("All")) return;
-  const node = vmi.status?.nodeName;
-  if (!node) throw new Refusal(400, `Unable to connect to VirtualMachineInstance because phase is ${vmi.status?.phase ?? "Pending"} instead of Running or Scheduled`);
-  try {
-    await services.handlers.act(node, target.namespace, target.name, action);
-  } catch (error) {
-    if (error instanceof HandlerError) throw new Refusal(error.status === 409 ? 409 : 500, error.status === 409 ? error.message : `Internal error occurred: ${error.message}`);
-    throw error;
+    throw new ActionRefusal(400, `Can not unmarshal Request body to struct, error: ${error instanceof Error ? error.message : String(error)}`);
   }
 }
 
@@ -154,13 +98,12 @@ export function createSubresourceApi(services: SubresourceServices): (req: Incom
     kind: "APIResourceList",
     apiVersion: "v1",
     groupVersion: `${SUBRESOURCE_GROUP}/${version}`,
-    // Each is called with PUT (update), as KubeVirt's; its discovery names them the same way.
-    resources: SUBRESOURCE_NAMES.map((name) => ({ name, singularName: "", namespaced: true, kind: "", verbs: ["update"] })),
+    resources: SUBRESOURCE_NAMES.map((name) => ({ name, singularName: "", namespaced: true, kind: "", verbs: discoveryVerbs(name) })),
   });
 
   async function serve(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
     const target = parseTarget(path);
-    if (target === undefined) throw new Refusal(404, `the subresource API serves ${SUBRESOURCE_NAMES.join(", ")}; ${path} is none of them`);
+    if (target === undefined) throw new ActionRefusal(404, `the subresource API serves ${SUBRESOURCE_NAMES.join(", ")}; ${path} is none of them`);
     // Discovery, version and health are public, as KubeVirt's: the API server's availability check reads them.
     if (typeof target === "string") {
       const answers = {
@@ -174,20 +117,22 @@ export function createSubresourceApi(services: SubresourceServices): (req: Incom
 
     const config = await frontProxy.config();
     const refused = frontProxyRefusal(config, (req.socket as TLSSocket).getPeerX509Certificate());
-    if (refused) throw new Refusal(401, refused);
+    if (refused) throw new ActionRefusal(401, refused);
     const who = remoteUser(config, req.headersDistinct);
-    if (typeof who === "string") throw new Refusal(401, who);
+    if (typeof who === "string") throw new ActionRefusal(401, who);
 
     const vmAction = target.resource === "virtualmachines" && ["start", "stop", "restart"].includes(target.subresource) ? (target.subresource as VmRequestAction) : undefined;
     const vmiAction = target.resource === "virtualmachineinstances" ? domainActionOf(target.subresource) : undefined;
-    if (!vmAction && !vmiAction) throw new Refusal(404, `${target.resource}/${target.subresource} is not served here; the subresource API serves ${SUBRESOURCE_NAMES.join(", ")}`);
-    if (req.method !== "PUT") throw new Refusal(405, `${target.resource}/${target.subresource} takes PUT, not ${req.method ?? ""}`);
-    await authorize(services.own, who, "update", target);
+    if (!vmAction && !vmiAction) throw new ActionRefusal(404, `${target.resource}/${target.subresource} is not served here; the subresource API serves ${SUBRESOURCE_NAMES.join(", ")}`);
+    if (req.method !== "PUT") throw new ActionRefusal(405, `${target.resource}/${target.subresource} takes PUT, not ${req.method ?? ""}`);
+    const requester = remoteRequester(services.own, who);
+    // The body is read once the user is authorized.
+    const opts = () => options(req);
     if (vmAction) {
-      await vmRequest(services, target, vmAction, req);
+      await requestVmAction(services, requester, target, vmAction, opts);
       res.writeHead(202).end();
     } else if (vmiAction) {
-      await vmiRequest(services, target, vmiAction, req);
+      await requestVmiAction(services, requester, target, vmiAction, opts);
       res.writeHead(200).end();
     }
     log.info("subresource request done", { user: who.user, namespace: target.namespace, resource: target.resource, name: target.name, subresource: target.subresource });
@@ -197,8 +142,8 @@ export function createSubresourceApi(services: SubresourceServices): (req: Incom
     const path = new URL(req.url ?? "/", "https://api").pathname;
     if (!path.startsWith(PREFIX)) return false;
     serve(req, res, path).catch((error: unknown) => {
-      if (error instanceof Refusal) {
-        sendStatus(res, error.code, error.message, error.details);
+      if (error instanceof ActionRefusal) {
+        sendStatus(res, error.status, error.message, error.details);
         return;
       }
       if (error instanceof ApiError) {

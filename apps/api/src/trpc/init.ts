@@ -12,7 +12,7 @@ import type { GuestImage } from "../env.ts";
 // a refused object kept so the dashboard can show each next to its field.
 
 export interface ApiServices {
-  /** The API's own client: only for finding handlers, never for a user's action. */
+  /** The API's own client: for finding handlers, and for the one write an action needs once the user was authorized for its subresource (vm-actions.ts, ADR 6). */
   own: KubeClient;
   handlers: HandlerDialer;
   guestImages: GuestImage[];

@@ -1,12 +1,12 @@
 import { type Event, type KubeClient, type KubeObject, type Node, resources } from "@kubevirt-ts/kube";
 import {
-  MAX_CLOUD_INIT_BYTES, SUBRESOURCE_GROUP, type VirtualMachine, dnsLabelProblem, type VirtualMachineInstance, type VmiDomainAction, planLifecycle, summarize, validateVirtualMachine, kubevirtResources,
-  ACTION_WORDS, type ActionAvailability, DOMAIN_ACTION_SUBRESOURCE, type LifecycleAction, type VmActionName, availableActions,
+  MAX_CLOUD_INIT_BYTES, SUBRESOURCE_GROUP, type VirtualMachine, dnsLabelProblem, type VirtualMachineInstance, type VmRequestAction, type VmRequestOptions, type VmiDomainAction, summarize, validateVirtualMachine, kubevirtResources,
+  ACTION_WORDS, type ActionAvailability, type VmActionName, availableActions,
 } from "@kubevirt-ts/kubevirt-api";
 import { TRPCError } from "@trpc/server";
 import { z } from "zod";
-import { type HandlerDialer, HandlerError } from "../handler-dialer.ts";
-import { type Check, describeCheck, mayI } from "../access.ts";
+import { type Check, describeCheck, mayI, tokenRequester } from "../access.ts";
+import { ActionRefusal, requestVmAction, requestVmiAction, vmActionCheck, vmiActionCheck } from "../vm-actions.ts";
 import { createVmWithCloudInitSecret } from "./cloud-init-secret.ts";
 import { CausesError, publicProcedure, router, userProcedure } from "./init.ts";
 import { listThenWatch } from "./watch.ts";
@@ -23,7 +23,6 @@ const dnsLabel = z.string().superRefine((value, ctx) => {
 const target = z.object({ namespace: dnsLabel, name: dnsLabel });
 const inNamespace = z.object({ namespace: dnsLabel });
 const resumable = z.object({ namespace: dnsLabel, lastEventId: z.string().nullish() });
-const domainActionCheck = (action: VmiDomainAction) => [{ verb: "update", group: SUBRESOURCE_GROUP, resource: "virtualmachineinstances", subresource: DOMAIN_ACTION_SUBRESOURCE[action] }] as const;
 
 /** Every action the dashboard offers, as the Kubernetes permission it takes. */
 const ACTIONS = {
@@ -31,14 +30,15 @@ const ACTIONS = {
   create: [{ verb: "create", resource: "virtualmachines" }],
   update: [{ verb: "update", resource: "virtualmachines" }],
   delete: [{ verb: "delete", resource: "virtualmachines" }],
-  start: [{ verb: "patch", resource: "virtualmachines" }],
-  stop: [{ verb: "patch", resource: "virtualmachines" }],
-  forceStop: [{ verb: "patch", resource: "virtualmachines" }, { verb: "delete", resource: "virtualmachineinstances" }],
-  restart: [{ verb: "delete", resource: "virtualmachineinstances" }],
-  pause: domainActionCheck("pause"),
-  unpause: domainActionCheck("unpause"),
-  softReboot: domainActionCheck("softReboot"),
-  reset: domainActionCheck("reset"),
+  // The VM and VMI actions take what KubeVirt's subresources take (vm-actions.ts), since they are the same code.
+  start: [vmActionCheck("start")],
+  stop: [vmActionCheck("stop")],
+  forceStop: [vmActionCheck("stop")],
+  restart: [vmActionCheck("restart")],
+  pause: [vmiActionCheck("pause")],
+  unpause: [vmiActionCheck("unpause")],
+  softReboot: [vmiActionCheck("softReboot")],
+  reset: [vmiActionCheck("reset")],
   console: [{ verb: "get", group: SUBRESOURCE_GROUP, resource: "virtualmachineinstances", subresource: "console" }],
   vnc: [{ verb: "get", group: SUBRESOURCE_GROUP, resource: "virtualmachineinstances", subresource: "vnc" }],
 } as const;
@@ -57,13 +57,6 @@ function requireAvailable(availability: ActionAvailability, action: VmActionName
   if (!availability.available) throw new TRPCError({ code: availability.by === "spec" ? "PRECONDITION_FAILED" : "CONFLICT", message: `Cannot ${ACTION_WORDS[action]} ${name}: ${availability.reason}.` });
 }
 
-async function requireAction(client: KubeClient, namespace: string, action: Action, name: string): Promise<void> {
-  for (const check of ACTIONS[action]) {
-    if (!(await mayI(client, namespace, check, name))) throw new TRPCError({ code: "FORBIDDEN", message: `You may not ${PHRASES[action]} in ${namespace}: it takes ${describeCheck(check)}.` });
-  }
-}
-
-
 function checkedVm(input: unknown, namespace: string, name?: string): VirtualMachine {
   const object = typeof input === "object" && input !== null ? (input as Record<string, unknown>) : {};
   const metadata: Record<string, unknown> = { ...(object.metadata as Record<string, unknown> | undefined), namespace };
@@ -79,33 +72,23 @@ async function vmAndVmi(client: KubeClient, input: { namespace: string; name: st
   return { vm, vmi };
 }
 
-async function domainAction(ctx: { client: KubeClient; handlers: HandlerDialer }, input: { namespace: string; name: string }, action: VmiDomainAction) {
-  await requireAction(ctx.client, input.namespace, action, input.name);
-  const { vm, vmi } = await vmAndVmi(ctx.client, input);
-  requireAvailable(availableActions(vm, vmi)[action], action, input.name);
-  // A Running VMI has its node; this is for the type, and a status being rewritten.
-  if (!vmi?.status?.nodeName) throw new TRPCError({ code: "CONFLICT", message: `Cannot ${ACTION_WORDS[action]} ${input.name}: its VMI has no node yet.` });
-  try {
-    await ctx.handlers.act(vmi.status.nodeName, input.namespace, input.name, action);
-  } catch (error) {
-    if (error instanceof HandlerError) throw new TRPCError({ code: error.status === 409 ? "CONFLICT" : "INTERNAL_SERVER_ERROR", message: error.message });
-    throw error;
-  }
-  return { ok: true as const };
+/** A refused action as tRPC's error: the API server's 403, the VM's state (409) or its spec (400) in the way. */
+function fromRefusal(error: unknown): never {
+  if (!(error instanceof ActionRefusal)) throw error;
+  const code = ({ 400: "PRECONDITION_FAILED", 403: "FORBIDDEN", 404: "NOT_FOUND", 409: "CONFLICT" } as const)[error.status] ?? "INTERNAL_SERVER_ERROR";
+  throw new TRPCError({ code, message: error.message });
 }
 
-const lifecycle = (action: LifecycleAction) =>
+/** start, stop, forceStop (a stop with a grace period of 0) and restart: the subresource API's own implementation, as the signed-in user. */
+const vmAction = (action: VmRequestAction, options: VmRequestOptions = {}) =>
   userProcedure.input(target).mutation(async ({ ctx, input }) => {
-    const { vm, vmi } = await vmAndVmi(ctx.client, input);
-    const plan = planLifecycle(vm, vmi, action);
-    if (plan.kind === "refuse") {
-      requireAvailable({ available: false, reason: plan.reason, by: plan.by }, action, input.name);
-      return { ok: true as const };
-    }
-    if (plan.patch) await ctx.client.patch(kubevirtResources.virtualMachines, input.namespace, input.name, plan.patch, "merge");
-    if (plan.deleteVmi && vmi) {
-      await ctx.client.delete(kubevirtResources.virtualMachineInstances, input.namespace, input.name, { uid: vmi.metadata.uid, ...(plan.deleteVmi === "force" ? { gracePeriodSeconds: 0 } : {}) });
-    }
+    await requestVmAction(ctx, tokenRequester(ctx.client), input, action, () => Promise.resolve(options)).catch(fromRefusal);
+    return { ok: true as const };
+  });
+
+const vmiAction = (action: VmiDomainAction) =>
+  userProcedure.input(target).mutation(async ({ ctx, input }) => {
+    await requestVmiAction(ctx, tokenRequester(ctx.client), input, action).catch(fromRefusal);
     return { ok: true as const };
   });
 
@@ -127,14 +110,14 @@ const vms = router({
     await ctx.client.delete(kubevirtResources.virtualMachines, input.namespace, input.name, { uid: vm.metadata.uid });
     return { ok: true as const };
   }),
-  start: lifecycle("start"),
-  stop: lifecycle("stop"),
-  forceStop: lifecycle("forceStop"),
-  restart: lifecycle("restart"),
-  pause: userProcedure.input(target).mutation(({ ctx, input }) => domainAction(ctx, input, "pause")),
-  unpause: userProcedure.input(target).mutation(({ ctx, input }) => domainAction(ctx, input, "unpause")),
-  softReboot: userProcedure.input(target).mutation(({ ctx, input }) => domainAction(ctx, input, "softReboot")),
-  reset: userProcedure.input(target).mutation(({ ctx, input }) => domainAction(ctx, input, "reset")),
+  start: vmAction("start"),
+  stop: vmAction("stop"),
+  forceStop: vmAction("stop", { gracePeriod: 0 }),
+  restart: vmAction("restart"),
+  pause: vmiAction("pause"),
+  unpause: vmiAction("unpause"),
+  softReboot: vmiAction("softReboot"),
+  reset: vmiAction("reset"),
   events: userProcedure.input(target).query(async ({ ctx, input }) => {
     const events = await ctx.client.list<Event>(resources.events, input.namespace, { fieldSelector: `involvedObject.name=${input.name}` });
     return events.items

@@ -135,9 +135,7 @@ export function createVmReconciler(deps: VmControllerDeps): Reconcile {
     const decision = decide({
       runStrategy,
       previousRunStrategy: vm.status?.runStrategy,
-      // Nothing in kubevirt-ts writes stateChangeRequests yet: the API starts and stops VMs through their spec
-      // (kubevirt-api's planLifecycle), and only the tests write requests. They become real with the VM
-      // subresource API (start/stop/restart as KubeVirt's virt-api records them); until then this reads an empty list.
+      // Written by the API's start, stop and restart (kubevirt-api's planVmRequest), as KubeVirt's virt-api writes them.
       requests: vm.status?.stateChangeRequests ?? [],
       vmi: vmi ? { uid: vmi.metadata.uid ?? "", phase: vmi.status?.phase, deleting: Boolean(vmi.metadata.deletionTimestamp) } : undefined,
       startFailure: vm.status?.startFailure,

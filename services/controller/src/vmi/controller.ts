@@ -7,7 +7,7 @@ import {
 import type { Logger } from "@kubevirt-ts/runtime";
 
 import { type VmiAction, decideVmi, deriveVmiStatus } from "./decide.ts";
-import { type LauncherPodConfig, launcherPod } from "./pod.ts";
+import { type LauncherPodConfig, launcherDeletionGrace, launcherPod } from "./pod.ts";
 
 // The VirtualMachineInstance controller: one launcher pod per VMI, the phases
 // up to Scheduled (when the pod runs and the launcher is ready, the VMI gets
@@ -46,7 +46,8 @@ export function createVmiReconciler(deps: VmiControllerDeps): Reconcile {
       for (const pod of action.pods) {
         expectations.expectDeletions(key, 1);
         try {
-          await client.delete(resources.pods, pod.metadata.namespace, pod.metadata.name ?? "", { uid: pod.metadata.uid });
+          const grace = launcherDeletionGrace(vmi, pod);
+          await client.delete(resources.pods, pod.metadata.namespace, pod.metadata.name ?? "", { uid: pod.metadata.uid, ...(grace !== undefined ? { gracePeriodSeconds: grace } : {}) });
           recorder.record(vmi, "Normal", EventReason.SuccessfulDelete, `Deleted virtual machine pod ${pod.metadata.name ?? ""}`);
         } catch (error) {
           expectations.deletionObserved(key);

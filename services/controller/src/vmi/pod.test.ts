@@ -1,7 +1,7 @@
 import { LauncherEnv, type VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 import { describe, expect, it } from "vitest";
 import type { Pod } from "@kubevirt-ts/kube";
-import { defaultPullPolicy, launcherPod, secretsWaitMessage } from "./pod.ts";
+import { defaultPullPolicy, launcherDeletionGrace, launcherPod, secretsWaitMessage } from "./pod.ts";
 
 const config = { launcherImage: "kubevirt-ts.local/virt-launcher:abc", imagePullPolicy: "IfNotPresent" as const, allowEmulation: true };
 
@@ -81,6 +81,24 @@ describe("launcherPod", () => {
       { name: "sockets", mountPath: "/var/run/kubevirt-ts/sockets" },
       { name: "launcher-state", mountPath: "/var/run/kubevirt-ts/launcher" },
     ]);
+  });
+});
+
+describe("launcherDeletionGrace", () => {
+  const made = launcherPod(vmi((v) => (v.spec.terminationGracePeriodSeconds = 30)), config);
+  const now = (seconds?: number) => vmi((v) => (v.spec.terminationGracePeriodSeconds = seconds));
+
+  it("leaves the pod its own grace period while the VMI's is what the pod was made with, or longer", () => {
+    expect(made.spec.terminationGracePeriodSeconds).toBe(45);
+    expect(launcherDeletionGrace(now(30), made)).toBeUndefined();
+    expect(launcherDeletionGrace(now(60), made)).toBeUndefined();
+    expect(launcherDeletionGrace(now(undefined), made)).toBeUndefined();
+  });
+
+  it("deletes the pod within a grace period shortened since (a forced stop), never with 0", () => {
+    expect(launcherDeletionGrace(now(5), made)).toBe(5);
+    expect(launcherDeletionGrace(now(1), made)).toBe(1);
+    expect(launcherDeletionGrace(now(0), made)).toBe(1);
   });
 });
 

@@ -80,6 +80,22 @@ function containerDiskInitContainers(vmi: VirtualMachineInstance, config: Launch
   ];
 }
 
+/** What the launcher needs, past its guest's grace period, to clean up after it. */
+const LAUNCHER_CLEANUP_SECONDS = 15;
+
+/**
+ * The grace period a launcher pod is deleted with: its own (undefined), unless the VMI's was shortened after the pod
+ * was made, as a forced stop does (KubeVirt's stop with gracePeriod 0). The pod then ends within the new one, and
+ * its guest with it: past the period the kubelet kills the launcher, libvirt and QEMU alike.
+ */
+export function launcherDeletionGrace(vmi: Pick<VirtualMachineInstance, "spec">, pod: Pick<Pod, "spec">): number | undefined {
+  const wanted = vmi.spec.terminationGracePeriodSeconds;
+  const made = pod.spec?.terminationGracePeriodSeconds;
+  if (wanted === undefined || made === undefined || wanted + LAUNCHER_CLEANUP_SECONDS >= made) return undefined;
+  // 0 would remove the pod from the API at once, before its processes are gone; 1 lets the kubelet stop them first.
+  return Math.max(1, wanted);
+}
+
 export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConfig): Pod & { spec: PodSpec } {
   const { name = "", namespace, uid = "" } = vmi.metadata;
   const initContainers = containerDiskInitContainers(vmi, config);
@@ -110,7 +126,7 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
     spec: {
       restartPolicy: "Never",
       // The guest gets its own grace period to shut down; the launcher needs a little more to clean up after it.
-      terminationGracePeriodSeconds: grace + 15,
+      terminationGracePeriodSeconds: grace + LAUNCHER_CLEANUP_SECONDS,
       automountServiceAccountToken: false,
       enableServiceLinks: false,
       hostname: spec.hostname ?? name,

@@ -1,0 +1,102 @@
+import { ApiError, type KubeClient } from "@kubevirt-ts/kube";
+import {
+  DOMAIN_ACTION_SUBRESOURCE, SUBRESOURCE_GROUP, type VirtualMachine, type VirtualMachineInstance, type VmRequestAction, type VmRequestOptions, type VmiDomainAction,
+  kubevirtResources, planVmRequest, vmiActionAvailability,
+} from "@kubevirt-ts/kubevirt-api";
+import { StatusError } from "@kubevirt-ts/runtime";
+import type { Check, Requester } from "./access.ts";
+import { type HandlerDialer, HandlerError } from "./handler-dialer.ts";
+
+// One implementation of each action on a VM or VMI, whoever asks for it:
+// KubeVirt's subresource API (kubectl, virtctl, any KubeVirt client, through
+// the Kubernetes API server) and the dashboard's tRPC procedures. The user is
+// first authorized for that exact subresource of that exact object, in
+// KubeVirt's RBAC vocabulary (update on virtualmachines/start, ...); then the
+// API makes the one write the action needs with its own account (ADR 6), or
+// asks the handler on the VMI's node. Refusals carry KubeVirt's status codes
+// and words.
+
+export interface ActionServices {
+  own: KubeClient;
+  handlers: HandlerDialer;
+}
+
+export interface ActionTarget {
+  namespace: string;
+  name: string;
+  /** The subresource API's version the request came in; any for the dashboard's. */
+  version?: string;
+}
+
+/** An action's options (dryRun: ["All"] checks without doing it), read only once the user is authorized: the subresource API's come in the request's body. */
+export type ReadOptions<T> = () => Promise<T & { dryRun?: string[] }>;
+const noOptions = () => Promise.resolve({});
+
+/** A refused action: its HTTP status, KubeVirt's message, and the object it is about. */
+export class ActionRefusal extends StatusError {
+  readonly details: { name: string; kind: "virtualmachine" | "virtualmachineinstance" } | undefined;
+  constructor(status: number, message: string, details?: ActionRefusal["details"]) {
+    super(status, message);
+    this.details = details;
+  }
+}
+
+/** The permission an action takes: update on its subresource, as KubeVirt's roles grant it. */
+export function actionCheck(resource: "virtualmachines" | "virtualmachineinstances", subresource: string, version?: string): Check {
+  return { verb: "update", group: SUBRESOURCE_GROUP, resource, subresource, ...(version ? { version } : {}) };
+}
+
+export const vmActionCheck = (action: VmRequestAction) => actionCheck("virtualmachines", action);
+export const vmiActionCheck = (action: VmiDomainAction) => actionCheck("virtualmachineinstances", DOMAIN_ACTION_SUBRESOURCE[action]);
+
+/** Conflict in KubeVirt's words: "Operation cannot be fulfilled on virtualmachine.kubevirt.io "<name>": <why>". */
+function conflict(kind: "virtualmachine" | "virtualmachineinstance", name: string, why: string, code = 409): ActionRefusal {
+  return new ActionRefusal(code, code === 409 ? `Operation cannot be fulfilled on ${kind}.kubevirt.io "${name}": ${why}` : why, { name, kind });
+}
+
+async function authorize(requester: Requester, target: ActionTarget, check: Check): Promise<void> {
+  const answer = await requester.may(target.namespace, check, target.name);
+  if (!answer.allowed) throw new ActionRefusal(403, requester.refusal(target.namespace, check, target.name, answer.reason));
+}
+
+/** start, stop or restart of a VM: kubevirt-api's planVmRequest, written with the API's own account. */
+export async function requestVmAction(services: Pick<ActionServices, "own">, requester: Requester, target: ActionTarget, action: VmRequestAction, readOptions: ReadOptions<VmRequestOptions> = noOptions): Promise<void> {
+  await authorize(requester, target, { ...vmActionCheck(action), ...(target.version ? { version: target.version } : {}) });
+  const options = await readOptions();
+  const { own } = services;
+  const vm = await own.find<VirtualMachine>(kubevirtResources.virtualMachines, target.namespace, target.name);
+  if (!vm) throw new ActionRefusal(404, `virtualmachine.kubevirt.io "${target.name}" not found`, { name: target.name, kind: "virtualmachine" });
+  const vmi = await own.find<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, target.namespace, target.name);
+  const owned = vmi?.metadata.ownerReferences?.some((r) => r.controller === true && r.uid === vm.metadata.uid) ? vmi : undefined;
+  const plan = planVmRequest(vm, owned, action, options);
+  if (plan.kind === "refuse") throw conflict("virtualmachine", target.name, plan.message, plan.code);
+  if (options.dryRun?.includes("All")) return;
+  try {
+    if (plan.vmiGrace && owned) await own.patch(kubevirtResources.virtualMachineInstances, target.namespace, target.name, plan.vmiGrace, "json");
+    if (plan.spec) await own.patch(kubevirtResources.virtualMachines, target.namespace, target.name, plan.spec, "json");
+    if (plan.status) await own.patch(kubevirtResources.virtualMachines, target.namespace, target.name, plan.status, "json", "status");
+  } catch (error) {
+    // A test that no longer holds: the VM changed between reading and writing.
+    if (error instanceof ApiError && (error.code === 409 || error.code === 422)) throw conflict("virtualmachine", target.name, error.status.message ?? "the VM changed meanwhile; try again");
+    throw error;
+  }
+}
+
+/** pause, unpause, soft reboot or reset of a VMI: checked as KubeVirt does, then asked of the handler on the VMI's node. */
+export async function requestVmiAction(services: ActionServices, requester: Requester, target: ActionTarget, action: VmiDomainAction, readOptions: ReadOptions<object> = noOptions): Promise<void> {
+  await authorize(requester, target, { ...vmiActionCheck(action), ...(target.version ? { version: target.version } : {}) });
+  const options = await readOptions();
+  const vmi = await services.own.find<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, target.namespace, target.name);
+  if (!vmi) throw new ActionRefusal(404, `virtualmachineinstance.kubevirt.io "${target.name}" not found`, { name: target.name, kind: "virtualmachineinstance" });
+  const availability = vmiActionAvailability(vmi, action);
+  if (!availability.available) throw conflict("virtualmachineinstance", target.name, availability.reason, availability.by === "spec" ? 400 : 409);
+  if (options.dryRun?.includes("All")) return;
+  const node = vmi.status?.nodeName;
+  if (!node) throw conflict("virtualmachineinstance", target.name, "the VMI has no node yet");
+  try {
+    await services.handlers.act(node, target.namespace, target.name, action);
+  } catch (error) {
+    if (error instanceof HandlerError) throw new ActionRefusal(error.status === 409 ? 409 : error.status >= 500 ? 503 : 500, error.status === 409 ? error.message : `Internal error occurred: ${error.message}`);
+    throw error;
+  }
+}
