@@ -14,7 +14,7 @@ import { openConsole, serialLog } from "./console.ts";
 // login prompt on the serial console, and a user logs in there through the
 // handler and runs commands that reach out of the pod.
 
-const { name: namespace, get, launcherPods } = suiteNamespace("e2e-debian");
+const { name: namespace, get, kubectl, launcherPods } = suiteNamespace("e2e-debian");
 const boot = { timeout: 600_000, interval: 2_000 };
 const debianGuest = imageOf("debian-guest");
 const password = "kubevirt-ts-e2e";
@@ -151,6 +151,21 @@ describe("a VM with the Debian guest", () => {
     const [pod] = await launcherPods();
     expect((vmi?.status?.interfaces as { ipAddress: string }[])[0]?.ipAddress).toBe(pod?.status?.podIP);
     expect(pod?.spec?.volumes).toContainEqual(expect.objectContaining({ secret: expect.objectContaining({ secretName: "debian-cloud-init" }) as unknown }));
+  });
+
+  it("tells what its guest agent knows through KubeVirt's guestosinfo, userlist and filesystemlist", async () => {
+    const read = async (query: string) => JSON.parse(await kubectl("get", "--raw", `/apis/subresources.kubevirt.io/v1/namespaces/${namespace}/virtualmachineinstances/debian/${query}`)) as Record<string, unknown>;
+    const info = await read("guestosinfo");
+    expect(info).toMatchObject({ hostname: "debian", os: { id: "debian", prettyName: "Debian GNU/Linux 12 (bookworm)", machine: "x86_64" } });
+    expect(info.guestAgentVersion).toMatch(/^\d+\.\d+/);
+    expect(info.supportedCommands).toContainEqual({ name: "guest-get-users", enabled: true });
+    // The cloud-init user is still logged in on the serial console, from the test before.
+    const users = await read("userlist");
+    expect(users.items).toContainEqual(expect.objectContaining({ userName: "tester", loginTime: expect.any(Number) as unknown }));
+    const filesystems = (await read("filesystemlist")) as { items: { mountPoint: string; fileSystemType: string; totalBytes?: number }[] };
+    const root = filesystems.items.find((fs) => fs.mountPoint === "/");
+    expect(root?.fileSystemType).toBe("ext4");
+    expect(root?.totalBytes).toBeGreaterThan(100 * 1024 * 1024);
   });
 
   it("is deleted with its guest, which powers off through ACPI, and its launcher pod", async () => {

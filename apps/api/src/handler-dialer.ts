@@ -1,7 +1,7 @@
 import { request } from "node:https";
 import type { ConnectionOptions } from "node:tls";
 import { type KubeClient, type Pod, resources } from "@kubevirt-ts/kube";
-import { ConsoleServer, type ConsoleKind, type VmiDomainAction, consoleServerPath } from "@kubevirt-ts/kubevirt-api";
+import { ConsoleServer, type ConsoleKind, type GuestAgentQuery, type VmiDomainAction, consoleServerPath } from "@kubevirt-ts/kubevirt-api";
 import { StatusError } from "@kubevirt-ts/runtime";
 import { type ClientOptions, WebSocket } from "ws";
 
@@ -65,13 +65,23 @@ export class HandlerDialer {
 
   /** Asks the handler to carry out an action on the VMI's domain. */
   async act(nodeName: string, namespace: string, name: string, action: VmiDomainAction): Promise<void> {
+    await this.request(nodeName, "PUT", consoleServerPath(namespace, name, action));
+  }
+
+  /** What the VMI's guest agent tells, in KubeVirt's shape of the query asked. */
+  async guestAgent(nodeName: string, namespace: string, name: string, query: GuestAgentQuery): Promise<unknown> {
+    return JSON.parse(await this.request(nodeName, "GET", consoleServerPath(namespace, name, query)));
+  }
+
+  /** One HTTP request to the handler on a node: its body when it answers 200, else a HandlerError with its status and words. */
+  private async request(nodeName: string, method: "GET" | "PUT", path: string): Promise<string> {
     const { host, port } = await this.address(nodeName);
-    await new Promise<void>((resolve, reject) => {
+    return new Promise<string>((resolve, reject) => {
       const { ca, cert, key, servername } = this.options();
-      const req = request({ ca, cert, key, servername, method: "PUT", host, port, path: consoleServerPath(namespace, name, action) }, (res) => {
+      const req = request({ ca, cert, key, servername, method, host, port, path }, (res) => {
         let body = "";
         res.setEncoding("utf8").on("data", (c: string) => (body += c)).on("end", () => {
-          if (res.statusCode === 200) resolve();
+          if (res.statusCode === 200) resolve(body);
           else reject(new HandlerError(res.statusCode ?? 502, body.trim()));
         });
       });

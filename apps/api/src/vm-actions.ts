@@ -1,7 +1,7 @@
 import { ApiError, type KubeClient } from "@kubevirt-ts/kube";
 import {
-  DOMAIN_ACTION_SUBRESOURCE, SUBRESOURCE_GROUP, type VirtualMachine, type VirtualMachineInstance, type VmRequestAction, type VmRequestOptions, type VmiDomainAction,
-  kubevirtResources, planVmRequest, vmiActionAvailability,
+  DOMAIN_ACTION_SUBRESOURCE, type GuestAgentQuery, SUBRESOURCE_GROUP, type VirtualMachine, type VirtualMachineInstance, type VmRequestAction, type VmRequestOptions, type VmiDomainAction,
+  guestAgentRefusal, kubevirtResources, planVmRequest, vmiActionAvailability,
 } from "@kubevirt-ts/kubevirt-api";
 import { StatusError } from "@kubevirt-ts/runtime";
 import type { Check, Requester } from "./access.ts";
@@ -54,6 +54,13 @@ function conflict(kind: "virtualmachine" | "virtualmachineinstance", name: strin
   return new ActionRefusal(code, code === 409 ? `Operation cannot be fulfilled on ${kind}.kubevirt.io "${name}": ${why}` : why, { name, kind });
 }
 
+/** The handler's refusal as the API's: its 409 in its words, an unreachable handler 503, anything else an internal error. */
+function fromHandler(error: unknown): never {
+  if (!(error instanceof HandlerError)) throw error;
+  if (error.status === 409) throw new ActionRefusal(409, error.message);
+  throw new ActionRefusal(error.status >= 500 ? 503 : 500, `Internal error occurred: ${error.message}`);
+}
+
 async function authorize(requester: Requester, target: ActionTarget, check: Check): Promise<void> {
   const answer = await requester.may(target.namespace, check, target.name);
   if (!answer.allowed) throw new ActionRefusal(403, requester.refusal(target.namespace, check, target.name, answer.reason));
@@ -93,10 +100,17 @@ export async function requestVmiAction(services: ActionServices, requester: Requ
   if (options.dryRun?.includes("All")) return;
   const node = vmi.status?.nodeName;
   if (!node) throw conflict("virtualmachineinstance", target.name, "the VMI has no node yet");
-  try {
-    await services.handlers.act(node, target.namespace, target.name, action);
-  } catch (error) {
-    if (error instanceof HandlerError) throw new ActionRefusal(error.status === 409 ? 409 : error.status >= 500 ? 503 : 500, error.status === 409 ? error.message : `Internal error occurred: ${error.message}`);
-    throw error;
-  }
+  await services.handlers.act(node, target.namespace, target.name, action).catch(fromHandler);
+}
+
+/** guestosinfo, userlist or filesystemlist: get on that subresource, then the guest agent asked through the handler on the VMI's node. */
+export async function requestGuestAgent(services: ActionServices, requester: Requester, target: ActionTarget, query: GuestAgentQuery): Promise<unknown> {
+  await authorize(requester, target, { verb: "get", group: SUBRESOURCE_GROUP, resource: "virtualmachineinstances", subresource: query, ...(target.version ? { version: target.version } : {}) });
+  const vmi = await services.own.find<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, target.namespace, target.name);
+  if (!vmi) throw new ActionRefusal(404, `virtualmachineinstance.kubevirt.io "${target.name}" not found`, { name: target.name, kind: "virtualmachineinstance" });
+  const refusal = guestAgentRefusal(vmi);
+  if (refusal) throw conflict("virtualmachineinstance", target.name, refusal);
+  const node = vmi.status?.nodeName;
+  if (!node) throw conflict("virtualmachineinstance", target.name, "the VMI has no node yet");
+  return services.handlers.guestAgent(node, target.namespace, target.name, query).catch(fromHandler);
 }

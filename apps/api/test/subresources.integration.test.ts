@@ -199,7 +199,7 @@ function status(answer: Upgrade): { code: number; kind: string; reason: string; 
   return body;
 }
 
-const vmiPath = (namespace: string, name: string, kind: "console" | "vnc", version = "v1") => `/apis/subresources.kubevirt.io/${version}/namespaces/${namespace}/virtualmachineinstances/${name}/${kind}`;
+const vmiPath = (namespace: string, name: string, kind: "console" | "vnc" | "guestosinfo" | "userlist" | "filesystemlist", version = "v1") => `/apis/subresources.kubevirt.io/${version}/namespaces/${namespace}/virtualmachineinstances/${name}/${kind}`;
 
 describe("the console and VNC websockets of the subresource API", () => {
   let apiServer = "";
@@ -280,6 +280,34 @@ describe("the console and VNC websockets of the subresource API", () => {
     const unreachable = status(await throughApiServer(vmiPath(namespace, "running", "vnc"), editor));
     expect(unreachable).toMatchObject({ code: 503, reason: "ServiceUnavailable" });
     expect(unreachable.message).toContain("no ready handler runs on node node-without-handler");
+  });
+
+  test("answers guestosinfo, userlist and filesystemlist through the API server only for a VMI whose agent is connected", async ({ kubeConfig, custom, namespace }) => {
+    const { editor, viewer } = await users(kubeConfig, namespace);
+    /** A GET through the real API server with a user's token: its status and parsed body. */
+    const get = (path: string, token: string) =>
+      new Promise<{ code: number; body: { code?: number; message?: string; reason?: string } }>((resolve, reject) => {
+        const req = request(`${apiServer.replace(/^wss:/, "https:")}${path}`, { ca: apiServerCa, headers: { authorization: `Bearer ${token}` } }, (res) => {
+          let body = "";
+          res.setEncoding("utf8").on("data", (c: string) => (body += c)).on("end", () => { resolve({ code: res.statusCode ?? 0, body: JSON.parse(body) as { message?: string } }); });
+        });
+        req.on("error", reject).end();
+      });
+    const vmis = { group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachineinstances" };
+    const vmi = (name: string, vmiStatus: Record<string, unknown>) => ({ apiVersion: "kubevirt.io/v1", kind: "VirtualMachineInstance", metadata: { name }, spec: { domain: { devices: {}, memory: { guest: "64Mi" } } }, status: vmiStatus });
+    await custom.createNamespacedCustomObject({ ...vmis, body: vmi("no-agent", { phase: "Running", nodeName: "node-without-handler" }) });
+    await custom.createNamespacedCustomObject({ ...vmis, body: vmi("agent", { phase: "Running", nodeName: "node-without-handler", conditions: [{ type: "AgentConnected", status: "True" }] }) });
+
+    expect(await get(vmiPath(namespace, "nothing", "guestosinfo"), editor)).toMatchObject({ code: 404, body: { message: 'virtualmachineinstance.kubevirt.io "nothing" not found' } });
+    expect(await get(vmiPath(namespace, "no-agent", "userlist"), editor)).toMatchObject({
+      code: 409, body: { reason: "Conflict", message: 'Operation cannot be fulfilled on virtualmachineinstance.kubevirt.io "no-agent": VMI does not have guest agent connected' },
+    });
+    // With the agent connected, the query goes to the handler on the VMI's node, of which there is none here.
+    const unreachable = await get(vmiPath(namespace, "agent", "filesystemlist", "v1alpha3"), editor);
+    expect(unreachable).toMatchObject({ code: 503, body: { reason: "ServiceUnavailable" } });
+    expect(unreachable.body.message).toContain("no ready handler runs on node node-without-handler");
+    // The harness's viewer has no get on these subresources: the API server refuses it first.
+    expect(await get(vmiPath(namespace, "agent", "guestosinfo"), viewer)).toMatchObject({ code: 403, body: { reason: "Forbidden" } });
   });
 
   test("authorizes the user the front proxy names, and answers no one else", async ({ kubeConfig, namespace }) => {

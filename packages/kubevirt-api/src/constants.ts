@@ -173,8 +173,13 @@ export function domainActionOf(subresource: string): VmiDomainAction | undefined
   return VMI_DOMAIN_ACTIONS.find((action) => DOMAIN_ACTION_SUBRESOURCE[action] === subresource);
 }
 
-/** The handler's path of a VMI's console, VNC, serial log or domain action. */
-export function consoleServerPath(namespace: string, name: string, what: ConsoleKind | "serial-log" | VmiDomainAction): string {
+/** What the guest's QEMU agent tells of it, each a GET of KubeVirt's subresource of that name, answered from one query of the agent. */
+export const GUEST_AGENT_QUERIES = ["guestosinfo", "userlist", "filesystemlist"] as const;
+export type GuestAgentQuery = (typeof GUEST_AGENT_QUERIES)[number];
+export const isGuestAgentQuery = (subresource: string): subresource is GuestAgentQuery => (GUEST_AGENT_QUERIES as readonly string[]).includes(subresource);
+
+/** The handler's path of a VMI's console, VNC, serial log, domain action or guest agent query. */
+export function consoleServerPath(namespace: string, name: string, what: ConsoleKind | "serial-log" | VmiDomainAction | GuestAgentQuery): string {
   const segment = what in DOMAIN_ACTION_SUBRESOURCE ? DOMAIN_ACTION_SUBRESOURCE[what as VmiDomainAction] : what;
   return `/v1/namespaces/${encodeURIComponent(namespace)}/virtualmachineinstances/${encodeURIComponent(name)}/${segment}`;
 }

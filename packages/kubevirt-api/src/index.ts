@@ -13,3 +13,4 @@ export * from "./resources.ts";
 export * from "./launcher-layout.ts";
 export * from "./vmi-phase.ts";
 export * from "./vm-requests.ts";
+export * from "./guest-agent.ts";

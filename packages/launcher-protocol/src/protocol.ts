@@ -1,4 +1,4 @@
-import { guestOsInfo, virtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import { guestAgentInfo, guestOsInfo, virtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 import { z } from "zod";
 
 // The protocol the handler speaks with each launcher over the unix socket in
@@ -65,6 +65,8 @@ export const launcherMethods = {
   reset: { params: noParams, result: domainStatus, timeoutMs: 30_000 },
   /** The guest's OS as its QEMU agent reports it; the launcher gives the agent 5 s. */
   guestOsInfo: { params: noParams, result: guestOsInfo, timeoutMs: 15_000 },
+  /** All the agent tells (KubeVirt's guestosinfo, userlist and filesystemlist); the launcher gives each of its queries 5 s. */
+  guestAgentInfo: { params: noParams, result: guestAgentInfo, timeoutMs: 45_000 },
 } as const satisfies Record<string, MethodSpec>;
 
 export type Method = keyof typeof launcherMethods;

@@ -33,6 +33,7 @@ const handlers: Handlers = {
   softReboot: () => Promise.resolve(running),
   reset: () => Promise.resolve(running),
   guestOsInfo: () => Promise.resolve({ id: "debian", prettyName: "Debian GNU/Linux 12" }),
+  guestAgentInfo: () => Promise.resolve({ hostname: "debian" }),
 };
 
 const request = (fields: Record<string, unknown>) => JSON.stringify({ version: 1, id: 3, ...fields });

@@ -67,8 +67,14 @@ beforeAll(async () => {
       acted.push(`${action} ${target.vmi.metadata.name ?? ""}`);
       return Promise.resolve({ state: action === "pause" ? "Paused" : "Running" });
     },
+    guestAgentInfo: (target) => Promise.resolve({ hostname: target.vmi.metadata.name ?? "", userList: [{ userName: "tester" }] }),
     lookup: (namespace, name) => {
       if (name === "running") return { vmi: vmi(name, "Running"), podUid: "pod-1" };
+      if (name === "with-agent") {
+        const withAgent = vmi(name, "Running");
+        withAgent.status = { ...withAgent.status, conditions: [{ type: "AgentConnected", status: "True" }] };
+        return { vmi: withAgent, podUid: "pod-1" };
+      }
       if (name === "scheduled") return { vmi: vmi(name, "Scheduled"), podUid: "pod-1" };
       if (name === "no-serial") return { vmi: vmi(name, "Running", false), podUid: "pod-1" };
       if (name === "paused") {
@@ -105,7 +111,7 @@ function refusal(ws: WebSocket): Promise<{ status: number; body: string }> {
   });
 }
 
-function call(method: string, name: string, what: "serial-log" | "pause" | "unpause" | "softReboot" | "reset"): Promise<string> {
+function call(method: string, name: string, what: "serial-log" | "pause" | "unpause" | "softReboot" | "reset" | "guestosinfo" | "userlist"): Promise<string> {
   const api = tls[ConsoleServer.apiIdentity];
   return new Promise<string>((resolve, reject) => {
     const req = request({ method, host: "127.0.0.1", port: server.port, path: consoleServerPath("ns", name, what), ca, ...api, servername: ConsoleServer.handlerIdentity }, (res) => {
@@ -181,5 +187,13 @@ describe("the handler's console server", { timeout: 30_000 }, () => {
     expect(await call("PUT", "paused", "softReboot")).toBe("409 the VMI is paused; unpause it before soft reboot\n");
     expect(await call("GET", "running", "pause")).toBe("405 pause is done with PUT\n");
     expect(acted).toHaveLength(4);
+  });
+
+  it("answers what the guest agent tells, in KubeVirt's shapes, only while the agent is connected", async () => {
+    expect(await call("GET", "with-agent", "guestosinfo")).toBe('200 {"hostname":"with-agent","userList":[{"userName":"tester"}]}');
+    expect(await call("GET", "with-agent", "userlist")).toBe('200 {"metadata":{},"items":[{"userName":"tester"}]}');
+    expect(await call("GET", "running", "userlist")).toBe("409 VMI does not have guest agent connected\n");
+    expect(await call("GET", "scheduled", "guestosinfo")).toBe("409 VMI is not running (phase Scheduled)\n");
+    expect(await call("PUT", "with-agent", "guestosinfo")).toBe("405 guestosinfo is read with GET\n");
   });
 });

@@ -4,7 +4,10 @@ import { type Server, createServer } from "node:https";
 import { type Socket, connect } from "node:net";
 import type { Duplex } from "node:stream";
 import type { PeerCertificate, TLSSocket } from "node:tls";
-import { type ConsoleKind, DOMAIN_ACTION_SUBRESOURCE, type VmiDomainAction, type VirtualMachineInstance, domainActionOf, vmiActionAvailability } from "@kubevirt-ts/kubevirt-api";
+import {
+  type ConsoleKind, DOMAIN_ACTION_SUBRESOURCE, GUEST_AGENT_QUERIES, type GuestAgentInfo, type VmiDomainAction, type VirtualMachineInstance, domainActionOf, guestAgentAnswer, guestAgentRefusal,
+  isGuestAgentQuery, vmiActionAvailability,
+} from "@kubevirt-ts/kubevirt-api";
 import { type Logger, StatusError, keepAlive } from "@kubevirt-ts/runtime";
 import { Gauge, type Registry } from "prom-client";
 import { type WebSocket, WebSocketServer } from "ws";
@@ -37,6 +40,8 @@ export interface ConsoleServerOptions {
   lookup: (namespace: string, name: string) => ConsoleTarget;
   /** Carries out an action on the target's domain through its launcher. */
   act: (target: ConsoleTarget, action: VmiDomainAction) => Promise<unknown>;
+  /** What the guest's agent tells, asked through the target's launcher. */
+  guestAgentInfo: (target: ConsoleTarget) => Promise<GuestAgentInfo>;
   log: Logger;
   registry: Registry;
   pingIntervalMs?: number;
@@ -50,7 +55,7 @@ export interface ConsoleServerHandle {
 /** What a client gets of the serial log: its last 512 KiB. */
 export const SERIAL_LOG_TAIL_BYTES = 512 * 1024;
 
-const ROUTE = new RegExp(`^/v1/namespaces/([^/]+)/virtualmachineinstances/([^/]+)/(console|vnc|serial-log|${Object.values(DOMAIN_ACTION_SUBRESOURCE).join("|")})$`);
+const ROUTE = new RegExp(`^/v1/namespaces/([^/]+)/virtualmachineinstances/([^/]+)/(console|vnc|serial-log|${[...Object.values(DOMAIN_ACTION_SUBRESOURCE), ...GUEST_AGENT_QUERIES].join("|")})$`);
 
 /** The request's VMI and what it asks for: a console kind, the serial log, or a domain action (`action`, by its name; `what` is the path's word). */
 function parse(req: IncomingMessage): { namespace: string; name: string; what: string; action: VmiDomainAction | undefined; query: URLSearchParams } {
@@ -113,6 +118,17 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
         res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(domain));
         return;
       }
+      if (isGuestAgentQuery(what)) {
+        if (req.method !== "GET") throw new ConsoleRefusal(405, `${what} is read with GET`);
+        const target = lookup(namespace, name);
+        const refusal = guestAgentRefusal(target.vmi);
+        if (refusal) throw new ConsoleRefusal(409, refusal);
+        const info = await options.guestAgentInfo(target).catch((error: unknown) => {
+          throw new ConsoleRefusal(409, `the guest agent did not answer: ${error instanceof Error ? error.message : String(error)}`);
+        });
+        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(guestAgentAnswer(info, what)));
+        return;
+      }
       if (what !== "serial-log" || req.method !== "GET") throw new ConsoleRefusal(405, `${what} is a websocket; serial-log is read with GET`);
       const { podUid } = lookup(namespace, name);
       const current = await readPodFileTail(podsDir, podUid, SERIAL_LOG_NAME, SERIAL_LOG_TAIL_BYTES);
@@ -125,7 +141,7 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
       res.writeHead(200, { "content-type": "application/octet-stream", "cache-control": "no-store" }).end(Buffer.concat([older, current]));
     } catch (error) {
       const status = error instanceof ConsoleRefusal ? error.status : (error as NodeJS.ErrnoException).code === "ENOENT" ? 404 : 500;
-      if (status === 500) log.error("could not serve a serial log", { error });
+      if (status === 500) log.error("could not answer a request", { url: req.url, error });
       res.writeHead(status, { "content-type": "text/plain; charset=utf-8" }).end(`${status === 404 && !(error instanceof ConsoleRefusal) ? "the VMI has no serial log yet" : (error as Error).message}\n`);
     }
   };

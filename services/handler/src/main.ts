@@ -39,6 +39,7 @@ await runService({
       lookup: handler.consoleTarget,
       // The launcher's methods carry the domain actions' names.
       act: async (target, action) => (await launchers.get(target.podUid)).call(action),
+      guestAgentInfo: async (target) => (await launchers.get(target.podUid)).call("guestAgentInfo"),
       log,
       registry,
     });

@@ -81,6 +81,7 @@ function correct(calls: { state: number; synced: string[] }) {
       softReboot: () => Promise.resolve(domain),
       reset: () => Promise.resolve(domain),
       guestOsInfo: () => Promise.reject(new RpcError("Failed", "the guest has no agent")),
+      guestAgentInfo: () => Promise.reject(new RpcError("Failed", "the guest has no agent")),
     });
   };
 }

@@ -43,6 +43,7 @@ await runService({
         softReboot: () => manager.softReboot(),
         reset: () => manager.reset(),
         guestOsInfo: () => manager.guestOsInfo(),
+        guestAgentInfo: () => manager.guestAgentInfo(),
       },
       log,
     );

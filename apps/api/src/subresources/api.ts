@@ -1,18 +1,19 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { TLSSocket } from "node:tls";
 import { ApiError, type KubeClient } from "@kubevirt-ts/kube";
-import { DOMAIN_ACTION_SUBRESOURCE, SUBRESOURCE_GROUP, type VmRequestAction, type VmRequestOptions, domainActionOf } from "@kubevirt-ts/kubevirt-api";
+import { DOMAIN_ACTION_SUBRESOURCE, GUEST_AGENT_QUERIES, SUBRESOURCE_GROUP, type VmRequestAction, type VmRequestOptions, domainActionOf, isGuestAgentQuery } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { remoteRequester } from "../access.ts";
 import type { HandlerDialer } from "../handler-dialer.ts";
 import { limits } from "../limits.ts";
 import { readBody } from "../read-body.ts";
-import { ActionRefusal, requestVmAction, requestVmiAction } from "../vm-actions.ts";
+import { ActionRefusal, requestGuestAgent, requestVmAction, requestVmiAction } from "../vm-actions.ts";
 import { type FrontProxy, frontProxyRefusal, remoteUser } from "./front-proxy.ts";
 
 // KubeVirt's subresource API, subresources.kubevirt.io v1 and v1alpha3, as
 // an aggregated API server behind the Kubernetes API server (the chart's
-// APIService): what virtctl and every KubeVirt client call for VM actions.
+// APIService): what virtctl and every KubeVirt client call for VM actions,
+// consoles (console-proxy.ts) and what the guest agent tells.
 // The API server authenticates the user and passes them on; virt-api checks
 // the front proxy's certificate, asks the API server whether that user may
 // use this subresource of this object (a SubjectAccessReview), and only then
@@ -21,19 +22,20 @@ import { type FrontProxy, frontProxyRefusal, remoteUser } from "./front-proxy.ts
 export const SUBRESOURCE_VERSIONS = ["v1", "v1alpha3"] as const;
 const PREFIX = `/apis/${SUBRESOURCE_GROUP}/`;
 
+const READ_SUBRESOURCES = ["virtualmachineinstances/console", "virtualmachineinstances/vnc", ...GUEST_AGENT_QUERIES.map((q) => `virtualmachineinstances/${q}` as const)] as const;
+
 /** What the API server's discovery lists for each version: the subresources served here. */
 export const SUBRESOURCE_NAMES = [
   "virtualmachines/start",
   "virtualmachines/stop",
   "virtualmachines/restart",
   ...Object.values(DOMAIN_ACTION_SUBRESOURCE).map((s) => `virtualmachineinstances/${s}`),
-  // Websockets (console-proxy.ts), asked for with GET.
-  "virtualmachineinstances/console",
-  "virtualmachineinstances/vnc",
+  // Read with GET: the websockets (console-proxy.ts) and what the guest agent tells.
+  ...READ_SUBRESOURCES,
 ] as const;
 
-/** The verbs discovery gives a subresource: get for the websockets, update (PUT) for the actions, as KubeVirt's. */
-const discoveryVerbs = (name: string) => (name === "virtualmachineinstances/console" || name === "virtualmachineinstances/vnc" ? ["get"] : ["update"]);
+/** The verbs discovery gives a subresource: get for what is read, update (PUT) for the actions, as KubeVirt's. */
+const discoveryVerbs = (name: string) => ((READ_SUBRESOURCES as readonly string[]).includes(name) ? ["get"] : ["update"]);
 
 export interface SubresourceServices {
   own: KubeClient;
@@ -51,7 +53,7 @@ interface Target {
   subresource: string;
 }
 
-const REASONS: Record<number, string> = { 400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 409: "Conflict", 413: "RequestEntityTooLarge", 500: "InternalError", 503: "ServiceUnavailable" };
+const REASONS: Record<number, string> = { 400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 409: "Conflict", 413: "RequestEntityTooLarge", 405: "MethodNotAllowed", 500: "InternalError", 503: "ServiceUnavailable" };
 
 /** A Kubernetes Status, as KubeVirt's virt-api answers a refused request (here and before a console's upgrade). */
 export function kubeStatus(code: number, message: string, details?: { name: string; kind: string }) {
@@ -121,11 +123,16 @@ export function createSubresourceApi(services: SubresourceServices): (req: Incom
     const who = remoteUser(config, req.headersDistinct);
     if (typeof who === "string") throw new ActionRefusal(401, who);
 
+    const requester = remoteRequester(services.own, who);
+    if (target.resource === "virtualmachineinstances" && isGuestAgentQuery(target.subresource)) {
+      if (req.method !== "GET") throw new ActionRefusal(405, `${target.resource}/${target.subresource} takes GET, not ${req.method ?? ""}`);
+      sendJson(res, 200, await requestGuestAgent(services, requester, target, target.subresource));
+      return;
+    }
     const vmAction = target.resource === "virtualmachines" && ["start", "stop", "restart"].includes(target.subresource) ? (target.subresource as VmRequestAction) : undefined;
     const vmiAction = target.resource === "virtualmachineinstances" ? domainActionOf(target.subresource) : undefined;
     if (!vmAction && !vmiAction) throw new ActionRefusal(404, `${target.resource}/${target.subresource} is not served here; the subresource API serves ${SUBRESOURCE_NAMES.join(", ")}`);
     if (req.method !== "PUT") throw new ActionRefusal(405, `${target.resource}/${target.subresource} takes PUT, not ${req.method ?? ""}`);
-    const requester = remoteRequester(services.own, who);
     // The body is read once the user is authorized.
     const opts = () => options(req);
     if (vmAction) {

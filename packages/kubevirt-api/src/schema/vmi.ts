@@ -200,6 +200,7 @@ export const guestOsInfo = z.object({
   versionId: z.string().optional(),
   kernelRelease: z.string().optional(),
   kernelVersion: z.string().optional(),
+  machine: z.string().optional(),
 });
 
 export const vmiStatus = z.object({

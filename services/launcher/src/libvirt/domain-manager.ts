@@ -4,11 +4,12 @@ import { access, constants } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { promisify } from "node:util";
 import { type Domain, DomainState, type Hypervisor } from "@unraid/libvirt";
-import { type GuestOsInfo, SocketsVolume, type VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import { type GuestAgentInfo, type GuestOsInfo, SocketsVolume, type VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 import { type DomainStatus, RpcError } from "@kubevirt-ts/launcher-protocol";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { type DomainType, chooseDomainType, domainName, domainXml } from "../domain/converter.ts";
 import { prepareDisks } from "../storage/prepare.ts";
+import { AGENT_COMMANDS, type AgentAnswers, guestAgentInfoOf, osInfoOf } from "./guest-agent.ts";
 
 // The launcher's one domain: defined and started from the VMI the handler
 // sends, then paused, resumed, shut down or destroyed on request.
@@ -154,19 +155,31 @@ export class DomainManager {
     }
   }
 
+  /** One command's answer from the guest's QEMU agent (its `return`); fails when no agent answers within 5 s. */
+  private async agent(command: string): Promise<unknown> {
+    const answer = JSON.parse(await this.virsh("qemu-agent-command", JSON.stringify({ execute: command }), "--timeout", "5")) as { return?: unknown };
+    return answer.return;
+  }
+
   /** The guest's OS as its QEMU guest agent reports it; fails when no agent answers. */
   async guestOsInfo(): Promise<GuestOsInfo> {
-    const answer = JSON.parse(await this.virsh("qemu-agent-command", '{"execute":"guest-get-osinfo"}', "--timeout", "5")) as { return?: Record<string, string | undefined> };
-    const os = answer.return ?? {};
-    return {
-      id: os.id,
-      name: os.name,
-      prettyName: os["pretty-name"],
-      version: os.version,
-      versionId: os["version-id"],
-      kernelRelease: os["kernel-release"],
-      kernelVersion: os["kernel-version"],
-    };
+    return osInfoOf(await this.agent("guest-get-osinfo"));
+  }
+
+  /**
+   * All the agent tells, for KubeVirt's guestosinfo, userlist and filesystemlist: fails when the agent does not
+   * answer its version; a later command it does not support is left out.
+   */
+  async guestAgentInfo(): Promise<GuestAgentInfo> {
+    const [first, ...rest] = AGENT_COMMANDS;
+    const answers: AgentAnswers = { [first]: await this.agent(first) };
+    for (const command of rest) {
+      answers[command] = await this.agent(command).catch((error: unknown) => {
+        this.o.log.debug("the guest agent did not answer a command", { command, error });
+        return undefined;
+      });
+    }
+    return guestAgentInfoOf(answers);
   }
 
   /** Asks the guest to reboot through ACPI, as pressing a reset button it handles itself. */
