@@ -148,6 +148,36 @@ describe("deletion", () => {
   });
 });
 
+describe("a launcher pod's grace period", () => {
+  test("is its own when its VMI goes, or the VMI's when a forced stop shortened it since", async ({ client, namespace }) => {
+    // What the scheduler posts to bind a pod to a node (core v1 bindings).
+    const bindings = { group: "", version: "v1", plural: "bindings", namespaced: true };
+    /** The VMI's pod, bound to a node (no scheduler runs here), so that deleting it waits for a kubelet that never comes. */
+    const boundPod = async (vmi: string) => {
+      await expect.poll(async () => (await launcherPods(client, namespace)).filter((p) => p.metadata.ownerReferences?.[0]?.name === vmi).length, poll).toBe(1);
+      const pod = (await launcherPods(client, namespace)).find((p) => p.metadata.ownerReferences?.[0]?.name === vmi);
+      const name = pod?.metadata.name ?? "";
+      await client.create(bindings, namespace, { apiVersion: "v1", kind: "Binding", metadata: { name }, target: { kind: "Node", name: "node-1" } } as KubeObject);
+      return name;
+    };
+    const deletionGrace = async (pod: string) => (await client.get<Pod>(resources.pods, namespace, pod)).metadata.deletionGracePeriodSeconds;
+
+    await client.create(kubevirtResources.virtualMachineInstances, namespace, newVmi("kept", namespace));
+    await client.create(kubevirtResources.virtualMachineInstances, namespace, newVmi("forced", namespace));
+    const kept = await boundPod("kept");
+    const forced = await boundPod("forced");
+    // KubeVirt's stop with gracePeriod 0 sets it on the VMI first.
+    await client.patch(kubevirtResources.virtualMachineInstances, namespace, "forced", { spec: { terminationGracePeriodSeconds: 0 } }, "merge");
+    await client.delete(kubevirtResources.virtualMachineInstances, namespace, "kept");
+    await client.delete(kubevirtResources.virtualMachineInstances, namespace, "forced");
+    await expect.poll(() => deletionGrace(kept), poll).toBe(45);
+    await expect.poll(() => deletionGrace(forced), poll).toBe(1);
+    // No kubelet ends them here: removed by hand, the VMIs follow.
+    for (const pod of [kept, forced]) await client.delete(resources.pods, namespace, pod, { gracePeriodSeconds: 0 });
+    await expect.poll(async () => [await getVmi(client, namespace, "kept"), await getVmi(client, namespace, "forced")], poll).toEqual([undefined, undefined]);
+  });
+});
+
 describe("an invalid VMI", () => {
   test("gets a condition naming the problem, no pod, and no retry loop", async ({ client, ctl, namespace }) => {
     const spec = vmiSpec();

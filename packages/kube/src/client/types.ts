@@ -11,6 +11,8 @@ export interface ObjectMeta {
   generation?: number;
   creationTimestamp?: string | null;
   deletionTimestamp?: string | null;
+  /** The grace period the object was deleted with; set with deletionTimestamp. */
+  deletionGracePeriodSeconds?: number | null;
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
   finalizers?: string[];
