@@ -28,8 +28,8 @@ export const vmSpec = z
   })
   .describe("The specification of a virtual machine.");
 
-// KubeVirt's virt-api records start/stop requests here, and the VM controller acts on them (services/controller/src/vm/decide.ts).
-// kubevirt-ts writes none yet (its API changes the VM's spec; see lifecycle.ts); they become real with the VM subresource API.
+// Start and stop requests, as KubeVirt's virt-api records them (planVmRequest, vm-requests.ts) and the VM controller acts on
+// them (services/controller/src/vm/decide.ts).
 export const stateChangeRequest = z.object({
   action: z.enum(["Start", "Stop"]),
   data: z.record(z.string(), z.string()).optional(),
