@@ -168,6 +168,15 @@ describe("a VM with the Debian guest", () => {
     expect(root?.totalBytes).toBeGreaterThan(100 * 1024 * 1024);
   });
 
+  it("shows its display as a PNG screenshot through KubeVirt's vnc/screenshot, to the admin", async () => {
+    const path = `/apis/subresources.kubevirt.io/v1/namespaces/${namespace}/virtualmachineinstances/debian/vnc/screenshot`;
+    // kubectl prints the body's bytes; read as text, the PNG's signature and header chunk are still there to see.
+    const png = await kubectl("get", "--raw", path);
+    expect(png.slice(1, 8)).toBe("PNG\r\n\u001a\n");
+    expect(png.slice(12, 16)).toBe("IHDR");
+    await expect(kubectl("get", "--raw", `${path}?moveCursor=true`)).rejects.toThrow(/moveCursor=true is not supported/);
+  });
+
   it("is deleted with its guest, which powers off through ACPI, and its launcher pod", async () => {
     // Watch the serial console through the deletion: a clean shutdown ends with systemd's power-off and the kernel's last line.
     const { ws, received } = await openConsole(namespace, "debian", "console");

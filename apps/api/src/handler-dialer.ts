@@ -70,19 +70,25 @@ export class HandlerDialer {
 
   /** What the VMI's guest agent tells, in KubeVirt's shape of the query asked. */
   async guestAgent(nodeName: string, namespace: string, name: string, query: GuestAgentQuery): Promise<unknown> {
-    return JSON.parse(await this.request(nodeName, "GET", consoleServerPath(namespace, name, query)));
+    return JSON.parse((await this.request(nodeName, "GET", consoleServerPath(namespace, name, query))).toString("utf8"));
+  }
+
+  /** The VMI's display, as PNG. */
+  async screenshot(nodeName: string, namespace: string, name: string): Promise<Buffer> {
+    return this.request(nodeName, "GET", consoleServerPath(namespace, name, "vnc/screenshot"));
   }
 
   /** One HTTP request to the handler on a node: its body when it answers 200, else a HandlerError with its status and words. */
-  private async request(nodeName: string, method: "GET" | "PUT", path: string): Promise<string> {
+  private async request(nodeName: string, method: "GET" | "PUT", path: string): Promise<Buffer> {
     const { host, port } = await this.address(nodeName);
-    return new Promise<string>((resolve, reject) => {
+    return new Promise<Buffer>((resolve, reject) => {
       const { ca, cert, key, servername } = this.options();
       const req = request({ ca, cert, key, servername, method, host, port, path }, (res) => {
-        let body = "";
-        res.setEncoding("utf8").on("data", (c: string) => (body += c)).on("end", () => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c)).on("end", () => {
+          const body = Buffer.concat(chunks);
           if (res.statusCode === 200) resolve(body);
-          else reject(new HandlerError(res.statusCode ?? 502, body.trim()));
+          else reject(new HandlerError(res.statusCode ?? 502, body.toString("utf8").trim()));
         });
       });
       req.on("error", (error) => { reject(new HandlerError(502, `could not reach the handler on node ${nodeName}: ${error.message}`)); });

@@ -89,28 +89,47 @@ export async function requestVmAction(services: Pick<ActionServices, "own">, req
   }
 }
 
-/** pause, unpause, soft reboot or reset of a VMI: checked as KubeVirt does, then asked of the handler on the VMI's node. */
-export async function requestVmiAction(services: ActionServices, requester: Requester, target: ActionTarget, action: VmiDomainAction, readOptions: ReadOptions<object> = noOptions): Promise<void> {
-  await authorize(requester, target, { ...vmiActionCheck(action), ...(target.version ? { version: target.version } : {}) });
-  const options = await readOptions();
+/**
+ * The node of a VMI the user may use this subresource of, whose state allows it now: the user authorized first, the
+ * VMI read only then, its refusal (409 its state, 400 its spec) in KubeVirt's words.
+ */
+async function vmiNode(services: ActionServices, requester: Requester, target: ActionTarget, check: Check, refusal: (vmi: VirtualMachineInstance) => { status: 400 | 409; reason: string } | undefined): Promise<string> {
+  await authorize(requester, target, { ...check, ...(target.version ? { version: target.version } : {}) });
   const vmi = await services.own.find<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, target.namespace, target.name);
   if (!vmi) throw new ActionRefusal(404, `virtualmachineinstance.kubevirt.io "${target.name}" not found`, { name: target.name, kind: "virtualmachineinstance" });
-  const availability = vmiActionAvailability(vmi, action);
-  if (!availability.available) throw conflict("virtualmachineinstance", target.name, availability.reason, availability.by === "spec" ? 400 : 409);
-  if (options.dryRun?.includes("All")) return;
+  const refused = refusal(vmi);
+  if (refused) throw conflict("virtualmachineinstance", target.name, refused.reason, refused.status);
   const node = vmi.status?.nodeName;
   if (!node) throw conflict("virtualmachineinstance", target.name, "the VMI has no node yet");
+  return node;
+}
+
+/** availableActions' rule for a VMI action or console, as vmiNode's refusal. */
+const unavailable = (action: VmiDomainAction | "vnc") => (vmi: VirtualMachineInstance) => {
+  const availability = vmiActionAvailability(vmi, action);
+  return availability.available ? undefined : { status: availability.by === "spec" ? (400 as const) : (409 as const), reason: availability.reason };
+};
+
+const getCheck = (subresource: string): Check => ({ verb: "get", group: SUBRESOURCE_GROUP, resource: "virtualmachineinstances", subresource });
+
+/** pause, unpause, soft reboot or reset of a VMI: checked as KubeVirt does, then asked of the handler on the VMI's node. */
+export async function requestVmiAction(services: ActionServices, requester: Requester, target: ActionTarget, action: VmiDomainAction, readOptions: ReadOptions<object> = noOptions): Promise<void> {
+  const node = await vmiNode(services, requester, target, vmiActionCheck(action), unavailable(action));
+  if ((await readOptions()).dryRun?.includes("All")) return;
   await services.handlers.act(node, target.namespace, target.name, action).catch(fromHandler);
 }
 
 /** guestosinfo, userlist or filesystemlist: get on that subresource, then the guest agent asked through the handler on the VMI's node. */
 export async function requestGuestAgent(services: ActionServices, requester: Requester, target: ActionTarget, query: GuestAgentQuery): Promise<unknown> {
-  await authorize(requester, target, { verb: "get", group: SUBRESOURCE_GROUP, resource: "virtualmachineinstances", subresource: query, ...(target.version ? { version: target.version } : {}) });
-  const vmi = await services.own.find<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, target.namespace, target.name);
-  if (!vmi) throw new ActionRefusal(404, `virtualmachineinstance.kubevirt.io "${target.name}" not found`, { name: target.name, kind: "virtualmachineinstance" });
-  const refusal = guestAgentRefusal(vmi);
-  if (refusal) throw conflict("virtualmachineinstance", target.name, refusal);
-  const node = vmi.status?.nodeName;
-  if (!node) throw conflict("virtualmachineinstance", target.name, "the VMI has no node yet");
+  const node = await vmiNode(services, requester, target, getCheck(query), (vmi) => {
+    const reason = guestAgentRefusal(vmi);
+    return reason === undefined ? undefined : { status: 409, reason };
+  });
   return services.handlers.guestAgent(node, target.namespace, target.name, query).catch(fromHandler);
+}
+
+/** vnc/screenshot: get on that subresource, then the display's PNG from the handler on the VMI's node. */
+export async function requestScreenshot(services: ActionServices, requester: Requester, target: ActionTarget): Promise<Buffer> {
+  const node = await vmiNode(services, requester, target, getCheck("vnc/screenshot"), unavailable("vnc"));
+  return services.handlers.screenshot(node, target.namespace, target.name).catch(fromHandler);
 }

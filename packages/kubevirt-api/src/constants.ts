@@ -178,8 +178,8 @@ export const GUEST_AGENT_QUERIES = ["guestosinfo", "userlist", "filesystemlist"]
 export type GuestAgentQuery = (typeof GUEST_AGENT_QUERIES)[number];
 export const isGuestAgentQuery = (subresource: string): subresource is GuestAgentQuery => (GUEST_AGENT_QUERIES as readonly string[]).includes(subresource);
 
-/** The handler's path of a VMI's console, VNC, serial log, domain action or guest agent query. */
-export function consoleServerPath(namespace: string, name: string, what: ConsoleKind | "serial-log" | VmiDomainAction | GuestAgentQuery): string {
+/** The handler's path of a VMI's console, VNC, screenshot, serial log, domain action or guest agent query. */
+export function consoleServerPath(namespace: string, name: string, what: ConsoleKind | "vnc/screenshot" | "serial-log" | VmiDomainAction | GuestAgentQuery): string {
   const segment = what in DOMAIN_ACTION_SUBRESOURCE ? DOMAIN_ACTION_SUBRESOURCE[what as VmiDomainAction] : what;
   return `/v1/namespaces/${encodeURIComponent(namespace)}/virtualmachineinstances/${encodeURIComponent(name)}/${segment}`;
 }

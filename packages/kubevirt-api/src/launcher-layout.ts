@@ -48,6 +48,8 @@ export const SocketsVolume = {
   vnc: "virt-vnc",
   serialLog: "serial0.log",
   guestAgent: "guest-agent.sock",
+  /** The display's last screenshot, as PNG, which the launcher writes when asked and the handler serves. */
+  screenshot: "screenshot.png",
 } as const;
 
 /** The launcher container's name. */

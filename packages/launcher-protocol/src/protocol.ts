@@ -67,6 +67,8 @@ export const launcherMethods = {
   guestOsInfo: { params: noParams, result: guestOsInfo, timeoutMs: 15_000 },
   /** All the agent tells (KubeVirt's guestosinfo, userlist and filesystemlist); the launcher gives each of its queries 5 s. */
   guestAgentInfo: { params: noParams, result: guestAgentInfo, timeoutMs: 45_000 },
+  /** Writes the display's screenshot, as PNG, into the sockets volume (SocketsVolume.screenshot): too big for a line. */
+  screenshot: { params: noParams, result: z.strictObject({ bytes: z.number().int().positive() }), timeoutMs: 30_000 },
 } as const satisfies Record<string, MethodSpec>;
 
 export type Method = keyof typeof launcherMethods;

@@ -34,6 +34,7 @@ const handlers: Handlers = {
   reset: () => Promise.resolve(running),
   guestOsInfo: () => Promise.resolve({ id: "debian", prettyName: "Debian GNU/Linux 12" }),
   guestAgentInfo: () => Promise.resolve({ hostname: "debian" }),
+  screenshot: () => Promise.resolve({ bytes: 1 }),
 };
 
 const request = (fields: Record<string, unknown>) => JSON.stringify({ version: 1, id: 3, ...fields });

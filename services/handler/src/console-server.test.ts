@@ -5,7 +5,7 @@ import { type Server, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { Pki } from "@kubevirt-ts/control-plane";
-import { ConsoleServer, LAUNCHER_UID, type VirtualMachineInstance, consoleServerPath, defaultVmiSpec } from "@kubevirt-ts/kubevirt-api";
+import { ConsoleServer, LAUNCHER_UID, SocketsVolume, type VirtualMachineInstance, consoleServerPath, defaultVmiSpec } from "@kubevirt-ts/kubevirt-api";
 import { createLogger } from "@kubevirt-ts/runtime";
 import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -13,6 +13,8 @@ import type { ConnectionOptions } from "node:tls";
 import { type ClientOptions, WebSocket } from "ws";
 import { ConsoleRefusal, type ConsoleServerHandle, startConsoleServer } from "./console-server.ts";
 import { SERIAL_LOG_NAME, SocketName, podVolumePath } from "./pod-volume.ts";
+
+const SCREENSHOT = Buffer.from("\x89PNG\r\n\x1a\n-a-screenshot", "latin1");
 
 // The console server with real TLS certificates, real websockets and a real
 // unix socket standing where QEMU's serial console would be.
@@ -68,6 +70,13 @@ beforeAll(async () => {
       return Promise.resolve({ state: action === "pause" ? "Paused" : "Running" });
     },
     guestAgentInfo: (target) => Promise.resolve({ hostname: target.vmi.metadata.name ?? "", userList: [{ userName: "tester" }] }),
+    // The launcher writes its screenshot into its pod's volume; here, a few bytes stand in for the PNG.
+    screenshot: async () => {
+      const file = podVolumePath(podsDir, "pod-1", SocketsVolume.screenshot);
+      await writeFile(file, SCREENSHOT);
+      await chown(file, LAUNCHER_UID, LAUNCHER_UID);
+      return { bytes: SCREENSHOT.length };
+    },
     lookup: (namespace, name) => {
       if (name === "running") return { vmi: vmi(name, "Running"), podUid: "pod-1" };
       if (name === "with-agent") {
@@ -111,7 +120,7 @@ function refusal(ws: WebSocket): Promise<{ status: number; body: string }> {
   });
 }
 
-function call(method: string, name: string, what: "serial-log" | "pause" | "unpause" | "softReboot" | "reset" | "guestosinfo" | "userlist"): Promise<string> {
+function call(method: string, name: string, what: "serial-log" | "pause" | "unpause" | "softReboot" | "reset" | "guestosinfo" | "userlist" | "vnc/screenshot"): Promise<string> {
   const api = tls[ConsoleServer.apiIdentity];
   return new Promise<string>((resolve, reject) => {
     const req = request({ method, host: "127.0.0.1", port: server.port, path: consoleServerPath("ns", name, what), ca, ...api, servername: ConsoleServer.handlerIdentity }, (res) => {
@@ -187,6 +196,12 @@ describe("the handler's console server", { timeout: 30_000 }, () => {
     expect(await call("PUT", "paused", "softReboot")).toBe("409 the VMI is paused; unpause it before soft reboot\n");
     expect(await call("GET", "running", "pause")).toBe("405 pause is done with PUT\n");
     expect(acted).toHaveLength(4);
+  });
+
+  it("serves the screenshot the launcher wrote, as PNG, of a VMI with a display", async () => {
+    expect(await call("GET", "running", "vnc/screenshot")).toBe(`200 ${SCREENSHOT.toString("utf8")}`);
+    expect(await call("GET", "scheduled", "vnc/screenshot")).toBe("409 the VMI is not running (phase Scheduled); wait until it is Running\n");
+    expect(await call("PUT", "running", "vnc/screenshot")).toBe("405 vnc/screenshot is read with GET\n");
   });
 
   it("answers what the guest agent tells, in KubeVirt's shapes, only while the agent is connected", async () => {

@@ -6,7 +6,7 @@ import type { Duplex } from "node:stream";
 import type { PeerCertificate, TLSSocket } from "node:tls";
 import {
   type ConsoleKind, DOMAIN_ACTION_SUBRESOURCE, GUEST_AGENT_QUERIES, type GuestAgentInfo, type VmiDomainAction, type VirtualMachineInstance, domainActionOf, guestAgentAnswer, guestAgentRefusal,
-  isGuestAgentQuery, vmiActionAvailability,
+  SocketsVolume, isGuestAgentQuery, vmiActionAvailability,
 } from "@kubevirt-ts/kubevirt-api";
 import { type Logger, StatusError, keepAlive } from "@kubevirt-ts/runtime";
 import { Gauge, type Registry } from "prom-client";
@@ -15,7 +15,8 @@ import { SERIAL_LOG_NAME, SocketName, openPodSocket, readPodFileTail } from "./p
 
 // The handler's console server, KubeVirt's port 8186: the serial console and
 // VNC of this node's VMIs as websockets of raw bytes, the serial log, and the
-// actions carried out on a running domain (pause, unpause, soft reboot, reset).
+// actions carried out on a running domain (pause, unpause, soft reboot, reset),
+// the display's screenshot and what the guest agent tells.
 // Only the API may connect: the client's certificate must be signed by the
 // cluster's console CA and name the API. Each VMI has at most one console
 // and one VNC session; a new one takes over from the old, as in KubeVirt.
@@ -42,6 +43,8 @@ export interface ConsoleServerOptions {
   act: (target: ConsoleTarget, action: VmiDomainAction) => Promise<unknown>;
   /** What the guest's agent tells, asked through the target's launcher. */
   guestAgentInfo: (target: ConsoleTarget) => Promise<GuestAgentInfo>;
+  /** Has the target's launcher write its display's screenshot (SocketsVolume.screenshot); its size in bytes. */
+  screenshot: (target: ConsoleTarget) => Promise<{ bytes: number }>;
   log: Logger;
   registry: Registry;
   pingIntervalMs?: number;
@@ -52,10 +55,13 @@ export interface ConsoleServerHandle {
   close(): Promise<void>;
 }
 
+/** The largest screenshot served: a 4K display's PNG stays well under it. */
+export const SCREENSHOT_MAX_BYTES = 32 * 1024 * 1024;
+
 /** What a client gets of the serial log: its last 512 KiB. */
 export const SERIAL_LOG_TAIL_BYTES = 512 * 1024;
 
-const ROUTE = new RegExp(`^/v1/namespaces/([^/]+)/virtualmachineinstances/([^/]+)/(console|vnc|serial-log|${[...Object.values(DOMAIN_ACTION_SUBRESOURCE), ...GUEST_AGENT_QUERIES].join("|")})$`);
+const ROUTE = new RegExp(`^/v1/namespaces/([^/]+)/virtualmachineinstances/([^/]+)/(console|vnc|vnc/screenshot|serial-log|${[...Object.values(DOMAIN_ACTION_SUBRESOURCE), ...GUEST_AGENT_QUERIES].join("|")})$`);
 
 /** The request's VMI and what it asks for: a console kind, the serial log, or a domain action (`action`, by its name; `what` is the path's word). */
 function parse(req: IncomingMessage): { namespace: string; name: string; what: string; action: VmiDomainAction | undefined; query: URLSearchParams } {
@@ -127,6 +133,19 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
           throw new ConsoleRefusal(409, `the guest agent did not answer: ${error instanceof Error ? error.message : String(error)}`);
         });
         res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(guestAgentAnswer(info, what)));
+        return;
+      }
+      if (what === "vnc/screenshot") {
+        if (req.method !== "GET") throw new ConsoleRefusal(405, "vnc/screenshot is read with GET");
+        const target = lookup(namespace, name);
+        const refusal = actionUnavailable(target.vmi, "vnc");
+        if (refusal) throw refusal;
+        const { bytes } = await options.screenshot(target).catch((error: unknown) => {
+          throw new ConsoleRefusal(409, `the launcher could not take a screenshot: ${error instanceof Error ? error.message : String(error)}`);
+        });
+        if (bytes > SCREENSHOT_MAX_BYTES) throw new ConsoleRefusal(500, `the screenshot is ${String(bytes)} bytes, more than the ${String(SCREENSHOT_MAX_BYTES)} served`);
+        const png = await readPodFileTail(podsDir, target.podUid, SocketsVolume.screenshot, bytes);
+        res.writeHead(200, { "content-type": "image/png", "cache-control": "no-store" }).end(png);
         return;
       }
       if (what !== "serial-log" || req.method !== "GET") throw new ConsoleRefusal(405, `${what} is a websocket; serial-log is read with GET`);

@@ -40,6 +40,7 @@ await runService({
       // The launcher's methods carry the domain actions' names.
       act: async (target, action) => (await launchers.get(target.podUid)).call(action),
       guestAgentInfo: async (target) => (await launchers.get(target.podUid)).call("guestAgentInfo"),
+      screenshot: async (target) => (await launchers.get(target.podUid)).call("screenshot"),
       log,
       registry,
     });

@@ -82,6 +82,7 @@ function correct(calls: { state: number; synced: string[] }) {
       reset: () => Promise.resolve(domain),
       guestOsInfo: () => Promise.reject(new RpcError("Failed", "the guest has no agent")),
       guestAgentInfo: () => Promise.reject(new RpcError("Failed", "the guest has no agent")),
+      screenshot: () => Promise.reject(new RpcError("Failed", "no display")),
     });
   };
 }

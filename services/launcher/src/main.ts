@@ -44,6 +44,7 @@ await runService({
         reset: () => manager.reset(),
         guestOsInfo: () => manager.guestOsInfo(),
         guestAgentInfo: () => manager.guestAgentInfo(),
+        screenshot: () => manager.screenshot(),
       },
       log,
     );

@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { chown, link, mkdir, rm, stat } from "node:fs/promises";
+import { chown, link, mkdir, readFile, rm, stat } from "node:fs/promises";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -130,6 +130,16 @@ describe("the launcher", () => {
   it("pauses and unpauses the guest", async () => {
     expect(await client.call("pause")).toMatchObject({ state: "Paused" });
     expect(await client.call("unpause")).toMatchObject({ state: "Running" });
+  });
+
+  it("writes a screenshot of the display as PNG into the sockets volume", async () => {
+    const { bytes } = await client.call("screenshot");
+    const png = await readFile(join(dirs().sockets, SocketsVolume.screenshot));
+    expect(png.length).toBe(bytes);
+    expect(png.subarray(0, 8)).toEqual(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]));
+    // QEMU's VGA display in text mode: 720×400 or larger.
+    expect(png.readUInt32BE(16)).toBeGreaterThanOrEqual(640);
+    expect(png.readUInt32BE(20)).toBeGreaterThanOrEqual(400);
   });
 
   it("says so when the guest has no agent to report its OS", async () => {

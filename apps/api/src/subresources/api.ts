@@ -7,7 +7,7 @@ import { remoteRequester } from "../access.ts";
 import type { HandlerDialer } from "../handler-dialer.ts";
 import { limits } from "../limits.ts";
 import { readBody } from "../read-body.ts";
-import { ActionRefusal, requestGuestAgent, requestVmAction, requestVmiAction } from "../vm-actions.ts";
+import { ActionRefusal, requestGuestAgent, requestScreenshot, requestVmAction, requestVmiAction } from "../vm-actions.ts";
 import { type FrontProxy, frontProxyRefusal, remoteUser } from "./front-proxy.ts";
 
 // KubeVirt's subresource API, subresources.kubevirt.io v1 and v1alpha3, as
@@ -22,7 +22,7 @@ import { type FrontProxy, frontProxyRefusal, remoteUser } from "./front-proxy.ts
 export const SUBRESOURCE_VERSIONS = ["v1", "v1alpha3"] as const;
 const PREFIX = `/apis/${SUBRESOURCE_GROUP}/`;
 
-const READ_SUBRESOURCES = ["virtualmachineinstances/console", "virtualmachineinstances/vnc", ...GUEST_AGENT_QUERIES.map((q) => `virtualmachineinstances/${q}` as const)] as const;
+const READ_SUBRESOURCES = ["virtualmachineinstances/console", "virtualmachineinstances/vnc", "virtualmachineinstances/vnc/screenshot", ...GUEST_AGENT_QUERIES.map((q) => `virtualmachineinstances/${q}` as const)] as const;
 
 /** What the API server's discovery lists for each version: the subresources served here. */
 export const SUBRESOURCE_NAMES = [
@@ -124,6 +124,14 @@ export function createSubresourceApi(services: SubresourceServices): (req: Incom
     if (typeof who === "string") throw new ActionRefusal(401, who);
 
     const requester = remoteRequester(services.own, who);
+    if (target.resource === "virtualmachineinstances" && target.subresource === "vnc/screenshot") {
+      if (req.method !== "GET") throw new ActionRefusal(405, `${target.resource}/${target.subresource} takes GET, not ${req.method ?? ""}`);
+      // KubeVirt's moveCursor wakes a display that went blank; kubevirt-ts does not move the cursor, so it refuses to pretend.
+      if (new URL(req.url ?? "/", "https://api").searchParams.get("moveCursor") === "true") throw new ActionRefusal(400, "moveCursor=true is not supported: kubevirt-ts takes the screenshot without moving the cursor; leave moveCursor out");
+      const png = await requestScreenshot(services, requester, target);
+      res.writeHead(200, { "content-type": "image/png", "cache-control": "no-store" }).end(png);
+      return;
+    }
     if (target.resource === "virtualmachineinstances" && isGuestAgentQuery(target.subresource)) {
       if (req.method !== "GET") throw new ActionRefusal(405, `${target.resource}/${target.subresource} takes GET, not ${req.method ?? ""}`);
       sendJson(res, 200, await requestGuestAgent(services, requester, target, target.subresource));

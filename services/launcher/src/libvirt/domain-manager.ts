@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { access, constants } from "node:fs/promises";
+import { access, constants, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { promisify } from "node:util";
 import { type Domain, DomainState, type Hypervisor } from "@unraid/libvirt";
@@ -10,6 +10,7 @@ import type { Logger } from "@kubevirt-ts/runtime";
 import { type DomainType, chooseDomainType, domainName, domainXml } from "../domain/converter.ts";
 import { prepareDisks } from "../storage/prepare.ts";
 import { AGENT_COMMANDS, type AgentAnswers, guestAgentInfoOf, osInfoOf } from "./guest-agent.ts";
+import { toPng } from "./png.ts";
 
 // The launcher's one domain: defined and started from the VMI the handler
 // sends, then paused, resumed, shut down or destroyed on request.
@@ -180,6 +181,21 @@ export class DomainManager {
       });
     }
     return guestAgentInfoOf(answers);
+  }
+
+  /**
+   * The display's screenshot, written as PNG into the sockets volume, where the handler reads it: QEMU's dump goes to
+   * the launcher's own folder first, then the PNG replaces the last one in one rename.
+   */
+  async screenshot(): Promise<{ bytes: number }> {
+    const dump = join(this.o.layout.disksDir, "screenshot.dump");
+    await this.virsh("screenshot", "--file", dump);
+    const png = toPng(await readFile(dump));
+    const target = join(this.o.layout.socketsDir, SocketsVolume.screenshot);
+    await writeFile(`${target}.partial`, png, { mode: 0o600 });
+    await rename(`${target}.partial`, target);
+    await rm(dump, { force: true });
+    return { bytes: png.length };
   }
 
   /** Asks the guest to reboot through ACPI, as pressing a reset button it handles itself. */
