@@ -1,5 +1,8 @@
 import { once } from "node:events";
 import { readFileSync } from "node:fs";
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import type { ConsoleKind } from "@kubevirt-ts/kubevirt-api";
 import { KUBECONFIG_PATH } from "@kubevirt-ts/local-cluster";
@@ -166,6 +169,17 @@ describe("a VM with the Debian guest", () => {
     const root = filesystems.items.find((fs) => fs.mountPoint === "/");
     expect(root?.fileSystemType).toBe("ext4");
     expect(root?.totalBytes).toBeGreaterThan(100 * 1024 * 1024);
+  });
+
+  it("freezes and thaws its file systems through KubeVirt's freeze and unfreeze, and says so in its status", async () => {
+    const body = join(await mkdtemp(join(tmpdir(), "freeze-")), "body.json");
+    await writeFile(body, JSON.stringify({ unfreezeTimeout: "5m" }));
+    const put = (subresource: string) => kubectl("replace", "--raw", `/apis/subresources.kubevirt.io/v1/namespaces/${namespace}/virtualmachineinstances/debian/${subresource}`, "-f", body);
+    const freezeStatus = async () => (await get("virtualmachineinstances", "debian"))?.status?.fsFreezeStatus;
+    await put("freeze");
+    await expect.poll(freezeStatus, { timeout: 60_000, interval: 1_000 }).toBe("frozen");
+    await put("unfreeze");
+    await expect.poll(freezeStatus, { timeout: 60_000, interval: 1_000 }).toBeUndefined();
   });
 
   it("shows its display as a PNG screenshot through KubeVirt's vnc/screenshot, to the admin", async () => {

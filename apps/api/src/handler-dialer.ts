@@ -1,7 +1,7 @@
 import { request } from "node:https";
 import type { ConnectionOptions } from "node:tls";
 import { type KubeClient, type Pod, resources } from "@kubevirt-ts/kube";
-import { ConsoleServer, type ConsoleKind, type GuestAgentQuery, type VmiDomainAction, consoleServerPath } from "@kubevirt-ts/kubevirt-api";
+import { ConsoleServer, type ConsoleKind, type FreezeAction, type GuestAgentQuery, type VmiDomainAction, consoleServerPath } from "@kubevirt-ts/kubevirt-api";
 import { StatusError } from "@kubevirt-ts/runtime";
 import { type ClientOptions, WebSocket } from "ws";
 
@@ -71,6 +71,11 @@ export class HandlerDialer {
   /** What the VMI's guest agent tells, in KubeVirt's shape of the query asked. */
   async guestAgent(nodeName: string, namespace: string, name: string, query: GuestAgentQuery): Promise<unknown> {
     return JSON.parse((await this.request(nodeName, "GET", consoleServerPath(namespace, name, query))).toString("utf8"));
+  }
+
+  /** Freezes (thawing by itself after the timeout, 0: never) or thaws the guest's file systems. */
+  async freeze(nodeName: string, namespace: string, name: string, action: FreezeAction, unfreezeTimeoutSeconds: number): Promise<void> {
+    await this.request(nodeName, "PUT", `${consoleServerPath(namespace, name, action)}${action === "freeze" ? `?unfreezeTimeoutSeconds=${String(unfreezeTimeoutSeconds)}` : ""}`);
   }
 
   /** The VMI's display, as PNG. */

@@ -1,7 +1,7 @@
 import { ApiError, type KubeClient } from "@kubevirt-ts/kube";
 import {
-  DOMAIN_ACTION_SUBRESOURCE, type GuestAgentQuery, SUBRESOURCE_GROUP, type VirtualMachine, type VirtualMachineInstance, type VmRequestAction, type VmRequestOptions, type VmiDomainAction,
-  guestAgentRefusal, kubevirtResources, planVmRequest, vmiActionAvailability,
+  DOMAIN_ACTION_SUBRESOURCE, type FreezeAction, type GuestAgentQuery, SUBRESOURCE_GROUP, type VirtualMachine, type VirtualMachineInstance, type VmRequestAction, type VmRequestOptions, type VmiDomainAction,
+  guestAgentRefusal, kubevirtResources, parseDurationSeconds, planVmRequest, vmiActionAvailability,
 } from "@kubevirt-ts/kubevirt-api";
 import { StatusError } from "@kubevirt-ts/runtime";
 import type { Check, Requester } from "./access.ts";
@@ -132,4 +132,26 @@ export async function requestGuestAgent(services: ActionServices, requester: Req
 export async function requestScreenshot(services: ActionServices, requester: Requester, target: ActionTarget): Promise<Buffer> {
   const node = await vmiNode(services, requester, target, getCheck("vnc/screenshot"), unavailable("vnc"));
   return services.handlers.screenshot(node, target.namespace, target.name).catch(fromHandler);
+}
+
+/**
+ * freeze or unfreeze of the guest's file systems: update on that subresource, then the guest agent asked through the
+ * handler. A freeze takes KubeVirt's unfreezeTimeout (a duration such as "5m"; "0s": until unfrozen), after which the
+ * file systems thaw by themselves.
+ */
+export async function requestFreeze(services: ActionServices, requester: Requester, target: ActionTarget, action: FreezeAction, readOptions: ReadOptions<{ unfreezeTimeout?: string }> = noOptions): Promise<void> {
+  const node = await vmiNode(services, requester, target, actionCheck("virtualmachineinstances", action), (vmi) => {
+    const reason = guestAgentRefusal(vmi);
+    return reason === undefined ? undefined : { status: 409, reason };
+  });
+  const options = await readOptions();
+  let seconds = 0;
+  if (action === "freeze") {
+    if (options.unfreezeTimeout === undefined) throw new ActionRefusal(400, "Unfreeze timeout must be specified: send unfreezeTimeout, a duration such as \"5m\", after which the file systems thaw by themselves");
+    const parsed = parseDurationSeconds(options.unfreezeTimeout);
+    if (parsed === undefined) throw new ActionRefusal(400, `unfreezeTimeout must be a duration such as "5m" or "90s", not ${JSON.stringify(options.unfreezeTimeout)}`);
+    seconds = parsed;
+  }
+  if (options.dryRun?.includes("All")) return;
+  await services.handlers.freeze(node, target.namespace, target.name, action, seconds).catch(fromHandler);
 }

@@ -51,7 +51,7 @@ export async function users(kubeConfig: KubeConfig, namespace: string): Promise<
       { apiGroups: ["subresources.kubevirt.io"], resources: ["virtualmachineinstances/console", "virtualmachineinstances/vnc", "virtualmachineinstances/guestosinfo", "virtualmachineinstances/userlist", "virtualmachineinstances/filesystemlist"], verbs: ["get"] },
       {
         apiGroups: ["subresources.kubevirt.io"],
-        resources: ["virtualmachines/start", "virtualmachines/stop", "virtualmachines/restart", "virtualmachineinstances/pause", "virtualmachineinstances/unpause", "virtualmachineinstances/softreboot", "virtualmachineinstances/reset"],
+        resources: ["virtualmachines/start", "virtualmachines/stop", "virtualmachines/restart", "virtualmachineinstances/pause", "virtualmachineinstances/unpause", "virtualmachineinstances/softreboot", "virtualmachineinstances/reset", "virtualmachineinstances/freeze", "virtualmachineinstances/unfreeze"],
         verbs: ["update"],
       },
       { apiGroups: [""], resources: ["events"], verbs: ["list"] },

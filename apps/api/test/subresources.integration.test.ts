@@ -199,7 +199,7 @@ function status(answer: Upgrade): { code: number; kind: string; reason: string; 
   return body;
 }
 
-const vmiPath = (namespace: string, name: string, kind: "console" | "vnc" | "guestosinfo" | "userlist" | "filesystemlist", version = "v1") => `/apis/subresources.kubevirt.io/${version}/namespaces/${namespace}/virtualmachineinstances/${name}/${kind}`;
+const vmiPath = (namespace: string, name: string, kind: "console" | "vnc" | "guestosinfo" | "userlist" | "filesystemlist" | "freeze" | "unfreeze", version = "v1") => `/apis/subresources.kubevirt.io/${version}/namespaces/${namespace}/virtualmachineinstances/${name}/${kind}`;
 
 describe("the console and VNC websockets of the subresource API", () => {
   let apiServer = "";
@@ -285,13 +285,13 @@ describe("the console and VNC websockets of the subresource API", () => {
   test("answers guestosinfo, userlist and filesystemlist through the API server only for a VMI whose agent is connected", async ({ kubeConfig, custom, namespace }) => {
     const { editor, viewer } = await users(kubeConfig, namespace);
     /** A GET through the real API server with a user's token: its status and parsed body. */
-    const get = (path: string, token: string) =>
+    const get = (path: string, token: string, method = "GET", sent?: string) =>
       new Promise<{ code: number; body: { code?: number; message?: string; reason?: string } }>((resolve, reject) => {
-        const req = request(`${apiServer.replace(/^wss:/, "https:")}${path}`, { ca: apiServerCa, headers: { authorization: `Bearer ${token}` } }, (res) => {
+        const req = request(`${apiServer.replace(/^wss:/, "https:")}${path}`, { method, ca: apiServerCa, headers: { authorization: `Bearer ${token}`, "content-type": "application/json" } }, (res) => {
           let body = "";
-          res.setEncoding("utf8").on("data", (c: string) => (body += c)).on("end", () => { resolve({ code: res.statusCode ?? 0, body: JSON.parse(body) as { message?: string } }); });
+          res.setEncoding("utf8").on("data", (c: string) => (body += c)).on("end", () => { resolve({ code: res.statusCode ?? 0, body: JSON.parse(body || "{}") as { message?: string } }); });
         });
-        req.on("error", reject).end();
+        req.on("error", reject).end(sent);
       });
     const vmis = { group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachineinstances" };
     const vmi = (name: string, vmiStatus: Record<string, unknown>) => ({ apiVersion: "kubevirt.io/v1", kind: "VirtualMachineInstance", metadata: { name }, spec: { domain: { devices: {}, memory: { guest: "64Mi" } } }, status: vmiStatus });
@@ -306,6 +306,11 @@ describe("the console and VNC websockets of the subresource API", () => {
     const unreachable = await get(vmiPath(namespace, "agent", "filesystemlist", "v1alpha3"), editor);
     expect(unreachable).toMatchObject({ code: 503, body: { reason: "ServiceUnavailable" } });
     expect(unreachable.body.message).toContain("no ready handler runs on node node-without-handler");
+    // freeze and unfreeze ask the same agent: refused without it, and a freeze without its timeout is refused by name.
+    expect(await get(vmiPath(namespace, "no-agent", "freeze"), editor, "PUT", JSON.stringify({ unfreezeTimeout: "5m" }))).toMatchObject({ code: 409, body: { message: expect.stringContaining("VMI does not have guest agent connected") as unknown } });
+    expect(await get(vmiPath(namespace, "agent", "freeze"), editor, "PUT", "{}")).toMatchObject({ code: 400, body: { message: expect.stringContaining("Unfreeze timeout must be specified") as unknown } });
+    expect(await get(vmiPath(namespace, "agent", "freeze"), editor, "PUT", JSON.stringify({ unfreezeTimeout: "soon" }))).toMatchObject({ code: 400, body: { message: 'unfreezeTimeout must be a duration such as "5m" or "90s", not "soon"' } });
+    expect(await get(vmiPath(namespace, "agent", "unfreeze"), editor, "PUT", "{}")).toMatchObject({ code: 503, body: { reason: "ServiceUnavailable" } });
     // The harness's viewer has no get on these subresources: the API server refuses it first.
     expect(await get(vmiPath(namespace, "agent", "guestosinfo"), viewer)).toMatchObject({ code: 403, body: { reason: "Forbidden" } });
   });

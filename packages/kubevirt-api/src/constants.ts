@@ -178,8 +178,13 @@ export const GUEST_AGENT_QUERIES = ["guestosinfo", "userlist", "filesystemlist"]
 export type GuestAgentQuery = (typeof GUEST_AGENT_QUERIES)[number];
 export const isGuestAgentQuery = (subresource: string): subresource is GuestAgentQuery => (GUEST_AGENT_QUERIES as readonly string[]).includes(subresource);
 
+/** Freezing and thawing the guest's file systems through its agent (PUT), each by KubeVirt's name of its subresource. */
+export const FREEZE_ACTIONS = ["freeze", "unfreeze"] as const;
+export type FreezeAction = (typeof FREEZE_ACTIONS)[number];
+export const isFreezeAction = (subresource: string): subresource is FreezeAction => (FREEZE_ACTIONS as readonly string[]).includes(subresource);
+
 /** The handler's path of a VMI's console, VNC, screenshot, serial log, domain action or guest agent query. */
-export function consoleServerPath(namespace: string, name: string, what: ConsoleKind | "vnc/screenshot" | "serial-log" | VmiDomainAction | GuestAgentQuery): string {
+export function consoleServerPath(namespace: string, name: string, what: ConsoleKind | "vnc/screenshot" | "serial-log" | VmiDomainAction | GuestAgentQuery | FreezeAction): string {
   const segment = what in DOMAIN_ACTION_SUBRESOURCE ? DOMAIN_ACTION_SUBRESOURCE[what as VmiDomainAction] : what;
   return `/v1/namespaces/${encodeURIComponent(namespace)}/virtualmachineinstances/${encodeURIComponent(name)}/${segment}`;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { guestAgentAnswer, guestAgentRefusal } from "./guest-agent.ts";
+import { guestAgentAnswer, guestAgentRefusal, parseDurationSeconds } from "./guest-agent.ts";
 
 const info = {
   guestAgentVersion: "7.2.0",
@@ -20,5 +20,12 @@ describe("guest agent subresources", () => {
     expect(guestAgentRefusal({ status: { phase: "Scheduled" } })).toBe("VMI is not running (phase Scheduled)");
     expect(guestAgentRefusal({ status: { phase: "Running", conditions: [{ type: "AgentConnected", status: "False" }] } })).toBe("VMI does not have guest agent connected");
     expect(guestAgentRefusal({ status: { phase: "Running", conditions: [{ type: "AgentConnected", status: "True" }] } })).toBeUndefined();
+  });
+});
+
+describe("Go durations, as KubeVirt's freeze takes its unfreezeTimeout", () => {
+  it("are read in whole seconds, and anything else is none", () => {
+    expect([parseDurationSeconds("5m"), parseDurationSeconds("5m0s"), parseDurationSeconds("1h30m"), parseDurationSeconds("90s"), parseDurationSeconds("0"), parseDurationSeconds("1500ms")]).toEqual([300, 300, 5400, 90, 0, 2]);
+    for (const bad of ["", "5", "5 m", "-5m", "five minutes", "5mx"]) expect(parseDurationSeconds(bad)).toBeUndefined();
   });
 });

@@ -48,6 +48,15 @@ export function guestAgentAnswer(info: GuestAgentInfo, query: GuestAgentQuery): 
   }
 }
 
+/** A Go duration as KubeVirt's API takes one ("5m", "1h30m", "90s", "300ms") in whole seconds; undefined when it is none. */
+export function parseDurationSeconds(text: string): number | undefined {
+  const units: Record<string, number> = { h: 3600, m: 60, s: 1, ms: 1e-3, us: 1e-6, "µs": 1e-6, ns: 1e-9 };
+  if (text === "0") return 0;
+  const parts = [...text.matchAll(/(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns)/gu)];
+  if (parts.length === 0 || parts.map((p) => p[0]).join("") !== text) return undefined;
+  return Math.round(parts.reduce((sum, [, value, unit]) => sum + Number(value) * (units[unit ?? ""] ?? 0), 0));
+}
+
 /** KubeVirt's refusal of a guest agent query, or undefined: the VMI must run and its agent be connected. */
 export function guestAgentRefusal(vmi: Pick<VirtualMachineInstance, "status">): string | undefined {
   if (vmi.status?.phase !== VmiPhase.Running) return `VMI is not running (phase ${vmi.status?.phase ?? VmiPhase.Pending})`;

@@ -40,6 +40,8 @@ export const domainStatus = z.strictObject({
   state: z.enum(DOMAIN_STATES),
   /** The domain type in use: kvm, or qemu for emulation. */
   domainType: z.enum(["kvm", "qemu"]).optional(),
+  /** "frozen" while the guest's file systems are frozen through its agent (freeze). */
+  fsFreezeStatus: z.literal("frozen").optional(),
 });
 export type DomainStatus = z.infer<typeof domainStatus>;
 
@@ -67,6 +69,10 @@ export const launcherMethods = {
   guestOsInfo: { params: noParams, result: guestOsInfo, timeoutMs: 15_000 },
   /** All the agent tells (KubeVirt's guestosinfo, userlist and filesystemlist); the launcher gives each of its queries 5 s. */
   guestAgentInfo: { params: noParams, result: guestAgentInfo, timeoutMs: 45_000 },
+  /** Freezes the guest's file systems through its agent; they thaw by themselves after unfreezeTimeoutSeconds (0: never). */
+  freeze: { params: z.strictObject({ unfreezeTimeoutSeconds: z.number().int().nonnegative() }), result: domainStatus, timeoutMs: 60_000 },
+  /** Thaws the guest's file systems. */
+  unfreeze: { params: noParams, result: domainStatus, timeoutMs: 60_000 },
   /** Writes the display's screenshot, as PNG, into the sockets volume (SocketsVolume.screenshot): too big for a line. */
   screenshot: { params: noParams, result: z.strictObject({ bytes: z.number().int().positive() }), timeoutMs: 30_000 },
 } as const satisfies Record<string, MethodSpec>;

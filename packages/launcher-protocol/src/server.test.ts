@@ -35,6 +35,8 @@ const handlers: Handlers = {
   guestOsInfo: () => Promise.resolve({ id: "debian", prettyName: "Debian GNU/Linux 12" }),
   guestAgentInfo: () => Promise.resolve({ hostname: "debian" }),
   screenshot: () => Promise.resolve({ bytes: 1 }),
+  freeze: () => Promise.resolve({ ...running, fsFreezeStatus: "frozen" }),
+  unfreeze: () => Promise.resolve(running),
 };
 
 const request = (fields: Record<string, unknown>) => JSON.stringify({ version: 1, id: 3, ...fields });

@@ -70,6 +70,10 @@ beforeAll(async () => {
       return Promise.resolve({ state: action === "pause" ? "Paused" : "Running" });
     },
     guestAgentInfo: (target) => Promise.resolve({ hostname: target.vmi.metadata.name ?? "", userList: [{ userName: "tester" }] }),
+    freeze: (target, action, seconds) => {
+      acted.push(`${action} ${String(seconds)} ${target.vmi.metadata.name ?? ""}`);
+      return Promise.resolve({ state: "Running", ...(action === "freeze" ? { fsFreezeStatus: "frozen" } : {}) });
+    },
     // The launcher writes its screenshot into its pod's volume; here, a few bytes stand in for the PNG.
     screenshot: async () => {
       const file = podVolumePath(podsDir, "pod-1", SocketsVolume.screenshot);
@@ -120,10 +124,10 @@ function refusal(ws: WebSocket): Promise<{ status: number; body: string }> {
   });
 }
 
-function call(method: string, name: string, what: "serial-log" | "pause" | "unpause" | "softReboot" | "reset" | "guestosinfo" | "userlist" | "vnc/screenshot"): Promise<string> {
+function call(method: string, name: string, what: "serial-log" | "pause" | "unpause" | "softReboot" | "reset" | "guestosinfo" | "userlist" | "vnc/screenshot" | "freeze" | "unfreeze", search = ""): Promise<string> {
   const api = tls[ConsoleServer.apiIdentity];
   return new Promise<string>((resolve, reject) => {
-    const req = request({ method, host: "127.0.0.1", port: server.port, path: consoleServerPath("ns", name, what), ca, ...api, servername: ConsoleServer.handlerIdentity }, (res) => {
+    const req = request({ method, host: "127.0.0.1", port: server.port, path: `${consoleServerPath("ns", name, what)}${search}`, ca, ...api, servername: ConsoleServer.handlerIdentity }, (res) => {
       let text = "";
       res.setEncoding("utf8").on("data", (c: string) => (text += c)).on("end", () => { resolve(`${String(res.statusCode)} ${text}`); });
     });
@@ -196,6 +200,17 @@ describe("the handler's console server", { timeout: 30_000 }, () => {
     expect(await call("PUT", "paused", "softReboot")).toBe("409 the VMI is paused; unpause it before soft reboot\n");
     expect(await call("GET", "running", "pause")).toBe("405 pause is done with PUT\n");
     expect(acted).toHaveLength(4);
+  });
+
+  it("freezes and thaws the file systems of a guest whose agent is connected, for at most the timeout asked", async () => {
+    acted.length = 0;
+    expect(await call("PUT", "with-agent", "freeze", "?unfreezeTimeoutSeconds=300")).toBe('200 {"state":"Running","fsFreezeStatus":"frozen"}');
+    expect(await call("PUT", "with-agent", "unfreeze")).toBe('200 {"state":"Running"}');
+    expect(acted).toEqual(["freeze 300 with-agent", "unfreeze 0 with-agent"]);
+    expect(await call("PUT", "running", "freeze")).toBe("409 VMI does not have guest agent connected\n");
+    expect(await call("PUT", "with-agent", "freeze", "?unfreezeTimeoutSeconds=-1")).toBe("400 unfreezeTimeoutSeconds is a whole number of seconds, 0 or more\n");
+    expect(await call("GET", "with-agent", "freeze")).toBe("405 freeze is done with PUT\n");
+    expect(acted).toHaveLength(2);
   });
 
   it("serves the screenshot the launcher wrote, as PNG, of a VMI with a display", async () => {

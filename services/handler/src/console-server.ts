@@ -5,8 +5,8 @@ import { type Socket, connect } from "node:net";
 import type { Duplex } from "node:stream";
 import type { PeerCertificate, TLSSocket } from "node:tls";
 import {
-  type ConsoleKind, DOMAIN_ACTION_SUBRESOURCE, GUEST_AGENT_QUERIES, type GuestAgentInfo, type VmiDomainAction, type VirtualMachineInstance, domainActionOf, guestAgentAnswer, guestAgentRefusal,
-  SocketsVolume, isGuestAgentQuery, vmiActionAvailability,
+  type ConsoleKind, DOMAIN_ACTION_SUBRESOURCE, FREEZE_ACTIONS, type FreezeAction, GUEST_AGENT_QUERIES, type GuestAgentInfo, type VmiDomainAction, type VirtualMachineInstance, domainActionOf, guestAgentAnswer, guestAgentRefusal,
+  SocketsVolume, isFreezeAction, isGuestAgentQuery, vmiActionAvailability,
 } from "@kubevirt-ts/kubevirt-api";
 import { type Logger, StatusError, keepAlive } from "@kubevirt-ts/runtime";
 import { Gauge, type Registry } from "prom-client";
@@ -43,6 +43,8 @@ export interface ConsoleServerOptions {
   act: (target: ConsoleTarget, action: VmiDomainAction) => Promise<unknown>;
   /** What the guest's agent tells, asked through the target's launcher. */
   guestAgentInfo: (target: ConsoleTarget) => Promise<GuestAgentInfo>;
+  /** Freezes (for at most the timeout, 0: until thawed) or thaws the guest's file systems through the target's launcher. */
+  freeze: (target: ConsoleTarget, action: FreezeAction, unfreezeTimeoutSeconds: number) => Promise<unknown>;
   /** Has the target's launcher write its display's screenshot (SocketsVolume.screenshot); its size in bytes. */
   screenshot: (target: ConsoleTarget) => Promise<{ bytes: number }>;
   log: Logger;
@@ -61,7 +63,7 @@ export const SCREENSHOT_MAX_BYTES = 32 * 1024 * 1024;
 /** What a client gets of the serial log: its last 512 KiB. */
 export const SERIAL_LOG_TAIL_BYTES = 512 * 1024;
 
-const ROUTE = new RegExp(`^/v1/namespaces/([^/]+)/virtualmachineinstances/([^/]+)/(console|vnc|vnc/screenshot|serial-log|${[...Object.values(DOMAIN_ACTION_SUBRESOURCE), ...GUEST_AGENT_QUERIES].join("|")})$`);
+const ROUTE = new RegExp(`^/v1/namespaces/([^/]+)/virtualmachineinstances/([^/]+)/(console|vnc|vnc/screenshot|serial-log|${[...Object.values(DOMAIN_ACTION_SUBRESOURCE), ...GUEST_AGENT_QUERIES, ...FREEZE_ACTIONS].join("|")})$`);
 
 /** The request's VMI and what it asks for: a console kind, the serial log, or a domain action (`action`, by its name; `what` is the path's word). */
 function parse(req: IncomingMessage): { namespace: string; name: string; what: string; action: VmiDomainAction | undefined; query: URLSearchParams } {
@@ -111,7 +113,7 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
   const serveHttp = async (req: IncomingMessage, res: ServerResponse) => {
     try {
       if (!authorized(req)) throw new ConsoleRefusal(403, "this client may not use the console server");
-      const { namespace, name, what, action } = parse(req);
+      const { namespace, name, what, action, query } = parse(req);
       if (action) {
         if (req.method !== "PUT") throw new ConsoleRefusal(405, `${what} is done with PUT`);
         const target = lookup(namespace, name);
@@ -121,6 +123,20 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
           throw new ConsoleRefusal(409, `the launcher could not ${what} the VMI: ${error instanceof Error ? error.message : String(error)}`);
         });
         log.info("domain action", { namespace, vmi: name, action });
+        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(domain));
+        return;
+      }
+      if (isFreezeAction(what)) {
+        if (req.method !== "PUT") throw new ConsoleRefusal(405, `${what} is done with PUT`);
+        const timeout = Number(query.get("unfreezeTimeoutSeconds") ?? "0");
+        if (!Number.isInteger(timeout) || timeout < 0) throw new ConsoleRefusal(400, "unfreezeTimeoutSeconds is a whole number of seconds, 0 or more");
+        const target = lookup(namespace, name);
+        const refusal = guestAgentRefusal(target.vmi);
+        if (refusal) throw new ConsoleRefusal(409, refusal);
+        const domain = await options.freeze(target, what, timeout).catch((error: unknown) => {
+          throw new ConsoleRefusal(409, `the guest agent could not ${what} the file systems: ${error instanceof Error ? error.message : String(error)}`);
+        });
+        log.info("file systems", { namespace, vmi: name, action: what, unfreezeTimeoutSeconds: timeout });
         res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(domain));
         return;
       }

@@ -41,6 +41,10 @@ await runService({
       act: async (target, action) => (await launchers.get(target.podUid)).call(action),
       guestAgentInfo: async (target) => (await launchers.get(target.podUid)).call("guestAgentInfo"),
       screenshot: async (target) => (await launchers.get(target.podUid)).call("screenshot"),
+      freeze: async (target, action, unfreezeTimeoutSeconds) => {
+        const launcher = await launchers.get(target.podUid);
+        return action === "freeze" ? launcher.call("freeze", { unfreezeTimeoutSeconds }) : launcher.call("unfreeze");
+      },
       log,
       registry,
     });

@@ -60,6 +60,12 @@ describe("handlerStatus", () => {
     expect(stopped.conditions?.find((c) => c.type === "AgentConnected")).toBeUndefined();
   });
 
+  it("reports frozen file systems while the launcher says so, and nothing once they thaw", () => {
+    const frozen = handlerStatus(vmi("Running"), { state: "Running", fsFreezeStatus: "frozen" }, pod, now);
+    expect(frozen.fsFreezeStatus).toBe("frozen");
+    expect(handlerStatus({ ...vmi("Running"), status: frozen }, { state: "Running" }, pod, now).fsFreezeStatus).toBeUndefined();
+  });
+
   it("says on the VMI that its launcher broke the protocol, and clears it once the launcher answers", () => {
     const failure = { reason: "LauncherProtocolViolation", message: `the launcher broke the protocol (InvalidJson): ${"x".repeat(5000)}` };
     const failed = launcherFailedStatus(vmi("Scheduled"), failure, now);

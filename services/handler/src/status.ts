@@ -57,6 +57,8 @@ export function handlerStatus(vmi: VirtualMachineInstance, domain: ObservedDomai
     delete status.guestOSInfo;
     conditions = removeCondition(conditions, VmiConditionType.AgentConnected);
   }
+  if (running && domain.fsFreezeStatus) status.fsFreezeStatus = domain.fsFreezeStatus;
+  else delete status.fsFreezeStatus;
   // The launcher answered: a failure the handler reported earlier is over.
   if (isLauncherFailure(findCondition(conditions, VmiConditionType.Synchronized))) conditions = removeCondition(conditions, VmiConditionType.Synchronized);
   status.conditions = conditions;

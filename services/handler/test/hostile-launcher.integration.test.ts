@@ -83,6 +83,8 @@ function correct(calls: { state: number; synced: string[] }) {
       guestOsInfo: () => Promise.reject(new RpcError("Failed", "the guest has no agent")),
       guestAgentInfo: () => Promise.reject(new RpcError("Failed", "the guest has no agent")),
       screenshot: () => Promise.reject(new RpcError("Failed", "no display")),
+      freeze: () => Promise.reject(new RpcError("Failed", "the guest has no agent")),
+      unfreeze: () => Promise.reject(new RpcError("Failed", "the guest has no agent")),
     });
   };
 }

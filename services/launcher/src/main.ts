@@ -45,6 +45,8 @@ await runService({
         guestOsInfo: () => manager.guestOsInfo(),
         guestAgentInfo: () => manager.guestAgentInfo(),
         screenshot: () => manager.screenshot(),
+        freeze: ({ unfreezeTimeoutSeconds }) => manager.freeze(unfreezeTimeoutSeconds),
+        unfreeze: () => manager.unfreeze(),
       },
       log,
     );

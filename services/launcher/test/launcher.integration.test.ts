@@ -144,6 +144,9 @@ describe("the launcher", () => {
 
   it("says so when the guest has no agent to report its OS", async () => {
     await expect(client.call("guestOsInfo")).rejects.toThrow(/Failed: virsh qemu-agent-command failed: .*agent/i);
+    // Nor can its file systems be frozen, and the domain is not taken for frozen.
+    await expect(client.call("freeze", { unfreezeTimeoutSeconds: 60 })).rejects.toThrow(/Failed: virsh domfsfreeze failed: [\s\S]*agent is not connected/i);
+    expect(await client.call("state")).not.toHaveProperty("fsFreezeStatus");
   });
 
   it("resets the guest: it boots again", async () => {

@@ -1,13 +1,13 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { TLSSocket } from "node:tls";
 import { ApiError, type KubeClient } from "@kubevirt-ts/kube";
-import { DOMAIN_ACTION_SUBRESOURCE, GUEST_AGENT_QUERIES, SUBRESOURCE_GROUP, type VmRequestAction, type VmRequestOptions, domainActionOf, isGuestAgentQuery } from "@kubevirt-ts/kubevirt-api";
+import { DOMAIN_ACTION_SUBRESOURCE, FREEZE_ACTIONS, GUEST_AGENT_QUERIES, SUBRESOURCE_GROUP, type VmRequestAction, type VmRequestOptions, domainActionOf, isFreezeAction, isGuestAgentQuery } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { remoteRequester } from "../access.ts";
 import type { HandlerDialer } from "../handler-dialer.ts";
 import { limits } from "../limits.ts";
 import { readBody } from "../read-body.ts";
-import { ActionRefusal, requestGuestAgent, requestScreenshot, requestVmAction, requestVmiAction } from "../vm-actions.ts";
+import { ActionRefusal, requestFreeze, requestGuestAgent, requestScreenshot, requestVmAction, requestVmiAction } from "../vm-actions.ts";
 import { type FrontProxy, frontProxyRefusal, remoteUser } from "./front-proxy.ts";
 
 // KubeVirt's subresource API, subresources.kubevirt.io v1 and v1alpha3, as
@@ -30,6 +30,7 @@ export const SUBRESOURCE_NAMES = [
   "virtualmachines/stop",
   "virtualmachines/restart",
   ...Object.values(DOMAIN_ACTION_SUBRESOURCE).map((s) => `virtualmachineinstances/${s}`),
+  ...FREEZE_ACTIONS.map((s) => `virtualmachineinstances/${s}` as const),
   // Read with GET: the websockets (console-proxy.ts) and what the guest agent tells.
   ...READ_SUBRESOURCES,
 ] as const;
@@ -78,7 +79,7 @@ function parseTarget(path: string): Target | "discovery" | "version" | "healthz"
   return { version, namespace: decodeURIComponent(namespace), resource, name: decodeURIComponent(name), subresource: sub.join("/") };
 }
 
-async function options(req: IncomingMessage): Promise<VmRequestOptions & { dryRun?: string[] }> {
+async function options(req: IncomingMessage): Promise<VmRequestOptions & { dryRun?: string[]; unfreezeTimeout?: string }> {
   const body = await readBody(req, limits.subresourceBodyBytes);
   if (body === undefined) throw new ActionRefusal(413, `a request body is at most ${String(limits.subresourceBodyBytes)} bytes`);
   const text = body.toString("utf8").trim();
@@ -87,7 +88,8 @@ async function options(req: IncomingMessage): Promise<VmRequestOptions & { dryRu
     const parsed = JSON.parse(text) as Record<string, unknown>;
     const number = (key: string) => (typeof parsed[key] === "number" ? parsed[key] : undefined);
     const dryRun = Array.isArray(parsed.dryRun) ? parsed.dryRun.filter((v): v is string => typeof v === "string") : undefined;
-    return { paused: parsed.paused === true, gracePeriod: number("gracePeriod"), gracePeriodSeconds: number("gracePeriodSeconds"), ...(dryRun ? { dryRun } : {}) };
+    const unfreezeTimeout = typeof parsed.unfreezeTimeout === "string" ? parsed.unfreezeTimeout : undefined;
+    return { paused: parsed.paused === true, gracePeriod: number("gracePeriod"), gracePeriodSeconds: number("gracePeriodSeconds"), ...(dryRun ? { dryRun } : {}), ...(unfreezeTimeout !== undefined ? { unfreezeTimeout } : {}) };
   } catch (error) {
     throw new ActionRefusal(400, `Can not unmarshal Request body to struct, error: ${error instanceof Error ? error.message : String(error)}`);
   }
@@ -135,6 +137,12 @@ export function createSubresourceApi(services: SubresourceServices): (req: Incom
     if (target.resource === "virtualmachineinstances" && isGuestAgentQuery(target.subresource)) {
       if (req.method !== "GET") throw new ActionRefusal(405, `${target.resource}/${target.subresource} takes GET, not ${req.method ?? ""}`);
       sendJson(res, 200, await requestGuestAgent(services, requester, target, target.subresource));
+      return;
+    }
+    if (target.resource === "virtualmachineinstances" && isFreezeAction(target.subresource)) {
+      if (req.method !== "PUT") throw new ActionRefusal(405, `${target.resource}/${target.subresource} takes PUT, not ${req.method ?? ""}`);
+      await requestFreeze(services, requester, target, target.subresource, () => options(req));
+      res.writeHead(200).end();
       return;
     }
     const vmAction = target.resource === "virtualmachines" && ["start", "stop", "restart"].includes(target.subresource) ? (target.subresource as VmRequestAction) : undefined;

@@ -212,6 +212,7 @@ export const vmiStatus = z.object({
   phaseTransitionTimestamps: z.array(phaseTransitionTimestamp).optional(),
   interfaces: z.array(vmiInterfaceStatus).optional(),
   guestOSInfo: guestOsInfo.optional(),
+  fsFreezeStatus: z.string().optional().describe("frozen while the guest's file systems are frozen (the freeze subresource)."),
   launcherContainerImageVersion: z.string().optional(),
   runtimeUser: z.number().int().optional(),
   qosClass: z.string().optional(),

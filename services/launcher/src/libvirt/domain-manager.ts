@@ -67,6 +67,8 @@ export class DomainManager {
   private domain: Domain | undefined;
   private domainType: DomainType | undefined;
   private name: string | undefined;
+  /** While the guest's file systems are frozen: the timer that thaws them, if one was asked for. */
+  private frozen: { thaw: NodeJS.Timeout | undefined } | undefined;
   private syncing: Promise<DomainStatus> | undefined;
 
   constructor(options: DomainManagerOptions) {
@@ -85,7 +87,29 @@ export class DomainManager {
   async state(): Promise<DomainStatus> {
     if (!this.domain) return { state: "NoDomain" };
     const info = await this.o.hypervisor.domainGetInfo(this.domain);
-    return { state: STATE_NAMES[info.state] ?? "NoDomain", domainType: this.domainType };
+    return { state: STATE_NAMES[info.state] ?? "NoDomain", domainType: this.domainType, ...(this.frozen ? { fsFreezeStatus: "frozen" as const } : {}) };
+  }
+
+  /** Freezes the guest's file systems through its agent, to thaw by themselves after the timeout (0: only when asked). */
+  async freeze(unfreezeTimeoutSeconds: number): Promise<DomainStatus> {
+    await this.virsh("domfsfreeze");
+    if (this.frozen?.thaw) clearTimeout(this.frozen.thaw);
+    const thaw = unfreezeTimeoutSeconds > 0
+      ? setTimeout(() => {
+          this.o.log.warn("thawing the guest's file systems: nobody did within the unfreeze timeout", { unfreezeTimeoutSeconds });
+          this.unfreeze().catch((error: unknown) => { this.o.log.error("could not thaw the guest's file systems", { error }); });
+        }, unfreezeTimeoutSeconds * 1000)
+      : undefined;
+    thaw?.unref();
+    this.frozen = { thaw };
+    return this.state();
+  }
+
+  async unfreeze(): Promise<DomainStatus> {
+    await this.virsh("domfsthaw");
+    if (this.frozen?.thaw) clearTimeout(this.frozen.thaw);
+    this.frozen = undefined;
+    return this.state();
   }
 
   /** Defines and starts the domain if it is not running; idempotent, one at a time. */
