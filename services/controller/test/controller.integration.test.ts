@@ -79,7 +79,8 @@ describe("run strategies", () => {
     vm.spec.running = true;
     await createVm(client, vm);
     await expect.poll(async () => (await getVmi(client, namespace, "legacy")) !== undefined, poll).toBe(true);
-    expect((await getVm(client, namespace, "legacy"))?.status?.runStrategy).toBe("Always");
+    // The VM's status is written after its VMI is created, so it is waited for too.
+    await expect.poll(async () => (await getVm(client, namespace, "legacy"))?.status?.runStrategy, poll).toBe("Always");
   });
 
   test("Manual starts and stops only on request", async ({ client, namespace }) => {
