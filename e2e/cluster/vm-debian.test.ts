@@ -59,17 +59,17 @@ const cloudInitSecret = {
 };
 
 /**
- * A console or VNC session as virtctl opens it: a websocket to the Kubernetes API server's own address, which
- * authenticates the token, authorizes get on the subresource and passes the upgrade to virt-api through the
- * aggregation layer. TLS is checked against the local cluster's CA; the token alone says who asks.
+ * A console, VNC or port forward session as virtctl opens it: a websocket to the Kubernetes API server's own
+ * address, which authenticates the token, authorizes get on the subresource and passes the upgrade to virt-api
+ * through the aggregation layer. TLS is checked against the local cluster's CA; the token alone says who asks.
  */
-async function openThroughApiServer(kind: ConsoleKind, token: string): Promise<{ ws: WebSocket; received: () => Buffer }> {
+async function openThroughApiServer(kind: ConsoleKind | `portforward/${string}`, token: string, resource = "virtualmachineinstances"): Promise<{ ws: WebSocket; received: () => Buffer }> {
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromFile(KUBECONFIG_PATH);
   const cluster = kubeConfig.getCurrentCluster();
   if (!cluster) throw new Error(`no cluster in ${KUBECONFIG_PATH}`);
   const ca = cluster.caData ? Buffer.from(cluster.caData, "base64") : readFileSync(cluster.caFile ?? `${KUBECONFIG_PATH} names no CA for its cluster`);
-  const url = new URL(`/apis/subresources.kubevirt.io/v1/namespaces/${namespace}/virtualmachineinstances/debian/${kind}`, cluster.server);
+  const url = new URL(`/apis/subresources.kubevirt.io/v1/namespaces/${namespace}/${resource}/debian/${kind}`, cluster.server);
   url.protocol = "wss:";
   const ws = new WebSocket(url, ["plain.kubevirt.io"], { ca, headers: { authorization: `Bearer ${token}` } });
   const chunks: Buffer[] = [];
@@ -154,6 +154,23 @@ describe("a VM with the Debian guest", () => {
     const [pod] = await launcherPods();
     expect((vmi?.status?.interfaces as { ipAddress: string }[])[0]?.ipAddress).toBe(pod?.status?.podIP);
     expect(pod?.spec?.volumes).toContainEqual(expect.objectContaining({ secret: expect.objectContaining({ secretName: "debian-cloud-init" }) as unknown }));
+  });
+
+  it("forwards a port to the guest's sshd through the Kubernetes API server, as virtctl port-forward and virtctl ssh do", async () => {
+    const token = await editorToken(namespace);
+    /** The first bytes the guest sends on its port 22 through a port forward, or what ended the session first. */
+    const banner = async (path: `portforward/${string}`, resource?: string) => {
+      const { ws, received } = await openThroughApiServer(path, token, resource);
+      const closed = new Promise<string>((resolve) => ws.once("close", (code, reason) => { resolve(`closed ${String(code)} ${reason.toString()}`); }));
+      const first = new Promise<string>((resolve) => ws.once("message", () => { resolve(received().toString("latin1")); }));
+      const answer = await Promise.race([first, closed, new Promise<string>((resolve) => setTimeout(() => { resolve("nothing within 20 s"); }, 20_000))]);
+      ws.close();
+      return answer;
+    };
+    // sshd may still be making its host keys after the login prompt: until it listens, the guest refuses and the session closes.
+    await expect.poll(() => banner("portforward/22/tcp"), boot).toMatch(/^SSH-2\.0-OpenSSH_/);
+    // Through the VM, with the protocol left to its default (tcp), as virtctl port-forward vm/debian does.
+    expect(await banner("portforward/22", "virtualmachines")).toMatch(/^SSH-2\.0-OpenSSH_/);
   });
 
   it("tells what its guest agent knows through KubeVirt's guestosinfo, userlist and filesystemlist", async () => {

@@ -2,7 +2,7 @@ import { type IncomingMessage, STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
 import type { TLSSocket } from "node:tls";
 import { ApiError, type KubeClient } from "@kubevirt-ts/kube";
-import { ACTION_WORDS, type ConsoleKind, SUBRESOURCE_GROUP, type VirtualMachineInstance, kubevirtResources, vmiActionAvailability } from "@kubevirt-ts/kubevirt-api";
+import { ACTION_WORDS, type ConsoleKind, type PortForward, type PortForwardSegment, SUBRESOURCE_GROUP, type StreamKind, type VirtualMachineInstance, kubevirtResources, parsePortForward, portForwardSegment, vmiActionAvailability } from "@kubevirt-ts/kubevirt-api";
 import { type Logger, StatusError, keepAlive } from "@kubevirt-ts/runtime";
 import { type WebSocket, WebSocketServer } from "ws";
 import { type Check, mayI, remoteRequester } from "./access.ts";
@@ -11,10 +11,11 @@ import { limits } from "./limits.ts";
 import { SUBRESOURCE_VERSIONS, kubeStatus } from "./subresources/api.ts";
 import { type FrontProxy, frontProxyRefusal, remoteUser } from "./subresources/front-proxy.ts";
 
-// KubeVirt's console and VNC subresources as websockets: the path and the
-// plain.kubevirt.io subprotocol of virtctl, binary frames of raw bytes. The
-// user must be allowed `get` on the subresource; the bytes then flow to the
-// handler on the VMI's node over mutual TLS. Two callers share the session
+// KubeVirt's console, VNC and portforward subresources as websockets: the
+// path and the plain.kubevirt.io subprotocol of virtctl, binary frames of raw
+// bytes. The user must be allowed `get` on the subresource; the bytes then
+// flow to the handler on the VMI's node over mutual TLS. A VM's portforward
+// reaches the VMI of the same name, as KubeVirt's does. Two callers share the session
 // code here (connect, pipe), each with its own way to say who asks and how a
 // refusal reads:
 //
@@ -34,7 +35,9 @@ import { type FrontProxy, frontProxyRefusal, remoteUser } from "./subresources/f
 //   before the upgrade, as KubeVirt's virt-api answers, which the API server
 //   passes back to the client.
 
-export const CONSOLE_PATH = new RegExp(`^/apis/subresources\\.kubevirt\\.io/(${SUBRESOURCE_VERSIONS.join("|")})/namespaces/([a-z0-9-]+)/virtualmachineinstances/([a-z0-9-]+)/(console|vnc)$`);
+export const CONSOLE_PATH = new RegExp(
+  `^/apis/subresources\\.kubevirt\\.io/(${SUBRESOURCE_VERSIONS.join("|")})/namespaces/([a-z0-9-]+)/(?:virtualmachineinstances/([a-z0-9.-]+)/(console|vnc|portforward)|virtualmachines/([a-z0-9.-]+)/(portforward))(?:/([^/]+)(?:/([^/]+))?)?$`,
+);
 const PLAIN_PROTOCOL = "plain.kubevirt.io";
 const BEARER_PROTOCOL_PREFIX = "base64url.bearer.authorization.k8s.io.";
 
@@ -53,20 +56,43 @@ export function upgradeToken(req: IncomingMessage): string | undefined {
   return encoded ? Buffer.from(encoded, "base64url").toString("utf8") : undefined;
 }
 
-/** A console request of one VMI: the version of the subresource API it came in and what it asks for. */
+/**
+ * A console or port forward request of one VMI: the version of the subresource API it came in, what it asks for,
+ * the resource it came by (a VM's portforward reaches its VMI), and for a port forward the port, or why the path's
+ * port or protocol cannot be had.
+ */
 export interface ConsoleTarget {
   version: string;
   namespace: string;
   name: string;
-  kind: ConsoleKind;
+  resource: "virtualmachineinstances" | "virtualmachines";
+  kind: StreamKind;
+  forward?: PortForward | string;
 }
 
-/** The console request a path asks for, or undefined when the path is not a console's. */
+/** The console request a path asks for, or undefined when the path is not a console's or a port forward's. */
 export function consoleTarget(url: string | undefined): ConsoleTarget | undefined {
   const match = CONSOLE_PATH.exec(new URL(url ?? "/", "http://api").pathname);
   if (!match) return undefined;
-  const [, version = "", namespace = "", name = ""] = match;
-  return { version, namespace, name, kind: match[4] as ConsoleKind };
+  const [, version = "", namespace = "", vmiName, vmiKind, vmName, , port, protocol] = match;
+  const kind = (vmiKind ?? "portforward") as StreamKind;
+  // Only a port forward has more to its path: the port, and the protocol.
+  if ((kind === "portforward") !== (port !== undefined)) return undefined;
+  const target: ConsoleTarget = { version, namespace, name: vmiName ?? vmName ?? "", resource: vmName === undefined ? "virtualmachineinstances" : "virtualmachines", kind };
+  return port === undefined ? target : { ...target, forward: parsePortForward(port, protocol) };
+}
+
+/** What the handler is asked to open for a target; a Refusal (400) when its path's port or protocol cannot be had. */
+function handlerStream(target: ConsoleTarget): ConsoleKind | PortForwardSegment {
+  if (target.kind !== "portforward") return target.kind;
+  if (typeof target.forward !== "object") throw new Refusal(400, target.forward ?? "a port forward names its port: portforward/<port>[/<protocol>]");
+  return portForwardSegment(target.forward);
+}
+
+/** What a session is, in words: "open the serial console of", "forward port 22 of". */
+function streamWords(target: ConsoleTarget): string {
+  if (target.kind !== "portforward") return ACTION_WORDS[target.kind];
+  return typeof target.forward === "object" ? `forward port ${String(target.forward.port)} of` : "forward a port of";
 }
 
 /** A refused session: its HTTP status (the token path closes with 4000 + it), and the object a Status names. */
@@ -88,8 +114,8 @@ interface Requester {
   unavailable(target: ConsoleTarget, status: 400 | 409, reason: string): Refusal;
 }
 
-/** The permission a session takes: get on virtualmachineinstances/console or /vnc, as KubeVirt's roles grant it. */
-const consoleCheck = (target: ConsoleTarget): Check => ({ verb: "get", group: SUBRESOURCE_GROUP, version: target.version, resource: "virtualmachineinstances", subresource: target.kind });
+/** The permission a session takes: get on virtualmachineinstances/console, /vnc or /portforward (or virtualmachines/portforward), as KubeVirt's roles grant it. */
+const consoleCheck = (target: ConsoleTarget): Check => ({ verb: "get", group: SUBRESOURCE_GROUP, version: target.version, resource: target.resource, subresource: target.kind });
 
 export interface ConsoleProxyOptions {
   own: KubeClient;
@@ -114,13 +140,14 @@ function consoleSessions(options: ConsoleProxyOptions) {
   });
 
   async function connect(requester: Requester, target: ConsoleTarget): Promise<WebSocket> {
+    const stream = handlerStream(target);
     await requester.authorize(target);
     const vmi = await requester.vmi(target);
     const availability = vmiActionAvailability(vmi, target.kind);
     if (!availability.available) throw requester.unavailable(target, availability.by === "spec" ? 400 : 409, availability.reason);
     if (!vmi.status?.nodeName) throw requester.unavailable(target, 409, "its VMI has no node yet");
     try {
-      return await handlers.open(vmi.status.nodeName, target.namespace, target.name, target.kind);
+      return await handlers.open(vmi.status.nodeName, target.namespace, target.name, stream);
     } catch (error) {
       if (error instanceof HandlerError) throw new Refusal(error.status >= 500 ? 503 : error.status, error.message);
       throw error;
@@ -166,14 +193,14 @@ export function createConsoleProxy(options: ConsoleProxyOptions): UpgradeHandler
           if (error instanceof ApiError && error.code === 401) throw new Refusal(401, "Your token was not accepted by the cluster: sign in again.");
           throw error;
         }
-        if (!allowed) throw new Refusal(403, `You may not open the ${target.kind === "vnc" ? "VNC display" : "serial console"} of ${target.namespace}/${target.name}: it takes get on virtualmachineinstances/${target.kind} (${SUBRESOURCE_GROUP}).`);
+        if (!allowed) throw new Refusal(403, `You may not ${streamWords(target)} ${target.namespace}/${target.name}: it takes get on ${target.resource}/${target.kind} (${SUBRESOURCE_GROUP}).`);
       },
       vmi: async (target) => {
         const vmi = await client?.find<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, target.namespace, target.name);
         if (!vmi) throw new Refusal(404, `The VM ${target.name} is not running (it has no VMI in ${target.namespace}); start it first.`);
         return vmi;
       },
-      unavailable: (target, status, reason) => new Refusal(status, `Cannot ${ACTION_WORDS[target.kind]} ${target.name}: ${reason}.`),
+      unavailable: (target, status, reason) => new Refusal(status, `Cannot ${streamWords(target)} ${target.name}: ${reason}.`),
     };
   };
 

@@ -1,7 +1,7 @@
 import { request } from "node:https";
 import type { ConnectionOptions } from "node:tls";
 import { type KubeClient, type Pod, resources } from "@kubevirt-ts/kube";
-import { ConsoleServer, type ConsoleKind, type FreezeAction, type GuestAgentQuery, type VmiDomainAction, consoleServerPath } from "@kubevirt-ts/kubevirt-api";
+import { ConsoleServer, type ConsoleKind, type FreezeAction, type GuestAgentQuery, type PortForwardSegment, type VmiDomainAction, consoleServerPath } from "@kubevirt-ts/kubevirt-api";
 import { StatusError } from "@kubevirt-ts/runtime";
 import { type ClientOptions, WebSocket } from "ws";
 
@@ -44,10 +44,10 @@ export class HandlerDialer {
   }
 
   /**
-   * Opens a console or VNC session with the handler; resolves once it is open, paused: what the handler sends at once
+   * Opens a console or VNC session, or a port forward, with the handler; resolves once it is open, paused: what the handler sends at once
    * (QEMU's VNC server speaks first) waits until the caller has its listener on and calls resume().
    */
-  async open(nodeName: string, namespace: string, name: string, kind: ConsoleKind): Promise<WebSocket> {
+  async open(nodeName: string, namespace: string, name: string, kind: ConsoleKind | PortForwardSegment): Promise<WebSocket> {
     const { host, port } = await this.address(nodeName);
     const ws = new WebSocket(`wss://${host}:${String(port)}${consoleServerPath(namespace, name, kind)}`, this.options());
     return new Promise((resolve, reject) => {

@@ -106,7 +106,7 @@ describe("the subresource API", () => {
       expect(list.resources.map((r) => r.name)).toEqual(expect.arrayContaining(["virtualmachines/start", "virtualmachines/stop", "virtualmachines/restart", "virtualmachineinstances/pause", "virtualmachineinstances/unpause"]));
       // The websockets are asked for with GET, the actions with PUT, as KubeVirt's discovery says.
       const verbs = Object.fromEntries((list.resources as { name: string; verbs: string[] }[]).map((r) => [r.name, r.verbs]));
-      expect(verbs).toMatchObject({ "virtualmachineinstances/console": ["get"], "virtualmachineinstances/vnc": ["get"], "virtualmachines/start": ["update"] });
+      expect(verbs).toMatchObject({ "virtualmachineinstances/console": ["get"], "virtualmachineinstances/vnc": ["get"], "virtualmachineinstances/portforward": ["get"], "virtualmachines/portforward": ["get"], "virtualmachines/start": ["update"] });
     }
     expect(JSON.parse((await call("GET", "/apis/subresources.kubevirt.io/v1/version")).body)).toMatchObject({ gitVersion: "test" });
   });
@@ -280,6 +280,26 @@ describe("the console and VNC websockets of the subresource API", () => {
     const unreachable = status(await throughApiServer(vmiPath(namespace, "running", "vnc"), editor));
     expect(unreachable).toMatchObject({ code: 503, reason: "ServiceUnavailable" });
     expect(unreachable.message).toContain("no ready handler runs on node node-without-handler");
+
+    // Port forwards: to a VMI or through its VM, a port and a protocol (tcp when none is named), to a VMI on the pod network.
+    const forward = (resource: string, name: string, rest: string) => `/apis/subresources.kubevirt.io/v1/namespaces/${namespace}/${resource}/${name}/portforward/${rest}`;
+    expect(status(await throughApiServer(forward("virtualmachineinstances", "nothing", "22/tcp"), editor))).toMatchObject({ code: 404, reason: "NotFound" });
+    const viewerRefused = status(await throughApiServer(forward("virtualmachines", "nothing", "22"), viewer));
+    expect(viewerRefused).toMatchObject({ code: 403, reason: "Forbidden" });
+    expect(viewerRefused.message).toContain('cannot get resource "virtualmachines/portforward" in API group "subresources.kubevirt.io"');
+    expect(status(await throughApiServer(forward("virtualmachineinstances", "running", "22/udp"), editor))).toMatchObject({ code: 400, message: "protocol udp is not forwarded yet: only tcp is" });
+    expect(status(await throughApiServer(forward("virtualmachineinstances", "running", "ssh/tcp"), editor))).toMatchObject({ code: 400, message: "port ssh is not a port number: give one from 1 to 65535" });
+    expect(status(await throughApiServer(forward("virtualmachineinstances", "running", "22/tcp"), editor))).toMatchObject({
+      code: 400, message: expect.stringContaining("the VMI has no interface on the pod network to forward to") as unknown,
+    });
+    const onPodNetwork = vmi("on-pod-network", { phase: "Running", nodeName: "node-without-handler" });
+    await custom.createNamespacedCustomObject({
+      ...vmis,
+      body: { ...onPodNetwork, spec: { ...onPodNetwork.spec, domain: { ...onPodNetwork.spec.domain, devices: { interfaces: [{ name: "default", masquerade: {} }] } }, networks: [{ name: "default", pod: {} }] } },
+    });
+    const noHandler = status(await throughApiServer(forward("virtualmachines", "on-pod-network", "22"), editor));
+    expect(noHandler).toMatchObject({ code: 503, reason: "ServiceUnavailable" });
+    expect(noHandler.message).toContain("no ready handler runs on node node-without-handler");
   });
 
   test("answers guestosinfo, userlist and filesystemlist through the API server only for a VMI whose agent is connected", async ({ kubeConfig, custom, namespace }) => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { VM_ACTIONS, type VmActionName, availableActions, vmiActionAvailability } from "./actions.ts";
-import { DOMAIN_ACTION_SUBRESOURCE, PRINTABLE_STATUSES, type PrintableStatus, VMI_DOMAIN_ACTIONS, consoleServerPath, domainActionOf } from "./constants.ts";
+import { VM_ACTIONS, type VmActionName, availableActions, podNetworkInterface, vmiActionAvailability } from "./actions.ts";
+import { DOMAIN_ACTION_SUBRESOURCE, PRINTABLE_STATUSES, type PrintableStatus, VMI_DOMAIN_ACTIONS, consoleServerPath, domainActionOf, parsePortForward, portForwardSegment } from "./constants.ts";
 
 type Vm = Parameters<typeof availableActions>[0];
 type Vmi = NonNullable<Parameters<typeof availableActions>[1]>;
@@ -111,6 +111,29 @@ describe("vmiActionAvailability", () => {
       const actions = availableActions(vm("Always"), theVmi);
       for (const action of ["pause", "unpause", "softReboot", "reset", "console", "vnc"] as const) expect(vmiActionAvailability(theVmi, action)).toEqual(actions[action]);
     }
+  });
+});
+
+describe("port forwards", () => {
+  it("reach a Running VMI that has an interface on the pod network", () => {
+    const onPodNetwork = (phase: string) => {
+      const theVmi = vmi(phase);
+      return { ...theVmi, spec: { ...theVmi.spec, domain: { devices: { interfaces: [{ name: "default", masquerade: {} }] } }, networks: [{ name: "default", pod: {} }] } } as Vmi;
+    };
+    expect(podNetworkInterface(onPodNetwork("Running").spec)).toBe("default");
+    expect(vmiActionAvailability(onPodNetwork("Running"), "portforward")).toEqual({ available: true });
+    expect(vmiActionAvailability(onPodNetwork("Scheduled"), "portforward")).toMatchObject({ available: false, by: "state" });
+    expect(vmiActionAvailability(vmi("Running"), "portforward")).toMatchObject({ available: false, by: "spec", reason: expect.stringContaining("no interface on the pod network") as unknown });
+  });
+
+  it("name a port from 1 to 65535 and tcp, the protocol a path without one means", () => {
+    expect(parsePortForward("22", undefined)).toEqual({ port: 22, protocol: "tcp" });
+    expect(parsePortForward("65535", "TCP")).toEqual({ port: 65535, protocol: "tcp" });
+    expect(parsePortForward("65536", "tcp")).toBe("port 65536 is not a port number: give one from 1 to 65535");
+    expect(parsePortForward("2e3", "tcp")).toBe("port 2e3 is not a port number: give one from 1 to 65535");
+    expect(parsePortForward("53", "udp")).toBe("protocol udp is not forwarded yet: only tcp is");
+    expect(parsePortForward("22", "sctp")).toBe("protocol sctp is not known: give tcp (or udp, which is not forwarded yet)");
+    expect(consoleServerPath("ns", "web", portForwardSegment({ port: 22, protocol: "tcp" }))).toBe("/v1/namespaces/ns/virtualmachineinstances/web/portforward/22/tcp");
   });
 });
 

@@ -1,4 +1,4 @@
-import { type ConsoleKind, VmiConditionType, VmiPhase, type VmiDomainAction } from "./constants.ts";
+import { type StreamKind, VmiConditionType, VmiPhase, type VmiDomainAction } from "./constants.ts";
 import type { VirtualMachineInstance } from "./schema/vmi.ts";
 import type { VirtualMachine } from "./schema/vm.ts";
 import { type VmRequestAction, type VmRequestOptions, planVmRequest } from "./vm-requests.ts";
@@ -51,14 +51,24 @@ export function isPaused(vmi: Pick<VirtualMachineInstance, "status"> | undefined
   return vmi?.status?.conditions?.some((c) => c.type === VmiConditionType.Paused && c.status === "True") ?? false;
 }
 
+/** The name of the VMI's interface on the pod network (the one a port forward reaches), if it has one. */
+export function podNetworkInterface(spec: Pick<VirtualMachineInstance["spec"], "domain" | "networks">): string | undefined {
+  const podNetwork = spec.networks?.find((n) => n.pod !== undefined)?.name;
+  return spec.domain.devices.interfaces?.find((i) => i.name === podNetwork)?.name;
+}
+
 /**
- * Whether a domain action or a console can be had on a VMI now: the handler's
- * check, which knows the VMI only. `devices` are the VMI's, or for a VM
- * without a VMI its template's.
+ * Whether a domain action, a console or a port forward can be had on a VMI
+ * now: the handler's check, which knows the VMI only. `devices` are the
+ * VMI's, or for a VM without a VMI its template's.
  */
-export function vmiActionAvailability(vmi: VmiFacts | undefined, action: VmiDomainAction | ConsoleKind, devices = vmi?.spec.domain.devices): ActionAvailability {
+export function vmiActionAvailability(vmi: VmiFacts | undefined, action: VmiDomainAction | StreamKind, devices = vmi?.spec.domain.devices): ActionAvailability {
   if (action === "console" && devices?.autoattachSerialConsole === false) return notWithThisSpec("the VMI has no serial console: spec.domain.devices.autoattachSerialConsole is false");
   if (action === "vnc" && devices?.autoattachGraphicsDevice === false) return notWithThisSpec("the VMI has no display: spec.domain.devices.autoattachGraphicsDevice is false");
+  if (action === "portforward" && vmi && !podNetworkInterface(vmi.spec)) {
+    return notWithThisSpec("the VMI has no interface on the pod network to forward to: spec.networks has no pod network with an interface in spec.domain.devices.interfaces");
+  }
+  if (action === "portforward") return vmi?.status?.phase === VmiPhase.Running ? AVAILABLE : notNow(`the VMI is not running (phase ${vmi?.status?.phase ?? "none"}); a port can be forwarded to a Running VMI only`);
   const console = action === "console" || action === "vnc";
   if (!vmi) return notNow(console ? "the VM is not running; start it and try again" : "the VM is not running; start it first");
   const phase = vmi.status?.phase ?? VmiPhase.Pending;

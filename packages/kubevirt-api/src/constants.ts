@@ -159,6 +159,34 @@ export const ConsoleServer = {
 } as const;
 
 export type ConsoleKind = "console" | "vnc";
+/** A websocket of raw bytes to a VMI: its serial console, its display, or a port of the guest (portforward). */
+export type StreamKind = ConsoleKind | "portforward";
+
+/**
+ * The protocols of KubeVirt's portforward/<port>/<protocol>; tcp is what a
+ * path without a protocol means. Only tcp is carried here (ADR 6).
+ */
+export const PORT_FORWARD_PROTOCOLS = ["tcp"] as const;
+export type PortForwardProtocol = (typeof PORT_FORWARD_PROTOCOLS)[number];
+/** A tunnel to one port of a VMI's guest. */
+export interface PortForward {
+  port: number;
+  protocol: PortForwardProtocol;
+}
+/** The handler's path segment of a port forward. */
+export type PortForwardSegment = `portforward/${number}/${PortForwardProtocol}`;
+export const portForwardSegment = (forward: PortForward): PortForwardSegment => `portforward/${forward.port}/${forward.protocol}`;
+
+/**
+ * The port forward a path's `<port>[/<protocol>]` asks for, or why it cannot be had, in words that name the part at fault.
+ */
+export function parsePortForward(port: string, protocol: string | undefined): PortForward | string {
+  if (!/^[0-9]{1,5}$/.test(port) || Number(port) < 1 || Number(port) > 65535) return `port ${port} is not a port number: give one from 1 to 65535`;
+  const wanted = (protocol ?? "tcp").toLowerCase();
+  if (wanted === "udp") return "protocol udp is not forwarded yet: only tcp is";
+  if (wanted !== "tcp") return `protocol ${protocol ?? ""} is not known: give tcp (or udp, which is not forwarded yet)`;
+  return { port: Number(port), protocol: "tcp" };
+}
 /**
  * The actions the handler carries out on a VMI's domain (PUT), each by its
  * name (the API's, the dashboard's and the launcher's method) and KubeVirt's
@@ -183,8 +211,8 @@ export const FREEZE_ACTIONS = ["freeze", "unfreeze"] as const;
 export type FreezeAction = (typeof FREEZE_ACTIONS)[number];
 export const isFreezeAction = (subresource: string): subresource is FreezeAction => (FREEZE_ACTIONS as readonly string[]).includes(subresource);
 
-/** The handler's path of a VMI's console, VNC, screenshot, serial log, domain action or guest agent query. */
-export function consoleServerPath(namespace: string, name: string, what: ConsoleKind | "vnc/screenshot" | "serial-log" | VmiDomainAction | GuestAgentQuery | FreezeAction): string {
+/** The handler's path of a VMI's console, VNC, port forward, screenshot, serial log, domain action or guest agent query. */
+export function consoleServerPath(namespace: string, name: string, what: ConsoleKind | PortForwardSegment | "vnc/screenshot" | "serial-log" | VmiDomainAction | GuestAgentQuery | FreezeAction): string {
   const segment = what in DOMAIN_ACTION_SUBRESOURCE ? DOMAIN_ACTION_SUBRESOURCE[what as VmiDomainAction] : what;
   return `/v1/namespaces/${encodeURIComponent(namespace)}/virtualmachineinstances/${encodeURIComponent(name)}/${segment}`;
 }

@@ -1,4 +1,5 @@
 import { CLOUD_INIT_SECRETS_DIR } from "./cloud-init-secrets.ts";
+import type { PortForward } from "./constants.ts";
 
 // The launcher pod's layout: the folders, volumes, sockets, environment and
 // port that the controller builds into the pod, the launcher uses inside it,
@@ -51,6 +52,12 @@ export const SocketsVolume = {
   /** The display's last screenshot, as PNG, which the launcher writes when asked and the handler serves. */
   screenshot: "screenshot.png",
 } as const;
+
+/**
+ * The socket through which the launcher tunnels to a port of its guest,
+ * made when the handler first asks for that port (the launcher protocol's portForward).
+ */
+export const portForwardSocket = (forward: PortForward): string => `portforward-${forward.protocol}-${String(forward.port)}.sock`;
 
 /** The launcher container's name. */
 export const LAUNCHER_CONTAINER = "compute";

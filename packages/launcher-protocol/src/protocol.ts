@@ -1,4 +1,4 @@
-import { guestAgentInfo, guestOsInfo, virtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import { PORT_FORWARD_PROTOCOLS, guestAgentInfo, guestOsInfo, virtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 import { z } from "zod";
 
 // The protocol the handler speaks with each launcher over the unix socket in
@@ -75,6 +75,11 @@ export const launcherMethods = {
   unfreeze: { params: noParams, result: domainStatus, timeoutMs: 60_000 },
   /** Writes the display's screenshot, as PNG, into the sockets volume (SocketsVolume.screenshot): too big for a line. */
   screenshot: { params: noParams, result: z.strictObject({ bytes: z.number().int().positive() }), timeoutMs: 30_000 },
+  /**
+   * Makes the launcher tunnel to a TCP port of its guest (on its pod-network interface) through the socket
+   * portForwardSocket names in the sockets volume, one connection to the guest per connection to it; idempotent.
+   */
+  portForward: { params: z.strictObject({ port: z.number().int().min(1).max(65535), protocol: z.enum(PORT_FORWARD_PROTOCOLS) }), result: z.strictObject({}), timeoutMs: 30_000 },
 } as const satisfies Record<string, MethodSpec>;
 
 export type Method = keyof typeof launcherMethods;

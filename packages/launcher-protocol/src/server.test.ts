@@ -37,6 +37,7 @@ const handlers: Handlers = {
   screenshot: () => Promise.resolve({ bytes: 1 }),
   freeze: () => Promise.resolve({ ...running, fsFreezeStatus: "frozen" }),
   unfreeze: () => Promise.resolve(running),
+  portForward: () => Promise.resolve({}),
 };
 
 const request = (fields: Record<string, unknown>) => JSON.stringify({ version: 1, id: 3, ...fields });

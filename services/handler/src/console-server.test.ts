@@ -5,7 +5,7 @@ import { type Server, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { Pki } from "@kubevirt-ts/control-plane";
-import { ConsoleServer, LAUNCHER_UID, SocketsVolume, type VirtualMachineInstance, consoleServerPath, defaultVmiSpec } from "@kubevirt-ts/kubevirt-api";
+import { ConsoleServer, LAUNCHER_UID, type PortForwardSegment, SocketsVolume, type VirtualMachineInstance, consoleServerPath, defaultVmiSpec, portForwardSocket } from "@kubevirt-ts/kubevirt-api";
 import { createLogger } from "@kubevirt-ts/runtime";
 import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -22,12 +22,14 @@ const SCREENSHOT = Buffer.from("\x89PNG\r\n\x1a\n-a-screenshot", "latin1");
 let dir: string;
 let server: ConsoleServerHandle;
 let qemuSerial: Server;
+/** The launcher's tunnels to the guest's ports: each answers with its port and what it was sent, reversed. */
+const tunnels: Server[] = [];
 const tls: Record<string, { cert: Buffer; key: Buffer }> = {};
 let ca: Buffer;
 const acted: string[] = [];
 
-function vmi(name: string, phase: string, serial = true): VirtualMachineInstance {
-  const spec = defaultVmiSpec({ domain: { devices: { autoattachSerialConsole: serial } } });
+function vmi(name: string, phase: string, serial = true, podNetwork = true): VirtualMachineInstance {
+  const spec = defaultVmiSpec({ domain: { devices: { autoattachSerialConsole: serial, autoattachPodInterface: podNetwork } } });
   return { apiVersion: "kubevirt.io/v1", kind: "VirtualMachineInstance", metadata: { name, namespace: "ns", uid: `uid-${name}` }, spec, status: { phase } } as VirtualMachineInstance;
 }
 
@@ -81,7 +83,20 @@ beforeAll(async () => {
       await chown(file, LAUNCHER_UID, LAUNCHER_UID);
       return { bytes: SCREENSHOT.length };
     },
+    portForward: async (target, forward) => {
+      acted.push(`portforward ${String(forward.port)} ${target.vmi.metadata.name ?? ""}`);
+      if (forward.port === 7) throw new Error("nothing listens there");
+      const path = podVolumePath(podsDir, target.podUid, portForwardSocket(forward));
+      if (tunnels.some((t) => t.address() === path)) return {};
+      const tunnel = createServer((c) => c.on("data", (d: Buffer) => c.write(`${String(forward.port)}:${Array.from(d.toString()).reverse().join("")}`)));
+      tunnel.listen(path);
+      await once(tunnel, "listening");
+      await chown(path, LAUNCHER_UID, LAUNCHER_UID);
+      tunnels.push(tunnel);
+      return {};
+    },
     lookup: (namespace, name) => {
+      if (name === "no-network") return { vmi: vmi(name, "Running", true, false), podUid: "pod-1" };
       if (name === "running") return { vmi: vmi(name, "Running"), podUid: "pod-1" };
       if (name === "with-agent") {
         const withAgent = vmi(name, "Running");
@@ -105,10 +120,11 @@ beforeAll(async () => {
 afterAll(async () => {
   await server.close();
   qemuSerial.close();
+  for (const tunnel of tunnels) tunnel.close();
   await rm(dir, { recursive: true, force: true });
 });
 
-function open(name: string, what: "console" | "vnc" = "console", client: string = ConsoleServer.apiIdentity): WebSocket {
+function open(name: string, what: "console" | "vnc" | PortForwardSegment = "console", client: string = ConsoleServer.apiIdentity): WebSocket {
   const options: ClientOptions & ConnectionOptions = { ca, ...tls[client], servername: ConsoleServer.handlerIdentity };
   return new WebSocket(`wss://127.0.0.1:${String(server.port)}${consoleServerPath("ns", name, what)}`, options);
 }
@@ -225,5 +241,26 @@ describe("the handler's console server", { timeout: 30_000 }, () => {
     expect(await call("GET", "running", "userlist")).toBe("409 VMI does not have guest agent connected\n");
     expect(await call("GET", "scheduled", "guestosinfo")).toBe("409 VMI is not running (phase Scheduled)\n");
     expect(await call("PUT", "with-agent", "guestosinfo")).toBe("405 guestosinfo is read with GET\n");
+  });
+
+  it("tunnels to ports of the guest through the launcher, as many at once as are opened, and says why it cannot", async () => {
+    acted.length = 0;
+    const ssh = open("running", "portforward/22/tcp");
+    const web = open("running", "portforward/80/tcp");
+    const again = open("running", "portforward/22/tcp");
+    await Promise.all([ssh, web, again].map((ws) => once(ws, "open")));
+    const answers = [ssh, web, again].map((ws) => firstMessage(ws));
+    ssh.send(Buffer.from("ssh"));
+    web.send(Buffer.from("http"));
+    again.send(Buffer.from("abc"));
+    expect((await Promise.all(answers)).map((b) => b.toString())).toEqual(["22:hss", "80:ptth", "22:cba"]);
+    for (const ws of [ssh, web, again]) ws.close();
+    expect(acted).toEqual(["portforward 22 running", "portforward 80 running", "portforward 22 running"]);
+
+    expect(await refusal(open("running", "portforward/22/udp" as PortForwardSegment))).toEqual({ status: 400, body: "protocol udp is not forwarded yet: only tcp is\n" });
+    expect(await refusal(open("running", "portforward/70000/tcp"))).toEqual({ status: 400, body: "port 70000 is not a port number: give one from 1 to 65535\n" });
+    expect(await refusal(open("scheduled", "portforward/22/tcp"))).toEqual({ status: 409, body: "the VMI is not running (phase Scheduled); a port can be forwarded to a Running VMI only\n" });
+    expect((await refusal(open("no-network", "portforward/22/tcp"))).status).toBe(400);
+    expect(await refusal(open("running", "portforward/7/tcp"))).toEqual({ status: 409, body: "the launcher could not forward port 7: nothing listens there\n" });
   });
 });

@@ -5,8 +5,8 @@ import { type Socket, connect } from "node:net";
 import type { Duplex } from "node:stream";
 import type { PeerCertificate, TLSSocket } from "node:tls";
 import {
-  type ConsoleKind, DOMAIN_ACTION_SUBRESOURCE, FREEZE_ACTIONS, type FreezeAction, GUEST_AGENT_QUERIES, type GuestAgentInfo, type VmiDomainAction, type VirtualMachineInstance, domainActionOf, guestAgentAnswer, guestAgentRefusal,
-  SocketsVolume, isFreezeAction, isGuestAgentQuery, vmiActionAvailability,
+  type ConsoleKind, DOMAIN_ACTION_SUBRESOURCE, type PortForward, type StreamKind, FREEZE_ACTIONS, type FreezeAction, GUEST_AGENT_QUERIES, type GuestAgentInfo, type VmiDomainAction, type VirtualMachineInstance, domainActionOf, guestAgentAnswer, guestAgentRefusal,
+  SocketsVolume, isFreezeAction, isGuestAgentQuery, parsePortForward, portForwardSocket, vmiActionAvailability,
 } from "@kubevirt-ts/kubevirt-api";
 import { type Logger, StatusError, keepAlive } from "@kubevirt-ts/runtime";
 import { Gauge, type Registry } from "prom-client";
@@ -16,10 +16,12 @@ import { SERIAL_LOG_NAME, SocketName, openPodSocket, readPodFileTail } from "./p
 // The handler's console server, KubeVirt's port 8186: the serial console and
 // VNC of this node's VMIs as websockets of raw bytes, the serial log, and the
 // actions carried out on a running domain (pause, unpause, soft reboot, reset),
-// the display's screenshot and what the guest agent tells.
+// the display's screenshot, what the guest agent tells, and tunnels to ports
+// of the guest (portforward/<port>/<protocol>, through the launcher).
 // Only the API may connect: the client's certificate must be signed by the
 // cluster's console CA and name the API. Each VMI has at most one console
 // and one VNC session; a new one takes over from the old, as in KubeVirt.
+// Port forwards are as many as the clients open.
 
 export interface ConsoleTarget {
   vmi: VirtualMachineInstance;
@@ -47,6 +49,8 @@ export interface ConsoleServerOptions {
   freeze: (target: ConsoleTarget, action: FreezeAction, unfreezeTimeoutSeconds: number) => Promise<unknown>;
   /** Has the target's launcher write its display's screenshot (SocketsVolume.screenshot); its size in bytes. */
   screenshot: (target: ConsoleTarget) => Promise<{ bytes: number }>;
+  /** Has the target's launcher open its tunnel to the guest's port (portForwardSocket). */
+  portForward: (target: ConsoleTarget, forward: PortForward) => Promise<unknown>;
   log: Logger;
   registry: Registry;
   pingIntervalMs?: number;
@@ -63,7 +67,7 @@ export const SCREENSHOT_MAX_BYTES = 32 * 1024 * 1024;
 /** What a client gets of the serial log: its last 512 KiB. */
 export const SERIAL_LOG_TAIL_BYTES = 512 * 1024;
 
-const ROUTE = new RegExp(`^/v1/namespaces/([^/]+)/virtualmachineinstances/([^/]+)/(console|vnc|vnc/screenshot|serial-log|${[...Object.values(DOMAIN_ACTION_SUBRESOURCE), ...GUEST_AGENT_QUERIES, ...FREEZE_ACTIONS].join("|")})$`);
+const ROUTE = new RegExp(`^/v1/namespaces/([^/]+)/virtualmachineinstances/([^/]+)/(console|vnc|vnc/screenshot|serial-log|portforward/[^/]+/[^/]+|${[...Object.values(DOMAIN_ACTION_SUBRESOURCE), ...GUEST_AGENT_QUERIES, ...FREEZE_ACTIONS].join("|")})$`);
 
 /** The request's VMI and what it asks for: a console kind, the serial log, or a domain action (`action`, by its name; `what` is the path's word). */
 function parse(req: IncomingMessage): { namespace: string; name: string; what: string; action: VmiDomainAction | undefined; query: URLSearchParams } {
@@ -75,7 +79,7 @@ function parse(req: IncomingMessage): { namespace: string; name: string; what: s
 }
 
 /** Why a domain action or console cannot be had on the VMI now (availableActions' rules), with its HTTP status; undefined when it can. */
-export function actionUnavailable(vmi: VirtualMachineInstance, action: VmiDomainAction | ConsoleKind): ConsoleRefusal | undefined {
+export function actionUnavailable(vmi: VirtualMachineInstance, action: VmiDomainAction | StreamKind): ConsoleRefusal | undefined {
   const availability = vmiActionAvailability(vmi, action);
   return availability.available ? undefined : new ConsoleRefusal(availability.by === "spec" ? 400 : 409, availability.reason);
 }
@@ -98,6 +102,7 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
   const active = {
     console: new Gauge({ name: "kubevirt_console_active_connections", help: "Open serial console sessions.", labelNames: ["namespace", "vmi"], registers: [options.registry] }),
     vnc: new Gauge({ name: "kubevirt_vnc_active_connections", help: "Open VNC sessions.", labelNames: ["namespace", "vmi"], registers: [options.registry] }),
+    portforward: new Gauge({ name: "kubevirt_portforward_active_tunnels", help: "Open port forwards into guests.", labelNames: ["namespace", "vmi"], registers: [options.registry] }),
   };
   const sessions = new Map<string, WebSocket>();
   const websockets = new WebSocketServer({ noServer: true, perMessageDeflate: false });
@@ -181,9 +186,12 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
     }
   };
 
-  const bridge = (ws: WebSocket, unix: Socket, key: string, labels: { namespace: string; vmi: string }, kind: ConsoleKind) => {
-    sessions.get(key)?.close(1000, "a newer session took over this console");
-    sessions.set(key, ws);
+  /** Joins a websocket to a socket of the launcher pod; `key` names the one session a console may have, none for a port forward. */
+  const bridge = (ws: WebSocket, unix: Socket, key: string | undefined, labels: { namespace: string; vmi: string }, kind: StreamKind) => {
+    if (key !== undefined) {
+      sessions.get(key)?.close(1000, "a newer session took over this console");
+      sessions.set(key, ws);
+    }
     active[kind].inc(labels);
     keepAlive(ws, pingIntervalMs);
     unix.on("data", (chunk: Buffer) => {
@@ -207,18 +215,47 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
       }
     });
     unix.on("close", () => {
-      if (ws.readyState === ws.OPEN) ws.close(1000, `the VM's ${kind === "vnc" ? "display" : "console"} closed`);
+      if (ws.readyState === ws.OPEN) ws.close(1000, kind === "portforward" ? "the guest closed the connection" : `the VM's ${kind === "vnc" ? "display" : "console"} closed`);
     });
     unix.on("error", (error) => {
       log.warn("console socket error", { ...labels, kind, error });
     });
     ws.on("close", () => {
       unix.destroy();
-      if (sessions.get(key) === ws) sessions.delete(key);
+      if (key !== undefined && sessions.get(key) === ws) sessions.delete(key);
       active[kind].dec(labels);
       log.info("console session ended", { ...labels, kind });
     });
     log.info("console session started", { ...labels, kind });
+  };
+
+  /** Connects to a socket in the launcher pod's volume, opened by handle (pod-volume.ts). */
+  const connectPodSocket = async (podUid: string, socketName: string): Promise<Socket> => {
+    const target = await openPodSocket(podsDir, podUid, socketName);
+    try {
+      const unix = connect(target.path);
+      await once(unix, "connect");
+      return unix;
+    } finally {
+      await target.close();
+    }
+  };
+
+  /** A tunnel to a port of the guest: the launcher opens its socket for that port, and the websocket is joined to it. */
+  const forwardPort = async (req: IncomingMessage, socket: Duplex, head: Buffer, namespace: string, name: string, what: string) => {
+    const [, port = "", protocol] = what.split("/");
+    const forward = parsePortForward(port, protocol);
+    if (typeof forward === "string") throw new ConsoleRefusal(400, forward);
+    const target = lookup(namespace, name);
+    const refusal = actionUnavailable(target.vmi, "portforward");
+    if (refusal) throw refusal;
+    await options.portForward(target, forward).catch((error: unknown) => {
+      throw new ConsoleRefusal(409, `the launcher could not forward port ${String(forward.port)}: ${error instanceof Error ? error.message : String(error)}`);
+    });
+    const unix = await connectPodSocket(target.podUid, portForwardSocket(forward));
+    websockets.handleUpgrade(req, socket, head, (ws) => {
+      bridge(ws, unix, undefined, { namespace, vmi: name }, "portforward");
+    });
   };
 
   const upgrade = async (req: IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -226,6 +263,10 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
       if (!authorized(req)) throw new ConsoleRefusal(403, "this client may not use the console server");
       const parsed = parse(req);
       const { namespace, name, query } = parsed;
+      if (parsed.what.startsWith("portforward/")) {
+        await forwardPort(req, socket, head, namespace, name, parsed.what);
+        return;
+      }
       if (parsed.what !== "console" && parsed.what !== "vnc") throw new ConsoleRefusal(400, `${parsed.what} is a plain request, not a websocket`);
       const what: ConsoleKind = parsed.what;
       const { vmi, podUid } = lookup(namespace, name);
@@ -241,14 +282,7 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
         previous.close(1000, "a newer session took over this console");
         await Promise.race([once(previous, "close"), new Promise((resolve) => setTimeout(resolve, 2_000))]);
       }
-      const target = await openPodSocket(podsDir, podUid, what === "vnc" ? SocketName.Vnc : SocketName.Serial);
-      let unix: Socket;
-      try {
-        unix = connect(target.path);
-        await once(unix, "connect");
-      } finally {
-        await target.close();
-      }
+      const unix = await connectPodSocket(podUid, what === "vnc" ? SocketName.Vnc : SocketName.Serial);
       websockets.handleUpgrade(req, socket, head, (ws) => {
         bridge(ws, unix, key, { namespace, vmi: name }, what);
       });

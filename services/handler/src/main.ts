@@ -45,6 +45,7 @@ await runService({
         const launcher = await launchers.get(target.podUid);
         return action === "freeze" ? launcher.call("freeze", { unfreezeTimeoutSeconds }) : launcher.call("unfreeze");
       },
+      portForward: async (target, forward) => (await launchers.get(target.podUid)).call("portForward", forward),
       log,
       registry,
     });

@@ -85,6 +85,7 @@ function correct(calls: { state: number; synced: string[] }) {
       screenshot: () => Promise.reject(new RpcError("Failed", "no display")),
       freeze: () => Promise.reject(new RpcError("Failed", "the guest has no agent")),
       unfreeze: () => Promise.reject(new RpcError("Failed", "the guest has no agent")),
+      portForward: () => Promise.reject(new RpcError("BadRequest", "the VMI has no interface on the pod network to forward to")),
     });
   };
 }

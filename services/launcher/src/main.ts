@@ -5,6 +5,7 @@ import { runService } from "@kubevirt-ts/runtime";
 import { env } from "./env.ts";
 import { DomainManager } from "./libvirt/domain-manager.ts";
 import { type LibvirtDaemon, startLibvirtd } from "./libvirt/daemon.ts";
+import { PortForwarder } from "./libvirt/port-forward.ts";
 import { startRpcServer } from "./rpc/server.ts";
 
 // virt-launcher: one per VMI, in the VMI's pod. It runs libvirt as its own
@@ -33,6 +34,7 @@ await runService({
       guestNetwork: env.GUEST_NETWORK,
       log,
     });
+    const forwarder = new PortForwarder({ socketsDir: env.SOCKETS_DIR, forwardToGuest: (hostPort, guestPort) => manager.forwardToGuest(hostPort, guestPort), log });
     const server = await startRpcServer(
       join(env.SOCKETS_DIR, SocketsVolume.launcher),
       {
@@ -47,6 +49,10 @@ await runService({
         screenshot: () => manager.screenshot(),
         freeze: ({ unfreezeTimeoutSeconds }) => manager.freeze(unfreezeTimeoutSeconds),
         unfreeze: () => manager.unfreeze(),
+        portForward: async (forward) => {
+          await forwarder.open(forward);
+          return {};
+        },
       },
       log,
     );
@@ -72,6 +78,7 @@ await runService({
     return async () => {
       clearInterval(watch);
       ready = false;
+      await forwarder.close();
       await manager.stop(env.GRACE_PERIOD_SECONDS * 1000);
       server.close();
       await hypervisor.connectClose().catch(() => undefined);

@@ -4,7 +4,7 @@ import { chown, link, mkdir, readFile, rm, stat } from "node:fs/promises";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { defaultVmiSpec, LAUNCHER_UID, SocketsVolume, type VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import { defaultVmiSpec, LAUNCHER_UID, SocketsVolume, type VirtualMachineInstance, portForwardSocket } from "@kubevirt-ts/kubevirt-api";
 import { freePort } from "@kubevirt-ts/control-plane";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { killQemuUnder } from "../src/libvirt/daemon.ts";
@@ -94,6 +94,7 @@ describe("the launcher", () => {
   it("answers on its socket before it has a domain", async () => {
     expect(await client.call("state")).toEqual({ state: "NoDomain" });
     await expect(client.call("pause")).rejects.toThrow("NotDefined: no domain yet: sync the VMI first");
+    await expect(client.call("portForward", { port: 22, protocol: "tcp" })).rejects.toThrow("NotDefined: no domain yet: sync the VMI first");
   });
 
   /** Sends one raw line to the launcher's socket and returns its answer. */
@@ -140,6 +141,22 @@ describe("the launcher", () => {
     // QEMU's VGA display in text mode: 720×400 or larger.
     expect(png.readUInt32BE(16)).toBeGreaterThanOrEqual(640);
     expect(png.readUInt32BE(20)).toBeGreaterThanOrEqual(400);
+  });
+
+  it("opens a tunnel to a port of the guest on its pod network as a socket in the sockets volume, once per port", async () => {
+    // QEMU's human monitor takes the forwarding rule only on the backend of the VMI's masquerade interface (defaulted in).
+    expect(await client.call("portForward", { port: 22, protocol: "tcp" })).toEqual({});
+    expect(await client.call("portForward", { port: 22, protocol: "tcp" })).toEqual({});
+    const socket = join(dirs().sockets, portForwardSocket({ port: 22, protocol: "tcp" }));
+    const stats = await stat(socket);
+    expect(stats.isSocket()).toBe(true);
+    expect(stats.uid).toBe(LAUNCHER_UID);
+    expect(stats.mode & 0o777).toBe(0o600);
+    // The tiny guest has no network of its own: QEMU takes the connection, which is all that can be seen of it here.
+    const tunnel = connect(socket);
+    await once(tunnel, "connect");
+    tunnel.destroy();
+    await expect(client.call("portForward", { port: 0, protocol: "tcp" })).rejects.toThrow(/BadRequest: invalid params of portForward: params.port/);
   });
 
   it("says so when the guest has no agent to report its OS", async () => {

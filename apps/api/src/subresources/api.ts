@@ -13,7 +13,7 @@ import { type FrontProxy, frontProxyRefusal, remoteUser } from "./front-proxy.ts
 // KubeVirt's subresource API, subresources.kubevirt.io v1 and v1alpha3, as
 // an aggregated API server behind the Kubernetes API server (the chart's
 // APIService): what virtctl and every KubeVirt client call for VM actions,
-// consoles (console-proxy.ts) and what the guest agent tells.
+// consoles and port forwards (console-proxy.ts) and what the guest agent tells.
 // The API server authenticates the user and passes them on; virt-api checks
 // the front proxy's certificate, asks the API server whether that user may
 // use this subresource of this object (a SubjectAccessReview), and only then
@@ -22,7 +22,14 @@ import { type FrontProxy, frontProxyRefusal, remoteUser } from "./front-proxy.ts
 export const SUBRESOURCE_VERSIONS = ["v1", "v1alpha3"] as const;
 const PREFIX = `/apis/${SUBRESOURCE_GROUP}/`;
 
-const READ_SUBRESOURCES = ["virtualmachineinstances/console", "virtualmachineinstances/vnc", "virtualmachineinstances/vnc/screenshot", ...GUEST_AGENT_QUERIES.map((q) => `virtualmachineinstances/${q}` as const)] as const;
+const READ_SUBRESOURCES = [
+  "virtualmachineinstances/console",
+  "virtualmachineinstances/vnc",
+  "virtualmachineinstances/vnc/screenshot",
+  "virtualmachineinstances/portforward",
+  "virtualmachines/portforward",
+  ...GUEST_AGENT_QUERIES.map((q) => `virtualmachineinstances/${q}` as const),
+] as const;
 
 /** What the API server's discovery lists for each version: the subresources served here. */
 export const SUBRESOURCE_NAMES = [

@@ -9,7 +9,7 @@ import { buildRootfs } from "../rootfs.ts";
 // The Debian guest: a real bookworm system with systemd, a getty on the
 // serial console, cloud-init reading KubeVirt's NoCloud disk, DHCP on its
 // first NIC and the QEMU guest agent, on a disk that boots by itself (syslinux on a small FAT
-// partition, the root on ext4), as a compressed qcow2 for a containerDisk.
+// partition, the root on ext4), with sshd, as a compressed qcow2 for a containerDisk.
 // Everything is made without mounting anything: mkfs.ext4 fills the root
 // from a folder, mtools fills the FAT partition.
 
@@ -22,6 +22,8 @@ export const DEBIAN_GUEST_PACKAGES = [
   "cloud-init",
   // Reports the guest's OS to the VMI's status (guestOSInfo).
   "qemu-guest-agent",
+  // What virtctl ssh and virtctl port-forward reach; cloud-init gives each VM its own host keys on first boot.
+  "openssh-server",
   "ifupdown",
   "isc-dhcp-client",
   "sudo",
@@ -48,6 +50,10 @@ const HOOKS = [
   `printf 'kubevirt-ts-debian\\n' > "$1/etc/hostname"`,
   // No machine-id in the image: each VM makes its own on first boot.
   `truncate -s 0 "$1/etc/machine-id"`,
+  // No SSH host keys in the image either: cloud-init makes each VM's on its first boot, before sshd starts;
+  // should it not (no cloud-init disk), sshd makes the missing ones itself before its config check.
+  `rm -f "$1"/etc/ssh/ssh_host_*`,
+  `mkdir -p "$1/etc/systemd/system/ssh.service.d" && printf '[Service]\\nExecStartPre=\\nExecStartPre=/usr/bin/ssh-keygen -A\\nExecStartPre=/usr/sbin/sshd -t\\n' > "$1/etc/systemd/system/ssh.service.d/host-keys.conf"`,
 ];
 
 function bootConfig(): string {

@@ -81,6 +81,11 @@ function diskElements(vmi: VirtualMachineInstance, ctx: DomainContext): XmlEleme
   });
 }
 
+/** The alias of an interface's device in the domain. */
+const interfaceAlias = (name: string) => `ua-${name}`;
+/** The id libvirt gives the QEMU network backend of an interface: "host" and its alias. */
+export const interfaceNetdev = (name: string) => `host${interfaceAlias(name)}`;
+
 function interfaceElements(vmi: VirtualMachineInstance, ctx: DomainContext): XmlElement[] {
   return (vmi.spec.domain.devices.interfaces ?? []).map((iface) => {
     if (!iface.masquerade) throw new Error(`interface ${iface.name}: only the masquerade binding is supported yet`);
@@ -92,7 +97,7 @@ function interfaceElements(vmi: VirtualMachineInstance, ctx: DomainContext): Xml
       el("ip", { family: "ipv4", address: ctx.guestNetwork.address, prefix: ctx.guestNetwork.prefix }),
       el("model", { type: iface.model ?? "virtio" }),
       iface.bootOrder !== undefined && el("boot", { order: iface.bootOrder }),
-      el("alias", { name: `ua-${iface.name}` }),
+      el("alias", { name: interfaceAlias(iface.name) }),
     );
   });
 }

@@ -4,10 +4,10 @@ import { access, constants, readFile, rename, rm, writeFile } from "node:fs/prom
 import { basename, join } from "node:path";
 import { promisify } from "node:util";
 import { type Domain, DomainState, type Hypervisor } from "@unraid/libvirt";
-import { type GuestAgentInfo, type GuestOsInfo, SocketsVolume, type VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import { type GuestAgentInfo, type GuestOsInfo, SocketsVolume, type VirtualMachineInstance, podNetworkInterface } from "@kubevirt-ts/kubevirt-api";
 import { type DomainStatus, RpcError } from "@kubevirt-ts/launcher-protocol";
 import type { Logger } from "@kubevirt-ts/runtime";
-import { type DomainType, chooseDomainType, domainName, domainXml } from "../domain/converter.ts";
+import { type DomainType, chooseDomainType, domainName, domainXml, interfaceNetdev } from "../domain/converter.ts";
 import { prepareDisks } from "../storage/prepare.ts";
 import { AGENT_COMMANDS, type AgentAnswers, guestAgentInfoOf, osInfoOf } from "./guest-agent.ts";
 import { toPng } from "./png.ts";
@@ -67,6 +67,8 @@ export class DomainManager {
   private domain: Domain | undefined;
   private domainType: DomainType | undefined;
   private name: string | undefined;
+  /** The name of the VMI's interface on the pod network, the one a port forward reaches. */
+  private podInterface: string | undefined;
   /** While the guest's file systems are frozen: the timer that thaws them, if one was asked for. */
   private frozen: { thaw: NodeJS.Timeout | undefined } | undefined;
   private syncing: Promise<DomainStatus> | undefined;
@@ -151,6 +153,7 @@ export class DomainManager {
     await hypervisor.domainCreate(domain);
     this.domain = domain;
     this.name = domainName(vmi);
+    this.podInterface = podNetworkInterface(vmi.spec);
     log.info("domain started", { domain: this.name, type: this.domainType, emulation: this.domainType === "qemu" });
     return this.state();
   }
@@ -220,6 +223,19 @@ export class DomainManager {
     await rename(`${target}.partial`, target);
     await rm(dump, { force: true });
     return { bytes: png.length };
+  }
+
+  /**
+   * Has QEMU's user network (the masquerade interface on the pod network) forward a port of the pod's loopback
+   * address to a TCP port of the guest, at the address its DHCP server gave the guest.
+   */
+  async forwardToGuest(hostPort: number, guestPort: number): Promise<void> {
+    this.require();
+    if (!this.podInterface) throw new RpcError("BadRequest", "the VMI has no interface on the pod network to forward to");
+    const rule = `tcp:127.0.0.1:${String(hostPort)}-:${String(guestPort)}`;
+    // The human monitor answers nothing when the rule is set, and its complaint when it is not.
+    const answer = (await this.virsh("qemu-monitor-command", "--hmp", `hostfwd_add ${interfaceNetdev(this.podInterface)} ${rule}`)).trim();
+    if (answer) throw new RpcError("Failed", `QEMU did not forward ${rule}: ${answer}`);
   }
 
   /** Asks the guest to reboot through ACPI, as pressing a reset button it handles itself. */
