@@ -61,6 +61,12 @@ function hostile(connections: { count: number }) {
   };
 }
 
+/** What the good launcher's guest agent tells of its OS: every field the handler writes to guestOSInfo. */
+const GUEST_OS = {
+  id: "debian", name: "Debian GNU/Linux", prettyName: "Debian GNU/Linux 12 (bookworm)", version: "12 (bookworm)", versionId: "12",
+  kernelRelease: "6.1.0-28-cloud-amd64", kernelVersion: "#1 SMP PREEMPT_DYNAMIC Debian 6.1.119-1", machine: "x86_64",
+};
+
 /** A launcher that keeps to the protocol: no domain until the VMI is synced, then a running one. */
 function correct(calls: { state: number; synced: string[] }) {
   let domain: DomainStatus = { state: "NoDomain" };
@@ -80,7 +86,7 @@ function correct(calls: { state: number; synced: string[] }) {
       unpause: () => Promise.resolve(domain),
       softReboot: () => Promise.resolve(domain),
       reset: () => Promise.resolve(domain),
-      guestOsInfo: () => Promise.reject(new RpcError("Failed", "the guest has no agent")),
+      guestOsInfo: () => Promise.resolve(GUEST_OS),
       guestAgentInfo: () => Promise.reject(new RpcError("Failed", "the guest has no agent")),
       screenshot: () => Promise.reject(new RpcError("Failed", "no display")),
       freeze: () => Promise.reject(new RpcError("Failed", "the guest has no agent")),
@@ -147,6 +153,10 @@ test("a hostile launcher costs only its own VMI a condition: the other VMI runs 
     const statesBefore = calls.state;
     await expect.poll(() => calls.state, { timeout: 30_000 }).toBeGreaterThan(statesBefore + 2);
     expect((await vmi("good")).status?.conditions?.find((c) => c.type === "Ready")).toMatchObject({ status: "True" });
+    // What the handler writes of the guest's OS comes back whole from the API server: no field is pruned by the CRD's schema.
+    await expect.poll(async () => (await vmi("good")).status?.guestOSInfo, { timeout: 30_000 }).toEqual(GUEST_OS);
+    expect((await vmi("good")).status?.conditions?.find((c) => c.type === "AgentConnected")).toMatchObject({ status: "True" });
+    expect((await vmi("good")).status?.interfaces).toEqual([expect.objectContaining({ name: "default", ipAddress: "198.18.0.9" })]);
     expect(await synchronized("good")).toBeUndefined();
     expect(await handler.probe("/healthz")).toBe(200);
     expect(handler.output()).not.toContain("uncaught");

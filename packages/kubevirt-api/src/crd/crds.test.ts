@@ -14,6 +14,11 @@ describe("generated CRDs", () => {
     }
   });
 
+  it("keep a property whose name is a JSON Schema keyword, as guestOSInfo.id", () => {
+    const vmi = generated.get("kubevirt.io_virtualmachineinstances.yaml") ?? "";
+    expect(vmi).toMatch(/guestOSInfo:\n\s+type: object\n\s+properties:\n\s+id:\n\s+type: string/);
+  });
+
   it("contain no references, which structural schemas forbid", () => {
     for (const content of generated.values()) expect(content).not.toMatch(/\$ref|\$defs|additionalProperties: false/);
   });

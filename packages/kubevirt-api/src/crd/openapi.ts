@@ -18,8 +18,9 @@ function reshape(node: unknown): unknown {
   if (!isRecord(node)) return node;
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(node)) {
+    // JSON Schema's own keywords the API server does not take; a property that happens to bear one of their names stays.
     if (key === "$schema" || key === "propertyNames" || key === "id") continue;
-    out[key] = reshape(value);
+    out[key] = key === "properties" && isRecord(value) ? Object.fromEntries(Object.entries(value).map(([name, property]) => [name, reshape(property)])) : reshape(value);
   }
   if (out["x-kubernetes-int-or-string"] === true) {
     // The only form of int-or-string a structural schema accepts.
