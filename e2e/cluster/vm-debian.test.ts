@@ -1,4 +1,5 @@
 import { once } from "node:events";
+import { connect } from "node:net";
 import { readFileSync } from "node:fs";
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -38,7 +39,8 @@ const vm = {
               { name: "root", disk: { bus: "virtio" } },
               { name: "cloudinit", disk: { bus: "virtio" } },
             ],
-            interfaces: [{ name: "default", masquerade: {} }],
+            // sshd is reachable on the pod's address (and so through a Service), as KubeVirt's masquerade forwards the ports it lists.
+            interfaces: [{ name: "default", masquerade: {}, ports: [{ name: "ssh", port: 22 }] }],
           },
         },
         networks: [{ name: "default", pod: {} }],
@@ -171,6 +173,32 @@ describe("a VM with the Debian guest", () => {
     await expect.poll(() => banner("portforward/22/tcp"), boot).toMatch(/^SSH-2\.0-OpenSSH_/);
     // Through the VM, with the protocol left to its default (tcp), as virtctl port-forward vm/debian does.
     expect(await banner("portforward/22", "virtualmachines")).toMatch(/^SSH-2\.0-OpenSSH_/);
+  });
+
+  it("takes connections to the port its interface declares on its pod's address, and through a Service that targets the port by name", async () => {
+    /** The first line a TCP server sends, or what ended the connection first. */
+    const firstLine = (host: string, port: number) =>
+      new Promise<string>((resolve) => {
+        const socket = connect({ host, port });
+        let text = "";
+        const done = (what: string) => { socket.destroy(); resolve(what); };
+        socket.setTimeout(20_000, () => { done(`nothing within 20 s: ${text}`); });
+        socket.on("data", (data: Buffer) => { text += data.toString("latin1"); if (text.includes("\n")) done(text); });
+        socket.on("error", (error) => { done(`error: ${error.message}`); });
+        socket.on("close", () => { done(`closed: ${text}`); });
+      });
+    const [pod] = await launcherPods();
+    expect(pod?.spec?.containers.find((c) => c.name === "compute")?.ports).toContainEqual({ name: "ssh", containerPort: 22, protocol: "TCP" });
+    expect(pod?.spec?.securityContext?.sysctls).toEqual([{ name: "net.ipv4.ip_unprivileged_port_start", value: "0" }]);
+    const podIP = pod?.status?.podIP ?? "";
+    await expect.poll(() => firstLine(podIP, 22), boot).toMatch(/^SSH-2\.0-OpenSSH_/);
+    // What virtctl expose does: a Service selecting the VM's launcher pod, to the port by its name.
+    const service = await core.createNamespacedService({
+      namespace,
+      body: { metadata: { name: "debian-ssh" }, spec: { selector: { "vm.kubevirt.io/name": "debian" }, ports: [{ name: "ssh", port: 2222, targetPort: "ssh" }] } },
+    });
+    const clusterIP = service.spec?.clusterIP ?? "";
+    await expect.poll(() => firstLine(clusterIP, 2222), { timeout: 60_000, interval: 1_000 }).toMatch(/^SSH-2\.0-OpenSSH_/);
   });
 
   it("tells what its guest agent knows through KubeVirt's guestosinfo, userlist and filesystemlist", async () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { VM_ACTIONS, type VmActionName, availableActions, podNetworkInterface, vmiActionAvailability } from "./actions.ts";
+import { VM_ACTIONS, type VmActionName, availableActions, vmiActionAvailability } from "./actions.ts";
+import { podNetworkInterface } from "./pod-network.ts";
 import { DOMAIN_ACTION_SUBRESOURCE, PRINTABLE_STATUSES, type PrintableStatus, VMI_DOMAIN_ACTIONS, consoleServerPath, domainActionOf, parsePortForward, portForwardSegment } from "./constants.ts";
 
 type Vm = Parameters<typeof availableActions>[0];

@@ -1,4 +1,5 @@
 import { type StreamKind, VmiConditionType, VmiPhase, type VmiDomainAction } from "./constants.ts";
+import { podNetworkInterface } from "./pod-network.ts";
 import type { VirtualMachineInstance } from "./schema/vmi.ts";
 import type { VirtualMachine } from "./schema/vm.ts";
 import { type VmRequestAction, type VmRequestOptions, planVmRequest } from "./vm-requests.ts";
@@ -49,12 +50,6 @@ const notWithThisSpec = (reason: string): ActionAvailability => ({ available: fa
 /** Whether a VMI's domain is paused (its Paused condition is True). */
 export function isPaused(vmi: Pick<VirtualMachineInstance, "status"> | undefined): boolean {
   return vmi?.status?.conditions?.some((c) => c.type === VmiConditionType.Paused && c.status === "True") ?? false;
-}
-
-/** The name of the VMI's interface on the pod network (the one a port forward reaches), if it has one. */
-export function podNetworkInterface(spec: Pick<VirtualMachineInstance["spec"], "domain" | "networks">): string | undefined {
-  const podNetwork = spec.networks?.find((n) => n.pod !== undefined)?.name;
-  return spec.domain.devices.interfaces?.find((i) => i.name === podNetwork)?.name;
 }
 
 /**

@@ -7,6 +7,7 @@ export * from "./defaults.ts";
 export * from "./validation/index.ts";
 export { virtualMachineCrd, virtualMachineInstanceCrd } from "./crd/crds.ts";
 export * from "./actions.ts";
+export * from "./pod-network.ts";
 export * from "./launcher-pod.ts";
 export * from "./cloud-init-secrets.ts";
 export * from "./resources.ts";

@@ -41,6 +41,14 @@ export const validationCases: ValidationCase[] = [
   },
   { name: "memory.guest without resources", object: newVm(newVmiSpec((s) => { delete s.domain.resources; s.domain.memory = { guest: "1Gi" }; })), apiServer: "accepts" },
   { name: "a cpu topology of 2 sockets, 2 cores, 1 thread", object: newVm(newVmiSpec((s) => (s.domain.cpu = { sockets: 2, cores: 2, threads: 1 }))), apiServer: "accepts" },
+  {
+    name: "named TCP and UDP ports of the pod's address forwarded to the guest, in its own vmNetworkCIDR",
+    object: newVm(newVmiSpec((s) => {
+      s.domain.devices.interfaces = [{ name: "default", masquerade: {}, ports: [{ name: "ssh", port: 22 }, { name: "dns", port: 53, protocol: "UDP" }, { port: 53 }] }];
+      s.networks = [{ name: "default", pod: { vmNetworkCIDR: "198.18.200.0/24" } }];
+    })),
+    apiServer: "accepts",
+  },
   { name: "no interfaces and no networks (a default pod network is added)", object: newVm(newVmiSpec((s) => { delete s.domain.devices.interfaces; delete s.networks; })), apiServer: "accepts" },
   {
     name: "a cdrom on sata with cloud-init as base64",
@@ -274,6 +282,26 @@ export const validationCases: ValidationCase[] = [
     name: "a port out of range",
     object: newVm(newVmiSpec((s) => { s.domain.devices.interfaces = [{ name: "default", masquerade: {}, ports: [{ port: 70000 }] }]; })),
     invalid: { field: `${tpl}.domain.devices.interfaces[0].ports[0].port`, message: /between 1 and 65535/ },
+  },
+  {
+    name: "the launcher's own port as a forwarded port",
+    object: newVm(newVmiSpec((s) => { s.domain.devices.interfaces = [{ name: "default", masquerade: {}, ports: [{ port: 9102 }] }]; })),
+    invalid: { field: `${tpl}.domain.devices.interfaces[0].ports[0].port`, message: /the launcher's own port/ },
+  },
+  {
+    name: "a port forwarded twice",
+    object: newVm(newVmiSpec((s) => { s.domain.devices.interfaces = [{ name: "default", masquerade: {}, ports: [{ port: 22 }, { port: 80 }, { port: 22, protocol: "TCP" }] }]; })),
+    invalid: { field: `${tpl}.domain.devices.interfaces[0].ports[2].port`, message: /TCP\/22 is forwarded already/ },
+  },
+  {
+    name: "a port name a pod cannot carry",
+    object: newVm(newVmiSpec((s) => { s.domain.devices.interfaces = [{ name: "default", masquerade: {}, ports: [{ name: "Secure_Shell", port: 22 }] }]; })),
+    invalid: { field: `${tpl}.domain.devices.interfaces[0].ports[0].name`, message: /must be a port name as a pod's/ },
+  },
+  {
+    name: "the bridge binding, not supported yet",
+    object: newVm(newVmiSpec((s) => { s.domain.devices.interfaces = [{ name: "default", bridge: {} }]; })),
+    invalid: { field: `${tpl}.domain.devices.interfaces[0].bridge`, message: /is not supported yet.*use masquerade/ },
   },
   {
     name: "both bios and efi",

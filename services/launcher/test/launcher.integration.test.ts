@@ -22,6 +22,7 @@ let launcher: ChildProcess;
 let output = "";
 let client: LauncherClient;
 let opsPort: number;
+let declaredPort: number;
 const dirs = () => ({ sockets: join(folder.dir, "sockets"), state: join(folder.dir, "state"), containerDisks: join(folder.dir, "container-disks") });
 
 const vmi: VirtualMachineInstance = {
@@ -57,6 +58,11 @@ beforeAll(async () => {
   const node = join(folder.dir, "node");
   await link(process.execPath, node);
   opsPort = await freePort();
+  // A port the guest declares on its pod-network interface (defaulted in): here the launcher's network is the host's.
+  declaredPort = await freePort();
+  const [iface] = vmi.spec.domain.devices.interfaces ?? [];
+  if (!iface) throw new Error("the defaulted VMI has no interface");
+  iface.ports = [{ name: "test", port: declaredPort }];
   launcher = spawn(
     "setpriv",
     ["--pdeathsig", "KILL", `--reuid=${String(LAUNCHER_UID)}`, `--regid=${String(LAUNCHER_UID)}`, "--clear-groups", node, fileURLToPath(new URL("../src/main.ts", import.meta.url))],
@@ -156,6 +162,10 @@ describe("the launcher", () => {
     const tunnel = connect(socket);
     await once(tunnel, "connect");
     tunnel.destroy();
+    // So it does on the port the VMI declares, on the launcher's own address (the pod's, in a cluster).
+    const declared = connect({ host: "127.0.0.1", port: declaredPort });
+    await once(declared, "connect");
+    declared.destroy();
     await expect(client.call("portForward", { port: 0, protocol: "tcp" })).rejects.toThrow(/BadRequest: invalid params of portForward: params.port/);
   });
 

@@ -44,7 +44,10 @@ export const networkInterface = z
     bridge: z.strictObject({}).optional().describe("Connect the guest directly to the pod's network, giving it the pod's address."),
     model: z.enum(INTERFACE_MODELS).optional().describe("The emulated network card; virtio unless set."),
     macAddress: z.string().optional(),
-    ports: z.array(port).optional().describe("Ports forwarded to the guest; all ports when empty."),
+    ports: z
+      .array(port)
+      .optional()
+      .describe("Ports of the pod's address forwarded to the guest. Unlike KubeVirt, none are forwarded when this is empty (ADR 9); port forwarding through the API reaches any port."),
     bootOrder: z.number().int().optional(),
   })
   .describe("A network interface of the guest.");

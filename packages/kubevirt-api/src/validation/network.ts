@@ -1,8 +1,11 @@
+import { LAUNCHER_OPS_PORT } from "../launcher-layout.ts";
 import type { VmiSpec } from "../schema/vmi.ts";
 import type { Causes } from "./causes.ts";
 
 const interfaceName = /^[A-Za-z0-9_-]+$/;
 const macAddress = /^([0-9A-Fa-f]{2}[:-]){5}[0-9A-Fa-f]{2}$/;
+/** A pod's port name (IANA_SVC_NAME): the launcher pod carries the interface's named ports. */
+const portName = /^(?=.{1,15}$)(?=.*[a-z])(?!.*--)[a-z0-9]([a-z0-9-]*[a-z0-9])?$/;
 const cidr = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/;
 
 function isIpv4Cidr(value: string): boolean {
@@ -34,6 +37,9 @@ export function validateNetworking(spec: VmiSpec, path: string, causes: Causes):
     const bindings = (["masquerade", "bridge"] as const).filter((b) => iface[b] !== undefined);
     if (bindings.length !== 1) {
       causes.invalid(p, `must have exactly one binding method (masquerade or bridge); it has ${bindings.length === 0 ? "none" : bindings.join(" and ")}`);
+    } else if (iface.bridge !== undefined) {
+      // Accepted by the schema so that KubeVirt's manifests get this answer rather than "unknown field" (ADR 4).
+      causes.notSupported(`${p}.bridge`, "is not supported yet: the guest cannot take the pod's address here; use masquerade: {} (the guest sits behind the pod's address, and the interface's ports let connections in)");
     }
     if (!networksByName.has(iface.name)) {
       causes.notFound(`${p}.name`, `"${iface.name}" matches no network; add a network named "${iface.name}" to ${networksPath}`);
@@ -44,9 +50,19 @@ export function validateNetworking(spec: VmiSpec, path: string, causes: Causes):
     if (iface.bootOrder !== undefined && iface.bootOrder < 1) {
       causes.invalid(`${p}.bootOrder`, `must be 1 or more when set, got ${iface.bootOrder}`);
     }
+    const seen = new Set<string>();
     iface.ports?.forEach((port, j) => {
+      const q = `${p}.ports[${j}]`;
       if (port.port < 1 || port.port > 65535) {
-        causes.invalid(`${p}.ports[${j}].port`, `must be between 1 and 65535, got ${port.port}`);
+        causes.invalid(`${q}.port`, `must be between 1 and 65535, got ${port.port}`);
+      } else if (port.port === LAUNCHER_OPS_PORT) {
+        causes.invalid(`${q}.port`, `is ${LAUNCHER_OPS_PORT}, the launcher's own port (its health and metrics); forward another`);
+      }
+      const key = `${port.protocol ?? "TCP"}/${port.port}`;
+      if (seen.has(key)) causes.duplicate(`${q}.port`, `${key} is forwarded already by another entry; list each port and protocol once`);
+      seen.add(key);
+      if (port.name !== undefined && !portName.test(port.name)) {
+        causes.invalid(`${q}.name`, `must be a port name as a pod's (at most 15 lowercase letters, digits and '-', with a letter, not starting or ending with '-'), got ${JSON.stringify(port.name)}`);
       }
     });
   });

@@ -76,6 +76,21 @@ describe("launcherPod", () => {
     expect(compute.env).toContainEqual({ name: "OPS_PORT", value: "9102" });
   });
 
+  it("carries the guest's declared ports, named, and lets QEMU bind one below 1024 through the pod's own sysctl", () => {
+    const withPorts = launcherPod(vmi((v) => {
+      v.spec.domain.devices.interfaces = [{ name: "default", masquerade: {}, ports: [{ name: "ssh", port: 22 }, { port: 5353, protocol: "UDP" }] }];
+      v.spec.networks = [{ name: "default", pod: {} }];
+    }), config);
+    expect(withPorts.spec.containers[0]?.ports).toEqual([{ name: "ops", containerPort: 9102 }, { name: "ssh", containerPort: 22, protocol: "TCP" }, { containerPort: 5353, protocol: "UDP" }]);
+    expect(withPorts.spec.securityContext?.sysctls).toEqual([{ name: "net.ipv4.ip_unprivileged_port_start", value: "0" }]);
+    const highPorts = launcherPod(vmi((v) => {
+      v.spec.domain.devices.interfaces = [{ name: "default", masquerade: {}, ports: [{ port: 8080 }] }];
+      v.spec.networks = [{ name: "default", pod: {} }];
+    }), config);
+    expect(highPorts.spec.securityContext?.sysctls).toBeUndefined();
+    expect(spec.securityContext?.sysctls).toBeUndefined();
+  });
+
   it("mounts the sockets folder the handler reaches", () => {
     expect(compute.volumeMounts).toEqual([
       { name: "sockets", mountPath: "/var/run/kubevirt-ts/sockets" },

@@ -1,7 +1,7 @@
 import type { Pod, PodSpec } from "@kubevirt-ts/kube";
 import {
   API_VERSION, Annotation, DEFAULT_GRACE_PERIOD_SECONDS, Kind, LAUNCHER_CONTAINER, LAUNCHER_OPS_PORT, LAUNCHER_UID, Label, LabelValue, LauncherDir, LauncherVolume,
-  type VirtualMachineInstance, cloudInitSecretMounts, launcherEnv,
+  UNPRIVILEGED_PORT_START, type VirtualMachineInstance, cloudInitSecretMounts, launcherEnv, podNetworkPorts,
 } from "@kubevirt-ts/kubevirt-api";
 import { controllerRef } from "../common/owner.ts";
 import { guestMemoryBytes, memoryOverheadBytes, toMebibytes } from "./resources.ts";
@@ -108,6 +108,7 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
   const grace = spec.terminationGracePeriodSeconds ?? DEFAULT_GRACE_PERIOD_SECONDS;
   // cloud-init Secrets reach the launcher as Secret volumes: the kubelet reads them in the VMI's namespace, no component's account does.
   const secrets = cloudInitSecretMounts(spec);
+  const guestPorts = podNetworkPorts(spec);
   return {
     apiVersion: "v1",
     kind: "Pod",
@@ -135,6 +136,8 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
       ...(spec.tolerations ? { tolerations: spec.tolerations.map((t) => ({ ...t })) } : {}),
       ...(spec.affinity ? { affinity: structuredClone(spec.affinity) } : {}),
       securityContext: {
+        // QEMU, as the launcher's unprivileged user, binds the guest's declared ports; one below 1024 takes this (a safe sysctl, of the pod's own network).
+        ...(guestPorts.some((p) => p.port < UNPRIVILEGED_PORT_START) ? { sysctls: [{ name: "net.ipv4.ip_unprivileged_port_start", value: "0" }] } : {}),
         runAsUser: LAUNCHER_UID,
         runAsGroup: LAUNCHER_UID,
         fsGroup: LAUNCHER_UID,
@@ -148,7 +151,8 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
           image: config.launcherImage,
           imagePullPolicy: config.imagePullPolicy,
           env: launcherEnv({ allowEmulation: config.allowEmulation, gracePeriodSeconds: grace }),
-          ports: [{ name: "ops", containerPort: LAUNCHER_OPS_PORT }],
+          // The guest's declared ports on the pod's address, named as the VMI names them, so a Service can target them.
+          ports: [{ name: "ops", containerPort: LAUNCHER_OPS_PORT }, ...guestPorts.map((p) => ({ ...(p.name !== undefined ? { name: p.name } : {}), containerPort: p.port, protocol: p.protocol }))],
           resources: {
             requests: { memory: toMebibytes(memoryRequest), ...(cpuRequest !== undefined ? { cpu: String(cpuRequest) } : {}) },
             ...(memoryLimit !== undefined || limits?.cpu !== undefined

@@ -120,6 +120,11 @@ describe("domainXml", () => {
     expect(() => domainXml(vmi((s) => (s.domain.devices.interfaces = [{ name: "default", bridge: {} }])), ctx)).toThrow("only the masquerade binding is supported yet");
   });
 
+  it("puts the guest in its pod network's vmNetworkCIDR, as that network's address", () => {
+    const inOwnNetwork = domainXml(vmi((s) => (s.networks = [{ name: "default", pod: { vmNetworkCIDR: "198.18.77.9/26" } }])), ctx);
+    expect(inOwnNetwork).toContain('<ip family="ipv4" address="198.18.77.0" prefix="26"/>');
+  });
+
   it("gives the guest agent its virtio port, as KubeVirt does", () => {
     expect(domainXml(vmi(), ctx)).toMatch(/<channel type="unix">\s*<source mode="bind" path="\/var\/run\/kubevirt-ts\/sockets\/guest-agent\.sock"\/>\s*<target type="virtio" name="org\.qemu\.guest_agent\.0"\/>\s*<\/channel>/);
   });

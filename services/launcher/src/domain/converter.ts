@@ -26,7 +26,7 @@ export interface DomainContext {
   guestAgentSocket: string;
   /** The kernel and initrd of a kernelBoot, copied out of their image. */
   kernelBoot?: { kernel?: string; initrd?: string };
-  /** The guest side of a masquerade interface: an IPv4 network and prefix length. */
+  /** The guest side of a masquerade interface when the VMI's pod network names none (vmNetworkCIDR): an IPv4 network and prefix length. */
   guestNetwork: { address: string; prefix: number };
 }
 
@@ -86,15 +86,27 @@ const interfaceAlias = (name: string) => `ua-${name}`;
 /** The id libvirt gives the QEMU network backend of an interface: "host" and its alias. */
 export const interfaceNetdev = (name: string) => `host${interfaceAlias(name)}`;
 
+/** The network behind a masquerade interface: its pod network's vmNetworkCIDR (as its network address), or the launcher's default. */
+export function guestNetworkOf(vmi: VirtualMachineInstance, iface: string, fallback: DomainContext["guestNetwork"]): DomainContext["guestNetwork"] {
+  const cidr = vmi.spec.networks?.find((n) => n.name === iface)?.pod?.vmNetworkCIDR;
+  if (cidr === undefined) return fallback;
+  const [address = "", prefix = ""] = cidr.split("/");
+  const bits = Number(prefix);
+  const value = address.split(".").reduce((sum, octet) => sum * 256 + Number(octet), 0);
+  const network = bits === 0 ? 0 : value - (value % 2 ** (32 - bits));
+  return { address: [24, 16, 8, 0].map((shift) => String(Math.floor(network / 2 ** shift) % 256)).join("."), prefix: bits };
+}
+
 function interfaceElements(vmi: VirtualMachineInstance, ctx: DomainContext): XmlElement[] {
   return (vmi.spec.domain.devices.interfaces ?? []).map((iface) => {
     if (!iface.masquerade) throw new Error(`interface ${iface.name}: only the masquerade binding is supported yet`);
+    const guestNetwork = guestNetworkOf(vmi, iface.name, ctx.guestNetwork);
     // Masquerade: the guest sits behind NAT on the pod's address, in a network only the pod sees.
     return el(
       "interface",
       { type: "user" },
       iface.macAddress !== undefined && el("mac", { address: iface.macAddress }),
-      el("ip", { family: "ipv4", address: ctx.guestNetwork.address, prefix: ctx.guestNetwork.prefix }),
+      el("ip", { family: "ipv4", address: guestNetwork.address, prefix: guestNetwork.prefix }),
       el("model", { type: iface.model ?? "virtio" }),
       iface.bootOrder !== undefined && el("boot", { order: iface.bootOrder }),
       el("alias", { name: interfaceAlias(iface.name) }),

@@ -4,7 +4,7 @@ import { access, constants, readFile, rename, rm, writeFile } from "node:fs/prom
 import { basename, join } from "node:path";
 import { promisify } from "node:util";
 import { type Domain, DomainState, type Hypervisor } from "@unraid/libvirt";
-import { type GuestAgentInfo, type GuestOsInfo, SocketsVolume, type VirtualMachineInstance, podNetworkInterface } from "@kubevirt-ts/kubevirt-api";
+import { type GuestAgentInfo, type GuestOsInfo, SocketsVolume, type VirtualMachineInstance, podNetworkInterface, podNetworkPorts } from "@kubevirt-ts/kubevirt-api";
 import { type DomainStatus, RpcError } from "@kubevirt-ts/launcher-protocol";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { type DomainType, chooseDomainType, domainName, domainXml, interfaceNetdev } from "../domain/converter.ts";
@@ -154,6 +154,7 @@ export class DomainManager {
     this.domain = domain;
     this.name = domainName(vmi);
     this.podInterface = podNetworkInterface(vmi.spec);
+    await this.forwardDeclaredPorts(vmi);
     log.info("domain started", { domain: this.name, type: this.domainType, emulation: this.domainType === "qemu" });
     return this.state();
   }
@@ -231,8 +232,22 @@ export class DomainManager {
    */
   async forwardToGuest(hostPort: number, guestPort: number): Promise<void> {
     this.require();
+    await this.hostForward(`tcp:127.0.0.1:${String(hostPort)}-:${String(guestPort)}`);
+  }
+
+  /**
+   * Masquerade's way in: each port the pod-network interface declares (KubeVirt's `ports`) is forwarded from the
+   * pod's address to the same port of the guest. With none declared, nothing is (ADR 9).
+   */
+  private async forwardDeclaredPorts(vmi: VirtualMachineInstance): Promise<void> {
+    const ports = podNetworkPorts(vmi.spec);
+    for (const port of ports) await this.hostForward(`${port.protocol.toLowerCase()}::${String(port.port)}-:${String(port.port)}`);
+    if (ports.length > 0) this.o.log.info("forwarding the pod's ports to the guest", { ports: ports.map((p) => `${p.protocol}/${String(p.port)}`) });
+  }
+
+  /** Adds a forwarding rule (QEMU's hostfwd syntax) to the user network of the pod-network interface. */
+  private async hostForward(rule: string): Promise<void> {
     if (!this.podInterface) throw new RpcError("BadRequest", "the VMI has no interface on the pod network to forward to");
-    const rule = `tcp:127.0.0.1:${String(hostPort)}-:${String(guestPort)}`;
     // The human monitor answers nothing when the rule is set, and its complaint when it is not.
     const answer = (await this.virsh("qemu-monitor-command", "--hmp", `hostfwd_add ${interfaceNetdev(this.podInterface)} ${rule}`)).trim();
     if (answer) throw new RpcError("Failed", `QEMU did not forward ${rule}: ${answer}`);
