@@ -3,12 +3,13 @@
 # runc, the CNI plugins, iptables and mmdebstrap for the local cluster and its
 # images; a compiler and libvirt's headers for the pause image and the
 # launcher's libvirt addon; libvirt's schemas and validator for the domain XML;
-# libvirtd, QEMU and busybox for the tests that boot the tiny guest; syslinux,
+# libvirtd, QEMU, OVMF (EFI firmware) and busybox for the tests that boot the
+# tiny guest; syslinux,
 # mtools and dosfstools to make the Debian guest's disk bootable without
 # mounting it.
 set -euo pipefail
 packages=(containerd runc containernetworking-plugins iptables conntrack mmdebstrap gcc g++ make python3 pkg-config libc6-dev libvirt-dev libvirt-clients libxml2-utils
-  libvirt-daemon libvirt-daemon-driver-qemu qemu-system-x86 qemu-utils busybox-static
+  libvirt-daemon libvirt-daemon-driver-qemu qemu-system-x86 qemu-utils ovmf busybox-static
   syslinux syslinux-common mtools dosfstools)
 missing=()
 for p in "${packages[@]}"; do

@@ -33,6 +33,8 @@ const LAUNCHER_PACKAGES = [
   ...BASE_PACKAGES,
   "qemu-system-x86",
   "qemu-utils",
+  // EFI firmware, with and without secure boot, and the descriptors libvirt chooses it by.
+  "ovmf",
   "libvirt-daemon",
   "libvirt-daemon-driver-qemu",
   "libvirt-clients",

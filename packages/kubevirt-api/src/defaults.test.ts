@@ -43,6 +43,12 @@ describe("defaultVmiSpec", () => {
     expect(spec).toEqual(before);
   });
 
+  it("gives an EFI bootloader secure boot unless it is turned off, as KubeVirt does", () => {
+    expect(defaultVmiSpec(newVmiSpec((s) => (s.domain.firmware = { bootloader: { efi: {} } }))).domain.firmware?.bootloader?.efi).toEqual({ secureBoot: true });
+    expect(defaultVmiSpec(newVmiSpec((s) => (s.domain.firmware = { bootloader: { efi: { secureBoot: false } } }))).domain.firmware?.bootloader?.efi).toEqual({ secureBoot: false });
+    expect(defaultVmiSpec(newVmiSpec((s) => (s.domain.firmware = { bootloader: { bios: {} } }))).domain.firmware?.bootloader).toEqual({ bios: {} });
+  });
+
   it("is idempotent", () => {
     const once = defaultVmiSpec(newVmiSpec());
     expect(defaultVmiSpec(once)).toEqual(once);

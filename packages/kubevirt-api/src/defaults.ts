@@ -91,6 +91,9 @@ export function defaultVmiSpec(spec: VmiSpec, options: DefaultingOptions = DEFAU
   if (resources) result.domain.resources = resources;
   result.domain.machine = { ...result.domain.machine, type: spec.domain.machine?.type ?? options.machineType };
   result.domain.devices.disks = defaultDisks(spec, options.defaultDiskBus);
+  // KubeVirt's default for EFI: secure boot (with SMM, which the launcher turns on for it).
+  const efi = result.domain.firmware?.bootloader?.efi;
+  if (efi && efi.secureBoot === undefined) efi.secureBoot = true;
   if (interfaces) result.domain.devices.interfaces = interfaces;
   if (networks) result.networks = networks;
   return result;

@@ -88,7 +88,16 @@ describe("domainXml", () => {
       ["<kernel>/var/run/kubevirt-ts/kernel/vmlinuz</kernel>", "<cmdline>console=ttyS0</cmdline>"],
     ],
     ["a virtio RNG", () => domainXml(vmi((s) => (s.domain.devices.rng = {})), ctx), ['<rng model="virtio">', "<backend model=\"random\">/dev/urandom</backend>"]],
-    ["an EFI firmware", () => domainXml(vmi((s) => (s.domain.firmware = { bootloader: { efi: {} } })), ctx), ['<os firmware="efi">']],
+    [
+      "an EFI firmware with secure boot, and SMM for it",
+      () => domainXml(vmi((s) => (s.domain.firmware = { bootloader: { efi: { secureBoot: true } } })), ctx),
+      ['<os firmware="efi">', '<feature enabled="yes" name="enrolled-keys"/>', '<feature enabled="yes" name="secure-boot"/>', '<smm state="on"/>'],
+    ],
+    [
+      "an EFI firmware without secure boot",
+      () => domainXml(vmi((s) => (s.domain.firmware = { bootloader: { efi: { secureBoot: false } } })), ctx),
+      ['<os firmware="efi">', '<feature enabled="no" name="enrolled-keys"/>', '<feature enabled="no" name="secure-boot"/>', "<features>\n    <acpi/>\n    <apic/>\n  </features>"],
+    ],
   ])("renders %s", (_name, render, fragments) => {
     const xml = render();
     for (const fragment of fragments) expect(xml).toContain(fragment);

@@ -133,6 +133,9 @@ export function domainXml(vmi: VirtualMachineInstance, ctx: DomainContext): stri
   const graphics = devices.autoattachGraphicsDevice !== false;
   const serial = devices.autoattachSerialConsole !== false;
   const efi = domain.firmware?.bootloader?.efi;
+  // Secure boot unless turned off (KubeVirt's default); it needs SMM, and OVMF with Microsoft's keys enrolled.
+  const secureBoot = efi !== undefined && efi.secureBoot !== false;
+  const onOff = (on: boolean) => (on ? "yes" : "no");
   const kernel = ctx.kernelBoot;
   const serialSource = el("source", { mode: "bind", path: ctx.serialSocket });
 
@@ -150,6 +153,8 @@ export function domainXml(vmi: VirtualMachineInstance, ctx: DomainContext): stri
       "os",
       efi ? { firmware: "efi" } : {},
       el("type", { arch: "x86_64", machine: domain.machine?.type ?? "q35" }, "hvm"),
+      // libvirt picks the firmware by these features from QEMU's firmware descriptors (the ovmf package).
+      efi && el("firmware", {}, el("feature", { enabled: onOff(secureBoot), name: "enrolled-keys" }), el("feature", { enabled: onOff(secureBoot), name: "secure-boot" })),
       kernel?.kernel !== undefined && el("kernel", {}, kernel.kernel),
       kernel?.initrd !== undefined && el("initrd", {}, kernel.initrd),
       domain.firmware?.kernelBoot?.kernelArgs !== undefined && el("cmdline", {}, domain.firmware.kernelBoot.kernelArgs),
@@ -160,7 +165,7 @@ export function domainXml(vmi: VirtualMachineInstance, ctx: DomainContext): stri
       { type: "smbios" },
       el("system", {}, el("entry", { name: "uuid" }, domain.firmware?.uuid ?? ctx.uuid), domain.firmware?.serial !== undefined && el("entry", { name: "serial" }, domain.firmware.serial)),
     ),
-    el("features", {}, el("acpi"), el("apic")),
+    el("features", {}, el("acpi"), el("apic"), secureBoot && el("smm", { state: "on" })),
     el("clock", { offset: "utc" }),
     el("on_poweroff", {}, "destroy"),
     el("on_reboot", {}, "restart"),
