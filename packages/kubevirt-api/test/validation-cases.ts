@@ -72,10 +72,10 @@ export const validationCases: ValidationCase[] = [
     apiServer: "accepts",
   },
   {
-    name: "a scsi lun on a PersistentVolumeClaim",
+    name: "a CD-ROM whose tray starts open",
     object: newVm(newVmiSpec((s) => {
-      s.domain.devices.disks?.push({ name: "data", lun: { bus: "scsi" } });
-      s.volumes?.push({ name: "data", persistentVolumeClaim: { claimName: "data" } });
+      s.domain.devices.disks?.push({ name: "seed", cdrom: { bus: "sata", tray: "open" } });
+      s.volumes?.push({ name: "seed", containerDisk: { image: "kubevirt-ts.local/iso:1" } });
     })),
     apiServer: "accepts",
   },
@@ -302,6 +302,15 @@ export const validationCases: ValidationCase[] = [
     name: "the bridge binding, not supported yet",
     object: newVm(newVmiSpec((s) => { s.domain.devices.interfaces = [{ name: "default", bridge: {} }]; })),
     invalid: { field: `${tpl}.domain.devices.interfaces[0].bridge`, message: /is not supported yet.*use masquerade/ },
+  },
+  {
+    name: "a PersistentVolumeClaim volume, not supported yet",
+    object: newVm(newVmiSpec((s) => {
+      s.domain.devices.disks?.push({ name: "data", lun: { bus: "scsi" } });
+      s.volumes?.push({ name: "data", persistentVolumeClaim: { claimName: "data" } });
+    })),
+    invalid: { field: `${tpl}.volumes[1].persistentVolumeClaim`, message: /is not supported yet: the launcher cannot attach a claim/ },
+    apiServer: "accepts",
   },
   {
     name: "both bios and efi",

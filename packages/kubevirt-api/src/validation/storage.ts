@@ -101,8 +101,9 @@ function validateVolume(volume: Volume, path: string, causes: Causes): void {
       causes.invalid(`${path}.emptyDisk.capacity`, `must be greater than 0, got ${String(volume.emptyDisk.capacity)}`);
     }
   }
-  if (volume.persistentVolumeClaim?.claimName === "") {
-    causes.required(`${path}.persistentVolumeClaim.claimName`, "must name a PersistentVolumeClaim in the same namespace");
+  if (volume.persistentVolumeClaim) {
+    // Accepted by the schema so that KubeVirt's manifests get this answer rather than "unknown field".
+    causes.notSupported(`${path}.persistentVolumeClaim`, "is not supported yet: the launcher cannot attach a claim; use a containerDisk for the image and an emptyDisk for scratch space");
   }
   if (volume.cloudInitNoCloud) validateCloudInit(volume.cloudInitNoCloud, `${path}.cloudInitNoCloud`, causes);
 }

@@ -43,6 +43,12 @@ describe("launcherPod", () => {
     expect(launcherPod(given, config).spec.containers[0]?.resources?.limits).toEqual(limits);
   });
 
+  it("asks for the guest's memory alone when the VMI overcommits its overhead, and still allows for the overhead in a limit", () => {
+    const overcommitted = (limit: boolean) => launcherPod(vmi((v) => (v.spec.domain.resources = { overcommitGuestOverhead: true, ...(limit ? { limits: { memory: "1Gi" } } : {}) })), config).spec.containers[0]?.resources;
+    expect(overcommitted(false)?.requests?.memory).toBe("1024Mi");
+    expect(overcommitted(true)).toMatchObject({ requests: { memory: "1024Mi" }, limits: { memory: "1247Mi" } });
+  });
+
   it("runs as the unprivileged qemu user", () => {
     expect(spec.securityContext).toMatchObject({ runAsUser: 107, runAsGroup: 107, runAsNonRoot: true });
     expect(compute.securityContext).toMatchObject({ allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"], add: ["NET_BIND_SERVICE"] } });

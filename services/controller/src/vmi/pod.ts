@@ -101,9 +101,11 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
   const initContainers = containerDiskInitContainers(vmi, config);
   const hasContainerDisks = initContainers.length > 0;
   const spec = vmi.spec;
-  const memoryRequest = guestMemoryBytes(vmi) + memoryOverheadBytes(vmi);
+  // overcommitGuestOverhead: the pod asks for the guest's memory alone, betting the overhead is there; a limit still allows for it.
+  const memoryNeeded = guestMemoryBytes(vmi) + memoryOverheadBytes(vmi);
+  const memoryRequest = spec.domain.resources?.overcommitGuestOverhead === true ? guestMemoryBytes(vmi) : memoryNeeded;
   const limits = spec.domain.resources?.limits;
-  const memoryLimit = limits?.memory !== undefined ? memoryRequest : undefined;
+  const memoryLimit = limits?.memory !== undefined ? memoryNeeded : undefined;
   const cpuRequest = spec.domain.resources?.requests?.cpu;
   const grace = spec.terminationGracePeriodSeconds ?? DEFAULT_GRACE_PERIOD_SECONDS;
   // cloud-init Secrets reach the launcher as Secret volumes: the kubelet reads them in the VMI's namespace, no component's account does.

@@ -83,6 +83,14 @@ describe("domainXml", () => {
       ['<disk type="file" device="cdrom">', '<driver name="qemu" type="raw"/>', "<readonly/>"],
     ],
     [
+      "a CD-ROM whose tray starts open",
+      () => domainXml(vmi((s) => {
+        s.domain.devices.disks = [{ name: "cd", cdrom: { bus: "sata", tray: "open" } }];
+        s.volumes = [{ name: "cd", containerDisk: { image: "iso:1" } }];
+      }), ctx),
+      ['<target dev="sda" bus="sata" tray="open"/>'],
+    ],
+    [
       "a kernel boot",
       () => domainXml(vmi((s) => (s.domain.firmware = { kernelBoot: { kernelArgs: "console=ttyS0", container: { image: "k:1", kernelPath: "/boot/vmlinuz" } } })), { ...ctx, kernelBoot: { kernel: "/var/run/kubevirt-ts/kernel/vmlinuz" } }),
       ["<kernel>/var/run/kubevirt-ts/kernel/vmlinuz</kernel>", "<cmdline>console=ttyS0</cmdline>"],

@@ -72,7 +72,8 @@ function diskElements(vmi: VirtualMachineInstance, ctx: DomainContext): XmlEleme
       { type: "file", device },
       el("driver", { name: "qemu", type: prepared.format, cache: disk.cache ?? (device === "cdrom" ? undefined : "none") }),
       el("source", { file: prepared.path }),
-      el("target", { dev, bus }),
+      // A CD-ROM drive can start with its tray open (KubeVirt's tray), its medium in it but unread until the guest closes it.
+      el("target", { dev, bus, ...(disk.cdrom?.tray !== undefined ? { tray: disk.cdrom.tray } : {}) }),
       (readonly || prepared.readonly === true) && el("readonly"),
       disk.serial !== undefined && el("serial", {}, disk.serial),
       disk.bootOrder !== undefined && el("boot", { order: disk.bootOrder }),
