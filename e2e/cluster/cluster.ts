@@ -35,13 +35,17 @@ export function imageOf(name: string): string {
 
 export type KubevirtObject = { metadata: { uid?: string }; status?: Record<string, unknown> } | undefined;
 
-/** A service account bound to Kubernetes' edit role in a namespace (which aggregates kubevirt.io:edit), and a token of it. */
+/** A service account bound to Kubernetes' edit role in a namespace (which aggregates kubevirt.io:edit), and a new token of it. */
 export async function editorToken(namespace: string): Promise<string> {
-  await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: "editor" } } });
-  await rbac.createNamespacedRoleBinding({
+  // Asked for again in the same namespace, the account and its binding are there already: only a 409 means so.
+  const unlessPresent = (create: Promise<unknown>) => create.catch((error: unknown) => {
+    if ((error as { code?: number }).code !== 409) throw error;
+  });
+  await unlessPresent(core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: "editor" } } }));
+  await unlessPresent(rbac.createNamespacedRoleBinding({
     namespace,
     body: { metadata: { name: "editor" }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "edit" }, subjects: [{ kind: "ServiceAccount", name: "editor", namespace }] },
-  });
+  }));
   return (await core.createNamespacedServiceAccountToken({ namespace, name: "editor", body: { spec: { audiences: [], expirationSeconds: 3600 } } })).status?.token ?? "";
 }
 

@@ -31,6 +31,10 @@ async function setUpNetwork(): Promise<void> {
   await run("ip", ["link", "add", NODE_BRIDGE, "type", "bridge"]);
   await run("ip", ["addr", "add", `${NODE_IP}/${NODE_PREFIX}`, "dev", NODE_BRIDGE]);
   await run("ip", ["link", "set", NODE_BRIDGE, "up"]);
+  // Service addresses stay on the node: a connection made before kube-proxy has a rule for its Service (the API
+  // server checking an APIService just installed) would otherwise follow the default route off the machine, and a
+  // kept-alive one would stay there. On the bridge it fails and is made again, through kube-proxy's rule.
+  await run("ip", ["route", "add", SERVICE_CIDR, "dev", NODE_BRIDGE]);
   await applyHostSettings({
     "/proc/sys/net/ipv4/ip_forward": "1",
     // Service traffic between pods on the same bridge must pass kube-proxy's rules.
