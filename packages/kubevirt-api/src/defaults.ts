@@ -90,6 +90,8 @@ export function defaultVmiSpec(spec: VmiSpec, options: DefaultingOptions = DEFAU
   const resources = defaultResources(spec);
   if (resources) result.domain.resources = resources;
   result.domain.machine = { ...result.domain.machine, type: spec.domain.machine?.type ?? options.machineType };
+  // KubeVirt's default architecture: the cluster's, amd64 here.
+  result.architecture = spec.architecture ?? "amd64";
   result.domain.devices.disks = defaultDisks(spec, options.defaultDiskBus);
   // KubeVirt's default for EFI: secure boot (with SMM, which the launcher turns on for it).
   const efi = result.domain.firmware?.bootloader?.efi;

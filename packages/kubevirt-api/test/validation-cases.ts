@@ -49,6 +49,53 @@ export const validationCases: ValidationCase[] = [
     })),
     apiServer: "accepts",
   },
+  {
+    // What `kubectl get vm -o yaml` gives on a KubeVirt cluster: its defaults written in, its finalizer, server-set metadata.
+    name: "a VM as a KubeVirt cluster exports it",
+    object: {
+      apiVersion: "kubevirt.io/v1",
+      kind: "VirtualMachine",
+      metadata: {
+        // Its namespace is left out here: each test creates it in a namespace of its own.
+        name: "exported",
+        annotations: { "kubevirt.io/latest-observed-api-version": "v1", "kubevirt.io/storage-observed-api-version": "v1" },
+        finalizers: ["kubevirt.io/virtualMachineControllerFinalize"],
+        generation: 3,
+      },
+      spec: {
+        runStrategy: "Always",
+        template: {
+          metadata: { creationTimestamp: null, labels: { "kubevirt.io/domain": "exported", "kubevirt.io/size": "small" } },
+          spec: {
+            architecture: "amd64",
+            domain: {
+              devices: {
+                disks: [{ name: "containerdisk", disk: { bus: "virtio" } }, { name: "cloudinitdisk", disk: { bus: "virtio" } }],
+                interfaces: [{ name: "default", masquerade: {} }],
+              },
+              firmware: { uuid: "6f1a2b3c-4d5e-5f60-8a7b-9c0d1e2f3a4b" },
+              machine: { type: "q35" },
+              memory: { guest: "128Mi" },
+              resources: { requests: { memory: "128Mi" } },
+            },
+            networks: [{ name: "default", pod: {} }],
+            terminationGracePeriodSeconds: 0,
+            volumes: [
+              { name: "containerdisk", containerDisk: { image: "kubevirt-ts.local/tiny-guest:1" } },
+              { name: "cloudinitdisk", cloudInitNoCloud: { userDataBase64: Buffer.from("#cloud-config\n").toString("base64") } },
+            ],
+          },
+        },
+      },
+    },
+    apiServer: "accepts",
+  },
+  {
+    name: "another architecture than amd64",
+    object: newVm(newVmiSpec((s) => (s.architecture = "arm64"))),
+    invalid: { field: `${tpl}.architecture`, message: /only amd64 guests run here/ },
+    apiServer: "accepts",
+  },
   { name: "no interfaces and no networks (a default pod network is added)", object: newVm(newVmiSpec((s) => { delete s.domain.devices.interfaces; delete s.networks; })), apiServer: "accepts" },
   {
     name: "a cdrom on sata with cloud-init as base64",

@@ -177,6 +177,7 @@ export const vmiSpec = z
     terminationGracePeriodSeconds: z.number().int().optional().describe("Seconds the guest has to shut down; 30 unless set."),
     hostname: z.string().optional(),
     subdomain: z.string().optional(),
+    architecture: z.string().optional().describe("The guest's CPU architecture; amd64, the only one run here, unless set."),
   })
   .describe("The specification of a virtual machine instance.");
 

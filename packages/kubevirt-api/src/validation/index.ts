@@ -36,6 +36,9 @@ function validateVmiSpecRules(spec: VmiSpec, path: string, causes: Causes): void
   validateStorage(spec, path, causes);
   validateNetworking(spec, path, causes);
   validateBootOrder(spec, path, causes);
+  if (spec.architecture !== undefined && spec.architecture !== "amd64") {
+    causes.notSupported(`${path}.architecture`, `is ${JSON.stringify(spec.architecture)}; only amd64 guests run here (the nodes emulate or virtualize x86-64 alone): set amd64 or leave it out`);
+  }
   if (spec.terminationGracePeriodSeconds !== undefined && spec.terminationGracePeriodSeconds < 0) {
     causes.invalid(`${path}.terminationGracePeriodSeconds`, `must not be negative, got ${spec.terminationGracePeriodSeconds}`);
   }
