@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { VM_ACTIONS, type VmActionName, availableActions, vmiActionAvailability } from "./actions.ts";
-import { podNetworkInterface } from "./pod-network.ts";
+import { parseIpv4Network, podNetworkInterface } from "./pod-network.ts";
 import { DOMAIN_ACTION_SUBRESOURCE, PRINTABLE_STATUSES, type PrintableStatus, VMI_DOMAIN_ACTIONS, consoleServerPath, domainActionOf, parsePortForward, portForwardSegment } from "./constants.ts";
 
 type Vm = Parameters<typeof availableActions>[0];
@@ -135,6 +135,14 @@ describe("port forwards", () => {
     expect(parsePortForward("53", "udp")).toBe("protocol udp is not forwarded yet: only tcp is");
     expect(parsePortForward("22", "sctp")).toBe("protocol sctp is not known: give tcp (or udp, which is not forwarded yet)");
     expect(consoleServerPath("ns", "web", portForwardSegment({ port: 22, protocol: "tcp" }))).toBe("/v1/namespaces/ns/virtualmachineinstances/web/portforward/22/tcp");
+  });
+});
+
+describe("IPv4 networks", () => {
+  it("are read from a CIDR as the network's own address, and nothing else is one", () => {
+    expect(parseIpv4Network("198.18.77.9/26")).toEqual({ address: "198.18.77.0", prefix: 26 });
+    expect(parseIpv4Network("198.19.254.0/24")).toEqual({ address: "198.19.254.0", prefix: 24 });
+    for (const bad of ["198.19.254.0", "198.19.256.0/24", "198.19.254.0/33", "a.b.c.d/8"]) expect(parseIpv4Network(bad)).toBeUndefined();
   });
 });
 

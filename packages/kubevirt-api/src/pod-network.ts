@@ -18,5 +18,23 @@ export function podNetworkPorts(spec: NetworkFacts): { name?: string; port: numb
   return ports.map((p) => ({ ...(p.name !== undefined ? { name: p.name } : {}), port: p.port, protocol: p.protocol ?? "TCP" }));
 }
 
+/** An IPv4 network and its prefix length, the network's own address (the host bits cleared). */
+export interface Ipv4Network {
+  address: string;
+  prefix: number;
+}
+
+/** An IPv4 CIDR such as 198.19.254.0/24 as its network, or undefined when it is not one. */
+export function parseIpv4Network(cidr: string): Ipv4Network | undefined {
+  const match = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/.exec(cidr);
+  if (!match) return undefined;
+  const octets = match.slice(1, 5).map(Number);
+  const prefix = Number(match[5]);
+  if (octets.some((o) => o > 255) || prefix > 32) return undefined;
+  const value = octets.reduce((sum, octet) => sum * 256 + octet, 0);
+  const network = prefix === 0 ? 0 : value - (value % 2 ** (32 - prefix));
+  return { address: [24, 16, 8, 0].map((shift) => String(Math.floor(network / 2 ** shift) % 256)).join("."), prefix };
+}
+
 /** The lowest port an unprivileged process may bind; the launcher pod lowers it when the guest takes a port below it. */
 export const UNPRIVILEGED_PORT_START = 1024;

@@ -1,14 +1,12 @@
-import { DEFAULT_GRACE_PERIOD_SECONDS, LAUNCHER_OPS_PORT, LauncherDir, LauncherEnv } from "@kubevirt-ts/kubevirt-api";
+import { DEFAULT_GRACE_PERIOD_SECONDS, LAUNCHER_OPS_PORT, LauncherDir, LauncherEnv, parseIpv4Network } from "@kubevirt-ts/kubevirt-api";
 import { baseEnv, parseEnv } from "@kubevirt-ts/runtime";
 import { z } from "zod";
 
-const cidr = z
-  .string()
-  .regex(/^\d{1,3}(\.\d{1,3}){3}\/\d{1,2}$/, "must be an IPv4 CIDR such as 198.19.254.0/24")
-  .transform((value) => {
-    const [address = "", prefix = "24"] = value.split("/");
-    return { address, prefix: Number(prefix) };
-  });
+const cidr = z.string().transform((value, ctx) => {
+  const network = parseIpv4Network(value);
+  if (!network) ctx.addIssue({ code: "custom", message: "must be an IPv4 CIDR such as 198.19.254.0/24" });
+  return network ?? z.NEVER;
+});
 
 export const env = parseEnv(
   z.object({

@@ -1,4 +1,5 @@
 import { LAUNCHER_OPS_PORT } from "../launcher-layout.ts";
+import { parseIpv4Network } from "../pod-network.ts";
 import type { VmiSpec } from "../schema/vmi.ts";
 import type { Causes } from "./causes.ts";
 
@@ -6,14 +7,10 @@ const interfaceName = /^[A-Za-z0-9_-]+$/;
 const macAddress = /^([0-9A-Fa-f]{2}[:-]){5}[0-9A-Fa-f]{2}$/;
 /** A pod's port name (IANA_SVC_NAME): the launcher pod carries the interface's named ports. */
 const portName = /^(?=.{1,15}$)(?=.*[a-z])(?!.*--)[a-z0-9]([a-z0-9-]*[a-z0-9])?$/;
-const cidr = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/;
 
 function isIpv4Cidr(value: string): boolean {
-  const match = cidr.exec(value);
-  if (!match) return false;
-  const [, ...parts] = match;
-  const prefix = Number(parts[4]);
-  return parts.slice(0, 4).every((p) => Number(p) <= 255) && prefix >= 1 && prefix <= 30;
+  const network = parseIpv4Network(value);
+  return network !== undefined && network.prefix >= 1 && network.prefix <= 30;
 }
 
 export function validateNetworking(spec: VmiSpec, path: string, causes: Causes): void {

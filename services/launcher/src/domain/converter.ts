@@ -1,4 +1,4 @@
-import { type Disk, type VirtualMachineInstance, parseQuantity } from "@kubevirt-ts/kubevirt-api";
+import { type Disk, type Ipv4Network, type VirtualMachineInstance, parseIpv4Network, parseQuantity } from "@kubevirt-ts/kubevirt-api";
 import { type XmlElement, el, renderXml } from "./xml.ts";
 
 // The libvirt domain of a VMI: a pure function of the VMI's (defaulted) spec
@@ -27,7 +27,7 @@ export interface DomainContext {
   /** The kernel and initrd of a kernelBoot, copied out of their image. */
   kernelBoot?: { kernel?: string; initrd?: string };
   /** The guest side of a masquerade interface when the VMI's pod network names none (vmNetworkCIDR): an IPv4 network and prefix length. */
-  guestNetwork: { address: string; prefix: number };
+  guestNetwork: Ipv4Network;
 }
 
 /** Whether the domain can run, and how: KVM when it works, QEMU's emulation only where allowed. */
@@ -88,14 +88,10 @@ const interfaceAlias = (name: string) => `ua-${name}`;
 export const interfaceNetdev = (name: string) => `host${interfaceAlias(name)}`;
 
 /** The network behind a masquerade interface: its pod network's vmNetworkCIDR (as its network address), or the launcher's default. */
-export function guestNetworkOf(vmi: VirtualMachineInstance, iface: string, fallback: DomainContext["guestNetwork"]): DomainContext["guestNetwork"] {
+export function guestNetworkOf(vmi: VirtualMachineInstance, iface: string, fallback: Ipv4Network): Ipv4Network {
   const cidr = vmi.spec.networks?.find((n) => n.name === iface)?.pod?.vmNetworkCIDR;
-  if (cidr === undefined) return fallback;
-  const [address = "", prefix = ""] = cidr.split("/");
-  const bits = Number(prefix);
-  const value = address.split(".").reduce((sum, octet) => sum * 256 + Number(octet), 0);
-  const network = bits === 0 ? 0 : value - (value % 2 ** (32 - bits));
-  return { address: [24, 16, 8, 0].map((shift) => String(Math.floor(network / 2 ** shift) % 256)).join("."), prefix: bits };
+  // Validation admitted only an IPv4 CIDR; anything else is the launcher's default.
+  return (cidr === undefined ? undefined : parseIpv4Network(cidr)) ?? fallback;
 }
 
 function interfaceElements(vmi: VirtualMachineInstance, ctx: DomainContext): XmlElement[] {

@@ -4,7 +4,7 @@ import { access, constants, readFile, rename, rm, writeFile } from "node:fs/prom
 import { basename, join } from "node:path";
 import { promisify } from "node:util";
 import { type Domain, DomainState, type Hypervisor } from "@unraid/libvirt";
-import { type GuestAgentInfo, type GuestOsInfo, SocketsVolume, type VirtualMachineInstance, podNetworkInterface, podNetworkPorts } from "@kubevirt-ts/kubevirt-api";
+import { type GuestAgentInfo, type GuestOsInfo, type Ipv4Network, SocketsVolume, type VirtualMachineInstance, podNetworkInterface, podNetworkPorts } from "@kubevirt-ts/kubevirt-api";
 import { type DomainStatus, RpcError } from "@kubevirt-ts/launcher-protocol";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { type DomainType, chooseDomainType, domainName, domainXml, interfaceNetdev } from "../domain/converter.ts";
@@ -32,7 +32,7 @@ export interface DomainManagerOptions {
   layout: LauncherLayout;
   allowEmulation: boolean;
   kvmDevice: string;
-  guestNetwork: { address: string; prefix: number };
+  guestNetwork: Ipv4Network;
   log: Logger;
 }
 
