@@ -76,23 +76,32 @@ export function exitOnUncaughtErrors(log: Logger, exit: (code: number) => void =
 /** Runs a service as the main program of a process until it is signalled. */
 export async function runService(definition: ServiceDefinition): Promise<void> {
   exitOnUncaughtErrors(createLogger({ component: definition.name, level: definition.logLevel ?? "info" }));
-  const service = await startService(definition);
+  // The handlers are there before the service starts: a signal while it starts (a pod deleted at once) is kept and
+  // carried out once it has started, never left to Node's default, which would end the process without stopping the work.
+  const state: { service?: RunningService; signalled?: NodeJS.Signals } = {};
   const onSignal = (signal: NodeJS.Signals) => {
-    const timer = setTimeout(() => {
-      service.ctx.log.error("shutdown took too long; exiting", { timeoutMs: definition.shutdownTimeoutMs ?? 20_000 });
-      process.exit(1);
-    }, definition.shutdownTimeoutMs ?? 20_000);
-    timer.unref();
-    service.stop(signal).then(
-      () => process.exit(0),
-      (error: unknown) => {
-        service.ctx.log.error("shutdown failed", { error });
-        process.exit(1);
-      },
-    );
+    if (state.service) shutdown(state.service, signal);
+    else state.signalled = signal;
   };
   process.once("SIGTERM", onSignal);
   process.once("SIGINT", onSignal);
+  state.service = await startService(definition);
+  if (state.signalled) shutdown(state.service, state.signalled);
+
+  function shutdown(started: RunningService, signal: NodeJS.Signals): void {
+    const timer = setTimeout(() => {
+      started.ctx.log.error("shutdown took too long; exiting", { timeoutMs: definition.shutdownTimeoutMs ?? 20_000 });
+      process.exit(1);
+    }, definition.shutdownTimeoutMs ?? 20_000);
+    timer.unref();
+    started.stop(signal).then(
+      () => process.exit(0),
+      (error: unknown) => {
+        started.ctx.log.error("shutdown failed", { error });
+        process.exit(1);
+      },
+    );
+  }
 }
 
 /** An error that carries the status (HTTP status, or websocket close code) its answer should have. */
