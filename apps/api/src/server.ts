@@ -9,7 +9,8 @@ import { appRouter } from "./trpc/router.ts";
 import { limits } from "./limits.ts";
 import { readBody } from "./read-body.ts";
 import { kubeStatus } from "./subresources/api.ts";
-import { type AdmissionReview, type WebhookKind, mutate, validate } from "./webhooks.ts";
+import type { KubeClient } from "@kubevirt-ts/kube";
+import { type AdmissionReview, type WebhookKind, mutate, validate, vmValidationContext } from "./webhooks.ts";
 
 // The API's listeners: tRPC and the console websockets on one HTTP port
 // (the dashboard's server proxies both), and on a TLS port of their own,
@@ -51,10 +52,16 @@ export function createApiServer(services: ApiServices): Server {
   return server;
 }
 
-const WEBHOOKS: Record<string, { review: typeof validate; kind: WebhookKind }> = {
-  "/validate-virtualmachines": { review: validate, kind: "virtualmachines" },
+type Review = (review: AdmissionReview, kind: WebhookKind, own: KubeClient) => Promise<AdmissionReview> | AdmissionReview;
+
+/** A VM's validation looks up its instancetype and preference with the API's own account, as KubeVirt's virt-api does. */
+const validateWithContext: Review = async (review, kind, own) =>
+  validate(review, kind, kind === "virtualmachines" ? await vmValidationContext(review.request?.object, (r, ns, name) => own.find(r, ns, name)) : undefined);
+
+const WEBHOOKS: Record<string, { review: Review; kind: WebhookKind }> = {
+  "/validate-virtualmachines": { review: validateWithContext, kind: "virtualmachines" },
   "/mutate-virtualmachines": { review: mutate, kind: "virtualmachines" },
-  "/validate-virtualmachineinstances": { review: validate, kind: "virtualmachineinstances" },
+  "/validate-virtualmachineinstances": { review: validateWithContext, kind: "virtualmachineinstances" },
   "/mutate-virtualmachineinstances": { review: mutate, kind: "virtualmachineinstances" },
 };
 
@@ -63,7 +70,7 @@ const WEBHOOKS: Record<string, { review: typeof validate; kind: WebhookKind }> =
  * is given (the API server presents its front proxy's client certificate there; it is asked for, never required):
  * its PUT actions, and its console and VNC websockets as upgrades (`consoles`). Any other upgrade gets a 404.
  */
-export function createWebhookServer(tls: { cert: Buffer; key: Buffer }, log: Logger, subresources?: (req: IncomingMessage, res: ServerResponse) => boolean, consoles?: UpgradeHandler): Server {
+export function createWebhookServer(tls: { cert: Buffer; key: Buffer }, own: KubeClient, log: Logger, subresources?: (req: IncomingMessage, res: ServerResponse) => boolean, consoles?: UpgradeHandler): Server {
   const server = createTlsServer({ ...tls, requestCert: true, rejectUnauthorized: false, ...bounded(limits.webhookRequestTimeoutMs) }, (req: IncomingMessage, res: ServerResponse) => {
     const websocket = consoles ? consoleTarget(req.url) : undefined;
     if (websocket) {
@@ -78,13 +85,13 @@ export function createWebhookServer(tls: { cert: Buffer; key: Buffer }, log: Log
       res.writeHead(404).end();
       return;
     }
-    void readBody(req, limits.webhookBodyBytes).then((body) => {
+    void readBody(req, limits.webhookBodyBytes).then(async (body) => {
       if (!body) {
         res.writeHead(413, { "content-type": "text/plain", connection: "close" }).end(`an AdmissionReview is at most ${String(limits.webhookBodyBytes)} bytes\n`);
         return;
       }
       try {
-        const answer = hook.review(JSON.parse(body.toString("utf8")) as AdmissionReview, hook.kind);
+        const answer = await hook.review(JSON.parse(body.toString("utf8")) as AdmissionReview, hook.kind, own);
         res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(answer));
       } catch (error) {
         log.error("could not review an admission request", { url: req.url, error });

@@ -22,7 +22,7 @@ describe("the validating webhook", () => {
     expect(response?.allowed).toBe(false);
     expect(response?.status?.code).toBe(422);
     expect(response?.status?.details.causes).toEqual([
-      { type: "FieldValueNotFound", field: "spec.template.spec.domain.devices.disks[0].name", message: expect.stringMatching(/^spec\.template\.spec\.domain\.devices\.disks\[0\]\.name/) as unknown },
+      { reason: "FieldValueNotFound", field: "spec.template.spec.domain.devices.disks[0].name", message: expect.stringMatching(/^spec\.template\.spec\.domain\.devices\.disks\[0\]\.name/) as unknown },
     ]);
     expect(response?.status?.message).toContain("disks[0].name");
   });

@@ -1,6 +1,7 @@
 import { isDeepStrictEqual } from "node:util";
 import {
-  Finalizer, Label, VmiPhase, defaultVirtualMachine, defaultVirtualMachineInstance, summarize, validateVirtualMachine, validateVirtualMachineInstance, withPhase,
+  type Cause, CauseType, type ExpansionSources, Finalizer, Label, type Lookup, VmiPhase, defaultVirtualMachine, defaultVirtualMachineInstance, expansionSources, findInstancetypeAndPreference, parseVirtualMachine,
+  summarize, validateVirtualMachine, validateVirtualMachineInstance, withPhase,
 } from "@kubevirt-ts/kubevirt-api";
 import { kubeTime } from "@kubevirt-ts/kube";
 
@@ -22,7 +23,8 @@ export interface AdmissionReview {
 interface AdmissionResponse {
   uid: string;
   allowed: boolean;
-  status?: { code: number; reason: string; message: string; details: { causes: { type: string; field: string; message: string }[] } };
+  warnings?: string[];
+  status?: { code: number; reason: string; message: string; details: { causes: { reason: string; field: string; message: string }[] } };
   patchType?: "JSONPatch";
   patch?: string;
 }
@@ -33,16 +35,39 @@ export type WebhookKind = "virtualmachines" | "virtualmachineinstances";
 
 const specOf = (object: unknown) => (object as { spec?: unknown } | undefined)?.spec;
 
-export function validate(review: AdmissionReview, kind: WebhookKind): AdmissionReview {
+/**
+ * What a VM's validation needs from the cluster: its instancetype and preference (KubeVirt's v1.6 and later admit a
+ * VM whose instancetype is not there yet, with a warning; the controller reports it until it appears).
+ */
+export async function vmValidationContext(object: unknown, lookup: Lookup): Promise<VmValidationContext> {
+  const parsed = parseVirtualMachine(object);
+  if (!parsed.ok || (!parsed.value.spec.instancetype && !parsed.value.spec.preference)) return { sources: {}, warnings: [], refusals: [] };
+  const found = await findInstancetypeAndPreference(parsed.value, lookup);
+  return {
+    sources: expansionSources(found),
+    warnings: found.problems.filter((p) => !p.refused).map((p) => p.message),
+    refusals: found.problems.filter((p) => p.refused).map((p) => ({ reason: CauseType.NotSupported, field: p.field, message: p.message })),
+  };
+}
+
+interface VmValidationContext {
+  sources: ExpansionSources;
+  warnings: string[];
+  refusals: Cause[];
+}
+
+export function validate(review: AdmissionReview, kind: WebhookKind, context: VmValidationContext = { sources: {}, warnings: [], refusals: [] }): AdmissionReview {
   const request = review.request;
   if (!request) throw new Error("the AdmissionReview has no request");
   const answer = (response: Omit<AdmissionResponse, "uid">): AdmissionReview => ({ apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", response: { uid: request.uid, ...response } });
   if (request.operation === "UPDATE" && isDeepStrictEqual(specOf(request.object), specOf(request.oldObject))) return answer({ allowed: true });
-  const result = kind === "virtualmachines" ? validateVirtualMachine(request.object) : validateVirtualMachineInstance(request.object);
-  if (result.ok) return answer({ allowed: true });
+  const validated = kind === "virtualmachines" ? validateVirtualMachine(request.object, context.sources) : validateVirtualMachineInstance(request.object);
+  const causes = [...context.refusals, ...(validated.ok ? [] : validated.causes)];
+  const result = causes.length === 0 ? validated : { ok: false as const, causes };
+  if (result.ok) return answer({ allowed: true, ...(context.warnings.length > 0 ? { warnings: context.warnings } : {}) });
   return answer({
     allowed: false,
-    status: { code: 422, reason: "Invalid", message: summarize(result.causes), details: { causes: result.causes.map((c) => ({ type: c.reason, field: c.field, message: c.message })) } },
+    status: { code: 422, reason: "Invalid", message: summarize(result.causes), details: { causes: result.causes.map((c) => ({ reason: c.reason, field: c.field, message: c.message })) } },
   });
 }
 

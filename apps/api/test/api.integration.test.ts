@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { CoreV1Api, KubeConfig, RbacAuthorizationV1Api } from "@kubernetes/client-node";
 import { Pki } from "@kubevirt-ts/control-plane";
 import { test } from "@kubevirt-ts/control-plane/testing";
+import { KubeClient } from "@kubevirt-ts/kube";
 import { createLogger } from "@kubevirt-ts/runtime";
 import { TRPCClientError, createTRPCClient, httpLink } from "@trpc/client";
 import { afterAll, beforeAll, describe, expect } from "vitest";
@@ -241,7 +242,7 @@ describe("the admission webhooks, registered with the real API server", () => {
     const pki = new Pki(dir);
     await pki.createCa("webhook-ca");
     const pair = await pki.issue({ name: "webhook", commonName: "127.0.0.1", usage: "server", hosts: ["127.0.0.1"] });
-    const webhooks = createWebhookServer({ cert: await readFile(pair.cert), key: await readFile(pair.key) }, log);
+    const webhooks = createWebhookServer({ cert: await readFile(pair.cert), key: await readFile(pair.key) }, await KubeClient.fromKubeConfig(kubeConfig), log);
     webhooks.listen(0, "127.0.0.1");
     await once(webhooks, "listening");
     const address = webhooks.address();
@@ -273,6 +274,35 @@ describe("the admission webhooks, registered with the real API server", () => {
       plain.spec.template.spec.domain.devices.disks[0] = { name: "root", disk: {} } as never;
       const created = (await create(plain)) as { spec: { template: { spec: { domain: { devices: { disks: { disk: { bus: string } }[] } } } } } };
       expect(created.spec.template.spec.domain.devices.disks[0]?.disk.bus).toBe("sata");
+
+      // Instancetypes and preferences: looked up with the API's own account, conflicts refused by path, requirements
+      // checked, and the template left as written (no defaults that would conflict).
+      const group = { group: "instancetype.kubevirt.io", version: "v1beta1", namespace };
+      await custom.createNamespacedCustomObject({ ...group, plural: "virtualmachineinstancetypes", body: { apiVersion: "instancetype.kubevirt.io/v1beta1", kind: "VirtualMachineInstancetype", metadata: { name: "two" }, spec: { cpu: { guest: 2 }, memory: { guest: "256Mi" } } } });
+      await custom.createNamespacedCustomObject({ ...group, plural: "virtualmachinepreferences", body: { apiVersion: "instancetype.kubevirt.io/v1beta1", kind: "VirtualMachinePreference", metadata: { name: "big" }, spec: { requirements: { cpu: { guest: 4 } } } } });
+      const sized = (name: string, edit: (spec: Record<string, unknown>, domain: Record<string, unknown>) => void) => {
+        const object = vm(name) as unknown as { spec: Record<string, unknown> & { template: { spec: { domain: Record<string, unknown> } } } };
+        delete object.spec.template.spec.domain.memory;
+        object.spec.instancetype = { name: "two", kind: "virtualmachineinstancetype" };
+        edit(object.spec, object.spec.template.spec.domain);
+        return object;
+      };
+      const withInstancetype = (await create(sized("sized", () => undefined))) as { spec: { template: { spec: { domain: Record<string, unknown> } } } };
+      expect(withInstancetype.spec.template.spec.domain.cpu).toBeUndefined();
+      expect(withInstancetype.spec.template.spec.domain.memory).toBeUndefined();
+
+      const conflict = await create(sized("conflict", (_, domain) => (domain.cpu = { sockets: 1 }))).then(() => "created", (e: unknown) => String((e as { body?: string }).body));
+      expect(JSON.parse(conflict)).toMatchObject({ code: 422, details: { causes: [{ field: "spec.template.spec.domain.cpu.sockets" }] } });
+      expect(conflict).toContain("conflicts with selected instance type two");
+
+      const tooSmall = await create(sized("too-small", (spec) => (spec.preference = { name: "big", kind: "VirtualMachinePreference" }))).then(() => "created", (e: unknown) => String((e as { body?: string }).body));
+      expect(JSON.parse(tooSmall)).toMatchObject({ code: 422, details: { causes: [{ field: "spec.instancetype", reason: "FieldValueNotFound" }] } });
+      expect(tooSmall).toContain("requires 4 vCPU");
+
+      // One that is not there yet is admitted, as KubeVirt's v1.6 and later admit it; the controller reports it.
+      await expect(create(sized("later", (spec) => (spec.instancetype = { name: "not-yet" })))).resolves.toBeDefined();
+      const badKind = await create(sized("bad-kind", (spec) => (spec.instancetype = { name: "two", kind: "Flavor" }))).then(() => "created", (e: unknown) => String((e as { body?: string }).body));
+      expect(JSON.parse(badKind)).toMatchObject({ code: 422, details: { causes: [{ field: "spec.instancetype.kind" }] } });
     } finally {
       await admission.deleteValidatingWebhookConfiguration({ name: namespace });
       await admission.deleteMutatingWebhookConfiguration({ name: namespace });

@@ -5,6 +5,7 @@ import { request as httpsRequest } from "node:https";
 import { type AddressInfo, connect } from "node:net";
 import { join } from "node:path";
 import { test, tlsSecretDir } from "@kubevirt-ts/control-plane/testing";
+import { KubeClient } from "@kubevirt-ts/kube";
 import { createLogger } from "@kubevirt-ts/runtime";
 import { afterAll, beforeAll, describe, expect } from "vitest";
 import { WebSocket } from "ws";
@@ -126,10 +127,10 @@ describe("the console proxy", () => {
 });
 
 describe("the admission webhooks' port", () => {
-  test("refuses an AdmissionReview past its bound with 413, whether declared or streamed", async () => {
+  test("refuses an AdmissionReview past its bound with 413, whether declared or streamed", async ({ kubeConfig }) => {
     const dir = await tlsSecretDir("127.0.0.1", "server", ["127.0.0.1"]);
     const [ca, cert, key] = await Promise.all(["ca.crt", "tls.crt", "tls.key"].map((name) => readFile(join(dir, name))));
-    const webhooks = createWebhookServer({ cert: cert ?? Buffer.alloc(0), key: key ?? Buffer.alloc(0) }, log);
+    const webhooks = createWebhookServer({ cert: cert ?? Buffer.alloc(0), key: key ?? Buffer.alloc(0) }, await KubeClient.fromKubeConfig(kubeConfig), log);
     webhooks.listen(0, "127.0.0.1");
     await once(webhooks, "listening");
     const post = (headers: Record<string, string>) => httpsRequest({ host: "127.0.0.1", port: (webhooks.address() as AddressInfo).port, path: "/validate-virtualmachines", method: "POST", ca, headers });

@@ -60,6 +60,7 @@ beforeAll(async () => {
   const frontProxy = new FrontProxy(own);
   const server = createWebhookServer(
     { cert: await readFile(join(serving, "tls.crt")), key: await readFile(join(serving, "tls.key")) },
+    own,
     log,
     createSubresourceApi({ own, handlers, frontProxy, log, version: "test" }),
     createSubresourceConsoles({ own, handlers, frontProxy, log }),

@@ -17,6 +17,26 @@ export const Resource = {
   VirtualMachineInstance: { plural: "virtualmachineinstances", singular: "virtualmachineinstance", shortNames: ["vmi", "vmis"] },
 } as const;
 
+/** Instancetypes and preferences: KubeVirt's group for a VM's size and its guest OS's preferred devices. */
+export const INSTANCETYPE_GROUP = "instancetype.kubevirt.io";
+export const INSTANCETYPE_VERSION = "v1beta1";
+export const INSTANCETYPE_API_VERSION = `${INSTANCETYPE_GROUP}/${INSTANCETYPE_VERSION}`;
+
+export const InstancetypeKind = {
+  Instancetype: "VirtualMachineInstancetype",
+  ClusterInstancetype: "VirtualMachineClusterInstancetype",
+  Preference: "VirtualMachinePreference",
+  ClusterPreference: "VirtualMachineClusterPreference",
+} as const;
+export type InstancetypeKind = (typeof InstancetypeKind)[keyof typeof InstancetypeKind];
+
+export const InstancetypeResource = {
+  VirtualMachineInstancetype: { plural: "virtualmachineinstancetypes", singular: "virtualmachineinstancetype", shortNames: ["vminstancetype", "vminstancetypes", "vmf", "vmfs"], namespaced: true },
+  VirtualMachineClusterInstancetype: { plural: "virtualmachineclusterinstancetypes", singular: "virtualmachineclusterinstancetype", shortNames: ["vmclusterinstancetype", "vmclusterinstancetypes", "vmcf", "vmcfs"], namespaced: false },
+  VirtualMachinePreference: { plural: "virtualmachinepreferences", singular: "virtualmachinepreference", shortNames: ["vmpref", "vmprefs", "vmp", "vmps"], namespaced: true },
+  VirtualMachineClusterPreference: { plural: "virtualmachineclusterpreferences", singular: "virtualmachineclusterpreference", shortNames: ["vmcpref", "vmcprefs", "vmcp", "vmcps"], namespaced: false },
+} as const;
+
 export const RunStrategy = {
   Always: "Always",
   RerunOnFailure: "RerunOnFailure",

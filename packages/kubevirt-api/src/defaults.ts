@@ -33,7 +33,6 @@ export function runStrategyOf(spec: Pick<VmSpec, "running" | "runStrategy">): Ru
 
 function defaultDisk(disk: Disk, bus: DiskBus): Disk {
   const result = { ...disk };
-  if (!result.disk && !result.cdrom && !result.lun) result.disk = {};
   if (result.disk) result.disk = { ...result.disk, bus: result.disk.bus ?? bus };
   if (result.lun) result.lun = { ...result.lun, bus: result.lun.bus ?? bus };
   if (result.cdrom) {
@@ -42,12 +41,22 @@ function defaultDisk(disk: Disk, bus: DiskBus): Disk {
   return result;
 }
 
-function defaultDisks(spec: VmiSpec, bus: DiskBus): Disk[] {
+/**
+ * The devices KubeVirt adds before anything else applies (a preference's buses and models among them): a disk for each
+ * volume no disk attaches, a disk target for a disk that names none, and the pod network's interface when the spec
+ * lists no network.
+ */
+export function withImplicitDevices(spec: VmiSpec, options: DefaultingOptions = DEFAULTING_OPTIONS): VmiSpec {
+  const result = structuredClone(spec);
   const disks = spec.domain.devices.disks ?? [];
   const named = new Set(disks.map((d) => d.name));
-  // A volume that no disk attaches gets a disk of its own, as in KubeVirt.
   const implicit = (spec.volumes ?? []).filter((v) => !named.has(v.name)).map((v): Disk => ({ name: v.name }));
-  return [...disks, ...implicit].map((d) => defaultDisk(d, bus));
+  const all = [...disks, ...implicit].map((d): Disk => (d.disk || d.cdrom || d.lun ? { ...d } : { ...d, disk: {} }));
+  if (all.length > 0) result.domain.devices.disks = all;
+  const { networks, interfaces } = defaultNetworks(spec, options.defaultNetworkInterface);
+  if (interfaces) result.domain.devices.interfaces = interfaces;
+  if (networks) result.networks = networks;
+  return result;
 }
 
 function defaultCpu(spec: VmiSpec): VmiSpec["domain"]["cpu"] {
@@ -81,9 +90,8 @@ function defaultNetworks(spec: VmiSpec, binding: DefaultingOptions["defaultNetwo
 
 /** A VMI spec with KubeVirt's defaults filled in. */
 export function defaultVmiSpec(spec: VmiSpec, options: DefaultingOptions = DEFAULTING_OPTIONS): VmiSpec {
-  const result = structuredClone(spec);
+  const result = withImplicitDevices(spec, options);
   const guest = spec.domain.memory?.guest ?? spec.domain.resources?.requests?.memory ?? spec.domain.resources?.limits?.memory;
-  const { networks, interfaces } = defaultNetworks(spec, options.defaultNetworkInterface);
 
   result.domain.cpu = defaultCpu(spec);
   if (guest !== undefined) result.domain.memory = { ...result.domain.memory, guest };
@@ -92,12 +100,10 @@ export function defaultVmiSpec(spec: VmiSpec, options: DefaultingOptions = DEFAU
   result.domain.machine = { ...result.domain.machine, type: spec.domain.machine?.type ?? options.machineType };
   // KubeVirt's default architecture: the cluster's, amd64 here.
   result.architecture = spec.architecture ?? "amd64";
-  result.domain.devices.disks = defaultDisks(spec, options.defaultDiskBus);
+  result.domain.devices.disks = (result.domain.devices.disks ?? []).map((d) => defaultDisk(d, options.defaultDiskBus));
   // KubeVirt's default for EFI: secure boot (with SMM, which the launcher turns on for it).
   const efi = result.domain.firmware?.bootloader?.efi;
   if (efi && efi.secureBoot === undefined) efi.secureBoot = true;
-  if (interfaces) result.domain.devices.interfaces = interfaces;
-  if (networks) result.networks = networks;
   return result;
 }
 
@@ -105,8 +111,13 @@ export function defaultVirtualMachineInstance(vmi: VirtualMachineInstance, optio
   return { ...structuredClone(vmi), spec: defaultVmiSpec(vmi.spec, options) };
 }
 
+/**
+ * A VM with its template defaulted. A VM with an instancetype or preference keeps its template as written, as
+ * KubeVirt's: defaults there would conflict with the instancetype or hide the preference; its VMI gets them.
+ */
 export function defaultVirtualMachine(vm: VirtualMachine, options: DefaultingOptions = DEFAULTING_OPTIONS): VirtualMachine {
   const result = structuredClone(vm);
+  if (vm.spec.instancetype || vm.spec.preference) return result;
   result.spec.template.spec = defaultVmiSpec(vm.spec.template.spec, options);
   return result;
 }

@@ -1,4 +1,4 @@
-import { GROUP, Resource, VERSION } from "./constants.ts";
+import { GROUP, INSTANCETYPE_GROUP, INSTANCETYPE_VERSION, type InstancetypeKind, InstancetypeResource, Resource, VERSION } from "./constants.ts";
 
 // Where the kubevirt.io kinds live in the API, in the shape of
 // @kubevirt-ts/kube's ResourceType (group, version, plural, namespaced), for
@@ -11,3 +11,10 @@ export const kubevirtResources = {
   // in one update, and the chart's admission policy keeps everyone else from changing either (docs/adr/0008).
   virtualMachineInstances: { group: GROUP, version: VERSION, plural: Resource.VirtualMachineInstance.plural, namespaced: true, statusSubresource: false },
 } as const;
+
+/** Where instancetype.kubevirt.io's kinds live, by kind; ControllerRevisions keep a VM's copy of the one it uses. */
+export const instancetypeResources = Object.fromEntries(
+  Object.entries(InstancetypeResource).map(([kind, r]) => [kind, { group: INSTANCETYPE_GROUP, version: INSTANCETYPE_VERSION, plural: r.plural, namespaced: r.namespaced }]),
+) as Record<InstancetypeKind, { group: string; version: string; plural: string; namespaced: boolean }>;
+
+export const controllerRevisions = { group: "apps", version: "v1", plural: "controllerrevisions", namespaced: true } as const;

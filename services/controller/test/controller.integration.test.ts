@@ -1,7 +1,9 @@
 import { randomBytes } from "node:crypto";
 import { test as kubeTest } from "@kubevirt-ts/control-plane/testing";
 import { type KubeClient, type KubeObject, type OwnerReference, type Pod, isNotFound, resources } from "@kubevirt-ts/kube";
-import { type VirtualMachine, type VirtualMachineInstance, type VmSpec, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
+import {
+  INSTANCETYPE_API_VERSION, type VirtualMachine, type VirtualMachineInstance, type VmSpec, controllerRevisions, instancetypeResources, kubevirtResources,
+} from "@kubevirt-ts/kubevirt-api";
 import { describe, expect } from "vitest";
 import { decoyPod, newVm, newVmi, vmiSpec } from "./builders.ts";
 import { type RunningControllers, getObject, getVm, getVmi, launcherPods, metricValue, startControllers, testClient } from "./harness.ts";
@@ -97,6 +99,65 @@ describe("run strategies", () => {
     await expect.poll(() => getVmi(client, namespace, "manual"), poll).toBeUndefined();
     await expect.poll(() => printable(client, namespace, "manual"), poll).toBe("Stopped");
     expect(await launcherPods(client, namespace)).toEqual([]);
+  });
+});
+
+describe("instancetypes and preferences", () => {
+  test("size the VMI from a ControllerRevision owned by the VM, which later edits of the instancetype do not change", async ({ client, namespace }) => {
+    const instancetypes = instancetypeResources.VirtualMachineInstancetype;
+    await client.create(instancetypes, namespace, {
+      apiVersion: INSTANCETYPE_API_VERSION, kind: "VirtualMachineInstancetype", metadata: { name: "small" }, spec: { cpu: { guest: 2 }, memory: { guest: "256Mi" }, annotations: { size: "small" } },
+    });
+    await client.create(instancetypeResources.VirtualMachinePreference, namespace, {
+      apiVersion: INSTANCETYPE_API_VERSION, kind: "VirtualMachinePreference", metadata: { name: "virtio" }, spec: { cpu: { preferredCPUTopology: "cores" }, devices: { preferredDiskBus: "virtio" } },
+    });
+    const vm = newVm("sized", "Always", namespace);
+    vm.spec.instancetype = { name: "small", kind: "VirtualMachineInstancetype" };
+    vm.spec.preference = { name: "virtio", kind: "virtualmachinepreference" };
+    vm.spec.template.spec.domain = { devices: {} };
+    const created = await createVm(client, vm);
+
+    await expect.poll(() => getVmi(client, namespace, "sized"), poll).toBeDefined();
+    const vmi = await getVmi(client, namespace, "sized");
+    expect(vmi?.spec.domain.cpu).toMatchObject({ sockets: 1, cores: 2, threads: 1 });
+    expect(vmi?.spec.domain.memory?.guest).toBe("256Mi");
+    expect(vmi?.spec.domain.devices.disks).toEqual([{ name: "root", disk: { bus: "virtio" } }]);
+    expect(vmi?.metadata.annotations).toEqual({ size: "small" });
+
+    await expect.poll(async () => (await getVm(client, namespace, "sized"))?.status?.instancetypeRef, poll).toBeDefined();
+    const status = (await getVm(client, namespace, "sized"))?.status;
+    const small = await client.get(instancetypes, namespace, "small");
+    const revision = `sized-small-v1beta1-${small.metadata.uid ?? ""}-1`;
+    expect(status?.instancetypeRef).toEqual({ name: "small", kind: "VirtualMachineInstancetype", controllerRevisionRef: { name: revision } });
+    expect(status?.preferenceRef?.controllerRevisionRef?.name).toMatch(/^sized-virtio-v1beta1-/);
+    const captured = await client.get<KubeObject & { data: { kind: string; spec: unknown } }>(controllerRevisions, namespace, revision);
+    expect(captured.metadata.ownerReferences?.[0]).toMatchObject({ kind: "VirtualMachine", uid: created.metadata.uid, controller: true });
+    expect(captured.metadata.labels).toMatchObject({ "instancetype.kubevirt.io/object-name": "small", "instancetype.kubevirt.io/object-kind": "VirtualMachineInstancetype" });
+    expect(captured.data).toMatchObject({ kind: "VirtualMachineInstancetype", spec: { cpu: { guest: 2 } } });
+
+    // Growing the instancetype changes no VM that captured it: a restarted VMI keeps its 2 vCPUs.
+    await client.patch(instancetypes, namespace, "small", { spec: { cpu: { guest: 4 } } }, "merge");
+    await client.delete(kubevirtResources.virtualMachineInstances, namespace, "sized", { uid: vmi?.metadata.uid });
+    await expect.poll(async () => (await getVmi(client, namespace, "sized"))?.metadata.uid, poll).not.toBe(vmi?.metadata.uid);
+    await expect.poll(async () => (await getVmi(client, namespace, "sized"))?.spec.domain.cpu?.cores, poll).toBe(2);
+  });
+
+  test("a VM whose instancetype is not there yet says so in a Failure condition, and starts once it appears", async ({ client, namespace }) => {
+    const vm = newVm("waiting", "Always", namespace);
+    vm.spec.instancetype = { name: "later" };
+    vm.spec.template.spec.domain = { devices: {} };
+    await createVm(client, vm);
+    await expect.poll(async () => (await getVm(client, namespace, "waiting"))?.status?.conditions?.find((c) => c.type === "Failure")?.reason, poll).toBe("FailedFindInstancetype");
+    expect(await getVmi(client, namespace, "waiting")).toBeUndefined();
+    await client.create(instancetypeResources.VirtualMachineClusterInstancetype, undefined, {
+      apiVersion: INSTANCETYPE_API_VERSION, kind: "VirtualMachineClusterInstancetype", metadata: { name: "later", labels: { test: namespace } }, spec: { cpu: { guest: 1 }, memory: { guest: "128Mi" } },
+    });
+    try {
+      await expect.poll(async () => (await getVmi(client, namespace, "waiting"))?.spec.domain.memory?.guest, { ...poll, timeout: 60_000 }).toBe("128Mi");
+      await expect.poll(async () => (await getVm(client, namespace, "waiting"))?.status?.conditions?.some((c) => c.type === "Failure"), poll).toBe(false);
+    } finally {
+      await client.delete(instancetypeResources.VirtualMachineClusterInstancetype, undefined, "later");
+    }
   });
 });
 

@@ -1,5 +1,6 @@
 import type { z } from "zod";
-import { API_VERSION, GROUP, Kind, Resource, VERSION } from "../constants.ts";
+import { GROUP, INSTANCETYPE_API_VERSION, INSTANCETYPE_GROUP, INSTANCETYPE_VERSION, InstancetypeKind, InstancetypeResource, Kind, Resource, VERSION } from "../constants.ts";
+import { instancetypeSpec, preferenceSpec } from "../schema/instancetype.ts";
 import { vmSpec, vmStatus } from "../schema/vm.ts";
 import { vmiSpec, vmiStatus } from "../schema/vmi.ts";
 import { kubevirtResources } from "../resources.ts";
@@ -20,10 +21,14 @@ const age: PrinterColumn = { name: "Age", type: "date", jsonPath: ".metadata.cre
 const ready: PrinterColumn = { name: "Ready", type: "string", jsonPath: ".status.conditions[?(@.type=='Ready')].status" };
 
 interface CrdInput {
-  kind: Kind;
+  kind: string;
+  names: { plural: string; singular: string; shortNames: readonly string[] };
+  group: string;
+  version: string;
+  scope: "Namespaced" | "Cluster";
   description: string;
   spec: z.ZodType;
-  status: z.ZodType;
+  status?: z.ZodType;
   columns: PrinterColumn[];
   /** Whether status is a subresource: kubevirtResources says, for the clients, as KubeVirt's CRDs do. */
   statusSubresource: boolean;
@@ -31,30 +36,31 @@ interface CrdInput {
 }
 
 function crd(input: CrdInput): Record<string, unknown> {
-  const names = Resource[input.kind];
+  const { names, group } = input;
+  const apiVersion = `${group}/${input.version}`;
   const specSchema: OpenApiSchema = toStructuralSchema(input.spec);
   if (input.specValidations) specSchema["x-kubernetes-validations"] = input.specValidations;
   return {
     apiVersion: "apiextensions.k8s.io/v1",
     kind: "CustomResourceDefinition",
     metadata: {
-      name: `${names.plural}.${GROUP}`,
+      name: `${names.plural}.${group}`,
       labels: { "app.kubernetes.io/part-of": "kubevirt-ts" },
     },
     spec: {
-      group: GROUP,
+      group,
       names: {
         kind: input.kind,
         listKind: `${input.kind}List`,
         plural: names.plural,
         singular: names.singular,
         shortNames: [...names.shortNames],
-        categories: ["all"],
+        categories: input.scope === "Namespaced" && group === GROUP ? ["all"] : [],
       },
-      scope: "Namespaced",
+      scope: input.scope,
       versions: [
         {
-          name: VERSION,
+          name: input.version,
           served: true,
           storage: true,
           subresources: input.statusSubresource ? { status: {} } : {},
@@ -65,11 +71,11 @@ function crd(input: CrdInput): Record<string, unknown> {
               description: input.description,
               required: ["spec"],
               properties: {
-                apiVersion: { type: "string", description: `Always ${API_VERSION}.` },
+                apiVersion: { type: "string", description: `Always ${apiVersion}.` },
                 kind: { type: "string", description: `Always ${input.kind}.` },
                 metadata: { type: "object" },
                 spec: specSchema,
-                status: toStructuralSchema(input.status),
+                ...(input.status ? { status: toStructuralSchema(input.status) } : {}),
               },
             },
           },
@@ -79,8 +85,10 @@ function crd(input: CrdInput): Record<string, unknown> {
   };
 }
 
+const kubevirtKind = (kind: Kind) => ({ kind, names: Resource[kind], group: GROUP, version: VERSION, scope: "Namespaced" as const });
+
 export const virtualMachineCrd = crd({
-  kind: Kind.VirtualMachine,
+  ...kubevirtKind(Kind.VirtualMachine),
   description: "A virtual machine: its template, and when it should run. It creates a VirtualMachineInstance when it runs.",
   spec: vmSpec,
   status: vmStatus,
@@ -95,7 +103,7 @@ export const virtualMachineCrd = crd({
 });
 
 export const virtualMachineInstanceCrd = crd({
-  kind: Kind.VirtualMachineInstance,
+  ...kubevirtKind(Kind.VirtualMachineInstance),
   description: "A running instance of a virtual machine: one guest in one launcher pod.",
   spec: vmiSpec,
   status: vmiStatus,
@@ -110,14 +118,33 @@ export const virtualMachineInstanceCrd = crd({
   ],
 });
 
+const instancetypeKind = (kind: InstancetypeKind) => {
+  const { namespaced, ...names } = InstancetypeResource[kind];
+  return { kind, names, group: INSTANCETYPE_GROUP, version: INSTANCETYPE_VERSION, scope: namespaced ? ("Namespaced" as const) : ("Cluster" as const), statusSubresource: false };
+};
+const sizeColumns: PrinterColumn[] = [
+  { name: "vCPUs", type: "integer", jsonPath: ".spec.cpu.guest" },
+  { name: "Memory", type: "string", jsonPath: ".spec.memory.guest" },
+  age,
+];
+const INSTANCETYPE = `An ${INSTANCETYPE_API_VERSION} size: the vCPUs and memory of the VMs that name it in spec.instancetype`;
+const PREFERENCE = `An ${INSTANCETYPE_API_VERSION} preference: the devices, firmware and CPU layout a guest OS prefers, for the VMs that name it in spec.preference`;
+
+export const instancetypeCrds = [
+  crd({ ...instancetypeKind(InstancetypeKind.Instancetype), description: `${INSTANCETYPE}, in one namespace.`, spec: instancetypeSpec, columns: sizeColumns }),
+  crd({ ...instancetypeKind(InstancetypeKind.ClusterInstancetype), description: `${INSTANCETYPE}, for every namespace.`, spec: instancetypeSpec, columns: sizeColumns }),
+  crd({ ...instancetypeKind(InstancetypeKind.Preference), description: `${PREFERENCE}, in one namespace.`, spec: preferenceSpec, columns: [age] }),
+  crd({ ...instancetypeKind(InstancetypeKind.ClusterPreference), description: `${PREFERENCE}, for every namespace.`, spec: preferenceSpec, columns: [age] }),
+];
+
 /** The generated files, by path relative to the chart's crds/ folder. */
 export function renderCrdFiles(toYaml: (value: unknown) => string): Map<string, string> {
   const header = "# Generated from packages/kubevirt-api by `npm run generate`; do not edit.\n";
   return new Map(
-    [virtualMachineCrd, virtualMachineInstanceCrd].map((c) => {
+    [virtualMachineCrd, virtualMachineInstanceCrd, ...instancetypeCrds].map((c) => {
       const name = (c.metadata as { name: string }).name;
-      const [plural = name] = name.split(".");
-      return [`${GROUP}_${plural}.yaml`, header + toYaml(c)];
+      const dot = name.indexOf(".");
+      return [`${name.slice(dot + 1)}_${name.slice(0, dot)}.yaml`, header + toYaml(c)];
     }),
   );
 }

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { PRINTABLE_STATUSES, RUN_STRATEGIES } from "../constants.ts";
 import { condition, objectMeta } from "./common.ts";
+import { instancetypeMatcher, instancetypeStatusRef, preferenceMatcher } from "./instancetype.ts";
 import { vmiSpec } from "./vmi.ts";
 
 export const vmiTemplate = z
@@ -24,6 +25,12 @@ export const vmSpec = z
       .optional()
       .describe("When the VM runs: Always, RerunOnFailure, Manual, Halted or Once. Never together with running."),
     running: z.boolean().optional().describe("Deprecated: use runStrategy. true means Always, false means Halted."),
+    instancetype: instancetypeMatcher
+      .optional()
+      .describe("The instancetype that sizes the VM (vCPUs, memory); the template must not set what it sets."),
+    preference: preferenceMatcher
+      .optional()
+      .describe("The preference for the guest OS: device buses and models, firmware, CPU layout, used where the template leaves them unset."),
     template: vmiTemplate,
   })
   .describe("The specification of a virtual machine.");
@@ -50,6 +57,8 @@ export const vmStatus = z.object({
       retryAfterTimestamp: z.string().optional(),
     })
     .optional(),
+  instancetypeRef: instancetypeStatusRef.optional().describe("The instancetype in effect and the ControllerRevision that holds it."),
+  preferenceRef: instancetypeStatusRef.optional().describe("The preference in effect and the ControllerRevision that holds it."),
   observedGeneration: z.number().int().optional(),
   desiredGeneration: z.number().int().optional(),
 });

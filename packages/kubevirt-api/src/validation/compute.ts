@@ -53,12 +53,13 @@ function validateResources(domain: DomainSpec, path: string, causes: Causes): vo
   }
 }
 
-function validateMemory(domain: DomainSpec, path: string, causes: Causes): void {
+function validateMemory(domain: DomainSpec, path: string, causes: Causes, sizedElsewhere: boolean): void {
   const guest = domain.memory?.guest;
   const request = domain.resources?.requests?.memory;
   const limit = domain.resources?.limits?.memory;
   const effective = guest ?? request ?? limit;
   if (effective === undefined) {
+    if (sizedElsewhere) return;
     causes.required(
       `${path}.memory.guest`,
       `is not set and neither is ${path}.resources.requests.memory: set one of them to give the guest memory, e.g. 1Gi`,
@@ -121,10 +122,11 @@ function validateFirmware(domain: DomainSpec, path: string, causes: Causes): voi
   }
 }
 
-export function validateCompute(domain: DomainSpec, path: string, causes: Causes): void {
+/** KubeVirt's rules for CPU, memory, machine and firmware; `sizedElsewhere`: an instancetype not yet found gives the memory. */
+export function validateCompute(domain: DomainSpec, path: string, causes: Causes, sizedElsewhere = false): void {
   validateCpu(domain, path, causes);
   validateResources(domain, path, causes);
-  validateMemory(domain, path, causes);
+  validateMemory(domain, path, causes, sizedElsewhere);
   validateMachine(domain, path, causes);
   validateFirmware(domain, path, causes);
 }

@@ -2,6 +2,7 @@ import type { z } from "zod";
 import { RUN_STRATEGIES } from "../constants.ts";
 import { type VirtualMachine, virtualMachine } from "../schema/vm.ts";
 import { type VirtualMachineInstance, type VmiSpec, virtualMachineInstance } from "../schema/vmi.ts";
+import { type ExpansionSources, expandVmiSpec } from "../instancetype/expand.ts";
 import { Causes, type Validation } from "./causes.ts";
 import { validateCompute } from "./compute.ts";
 import { dnsLabelProblem } from "./names.ts";
@@ -9,7 +10,7 @@ import { validateNetworking } from "./network.ts";
 import { validateStorage } from "./storage.ts";
 import { zodIssuesToCauses } from "./zod-issues.ts";
 
-export { type Cause, CauseType, type Validation, summarize } from "./causes.ts";
+export { type Cause, CauseType, Causes, type Validation, summarize } from "./causes.ts";
 export { dnsLabelProblem } from "./names.ts";
 export { MAX_CLOUD_INIT_BYTES } from "./storage.ts";
 
@@ -31,8 +32,8 @@ function validateBootOrder(spec: VmiSpec, path: string, causes: Causes): void {
 }
 
 /** KubeVirt's rules for a VMI spec that already has the right shape. */
-function validateVmiSpecRules(spec: VmiSpec, path: string, causes: Causes): void {
-  validateCompute(spec.domain, `${path}.domain`, causes);
+function validateVmiSpecRules(spec: VmiSpec, path: string, causes: Causes, sizedElsewhere = false): void {
+  validateCompute(spec.domain, `${path}.domain`, causes, sizedElsewhere);
   validateStorage(spec, path, causes);
   validateNetworking(spec, path, causes);
   validateBootOrder(spec, path, causes);
@@ -78,8 +79,16 @@ export function validateVirtualMachineInstance(input: unknown): Validation<Virtu
   return finish(parsed.value, causes);
 }
 
-/** Validates a VirtualMachine: its shape first, then KubeVirt's rules, including those of its template. */
-export function validateVirtualMachine(input: unknown): Validation<VirtualMachine> {
+/** A VirtualMachine's shape alone, before its instancetype and preference are looked up. */
+export function parseVirtualMachine(input: unknown): Validation<VirtualMachine> {
+  return parse(virtualMachine, input);
+}
+
+/**
+ * Validates a VirtualMachine: its shape first, then KubeVirt's rules, including those of its template as its
+ * instancetype and preference (`sources`, as found; one not found is not checked against) expand it.
+ */
+export function validateVirtualMachine(input: unknown, sources: ExpansionSources = {}): Validation<VirtualMachine> {
   const parsed = parse(virtualMachine, input);
   if (!parsed.ok) return parsed;
   const vm = parsed.value;
@@ -93,6 +102,9 @@ export function validateVirtualMachine(input: unknown): Validation<VirtualMachin
   } else if (vm.spec.running === undefined && vm.spec.runStrategy === undefined) {
     causes.required("spec.runStrategy", `must be set to one of: ${RUN_STRATEGIES.join(", ")}`);
   }
-  validateVmiSpecRules(vm.spec.template.spec, "spec.template.spec", causes);
+  const template = vm.spec.template;
+  const expanded = expandVmiSpec({ spec: template.spec, annotations: template.metadata?.annotations }, sources, "spec.template.spec", causes);
+  // An instancetype gives the memory: when it is not found yet, or conflicts, nothing more is said of memory here.
+  validateVmiSpecRules(expanded.spec, "spec.template.spec", causes, vm.spec.instancetype !== undefined);
   return finish(vm, causes);
 }

@@ -8,6 +8,7 @@ import type { Logger } from "@kubevirt-ts/runtime";
 import { controllerOf, controllerRef } from "../common/owner.ts";
 
 import { type VmAction, backoffMs, decide } from "./decide.ts";
+import { type Sizing, sizeVm } from "./instancetype.ts";
 import { deriveVmStatus } from "./status.ts";
 
 // The VirtualMachine controller: keeps each VM's VMI in the state its run
@@ -23,8 +24,8 @@ export interface VmControllerDeps {
   now: () => Date;
 }
 
-/** The VMI a VM creates: its template, with KubeVirt's defaults, owned by the VM. */
-export function vmiForVm(vm: VirtualMachine): VirtualMachineInstance {
+/** The VMI a VM creates: its template (as its instancetype and preference expand it), with KubeVirt's defaults, owned by the VM. */
+export function vmiForVm(vm: VirtualMachine, expanded: NonNullable<Sizing["expanded"]>): VirtualMachineInstance {
   const template = vm.spec.template;
   return {
     apiVersion: API_VERSION,
@@ -33,10 +34,10 @@ export function vmiForVm(vm: VirtualMachine): VirtualMachineInstance {
       name: vm.metadata.name,
       namespace: vm.metadata.namespace,
       labels: { ...template.metadata?.labels, [Label.VmName]: vm.metadata.name ?? "" },
-      ...(template.metadata?.annotations ? { annotations: { ...template.metadata.annotations } } : {}),
+      ...(expanded.annotations ? { annotations: { ...expanded.annotations } } : {}),
       ownerReferences: [controllerRef({ apiVersion: API_VERSION, kind: Kind.VirtualMachine, metadata: vm.metadata })],
     },
-    spec: defaultVmiSpec(template.spec),
+    spec: defaultVmiSpec(expanded.spec),
   };
 }
 
@@ -50,7 +51,7 @@ interface SyncOutcome {
 export function createVmReconciler(deps: VmControllerDeps): Reconcile {
   const { client, vms, vmis, expectations, recorder, log, now } = deps;
 
-  async function execute(vm: VirtualMachine, action: VmAction, key: string, startFailure: VmStatus["startFailure"]): Promise<SyncOutcome> {
+  async function execute(vm: VirtualMachine, action: VmAction, key: string, startFailure: VmStatus["startFailure"], sizing: Sizing): Promise<SyncOutcome> {
     const { namespace, name = "" } = vm.metadata;
     switch (action.kind) {
       case "none":
@@ -58,9 +59,10 @@ export function createVmReconciler(deps: VmControllerDeps): Reconcile {
       case "backoff":
         return { action, startFailure, requeueAfterMs: Math.max(action.untilMs - now().getTime(), 0) + 100 };
       case "create": {
+        if (!sizing.expanded) return { action: { kind: "none" }, startFailure, error: sizing.problem };
         expectations.expectCreations(key, 1);
         try {
-          await client.create(kubevirtResources.virtualMachineInstances, namespace, vmiForVm(vm));
+          await client.create(kubevirtResources.virtualMachineInstances, namespace, vmiForVm(vm, sizing.expanded));
           recorder.record(vm, "Normal", EventReason.SuccessfulCreate, `Started the virtual machine by creating the new virtual machine instance ${name}`);
         } catch (error) {
           expectations.creationObserved(key);
@@ -141,10 +143,14 @@ export function createVmReconciler(deps: VmControllerDeps): Reconcile {
       startFailure: vm.status?.startFailure,
       now: now(),
     });
-    const outcome = await execute(vm, decision.action, key, vm.status?.startFailure);
+    const sizing = await sizeVm(client, vm);
+    const outcome = await execute(vm, decision.action, key, vm.status?.startFailure, sizing);
     // A VMI that reached Running ends the crash loop.
     const startFailure = vmi?.status?.phase === "Running" ? undefined : outcome.startFailure;
-    const status = deriveVmStatus({ vm, vmi, runStrategy, requests: decision.requests, action: decision.action, startFailure, syncError: outcome.error, now: now() });
+    const status = deriveVmStatus({
+      vm, vmi, runStrategy, requests: decision.requests, action: outcome.action, startFailure, syncError: outcome.error ?? sizing.problem, now: now(),
+      instancetypeRef: sizing.instancetypeRef, preferenceRef: sizing.preferenceRef,
+    });
     const updated = await writeStatusIfChanged(client, kubevirtResources.virtualMachines, vm, status);
     if (updated) written.wrote(key, cached.metadata.resourceVersion, vm.metadata.resourceVersion);
     else if (vm !== cached) written.wrote(key, cached.metadata.resourceVersion);

@@ -17,6 +17,9 @@ export interface VmStatusInput {
   startFailure: VmStatus["startFailure"];
   syncError: { reason: string; message: string } | undefined;
   now: Date;
+  /** The instancetype and preference the VM runs with, captured in ControllerRevisions (undefined: none, or not found). */
+  instancetypeRef?: VmStatus["instancetypeRef"];
+  preferenceRef?: VmStatus["preferenceRef"];
 }
 
 function vmiCondition(vmi: VirtualMachineInstance | undefined, type: string): Condition | undefined {
@@ -83,5 +86,9 @@ export function deriveVmStatus(input: VmStatusInput): VmStatus {
   else delete status.stateChangeRequests;
   if (startFailure) status.startFailure = startFailure;
   else delete status.startFailure;
+  if (input.instancetypeRef) status.instancetypeRef = input.instancetypeRef;
+  else delete status.instancetypeRef;
+  if (input.preferenceRef) status.preferenceRef = input.preferenceRef;
+  else delete status.preferenceRef;
   return status;
 }
