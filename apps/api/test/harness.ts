@@ -48,7 +48,8 @@ export async function users(kubeConfig: KubeConfig, namespace: string): Promise<
   const rules = {
     editor: [
       { apiGroups: ["kubevirt.io"], resources: ["virtualmachines", "virtualmachineinstances"], verbs: ["get", "list", "watch", "create", "update", "patch", "delete"] },
-      { apiGroups: ["subresources.kubevirt.io"], resources: ["virtualmachineinstances/console", "virtualmachineinstances/vnc", "virtualmachineinstances/portforward", "virtualmachines/portforward", "virtualmachineinstances/guestosinfo", "virtualmachineinstances/userlist", "virtualmachineinstances/filesystemlist"], verbs: ["get"] },
+      { apiGroups: ["subresources.kubevirt.io"], resources: ["virtualmachineinstances/console", "virtualmachineinstances/vnc", "virtualmachineinstances/portforward", "virtualmachines/portforward", "virtualmachineinstances/guestosinfo", "virtualmachineinstances/userlist", "virtualmachineinstances/filesystemlist", "virtualmachines/expand-spec"], verbs: ["get"] },
+      { apiGroups: ["subresources.kubevirt.io"], resources: ["expand-vm-spec"], verbs: ["update"] },
       {
         apiGroups: ["subresources.kubevirt.io"],
         resources: ["virtualmachines/start", "virtualmachines/stop", "virtualmachines/restart", "virtualmachineinstances/pause", "virtualmachineinstances/unpause", "virtualmachineinstances/softreboot", "virtualmachineinstances/reset", "virtualmachineinstances/freeze", "virtualmachineinstances/unfreeze"],

@@ -112,6 +112,49 @@ describe("the subresource API", () => {
     expect(JSON.parse((await call("GET", "/apis/subresources.kubevirt.io/v1/version")).body)).toMatchObject({ gitVersion: "test" });
   });
 
+  test("expands a stored VM and a sent one as their instancetype and preference say, for a user who may", async ({ kubeConfig, custom, namespace }) => {
+    await users(kubeConfig, namespace);
+    const group = { group: "instancetype.kubevirt.io", version: "v1beta1", namespace };
+    await custom.createNamespacedCustomObject({ ...group, plural: "virtualmachineinstancetypes", body: { apiVersion: "instancetype.kubevirt.io/v1beta1", kind: "VirtualMachineInstancetype", metadata: { name: "two" }, spec: { cpu: { guest: 2 }, memory: { guest: "256Mi" } } } });
+    await custom.createNamespacedCustomObject({ ...group, plural: "virtualmachinepreferences", body: { apiVersion: "instancetype.kubevirt.io/v1beta1", kind: "VirtualMachinePreference", metadata: { name: "virtio" }, spec: { devices: { preferredDiskBus: "virtio" } } } });
+    const vm = (name: string, instancetype = "two") => ({
+      apiVersion: "kubevirt.io/v1", kind: "VirtualMachine", metadata: { name },
+      spec: {
+        runStrategy: "Halted", instancetype: { name: instancetype, kind: "VirtualMachineInstancetype" }, preference: { name: "virtio", kind: "VirtualMachinePreference" },
+        template: { spec: { domain: { devices: {} }, volumes: [{ name: "root", containerDisk: { image: "example/guest" } }] } },
+      },
+    });
+    const vms = { group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachines" };
+    await custom.createNamespacedCustomObject({ ...vms, body: vm("stored") });
+    await custom.createNamespacedCustomObject({ ...vms, body: vm("orphan", "gone") });
+    const editor = as(`system:serviceaccount:${namespace}:editor`);
+    const viewer = as(`system:serviceaccount:${namespace}:viewer`);
+    interface Expanded { spec: { instancetype?: unknown; preference?: unknown; template: { spec: { domain: { cpu: object; memory: { guest: string }; devices: { disks: object[] } } } } } }
+
+    const stored = await call("GET", vmPath(namespace, "stored", "expand-spec"), editor);
+    expect(stored.code).toBe(200);
+    const expanded = JSON.parse(stored.body) as Expanded;
+    expect(expanded.spec.instancetype).toBeUndefined();
+    expect(expanded.spec.preference).toBeUndefined();
+    expect(expanded.spec.template.spec.domain.cpu).toMatchObject({ sockets: 2, cores: 1, threads: 1 });
+    expect(expanded.spec.template.spec.domain.memory.guest).toBe("256Mi");
+    expect(expanded.spec.template.spec.domain.devices.disks).toEqual([{ name: "root", disk: { bus: "virtio" } }]);
+
+    const sent = await call("PUT", `/apis/subresources.kubevirt.io/v1/namespaces/${namespace}/expand-vm-spec`, { ...editor, body: JSON.stringify(vm("sent")) });
+    expect(sent.code).toBe(200);
+    expect((JSON.parse(sent.body) as Expanded).spec.template.spec.domain.memory.guest).toBe("256Mi");
+
+    const elsewhere = await call("PUT", `/apis/subresources.kubevirt.io/v1/namespaces/${namespace}/expand-vm-spec`, { ...editor, body: JSON.stringify({ ...vm("x"), metadata: { name: "x", namespace: "other" } }) });
+    expect([elsewhere.code, elsewhere.body]).toEqual([400, expect.stringContaining(`VM namespace must be empty or ${namespace}`)]);
+    const empty = await call("PUT", `/apis/subresources.kubevirt.io/v1/namespaces/${namespace}/expand-vm-spec`, editor);
+    expect([empty.code, empty.body]).toEqual([400, expect.stringContaining("empty request body")]);
+    const orphan = await call("GET", vmPath(namespace, "orphan", "expand-spec"), editor);
+    expect([orphan.code, (JSON.parse(orphan.body) as { message: string }).message]).toEqual([500, expect.stringContaining('"gone" not found')]);
+    expect((await call("GET", vmPath(namespace, "absent", "expand-spec"), editor)).code).toBe(404);
+    const refused = await call("GET", vmPath(namespace, "stored", "expand-spec"), viewer);
+    expect([refused.code, (JSON.parse(refused.body) as { message: string }).message]).toEqual([403, expect.stringContaining('cannot get resource "virtualmachines/expand-spec"')]);
+  });
+
   test("answers only the API server's front proxy, and only for a named user", async ({ namespace }) => {
     const path = vmPath(namespace, "vm", "start");
     const nobody = await call("PUT", path, { headers: { "X-Remote-User": "system:admin", "X-Remote-Group": "system:masters" } });

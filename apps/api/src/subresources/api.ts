@@ -8,6 +8,7 @@ import type { HandlerDialer } from "../handler-dialer.ts";
 import { limits } from "../limits.ts";
 import { readBody } from "../read-body.ts";
 import { ActionRefusal, requestFreeze, requestGuestAgent, requestScreenshot, requestVmAction, requestVmiAction } from "../vm-actions.ts";
+import { expandSentVm, expandStoredVm } from "./expand-spec.ts";
 import { type FrontProxy, frontProxyRefusal, remoteUser } from "./front-proxy.ts";
 
 // KubeVirt's subresource API, subresources.kubevirt.io v1 and v1alpha3, as
@@ -28,6 +29,7 @@ const READ_SUBRESOURCES = [
   "virtualmachineinstances/vnc/screenshot",
   "virtualmachineinstances/portforward",
   "virtualmachines/portforward",
+  "virtualmachines/expand-spec",
   ...GUEST_AGENT_QUERIES.map((q) => `virtualmachineinstances/${q}` as const),
 ] as const;
 
@@ -38,6 +40,8 @@ export const SUBRESOURCE_NAMES = [
   "virtualmachines/restart",
   ...Object.values(DOMAIN_ACTION_SUBRESOURCE).map((s) => `virtualmachineinstances/${s}`),
   ...FREEZE_ACTIONS.map((s) => `virtualmachineinstances/${s}` as const),
+  // PUT with a VirtualMachine, answered with it expanded (expand-spec.ts).
+  "expand-vm-spec",
   // Read with GET: the websockets (console-proxy.ts) and what the guest agent tells.
   ...READ_SUBRESOURCES,
 ] as const;
@@ -74,13 +78,14 @@ function sendStatus(res: ServerResponse, code: number, message: string, details?
 
 const sendJson = (res: ServerResponse, code: number, body: unknown) => res.writeHead(code, { "content-type": "application/json" }).end(JSON.stringify(body));
 
-function parseTarget(path: string): Target | "discovery" | "version" | "healthz" | undefined {
+function parseTarget(path: string): Target | { expandVmSpec: string } | "discovery" | "version" | "healthz" | undefined {
   const parts = path.slice(PREFIX.length).split("/");
   const [version, ...rest] = parts;
   if (!version || !(SUBRESOURCE_VERSIONS as readonly string[]).includes(version)) return undefined;
   if (rest.length === 0 || (rest.length === 1 && rest[0] === "")) return "discovery";
   if (rest.length === 1 && (rest[0] === "version" || rest[0] === "healthz")) return rest[0];
   const [namespaces, namespace, resource, name, ...sub] = rest;
+  if (namespaces === "namespaces" && namespace && resource === "expand-vm-spec" && name === undefined) return { expandVmSpec: decodeURIComponent(namespace) };
   if (namespaces !== "namespaces" || !namespace || !name || sub.length === 0) return undefined;
   if (resource !== "virtualmachines" && resource !== "virtualmachineinstances") return undefined;
   return { version, namespace: decodeURIComponent(namespace), resource, name: decodeURIComponent(name), subresource: sub.join("/") };
@@ -133,6 +138,21 @@ export function createSubresourceApi(services: SubresourceServices): (req: Incom
     if (typeof who === "string") throw new ActionRefusal(401, who);
 
     const requester = remoteRequester(services.own, who);
+    if ("expandVmSpec" in target) {
+      if (req.method !== "PUT") throw new ActionRefusal(405, `expand-vm-spec takes PUT, not ${req.method ?? ""}`);
+      const body = async () => {
+        const bytes = await readBody(req, limits.webhookBodyBytes);
+        if (bytes === undefined) throw new ActionRefusal(413, `a VirtualMachine to expand is at most ${String(limits.webhookBodyBytes)} bytes`);
+        return bytes.toString("utf8");
+      };
+      sendJson(res, 200, await expandSentVm(services.own, requester, target.expandVmSpec, body));
+      return;
+    }
+    if (target.resource === "virtualmachines" && target.subresource === "expand-spec") {
+      if (req.method !== "GET") throw new ActionRefusal(405, `${target.resource}/${target.subresource} takes GET, not ${req.method ?? ""}`);
+      sendJson(res, 200, await expandStoredVm(services.own, requester, target.namespace, target.name));
+      return;
+    }
     if (target.resource === "virtualmachineinstances" && target.subresource === "vnc/screenshot") {
       if (req.method !== "GET") throw new ActionRefusal(405, `${target.resource}/${target.subresource} takes GET, not ${req.method ?? ""}`);
       // KubeVirt's moveCursor wakes a display that went blank; kubevirt-ts does not move the cursor, so it refuses to pretend.

@@ -1,6 +1,7 @@
-import { withImplicitDevices } from "../defaults.ts";
+import { defaultVmiSpec, withImplicitDevices } from "../defaults.ts";
 import { parseQuantity } from "../quantity.ts";
 import type { InstancetypeSpec, PreferenceSpec } from "../schema/instancetype.ts";
+import type { VmSpec, VmStatus } from "../schema/vm.ts";
 import type { VmiSpec } from "../schema/vmi.ts";
 import type { Causes } from "../validation/causes.ts";
 
@@ -173,4 +174,23 @@ export function expandVmiSpec(template: { spec: VmiSpec; annotations?: Record<st
   checkRequirements(spec, sources, path, causes);
   const annotations = { ...preference?.spec.annotations, ...instancetype?.spec.annotations, ...template.annotations };
   return { spec, annotations: Object.keys(annotations).length > 0 ? annotations : undefined };
+}
+
+/**
+ * KubeVirt's expand-spec: the VM with its instancetype and preference applied and VMI defaults filled in, without
+ * spec.instancetype, spec.preference or their status references. A VM without either comes back as it is.
+ */
+export function expandVirtualMachine<V extends { spec: VmSpec; status?: VmStatus | undefined }>(vm: V, sources: ExpansionSources, causes: Causes): V {
+  if (!vm.spec.instancetype && !vm.spec.preference) return vm;
+  const template = vm.spec.template;
+  const expanded = expandVmiSpec({ spec: template.spec, annotations: template.metadata?.annotations }, sources, "spec.template.spec", causes);
+  const result = structuredClone({ ...vm, spec: { ...vm.spec, template: { ...template, spec: defaultVmiSpec(expanded.spec) } } });
+  delete result.spec.instancetype;
+  delete result.spec.preference;
+  if (expanded.annotations) result.spec.template.metadata = { ...result.spec.template.metadata, annotations: expanded.annotations };
+  if (result.status) {
+    delete result.status.instancetypeRef;
+    delete result.status.preferenceRef;
+  }
+  return result;
 }
