@@ -11,6 +11,7 @@ import { describe, expect, it } from "vitest";
 import { tokenOf } from "../tests/cluster-users.ts";
 import { tinyVm } from "../manifests.ts";
 import { custom, editorToken, imageOf, suiteNamespace } from "./cluster.ts";
+import { serialLog } from "./console.ts";
 
 // KubeVirt's subresource API through the Kubernetes API server, as virtctl
 // and every KubeVirt client reach it: the chart's APIService, the API
@@ -50,6 +51,15 @@ async function put(token: string, path: string, body = "{}"): Promise<string> {
   const kubectl = join(await ensureBinaries(["kubectl"]), "kubectl");
   return promisify(execFile)(kubectl, [`--kubeconfig=${await userKubeconfig(token)}`, "replace", "--raw", path, "-f", join(dir, "options.json")]).then(
     () => "done",
+    (error: unknown) => (error as { stderr?: string }).stderr ?? String(error),
+  );
+}
+
+/** kubectl as a user: GET --raw; the body, or the error's text when refused. */
+async function getRaw(token: string, path: string): Promise<string> {
+  const kubectl = join(await ensureBinaries(["kubectl"]), "kubectl");
+  return promisify(execFile)(kubectl, [`--kubeconfig=${await userKubeconfig(token)}`, "get", "--raw", path]).then(
+    ({ stdout }) => stdout,
     (error: unknown) => (error as { stderr?: string }).stderr ?? String(error),
   );
 }
@@ -102,5 +112,52 @@ describe("KubeVirt's subresource API through the Kubernetes API server", () => {
     const vm = (await ns.get("virtualmachines", "manual")) as { spec?: { runStrategy?: string }; status?: { printableStatus?: string } } | undefined;
     expect(vm?.spec?.runStrategy).toBe("Manual");
     await expect.poll(async () => (await ns.get("virtualmachines", "manual"))?.status?.printableStatus, { timeout: 30_000, interval: 1_000 }).toBe("Stopped");
+  });
+});
+
+describe("a VM as `virtctl create vm --instancetype u1.medium --preference debian` writes it", () => {
+  // virtctl's shape: no kinds (the cluster-wide ones, which the chart ships), no memory or CPU in the template. The
+  // tiny guest's kernel boot stands in for the container disk, and a short grace period for virtctl's 180 s.
+  const vm = () => {
+    const body = tinyVm("sized", imageOf("tiny-guest"), ns.name) as ReturnType<typeof tinyVm> & { spec: Record<string, unknown> };
+    body.spec.instancetype = { name: "u1.medium" };
+    body.spec.preference = { name: "debian" };
+    const domain = body.spec.template.spec.domain as Record<string, unknown>;
+    delete domain.memory;
+    domain.resources = {};
+    domain.devices = {};
+    return body;
+  };
+
+  it("runs sized by the instancetype, with the preference's devices and EFI firmware, captured in ControllerRevisions", { timeout: 240_000 }, async () => {
+    await custom.createNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace: ns.name, plural: "virtualmachines", body: vm() });
+    await expect.poll(() => vmiPhase("sized"), { timeout: 180_000, interval: 1_000 }).toBe("Running");
+    const vmi = (await ns.get("virtualmachineinstances", "sized")) as unknown as { spec: { domain: { cpu: object; memory: { guest: string }; firmware: { bootloader: unknown }; devices: { interfaces: { model: string }[]; rng: object } } } };
+    expect(vmi.spec.domain.cpu).toMatchObject({ sockets: 1, cores: 1, threads: 1 });
+    expect(vmi.spec.domain.memory.guest).toBe("4Gi");
+    expect(vmi.spec.domain.firmware.bootloader).toEqual({ efi: { secureBoot: false } });
+    expect(vmi.spec.domain.devices.interfaces[0]?.model).toBe("virtio");
+    expect(vmi.spec.domain.devices.rng).toEqual({});
+    // It boots through OVMF.
+    await expect.poll(() => serialLog(ns.name, "sized"), { timeout: 120_000, interval: 2_000 }).toContain("kubevirt-ts tiny guest: init reached");
+    const status = (await ns.get("virtualmachines", "sized"))?.status as { instancetypeRef?: { controllerRevisionRef?: { name?: string } } } | undefined;
+    expect(status?.instancetypeRef?.controllerRevisionRef?.name).toMatch(/^sized-u1\.medium-v1beta1-/);
+    expect(await ns.kubectl("get", "controllerrevisions", "-n", ns.name, "-o", "name")).toContain("controllerrevision.apps/sized-debian-v1beta1-");
+
+    // virtctl expand: the editor reads the VM as it runs, through the API server.
+    const expanded = JSON.parse(await getRaw(await editorToken(ns.name), vmPath("sized", "expand-spec"))) as { spec: { instancetype?: unknown; template: { spec: { domain: { memory: { guest: string } } } } } };
+    expect(expanded.spec.instancetype).toBeUndefined();
+    expect(expanded.spec.template.spec.domain.memory.guest).toBe("4Gi");
+  });
+
+  it("is refused by path when its template sets what the instancetype sets", async () => {
+    const conflicting = vm();
+    conflicting.metadata.name = "conflicting";
+    (conflicting.spec.template.spec.domain as Record<string, unknown>).memory = { guest: "4Gi" };
+    const refusal = await custom.createNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace: ns.name, plural: "virtualmachines", body: conflicting }).then(
+      () => "created",
+      (e: unknown) => String((e as { body?: string }).body),
+    );
+    expect(refusal).toContain("spec.template.spec.domain.memory.guest conflicts with selected instance type u1.medium");
   });
 });
