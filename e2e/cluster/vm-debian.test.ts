@@ -16,7 +16,10 @@ import { openConsole, serialLog } from "./console.ts";
 // its own disk, cloud-init reads the NoCloud user data the VM keeps in a
 // Secret (secretRef, so the password is not in the spec), systemd puts a
 // login prompt on the serial console, and a user logs in there through the
-// handler and runs commands that reach out of the pod.
+// handler and runs commands that reach out of the pod. It is sized and
+// shaped as KubeVirt users write it: the chart's u1.small instancetype and
+// debian preference, so it boots through EFI (OVMF, secure boot off) with
+// virtio devices, as on a KubeVirt cluster.
 
 const { name: namespace, get, kubectl, launcherPods } = suiteNamespace("e2e-debian");
 const boot = { timeout: 600_000, interval: 2_000 };
@@ -29,11 +32,11 @@ const vm = {
   metadata: { name: "debian", namespace },
   spec: {
     runStrategy: "Always",
+    instancetype: { name: "u1.small" },
+    preference: { name: "debian" },
     template: {
       spec: {
         domain: {
-          cpu: { cores: 1 },
-          memory: { guest: "1Gi" },
           devices: {
             disks: [
               { name: "root", disk: { bus: "virtio" } },
@@ -101,6 +104,10 @@ describe("a VM with the Debian guest", () => {
     const log = await serialLog(namespace, "debian");
     expect(log).toContain("Linux version");
     expect(log).toMatch(/Cloud-init v\. [\d.]+ running/);
+    // As the instancetype and preference expand it, from the copies the VM captured.
+    const domain = ((await get("virtualmachineinstances", "debian")) as unknown as { spec: { domain: { memory: { guest: string }; firmware: { bootloader: unknown } } } }).spec.domain;
+    expect(domain.memory.guest).toBe("2Gi");
+    expect(domain.firmware.bootloader).toEqual({ efi: { secureBoot: false } });
   });
 
   it("serves its serial console and VNC through the Kubernetes API server to an editor's token, as virtctl reaches them", async () => {
@@ -141,10 +148,10 @@ describe("a VM with the Debian guest", () => {
 
     const { spec } = await core.readNamespacedService({ name: "kubernetes", namespace: "default" });
     mark = text().length;
-    type(`echo "whoami=$(whoami) sum=$((40+2))"; ip -4 -o addr show scope global; timeout 10 bash -c 'exec 3<>/dev/tcp/${spec?.clusterIP ?? ""}/443' && echo "reached=k8s-$((6*7))"`);
+    type(`echo "whoami=$(whoami) sum=$((40+2)) firmware=$(test -d /sys/firmware/efi && echo efi || echo bios)"; ip -4 -o addr show scope global; timeout 10 bash -c 'exec 3<>/dev/tcp/${spec?.clusterIP ?? ""}/443' && echo "reached=k8s-$((6*7))"`);
     await expect.poll(() => after(mark), boot).toContain("reached=k8s-42");
     const output = after(mark);
-    expect(output).toContain("whoami=tester sum=42");
+    expect(output).toContain("whoami=tester sum=42 firmware=efi");
     // Masquerade: the guest's own address is on the launcher's private guest network, behind the pod's.
     expect(output).toMatch(/inet 198\.19\.254\.\d+\/24/);
     ws.close();

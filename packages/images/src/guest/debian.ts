@@ -8,8 +8,8 @@ import { buildRootfs } from "../rootfs.ts";
 
 // The Debian guest: a real bookworm system with systemd, a getty on the
 // serial console, cloud-init reading KubeVirt's NoCloud disk, DHCP on its
-// first NIC and the QEMU guest agent, on a disk that boots by itself (syslinux on a small FAT
-// partition, the root on ext4), with sshd, as a compressed qcow2 for a containerDisk.
+// first NIC and the QEMU guest agent, on a disk that boots by itself through BIOS or EFI
+// (syslinux on a small FAT partition, the root on ext4), with sshd, as a compressed qcow2 for a containerDisk.
 // Everything is made without mounting anything: mkfs.ext4 fills the root
 // from a folder, mtools fills the FAT partition.
 
@@ -56,6 +56,10 @@ const HOOKS = [
   `mkdir -p "$1/etc/systemd/system/ssh.service.d" && printf '[Service]\\nExecStartPre=\\nExecStartPre=/usr/bin/ssh-keygen -A\\nExecStartPre=/usr/sbin/sshd -t\\n' > "$1/etc/systemd/system/ssh.service.d/host-keys.conf"`,
 ];
 
+/** syslinux's EFI loader and its core module, from Debian's syslinux-efi. */
+const EFI_LOADER = "/usr/lib/SYSLINUX.EFI/efi64/syslinux.efi";
+const EFI_LDLINUX = "/usr/lib/syslinux/modules/efi64/ldlinux.e64";
+
 function bootConfig(): string {
   return [
     "SERIAL 0 115200",
@@ -74,7 +78,7 @@ function bootConfig(): string {
 /** The qcow2 disk of the Debian guest, built once per root filesystem and cached. */
 export async function buildDebianGuestDisk(): Promise<string> {
   const rootfs = await buildRootfs({ name: "debian-guest", packages: DEBIAN_GUEST_PACKAGES, hooks: HOOKS });
-  const key = createHash("sha256").update(rootfs.digest).update(bootConfig()).update(String(DISK_BYTES)).digest("hex").slice(0, 16);
+  const key = createHash("sha256").update(rootfs.digest).update(bootConfig()).update(String(DISK_BYTES)).update("bios+efi").digest("hex").slice(0, 16);
   const dir = join(env.KUBEVIRT_TS_CACHE, "guests");
   const disk = join(dir, `debian-${key}.qcow2`);
   if (await exists(disk)) return disk;
@@ -110,6 +114,12 @@ export async function buildDebianGuestDisk(): Promise<string> {
     await run("mcopy", ["-i", image, join(root, "boot", initrd), "::/initrd.img"]);
     await run("mcopy", ["-i", image, config, "::/syslinux.cfg"]);
     await run("syslinux", ["--offset", String(bootOffset), "--install", raw]);
+    // The same loader for EFI firmware (OVMF, as KubeVirt's preferredEfi asks): syslinux's EFI build at the removable
+    // media path, with its config beside it (unsigned, so secure boot stays off for this guest).
+    await run("mmd", ["-i", image, "::/EFI", "::/EFI/BOOT"]);
+    await run("mcopy", ["-i", image, EFI_LOADER, "::/EFI/BOOT/BOOTX64.EFI"]);
+    await run("mcopy", ["-i", image, EFI_LDLINUX, "::/EFI/BOOT/ldlinux.e64"]);
+    await run("mcopy", ["-i", image, config, "::/EFI/BOOT/syslinux.cfg"]);
 
     await run("mkfs.ext4", ["-q", "-F", "-L", "debian-root", "-U", ROOT_UUID, "-d", root, "-E", `offset=${String(ROOT_START * SECTOR)}`, raw, `${String((rootSectors * SECTOR) / 1024)}k`]);
     await run("qemu-img", ["convert", "-c", "-O", "qcow2", raw, `${disk}.partial`]);
