@@ -96,6 +96,36 @@ export const validationCases: ValidationCase[] = [
     invalid: { field: `${tpl}.architecture`, message: /only amd64 guests run here/ },
     apiServer: "accepts",
   },
+  {
+    name: "a Windows-style VM: Hyper-V enlightenments, SMM, EFI with secure boot, local time and timers",
+    object: newVm(newVmiSpec((s) => {
+      s.domain.firmware = { bootloader: { efi: { secureBoot: true } } };
+      s.domain.features = { acpi: {}, apic: {}, smm: {}, hyperv: { relaxed: {}, vapic: {}, spinlocks: { spinlocks: 8191 }, synictimer: { direct: {} }, vendorid: { vendorid: "KVMKVMKVM" } } };
+      s.domain.clock = { timezone: "America/New_York", timer: { hpet: { enabled: false }, pit: { tickPolicy: "delay" }, rtc: { tickPolicy: "catchup" }, hyperv: {} } };
+    })),
+    apiServer: "accepts",
+  },
+  {
+    name: "secure boot with SMM turned off",
+    object: newVm(newVmiSpec((s) => {
+      s.domain.firmware = { bootloader: { efi: {} } };
+      s.domain.features = { smm: { enabled: false } };
+    })),
+    invalid: { field: `${tpl}.domain.features.smm.enabled`, message: /secure boot .* needs SMM/ },
+    apiServer: "accepts",
+  },
+  {
+    name: "a clock in UTC and in a time zone at once",
+    object: newVm(newVmiSpec((s) => (s.domain.clock = { utc: {}, timezone: "Europe/Paris" }))),
+    invalid: { field: `${tpl}.domain.clock`, message: /choose one/ },
+    apiServer: "accepts",
+  },
+  {
+    name: "a time zone that is no name",
+    object: newVm(newVmiSpec((s) => (s.domain.clock = { timezone: "../../etc/passwd" }))),
+    invalid: { field: `${tpl}.domain.clock.timezone`, message: /time zone name/ },
+    apiServer: "accepts",
+  },
   { name: "no interfaces and no networks (a default pod network is added)", object: newVm(newVmiSpec((s) => { delete s.domain.devices.interfaces; delete s.networks; })), apiServer: "accepts" },
   {
     name: "a cdrom on sata with cloud-init as base64",

@@ -85,6 +85,55 @@ export const firmware = z.strictObject({
   kernelBoot: kernelBoot.optional().describe("Boot a kernel and initrd from a container image directly."),
 });
 
+/** A feature turned on by being listed, off with enabled: false (KubeVirt's FeatureState). */
+const featureState = z.strictObject({ enabled: z.boolean().optional().describe("true unless set to false.") });
+
+export const features = z
+  .strictObject({
+    acpi: featureState.optional().describe("ACPI, for power buttons and shutdown; on unless enabled: false."),
+    apic: z.strictObject({ enabled: z.boolean().optional(), endOfInterrupt: z.boolean().optional().describe("Paravirtualized end of interrupt.") }).optional().describe("The APIC; on unless enabled: false."),
+    smm: featureState.optional().describe("System management mode; secure boot needs it."),
+    pvspinlock: featureState.optional().describe("Paravirtualized spinlocks."),
+    hyperv: z
+      .strictObject({
+        relaxed: featureState.optional(),
+        vapic: featureState.optional(),
+        spinlocks: z.strictObject({ enabled: z.boolean().optional(), spinlocks: z.number().int().min(4095).optional().describe("Retries before a spinlock is reported; 4096 unless set.") }).optional(),
+        vpindex: featureState.optional(),
+        runtime: featureState.optional(),
+        synic: featureState.optional(),
+        synictimer: z.strictObject({ enabled: z.boolean().optional(), direct: featureState.optional() }).optional(),
+        reset: featureState.optional(),
+        vendorid: z.strictObject({ enabled: z.boolean().optional(), vendorid: z.string().max(12).optional() }).optional(),
+        frequencies: featureState.optional(),
+        reenlightenment: featureState.optional(),
+        tlbflush: featureState.optional(),
+        ipi: featureState.optional(),
+        evmcs: featureState.optional(),
+      })
+      .optional()
+      .describe("Hyper-V enlightenments, for Windows guests."),
+  })
+  .describe("Features of the virtual machine: ACPI, APIC, SMM, paravirtualization.");
+
+const timer = <T extends z.ZodRawShape>(shape: T) => z.strictObject({ enabled: z.boolean().optional().describe("true unless set to false."), ...shape }).optional();
+
+export const clock = z
+  .strictObject({
+    utc: z.strictObject({ offsetSeconds: z.number().int().optional().describe("Seconds the guest's clock is ahead of UTC.") }).optional().describe("The guest's clock runs in UTC (the default)."),
+    timezone: z.string().optional().describe("The guest's clock runs in this time zone, e.g. Europe/Paris (for guests that keep local time, as Windows)."),
+    timer: z
+      .strictObject({
+        hpet: timer({ tickPolicy: z.enum(["delay", "catchup", "merge", "discard"]).optional() }),
+        pit: timer({ tickPolicy: z.enum(["delay", "catchup", "discard"]).optional() }),
+        rtc: timer({ tickPolicy: z.enum(["delay", "catchup"]).optional(), track: z.enum(["guest", "wall"]).optional() }),
+        kvm: timer({}).describe("The KVM paravirtual clock."),
+        hyperv: timer({}).describe("The Hyper-V reference time counter."),
+      })
+      .optional(),
+  })
+  .describe("The guest's clock and its timers.");
+
 export const domainSpec = z
   .strictObject({
     resources: z
@@ -108,6 +157,8 @@ export const domainSpec = z
       .optional(),
     machine: z.strictObject({ type: z.string().optional().describe("The machine type, q35 unless set.") }).optional(),
     firmware: firmware.optional(),
+    features: features.optional(),
+    clock: clock.optional(),
     devices: devices.describe("The guest's devices."),
   })
   .describe("The guest's virtual hardware.");
@@ -240,4 +291,6 @@ export type Volume = z.infer<typeof volume>;
 export type NetworkInterface = z.infer<typeof networkInterface>;
 export type Network = z.infer<typeof network>;
 export type DomainSpec = z.infer<typeof domainSpec>;
+export type Features = z.infer<typeof features>;
+export type Clock = z.infer<typeof clock>;
 export type Condition = z.infer<typeof condition>;

@@ -92,6 +92,19 @@ function isCleanAbsolutePath(value: string): boolean {
   return value.startsWith("/") && value !== "/" && !value.split("/").some((part) => part === ".." || part === ".");
 }
 
+/** KubeVirt's rules that tie features to firmware and the clock to one mode. */
+function validateFeaturesAndClock(domain: DomainSpec, path: string, causes: Causes): void {
+  const efi = domain.firmware?.bootloader?.efi;
+  if (efi && efi.secureBoot !== false && domain.features?.smm?.enabled === false) {
+    causes.invalid(`${path}.features.smm.enabled`, "is false, but secure boot (on unless efi.secureBoot is false) needs SMM: enable SMM or set firmware.bootloader.efi.secureBoot: false");
+  }
+  const clock = domain.clock;
+  if (clock?.utc && clock.timezone !== undefined) causes.invalid(`${path}.clock`, "sets both utc and timezone; choose one");
+  if (clock?.timezone !== undefined && !/^[A-Za-z][A-Za-z0-9_+-]*(\/[A-Za-z0-9_+-]+)*$/.test(clock.timezone)) {
+    causes.invalid(`${path}.clock.timezone`, `must be a time zone name such as Europe/Paris, got ${JSON.stringify(clock.timezone)}`);
+  }
+}
+
 function validateFirmware(domain: DomainSpec, path: string, causes: Causes): void {
   const firmware = domain.firmware;
   if (!firmware) return;
@@ -129,4 +142,5 @@ export function validateCompute(domain: DomainSpec, path: string, causes: Causes
   validateMemory(domain, path, causes, sizedElsewhere);
   validateMachine(domain, path, causes);
   validateFirmware(domain, path, causes);
+  validateFeaturesAndClock(domain, path, causes);
 }

@@ -44,6 +44,26 @@ const specs: [string, VmiSpec][] = [
     },
   ],
   [
+    "a Windows-style guest: Hyper-V, SMM, EFI with secure boot, local time and timers",
+    {
+      domain: {
+        memory: { guest: "2Gi" },
+        firmware: { bootloader: { efi: { secureBoot: true } } },
+        features: {
+          acpi: {}, apic: { endOfInterrupt: true }, smm: {}, pvspinlock: {},
+          hyperv: { relaxed: {}, vapic: {}, vpindex: {}, runtime: {}, synic: {}, reset: {}, frequencies: {}, reenlightenment: {}, tlbflush: {}, ipi: {}, evmcs: {}, spinlocks: { spinlocks: 8191 }, synictimer: { direct: {} }, vendorid: { vendorid: "kubevirt-ts" } },
+        },
+        clock: { timezone: "Europe/Paris", timer: { hpet: { enabled: false }, pit: { tickPolicy: "delay" }, rtc: { tickPolicy: "catchup", track: "guest" }, hyperv: {}, kvm: { enabled: false } } },
+        devices: { disks: [{ name: "root", disk: { bus: "sata" } }] },
+      },
+      volumes: [{ name: "root", containerDisk: { image: "g:1" } }],
+    },
+  ],
+  [
+    "a UTC clock running ahead, without ACPI",
+    { domain: { memory: { guest: "128Mi" }, features: { acpi: { enabled: false }, smm: { enabled: false } }, clock: { utc: { offsetSeconds: -60 } }, devices: { disks: [] } }, volumes: [] },
+  ],
+  [
     "a kernel boot without a serial console",
     {
       domain: { memory: { guest: "128Mi" }, firmware: { kernelBoot: { kernelArgs: "console=ttyS0 quiet", container: { image: "k:1", kernelPath: "/vmlinuz", initrdPath: "/initrd" } } }, devices: { autoattachSerialConsole: false, disks: [] } },

@@ -106,6 +106,34 @@ describe("domainXml", () => {
       () => domainXml(vmi((s) => (s.domain.firmware = { bootloader: { efi: { secureBoot: false } } })), ctx),
       ['<os firmware="efi">', '<feature enabled="no" name="enrolled-keys"/>', '<feature enabled="no" name="secure-boot"/>', "<features>\n    <acpi/>\n    <apic/>\n  </features>"],
     ],
+    [
+      "a Windows-style guest: Hyper-V enlightenments, SMM, local time with its timers, EFI with secure boot",
+      () =>
+        domainXml(vmi((s) => {
+          s.domain.firmware = { bootloader: { efi: { secureBoot: true } } };
+          s.domain.features = {
+            acpi: {},
+            apic: { endOfInterrupt: true },
+            smm: {},
+            pvspinlock: { enabled: false },
+            hyperv: { relaxed: {}, vapic: {}, vpindex: {}, runtime: {}, synic: {}, reset: {}, frequencies: {}, reenlightenment: {}, tlbflush: {}, ipi: {}, evmcs: { enabled: false }, spinlocks: { spinlocks: 8191 }, synictimer: { direct: {} }, vendorid: { vendorid: "kubevirt-ts" } },
+          };
+          s.domain.clock = { timezone: "Europe/Paris", timer: { hpet: { enabled: false }, pit: { tickPolicy: "delay" }, rtc: { tickPolicy: "catchup", track: "guest" }, hyperv: {}, kvm: { enabled: false } } };
+        }), ctx),
+      [
+        '<apic eoi="on"/>',
+        '<hyperv mode="custom">\n      <relaxed state="on"/>\n      <vapic state="on"/>\n      <vpindex state="on"/>\n      <runtime state="on"/>\n      <synic state="on"/>\n      <reset state="on"/>\n      <frequencies state="on"/>\n      <reenlightenment state="on"/>\n      <tlbflush state="on"/>\n      <ipi state="on"/>\n      <evmcs state="off"/>\n      <spinlocks state="on" retries="8191"/>\n      <stimer state="on">\n        <direct state="on"/>\n      </stimer>\n      <vendor_id state="on" value="kubevirt-ts"/>\n    </hyperv>',
+        '<pvspinlock state="off"/>',
+        '<smm state="on"/>',
+        '<clock offset="timezone" timezone="Europe/Paris">\n    <timer name="rtc" present="yes" tickpolicy="catchup" track="guest"/>\n    <timer name="pit" present="yes" tickpolicy="delay"/>\n    <timer name="hpet" present="no"/>\n    <timer name="kvmclock" present="no"/>\n    <timer name="hypervclock" present="yes"/>\n  </clock>',
+      ],
+    ],
+    ["a UTC clock running ahead", () => domainXml(vmi((s) => (s.domain.clock = { utc: { offsetSeconds: 3600 } })), ctx), ['<clock offset="utc" adjustment="3600"/>']],
+    [
+      "no ACPI or APIC when turned off, and SMM off when asked without secure boot",
+      () => domainXml(vmi((s) => (s.domain.features = { acpi: { enabled: false }, apic: { enabled: false }, smm: { enabled: false } })), ctx),
+      ['<features>\n    <smm state="off"/>\n  </features>'],
+    ],
   ])("renders %s", (_name, render, fragments) => {
     const xml = render();
     for (const fragment of fragments) expect(xml).toContain(fragment);

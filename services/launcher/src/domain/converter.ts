@@ -1,4 +1,4 @@
-import { type Disk, type Ipv4Network, type VirtualMachineInstance, parseIpv4Network, parseQuantity } from "@kubevirt-ts/kubevirt-api";
+import { type Clock, type Disk, type Features, type Ipv4Network, type VirtualMachineInstance, parseIpv4Network, parseQuantity } from "@kubevirt-ts/kubevirt-api";
 import { type XmlElement, el, renderXml } from "./xml.ts";
 
 // The libvirt domain of a VMI: a pure function of the VMI's (defaulted) spec
@@ -119,6 +119,50 @@ function memoryBytes(vmi: VirtualMachineInstance): number {
   return Math.floor(bytes);
 }
 
+const state = (on: boolean) => ({ state: on ? "on" : "off" });
+const isOn = (feature: { enabled?: boolean | undefined } | undefined) => feature !== undefined && feature.enabled !== false;
+
+/** The Hyper-V enlightenments, in libvirt's names, each on when listed (unless enabled: false). */
+function hypervElement(hyperv: NonNullable<Features["hyperv"]>): XmlElement {
+  const simple = (["relaxed", "vapic", "vpindex", "runtime", "synic", "reset", "frequencies", "reenlightenment", "tlbflush", "ipi", "evmcs"] as const)
+    .filter((name) => hyperv[name] !== undefined)
+    .map((name) => el(name, state(isOn(hyperv[name]))));
+  const { spinlocks, synictimer, vendorid } = hyperv;
+  return el(
+    "hyperv",
+    { mode: "custom" },
+    ...simple,
+    spinlocks && el("spinlocks", { ...state(isOn(spinlocks)), ...(isOn(spinlocks) ? { retries: spinlocks.spinlocks ?? 4096 } : {}) }),
+    synictimer && el("stimer", state(isOn(synictimer)), synictimer.direct && el("direct", state(isOn(synictimer.direct)))),
+    vendorid && el("vendor_id", { ...state(isOn(vendorid)), ...(isOn(vendorid) && vendorid.vendorid !== undefined ? { value: vendorid.vendorid } : {}) }),
+  );
+}
+
+/** ACPI and the APIC unless turned off (KubeVirt's defaults), SMM when asked or for secure boot, and the rest when listed. */
+function featuresElement(features: Features | undefined, secureBoot: boolean): XmlElement {
+  const on = (feature: { enabled?: boolean | undefined } | undefined) => feature?.enabled !== false;
+  const apic = features?.apic;
+  const smm = features?.smm;
+  return el(
+    "features",
+    {},
+    on(features?.acpi) && el("acpi"),
+    on(apic) && el("apic", apic?.endOfInterrupt !== undefined ? { eoi: apic.endOfInterrupt ? "on" : "off" } : {}),
+    features?.hyperv && hypervElement(features.hyperv),
+    features?.pvspinlock && el("pvspinlock", state(isOn(features.pvspinlock))),
+    (secureBoot || smm !== undefined) && el("smm", state(secureBoot || isOn(smm))),
+  );
+}
+
+/** UTC (with an offset) or a time zone, and the timers the spec lists. */
+function clockElement(clock: Clock | undefined): XmlElement {
+  const offset = clock?.timezone !== undefined ? { offset: "timezone", timezone: clock.timezone } : { offset: "utc", ...(clock?.utc?.offsetSeconds ? { adjustment: clock.utc.offsetSeconds } : {}) };
+  const timers = clock?.timer ?? {};
+  const timer = (name: string, t: { enabled?: boolean | undefined; tickPolicy?: string | undefined; track?: string | undefined } | undefined) =>
+    t && el("timer", { name, present: t.enabled === false ? "no" : "yes", ...(t.tickPolicy !== undefined ? { tickpolicy: t.tickPolicy } : {}), ...(t.track !== undefined ? { track: t.track } : {}) });
+  return el("clock", offset, timer("rtc", timers.rtc), timer("pit", timers.pit), timer("hpet", timers.hpet), timer("kvmclock", timers.kvm), timer("hypervclock", timers.hyperv));
+}
+
 export function domainXml(vmi: VirtualMachineInstance, ctx: DomainContext): string {
   const { domain } = vmi.spec;
   const devices = domain.devices;
@@ -162,8 +206,8 @@ export function domainXml(vmi: VirtualMachineInstance, ctx: DomainContext): stri
       { type: "smbios" },
       el("system", {}, el("entry", { name: "uuid" }, domain.firmware?.uuid ?? ctx.uuid), domain.firmware?.serial !== undefined && el("entry", { name: "serial" }, domain.firmware.serial)),
     ),
-    el("features", {}, el("acpi"), el("apic"), secureBoot && el("smm", { state: "on" })),
-    el("clock", { offset: "utc" }),
+    featuresElement(domain.features, secureBoot),
+    clockElement(domain.clock),
     el("on_poweroff", {}, "destroy"),
     el("on_reboot", {}, "restart"),
     el("on_crash", {}, "destroy"),
