@@ -3,13 +3,13 @@
 # runc, the CNI plugins, iptables and mmdebstrap for the local cluster and its
 # images; a compiler and libvirt's headers for the pause image and the
 # launcher's libvirt addon; libvirt's schemas and validator for the domain XML;
-# libvirtd, QEMU, OVMF (EFI firmware) and busybox for the tests that boot the
+# libvirtd, QEMU, OVMF (EFI firmware), swtpm (an emulated TPM) and busybox for the tests that boot the
 # tiny guest; syslinux (BIOS and EFI),
 # mtools and dosfstools to make the Debian guest's disk bootable without
 # mounting it.
 set -euo pipefail
 packages=(containerd runc containernetworking-plugins iptables conntrack mmdebstrap gcc g++ make python3 pkg-config libc6-dev libvirt-dev libvirt-clients libxml2-utils
-  libvirt-daemon libvirt-daemon-driver-qemu qemu-system-x86 qemu-utils ovmf busybox-static
+  libvirt-daemon libvirt-daemon-driver-qemu qemu-system-x86 qemu-utils ovmf swtpm swtpm-tools busybox-static
   syslinux syslinux-common syslinux-efi mtools dosfstools)
 missing=()
 for p in "${packages[@]}"; do

@@ -19,7 +19,7 @@ import { openConsole, serialLog } from "./console.ts";
 // handler and runs commands that reach out of the pod. It is sized and
 // shaped as KubeVirt users write it: the chart's u1.small instancetype and
 // debian preference, so it boots through EFI (OVMF, secure boot off) with
-// virtio devices, as on a KubeVirt cluster.
+// virtio devices, as on a KubeVirt cluster, and with an emulated TPM.
 
 const { name: namespace, get, kubectl, launcherPods } = suiteNamespace("e2e-debian");
 const boot = { timeout: 600_000, interval: 2_000 };
@@ -42,6 +42,8 @@ const vm = {
               { name: "root", disk: { bus: "virtio" } },
               { name: "cloudinit", disk: { bus: "virtio" } },
             ],
+            // An emulated TPM 2.0, as a Windows-style VM has (the guest's kernel drives it: /sys/class/tpm/tpm0).
+            tpm: {},
             // sshd is reachable on the pod's address (and so through a Service), as KubeVirt's masquerade forwards the ports it lists.
             interfaces: [{ name: "default", masquerade: {}, ports: [{ name: "ssh", port: 22 }] }],
           },
@@ -148,10 +150,10 @@ describe("a VM with the Debian guest", () => {
 
     const { spec } = await core.readNamespacedService({ name: "kubernetes", namespace: "default" });
     mark = text().length;
-    type(`echo "whoami=$(whoami) sum=$((40+2)) firmware=$(test -d /sys/firmware/efi && echo efi || echo bios)"; ip -4 -o addr show scope global; timeout 10 bash -c 'exec 3<>/dev/tcp/${spec?.clusterIP ?? ""}/443' && echo "reached=k8s-$((6*7))"`);
+    type(`echo "whoami=$(whoami) sum=$((40+2)) firmware=$(test -d /sys/firmware/efi && echo efi || echo bios) tpm=$(ls /sys/class/tpm | head -n 1)"; ip -4 -o addr show scope global; timeout 10 bash -c 'exec 3<>/dev/tcp/${spec?.clusterIP ?? ""}/443' && echo "reached=k8s-$((6*7))"`);
     await expect.poll(() => after(mark), boot).toContain("reached=k8s-42");
     const output = after(mark);
-    expect(output).toContain("whoami=tester sum=42 firmware=efi");
+    expect(output).toContain("whoami=tester sum=42 firmware=efi tpm=tpm0");
     // Masquerade: the guest's own address is on the launcher's private guest network, behind the pod's.
     expect(output).toMatch(/inet 198\.19\.254\.\d+\/24/);
     ws.close();

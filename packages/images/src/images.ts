@@ -35,6 +35,9 @@ const LAUNCHER_PACKAGES = [
   "qemu-utils",
   // EFI firmware, with and without secure boot, and the descriptors libvirt chooses it by.
   "ovmf",
+  // An emulated TPM 2.0 for devices.tpm: libvirt starts swtpm, and swtpm_setup makes its state.
+  "swtpm",
+  "swtpm-tools",
   "libvirt-daemon",
   "libvirt-daemon-driver-qemu",
   "libvirt-clients",

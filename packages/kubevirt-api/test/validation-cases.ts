@@ -100,9 +100,16 @@ export const validationCases: ValidationCase[] = [
     name: "a Windows-style VM: Hyper-V enlightenments, SMM, EFI with secure boot, local time and timers",
     object: newVm(newVmiSpec((s) => {
       s.domain.firmware = { bootloader: { efi: { secureBoot: true } } };
+      s.domain.devices.tpm = {};
       s.domain.features = { acpi: {}, apic: {}, smm: {}, hyperv: { relaxed: {}, vapic: {}, spinlocks: { spinlocks: 8191 }, synictimer: { direct: {} }, vendorid: { vendorid: "KVMKVMKVM" } } };
       s.domain.clock = { timezone: "America/New_York", timer: { hpet: { enabled: false }, pit: { tickPolicy: "delay" }, rtc: { tickPolicy: "catchup" }, hyperv: {} } };
     })),
+    apiServer: "accepts",
+  },
+  {
+    name: "a persistent TPM (its state needs a PVC)",
+    object: newVm(newVmiSpec((s) => (s.domain.devices.tpm = { persistent: true }))),
+    invalid: { field: `${tpl}.domain.devices.tpm.persistent`, message: /not supported yet/ },
     apiServer: "accepts",
   },
   {

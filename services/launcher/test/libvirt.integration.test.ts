@@ -94,8 +94,9 @@ describe("a domain from the converter", () => {
 
 describe("a domain with EFI firmware", () => {
   /** The tiny guest's VMI with an EFI bootloader, its domain defined and started; OVMF under emulation needs more than the 128 MiB the tiny guest does. */
-  const start = async (name: string, secureBoot: boolean) => {
+  const start = async (name: string, secureBoot: boolean, tpm = false) => {
     const efiVmi = { ...vmi, metadata: { name, namespace: "test" }, spec: { ...vmi.spec, domain: { ...vmi.spec.domain, memory: { guest: "512Mi" }, firmware: { ...vmi.spec.domain.firmware, bootloader: { efi: { secureBoot } } } } } };
+    if (tpm) efiVmi.spec.domain.devices = { ...efiVmi.spec.domain.devices, tpm: {} };
     const serial = join(folder.dir, `${name}.sock`);
     const xml = domainXml(efiVmi, {
       domainType: "qemu",
@@ -115,8 +116,9 @@ describe("a domain with EFI firmware", () => {
   // Destroyed, and left defined: libvirt undefines a domain with NVRAM only when told to drop it, which the addon cannot say; the daemon goes after the tests.
   const remove = (efiDomain: Domain) => hypervisor.domainDestroy(efiDomain);
 
-  it("boots the tiny guest through OVMF without secure boot", async () => {
-    const { efiDomain, serial, live } = await start("tiny-efi", false);
+  it("boots the tiny guest through OVMF without secure boot, with an emulated TPM that libvirt runs as the launcher's user", async () => {
+    const { efiDomain, serial, live } = await start("tiny-efi", false, true);
+    expect(live).toMatch(/<tpm model='tpm-tis'>\s*<backend type='emulator' version='2\.0'/);
     // libvirt chose OVMF (its XML quotes with ') by the features asked for: a firmware without secure boot, and a copy of its variables for this domain.
     expect(live).toMatch(/<loader [^>]*type='pflash'[^>]*>[^<]*OVMF_CODE[^<]*<\/loader>/);
     expect(live).not.toMatch(/secure='yes'|\.ms\.fd/);

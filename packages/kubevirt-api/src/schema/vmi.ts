@@ -59,6 +59,13 @@ export const devices = z.strictObject({
   autoattachGraphicsDevice: z.boolean().optional().describe("Attach a VNC display (default true)."),
   autoattachPodInterface: z.boolean().optional().describe("Add a pod network interface when none is listed (default true)."),
   rng: z.strictObject({}).optional().describe("Give the guest a virtio random number generator."),
+  tpm: z
+    .strictObject({
+      enabled: z.boolean().optional().describe("true unless set to false."),
+      persistent: z.boolean().optional().describe("Keep the TPM's state across restarts; needs a PVC, which kubevirt-ts cannot attach yet: refused when true."),
+    })
+    .optional()
+    .describe("Give the guest an emulated TPM 2.0 (swtpm), as Windows 11 needs; its state lives as long as the VMI."),
 });
 
 export const kernelBoot = z.strictObject({

@@ -98,6 +98,9 @@ function validateFeaturesAndClock(domain: DomainSpec, path: string, causes: Caus
   if (efi && efi.secureBoot !== false && domain.features?.smm?.enabled === false) {
     causes.invalid(`${path}.features.smm.enabled`, "is false, but secure boot (on unless efi.secureBoot is false) needs SMM: enable SMM or set firmware.bootloader.efi.secureBoot: false");
   }
+  if (domain.devices.tpm?.persistent === true) {
+    causes.notSupported(`${path}.devices.tpm.persistent`, "is not supported yet: a persistent TPM keeps its state on a PVC, which kubevirt-ts cannot attach yet; leave it out for a TPM whose state lives as long as the VMI");
+  }
   const clock = domain.clock;
   if (clock?.utc && clock.timezone !== undefined) causes.invalid(`${path}.clock`, "sets both utc and timezone; choose one");
   if (clock?.timezone !== undefined && !/^[A-Za-z][A-Za-z0-9_+-]*(\/[A-Za-z0-9_+-]+)*$/.test(clock.timezone)) {

@@ -54,7 +54,7 @@ const specs: [string, VmiSpec][] = [
           hyperv: { relaxed: {}, vapic: {}, vpindex: {}, runtime: {}, synic: {}, reset: {}, frequencies: {}, reenlightenment: {}, tlbflush: {}, ipi: {}, evmcs: {}, spinlocks: { spinlocks: 8191 }, synictimer: { direct: {} }, vendorid: { vendorid: "kubevirt-ts" } },
         },
         clock: { timezone: "Europe/Paris", timer: { hpet: { enabled: false }, pit: { tickPolicy: "delay" }, rtc: { tickPolicy: "catchup", track: "guest" }, hyperv: {}, kvm: { enabled: false } } },
-        devices: { disks: [{ name: "root", disk: { bus: "sata" } }] },
+        devices: { tpm: {}, disks: [{ name: "root", disk: { bus: "sata" } }] },
       },
       volumes: [{ name: "root", containerDisk: { image: "g:1" } }],
     },

@@ -95,6 +95,7 @@ describe("domainXml", () => {
       () => domainXml(vmi((s) => (s.domain.firmware = { kernelBoot: { kernelArgs: "console=ttyS0", container: { image: "k:1", kernelPath: "/boot/vmlinuz" } } })), { ...ctx, kernelBoot: { kernel: "/var/run/kubevirt-ts/kernel/vmlinuz" } }),
       ["<kernel>/var/run/kubevirt-ts/kernel/vmlinuz</kernel>", "<cmdline>console=ttyS0</cmdline>"],
     ],
+    ["an emulated TPM 2.0", () => domainXml(vmi((s) => (s.domain.devices.tpm = {})), ctx), ['<tpm model="tpm-tis">\n      <backend type="emulator" version="2.0"/>\n    </tpm>']],
     ["a virtio RNG", () => domainXml(vmi((s) => (s.domain.devices.rng = {})), ctx), ['<rng model="virtio">', "<backend model=\"random\">/dev/urandom</backend>"]],
     [
       "an EFI firmware with secure boot, and SMM for it",
@@ -142,6 +143,11 @@ describe("domainXml", () => {
   it("leaves out VNC, video and the tablet when there is no graphics device", () => {
     const xml = domainXml(vmi((s) => (s.domain.devices.autoattachGraphicsDevice = false)), ctx);
     expect(xml).not.toMatch(/<graphics|<video|<input/);
+  });
+
+  it("leaves out a TPM that is turned off, and has none unless asked", () => {
+    expect(domainXml(vmi((s) => (s.domain.devices.tpm = { enabled: false })), ctx)).not.toContain("<tpm");
+    expect(domainXml(vmi(), ctx)).not.toContain("<tpm");
   });
 
   it("leaves out the serial console when it is not wanted", () => {

@@ -223,6 +223,8 @@ export function domainXml(vmi: VirtualMachineInstance, ctx: DomainContext): stri
       graphics && el("graphics", { type: "vnc" }, el("listen", { type: "socket", socket: ctx.vncSocket })),
       graphics && el("video", {}, el("model", { type: "vga", vram: 16384, heads: 1 })),
       graphics && el("input", { type: "tablet", bus: "usb" }),
+      // An emulated TPM 2.0 (swtpm, started by libvirt as the launcher's user), on the TIS interface as KubeVirt gives it.
+      devices.tpm !== undefined && devices.tpm.enabled !== false && el("tpm", { model: "tpm-tis" }, el("backend", { type: "emulator", version: "2.0" })),
       devices.rng !== undefined && el("rng", { model: "virtio" }, el("backend", { model: "random" }, "/dev/urandom")),
       // The QEMU guest agent's port, as KubeVirt adds it: guests that run the agent report their OS.
       el("channel", { type: "unix" }, el("source", { mode: "bind", path: ctx.guestAgentSocket }), el("target", { type: "virtio", name: "org.qemu.guest_agent.0" })),
