@@ -1,0 +1,217 @@
+// Every leaf the CRDs accept, and what shows it is not accepted for nothing:
+// a test that sees its effect, a test that sees it refused, or an honest
+// note that its effect is in the code but no test looks at it yet.
+// field-effects.test.ts walks the schemas and keeps this list complete.
+//
+// Paths are a VirtualMachine's (spec.template.spec.X is also the VMI's
+// spec.X), an instancetype's (instancetype:spec.X) or a preference's
+// (preference:spec.X); [] steps into an array's items.
+
+/** A test in the repository: its file, and text of its title as written there. */
+export interface TestRef {
+  file: string;
+  test: string;
+}
+
+export type FieldEffect = { effect: TestRef } | { refused: TestRef } | { notYetProven: string };
+
+const CONVERTER = "services/launcher/src/domain/converter.test.ts";
+const POD = "services/controller/src/vmi/pod.test.ts";
+const DEFAULTS = "packages/kubevirt-api/src/defaults.test.ts";
+const EXPAND = "packages/kubevirt-api/src/instancetype/expand.test.ts";
+const CLOUD_INIT = "services/launcher/src/storage/cloud-init.test.ts";
+const CONTROLLER = "services/controller/test/controller.integration.test.ts";
+const E2E_RUNNING = "e2e/cluster/vm-running.test.ts";
+const E2E_DEBIAN = "e2e/cluster/vm-debian.test.ts";
+// validation.test.ts runs this table, each invalid case titled "refuses <its name>".
+const VALIDATION_CASES = "packages/kubevirt-api/test/validation-cases.ts";
+
+const effect = (file: string, test: string): FieldEffect => ({ effect: { file, test } });
+const refused = (file: string, test: string): FieldEffect => ({ refused: { file, test } });
+const notYetProven = (why: string): FieldEffect => ({ notYetProven: why });
+
+const topology = effect(CONVERTER, "the topology asked for");
+// A feature's leaf is its enabled flag: listing the feature turns it on, which this case shows for each; it
+// shows enabled: false too, for evmcs, pvspinlock, the HPET and kvmclock, through the same code as the others.
+const windowsGuest = effect(CONVERTER, "a Windows-style guest: Hyper-V enlightenments");
+const acpiApicSmmOff = effect(CONVERTER, "no ACPI or APIC when turned off, and SMM off when asked");
+const kernelFiles = effect(POD, "copies a kernel boot's kernel and initrd out of their image");
+const containerDiskCopy = effect(POD, "are copied by init containers running each image");
+const declaredPorts = effect(POD, "carries the guest's declared ports, named");
+const scheduling = effect(POD, "passes scheduling constraints through");
+// An interface connects to the network of its name; the case shows a name that matches none refused.
+const interfaceToNetwork = effect(VALIDATION_CASES, "an interface without a network");
+const lun = notYetProven("a LUN needs a persistentVolumeClaim volume, which is refused ('a PersistentVolumeClaim volume, not supported yet'), so none is admitted; no case tests a LUN on another volume");
+const claim = refused(VALIDATION_CASES, "a PersistentVolumeClaim volume, not supported yet");
+const sized = effect(CONTROLLER, "size the VMI from a ControllerRevision owned by the VM");
+
+/** The VMI spec's leaves, as they appear in a VM's template. */
+const vmiSpecEffects: Record<string, FieldEffect> = {
+  "domain.resources.requests": effect(DEFAULTS, "guest memory comes from the memory request"),
+  "domain.resources.limits": effect(POD, "passes a %s on"),
+  "domain.resources.overcommitGuestOverhead": effect(POD, "asks for the guest's memory alone when the VMI overcommits its overhead"),
+  "domain.cpu.cores": topology,
+  "domain.cpu.sockets": topology,
+  "domain.cpu.threads": notYetProven("multiplies the vCPUs and sets <topology threads>; the converter's topology case asks for 1 thread, the default"),
+  "domain.cpu.model": notYetProven("host-passthrough gives <cpu mode=\"host-passthrough\"> under KVM, any other value host-model as unset does; no test renders host-passthrough"),
+  "domain.memory.guest": effect(CONVERTER, "gives the guest its memory in bytes"),
+  "domain.machine.type": notYetProven("a pc-q35-* version becomes the domain's machine; tests render q35 alone, the default (other families are refused: 'an i440fx machine type')"),
+  "domain.firmware.uuid": notYetProven("becomes the domain's UUID and SMBIOS UUID (domain-manager.ts); the converter tests pass the UUID in their context, none derives it from the spec"),
+  "domain.firmware.serial": notYetProven("becomes the SMBIOS serial number (<entry name=\"serial\">); no test sets it"),
+  "domain.firmware.bootloader.bios": effect(EXPAND, "keeps the template's own firmware choice over the preference's"),
+  "domain.firmware.bootloader.efi.secureBoot": effect(CONVERTER, "an EFI firmware without secure boot"),
+  "domain.firmware.kernelBoot.kernelArgs": effect(CONVERTER, "a kernel boot"),
+  "domain.firmware.kernelBoot.container.image": effect(E2E_RUNNING, "runs: Running with software emulation"),
+  "domain.firmware.kernelBoot.container.imagePullPolicy": notYetProven("the pull policy of the init containers copying the kernel and initrd; tests cover only the default chosen when it is unset"),
+  "domain.firmware.kernelBoot.container.kernelPath": kernelFiles,
+  "domain.firmware.kernelBoot.container.initrdPath": kernelFiles,
+  "domain.features.acpi.enabled": acpiApicSmmOff,
+  "domain.features.apic.enabled": acpiApicSmmOff,
+  "domain.features.apic.endOfInterrupt": windowsGuest,
+  "domain.features.smm.enabled": acpiApicSmmOff,
+  "domain.features.pvspinlock.enabled": windowsGuest,
+  "domain.features.hyperv.relaxed.enabled": windowsGuest,
+  "domain.features.hyperv.vapic.enabled": windowsGuest,
+  "domain.features.hyperv.spinlocks.enabled": windowsGuest,
+  "domain.features.hyperv.spinlocks.spinlocks": windowsGuest,
+  "domain.features.hyperv.vpindex.enabled": windowsGuest,
+  "domain.features.hyperv.runtime.enabled": windowsGuest,
+  "domain.features.hyperv.synic.enabled": windowsGuest,
+  "domain.features.hyperv.synictimer.enabled": windowsGuest,
+  "domain.features.hyperv.synictimer.direct.enabled": windowsGuest,
+  "domain.features.hyperv.reset.enabled": windowsGuest,
+  "domain.features.hyperv.vendorid.enabled": windowsGuest,
+  "domain.features.hyperv.vendorid.vendorid": windowsGuest,
+  "domain.features.hyperv.frequencies.enabled": windowsGuest,
+  "domain.features.hyperv.reenlightenment.enabled": windowsGuest,
+  "domain.features.hyperv.tlbflush.enabled": windowsGuest,
+  "domain.features.hyperv.ipi.enabled": windowsGuest,
+  "domain.features.hyperv.evmcs.enabled": windowsGuest,
+  "domain.clock.utc.offsetSeconds": effect(CONVERTER, "a UTC clock running ahead"),
+  "domain.clock.timezone": windowsGuest,
+  "domain.clock.timer.hpet.enabled": windowsGuest,
+  "domain.clock.timer.hpet.tickPolicy": notYetProven("sets the HPET timer's tickpolicy; the Windows-style case turns the HPET off instead"),
+  "domain.clock.timer.pit.enabled": windowsGuest,
+  "domain.clock.timer.pit.tickPolicy": windowsGuest,
+  "domain.clock.timer.rtc.enabled": windowsGuest,
+  "domain.clock.timer.rtc.tickPolicy": windowsGuest,
+  "domain.clock.timer.rtc.track": windowsGuest,
+  "domain.clock.timer.kvm.enabled": windowsGuest,
+  "domain.clock.timer.hyperv.enabled": windowsGuest,
+  "domain.devices.disks[].name": effect(CONVERTER, "attaches the cloud-init disk as vdb, read-only"),
+  "domain.devices.disks[].disk.bus": effect(CONVERTER, "sata and scsi disks named sda, sdb, with a virtio-scsi controller"),
+  "domain.devices.disks[].disk.readonly": notYetProven("adds <readonly/> to a hard disk; no test sets it"),
+  "domain.devices.disks[].cdrom.bus": notYetProven("scsi or usb puts the CD-ROM on that bus; tests render sata alone, the default (virtio is refused: 'a cdrom on virtio')"),
+  "domain.devices.disks[].cdrom.readonly": notYetProven("false makes the CD-ROM writable; tests see only the default, true"),
+  "domain.devices.disks[].cdrom.tray": effect(CONVERTER, "a CD-ROM whose tray starts open"),
+  "domain.devices.disks[].lun.bus": lun,
+  "domain.devices.disks[].lun.readonly": lun,
+  "domain.devices.disks[].bootOrder": effect(CONVERTER, "boots from the disk given boot order 1"),
+  "domain.devices.disks[].serial": effect(CONVERTER, "escapes values, so a serial number cannot inject XML"),
+  "domain.devices.disks[].cache": notYetProven("sets the disk's <driver cache>; no test sets it"),
+  "domain.devices.interfaces[].name": interfaceToNetwork,
+  "domain.devices.interfaces[].masquerade": effect(CONVERTER, "puts a masquerade interface behind NAT in the guest network"),
+  "domain.devices.interfaces[].bridge": refused(VALIDATION_CASES, "the bridge binding, not supported yet"),
+  "domain.devices.interfaces[].model": notYetProven("e1000 and the other models set <model type>; tests render virtio alone, the default"),
+  "domain.devices.interfaces[].macAddress": notYetProven("sets the interface's <mac address>; no test asserts it"),
+  "domain.devices.interfaces[].ports[].name": declaredPorts,
+  "domain.devices.interfaces[].ports[].protocol": declaredPorts,
+  "domain.devices.interfaces[].ports[].port": declaredPorts,
+  "domain.devices.interfaces[].bootOrder": notYetProven("sets the interface's <boot order> (network boot); no test sets it"),
+  "domain.devices.autoattachSerialConsole": effect(CONVERTER, "leaves out the serial console when it is not wanted"),
+  "domain.devices.autoattachGraphicsDevice": effect(CONVERTER, "leaves out VNC, video and the tablet when there is no graphics device"),
+  "domain.devices.autoattachPodInterface": effect(DEFAULTS, "but not when autoattachPodInterface is false"),
+  "domain.devices.rng": effect(CONVERTER, "a virtio RNG"),
+  "domain.devices.tpm.enabled": effect(CONVERTER, "leaves out a TPM that is turned off"),
+  "domain.devices.tpm.persistent": refused(VALIDATION_CASES, "a persistent TPM (its state needs a PVC)"),
+  "volumes[].name": containerDiskCopy,
+  "volumes[].containerDisk.image": containerDiskCopy,
+  "volumes[].containerDisk.imagePullPolicy": notYetProven("the pull policy of the init container copying the disk; tests cover only the default chosen when it is unset"),
+  "volumes[].containerDisk.path": containerDiskCopy,
+  "volumes[].cloudInitNoCloud.userData": notYetProven("written to the NoCloud seed disk as user-data; no test reads inline userData back (the e2e guests use secretRef)"),
+  "volumes[].cloudInitNoCloud.userDataBase64": effect(CLOUD_INIT, "decodes inline base64 data as before"),
+  "volumes[].cloudInitNoCloud.secretRef.name": effect(E2E_DEBIAN, "lets the cloud-init user log in on the serial console"),
+  "volumes[].cloudInitNoCloud.networkData": effect(CLOUD_INIT, "combines a Secret's user data with inline network data"),
+  "volumes[].cloudInitNoCloud.networkDataBase64": notYetProven("decoded and written to the seed disk as network-config; no test sets it"),
+  "volumes[].cloudInitNoCloud.networkDataSecretRef.name": effect(POD, "reach the launcher as Secret volumes of the pod"),
+  "volumes[].emptyDisk.capacity": notYetProven("the size of the sparse qcow2 file the launcher creates (prepare.ts); no test checks the size"),
+  "volumes[].persistentVolumeClaim.claimName": claim,
+  "volumes[].persistentVolumeClaim.readOnly": claim,
+  "networks[].name": interfaceToNetwork,
+  "networks[].pod.vmNetworkCIDR": effect(CONVERTER, "puts the guest in its pod network's vmNetworkCIDR"),
+  nodeSelector: scheduling,
+  affinity: scheduling,
+  "tolerations[].key": scheduling,
+  "tolerations[].operator": scheduling,
+  "tolerations[].value": scheduling,
+  "tolerations[].effect": scheduling,
+  "tolerations[].tolerationSeconds": notYetProven("copied into the launcher pod's toleration; the scheduling test leaves it out"),
+  terminationGracePeriodSeconds: effect(POD, "gives the guest its grace period and the launcher some more"),
+  hostname: notYetProven("becomes the launcher pod's hostname (the VMI's name unless set); no test sets it"),
+  subdomain: notYetProven("becomes the launcher pod's subdomain; no test sets it"),
+  architecture: refused(VALIDATION_CASES, "another architecture than amd64"),
+};
+
+/** Where a VMI's spec sits in a VM. */
+export const VM_TEMPLATE_SPEC = "spec.template.spec";
+
+const vmEffects: Record<string, FieldEffect> = {
+  "spec.runStrategy": effect(CONTROLLER, "stopping an Always VM (runStrategy Halted) removes its VMI and pod"),
+  "spec.running": effect(CONTROLLER, "the deprecated running: true runs the VM like Always"),
+  // That test names a namespaced instancetype and a preference in lower case: only the kinds find them.
+  "spec.instancetype.name": sized,
+  "spec.instancetype.kind": sized,
+  "spec.instancetype.revisionName": notYetProven("expands the VM from the named ControllerRevision (find.ts); the tests capture revisions through status.instancetypeRef, none names one in the spec"),
+  "spec.preference.name": sized,
+  "spec.preference.kind": sized,
+  "spec.preference.revisionName": notYetProven("expands the VM from the named ControllerRevision (find.ts); the tests capture revisions through status.preferenceRef, none names one in the spec"),
+  "spec.template.metadata.labels": notYetProven("given to the VMI (vmiForVm) and from it to the launcher pod; no test sets template labels and looks for them on the VMI"),
+  "spec.template.metadata.annotations": effect(EXPAND, "gives the VMI the template's annotations over the instancetype's over the preference's"),
+  ...Object.fromEntries(Object.entries(vmiSpecEffects).map(([path, entry]) => [`${VM_TEMPLATE_SPEC}.${path}`, entry])),
+};
+
+const sizedByInstancetype = effect(EXPAND, "gives the instancetype's vCPUs and memory");
+const instancetypeEffects: Record<string, FieldEffect> = {
+  "instancetype:spec.cpu.guest": sizedByInstancetype,
+  "instancetype:spec.cpu.model": sizedByInstancetype,
+  "instancetype:spec.memory.guest": sizedByInstancetype,
+  "instancetype:spec.memory.overcommitPercent": sizedByInstancetype,
+  "instancetype:spec.nodeSelector": notYetProven("copied into the VMI's nodeSelector; tests assert only its conflict with the template's"),
+  "instancetype:spec.annotations": effect(EXPAND, "gives the VMI the template's annotations over the instancetype's"),
+};
+
+const filledIn = effect(EXPAND, "fills in what the template leaves unset from the preference");
+const requirements = effect(EXPAND, "checks the preference's requirements against the instancetype");
+const spread = effect(EXPAND, "spreads by the ratio and refuses a count the ratio does not divide");
+const preferenceEffects: Record<string, FieldEffect> = {
+  "preference:spec.cpu.preferredCPUTopology": effect(EXPAND, "lays vCPUs out as sockets unless the preference says otherwise"),
+  "preference:spec.cpu.spreadOptions.across": spread,
+  "preference:spec.cpu.spreadOptions.ratio": spread,
+  "preference:spec.devices.preferredDiskBus": filledIn,
+  "preference:spec.devices.preferredCdromBus": filledIn,
+  "preference:spec.devices.preferredLunBus": notYetProven("would set the bus of LUNs, but no LUN is admitted (it needs a refused persistentVolumeClaim): no effect until claims are supported"),
+  "preference:spec.devices.preferredDiskCache": notYetProven("fills in the cache of disks that name none; no test sets it"),
+  "preference:spec.devices.preferredInterfaceModel": filledIn,
+  "preference:spec.devices.preferredRng": filledIn,
+  "preference:spec.devices.preferredAutoattachSerialConsole": notYetProven("fills in devices.autoattachSerialConsole; no test sets it"),
+  "preference:spec.devices.preferredAutoattachGraphicsDevice": notYetProven("fills in devices.autoattachGraphicsDevice; no test sets it"),
+  "preference:spec.devices.preferredAutoattachPodInterface": notYetProven("fills in devices.autoattachPodInterface; no test sets it"),
+  "preference:spec.firmware.preferredUseBios": notYetProven("gives a BIOS bootloader where the template names none; no test sets it"),
+  "preference:spec.firmware.preferredEfi.secureBoot": filledIn,
+  "preference:spec.firmware.preferredUseEfi": notYetProven("the deprecated form of preferredEfi, applied the same way; no test sets it"),
+  "preference:spec.firmware.preferredUseSecureBoot": notYetProven("the deprecated form of preferredEfi.secureBoot, applied with preferredUseEfi; no test sets it"),
+  "preference:spec.machine.preferredMachineType": filledIn,
+  "preference:spec.requirements.cpu.guest": requirements,
+  "preference:spec.requirements.memory.guest": requirements,
+  "preference:spec.preferredTerminationGracePeriodSeconds": notYetProven("fills in terminationGracePeriodSeconds; the expansion test sets it only where the template's own wins"),
+  "preference:spec.preferredArchitecture": notYetProven("fills in architecture, of which amd64 alone is admitted; no test sets it"),
+  "preference:spec.preferredSubdomain": notYetProven("fills in subdomain; no test sets it"),
+  "preference:spec.annotations": effect(EXPAND, "gives the VMI the template's annotations over the instancetype's over the preference's"),
+};
+
+export const FIELD_EFFECTS: Readonly<Record<string, FieldEffect>> = { ...vmEffects, ...instancetypeEffects, ...preferenceEffects };
+
+/** The leaves whose effect no test shows yet, with what their effect is: the work left to prove them. */
+export const NOT_YET_PROVEN: readonly { path: string; why: string }[] = Object.entries(FIELD_EFFECTS).flatMap(([path, entry]) =>
+  "notYetProven" in entry ? [{ path, why: entry.notYetProven }] : [],
+);
