@@ -53,7 +53,7 @@ const vmiSpecEffects: Record<string, FieldEffect> = {
   "domain.cpu.cores": topology,
   "domain.cpu.sockets": topology,
   "domain.cpu.threads": notYetProven("multiplies the vCPUs and sets <topology threads>; the converter's topology case asks for 1 thread, the default"),
-  "domain.cpu.model": notYetProven("host-passthrough gives <cpu mode=\"host-passthrough\"> under KVM, any other value host-model as unset does; no test renders host-passthrough"),
+  "domain.cpu.model": effect(CONVERTER, "a named CPU model as a custom CPU"),
   "domain.memory.guest": effect(CONVERTER, "gives the guest its memory in bytes"),
   "domain.machine.type": notYetProven("a pc-q35-* version becomes the domain's machine; tests render q35 alone, the default (other families are refused: 'an i440fx machine type')"),
   "domain.firmware.uuid": notYetProven("becomes the domain's UUID and SMBIOS UUID (domain-manager.ts); the converter tests pass the UUID in their context, none derives it from the spec"),

@@ -61,7 +61,7 @@ const specs: [string, VmiSpec][] = [
   ],
   [
     "a UTC clock running ahead, without ACPI",
-    { domain: { memory: { guest: "128Mi" }, features: { acpi: { enabled: false }, smm: { enabled: false } }, clock: { utc: { offsetSeconds: -60 } }, devices: { disks: [] } }, volumes: [] },
+    { domain: { memory: { guest: "128Mi" }, cpu: { model: "Skylake-Client" }, features: { acpi: { enabled: false }, smm: { enabled: false } }, clock: { utc: { offsetSeconds: -60 } }, devices: { disks: [] } }, volumes: [] },
   ],
   [
     "a kernel boot without a serial console",

@@ -64,6 +64,8 @@ describe("domainXml", () => {
 
   it.each([
     ["KVM with the host's CPU model when KVM works", () => domainXml(vmi(), { ...ctx, domainType: "kvm" }), ['<domain type="kvm">', '<cpu mode="host-model">']],
+    ["a named CPU model as a custom CPU", () => domainXml(vmi((s) => (s.domain.cpu = { model: "Skylake-Client" })), ctx), ['<cpu mode="custom" match="exact" check="none">\n    <model fallback="allow">Skylake-Client</model>']],
+    ["the host's CPU as it is, when KVM works and it is asked for", () => domainXml(vmi((s) => (s.domain.cpu = { model: "host-passthrough" })), { ...ctx, domainType: "kvm" }), ['<cpu mode="host-passthrough">']],
     ["the topology asked for", () => domainXml(vmi((s) => (s.domain.cpu = { sockets: 2, cores: 2, threads: 1 })), ctx), ['<vcpu placement="static">4</vcpu>', '<topology sockets="2" cores="2" threads="1"/>']],
     [
       "sata and scsi disks named sda, sdb, with a virtio-scsi controller",

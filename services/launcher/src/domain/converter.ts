@@ -119,6 +119,19 @@ function memoryBytes(vmi: VirtualMachineInstance): number {
   return Math.floor(bytes);
 }
 
+/**
+ * The CPU model as KubeVirt maps it: host-model unless set, host-passthrough, or a named QEMU model (e.g.
+ * Skylake-Client) as a custom CPU. Emulation has no host CPU to copy: it offers everything QEMU can emulate instead.
+ */
+function cpuElement(model: string | undefined, domainType: DomainContext["domainType"], topology: Record<string, number>): XmlElement {
+  const shape = el("topology", topology);
+  if (model !== undefined && model !== "host-model" && model !== "host-passthrough") {
+    return el("cpu", { mode: "custom", match: "exact", check: "none" }, el("model", { fallback: "allow" }, model), shape);
+  }
+  if (domainType !== "kvm") return el("cpu", { mode: "maximum", migratable: "off" }, shape);
+  return el("cpu", { mode: model ?? "host-model" }, shape);
+}
+
 const state = (on: boolean) => ({ state: on ? "on" : "off" });
 const isOn = (feature: { enabled?: boolean | undefined } | undefined) => feature !== undefined && feature.enabled !== false;
 
@@ -188,8 +201,7 @@ export function domainXml(vmi: VirtualMachineInstance, ctx: DomainContext): stri
     el("memory", { unit: "b" }, String(memory)),
     el("currentMemory", { unit: "b" }, String(memory)),
     el("vcpu", { placement: "static" }, String(vcpus)),
-    // Emulation has no host CPU to model: it offers everything QEMU can emulate.
-    el("cpu", ctx.domainType === "kvm" ? { mode: domain.cpu?.model === "host-passthrough" ? "host-passthrough" : "host-model" } : { mode: "maximum", migratable: "off" }, el("topology", cpu)),
+    cpuElement(domain.cpu?.model, ctx.domainType, cpu),
     el(
       "os",
       efi ? { firmware: "efi" } : {},
