@@ -123,7 +123,8 @@ export const features = z
   })
   .describe("Features of the virtual machine: ACPI, APIC, SMM, paravirtualization.");
 
-const timer = <T extends z.ZodRawShape>(shape: T) => z.strictObject({ enabled: z.boolean().optional().describe("true unless set to false."), ...shape }).optional();
+/** A timer: KubeVirt names its on/off flag present, not enabled. */
+const timer = <T extends z.ZodRawShape>(shape: T) => z.strictObject({ present: z.boolean().optional().describe("true unless set to false."), ...shape }).optional();
 
 export const clock = z
   .strictObject({

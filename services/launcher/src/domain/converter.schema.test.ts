@@ -53,7 +53,7 @@ const specs: [string, VmiSpec][] = [
           acpi: {}, apic: { endOfInterrupt: true }, smm: {}, pvspinlock: {},
           hyperv: { relaxed: {}, vapic: {}, vpindex: {}, runtime: {}, synic: {}, reset: {}, frequencies: {}, reenlightenment: {}, tlbflush: {}, ipi: {}, evmcs: {}, spinlocks: { spinlocks: 8191 }, synictimer: { direct: {} }, vendorid: { vendorid: "kubevirt-ts" } },
         },
-        clock: { timezone: "Europe/Paris", timer: { hpet: { enabled: false }, pit: { tickPolicy: "delay" }, rtc: { tickPolicy: "catchup", track: "guest" }, hyperv: {}, kvm: { enabled: false } } },
+        clock: { timezone: "Europe/Paris", timer: { hpet: { present: false }, pit: { tickPolicy: "delay" }, rtc: { tickPolicy: "catchup", track: "guest" }, hyperv: {}, kvm: { present: false } } },
         devices: { tpm: {}, disks: [{ name: "root", disk: { bus: "sata" } }] },
       },
       volumes: [{ name: "root", containerDisk: { image: "g:1" } }],

@@ -121,7 +121,7 @@ describe("domainXml", () => {
             pvspinlock: { enabled: false },
             hyperv: { relaxed: {}, vapic: {}, vpindex: {}, runtime: {}, synic: {}, reset: {}, frequencies: {}, reenlightenment: {}, tlbflush: {}, ipi: {}, evmcs: { enabled: false }, spinlocks: { spinlocks: 8191 }, synictimer: { direct: {} }, vendorid: { vendorid: "kubevirt-ts" } },
           };
-          s.domain.clock = { timezone: "Europe/Paris", timer: { hpet: { enabled: false }, pit: { tickPolicy: "delay" }, rtc: { tickPolicy: "catchup", track: "guest" }, hyperv: {}, kvm: { enabled: false } } };
+          s.domain.clock = { timezone: "Europe/Paris", timer: { hpet: { present: false }, pit: { tickPolicy: "delay" }, rtc: { tickPolicy: "catchup", track: "guest" }, hyperv: {}, kvm: { present: false } } };
         }), ctx),
       [
         '<apic eoi="on"/>',

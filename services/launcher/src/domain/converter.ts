@@ -171,8 +171,8 @@ function featuresElement(features: Features | undefined, secureBoot: boolean): X
 function clockElement(clock: Clock | undefined): XmlElement {
   const offset = clock?.timezone !== undefined ? { offset: "timezone", timezone: clock.timezone } : { offset: "utc", ...(clock?.utc?.offsetSeconds ? { adjustment: clock.utc.offsetSeconds } : {}) };
   const timers = clock?.timer ?? {};
-  const timer = (name: string, t: { enabled?: boolean | undefined; tickPolicy?: string | undefined; track?: string | undefined } | undefined) =>
-    t && el("timer", { name, present: t.enabled === false ? "no" : "yes", ...(t.tickPolicy !== undefined ? { tickpolicy: t.tickPolicy } : {}), ...(t.track !== undefined ? { track: t.track } : {}) });
+  const timer = (name: string, t: { present?: boolean | undefined; tickPolicy?: string | undefined; track?: string | undefined } | undefined) =>
+    t && el("timer", { name, present: t.present === false ? "no" : "yes", ...(t.tickPolicy !== undefined ? { tickpolicy: t.tickPolicy } : {}), ...(t.track !== undefined ? { track: t.track } : {}) });
   return el("clock", offset, timer("rtc", timers.rtc), timer("pit", timers.pit), timer("hpet", timers.hpet), timer("kvmclock", timers.kvm), timer("hypervclock", timers.hyperv));
 }
 
