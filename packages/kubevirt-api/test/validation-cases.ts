@@ -102,8 +102,14 @@ export const validationCases: ValidationCase[] = [
       s.domain.firmware = { bootloader: { efi: { secureBoot: true } } };
       s.domain.devices.tpm = {};
       s.domain.features = { acpi: {}, apic: {}, smm: {}, hyperv: { relaxed: {}, vapic: {}, spinlocks: { spinlocks: 8191 }, synictimer: { direct: {} }, vendorid: { vendorid: "KVMKVMKVM" } } };
-      s.domain.clock = { timezone: "America/New_York", timer: { hpet: { enabled: false }, pit: { tickPolicy: "delay" }, rtc: { tickPolicy: "catchup" }, hyperv: {} } };
+      s.domain.clock = { timezone: "America/New_York", timer: { hpet: { present: false }, pit: { tickPolicy: "delay" }, rtc: { tickPolicy: "catchup" }, hyperv: {} } };
     })),
+    apiServer: "accepts",
+  },
+  {
+    name: "a hook sidecar, which nothing would run",
+    object: newVm(undefined, (vm) => (vm.spec.template.metadata = { annotations: { "hooks.kubevirt.io/hookSidecars": '[{"image": "registry:5000/kubevirt/example-hook-sidecar:devel"}]' } })),
+    invalid: { field: `spec.template.metadata.annotations.hooks.kubevirt.io/hookSidecars`, message: /runs no hook sidecars/ },
     apiServer: "accepts",
   },
   {

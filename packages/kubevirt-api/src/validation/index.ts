@@ -50,6 +50,14 @@ function validateVmiSpecRules(spec: VmiSpec, path: string, causes: Causes, sized
   }
 }
 
+/** KubeVirt's hook sidecars run code of the user's image beside the launcher; kubevirt-ts runs none, so it says so. */
+const HOOK_SIDECARS = "hooks.kubevirt.io/hookSidecars";
+
+function refuseHookSidecars(annotations: Record<string, string> | undefined, path: string, causes: Causes): void {
+  if (annotations?.[HOOK_SIDECARS] === undefined) return;
+  causes.notSupported(`${path}.${HOOK_SIDECARS}`, "is not supported: kubevirt-ts runs no hook sidecars, so the hook would be ignored; remove the annotation");
+}
+
 function validateObjectName(metadata: { name?: string | undefined; generateName?: string | undefined }, causes: Causes): void {
   if (metadata.name === undefined) {
     if (metadata.generateName === undefined) causes.required("metadata.name", "is required: give the object a name");
@@ -75,6 +83,7 @@ export function validateVirtualMachineInstance(input: unknown): Validation<Virtu
   if (!parsed.ok) return parsed;
   const causes = new Causes();
   validateObjectName(parsed.value.metadata, causes);
+  refuseHookSidecars(parsed.value.metadata.annotations, "metadata.annotations", causes);
   validateVmiSpecRules(parsed.value.spec, "spec", causes);
   return finish(parsed.value, causes);
 }
@@ -103,6 +112,7 @@ export function validateVirtualMachine(input: unknown, sources: ExpansionSources
     causes.required("spec.runStrategy", `must be set to one of: ${RUN_STRATEGIES.join(", ")}`);
   }
   const template = vm.spec.template;
+  refuseHookSidecars(template.metadata?.annotations, "spec.template.metadata.annotations", causes);
   const expanded = expandVmiSpec({ spec: template.spec, annotations: template.metadata?.annotations }, sources, "spec.template.spec", causes);
   // An instancetype gives the memory: when it is not found yet, or conflicts, nothing more is said of memory here.
   validateVmiSpecRules(expanded.spec, "spec.template.spec", causes, vm.spec.instancetype !== undefined);
