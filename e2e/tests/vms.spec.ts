@@ -74,6 +74,25 @@ test("the server's refusal of a field shows next to that field", async ({ page }
   await expect(page.getByLabel("Memory")).toHaveAccessibleDescription(/spec\.template\.spec\.domain\.memory\.guest/);
 });
 
+test("the form sizes a VM by one of the cluster's instancetypes and names a guest OS preference instead of CPU and memory", async ({ page }) => {
+  await signIn(page, "admin");
+  await page.goto(`/vms/new?ns=${namespace}`);
+  await page.getByLabel("Name", { exact: true }).fill("sized-1");
+  await expect(page.getByLabel("Size")).toContainText("u1.small: 1 vCPU, 2Gi");
+  await page.getByLabel("Size").selectOption("u1.small");
+  // The instancetype gives CPU and memory: the form no longer asks for them.
+  await expect(page.getByLabel("Memory")).toHaveCount(0);
+  await page.getByLabel("Guest OS").selectOption("debian");
+  await page.getByLabel("Run strategy").selectOption("Halted");
+  await page.getByRole("button", { name: "Create", exact: true }).click();
+  await expect(page).toHaveURL(new RegExp(`/vms/${namespace}/sized-1`));
+  await expect(page.getByTestId("vm-status")).toHaveText("Stopped");
+  await page.getByRole("tab", { name: "YAML" }).click();
+  const yaml = page.getByRole("tabpanel", { name: "YAML" });
+  await expect(yaml).toContainText("instancetype:");
+  await expect(yaml).toContainText("name: u1.small");
+});
+
 test("a VM made in YAML mode runs, and its serial console takes commands", async ({ page }) => {
   await signIn(page, "admin");
   await page.goto(`/vms/new?ns=${namespace}`);

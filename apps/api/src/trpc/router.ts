@@ -1,7 +1,7 @@
 import { type Event, type KubeClient, type KubeObject, type Node, resources } from "@kubevirt-ts/kube";
 import {
   MAX_CLOUD_INIT_BYTES, SUBRESOURCE_GROUP, type VirtualMachine, dnsLabelProblem, type VirtualMachineInstance, type VmRequestAction, type VmRequestOptions, type VmiDomainAction, summarize, validateVirtualMachine, kubevirtResources,
-  ACTION_WORDS, type ActionAvailability, type VmActionName, availableActions,
+  ACTION_WORDS, type ActionAvailability, type VmActionName, availableActions, type InstancetypeSpec, type PreferenceSpec, instancetypeResources, parseQuantity,
 } from "@kubevirt-ts/kubevirt-api";
 import { TRPCError } from "@trpc/server";
 import { z } from "zod";
@@ -23,6 +23,14 @@ const dnsLabel = z.string().superRefine((value, ctx) => {
 const target = z.object({ namespace: dnsLabel, name: dnsLabel });
 const inNamespace = z.object({ namespace: dnsLabel });
 const resumable = z.object({ namespace: dnsLabel, lastEventId: z.string().nullish() });
+
+/** Instancetypes by series (u1, o1, ...), then by vCPUs and memory within one. */
+function bySeriesThenSize(a: { name: string; cpu: number; memory: string }, b: { name: string; cpu: number; memory: string }): number {
+  const series = (a.name.split(".")[0] ?? "").localeCompare(b.name.split(".")[0] ?? "");
+  if (series !== 0) return series;
+  if (a.cpu !== b.cpu) return a.cpu - b.cpu;
+  return (parseQuantity(a.memory) ?? 0) - (parseQuantity(b.memory) ?? 0);
+}
 
 /** Every action the dashboard offers, as the Kubernetes permission it takes. */
 const ACTIONS = {
@@ -159,6 +167,21 @@ export const appRouter = router({
     }));
   }),
   images: userProcedure.query(({ ctx }) => ctx.guestImages),
+  // The cluster-wide instancetypes and preferences the create form offers (every signed-in user may read them).
+  instancetypes: userProcedure.query(async ({ ctx }) => {
+    const [sizes, preferences] = await Promise.all([
+      ctx.client.list<KubeObject & { spec: InstancetypeSpec }>(instancetypeResources.VirtualMachineClusterInstancetype),
+      ctx.client.list<KubeObject & { spec: PreferenceSpec }>(instancetypeResources.VirtualMachineClusterPreference),
+    ]);
+    return {
+      sizes: sizes.items
+        .map((i) => ({ name: i.metadata.name ?? "", cpu: i.spec.cpu.guest, memory: String(i.spec.memory.guest) }))
+        .sort(bySeriesThenSize),
+      preferences: preferences.items
+        .map((p) => ({ name: p.metadata.name ?? "", displayName: p.metadata.annotations?.["openshift.io/display-name"] ?? p.metadata.name ?? "" }))
+        .sort((a, b) => a.name.localeCompare(b.name)),
+    };
+  }),
   // What the user may do in the namespace (RBAC); with a VM's name, also what that VM's state allows now (availableActions).
   permissions: userProcedure.input(inNamespace.extend({ name: dnsLabel.optional() })).query(async ({ ctx, input }) => {
     const { name } = input;

@@ -5,7 +5,9 @@ describe("vmFromForm", () => {
   it("makes a KubeVirt VM with a containerDisk, masquerade networking and a cloud-init user", () => {
     const vm = vmFromForm({ ...EMPTY_FORM, name: " web-1 ", cpu: "2", memory: "2Gi", image: "example/debian:12", user: "ops", password: "s3cret" });
     expect(vm.metadata.name).toBe("web-1");
-    expect(vm.spec.template.spec.domain.cpu.cores).toBe(2);
+    expect(vm.spec.template.spec.domain.cpu?.cores).toBe(2);
+    expect(vm.spec.template.spec.domain.memory?.guest).toBe("2Gi");
+    expect(vm.spec.instancetype).toBeUndefined();
     expect(vm.spec.template.spec.volumes[0]).toEqual({ name: "root", containerDisk: { image: "example/debian:12" } });
     expect(vm.spec.template.spec.volumes[1]).toEqual({ name: "cloudinit", cloudInitNoCloud: { secretRef: { name: "web-1-cloud-init" } } });
     expect(JSON.stringify(vm)).not.toContain("s3cret");
@@ -23,6 +25,15 @@ describe("vmFromForm", () => {
     edited.spec.template.spec.volumes = edited.spec.template.spec.volumes.slice(0, 1);
     expect(userDataFor(edited, form)).toBeUndefined();
     expect(userDataFor(vmFromForm({ ...EMPTY_FORM, name: "bare", image: "x" }), EMPTY_FORM)).toBeUndefined();
+  });
+
+  it("leaves CPU and memory to the instancetype chosen, which the template must not set, and names the preference", () => {
+    const vm = vmFromForm({ ...EMPTY_FORM, name: "sized", size: "u1.small", preference: "debian", cpu: "4", memory: "8Gi", image: "x" });
+    expect(vm.spec.instancetype).toEqual({ name: "u1.small" });
+    expect(vm.spec.preference).toEqual({ name: "debian" });
+    expect(vm.spec.template.spec.domain.cpu).toBeUndefined();
+    expect(vm.spec.template.spec.domain.memory).toBeUndefined();
+    expect(causesByField([{ field: "spec.instancetype", message: "too small" }])).toEqual({ size: ["too small"] });
   });
 
   it("leaves cloud-init out when no user or key is given", () => {

@@ -3,6 +3,10 @@
 
 export interface VmForm {
   name: string;
+  /** A cluster instancetype's name, or "" for the CPU and memory given here. */
+  size: string;
+  /** A cluster preference's name, or "" for none. */
+  preference: string;
   cpu: string;
   memory: string;
   image: string;
@@ -12,7 +16,7 @@ export interface VmForm {
   runStrategy: string;
 }
 
-export const EMPTY_FORM: VmForm = { name: "", cpu: "1", memory: "1Gi", image: "", user: "", password: "", sshKey: "", runStrategy: "Always" };
+export const EMPTY_FORM: VmForm = { name: "", size: "", preference: "", cpu: "1", memory: "1Gi", image: "", user: "", password: "", sshKey: "", runStrategy: "Always" };
 
 /**
  * The Secret that keeps the form's cloud-init user data (a password, an SSH
@@ -39,12 +43,14 @@ export function vmFromForm(form: VmForm) {
     metadata: { name: form.name.trim() },
     spec: {
       runStrategy: form.runStrategy,
+      // An instancetype sizes the VM, so the template leaves CPU and memory to it (setting them would conflict).
+      ...(form.size ? { instancetype: { name: form.size } } : {}),
+      ...(form.preference ? { preference: { name: form.preference } } : {}),
       template: {
         metadata: { labels: { "kubevirt.io/vm": form.name.trim() } },
         spec: {
           domain: {
-            cpu: { cores: Number.isFinite(cores) ? cores : form.cpu },
-            memory: { guest: form.memory.trim() },
+            ...(form.size ? {} : { cpu: { cores: Number.isFinite(cores) ? cores : form.cpu }, memory: { guest: form.memory.trim() } }),
             devices: {
               disks: [{ name: "root", disk: { bus: "virtio" } }, ...(userData ? [{ name: "cloudinit", disk: { bus: "virtio" } }] : [])],
               interfaces: [{ name: "default", masquerade: {} }],
@@ -73,6 +79,8 @@ export function userDataFor(vm: unknown, form: VmForm): string | undefined {
 
 const FIELD_OF: [RegExp, keyof VmForm][] = [
   [/^metadata\.name/, "name"],
+  [/^spec\.instancetype/, "size"],
+  [/^spec\.preference/, "preference"],
   [/^spec\.template\.spec\.domain\.cpu/, "cpu"],
   [/^spec\.template\.spec\.domain\.memory|^spec\.template\.spec\.domain\.resources/, "memory"],
   [/^spec\.template\.spec\.volumes\[0\]\.containerDisk/, "image"],

@@ -26,6 +26,7 @@ export function CreateVmView() {
   const router = useRouter();
   const namespace = useNamespace();
   const images = useQuery(trpc.images.queryOptions());
+  const instancetypes = useQuery(trpc.instancetypes.queryOptions());
   const [form, setForm] = useState<VmForm>(EMPTY_FORM);
   const [mode, setMode] = useState<"form" | "yaml">("form");
   const [yamlText, setYamlText] = useState("");
@@ -76,11 +77,31 @@ export function CreateVmView() {
             <Field id="vm-name" label="Name" hint="Lower-case letters, digits and '-'; it becomes the guest's hostname." errors={errors.name}>
               {(d, invalid) => <input id="vm-name" value={form.name} onChange={set("name")} aria-describedby={d} aria-invalid={invalid} autoComplete="off" />}
             </Field>
-            <Field id="vm-cpu" label="CPU cores" errors={errors.cpu}>
-              {(d, invalid) => <input id="vm-cpu" type="number" min={1} max={64} value={form.cpu} onChange={set("cpu")} aria-describedby={d} aria-invalid={invalid} />}
+            <Field id="vm-size" label="Size" hint="An instancetype of the cluster (u1: general purpose, o1: memory overcommitted), or your own CPU and memory." errors={errors.size}>
+              {(d, invalid) => (
+                <select id="vm-size" value={form.size} onChange={set("size")} aria-describedby={d} aria-invalid={invalid}>
+                  <option value="">Custom: CPU cores and memory below</option>
+                  {(instancetypes.data?.sizes ?? []).map((i) => <option key={i.name} value={i.name}>{i.name}: {i.cpu} vCPU, {i.memory}</option>)}
+                </select>
+              )}
             </Field>
-            <Field id="vm-memory" label="Memory" hint="A Kubernetes quantity, such as 512Mi or 2Gi." errors={errors.memory}>
-              {(d, invalid) => <input id="vm-memory" value={form.memory} onChange={set("memory")} aria-describedby={d} aria-invalid={invalid} />}
+            {form.size === "" && (
+              <>
+                <Field id="vm-cpu" label="CPU cores" errors={errors.cpu}>
+                  {(d, invalid) => <input id="vm-cpu" type="number" min={1} max={64} value={form.cpu} onChange={set("cpu")} aria-describedby={d} aria-invalid={invalid} />}
+                </Field>
+                <Field id="vm-memory" label="Memory" hint="A Kubernetes quantity, such as 512Mi or 2Gi." errors={errors.memory}>
+                  {(d, invalid) => <input id="vm-memory" value={form.memory} onChange={set("memory")} aria-describedby={d} aria-invalid={invalid} />}
+                </Field>
+              </>
+            )}
+            <Field id="vm-preference" label="Guest OS" hint="A preference of the cluster: the devices and firmware the guest's OS prefers, and the least it needs." errors={errors.preference}>
+              {(d, invalid) => (
+                <select id="vm-preference" value={form.preference} onChange={set("preference")} aria-describedby={d} aria-invalid={invalid}>
+                  <option value="">No preference</option>
+                  {(instancetypes.data?.preferences ?? []).map((p) => <option key={p.name} value={p.name}>{p.displayName} ({p.name})</option>)}
+                </select>
+              )}
             </Field>
             <Field id="vm-image" label="Boot image" errors={errors.image}>
               {(d, invalid) => (
