@@ -113,6 +113,12 @@ export const validationCases: ValidationCase[] = [
     apiServer: "accepts",
   },
   {
+    name: "a watchdog without its model",
+    object: newVm(newVmiSpec((s) => (s.domain.devices.watchdog = { name: "wd" }))),
+    invalid: { field: `${tpl}.domain.devices.watchdog.i6300esb`, message: /is required/ },
+    apiServer: "accepts",
+  },
+  {
     name: "a persistent TPM (its state needs a PVC)",
     object: newVm(newVmiSpec((s) => (s.domain.devices.tpm = { persistent: true }))),
     invalid: { field: `${tpl}.domain.devices.tpm.persistent`, message: /not supported yet/ },

@@ -31,6 +31,7 @@ const refused = (file: string, test: string): FieldEffect => ({ refused: { file,
 const notYetProven = (why: string): FieldEffect => ({ notYetProven: why });
 
 const topology = effect(CONVERTER, "the topology asked for");
+const podPassThrough = effect(POD, "passes priority, scheduler, DNS and topology spread through");
 // A feature's leaf is its enabled flag: listing the feature turns it on, which this case shows for each; it
 // shows enabled: false too, for evmcs, pvspinlock, the HPET and kvmclock, through the same code as the others.
 const windowsGuest = effect(CONVERTER, "a Windows-style guest: Hyper-V enlightenments");
@@ -124,6 +125,12 @@ const vmiSpecEffects: Record<string, FieldEffect> = {
   "domain.devices.rng": effect(CONVERTER, "a virtio RNG"),
   "domain.devices.tpm.enabled": effect(CONVERTER, "leaves out a TPM that is turned off"),
   "domain.devices.tpm.persistent": refused(VALIDATION_CASES, "a persistent TPM (its state needs a PVC)"),
+  "domain.devices.logSerialConsole": effect(CONVERTER, "keeps no serial log when logSerialConsole is false"),
+  "domain.devices.watchdog.name": effect(CONVERTER, "a watchdog that powers the guest off"),
+  "domain.devices.watchdog.i6300esb.action": effect(CONVERTER, "a watchdog that powers the guest off"),
+  "domain.devices.inputs[].name": effect(CONVERTER, "a virtio tablet instead of the USB one"),
+  "domain.devices.inputs[].type": effect(CONVERTER, "a virtio tablet instead of the USB one"),
+  "domain.devices.inputs[].bus": effect(CONVERTER, "a virtio tablet instead of the USB one"),
   "volumes[].name": containerDiskCopy,
   "volumes[].containerDisk.image": containerDiskCopy,
   "volumes[].containerDisk.imagePullPolicy": notYetProven("the pull policy of the init container copying the disk; tests cover only the default chosen when it is unset"),
@@ -150,6 +157,22 @@ const vmiSpecEffects: Record<string, FieldEffect> = {
   hostname: notYetProven("becomes the launcher pod's hostname (the VMI's name unless set); no test sets it"),
   subdomain: notYetProven("becomes the launcher pod's subdomain; no test sets it"),
   architecture: refused(VALIDATION_CASES, "another architecture than amd64"),
+  priorityClassName: podPassThrough,
+  schedulerName: podPassThrough,
+  dnsPolicy: podPassThrough,
+  "dnsConfig.nameservers[]": podPassThrough,
+  "dnsConfig.searches[]": podPassThrough,
+  "dnsConfig.options[].name": podPassThrough,
+  "dnsConfig.options[].value": podPassThrough,
+  "topologySpreadConstraints[].maxSkew": podPassThrough,
+  "topologySpreadConstraints[].topologyKey": podPassThrough,
+  "topologySpreadConstraints[].whenUnsatisfiable": podPassThrough,
+  "topologySpreadConstraints[].labelSelector.matchLabels": podPassThrough,
+  "topologySpreadConstraints[].labelSelector.matchExpressions[].key": notYetProven("passed to the pod's constraint's label selector; the pass-through test uses matchLabels"),
+  "topologySpreadConstraints[].labelSelector.matchExpressions[].operator": notYetProven("passed to the pod's constraint's label selector; the pass-through test uses matchLabels"),
+  "topologySpreadConstraints[].labelSelector.matchExpressions[].values[]": notYetProven("passed to the pod's constraint's label selector; the pass-through test uses matchLabels"),
+  "topologySpreadConstraints[].minDomains": notYetProven("passed to the pod's constraint; the pass-through test leaves it out"),
+  "topologySpreadConstraints[].matchLabelKeys[]": notYetProven("passed to the pod's constraint; the pass-through test leaves it out"),
 };
 
 /** Where a VMI's spec sits in a VM. */

@@ -59,6 +59,27 @@ export const devices = z.strictObject({
   autoattachGraphicsDevice: z.boolean().optional().describe("Attach a VNC display (default true)."),
   autoattachPodInterface: z.boolean().optional().describe("Add a pod network interface when none is listed (default true)."),
   rng: z.strictObject({}).optional().describe("Give the guest a virtio random number generator."),
+  logSerialConsole: z.boolean().optional().describe("Keep a log of the serial console that outlives a closed console (default true)."),
+  watchdog: z
+    .strictObject({
+      name: z.string().describe("The watchdog's name."),
+      i6300esb: z
+        .strictObject({ action: z.enum(["poweroff", "reset", "shutdown"]).optional().describe("What happens when the guest stops feeding it: reset unless set.") })
+        .optional()
+        .describe("An Intel 6300ESB watchdog."),
+    })
+    .optional()
+    .describe("A watchdog that acts when the guest hangs."),
+  inputs: z
+    .array(
+      z.strictObject({
+        name: z.string(),
+        type: z.enum(["tablet"]).describe("tablet: absolute pointing, so the VNC pointer follows the mouse."),
+        bus: z.enum(["usb", "virtio"]).optional().describe("usb unless set."),
+      }),
+    )
+    .optional()
+    .describe("Input devices; a USB tablet comes with the graphics device unless inputs are listed."),
   tpm: z
     .strictObject({
       enabled: z.boolean().optional().describe("true unless set to false."),
@@ -237,6 +258,35 @@ export const vmiSpec = z
     hostname: z.string().optional(),
     subdomain: z.string().optional(),
     architecture: z.string().optional().describe("The guest's CPU architecture; amd64, the only one run here, unless set."),
+    priorityClassName: z.string().optional().describe("The PriorityClass of the launcher pod."),
+    schedulerName: z.string().optional().describe("The scheduler that places the launcher pod; the default scheduler unless set."),
+    dnsPolicy: z.enum(["ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"]).optional().describe("The launcher pod's DNS policy, whose resolver the guest uses through its user network."),
+    dnsConfig: z
+      .strictObject({
+        nameservers: z.array(z.string()).optional(),
+        searches: z.array(z.string()).optional(),
+        options: z.array(z.strictObject({ name: z.string(), value: z.string().optional() })).optional(),
+      })
+      .optional()
+      .describe("The launcher pod's DNS settings, added to those of its policy."),
+    topologySpreadConstraints: z
+      .array(
+        z.strictObject({
+          maxSkew: z.number().int(),
+          topologyKey: z.string(),
+          whenUnsatisfiable: z.enum(["DoNotSchedule", "ScheduleAnyway"]),
+          labelSelector: z
+            .strictObject({
+              matchLabels: z.record(z.string(), z.string()).optional(),
+              matchExpressions: z.array(z.strictObject({ key: z.string(), operator: z.string(), values: z.array(z.string()).optional() })).optional(),
+            })
+            .optional(),
+          minDomains: z.number().int().optional(),
+          matchLabelKeys: z.array(z.string()).optional(),
+        }),
+      )
+      .optional()
+      .describe("How launcher pods spread over nodes, as a pod's topologySpreadConstraints."),
   })
   .describe("The specification of a virtual machine instance.");
 

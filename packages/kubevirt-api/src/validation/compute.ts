@@ -98,6 +98,8 @@ function validateFeaturesAndClock(domain: DomainSpec, path: string, causes: Caus
   if (efi && efi.secureBoot !== false && domain.features?.smm?.enabled === false) {
     causes.invalid(`${path}.features.smm.enabled`, "is false, but secure boot (on unless efi.secureBoot is false) needs SMM: enable SMM or set firmware.bootloader.efi.secureBoot: false");
   }
+  const watchdog = domain.devices.watchdog;
+  if (watchdog && !watchdog.i6300esb) causes.required(`${path}.devices.watchdog.i6300esb`, "is required: name the watchdog's model, i6300esb (the one KubeVirt offers on amd64)");
   if (domain.devices.tpm?.persistent === true) {
     causes.notSupported(`${path}.devices.tpm.persistent`, "is not supported yet: a persistent TPM keeps its state on a PVC, which kubevirt-ts cannot attach yet; leave it out for a TPM whose state lives as long as the VMI");
   }

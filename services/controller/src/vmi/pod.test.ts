@@ -67,6 +67,24 @@ describe("launcherPod", () => {
     });
   });
 
+  it("passes priority, scheduler, DNS and topology spread through", () => {
+    const spread = { maxSkew: 1, topologyKey: "kubernetes.io/hostname", whenUnsatisfiable: "ScheduleAnyway" as const, labelSelector: { matchLabels: { app: "web" } } };
+    const given = vmi((v) => {
+      v.spec.priorityClassName = "vms-high";
+      v.spec.schedulerName = "my-scheduler";
+      v.spec.dnsPolicy = "None";
+      v.spec.dnsConfig = { nameservers: ["198.18.0.53"], searches: ["example.test"], options: [{ name: "ndots", value: "2" }] };
+      v.spec.topologySpreadConstraints = [spread];
+    });
+    expect(launcherPod(given, config).spec).toMatchObject({
+      priorityClassName: "vms-high",
+      schedulerName: "my-scheduler",
+      dnsPolicy: "None",
+      dnsConfig: { nameservers: ["198.18.0.53"], searches: ["example.test"], options: [{ name: "ndots", value: "2" }] },
+      topologySpreadConstraints: [spread],
+    });
+  });
+
   it("gives the guest its grace period and the launcher some more", () => {
     expect(launcherPod(vmi((v) => (v.spec.terminationGracePeriodSeconds = 60)), config).spec.terminationGracePeriodSeconds).toBe(75);
     expect(spec.terminationGracePeriodSeconds).toBe(45);

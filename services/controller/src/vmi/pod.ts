@@ -137,6 +137,11 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
       ...(spec.nodeSelector ? { nodeSelector: { ...spec.nodeSelector } } : {}),
       ...(spec.tolerations ? { tolerations: spec.tolerations.map((t) => ({ ...t })) } : {}),
       ...(spec.affinity ? { affinity: structuredClone(spec.affinity) } : {}),
+      ...(spec.topologySpreadConstraints ? { topologySpreadConstraints: structuredClone(spec.topologySpreadConstraints) } : {}),
+      ...(spec.priorityClassName !== undefined ? { priorityClassName: spec.priorityClassName } : {}),
+      ...(spec.schedulerName !== undefined ? { schedulerName: spec.schedulerName } : {}),
+      ...(spec.dnsPolicy !== undefined ? { dnsPolicy: spec.dnsPolicy } : {}),
+      ...(spec.dnsConfig ? { dnsConfig: structuredClone(spec.dnsConfig) } : {}),
       securityContext: {
         // QEMU, as the launcher's unprivileged user, binds the guest's declared ports; one below 1024 takes this (a safe sysctl, of the pod's own network).
         ...(guestPorts.some((p) => p.port < UNPRIVILEGED_PORT_START) ? { sysctls: [{ name: "net.ipv4.ip_unprivileged_port_start", value: "0" }] } : {}),

@@ -54,7 +54,7 @@ const specs: [string, VmiSpec][] = [
           hyperv: { relaxed: {}, vapic: {}, vpindex: {}, runtime: {}, synic: {}, reset: {}, frequencies: {}, reenlightenment: {}, tlbflush: {}, ipi: {}, evmcs: {}, spinlocks: { spinlocks: 8191 }, synictimer: { direct: {} }, vendorid: { vendorid: "kubevirt-ts" } },
         },
         clock: { timezone: "Europe/Paris", timer: { hpet: { present: false }, pit: { tickPolicy: "delay" }, rtc: { tickPolicy: "catchup", track: "guest" }, hyperv: {}, kvm: { present: false } } },
-        devices: { tpm: {}, disks: [{ name: "root", disk: { bus: "sata" } }] },
+        devices: { tpm: {}, watchdog: { name: "wd", i6300esb: { action: "reset" } }, inputs: [{ name: "tablet", type: "tablet", bus: "virtio" }], logSerialConsole: false, disks: [{ name: "root", disk: { bus: "sata" } }] },
       },
       volumes: [{ name: "root", containerDisk: { image: "g:1" } }],
     },

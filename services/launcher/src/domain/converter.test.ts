@@ -97,6 +97,8 @@ describe("domainXml", () => {
       () => domainXml(vmi((s) => (s.domain.firmware = { kernelBoot: { kernelArgs: "console=ttyS0", container: { image: "k:1", kernelPath: "/boot/vmlinuz" } } })), { ...ctx, kernelBoot: { kernel: "/var/run/kubevirt-ts/kernel/vmlinuz" } }),
       ["<kernel>/var/run/kubevirt-ts/kernel/vmlinuz</kernel>", "<cmdline>console=ttyS0</cmdline>"],
     ],
+    ["a watchdog that powers the guest off", () => domainXml(vmi((s) => (s.domain.devices.watchdog = { name: "wd", i6300esb: { action: "poweroff" } })), ctx), ['<watchdog model="i6300esb" action="poweroff"/>']],
+    ["a virtio tablet instead of the USB one", () => domainXml(vmi((s) => (s.domain.devices.inputs = [{ name: "tablet", type: "tablet", bus: "virtio" }])), ctx), ['<input type="tablet" bus="virtio"/>']],
     ["an emulated TPM 2.0", () => domainXml(vmi((s) => (s.domain.devices.tpm = {})), ctx), ['<tpm model="tpm-tis">\n      <backend type="emulator" version="2.0"/>\n    </tpm>']],
     ["a virtio RNG", () => domainXml(vmi((s) => (s.domain.devices.rng = {})), ctx), ['<rng model="virtio">', "<backend model=\"random\">/dev/urandom</backend>"]],
     [
@@ -145,6 +147,16 @@ describe("domainXml", () => {
   it("leaves out VNC, video and the tablet when there is no graphics device", () => {
     const xml = domainXml(vmi((s) => (s.domain.devices.autoattachGraphicsDevice = false)), ctx);
     expect(xml).not.toMatch(/<graphics|<video|<input/);
+  });
+
+  it("keeps no serial log when logSerialConsole is false, and lists only the inputs asked for", () => {
+    const xml = domainXml(vmi((s) => {
+      s.domain.devices.logSerialConsole = false;
+      s.domain.devices.inputs = [{ name: "tablet", type: "tablet", bus: "virtio" }];
+    }), ctx);
+    expect(xml).toContain('<serial type="unix">');
+    expect(xml).not.toContain("<log ");
+    expect(xml).not.toContain('bus="usb"');
   });
 
   it("leaves out a TPM that is turned off, and has none unless asked", () => {
