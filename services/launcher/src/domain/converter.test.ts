@@ -64,6 +64,27 @@ describe("domainXml", () => {
 
   it.each([
     ["KVM with the host's CPU model when KVM works", () => domainXml(vmi(), { ...ctx, domainType: "kvm" }), ['<domain type="kvm">', '<cpu mode="host-model">']],
+    ["three threads per core", () => domainXml(vmi((s) => (s.domain.cpu = { sockets: 1, cores: 1, threads: 3 })), ctx), ['<vcpu placement="static">3</vcpu>', '<topology sockets="1" cores="1" threads="3"/>']],
+    ["another machine type", () => domainXml(vmi((s) => (s.domain.machine = { type: "pc-q35-7.2" })), ctx), ['machine="pc-q35-7.2"']],
+    ["the SMBIOS serial number", () => domainXml(vmi((s) => (s.domain.firmware = { serial: "sn-42" })), ctx), ['<entry name="serial">sn-42</entry>']],
+    [
+      "a read-only disk with writeback caching",
+      () => domainXml(vmi((s) => (s.domain.devices.disks = [{ name: "root", disk: { bus: "virtio", readonly: true }, cache: "writeback" }])), ctx),
+      ['cache="writeback"', '<target dev="vda" bus="virtio"/>\n      <readonly/>'],
+    ],
+    [
+      "a writable CD-ROM on the SCSI bus",
+      () => domainXml(vmi((s) => {
+        s.domain.devices.disks = [{ name: "cd", cdrom: { bus: "scsi", readonly: false } }];
+        s.volumes = [{ name: "cd", containerDisk: { image: "iso:1" } }];
+      }), ctx),
+      ['<target dev="sda" bus="scsi" tray="closed"/>'],
+    ],
+    [
+      "an e1000e interface with its MAC address, booted from the network second",
+      () => domainXml(vmi((s) => (s.domain.devices.interfaces = [{ name: "default", masquerade: {}, model: "e1000e", macAddress: "02:00:00:00:00:2a", bootOrder: 2 }])), ctx),
+      ['<mac address="02:00:00:00:00:2a"/>', '<model type="e1000e"/>', '<boot order="2"/>'],
+    ],
     ["a named CPU model as a custom CPU", () => domainXml(vmi((s) => (s.domain.cpu = { model: "Skylake-Client" })), ctx), ['<cpu mode="custom" match="exact" check="none">\n    <model fallback="allow">Skylake-Client</model>']],
     ["the host's CPU as it is, when KVM works and it is asked for", () => domainXml(vmi((s) => (s.domain.cpu = { model: "host-passthrough" })), { ...ctx, domainType: "kvm" }), ['<cpu mode="host-passthrough">']],
     ["the topology asked for", () => domainXml(vmi((s) => (s.domain.cpu = { sockets: 2, cores: 2, threads: 1 })), ctx), ['<vcpu placement="static">4</vcpu>', '<topology sockets="2" cores="2" threads="1"/>']],
