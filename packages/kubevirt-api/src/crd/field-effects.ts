@@ -32,6 +32,7 @@ const notYetProven = (why: string): FieldEffect => ({ notYetProven: why });
 
 const topology = effect(CONVERTER, "the topology asked for");
 const nicModel = effect(CONVERTER, "an e1000e interface with its MAC address, booted from the network second");
+const podHostAndToleration = effect(POD, "names the pod's host as the VMI asks, in its subdomain");
 const podPassThrough = effect(POD, "passes priority, scheduler, DNS and topology spread through");
 // A feature's leaf is its enabled flag: listing the feature turns it on, which this case shows for each; it
 // shows enabled: false too, for evmcs, pvspinlock, the HPET and kvmclock, through the same code as the others.
@@ -153,10 +154,10 @@ const vmiSpecEffects: Record<string, FieldEffect> = {
   "tolerations[].operator": scheduling,
   "tolerations[].value": scheduling,
   "tolerations[].effect": scheduling,
-  "tolerations[].tolerationSeconds": notYetProven("copied into the launcher pod's toleration; the scheduling test leaves it out"),
+  "tolerations[].tolerationSeconds": podHostAndToleration,
   terminationGracePeriodSeconds: effect(POD, "gives the guest its grace period and the launcher some more"),
-  hostname: notYetProven("becomes the launcher pod's hostname (the VMI's name unless set); no test sets it"),
-  subdomain: notYetProven("becomes the launcher pod's subdomain; no test sets it"),
+  hostname: podHostAndToleration,
+  subdomain: podHostAndToleration,
   architecture: refused(VALIDATION_CASES, "another architecture than amd64"),
   priorityClassName: podPassThrough,
   schedulerName: podPassThrough,

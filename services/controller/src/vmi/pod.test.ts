@@ -67,6 +67,15 @@ describe("launcherPod", () => {
     });
   });
 
+  it("names the pod's host as the VMI asks, in its subdomain, and keeps a toleration's seconds", () => {
+    const given = vmi((v) => {
+      v.spec.hostname = "web";
+      v.spec.subdomain = "frontends";
+      v.spec.tolerations = [{ key: "node.kubernetes.io/unreachable", operator: "Exists", effect: "NoExecute", tolerationSeconds: 30 }];
+    });
+    expect(launcherPod(given, config).spec).toMatchObject({ hostname: "web", subdomain: "frontends", tolerations: [{ tolerationSeconds: 30 }] });
+  });
+
   it("passes priority, scheduler, DNS and topology spread through", () => {
     const spread = { maxSkew: 1, topologyKey: "kubernetes.io/hostname", whenUnsatisfiable: "ScheduleAnyway" as const, labelSelector: { matchLabels: { app: "web" } } };
     const given = vmi((v) => {
