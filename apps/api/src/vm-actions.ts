@@ -61,7 +61,8 @@ function fromHandler(error: unknown): never {
   throw new ActionRefusal(error.status >= 500 ? 503 : 500, `Internal error occurred: ${error.message}`);
 }
 
-async function authorize(requester: Requester, target: ActionTarget, check: Check): Promise<void> {
+/** The user may do `check` on the target, or the request ends with a 403 that names the permission. */
+export async function authorize(requester: Requester, target: ActionTarget, check: Check): Promise<void> {
   const answer = await requester.may(target.namespace, check, target.name);
   if (!answer.allowed) throw new ActionRefusal(403, requester.refusal(target.namespace, check, target.name, answer.reason));
 }

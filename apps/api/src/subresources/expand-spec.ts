@@ -3,7 +3,7 @@ import {
   Causes, SUBRESOURCE_GROUP, type VirtualMachine, expandVirtualMachine, expansionSources, findInstancetypeAndPreference, kubevirtResources, parseVirtualMachine, summarize,
 } from "@kubevirt-ts/kubevirt-api";
 import type { Check, Requester } from "../access.ts";
-import { ActionRefusal } from "../vm-actions.ts";
+import { ActionRefusal, authorize } from "../vm-actions.ts";
 
 // KubeVirt's expand-spec: a VM as its instancetype and preference expand it
 // (virtctl expand, and client-go's GetWithExpandedSpec and ExpandSpec). The
@@ -24,14 +24,9 @@ async function expand(own: KubeClient, vm: VirtualMachine, failure: number): Pro
   return expanded;
 }
 
-async function authorize(requester: Requester, namespace: string, check: Check, name = ""): Promise<void> {
-  const answer = await requester.may(namespace, check, name);
-  if (!answer.allowed) throw new ActionRefusal(403, requester.refusal(namespace, check, name, answer.reason));
-}
-
 /** GET virtualmachines/{name}/expand-spec: the stored VM, expanded. */
 export async function expandStoredVm(own: KubeClient, requester: Requester, namespace: string, name: string): Promise<VirtualMachine> {
-  await authorize(requester, namespace, EXPAND_SPEC_CHECK, name);
+  await authorize(requester, { namespace, name }, EXPAND_SPEC_CHECK);
   const vm = await own.find<VirtualMachine>(kubevirtResources.virtualMachines, namespace, name);
   if (!vm) throw new ActionRefusal(404, `virtualmachine.kubevirt.io "${name}" not found`, { name, kind: "virtualmachine" });
   return expand(own, vm, 500);
@@ -39,7 +34,7 @@ export async function expandStoredVm(own: KubeClient, requester: Requester, name
 
 /** PUT expand-vm-spec: the VM in the body, expanded in `namespace` (the body's namespace must be that one or none). */
 export async function expandSentVm(own: KubeClient, requester: Requester, namespace: string, readBody: () => Promise<string>): Promise<VirtualMachine> {
-  await authorize(requester, namespace, EXPAND_VM_SPEC_CHECK);
+  await authorize(requester, { namespace, name: "" }, EXPAND_VM_SPEC_CHECK);
   const text = (await readBody()).trim();
   if (text === "") throw new ActionRefusal(400, "empty request body: send the VirtualMachine to expand as JSON");
   let body: unknown;
