@@ -8,7 +8,7 @@ import type { Logger } from "@kubevirt-ts/runtime";
 import { controllerOf, controllerRef } from "../common/owner.ts";
 
 import { type VmAction, backoffMs, decide } from "./decide.ts";
-import { type Sizing, sizeVm } from "./instancetype.ts";
+import { InstancetypeLookup, type Sizing, sizeVm } from "./instancetype.ts";
 import { deriveVmStatus } from "./status.ts";
 
 // The VirtualMachine controller: keeps each VM's VMI in the state its run
@@ -110,11 +110,13 @@ export function createVmReconciler(deps: VmControllerDeps): Reconcile {
   }
 
   const written = new WrittenVersions();
+  const instancetypes = new InstancetypeLookup(client);
   return async (key) => {
     const cached = vms.get(key);
     if (!cached) {
       expectations.deleteExpectations(key);
       written.forget(key);
+      instancetypes.forget(key);
       return undefined;
     }
     // Our own last write has not reached the cache yet: its watch event brings the VM back here.
@@ -143,7 +145,7 @@ export function createVmReconciler(deps: VmControllerDeps): Reconcile {
       startFailure: vm.status?.startFailure,
       now: now(),
     });
-    const sizing = await sizeVm(client, vm);
+    const sizing = await sizeVm(client, instancetypes, vm);
     const outcome = await execute(vm, decision.action, key, vm.status?.startFailure, sizing);
     // A VMI that reached Running ends the crash loop.
     const startFailure = vmi?.status?.phase === "Running" ? undefined : outcome.startFailure;

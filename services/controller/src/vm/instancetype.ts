@@ -1,6 +1,6 @@
 import { type KubeClient, isAlreadyExists } from "@kubevirt-ts/kube";
 import {
-  type Expanded, type InstancetypeStatusRef, type VirtualMachine, Causes, controllerRevisionFor, controllerRevisions, expandVmiSpec, expansionSources, findInstancetypeAndPreference,
+  type Expanded, type InstancetypeStatusRef, type Lookup, type VirtualMachine, Causes, controllerRevisionFor, controllerRevisions, expandVmiSpec, expansionSources, findInstancetypeAndPreference,
   statusRef, summarize,
 } from "@kubevirt-ts/kubevirt-api";
 import { isDeepStrictEqual } from "node:util";
@@ -38,10 +38,38 @@ async function capture(client: KubeClient, vm: VirtualMachine, object: Parameter
   }
 }
 
-export async function sizeVm(client: KubeClient, vm: VirtualMachine): Promise<Sizing> {
+/**
+ * The controller's reads of instancetypes, preferences and ControllerRevisions. A revision never changes once made, so
+ * each is read once and kept until its VM goes (`forget`), instead of once per sync of the VM.
+ */
+export class InstancetypeLookup {
+  private readonly revisions = new Map<string, unknown>();
+  private readonly client: KubeClient;
+
+  constructor(client: KubeClient) {
+    this.client = client;
+  }
+
+  readonly lookup: Lookup = async (resource, namespace, name) => {
+    if (resource !== controllerRevisions) return this.client.find(resource, namespace, name);
+    const key = `${namespace ?? ""}/${name}`;
+    if (this.revisions.has(key)) return this.revisions.get(key);
+    const found = await this.client.find(resource, namespace, name);
+    if (found !== undefined) this.revisions.set(key, found);
+    return found;
+  };
+
+  /** Drops the revisions of a VM that is gone, by its key (namespace/name): their names start with the VM's. */
+  forget(vmKey: string): void {
+    const prefix = `${vmKey}-`;
+    for (const key of this.revisions.keys()) if (key.startsWith(prefix)) this.revisions.delete(key);
+  }
+}
+
+export async function sizeVm(client: KubeClient, lookups: InstancetypeLookup, vm: VirtualMachine): Promise<Sizing> {
   const template = { spec: vm.spec.template.spec, annotations: vm.spec.template.metadata?.annotations };
   if (!vm.spec.instancetype && !vm.spec.preference) return { expanded: template, instancetypeRef: undefined, preferenceRef: undefined };
-  const found = await findInstancetypeAndPreference(vm, (resource, namespace, name) => client.find(resource, namespace, name));
+  const found = await findInstancetypeAndPreference(vm, lookups.lookup);
   const name = vm.metadata.name ?? "";
   const refs = { instancetypeRef: statusRef(found.instancetype, name), preferenceRef: statusRef(found.preference, name) };
   const [problem] = found.problems;
