@@ -4,12 +4,12 @@ import { readFileSync } from "node:fs";
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { KubeConfig } from "@kubernetes/client-node";
+import { KubeConfig, type V1Endpoint } from "@kubernetes/client-node";
 import type { ConsoleKind } from "@kubevirt-ts/kubevirt-api";
 import { KUBECONFIG_PATH } from "@kubevirt-ts/local-cluster";
 import { describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
-import { core, custom, editorToken, imageOf, suiteNamespace } from "./cluster.ts";
+import { core, custom, discovery, editorToken, imageOf, suiteNamespace } from "./cluster.ts";
 import { openConsole, serialLog } from "./console.ts";
 
 // A real Debian guest from a KubeVirt-style containerDisk: it boots from
@@ -50,6 +50,10 @@ const vm = {
         },
         networks: [{ name: "default", pod: {} }],
         terminationGracePeriodSeconds: 30,
+        // KubeVirt's probes through the guest agent: ready while /tmp/unready is absent, alive while the agent answers
+        // (with room for a slow boot under emulation before the kubelet would stop it).
+        readinessProbe: { exec: { command: ["test", "!", "-e", "/tmp/unready"] }, periodSeconds: 3, timeoutSeconds: 5, failureThreshold: 1 },
+        livenessProbe: { guestAgentPing: {}, initialDelaySeconds: 120, periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 30 },
         volumes: [
           { name: "root", containerDisk: { image: debianGuest } },
           { name: "cloudinit", cloudInitNoCloud: { secretRef: { name: "debian-cloud-init" } } },
@@ -208,6 +212,32 @@ describe("a VM with the Debian guest", () => {
     });
     const clusterIP = service.spec?.clusterIP ?? "";
     await expect.poll(() => firstLine(clusterIP, 2222), { timeout: 60_000, interval: 1_000 }).toMatch(/^SSH-2\.0-OpenSSH_/);
+  });
+
+  it("is Ready while its exec readiness probe passes in the guest, and leaves its Service's endpoints while it fails; its agent answers the liveness probe", async () => {
+    const ready = async () => ((await get("virtualmachineinstances", "debian"))?.status?.conditions as { type: string; status: string; reason?: string }[] | undefined)?.find((c) => c.type === "Ready");
+    const endpointReady = async () => {
+      const slices = await discovery.listNamespacedEndpointSlice({ namespace, labelSelector: "kubernetes.io/service-name=debian-ssh" });
+      return slices.items.flatMap((s): V1Endpoint[] => (s.endpoints as V1Endpoint[] | null | undefined) ?? []).map((e) => e.conditions?.ready);
+    };
+    await expect.poll(ready, boot).toMatchObject({ status: "True" });
+    await expect.poll(endpointReady, { timeout: 60_000, interval: 1_000 }).toEqual([true]);
+    // The probe runs `test ! -e /tmp/unready` through the agent: the logged-in user makes it fail, then pass again.
+    const { ws, received } = await openConsole(namespace, "debian", "console");
+    ws.send(Buffer.from("touch /tmp/unready && echo un''ready-made\r"));
+    await expect.poll(() => received().toString("utf8"), { timeout: 60_000, interval: 500 }).toContain("unready-made");
+    await expect.poll(ready, { timeout: 60_000, interval: 1_000 }).toMatchObject({ status: "False", reason: "GuestNotReady" });
+    await expect.poll(endpointReady, { timeout: 60_000, interval: 1_000 }).toEqual([false]);
+    ws.send(Buffer.from("rm /tmp/unready && echo ready-''again\r"));
+    await expect.poll(() => received().toString("utf8"), { timeout: 60_000, interval: 500 }).toContain("ready-again");
+    ws.close();
+    await expect.poll(ready, { timeout: 60_000, interval: 1_000 }).toMatchObject({ status: "True" });
+    await expect.poll(endpointReady, { timeout: 60_000, interval: 1_000 }).toEqual([true]);
+    // The liveness probe's check, asked of the launcher as the kubelet asks it: the guest agent answers its ping.
+    const [pod] = await launcherPods();
+    const liveness = await fetch(`http://${pod?.status?.podIP ?? ""}:9102/probes/liveness`);
+    expect(await liveness.json()).toEqual({ status: "ok" });
+    expect(pod?.status?.containerStatuses?.find((c) => c.name === "compute")?.restartCount).toBe(0);
   });
 
   it("tells what its guest agent knows through KubeVirt's guestosinfo, userlist and filesystemlist", async () => {

@@ -11,6 +11,7 @@ export * from "./validation/index.ts";
 export { instancetypeCrds, virtualMachineCrd, virtualMachineInstanceCrd } from "./crd/crds.ts";
 export * from "./actions.ts";
 export * from "./pod-network.ts";
+export * from "./probes.ts";
 export * from "./launcher-pod.ts";
 export * from "./cloud-init-secrets.ts";
 export * from "./resources.ts";

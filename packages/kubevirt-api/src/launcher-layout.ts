@@ -63,6 +63,8 @@ export const portForwardSocket = (forward: PortForward): string => `portforward-
 export const LAUNCHER_CONTAINER = "compute";
 /** The launcher's operations port (health, readiness, metrics), probed for readiness. */
 export const LAUNCHER_OPS_PORT = 9102;
+/** The name the launcher container gives its operations port, which its probes target. */
+export const LAUNCHER_OPS_PORT_NAME = "ops";
 /** The guest's grace period when the VMI names none. */
 export const DEFAULT_GRACE_PERIOD_SECONDS = 30;
 

@@ -125,6 +125,52 @@ export const validationCases: ValidationCase[] = [
     apiServer: "accepts",
   },
   {
+    name: "probes of each kind, a port by its name",
+    object: newVm(newVmiSpec((s) => {
+      const [iface] = s.domain.devices.interfaces ?? [];
+      if (iface) iface.ports = [{ name: "http", port: 80 }];
+      s.readinessProbe = { httpGet: { port: "http", path: "/healthz", scheme: "HTTP", httpHeaders: [{ name: "X-Probe", value: "1" }] }, initialDelaySeconds: 5, periodSeconds: 3, timeoutSeconds: 2, successThreshold: 2, failureThreshold: 4 };
+      s.livenessProbe = { exec: { command: ["cat", "/tmp/healthy"] }, initialDelaySeconds: 120 };
+    })),
+    apiServer: "accepts",
+  },
+  {
+    name: "a probe that reaches another host",
+    object: newVm(newVmiSpec((s) => (s.readinessProbe = { httpGet: { port: 80, host: "example.org" } }))),
+    invalid: { field: `${tpl}.readinessProbe.httpGet.host`, message: /reaches the guest itself/ },
+    apiServer: "accepts",
+  },
+  {
+    name: "a TCP probe's host",
+    object: newVm(newVmiSpec((s) => (s.livenessProbe = { tcpSocket: { port: 22, host: "198.18.0.1" } }))),
+    invalid: { field: `${tpl}.livenessProbe.tcpSocket.host`, message: /reaches the guest itself/ },
+    apiServer: "accepts",
+  },
+  {
+    name: "a probe with two ways to check",
+    object: newVm(newVmiSpec((s) => (s.readinessProbe = { tcpSocket: { port: 22 }, guestAgentPing: {} }))),
+    invalid: { field: `${tpl}.readinessProbe`, message: /exactly one of .* it has tcpSocket and guestAgentPing/ },
+    apiServer: "accepts",
+  },
+  {
+    name: "a probe's port by a name the interface does not give",
+    object: newVm(newVmiSpec((s) => (s.readinessProbe = { tcpSocket: { port: "http" } }))),
+    invalid: { field: `${tpl}.readinessProbe.tcpSocket.port`, message: /no port of the pod-network interface is named/ },
+    apiServer: "accepts",
+  },
+  {
+    name: "a liveness probe that must pass twice",
+    object: newVm(newVmiSpec((s) => (s.livenessProbe = { guestAgentPing: {}, successThreshold: 2 }))),
+    invalid: { field: `${tpl}.livenessProbe.successThreshold`, message: /must be 1 for a liveness probe/ },
+    apiServer: "accepts",
+  },
+  {
+    name: "a probe that never waits",
+    object: newVm(newVmiSpec((s) => (s.readinessProbe = { exec: { command: [] }, periodSeconds: 0 }))),
+    invalid: { field: `${tpl}.readinessProbe.periodSeconds`, message: /must be 1 or more/ },
+    apiServer: "accepts",
+  },
+  {
     name: "secure boot with SMM turned off",
     object: newVm(newVmiSpec((s) => {
       s.domain.firmware = { bootloader: { efi: {} } };

@@ -48,4 +48,13 @@ describe("the operations endpoint", () => {
     });
     expect(JSON.parse((await get("/readyz")).body)).toEqual({ status: "not ready", failures: { broken: "no connection" } });
   });
+
+  it("answers its own paths by their checks, with the reason when one fails", async () => {
+    let guestAnswers = false;
+    server = await startOpsServer({ port: 0, host: "127.0.0.1", registry: new Registry(), endpoints: { "/probes/readiness": () => (guestAnswers ? undefined : "tcp port 22: the guest refused the connection") } });
+    expect(await get("/probes/readiness")).toEqual({ status: 503, body: '{"status":"failing","reason":"tcp port 22: the guest refused the connection"}\n' });
+    guestAnswers = true;
+    expect((await get("/probes/readiness")).status).toBe(200);
+    expect((await get("/probes/liveness")).status).toBe(404);
+  });
 });

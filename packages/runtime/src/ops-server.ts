@@ -3,8 +3,9 @@ import type { AddressInfo } from "node:net";
 import type { Registry } from "prom-client";
 
 // The operations endpoint every process serves: /healthz (the process is
-// alive), /readyz (it can do its work: each named check passes) and /metrics
-// (Prometheus text format).
+// alive), /readyz (it can do its work: each named check passes), /metrics
+// (Prometheus text format), and any paths of its own answered the way
+// /readyz is (the launcher's probes of its guest).
 
 /** A named readiness check; it returns why it fails, or undefined when it passes. */
 export type ReadinessCheck = () => Promise<string | undefined> | string | undefined;
@@ -14,6 +15,8 @@ export interface OpsServerOptions {
   host?: string;
   registry: Registry;
   checks?: Record<string, ReadinessCheck>;
+  /** More paths answered as /readyz is, each by one check: 200 when it passes, 503 with its reason when it fails. */
+  endpoints?: Record<string, ReadinessCheck>;
 }
 
 export interface OpsServer {
@@ -51,6 +54,10 @@ async function handle(req: IncomingMessage, res: ServerResponse, options: OpsSer
     const failures = await runChecks(options.checks ?? {});
     const ready = Object.keys(failures).length === 0;
     send(res, ready ? 200 : 503, "application/json", `${JSON.stringify(ready ? { status: "ok" } : { status: "not ready", failures })}\n`);
+  } else if (options.endpoints && Object.hasOwn(options.endpoints, path)) {
+    const failures = await runChecks({ [path]: options.endpoints[path] ?? (() => undefined) });
+    const failure = failures[path];
+    send(res, failure === undefined ? 200 : 503, "application/json", `${JSON.stringify(failure === undefined ? { status: "ok" } : { status: "failing", reason: failure })}\n`);
   } else if (path === "/metrics") {
     send(res, 200, options.registry.contentType, await options.registry.metrics());
   } else {

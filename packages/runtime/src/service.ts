@@ -18,6 +18,8 @@ export interface ServiceDefinition {
   opsPort: number;
   logLevel?: LogLevel;
   checks?: (ctx: ServiceContext) => Record<string, ReadinessCheck>;
+  /** Paths of its own on the operations endpoint, each answered by a check (see OpsServerOptions.endpoints). */
+  endpoints?: (ctx: ServiceContext) => Record<string, ReadinessCheck>;
   /** Starts the work; the returned function stops it. */
   start?: (ctx: ServiceContext) => Promise<() => Promise<void>>;
   /** How long stopping may take before the process exits anyway. */
@@ -37,7 +39,7 @@ export async function startService(definition: ServiceDefinition): Promise<Runni
   collectDefaultMetrics({ register: registry });
   const abort = new AbortController();
   const ctx: ServiceContext = { log, registry, signal: abort.signal };
-  const ops = await startOpsServer({ port: definition.opsPort, registry, checks: definition.checks?.(ctx) ?? {} });
+  const ops = await startOpsServer({ port: definition.opsPort, registry, checks: definition.checks?.(ctx) ?? {}, endpoints: definition.endpoints?.(ctx) ?? {} });
   log.info("operations endpoint listening", { port: ops.port });
   const stopWork = (await definition.start?.(ctx)) ?? (() => Promise.resolve());
   let stopping: Promise<void> | undefined;
@@ -95,7 +97,8 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
     }, definition.shutdownTimeoutMs ?? 20_000);
     timer.unref();
     started.stop(signal).then(
-      () => process.exit(0),
+      // The work may say it ended in failure (process.exitCode), as a launcher whose guest failed its liveness probe does.
+      () => process.exit(typeof process.exitCode === "number" ? process.exitCode : 0),
       (error: unknown) => {
         started.ctx.log.error("shutdown failed", { error });
         process.exit(1);

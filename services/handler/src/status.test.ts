@@ -44,6 +44,16 @@ describe("handlerStatus", () => {
     expect(status.interfaces).toEqual([{ name: "default", ipAddress: "198.18.0.7", ipAddresses: ["198.18.0.7"], infoSource: "domain" }]);
   });
 
+  it("with a readiness probe, reports the guest Ready only while its launcher pod is, whose readiness the kubelet takes from the probe", () => {
+    const probed = { ...vmi("Running"), spec: { ...vmi("Running").spec, readinessProbe: { tcpSocket: { port: 22 } } } };
+    const notReady = handlerStatus(probed, { state: "Running" }, { ...pod, conditions: [{ type: "Ready", status: "False", reason: "ContainersNotReady" }] }, now);
+    expect(notReady.conditions?.find((c) => c.type === "Ready")).toMatchObject({ status: "False", reason: "GuestNotReady" });
+    const ready = handlerStatus({ ...probed, status: notReady }, { state: "Running" }, { ...pod, conditions: [{ type: "Ready", status: "True" }] }, now);
+    expect(ready.conditions?.find((c) => c.type === "Ready")).toMatchObject({ status: "True" });
+    // Without a probe, the pod's readiness is the launcher's alone, and the guest is ready once it runs.
+    expect(handlerStatus(vmi("Running"), { state: "Running" }, { ...pod, conditions: [{ type: "Ready", status: "False" }] }, now).conditions?.find((c) => c.type === "Ready")).toMatchObject({ status: "True" });
+  });
+
   it("reports a paused guest as not ready and Paused", () => {
     const status = handlerStatus(vmi("Running"), { state: "Paused" }, pod, now);
     expect(status.conditions?.find((c) => c.type === "Ready")).toMatchObject({ status: "False", reason: "Paused" });

@@ -10,8 +10,19 @@ import { type Condition, type GuestOsInfo, type VirtualMachineInstance, VmiCondi
 /** The domain as its launcher reports it. */
 export type ObservedDomain = DomainStatus;
 
-/** The launcher pod's addresses. */
-export type ObservedPod = Pick<PodStatus, "podIP" | "podIPs">;
+/** The launcher pod's addresses, and its conditions (its readiness is the guest's readiness probe's). */
+export type ObservedPod = Pick<PodStatus, "podIP" | "podIPs" | "conditions">;
+
+/**
+ * Why a running, unpaused guest is not ready, if it is not: with a readiness probe, the guest is ready while the
+ * launcher pod is (the kubelet runs the probe on it), as KubeVirt takes the VMI's Ready condition from its pod's.
+ */
+function probeNotReady(vmi: VirtualMachineInstance, pod: ObservedPod): Condition | undefined {
+  if (!vmi.spec.readinessProbe) return undefined;
+  const ready = pod.conditions?.find((c) => c.type === "Ready");
+  if (ready?.status === "True") return undefined;
+  return { type: VmiConditionType.Ready, status: "False", reason: "GuestNotReady", message: "The guest has not passed its readiness probe yet; the launcher pod's events (kubectl describe pod) say why." };
+}
 
 function phaseOf(current: VmiPhase, domain: ObservedDomain): VmiPhase {
   switch (domain.state) {
@@ -40,7 +51,7 @@ export function handlerStatus(vmi: VirtualMachineInstance, domain: ObservedDomai
   conditions = setCondition<Condition>(
     conditions,
     running && !paused
-      ? { type: VmiConditionType.Ready, status: "True" }
+      ? (probeNotReady(vmi, pod) ?? { type: VmiConditionType.Ready, status: "True" })
       : { type: VmiConditionType.Ready, status: "False", reason: paused ? "Paused" : running ? "NotRunning" : "GuestNotRunning", message: paused ? "The VMI is paused." : `The guest is ${domain.state}.` },
     now,
   );

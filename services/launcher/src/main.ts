@@ -1,19 +1,25 @@
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Hypervisor } from "@unraid/libvirt";
-import { SocketsVolume } from "@kubevirt-ts/kubevirt-api";
+import { PROBE_PATH, SocketsVolume } from "@kubevirt-ts/kubevirt-api";
 import { runService } from "@kubevirt-ts/runtime";
 import { env } from "./env.ts";
 import { DomainManager } from "./libvirt/domain-manager.ts";
 import { type LibvirtDaemon, startLibvirtd } from "./libvirt/daemon.ts";
 import { PortForwarder } from "./libvirt/port-forward.ts";
+import { Prober } from "./probes/prober.ts";
 import { startRpcServer } from "./rpc/server.ts";
 
 // virt-launcher: one per VMI, in the VMI's pod. It runs libvirt as its own
 // unprivileged user, waits for the handler to send the VMI over its socket,
 // runs the domain, shuts the guest down when the pod is asked to stop, and
-// exits once the domain is gone.
+// exits once the domain is gone. The kubelet asks it, on its operations
+// port, to probe the guest for the VMI's liveness and readiness probes.
 
 let ready = false;
+let prober: Prober | undefined;
+/** Where the kubelet reads what a container says of its end (the pod's default terminationMessagePath). */
+const TERMINATION_MESSAGE = "/dev/termination-log";
 
 await runService({
   name: "virt-launcher",
@@ -21,6 +27,10 @@ await runService({
   logLevel: env.LOG_LEVEL,
   shutdownTimeoutMs: (env.GRACE_PERIOD_SECONDS + 15) * 1000,
   checks: () => ({ launcher: () => (ready ? undefined : "libvirt and the launcher socket are not up yet") }),
+  endpoints: () => ({
+    [PROBE_PATH.liveness]: () => prober?.check("liveness"),
+    [PROBE_PATH.readiness]: () => prober?.check("readiness") ?? "the launcher has not started yet",
+  }),
   start: async ({ log }) => {
     const daemon: LibvirtDaemon = await startLibvirtd({ stateDir: join(env.STATE_DIR, "libvirt"), log });
     const hypervisor = new Hypervisor({ uri: daemon.uri });
@@ -34,6 +44,16 @@ await runService({
       guestNetwork: env.GUEST_NETWORK,
       log,
     });
+    prober = new Prober(
+      {
+        vmi: () => manager.runningVmi(),
+        state: () => manager.state(),
+        forwardToGuest: (hostPort, guestPort) => manager.forwardToGuest(hostPort, guestPort),
+        userNetwork: () => manager.userNetwork(),
+        agent: (command, args, timeoutSeconds) => manager.agent(command, args, timeoutSeconds),
+      },
+      log,
+    );
     const forwarder = new PortForwarder({ socketsDir: env.SOCKETS_DIR, forwardToGuest: (hostPort, guestPort) => manager.forwardToGuest(hostPort, guestPort), log });
     const server = await startRpcServer(
       join(env.SOCKETS_DIR, SocketsVolume.launcher),
@@ -78,6 +98,14 @@ await runService({
     return async () => {
       clearInterval(watch);
       ready = false;
+      // Stopped after the guest failed its liveness probe (the kubelet stops a container for that): the pod fails, saying why.
+      const livenessFailure = prober?.livenessFailure();
+      if (livenessFailure !== undefined) {
+        process.exitCode = 1;
+        await writeFile(TERMINATION_MESSAGE, `The liveness probe failed: ${livenessFailure}`).catch((error: unknown) => {
+          log.warn("could not write the termination message", { error });
+        });
+      }
       await forwarder.close();
       await manager.stop(env.GRACE_PERIOD_SECONDS * 1000);
       server.close();

@@ -4,7 +4,7 @@ import { chown, link, mkdir, readFile, rm, stat } from "node:fs/promises";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { defaultVmiSpec, LAUNCHER_UID, SocketsVolume, type VirtualMachineInstance, portForwardSocket } from "@kubevirt-ts/kubevirt-api";
+import { defaultVmiSpec, LAUNCHER_UID, PROBE_PATH, SocketsVolume, type VirtualMachineInstance, portForwardSocket } from "@kubevirt-ts/kubevirt-api";
 import { freePort } from "@kubevirt-ts/control-plane";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { killQemuUnder } from "../src/libvirt/daemon.ts";
@@ -36,8 +36,18 @@ const vmi: VirtualMachineInstance = {
       devices: {},
     },
     terminationGracePeriodSeconds: 3,
+    // Checked when the test asks, as the kubelet would: a TCP port and an HTTP path the test serves in the guest.
+    readinessProbe: { tcpSocket: { port: 8080 }, timeoutSeconds: 5 },
+    livenessProbe: { httpGet: { port: 8080, path: "/alive", httpHeaders: [{ name: "X-Probe", value: "kubevirt-ts" }] }, timeoutSeconds: 5 },
   }),
 };
+
+/** The launcher's answer to the kubelet's probe of that kind: its status and reason. */
+async function probe(kind: "liveness" | "readiness"): Promise<{ status: number; reason?: string }> {
+  const res = await fetch(`http://127.0.0.1:${String(opsPort)}${PROBE_PATH[kind]}`);
+  const body = (await res.json()) as { reason?: string };
+  return { status: res.status, ...(body.reason !== undefined ? { reason: body.reason } : {}) };
+}
 
 async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -97,6 +107,11 @@ afterAll(async () => {
 });
 
 describe("the launcher", () => {
+  it("is not ready before it has a domain, and not dead either", async () => {
+    expect(await probe("readiness")).toEqual({ status: 503, reason: "the guest has not started yet" });
+    expect(await probe("liveness")).toEqual({ status: 200 });
+  });
+
   it("answers on its socket before it has a domain", async () => {
     expect(await client.call("state")).toEqual({ state: "NoDomain" });
     await expect(client.call("pause")).rejects.toThrow("NotDefined: no domain yet: sync the VMI first");
@@ -132,6 +147,40 @@ describe("the launcher", () => {
     expect(await readUntil(serial, "launcher-guest-6", "echo launcher-guest-$((2*3))\n")).toContain("launcher-guest-6");
     // Syncing again changes nothing.
     expect(await client.call("sync", vmi)).toMatchObject({ state: "Running" });
+  });
+
+  it("probes the guest as the kubelet asks: TCP through QEMU's user network, which accepts for any guest, and HTTP with its headers", async () => {
+    const serial = join(dirs().sockets, "virt-serial0");
+    // The guest's network is up once DHCP gave it its address.
+    await waitFor(async () => (await readUntil(serial, "NET=", "ip -4 addr show eth0 | grep -q 'inet ' && echo NET''=up || echo NET''=down\n", 5_000)).includes("NET=up"), "the guest's network");
+    // Nothing listens on the port yet: the guest refuses the connection, which QEMU's side alone would have accepted.
+    expect(await probe("readiness")).toEqual({ status: 503, reason: "tcp port 8080: the guest refused the connection" });
+    expect((await probe("liveness")).reason).toMatch(/^http GET port 8080\/alive: no answer/);
+    // A web server of busybox's nc and a script: 200 for GET /alive with the probe's header, 500 once /tmp/sick exists.
+    const script = [
+      "cat > /bin/answer <<'EOF'",
+      "#!/bin/sh",
+      "ok=",
+      "while read -r line; do",
+      "  line=$(printf %s \"$line\" | tr -d '\\r')",
+      "  [ -z \"$line\" ] && break",
+      "  case \"$line\" in 'GET /alive '*) ok=\"${ok}path\";; [Xx]-[Pp]robe:\\ kubevirt-ts) ok=\"${ok}header\";; esac",
+      "done",
+      "if [ -e /tmp/sick ]; then printf 'HTTP/1.0 500 Sick\\r\\n\\r\\n'",
+      "elif [ \"$ok\" = pathheader ]; then printf 'HTTP/1.0 200 OK\\r\\n\\r\\nalive\\n'",
+      "else printf 'HTTP/1.0 403 Forbidden\\r\\n\\r\\n'; fi",
+      "EOF",
+      "chmod +x /bin/answer && (nc -ll -p 8080 -e /bin/answer &) && echo serv''ing",
+      "",
+    ].join("\n");
+    await readUntil(serial, "serving", script);
+    await waitFor(async () => (await probe("readiness")).status === 200, "the TCP probe to pass", 20_000);
+    expect(await probe("liveness")).toEqual({ status: 200 });
+    await readUntil(serial, "sick-now", "touch /tmp/sick && echo sick-''now\n");
+    expect(await probe("liveness")).toEqual({ status: 503, reason: "http GET port 8080/alive: HTTP 500" });
+    expect((await probe("readiness")).status).toBe(200);
+    await readUntil(serial, "well-again", "rm /tmp/sick && echo well-''again\n");
+    expect(await probe("liveness")).toEqual({ status: 200 });
   });
 
   it("pauses and unpauses the guest", async () => {

@@ -1,4 +1,5 @@
 import { mkdir, mkdtemp, readFile, readdir, rename, rm, writeFile } from "node:fs/promises";
+import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { cpioArchive } from "../cpio.ts";
@@ -6,8 +7,9 @@ import { env } from "../env.ts";
 import { exists, log, run } from "../exec.ts";
 
 // The tiny test guest: Debian's cloud kernel and an initramfs of busybox whose
-// init offers a shell on the serial console. It reaches its prompt within
-// seconds under emulation, for tests of everything around a running guest.
+// init offers a shell on the serial console and brings its virtio network
+// card up by DHCP. It reaches its prompt within seconds under emulation, for
+// tests of everything around a running guest.
 
 export interface TinyGuest {
   kernel: string;
@@ -18,11 +20,38 @@ export interface TinyGuest {
 
 export const TINY_GUEST_READY = "kubevirt-ts tiny guest: init reached";
 
+/** The kernel's modules the guest loads, in order (each needs those before it): virtio's PCI transport and its network card. */
+const MODULES = [
+  "drivers/virtio/virtio_ring.ko",
+  "drivers/virtio/virtio.ko",
+  "drivers/virtio/virtio_pci_legacy_dev.ko",
+  "drivers/virtio/virtio_pci_modern_dev.ko",
+  "drivers/virtio/virtio_pci.ko",
+  "net/core/failover.ko",
+  "drivers/net/net_failover.ko",
+  "drivers/net/virtio_net.ko",
+];
+
+/** busybox udhcpc's script: it sets the address and route the DHCP server gave (QEMU's user network's). */
+const DHCP_SCRIPT = `#!/bin/sh
+case "$1" in
+  bound|renew)
+    ip addr flush dev "$interface"
+    ip addr add "$ip/\${mask:-24}" dev "$interface"
+    [ -n "$router" ] && ip route add default via "$router"
+    ;;
+esac
+exit 0
+`;
+
+// The guest's network comes up in the background: its shell is there at once, and a test that needs the network waits for it.
 const INIT = `#!/bin/busybox sh
 /bin/busybox --install -s /bin
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
+for m in ${MODULES.map((m) => `/modules/${m.slice(m.lastIndexOf("/") + 1)}`).join(" ")}; do insmod "$m" 2>/dev/null; done
+(ip link set lo up; ip link set eth0 up 2>/dev/null && udhcpc -q -f -n -t 10 -i eth0 -s /bin/dhcp-script >/dev/null 2>&1) &
 echo "${TINY_GUEST_READY}"
 while true; do
   setsid cttyhack sh -l
@@ -43,7 +72,9 @@ export async function buildTinyGuest(): Promise<TinyGuest> {
     // The kernel meta package names the versioned kernel it wants: that version keys the cache.
     const meta = await download(work, "linux-image-cloud-amd64");
     const kernelPackage = (await run("dpkg-deb", ["-f", meta, "Depends"])).trim().split(" ")[0] ?? "";
-    const dir = join(env.KUBEVIRT_TS_CACHE, "guests", `tiny-${kernelPackage}`);
+    // The init and the modules it loads key the cache too: a guest built by an older recipe is not taken.
+    const recipe = createHash("sha256").update(INIT).update(DHCP_SCRIPT).update(MODULES.join("\n")).digest("hex").slice(0, 12);
+    const dir = join(env.KUBEVIRT_TS_CACHE, "guests", `tiny-${kernelPackage}-${recipe}`);
     const guest = { kernel: join(dir, "vmlinuz"), initrd: join(dir, "initrd.gz"), readyMessage: TINY_GUEST_READY };
     if (await exists(guest.initrd)) return guest;
     log(`building the tiny guest (${kernelPackage} and busybox)`);
@@ -53,8 +84,12 @@ export async function buildTinyGuest(): Promise<TinyGuest> {
     const vmlinuz = (await readdir(join(extracted, "boot"))).find((f) => f.startsWith("vmlinuz-"));
     if (!vmlinuz) throw new Error(`${kernelPackage} holds no /boot/vmlinuz-*`);
     const initrd = cpioArchive([
-      ...["bin", "dev", "proc", "sys", "tmp"].map((d) => ({ path: d, type: "directory" as const })),
+      ...["bin", "dev", "proc", "sys", "tmp", "modules"].map((d) => ({ path: d, type: "directory" as const })),
       { path: "bin/busybox", type: "file", data: await readFile(join(extracted, "bin/busybox")), mode: 0o755 },
+      { path: "bin/dhcp-script", type: "file", data: Buffer.from(DHCP_SCRIPT), mode: 0o755 },
+      ...(await Promise.all(
+        MODULES.map(async (m) => ({ path: `modules/${m.slice(m.lastIndexOf("/") + 1)}`, type: "file" as const, data: await readFile(join(extracted, "lib/modules", kernelPackage.replace(/^linux-image-/, ""), "kernel", m)), mode: 0o644 })),
+      )),
       { path: "init", type: "file", data: Buffer.from(INIT), mode: 0o755 },
     ]);
     await mkdir(`${dir}.partial`, { recursive: true });

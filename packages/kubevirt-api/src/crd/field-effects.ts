@@ -47,6 +47,31 @@ const interfaceToNetwork = effect(VALIDATION_CASES, "an interface without a netw
 const lun = notYetProven("a LUN needs a persistentVolumeClaim volume, which is refused ('a PersistentVolumeClaim volume, not supported yet'), so none is admitted; no case tests a LUN on another volume");
 const claim = refused(VALIDATION_CASES, "a PersistentVolumeClaim volume, not supported yet");
 const sized = effect(CONTROLLER, "size the VMI from a ControllerRevision owned by the VM");
+const LAUNCHER = "services/launcher/test/launcher.integration.test.ts";
+const E2E_PROBES = "e2e/cluster/vm-probes.test.ts";
+const probeSchedule = effect(POD, "runs the VMI's probes through the launcher, on the VMI's schedule");
+const probeHost = (kind: string) => refused(VALIDATION_CASES, kind === "httpGet" ? "a probe that reaches another host" : "a TCP probe's host");
+/** A probe's leaves, under readinessProbe or livenessProbe, each shown by one test or another. */
+function probeEffects(probe: "readinessProbe" | "livenessProbe"): Record<string, FieldEffect> {
+  const httpGet = effect(LAUNCHER, "probes the guest as the kubelet asks");
+  return {
+    [`${probe}.httpGet.path`]: httpGet,
+    [`${probe}.httpGet.port`]: httpGet,
+    [`${probe}.httpGet.host`]: probeHost("httpGet"),
+    [`${probe}.httpGet.scheme`]: notYetProven("HTTPS takes the HTTP probe's path with TLS that does not check the certificate, as the kubelet's; no guest here serves HTTPS to show it"),
+    [`${probe}.httpGet.httpHeaders[].name`]: httpGet,
+    [`${probe}.httpGet.httpHeaders[].value`]: httpGet,
+    [`${probe}.tcpSocket.port`]: probe === "readinessProbe" ? effect(E2E_PROBES, "only once the guest accepts connections on the probed port") : effect(E2E_PROBES, "has its VMI stopped by the kubelet, saying why"),
+    [`${probe}.tcpSocket.host`]: probeHost("tcpSocket"),
+    [`${probe}.exec.command[]`]: effect(E2E_DEBIAN, "is Ready while its exec readiness probe passes in the guest"),
+    [`${probe}.guestAgentPing`]: effect(E2E_DEBIAN, "its agent answers the liveness probe"),
+    [`${probe}.initialDelaySeconds`]: probeSchedule,
+    [`${probe}.timeoutSeconds`]: probeSchedule,
+    [`${probe}.periodSeconds`]: probeSchedule,
+    [`${probe}.successThreshold`]: probe === "livenessProbe" ? refused(VALIDATION_CASES, "a liveness probe that must pass twice") : probeSchedule,
+    [`${probe}.failureThreshold`]: probeSchedule,
+  };
+}
 
 /** The VMI spec's leaves, as they appear in a VM's template. */
 const vmiSpecEffects: Record<string, FieldEffect> = {
@@ -175,6 +200,9 @@ const vmiSpecEffects: Record<string, FieldEffect> = {
   "topologySpreadConstraints[].labelSelector.matchExpressions[].values[]": notYetProven("passed to the pod's constraint's label selector; the pass-through test uses matchLabels"),
   "topologySpreadConstraints[].minDomains": notYetProven("passed to the pod's constraint; the pass-through test leaves it out"),
   "topologySpreadConstraints[].matchLabelKeys[]": notYetProven("passed to the pod's constraint; the pass-through test leaves it out"),
+  // A check (HTTP, TCP, exec, agent ping) is the launcher's same code for either kind of probe.
+  ...probeEffects("readinessProbe"),
+  ...probeEffects("livenessProbe"),
 };
 
 /** Where a VMI's spec sits in a VM. */

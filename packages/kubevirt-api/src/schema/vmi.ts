@@ -246,6 +246,45 @@ export const toleration = z.strictObject({
   tolerationSeconds: z.number().int().optional(),
 });
 
+/** A port by number, or by the name the pod-network interface gives it in its ports. */
+const portRef = z.union([z.number().int(), z.string()]).meta({ "x-kubernetes-int-or-string": true });
+
+/**
+ * A probe of the guest, as KubeVirt's: the kubelet runs it on the launcher's schedule (delay, period, thresholds),
+ * and the launcher checks the guest, one way among four (see probes.ts).
+ */
+export const probe = z
+  .strictObject({
+    httpGet: z
+      .strictObject({
+        path: z.string().optional().describe("The path asked for; / unless set."),
+        port: portRef.describe("The guest's port, by number or by the name the pod-network interface gives it."),
+        host: z.string().optional().describe("Not supported: the probe reaches the guest itself."),
+        scheme: z.enum(["HTTP", "HTTPS"]).optional().describe("HTTP unless set; HTTPS does not check the guest's certificate, as the kubelet does not."),
+        httpHeaders: z.array(z.strictObject({ name: z.string(), value: z.string() })).optional().describe("Headers sent with the request."),
+      })
+      .optional()
+      .describe("Passes when the guest answers an HTTP GET with a status from 200 to 399."),
+    tcpSocket: z
+      .strictObject({
+        port: portRef.describe("The guest's port, by number or by the name the pod-network interface gives it."),
+        host: z.string().optional().describe("Not supported: the probe reaches the guest itself."),
+      })
+      .optional()
+      .describe("Passes when the guest accepts a TCP connection on the port."),
+    exec: z
+      .strictObject({ command: z.array(z.string()).describe("The command and its arguments, run in the guest by its QEMU agent.") })
+      .optional()
+      .describe("Passes when the command exits 0 in the guest; needs the QEMU guest agent."),
+    guestAgentPing: z.strictObject({}).optional().describe("Passes when the guest's QEMU agent answers a ping."),
+    initialDelaySeconds: z.number().int().optional().describe("Seconds after the launcher starts before the first probe; 0 unless set."),
+    timeoutSeconds: z.number().int().optional().describe("Seconds a probe may take; 1 unless set."),
+    periodSeconds: z.number().int().optional().describe("Seconds between probes; 10 unless set."),
+    successThreshold: z.number().int().optional().describe("Passes in a row that count as passing after a failure; 1 unless set (and 1 for liveness)."),
+    failureThreshold: z.number().int().optional().describe("Failures in a row that count as failing; 3 unless set."),
+  })
+  .describe("A probe of the guest.");
+
 export const vmiSpec = z
   .strictObject({
     domain: domainSpec,
@@ -257,6 +296,8 @@ export const vmiSpec = z
     terminationGracePeriodSeconds: z.number().int().optional().describe("Seconds the guest has to shut down; 30 unless set."),
     hostname: z.string().optional(),
     subdomain: z.string().optional(),
+    livenessProbe: probe.optional().describe("When it fails, the VMI stops (Failed), for its VM to start a new one."),
+    readinessProbe: probe.optional().describe("While it fails, the VMI is not Ready and its launcher pod leaves the endpoints of its Services."),
     architecture: z.string().optional().describe("The guest's CPU architecture; amd64, the only one run here, unless set."),
     priorityClassName: z.string().optional().describe("The PriorityClass of the launcher pod."),
     schedulerName: z.string().optional().describe("The scheduler that places the launcher pod; the default scheduler unless set."),
@@ -352,3 +393,4 @@ export type DomainSpec = z.infer<typeof domainSpec>;
 export type Features = z.infer<typeof features>;
 export type Clock = z.infer<typeof clock>;
 export type Condition = z.infer<typeof condition>;
+export type Probe = z.infer<typeof probe>;

@@ -7,6 +7,7 @@ import { Causes, type Validation } from "./causes.ts";
 import { validateCompute } from "./compute.ts";
 import { dnsLabelProblem } from "./names.ts";
 import { validateNetworking } from "./network.ts";
+import { validateProbes } from "./probes.ts";
 import { validateStorage } from "./storage.ts";
 import { zodIssuesToCauses } from "./zod-issues.ts";
 
@@ -37,6 +38,7 @@ function validateVmiSpecRules(spec: VmiSpec, path: string, causes: Causes, sized
   validateStorage(spec, path, causes);
   validateNetworking(spec, path, causes);
   validateBootOrder(spec, path, causes);
+  validateProbes(spec, path, causes);
   if (spec.architecture !== undefined && spec.architecture !== "amd64") {
     causes.notSupported(`${path}.architecture`, `is ${JSON.stringify(spec.architecture)}; only amd64 guests run here (the nodes emulate or virtualize x86-64 alone): set amd64 or leave it out`);
   }

@@ -81,7 +81,9 @@ export function createVmReconciler(deps: VmControllerDeps): Reconcile {
         expectations.expectDeletions(key, 1);
         try {
           await client.delete(kubevirtResources.virtualMachineInstances, namespace, name, { uid: action.uid });
-          recorder.record(vm, "Normal", EventReason.SuccessfulDelete, `Stopped the virtual machine by deleting the virtual machine instance ${action.uid}`);
+          // Why a failed VMI failed (say, its liveness probe) outlives it in the VM's events.
+          const why = action.failed ? vmis.get(key)?.status?.message : undefined;
+          recorder.record(vm, "Normal", EventReason.SuccessfulDelete, `Stopped the virtual machine by deleting the virtual machine instance ${action.uid}${why ? `, which failed: ${why}` : ""}`);
         } catch (error) {
           expectations.deletionObserved(key);
           if (!isNotFound(error)) {

@@ -25,8 +25,12 @@ const waitingContainer = (name: string, waiting: { reason: string; message?: str
 const pending = pod("p1", { phase: "Pending", conditions: [{ type: "PodScheduled", status: "True" }] });
 const unschedulable = pod("p1", { phase: "Pending", conditions: [{ type: "PodScheduled", status: "False", reason: "Unschedulable", message: "0/1 nodes are available: 1 Insufficient memory." }] });
 const pulling = pod("p1", { phase: "Pending", containerStatuses: [waitingContainer("compute", { reason: "ImagePullBackOff", message: "Back-off pulling image" })] });
-const runningNotReady = pod("p1", { phase: "Running", conditions: [{ type: "Ready", status: "False" }] });
-const runningReady = pod("p1", { phase: "Running", conditions: [{ type: "Ready", status: "True" }] });
+/** The launcher container running, its startup probe passed (started) or not yet. */
+const launcherContainer = (started: boolean) => ({ name: "compute", ready: started, started, image: "", imageID: "", restartCount: 0, state: { running: {} } });
+const runningNotReady = pod("p1", { phase: "Running", conditions: [{ type: "Ready", status: "False" }], containerStatuses: [launcherContainer(false)] });
+const runningReady = pod("p1", { phase: "Running", conditions: [{ type: "Ready", status: "True" }], containerStatuses: [launcherContainer(true)] });
+/** Started, but not ready: the guest's readiness probe fails; the VMI is handed over all the same. */
+const startedGuestNotReady = pod("p1", { phase: "Running", conditions: [{ type: "Ready", status: "False" }], containerStatuses: [{ ...launcherContainer(true), ready: false }] });
 const failedPod = pod("p1", { phase: "Failed", message: "OOMKilled" });
 
 const observe = (v: VirtualMachineInstance, pods: Pod[], invalid?: string): VmiObservation => ({ vmi: v, pods, invalid, now });
@@ -52,6 +56,7 @@ describe("deriveVmiStatus", () => {
     ["a pod waiting to be scheduled: Scheduling", observe(vmi("Pending"), [pending]), "Scheduling"],
     ["a running pod whose launcher is not ready: Scheduling", observe(vmi("Scheduling"), [runningNotReady]), "Scheduling"],
     ["a running pod with a ready launcher: Scheduled", observe(vmi("Scheduling"), [runningReady]), "Scheduled"],
+    ["a started launcher whose guest is not ready yet: Scheduled", observe(vmi("Scheduling"), [startedGuestNotReady]), "Scheduled"],
     ["a pod that fails before hand-over: Failed", observe(vmi("Scheduling"), [failedPod]), "Failed"],
     ["a pod that disappears after hand-over: Failed", observe(vmi("Scheduled"), []), "Failed"],
     ["after hand-over the handler owns the phase", observe(vmi("Running"), [runningReady]), "Running"],
@@ -100,6 +105,12 @@ describe("deriveVmiStatus", () => {
     const handedOver = { ...scheduled, status: { ...scheduled.status, conditions: [failing] } };
     expect(deriveVmiStatus(observe(handedOver, [runningReady])).conditions?.find((c) => c.type === "Synchronized")).toEqual(failing);
     expect(deriveVmiStatus(observe(handedOver, [failedPod])).conditions?.find((c) => c.type === "Synchronized")).toBeUndefined();
+  });
+
+  it("gives the launcher's own word on its end as the reason a VMI failed, such as a liveness probe that failed", () => {
+    const killed = pod("p1", { phase: "Failed", containerStatuses: [{ ...launcherContainer(true), state: { terminated: { exitCode: 1, reason: "Error", message: "The liveness probe failed: tcp port 80: refused\n" } } }] });
+    const status = deriveVmiStatus(observe(vmi("Running"), [killed]));
+    expect(status).toMatchObject({ phase: "Failed", reason: "LauncherPodFailed", message: "The virt-launcher pod ended (Failed): The liveness probe failed: tcp port 80: refused." });
   });
 
   it("reports an invalid spec as a condition, staying Pending", () => {

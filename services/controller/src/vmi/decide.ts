@@ -1,6 +1,6 @@
 import { type Pod, kubeTime, removeCondition, setCondition } from "@kubevirt-ts/kube";
 import {
-  type Condition, type VirtualMachineInstance, VmiConditionType, VmiPhase, type VmiStatus, isFinalPhase, isHandedOver, withPhase,
+  type Condition, LAUNCHER_CONTAINER, type VirtualMachineInstance, VmiConditionType, VmiPhase, type VmiStatus, isFinalPhase, isHandedOver, withPhase,
 } from "@kubevirt-ts/kubevirt-api";
 import { secretsWaitMessage } from "./pod.ts";
 
@@ -22,7 +22,8 @@ export interface VmiObservation {
 }
 
 const podFinished = (pod: Pod) => pod.status?.phase === "Succeeded" || pod.status?.phase === "Failed";
-const podReady = (pod: Pod) => pod.status?.phase === "Running" && pod.status.conditions?.some((c) => c.type === "Ready" && c.status === "True") === true;
+/** The launcher has started: its startup probe (libvirt and its socket are up) has passed. Its readiness is the guest's, when the VMI has a readiness probe. */
+const launcherStarted = (pod: Pod) => pod.status?.phase === "Running" && pod.status.containerStatuses?.find((c) => c.name === LAUNCHER_CONTAINER)?.started === true;
 
 export function decideVmi(o: VmiObservation): VmiAction {
   const { vmi, pods } = o;
@@ -42,11 +43,13 @@ function nextPhase(o: VmiObservation, pod: Pod | undefined): { phase: VmiPhase; 
     return { phase: VmiPhase.Failed, reason: "LauncherPodGone", message: "The virt-launcher pod of the VMI is gone." };
   }
   if (podFinished(pod)) {
-    const detail = pod.status?.message ?? pod.status?.containerStatuses?.find((c) => c.state?.terminated)?.state?.terminated?.reason ?? "";
+    const terminated = pod.status?.containerStatuses?.find((c) => c.state?.terminated)?.state?.terminated;
+    // The launcher's own word on its end (a failed liveness probe) is the clearest; then the kubelet's.
+    const detail = (pod.status?.message ?? terminated?.message?.trim() ?? terminated?.reason ?? "").replace(/\.+$/, "");
     return { phase: VmiPhase.Failed, reason: "LauncherPodFailed", message: `The virt-launcher pod ended (${pod.status?.phase ?? ""})${detail ? `: ${detail}` : ""}.` };
   }
   if (isHandedOver(phase)) return { phase };
-  return podReady(pod) ? { phase: VmiPhase.Scheduled } : { phase: VmiPhase.Scheduling };
+  return launcherStarted(pod) ? { phase: VmiPhase.Scheduled } : { phase: VmiPhase.Scheduling };
 }
 
 function podConditions(conditions: Condition[], pod: Pod | undefined, now: Date): Condition[] {

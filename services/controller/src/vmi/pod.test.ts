@@ -124,6 +124,24 @@ describe("launcherPod", () => {
     expect(spec.securityContext?.sysctls).toBeUndefined();
   });
 
+  it("hands the VMI over once the launcher has started, and is ready while the launcher is, without probes of the guest", () => {
+    expect(compute.startupProbe).toEqual({ httpGet: { path: "/readyz", port: "ops" }, periodSeconds: 1, failureThreshold: 600 });
+    expect(compute.readinessProbe).toEqual({ httpGet: { path: "/readyz", port: "ops" }, periodSeconds: 10 });
+    expect(compute.livenessProbe).toBeUndefined();
+  });
+
+  it("runs the VMI's probes through the launcher, on the VMI's schedule, with a second more for the launcher's answer", () => {
+    const probed = launcherPod(vmi((v) => {
+      v.spec.readinessProbe = { exec: { command: ["true"] }, initialDelaySeconds: 5, periodSeconds: 3, timeoutSeconds: 4, successThreshold: 2, failureThreshold: 6 };
+      v.spec.livenessProbe = { guestAgentPing: {}, initialDelaySeconds: 120, failureThreshold: 10 };
+    }), config).spec.containers[0];
+    expect(probed?.readinessProbe).toEqual({ httpGet: { path: "/probes/readiness", port: "ops" }, initialDelaySeconds: 5, periodSeconds: 3, timeoutSeconds: 5, successThreshold: 2, failureThreshold: 6 });
+    // Kubernetes' defaults where the VMI sets none.
+    expect(probed?.livenessProbe).toEqual({ httpGet: { path: "/probes/liveness", port: "ops" }, initialDelaySeconds: 120, periodSeconds: 10, timeoutSeconds: 2, successThreshold: 1, failureThreshold: 10 });
+    // What the launcher says of its end, such as a failed liveness probe, reaches the VMI.
+    expect(probed?.terminationMessagePolicy).toBe("FallbackToLogsOnError");
+  });
+
   it("mounts the sockets folder the handler reaches", () => {
     expect(compute.volumeMounts).toEqual([
       { name: "sockets", mountPath: "/var/run/kubevirt-ts/sockets" },

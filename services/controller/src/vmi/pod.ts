@@ -1,7 +1,7 @@
 import type { Pod, PodSpec } from "@kubevirt-ts/kube";
 import {
   API_VERSION, Annotation, DEFAULT_GRACE_PERIOD_SECONDS, Kind, LAUNCHER_CONTAINER, LAUNCHER_OPS_PORT, LAUNCHER_UID, Label, LabelValue, LauncherDir, LauncherVolume,
-  UNPRIVILEGED_PORT_START, type VirtualMachineInstance, cloudInitSecretMounts, launcherEnv, podNetworkPorts,
+  LAUNCHER_OPS_PORT_NAME, UNPRIVILEGED_PORT_START, type VirtualMachineInstance, cloudInitSecretMounts, launcherContainerProbe, launcherEnv, podNetworkPorts,
 } from "@kubevirt-ts/kubevirt-api";
 import { controllerRef } from "../common/owner.ts";
 import { guestMemoryBytes, memoryOverheadBytes, toMebibytes } from "./resources.ts";
@@ -79,6 +79,9 @@ function containerDiskInitContainers(vmi: VirtualMachineInstance, config: Launch
     })),
   ];
 }
+
+/** How long a launcher may take to start libvirt and its socket before the kubelet gives up on it (its startup probe, once a second). */
+const LAUNCHER_STARTUP_SECONDS = 600;
 
 /** What the launcher needs, past its guest's grace period, to clean up after it. */
 const LAUNCHER_CLEANUP_SECONDS = 15;
@@ -159,15 +162,20 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
           imagePullPolicy: config.imagePullPolicy,
           env: launcherEnv({ allowEmulation: config.allowEmulation, gracePeriodSeconds: grace }),
           // The guest's declared ports on the pod's address, named as the VMI names them, so a Service can target them.
-          ports: [{ name: "ops", containerPort: LAUNCHER_OPS_PORT }, ...guestPorts.map((p) => ({ ...(p.name !== undefined ? { name: p.name } : {}), containerPort: p.port, protocol: p.protocol }))],
+          ports: [{ name: LAUNCHER_OPS_PORT_NAME, containerPort: LAUNCHER_OPS_PORT }, ...guestPorts.map((p) => ({ ...(p.name !== undefined ? { name: p.name } : {}), containerPort: p.port, protocol: p.protocol }))],
           resources: {
             requests: { memory: toMebibytes(memoryRequest), ...(cpuRequest !== undefined ? { cpu: String(cpuRequest) } : {}) },
             ...(memoryLimit !== undefined || limits?.cpu !== undefined
               ? { limits: { ...(memoryLimit !== undefined ? { memory: toMebibytes(memoryLimit) } : {}), ...(limits?.cpu !== undefined ? { cpu: String(limits.cpu) } : {}) } }
               : {}),
           },
-          // Probed every second: the VMI is handed to its node only once the launcher is ready, so this is on the start path.
-          readinessProbe: { httpGet: { path: "/readyz", port: "ops" }, periodSeconds: 1, failureThreshold: 3 },
+          // Probed every second: the VMI is handed to its node once the launcher has started (this passed), so this is on the start path.
+          startupProbe: { httpGet: { path: "/readyz", port: LAUNCHER_OPS_PORT_NAME }, periodSeconds: 1, failureThreshold: LAUNCHER_STARTUP_SECONDS },
+          // The VMI's probes, which the launcher runs against the guest when the kubelet asks; without one, the pod is ready while its launcher is.
+          readinessProbe: spec.readinessProbe ? launcherContainerProbe(spec.readinessProbe, "readiness") : { httpGet: { path: "/readyz", port: LAUNCHER_OPS_PORT_NAME }, periodSeconds: 10 },
+          ...(spec.livenessProbe ? { livenessProbe: launcherContainerProbe(spec.livenessProbe, "liveness") } : {}),
+          // What the launcher says of its end (a liveness probe that failed) becomes the VMI's reason.
+          terminationMessagePolicy: "FallbackToLogsOnError",
           securityContext: {
             allowPrivilegeEscalation: false,
             runAsNonRoot: true,

@@ -11,6 +11,7 @@ import { type DomainType, chooseDomainType, domainName, domainXml, interfaceNetd
 import { prepareDisks } from "../storage/prepare.ts";
 import { AGENT_COMMANDS, type AgentAnswers, guestAgentInfoOf, osInfoOf } from "./guest-agent.ts";
 import { toPng } from "./png.ts";
+import { type UserNetworkSocket, parseUserNetwork } from "../probes/user-network.ts";
 
 // The launcher's one domain: defined and started from the VMI the handler
 // sends, then paused, resumed, shut down or destroyed on request.
@@ -67,6 +68,8 @@ export class DomainManager {
   private domain: Domain | undefined;
   private domainType: DomainType | undefined;
   private name: string | undefined;
+  /** The VMI the domain runs, as the handler sent it. */
+  private vmi: VirtualMachineInstance | undefined;
   /** The name of the VMI's interface on the pod network, the one a port forward reaches. */
   private podInterface: string | undefined;
   /** While the guest's file systems are frozen: the timer that thaws them, if one was asked for. */
@@ -79,6 +82,11 @@ export class DomainManager {
 
   private inSocketsVolume(name: keyof typeof SocketsVolume): string {
     return join(this.o.layout.socketsDir, SocketsVolume[name]);
+  }
+
+  /** The VMI this launcher runs, once the handler has sent it and its domain started. */
+  runningVmi(): VirtualMachineInstance | undefined {
+    return this.vmi;
   }
 
   /** Whether a domain was ever started by this launcher. */
@@ -153,6 +161,7 @@ export class DomainManager {
     await hypervisor.domainCreate(domain);
     this.domain = domain;
     this.name = domainName(vmi);
+    this.vmi = vmi;
     this.podInterface = podNetworkInterface(vmi.spec);
     await this.forwardDeclaredPorts(vmi);
     log.info("domain started", { domain: this.name, type: this.domainType, emulation: this.domainType === "qemu" });
@@ -184,10 +193,16 @@ export class DomainManager {
     }
   }
 
-  /** One command's answer from the guest's QEMU agent (its `return`); fails when no agent answers within 5 s. */
-  private async agent(command: string): Promise<unknown> {
-    const answer = JSON.parse(await this.virsh("qemu-agent-command", JSON.stringify({ execute: command }), "--timeout", "5")) as { return?: unknown };
+  /** One command's answer from the guest's QEMU agent (its `return`); fails when no agent answers within the timeout. */
+  async agent(command: string, args?: Record<string, unknown>, timeoutSeconds = 5): Promise<unknown> {
+    const request = JSON.stringify({ execute: command, ...(args ? { arguments: args } : {}) });
+    const answer = JSON.parse(await this.virsh("qemu-agent-command", request, "--timeout", String(timeoutSeconds))) as { return?: unknown };
     return answer.return;
+  }
+
+  /** The sockets of the pod-network interface's user network, as QEMU's monitor lists them. */
+  async userNetwork(): Promise<UserNetworkSocket[]> {
+    return parseUserNetwork(await this.virsh("qemu-monitor-command", "--hmp", "info usernet"));
   }
 
   /** The guest's OS as its QEMU guest agent reports it; fails when no agent answers. */

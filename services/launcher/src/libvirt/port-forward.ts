@@ -48,6 +48,21 @@ function join2(a: Socket, b: Socket): void {
   b.on("error", end).on("close", end);
 }
 
+/** Has QEMU forward a free loopback port to the guest's port; that loopback port. */
+export async function forwardFreeLoopbackPort(forwardToGuest: PortForwarderOptions["forwardToGuest"], guestPort: number, log: Logger): Promise<number> {
+  for (let pick = 1; ; pick++) {
+    const hostPort = await freeLoopbackPort();
+    try {
+      await forwardToGuest(hostPort, guestPort);
+      return hostPort;
+    } catch (error) {
+      // Only QEMU's failure to bind may pass with another port; a refusal (no domain, no interface) stands.
+      if (pick >= PICKS || !(error instanceof RpcError && error.code === "Failed")) throw error;
+      log.debug("could not forward a loopback port; picking another", { hostPort, error });
+    }
+  }
+}
+
 export class PortForwarder {
   private readonly o: PortForwarderOptions;
   /** Each port's tunnel, by its socket's name, once asked for; a failed one is forgotten, to be tried again. */
@@ -87,19 +102,8 @@ export class PortForwarder {
     return server;
   }
 
-  /** Has QEMU forward a free loopback port to the guest's port; that loopback port. */
-  private async forward(guestPort: number): Promise<number> {
-    for (let pick = 1; ; pick++) {
-      const hostPort = await freeLoopbackPort();
-      try {
-        await this.o.forwardToGuest(hostPort, guestPort);
-        return hostPort;
-      } catch (error) {
-        // Only QEMU's failure to bind may pass with another port; a refusal (no domain, no interface) stands.
-        if (pick >= PICKS || !(error instanceof RpcError && error.code === "Failed")) throw error;
-        this.o.log.debug("could not forward a loopback port; picking another", { hostPort, error });
-      }
-    }
+  private forward(guestPort: number): Promise<number> {
+    return forwardFreeLoopbackPort(this.o.forwardToGuest, guestPort, this.o.log);
   }
 
   /** Stops listening; open connections end with the guest. */

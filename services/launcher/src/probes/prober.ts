@@ -1,0 +1,205 @@
+import { request as httpRequest } from "node:http";
+import { request as httpsRequest } from "node:https";
+import { type Socket, connect } from "node:net";
+import { type ProbeCheck, type ProbeKind, type VirtualMachineInstance, probeCheck, probeOf, probeTiming } from "@kubevirt-ts/kubevirt-api";
+import type { DomainStatus } from "@kubevirt-ts/launcher-protocol";
+import type { Logger } from "@kubevirt-ts/runtime";
+import { forwardFreeLoopbackPort } from "../libvirt/port-forward.ts";
+import { type UserNetworkSocket, establishedFrom } from "./user-network.ts";
+
+// The launcher's side of a VMI's probes (kubevirt-api's probes.ts): the
+// kubelet asks on its schedule, and the prober checks the guest once per
+// ask, within the probe's timeout, as KubeVirt's virt-probe does for exec
+// and agent pings and the kubelet does for HTTP and TCP.
+
+/** What the prober needs of the domain and its guest. */
+export interface GuestAccess {
+  /** The VMI the domain runs, once the handler has sent it. */
+  vmi(): VirtualMachineInstance | undefined;
+  state(): Promise<DomainStatus>;
+  /** Has QEMU forward a port of the pod's loopback address to the guest's port. */
+  forwardToGuest(hostPort: number, guestPort: number): Promise<void>;
+  /** The sockets of QEMU's user network (its monitor's `info usernet`). */
+  userNetwork(): Promise<UserNetworkSocket[]>;
+  /** A command's `return` from the guest's QEMU agent; fails when the agent does not answer within the timeout. */
+  agent(execute: string, args: Record<string, unknown> | undefined, timeoutSeconds: number): Promise<unknown>;
+}
+
+/** How often a TCP probe looks at the user network, and an exec probe at its command, while they wait. */
+const POLL_MS = 50;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Why a check failed, as the kubelet's events and the VMI's reason show it. */
+class ProbeFailure extends Error {}
+
+export class Prober {
+  private readonly guest: GuestAccess;
+  private readonly log: Logger;
+  /** Each kind's check under way: a second ask while one runs gets its answer. */
+  private readonly running = new Map<ProbeKind, Promise<string | undefined>>();
+  /** One TCP check at a time per guest port: the user network lists connections by their forwarded port alone. */
+  private readonly tcpTurns = new Map<number, Promise<unknown>>();
+  /** The loopback port forwarded to each guest port the probes reach, for the prober alone (see tcp). */
+  private readonly forwards = new Map<number, Promise<number>>();
+  private lastLivenessFailure: string | undefined;
+
+  constructor(guest: GuestAccess, log: Logger) {
+    this.guest = guest;
+    this.log = log;
+  }
+
+  /** Why the liveness probe failed when last asked; undefined when it passed. */
+  livenessFailure(): string | undefined {
+    return this.lastLivenessFailure;
+  }
+
+  /** Checks the guest for the VMI's probe of that kind: undefined when it passes, else why it fails. */
+  check(kind: ProbeKind): Promise<string | undefined> {
+    let run = this.running.get(kind);
+    if (!run) {
+      run = this.checkOnce(kind).finally(() => this.running.delete(kind));
+      this.running.set(kind, run);
+    }
+    return run;
+  }
+
+  private async checkOnce(kind: ProbeKind): Promise<string | undefined> {
+    const result = await this.judge(kind);
+    if (kind === "liveness") {
+      if (result !== undefined && this.lastLivenessFailure === undefined) this.log.warn("the guest failed its liveness probe", { reason: result });
+      this.lastLivenessFailure = result;
+    }
+    return result;
+  }
+
+  private async judge(kind: ProbeKind): Promise<string | undefined> {
+    const vmi = this.guest.vmi();
+    const probe = vmi ? probeOf(vmi.spec, kind) : undefined;
+    // Before the handler sent the VMI there is no guest to judge: not ready, and not dead either.
+    if (!vmi || !probe) return kind === "readiness" ? "the guest has not started yet" : undefined;
+    const { state } = await this.guest.state();
+    if (state === "NoDomain") return kind === "readiness" ? "the guest has not started yet" : undefined;
+    // A guest its user paused answers nothing, and is not dead for it.
+    if (state === "Paused") return kind === "readiness" ? "the guest is paused" : undefined;
+    if (state !== "Running" && state !== "Blocked") return `the guest is ${state}`;
+    const check = probeCheck(vmi.spec, probe);
+    const deadline = Date.now() + probeTiming(probe).timeoutSeconds * 1000;
+    try {
+      await this.run(check, deadline);
+      return undefined;
+    } catch (error) {
+      return `${describe(check)}: ${error instanceof Error ? error.message : String(error)}`;
+    }
+  }
+
+  private run(check: ProbeCheck, deadline: number): Promise<void> {
+    switch (check.kind) {
+      case "tcp":
+        return this.inTurn(check.port, () => this.tcp(check.port, deadline));
+      case "http":
+        return this.http(check, deadline);
+      case "exec":
+        return this.exec(check.command, deadline);
+      case "guestAgentPing":
+        return this.guest.agent("guest-ping", undefined, secondsLeft(deadline)).then(() => undefined);
+    }
+  }
+
+  private probeForward(guestPort: number): Promise<number> {
+    let forward = this.forwards.get(guestPort);
+    if (!forward) {
+      forward = forwardFreeLoopbackPort((host, guest) => this.guest.forwardToGuest(host, guest), guestPort, this.log);
+      this.forwards.set(guestPort, forward);
+      forward.catch(() => this.forwards.delete(guestPort));
+    }
+    return forward;
+  }
+
+  private async inTurn<T>(port: number, work: () => Promise<T>): Promise<T> {
+    const before = this.tcpTurns.get(port) ?? Promise.resolve();
+    const turn = before.then(work, work);
+    this.tcpTurns.set(port, turn.catch(() => undefined));
+    return turn;
+  }
+
+  /**
+   * A TCP probe: QEMU accepts the connection on the pod's side at once, whatever the guest does, so the guest's
+   * answer is read from the user network: the connection turns ESTABLISHED when the guest accepts it, and goes
+   * when the guest refuses it.
+   */
+  private async tcp(port: number, deadline: number): Promise<void> {
+    const hostPort = await this.probeForward(port);
+    const before = establishedFrom(await this.guest.userNetwork(), hostPort);
+    const socket: Socket = connect({ host: "127.0.0.1", port: hostPort });
+    const connection = { closed: false };
+    socket.on("close", () => { connection.closed = true; }).on("error", () => { connection.closed = true; });
+    socket.on("data", () => undefined);
+    try {
+      while (Date.now() < deadline) {
+        if (establishedFrom(await this.guest.userNetwork(), hostPort) > before) return;
+        if (connection.closed) throw new ProbeFailure("the guest refused the connection");
+        await sleep(POLL_MS);
+      }
+      throw new ProbeFailure("the guest did not accept the connection in time");
+    } finally {
+      socket.destroy();
+    }
+  }
+
+  /** An HTTP probe, as the kubelet's: a GET whose status from 200 to 399 passes; HTTPS without checking the certificate. */
+  private async http(check: Extract<ProbeCheck, { kind: "http" }>, deadline: number): Promise<void> {
+    const hostPort = await this.probeForward(check.port);
+    const request = check.scheme === "HTTPS" ? httpsRequest : httpRequest;
+    const headers: Record<string, string> = { "user-agent": "kube-probe/kubevirt-ts", accept: "*/*" };
+    for (const header of check.headers) headers[header.name.toLowerCase()] = header.value;
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = request(
+        { host: "127.0.0.1", port: hostPort, path: check.path, method: "GET", headers, rejectUnauthorized: false, signal: AbortSignal.timeout(Math.max(1, deadline - Date.now())) },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
+      req.on("error", (error) => {
+        reject(new ProbeFailure(error.name === "AbortError" ? "the guest did not answer in time" : `no answer (${error.message})`));
+      });
+      req.end();
+    });
+    if (status < 200 || status >= 400) throw new ProbeFailure(`HTTP ${String(status)}`);
+  }
+
+  /** An exec probe, as KubeVirt's virt-probe: the guest's agent runs the command, which must exit 0 within the timeout. */
+  private async exec(command: string[], deadline: number): Promise<void> {
+    const [path = "", ...arg] = command;
+    const started = await this.guest.agent("guest-exec", { path, arg, "capture-output": true }, secondsLeft(deadline));
+    const pid = (started as { pid?: unknown } | undefined)?.pid;
+    if (typeof pid !== "number") throw new ProbeFailure("the guest agent did not start the command");
+    while (Date.now() < deadline) {
+      const status = (await this.guest.agent("guest-exec-status", { pid }, secondsLeft(deadline))) as { exited?: boolean; exitcode?: number; "err-data"?: string } | undefined;
+      if (status?.exited) {
+        if (status.exitcode === 0) return;
+        const stderr = status["err-data"] ? Buffer.from(status["err-data"], "base64").toString("utf8").trim().slice(0, 200) : "";
+        throw new ProbeFailure(`exited ${String(status.exitcode ?? "abnormally")}${stderr ? `: ${stderr}` : ""}`);
+      }
+      await sleep(POLL_MS);
+    }
+    throw new ProbeFailure("the command did not finish in time");
+  }
+}
+
+/** Whole seconds until the deadline, at least one (the agent's timeout is in seconds). */
+const secondsLeft = (deadline: number) => Math.max(1, Math.ceil((deadline - Date.now()) / 1000));
+
+function describe(check: ProbeCheck): string {
+  switch (check.kind) {
+    case "tcp":
+      return `tcp port ${String(check.port)}`;
+    case "http":
+      return `${check.scheme.toLowerCase()} GET port ${String(check.port)}${check.path}`;
+    case "exec":
+      return `exec ${JSON.stringify(check.command)}`;
+    case "guestAgentPing":
+      return "guest agent ping";
+  }
+}
