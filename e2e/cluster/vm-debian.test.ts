@@ -41,6 +41,8 @@ const vm = {
             disks: [
               { name: "root", disk: { bus: "virtio" } },
               { name: "cloudinit", disk: { bus: "virtio" } },
+              { name: "app-config", disk: { bus: "virtio" } },
+              { name: "meta", disk: { bus: "virtio" } },
             ],
             // An emulated TPM 2.0, as a Windows-style VM has (the guest's kernel drives it: /sys/class/tpm/tpm0).
             tpm: {},
@@ -57,6 +59,9 @@ const vm = {
         volumes: [
           { name: "root", containerDisk: { image: debianGuest } },
           { name: "cloudinit", cloudInitNoCloud: { secretRef: { name: "debian-cloud-init" } } },
+          // A ConfigMap's keys and the launcher pod's labels as labelled ISO disks, which cloud-init mounts.
+          { name: "app-config", configMap: { name: "debian-app", volumeLabel: "app-config" } },
+          { name: "meta", downwardAPI: { volumeLabel: "meta", fields: [{ path: "labels", fieldRef: { fieldPath: "metadata.labels" } }] } },
         ],
       },
     },
@@ -66,8 +71,23 @@ const vm = {
 /** The cloud-init user data, in the Secret the VM names; only its launcher pod reads it, through a Secret volume. */
 const cloudInitSecret = {
   metadata: { name: "debian-cloud-init", namespace },
-  stringData: { userdata: `#cloud-config\nusers:\n  - name: tester\n    lock_passwd: false\n    plain_text_passwd: ${password}\n    shell: /bin/bash\n` },
+  stringData: {
+    userdata: [
+      "#cloud-config",
+      "users:",
+      "  - name: tester",
+      "    lock_passwd: false",
+      `    plain_text_passwd: ${password}`,
+      "    shell: /bin/bash",
+      "runcmd:",
+      "  - [sh, -c, 'mkdir -p /mnt/app-config /mnt/meta && mount -o ro /dev/disk/by-label/app-config /mnt/app-config && mount -o ro /dev/disk/by-label/meta /mnt/meta']",
+      "",
+    ].join("\n"),
+  },
 };
+
+/** The ConfigMap the VM presents to its guest as a disk. */
+const appConfig = { metadata: { name: "debian-app", namespace }, data: { greeting: "hello from a ConfigMap" } };
 
 /**
  * A console, VNC or port forward session as virtctl opens it: a websocket to the Kubernetes API server's own
@@ -103,6 +123,7 @@ describe("a VM with the Debian guest", () => {
   it("boots from its containerDisk to a login prompt, which the handler kept before anyone connected", async () => {
     expect(debianGuest).toMatch(/^kubevirt-ts\.local\/debian-guest:/);
     await core.createNamespacedSecret({ namespace, body: cloudInitSecret });
+    await core.createNamespacedConfigMap({ namespace, body: appConfig });
     await custom.createNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachines", body: vm });
     expect(JSON.stringify(await get("virtualmachines", "debian"))).not.toContain(password);
     await expect.poll(async () => (await get("virtualmachineinstances", "debian"))?.status?.phase, boot).toBe("Running");
@@ -238,6 +259,17 @@ describe("a VM with the Debian guest", () => {
     const liveness = await fetch(`http://${pod?.status?.podIP ?? ""}:9102/probes/liveness`);
     expect(await liveness.json()).toEqual({ status: "ok" });
     expect(pod?.status?.containerStatuses?.find((c) => c.name === "compute")?.restartCount).toBe(0);
+  });
+
+  it("presents a ConfigMap and the downward API to its guest as labelled disks", async () => {
+    const { ws, received } = await openConsole(namespace, "debian", "console");
+    const before = received().length;
+    // cloud-init mounts them by their labels late in the boot; the command is asked again until it has.
+    await expect.poll(() => {
+      ws.send(Buffer.from("echo \"greeting=$(cat /mnt/app-config/greeting 2>/dev/null) vm-label=$(grep -c '^vm.kubevirt.io/name=\\\"debian\\\"' /mnt/meta/labels 2>/dev/null)\"\r"));
+      return received().subarray(before).toString("utf8");
+    }, { timeout: 120_000, interval: 3_000 }).toContain("greeting=hello from a ConfigMap vm-label=1");
+    ws.close();
   });
 
   it("tells what its guest agent knows through KubeVirt's guestosinfo, userlist and filesystemlist", async () => {

@@ -14,6 +14,7 @@ export * from "./pod-network.ts";
 export * from "./probes.ts";
 export * from "./launcher-pod.ts";
 export * from "./cloud-init-secrets.ts";
+export * from "./config-volumes.ts";
 export * from "./resources.ts";
 export * from "./launcher-layout.ts";
 export * from "./vmi-phase.ts";

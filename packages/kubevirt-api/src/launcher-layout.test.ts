@@ -15,6 +15,7 @@ describe("the launcher pod's layout", () => {
     ["CONTAINER_DISKS_DIR", "/var/run/kubevirt-ts/container-disks"],
     ["KERNEL_BOOT_DIR", "/var/run/kubevirt-ts/kernel-boot"],
     ["CLOUD_INIT_SECRETS_DIR", "/var/run/kubevirt-ts/cloud-init-secrets"],
+    ["CONFIG_VOLUMES_DIR", "/var/run/kubevirt-ts/config-volumes"],
     ["ALLOW_EMULATION", "true"],
     ["GRACE_PERIOD_SECONDS", "45"],
   ])("sets %s to %s", (name, value) => {

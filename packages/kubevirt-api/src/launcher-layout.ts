@@ -1,4 +1,5 @@
 import { CLOUD_INIT_SECRETS_DIR } from "./cloud-init-secrets.ts";
+import { CONFIG_VOLUMES_DIR } from "./config-volumes.ts";
 import type { PortForward } from "./constants.ts";
 
 // The launcher pod's layout: the folders, volumes, sockets, environment and
@@ -21,6 +22,8 @@ export const LauncherDir = {
   kernelBoot: `${ROOT}/kernel-boot`,
   /** Where the cloud-init Secrets are mounted (see cloud-init-secrets.ts). */
   cloudInitSecrets: CLOUD_INIT_SECRETS_DIR,
+  /** Where ConfigMaps, Secrets, a ServiceAccount's token and downwardAPI files are mounted (see config-volumes.ts). */
+  configVolumes: CONFIG_VOLUMES_DIR,
 } as const;
 
 /** The pod's volume names. */
@@ -77,6 +80,7 @@ export const LauncherEnv = {
   containerDisksDir: "CONTAINER_DISKS_DIR",
   kernelBootDir: "KERNEL_BOOT_DIR",
   cloudInitSecretsDir: "CLOUD_INIT_SECRETS_DIR",
+  configVolumesDir: "CONFIG_VOLUMES_DIR",
   /** KubeVirt's useEmulation: "true" lets the guest run with QEMU's emulation where KVM is unusable. */
   allowEmulation: "ALLOW_EMULATION",
   /** How long the guest has to shut down when the pod is asked to stop, in seconds. */
@@ -97,6 +101,7 @@ export function launcherEnv(settings: LauncherSettings): { name: string; value: 
     containerDisksDir: LauncherDir.containerDisks,
     kernelBootDir: LauncherDir.kernelBoot,
     cloudInitSecretsDir: LauncherDir.cloudInitSecrets,
+    configVolumesDir: LauncherDir.configVolumes,
     allowEmulation: String(settings.allowEmulation),
     gracePeriodSeconds: String(settings.gracePeriodSeconds),
   };

@@ -135,6 +135,36 @@ export const validationCases: ValidationCase[] = [
     apiServer: "accepts",
   },
   {
+    name: "ConfigMap, Secret, ServiceAccount and downward API disks",
+    object: newVm(newVmiSpec((s) => {
+      s.volumes = [
+        ...(s.volumes ?? []),
+        { name: "app", configMap: { name: "app", volumeLabel: "cfg" } },
+        { name: "creds", secret: { secretName: "db", optional: true } },
+        { name: "sa", serviceAccount: { serviceAccountName: "default" } },
+        { name: "meta", downwardAPI: { fields: [{ path: "labels", fieldRef: { fieldPath: "metadata.labels" } }] } },
+      ];
+      s.domain.devices.disks = [...(s.domain.devices.disks ?? []), ...["app", "creds", "sa", "meta"].map((name) => ({ name, disk: { bus: "virtio" as const } }))];
+    })),
+    apiServer: "accepts",
+  },
+  {
+    name: "a second serviceAccount volume",
+    object: newVm(newVmiSpec((s) => {
+      s.volumes = [...(s.volumes ?? []), { name: "sa1", serviceAccount: { serviceAccountName: "a" } }, { name: "sa2", serviceAccount: { serviceAccountName: "b" } }];
+    })),
+    invalid: { field: `${tpl}.volumes[2].serviceAccount`, message: /second serviceAccount volume/ },
+    apiServer: "accepts",
+  },
+  {
+    name: "a disk label ISO 9660 cannot hold",
+    object: newVm(newVmiSpec((s) => {
+      s.volumes = [...(s.volumes ?? []), { name: "app", configMap: { name: "app", volumeLabel: "a label with spaces" } }];
+    })),
+    invalid: { field: `${tpl}.volumes[1].configMap.volumeLabel`, message: /ISO 9660 label/ },
+    apiServer: "accepts",
+  },
+  {
     name: "a probe that reaches another host",
     object: newVm(newVmiSpec((s) => (s.readinessProbe = { httpGet: { port: 80, host: "example.org" } }))),
     invalid: { field: `${tpl}.readinessProbe.httpGet.host`, message: /reaches the guest itself/ },

@@ -16,6 +16,7 @@ export const env = parseEnv(
     [LauncherEnv.containerDisksDir]: z.string().default(LauncherDir.containerDisks),
     [LauncherEnv.kernelBootDir]: z.string().default(LauncherDir.kernelBoot),
     [LauncherEnv.cloudInitSecretsDir]: z.string().default(LauncherDir.cloudInitSecrets),
+    [LauncherEnv.configVolumesDir]: z.string().default(LauncherDir.configVolumes),
     [LauncherEnv.stateDir]: z.string().default(LauncherDir.state),
     [LauncherEnv.allowEmulation]: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
     [LauncherEnv.gracePeriodSeconds]: z.coerce.number().int().min(0).default(DEFAULT_GRACE_PERIOD_SECONDS),

@@ -48,6 +48,9 @@ const lun = notYetProven("a LUN needs a persistentVolumeClaim volume, which is r
 const claim = refused(VALIDATION_CASES, "a PersistentVolumeClaim volume, not supported yet");
 const sized = effect(CONTROLLER, "size the VMI from a ControllerRevision owned by the VM");
 const LAUNCHER = "services/launcher/test/launcher.integration.test.ts";
+const configDisks = effect(E2E_DEBIAN, "presents a ConfigMap and the downward API to its guest as labelled disks");
+const configPodVolumes = effect(POD, "are the same kinds of pod volume, mounted read-only where the launcher makes their disks");
+const configLabels = effect("packages/kubevirt-api/src/config-volumes.test.ts", "labels each disk with its volume's label");
 const E2E_PROBES = "e2e/cluster/vm-probes.test.ts";
 const probeSchedule = effect(POD, "runs the VMI's probes through the launcher, on the VMI's schedule");
 const probeHost = (kind: string) => refused(VALIDATION_CASES, kind === "httpGet" ? "a probe that reaches another host" : "a TCP probe's host");
@@ -200,6 +203,22 @@ const vmiSpecEffects: Record<string, FieldEffect> = {
   "topologySpreadConstraints[].labelSelector.matchExpressions[].values[]": notYetProven("passed to the pod's constraint's label selector; the pass-through test uses matchLabels"),
   "topologySpreadConstraints[].minDomains": notYetProven("passed to the pod's constraint; the pass-through test leaves it out"),
   "topologySpreadConstraints[].matchLabelKeys[]": notYetProven("passed to the pod's constraint; the pass-through test leaves it out"),
+  // The kubelet fills each; the launcher makes a disk of each the same way (config-disk.integration.test.ts).
+  "volumes[].configMap.name": configDisks,
+  "volumes[].configMap.optional": configPodVolumes,
+  "volumes[].configMap.volumeLabel": configDisks,
+  "volumes[].secret.secretName": configPodVolumes,
+  "volumes[].secret.optional": configPodVolumes,
+  "volumes[].secret.volumeLabel": configLabels,
+  "volumes[].serviceAccount.serviceAccountName": effect(POD, "run the launcher pod as the ServiceAccount named"),
+  "volumes[].downwardAPI.fields[].path": configDisks,
+  "volumes[].downwardAPI.fields[].fieldRef.fieldPath": configDisks,
+  "volumes[].downwardAPI.fields[].fieldRef.apiVersion": configPodVolumes,
+  "volumes[].downwardAPI.fields[].resourceFieldRef.containerName": configPodVolumes,
+  "volumes[].downwardAPI.fields[].resourceFieldRef.resource": configPodVolumes,
+  "volumes[].downwardAPI.fields[].resourceFieldRef.divisor": configPodVolumes,
+  "volumes[].downwardAPI.fields[].mode": configPodVolumes,
+  "volumes[].downwardAPI.volumeLabel": configDisks,
   // A check (HTTP, TCP, exec, agent ping) is the launcher's same code for either kind of probe.
   ...probeEffects("readinessProbe"),
   ...probeEffects("livenessProbe"),

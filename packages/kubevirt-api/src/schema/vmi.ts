@@ -214,6 +214,22 @@ export const cloudInitNoCloudSource = z.strictObject({
     .describe("A Secret whose key networkdata (or networkData) holds the network configuration; only the VMI's launcher pod reads it."),
 });
 
+const volumeLabel = z.string().optional().describe("The label of the ISO 9660 file system the guest sees; none unless set.");
+
+/** A field of the VMI's own object, as a downwardAPI volume's file holds it. */
+const downwardApiFile = z.strictObject({
+  path: z.string().describe("The file's path in the volume."),
+  fieldRef: z
+    .strictObject({ fieldPath: z.string().describe("A field of the launcher pod, as a pod's downwardAPI volume takes it: metadata.labels (the VMI's, and KubeVirt's), metadata.namespace, metadata.name (the pod's), …"), apiVersion: z.string().optional() })
+    .optional()
+    .describe("A field of the launcher pod, as in KubeVirt."),
+  resourceFieldRef: z
+    .strictObject({ containerName: z.string().optional(), resource: z.string(), divisor: quantity.optional() })
+    .optional()
+    .describe("A resource of the launcher container (requests.memory, limits.cpu, …)."),
+  mode: z.number().int().optional().describe("The file's mode bits."),
+});
+
 export const volume = z
   .strictObject({
     name: z.string().describe("The volume's name, matching a disk's name."),
@@ -227,6 +243,22 @@ export const volume = z
       .strictObject({ claimName: z.string(), readOnly: z.boolean().optional() })
       .optional()
       .describe("A disk on a PersistentVolumeClaim in the VMI's namespace."),
+    configMap: z
+      .strictObject({ name: z.string().describe("The ConfigMap, in the VMI's namespace."), optional: z.boolean().optional().describe("When true, a missing ConfigMap gives an empty disk instead of a VMI that waits."), volumeLabel })
+      .optional()
+      .describe("A ConfigMap's keys as files on a read-only ISO 9660 disk, as KubeVirt presents it."),
+    secret: z
+      .strictObject({ secretName: z.string().describe("The Secret, in the VMI's namespace."), optional: z.boolean().optional().describe("When true, a missing Secret gives an empty disk instead of a VMI that waits."), volumeLabel })
+      .optional()
+      .describe("A Secret's keys as files on a read-only ISO 9660 disk, as KubeVirt presents it."),
+    serviceAccount: z
+      .strictObject({ serviceAccountName: z.string().describe("The ServiceAccount, in the VMI's namespace, whose token the disk holds.") })
+      .optional()
+      .describe("A ServiceAccount's token, the cluster's CA and the namespace on a read-only ISO 9660 disk; the launcher pod runs as that ServiceAccount."),
+    downwardAPI: z
+      .strictObject({ fields: z.array(downwardApiFile).optional().describe("The files and what each holds."), volumeLabel })
+      .optional()
+      .describe("Fields of the launcher pod (the VMI's labels, its namespace, …) and its resources as files on a read-only ISO 9660 disk."),
   })
   .describe("A volume: the storage behind a disk.");
 

@@ -6,7 +6,9 @@ import { dnsLabelProblem, dnsSubdomainProblem } from "./names.ts";
 /** The largest cloud-init data kubevirt-ts embeds in a NoCloud seed disk. */
 export const MAX_CLOUD_INIT_BYTES = 64 * 1024;
 
-const VOLUME_SOURCES = ["containerDisk", "cloudInitNoCloud", "emptyDisk", "persistentVolumeClaim"] as const;
+const VOLUME_SOURCES = ["containerDisk", "cloudInitNoCloud", "emptyDisk", "persistentVolumeClaim", "configMap", "secret", "serviceAccount", "downwardAPI"] as const;
+/** The longest label an ISO 9660 volume takes. */
+const MAX_VOLUME_LABEL = 32;
 const DISK_TARGETS = ["disk", "cdrom", "lun"] as const;
 
 /** Indexes of the first use of each name, reporting later duplicates. */
@@ -106,6 +108,31 @@ function validateVolume(volume: Volume, path: string, causes: Causes): void {
     causes.notSupported(`${path}.persistentVolumeClaim`, "is not supported yet: the launcher cannot attach a claim; use a containerDisk for the image and an emptyDisk for scratch space");
   }
   if (volume.cloudInitNoCloud) validateCloudInit(volume.cloudInitNoCloud, `${path}.cloudInitNoCloud`, causes);
+  validateConfigVolume(volume, path, causes);
+}
+
+/** configMap, secret, serviceAccount and downwardAPI: what they name is in the VMI's namespace, and their disks' labels fit ISO 9660. */
+function validateConfigVolume(volume: Volume, path: string, causes: Causes): void {
+  const names: [string, string | undefined][] = [
+    ["configMap.name", volume.configMap?.name],
+    ["secret.secretName", volume.secret?.secretName],
+    ["serviceAccount.serviceAccountName", volume.serviceAccount?.serviceAccountName],
+  ];
+  for (const [field, name] of names) {
+    const problem = name === undefined ? undefined : dnsSubdomainProblem(name);
+    if (problem) causes.invalid(`${path}.${field}`, `${problem}; name an object in the VMI's namespace`);
+  }
+  for (const source of ["configMap", "secret", "downwardAPI"] as const) {
+    const label = volume[source]?.volumeLabel;
+    if (label !== undefined && (label.length > MAX_VOLUME_LABEL || !/^[A-Za-z0-9_-]*$/.test(label))) {
+      causes.invalid(`${path}.${source}.volumeLabel`, `is ${JSON.stringify(label)}; an ISO 9660 label has at most ${MAX_VOLUME_LABEL} letters, digits, '-' and '_'`);
+    }
+  }
+  (volume.downwardAPI?.fields ?? []).forEach((file, i) => {
+    const p = `${path}.downwardAPI.fields[${i}]`;
+    if (file.path === "" || file.path.startsWith("/") || file.path.split("/").includes("..")) causes.invalid(`${p}.path`, `is ${JSON.stringify(file.path)}; give a relative path without '..'`);
+    if ((file.fieldRef === undefined) === (file.resourceFieldRef === undefined)) causes.invalid(p, "must have exactly one of fieldRef and resourceFieldRef");
+  });
 }
 
 export function validateStorage(spec: VmiSpec, path: string, causes: Causes): void {
@@ -115,6 +142,8 @@ export function validateStorage(spec: VmiSpec, path: string, causes: Causes): vo
   const volumesPath = `${path}.volumes`;
 
   checkUniqueNames(volumes, volumesPath, "volume", causes);
+  const serviceAccounts = volumes.flatMap((v, i) => (v.serviceAccount ? [i] : []));
+  if (serviceAccounts.length > 1) causes.invalid(`${volumesPath}[${String(serviceAccounts[1])}].serviceAccount`, "is a second serviceAccount volume; a VMI's launcher runs as one ServiceAccount, so keep one");
   volumes.forEach((v, i) => {
     validateVolume(v, `${volumesPath}[${i}]`, causes);
   });

@@ -237,6 +237,39 @@ describe("cloud-init Secrets", () => {
   });
 });
 
+describe("configMap, secret, serviceAccount and downwardAPI volumes", () => {
+  const pod = launcherPod(vmi((v) => {
+    v.spec.volumes = [
+      { name: "app-config", configMap: { name: "app", optional: false, volumeLabel: "app-config" } },
+      { name: "creds", secret: { secretName: "db", optional: true } },
+      { name: "sa", serviceAccount: { serviceAccountName: "reporter" } },
+      { name: "meta", downwardAPI: { fields: [{ path: "labels", fieldRef: { fieldPath: "metadata.labels" } }, { path: "mem", resourceFieldRef: { resource: "requests.memory", divisor: "1Mi" }, mode: 0o400 }] } },
+    ];
+  }), config);
+
+  it("are the same kinds of pod volume, mounted read-only where the launcher makes their disks, the Secret for its group alone", () => {
+    expect(pod.spec.volumes).toEqual(expect.arrayContaining([
+      { name: "config-0-configmap", configMap: { name: "app", optional: false } },
+      { name: "config-1-secret", secret: { secretName: "db", defaultMode: 0o440, optional: true } },
+      { name: "config-3-downwardapi", downwardAPI: { items: [{ path: "labels", fieldRef: { apiVersion: "v1", fieldPath: "metadata.labels" } }, { path: "mem", resourceFieldRef: { containerName: "compute", resource: "requests.memory", divisor: "1Mi" }, mode: 0o400 }] } },
+    ]));
+    expect(pod.spec.containers[0]?.volumeMounts).toEqual(expect.arrayContaining([
+      { name: "config-0-configmap", mountPath: "/var/run/kubevirt-ts/config-volumes/app-config", readOnly: true },
+      { name: "config-1-secret", mountPath: "/var/run/kubevirt-ts/config-volumes/creds", readOnly: true },
+      { name: "config-2-serviceaccount", mountPath: "/var/run/kubevirt-ts/config-volumes/sa", readOnly: true },
+      { name: "config-3-downwardapi", mountPath: "/var/run/kubevirt-ts/config-volumes/meta", readOnly: true },
+    ]));
+  });
+
+  it("run the launcher pod as the ServiceAccount named, whose token, CA and namespace go to the guest's disk alone", () => {
+    expect(pod.spec.serviceAccountName).toBe("reporter");
+    expect(pod.spec.automountServiceAccountToken).toBe(false);
+    const projected = pod.spec.volumes?.find((v) => v.name === "config-2-serviceaccount")?.projected;
+    expect(projected?.sources?.map((s) => Object.keys(s)[0])).toEqual(["serviceAccountToken", "configMap", "downwardAPI"]);
+    expect(launcherPod(vmi(), config).spec.serviceAccountName).toBeUndefined();
+  });
+});
+
 describe("secretsWaitMessage", () => {
   const launcher = (status: NonNullable<Pod["status"]>, volumes: NonNullable<Pod["spec"]>["volumes"] = [{ name: "cloud-init-1-userdata", secret: { secretName: "testvm-user" } }]): Pod => ({
     apiVersion: "v1",

@@ -1,7 +1,7 @@
 import type { Pod, PodSpec } from "@kubevirt-ts/kube";
 import {
   API_VERSION, Annotation, DEFAULT_GRACE_PERIOD_SECONDS, Kind, LAUNCHER_CONTAINER, LAUNCHER_OPS_PORT, LAUNCHER_UID, Label, LabelValue, LauncherDir, LauncherVolume,
-  LAUNCHER_OPS_PORT_NAME, UNPRIVILEGED_PORT_START, type VirtualMachineInstance, cloudInitSecretMounts, launcherContainerProbe, launcherEnv, podNetworkPorts,
+  LAUNCHER_OPS_PORT_NAME, UNPRIVILEGED_PORT_START, type VirtualMachineInstance, cloudInitSecretMounts, configVolumes, launcherServiceAccount, launcherContainerProbe, launcherEnv, podNetworkPorts,
 } from "@kubevirt-ts/kubevirt-api";
 import { controllerRef } from "../common/owner.ts";
 import { guestMemoryBytes, memoryOverheadBytes, toMebibytes } from "./resources.ts";
@@ -83,6 +83,48 @@ function containerDiskInitContainers(vmi: VirtualMachineInstance, config: Launch
 /** How long a launcher may take to start libvirt and its socket before the kubelet gives up on it (its startup probe, once a second). */
 const LAUNCHER_STARTUP_SECONDS = 600;
 
+/** How long a projected ServiceAccount token lasts (the kubelet's default for a pod's own token). */
+const TOKEN_SECONDS = 3607;
+
+/**
+ * The pod volumes of the VMI's configMap, secret, serviceAccount and downwardAPI volumes, each the same kind of pod
+ * volume, for the kubelet to fill (kubevirt-api's config-volumes.ts).
+ */
+function configPodVolumes(vmi: VirtualMachineInstance): NonNullable<PodSpec["volumes"]> {
+  const volumes = new Map((vmi.spec.volumes ?? []).map((v) => [v.name, v]));
+  type PodVolume = NonNullable<PodSpec["volumes"]>[number];
+  return configVolumes(vmi.spec).flatMap(({ volume, podVolume }): PodVolume[] => {
+    const source = volumes.get(volume);
+    if (source?.configMap) return [{ name: podVolume, configMap: { name: source.configMap.name, ...(source.configMap.optional !== undefined ? { optional: source.configMap.optional } : {}) } }];
+    // Readable by the launcher's group (the pod's fsGroup) only.
+    if (source?.secret) return [{ name: podVolume, secret: { secretName: source.secret.secretName, defaultMode: 0o440, ...(source.secret.optional !== undefined ? { optional: source.secret.optional } : {}) } }];
+    if (source?.serviceAccount) {
+      // What a pod's own token volume holds: the token, the cluster's CA and the namespace.
+      return [{
+        name: podVolume,
+        projected: {
+          defaultMode: 0o440,
+          sources: [
+            { serviceAccountToken: { path: "token", expirationSeconds: TOKEN_SECONDS } },
+            { configMap: { name: "kube-root-ca.crt", items: [{ key: "ca.crt", path: "ca.crt" }] } },
+            { downwardAPI: { items: [{ path: "namespace", fieldRef: { apiVersion: "v1", fieldPath: "metadata.namespace" } }] } },
+          ],
+        },
+      }];
+    }
+    if (source?.downwardAPI) {
+      const items = (source.downwardAPI.fields ?? []).map((f) => ({
+        path: f.path,
+        ...(f.fieldRef ? { fieldRef: { apiVersion: f.fieldRef.apiVersion ?? "v1", fieldPath: f.fieldRef.fieldPath } } : {}),
+        ...(f.resourceFieldRef ? { resourceFieldRef: { containerName: f.resourceFieldRef.containerName ?? LAUNCHER_CONTAINER, resource: f.resourceFieldRef.resource, ...(f.resourceFieldRef.divisor !== undefined ? { divisor: String(f.resourceFieldRef.divisor) } : {}) } } : {}),
+        ...(f.mode !== undefined ? { mode: f.mode } : {}),
+      }));
+      return [{ name: podVolume, downwardAPI: { items } }];
+    }
+    return [];
+  });
+}
+
 /** What the launcher needs, past its guest's grace period, to clean up after it. */
 const LAUNCHER_CLEANUP_SECONDS = 15;
 
@@ -114,6 +156,8 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
   // cloud-init Secrets reach the launcher as Secret volumes: the kubelet reads them in the VMI's namespace, no component's account does.
   const secrets = cloudInitSecretMounts(spec);
   const guestPorts = podNetworkPorts(spec);
+  const configs = configVolumes(spec);
+  const serviceAccount = launcherServiceAccount(spec);
   return {
     apiVersion: "v1",
     kind: "Pod",
@@ -133,7 +177,9 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
       restartPolicy: "Never",
       // The guest gets its own grace period to shut down; the launcher needs a little more to clean up after it.
       terminationGracePeriodSeconds: grace + LAUNCHER_CLEANUP_SECONDS,
+      // The launcher talks to no API server: a serviceAccount volume's token goes to the guest alone, mounted where the launcher reads it.
       automountServiceAccountToken: false,
+      ...(serviceAccount !== undefined ? { serviceAccountName: serviceAccount } : {}),
       enableServiceLinks: false,
       hostname: spec.hostname ?? name,
       ...(spec.subdomain ? { subdomain: spec.subdomain } : {}),
@@ -191,6 +237,7 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
                 ]
               : []),
             ...secrets.map((m) => ({ name: m.podVolume, mountPath: `${LauncherDir.cloudInitSecrets}/${m.relativeDir}`, readOnly: true })),
+            ...configs.map((c) => ({ name: c.podVolume, mountPath: `${LauncherDir.configVolumes}/${c.relativeDir}`, readOnly: true })),
           ],
         },
       ],
@@ -202,6 +249,7 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
           : []),
         // Readable by the launcher's group (the pod's fsGroup) only; the pod does not start until the Secret exists.
         ...secrets.map((m) => ({ name: m.podVolume, secret: { secretName: m.secretName, defaultMode: 0o440 } })),
+        ...configPodVolumes(vmi),
       ],
     },
   };

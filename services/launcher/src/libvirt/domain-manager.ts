@@ -24,6 +24,7 @@ export interface LauncherLayout {
   kernelBootDir: string;
   disksDir: string;
   cloudInitSecretsDir: string;
+  configVolumesDir: string;
 }
 
 export interface DomainManagerOptions {

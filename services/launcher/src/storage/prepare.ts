@@ -2,14 +2,17 @@ import { execFile } from "node:child_process";
 import { mkdir, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { type VirtualMachineInstance, parseQuantity } from "@kubevirt-ts/kubevirt-api";
+import { type VirtualMachineInstance, configVolumes, parseQuantity } from "@kubevirt-ts/kubevirt-api";
 import type { PreparedDisk } from "../domain/converter.ts";
 import { cloudInitData, cloudInitIso } from "./cloud-init.ts";
+import { configVolumeIso } from "./config-disk.ts";
 
 // The files behind a VMI's volumes, made in the launcher's own folder:
 // containerDisks as copy-on-write overlays over the read-only copy their
 // init container made, emptyDisks as sparse qcow2 files, cloud-init as a
-// NoCloud seed ISO, its data inline or from the Secrets the kubelet mounted.
+// NoCloud seed ISO, its data inline or from the Secrets the kubelet mounted,
+// and the files of ConfigMaps, Secrets, a ServiceAccount and the downward API
+// as ISO disks.
 
 const exec = promisify(execFile);
 
@@ -20,6 +23,8 @@ export interface StorageLayout {
   disksDir: string;
   /** Where the pod mounts the cloud-init Secrets (CLOUD_INIT_SECRETS_DIR). */
   cloudInitSecretsDir: string;
+  /** Where the pod mounts configMap, secret, serviceAccount and downwardAPI volumes (CONFIG_VOLUMES_DIR). */
+  configVolumesDir: string;
 }
 
 async function imageFormat(path: string): Promise<"qcow2" | "raw"> {
@@ -40,6 +45,11 @@ export async function prepareDisks(vmi: VirtualMachineInstance, layout: StorageL
   await mkdir(layout.disksDir, { recursive: true });
   const cloudInit = await cloudInitData(vmi, layout.cloudInitSecretsDir);
   const disks: Record<string, PreparedDisk> = {};
+  for (const config of configVolumes(vmi.spec)) {
+    const iso = join(layout.disksDir, `${config.volume}.iso`);
+    await configVolumeIso(iso, join(layout.configVolumesDir, config.relativeDir), config.label);
+    disks[config.volume] = { path: iso, format: "raw", readonly: true };
+  }
   for (const volume of vmi.spec.volumes ?? []) {
     const target = join(layout.disksDir, volume.name);
     if (volume.containerDisk) {
