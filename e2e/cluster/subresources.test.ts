@@ -113,6 +113,23 @@ describe("KubeVirt's subresource API through the Kubernetes API server", () => {
     expect(vm?.spec?.runStrategy).toBe("Manual");
     await expect.poll(async () => (await ns.get("virtualmachines", "manual"))?.status?.printableStatus, { timeout: 30_000, interval: 1_000 }).toBe("Stopped");
   });
+
+  it("starts a VM paused as virtctl start --paused asks, its guest unpaused only on request", { timeout: 240_000 }, async () => {
+    const editor = await editorToken(ns.name);
+    expect(await put(editor, vmPath("manual", "start"), JSON.stringify({ paused: true }))).toBe("done");
+    await expect.poll(() => vmiPhase("manual"), { timeout: 120_000, interval: 1_000 }).toBe("Running");
+    const vmi = (await ns.get("virtualmachineinstances", "manual")) as { spec?: { startStrategy?: string } } | undefined;
+    expect(vmi?.spec?.startStrategy).toBe("Paused");
+    await expect.poll(async () => (await conditions("manual")).find((c) => c.type === "Paused")?.status, { timeout: 60_000, interval: 500 }).toBe("True");
+    await expect.poll(async () => (await ns.get("virtualmachines", "manual"))?.status?.printableStatus, { timeout: 30_000, interval: 1_000 }).toBe("Paused");
+    // Created paused, the guest has not run an instruction: its serial log holds nothing yet.
+    expect(await serialLog(ns.name, "manual").catch(() => "")).not.toContain("Linux version");
+    expect(await put(editor, vmiPath("manual", "unpause"))).toBe("done");
+    await expect.poll(async () => (await conditions("manual")).some((c) => c.type === "Paused"), { timeout: 30_000, interval: 500 }).toBe(false);
+    await expect.poll(() => serialLog(ns.name, "manual"), { timeout: 120_000, interval: 1_000 }).toContain("Linux version");
+    expect(await put(editor, vmPath("manual", "stop"))).toBe("done");
+    await expect.poll(() => vmiPhase("manual"), { timeout: 60_000, interval: 1_000 }).toBeUndefined();
+  });
 });
 
 describe("a VM as `virtctl create vm --instancetype u1.medium --preference debian` writes it", () => {

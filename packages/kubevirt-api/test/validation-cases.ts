@@ -165,6 +165,15 @@ export const validationCases: ValidationCase[] = [
     apiServer: "accepts",
   },
   {
+    name: "a paused start with a liveness probe",
+    object: newVm(newVmiSpec((s) => {
+      s.startStrategy = "Paused";
+      s.livenessProbe = { guestAgentPing: {} };
+    })),
+    invalid: { field: `${tpl}.startStrategy`, message: /Paused together with a livenessProbe/ },
+    apiServer: "accepts",
+  },
+  {
     name: "a probe that reaches another host",
     object: newVm(newVmiSpec((s) => (s.readinessProbe = { httpGet: { port: 80, host: "example.org" } }))),
     invalid: { field: `${tpl}.readinessProbe.httpGet.host`, message: /reaches the guest itself/ },

@@ -328,6 +328,7 @@ export const vmiSpec = z
     terminationGracePeriodSeconds: z.number().int().optional().describe("Seconds the guest has to shut down; 30 unless set."),
     hostname: z.string().optional(),
     subdomain: z.string().optional(),
+    startStrategy: z.enum(["Paused"]).optional().describe("Paused: the guest is created paused, to be unpaused (virtctl unpause) when wanted."),
     livenessProbe: probe.optional().describe("When it fails, the VMI stops (Failed), for its VM to start a new one."),
     readinessProbe: probe.optional().describe("While it fails, the VMI is not Ready and its launcher pod leaves the endpoints of its Services."),
     architecture: z.string().optional().describe("The guest's CPU architecture; amd64, the only one run here, unless set."),

@@ -51,6 +51,10 @@ function validateProbe(spec: VmiSpec, kind: ProbeKind, path: string, causes: Cau
 }
 
 export function validateProbes(spec: VmiSpec, path: string, causes: Causes): void {
+  // KubeVirt's rule: a guest that starts paused would fail its liveness probe until someone unpaused it.
+  if (spec.startStrategy === "Paused" && spec.livenessProbe) {
+    causes.invalid(`${path}.startStrategy`, "is Paused together with a livenessProbe, which a paused guest cannot pass; leave out one of them");
+  }
   validateProbe(spec, "liveness", `${path}.livenessProbe`, causes);
   validateProbe(spec, "readiness", `${path}.readinessProbe`, causes);
 }

@@ -24,8 +24,11 @@ export interface VmControllerDeps {
   now: () => Date;
 }
 
-/** The VMI a VM creates: its template (as its instancetype and preference expand it), with KubeVirt's defaults, owned by the VM. */
-export function vmiForVm(vm: VirtualMachine, expanded: NonNullable<Sizing["expanded"]>): VirtualMachineInstance {
+/**
+ * The VMI a VM creates: its template (as its instancetype and preference expand it), with KubeVirt's defaults, owned by
+ * the VM; paused at start when a start request asked so, as KubeVirt sets the VMI's startStrategy then.
+ */
+export function vmiForVm(vm: VirtualMachine, expanded: NonNullable<Sizing["expanded"]>, paused = false): VirtualMachineInstance {
   const template = vm.spec.template;
   return {
     apiVersion: API_VERSION,
@@ -37,7 +40,7 @@ export function vmiForVm(vm: VirtualMachine, expanded: NonNullable<Sizing["expan
       ...(expanded.annotations ? { annotations: { ...expanded.annotations } } : {}),
       ownerReferences: [controllerRef({ apiVersion: API_VERSION, kind: Kind.VirtualMachine, metadata: vm.metadata })],
     },
-    spec: defaultVmiSpec(expanded.spec),
+    spec: defaultVmiSpec(paused ? { ...expanded.spec, startStrategy: "Paused" } : expanded.spec),
   };
 }
 
@@ -62,7 +65,7 @@ export function createVmReconciler(deps: VmControllerDeps): Reconcile {
         if (!sizing.expanded) return { action: { kind: "none" }, startFailure, error: sizing.problem };
         expectations.expectCreations(key, 1);
         try {
-          await client.create(kubevirtResources.virtualMachineInstances, namespace, vmiForVm(vm, sizing.expanded));
+          await client.create(kubevirtResources.virtualMachineInstances, namespace, vmiForVm(vm, sizing.expanded, action.paused === true));
           recorder.record(vm, "Normal", EventReason.SuccessfulCreate, `Started the virtual machine by creating the new virtual machine instance ${name}`);
         } catch (error) {
           expectations.creationObserved(key);

@@ -82,6 +82,11 @@ describe("crash-loop back-off", () => {
     expect(backoffMs(failures)).toBe(ms);
   });
 
+  it("creates the VMI paused for a start request that asks so (virtctl start --paused), and not otherwise", () => {
+    expect(decide(given("Manual", undefined, { requests: [{ action: "Start", data: { paused: "true" } }] })).action).toEqual({ kind: "create", paused: true });
+    expect(decide(given("Manual", undefined, { requests: [{ action: "Start" }] })).action).toEqual({ kind: "create" });
+  });
+
   it("marks the deletion of a failed VMI as a failure", () => {
     expect(decide(given("Always", failed)).action).toEqual({ kind: "delete", uid: "vmi-1", failed: true });
   });

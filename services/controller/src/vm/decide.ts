@@ -23,7 +23,7 @@ export interface VmObservation {
 
 export type VmAction =
   | { kind: "none" }
-  | { kind: "create" }
+  | { kind: "create"; paused?: true }
   | { kind: "delete"; uid: string; failed: boolean }
   | { kind: "backoff"; untilMs: number };
 
@@ -41,10 +41,11 @@ export function backoffMs(consecutiveFailures: number): number {
   return Math.min(MIN_BACKOFF_MS * 2 ** Math.max(consecutiveFailures - 1, 0), MAX_BACKOFF_MS);
 }
 
-function create(o: VmObservation, requests: StateChangeRequest[]): VmDecision {
+/** Creates the VMI, paused when a start request asks so (virtctl start --paused). */
+function create(o: VmObservation, requests: StateChangeRequest[], paused = false): VmDecision {
   const retryAfter = o.startFailure?.retryAfterTimestamp ? Date.parse(o.startFailure.retryAfterTimestamp) : 0;
   if (retryAfter > o.now.getTime()) return { action: { kind: "backoff", untilMs: retryAfter }, requests };
-  return { action: { kind: "create" }, requests };
+  return { action: paused ? { kind: "create", paused: true } : { kind: "create" }, requests };
 }
 
 const none = (requests: StateChangeRequest[]): VmDecision => ({ action: { kind: "none" }, requests });
@@ -62,7 +63,7 @@ function decideRequest(o: VmObservation, request: StateChangeRequest, rest: Stat
   if (o.runStrategy === "Halted") return decide({ ...o, requests: rest });
   if (vmi && !isFinalPhase(vmi.phase)) return decide({ ...o, requests: rest });
   if (vmi) return remove(vmi, o.requests.slice());
-  return create(o, o.requests.slice());
+  return create(o, o.requests.slice(), request.data?.paused === "true");
 }
 
 export function decide(o: VmObservation): VmDecision {

@@ -159,13 +159,16 @@ export class DomainManager {
       guestNetwork: this.o.guestNetwork,
     });
     const domain = await hypervisor.domainDefineXML(xml);
-    await hypervisor.domainCreate(domain);
+    const name = domainName(vmi);
+    // startStrategy Paused: the guest is created with its CPUs stopped, before it runs an instruction (the binding has no flags for it).
+    if (vmi.spec.startStrategy === "Paused") await this.virshOn(name, "start", "--paused");
+    else await hypervisor.domainCreate(domain);
     this.domain = domain;
-    this.name = domainName(vmi);
+    this.name = name;
     this.vmi = vmi;
     this.podInterface = podNetworkInterface(vmi.spec);
     await this.forwardDeclaredPorts(vmi);
-    log.info("domain started", { domain: this.name, type: this.domainType, emulation: this.domainType === "qemu" });
+    log.info("domain started", { domain: this.name, type: this.domainType, emulation: this.domainType === "qemu", ...(vmi.spec.startStrategy ? { startStrategy: vmi.spec.startStrategy } : {}) });
     return this.state();
   }
 
@@ -186,7 +189,10 @@ export class DomainManager {
 
   private async virsh(command: string, ...args: string[]): Promise<string> {
     this.require();
-    const name = this.name ?? "";
+    return this.virshOn(this.name ?? "", command, ...args);
+  }
+
+  private async virshOn(name: string, command: string, ...args: string[]): Promise<string> {
     try {
       return (await exec("virsh", ["-c", this.o.uri, command, name, ...args])).stdout;
     } catch (error) {
