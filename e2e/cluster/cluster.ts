@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { readFileSync } from "node:fs";
-import { AdmissionregistrationV1Api, ApiException, AppsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, DiscoveryV1Api, KubeConfig, RbacAuthorizationV1Api, type V1Pod } from "@kubernetes/client-node";
+import { AdmissionregistrationV1Api, ApiException, AppsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, DiscoveryV1Api, PolicyV1Api, KubeConfig, RbacAuthorizationV1Api, type V1Pod } from "@kubernetes/client-node";
 import { ensureBinaries } from "@kubevirt-ts/control-plane";
 import { IMAGES_FILE, KUBECONFIG_PATH } from "@kubevirt-ts/local-cluster";
 import { afterAll, beforeAll } from "vitest";
@@ -20,6 +20,7 @@ export const rbac = kubeConfig.makeApiClient(RbacAuthorizationV1Api);
 export const admission = kubeConfig.makeApiClient(AdmissionregistrationV1Api);
 export const coordination = kubeConfig.makeApiClient(CoordinationV1Api);
 export const discovery = kubeConfig.makeApiClient(DiscoveryV1Api);
+export const policy = kubeConfig.makeApiClient(PolicyV1Api);
 
 /** Only a 404 means absent: any other error (the API server down, a 403) is the test's failure, not an answer. */
 export function undefinedIfNotFound(error: unknown): undefined {

@@ -1,4 +1,4 @@
-import { ConsoleServer } from "@kubevirt-ts/kubevirt-api";
+import { ConsoleServer, EVICTION_STRATEGIES } from "@kubevirt-ts/kubevirt-api";
 import { baseEnv, parseEnv } from "@kubevirt-ts/runtime";
 import { z } from "zod";
 
@@ -25,6 +25,8 @@ export const env = parseEnv(
     VERSION: z.string().default("dev"),
     /** ca.crt, tls.crt and tls.key of the API's client certificate for the handlers' console servers. */
     CONSOLE_TLS_DIR: z.string().default("/etc/kubevirt-ts/console-tls"),
+    /** The cluster's eviction strategy, for VMIs that name none: KubeVirt's CR setting, the chart's evictionStrategy. */
+    EVICTION_STRATEGY: z.enum(EVICTION_STRATEGIES).default("None"),
     /** The namespace the handlers run in (the chart's release namespace). */
     HANDLER_NAMESPACE: z.string().default("kubevirt-ts"),
     HANDLER_PORT: z.coerce.number().int().min(1).max(65535).default(ConsoleServer.port),

@@ -47,7 +47,7 @@ await runService({
       const frontProxy = new FrontProxy(own);
       const subresources = createSubresourceApi({ own, handlers, frontProxy, log, version: env.VERSION });
       const consoles = createSubresourceConsoles({ own, handlers, frontProxy, log });
-      webhooks = createWebhookServer({ cert: webhookCert ?? Buffer.alloc(0), key: webhookKey ?? Buffer.alloc(0) }, own, log, subresources, consoles);
+      webhooks = createWebhookServer({ cert: webhookCert ?? Buffer.alloc(0), key: webhookKey ?? Buffer.alloc(0) }, own, log, subresources, consoles, env.EVICTION_STRATEGY);
       webhooks.listen(env.WEBHOOK_PORT, env.HOST);
       await once(webhooks, "listening");
       log.info("admission webhooks and the subresource API listening", { port: env.WEBHOOK_PORT });

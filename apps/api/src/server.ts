@@ -10,6 +10,8 @@ import { limits } from "./limits.ts";
 import { readBody } from "./read-body.ts";
 import { kubeStatus } from "./subresources/api.ts";
 import type { KubeClient } from "@kubevirt-ts/kube";
+import type { EvictionStrategy } from "@kubevirt-ts/kubevirt-api";
+import { reviewEviction } from "./eviction-webhook.ts";
 import { type AdmissionReview, type WebhookKind, mutate, validate, vmValidationContext } from "./webhooks.ts";
 
 // The API's listeners: tRPC and the console websockets on one HTTP port
@@ -52,17 +54,24 @@ export function createApiServer(services: ApiServices): Server {
   return server;
 }
 
-type Review = (review: AdmissionReview, kind: WebhookKind, own: KubeClient) => Promise<AdmissionReview> | AdmissionReview;
+interface WebhookOptions {
+  own: KubeClient;
+  /** The cluster's eviction strategy, for VMIs that name none (the chart's evictionStrategy). */
+  evictionStrategy: EvictionStrategy;
+}
+
+type Review = (review: AdmissionReview, options: WebhookOptions) => Promise<AdmissionReview> | AdmissionReview;
 
 /** A VM's validation looks up its instancetype and preference with the API's own account, as KubeVirt's virt-api does. */
-const validateWithContext: Review = async (review, kind, own) =>
+const validateWithContext = (kind: WebhookKind): Review => async (review, { own }) =>
   validate(review, kind, kind === "virtualmachines" ? await vmValidationContext(review.request?.object, (r, ns, name) => own.find(r, ns, name)) : undefined);
 
-const WEBHOOKS: Record<string, { review: Review; kind: WebhookKind }> = {
-  "/validate-virtualmachines": { review: validateWithContext, kind: "virtualmachines" },
-  "/mutate-virtualmachines": { review: mutate, kind: "virtualmachines" },
-  "/validate-virtualmachineinstances": { review: validateWithContext, kind: "virtualmachineinstances" },
-  "/mutate-virtualmachineinstances": { review: mutate, kind: "virtualmachineinstances" },
+const WEBHOOKS: Record<string, Review> = {
+  "/validate-virtualmachines": validateWithContext("virtualmachines"),
+  "/mutate-virtualmachines": (review) => mutate(review, "virtualmachines"),
+  "/validate-virtualmachineinstances": validateWithContext("virtualmachineinstances"),
+  "/mutate-virtualmachineinstances": (review) => mutate(review, "virtualmachineinstances"),
+  "/validate-pod-eviction": (review, { own, evictionStrategy }) => reviewEviction(review, own, evictionStrategy),
 };
 
 /**
@@ -70,7 +79,14 @@ const WEBHOOKS: Record<string, { review: Review; kind: WebhookKind }> = {
  * is given (the API server presents its front proxy's client certificate there; it is asked for, never required):
  * its PUT actions, and its console and VNC websockets as upgrades (`consoles`). Any other upgrade gets a 404.
  */
-export function createWebhookServer(tls: { cert: Buffer; key: Buffer }, own: KubeClient, log: Logger, subresources?: (req: IncomingMessage, res: ServerResponse) => boolean, consoles?: UpgradeHandler): Server {
+export function createWebhookServer(
+  tls: { cert: Buffer; key: Buffer },
+  own: KubeClient,
+  log: Logger,
+  subresources?: (req: IncomingMessage, res: ServerResponse) => boolean,
+  consoles?: UpgradeHandler,
+  evictionStrategy: EvictionStrategy = "None",
+): Server {
   const server = createTlsServer({ ...tls, requestCert: true, rejectUnauthorized: false, ...bounded(limits.webhookRequestTimeoutMs) }, (req: IncomingMessage, res: ServerResponse) => {
     const websocket = consoles ? consoleTarget(req.url) : undefined;
     if (websocket) {
@@ -80,8 +96,8 @@ export function createWebhookServer(tls: { cert: Buffer; key: Buffer }, own: Kub
       return;
     }
     if (subresources?.(req, res)) return;
-    const hook = WEBHOOKS[new URL(req.url ?? "/", "https://api").pathname];
-    if (!hook || req.method !== "POST") {
+    const review = WEBHOOKS[new URL(req.url ?? "/", "https://api").pathname];
+    if (!review || req.method !== "POST") {
       res.writeHead(404).end();
       return;
     }
@@ -91,7 +107,7 @@ export function createWebhookServer(tls: { cert: Buffer; key: Buffer }, own: Kub
         return;
       }
       try {
-        const answer = await hook.review(JSON.parse(body.toString("utf8")) as AdmissionReview, hook.kind, own);
+        const answer = await review(JSON.parse(body.toString("utf8")) as AdmissionReview, { own, evictionStrategy });
         res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(answer));
       } catch (error) {
         log.error("could not review an admission request", { url: req.url, error });

@@ -16,7 +16,7 @@ import { kubeTime } from "@kubevirt-ts/kube";
 export interface AdmissionReview {
   apiVersion: "admission.k8s.io/v1";
   kind: "AdmissionReview";
-  request?: { uid: string; operation: string; object?: unknown; oldObject?: unknown };
+  request?: { uid: string; operation: string; object?: unknown; oldObject?: unknown; namespace?: string; name?: string; dryRun?: boolean };
   response?: AdmissionResponse;
 }
 

@@ -47,6 +47,10 @@ export const RunStrategy = {
 export type RunStrategy = (typeof RunStrategy)[keyof typeof RunStrategy];
 export const RUN_STRATEGIES = Object.values(RunStrategy);
 
+/** KubeVirt's eviction strategies: what an eviction of a VMI's launcher pod does (eviction.ts). */
+export const EVICTION_STRATEGIES = ["None", "LiveMigrate", "LiveMigrateIfPossible", "External"] as const;
+export type EvictionStrategy = (typeof EVICTION_STRATEGIES)[number];
+
 export const VmiPhase = {
   Pending: "Pending",
   Scheduling: "Scheduling",

@@ -12,6 +12,7 @@ export { instancetypeCrds, virtualMachineCrd, virtualMachineInstanceCrd } from "
 export * from "./actions.ts";
 export * from "./pod-network.ts";
 export * from "./probes.ts";
+export * from "./eviction.ts";
 export * from "./launcher-pod.ts";
 export * from "./cloud-init-secrets.ts";
 export * from "./config-volumes.ts";

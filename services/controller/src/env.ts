@@ -1,4 +1,5 @@
 import { hostname } from "node:os";
+import { EVICTION_STRATEGIES } from "@kubevirt-ts/kubevirt-api";
 import { baseEnv, parseEnv } from "@kubevirt-ts/runtime";
 import { z } from "zod";
 
@@ -15,5 +16,7 @@ export const env = parseEnv(
     WORKERS: z.coerce.number().int().min(1).max(64).default(3),
     /** KubeVirt's useEmulation: let guests run with QEMU's emulation where KVM is unusable. */
     USE_EMULATION: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
+    /** The cluster's eviction strategy, for VMIs that name none: KubeVirt's CR setting, the chart's evictionStrategy. */
+    EVICTION_STRATEGY: z.enum(EVICTION_STRATEGIES).default("None"),
   }),
 );

@@ -23,7 +23,7 @@ await runService({
       log,
       registry,
       workers: env.WORKERS,
-      pod: { launcherImage: env.LAUNCHER_IMAGE, imagePullPolicy: env.LAUNCHER_PULL_POLICY, allowEmulation: env.USE_EMULATION },
+      pod: { launcherImage: env.LAUNCHER_IMAGE, imagePullPolicy: env.LAUNCHER_PULL_POLICY, allowEmulation: env.USE_EMULATION, evictionStrategy: env.EVICTION_STRATEGY },
     });
     controllers = created;
     // The service aborts signal before it calls the function returned here.

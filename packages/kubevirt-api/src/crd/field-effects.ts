@@ -203,6 +203,8 @@ const vmiSpecEffects: Record<string, FieldEffect> = {
   "topologySpreadConstraints[].labelSelector.matchExpressions[].values[]": notYetProven("passed to the pod's constraint's label selector; the pass-through test uses matchLabels"),
   "topologySpreadConstraints[].minDomains": notYetProven("passed to the pod's constraint; the pass-through test leaves it out"),
   "topologySpreadConstraints[].matchLabelKeys[]": notYetProven("passed to the pod's constraint; the pass-through test leaves it out"),
+  // Each strategy's answer to an eviction, through the webhook and the disruption budget, on the cluster.
+  evictionStrategy: effect("e2e/cluster/vm-eviction.test.ts", "LiveMigrate: is refused with the reason"),
   startStrategy: effect("e2e/cluster/subresources.test.ts", "starts a VM paused as virtctl start --paused asks"),
   // The kubelet fills each; the launcher makes a disk of each the same way (config-disk.integration.test.ts).
   "volumes[].configMap.name": configDisks,

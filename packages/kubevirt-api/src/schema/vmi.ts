@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { DISK_BUSES, INTERFACE_MODELS, VMI_PHASES } from "../constants.ts";
+import { DISK_BUSES, EVICTION_STRATEGIES, INTERFACE_MODELS, VMI_PHASES } from "../constants.ts";
 import { condition, objectMeta, opaqueObject, quantity, resourceList } from "./common.ts";
 
 // The supported subset of KubeVirt's VirtualMachineInstance spec. Objects are
@@ -328,6 +328,10 @@ export const vmiSpec = z
     terminationGracePeriodSeconds: z.number().int().optional().describe("Seconds the guest has to shut down; 30 unless set."),
     hostname: z.string().optional(),
     subdomain: z.string().optional(),
+    evictionStrategy: z
+      .enum(EVICTION_STRATEGIES)
+      .optional()
+      .describe("What an eviction of the launcher pod (a node drain) does: None stops the VMI; LiveMigrate refuses it, since kubevirt-ts cannot migrate yet; LiveMigrateIfPossible stops it; External marks it (status.evacuationNodeName) and a PodDisruptionBudget refuses it. The chart's evictionStrategy unless set."),
     startStrategy: z.enum(["Paused"]).optional().describe("Paused: the guest is created paused, to be unpaused (virtctl unpause) when wanted."),
     livenessProbe: probe.optional().describe("When it fails, the VMI stops (Failed), for its VM to start a new one."),
     readinessProbe: probe.optional().describe("While it fails, the VMI is not Ready and its launcher pod leaves the endpoints of its Services."),
@@ -404,6 +408,7 @@ export const vmiStatus = z.object({
   runtimeUser: z.number().int().optional(),
   qosClass: z.string().optional(),
   activePods: z.record(z.string(), z.string()).optional().describe("Launcher pods by UID, with the node each runs on."),
+  evacuationNodeName: z.string().optional().describe("The node the VMI is to leave: set when its launcher pod's eviction was asked for and its evictionStrategy is External."),
 });
 
 export const virtualMachineInstance = z.object({

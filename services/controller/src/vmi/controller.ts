@@ -1,12 +1,13 @@
 import {
-  type EventRecorder, type Expectations, type Informer, type KubeClient, type Pod, type Reconcile, WrittenVersions, addFinalizer, findCondition, isNotFound, keyOf, removeFinalizer, resources, writeStatusIfChanged,
+  type EventRecorder, type Expectations, type Informer, type KubeClient, type Pod, type Reconcile, WrittenVersions, addFinalizer, findCondition, isAlreadyExists, isNotFound, keyOf, removeFinalizer, resources, writeStatusIfChanged,
 } from "@kubevirt-ts/kube";
 import {
-  EventReason, Finalizer, LAUNCHER_PODS_BY_VMI, Label, type VirtualMachineInstance, VmiConditionType, isLauncherPodOf, launcherPodsKeyOf, summarize, validateVirtualMachineInstance, kubevirtResources,
+  EventReason, Finalizer, LAUNCHER_PODS_BY_VMI, Label, type VirtualMachineInstance, VmiConditionType, isLauncherPodOf, launcherPodsKeyOf, needsDisruptionBudget, summarize, validateVirtualMachineInstance, kubevirtResources,
 } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
 
 import { type VmiAction, decideVmi, deriveVmiStatus } from "./decide.ts";
+import { launcherDisruptionBudget } from "./disruption-budget.ts";
 import { type LauncherPodConfig, launcherDeletionGrace, launcherPod } from "./pod.ts";
 
 // The VirtualMachineInstance controller: one launcher pod per VMI, the phases
@@ -32,6 +33,12 @@ export function createVmiReconciler(deps: VmiControllerDeps): Reconcile {
   /** Carries the action out; a pod it created is returned, so that the status written next already says Scheduling. */
   async function execute(vmi: VirtualMachineInstance, action: VmiAction, key: string): Promise<Pod | undefined> {
     if (action.kind === "createPod") {
+      // The budget first: a pod that must not be evicted is never without it.
+      if (needsDisruptionBudget(vmi, deps.pod.evictionStrategy)) {
+        await client.create(resources.podDisruptionBudgets, vmi.metadata.namespace, launcherDisruptionBudget(vmi)).catch((error: unknown) => {
+          if (!isAlreadyExists(error)) throw error;
+        });
+      }
       expectations.expectCreations(key, 1);
       try {
         const pod = await client.create<Pod>(resources.pods, vmi.metadata.namespace, launcherPod(vmi, deps.pod));

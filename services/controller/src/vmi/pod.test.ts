@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import type { Pod } from "@kubevirt-ts/kube";
 import { defaultPullPolicy, launcherDeletionGrace, launcherPod, secretsWaitMessage } from "./pod.ts";
 
-const config = { launcherImage: "kubevirt-ts.local/virt-launcher:abc", imagePullPolicy: "IfNotPresent" as const, allowEmulation: true };
+const config = { launcherImage: "kubevirt-ts.local/virt-launcher:abc", imagePullPolicy: "IfNotPresent" as const, allowEmulation: true, evictionStrategy: "None" as const };
 
 function vmi(mutate: (v: VirtualMachineInstance) => void = () => undefined): VirtualMachineInstance {
   const value: VirtualMachineInstance = {

@@ -1,6 +1,6 @@
 import type { Pod, PodSpec } from "@kubevirt-ts/kube";
 import {
-  API_VERSION, Annotation, DEFAULT_GRACE_PERIOD_SECONDS, Kind, LAUNCHER_CONTAINER, LAUNCHER_OPS_PORT, LAUNCHER_UID, Label, LabelValue, LauncherDir, LauncherVolume,
+  type EvictionStrategy, API_VERSION, Annotation, DEFAULT_GRACE_PERIOD_SECONDS, Kind, LAUNCHER_CONTAINER, LAUNCHER_OPS_PORT, LAUNCHER_UID, Label, LabelValue, LauncherDir, LauncherVolume,
   LAUNCHER_OPS_PORT_NAME, UNPRIVILEGED_PORT_START, type VirtualMachineInstance, cloudInitSecretMounts, configVolumes, launcherServiceAccount, launcherContainerProbe, launcherEnv, podNetworkPorts,
 } from "@kubevirt-ts/kubevirt-api";
 import { controllerRef } from "../common/owner.ts";
@@ -16,6 +16,8 @@ export interface LauncherPodConfig {
   imagePullPolicy: "Always" | "IfNotPresent" | "Never";
   /** KubeVirt's useEmulation: guests may run with QEMU's emulation where KVM is unusable. */
   allowEmulation: boolean;
+  /** The cluster's eviction strategy, for VMIs that name none (whether a PodDisruptionBudget protects the pod). */
+  evictionStrategy: EvictionStrategy;
 }
 
 const { tools: TOOLS_DIR, containerDisks: CONTAINER_DISKS_DIR, kernelBoot: KERNEL_BOOT_DIR } = LauncherDir;
