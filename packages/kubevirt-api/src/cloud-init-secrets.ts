@@ -1,6 +1,6 @@
-import type { VmiSpec } from "./schema/vmi.ts";
+import type { VmiSpec, Volume } from "./schema/vmi.ts";
 
-// cloud-init data held in Secrets (cloudInitNoCloud.secretRef and
+// cloud-init data held in Secrets (cloudInitNoCloud's or cloudInitConfigDrive's secretRef and
 // networkDataSecretRef). No component reads them with its own account: the
 // controller adds each Secret to the launcher pod as a volume, the kubelet
 // mounts it with the pod's rights in the VMI's namespace, and the launcher
@@ -28,10 +28,15 @@ export interface CloudInitSecretMount {
   relativeDir: string;
 }
 
+/** A volume's cloud-init data, whichever way it reaches the guest (a NoCloud disk or a config drive). */
+export function cloudInitSourceOf(volume: Volume): Volume["cloudInitNoCloud"] {
+  return volume.cloudInitNoCloud ?? volume.cloudInitConfigDrive;
+}
+
 /** The Secrets a VMI's cloud-init volumes reference, one mount each. */
 export function cloudInitSecretMounts(spec: Pick<VmiSpec, "volumes">): CloudInitSecretMount[] {
   return (spec.volumes ?? []).flatMap((volume, i) => {
-    const source = volume.cloudInitNoCloud;
+    const source = cloudInitSourceOf(volume);
     const refs: [CloudInitSecretKind, string | undefined][] = [
       ["userdata", source?.secretRef?.name],
       ["networkdata", source?.networkDataSecretRef?.name],

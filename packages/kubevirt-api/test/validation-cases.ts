@@ -149,6 +149,22 @@ export const validationCases: ValidationCase[] = [
     apiServer: "accepts",
   },
   {
+    name: "a cloud-init config drive",
+    object: newVm(newVmiSpec((s) => {
+      s.volumes = [...(s.volumes ?? []), { name: "drive", cloudInitConfigDrive: { userData: "#cloud-config\n" } }];
+      s.domain.devices.disks = [...(s.domain.devices.disks ?? []), { name: "drive", disk: { bus: "virtio" } }];
+    })),
+    apiServer: "accepts",
+  },
+  {
+    name: "a config drive without data",
+    object: newVm(newVmiSpec((s) => {
+      s.volumes = [...(s.volumes ?? []), { name: "drive", cloudInitConfigDrive: {} }];
+    })),
+    invalid: { field: `${tpl}.volumes[1].cloudInitConfigDrive`, message: /has no data/ },
+    apiServer: "accepts",
+  },
+  {
     name: "a second serviceAccount volume",
     object: newVm(newVmiSpec((s) => {
       s.volumes = [...(s.volumes ?? []), { name: "sa1", serviceAccount: { serviceAccountName: "a" } }, { name: "sa2", serviceAccount: { serviceAccountName: "b" } }];

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { configDriveIso } from "../src/storage/cloud-init.ts";
 import { configVolumeIso } from "../src/storage/config-disk.ts";
 
 // The ISO disk of a ConfigMap, Secret, ServiceAccount or downward API
@@ -53,5 +54,19 @@ describe("a config volume's disk", () => {
     await configVolumeIso(iso, join(dir, "never-mounted"), undefined);
     expect((await isoinfo("-R", "-f", "-i", iso)).trim()).toBe("");
     expect(await isoinfo("-d", "-i", iso)).toMatch(/Volume id: *\n/);
+  });
+});
+
+describe("a cloudInitConfigDrive volume's disk", () => {
+  it("is an OpenStack config drive: label config-2, with the metadata, user data and network data under openstack/latest", async () => {
+    const iso = join(dir, "config-drive.iso");
+    const networkData = JSON.stringify({ links: [], networks: [], services: [] });
+    await configDriveIso(iso, "#cloud-config\nhostname: web-1\n", networkData, "c1f0a2d4-0000-4000-8000-00000000000a", "web-1");
+    expect(await isoinfo("-d", "-i", iso)).toMatch(/Volume id: config-2\n/);
+    const listed = (await isoinfo("-R", "-f", "-i", iso)).split("\n").filter((f) => f.startsWith("/openstack/latest/")).sort();
+    expect(listed).toEqual(["/openstack/latest/meta_data.json", "/openstack/latest/network_data.json", "/openstack/latest/user_data"]);
+    expect(JSON.parse(await isoinfo("-R", "-i", iso, "-x", "/openstack/latest/meta_data.json"))).toMatchObject({ uuid: "c1f0a2d4-0000-4000-8000-00000000000a", hostname: "web-1" });
+    expect(await isoinfo("-R", "-i", iso, "-x", "/openstack/latest/user_data")).toBe("#cloud-config\nhostname: web-1\n");
+    expect(await isoinfo("-R", "-i", iso, "-x", "/openstack/latest/network_data.json")).toBe(networkData);
   });
 });

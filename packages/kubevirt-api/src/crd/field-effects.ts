@@ -48,6 +48,7 @@ const lun = notYetProven("a LUN needs a persistentVolumeClaim volume, which is r
 const claim = refused(VALIDATION_CASES, "a PersistentVolumeClaim volume, not supported yet");
 const sized = effect(CONTROLLER, "size the VMI from a ControllerRevision owned by the VM");
 const LAUNCHER = "services/launcher/test/launcher.integration.test.ts";
+const CONFIG_DISK = "services/launcher/test/config-disk.integration.test.ts";
 const configDisks = effect(E2E_DEBIAN, "presents a ConfigMap and the downward API to its guest as labelled disks");
 const configPodVolumes = effect(POD, "are the same kinds of pod volume, mounted read-only where the launcher makes their disks");
 const configLabels = effect("packages/kubevirt-api/src/config-volumes.test.ts", "labels each disk with its volume's label");
@@ -171,6 +172,13 @@ const vmiSpecEffects: Record<string, FieldEffect> = {
   "volumes[].cloudInitNoCloud.networkData": effect(CLOUD_INIT, "combines a Secret's user data with inline network data"),
   "volumes[].cloudInitNoCloud.networkDataBase64": notYetProven("decoded and written to the seed disk as network-config; no test sets it"),
   "volumes[].cloudInitNoCloud.networkDataSecretRef.name": effect(POD, "reach the launcher as Secret volumes of the pod"),
+  // A config drive's data is read by the same code as NoCloud's (cloudInitSourceOf); its disk is OpenStack's.
+  "volumes[].cloudInitConfigDrive.userData": effect(CONFIG_DISK, "is an OpenStack config drive"),
+  "volumes[].cloudInitConfigDrive.userDataBase64": effect(CLOUD_INIT, "decodes a config drive's inline base64 data"),
+  "volumes[].cloudInitConfigDrive.secretRef.name": effect(POD, "mounts a config drive's Secret as a NoCloud volume's"),
+  "volumes[].cloudInitConfigDrive.networkData": effect(CONFIG_DISK, "is an OpenStack config drive"),
+  "volumes[].cloudInitConfigDrive.networkDataBase64": effect(CLOUD_INIT, "decodes a config drive's inline base64 data"),
+  "volumes[].cloudInitConfigDrive.networkDataSecretRef.name": effect(POD, "mounts a config drive's Secret as a NoCloud volume's"),
   "volumes[].emptyDisk.capacity": notYetProven("the size of the sparse qcow2 file the launcher creates (prepare.ts); no test checks the size"),
   "volumes[].persistentVolumeClaim.claimName": claim,
   "volumes[].persistentVolumeClaim.readOnly": claim,

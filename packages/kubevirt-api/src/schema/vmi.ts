@@ -235,6 +235,9 @@ export const volume = z
     name: z.string().describe("The volume's name, matching a disk's name."),
     containerDisk: containerDiskSource.optional().describe("An ephemeral disk copied on write from a container image."),
     cloudInitNoCloud: cloudInitNoCloudSource.optional().describe("A NoCloud seed disk generated from the given data."),
+    cloudInitConfigDrive: cloudInitNoCloudSource
+      .optional()
+      .describe("An OpenStack config drive (label config-2) generated from the given data, for guests whose cloud-init reads ConfigDrive; networkData is OpenStack's network_data.json."),
     emptyDisk: z
       .strictObject({ capacity: quantity.describe("The size of the disk.") })
       .optional()

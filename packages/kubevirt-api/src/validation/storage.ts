@@ -6,7 +6,7 @@ import { dnsLabelProblem, dnsSubdomainProblem } from "./names.ts";
 /** The largest cloud-init data kubevirt-ts embeds in a NoCloud seed disk. */
 export const MAX_CLOUD_INIT_BYTES = 64 * 1024;
 
-const VOLUME_SOURCES = ["containerDisk", "cloudInitNoCloud", "emptyDisk", "persistentVolumeClaim", "configMap", "secret", "serviceAccount", "downwardAPI"] as const;
+const VOLUME_SOURCES = ["containerDisk", "cloudInitNoCloud", "cloudInitConfigDrive", "emptyDisk", "persistentVolumeClaim", "configMap", "secret", "serviceAccount", "downwardAPI"] as const;
 /** The longest label an ISO 9660 volume takes. */
 const MAX_VOLUME_LABEL = 32;
 const DISK_TARGETS = ["disk", "cdrom", "lun"] as const;
@@ -108,6 +108,7 @@ function validateVolume(volume: Volume, path: string, causes: Causes): void {
     causes.notSupported(`${path}.persistentVolumeClaim`, "is not supported yet: the launcher cannot attach a claim; use a containerDisk for the image and an emptyDisk for scratch space");
   }
   if (volume.cloudInitNoCloud) validateCloudInit(volume.cloudInitNoCloud, `${path}.cloudInitNoCloud`, causes);
+  if (volume.cloudInitConfigDrive) validateCloudInit(volume.cloudInitConfigDrive, `${path}.cloudInitConfigDrive`, causes);
   validateConfigVolume(volume, path, causes);
 }
 

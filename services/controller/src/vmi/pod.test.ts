@@ -235,6 +235,14 @@ describe("cloud-init Secrets", () => {
   it("are only in the pod of a VMI that references them", () => {
     expect(launcherPod(vmi(), config).spec.volumes?.filter((v) => v.secret)).toEqual([]);
   });
+
+  it("mounts a config drive's Secret as a NoCloud volume's", () => {
+    const drive = launcherPod(vmi((v) => {
+      v.spec.volumes = [{ name: "drive", cloudInitConfigDrive: { secretRef: { name: "vm-user" }, networkDataSecretRef: { name: "vm-net" } } }];
+    }), config).spec;
+    expect(drive.volumes).toContainEqual({ name: "cloud-init-0-userdata", secret: { secretName: "vm-user", defaultMode: 0o440 } });
+    expect(drive.volumes).toContainEqual({ name: "cloud-init-0-networkdata", secret: { secretName: "vm-net", defaultMode: 0o440 } });
+  });
 });
 
 describe("configMap, secret, serviceAccount and downwardAPI volumes", () => {

@@ -81,6 +81,12 @@ describe("cloudInitData", () => {
     expect(data.get("cloudinitdisk")).toEqual({ userdata: "#cloud-config\n" });
   });
 
+  it("decodes a config drive's inline base64 data the same way", async () => {
+    const vmi = vmiWith({});
+    vmi.spec.volumes = [{ name: "drive", cloudInitConfigDrive: { userDataBase64: Buffer.from("#cloud-config\n").toString("base64"), networkDataBase64: Buffer.from("{}").toString("base64") } }];
+    expect((await cloudInitData(vmi, secretsDir)).get("drive")).toEqual({ userdata: "#cloud-config\n", networkdata: "{}" });
+  });
+
   // Each look starts a Node process as another user: allow for a loaded machine.
   it("reads the Secret as the launcher's user, which the Secret's mode lets read it and nobody else", { timeout: 60_000 }, async () => {
     await mountSecret("cloudinitdisk/userdata", { userdata: "#cloud-config\n" });

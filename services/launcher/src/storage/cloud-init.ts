@@ -1,8 +1,8 @@
 import { execFile } from "node:child_process";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { type CloudInitSecretKind, CloudInitSecretKeys, MAX_CLOUD_INIT_BYTES, type VirtualMachineInstance, cloudInitSecretMounts } from "@kubevirt-ts/kubevirt-api";
+import { type CloudInitSecretKind, CloudInitSecretKeys, MAX_CLOUD_INIT_BYTES, type VirtualMachineInstance, cloudInitSecretMounts, cloudInitSourceOf } from "@kubevirt-ts/kubevirt-api";
 
 // A VMI's cloud-init data, inline, base64 or from the Secrets the kubelet
 // mounted into the launcher pod (the launcher reads files; it has no
@@ -35,7 +35,7 @@ async function secretData(dir: string, volume: string, kind: CloudInitSecretKind
 export async function cloudInitData(vmi: VirtualMachineInstance, secretsDir: string): Promise<Map<string, CloudInitData>> {
   const data = new Map<string, CloudInitData>();
   for (const volume of vmi.spec.volumes ?? []) {
-    const source = volume.cloudInitNoCloud;
+    const source = cloudInitSourceOf(volume);
     if (!source) continue;
     const userdata = source.userData ?? decode(source.userDataBase64);
     const networkdata = source.networkData ?? decode(source.networkDataBase64);
@@ -46,6 +46,24 @@ export async function cloudInitData(vmi: VirtualMachineInstance, secretsDir: str
     data.set(mount.volume, { ...data.get(mount.volume), [mount.kind]: value });
   }
   return data;
+}
+
+/**
+ * Writes an OpenStack config drive (volume label config-2), as KubeVirt's cloudInitConfigDrive: the metadata, user
+ * data and network data under openstack/latest/, where cloud-init's ConfigDrive datasource reads them.
+ */
+export async function configDriveIso(target: string, userData: string | undefined, networkData: string | undefined, instanceId: string, hostname: string): Promise<void> {
+  const dir = await mkdtemp(`${target}.src-`);
+  try {
+    const latest = join(dir, "openstack", "latest");
+    await mkdir(latest, { recursive: true });
+    await writeFile(join(latest, "meta_data.json"), JSON.stringify({ uuid: instanceId, instance_id: instanceId, hostname, name: hostname }));
+    await writeFile(join(latest, "user_data"), userData ?? "");
+    if (networkData !== undefined) await writeFile(join(latest, "network_data.json"), networkData);
+    await exec("genisoimage", ["-quiet", "-output", target, "-volid", "config-2", "-joliet", "-rock", dir]);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 }
 
 /** Writes a NoCloud seed ISO (volume label cidata) with the given data. */

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { type VirtualMachineInstance, configVolumes, parseQuantity } from "@kubevirt-ts/kubevirt-api";
 import type { PreparedDisk } from "../domain/converter.ts";
-import { cloudInitData, cloudInitIso } from "./cloud-init.ts";
+import { cloudInitData, cloudInitIso, configDriveIso } from "./cloud-init.ts";
 import { configVolumeIso } from "./config-disk.ts";
 
 // The files behind a VMI's volumes, made in the launcher's own folder:
@@ -62,9 +62,9 @@ export async function prepareDisks(vmi: VirtualMachineInstance, layout: StorageL
       const bytes = parseQuantity(volume.emptyDisk.capacity) ?? 0;
       await exec("qemu-img", ["create", "-q", "-f", "qcow2", `${target}.qcow2`, String(Math.ceil(bytes))]);
       disks[volume.name] = { path: `${target}.qcow2`, format: "qcow2" };
-    } else if (volume.cloudInitNoCloud) {
+    } else if (volume.cloudInitNoCloud || volume.cloudInitConfigDrive) {
       const data = cloudInit.get(volume.name);
-      await cloudInitIso(
+      await (volume.cloudInitConfigDrive ? configDriveIso : cloudInitIso)(
         `${target}.iso`,
         data?.userdata,
         data?.networkdata,
