@@ -1,9 +1,11 @@
+import { execFile, execFileSync } from "node:child_process";
 import { once } from "node:events";
 import { connect } from "node:net";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { KubeConfig, type V1Endpoint } from "@kubernetes/client-node";
 import type { ConsoleKind } from "@kubevirt-ts/kubevirt-api";
 import { KUBECONFIG_PATH } from "@kubevirt-ts/local-cluster";
@@ -52,6 +54,8 @@ const vm = {
         },
         networks: [{ name: "default", pod: {} }],
         terminationGracePeriodSeconds: 30,
+        // An SSH public key from a Secret, which cloud-init gives the guest's default user (debian).
+        accessCredentials: [{ sshPublicKey: { source: { secret: { secretName: "debian-ssh-key" } }, propagationMethod: { noCloud: {} } } }],
         // KubeVirt's probes through the guest agent: ready while /tmp/unready is absent, alive while the agent answers
         // (with room for a slow boot under emulation before the kubelet would stop it).
         readinessProbe: { exec: { command: ["test", "!", "-e", "/tmp/unready"] }, periodSeconds: 3, timeoutSeconds: 5, failureThreshold: 1 },
@@ -75,6 +79,7 @@ const cloudInitSecret = {
     userdata: [
       "#cloud-config",
       "users:",
+      "  - default",
       "  - name: tester",
       "    lock_passwd: false",
       `    plain_text_passwd: ${password}`,
@@ -85,6 +90,12 @@ const cloudInitSecret = {
     ].join("\n"),
   },
 };
+
+/** A key pair made for the suite: its public half goes to the guest through the VM's access credentials. */
+const sshKeyDir = mkdtempSync(join(tmpdir(), "debian-ssh-"));
+const sshKey = join(sshKeyDir, "id_ed25519");
+execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "e2e@kubevirt-ts", "-f", sshKey]);
+const sshKeySecret = { metadata: { name: "debian-ssh-key", namespace }, stringData: { key: readFileSync(`${sshKey}.pub`, "utf8") } };
 
 /** The ConfigMap the VM presents to its guest as a disk. */
 const appConfig = { metadata: { name: "debian-app", namespace }, data: { greeting: "hello from a ConfigMap" } };
@@ -124,6 +135,7 @@ describe("a VM with the Debian guest", () => {
     expect(debianGuest).toMatch(/^kubevirt-ts\.local\/debian-guest:/);
     await core.createNamespacedSecret({ namespace, body: cloudInitSecret });
     await core.createNamespacedConfigMap({ namespace, body: appConfig });
+    await core.createNamespacedSecret({ namespace, body: sshKeySecret });
     await custom.createNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachines", body: vm });
     expect(JSON.stringify(await get("virtualmachines", "debian"))).not.toContain(password);
     await expect.poll(async () => (await get("virtualmachineinstances", "debian"))?.status?.phase, boot).toBe("Running");
@@ -270,6 +282,16 @@ describe("a VM with the Debian guest", () => {
       return received().subarray(before).toString("utf8");
     }, { timeout: 120_000, interval: 3_000 }).toContain("greeting=hello from a ConfigMap vm-label=1");
     ws.close();
+  });
+
+  it("lets its default user in over SSH with the public key of its access credentials, which cloud-init gave it", async () => {
+    const [pod] = await launcherPods();
+    const login = () =>
+      promisify(execFile)("ssh", ["-i", sshKey, "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "ConnectTimeout=20", `debian@${pod?.status?.podIP ?? ""}`, "echo key-login-$((6*7))"]).then(
+        ({ stdout }) => stdout.trim(),
+        (error: unknown) => `refused: ${String((error as { stderr?: string }).stderr ?? error)}`,
+      );
+    await expect.poll(login, { timeout: 120_000, interval: 3_000 }).toBe("key-login-42");
   });
 
   it("tells what its guest agent knows through KubeVirt's guestosinfo, userlist and filesystemlist", async () => {

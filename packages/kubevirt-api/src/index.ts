@@ -16,6 +16,7 @@ export * from "./eviction.ts";
 export * from "./launcher-pod.ts";
 export * from "./cloud-init-secrets.ts";
 export * from "./config-volumes.ts";
+export * from "./access-credentials.ts";
 export * from "./resources.ts";
 export * from "./launcher-layout.ts";
 export * from "./vmi-phase.ts";

@@ -16,6 +16,7 @@ describe("the launcher pod's layout", () => {
     ["KERNEL_BOOT_DIR", "/var/run/kubevirt-ts/kernel-boot"],
     ["CLOUD_INIT_SECRETS_DIR", "/var/run/kubevirt-ts/cloud-init-secrets"],
     ["CONFIG_VOLUMES_DIR", "/var/run/kubevirt-ts/config-volumes"],
+    ["ACCESS_CREDENTIALS_DIR", "/var/run/kubevirt-ts/access-credentials"],
     ["ALLOW_EMULATION", "true"],
     ["GRACE_PERIOD_SECONDS", "45"],
   ])("sets %s to %s", (name, value) => {

@@ -1,4 +1,5 @@
 import { CLOUD_INIT_SECRETS_DIR } from "./cloud-init-secrets.ts";
+import { ACCESS_CREDENTIALS_DIR } from "./access-credentials.ts";
 import { CONFIG_VOLUMES_DIR } from "./config-volumes.ts";
 import type { PortForward } from "./constants.ts";
 
@@ -24,6 +25,8 @@ export const LauncherDir = {
   cloudInitSecrets: CLOUD_INIT_SECRETS_DIR,
   /** Where ConfigMaps, Secrets, a ServiceAccount's token and downwardAPI files are mounted (see config-volumes.ts). */
   configVolumes: CONFIG_VOLUMES_DIR,
+  /** Where the access credentials' Secrets are mounted (see access-credentials.ts). */
+  accessCredentials: ACCESS_CREDENTIALS_DIR,
 } as const;
 
 /** The pod's volume names. */
@@ -81,6 +84,7 @@ export const LauncherEnv = {
   kernelBootDir: "KERNEL_BOOT_DIR",
   cloudInitSecretsDir: "CLOUD_INIT_SECRETS_DIR",
   configVolumesDir: "CONFIG_VOLUMES_DIR",
+  accessCredentialsDir: "ACCESS_CREDENTIALS_DIR",
   /** KubeVirt's useEmulation: "true" lets the guest run with QEMU's emulation where KVM is unusable. */
   allowEmulation: "ALLOW_EMULATION",
   /** How long the guest has to shut down when the pod is asked to stop, in seconds. */
@@ -102,6 +106,7 @@ export function launcherEnv(settings: LauncherSettings): { name: string; value: 
     kernelBootDir: LauncherDir.kernelBoot,
     cloudInitSecretsDir: LauncherDir.cloudInitSecrets,
     configVolumesDir: LauncherDir.configVolumes,
+    accessCredentialsDir: LauncherDir.accessCredentials,
     allowEmulation: String(settings.allowEmulation),
     gracePeriodSeconds: String(settings.gracePeriodSeconds),
   };

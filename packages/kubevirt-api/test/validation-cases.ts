@@ -165,6 +165,33 @@ export const validationCases: ValidationCase[] = [
     apiServer: "accepts",
   },
   {
+    name: "SSH keys through the NoCloud disk",
+    object: newVm(newVmiSpec((s) => {
+      s.volumes = [...(s.volumes ?? []), { name: "cloudinit", cloudInitNoCloud: { userData: "#cloud-config\n" } }];
+      s.domain.devices.disks = [...(s.domain.devices.disks ?? []), { name: "cloudinit", disk: { bus: "virtio" } }];
+      s.accessCredentials = [{ sshPublicKey: { source: { secret: { secretName: "my-keys" } }, propagationMethod: { noCloud: {} } } }];
+    })),
+    apiServer: "accepts",
+  },
+  {
+    name: "SSH keys through a NoCloud disk the VM lacks",
+    object: newVm(newVmiSpec((s) => (s.accessCredentials = [{ sshPublicKey: { source: { secret: { secretName: "my-keys" } }, propagationMethod: { noCloud: {} } } }]))),
+    invalid: { field: `${tpl}.accessCredentials[0].sshPublicKey.propagationMethod.noCloud`, message: /needs a cloudInitNoCloud volume/ },
+    apiServer: "accepts",
+  },
+  {
+    name: "SSH keys through the guest agent, not supported yet",
+    object: newVm(newVmiSpec((s) => (s.accessCredentials = [{ sshPublicKey: { source: { secret: { secretName: "my-keys" } }, propagationMethod: { qemuGuestAgent: { users: ["fedora"] } } } }]))),
+    invalid: { field: `${tpl}.accessCredentials[0].sshPublicKey.propagationMethod.qemuGuestAgent`, message: /not supported yet: use noCloud/ },
+    apiServer: "accepts",
+  },
+  {
+    name: "a password through the guest agent, not supported yet",
+    object: newVm(newVmiSpec((s) => (s.accessCredentials = [{ userPassword: { source: { secret: { secretName: "my-passwords" } }, propagationMethod: { qemuGuestAgent: {} } } }]))),
+    invalid: { field: `${tpl}.accessCredentials[0].userPassword`, message: /not supported yet/ },
+    apiServer: "accepts",
+  },
+  {
     name: "a second serviceAccount volume",
     object: newVm(newVmiSpec((s) => {
       s.volumes = [...(s.volumes ?? []), { name: "sa1", serviceAccount: { serviceAccountName: "a" } }, { name: "sa2", serviceAccount: { serviceAccountName: "b" } }];

@@ -17,6 +17,7 @@ export const env = parseEnv(
     [LauncherEnv.kernelBootDir]: z.string().default(LauncherDir.kernelBoot),
     [LauncherEnv.cloudInitSecretsDir]: z.string().default(LauncherDir.cloudInitSecrets),
     [LauncherEnv.configVolumesDir]: z.string().default(LauncherDir.configVolumes),
+    [LauncherEnv.accessCredentialsDir]: z.string().default(LauncherDir.accessCredentials),
     [LauncherEnv.stateDir]: z.string().default(LauncherDir.state),
     [LauncherEnv.allowEmulation]: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
     [LauncherEnv.gracePeriodSeconds]: z.coerce.number().int().min(0).default(DEFAULT_GRACE_PERIOD_SECONDS),

@@ -4,7 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { configDriveIso } from "../src/storage/cloud-init.ts";
+import type { VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import { cloudInitIso, configDriveIso, sshPublicKeys } from "../src/storage/cloud-init.ts";
 import { configVolumeIso } from "../src/storage/config-disk.ts";
 
 // The ISO disk of a ConfigMap, Secret, ServiceAccount or downward API
@@ -61,12 +62,40 @@ describe("a cloudInitConfigDrive volume's disk", () => {
   it("is an OpenStack config drive: label config-2, with the metadata, user data and network data under openstack/latest", async () => {
     const iso = join(dir, "config-drive.iso");
     const networkData = JSON.stringify({ links: [], networks: [], services: [] });
-    await configDriveIso(iso, "#cloud-config\nhostname: web-1\n", networkData, "c1f0a2d4-0000-4000-8000-00000000000a", "web-1");
+    await configDriveIso(iso, { userData: "#cloud-config\nhostname: web-1\n", networkData, instanceId: "c1f0a2d4-0000-4000-8000-00000000000a", hostname: "web-1", publicKeys: ["ssh-ed25519 AAAAC3Nza test@example"] });
     expect(await isoinfo("-d", "-i", iso)).toMatch(/Volume id: config-2\n/);
     const listed = (await isoinfo("-R", "-f", "-i", iso)).split("\n").filter((f) => f.startsWith("/openstack/latest/")).sort();
     expect(listed).toEqual(["/openstack/latest/meta_data.json", "/openstack/latest/network_data.json", "/openstack/latest/user_data"]);
-    expect(JSON.parse(await isoinfo("-R", "-i", iso, "-x", "/openstack/latest/meta_data.json"))).toMatchObject({ uuid: "c1f0a2d4-0000-4000-8000-00000000000a", hostname: "web-1" });
+    expect(JSON.parse(await isoinfo("-R", "-i", iso, "-x", "/openstack/latest/meta_data.json"))).toMatchObject({ uuid: "c1f0a2d4-0000-4000-8000-00000000000a", hostname: "web-1", public_keys: { "key-0": "ssh-ed25519 AAAAC3Nza test@example" } });
     expect(await isoinfo("-R", "-i", iso, "-x", "/openstack/latest/user_data")).toBe("#cloud-config\nhostname: web-1\n");
     expect(await isoinfo("-R", "-i", iso, "-x", "/openstack/latest/network_data.json")).toBe(networkData);
+  });
+});
+
+describe("SSH public keys of access credentials", () => {
+  it("are read from every value of their Secrets and go into the NoCloud disk's metadata as public-keys", async () => {
+    const credentials = join(dir, "access-credentials");
+    await mkdir(credentials);
+    // Mount 0 as the kubelet fills it: two values, one with two keys, a blank line and a comment.
+    await kubeletFolder("access-credentials/0", { alice: "ssh-ed25519 AAAAC3NzaA alice@laptop\n\n# old key below was removed\nssh-rsa AAAAB3NzaB alice@desk\n", bob: "ssh-ed25519 AAAAC3NzaC bob\n" });
+    const vmi = {
+      apiVersion: "kubevirt.io/v1",
+      kind: "VirtualMachineInstance",
+      metadata: { name: "web", namespace: "ns" },
+      spec: {
+        domain: { devices: {} },
+        volumes: [{ name: "cloudinit", cloudInitNoCloud: { userData: "#cloud-config\n" } }],
+        accessCredentials: [{ sshPublicKey: { source: { secret: { secretName: "keys" } }, propagationMethod: { noCloud: {} } } }],
+      },
+    } satisfies VirtualMachineInstance;
+    const keys = await sshPublicKeys(vmi, credentials, "noCloud");
+    expect(keys).toEqual(["ssh-ed25519 AAAAC3NzaA alice@laptop", "ssh-rsa AAAAB3NzaB alice@desk", "ssh-ed25519 AAAAC3NzaC bob"]);
+    expect(await sshPublicKeys(vmi, credentials, "configDrive")).toEqual([]);
+    const iso = join(dir, "nocloud.iso");
+    await cloudInitIso(iso, { userData: "#cloud-config\n", networkData: undefined, instanceId: "uid-1", hostname: "web", publicKeys: keys });
+    expect(await isoinfo("-d", "-i", iso)).toMatch(/Volume id: cidata\n/);
+    expect(await isoinfo("-R", "-i", iso, "-x", "/meta-data")).toBe(
+      'instance-id: "uid-1"\nlocal-hostname: "web"\npublic-keys:\n  - "ssh-ed25519 AAAAC3NzaA alice@laptop"\n  - "ssh-rsa AAAAB3NzaB alice@desk"\n  - "ssh-ed25519 AAAAC3NzaC bob"\n',
+    );
   });
 });

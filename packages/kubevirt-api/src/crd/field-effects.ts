@@ -211,6 +211,13 @@ const vmiSpecEffects: Record<string, FieldEffect> = {
   "topologySpreadConstraints[].labelSelector.matchExpressions[].values[]": notYetProven("passed to the pod's constraint's label selector; the pass-through test uses matchLabels"),
   "topologySpreadConstraints[].minDomains": notYetProven("passed to the pod's constraint; the pass-through test leaves it out"),
   "topologySpreadConstraints[].matchLabelKeys[]": notYetProven("passed to the pod's constraint; the pass-through test leaves it out"),
+  // SSH keys from a Secret, given by cloud-init: the Debian guest's default user logs in with one over SSH.
+  "accessCredentials[].sshPublicKey.source.secret.secretName": effect(E2E_DEBIAN, "lets its default user in over SSH with the public key of its access credentials"),
+  "accessCredentials[].sshPublicKey.propagationMethod.noCloud": effect(E2E_DEBIAN, "lets its default user in over SSH with the public key of its access credentials"),
+  "accessCredentials[].sshPublicKey.propagationMethod.configDrive": effect(CONFIG_DISK, "is an OpenStack config drive"),
+  "accessCredentials[].sshPublicKey.propagationMethod.qemuGuestAgent.users[]": refused(VALIDATION_CASES, "SSH keys through the guest agent, not supported yet"),
+  "accessCredentials[].userPassword.source.secret.secretName": refused(VALIDATION_CASES, "a password through the guest agent, not supported yet"),
+  "accessCredentials[].userPassword.propagationMethod.qemuGuestAgent": refused(VALIDATION_CASES, "a password through the guest agent, not supported yet"),
   // Each strategy's answer to an eviction, through the webhook and the disruption budget, on the cluster.
   evictionStrategy: effect("e2e/cluster/vm-eviction.test.ts", "LiveMigrate: is refused with the reason"),
   startStrategy: effect("e2e/cluster/subresources.test.ts", "starts a VM paused as virtctl start --paused asks"),

@@ -320,6 +320,29 @@ export const probe = z
   })
   .describe("A probe of the guest.");
 
+const credentialSource = z.strictObject({
+  secret: z.strictObject({ secretName: z.string().describe("The Secret, in the VMI's namespace; each of its values holds public keys, one per line.") }),
+});
+
+/** KubeVirt's access credentials: SSH public keys (and passwords) from Secrets, given to the guest. */
+export const accessCredential = z.strictObject({
+  sshPublicKey: z
+    .strictObject({
+      source: credentialSource,
+      propagationMethod: z.strictObject({
+        noCloud: z.strictObject({}).optional().describe("Through the VMI's cloudInitNoCloud disk, as its metadata's public-keys."),
+        configDrive: z.strictObject({}).optional().describe("Through the VMI's cloudInitConfigDrive disk, as its metadata's public_keys."),
+        qemuGuestAgent: z.strictObject({ users: z.array(z.string()) }).optional().describe("Not supported yet: through the guest agent, into each user's authorized_keys."),
+      }),
+    })
+    .optional()
+    .describe("SSH public keys for the guest; cloud-init gives them to the guest's default user."),
+  userPassword: z
+    .strictObject({ source: credentialSource, propagationMethod: z.strictObject({ qemuGuestAgent: z.strictObject({}).optional() }) })
+    .optional()
+    .describe("Not supported yet: passwords set through the guest agent."),
+});
+
 export const vmiSpec = z
   .strictObject({
     domain: domainSpec,
@@ -331,6 +354,7 @@ export const vmiSpec = z
     terminationGracePeriodSeconds: z.number().int().optional().describe("Seconds the guest has to shut down; 30 unless set."),
     hostname: z.string().optional(),
     subdomain: z.string().optional(),
+    accessCredentials: z.array(accessCredential).optional().describe("SSH public keys from Secrets, given to the guest by cloud-init."),
     evictionStrategy: z
       .enum(EVICTION_STRATEGIES)
       .optional()

@@ -136,7 +136,40 @@ function validateConfigVolume(volume: Volume, path: string, causes: Causes): voi
   });
 }
 
+/** KubeVirt's rules for access credentials, and what kubevirt-ts cannot do with them yet. */
+function validateAccessCredentials(spec: VmiSpec, path: string, causes: Causes): void {
+  const volumes = spec.volumes ?? [];
+  (spec.accessCredentials ?? []).forEach((credential, i) => {
+    const p = `${path}.accessCredentials[${i}]`;
+    const kinds = (["sshPublicKey", "userPassword"] as const).filter((k) => credential[k] !== undefined);
+    if (kinds.length !== 1) causes.invalid(p, `must have exactly one of sshPublicKey and userPassword; it has ${kinds.length === 0 ? "none" : kinds.join(" and ")}`);
+    if (credential.userPassword) {
+      causes.notSupported(`${p}.userPassword`, "is not supported yet: passwords go through the guest agent, which kubevirt-ts does not propagate credentials with; set the password in the cloud-init user data instead");
+    }
+    const key = credential.sshPublicKey;
+    if (!key) return;
+    const secretProblem = dnsSubdomainProblem(key.source.secret.secretName);
+    if (secretProblem) causes.invalid(`${p}.sshPublicKey.source.secret.secretName`, `${secretProblem}; name a Secret in the VMI's namespace`);
+    const methods = (["noCloud", "configDrive", "qemuGuestAgent"] as const).filter((m) => key.propagationMethod[m] !== undefined);
+    if (methods.length !== 1) {
+      causes.invalid(`${p}.sshPublicKey.propagationMethod`, `must have exactly one of noCloud, configDrive and qemuGuestAgent; it has ${methods.length === 0 ? "none" : methods.join(" and ")}`);
+      return;
+    }
+    if (key.propagationMethod.qemuGuestAgent) {
+      causes.notSupported(`${p}.sshPublicKey.propagationMethod.qemuGuestAgent`, "is not supported yet: use noCloud (or configDrive) with a cloud-init volume, and cloud-init gives the keys to the guest's default user");
+    }
+    // KubeVirt's rule: the keys ride on a cloud-init disk of the same kind.
+    if (key.propagationMethod.noCloud && !volumes.some((v) => v.cloudInitNoCloud)) {
+      causes.invalid(`${p}.sshPublicKey.propagationMethod.noCloud`, "needs a cloudInitNoCloud volume to carry the keys; add one (its user data may be empty)");
+    }
+    if (key.propagationMethod.configDrive && !volumes.some((v) => v.cloudInitConfigDrive)) {
+      causes.invalid(`${p}.sshPublicKey.propagationMethod.configDrive`, "needs a cloudInitConfigDrive volume to carry the keys; add one (its user data may be empty)");
+    }
+  });
+}
+
 export function validateStorage(spec: VmiSpec, path: string, causes: Causes): void {
+  validateAccessCredentials(spec, path, causes);
   const disks = spec.domain.devices.disks ?? [];
   const volumes = spec.volumes ?? [];
   const disksPath = `${path}.domain.devices.disks`;

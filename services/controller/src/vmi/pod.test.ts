@@ -236,6 +236,15 @@ describe("cloud-init Secrets", () => {
     expect(launcherPod(vmi(), config).spec.volumes?.filter((v) => v.secret)).toEqual([]);
   });
 
+  it("mounts the Secret of an access credential's SSH keys for the launcher's group alone", () => {
+    const withKeys = launcherPod(vmi((v) => {
+      v.spec.volumes = [{ name: "cloudinit", cloudInitNoCloud: { userData: "#cloud-config\n" } }];
+      v.spec.accessCredentials = [{ sshPublicKey: { source: { secret: { secretName: "my-keys" } }, propagationMethod: { noCloud: {} } } }];
+    }), config).spec;
+    expect(withKeys.volumes).toContainEqual({ name: "access-credential-0", secret: { secretName: "my-keys", defaultMode: 0o440 } });
+    expect(withKeys.containers[0]?.volumeMounts).toContainEqual({ name: "access-credential-0", mountPath: "/var/run/kubevirt-ts/access-credentials/0", readOnly: true });
+  });
+
   it("mounts a config drive's Secret as a NoCloud volume's", () => {
     const drive = launcherPod(vmi((v) => {
       v.spec.volumes = [{ name: "drive", cloudInitConfigDrive: { secretRef: { name: "vm-user" }, networkDataSecretRef: { name: "vm-net" } } }];

@@ -1,7 +1,7 @@
 import type { Pod, PodSpec } from "@kubevirt-ts/kube";
 import {
   type EvictionStrategy, API_VERSION, Annotation, DEFAULT_GRACE_PERIOD_SECONDS, Kind, LAUNCHER_CONTAINER, LAUNCHER_OPS_PORT, LAUNCHER_UID, Label, LabelValue, LauncherDir, LauncherVolume,
-  LAUNCHER_OPS_PORT_NAME, UNPRIVILEGED_PORT_START, type VirtualMachineInstance, cloudInitSecretMounts, configVolumes, launcherServiceAccount, launcherContainerProbe, launcherEnv, podNetworkPorts,
+  LAUNCHER_OPS_PORT_NAME, UNPRIVILEGED_PORT_START, type VirtualMachineInstance, accessCredentialMounts, cloudInitSecretMounts, configVolumes, launcherServiceAccount, launcherContainerProbe, launcherEnv, podNetworkPorts,
 } from "@kubevirt-ts/kubevirt-api";
 import { controllerRef } from "../common/owner.ts";
 import { guestMemoryBytes, memoryOverheadBytes, toMebibytes } from "./resources.ts";
@@ -159,6 +159,7 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
   const secrets = cloudInitSecretMounts(spec);
   const guestPorts = podNetworkPorts(spec);
   const configs = configVolumes(spec);
+  const credentials = accessCredentialMounts(spec);
   const serviceAccount = launcherServiceAccount(spec);
   return {
     apiVersion: "v1",
@@ -240,6 +241,7 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
               : []),
             ...secrets.map((m) => ({ name: m.podVolume, mountPath: `${LauncherDir.cloudInitSecrets}/${m.relativeDir}`, readOnly: true })),
             ...configs.map((c) => ({ name: c.podVolume, mountPath: `${LauncherDir.configVolumes}/${c.relativeDir}`, readOnly: true })),
+            ...credentials.map((c) => ({ name: c.podVolume, mountPath: `${LauncherDir.accessCredentials}/${c.relativeDir}`, readOnly: true })),
           ],
         },
       ],
@@ -252,6 +254,8 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
         // Readable by the launcher's group (the pod's fsGroup) only; the pod does not start until the Secret exists.
         ...secrets.map((m) => ({ name: m.podVolume, secret: { secretName: m.secretName, defaultMode: 0o440 } })),
         ...configPodVolumes(vmi),
+        // SSH public keys: readable by the launcher's group alone, as the cloud-init Secrets are.
+        ...credentials.map((c) => ({ name: c.podVolume, secret: { secretName: c.secretName, defaultMode: 0o440 } })),
       ],
     },
   };

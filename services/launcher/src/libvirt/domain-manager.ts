@@ -25,6 +25,7 @@ export interface LauncherLayout {
   disksDir: string;
   cloudInitSecretsDir: string;
   configVolumesDir: string;
+  accessCredentialsDir: string;
 }
 
 export interface DomainManagerOptions {

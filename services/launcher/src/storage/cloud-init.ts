@@ -1,8 +1,8 @@
 import { execFile } from "node:child_process";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { type CloudInitSecretKind, CloudInitSecretKeys, MAX_CLOUD_INIT_BYTES, type VirtualMachineInstance, cloudInitSecretMounts, cloudInitSourceOf } from "@kubevirt-ts/kubevirt-api";
+import { type CloudInitSecretKind, CloudInitSecretKeys, MAX_CLOUD_INIT_BYTES, type VirtualMachineInstance, accessCredentialMounts, cloudInitSecretMounts, cloudInitSourceOf } from "@kubevirt-ts/kubevirt-api";
 
 // A VMI's cloud-init data, inline, base64 or from the Secrets the kubelet
 // mounted into the launcher pod (the launcher reads files; it has no
@@ -48,33 +48,66 @@ export async function cloudInitData(vmi: VirtualMachineInstance, secretsDir: str
   return data;
 }
 
+/** What a cloud-init disk holds: the data, the instance's identity, and the SSH public keys of its access credentials. */
+export interface CloudInitDisk {
+  userData: string | undefined;
+  networkData: string | undefined;
+  instanceId: string;
+  hostname: string;
+  publicKeys: string[];
+}
+
+/**
+ * The SSH public keys of the VMI's access credentials that a cloud-init disk of that kind carries, from their Secrets
+ * as the kubelet mounted them: every value of each Secret, a key per line (blank lines and comments left out).
+ */
+export async function sshPublicKeys(vmi: VirtualMachineInstance, credentialsDir: string, propagation: "noCloud" | "configDrive"): Promise<string[]> {
+  const keys: string[] = [];
+  for (const mount of accessCredentialMounts(vmi.spec).filter((m) => m.propagation === propagation)) {
+    const dir = join(credentialsDir, mount.relativeDir);
+    // The kubelet's own entries (..data and its timestamped folder) are not keys of the Secret.
+    const names = (await readdir(dir)).filter((name) => !name.startsWith("..")).sort();
+    for (const name of names) {
+      const text = await readFile(join(dir, name), "utf8").catch((error: unknown) => {
+        throw new Error(`access credential Secret ${mount.secretName}: cannot read key ${name}: ${(error as Error).message}`);
+      });
+      keys.push(...text.split(/\r?\n/).map((line) => line.trim()).filter((line) => line !== "" && !line.startsWith("#")));
+    }
+  }
+  return keys;
+}
+
 /**
  * Writes an OpenStack config drive (volume label config-2), as KubeVirt's cloudInitConfigDrive: the metadata, user
  * data and network data under openstack/latest/, where cloud-init's ConfigDrive datasource reads them.
  */
-export async function configDriveIso(target: string, userData: string | undefined, networkData: string | undefined, instanceId: string, hostname: string): Promise<void> {
+export async function configDriveIso(target: string, disk: CloudInitDisk): Promise<void> {
   const dir = await mkdtemp(`${target}.src-`);
   try {
     const latest = join(dir, "openstack", "latest");
     await mkdir(latest, { recursive: true });
-    await writeFile(join(latest, "meta_data.json"), JSON.stringify({ uuid: instanceId, instance_id: instanceId, hostname, name: hostname }));
-    await writeFile(join(latest, "user_data"), userData ?? "");
-    if (networkData !== undefined) await writeFile(join(latest, "network_data.json"), networkData);
+    const publicKeys = Object.fromEntries(disk.publicKeys.map((key, i) => [`key-${String(i)}`, key]));
+    const metadata = { uuid: disk.instanceId, instance_id: disk.instanceId, hostname: disk.hostname, name: disk.hostname, ...(disk.publicKeys.length > 0 ? { public_keys: publicKeys } : {}) };
+    await writeFile(join(latest, "meta_data.json"), JSON.stringify(metadata));
+    await writeFile(join(latest, "user_data"), disk.userData ?? "");
+    if (disk.networkData !== undefined) await writeFile(join(latest, "network_data.json"), disk.networkData);
     await exec("genisoimage", ["-quiet", "-output", target, "-volid", "config-2", "-joliet", "-rock", dir]);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
 }
 
-/** Writes a NoCloud seed ISO (volume label cidata) with the given data. */
-export async function cloudInitIso(target: string, userData: string | undefined, networkData: string | undefined, instanceId: string, hostname: string): Promise<void> {
+/** Writes a NoCloud seed ISO (volume label cidata) with the given data; SSH public keys go in its metadata's public-keys. */
+export async function cloudInitIso(target: string, disk: CloudInitDisk): Promise<void> {
   const dir = await mkdtemp(`${target}.src-`);
   try {
-    await writeFile(join(dir, "meta-data"), `instance-id: ${instanceId}\nlocal-hostname: ${hostname}\n`);
-    await writeFile(join(dir, "user-data"), userData ?? "");
+    // JSON strings are YAML's double-quoted strings: a key or a name is written as it is, whatever it holds.
+    const keys = disk.publicKeys.length > 0 ? `public-keys:\n${disk.publicKeys.map((k) => `  - ${JSON.stringify(k)}\n`).join("")}` : "";
+    await writeFile(join(dir, "meta-data"), `instance-id: ${JSON.stringify(disk.instanceId)}\nlocal-hostname: ${JSON.stringify(disk.hostname)}\n${keys}`);
+    await writeFile(join(dir, "user-data"), disk.userData ?? "");
     const files = ["user-data", "meta-data"];
-    if (networkData !== undefined) {
-      await writeFile(join(dir, "network-config"), networkData);
+    if (disk.networkData !== undefined) {
+      await writeFile(join(dir, "network-config"), disk.networkData);
       files.push("network-config");
     }
     // The NoCloud datasource looks for a filesystem labelled "cidata".

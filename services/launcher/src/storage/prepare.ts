@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { type VirtualMachineInstance, configVolumes, parseQuantity } from "@kubevirt-ts/kubevirt-api";
 import type { PreparedDisk } from "../domain/converter.ts";
-import { cloudInitData, cloudInitIso, configDriveIso } from "./cloud-init.ts";
+import { cloudInitData, cloudInitIso, configDriveIso, sshPublicKeys } from "./cloud-init.ts";
 import { configVolumeIso } from "./config-disk.ts";
 
 // The files behind a VMI's volumes, made in the launcher's own folder:
@@ -25,6 +25,8 @@ export interface StorageLayout {
   cloudInitSecretsDir: string;
   /** Where the pod mounts configMap, secret, serviceAccount and downwardAPI volumes (CONFIG_VOLUMES_DIR). */
   configVolumesDir: string;
+  /** Where the pod mounts the access credentials' Secrets (ACCESS_CREDENTIALS_DIR). */
+  accessCredentialsDir: string;
 }
 
 async function imageFormat(path: string): Promise<"qcow2" | "raw"> {
@@ -64,13 +66,14 @@ export async function prepareDisks(vmi: VirtualMachineInstance, layout: StorageL
       disks[volume.name] = { path: `${target}.qcow2`, format: "qcow2" };
     } else if (volume.cloudInitNoCloud || volume.cloudInitConfigDrive) {
       const data = cloudInit.get(volume.name);
-      await (volume.cloudInitConfigDrive ? configDriveIso : cloudInitIso)(
-        `${target}.iso`,
-        data?.userdata,
-        data?.networkdata,
-        vmi.metadata.uid ?? vmi.metadata.name ?? "kubevirt-ts",
-        vmi.spec.hostname ?? vmi.metadata.name ?? "kubevirt-ts",
-      );
+      const configDrive = volume.cloudInitConfigDrive !== undefined;
+      await (configDrive ? configDriveIso : cloudInitIso)(`${target}.iso`, {
+        userData: data?.userdata,
+        networkData: data?.networkdata,
+        instanceId: vmi.metadata.uid ?? vmi.metadata.name ?? "kubevirt-ts",
+        hostname: vmi.spec.hostname ?? vmi.metadata.name ?? "kubevirt-ts",
+        publicKeys: await sshPublicKeys(vmi, layout.accessCredentialsDir, configDrive ? "configDrive" : "noCloud"),
+      });
       disks[volume.name] = { path: `${target}.iso`, format: "raw", readonly: true };
     } else if (volume.persistentVolumeClaim) {
       throw new Error(`volume ${volume.name}: persistentVolumeClaim volumes are not supported by the launcher yet`);
