@@ -192,6 +192,12 @@ export const validationCases: ValidationCase[] = [
     apiServer: "accepts",
   },
   {
+    name: "the WaitAsReceiver run strategy, which needs migration",
+    object: newVm(undefined, (vm) => ((vm.spec as { runStrategy?: string }).runStrategy = "WaitAsReceiver")),
+    invalid: { field: "spec.runStrategy", message: /WaitAsReceiver, which has a VM wait for a live migration/ },
+    apiServer: "refuses",
+  },
+  {
     name: "a second serviceAccount volume",
     object: newVm(newVmiSpec((s) => {
       s.volumes = [...(s.volumes ?? []), { name: "sa1", serviceAccount: { serviceAccountName: "a" } }, { name: "sa2", serviceAccount: { serviceAccountName: "b" } }];

@@ -102,6 +102,7 @@ const vmiSpecEffects: Record<string, FieldEffect> = {
   "domain.features.apic.endOfInterrupt": windowsGuest,
   "domain.features.smm.enabled": acpiApicSmmOff,
   "domain.features.pvspinlock.enabled": windowsGuest,
+  "domain.features.kvm.hidden": effect(CONVERTER, "KVM hidden from the guest"),
   "domain.features.hyperv.relaxed.enabled": windowsGuest,
   "domain.features.hyperv.vapic.enabled": windowsGuest,
   "domain.features.hyperv.spinlocks.enabled": windowsGuest,

@@ -141,6 +141,10 @@ export const features = z
       })
       .optional()
       .describe("Hyper-V enlightenments, for Windows guests."),
+    kvm: z
+      .strictObject({ hidden: z.boolean().optional().describe("Hides the KVM signature from the guest's CPUID, for drivers that refuse to run in a VM.") })
+      .optional()
+      .describe("What the guest sees of KVM."),
   })
   .describe("Features of the virtual machine: ACPI, APIC, SMM, paravirtualization.");
 

@@ -99,7 +99,15 @@ export function parseVirtualMachine(input: unknown): Validation<VirtualMachine> 
  * Validates a VirtualMachine: its shape first, then KubeVirt's rules, including those of its template as its
  * instancetype and preference (`sources`, as found; one not found is not checked against) expand it.
  */
+/** KubeVirt's run strategy for the target of a live migration between clusters, which needs migration. */
+const WAIT_AS_RECEIVER = "WaitAsReceiver";
+
 export function validateVirtualMachine(input: unknown, sources: ExpansionSources = {}): Validation<VirtualMachine> {
+  if ((input as { spec?: { runStrategy?: unknown } } | null)?.spec?.runStrategy === WAIT_AS_RECEIVER) {
+    const causes = new Causes();
+    causes.notSupported("spec.runStrategy", `is ${WAIT_AS_RECEIVER}, which has a VM wait for a live migration's state, and kubevirt-ts cannot migrate yet; use Always, RerunOnFailure, Manual, Halted or Once`);
+    return { ok: false, causes: causes.list };
+  }
   const parsed = parse(virtualMachine, input);
   if (!parsed.ok) return parsed;
   const vm = parsed.value;

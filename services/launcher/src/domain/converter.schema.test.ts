@@ -52,6 +52,7 @@ const specs: [string, VmiSpec][] = [
         features: {
           acpi: {}, apic: { endOfInterrupt: true }, smm: {}, pvspinlock: {},
           hyperv: { relaxed: {}, vapic: {}, vpindex: {}, runtime: {}, synic: {}, reset: {}, frequencies: {}, reenlightenment: {}, tlbflush: {}, ipi: {}, evmcs: {}, spinlocks: { spinlocks: 8191 }, synictimer: { direct: {} }, vendorid: { vendorid: "kubevirt-ts" } },
+          kvm: { hidden: true },
         },
         clock: { timezone: "Europe/Paris", timer: { hpet: { present: false }, pit: { tickPolicy: "delay" }, rtc: { tickPolicy: "catchup", track: "guest" }, hyperv: {}, kvm: { present: false } } },
         devices: { tpm: {}, watchdog: { name: "wd", i6300esb: { action: "reset" } }, inputs: [{ name: "tablet", type: "tablet", bus: "virtio" }], logSerialConsole: false, disks: [{ name: "root", disk: { bus: "sata" } }] },

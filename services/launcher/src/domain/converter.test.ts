@@ -154,6 +154,7 @@ describe("domainXml", () => {
         '<clock offset="timezone" timezone="Europe/Paris">\n    <timer name="rtc" present="yes" tickpolicy="catchup" track="guest"/>\n    <timer name="pit" present="yes" tickpolicy="delay"/>\n    <timer name="hpet" present="no"/>\n    <timer name="kvmclock" present="no"/>\n    <timer name="hypervclock" present="yes"/>\n  </clock>',
       ],
     ],
+    ["KVM hidden from the guest", () => domainXml(vmi((s) => (s.domain.features = { kvm: { hidden: true } })), ctx), ['<kvm>\n      <hidden state="on"/>\n    </kvm>']],
     ["a UTC clock running ahead", () => domainXml(vmi((s) => (s.domain.clock = { utc: { offsetSeconds: 3600 } })), ctx), ['<clock offset="utc" adjustment="3600"/>']],
     [
       "no ACPI or APIC when turned off, and SMM off when asked without secure boot",

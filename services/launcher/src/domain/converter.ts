@@ -163,6 +163,7 @@ function featuresElement(features: Features | undefined, secureBoot: boolean): X
     on(apic) && el("apic", apic?.endOfInterrupt !== undefined ? { eoi: apic.endOfInterrupt ? "on" : "off" } : {}),
     features?.hyperv && hypervElement(features.hyperv),
     features?.pvspinlock && el("pvspinlock", state(isOn(features.pvspinlock))),
+    features?.kvm?.hidden !== undefined && el("kvm", {}, el("hidden", { state: features.kvm.hidden ? "on" : "off" })),
     (secureBoot || smm !== undefined) && el("smm", state(secureBoot || isOn(smm))),
   );
 }
