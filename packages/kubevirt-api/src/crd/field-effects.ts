@@ -274,7 +274,51 @@ const instancetypeEffects: Record<string, FieldEffect> = {
 const filledIn = effect(EXPAND, "fills in what the template leaves unset from the preference");
 const requirements = effect(EXPAND, "checks the preference's requirements against the instancetype");
 const spread = effect(EXPAND, "spreads by the ratio and refuses a count the ratio does not divide");
+/**
+ * A preference's TPM, features and clock: copied into the VMI where its template sets none (the expansion test shows
+ * it for each kind); what each copied leaf then does is its VMI field's effect, proven under spec.template.spec.
+ */
+const PREFERENCE_COPIES = [
+  "devices.preferredTPM.enabled",
+  "features.preferredAcpi.enabled",
+  "features.preferredApic.enabled",
+  "features.preferredApic.endOfInterrupt",
+  "features.preferredHyperv.relaxed.enabled",
+  "features.preferredHyperv.vapic.enabled",
+  "features.preferredHyperv.spinlocks.enabled",
+  "features.preferredHyperv.spinlocks.spinlocks",
+  "features.preferredHyperv.vpindex.enabled",
+  "features.preferredHyperv.runtime.enabled",
+  "features.preferredHyperv.synic.enabled",
+  "features.preferredHyperv.synictimer.enabled",
+  "features.preferredHyperv.synictimer.direct.enabled",
+  "features.preferredHyperv.reset.enabled",
+  "features.preferredHyperv.vendorid.enabled",
+  "features.preferredHyperv.vendorid.vendorid",
+  "features.preferredHyperv.frequencies.enabled",
+  "features.preferredHyperv.reenlightenment.enabled",
+  "features.preferredHyperv.tlbflush.enabled",
+  "features.preferredHyperv.ipi.enabled",
+  "features.preferredHyperv.evmcs.enabled",
+  "features.preferredKvm.hidden",
+  "features.preferredPvspinlock.enabled",
+  "features.preferredSmm.enabled",
+  "clock.preferredClockOffset.utc.offsetSeconds",
+  "clock.preferredClockOffset.timezone",
+  "clock.preferredTimer.hpet.present",
+  "clock.preferredTimer.hpet.tickPolicy",
+  "clock.preferredTimer.pit.present",
+  "clock.preferredTimer.pit.tickPolicy",
+  "clock.preferredTimer.rtc.present",
+  "clock.preferredTimer.rtc.tickPolicy",
+  "clock.preferredTimer.rtc.track",
+  "clock.preferredTimer.kvm.present",
+  "clock.preferredTimer.hyperv.present",
+];
+const preferenceCopy = effect(EXPAND, "gives a Windows preference's TPM, features and clock where the template sets none");
+
 const preferenceEffects: Record<string, FieldEffect> = {
+  ...Object.fromEntries(PREFERENCE_COPIES.map((path) => [`preference:spec.${path}`, preferenceCopy])),
   "preference:spec.cpu.preferredCPUTopology": effect(EXPAND, "lays vCPUs out as sockets unless the preference says otherwise"),
   "preference:spec.cpu.spreadOptions.across": spread,
   "preference:spec.cpu.spreadOptions.ratio": spread,

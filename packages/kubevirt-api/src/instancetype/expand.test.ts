@@ -91,6 +91,32 @@ describe("expandVmiSpec", () => {
     expect(expanded.terminationGracePeriodSeconds).toBe(5);
   });
 
+  it("gives a Windows preference's TPM, features and clock where the template sets none, and keeps the template's own", () => {
+    const windows = {
+      name: "windows",
+      spec: {
+        devices: { preferredTPM: {} },
+        features: { preferredAcpi: {}, preferredApic: { endOfInterrupt: true }, preferredHyperv: { relaxed: {}, vapic: {}, spinlocks: { spinlocks: 8191 } }, preferredKvm: { hidden: true }, preferredSmm: {} },
+        clock: { preferredClockOffset: { utc: {} }, preferredTimer: { hpet: { present: false }, hyperv: {} } },
+      },
+    };
+    const { spec: bare, causes } = expand(template(), { preference: windows });
+    expect(causes).toEqual([]);
+    expect(bare.domain.devices.tpm).toEqual({});
+    expect(bare.domain.features).toEqual({ acpi: {}, apic: { endOfInterrupt: true }, hyperv: { relaxed: {}, vapic: {}, spinlocks: { spinlocks: 8191 } }, kvm: { hidden: true }, smm: {} });
+    expect(bare.domain.clock).toEqual({ utc: {}, timer: { hpet: { present: false }, hyperv: {} } });
+    // What the template sets stays: its TPM turned off, its own APIC, its time zone; the rest comes from the preference.
+    const own = template();
+    own.domain.devices.tpm = { enabled: false };
+    own.domain.features = { apic: { enabled: false } };
+    own.domain.clock = { timezone: "Europe/Paris" };
+    const { spec: kept } = expand(own, { preference: windows });
+    expect(kept.domain.devices.tpm).toEqual({ enabled: false });
+    expect(kept.domain.features?.apic).toEqual({ enabled: false });
+    expect(kept.domain.features?.hyperv).toEqual(windows.spec.features.preferredHyperv);
+    expect(kept.domain.clock).toEqual({ timezone: "Europe/Paris", timer: { hpet: { present: false }, hyperv: {} } });
+  });
+
   it("keeps the template's own firmware choice over the preference's", () => {
     const spec = template();
     spec.domain.firmware = { bootloader: { bios: {} } };

@@ -95,6 +95,39 @@ function applyInstancetype(spec: VmiSpec, instancetype: InstancetypeSpec, prefer
   if (instancetype.nodeSelector) spec.nodeSelector = { ...instancetype.nodeSelector };
 }
 
+/** A preference's TPM, features and clock (what a Windows preference carries), each only where the template sets none, as KubeVirt applies them. */
+function applyGuestOsPreferences(spec: VmiSpec, preference: PreferenceSpec): void {
+  const domain = spec.domain;
+  const tpm = preference.devices?.preferredTPM;
+  if (tpm && domain.devices.tpm === undefined) domain.devices.tpm = { ...tpm };
+  const wanted = preference.features;
+  if (wanted) {
+    const current = domain.features ?? {};
+    const pairs = [
+      ["acpi", wanted.preferredAcpi],
+      ["apic", wanted.preferredApic],
+      ["hyperv", wanted.preferredHyperv],
+      ["kvm", wanted.preferredKvm],
+      ["pvspinlock", wanted.preferredPvspinlock],
+      ["smm", wanted.preferredSmm],
+    ] as const;
+    const filled = { ...current };
+    for (const [name, value] of pairs) if (value !== undefined && current[name] === undefined) Object.assign(filled, { [name]: structuredClone(value) });
+    if (pairs.some(([, value]) => value !== undefined)) domain.features = filled;
+  }
+  const offset = preference.clock?.preferredClockOffset;
+  const timer = preference.clock?.preferredTimer;
+  if (offset || timer) {
+    const current = domain.clock;
+    const hasOffset = current?.utc !== undefined || current?.timezone !== undefined;
+    domain.clock = {
+      ...current,
+      ...(!hasOffset && offset ? structuredClone(offset) : {}),
+      ...(current?.timer === undefined && timer ? { timer: structuredClone(timer) } : {}),
+    };
+  }
+}
+
 function applyPreference(spec: VmiSpec, preference: PreferenceSpec): void {
   const devices = spec.domain.devices;
   const prefers = preference.devices ?? {};
@@ -119,6 +152,7 @@ function applyPreference(spec: VmiSpec, preference: PreferenceSpec): void {
     if (efi) spec.domain.firmware = { ...spec.domain.firmware, bootloader: { efi: efi.secureBoot === undefined ? {} : { secureBoot: efi.secureBoot } } };
     else if (firmware.preferredUseBios) spec.domain.firmware = { ...spec.domain.firmware, bootloader: { bios: {} } };
   }
+  applyGuestOsPreferences(spec, preference);
   const machineType = preference.machine?.preferredMachineType;
   if (spec.domain.machine?.type === undefined && machineType !== undefined) spec.domain.machine = { ...spec.domain.machine, type: machineType };
   if (spec.terminationGracePeriodSeconds === undefined && preference.preferredTerminationGracePeriodSeconds !== undefined) spec.terminationGracePeriodSeconds = preference.preferredTerminationGracePeriodSeconds;

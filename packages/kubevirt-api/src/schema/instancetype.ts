@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { DISK_BUSES, INTERFACE_MODELS, INSTANCETYPE_API_VERSION, InstancetypeKind } from "../constants.ts";
 import { objectMeta, quantity } from "./common.ts";
+import { clock, features } from "./vmi.ts";
 
 // instancetype.kubevirt.io/v1beta1: the sizes (instancetypes) and the guest
 // OS's preferred devices (preferences) a VM refers to instead of spelling
@@ -65,6 +66,25 @@ export const preferenceSpec = z
         preferredAutoattachSerialConsole: z.boolean().optional(),
         preferredAutoattachGraphicsDevice: z.boolean().optional(),
         preferredAutoattachPodInterface: z.boolean().optional(),
+        // A persistent TPM needs a claim, which kubevirt-ts cannot attach yet: only enabled is taken.
+        preferredTPM: z.strictObject({ enabled: z.boolean().optional() }).optional().describe("A TPM, unless the template has one (or turns it off)."),
+      })
+      .optional(),
+    features: z
+      .strictObject({
+        preferredAcpi: features.shape.acpi,
+        preferredApic: features.shape.apic,
+        preferredHyperv: features.shape.hyperv,
+        preferredKvm: features.shape.kvm,
+        preferredPvspinlock: features.shape.pvspinlock,
+        preferredSmm: features.shape.smm,
+      })
+      .optional()
+      .describe("Features the guest OS wants (a Windows guest: Hyper-V enlightenments), each where the template sets none."),
+    clock: z
+      .strictObject({
+        preferredClockOffset: z.strictObject({ utc: clock.shape.utc, timezone: clock.shape.timezone }).optional().describe("UTC (with an offset) or a time zone, unless the template's clock says."),
+        preferredTimer: clock.shape.timer.describe("The timers, unless the template's clock lists its own."),
       })
       .optional(),
     firmware: z
