@@ -81,8 +81,9 @@ export async function requestVmAction(services: Pick<ActionServices, "own">, req
   if (options.dryRun?.includes("All")) return;
   try {
     if (plan.vmiGrace && owned) await own.patch(kubevirtResources.virtualMachineInstances, target.namespace, target.name, plan.vmiGrace, "json");
-    if (plan.spec) await own.patch(kubevirtResources.virtualMachines, target.namespace, target.name, plan.spec, "json");
+    // The status first: a paused start of a Halted VM is in the status before its run strategy turns Always.
     if (plan.status) await own.patch(kubevirtResources.virtualMachines, target.namespace, target.name, plan.status, "json", "status");
+    if (plan.spec) await own.patch(kubevirtResources.virtualMachines, target.namespace, target.name, plan.spec, "json");
   } catch (error) {
     // A test that no longer holds: the VM changed between reading and writing.
     if (error instanceof ApiError && (error.code === 409 || error.code === 422)) throw conflict("virtualmachine", target.name, error.status.message ?? "the VM changed meanwhile; try again");

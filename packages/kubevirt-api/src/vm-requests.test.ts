@@ -30,6 +30,17 @@ describe("start, stop and restart of a VM, as KubeVirt's virt-api does them", ()
     });
   });
 
+  it("starts a Halted VM paused with the request in its status first, then its run strategy Always; never with a liveness probe", () => {
+    expect(planVmRequest(vm({ runStrategy: "Halted" }), undefined, "start", { paused: true })).toEqual({
+      kind: "patch",
+      status: [{ op: "add", path: "/status", value: { stateChangeRequests: [{ action: "Start", data: { paused: "true" } }] } }],
+      spec: [{ op: "test", path: "/spec/runStrategy", value: "Halted" }, { op: "replace", path: "/spec/runStrategy", value: "Always" }],
+    });
+    const probed = vm({ runStrategy: "Manual" });
+    probed.spec.template.spec.livenessProbe = { guestAgentPing: {} };
+    expect(planVmRequest(probed, undefined, "start", { paused: true })).toEqual({ kind: "refuse", code: 409, message: "VM has a livenessProbe, which a paused guest cannot pass: start it without --paused" });
+  });
+
   it("refuses as KubeVirt does, in its words", () => {
     expect(planVmRequest(vm({ runStrategy: "Always" }), vmi("Running"), "start")).toEqual({ kind: "refuse", code: 409, message: "VM is already running" });
     expect(planVmRequest(vm({ runStrategy: "Always" }), undefined, "start")).toEqual({ kind: "refuse", code: 409, message: "Always does not support manual start requests" });

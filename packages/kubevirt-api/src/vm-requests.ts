@@ -85,12 +85,15 @@ const live = (vmi: Vmi | undefined): vmi is Vmi => vmi !== undefined && !isFinal
 function start(vm: Vm, vmi: Vmi | undefined, options: VmRequestOptions): VmRequestPlan {
   const phase = vmi?.status?.phase;
   if (live(vmi) && phase !== undefined && phase !== VmiPhase.Unknown) return refuse(409, "VM is already running");
+  // KubeVirt's rule: a guest that starts paused would fail its liveness probe until someone unpaused it.
+  if (options.paused && vm.spec.template.spec.livenessProbe) return refuse(409, "VM has a livenessProbe, which a paused guest cannot pass: start it without --paused");
   const startRequest: StateChangeRequest = options.paused ? { action: "Start", data: { paused: "true" } } : { action: "Start" };
   const restartOfFinished = (): StateChangeRequest[] => (vmi && isFinalPhase(phase) ? [{ action: "Stop", uid: vmi.metadata.uid }, startRequest] : [startRequest]);
   const strategy = runStrategyOf(vm.spec);
   switch (strategy) {
     case RunStrategy.Halted:
-      return options.paused ? withStatus(addRequests(vm, [startRequest])) : { kind: "patch", spec: specToggle(vm, true) };
+      // Paused: the request goes into the status first (the API writes status before spec), then the run strategy turns Always.
+      return options.paused ? withStatus(addRequests(vm, [startRequest]), { spec: specToggle(vm, true) }) : { kind: "patch", spec: specToggle(vm, true) };
     case RunStrategy.Manual:
       return withStatus(addRequests(vm, restartOfFinished()));
     case RunStrategy.RerunOnFailure:

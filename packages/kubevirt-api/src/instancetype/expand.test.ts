@@ -108,12 +108,12 @@ describe("expandVmiSpec", () => {
     // What the template sets stays: its TPM turned off, its own APIC, its time zone; the rest comes from the preference.
     const own = template();
     own.domain.devices.tpm = { enabled: false };
-    own.domain.features = { apic: { enabled: false } };
+    own.domain.features = { apic: { enabled: false }, hyperv: { vapic: { enabled: false } } };
     own.domain.clock = { timezone: "Europe/Paris" };
     const { spec: kept } = expand(own, { preference: windows });
     expect(kept.domain.devices.tpm).toEqual({ enabled: false });
     expect(kept.domain.features?.apic).toEqual({ enabled: false });
-    expect(kept.domain.features?.hyperv).toEqual(windows.spec.features.preferredHyperv);
+    expect(kept.domain.features?.hyperv).toEqual({ relaxed: {}, vapic: { enabled: false }, spinlocks: { spinlocks: 8191 } });
     expect(kept.domain.clock).toEqual({ timezone: "Europe/Paris", timer: { hpet: { present: false }, hyperv: {} } });
   });
 

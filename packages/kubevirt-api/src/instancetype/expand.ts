@@ -113,6 +113,8 @@ function applyGuestOsPreferences(spec: VmiSpec, preference: PreferenceSpec): voi
     ] as const;
     const filled = { ...current };
     for (const [name, value] of pairs) if (value !== undefined && current[name] === undefined) Object.assign(filled, { [name]: structuredClone(value) });
+    // Hyper-V enlightenments one by one: those the template names stay, the preference's others are added.
+    if (wanted.preferredHyperv && current.hyperv) filled.hyperv = { ...structuredClone(wanted.preferredHyperv), ...current.hyperv };
     if (pairs.some(([, value]) => value !== undefined)) domain.features = filled;
   }
   const offset = preference.clock?.preferredClockOffset;

@@ -47,7 +47,7 @@ describe("start and stop requests", () => {
     ["a start creates the VMI of a Manual VM and stays pending", given("Manual", undefined, { requests: [start] }), "create", [start]],
     ["a start is done once the VMI runs", given("Manual", running, { requests: [start] }), "none", []],
     ["a start of a finished VMI deletes it first", given("Manual", succeeded, { requests: [start] }), "delete", [start]],
-    ["a start on a Halted VM is dropped", given("Halted", undefined, { requests: [start] }), "none", []],
+    ["a start on a Halted VM waits for the run strategy its paused start sets next", given("Halted", undefined, { requests: [start] }), "none", [start]],
     ["a stop deletes the running VMI and stays pending", given("Manual", running, { requests: [stopOf()] }), "delete", [stopOf()]],
     ["a stop is done once the VMI is gone", given("Manual", undefined, { requests: [stopOf()] }), "none", []],
     ["a stop for an older VMI is done", given("Manual", running, { requests: [stopOf("older")] }), "none", []],

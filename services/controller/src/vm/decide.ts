@@ -60,7 +60,8 @@ function decideRequest(o: VmObservation, request: StateChangeRequest, rest: Stat
     if (!vmi || (request.uid !== undefined && request.uid !== vmi.uid)) return decide({ ...o, requests: rest });
     return remove(vmi, o.requests.slice());
   }
-  if (o.runStrategy === "Halted") return decide({ ...o, requests: rest });
+  // A start request under Halted waits for the run strategy the same start sets next (a paused start of a Halted VM).
+  if (o.runStrategy === "Halted") return none(o.requests.slice());
   if (vmi && !isFinalPhase(vmi.phase)) return decide({ ...o, requests: rest });
   if (vmi) return remove(vmi, o.requests.slice());
   return create(o, o.requests.slice(), request.data?.paused === "true");

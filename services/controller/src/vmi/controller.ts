@@ -2,7 +2,7 @@ import {
   type EventRecorder, type Expectations, type Informer, type KubeClient, type Pod, type Reconcile, WrittenVersions, addFinalizer, findCondition, isAlreadyExists, isNotFound, keyOf, removeFinalizer, resources, writeStatusIfChanged,
 } from "@kubevirt-ts/kube";
 import {
-  EventReason, Finalizer, LAUNCHER_PODS_BY_VMI, Label, type VirtualMachineInstance, VmiConditionType, isLauncherPodOf, launcherPodsKeyOf, needsDisruptionBudget, summarize, validateVirtualMachineInstance, kubevirtResources,
+  EventReason, Finalizer, LAUNCHER_PODS_BY_VMI, Label, type VirtualMachineInstance, VmiConditionType, isLauncherPodOf, launcherPodsKeyOf, isFinalPhase, needsDisruptionBudget, summarize, validateVirtualMachineInstance, kubevirtResources,
 } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
 
@@ -30,15 +30,26 @@ export interface VmiControllerDeps {
 export function createVmiReconciler(deps: VmiControllerDeps): Reconcile {
   const { client, vmis, pods, expectations, recorder, log, now } = deps;
 
+  /**
+   * The VMI's PodDisruptionBudget, when its eviction strategy asks for one: made before its pod, and once more for each
+   * VMI this controller process first sees with a pod (one made before the budget existed, or before a restart with
+   * another cluster strategy). What was made once is not asked for again, so a reconcile costs no request for it.
+   */
+  const budgeted = new Set<string>();
+  async function ensureDisruptionBudget(vmi: VirtualMachineInstance): Promise<void> {
+    const uid = vmi.metadata.uid ?? "";
+    if (budgeted.has(uid) || !needsDisruptionBudget(vmi, deps.pod.evictionStrategy)) return;
+    await client.create(resources.podDisruptionBudgets, vmi.metadata.namespace, launcherDisruptionBudget(vmi)).catch((error: unknown) => {
+      if (!isAlreadyExists(error)) throw error;
+    });
+    budgeted.add(uid);
+  }
+
   /** Carries the action out; a pod it created is returned, so that the status written next already says Scheduling. */
   async function execute(vmi: VirtualMachineInstance, action: VmiAction, key: string): Promise<Pod | undefined> {
     if (action.kind === "createPod") {
       // The budget first: a pod that must not be evicted is never without it.
-      if (needsDisruptionBudget(vmi, deps.pod.evictionStrategy)) {
-        await client.create(resources.podDisruptionBudgets, vmi.metadata.namespace, launcherDisruptionBudget(vmi)).catch((error: unknown) => {
-          if (!isAlreadyExists(error)) throw error;
-        });
-      }
+      await ensureDisruptionBudget(vmi);
       expectations.expectCreations(key, 1);
       try {
         const pod = await client.create<Pod>(resources.pods, vmi.metadata.namespace, launcherPod(vmi, deps.pod));
@@ -73,6 +84,7 @@ export function createVmiReconciler(deps: VmiControllerDeps): Reconcile {
       written.forget(key);
       return undefined;
     }
+    if (isFinalPhase(cached.status?.phase) || cached.metadata.deletionTimestamp) budgeted.delete(cached.metadata.uid ?? "");
     // Our own last write has not reached the cache yet: its watch event brings the VMI back here.
     if (written.isStale(key, cached.metadata.resourceVersion)) return undefined;
     // A pod created with generateName may not be in the cache yet: deciding now could create a second one.
@@ -95,6 +107,7 @@ export function createVmiReconciler(deps: VmiControllerDeps): Reconcile {
       recorder.record(vmi, "Warning", EventReason.InvalidSpec, invalid);
       log.warn("the VMI's spec is invalid; waiting for it to change", { vmi: keyOf(vmi), causes: invalid });
     }
+    if (owned.length > 0 && !isFinalPhase(vmi.status?.phase)) await ensureDisruptionBudget(vmi);
     const observation = { vmi, pods: owned, invalid, now: now() };
     const created = await execute(vmi, decideVmi(observation), key);
     const status = deriveVmiStatus(created ? { ...observation, pods: [created] } : observation);

@@ -138,8 +138,6 @@ describe("launcherPod", () => {
     expect(probed?.readinessProbe).toEqual({ httpGet: { path: "/probes/readiness", port: "ops" }, initialDelaySeconds: 5, periodSeconds: 3, timeoutSeconds: 5, successThreshold: 2, failureThreshold: 6 });
     // Kubernetes' defaults where the VMI sets none.
     expect(probed?.livenessProbe).toEqual({ httpGet: { path: "/probes/liveness", port: "ops" }, initialDelaySeconds: 120, periodSeconds: 10, timeoutSeconds: 2, successThreshold: 1, failureThreshold: 10 });
-    // What the launcher says of its end, such as a failed liveness probe, reaches the VMI.
-    expect(probed?.terminationMessagePolicy).toBe("FallbackToLogsOnError");
   });
 
   it("mounts the sockets folder the handler reaches", () => {

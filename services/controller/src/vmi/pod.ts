@@ -223,8 +223,6 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
           // The VMI's probes, which the launcher runs against the guest when the kubelet asks; without one, the pod is ready while its launcher is.
           readinessProbe: spec.readinessProbe ? launcherContainerProbe(spec.readinessProbe, "readiness") : { httpGet: { path: "/readyz", port: LAUNCHER_OPS_PORT_NAME }, periodSeconds: 10 },
           ...(spec.livenessProbe ? { livenessProbe: launcherContainerProbe(spec.livenessProbe, "liveness") } : {}),
-          // What the launcher says of its end (a liveness probe that failed) becomes the VMI's reason.
-          terminationMessagePolicy: "FallbackToLogsOnError",
           securityContext: {
             allowPrivilegeEscalation: false,
             runAsNonRoot: true,

@@ -40,18 +40,21 @@ export class Prober {
   private readonly running = new Map<ProbeKind, Promise<string | undefined>>();
   /** One TCP check at a time per guest port: the user network lists connections by their forwarded port alone. */
   private readonly tcpTurns = new Map<number, Promise<unknown>>();
-  /** The loopback port forwarded to each guest port the probes reach, for the prober alone (see tcp). */
-  private readonly forwards = new Map<number, Promise<number>>();
-  private lastLivenessFailure: string | undefined;
+  /** The loopback port forwarded to each guest port, per kind of check: a TCP check's forward carries its connections alone (see tcp). */
+  private readonly forwards = new Map<string, Promise<number>>();
+  /** The liveness probe's failures in a row, and the last one's reason: the kubelet stops the launcher at the threshold. */
+  private livenessFailures = { count: 0, reason: "" };
 
   constructor(guest: GuestAccess, log: Logger) {
     this.guest = guest;
     this.log = log;
   }
 
-  /** Why the liveness probe failed when last asked; undefined when it passed. */
+  /** Why the liveness probe failed, once it has failed as many times in a row as its failureThreshold; else undefined. */
   livenessFailure(): string | undefined {
-    return this.lastLivenessFailure;
+    const probe = this.guest.vmi()?.spec.livenessProbe;
+    if (!probe || this.livenessFailures.count < probeTiming(probe).failureThreshold) return undefined;
+    return this.livenessFailures.reason;
   }
 
   /** Checks the guest for the VMI's probe of that kind: undefined when it passes, else why it fails. */
@@ -67,8 +70,8 @@ export class Prober {
   private async checkOnce(kind: ProbeKind): Promise<string | undefined> {
     const result = await this.judge(kind);
     if (kind === "liveness") {
-      if (result !== undefined && this.lastLivenessFailure === undefined) this.log.warn("the guest failed its liveness probe", { reason: result });
-      this.lastLivenessFailure = result;
+      if (result !== undefined && this.livenessFailures.count === 0) this.log.warn("the guest failed its liveness probe", { reason: result });
+      this.livenessFailures = result === undefined ? { count: 0, reason: "" } : { count: this.livenessFailures.count + 1, reason: result };
     }
     return result;
   }
@@ -78,15 +81,17 @@ export class Prober {
     const probe = vmi ? probeOf(vmi.spec, kind) : undefined;
     // Before the handler sent the VMI there is no guest to judge: not ready, and not dead either.
     if (!vmi || !probe) return kind === "readiness" ? "the guest has not started yet" : undefined;
-    const { state } = await this.guest.state();
+    const deadline = Date.now() + probeTiming(probe).timeoutSeconds * 1000;
+    const { state } = await beforeDeadline(this.guest.state(), deadline);
     if (state === "NoDomain") return kind === "readiness" ? "the guest has not started yet" : undefined;
     // A guest its user paused answers nothing, and is not dead for it.
     if (state === "Paused") return kind === "readiness" ? "the guest is paused" : undefined;
-    if (state !== "Running" && state !== "Blocked") return `the guest is ${state}`;
+    // A guest that has stopped is ending its launcher anyway: that is no liveness failure to report.
+    if (state !== "Running" && state !== "Blocked") return kind === "readiness" ? `the guest is ${state}` : undefined;
     const check = probeCheck(vmi.spec, probe);
-    const deadline = Date.now() + probeTiming(probe).timeoutSeconds * 1000;
     try {
-      await this.run(check, deadline);
+      // Every step within the timeout, a stalled libvirt or monitor included: a check never outlives its ask.
+      await beforeDeadline(this.run(check, deadline), deadline);
       return undefined;
     } catch (error) {
       return `${describe(check)}: ${error instanceof Error ? error.message : String(error)}`;
@@ -106,12 +111,13 @@ export class Prober {
     }
   }
 
-  private probeForward(guestPort: number): Promise<number> {
-    let forward = this.forwards.get(guestPort);
+  private probeForward(kind: "tcp" | "http", guestPort: number): Promise<number> {
+    const key = `${kind}/${String(guestPort)}`;
+    let forward = this.forwards.get(key);
     if (!forward) {
       forward = forwardFreeLoopbackPort((host, guest) => this.guest.forwardToGuest(host, guest), guestPort, this.log);
-      this.forwards.set(guestPort, forward);
-      forward.catch(() => this.forwards.delete(guestPort));
+      this.forwards.set(key, forward);
+      forward.catch(() => this.forwards.delete(key));
     }
     return forward;
   }
@@ -129,7 +135,7 @@ export class Prober {
    * when the guest refuses it.
    */
   private async tcp(port: number, deadline: number): Promise<void> {
-    const hostPort = await this.probeForward(port);
+    const hostPort = await this.probeForward("tcp", port);
     const before = establishedFrom(await this.guest.userNetwork(), hostPort);
     const socket: Socket = connect({ host: "127.0.0.1", port: hostPort });
     const connection = { closed: false };
@@ -149,7 +155,7 @@ export class Prober {
 
   /** An HTTP probe, as the kubelet's: a GET whose status from 200 to 399 passes; HTTPS without checking the certificate. */
   private async http(check: Extract<ProbeCheck, { kind: "http" }>, deadline: number): Promise<void> {
-    const hostPort = await this.probeForward(check.port);
+    const hostPort = await this.probeForward("http", check.port);
     const request = check.scheme === "HTTPS" ? httpsRequest : httpRequest;
     const headers: Record<string, string> = { "user-agent": "kube-probe/kubevirt-ts", accept: "*/*" };
     for (const header of check.headers) headers[header.name.toLowerCase()] = header.value;
@@ -186,6 +192,15 @@ export class Prober {
     }
     throw new ProbeFailure("the command did not finish in time");
   }
+}
+
+/** The promise's outcome, or a failure at the deadline if it has none by then. */
+function beforeDeadline<T>(promise: Promise<T>, deadline: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => { reject(new ProbeFailure("no answer in time")); }, Math.max(0, deadline - Date.now()));
+  });
+  return Promise.race([promise, late]).finally(() => { clearTimeout(timer); });
 }
 
 /** Whole seconds until the deadline, at least one (the agent's timeout is in seconds). */

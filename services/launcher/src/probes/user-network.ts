@@ -9,6 +9,8 @@ export interface UserNetworkSocket {
   protocol: "TCP" | "UDP";
   /** TCP's state (SYN_SENT, ESTABLISHED, …), or HOST_FORWARD for a forwarding rule's listening socket. */
   state: string;
+  /** The source address: the forwarding rule's host address for a connection QEMU accepted (* for any). */
+  sourceAddress: string;
   sourcePort: number;
   destinationPort: number;
 }
@@ -20,11 +22,14 @@ export function parseUserNetwork(text: string): UserNetworkSocket[] {
   return text.split(/\r?\n/).flatMap((line) => {
     const match = ROW.exec(line);
     if (!match) return [];
-    return [{ protocol: match[1] as "TCP" | "UDP", state: match[2] ?? "", sourcePort: Number(match[4]), destinationPort: Number(match[6]) }];
+    return [{ protocol: match[1] as "TCP" | "UDP", state: match[2] ?? "", sourceAddress: match[3] ?? "", sourcePort: Number(match[4]), destinationPort: Number(match[6]) }];
   });
 }
 
-/** How many connections accepted on a forwarded host port the guest has accepted (ESTABLISHED). */
+/**
+ * How many connections QEMU accepted on a loopback forward the guest has accepted (ESTABLISHED); a connection the guest
+ * opened itself from a port of that number is not one (its source is the guest's address).
+ */
 export function establishedFrom(sockets: readonly UserNetworkSocket[], hostPort: number): number {
-  return sockets.filter((s) => s.protocol === "TCP" && s.sourcePort === hostPort && s.state === "ESTABLISHED").length;
+  return sockets.filter((s) => s.protocol === "TCP" && s.sourceAddress === "127.0.0.1" && s.sourcePort === hostPort && s.state === "ESTABLISHED").length;
 }
