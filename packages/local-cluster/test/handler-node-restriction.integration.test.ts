@@ -148,7 +148,7 @@ describe("the handlers' node restriction", () => {
 });
 
 describe("a VMI's status and node label", () => {
-  test("are changed by kubevirt-ts's controller and handler only, and a user is told why not", async ({ kubeConfig, core, custom, namespace }) => {
+  test("are changed by kubevirt-ts's own accounts only, and a user is told why not", async ({ kubeConfig, core, custom, namespace }) => {
     const vmis = { group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachineinstances" };
     const { client: controller } = await accountClient(kubeConfig, core, "virt-controller");
     // The API server applies a new policy within moments: wait for it with a dry run, which changes nothing.
@@ -157,7 +157,7 @@ describe("a VMI's status and node label", () => {
 
     // A user (here the admin) creates a VMI that names a node or a pod: refused, the field and what to do named.
     const created = await refusal(custom.createNamespacedCustomObject({ ...vmis, body: forged }));
-    expect(created).toContain("status: a VMI's status is written by kubevirt-ts's controller and handler only; create the VMI without status, or Pending on no node");
+    expect(created).toContain("status: a VMI's status is written by kubevirt-ts's controller, handler and virt-api only; create the VMI without status, or Pending on no node");
     const labelled = await refusal(custom.createNamespacedCustomObject({ ...vmis, body: vmiBody("labelled", { metadata: { name: "labelled", labels: { "kubevirt.io/nodeName": "node-x" } } }) }));
     expect(labelled).toContain("metadata.labels[kubevirt.io/nodeName]: the label is kubevirt-ts's, set to the VMI's node by its controller; create the VMI without it");
     await expect(custom.getNamespacedCustomObject({ ...vmis, name: "forged" })).rejects.toMatchObject({ code: 404 });
@@ -178,11 +178,11 @@ describe("a VMI's status and node label", () => {
     expect(withLabel.metadata.labels).toEqual({ "kubevirt.io/nodeName": "node-1", team: "a" });
     const moved = await refusal(custom.replaceNamespacedCustomObject({ ...vmis, name: "vmi", body: { ...withLabel, status: { ...withLabel.status, nodeName: "node-2" } } }));
     expect(moved).toMatch(/^403 /);
-    expect(moved).toContain("status: a VMI's status is written by kubevirt-ts's controller and handler only; leave status as it is");
+    expect(moved).toContain("status: a VMI's status is written by kubevirt-ts's controller, handler and virt-api only; leave status as it is");
     const relabelled = await refusal(custom.replaceNamespacedCustomObject({ ...vmis, name: "vmi", body: { ...withLabel, metadata: { ...withLabel.metadata, labels: { "kubevirt.io/nodeName": "node-2" } } } }));
     expect(relabelled).toContain("metadata.labels[kubevirt.io/nodeName]: the label is kubevirt-ts's");
     await expect(kubectl("", "patch", "-n", namespace, "virtualmachineinstances.kubevirt.io", "vmi", "--type=merge", "-p", '{"status":{"phase":"Running"}}')).rejects.toThrow(
-      /Forbidden.*status: a VMI's status is written by kubevirt-ts's controller and handler only/,
+      /Forbidden.*status: a VMI's status is written by kubevirt-ts's controller, handler and virt-api only/,
     );
     const stored = (await custom.getNamespacedCustomObject({ ...vmis, name: "vmi" })) as Vmi;
     expect(stored.status).toEqual({ phase: "Scheduled", nodeName: "node-1" });

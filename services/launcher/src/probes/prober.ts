@@ -25,6 +25,9 @@ export interface GuestAccess {
   agent(execute: string, args: Record<string, unknown> | undefined, timeoutSeconds: number): Promise<unknown>;
 }
 
+/** How long past its timeout a check may take before it is taken for stalled (a libvirt or monitor call that does not return). */
+const STALLED_MS = 30_000;
+
 /** How often a TCP probe looks at the user network, and an exec probe at its command, while they wait. */
 const POLL_MS = 50;
 
@@ -90,8 +93,9 @@ export class Prober {
     if (state !== "Running" && state !== "Blocked") return kind === "readiness" ? `the guest is ${state}` : undefined;
     const check = probeCheck(vmi.spec, probe);
     try {
-      // Every step within the timeout, a stalled libvirt or monitor included: a check never outlives its ask.
-      await beforeDeadline(this.run(check, deadline), deadline);
+      // Each check keeps its timeout itself (the kubelet gives up a second later); should libvirt or QEMU's monitor stall,
+      // the check fails some time after, so that it is never shared by every later ask for ever.
+      await beforeDeadline(this.run(check, deadline), deadline + STALLED_MS);
       return undefined;
     } catch (error) {
       return `${describe(check)}: ${error instanceof Error ? error.message : String(error)}`;
