@@ -2,7 +2,7 @@ import { type KubeClient, type Pod, resources } from "@kubevirt-ts/kube";
 import {
   type EvictionStrategy, Kind, type VirtualMachineInstance, evictionDecision, kubevirtResources, launcherPodOwnerKey,
 } from "@kubevirt-ts/kubevirt-api";
-import type { AdmissionReview } from "./webhooks.ts";
+import { type AdmissionReview, admissionAnswer } from "./webhooks.ts";
 
 // KubeVirt's pod-eviction webhook: every eviction in the cluster (kubectl
 // drain, the descheduler) passes here before the API server checks it
@@ -14,7 +14,7 @@ import type { AdmissionReview } from "./webhooks.ts";
 // the launcher pods that must stay are also protected by a
 // PodDisruptionBudget, which the controller makes (ADR 12).
 
-const allow = (uid: string): AdmissionReview => ({ apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", response: { uid, allowed: true } });
+const allow = (uid: string): AdmissionReview => admissionAnswer(uid, { allowed: true });
 
 export async function reviewEviction(review: AdmissionReview, own: KubeClient, clusterDefault: EvictionStrategy): Promise<AdmissionReview> {
   const request = review.request;
@@ -30,11 +30,7 @@ export async function reviewEviction(review: AdmissionReview, own: KubeClient, c
   if (vmi?.metadata.uid !== owner.uid) return allow(request.uid);
   const decision = evictionDecision(vmi, clusterDefault);
   if (!decision.allow) {
-    return {
-      apiVersion: "admission.k8s.io/v1",
-      kind: "AdmissionReview",
-      response: { uid: request.uid, allowed: false, status: { code: 429, reason: "TooManyRequests", message: decision.message, details: { causes: [] } } },
-    };
+    return admissionAnswer(request.uid, { allowed: false, status: { code: 429, reason: "TooManyRequests", message: decision.message, details: { causes: [] } } });
   }
   const node = pod.spec?.nodeName;
   // A dry run (kubectl drain --dry-run=server) changes nothing, as the webhook's sideEffects (NoneOnDryRun) promise.

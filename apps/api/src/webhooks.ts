@@ -33,6 +33,11 @@ type JsonPatch = ({ op: "add" | "replace"; path: string; value: unknown } | { op
 
 export type WebhookKind = "virtualmachines" | "virtualmachineinstances";
 
+/** The AdmissionReview that answers the request of that uid. */
+export function admissionAnswer(uid: string, response: Omit<AdmissionResponse, "uid">): AdmissionReview {
+  return { apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", response: { uid, ...response } };
+}
+
 const specOf = (object: unknown) => (object as { spec?: unknown } | undefined)?.spec;
 
 /**
@@ -59,7 +64,7 @@ interface VmValidationContext {
 export function validate(review: AdmissionReview, kind: WebhookKind, context: VmValidationContext = { sources: {}, warnings: [], refusals: [] }): AdmissionReview {
   const request = review.request;
   if (!request) throw new Error("the AdmissionReview has no request");
-  const answer = (response: Omit<AdmissionResponse, "uid">): AdmissionReview => ({ apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", response: { uid: request.uid, ...response } });
+  const answer = (response: Omit<AdmissionResponse, "uid">) => admissionAnswer(request.uid, response);
   if (request.operation === "UPDATE" && isDeepStrictEqual(specOf(request.object), specOf(request.oldObject))) return answer({ allowed: true });
   const validated = kind === "virtualmachines" ? validateVirtualMachine(request.object, context.sources) : validateVirtualMachineInstance(request.object);
   const causes = [...context.refusals, ...(validated.ok ? [] : validated.causes)];
