@@ -85,6 +85,15 @@ function containerDiskInitContainers(vmi: VirtualMachineInstance, config: Launch
 /** How long a launcher may take to start libvirt and its socket before the kubelet gives up on it (its startup probe, once a second). */
 const LAUNCHER_STARTUP_SECONDS = 600;
 
+/** Files only the launcher's group (the pod's fsGroup) may read: what the pod mounts from Secrets. */
+const LAUNCHER_GROUP_ONLY = 0o440;
+
+/** A Secret as a pod volume, readable by the launcher's group alone. */
+const secretVolume = (name: string, secretName: string, optional?: boolean) => ({
+  name,
+  secret: { secretName, defaultMode: LAUNCHER_GROUP_ONLY, ...(optional !== undefined ? { optional } : {}) },
+});
+
 /** How long a projected ServiceAccount token lasts (the kubelet's default for a pod's own token). */
 const TOKEN_SECONDS = 3607;
 
@@ -99,13 +108,13 @@ function configPodVolumes(vmi: VirtualMachineInstance): NonNullable<PodSpec["vol
     const source = volumes.get(volume);
     if (source?.configMap) return [{ name: podVolume, configMap: { name: source.configMap.name, ...(source.configMap.optional !== undefined ? { optional: source.configMap.optional } : {}) } }];
     // Readable by the launcher's group (the pod's fsGroup) only.
-    if (source?.secret) return [{ name: podVolume, secret: { secretName: source.secret.secretName, defaultMode: 0o440, ...(source.secret.optional !== undefined ? { optional: source.secret.optional } : {}) } }];
+    if (source?.secret) return [secretVolume(podVolume, source.secret.secretName, source.secret.optional)];
     if (source?.serviceAccount) {
       // What a pod's own token volume holds: the token, the cluster's CA and the namespace.
       return [{
         name: podVolume,
         projected: {
-          defaultMode: 0o440,
+          defaultMode: LAUNCHER_GROUP_ONLY,
           sources: [
             { serviceAccountToken: { path: "token", expirationSeconds: TOKEN_SECONDS } },
             { configMap: { name: "kube-root-ca.crt", items: [{ key: "ca.crt", path: "ca.crt" }] } },
@@ -250,10 +259,10 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
           ? [{ name: LauncherVolume.tools, emptyDir: { sizeLimit: "16Mi" } }, { name: LauncherVolume.containerDisks, emptyDir: {} }, { name: LauncherVolume.kernelBoot, emptyDir: {} }]
           : []),
         // Readable by the launcher's group (the pod's fsGroup) only; the pod does not start until the Secret exists.
-        ...secrets.map((m) => ({ name: m.podVolume, secret: { secretName: m.secretName, defaultMode: 0o440 } })),
+        ...secrets.map((m) => secretVolume(m.podVolume, m.secretName)),
         ...configPodVolumes(vmi),
         // SSH public keys: readable by the launcher's group alone, as the cloud-init Secrets are.
-        ...credentials.map((c) => ({ name: c.podVolume, secret: { secretName: c.secretName, defaultMode: 0o440 } })),
+        ...credentials.map((c) => secretVolume(c.podVolume, c.secretName)),
       ],
     },
   };
