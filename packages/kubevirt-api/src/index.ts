@@ -16,6 +16,8 @@ export * from "./eviction.ts";
 export * from "./launcher-pod.ts";
 export * from "./cloud-init-secrets.ts";
 export * from "./config-volumes.ts";
+export * from "./claims.ts";
+export * from "./disk-targets.ts";
 export * from "./access-credentials.ts";
 export * from "./resources.ts";
 export * from "./launcher-layout.ts";

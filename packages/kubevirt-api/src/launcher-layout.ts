@@ -1,5 +1,6 @@
 import { CLOUD_INIT_SECRETS_DIR } from "./cloud-init-secrets.ts";
 import { ACCESS_CREDENTIALS_DIR } from "./access-credentials.ts";
+import { CLAIM_DEVICES_DIR, CLAIM_DISKS_DIR } from "./claims.ts";
 import { CONFIG_VOLUMES_DIR } from "./config-volumes.ts";
 import type { PortForward } from "./constants.ts";
 
@@ -27,6 +28,9 @@ export const LauncherDir = {
   configVolumes: CONFIG_VOLUMES_DIR,
   /** Where the access credentials' Secrets are mounted (see access-credentials.ts). */
   accessCredentials: ACCESS_CREDENTIALS_DIR,
+  /** Where Filesystem-mode claims are mounted, and where Block-mode claims' devices are (see claims.ts). */
+  claimDisks: CLAIM_DISKS_DIR,
+  claimDevices: CLAIM_DEVICES_DIR,
 } as const;
 
 /** The pod's volume names. */
@@ -85,6 +89,8 @@ export const LauncherEnv = {
   cloudInitSecretsDir: "CLOUD_INIT_SECRETS_DIR",
   configVolumesDir: "CONFIG_VOLUMES_DIR",
   accessCredentialsDir: "ACCESS_CREDENTIALS_DIR",
+  claimDisksDir: "CLAIM_DISKS_DIR",
+  claimDevicesDir: "CLAIM_DEVICES_DIR",
   /** KubeVirt's useEmulation: "true" lets the guest run with QEMU's emulation where KVM is unusable. */
   allowEmulation: "ALLOW_EMULATION",
   /** How long the guest has to shut down when the pod is asked to stop, in seconds. */
@@ -107,6 +113,8 @@ export function launcherEnv(settings: LauncherSettings): { name: string; value: 
     cloudInitSecretsDir: LauncherDir.cloudInitSecrets,
     configVolumesDir: LauncherDir.configVolumes,
     accessCredentialsDir: LauncherDir.accessCredentials,
+    claimDisksDir: LauncherDir.claimDisks,
+    claimDevicesDir: LauncherDir.claimDevices,
     allowEmulation: String(settings.allowEmulation),
     gracePeriodSeconds: String(settings.gracePeriodSeconds),
   };

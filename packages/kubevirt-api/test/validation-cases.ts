@@ -23,6 +23,14 @@ export const validationCases: ValidationCase[] = [
   // Valid.
   { name: "KubeVirt's example VM with a containerDisk and cloud-init", object: example("vm-containerdisk-cloudinit.yaml"), apiServer: "accepts" },
   { name: "a VMI with an emptyDisk", object: example("vmi-emptydisk.yaml"), apiServer: "accepts" },
+  {
+    name: "a VM with a disk on a claim, and an ISO on a read-only claim as a CD-ROM",
+    object: newVm(newVmiSpec((s) => {
+      s.domain.devices.disks?.push({ name: "data", disk: { bus: "virtio" } }, { name: "installer", cdrom: { bus: "sata" }, bootOrder: 2 });
+      s.volumes?.push({ name: "data", persistentVolumeClaim: { claimName: "data" } }, { name: "installer", persistentVolumeClaim: { claimName: "debian-iso", readOnly: true } });
+    })),
+    apiServer: "accepts",
+  },
   { name: "the Debian guest example with a cloud-init user", object: example("vm-debian.yaml"), apiServer: "accepts" },
   ...(["Always", "RerunOnFailure", "Manual", "Halted", "Once"] as const).map(
     (runStrategy): ValidationCase => ({
@@ -534,12 +542,21 @@ export const validationCases: ValidationCase[] = [
     invalid: { field: `${tpl}.domain.devices.interfaces[0].bridge`, message: /is not supported yet.*use masquerade/ },
   },
   {
-    name: "a PersistentVolumeClaim volume, not supported yet",
+    name: "a claim as a LUN, not supported yet",
     object: newVm(newVmiSpec((s) => {
       s.domain.devices.disks?.push({ name: "data", lun: { bus: "scsi" } });
       s.volumes?.push({ name: "data", persistentVolumeClaim: { claimName: "data" } });
     })),
-    invalid: { field: `${tpl}.volumes[1].persistentVolumeClaim`, message: /is not supported yet: the launcher cannot attach a claim/ },
+    invalid: { field: `${tpl}.domain.devices.disks[1].lun`, message: /is not supported yet: it passes a Block-mode claim's SCSI device through/ },
+    apiServer: "accepts",
+  },
+  {
+    name: "a claim whose name is no object name",
+    object: newVm(newVmiSpec((s) => {
+      s.domain.devices.disks?.push({ name: "data", disk: { bus: "virtio" } });
+      s.volumes?.push({ name: "data", persistentVolumeClaim: { claimName: "Data_Disk" } });
+    })),
+    invalid: { field: `${tpl}.volumes[1].persistentVolumeClaim.claimName`, message: /name a PersistentVolumeClaim in the VMI's namespace/ },
     apiServer: "accepts",
   },
   {

@@ -1,4 +1,4 @@
-import { ControllerManager, type EventHandler, Expectations, type KubeClient, type KubeObject, type Pod, type WorkQueue, createEventRecorder, keyOf, resources } from "@kubevirt-ts/kube";
+import { ControllerManager, type EventHandler, Expectations, type KubeClient, type KubeObject, type PersistentVolumeClaim, type Pod, type WorkQueue, createEventRecorder, keyOf, resources } from "@kubevirt-ts/kube";
 import {
   Kind, LAUNCHER_PODS_BY_VMI, Label, LabelValue, type VirtualMachine, type VirtualMachineInstance, kubevirtResources, launcherPodIndex,
 } from "@kubevirt-ts/kubevirt-api";
@@ -7,10 +7,11 @@ import type { Registry } from "prom-client";
 import { controllerOf } from "./common/owner.ts";
 import { createVmReconciler } from "./vm/controller.ts";
 import { createVmiReconciler } from "./vmi/controller.ts";
+import { VMIS_BY_CLAIM, claimEvents, vmisByClaim } from "./vmi/claim-events.ts";
 import { VMIS_BY_UID, launcherPodEvents, unownedLauncherPods, vmisByUid } from "./vmi/pod-events.ts";
 import type { LauncherPodConfig } from "./vmi/pod.ts";
 
-// The controller process: informers for VMs, VMIs and launcher pods that
+// The controller process: informers for VMs, VMIs, launcher pods and claims that
 // only enqueue keys, and the VM and VMI controllers working off two queues.
 // Every cached object is also looked at again every resync period, so that
 // whatever state the cluster is in, the controllers converge from it.
@@ -85,7 +86,7 @@ export function createControllers(config: ControllersConfig): ControllerManager 
   const { namespace } = config;
   const resyncMs = config.resyncMs ?? RESYNC_MS;
   const vms = manager.informer<VirtualMachine>({ client, type: kubevirtResources.virtualMachines, namespace, resyncMs });
-  const vmis = manager.informer<VirtualMachineInstance>({ client, type: kubevirtResources.virtualMachineInstances, namespace, resyncMs, indexers: { [VMIS_BY_UID]: vmisByUid } });
+  const vmis = manager.informer<VirtualMachineInstance>({ client, type: kubevirtResources.virtualMachineInstances, namespace, resyncMs, indexers: { [VMIS_BY_UID]: vmisByUid, [VMIS_BY_CLAIM]: vmisByClaim } });
   const pods = manager.informer<Pod>({
     client,
     type: resources.pods,
@@ -94,6 +95,7 @@ export function createControllers(config: ControllersConfig): ControllerManager 
     labelSelector: `${Label.App}=${LabelValue.Launcher}`,
     indexers: { [LAUNCHER_PODS_BY_VMI]: launcherPodIndex },
   });
+  const claims = manager.informer<PersistentVolumeClaim>({ client, type: resources.persistentVolumeClaims, namespace, resyncMs });
   const unowned = unownedLauncherPods({ client, pods, vmis, recorder, log, registry });
 
   vms.addHandler(enqueueSelf<VirtualMachine>(vmQueue));
@@ -106,9 +108,10 @@ export function createControllers(config: ControllersConfig): ControllerManager 
   );
   pods.addHandler(launcherPodEvents(vmiQueue, vmis, vmiExpectations));
   pods.addHandler(unowned.handler);
+  claims.addHandler(claimEvents(vmiQueue, vmis));
 
-  manager.controller({ name: "vm", primary: vms, queue: vmQueue, workers, reconcile: createVmReconciler({ client, vms, vmis, expectations: vmExpectations, recorder, log, now }) });
-  manager.controller({ name: "vmi", primary: vmis, queue: vmiQueue, workers, reconcile: createVmiReconciler({ client, vmis, pods, expectations: vmiExpectations, recorder, log, now, pod: config.pod }) });
+  manager.controller({ name: "vm", primary: vms, queue: vmQueue, workers, reconcile: createVmReconciler({ client, vms, vmis, claims, expectations: vmExpectations, recorder, log, now }) });
+  manager.controller({ name: "vmi", primary: vmis, queue: vmiQueue, workers, reconcile: createVmiReconciler({ client, vmis, pods, claims, expectations: vmiExpectations, recorder, log, now, pod: config.pod }) });
   // Unowned pods are reported by the leader, beginning with those already cached.
   manager.onSynced(() => {
     unowned.start(pods.list());

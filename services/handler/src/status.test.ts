@@ -31,6 +31,14 @@ describe("handlerStatus", () => {
     if (phase !== from) expect(isAllowedTransition(from, phase ?? from, PhaseOwner.Handler)).toBe(true);
   });
 
+  it("reports each volume's device in the guest once the domain runs", () => {
+    const given = vmi("Scheduled");
+    given.spec.domain.devices.disks = [{ name: "root", disk: { bus: "virtio" } }, { name: "data", disk: { bus: "virtio" } }];
+    given.status = { ...given.status, volumeStatus: [{ name: "data", target: "", persistentVolumeClaimInfo: { claimName: "data" } }, { name: "root", target: "" }] };
+    expect(handlerStatus(given, { state: "Running" }, pod, now).volumeStatus).toEqual([{ name: "data", target: "vdb", persistentVolumeClaimInfo: { claimName: "data" } }, { name: "root", target: "vda" }]);
+    expect(handlerStatus(given, { state: "NoDomain" }, pod, now).volumeStatus?.map((v) => v.target)).toEqual(["", ""]);
+  });
+
   it("records when the VMI started running", () => {
     expect(handlerStatus(vmi("Scheduled"), { state: "Running" }, pod, now).phaseTransitionTimestamps?.at(-1)).toEqual({ phase: "Running", phaseTransitionTimestamp: "2026-01-01T00:01:00Z" });
   });

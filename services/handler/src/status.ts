@@ -1,6 +1,6 @@
 import { type PodStatus, findCondition, kubeTime, removeCondition, setCondition } from "@kubevirt-ts/kube";
 import type { DomainStatus } from "@kubevirt-ts/launcher-protocol";
-import { type Condition, type GuestOsInfo, type VirtualMachineInstance, VmiConditionType, VmiPhase, type VmiStatus, withPhase } from "@kubevirt-ts/kubevirt-api";
+import { type Condition, type GuestOsInfo, type VirtualMachineInstance, VmiConditionType, VmiPhase, type VmiStatus, diskTargets, withPhase } from "@kubevirt-ts/kubevirt-api";
 
 // The VMI status the handler reports from its launcher's domain: a pure
 // function of the VMI, the domain's state and the launcher pod's addresses.
@@ -77,6 +77,11 @@ export function handlerStatus(vmi: VirtualMachineInstance, domain: ObservedDomai
   const ips = pod.podIPs?.map((p) => p.ip) ?? (pod.podIP ? [pod.podIP] : []);
   if (running && ips.length > 0) {
     status.interfaces = (vmi.spec.domain.devices.interfaces ?? []).map((iface) => ({ name: iface.name, ipAddress: ips[0], ipAddresses: ips, infoSource: "domain" }));
+  }
+  // Each volume's device in the guest, once its domain runs, as KubeVirt's handler reports it from the domain.
+  if (running && status.volumeStatus) {
+    const targets = diskTargets(vmi.spec);
+    status.volumeStatus = status.volumeStatus.map((v) => ({ ...v, target: targets.get(v.name) ?? v.target }));
   }
   return status;
 }

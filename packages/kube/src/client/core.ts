@@ -1,4 +1,4 @@
-import type { CoreV1Event, V1NodeSpec, V1NodeStatus, V1PodSpec, V1PodStatus } from "@kubernetes/client-node";
+import type { CoreV1Event, V1NodeSpec, V1NodeStatus, V1PersistentVolumeClaimSpec, V1PersistentVolumeClaimStatus, V1PodSpec, V1PodStatus } from "@kubernetes/client-node";
 import type { KubeObject } from "./types.ts";
 
 // The Kubernetes core objects the components read and write, taken from
@@ -15,6 +15,11 @@ export type PodStatus = Wire<V1PodStatus>;
 export interface Pod extends KubeObject {
   spec?: PodSpec;
   status?: PodStatus;
+}
+
+export interface PersistentVolumeClaim extends KubeObject {
+  spec?: Wire<V1PersistentVolumeClaimSpec>;
+  status?: Wire<V1PersistentVolumeClaimStatus>;
 }
 
 export interface Node extends KubeObject {

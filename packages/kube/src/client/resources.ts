@@ -20,6 +20,7 @@ export const resources = {
   nodes: { group: "", version: "v1", plural: "nodes", namespaced: false },
   namespaces: { group: "", version: "v1", plural: "namespaces", namespaced: false },
   configMaps: { group: "", version: "v1", plural: "configmaps", namespaced: true },
+  persistentVolumeClaims: { group: "", version: "v1", plural: "persistentvolumeclaims", namespaced: true },
   podDisruptionBudgets: { group: "policy", version: "v1", plural: "poddisruptionbudgets", namespaced: true },
   selfSubjectAccessReviews: { group: "authorization.k8s.io", version: "v1", plural: "selfsubjectaccessreviews", namespaced: false },
   subjectAccessReviews: { group: "authorization.k8s.io", version: "v1", plural: "subjectaccessreviews", namespaced: false },

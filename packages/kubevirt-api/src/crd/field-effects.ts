@@ -44,8 +44,8 @@ const declaredPorts = effect(POD, "carries the guest's declared ports, named");
 const scheduling = effect(POD, "passes scheduling constraints through");
 // An interface connects to the network of its name; the case shows a name that matches none refused.
 const interfaceToNetwork = effect(VALIDATION_CASES, "an interface without a network");
-const lun = notYetProven("a LUN needs a persistentVolumeClaim volume, which is refused ('a PersistentVolumeClaim volume, not supported yet'), so none is admitted; no case tests a LUN on another volume");
-const claim = refused(VALIDATION_CASES, "a PersistentVolumeClaim volume, not supported yet");
+const lun = refused(VALIDATION_CASES, "a claim as a LUN, not supported yet");
+const claim = effect(POD, "are pod volumes of the same claims, read-only when the volume asks");
 const sized = effect(CONTROLLER, "size the VMI from a ControllerRevision owned by the VM");
 const LAUNCHER = "services/launcher/test/launcher.integration.test.ts";
 const CONFIG_DISK = "services/launcher/test/config-disk.integration.test.ts";
@@ -324,7 +324,7 @@ const preferenceEffects: Record<string, FieldEffect> = {
   "preference:spec.cpu.spreadOptions.ratio": spread,
   "preference:spec.devices.preferredDiskBus": filledIn,
   "preference:spec.devices.preferredCdromBus": filledIn,
-  "preference:spec.devices.preferredLunBus": notYetProven("would set the bus of LUNs, but no LUN is admitted (it needs a refused persistentVolumeClaim): no effect until claims are supported"),
+  "preference:spec.devices.preferredLunBus": notYetProven("would set the bus of LUNs, but no LUN is admitted (a claim as a LUN is refused): no effect until LUNs are supported"),
   "preference:spec.devices.preferredDiskCache": notYetProven("fills in the cache of disks that name none; no test sets it"),
   "preference:spec.devices.preferredInterfaceModel": filledIn,
   "preference:spec.devices.preferredRng": filledIn,

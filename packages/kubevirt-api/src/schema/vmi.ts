@@ -425,6 +425,27 @@ export const guestOsInfo = z.object({
   machine: z.string().optional(),
 });
 
+/** What a VMI's volume on a claim knows of the claim, in KubeVirt's names (quantities as strings). */
+export const persistentVolumeClaimInfo = z.object({
+  claimName: z.string().optional(),
+  accessModes: z.array(z.string()).optional(),
+  volumeMode: z.string().optional(),
+  capacity: z.record(z.string(), z.string()).optional().describe("The claim's status.capacity."),
+  requests: z.record(z.string(), z.string()).optional().describe("The claim's spec.resources.requests."),
+  preallocated: z.boolean().optional(),
+  filesystemOverhead: z.string().optional().describe("The share of a Filesystem-mode claim its disk image leaves free when it is grown."),
+});
+
+export const volumeStatus = z.object({
+  name: z.string(),
+  target: z.string().describe("The guest's device name (vda, sdb, ...), once the domain runs."),
+  phase: z.string().optional(),
+  reason: z.string().optional(),
+  message: z.string().optional(),
+  size: z.number().int().optional(),
+  persistentVolumeClaimInfo: persistentVolumeClaimInfo.optional(),
+});
+
 export const vmiStatus = z.object({
   phase: z.enum(VMI_PHASES).optional(),
   reason: z.string().optional(),
@@ -440,6 +461,7 @@ export const vmiStatus = z.object({
   qosClass: z.string().optional(),
   activePods: z.record(z.string(), z.string()).optional().describe("Launcher pods by UID, with the node each runs on."),
   evacuationNodeName: z.string().optional().describe("The node the VMI is to leave: set when its launcher pod's eviction was asked for and its evictionStrategy is External."),
+  volumeStatus: z.array(volumeStatus).optional().describe("Each volume: its device in the guest and, for a claim, what the claim holds."),
 });
 
 export const virtualMachineInstance = z.object({
@@ -452,6 +474,7 @@ export const virtualMachineInstance = z.object({
 
 export type VmiSpec = z.infer<typeof vmiSpec>;
 export type VmiStatus = z.infer<typeof vmiStatus>;
+export type VolumeStatus = z.infer<typeof volumeStatus>;
 export type GuestOsInfo = z.infer<typeof guestOsInfo>;
 export type VirtualMachineInstance = z.infer<typeof virtualMachineInstance>;
 export type Disk = z.infer<typeof disk>;

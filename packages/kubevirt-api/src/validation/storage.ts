@@ -40,6 +40,8 @@ function validateDisk(disk: Disk, path: string, volumes: ReadonlyMap<string, Vol
   }
   if (disk.lun && volumes.get(disk.name)?.persistentVolumeClaim === undefined && volumes.has(disk.name)) {
     causes.invalid(`${path}.lun`, "needs a persistentVolumeClaim volume; attach other volumes as disk or cdrom");
+  } else if (disk.lun) {
+    causes.notSupported(`${path}.lun`, "is not supported yet: it passes a Block-mode claim's SCSI device through to the guest, which kubevirt-ts does not do; attach the claim as a disk");
   }
   if (disk.bootOrder !== undefined && disk.bootOrder < 1) {
     causes.invalid(`${path}.bootOrder`, `must be 1 or more when set, got ${disk.bootOrder}`);
@@ -104,8 +106,8 @@ function validateVolume(volume: Volume, path: string, causes: Causes): void {
     }
   }
   if (volume.persistentVolumeClaim) {
-    // Accepted by the schema so that KubeVirt's manifests get this answer rather than "unknown field".
-    causes.notSupported(`${path}.persistentVolumeClaim`, "is not supported yet: the launcher cannot attach a claim; use a containerDisk for the image and an emptyDisk for scratch space");
+    const problem = dnsSubdomainProblem(volume.persistentVolumeClaim.claimName);
+    if (problem) causes.invalid(`${path}.persistentVolumeClaim.claimName`, `${problem}; name a PersistentVolumeClaim in the VMI's namespace`);
   }
   if (volume.cloudInitNoCloud) validateCloudInit(volume.cloudInitNoCloud, `${path}.cloudInitNoCloud`, causes);
   if (volume.cloudInitConfigDrive) validateCloudInit(volume.cloudInitConfigDrive, `${path}.cloudInitConfigDrive`, causes);

@@ -1,8 +1,8 @@
 import {
-  type EventRecorder, type Expectations, type Informer, type KubeClient, type Reconcile, WrittenVersions, addFinalizer, isAlreadyExists, isNotFound, kubeTime, removeFinalizer, writeStatusIfChanged,
+  type EventRecorder, type Expectations, type Informer, type KubeClient, type PersistentVolumeClaim, type Reconcile, WrittenVersions, addFinalizer, isAlreadyExists, isNotFound, kubeTime, removeFinalizer, writeStatusIfChanged,
 } from "@kubevirt-ts/kube";
 import {
-  API_VERSION, EventReason, Finalizer, Kind, Label, type VirtualMachine, type VirtualMachineInstance, type VmStatus, defaultVmiSpec, runStrategyOf, kubevirtResources,
+  API_VERSION, EventReason, Finalizer, Kind, Label, type VirtualMachine, type VirtualMachineInstance, type VmStatus, claimVolumes, defaultVmiSpec, runStrategyOf, kubevirtResources,
 } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { controllerOf, controllerRef } from "../common/owner.ts";
@@ -18,10 +18,20 @@ export interface VmControllerDeps {
   client: KubeClient;
   vms: Informer<VirtualMachine>;
   vmis: Informer<VirtualMachineInstance>;
+  /** PersistentVolumeClaims: whether the VM's claims are bound yet. */
+  claims: Informer<PersistentVolumeClaim>;
   expectations: Expectations;
   recorder: EventRecorder;
   log: Logger;
   now: () => Date;
+}
+
+/** Whether a claim the VM's volumes name exists but is not bound yet (KubeVirt's WaitingForVolumeBinding). */
+function unboundClaims(vm: VirtualMachine, claims: Informer<PersistentVolumeClaim>): boolean {
+  return claimVolumes(vm.spec.template.spec).some((c) => {
+    const claim = claims.get(`${vm.metadata.namespace ?? ""}/${c.claimName}`);
+    return claim !== undefined && claim.status?.phase !== "Bound";
+  });
 }
 
 /**
@@ -156,6 +166,7 @@ export function createVmReconciler(deps: VmControllerDeps): Reconcile {
     const startFailure = vmi?.status?.phase === "Running" ? undefined : outcome.startFailure;
     const status = deriveVmStatus({
       vm, vmi, runStrategy, requests: decision.requests, action: outcome.action, startFailure, syncError: outcome.error ?? sizing.problem, now: now(),
+      unboundClaims: unboundClaims(vm, deps.claims),
       instancetypeRef: sizing.instancetypeRef, preferenceRef: sizing.preferenceRef,
     });
     const updated = await writeStatusIfChanged(client, kubevirtResources.virtualMachines, vm, status);

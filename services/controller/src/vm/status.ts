@@ -19,6 +19,8 @@ export interface VmStatusInput {
   now: Date;
   /** The instancetype and preference the VM runs with, captured in ControllerRevisions (undefined: none, or not found). */
   instancetypeRef?: VmStatus["instancetypeRef"];
+  /** A claim the VM's volumes name exists but is not bound yet. */
+  unboundClaims?: boolean;
   preferenceRef?: VmStatus["preferenceRef"];
 }
 
@@ -36,10 +38,14 @@ export function printableStatus(input: VmStatusInput): PrintableStatus {
   if (phase === VmiPhase.Running) {
     return vmiCondition(vmi, VmiConditionType.Paused)?.status === "True" ? PrintableStatus.Paused : PrintableStatus.Running;
   }
-  const scheduled = vmiCondition(vmi, VmiConditionType.PodScheduled);
-  if (vmi && !isFinalPhase(phase) && scheduled?.status === "False" && scheduled.reason === "Unschedulable") return PrintableStatus.ErrorUnschedulable;
   const synchronized = vmiCondition(vmi, VmiConditionType.Synchronized);
-  if (vmi && !isFinalPhase(phase) && synchronized?.status === "False") {
+  const live = vmi !== undefined && !isFinalPhase(phase);
+  if (live && synchronized?.status === "False" && synchronized.reason === "FailedPvcNotFound") return PrintableStatus.ErrorPvcNotFound;
+  const scheduled = vmiCondition(vmi, VmiConditionType.PodScheduled);
+  if (live && scheduled?.status === "False" && scheduled.reason === "Unschedulable") return PrintableStatus.ErrorUnschedulable;
+  const startWanted = live || action.kind === "create" || (requests[0]?.action === "Start" && runStrategy !== "Halted");
+  if (startWanted && input.unboundClaims === true) return PrintableStatus.WaitingForVolumeBinding;
+  if (live && synchronized?.status === "False") {
     if (synchronized.reason === "ErrImagePull") return PrintableStatus.ErrImagePull;
     if (synchronized.reason === "ImagePullBackOff") return PrintableStatus.ImagePullBackOff;
   }

@@ -1,12 +1,13 @@
 import {
-  type EventRecorder, type Expectations, type Informer, type KubeClient, type Pod, type Reconcile, WrittenVersions, addFinalizer, findCondition, isAlreadyExists, isNotFound, keyOf, removeFinalizer, resources, writeStatusIfChanged,
+  type EventRecorder, type Expectations, type Informer, type KubeClient, type PersistentVolumeClaim, type Pod, type Reconcile, WrittenVersions, addFinalizer, findCondition, isAlreadyExists, isNotFound, keyOf, removeFinalizer, resources, writeStatusIfChanged,
 } from "@kubevirt-ts/kube";
 import {
   EventReason, Finalizer, LAUNCHER_PODS_BY_VMI, Label, type VirtualMachineInstance, VmiConditionType, isLauncherPodOf, launcherPodsKeyOf, isFinalPhase, needsDisruptionBudget, summarize, validateVirtualMachineInstance, kubevirtResources,
 } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
 
-import { type VmiAction, decideVmi, deriveVmiStatus } from "./decide.ts";
+import { claimsOf } from "./claim-events.ts";
+import { type VmiAction, type VmiObservation, decideVmi, deriveVmiStatus } from "./decide.ts";
 import { launcherDisruptionBudget } from "./disruption-budget.ts";
 import { type LauncherPodConfig, launcherDeletionGrace, launcherPod } from "./pod.ts";
 
@@ -20,6 +21,8 @@ export interface VmiControllerDeps {
   vmis: Informer<VirtualMachineInstance>;
   /** Launcher pods, indexed (LAUNCHER_PODS_BY_VMI) by the VMI that owns them. */
   pods: Informer<Pod>;
+  /** PersistentVolumeClaims, all of them in the namespaces watched. */
+  claims: Informer<PersistentVolumeClaim>;
   expectations: Expectations;
   recorder: EventRecorder;
   log: Logger;
@@ -46,13 +49,14 @@ export function createVmiReconciler(deps: VmiControllerDeps): Reconcile {
   }
 
   /** Carries the action out; a pod it created is returned, so that the status written next already says Scheduling. */
-  async function execute(vmi: VirtualMachineInstance, action: VmiAction, key: string): Promise<Pod | undefined> {
+  async function execute(o: VmiObservation, action: VmiAction, key: string): Promise<Pod | undefined> {
+    const { vmi } = o;
     if (action.kind === "createPod") {
       // The budget first: a pod that must not be evicted is never without it.
       await ensureDisruptionBudget(vmi);
       expectations.expectCreations(key, 1);
       try {
-        const pod = await client.create<Pod>(resources.pods, vmi.metadata.namespace, launcherPod(vmi, deps.pod));
+        const pod = await client.create<Pod>(resources.pods, vmi.metadata.namespace, launcherPod(vmi, deps.pod, o.claims));
         recorder.record(vmi, "Normal", EventReason.SuccessfulCreate, `Created virtual machine pod ${pod.metadata.name ?? ""}`);
         return pod;
       } catch (error) {
@@ -96,7 +100,8 @@ export function createVmiReconciler(deps: VmiControllerDeps): Reconcile {
       .sort((a, b) => (a.metadata.creationTimestamp ?? "").localeCompare(b.metadata.creationTimestamp ?? ""));
 
     if (cached.metadata.deletionTimestamp) {
-      await execute(cached, decideVmi({ vmi: cached, pods: owned, invalid: undefined, now: now() }), key);
+      const observation = { vmi: cached, pods: owned, invalid: undefined, claims: new Map(), now: now() };
+      await execute(observation, decideVmi(observation), key);
       if (owned.length === 0) await removeFinalizer(client, kubevirtResources.virtualMachineInstances, cached, Finalizer.VmiController);
       return undefined;
     }
@@ -108,8 +113,8 @@ export function createVmiReconciler(deps: VmiControllerDeps): Reconcile {
       log.warn("the VMI's spec is invalid; waiting for it to change", { vmi: keyOf(vmi), causes: invalid });
     }
     if (owned.length > 0 && !isFinalPhase(vmi.status?.phase)) await ensureDisruptionBudget(vmi);
-    const observation = { vmi, pods: owned, invalid, now: now() };
-    const created = await execute(vmi, decideVmi(observation), key);
+    const observation = { vmi, pods: owned, invalid, claims: claimsOf(vmi, deps.claims), now: now() };
+    const created = await execute(observation, decideVmi(observation), key);
     const status = deriveVmiStatus(created ? { ...observation, pods: [created] } : observation);
     // The label lets the handler of the node watch its own VMIs only, as KubeVirt's does; it goes in the same write.
     const labels = status.nodeName ? { [Label.NodeName]: status.nodeName } : undefined;

@@ -1,4 +1,4 @@
-import { PhaseOwner, type VirtualMachineInstance, VmiPhase, isAllowedTransition, isHandedOver } from "@kubevirt-ts/kubevirt-api";
+import { type ClaimObject, PhaseOwner, type VirtualMachineInstance, VmiPhase, isAllowedTransition, isHandedOver } from "@kubevirt-ts/kubevirt-api";
 import { describe, expect, it } from "vitest";
 import { type VmiObservation, decideVmi, deriveVmiStatus } from "./decide.ts";
 import type { Pod } from "@kubevirt-ts/kube";
@@ -33,7 +33,19 @@ const runningReady = pod("p1", { phase: "Running", conditions: [{ type: "Ready",
 const startedGuestNotReady = pod("p1", { phase: "Running", conditions: [{ type: "Ready", status: "False" }], containerStatuses: [{ ...launcherContainer(true), ready: false }] });
 const failedPod = pod("p1", { phase: "Failed", message: "OOMKilled" });
 
-const observe = (v: VirtualMachineInstance, pods: Pod[], invalid?: string): VmiObservation => ({ vmi: v, pods, invalid, now });
+const observe = (v: VirtualMachineInstance, pods: Pod[], invalid?: string, claims: ReadonlyMap<string, ClaimObject> = new Map()): VmiObservation => ({ vmi: v, pods, invalid, claims, now });
+
+/** A VMI with a disk on the claim "data", and that claim, bound, of 2Gi requested and 2Gi provided. */
+const withClaim = (): VirtualMachineInstance => {
+  const v = vmi();
+  v.spec.volumes = [...(v.spec.volumes ?? []), { name: "data", persistentVolumeClaim: { claimName: "data-claim" } }];
+  return v;
+};
+const dataClaim: ClaimObject = {
+  metadata: { name: "data-claim" },
+  spec: { accessModes: ["ReadWriteOnce"], volumeMode: "Filesystem", resources: { requests: { storage: "2Gi" } } },
+  status: { phase: "Bound", capacity: { storage: "2Gi" } },
+};
 
 describe("decideVmi", () => {
   it.each([
@@ -45,8 +57,39 @@ describe("decideVmi", () => {
     ["a second pod is deleted", observe(vmi("Scheduling"), [pending, pod("p2", { phase: "Pending" })]), "deletePods"],
     ["a deleted VMI's pod is deleted", observe(vmi("Scheduled", { deletionTimestamp: "2026-01-01T00:00:05Z" }), [runningReady]), "deletePods"],
     ["a finished VMI's pod is deleted", observe(vmi("Failed"), [failedPod]), "deletePods"],
+    ["a VMI whose claim is missing gets no pod", observe(withClaim(), []), "none"],
+    ["a VMI whose claim is there gets its pod", observe(withClaim(), [], undefined, new Map([["data-claim", dataClaim]])), "createPod"],
   ] as const)("%s", (_name, observation, kind) => {
     expect(decideVmi(observation).kind).toBe(kind);
+  });
+});
+
+describe("deriveVmiStatus with claims", () => {
+  it("says which claim is missing, in KubeVirt's reason, and stays Pending", () => {
+    const status = deriveVmiStatus(observe(withClaim(), []));
+    expect(status.phase).toBe("Pending");
+    const synchronized = status.conditions?.find((c) => c.type === "Synchronized");
+    expect(synchronized).toMatchObject({ status: "False", reason: "FailedPvcNotFound" });
+    expect(synchronized?.message).toContain("PVC ns/data-claim does not exist");
+  });
+
+  it("reports each volume, with the claim's mode, size and access modes, sorted by name", () => {
+    const status = deriveVmiStatus(observe(withClaim(), [], undefined, new Map([["data-claim", dataClaim]])));
+    expect(status.conditions?.find((c) => c.type === "Synchronized")).toBeUndefined();
+    expect(status.volumeStatus?.map((v) => v.name)).toEqual([...(withClaim().spec.volumes ?? []).map((v) => v.name)].sort());
+    expect(status.volumeStatus?.find((v) => v.name === "data")).toEqual({
+      name: "data",
+      target: "",
+      persistentVolumeClaimInfo: {
+        claimName: "data-claim", accessModes: ["ReadWriteOnce"], volumeMode: "Filesystem", capacity: { storage: "2Gi" }, requests: { storage: "2Gi" }, preallocated: false, filesystemOverhead: "0.055",
+      },
+    });
+  });
+
+  it("keeps the targets the handler reported", () => {
+    const v = withClaim();
+    v.status = { phase: "Running", volumeStatus: [{ name: "data", target: "vdb" }] };
+    expect(deriveVmiStatus(observe(v, [runningReady], undefined, new Map([["data-claim", dataClaim]]))).volumeStatus?.find((s) => s.name === "data")?.target).toBe("vdb");
   });
 });
 

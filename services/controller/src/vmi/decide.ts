@@ -1,6 +1,6 @@
 import { type Pod, kubeTime, removeCondition, setCondition } from "@kubevirt-ts/kube";
 import {
-  type Condition, LAUNCHER_CONTAINER, type VirtualMachineInstance, VmiConditionType, VmiPhase, type VmiStatus, isFinalPhase, isHandedOver, withPhase,
+  type ClaimObject, type Condition, LAUNCHER_CONTAINER, type VirtualMachineInstance, VmiConditionType, VmiPhase, type VmiStatus, isFinalPhase, isHandedOver, missingClaims, volumeStatuses, withPhase,
 } from "@kubevirt-ts/kubevirt-api";
 import { secretsWaitMessage } from "./pod.ts";
 
@@ -18,6 +18,8 @@ export interface VmiObservation {
   pods: readonly Pod[];
   /** Why the spec cannot run, when validation refused it. */
   invalid: string | undefined;
+  /** The claims the VMI's volumes name that exist in its namespace, by name. */
+  claims: ReadonlyMap<string, ClaimObject>;
   now: Date;
 }
 
@@ -31,7 +33,9 @@ export function decideVmi(o: VmiObservation): VmiAction {
   if (vmi.metadata.deletionTimestamp || isFinalPhase(vmi.status?.phase)) return live.length > 0 ? { kind: "deletePods", pods: live } : { kind: "none" };
   // One launcher per VMI: should a second ever appear, the newer ones go.
   if (live.length > 1) return { kind: "deletePods", pods: live.slice(1) };
-  if (pods.length === 0 && (vmi.status?.phase ?? VmiPhase.Pending) === VmiPhase.Pending && o.invalid === undefined) return { kind: "createPod" };
+  // A claim that is not there yet holds the pod back, as KubeVirt's does: its pod could not start.
+  const ready = o.invalid === undefined && missingClaims(vmi.spec, o.claims).length === 0;
+  if (pods.length === 0 && (vmi.status?.phase ?? VmiPhase.Pending) === VmiPhase.Pending && ready) return { kind: "createPod" };
   return { kind: "none" };
 }
 
@@ -95,12 +99,22 @@ export function deriveVmiStatus(o: VmiObservation): VmiStatus {
     conditions = setCondition<Condition>(conditions, { type: VmiConditionType.Synchronized, status: "False", reason: "InvalidSpec", message: o.invalid }, now);
   } else if (!isFinalPhase(phase)) {
     conditions = podConditions(conditions, pod, now);
+    const missing = pod ? [] : missingClaims(vmi.spec, o.claims);
+    if (missing.length > 0) {
+      const names = missing.map((name) => `${vmi.metadata.namespace ?? ""}/${name}`).join(", ");
+      conditions = setCondition<Condition>(conditions, {
+        type: VmiConditionType.Synchronized, status: "False", reason: "FailedPvcNotFound",
+        message: `PVC ${names} does not exist, waiting for it to appear; create the PersistentVolumeClaim in namespace ${vmi.metadata.namespace ?? ""}, or change the volume's claimName`,
+      }, now);
+    }
   }
   if (isFinalPhase(phase)) {
     conditions = setCondition<Condition>(removeCondition(conditions, VmiConditionType.PodScheduled), { type: VmiConditionType.Ready, status: "False", reason: "VMIFinished", message: `The VMI is ${phase}.` }, now);
   }
   status.conditions = conditions;
   if (status.conditions.length === 0) delete status.conditions;
+  // Each volume, with what the launcher needs of its claim: reported before the launcher starts, as KubeVirt's controller does.
+  if (!isFinalPhase(phase) && (vmi.spec.volumes ?? []).length > 0) status.volumeStatus = volumeStatuses(vmi.spec, o.claims, previous.volumeStatus);
   return status;
 }
 

@@ -285,6 +285,39 @@ describe("configMap, secret, serviceAccount and downwardAPI volumes", () => {
   });
 });
 
+describe("claims", () => {
+  const claim = (name: string, volumeMode: string) => ({ metadata: { name }, spec: { volumeMode, accessModes: ["ReadWriteOnce"] }, status: { phase: "Bound" } });
+  const pod = launcherPod(vmi((v) => {
+    v.spec.volumes = [
+      { name: "root", persistentVolumeClaim: { claimName: "root-disk" } },
+      { name: "iso", persistentVolumeClaim: { claimName: "installer", readOnly: true } },
+      { name: "raw", persistentVolumeClaim: { claimName: "fast" } },
+    ];
+  }), config, new Map([["root-disk", claim("root-disk", "Filesystem")], ["installer", claim("installer", "Filesystem")], ["fast", claim("fast", "Block")]]));
+
+  it("are pod volumes of the same claims, read-only when the volume asks", () => {
+    expect(pod.spec.volumes).toEqual(expect.arrayContaining([
+      { name: "claim-0", persistentVolumeClaim: { claimName: "root-disk" } },
+      { name: "claim-1", persistentVolumeClaim: { claimName: "installer", readOnly: true } },
+      { name: "claim-2", persistentVolumeClaim: { claimName: "fast" } },
+    ]));
+  });
+
+  it("mount a Filesystem-mode claim at its volume's folder, and give a Block-mode claim as a device", () => {
+    const [compute] = pod.spec.containers;
+    expect(compute?.volumeMounts).toEqual(expect.arrayContaining([
+      { name: "claim-0", mountPath: "/var/run/kubevirt-ts/vmi-disks/root" },
+      { name: "claim-1", mountPath: "/var/run/kubevirt-ts/vmi-disks/iso", readOnly: true },
+    ]));
+    expect(compute?.volumeMounts?.some((m) => m.name === "claim-2")).toBe(false);
+    expect(compute?.volumeDevices).toEqual([{ name: "claim-2", devicePath: "/dev/vmi-disks/raw" }]);
+  });
+
+  it("are absent from the pod of a VMI without them", () => {
+    expect(launcherPod(vmi(), config).spec.containers[0]?.volumeDevices).toBeUndefined();
+  });
+});
+
 describe("secretsWaitMessage", () => {
   const launcher = (status: NonNullable<Pod["status"]>, volumes: NonNullable<Pod["spec"]>["volumes"] = [{ name: "cloud-init-1-userdata", secret: { secretName: "testvm-user" } }]): Pod => ({
     apiVersion: "v1",

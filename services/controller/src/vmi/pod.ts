@@ -1,7 +1,7 @@
 import type { Pod, PodSpec } from "@kubevirt-ts/kube";
 import {
-  type EvictionStrategy, API_VERSION, Annotation, DEFAULT_GRACE_PERIOD_SECONDS, Kind, LAUNCHER_CONTAINER, LAUNCHER_OPS_PORT, LAUNCHER_UID, Label, LabelValue, LauncherDir, LauncherVolume,
-  LAUNCHER_OPS_PORT_NAME, UNPRIVILEGED_PORT_START, type VirtualMachineInstance, accessCredentialMounts, cloudInitSecretMounts, configVolumes, launcherServiceAccount, launcherContainerProbe, launcherEnv, podNetworkPorts,
+  type ClaimObject, type EvictionStrategy, API_VERSION, Annotation, DEFAULT_GRACE_PERIOD_SECONDS, Kind, LAUNCHER_CONTAINER, LAUNCHER_OPS_PORT, LAUNCHER_UID, Label, LabelValue, LauncherDir, LauncherVolume,
+  LAUNCHER_OPS_PORT_NAME, UNPRIVILEGED_PORT_START, type VirtualMachineInstance, accessCredentialMounts, claimDevicePath, claimVolumes, cloudInitSecretMounts, configVolumes, launcherServiceAccount, launcherContainerProbe, launcherEnv, podNetworkPorts,
 } from "@kubevirt-ts/kubevirt-api";
 import { controllerRef } from "../common/owner.ts";
 import { guestMemoryBytes, memoryOverheadBytes, toMebibytes } from "./resources.ts";
@@ -152,7 +152,23 @@ export function launcherDeletionGrace(vmi: Pick<VirtualMachineInstance, "spec">,
   return Math.max(1, wanted);
 }
 
-export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConfig): Pod & { spec: PodSpec } {
+/**
+ * The VMI's claims in the pod, as KubeVirt's: each a pod volume of the claim (read-only when the volume asks), mounted
+ * at its folder under LauncherDir.claimDisks when the claim is in Filesystem mode, or given as a device under
+ * LauncherDir.claimDevices in Block mode. `claims` are the claims found, by name (the controller makes no pod before
+ * each is there).
+ */
+function claimParts(vmi: VirtualMachineInstance, claims: ReadonlyMap<string, ClaimObject>) {
+  const volumes = claimVolumes(vmi.spec);
+  const block = (claimName: string) => claims.get(claimName)?.spec?.volumeMode === "Block";
+  return {
+    volumes: volumes.map((c) => ({ name: c.podVolume, persistentVolumeClaim: { claimName: c.claimName, ...(c.readOnly ? { readOnly: true } : {}) } })),
+    mounts: volumes.filter((c) => !block(c.claimName)).map((c) => ({ name: c.podVolume, mountPath: `${LauncherDir.claimDisks}/${c.volume}`, ...(c.readOnly ? { readOnly: true } : {}) })),
+    devices: volumes.filter((c) => block(c.claimName)).map((c) => ({ name: c.podVolume, devicePath: claimDevicePath(c.volume) })),
+  };
+}
+
+export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConfig, claims: ReadonlyMap<string, ClaimObject> = new Map()): Pod & { spec: PodSpec } {
   const { name = "", namespace, uid = "" } = vmi.metadata;
   const initContainers = containerDiskInitContainers(vmi, config);
   const hasContainerDisks = initContainers.length > 0;
@@ -170,6 +186,7 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
   const configs = configVolumes(spec);
   const credentials = accessCredentialMounts(spec);
   const serviceAccount = launcherServiceAccount(spec);
+  const claimed = claimParts(vmi, claims);
   return {
     apiVersion: "v1",
     kind: "Pod",
@@ -249,7 +266,9 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
             ...secrets.map((m) => ({ name: m.podVolume, mountPath: `${LauncherDir.cloudInitSecrets}/${m.relativeDir}`, readOnly: true })),
             ...configs.map((c) => ({ name: c.podVolume, mountPath: `${LauncherDir.configVolumes}/${c.relativeDir}`, readOnly: true })),
             ...credentials.map((c) => ({ name: c.podVolume, mountPath: `${LauncherDir.accessCredentials}/${c.relativeDir}`, readOnly: true })),
+            ...claimed.mounts,
           ],
+          ...(claimed.devices.length > 0 ? { volumeDevices: claimed.devices } : {}),
         },
       ],
       volumes: [
@@ -263,6 +282,7 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
         ...configPodVolumes(vmi),
         // SSH public keys: readable by the launcher's group alone, as the cloud-init Secrets are.
         ...credentials.map((c) => secretVolume(c.podVolume, c.secretName)),
+        ...claimed.volumes,
       ],
     },
   };

@@ -1,6 +1,6 @@
 import { type VirtualMachineInstance, type VmiSpec, defaultVmiSpec } from "@kubevirt-ts/kubevirt-api";
 import { describe, expect, it } from "vitest";
-import { type DomainContext, chooseDomainType, diskSuffix, domainName, domainXml } from "./converter.ts";
+import { type DomainContext, chooseDomainType, domainName, domainXml } from "./converter.ts";
 
 function vmi(mutate: (spec: VmiSpec) => void = () => undefined): VirtualMachineInstance {
   const spec: VmiSpec = {
@@ -60,6 +60,15 @@ describe("domainXml", () => {
     ["sets the SMBIOS UUID", '<entry name="uuid">5d9e3a1c-0000-4000-8000-000000000001</entry>'],
   ])("%s", (_name, fragment) => {
     expect(base).toContain(fragment);
+  });
+
+  it("attaches a Block-mode claim as its device and a Filesystem-mode claim's image as a file, both raw", () => {
+    const xml = domainXml(vmi((s) => {
+      s.domain.devices.disks?.push({ name: "fast", disk: { bus: "virtio" } }, { name: "data", disk: { bus: "virtio" } });
+      s.volumes?.push({ name: "fast", persistentVolumeClaim: { claimName: "fast" } }, { name: "data", persistentVolumeClaim: { claimName: "data" } });
+    }), { ...ctx, disks: { ...ctx.disks, fast: { path: "/dev/vmi-disks/fast", format: "raw", type: "block" }, data: { path: "/var/run/kubevirt-ts/vmi-disks/data/disk.img", format: "raw", type: "file" } } });
+    expect(xml).toContain('<disk type="block" device="disk">\n      <driver name="qemu" type="raw" cache="none"/>\n      <source dev="/dev/vmi-disks/fast"/>');
+    expect(xml).toContain('<disk type="file" device="disk">\n      <driver name="qemu" type="raw" cache="none"/>\n      <source file="/var/run/kubevirt-ts/vmi-disks/data/disk.img"/>');
   });
 
   it.each([
@@ -232,17 +241,6 @@ describe("chooseDomainType", () => {
 });
 
 describe("names", () => {
-  it.each([
-    [0, "a"],
-    [25, "z"],
-    [26, "aa"],
-    [27, "ab"],
-    [701, "zz"],
-    [702, "aaa"],
-  ])("disk %d is %s", (index, suffix) => {
-    expect(diskSuffix(index)).toBe(suffix);
-  });
-
   it("names the domain after namespace and name", () => {
     expect(domainName(vmi())).toBe("ns_testvm");
   });

@@ -1,4 +1,4 @@
-import { type Clock, type Disk, type Features, type Ipv4Network, type VirtualMachineInstance, parseIpv4Network, parseQuantity } from "@kubevirt-ts/kubevirt-api";
+import { type Clock, type Disk, type Features, type Ipv4Network, type VirtualMachineInstance, diskBus, diskTargets, parseIpv4Network, parseQuantity } from "@kubevirt-ts/kubevirt-api";
 import { type XmlElement, el, renderXml } from "./xml.ts";
 
 // The libvirt domain of a VMI: a pure function of the VMI's (defaulted) spec
@@ -11,6 +11,8 @@ export interface PreparedDisk {
   path: string;
   format: "qcow2" | "raw";
   readonly?: boolean;
+  /** A file (the default) or a block device (a Block-mode claim). */
+  type?: "file" | "block";
 }
 
 export interface DomainContext {
@@ -42,36 +44,25 @@ export function domainName(vmi: VirtualMachineInstance): string {
   return `${vmi.metadata.namespace ?? "default"}_${vmi.metadata.name ?? ""}`;
 }
 
-/** Disk target names: a, b, … z, aa, ab, … */
-export function diskSuffix(index: number): string {
-  let n = index;
-  let suffix = "";
-  do {
-    suffix = String.fromCharCode(97 + (n % 26)) + suffix;
-    n = Math.floor(n / 26) - 1;
-  } while (n >= 0);
-  return suffix;
-}
-
-function targetType(disk: Disk): { device: "disk" | "cdrom" | "lun"; bus: string; readonly: boolean } {
-  if (disk.cdrom) return { device: "cdrom", bus: disk.cdrom.bus ?? "sata", readonly: disk.cdrom.readonly ?? true };
-  if (disk.lun) return { device: "lun", bus: disk.lun.bus ?? "scsi", readonly: disk.lun.readonly ?? false };
-  return { device: "disk", bus: disk.disk?.bus ?? "sata", readonly: disk.disk?.readonly ?? false };
+function targetType(disk: Disk): { device: "disk" | "cdrom" | "lun"; readonly: boolean } {
+  if (disk.cdrom) return { device: "cdrom", readonly: disk.cdrom.readonly ?? true };
+  if (disk.lun) return { device: "lun", readonly: disk.lun.readonly ?? false };
+  return { device: "disk", readonly: disk.disk?.readonly ?? false };
 }
 
 function diskElements(vmi: VirtualMachineInstance, ctx: DomainContext): XmlElement[] {
-  const counters = { vd: 0, sd: 0 };
+  const targets = diskTargets(vmi.spec);
   return (vmi.spec.domain.devices.disks ?? []).map((disk) => {
     const prepared = ctx.disks[disk.name];
     if (!prepared) throw new Error(`disk ${disk.name} has no prepared volume; the launcher found nothing to attach`);
-    const { device, bus, readonly } = targetType(disk);
-    const prefix = bus === "virtio" ? "vd" : "sd";
-    const dev = `${prefix}${diskSuffix(counters[prefix]++)}`;
+    const { device, readonly } = targetType(disk);
+    const bus = diskBus(disk);
+    const dev = targets.get(disk.name) ?? "";
     return el(
       "disk",
-      { type: "file", device },
+      { type: prepared.type ?? "file", device },
       el("driver", { name: "qemu", type: prepared.format, cache: disk.cache ?? (device === "cdrom" ? undefined : "none") }),
-      el("source", { file: prepared.path }),
+      el("source", prepared.type === "block" ? { dev: prepared.path } : { file: prepared.path }),
       // A CD-ROM drive can start with its tray open (KubeVirt's tray), its medium in it but unread until the guest closes it.
       el("target", { dev, bus, ...(disk.cdrom?.tray !== undefined ? { tray: disk.cdrom.tray } : {}) }),
       (readonly || prepared.readonly === true) && el("readonly"),
@@ -184,7 +175,7 @@ export function domainXml(vmi: VirtualMachineInstance, ctx: DomainContext): stri
   const vcpus = cpu.sockets * cpu.cores * cpu.threads;
   const memory = memoryBytes(vmi);
   const disks = diskElements(vmi, ctx);
-  const buses = new Set((devices.disks ?? []).map((d) => targetType(d).bus));
+  const buses = new Set((devices.disks ?? []).map((d) => diskBus(d)));
   const graphics = devices.autoattachGraphicsDevice !== false;
   const serial = devices.autoattachSerialConsole !== false;
   const efi = domain.firmware?.bootloader?.efi;

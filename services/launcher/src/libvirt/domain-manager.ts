@@ -26,6 +26,8 @@ export interface LauncherLayout {
   cloudInitSecretsDir: string;
   configVolumesDir: string;
   accessCredentialsDir: string;
+  claimDisksDir: string;
+  claimDevicesDir: string;
 }
 
 export interface DomainManagerOptions {

@@ -2,8 +2,9 @@ import { execFile } from "node:child_process";
 import { mkdir, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { type VirtualMachineInstance, configVolumes, parseQuantity } from "@kubevirt-ts/kubevirt-api";
+import { type VirtualMachineInstance, claimVolumes, configVolumes, parseQuantity } from "@kubevirt-ts/kubevirt-api";
 import type { PreparedDisk } from "../domain/converter.ts";
+import { claimDisk } from "./claim-disk.ts";
 import { cloudInitData, cloudInitIso, configDriveIso, sshPublicKeys } from "./cloud-init.ts";
 import { configVolumeIso } from "./config-disk.ts";
 
@@ -11,8 +12,8 @@ import { configVolumeIso } from "./config-disk.ts";
 // containerDisks as copy-on-write overlays over the read-only copy their
 // init container made, emptyDisks as sparse qcow2 files, cloud-init as a
 // NoCloud seed ISO, its data inline or from the Secrets the kubelet mounted,
-// and the files of ConfigMaps, Secrets, a ServiceAccount and the downward API
-// as ISO disks.
+// the files of ConfigMaps, Secrets, a ServiceAccount and the downward API
+// as ISO disks, and claims as their disk.img or their device (claim-disk.ts).
 
 const exec = promisify(execFile);
 
@@ -27,6 +28,9 @@ export interface StorageLayout {
   configVolumesDir: string;
   /** Where the pod mounts the access credentials' Secrets (ACCESS_CREDENTIALS_DIR). */
   accessCredentialsDir: string;
+  /** Where the pod mounts Filesystem-mode claims (CLAIM_DISKS_DIR) and puts Block-mode claims' devices (CLAIM_DEVICES_DIR). */
+  claimDisksDir: string;
+  claimDevicesDir: string;
 }
 
 async function imageFormat(path: string): Promise<"qcow2" | "raw"> {
@@ -52,6 +56,12 @@ export async function prepareDisks(vmi: VirtualMachineInstance, layout: StorageL
     await configVolumeIso(iso, join(layout.configVolumesDir, config.relativeDir), config.label);
     disks[config.volume] = { path: iso, format: "raw", readonly: true };
   }
+  const claimInfo = new Map((vmi.status?.volumeStatus ?? []).map((s) => [s.name, s.persistentVolumeClaimInfo]));
+  for (const claim of claimVolumes(vmi.spec)) {
+    const disk = await claimDisk(claim.volume, claimInfo.get(claim.volume), { disks: layout.claimDisksDir, devices: layout.claimDevicesDir }, claim.readOnly);
+    // Always raw, as KubeVirt's: a format read from the image would let a guest that writes a qcow2 header reach other files.
+    disks[claim.volume] = { path: disk.path, format: "raw", type: disk.type, ...(claim.readOnly ? { readonly: true } : {}) };
+  }
   for (const volume of vmi.spec.volumes ?? []) {
     const target = join(layout.disksDir, volume.name);
     if (volume.containerDisk) {
@@ -75,8 +85,6 @@ export async function prepareDisks(vmi: VirtualMachineInstance, layout: StorageL
         publicKeys: await sshPublicKeys(vmi, layout.accessCredentialsDir, configDrive ? "configDrive" : "noCloud"),
       });
       disks[volume.name] = { path: `${target}.iso`, format: "raw", readonly: true };
-    } else if (volume.persistentVolumeClaim) {
-      throw new Error(`volume ${volume.name}: persistentVolumeClaim volumes are not supported by the launcher yet`);
     }
   }
   return disks;

@@ -1,0 +1,98 @@
+import { constants } from "node:fs";
+import { access, open, stat, statfs, truncate } from "node:fs/promises";
+import { join } from "node:path";
+import { CLAIM_DISK_FILE, DEFAULT_FILESYSTEM_OVERHEAD, type VolumeStatus, parseQuantity } from "@kubevirt-ts/kubevirt-api";
+
+// The disk on a PersistentVolumeClaim, as KubeVirt's launcher and handler
+// make it. A Block-mode claim is its device. A Filesystem-mode claim holds
+// the raw image disk.img at its root: when it is absent, it is created
+// sparse at the claim's size (its request, or its capacity when that is
+// smaller), aligned down to 1 MiB; when the file system has less room,
+// up to 10 % less is tolerated (KubeVirt's pvcTolerateLessSpaceUpToPercent)
+// and the disk takes what there is. An image smaller than the claim allows
+// (a claim grown since, an image imported smaller) is grown before the guest
+// starts, leaving the claim's file-system overhead free; it never shrinks.
+
+const MIB = 1024 * 1024;
+/** KubeVirt's default share of a claim's size a disk image may fall short of it by (pvcTolerateLessSpaceUpToPercent). */
+export const LESS_SPACE_TOLERATION_PERCENT = 10;
+/** What KubeVirt leaves free on the file system whatever the disk's size (minimumReservePVCBytes). */
+export const MINIMUM_RESERVE_BYTES = 131_072;
+
+type ClaimInfo = NonNullable<VolumeStatus["persistentVolumeClaimInfo"]>;
+
+const alignDown = (bytes: number) => Math.floor(bytes / MIB) * MIB;
+
+/** The claim's size: its request, unless its capacity is smaller (or is all that is known). */
+export function claimBytes(info: ClaimInfo): number | undefined {
+  const quantity = (value: string | undefined) => (value === undefined ? undefined : parseQuantity(value));
+  const requested = quantity(info.requests?.storage);
+  const capacity = quantity(info.capacity?.storage);
+  if (requested === undefined) return capacity;
+  return capacity === undefined || capacity > requested ? requested : capacity;
+}
+
+export type DiskSize = { bytes: number; tolerated: boolean } | { error: string };
+
+/** The size of a new disk.img on a claim whose file system has `availableBytes` free. */
+export function newDiskSize(volume: string, info: ClaimInfo, availableBytes: number): DiskSize {
+  const wanted = claimBytes(info);
+  if (wanted === undefined) return { error: `volume ${volume}: the claim ${info.claimName ?? ""} reports no storage request or capacity, so the size of its disk is unknown` };
+  const bytes = alignDown(wanted);
+  if (bytes < MIB) return { error: `volume ${volume}: the claim ${info.claimName ?? ""} holds ${String(wanted)} bytes; a disk needs at least 1 MiB` };
+  const available = Math.max(0, availableBytes - MINIMUM_RESERVE_BYTES);
+  if (bytes <= available) return { bytes, tolerated: false };
+  const tolerated = (bytes * (100 - LESS_SPACE_TOLERATION_PERCENT)) / 100;
+  if (tolerated > available) {
+    return {
+      error: `volume ${volume}: not enough space on the claim ${info.claimName ?? ""} for its disk: ${String(bytes)} bytes are asked for, ${String(available)} are free, also after tolerating ${String(LESS_SPACE_TOLERATION_PERCENT)} % less; free space on the volume or grow the claim`,
+    };
+  }
+  return { bytes: alignDown(available), tolerated: true };
+}
+
+/** The size a disk image on the claim may be grown to: the claim's size less its file system's overhead, within the file system. */
+export function grownDiskSize(info: ClaimInfo, fileSystemBytes: number): number | undefined {
+  const wanted = claimBytes(info);
+  if (wanted === undefined) return undefined;
+  const overhead = Number(info.filesystemOverhead ?? DEFAULT_FILESYSTEM_OVERHEAD);
+  return alignDown((1 - (Number.isFinite(overhead) ? overhead : Number(DEFAULT_FILESYSTEM_OVERHEAD))) * Math.min(wanted, fileSystemBytes));
+}
+
+export interface ClaimDisk {
+  path: string;
+  type: "file" | "block";
+}
+
+const exists = (path: string) => access(path, constants.F_OK).then(() => true, () => false);
+
+/**
+ * The disk of a claim's volume: its device (Block mode) or its disk.img (Filesystem mode), made or grown as
+ * KubeVirt does. `readOnly` claims are used as they are.
+ */
+export async function claimDisk(volume: string, info: ClaimInfo | undefined, dirs: { disks: string; devices: string }, readOnly: boolean): Promise<ClaimDisk> {
+  const device = join(dirs.devices, volume);
+  if (info?.volumeMode === "Block" || (await exists(device))) {
+    const found = await stat(device).catch(() => undefined);
+    if (!found?.isBlockDevice()) throw new Error(`volume ${volume}: the Block-mode claim ${info?.claimName ?? ""} is not a block device at ${device}`);
+    return { path: device, type: "block" };
+  }
+  const dir = join(dirs.disks, volume);
+  if (!(await exists(dir))) throw new Error(`volume ${volume}: the claim ${info?.claimName ?? ""} is not mounted at ${dir}`);
+  const path = join(dir, CLAIM_DISK_FILE);
+  if (!info) throw new Error(`volume ${volume}: the VMI's status has no claim information for it (status.volumeStatus), so its disk's size is unknown`);
+  const space = await statfs(dir);
+  if (!(await exists(path))) {
+    if (readOnly) throw new Error(`volume ${volume}: the read-only claim ${info.claimName ?? ""} holds no ${CLAIM_DISK_FILE}; fill the claim with a disk image first`);
+    const size = newDiskSize(volume, info, space.bavail * space.bsize);
+    if ("error" in size) throw new Error(size.error);
+    // Sparse: only what the guest writes takes room.
+    await (await open(path, "wx", 0o660)).close();
+    await truncate(path, size.bytes);
+    return { path, type: "file" };
+  }
+  const grown = grownDiskSize(info, space.blocks * space.bsize);
+  const current = (await stat(path)).size;
+  if (!readOnly && grown !== undefined && grown > current) await truncate(path, grown);
+  return { path, type: "file" };
+}
