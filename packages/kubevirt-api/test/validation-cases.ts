@@ -1,7 +1,7 @@
 // The validation table, shared by the unit test (our validation functions)
 // and the integration test (what the real API server accepts and refuses).
 import { readFileSync } from "node:fs";
-import { parse } from "yaml";
+import { parseAllDocuments } from "yaml";
 import { newVm, newVmi, newVmiSpec } from "./builders.ts";
 
 export interface ValidationCase {
@@ -13,8 +13,10 @@ export interface ValidationCase {
   apiServer?: "accepts" | "refuses";
 }
 
+/** The KubeVirt object of an example (its other documents, a claim say, are the cluster's business). */
 function example(file: string): unknown {
-  return parse(readFileSync(new URL(`../../../examples/${file}`, import.meta.url), "utf8"));
+  const documents = parseAllDocuments(readFileSync(new URL(`../../../examples/${file}`, import.meta.url), "utf8")).map((d) => d.toJS() as { apiVersion?: string });
+  return documents.find((d) => d.apiVersion?.startsWith("kubevirt.io/"));
 }
 
 const tpl = "spec.template.spec";
@@ -32,6 +34,7 @@ export const validationCases: ValidationCase[] = [
     apiServer: "accepts",
   },
   { name: "the Debian guest example with a cloud-init user", object: example("vm-debian.yaml"), apiServer: "accepts" },
+  { name: "the Debian guest example with a data disk on a claim", object: example("vm-debian-data-disk.yaml"), apiServer: "accepts" },
   ...(["Always", "RerunOnFailure", "Manual", "Halted", "Once"] as const).map(
     (runStrategy): ValidationCase => ({
       name: `runStrategy ${runStrategy}`,

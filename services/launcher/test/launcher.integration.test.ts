@@ -23,7 +23,9 @@ let output = "";
 let client: LauncherClient;
 let opsPort: number;
 let declaredPort: number;
-const dirs = () => ({ sockets: join(folder.dir, "sockets"), state: join(folder.dir, "state"), containerDisks: join(folder.dir, "container-disks") });
+const dirs = () => ({ sockets: join(folder.dir, "sockets"), state: join(folder.dir, "state"), containerDisks: join(folder.dir, "container-disks"), claims: join(folder.dir, "claims") });
+/** The size of the claim the guest's disk vda is on. */
+const CLAIM_BYTES = 64 * 1024 * 1024;
 
 const vmi: VirtualMachineInstance = {
   apiVersion: "kubevirt.io/v1",
@@ -33,13 +35,17 @@ const vmi: VirtualMachineInstance = {
     domain: {
       memory: { guest: "128Mi" },
       firmware: { kernelBoot: { kernelArgs: "console=ttyS0 quiet", container: { image: "tiny:1", kernelPath: "/boot/vmlinuz", initrdPath: "/boot/initrd.gz" } } },
-      devices: {},
+      // A disk on a Filesystem-mode claim, whose folder the pod would mount: the launcher makes its disk.img.
+      devices: { disks: [{ name: "data", disk: { bus: "virtio" } }] },
     },
+    volumes: [{ name: "data", persistentVolumeClaim: { claimName: "data" } }],
     terminationGracePeriodSeconds: 3,
     // Checked when the test asks, as the kubelet would: a TCP port and an HTTP path the test serves in the guest.
     readinessProbe: { tcpSocket: { port: 8080 }, timeoutSeconds: 5 },
     livenessProbe: { httpGet: { port: 8080, path: "/alive", httpHeaders: [{ name: "X-Probe", value: "kubevirt-ts" }] }, timeoutSeconds: 5 },
   }),
+  // What the controller reports of the claim before the launcher starts.
+  status: { volumeStatus: [{ name: "data", target: "", persistentVolumeClaimInfo: { claimName: "data", volumeMode: "Filesystem", accessModes: ["ReadWriteOnce"], requests: { storage: "64Mi" }, capacity: { storage: "64Mi" } } }] },
 };
 
 /** The launcher's answer to the kubelet's probe of that kind: its status and reason. */
@@ -60,7 +66,7 @@ async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 
 
 beforeAll(async () => {
   folder = await guestFolder();
-  for (const dir of Object.values(dirs())) {
+  for (const dir of [...Object.values(dirs()), join(dirs().claims, "data")]) {
     await mkdir(dir);
     await chown(dir, LAUNCHER_UID, LAUNCHER_UID);
   }
@@ -84,6 +90,7 @@ beforeAll(async () => {
         SOCKETS_DIR: dirs().sockets,
         STATE_DIR: dirs().state,
         CONTAINER_DISKS_DIR: dirs().containerDisks,
+        CLAIM_DISKS_DIR: dirs().claims,
         KERNEL_BOOT_DIR: join(folder.dir, "kernel-boot"),
         ALLOW_EMULATION: "true",
         // Whatever this machine's /dev/kvm allows, the test boots with emulation, as the node's launchers do.
@@ -147,6 +154,16 @@ describe("the launcher", () => {
     expect(await readUntil(serial, "launcher-guest-6", "echo launcher-guest-$((2*3))\n")).toContain("launcher-guest-6");
     // Syncing again changes nothing.
     expect(await client.call("sync", vmi)).toMatchObject({ state: "Running" });
+  });
+
+  it("makes the claim's disk.img sparse at the claim's size, which the guest sees as vda", async () => {
+    const image = await stat(join(dirs().claims, "data", "disk.img"));
+    expect(image.size).toBe(CLAIM_BYTES);
+    expect(image.blocks * 512).toBeLessThan(CLAIM_BYTES);
+    expect(image.uid).toBe(LAUNCHER_UID);
+    const serial = join(dirs().sockets, "virt-serial0");
+    // The command's echo holds no number: only the guest's answer matches.
+    expect(await readUntil(serial, `vda-sectors=${String(CLAIM_BYTES / 512)}`, "echo vda-sectors=$(cat /sys/block/vda/size)\n")).toContain(`vda-sectors=${String(CLAIM_BYTES / 512)}`);
   });
 
   it("probes the guest as the kubelet asks: TCP through QEMU's user network, which accepts for any guest, and HTTP with its headers", async () => {

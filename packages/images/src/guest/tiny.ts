@@ -20,7 +20,7 @@ export interface TinyGuest {
 
 export const TINY_GUEST_READY = "kubevirt-ts tiny guest: init reached";
 
-/** The kernel's modules the guest loads, in order (each needs those before it): virtio's PCI transport and its network card. */
+/** The kernel's modules the guest loads, in order (each needs those before it): virtio's PCI transport, its network card and its disks. */
 const MODULES = [
   "drivers/virtio/virtio_ring.ko",
   "drivers/virtio/virtio.ko",
@@ -30,6 +30,7 @@ const MODULES = [
   "net/core/failover.ko",
   "drivers/net/net_failover.ko",
   "drivers/net/virtio_net.ko",
+  "drivers/block/virtio_blk.ko",
 ];
 
 /** busybox udhcpc's script: it sets the address and route the DHCP server gave (QEMU's user network's). */
