@@ -11,19 +11,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/versions.sh"
 
 export GOTOOLCHAIN=local GOFLAGS=-mod=mod
 bin_dir="$KVTS_CACHE/bin/kwok-$KWOK_VERSION"
-out="$bin_dir/kwok"
-mkdir -p "$bin_dir"
-exec 9>"$bin_dir/.lock"
-flock 9
-
-if [ ! -x "$out" ]; then
-  echo "[build-kwok] kwok $KWOK_VERSION: building (a cold build takes minutes)" >&2
-  dir=$(tool_module_dir kwok sigs.k8s.io/kwok "$KWOK_VERSION")
-  (cd "$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out.partial" sigs.k8s.io/kwok/cmd/kwok) >&2 \
-    || { echo "[build-kwok] kwok: build failed (see the messages above)" >&2; exit 1; }
-  mv "$out.partial" "$out"
-  echo "[build-kwok] kwok: done" >&2
-fi
+build_go_tool kwok sigs.k8s.io/kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok
 stages="$bin_dir/stages.yaml"
 if [ ! -f "$stages" ]; then
   dir=$(tool_module_dir kwok sigs.k8s.io/kwok "$KWOK_VERSION")

@@ -6,6 +6,8 @@ HELM_VERSION=v3.19.2
 NODE_VERSION=24.21.0
 # KWOK's fake nodes for `make bench` at scale (hack/build-kwok.sh).
 KWOK_VERSION=v0.8.0
+# The local cluster's dynamic provisioner and default StorageClass (hack/build-local-path-provisioner.sh, ADR 13).
+LOCAL_PATH_PROVISIONER_VERSION=v0.0.30
 
 KVTS_CACHE="${KUBEVIRT_TS_CACHE:-$HOME/.cache/kubevirt-ts}"
 
@@ -28,4 +30,24 @@ tool_module_dir() {
     mv "$dir/go.mod.tmp" "$dir/go.mod"
   fi
   echo "$dir"
+}
+
+# Builds one Go command of a module once into $KVTS_CACHE/bin/<name>-<version>/<name>, under a lock, with
+# progress on stderr; prints nothing. Args: name, module, version, package.
+build_go_tool() {
+  local name=$1 module=$2 version=$3 pkg=$4 bin_dir="$KVTS_CACHE/bin/$1-$3"
+  local out="$bin_dir/$name"
+  mkdir -p "$bin_dir"
+  (
+    flock 9
+    if [ ! -x "$out" ]; then
+      echo "[build-$name] $name $version: building (a cold build takes minutes)" >&2
+      local dir
+      dir=$(tool_module_dir "$name" "$module" "$version")
+      (cd "$dir" && GOTOOLCHAIN=local GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out.partial" "$pkg") >&2 \
+        || { echo "[build-$name] $name: build failed (see the messages above)" >&2; exit 1; }
+      mv "$out.partial" "$out"
+      echo "[build-$name] $name: done" >&2
+    fi
+  ) 9>"$bin_dir/.lock"
 }

@@ -222,6 +222,15 @@ export function buildBlankDiskImage(): Promise<BuiltImage> {
   return buildContainerDiskImage(BLANK_DISK_IMAGE, (path) => writeFile(path, Buffer.alloc(2 ** 20)));
 }
 
+/**
+ * The local cluster's storage helper: the base root filesystem alone (a shell, mkdir and rm), which
+ * local-path-provisioner runs to make and remove a claim's folder on the node.
+ */
+export async function buildLocalPathHelperImage(): Promise<BuiltImage> {
+  const base = await buildRootfs({ name: "base", packages: BASE_PACKAGES });
+  return save("local-path-helper", [base], { entrypoint: ["/bin/sh"] });
+}
+
 /** Builds the images of the given components (all when none are named). */
 export async function buildImages(names: string[] = []): Promise<BuiltImage[]> {
   const wanted = names.length === 0 ? COMPONENTS : COMPONENTS.filter((c) => names.includes(c.name));

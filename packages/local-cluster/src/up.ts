@@ -11,6 +11,7 @@ import {
 import { log, run, tryRun } from "./exec.ts";
 import { importPauseImage } from "./images.ts";
 import { cniConfig, containerdConfig, kubeProxyConfig, kubeletConfig } from "./node-config.ts";
+import { PROVISIONER_USER, startStorage } from "./storage.ts";
 
 // cluster-up: a single-node Kubernetes cluster of real processes on this
 // machine, started from a clean slate every time.
@@ -65,7 +66,13 @@ async function runcBinary(): Promise<string | undefined> {
   return wrapper;
 }
 
-export async function clusterUp(binDir: string): Promise<void> {
+/** Where cluster-up finds what it runs: Kubernetes' binaries (with kubectl) and the storage provisioner's. */
+export interface ClusterBinaries {
+  binDir: string;
+  provisioner: string;
+}
+
+export async function clusterUp({ binDir, provisioner }: ClusterBinaries): Promise<void> {
   log("removing whatever an earlier run left");
   await cleanUp();
   for (const dir of [STATE_DIR, RUN_DIR, LOG_DIR, PKI]) await mkdir(dir, { recursive: true });
@@ -77,13 +84,14 @@ export async function clusterUp(binDir: string): Promise<void> {
   const certs = await createCertificates(PKI, [NODE_IP, NODE_NAME]);
   const { pki } = certs;
   const ca = pki.ca.cert;
-  const [controllerManager, scheduler, kubeletClient, kubeletServing, kubeProxy, apiserverKubeletClient] = await Promise.all([
+  const [controllerManager, scheduler, kubeletClient, kubeletServing, kubeProxy, apiserverKubeletClient, provisionerClient] = await Promise.all([
     pki.issue({ name: "kube-controller-manager", commonName: "system:kube-controller-manager", usage: "client" }),
     pki.issue({ name: "kube-scheduler", commonName: "system:kube-scheduler", usage: "client" }),
     pki.issue({ name: "kubelet-client", commonName: `system:node:${NODE_NAME}`, organization: "system:nodes", usage: "client" }),
     pki.issue({ name: "kubelet-serving", commonName: NODE_NAME, hosts: [NODE_NAME, NODE_IP], usage: "server" }),
     pki.issue({ name: "kube-proxy", commonName: "system:kube-proxy", usage: "client" }),
     pki.issue({ name: "apiserver-kubelet-client", commonName: "kube-apiserver-kubelet-client", organization: "system:masters", usage: "client" }),
+    pki.issue({ name: "local-path-provisioner", commonName: PROVISIONER_USER, usage: "client" }),
   ]);
 
   log("etcd and kube-apiserver");
@@ -169,6 +177,12 @@ export async function clusterUp(binDir: string): Promise<void> {
   await waitFor(`node ${NODE_NAME} becoming Ready`, 180_000, async () => {
     const node = await core.readNode({ name: NODE_NAME });
     return node.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
+  });
+  log("storage: local-path-provisioner and the default StorageClass");
+  await startStorage({
+    binary: provisioner,
+    kubectl: [join(binDir, "kubectl"), `--kubeconfig=${KUBECONFIG_PATH}`],
+    kubeconfig: await componentKubeconfig("local-path-provisioner", ca, provisionerClient),
   });
   log(`the cluster is up: ${SERVER}, kubernetes Service at ${FIRST_SERVICE_IP}`);
 }
