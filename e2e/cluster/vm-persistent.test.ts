@@ -1,0 +1,124 @@
+import { open } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { core, custom, imageOf, suiteNamespace } from "./cluster.ts";
+import { tinyVm } from "../manifests.ts";
+import { openConsole } from "./console.ts";
+
+// Disks that outlive their VM: a PersistentVolumeClaim of the cluster's
+// default StorageClass (the local cluster's local-path-provisioner) as the
+// tiny guest's disk. What the guest writes is there after a stop and a start,
+// and for a new VM on the same claim after the first is deleted; on the node
+// it is the claim's disk.img. A VM whose claim does not exist waits, says
+// so, and starts once the claim is made.
+
+const { name: namespace, kubectl, get, launcherPods } = suiteNamespace("e2e-disk");
+const poll = { timeout: 240_000, interval: 1_000 };
+const tinyGuest = imageOf("tiny-guest");
+const MARKER = `kubevirt-ts-persisted-${Date.now().toString(36)}`;
+const CLAIM_BYTES = 256 * 1024 * 1024;
+
+/** The tiny guest with one more disk, vda, on the claim. */
+function vmOnClaim(name: string, claimName: string) {
+  const vm = tinyVm(name, tinyGuest, namespace);
+  const spec = vm.spec.template.spec as typeof vm.spec.template.spec & { volumes?: unknown[]; domain: { devices: { disks?: unknown[] } } };
+  spec.domain.devices.disks = [{ name: "data", disk: { bus: "virtio" } }];
+  spec.volumes = [{ name: "data", persistentVolumeClaim: { claimName } }];
+  return vm;
+}
+
+const createVm = (body: object) => custom.createNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachines", body });
+const createClaim = (name: string) =>
+  core.createNamespacedPersistentVolumeClaim({ namespace, body: { metadata: { name }, spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: String(CLAIM_BYTES) } } } } });
+
+/** Types a command on the VM's serial console and waits for what it prints. */
+async function inGuest(vm: string, command: string, expected: string): Promise<string> {
+  const { ws, received } = await openConsole(namespace, vm, "console");
+  try {
+    // The shell may still be starting: Enter until its prompt shows (busybox's sh follows it with a cursor query).
+    await expect.poll(() => {
+      ws.send(Buffer.from("\n"));
+      return received().toString();
+    }, poll).toMatch(/[#$] /);
+    ws.send(Buffer.from(`${command}\n`));
+    await expect.poll(() => received().toString(), poll).toContain(expected);
+    return received().toString();
+  } finally {
+    ws.close();
+  }
+}
+
+const runningUid = async (vm: string) => {
+  await expect.poll(async () => (await get("virtualmachineinstances", vm))?.status?.phase, poll).toBe("Running");
+  return (await get("virtualmachineinstances", vm))?.metadata.uid;
+};
+
+describe("a VM's disk on a PersistentVolumeClaim", () => {
+  it("is the claim's disk.img, made sparse at the claim's size, and reported in the VMI's volume status", async () => {
+    await createClaim("data");
+    await createVm(vmOnClaim("keeper", "data"));
+    await runningUid("keeper");
+
+    const claim = await core.readNamespacedPersistentVolumeClaim({ namespace, name: "data" });
+    expect(claim.status?.phase).toBe("Bound");
+    expect(claim.spec?.storageClassName).toBe("local-path");
+    const volumes = (await get("virtualmachineinstances", "keeper"))?.status?.volumeStatus as { name: string; target: string; persistentVolumeClaimInfo?: Record<string, unknown> }[];
+    expect(volumes.find((v) => v.name === "data")).toEqual({
+      name: "data",
+      target: "vda",
+      persistentVolumeClaimInfo: {
+        claimName: "data", accessModes: ["ReadWriteOnce"], volumeMode: "Filesystem", capacity: { storage: String(CLAIM_BYTES) }, requests: { storage: String(CLAIM_BYTES) }, preallocated: false, filesystemOverhead: "0.055",
+      },
+    });
+    const [pod] = await launcherPods();
+    const [size, blocks] = (await kubectl("exec", "-n", namespace, pod?.metadata?.name ?? "", "-c", "compute", "--", "stat", "-c", "%s %b", "/var/run/kubevirt-ts/vmi-disks/data/disk.img")).trim().split(" ").map(Number);
+    expect(size).toBe(CLAIM_BYTES);
+    // Sparse: only what was written takes room (512-byte blocks).
+    expect((blocks ?? Infinity) * 512).toBeLessThan(CLAIM_BYTES / 16);
+  });
+
+  it("keeps what the guest wrote across a stop and a start, in the claim's folder on the node", async () => {
+    await inGuest("keeper", `echo ${MARKER} | dd of=/dev/vda conv=fsync 2>/dev/null && echo wrote-$((40+2))`, "wrote-42");
+    const before = await runningUid("keeper");
+    await kubectl("patch", "vm", "keeper", "-n", namespace, "--type=merge", "-p", '{"spec":{"runStrategy":"Halted"}}');
+    await expect.poll(() => get("virtualmachineinstances", "keeper"), poll).toBeUndefined();
+
+    // The claim's folder is on this node, where the provisioner made it: the guest's bytes are at the start of disk.img.
+    const volume = await core.readPersistentVolume({ name: (await core.readNamespacedPersistentVolumeClaim({ namespace, name: "data" })).spec?.volumeName ?? "" });
+    const folder = volume.spec?.hostPath?.path ?? volume.spec?.local?.path ?? "";
+    const file = await open(join(folder, "disk.img"));
+    const head = Buffer.alloc(64);
+    await file.read(head, 0, 64, 0);
+    await file.close();
+    expect(head.toString("latin1")).toContain(MARKER);
+
+    await kubectl("patch", "vm", "keeper", "-n", namespace, "--type=merge", "-p", '{"spec":{"runStrategy":"Always"}}');
+    expect(await runningUid("keeper")).not.toBe(before);
+    await inGuest("keeper", "dd if=/dev/vda bs=64 count=1 2>/dev/null | tr -d '\\000'; echo; echo read-$((40+3))", MARKER);
+  });
+
+  it("outlives its VM: a new VM on the same claim reads what the first wrote", async () => {
+    await custom.deleteNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachines", name: "keeper" });
+    await expect.poll(() => get("virtualmachines", "keeper"), poll).toBeUndefined();
+    expect((await core.readNamespacedPersistentVolumeClaim({ namespace, name: "data" })).status?.phase).toBe("Bound");
+
+    await createVm(vmOnClaim("heir", "data"));
+    await runningUid("heir");
+    await inGuest("heir", "dd if=/dev/vda bs=64 count=1 2>/dev/null | tr -d '\\000'; echo; echo read-$((40+4))", MARKER);
+  });
+
+  it("waits for a claim that does not exist, saying which, and starts once it is made", async () => {
+    await createVm(vmOnClaim("waiter", "later"));
+    await expect.poll(async () => (await get("virtualmachines", "waiter"))?.status?.printableStatus, poll).toBe("ErrorPvcNotFound");
+    const vmi = await get("virtualmachineinstances", "waiter");
+    const synchronized = (vmi?.status?.conditions as { type: string; reason?: string; message?: string }[]).find((c) => c.type === "Synchronized");
+    expect(synchronized?.reason).toBe("FailedPvcNotFound");
+    expect(synchronized?.message).toContain(`PVC ${namespace}/later does not exist`);
+    expect(vmi?.status?.phase).toBe("Pending");
+    expect((await launcherPods()).filter((p) => p.metadata?.labels?.["vm.kubevirt.io/name"] === "waiter")).toEqual([]);
+
+    await createClaim("later");
+    await runningUid("waiter");
+    expect((await get("virtualmachines", "waiter"))?.status?.printableStatus).toBe("Running");
+  });
+});
