@@ -45,6 +45,12 @@ export function deleteNamespace(name: string): void {
   kubectl("delete", "namespace", name, "--wait=false");
 }
 
+/** A PersistentVolumeClaim of the cluster's default StorageClass. */
+export function claim(namespace: string, name: string, size: string): void {
+  const body = { apiVersion: "v1", kind: "PersistentVolumeClaim", metadata: { name, namespace }, spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: size } } } };
+  execFileSync(join(REPO_ROOT, "cluster-up/kubectl.sh"), ["create", "-f", "-"], { input: JSON.stringify(body), encoding: "utf8" });
+}
+
 export function imageOf(name: string): string {
   const images = JSON.parse(readFileSync(join(REPO_ROOT, ".local/images.json"), "utf8")) as { name: string; reference: string }[];
   return images.find((i) => i.name === name)?.reference ?? `no ${name} image`;

@@ -1,6 +1,6 @@
 import type { Page } from "@playwright/test";
 import { tinyVm } from "../manifests.ts";
-import { createNamespace, deleteNamespace, imageOf, tokenOf } from "./cluster-users.ts";
+import { claim, createNamespace, deleteNamespace, imageOf, tokenOf } from "./cluster-users.ts";
 import { expect, test } from "./fixtures.ts";
 
 // The dashboard on the local cluster, as the admin and as a viewer: a live
@@ -114,6 +114,26 @@ test("a VM made in YAML mode runs, and its serial console takes commands", async
   // Reconnecting gives a fresh session on the same console.
   await page.getByRole("button", { name: "Reconnect" }).click();
   await expect(page.getByTestId("console-state")).toHaveText("Connected", slow);
+});
+
+test("a VM's page lists its disks: the one on a claim is kept across stops, with the claim's size and its device in the guest", async ({ page }) => {
+  claim(namespace, "web-data", "128Mi");
+  const vm = tinyVm("tiny-disk", imageOf("tiny-guest"));
+  const spec = vm.spec.template.spec as typeof vm.spec.template.spec & { volumes?: unknown[]; domain: { devices: { disks?: unknown[] } } };
+  spec.domain.devices.disks = [{ name: "data", disk: { bus: "virtio" } }];
+  spec.volumes = [{ name: "data", persistentVolumeClaim: { claimName: "web-data" } }];
+  await signIn(page, "admin");
+  await page.goto(`/vms/new?ns=${namespace}`);
+  await page.getByRole("button", { name: "YAML" }).click();
+  await page.getByLabel("VirtualMachine manifest (kubevirt.io/v1)").fill(JSON.stringify(vm, null, 2));
+  await page.getByRole("button", { name: "Create", exact: true }).click();
+  await expect(page).toHaveURL(new RegExp(`/vms/${namespace}/tiny-disk`));
+  await expect(page.getByTestId("vm-status")).toHaveText("Running", slow);
+  const row = page.getByTestId("vm-disks").getByRole("row", { name: /data/ });
+  await expect(row).toContainText("claim web-data");
+  await expect(row.getByRole("cell").nth(3)).toHaveText("yes");
+  await expect(row.getByRole("cell").nth(4)).toHaveText("128Mi", slow);
+  await expect(row.getByRole("cell").nth(5)).toHaveText("/dev/vda", slow);
 });
 
 test("the VNC tab shows the guest's display", async ({ page }) => {

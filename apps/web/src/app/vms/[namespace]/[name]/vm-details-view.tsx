@@ -7,6 +7,7 @@ import { useState } from "react";
 import { parse, stringify } from "yaml";
 import { useLiveVms } from "../../../../lib/live";
 import { describeError, useTRPC } from "../../../../lib/trpc";
+import { vmDisks } from "../../../../lib/vm-disks";
 import { actionAllowed, sentence, statusInWords } from "../../../../lib/vm-status";
 import { ActionButton, Shell } from "../../shell";
 import { SerialConsole } from "./serial-console";
@@ -48,6 +49,24 @@ function Overview({ vm, vmi }: { vm: VirtualMachine; vmi: VirtualMachineInstance
         <dt>Run strategy</dt>
         <dd>{vm.spec.runStrategy ?? (vm.spec.running ? "Always (running: true)" : "Halted (running: false)")}</dd>
       </dl>
+      <h2>Disks</h2>
+      <table className="disks" data-testid="vm-disks">
+        <thead>
+          <tr><th scope="col">Disk</th><th scope="col">Attached as</th><th scope="col">Holds</th><th scope="col">Kept across stops</th><th scope="col">Size</th><th scope="col">In the guest</th></tr>
+        </thead>
+        <tbody>
+          {vmDisks(vm, vmi).map((d) => (
+            <tr key={d.name}>
+              <td>{d.name}</td>
+              <td>{d.kind}</td>
+              <td>{d.source}</td>
+              <td>{d.persistent ? "yes" : "no"}</td>
+              <td>{d.size ?? "—"}</td>
+              <td>{d.device ? `/dev/${d.device}` : "—"}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
       <h2>Conditions</h2>
       {conditions.length === 0 ? <p className="muted">None reported.</p> : (
         <ul>
