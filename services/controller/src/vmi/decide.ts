@@ -1,6 +1,6 @@
 import { type Pod, kubeTime, removeCondition, setCondition } from "@kubevirt-ts/kube";
 import {
-  type ClaimObject, type Condition, LAUNCHER_CONTAINER, type VirtualMachineInstance, VmiConditionType, VmiPhase, type VmiStatus, isFinalPhase, isHandedOver, missingClaims, volumeStatuses, withPhase,
+  type ClaimObject, type Condition, LAUNCHER_CONTAINER, type VirtualMachineInstance, VmiConditionType, VmiPhase, type VmiStatus, claimsProblem, isFinalPhase, isHandedOver, volumeStatuses, withPhase,
 } from "@kubevirt-ts/kubevirt-api";
 import { secretsWaitMessage } from "./pod.ts";
 
@@ -33,8 +33,8 @@ export function decideVmi(o: VmiObservation): VmiAction {
   if (vmi.metadata.deletionTimestamp || isFinalPhase(vmi.status?.phase)) return live.length > 0 ? { kind: "deletePods", pods: live } : { kind: "none" };
   // One launcher per VMI: should a second ever appear, the newer ones go.
   if (live.length > 1) return { kind: "deletePods", pods: live.slice(1) };
-  // A claim that is not there yet holds the pod back, as KubeVirt's does: its pod could not start.
-  const ready = o.invalid === undefined && missingClaims(vmi.spec, o.claims).length === 0;
+  // A claim that is not there yet (or cannot be attached) holds the pod back, as KubeVirt's does: its pod could not start.
+  const ready = o.invalid === undefined && claimsProblem(vmi, o.claims) === undefined;
   if (pods.length === 0 && (vmi.status?.phase ?? VmiPhase.Pending) === VmiPhase.Pending && ready) return { kind: "createPod" };
   return { kind: "none" };
 }
@@ -99,14 +99,8 @@ export function deriveVmiStatus(o: VmiObservation): VmiStatus {
     conditions = setCondition<Condition>(conditions, { type: VmiConditionType.Synchronized, status: "False", reason: "InvalidSpec", message: o.invalid }, now);
   } else if (!isFinalPhase(phase)) {
     conditions = podConditions(conditions, pod, now);
-    const missing = pod ? [] : missingClaims(vmi.spec, o.claims);
-    if (missing.length > 0) {
-      const names = missing.map((name) => `${vmi.metadata.namespace ?? ""}/${name}`).join(", ");
-      conditions = setCondition<Condition>(conditions, {
-        type: VmiConditionType.Synchronized, status: "False", reason: "FailedPvcNotFound",
-        message: `PVC ${names} does not exist, waiting for it to appear; create the PersistentVolumeClaim in namespace ${vmi.metadata.namespace ?? ""}, or change the volume's claimName`,
-      }, now);
-    }
+    const problem = pod ? undefined : claimsProblem(vmi, o.claims);
+    if (problem) conditions = setCondition<Condition>(conditions, { type: VmiConditionType.Synchronized, status: "False", ...problem }, now);
   }
   if (isFinalPhase(phase)) {
     conditions = setCondition<Condition>(removeCondition(conditions, VmiConditionType.PodScheduled), { type: VmiConditionType.Ready, status: "False", reason: "VMIFinished", message: `The VMI is ${phase}.` }, now);
