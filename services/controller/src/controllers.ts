@@ -7,7 +7,7 @@ import type { Registry } from "prom-client";
 import { controllerOf } from "./common/owner.ts";
 import { createVmReconciler } from "./vm/controller.ts";
 import { createVmiReconciler } from "./vmi/controller.ts";
-import { VMIS_BY_CLAIM, claimEvents, vmisByClaim } from "./vmi/claim-events.ts";
+import { BY_CLAIM, claimEvents, vmisByClaim, vmsByClaim } from "./vmi/claim-events.ts";
 import { VMIS_BY_UID, launcherPodEvents, unownedLauncherPods, vmisByUid } from "./vmi/pod-events.ts";
 import type { LauncherPodConfig } from "./vmi/pod.ts";
 
@@ -85,8 +85,8 @@ export function createControllers(config: ControllersConfig): ControllerManager 
 
   const { namespace } = config;
   const resyncMs = config.resyncMs ?? RESYNC_MS;
-  const vms = manager.informer<VirtualMachine>({ client, type: kubevirtResources.virtualMachines, namespace, resyncMs });
-  const vmis = manager.informer<VirtualMachineInstance>({ client, type: kubevirtResources.virtualMachineInstances, namespace, resyncMs, indexers: { [VMIS_BY_UID]: vmisByUid, [VMIS_BY_CLAIM]: vmisByClaim } });
+  const vms = manager.informer<VirtualMachine>({ client, type: kubevirtResources.virtualMachines, namespace, resyncMs, indexers: { [BY_CLAIM]: vmsByClaim } });
+  const vmis = manager.informer<VirtualMachineInstance>({ client, type: kubevirtResources.virtualMachineInstances, namespace, resyncMs, indexers: { [VMIS_BY_UID]: vmisByUid, [BY_CLAIM]: vmisByClaim } });
   const pods = manager.informer<Pod>({
     client,
     type: resources.pods,
@@ -109,6 +109,7 @@ export function createControllers(config: ControllersConfig): ControllerManager 
   pods.addHandler(launcherPodEvents(vmiQueue, vmis, vmiExpectations));
   pods.addHandler(unowned.handler);
   claims.addHandler(claimEvents(vmiQueue, vmis));
+  claims.addHandler(claimEvents(vmQueue, vms));
 
   manager.controller({ name: "vm", primary: vms, queue: vmQueue, workers, reconcile: createVmReconciler({ client, vms, vmis, claims, expectations: vmExpectations, recorder, log, now }) });
   manager.controller({ name: "vmi", primary: vmis, queue: vmiQueue, workers, reconcile: createVmiReconciler({ client, vmis, pods, claims, expectations: vmiExpectations, recorder, log, now, pod: config.pod }) });

@@ -1,20 +1,23 @@
-import { type EventHandler, type Informer, type PersistentVolumeClaim, type WorkQueue, keyOf } from "@kubevirt-ts/kube";
-import { type ClaimObject, type VirtualMachineInstance, claimVolumes } from "@kubevirt-ts/kubevirt-api";
+import { type EventHandler, type Informer, type KubeObject, type PersistentVolumeClaim, type WorkQueue, keyOf } from "@kubevirt-ts/kube";
+import { type ClaimObject, type VirtualMachine, type VirtualMachineInstance, type VmiSpec, claimVolumes } from "@kubevirt-ts/kubevirt-api";
 
-// What a change to a PersistentVolumeClaim means for the VMI controller: the
-// VMIs whose volumes name it look again (one that waited for it to appear
-// makes its pod; the others report its size in their volume status).
+// What a change to a PersistentVolumeClaim means for the controllers: the
+// VMIs and VMs whose volumes name it look again (a VMI that waited for it to
+// appear makes its pod, and reports its size in its volume status; a VM says
+// whether it still waits for the claim to bind).
 
-export const VMIS_BY_CLAIM = "claim";
+/** The index, on the VMI and VM informers, of the claims their volumes name: namespace/claim. */
+export const BY_CLAIM = "claim";
 
-/** The VMI informer's index by the claims its volumes name: namespace/claim. */
-export function vmisByClaim(vmi: VirtualMachineInstance): string[] {
-  return claimVolumes(vmi.spec).map((c) => `${vmi.metadata.namespace ?? ""}/${c.claimName}`);
-}
+const claimKeys = (namespace: string | undefined, spec: Pick<VmiSpec, "volumes">) => claimVolumes(spec).map((c) => `${namespace ?? ""}/${c.claimName}`);
 
-export function claimEvents(queue: WorkQueue, vmis: Informer<VirtualMachineInstance>): EventHandler<PersistentVolumeClaim> {
+export const vmisByClaim = (vmi: VirtualMachineInstance): string[] => claimKeys(vmi.metadata.namespace, vmi.spec);
+export const vmsByClaim = (vm: VirtualMachine): string[] => claimKeys(vm.metadata.namespace, vm.spec.template.spec);
+
+/** Enqueues the objects of an informer indexed BY_CLAIM whose volumes name the claim. */
+export function claimEvents<T extends KubeObject>(queue: WorkQueue, naming: Informer<T>): EventHandler<PersistentVolumeClaim> {
   const enqueue = (claim: PersistentVolumeClaim) => {
-    for (const vmi of vmis.byIndex(VMIS_BY_CLAIM, keyOf(claim))) queue.add(keyOf(vmi));
+    for (const object of naming.byIndex(BY_CLAIM, keyOf(claim))) queue.add(keyOf(object));
   };
   return {
     add: enqueue,

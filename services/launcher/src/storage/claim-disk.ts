@@ -1,5 +1,5 @@
 import { constants } from "node:fs";
-import { access, open, stat, statfs, truncate } from "node:fs/promises";
+import { access, lstat, open, stat, statfs } from "node:fs/promises";
 import { join } from "node:path";
 import { CLAIM_DISK_FILE, DEFAULT_FILESYSTEM_OVERHEAD, type VolumeStatus, parseQuantity } from "@kubevirt-ts/kubevirt-api";
 
@@ -55,8 +55,10 @@ export function newDiskSize(volume: string, info: ClaimInfo, availableBytes: num
 export function grownDiskSize(info: ClaimInfo, fileSystemBytes: number): number | undefined {
   const wanted = claimBytes(info);
   if (wanted === undefined) return undefined;
-  const overhead = Number(info.filesystemOverhead ?? DEFAULT_FILESYSTEM_OVERHEAD);
-  return alignDown((1 - (Number.isFinite(overhead) ? overhead : Number(DEFAULT_FILESYSTEM_OVERHEAD))) * Math.min(wanted, fileSystemBytes));
+  const given = Number(info.filesystemOverhead ?? DEFAULT_FILESYSTEM_OVERHEAD);
+  // A share: anything outside [0, 1] is no overhead KubeVirt would take either.
+  const overhead = Number.isFinite(given) && given >= 0 && given <= 1 ? given : Number(DEFAULT_FILESYSTEM_OVERHEAD);
+  return alignDown((1 - overhead) * Math.min(wanted, fileSystemBytes));
 }
 
 export interface ClaimDisk {
@@ -65,6 +67,12 @@ export interface ClaimDisk {
 }
 
 const exists = (path: string) => access(path, constants.F_OK).then(() => true, () => false);
+
+/** What is at the path, without following a symlink: undefined when nothing is. */
+const entryAt = (path: string) => lstat(path).catch((error: unknown) => {
+  if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+  throw error;
+});
 
 /**
  * The disk of a claim's volume: its device (Block mode) or its disk.img (Filesystem mode), made or grown as
@@ -82,17 +90,34 @@ export async function claimDisk(volume: string, info: ClaimInfo | undefined, dir
   const path = join(dir, CLAIM_DISK_FILE);
   if (!info) throw new Error(`volume ${volume}: the VMI's status has no claim information for it (status.volumeStatus), so its disk's size is unknown`);
   const space = await statfs(dir);
-  if (!(await exists(path))) {
+  // Whoever else writes to the claim must not make the launcher (and QEMU) use another file: a symlink, a folder or a
+  // device named disk.img is refused, and the file is opened without following links, as KubeVirt does.
+  const entry = await entryAt(path);
+  if (entry && !entry.isFile()) {
+    throw new Error(`volume ${volume}: ${CLAIM_DISK_FILE} on the claim ${info.claimName ?? ""} is ${entry.isSymbolicLink() ? "a symbolic link" : "not a regular file"}; the disk must be a regular file at the claim's root`);
+  }
+  if (!entry) {
     if (readOnly) throw new Error(`volume ${volume}: the read-only claim ${info.claimName ?? ""} holds no ${CLAIM_DISK_FILE}; fill the claim with a disk image first`);
     const size = newDiskSize(volume, info, space.bavail * space.bsize);
     if ("error" in size) throw new Error(size.error);
-    // Sparse: only what the guest writes takes room.
-    await (await open(path, "wx", 0o660)).close();
-    await truncate(path, size.bytes);
+    // Sparse: only what the guest writes takes room. O_EXCL: made here, never an existing file or link.
+    const file = await open(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o660);
+    try {
+      await file.truncate(size.bytes);
+    } finally {
+      await file.close();
+    }
     return { path, type: "file" };
   }
   const grown = grownDiskSize(info, space.blocks * space.bsize);
-  const current = (await stat(path)).size;
-  if (!readOnly && grown !== undefined && grown > current) await truncate(path, grown);
+  if (!readOnly && grown !== undefined && grown > entry.size) {
+    const file = await open(path, constants.O_RDWR | constants.O_NOFOLLOW);
+    try {
+      if (!(await file.stat()).isFile()) throw new Error(`volume ${volume}: ${CLAIM_DISK_FILE} on the claim ${info.claimName ?? ""} is not a regular file`);
+      await file.truncate(grown);
+    } finally {
+      await file.close();
+    }
+  }
   return { path, type: "file" };
 }
