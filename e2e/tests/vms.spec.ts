@@ -201,7 +201,7 @@ test("a viewer sees the VMs but every action disabled with the reason, and the c
 test("the admin deletes VMs from the list in one go", async ({ page, virtualMachinesPage }) => {
   await signIn(page, "admin");
   await virtualMachinesPage.goto(namespace);
-  for (const name of ["debian-1", "sized-1", "tiny-1", "manual-1"]) await virtualMachinesPage.row(name).getByRole("checkbox").check();
+  for (const name of ["debian-1", "sized-1", "tiny-1", "tiny-disk", "manual-1"]) await virtualMachinesPage.row(name).getByRole("checkbox").check();
   page.on("dialog", (dialog) => void dialog.accept());
   await page.getByRole("group", { name: "Selected VMs" }).getByRole("button", { name: "Delete" }).click();
   await expect(page.getByText(`No virtual machines in ${namespace} yet.`)).toBeVisible(slow);
