@@ -22,3 +22,21 @@ export function tinyVm(name: string, image: string, namespace?: string) {
     },
   };
 }
+
+/** The tiny guest with one more disk, vda, on a PersistentVolumeClaim. */
+export function tinyVmOnClaim(name: string, image: string, claimName: string, namespace?: string) {
+  const vm = tinyVm(name, image, namespace);
+  return {
+    ...vm,
+    spec: {
+      ...vm.spec,
+      template: {
+        spec: {
+          ...vm.spec.template.spec,
+          domain: { ...vm.spec.template.spec.domain, devices: { ...vm.spec.template.spec.domain.devices, disks: [{ name: "data", disk: { bus: "virtio" } }] } },
+          volumes: [{ name: "data", persistentVolumeClaim: { claimName } }],
+        },
+      },
+    },
+  };
+}

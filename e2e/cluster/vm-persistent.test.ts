@@ -2,7 +2,7 @@ import { open } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { core, custom, imageOf, suiteNamespace } from "./cluster.ts";
-import { tinyVm } from "../manifests.ts";
+import { tinyVmOnClaim } from "../manifests.ts";
 import { openConsole } from "./console.ts";
 
 // Disks that outlive their VM: a PersistentVolumeClaim of the cluster's
@@ -18,14 +18,7 @@ const tinyGuest = imageOf("tiny-guest");
 const MARKER = `kubevirt-ts-persisted-${Date.now().toString(36)}`;
 const CLAIM_BYTES = 256 * 1024 * 1024;
 
-/** The tiny guest with one more disk, vda, on the claim. */
-function vmOnClaim(name: string, claimName: string) {
-  const vm = tinyVm(name, tinyGuest, namespace);
-  const spec = vm.spec.template.spec as typeof vm.spec.template.spec & { volumes?: unknown[]; domain: { devices: { disks?: unknown[] } } };
-  spec.domain.devices.disks = [{ name: "data", disk: { bus: "virtio" } }];
-  spec.volumes = [{ name: "data", persistentVolumeClaim: { claimName } }];
-  return vm;
-}
+const vmOnClaim = (name: string, claimName: string) => tinyVmOnClaim(name, tinyGuest, claimName, namespace);
 
 const createVm = (body: object) => custom.createNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachines", body });
 const createClaim = (name: string) =>

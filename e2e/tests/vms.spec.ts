@@ -1,5 +1,5 @@
 import type { Page } from "@playwright/test";
-import { tinyVm } from "../manifests.ts";
+import { tinyVm, tinyVmOnClaim } from "../manifests.ts";
 import { claim, createNamespace, deleteNamespace, imageOf, tokenOf } from "./cluster-users.ts";
 import { expect, test } from "./fixtures.ts";
 
@@ -118,10 +118,7 @@ test("a VM made in YAML mode runs, and its serial console takes commands", async
 
 test("a VM's page lists its disks: the one on a claim is kept across stops, with the claim's size and its device in the guest", async ({ page }) => {
   claim(namespace, "web-data", "128Mi");
-  const vm = tinyVm("tiny-disk", imageOf("tiny-guest"));
-  const spec = vm.spec.template.spec as typeof vm.spec.template.spec & { volumes?: unknown[]; domain: { devices: { disks?: unknown[] } } };
-  spec.domain.devices.disks = [{ name: "data", disk: { bus: "virtio" } }];
-  spec.volumes = [{ name: "data", persistentVolumeClaim: { claimName: "web-data" } }];
+  const vm = tinyVmOnClaim("tiny-disk", imageOf("tiny-guest"), "web-data");
   await signIn(page, "admin");
   await page.goto(`/vms/new?ns=${namespace}`);
   await page.getByRole("button", { name: "YAML" }).click();
