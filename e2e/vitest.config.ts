@@ -1,5 +1,5 @@
 import { defineConfig } from "vitest/config";
-import { VitestFailureList } from "./failure-list.ts";
+import { reporters } from "@kubevirt-ts/control-plane/failure-list";
 
 // The cluster suite: runs against the system `make up` (cluster-up and
 // cluster-sync) leaves on this machine, one test at a time.
@@ -7,7 +7,7 @@ export default defineConfig({
   test: {
     include: ["cluster/**/*.test.ts"],
     fileParallelism: false,
-    reporters: ["default", new VitestFailureList(process.env.KUBEVIRT_TS_FAILURES)],
+    reporters: reporters(),
     testTimeout: 360_000,
     hookTimeout: 120_000,
   },

@@ -22,8 +22,8 @@ const SCREENSHOT = Buffer.from("\x89PNG\r\n\x1a\n-a-screenshot", "latin1");
 let dir: string;
 let server: ConsoleServerHandle;
 let qemuSerial: Server;
-/** The launcher's tunnels to the guest's ports: each answers with its port and what it was sent, reversed. */
-const tunnels: Server[] = [];
+/** The launcher's tunnels to the guest's ports, by socket path: each answers with its port and what it was sent, reversed. */
+const tunnels = new Map<string, Promise<Server>>();
 const tls: Record<string, { cert: Buffer; key: Buffer }> = {};
 let ca: Buffer;
 const acted: string[] = [];
@@ -86,13 +86,20 @@ beforeAll(async () => {
     portForward: async (target, forward) => {
       acted.push(`portforward ${String(forward.port)} ${target.vmi.metadata.name ?? ""}`);
       if (forward.port === 7) throw new Error("nothing listens there");
+      // One tunnel per port, as the launcher keeps: two sessions opened at once share it.
       const path = podVolumePath(podsDir, target.podUid, portForwardSocket(forward));
-      if (tunnels.some((t) => t.address() === path)) return {};
-      const tunnel = createServer((c) => c.on("data", (d: Buffer) => c.write(`${String(forward.port)}:${Array.from(d.toString()).reverse().join("")}`)));
-      tunnel.listen(path);
-      await once(tunnel, "listening");
-      await chown(path, LAUNCHER_UID, LAUNCHER_UID);
-      tunnels.push(tunnel);
+      let ready = tunnels.get(path);
+      if (!ready) {
+        const tunnel = createServer((c) => c.on("data", (d: Buffer) => c.write(`${String(forward.port)}:${Array.from(d.toString()).reverse().join("")}`)));
+        ready = (async () => {
+          tunnel.listen(path);
+          await once(tunnel, "listening");
+          await chown(path, LAUNCHER_UID, LAUNCHER_UID);
+          return tunnel;
+        })();
+        tunnels.set(path, ready);
+      }
+      await ready;
       return {};
     },
     lookup: (namespace, name) => {
@@ -120,7 +127,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await server.close();
   qemuSerial.close();
-  for (const tunnel of tunnels) tunnel.close();
+  for (const tunnel of tunnels.values()) (await tunnel).close();
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -255,7 +262,8 @@ describe("the handler's console server", { timeout: 30_000 }, () => {
     again.send(Buffer.from("abc"));
     expect((await Promise.all(answers)).map((b) => b.toString())).toEqual(["22:hss", "80:ptth", "22:cba"]);
     for (const ws of [ssh, web, again]) ws.close();
-    expect(acted).toEqual(["portforward 22 running", "portforward 80 running", "portforward 22 running"]);
+    // The three sessions were opened at once: the server may take them in any order.
+    expect(acted.toSorted()).toEqual(["portforward 22 running", "portforward 22 running", "portforward 80 running"]);
 
     expect(await refusal(open("running", "portforward/22/udp" as PortForwardSegment))).toEqual({ status: 400, body: "protocol udp is not forwarded yet: only tcp is\n" });
     expect(await refusal(open("running", "portforward/70000/tcp"))).toEqual({ status: 400, body: "port 70000 is not a port number: give one from 1 to 65535\n" });

@@ -279,8 +279,11 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
       // The previous session lets go of QEMU's socket first: it takes one client at a time.
       const previous = sessions.get(key);
       if (previous) {
+        const closed = once(previous, "close");
         previous.close(1000, "a newer session took over this console");
-        await Promise.race([once(previous, "close"), new Promise((resolve) => setTimeout(resolve, 2_000))]);
+        // A client that does not answer the close handshake in time is cut off.
+        const timer = setTimeout(() => { previous.terminate(); }, 2_000);
+        await closed.finally(() => { clearTimeout(timer); });
       }
       const unix = await connectPodSocket(podUid, what === "vnc" ? SocketName.Vnc : SocketName.Serial);
       websockets.handleUpgrade(req, socket, head, (ws) => {
