@@ -23,8 +23,8 @@ export function tinyVm(name: string, image: string, namespace?: string) {
   };
 }
 
-/** The tiny guest with one more disk, vda, on a PersistentVolumeClaim. */
-export function tinyVmOnClaim(name: string, image: string, claimName: string, namespace?: string) {
+/** The tiny guest with one more disk, vda, on the volume source given. */
+function tinyVmWithDisk(name: string, image: string, source: Record<string, unknown>, namespace?: string) {
   const vm = tinyVm(name, image, namespace);
   return {
     ...vm,
@@ -34,9 +34,20 @@ export function tinyVmOnClaim(name: string, image: string, claimName: string, na
         spec: {
           ...vm.spec.template.spec,
           domain: { ...vm.spec.template.spec.domain, devices: { ...vm.spec.template.spec.domain.devices, disks: [{ name: "data", disk: { bus: "virtio" } }] } },
-          volumes: [{ name: "data", persistentVolumeClaim: { claimName } }],
+          volumes: [{ name: "data", ...source }],
         },
       },
     },
   };
+}
+
+/** The tiny guest with one more disk, vda, on a PersistentVolumeClaim. */
+export function tinyVmOnClaim(name: string, image: string, claimName: string, namespace?: string) {
+  return tinyVmWithDisk(name, image, { persistentVolumeClaim: { claimName } }, namespace);
+}
+
+/** The tiny guest with one more disk, vda, on the DataVolume of its one dataVolumeTemplate, named <name>-disk. */
+export function tinyVmOnDataVolume(name: string, image: string, dataVolumeSpec: Record<string, unknown>, namespace?: string) {
+  const vm = tinyVmWithDisk(name, image, { dataVolume: { name: `${name}-disk` } }, namespace);
+  return { ...vm, spec: { ...vm.spec, dataVolumeTemplates: [{ metadata: { name: `${name}-disk` }, spec: dataVolumeSpec }] } };
 }

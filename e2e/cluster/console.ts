@@ -2,6 +2,7 @@ import { once } from "node:events";
 import { request } from "node:https";
 import type { ConnectionOptions } from "node:tls";
 import { ConsoleServer, type ConsoleKind, consoleServerPath } from "@kubevirt-ts/kubevirt-api";
+import { expect } from "vitest";
 import { type ClientOptions, WebSocket } from "ws";
 import { tokenOf } from "../tests/cluster-users.ts";
 import { core } from "./cluster.ts";
@@ -55,4 +56,21 @@ export async function serialLog(namespace: string, name: string): Promise<string
     });
     req.on("error", reject).end();
   });
+}
+
+/** Types a command on the VM's serial console (a shell's, as the tiny guest's) and waits for what it prints. */
+export async function inGuest(namespace: string, vm: string, command: string, expected: string, poll = { timeout: 240_000, interval: 1_000 }): Promise<string> {
+  const { ws, received } = await openConsole(namespace, vm, "console");
+  try {
+    // The shell may still be starting: Enter until its prompt shows (busybox's sh follows it with a cursor query).
+    await expect.poll(() => {
+      ws.send(Buffer.from("\n"));
+      return received().toString();
+    }, poll).toMatch(/[#$] /);
+    ws.send(Buffer.from(`${command}\n`));
+    await expect.poll(() => received().toString(), poll).toContain(expected);
+    return received().toString();
+  } finally {
+    ws.close();
+  }
 }

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { core, custom, imageOf, suiteNamespace } from "./cluster.ts";
 import { tinyVmOnClaim } from "../manifests.ts";
-import { openConsole } from "./console.ts";
+import { inGuest as inGuestOf } from "./console.ts";
 
 // Disks that outlive their VM: a PersistentVolumeClaim of the cluster's
 // default StorageClass (the local cluster's local-path-provisioner) as the
@@ -24,22 +24,7 @@ const createVm = (body: object) => custom.createNamespacedCustomObject({ group: 
 const createClaim = (name: string) =>
   core.createNamespacedPersistentVolumeClaim({ namespace, body: { metadata: { name }, spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: String(CLAIM_BYTES) } } } } });
 
-/** Types a command on the VM's serial console and waits for what it prints. */
-async function inGuest(vm: string, command: string, expected: string): Promise<string> {
-  const { ws, received } = await openConsole(namespace, vm, "console");
-  try {
-    // The shell may still be starting: Enter until its prompt shows (busybox's sh follows it with a cursor query).
-    await expect.poll(() => {
-      ws.send(Buffer.from("\n"));
-      return received().toString();
-    }, poll).toMatch(/[#$] /);
-    ws.send(Buffer.from(`${command}\n`));
-    await expect.poll(() => received().toString(), poll).toContain(expected);
-    return received().toString();
-  } finally {
-    ws.close();
-  }
-}
+const inGuest = (vm: string, command: string, expected: string) => inGuestOf(namespace, vm, command, expected);
 
 const runningUid = async (vm: string) => {
   await expect.poll(async () => (await get("virtualmachineinstances", vm))?.status?.phase, poll).toBe("Running");

@@ -45,3 +45,15 @@ readinessProbe:
   httpGet: { path: /readyz, port: {{ $port }}, scheme: {{ $scheme }} }
   periodSeconds: 5
 {{- end }}
+
+{{/*
+Whether kubevirt-ts serves CDI's DataVolume kind itself: dataVolumes.serve
+true, or auto while no one else serves it (no DataVolume CRD, or only the one
+this chart installed). Prints "true" or nothing.
+*/}}
+{{- define "kubevirt-ts.serveDataVolumes" -}}
+{{- $serve := toString .Values.dataVolumes.serve -}}
+{{- $crd := lookup "apiextensions.k8s.io/v1" "CustomResourceDefinition" "" "datavolumes.cdi.kubevirt.io" -}}
+{{- $ours := and $crd (eq (dig "metadata" "labels" "app.kubernetes.io/part-of" "" $crd) "kubevirt-ts") -}}
+{{- if or (eq $serve "true") (and (eq $serve "auto") (or (not $crd) $ours)) -}}true{{- end -}}
+{{- end }}

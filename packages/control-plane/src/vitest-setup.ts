@@ -5,7 +5,7 @@ import { KubeConfig } from "@kubernetes/client-node";
 import type { TestProject } from "vitest/node";
 import { type ControlPlane, startControlPlane } from "./control-plane.ts";
 import { installCrds } from "./crds.ts";
-import { CHART_CRD_DIR, ensureBinaries } from "./paths.ts";
+import { CHART_CRD_DIR, CHART_OPTIONAL_CRD_DIR, ensureBinaries } from "./paths.ts";
 import "./provided-context.ts";
 
 // Vitest global setup: a real etcd and kube-apiserver for the integration
@@ -25,6 +25,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     const kubeConfig = new KubeConfig();
     kubeConfig.loadFromString(controlPlane.kubeconfig);
     await installCrds(kubeConfig, CHART_CRD_DIR);
+    await installCrds(kubeConfig, CHART_OPTIONAL_CRD_DIR);
   } catch (error) {
     await teardown();
     throw error;

@@ -3,7 +3,7 @@ import { chmod, copyFile, cp, mkdir, mkdtemp, rm, stat, writeFile } from "node:f
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { REPO_ROOT } from "@kubevirt-ts/control-plane";
-import { LAUNCHER_UID } from "@kubevirt-ts/kubevirt-api";
+import { DISK_COPY_NAME, DISK_COPY_PATH, LAUNCHER_UID } from "@kubevirt-ts/kubevirt-api";
 import { type ImageConfig, type Layer, contentTag, tarDirectory, writeDockerArchive } from "./archive.ts";
 import { env } from "./env.ts";
 import { exists, log, run } from "./exec.ts";
@@ -112,6 +112,9 @@ interface NodeComponent {
 }
 
 const SERVICE_USER = "65532:65532";
+/** The containerDisk copier (buildTools), in the images whose pods copy disks out of other images. */
+const DISK_COPY_BUILT = join(REPO_ROOT, "packages/images/build", DISK_COPY_NAME);
+const diskCopyFile = { from: `../../packages/images/build/${DISK_COPY_NAME}`, to: DISK_COPY_PATH.slice(1) };
 
 export const COMPONENTS: NodeComponent[] = [
   { name: "virt-controller", workspace: "services/controller", files: [{ from: "dist", to: "app" }], entrypoint: ["node", "/app/main.js"], user: SERVICE_USER },
@@ -124,7 +127,7 @@ export const COMPONENTS: NodeComponent[] = [
     workspace: "services/launcher",
     files: [
       { from: "dist", to: "app" },
-      { from: "../../packages/images/build/kubevirt-ts-disk-copy", to: "usr/local/bin/kubevirt-ts-disk-copy" },
+      diskCopyFile,
       // The libvirt addon, compiled against Debian bookworm's libvirt like the image's, and what it loads.
       ...["@unraid/libvirt", "xml2js", "sax", "xmlbuilder"].map((pkg) => ({ from: `../../node_modules/${pkg}`, to: `app/node_modules/${pkg}` })),
     ],
@@ -133,6 +136,18 @@ export const COMPONENTS: NodeComponent[] = [
     // tini reaps them (KubeVirt's virt-launcher-monitor does the same) and passes signals to Node alone,
     // so SIGTERM still means an ACPI shutdown, not a signal to QEMU.
     entrypoint: ["/usr/bin/tini", "--", "node", "/app/main.js"],
+    launcherBase: true,
+    user: LAUNCHER_USER,
+  },
+  // CDI's importer role: qemu-img from the launcher's base, and the containerDisk copier for registry sources.
+  {
+    name: "importer",
+    workspace: "services/importer",
+    files: [
+      { from: "dist", to: "app" },
+      diskCopyFile,
+    ],
+    entrypoint: ["node", "/app/main.js"],
     launcherBase: true,
     user: LAUNCHER_USER,
   },
@@ -152,7 +167,7 @@ export const COMPONENTS: NodeComponent[] = [
 
 /** Tools the images carry besides their component: the containerDisk copier. */
 export async function buildTools(): Promise<void> {
-  await compileStatic("disk-copy.c", join(REPO_ROOT, "packages/images/build/kubevirt-ts-disk-copy"));
+  await compileStatic("disk-copy.c", DISK_COPY_BUILT);
 }
 
 export async function buildComponentImage(component: NodeComponent, base: Layer, node: Layer): Promise<BuiltImage> {

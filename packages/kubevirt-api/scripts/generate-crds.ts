@@ -1,10 +1,12 @@
 // Writes the generated CRDs into the Helm chart: `npm run generate`.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { CRD_DIR, renderCrdYamlFiles } from "../src/crd/files.ts";
+import { CRD_DIR, OPTIONAL_CRD_DIR, renderCrdYamlFiles, renderOptionalCrdYamlFiles } from "../src/crd/files.ts";
 
-mkdirSync(CRD_DIR, { recursive: true });
-for (const [file, content] of renderCrdYamlFiles()) {
-  writeFileSync(join(CRD_DIR, file), content);
-  console.log(`wrote ${join(CRD_DIR, file)}`);
+for (const [dir, files] of [[CRD_DIR, renderCrdYamlFiles()], [OPTIONAL_CRD_DIR, renderOptionalCrdYamlFiles()]] as const) {
+  mkdirSync(dir, { recursive: true });
+  for (const [file, content] of files) {
+    writeFileSync(join(dir, file), content);
+    console.log(`wrote ${join(dir, file)}`);
+  }
 }

@@ -79,6 +79,7 @@ const TABLE: [string, PrintableStatus, Vm, Vmi | undefined, VmActionName[], Part
   ["a VM whose image pull backs off", "ImagePullBackOff", vm("Always"), vmi("Scheduled", { conditions: [{ type: "Synchronized", status: "False", reason: "ImagePullBackOff" }] }), LIVE, {}],
   ["a VM whose claim is missing", "ErrorPvcNotFound", vm("Always"), vmi("Pending"), LIVE, { vnc: "the VMI is not running (phase Pending); wait until it is Running" }],
   ["a VM waiting for its volume to bind", "WaitingForVolumeBinding", vm("Always"), vmi("Pending"), LIVE, {}],
+  ["an Always VM whose DataVolume failed to import", "DataVolumeError", vm("Always"), undefined, ["stop", "forceStop", "delete"], { start: "Always does not support manual start requests", restart: "VM is not running: Halted" }],
 ];
 
 describe("availableActions", () => {

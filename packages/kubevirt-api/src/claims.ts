@@ -19,6 +19,25 @@ export const CLAIM_DISK_FILE = "disk.img";
 /** KubeVirt's default share of a file system its disk image must leave free (CDI's filesystemOverhead). */
 export const DEFAULT_FILESYSTEM_OVERHEAD = "0.055";
 
+export const MIB = 1024 * 1024;
+/** Disk images are sized in whole MiB, as KubeVirt and CDI size them. */
+export const alignDownToMiB = (bytes: number): number => Math.floor(bytes / MIB) * MIB;
+export const alignUpToMiB = (bytes: number): number => Math.ceil(bytes / MIB) * MIB;
+
+/** A file-system overhead as a share; anything outside [0, 1] is none KubeVirt would take either, so the default is. */
+export function filesystemOverhead(given: string | number | undefined): number {
+  const share = Number(given ?? DEFAULT_FILESYSTEM_OVERHEAD);
+  return Number.isFinite(share) && share >= 0 && share <= 1 ? share : Number(DEFAULT_FILESYSTEM_OVERHEAD);
+}
+
+/**
+ * The largest disk image a claim of `claimBytes` holds while leaving its file system's overhead free, in whole MiB: the
+ * rule by which the launcher grows a disk.img and CDI (and kubevirt-ts's importer) sizes one on a claim of a given size.
+ */
+export function diskBytesOnClaim(claimBytes: number, overhead?: string | number): number {
+  return alignDownToMiB((1 - filesystemOverhead(overhead)) * claimBytes);
+}
+
 export interface ClaimVolume {
   /** The VMI volume. */
   volume: string;
@@ -30,12 +49,13 @@ export interface ClaimVolume {
   podVolume: string;
 }
 
-/** The VMI's volumes backed by a claim: its persistentVolumeClaim volumes. */
+/** The VMI's volumes backed by a claim: its persistentVolumeClaim volumes, and its dataVolume volumes (on the claim of the DataVolume's name). */
 export function claimVolumes(spec: Pick<VmiSpec, "volumes">): ClaimVolume[] {
   return (spec.volumes ?? []).flatMap((volume, i) => {
-    const claim = volume.persistentVolumeClaim;
-    if (!claim) return [];
-    return [{ volume: volume.name, claimName: claim.claimName, readOnly: claim.readOnly === true, podVolume: `claim-${String(i)}` }];
+    const podVolume = `claim-${String(i)}`;
+    if (volume.persistentVolumeClaim) return [{ volume: volume.name, claimName: volume.persistentVolumeClaim.claimName, readOnly: volume.persistentVolumeClaim.readOnly === true, podVolume }];
+    if (volume.dataVolume) return [{ volume: volume.name, claimName: volume.dataVolume.name, readOnly: false, podVolume }];
+    return [];
   });
 }
 

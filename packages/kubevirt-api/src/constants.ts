@@ -79,6 +79,7 @@ export const PrintableStatus = {
   ImagePullBackOff: "ImagePullBackOff",
   ErrorPvcNotFound: "ErrorPvcNotFound",
   WaitingForVolumeBinding: "WaitingForVolumeBinding",
+  DataVolumeError: "DataVolumeError",
 } as const;
 export type PrintableStatus = (typeof PrintableStatus)[keyof typeof PrintableStatus];
 export const PRINTABLE_STATUSES = Object.values(PrintableStatus);
@@ -100,6 +101,8 @@ export const VmiConditionType = {
   AgentConnected: "AgentConnected",
   /** Set by the controller from the launcher pod's PodScheduled=False condition. */
   PodScheduled: "PodScheduled",
+  /** Whether the DataVolumes the VMI's volumes name have filled their claims (KubeVirt's). */
+  DataVolumesReady: "DataVolumesReady",
 } as const;
 export type VmiConditionType = (typeof VmiConditionType)[keyof typeof VmiConditionType];
 
@@ -127,7 +130,7 @@ export const Label = {
   NodeName: "kubevirt.io/nodeName",
 } as const;
 
-export const LabelValue = { Launcher: "virt-launcher", Handler: "virt-handler", Controller: "virt-controller", Api: "virt-api" } as const;
+export const LabelValue = { Launcher: "virt-launcher", Handler: "virt-handler", Controller: "virt-controller", Api: "virt-api", Importer: "importer" } as const;
 
 export const Annotation = {
   /** The domain name libvirt uses for a VMI, `<namespace>_<name>`. */
@@ -159,6 +162,9 @@ export const EventReason = {
   InvalidSpec: "InvalidSpec",
   /** On a pod that carries the launcher labels but that no VMI controls: it is ignored. */
   UnownedLauncherPod: "UnownedLauncherPod",
+  /** A VM made, or could not make, a DataVolume of its dataVolumeTemplates (KubeVirt's). */
+  SuccessfulDataVolumeCreate: "SuccessfulDataVolumeCreate",
+  FailedDataVolumeCreate: "FailedDataVolumeCreate",
 } as const;
 export type EventReason = (typeof EventReason)[keyof typeof EventReason];
 

@@ -10,6 +10,13 @@ import type { PortForward } from "./constants.ts";
 
 const ROOT = "/var/run/kubevirt-ts";
 
+/**
+ * The containerDisk copier: a static binary in the launcher and importer images, handed to an image that holds only
+ * its disk (no shell, no cp) so that it copies the disk out (packages/images/src/disk-copy.c).
+ */
+export const DISK_COPY_NAME = "kubevirt-ts-disk-copy";
+export const DISK_COPY_PATH = `/usr/local/bin/${DISK_COPY_NAME}`;
+
 /** Where the launcher container finds each folder. */
 export const LauncherDir = {
   /** The launcher's sockets (see SocketsVolume); the handler reaches them through the pod's volume on the node. */

@@ -1,3 +1,4 @@
+import { CDI_GROUP, CDI_VERSION } from "./schema/datavolume.ts";
 import { GROUP, INSTANCETYPE_GROUP, INSTANCETYPE_VERSION, type InstancetypeKind, InstancetypeResource, Resource, VERSION } from "./constants.ts";
 
 // Where the kubevirt.io kinds live in the API, in the shape of
@@ -10,6 +11,8 @@ export const kubevirtResources = {
   // As KubeVirt's: a VMI has no status subresource. Its controllers write status and the kubevirt.io/nodeName label
   // in one update, and the chart's admission policy keeps everyone else from changing either (docs/adr/0008).
   virtualMachineInstances: { group: GROUP, version: VERSION, plural: Resource.VirtualMachineInstance.plural, namespaced: true, statusSubresource: false },
+  // CDI's, served by CDI where it is installed and by kubevirt-ts where it is not (docs/storage.md).
+  dataVolumes: { group: CDI_GROUP, version: CDI_VERSION, plural: "datavolumes", namespaced: true, statusSubresource: true },
 } as const;
 
 /** Where instancetype.kubevirt.io's kinds live, by kind; ControllerRevisions keep a VM's copy of the one it uses. */

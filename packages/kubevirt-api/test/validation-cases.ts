@@ -2,6 +2,7 @@
 // and the integration test (what the real API server accepts and refuses).
 import { readFileSync } from "node:fs";
 import { parseAllDocuments } from "yaml";
+import type { DataVolumeSpec, VirtualMachine } from "../src/index.ts";
 import { newVm, newVmi, newVmiSpec } from "./builders.ts";
 
 export interface ValidationCase {
@@ -21,6 +22,19 @@ function example(file: string): unknown {
 
 const tpl = "spec.template.spec";
 
+/** A VM whose root disk is the DataVolume of its one template, with that spec. */
+function dataVolumeVm(spec: DataVolumeSpec, namespace?: string): VirtualMachine {
+  return newVm(
+    newVmiSpec((s) => {
+      s.volumes = [{ name: "containerdisk", dataVolume: { name: "root-dv" } }];
+    }),
+    (vm) => {
+      if (namespace) vm.metadata.namespace = namespace;
+      vm.spec.dataVolumeTemplates = [{ metadata: { name: "root-dv" }, spec }];
+    },
+  );
+}
+
 export const validationCases: ValidationCase[] = [
   // Valid.
   { name: "KubeVirt's example VM with a containerDisk and cloud-init", object: example("vm-containerdisk-cloudinit.yaml"), apiServer: "accepts" },
@@ -35,6 +49,7 @@ export const validationCases: ValidationCase[] = [
   },
   { name: "the Debian guest example with a cloud-init user", object: example("vm-debian.yaml"), apiServer: "accepts" },
   { name: "the Debian guest example with a data disk on a claim", object: example("vm-debian-data-disk.yaml"), apiServer: "accepts" },
+  { name: "KubeVirt's vm-alpine-datavolume shape: the Debian guest on a DataVolume from a registry", object: example("vm-debian-datavolume.yaml"), apiServer: "accepts" },
   ...(["Always", "RerunOnFailure", "Manual", "Halted", "Once"] as const).map(
     (runStrategy): ValidationCase => ({
       name: `runStrategy ${runStrategy}`,
@@ -451,8 +466,53 @@ export const validationCases: ValidationCase[] = [
   },
   {
     name: "an unsupported volume type",
-    object: newVm(newVmiSpec((s) => ((s.volumes?.[0] as Record<string, unknown>).dataVolume = { name: "dv" }))),
-    invalid: { field: `${tpl}.volumes[0].dataVolume`, message: /is not a field kubevirt-ts supports/ },
+    object: newVm(newVmiSpec((s) => ((s.volumes?.[0] as Record<string, unknown>).hostDisk = { path: "/data/disk.img", type: "Disk" }))),
+    invalid: { field: `${tpl}.volumes[0].hostDisk`, message: /is not a field kubevirt-ts supports/ },
+    apiServer: "refuses",
+  },
+  {
+    name: "a DataVolume template that no volume names",
+    object: newVm(newVmiSpec(), (vm) => {
+      vm.spec.dataVolumeTemplates = [{ metadata: { name: "orphan" }, spec: { source: { blank: {} }, storage: { resources: { requests: { storage: "1Gi" } } } } }];
+    }),
+    invalid: { field: "spec.dataVolumeTemplates[0].metadata.name", message: /is named by no volume; add a volume with dataVolume.name: orphan/ },
+    apiServer: "accepts",
+  },
+  {
+    name: "a DataVolume template in another namespace",
+    object: newVm(newVmiSpec((s) => (s.volumes = [{ name: "containerdisk", dataVolume: { name: "root-dv" } }])), (vm) => {
+      vm.metadata.namespace = "default";
+      vm.spec.dataVolumeTemplates = [{ metadata: { name: "root-dv", namespace: "other" }, spec: { source: { blank: {} }, storage: { resources: { requests: { storage: "1Gi" } } } } }];
+    }),
+    invalid: { field: "spec.dataVolumeTemplates[0].metadata.namespace", message: /a VM's DataVolumes are in its own namespace \(default\): remove it/ },
+  },
+  {
+    name: "a DataVolume template with two sources",
+    object: dataVolumeVm({ source: { blank: {}, http: { url: "http://images.example/disk.qcow2" } }, storage: { resources: { requests: { storage: "1Gi" } } } }),
+    invalid: { field: "spec.dataVolumeTemplates[0].spec.source", message: /exactly one of http, registry, pvc, blank; it has http and blank/ },
+    apiServer: "accepts",
+  },
+  {
+    name: "a DataVolume template without a size",
+    object: dataVolumeVm({ source: { blank: {} }, storage: {} }),
+    invalid: { field: "spec.dataVolumeTemplates[0].spec.storage.resources.requests.storage", message: /is required: give the disk's size/ },
+    apiServer: "accepts",
+  },
+  {
+    name: "a DataVolume template whose registry source is no docker:// URL",
+    object: dataVolumeVm({ source: { registry: { url: "kubevirt-ts.local/debian-guest:12" } }, storage: { resources: { requests: { storage: "4Gi" } } } }),
+    invalid: { field: "spec.dataVolumeTemplates[0].spec.source.registry.url", message: /give a containerDisk image as docker:\/\/<image>/ },
+    apiServer: "accepts",
+  },
+  {
+    name: "a DataVolume template that clones a claim of another namespace, not supported",
+    object: dataVolumeVm({ source: { pvc: { namespace: "golden-images", name: "debian" } }, storage: {} }, "default"),
+    invalid: { field: "spec.dataVolumeTemplates[0].spec.source.pvc.namespace", message: /copies claims within the DataVolume's own namespace \(default\) only/ },
+  },
+  {
+    name: "a DataVolume template with an upload source, not supported yet",
+    object: dataVolumeVm({ source: { upload: {} } as never, storage: { resources: { requests: { storage: "1Gi" } } } }),
+    invalid: { field: "spec.dataVolumeTemplates[0].spec.source.upload", message: /is not a field kubevirt-ts supports/ },
     apiServer: "refuses",
   },
   {

@@ -19,6 +19,7 @@ const TAG_VALUES: Record<string, string> = {
   "virt-api": "api",
   "virt-handler": "handler",
   "virt-launcher": "launcher",
+  importer: "importer",
   web: "web",
 };
 

@@ -3,3 +3,4 @@ export { type OpsServer, type OpsServerOptions, type ReadinessCheck, startOpsSer
 export { type RunningService, type ServiceContext, type ServiceDefinition, StatusError, runService, startService } from "./service.ts";
 export { LOG_LEVELS, baseEnv, parseEnv } from "./env.ts";
 export { type Pingable, keepAlive } from "./keepalive.ts";
+export { createSparseFile, entryAt, growFile } from "./disk-file.ts";

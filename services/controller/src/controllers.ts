@@ -1,10 +1,12 @@
 import { ControllerManager, type EventHandler, Expectations, type KubeClient, type KubeObject, type PersistentVolumeClaim, type Pod, type WorkQueue, createEventRecorder, keyOf, resources } from "@kubevirt-ts/kube";
 import {
-  Kind, LAUNCHER_PODS_BY_VMI, Label, LabelValue, type VirtualMachine, type VirtualMachineInstance, kubevirtResources, launcherPodIndex,
+  type DataVolume, Kind, LAUNCHER_PODS_BY_VMI, Label, LabelValue, type VirtualMachine, type VirtualMachineInstance, kubevirtResources, launcherPodIndex,
 } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
 import type { Registry } from "prom-client";
 import { controllerOf } from "./common/owner.ts";
+import { createDataVolumeReconciler } from "./datavolume/controller.ts";
+import type { ImporterConfig } from "./datavolume/importer-pod.ts";
 import { createVmReconciler } from "./vm/controller.ts";
 import { createVmiReconciler } from "./vmi/controller.ts";
 import { BY_CLAIM, claimEvents, vmisByClaim, vmsByClaim } from "./vmi/claim-events.ts";
@@ -25,6 +27,10 @@ export interface ControllersConfig {
   registry: Registry;
   workers: number;
   pod: LauncherPodConfig;
+  /** Whether the cluster serves DataVolumes (CDI's, or kubevirt-ts's own): the controllers then watch them. */
+  dataVolumes: boolean;
+  /** Where kubevirt-ts serves DataVolumes itself (no CDI): its importer, and the DataVolume controller runs. */
+  importer?: ImporterConfig | undefined;
   /** Watch one namespace only (tests); all namespaces when unset. */
   namespace?: string;
   /** How often every VM, VMI and launcher pod is looked at again without a change (tests shorten it). */
@@ -96,6 +102,7 @@ export function createControllers(config: ControllersConfig): ControllerManager 
     indexers: { [LAUNCHER_PODS_BY_VMI]: launcherPodIndex },
   });
   const claims = manager.informer<PersistentVolumeClaim>({ client, type: resources.persistentVolumeClaims, namespace, resyncMs });
+  const dataVolumes = config.dataVolumes ? manager.informer<DataVolume>({ client, type: kubevirtResources.dataVolumes, namespace, resyncMs }) : undefined;
   const unowned = unownedLauncherPods({ client, pods, vmis, recorder, log, registry });
 
   vms.addHandler(enqueueSelf<VirtualMachine>(vmQueue));
@@ -110,9 +117,27 @@ export function createControllers(config: ControllersConfig): ControllerManager 
   pods.addHandler(unowned.handler);
   claims.addHandler(claimEvents(vmiQueue, vmis));
   claims.addHandler(claimEvents(vmQueue, vms));
+  // A DataVolume's claim has its name, so the claims' index finds the VMIs and VMs that name it.
+  dataVolumes?.addHandler(claimEvents<VirtualMachineInstance, DataVolume>(vmiQueue, vmis));
+  dataVolumes?.addHandler(claimEvents<VirtualMachine, DataVolume>(vmQueue, vms));
 
-  manager.controller({ name: "vm", primary: vms, queue: vmQueue, workers, reconcile: createVmReconciler({ client, vms, vmis, claims, expectations: vmExpectations, recorder, log, now }) });
-  manager.controller({ name: "vmi", primary: vmis, queue: vmiQueue, workers, reconcile: createVmiReconciler({ client, vmis, pods, claims, expectations: vmiExpectations, recorder, log, now, pod: config.pod }) });
+  manager.controller({ name: "vm", primary: vms, queue: vmQueue, workers, reconcile: createVmReconciler({ client, vms, vmis, claims, dataVolumes, expectations: vmExpectations, recorder, log, now }) });
+  manager.controller({ name: "vmi", primary: vmis, queue: vmiQueue, workers, reconcile: createVmiReconciler({ client, vmis, pods, claims, dataVolumes, expectations: vmiExpectations, recorder, log, now, pod: config.pod }) });
+  if (dataVolumes && config.importer) {
+    const dataVolumeQueue = manager.queue("datavolumes");
+    const importerPods = manager.informer<Pod>({ client, type: resources.pods, namespace, resyncMs, labelSelector: `${Label.App}=${LabelValue.Importer}` });
+    dataVolumes.addHandler(enqueueSelf<DataVolume>(dataVolumeQueue));
+    // A DataVolume's claim has its name: the same key.
+    claims.addHandler(enqueueSelf<PersistentVolumeClaim>(dataVolumeQueue));
+    importerPods.addHandler(enqueueOwner<Pod>(dataVolumeQueue, "DataVolume"));
+    manager.controller({
+      name: "datavolume",
+      primary: dataVolumes,
+      queue: dataVolumeQueue,
+      workers,
+      reconcile: createDataVolumeReconciler({ client, dataVolumes, claims, pods: importerPods, recorder: createEventRecorder(client, "datavolume-controller", log), log, now, importer: config.importer }),
+    });
+  }
   // Unowned pods are reported by the leader, beginning with those already cached.
   manager.onSynced(() => {
     unowned.start(pods.list());

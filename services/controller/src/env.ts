@@ -16,6 +16,8 @@ export const env = parseEnv(
     WORKERS: z.coerce.number().int().min(1).max(64).default(3),
     /** KubeVirt's useEmulation: let guests run with QEMU's emulation where KVM is unusable. */
     USE_EMULATION: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
+    /** kubevirt-ts serves DataVolumes itself (the chart's dataVolumes.serve, where CDI is not installed): its importer image. */
+    IMPORTER_IMAGE: z.string().optional(),
     /** The cluster's eviction strategy, for VMIs that name none: KubeVirt's CR setting, the chart's evictionStrategy. */
     EVICTION_STRATEGY: z.enum(EVICTION_STRATEGIES).default("None"),
   }),

@@ -1,4 +1,5 @@
 import { type ControllerManager, KubeClient, LeaderElector, createRestClientMetrics, loadKubeConfig } from "@kubevirt-ts/kube";
+import { kubevirtResources } from "@kubevirt-ts/kubevirt-api";
 import { runService } from "@kubevirt-ts/runtime";
 import { createControllers } from "./controllers.ts";
 import { env } from "./env.ts";
@@ -20,6 +21,9 @@ await runService({
     const client = await KubeClient.fromKubeConfig(loadKubeConfig(), createRestClientMetrics(registry));
     const created = createControllers({
       client,
+      // Where the chart serves DataVolumes, its CRD may still be on its way: the informer waits for it.
+      dataVolumes: env.IMPORTER_IMAGE !== undefined || (await client.serves(kubevirtResources.dataVolumes)),
+      importer: env.IMPORTER_IMAGE ? { importerImage: env.IMPORTER_IMAGE, imagePullPolicy: env.LAUNCHER_PULL_POLICY } : undefined,
       log,
       registry,
       workers: env.WORKERS,

@@ -28,7 +28,7 @@ export async function startControllers(namespace: string | undefined, options: {
   const registry = new Registry();
   const client = await testClient(registry);
   const log = createLogger({ component: "virt-controller-test", level: "warn" });
-  const controllers = createControllers({ client, log, registry, workers: 2, namespace, resyncMs: options.resyncMs, pod: { launcherImage: LAUNCHER_IMAGE, imagePullPolicy: "IfNotPresent", allowEmulation: true, evictionStrategy: "None" } });
+  const controllers = createControllers({ client, log, registry, workers: 2, namespace, dataVolumes: true, resyncMs: options.resyncMs, pod: { launcherImage: LAUNCHER_IMAGE, imagePullPolicy: "IfNotPresent", allowEmulation: true, evictionStrategy: "None" } });
   const abort = new AbortController();
   const informers = controllers.runInformers(abort.signal);
   const running = controllers.runControllers(abort.signal);

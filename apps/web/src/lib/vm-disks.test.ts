@@ -37,4 +37,12 @@ describe("vmDisks", () => {
     expect(rows.find((r) => r.name === "data")).toMatchObject({ device: "vdb", claim: "web-data", size: "2Gi" });
     expect(rows.find((r) => r.name === "root")?.device).toBe("vda");
   });
+
+  it("lists a disk on a DataVolume as persistent, on the claim of its name", () => {
+    const onDataVolume: VirtualMachine = {
+      ...vm,
+      spec: { template: { spec: { domain: { devices: { disks: [{ name: "root", disk: { bus: "virtio" } }] } }, volumes: [{ name: "root", dataVolume: { name: "web-root" } }] } } },
+    };
+    expect(vmDisks(onDataVolume, undefined)).toEqual([{ name: "root", kind: "disk (virtio)", source: "DataVolume web-root", persistent: true, device: undefined, claim: "web-root", size: undefined }]);
+  });
 });

@@ -1,4 +1,4 @@
-import type { VirtualMachine, VirtualMachineInstance, Volume } from "@kubevirt-ts/kubevirt-api";
+import { type VirtualMachine, type VirtualMachineInstance, type Volume, claimVolumes } from "@kubevirt-ts/kubevirt-api";
 
 // A VM's disks as its page lists them: each disk of its template, where it
 // comes from in words, whether it outlives the VM's runs, and what the
@@ -22,6 +22,7 @@ export interface DiskRow {
 function sourceInWords(volume: Volume | undefined): { source: string; persistent: boolean } {
   if (!volume) return { source: "no volume of this name", persistent: false };
   if (volume.persistentVolumeClaim) return { source: `claim ${volume.persistentVolumeClaim.claimName}${volume.persistentVolumeClaim.readOnly ? " (read-only)" : ""}`, persistent: true };
+  if (volume.dataVolume) return { source: `DataVolume ${volume.dataVolume.name}`, persistent: true };
   if (volume.containerDisk) return { source: `image ${volume.containerDisk.image}, reset at each start`, persistent: false };
   if (volume.emptyDisk) return { source: `blank ${String(volume.emptyDisk.capacity)}, emptied at each start`, persistent: false };
   if (volume.cloudInitNoCloud || volume.cloudInitConfigDrive) return { source: "cloud-init data", persistent: false };
@@ -35,6 +36,8 @@ function sourceInWords(volume: Volume | undefined): { source: string; persistent
 export function vmDisks(vm: VirtualMachine, vmi: VirtualMachineInstance | undefined): DiskRow[] {
   const spec = vm.spec.template.spec;
   const volumes = new Map((spec.volumes ?? []).map((v) => [v.name, v]));
+  // The claim of each volume on one: a persistentVolumeClaim's, or a DataVolume's (of its name).
+  const claims = new Map(claimVolumes(spec).map((c) => [c.volume, c.claimName]));
   const reported = new Map((vmi?.status?.volumeStatus ?? []).map((s) => [s.name, s]));
   return (spec.domain.devices.disks ?? []).map((disk) => {
     const kind = disk.cdrom ? `CD-ROM (${disk.cdrom.bus ?? "sata"})` : disk.lun ? `LUN (${disk.lun.bus ?? "scsi"})` : `disk (${disk.disk?.bus ?? "sata"})`;
@@ -45,7 +48,7 @@ export function vmDisks(vm: VirtualMachine, vmi: VirtualMachineInstance | undefi
       kind,
       ...sourceInWords(volumes.get(disk.name)),
       device: status?.target === "" ? undefined : status?.target,
-      claim: claim?.claimName ?? volumes.get(disk.name)?.persistentVolumeClaim?.claimName,
+      claim: claim?.claimName ?? claims.get(disk.name),
       size: claim?.capacity?.storage ?? claim?.requests?.storage,
     };
   });

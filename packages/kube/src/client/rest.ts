@@ -155,6 +155,18 @@ export class KubeClient {
     }
   }
 
+  /** Whether the API server serves the kind (discovery of its group version); only a 404 means it does not. */
+  async serves(type: ResourceType): Promise<boolean> {
+    const path = type.group === "" ? `/api/${type.version}` : `/apis/${type.group}/${type.version}`;
+    try {
+      const list = await this.call<{ resources?: { name: string }[] }>({ verb: "get", method: "GET", type: { ...type, plural: "discovery" }, path });
+      return (list.resources ?? []).some((r) => r.name === type.plural);
+    } catch (error) {
+      if (isNotFound(error)) return false;
+      throw error;
+    }
+  }
+
   list<T extends KubeObject>(type: ResourceType, namespace?: string, options: ListOptions = {}): Promise<ObjectList<T>> {
     return this.call({ verb: "list", method: "GET", type, path: resourcePath(type, namespace), query: { ...options } });
   }

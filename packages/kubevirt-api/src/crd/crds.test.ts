@@ -1,16 +1,19 @@
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { CRD_DIR, renderCrdYamlFiles } from "./files.ts";
+import { CRD_DIR, OPTIONAL_CRD_DIR, renderCrdYamlFiles, renderOptionalCrdYamlFiles } from "./files.ts";
 
 describe("generated CRDs", () => {
   const generated = renderCrdYamlFiles();
 
-  it("are committed exactly as the generator writes them (run `npm run generate` after changing a schema)", () => {
-    const committed = readdirSync(CRD_DIR).filter((f) => f.endsWith(".yaml")).sort();
-    expect(committed).toEqual([...generated.keys()].sort());
-    for (const [file, content] of generated) {
-      expect(readFileSync(join(CRD_DIR, file), "utf8"), file).toBe(content);
+  it.each([
+    [CRD_DIR, generated],
+    [OPTIONAL_CRD_DIR, renderOptionalCrdYamlFiles()],
+  ])("are committed exactly as the generator writes them in %s (run `npm run generate` after changing a schema)", (dir, files) => {
+    const committed = readdirSync(dir).filter((f) => f.endsWith(".yaml")).sort();
+    expect(committed).toEqual([...files.keys()].sort());
+    for (const [file, content] of files) {
+      expect(readFileSync(join(dir, file), "utf8"), file).toBe(content);
     }
   });
 

@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import { GROUP, INSTANCETYPE_API_VERSION, INSTANCETYPE_GROUP, INSTANCETYPE_VERSION, InstancetypeKind, InstancetypeResource, Kind, Resource, VERSION } from "../constants.ts";
+import { CDI_GROUP, CDI_VERSION, dataVolumeSpec, dataVolumeStatus } from "../schema/datavolume.ts";
 import { instancetypeSpec, preferenceSpec } from "../schema/instancetype.ts";
 import { vmSpec, vmStatus } from "../schema/vm.ts";
 import { vmiSpec, vmiStatus } from "../schema/vmi.ts";
@@ -33,6 +34,7 @@ interface CrdInput {
   /** Whether status is a subresource: kubevirtResources says, for the clients, as KubeVirt's CRDs do. */
   statusSubresource: boolean;
   specValidations?: { rule: string; message: string }[];
+  annotations?: Record<string, string>;
 }
 
 function crd(input: CrdInput): Record<string, unknown> {
@@ -46,6 +48,7 @@ function crd(input: CrdInput): Record<string, unknown> {
     metadata: {
       name: `${names.plural}.${group}`,
       labels: { "app.kubernetes.io/part-of": "kubevirt-ts" },
+      ...(input.annotations ? { annotations: input.annotations } : {}),
     },
     spec: {
       group,
@@ -55,7 +58,7 @@ function crd(input: CrdInput): Record<string, unknown> {
         plural: names.plural,
         singular: names.singular,
         shortNames: [...names.shortNames],
-        categories: input.scope === "Namespaced" && group === GROUP ? ["all"] : [],
+        categories: input.scope === "Namespaced" && (group === GROUP || group === CDI_GROUP) ? ["all"] : [],
       },
       scope: input.scope,
       versions: [
@@ -137,14 +140,43 @@ export const instancetypeCrds = [
   crd({ ...instancetypeKind(InstancetypeKind.ClusterPreference), description: `${PREFERENCE}, for every namespace.`, spec: preferenceSpec, columns: [age] }),
 ];
 
+/**
+ * CDI's DataVolume, the part kubevirt-ts serves where CDI is not installed: not in the chart's crds/ folder (which is
+ * always installed), but in its files/, which a template installs when CDI's own CRD is absent (docs/storage.md).
+ */
+export const dataVolumeCrd = crd({
+  kind: "DataVolume",
+  names: { plural: "datavolumes", singular: "datavolume", shortNames: ["dv", "dvs"] },
+  group: CDI_GROUP,
+  version: CDI_VERSION,
+  scope: "Namespaced",
+  description: "A PersistentVolumeClaim and the disk image to fill it with (CDI's DataVolume, served by kubevirt-ts where CDI is not installed).",
+  spec: dataVolumeSpec,
+  status: dataVolumeStatus,
+  statusSubresource: true,
+  // Helm installs it as a template: an uninstall must not take the DataVolumes (and so the disks) with it.
+  annotations: { "helm.sh/resource-policy": "keep" },
+  columns: [
+    { name: "Phase", type: "string", jsonPath: ".status.phase", description: "The phase the DataVolume is in" },
+    { name: "Progress", type: "string", jsonPath: ".status.progress", description: "How much of the source is in" },
+    { name: "Restarts", type: "integer", jsonPath: ".status.restartCount", description: "How many times the importer restarted" },
+    age,
+  ],
+});
+
+const crdFileName = (c: Record<string, unknown>) => {
+  const name = (c.metadata as { name: string }).name;
+  const dot = name.indexOf(".");
+  return `${name.slice(dot + 1)}_${name.slice(0, dot)}.yaml`;
+};
+const HEADER = "# Generated from packages/kubevirt-api by `npm run generate`; do not edit.\n";
+
 /** The generated files, by path relative to the chart's crds/ folder. */
 export function renderCrdFiles(toYaml: (value: unknown) => string): Map<string, string> {
-  const header = "# Generated from packages/kubevirt-api by `npm run generate`; do not edit.\n";
-  return new Map(
-    [virtualMachineCrd, virtualMachineInstanceCrd, ...instancetypeCrds].map((c) => {
-      const name = (c.metadata as { name: string }).name;
-      const dot = name.indexOf(".");
-      return [`${name.slice(dot + 1)}_${name.slice(0, dot)}.yaml`, header + toYaml(c)];
-    }),
-  );
+  return new Map([virtualMachineCrd, virtualMachineInstanceCrd, ...instancetypeCrds].map((c) => [crdFileName(c), HEADER + toYaml(c)]));
+}
+
+/** The CRDs the chart installs only when no one else serves them, by path relative to its files/ folder. */
+export function renderOptionalCrdFiles(toYaml: (value: unknown) => string): Map<string, string> {
+  return new Map([dataVolumeCrd].map((c) => [crdFileName(c), HEADER + toYaml(c)]));
 }

@@ -48,6 +48,12 @@ const lun = refused(VALIDATION_CASES, "a claim as a LUN, not supported yet");
 const claim = effect(POD, "are pod volumes of the same claims, read-only when the volume asks");
 const sized = effect(CONTROLLER, "size the VMI from a ControllerRevision owned by the VM");
 const LAUNCHER = "services/launcher/test/launcher.integration.test.ts";
+const E2E_DATA_VOLUMES = "e2e/cluster/vm-datavolume.test.ts";
+const IMPORTER_POD = "services/controller/src/datavolume/importer-pod.test.ts";
+const DATA_VOLUMES = "packages/kubevirt-api/src/data-volumes.test.ts";
+const claimOfDataVolume = effect(IMPORTER_POD, "makes the claim CDI's way");
+const pvcClaimOfDataVolume = effect(IMPORTER_POD, "takes a pvc request as the claim's size");
+const httpSource = effect(IMPORTER_POD, "passes the http source's URL, headers and secret to the importer");
 const CONFIG_DISK = "services/launcher/test/config-disk.integration.test.ts";
 const configDisks = effect(E2E_DEBIAN, "presents a ConfigMap and the downward API to its guest as labelled disks");
 const configPodVolumes = effect(POD, "are the same kinds of pod volume, mounted read-only where the launcher makes their disks");
@@ -183,6 +189,7 @@ const vmiSpecEffects: Record<string, FieldEffect> = {
   "volumes[].emptyDisk.capacity": notYetProven("the size of the sparse qcow2 file the launcher creates (prepare.ts); no test checks the size"),
   "volumes[].persistentVolumeClaim.claimName": claim,
   "volumes[].persistentVolumeClaim.readOnly": claim,
+  "volumes[].dataVolume.name": effect(E2E_DATA_VOLUMES, "boots the tiny guest from the DataVolume its template fills from a containerDisk image"),
   "networks[].name": interfaceToNetwork,
   "networks[].pod.vmNetworkCIDR": effect(CONVERTER, "puts the guest in its pod network's vmNetworkCIDR"),
   nodeSelector: scheduling,
@@ -256,6 +263,29 @@ const vmEffects: Record<string, FieldEffect> = {
   "spec.preference.name": sized,
   "spec.preference.kind": sized,
   "spec.preference.revisionName": notYetProven("expands the VM from the named ControllerRevision (find.ts); the tests capture revisions through status.preferenceRef, none names one in the spec"),
+  "spec.dataVolumeTemplates[].apiVersion": notYetProven("as in KubeVirt, informational: the DataVolume made is always cdi.kubevirt.io/v1beta1"),
+  "spec.dataVolumeTemplates[].kind": notYetProven("as in KubeVirt, informational: the object made is always a DataVolume"),
+  "spec.dataVolumeTemplates[].metadata.name": effect(E2E_DATA_VOLUMES, "boots the tiny guest from the DataVolume its template fills from a containerDisk image"),
+  "spec.dataVolumeTemplates[].metadata.namespace": refused(VALIDATION_CASES, "a DataVolume template in another namespace"),
+  "spec.dataVolumeTemplates[].metadata.labels": effect(DATA_VOLUMES, "names the DataVolume as the template, in the VM's namespace"),
+  "spec.dataVolumeTemplates[].metadata.annotations": effect(DATA_VOLUMES, "names the DataVolume as the template, in the VM's namespace"),
+  "spec.dataVolumeTemplates[].spec.source.http.url": effect(E2E_DATA_VOLUMES, "fills a DataVolume over HTTP"),
+  "spec.dataVolumeTemplates[].spec.source.http.secretRef": httpSource,
+  "spec.dataVolumeTemplates[].spec.source.http.extraHeaders[]": httpSource,
+  "spec.dataVolumeTemplates[].spec.source.registry.url": effect(E2E_DATA_VOLUMES, "boots the tiny guest from the DataVolume its template fills from a containerDisk image"),
+  "spec.dataVolumeTemplates[].spec.source.registry.pullMethod": effect(IMPORTER_POD, "pulls a registry source's image in the importer pod"),
+  "spec.dataVolumeTemplates[].spec.source.pvc.namespace": refused(VALIDATION_CASES, "a DataVolume template that clones a claim of another namespace, not supported"),
+  "spec.dataVolumeTemplates[].spec.source.pvc.name": effect(E2E_DATA_VOLUMES, "clones a claim with what the guest wrote on it"),
+  "spec.dataVolumeTemplates[].spec.source.blank": effect(IMPORTER_POD, "makes a blank disk"),
+  "spec.dataVolumeTemplates[].spec.pvc.accessModes[]": pvcClaimOfDataVolume,
+  "spec.dataVolumeTemplates[].spec.pvc.volumeMode": pvcClaimOfDataVolume,
+  "spec.dataVolumeTemplates[].spec.pvc.storageClassName": pvcClaimOfDataVolume,
+  "spec.dataVolumeTemplates[].spec.pvc.resources.requests.storage": pvcClaimOfDataVolume,
+  "spec.dataVolumeTemplates[].spec.storage.accessModes[]": claimOfDataVolume,
+  "spec.dataVolumeTemplates[].spec.storage.volumeMode": claimOfDataVolume,
+  "spec.dataVolumeTemplates[].spec.storage.storageClassName": claimOfDataVolume,
+  "spec.dataVolumeTemplates[].spec.storage.resources.requests.storage": claimOfDataVolume,
+  "spec.dataVolumeTemplates[].spec.contentType": notYetProven("kubevirt, the only content type accepted, is what every DataVolume holds: a disk image"),
   "spec.template.metadata.labels": notYetProven("given to the VMI (vmiForVm) and from it to the launcher pod; no test sets template labels and looks for them on the VMI"),
   "spec.template.metadata.annotations": effect(EXPAND, "gives the VMI the template's annotations over the instancetype's over the preference's"),
   ...Object.fromEntries(Object.entries(vmiSpecEffects).map(([path, entry]) => [`${VM_TEMPLATE_SPEC}.${path}`, entry])),

@@ -3,6 +3,7 @@ import { controllerRevisions, instancetypeResources } from "../resources.ts";
 import { type InstancetypeSpec, type InstancetypeStatusRef, type PreferenceSpec, instancetypeSpec, preferenceSpec } from "../schema/instancetype.ts";
 import type { VirtualMachine } from "../schema/vm.ts";
 import type { ExpansionSources } from "./expand.ts";
+import { controllerRef } from "../owner.ts";
 
 // Finding a VM's instancetype and preference as KubeVirt does: the copy
 // captured in a ControllerRevision when the VM names one (spec's
@@ -74,7 +75,7 @@ export function controllerRevisionFor(vm: VirtualMachine, object: StoredObject):
         [REVISION_LABEL.uid]: uid ?? "",
         [REVISION_LABEL.version]: INSTANCETYPE_VERSION,
       },
-      ownerReferences: [{ apiVersion: API_VERSION, kind: Kind.VirtualMachine, name: vm.metadata.name ?? "", uid: vm.metadata.uid ?? "", controller: true, blockOwnerDeletion: true }],
+      ownerReferences: [controllerRef({ apiVersion: API_VERSION, kind: Kind.VirtualMachine, metadata: vm.metadata })],
     },
     data: { apiVersion: object.apiVersion, kind: object.kind, metadata: { name, uid, generation }, spec: object.spec },
     revision: 0,

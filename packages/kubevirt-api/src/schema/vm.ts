@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { PRINTABLE_STATUSES, RUN_STRATEGIES } from "../constants.ts";
 import { condition, objectMeta } from "./common.ts";
+import { dataVolumeTemplate } from "./datavolume.ts";
 import { instancetypeMatcher, instancetypeStatusRef, preferenceMatcher } from "./instancetype.ts";
 import { vmiSpec } from "./vmi.ts";
 
@@ -32,6 +33,10 @@ export const vmSpec = z
       .optional()
       .describe("The preference for the guest OS: device buses and models, firmware, CPU layout, used where the template leaves them unset."),
     template: vmiTemplate,
+    dataVolumeTemplates: z
+      .array(dataVolumeTemplate)
+      .optional()
+      .describe("DataVolumes the VM creates, owns and deletes with itself; each is named by a dataVolume volume of the template."),
   })
   .describe("The specification of a virtual machine.");
 

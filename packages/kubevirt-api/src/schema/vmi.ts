@@ -250,6 +250,10 @@ export const volume = z
       .strictObject({ claimName: z.string(), readOnly: z.boolean().optional() })
       .optional()
       .describe("A disk on a PersistentVolumeClaim in the VMI's namespace."),
+    dataVolume: z
+      .strictObject({ name: z.string().describe("The DataVolume, in the VMI's namespace; its claim has its name.") })
+      .optional()
+      .describe("A disk on a DataVolume's claim: the VMI starts once the DataVolume has filled it."),
     configMap: z
       .strictObject({ name: z.string().describe("The ConfigMap, in the VMI's namespace."), optional: z.boolean().optional().describe("When true, a missing ConfigMap gives an empty disk instead of a VMI that waits."), volumeLabel })
       .optional()

@@ -1,11 +1,13 @@
 import type { z } from "zod";
 import { RUN_STRATEGIES } from "../constants.ts";
+import { type DataVolume, dataVolume } from "../schema/datavolume.ts";
 import { type VirtualMachine, virtualMachine } from "../schema/vm.ts";
 import { type VirtualMachineInstance, type VmiSpec, virtualMachineInstance } from "../schema/vmi.ts";
 import { type ExpansionSources, expandVmiSpec } from "../instancetype/expand.ts";
 import { Causes, type Validation } from "./causes.ts";
 import { validateCompute } from "./compute.ts";
-import { dnsLabelProblem } from "./names.ts";
+import { validateDataVolumeSpec } from "./data-volumes.ts";
+import { dnsLabelProblem, dnsSubdomainProblem } from "./names.ts";
 import { validateNetworking } from "./network.ts";
 import { validateProbes } from "./probes.ts";
 import { validateStorage } from "./storage.ts";
@@ -126,5 +128,41 @@ export function validateVirtualMachine(input: unknown, sources: ExpansionSources
   const expanded = expandVmiSpec({ spec: template.spec, annotations: template.metadata?.annotations }, sources, "spec.template.spec", causes);
   // An instancetype gives the memory: when it is not found yet, or conflicts, nothing more is said of memory here.
   validateVmiSpecRules(expanded.spec, "spec.template.spec", causes, vm.spec.instancetype !== undefined);
+  validateDataVolumeTemplates(vm, causes);
   return finish(vm, causes);
+}
+
+/** KubeVirt's rules for a VM's dataVolumeTemplates: each is a valid DataVolume of the VM's namespace that a volume names. */
+function validateDataVolumeTemplates(vm: VirtualMachine, causes: Causes): void {
+  const named = new Set((vm.spec.template.spec.volumes ?? []).flatMap((v) => (v.dataVolume ? [v.dataVolume.name] : [])));
+  const seen = new Set<string>();
+  (vm.spec.dataVolumeTemplates ?? []).forEach((template, i) => {
+    const path = `spec.dataVolumeTemplates[${i}]`;
+    const { name, namespace } = template.metadata;
+    const problem = dnsSubdomainProblem(name);
+    if (problem) causes.invalid(`${path}.metadata.name`, problem);
+    if (seen.has(name)) causes.duplicate(`${path}.metadata.name`, `"${name}" is the name of an earlier template; each DataVolume needs a name of its own`);
+    seen.add(name);
+    if (namespace !== undefined && vm.metadata.namespace !== undefined && namespace !== vm.metadata.namespace) {
+      causes.invalid(`${path}.metadata.namespace`, `is ${JSON.stringify(namespace)}; a VM's DataVolumes are in its own namespace (${vm.metadata.namespace}): remove it`);
+    }
+    if (!named.has(name)) {
+      causes.invalid(`${path}.metadata.name`, `"${name}" is named by no volume; add a volume with dataVolume.name: ${name} to spec.template.spec.volumes, or remove the template`);
+    }
+    validateDataVolumeSpec(template.spec, `${path}.spec`, vm.metadata.namespace, causes);
+  });
+}
+
+/** Validates a DataVolume where kubevirt-ts serves the kind: its shape, then CDI's rules and kubevirt-ts's limits. */
+export function validateDataVolume(input: unknown): Validation<DataVolume> {
+  const parsed = parse(dataVolume, input);
+  if (!parsed.ok) return parsed;
+  const dv = parsed.value;
+  const causes = new Causes();
+  if (dv.metadata.name !== undefined) {
+    const problem = dnsSubdomainProblem(dv.metadata.name);
+    if (problem) causes.invalid("metadata.name", problem);
+  }
+  validateDataVolumeSpec(dv.spec, "spec", dv.metadata.namespace, causes);
+  return finish(dv, causes);
 }

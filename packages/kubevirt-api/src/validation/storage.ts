@@ -6,7 +6,7 @@ import { dnsLabelProblem, dnsSubdomainProblem } from "./names.ts";
 /** The largest cloud-init data kubevirt-ts embeds in a NoCloud seed disk. */
 export const MAX_CLOUD_INIT_BYTES = 64 * 1024;
 
-const VOLUME_SOURCES = ["containerDisk", "cloudInitNoCloud", "cloudInitConfigDrive", "emptyDisk", "persistentVolumeClaim", "configMap", "secret", "serviceAccount", "downwardAPI"] as const;
+const VOLUME_SOURCES = ["containerDisk", "cloudInitNoCloud", "cloudInitConfigDrive", "emptyDisk", "persistentVolumeClaim", "dataVolume", "configMap", "secret", "serviceAccount", "downwardAPI"] as const;
 /** The longest label an ISO 9660 volume takes. */
 const MAX_VOLUME_LABEL = 32;
 const DISK_TARGETS = ["disk", "cdrom", "lun"] as const;
@@ -38,8 +38,9 @@ function validateDisk(disk: Disk, path: string, volumes: ReadonlyMap<string, Vol
   if (disk.disk?.bus === "sata" && disk.disk.readonly === true) {
     causes.invalid(`${path}.disk.readonly`, "is true, but sata hard disks cannot be read-only; use the virtio or scsi bus, or a cdrom");
   }
-  if (disk.lun && volumes.get(disk.name)?.persistentVolumeClaim === undefined && volumes.has(disk.name)) {
-    causes.invalid(`${path}.lun`, "needs a persistentVolumeClaim volume; attach other volumes as disk or cdrom");
+  const onClaim = volumes.get(disk.name)?.persistentVolumeClaim !== undefined || volumes.get(disk.name)?.dataVolume !== undefined;
+  if (disk.lun && !onClaim && volumes.has(disk.name)) {
+    causes.invalid(`${path}.lun`, "needs a persistentVolumeClaim or dataVolume volume; attach other volumes as disk or cdrom");
   } else if (disk.lun) {
     causes.notSupported(`${path}.lun`, "is not supported yet: it passes a Block-mode claim's SCSI device through to the guest, which kubevirt-ts does not do; attach the claim as a disk");
   }
@@ -108,6 +109,10 @@ function validateVolume(volume: Volume, path: string, causes: Causes): void {
   if (volume.persistentVolumeClaim) {
     const problem = dnsSubdomainProblem(volume.persistentVolumeClaim.claimName);
     if (problem) causes.invalid(`${path}.persistentVolumeClaim.claimName`, `${problem}; name a PersistentVolumeClaim in the VMI's namespace`);
+  }
+  if (volume.dataVolume) {
+    const problem = dnsSubdomainProblem(volume.dataVolume.name);
+    if (problem) causes.invalid(`${path}.dataVolume.name`, `${problem}; name a DataVolume in the VMI's namespace`);
   }
   if (volume.cloudInitNoCloud) validateCloudInit(volume.cloudInitNoCloud, `${path}.cloudInitNoCloud`, causes);
   if (volume.cloudInitConfigDrive) validateCloudInit(volume.cloudInitConfigDrive, `${path}.cloudInitConfigDrive`, causes);

@@ -1,10 +1,6 @@
 import type { OwnerReference } from "@kubevirt-ts/kube";
 
-/** The owner reference that makes `owner` the controller of an object. */
-export function controllerRef(owner: { apiVersion: string; kind: string; metadata: { name?: string; uid?: string } }): OwnerReference {
-  return { apiVersion: owner.apiVersion, kind: owner.kind, name: owner.metadata.name ?? "", uid: owner.metadata.uid ?? "", controller: true, blockOwnerDeletion: true };
-}
-
+/** The owner reference that controls an object, if one does (kubevirt-api's controllerRef makes them). */
 export function controllerOf(object: { metadata: { ownerReferences?: OwnerReference[] } }): OwnerReference | undefined {
   return object.metadata.ownerReferences?.find((r) => r.controller === true);
 }

@@ -2,11 +2,13 @@ import {
   type EventRecorder, type Expectations, type Informer, type KubeClient, type PersistentVolumeClaim, type Reconcile, WrittenVersions, addFinalizer, isAlreadyExists, isNotFound, kubeTime, removeFinalizer, writeStatusIfChanged,
 } from "@kubevirt-ts/kube";
 import {
-  API_VERSION, EventReason, Finalizer, Kind, Label, type VirtualMachine, type VirtualMachineInstance, type VmStatus, claimVolumes, defaultVmiSpec, runStrategyOf, kubevirtResources,
+  API_VERSION, type DataVolume, EventReason, Finalizer, Kind, Label, type VirtualMachine, type VirtualMachineInstance, type VmStatus, claimVolumes, defaultVmiSpec, runStrategyOf, kubevirtResources, controllerRef
 } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
-import { controllerOf, controllerRef } from "../common/owner.ts";
+import { controllerOf } from "../common/owner.ts";
 
+import { dataVolumesOf } from "../vmi/claim-events.ts";
+import { ensureDataVolumes } from "./data-volumes.ts";
 import { type VmAction, backoffMs, decide } from "./decide.ts";
 import { InstancetypeLookup, type Sizing, sizeVm } from "./instancetype.ts";
 import { deriveVmStatus } from "./status.ts";
@@ -20,6 +22,8 @@ export interface VmControllerDeps {
   vmis: Informer<VirtualMachineInstance>;
   /** PersistentVolumeClaims: whether the VM's claims are bound yet. */
   claims: Informer<PersistentVolumeClaim>;
+  /** DataVolumes, where the cluster serves the kind (CDI's, or kubevirt-ts's own); undefined where it does not. */
+  dataVolumes: Informer<DataVolume> | undefined;
   expectations: Expectations;
   recorder: EventRecorder;
   log: Logger;
@@ -164,12 +168,16 @@ export function createVmReconciler(deps: VmControllerDeps): Reconcile {
       now: now(),
     });
     const sizing = await sizeVm(client, instancetypes, vm);
-    const outcome = await execute(vm, decision.action, key, vm.status?.startFailure, sizing);
+    const dataVolumeError = await ensureDataVolumes(client, deps.dataVolumes, recorder, vm);
+    const dataVolumes = dataVolumesOf(vm.metadata.namespace, vm.spec.template.spec, deps.dataVolumes);
+    // As KubeVirt's: the VMI is made once its DataVolumes are in (or wait for its pod to bind their claims).
+    const action: VmAction = decision.action.kind === "create" && dataVolumes?.ready === false ? { kind: "none" } : decision.action;
+    const outcome = await execute(vm, action, key, vm.status?.startFailure, sizing);
     // A VMI that reached Running ends the crash loop.
     const startFailure = vmi?.status?.phase === "Running" ? undefined : outcome.startFailure;
     const status = deriveVmStatus({
-      vm, vmi, runStrategy, requests: decision.requests, action: outcome.action, startFailure, syncError: outcome.error ?? sizing.problem, now: now(),
-      unboundClaims: unboundClaims(vm, deps.claims),
+      vm, vmi, runStrategy, requests: decision.requests, action: outcome.action, startFailure, syncError: outcome.error ?? sizing.problem ?? dataVolumeError, now: now(),
+      unboundClaims: unboundClaims(vm, deps.claims), dataVolumes, startHeld: action !== decision.action,
       instancetypeRef: sizing.instancetypeRef, preferenceRef: sizing.preferenceRef,
     });
     const updated = await writeStatusIfChanged(client, kubevirtResources.virtualMachines, vm, status);

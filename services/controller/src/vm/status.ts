@@ -1,6 +1,6 @@
 import { findCondition, removeCondition, setCondition } from "@kubevirt-ts/kube";
 import {
-  type Condition, PrintableStatus, type RunStrategy, type StateChangeRequest, type VirtualMachine, type VirtualMachineInstance, type VmStatus,
+  type Condition, type DataVolumesState, PrintableStatus, type RunStrategy, type StateChangeRequest, type VirtualMachine, type VirtualMachineInstance, type VmStatus,
   VmConditionType, VmiConditionType, VmiPhase, isFinalPhase,
 } from "@kubevirt-ts/kubevirt-api";
 import type { VmAction } from "./decide.ts";
@@ -21,6 +21,10 @@ export interface VmStatusInput {
   instancetypeRef?: VmStatus["instancetypeRef"];
   /** A claim the VM's volumes name exists but is not bound yet. */
   unboundClaims?: boolean;
+  /** Whether the DataVolumes the VM's volumes name are in; undefined when it names none. */
+  dataVolumes?: DataVolumesState | undefined;
+  /** A start was wanted and held back until the DataVolumes are in. */
+  startHeld?: boolean;
   preferenceRef?: VmStatus["preferenceRef"];
 }
 
@@ -41,8 +45,11 @@ export function printableStatus(input: VmStatusInput): PrintableStatus {
   const synchronized = vmiCondition(vmi, VmiConditionType.Synchronized);
   const live = vmi !== undefined && !isFinalPhase(phase);
   if (live && synchronized?.status === "False" && synchronized.reason === "FailedPvcNotFound") return PrintableStatus.ErrorPvcNotFound;
+  if (input.dataVolumes?.reason === "DataVolumeError") return PrintableStatus.DataVolumeError;
   const scheduled = vmiCondition(vmi, VmiConditionType.PodScheduled);
   if (live && scheduled?.status === "False" && scheduled.reason === "Unschedulable") return PrintableStatus.ErrorUnschedulable;
+  // A DataVolume still filling its claim, whether or not the VM is to run, as KubeVirt's.
+  if (input.dataVolumes?.reason === "NotAllDVsReady" || input.startHeld === true) return PrintableStatus.Provisioning;
   const startWanted = live || action.kind === "create" || (requests[0]?.action === "Start" && runStrategy !== "Halted");
   if (startWanted && input.unboundClaims === true) return PrintableStatus.WaitingForVolumeBinding;
   if (live && synchronized?.status === "False") {

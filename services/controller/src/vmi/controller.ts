@@ -2,11 +2,11 @@ import {
   type EventRecorder, type Expectations, type Informer, type KubeClient, type PersistentVolumeClaim, type Pod, type Reconcile, WrittenVersions, addFinalizer, findCondition, isAlreadyExists, isNotFound, keyOf, removeFinalizer, resources, writeStatusIfChanged,
 } from "@kubevirt-ts/kube";
 import {
-  EventReason, Finalizer, LAUNCHER_PODS_BY_VMI, Label, type VirtualMachineInstance, VmiConditionType, isLauncherPodOf, launcherPodsKeyOf, isFinalPhase, needsDisruptionBudget, summarize, validateVirtualMachineInstance, kubevirtResources,
+  type DataVolume, EventReason, Finalizer, LAUNCHER_PODS_BY_VMI, Label, type VirtualMachineInstance, VmiConditionType, isLauncherPodOf, launcherPodsKeyOf, isFinalPhase, needsDisruptionBudget, summarize, validateVirtualMachineInstance, kubevirtResources,
 } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
 
-import { claimsOf } from "./claim-events.ts";
+import { claimsOf, dataVolumesOf } from "./claim-events.ts";
 import { type VmiAction, type VmiObservation, decideVmi, deriveVmiStatus } from "./decide.ts";
 import { launcherDisruptionBudget } from "./disruption-budget.ts";
 import { type LauncherPodConfig, launcherDeletionGrace, launcherPod } from "./pod.ts";
@@ -23,6 +23,8 @@ export interface VmiControllerDeps {
   pods: Informer<Pod>;
   /** PersistentVolumeClaims, all of them in the namespaces watched. */
   claims: Informer<PersistentVolumeClaim>;
+  /** DataVolumes, where the cluster serves the kind (CDI's, or kubevirt-ts's own); undefined where it does not. */
+  dataVolumes: Informer<DataVolume> | undefined;
   expectations: Expectations;
   recorder: EventRecorder;
   log: Logger;
@@ -113,7 +115,8 @@ export function createVmiReconciler(deps: VmiControllerDeps): Reconcile {
       log.warn("the VMI's spec is invalid; waiting for it to change", { vmi: keyOf(vmi), causes: invalid });
     }
     if (owned.length > 0 && !isFinalPhase(vmi.status?.phase)) await ensureDisruptionBudget(vmi);
-    const observation = { vmi, pods: owned, invalid, claims: claimsOf(vmi, deps.claims), now: now() };
+    const dataVolumes = dataVolumesOf(vmi.metadata.namespace, vmi.spec, deps.dataVolumes);
+    const observation = { vmi, pods: owned, invalid, claims: claimsOf(vmi, deps.claims), dataVolumes, now: now() };
     const created = await execute(observation, decideVmi(observation), key);
     const status = deriveVmiStatus(created ? { ...observation, pods: [created] } : observation);
     // The label lets the handler of the node watch its own VMIs only, as KubeVirt's does; it goes in the same write.

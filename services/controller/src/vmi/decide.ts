@@ -1,6 +1,6 @@
 import { type Pod, kubeTime, removeCondition, setCondition } from "@kubevirt-ts/kube";
 import {
-  type ClaimObject, type Condition, LAUNCHER_CONTAINER, type VirtualMachineInstance, VmiConditionType, VmiPhase, type VmiStatus, claimsProblem, isFinalPhase, isHandedOver, volumeStatuses, withPhase,
+  type ClaimObject, type Condition, type DataVolumesState, LAUNCHER_CONTAINER, type VirtualMachineInstance, VmiConditionType, VmiPhase, type VmiStatus, claimsProblem, isFinalPhase, isHandedOver, volumeStatuses, withPhase,
 } from "@kubevirt-ts/kubevirt-api";
 import { secretsWaitMessage } from "./pod.ts";
 
@@ -20,6 +20,8 @@ export interface VmiObservation {
   invalid: string | undefined;
   /** The claims the VMI's volumes name that exist in its namespace, by name. */
   claims: ReadonlyMap<string, ClaimObject>;
+  /** Whether the DataVolumes the VMI's volumes name have filled their claims; undefined when it names none. */
+  dataVolumes?: DataVolumesState | undefined;
   now: Date;
 }
 
@@ -33,8 +35,9 @@ export function decideVmi(o: VmiObservation): VmiAction {
   if (vmi.metadata.deletionTimestamp || isFinalPhase(vmi.status?.phase)) return live.length > 0 ? { kind: "deletePods", pods: live } : { kind: "none" };
   // One launcher per VMI: should a second ever appear, the newer ones go.
   if (live.length > 1) return { kind: "deletePods", pods: live.slice(1) };
-  // A claim that is not there yet (or cannot be attached) holds the pod back, as KubeVirt's does: its pod could not start.
-  const ready = o.invalid === undefined && claimsProblem(vmi, o.claims) === undefined;
+  // A DataVolume still filling its claim, or a claim that is not there yet (or cannot be attached), holds the pod back,
+  // as KubeVirt's does: its pod could not start, or would start on a half-written disk.
+  const ready = o.invalid === undefined && o.dataVolumes?.ready !== false && claimsProblem(vmi, o.claims) === undefined;
   if (pods.length === 0 && (vmi.status?.phase ?? VmiPhase.Pending) === VmiPhase.Pending && ready) return { kind: "createPod" };
   return { kind: "none" };
 }
@@ -99,7 +102,12 @@ export function deriveVmiStatus(o: VmiObservation): VmiStatus {
     conditions = setCondition<Condition>(conditions, { type: VmiConditionType.Synchronized, status: "False", reason: "InvalidSpec", message: o.invalid }, now);
   } else if (!isFinalPhase(phase)) {
     conditions = podConditions(conditions, pod, now);
-    const problem = pod ? undefined : claimsProblem(vmi, o.claims);
+    const dvs = o.dataVolumes;
+    conditions = dvs
+      ? setCondition<Condition>(conditions, { type: VmiConditionType.DataVolumesReady, status: dvs.ready ? "True" : "False", reason: dvs.reason, message: dvs.message }, now)
+      : removeCondition(conditions, VmiConditionType.DataVolumesReady);
+    // A DataVolume's claim is its business until the DataVolume is ready.
+    const problem = pod || dvs?.ready === false ? undefined : claimsProblem(vmi, o.claims);
     if (problem) conditions = setCondition<Condition>(conditions, { type: VmiConditionType.Synchronized, status: "False", ...problem }, now);
   }
   if (isFinalPhase(phase)) {

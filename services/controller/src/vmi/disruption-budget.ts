@@ -1,6 +1,5 @@
 import type { KubeObject } from "@kubevirt-ts/kube";
-import { API_VERSION, Kind, Label, type VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
-import { controllerRef } from "../common/owner.ts";
+import { API_VERSION, Kind, Label, type VirtualMachineInstance, controllerRef } from "@kubevirt-ts/kubevirt-api";
 
 // The PodDisruptionBudget that keeps a VMI's launcher pod from being evicted
 // when the VMI's eviction strategy asks so (kubevirt-api's

@@ -1,9 +1,9 @@
 import type { Pod, PodSpec } from "@kubevirt-ts/kube";
 import {
   type ClaimObject, type EvictionStrategy, API_VERSION, Annotation, DEFAULT_GRACE_PERIOD_SECONDS, Kind, LAUNCHER_CONTAINER, LAUNCHER_OPS_PORT, LAUNCHER_UID, Label, LabelValue, LauncherDir, LauncherVolume,
-  LAUNCHER_OPS_PORT_NAME, UNPRIVILEGED_PORT_START, type VirtualMachineInstance, accessCredentialMounts, claimDevicePath, claimVolumes, cloudInitSecretMounts, configVolumes, launcherServiceAccount, launcherContainerProbe, launcherEnv, podNetworkPorts,
+  LAUNCHER_OPS_PORT_NAME, UNPRIVILEGED_PORT_START, type VirtualMachineInstance, accessCredentialMounts, claimDevicePath, claimVolumes, cloudInitSecretMounts, configVolumes, launcherServiceAccount, launcherContainerProbe, launcherEnv, podNetworkPorts, controllerRef
 } from "@kubevirt-ts/kubevirt-api";
-import { controllerRef } from "../common/owner.ts";
+import { type DiskCopy, diskCopyInitContainers } from "../common/disk-copy.ts";
 import { guestMemoryBytes, memoryOverheadBytes, toMebibytes } from "./resources.ts";
 
 // The launcher pod of a VMI, as a pure function of the VMI and the
@@ -21,7 +21,6 @@ export interface LauncherPodConfig {
 }
 
 const { tools: TOOLS_DIR, containerDisks: CONTAINER_DISKS_DIR, kernelBoot: KERNEL_BOOT_DIR } = LauncherDir;
-const DISK_COPY = "kubevirt-ts-disk-copy";
 
 /** KubeVirt's pull policy for a containerDisk that names none: Always for :latest or no tag, IfNotPresent otherwise. */
 export function defaultPullPolicy(image: string): "Always" | "IfNotPresent" {
@@ -31,55 +30,33 @@ export function defaultPullPolicy(image: string): "Always" | "IfNotPresent" {
   return tag === "" || tag === "latest" ? "Always" : "IfNotPresent";
 }
 
-const restrictedContainer = { allowPrivilegeEscalation: false, runAsNonRoot: true, capabilities: { drop: ["ALL"] } };
-const smallResources = { requests: { cpu: "10m", memory: "16Mi" }, limits: { memory: "64Mi" } };
-
-/**
- * containerDisk images hold only their disk, so a static copier from the
- * launcher image is handed to them first; each then copies its disk into a
- * volume the launcher reads.
- */
+/** containerDisk images hold only their disk: each copies it into a volume the launcher reads, as does a kernel boot's image its kernel and initrd. */
 function containerDiskInitContainers(vmi: VirtualMachineInstance, config: LauncherPodConfig): NonNullable<PodSpec["initContainers"]> {
-  const disks = (vmi.spec.volumes ?? []).flatMap((v) => (v.containerDisk ? [{ name: v.name, disk: v.containerDisk }] : []));
+  const disks: DiskCopy[] = (vmi.spec.volumes ?? []).flatMap((v) =>
+    v.containerDisk
+      ? [{
+          name: `volume-${v.name}`,
+          image: v.containerDisk.image,
+          imagePullPolicy: v.containerDisk.imagePullPolicy ?? defaultPullPolicy(v.containerDisk.image),
+          from: v.containerDisk.path ?? "/disk",
+          volume: LauncherVolume.containerDisks,
+          mountPath: CONTAINER_DISKS_DIR,
+          to: `${CONTAINER_DISKS_DIR}/${v.name}`,
+        }]
+      : [],
+  );
   const kernel = vmi.spec.domain.firmware?.kernelBoot?.container;
-  if (disks.length === 0 && !kernel) return [];
-  // A kernel boot's image is handled like a containerDisk: its kernel and initrd are copied out.
-  const kernelFiles = kernel ? [kernel.kernelPath, kernel.initrdPath].filter((p): p is string => p !== undefined) : [];
-  return [
-    {
-      name: "container-disk-binary",
-      image: config.launcherImage,
-      imagePullPolicy: config.imagePullPolicy,
-      command: ["cp", `/usr/local/bin/${DISK_COPY}`, `${TOOLS_DIR}/${DISK_COPY}`],
-      resources: smallResources,
-      securityContext: restrictedContainer,
-      volumeMounts: [{ name: LauncherVolume.tools, mountPath: TOOLS_DIR }],
-    },
-    ...disks.map(({ name, disk }) => ({
-      name: `volume-${name}`,
-      image: disk.image,
-      imagePullPolicy: disk.imagePullPolicy ?? defaultPullPolicy(disk.image),
-      command: [`${TOOLS_DIR}/${DISK_COPY}`, disk.path ?? "/disk", `${CONTAINER_DISKS_DIR}/${name}`],
-      resources: smallResources,
-      securityContext: restrictedContainer,
-      volumeMounts: [
-        { name: LauncherVolume.tools, mountPath: TOOLS_DIR, readOnly: true },
-        { name: LauncherVolume.containerDisks, mountPath: CONTAINER_DISKS_DIR },
-      ],
-    })),
-    ...kernelFiles.map((path, i) => ({
+  const kernelFiles: DiskCopy[] = (kernel ? [kernel.kernelPath, kernel.initrdPath] : [])
+    .filter((p): p is string => p !== undefined)
+    .map((path, i) => ({
       name: `kernel-boot-${String(i)}`,
       image: kernel?.image ?? "",
       imagePullPolicy: kernel?.imagePullPolicy ?? defaultPullPolicy(kernel?.image ?? ""),
-      command: [`${TOOLS_DIR}/${DISK_COPY}`, path, KERNEL_BOOT_DIR],
-      resources: smallResources,
-      securityContext: restrictedContainer,
-      volumeMounts: [
-        { name: LauncherVolume.tools, mountPath: TOOLS_DIR, readOnly: true },
-        { name: LauncherVolume.kernelBoot, mountPath: KERNEL_BOOT_DIR },
-      ],
-    })),
-  ];
+      from: path,
+      volume: LauncherVolume.kernelBoot,
+      mountPath: KERNEL_BOOT_DIR,
+    }));
+  return diskCopyInitContainers({ image: config.launcherImage, imagePullPolicy: config.imagePullPolicy }, { volume: LauncherVolume.tools, mountPath: TOOLS_DIR }, [...disks, ...kernelFiles]);
 }
 
 /** How long a launcher may take to start libvirt and its socket before the kubelet gives up on it (its startup probe, once a second). */

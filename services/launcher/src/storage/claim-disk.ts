@@ -1,7 +1,7 @@
-import { constants } from "node:fs";
-import { access, lstat, open, stat, statfs } from "node:fs/promises";
+import { stat, statfs } from "node:fs/promises";
 import { join } from "node:path";
-import { CLAIM_DISK_FILE, DEFAULT_FILESYSTEM_OVERHEAD, type VolumeStatus, parseQuantity } from "@kubevirt-ts/kubevirt-api";
+import { createSparseFile, entryAt, growFile } from "@kubevirt-ts/runtime";
+import { CLAIM_DISK_FILE, MIB, type VolumeStatus, alignDownToMiB, diskBytesOnClaim, parseQuantity } from "@kubevirt-ts/kubevirt-api";
 
 // The disk on a PersistentVolumeClaim, as KubeVirt's launcher and handler
 // make it. A Block-mode claim is its device. A Filesystem-mode claim holds
@@ -13,15 +13,12 @@ import { CLAIM_DISK_FILE, DEFAULT_FILESYSTEM_OVERHEAD, type VolumeStatus, parseQ
 // (a claim grown since, an image imported smaller) is grown before the guest
 // starts, leaving the claim's file-system overhead free; it never shrinks.
 
-const MIB = 1024 * 1024;
 /** KubeVirt's default share of a claim's size a disk image may fall short of it by (pvcTolerateLessSpaceUpToPercent). */
 export const LESS_SPACE_TOLERATION_PERCENT = 10;
 /** What KubeVirt leaves free on the file system whatever the disk's size (minimumReservePVCBytes). */
 export const MINIMUM_RESERVE_BYTES = 131_072;
 
 type ClaimInfo = NonNullable<VolumeStatus["persistentVolumeClaimInfo"]>;
-
-const alignDown = (bytes: number) => Math.floor(bytes / MIB) * MIB;
 
 /** The claim's size: its request, unless its capacity is smaller (or is all that is known). */
 export function claimBytes(info: ClaimInfo): number | undefined {
@@ -38,7 +35,7 @@ export type DiskSize = { bytes: number; tolerated: boolean } | { error: string }
 export function newDiskSize(volume: string, info: ClaimInfo, availableBytes: number): DiskSize {
   const wanted = claimBytes(info);
   if (wanted === undefined) return { error: `volume ${volume}: the claim ${info.claimName ?? ""} reports no storage request or capacity, so the size of its disk is unknown` };
-  const bytes = alignDown(wanted);
+  const bytes = alignDownToMiB(wanted);
   if (bytes < MIB) return { error: `volume ${volume}: the claim ${info.claimName ?? ""} holds ${String(wanted)} bytes; a disk needs at least 1 MiB` };
   const available = Math.max(0, availableBytes - MINIMUM_RESERVE_BYTES);
   if (bytes <= available) return { bytes, tolerated: false };
@@ -48,17 +45,14 @@ export function newDiskSize(volume: string, info: ClaimInfo, availableBytes: num
       error: `volume ${volume}: not enough space on the claim ${info.claimName ?? ""} for its disk: ${String(bytes)} bytes are asked for, ${String(available)} are free, also after tolerating ${String(LESS_SPACE_TOLERATION_PERCENT)} % less; free space on the volume or grow the claim`,
     };
   }
-  return { bytes: alignDown(available), tolerated: true };
+  return { bytes: alignDownToMiB(available), tolerated: true };
 }
 
 /** The size a disk image on the claim may be grown to: the claim's size less its file system's overhead, within the file system. */
 export function grownDiskSize(info: ClaimInfo, fileSystemBytes: number): number | undefined {
   const wanted = claimBytes(info);
   if (wanted === undefined) return undefined;
-  const given = Number(info.filesystemOverhead ?? DEFAULT_FILESYSTEM_OVERHEAD);
-  // A share: anything outside [0, 1] is no overhead KubeVirt would take either.
-  const overhead = Number.isFinite(given) && given >= 0 && given <= 1 ? given : Number(DEFAULT_FILESYSTEM_OVERHEAD);
-  return alignDown((1 - overhead) * Math.min(wanted, fileSystemBytes));
+  return diskBytesOnClaim(Math.min(wanted, fileSystemBytes), info.filesystemOverhead);
 }
 
 export interface ClaimDisk {
@@ -66,13 +60,8 @@ export interface ClaimDisk {
   type: "file" | "block";
 }
 
-const exists = (path: string) => access(path, constants.F_OK).then(() => true, () => false);
-
-/** What is at the path, without following a symlink: undefined when nothing is. */
-const entryAt = (path: string) => lstat(path).catch((error: unknown) => {
-  if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-  throw error;
-});
+/** Whether anything is at the path; an error other than its absence is thrown, not taken for it. */
+const exists = async (path: string) => (await entryAt(path)) !== undefined;
 
 /**
  * The disk of a claim's volume: its device (Block mode) or its disk.img (Filesystem mode), made or grown as
@@ -100,24 +89,13 @@ export async function claimDisk(volume: string, info: ClaimInfo | undefined, dir
     if (readOnly) throw new Error(`volume ${volume}: the read-only claim ${info.claimName ?? ""} holds no ${CLAIM_DISK_FILE}; fill the claim with a disk image first`);
     const size = newDiskSize(volume, info, space.bavail * space.bsize);
     if ("error" in size) throw new Error(size.error);
-    // Sparse: only what the guest writes takes room. O_EXCL: made here, never an existing file or link.
-    const file = await open(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o660);
-    try {
-      await file.truncate(size.bytes);
-    } finally {
-      await file.close();
-    }
+    // Sparse: only what the guest writes takes room.
+    await createSparseFile(path, size.bytes);
     return { path, type: "file" };
   }
   const grown = grownDiskSize(info, space.blocks * space.bsize);
-  if (!readOnly && grown !== undefined && grown > entry.size) {
-    const file = await open(path, constants.O_RDWR | constants.O_NOFOLLOW);
-    try {
-      if (!(await file.stat()).isFile()) throw new Error(`volume ${volume}: ${CLAIM_DISK_FILE} on the claim ${info.claimName ?? ""} is not a regular file`);
-      await file.truncate(grown);
-    } finally {
-      await file.close();
-    }
+  if (!readOnly && grown !== undefined && grown > entry.size && !(await growFile(path, grown))) {
+    throw new Error(`volume ${volume}: ${CLAIM_DISK_FILE} on the claim ${info.claimName ?? ""} is not a regular file`);
   }
   return { path, type: "file" };
 }

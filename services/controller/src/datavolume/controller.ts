@@ -1,0 +1,134 @@
+import { type EventRecorder, type Informer, type KubeClient, type PersistentVolumeClaim, type Pod, type Reconcile, WrittenVersions, isAlreadyExists, isNotFound, resources, writeStatusIfChanged } from "@kubevirt-ts/kube";
+import {
+  ALLOW_CLAIM_ADOPTION, CLAIM_POD_PHASE, CLAIM_POPULATED_FOR, type DataVolume, DataVolumePhase, EventReason, IMPORTER_PROGRESS_PORT, importProgress, kubevirtResources, controllerRef
+} from "@kubevirt-ts/kubevirt-api";
+import type { Logger } from "@kubevirt-ts/runtime";
+import { controllerOf } from "../common/owner.ts";
+import { type DataVolumeAction, type DataVolumeObservation, decideDataVolume, deriveDataVolumeStatus } from "./decide.ts";
+import { type ImporterConfig, dataVolumeClaim, importDiskBytes, importerPod, importerPodName } from "./importer-pod.ts";
+
+// kubevirt-ts's DataVolume controller, for clusters without CDI: for each
+// DataVolume, its claim, then an importer pod that fills the claim, then
+// the claim marked Succeeded and the pod removed, with CDI's phases, progress
+// and conditions in the DataVolume's status.
+
+export interface DataVolumeControllerDeps {
+  client: KubeClient;
+  dataVolumes: Informer<DataVolume>;
+  claims: Informer<PersistentVolumeClaim>;
+  /** Importer pods. */
+  pods: Informer<Pod>;
+  recorder: EventRecorder;
+  log: Logger;
+  now: () => Date;
+  importer: ImporterConfig;
+}
+
+/** How often a running import's progress is read. */
+const PROGRESS_MS = 3_000;
+
+/** An importer's /metrics text, or undefined while it does not answer. */
+async function fetchMetrics(url: string): Promise<string | undefined> {
+  try {
+    const response = await fetch(url, { signal: AbortSignal.timeout(2_000) });
+    return response.ok ? await response.text() : undefined;
+  } catch {
+    // A pod that is starting or ending: its progress stays as last read.
+    return undefined;
+  }
+}
+
+export function createDataVolumeReconciler(deps: DataVolumeControllerDeps): Reconcile {
+  const { client, dataVolumes, claims, pods, recorder, log, now } = deps;
+
+  /** Why the importer cannot be made yet: the claim to copy is missing, or its size is unknown. */
+  function blocked(dv: DataVolume): string | undefined {
+    const source = dv.spec.source?.pvc;
+    if (source && !claims.get(`${dv.metadata.namespace ?? ""}/${source.name}`)) return `the source claim ${source.namespace}/${source.name} does not exist; create it, or fix spec.source.pvc`;
+    return undefined;
+  }
+
+  async function execute(o: DataVolumeObservation, action: DataVolumeAction): Promise<void> {
+    const { dv } = o;
+    const namespace = dv.metadata.namespace;
+    const source = dv.spec.source?.pvc ? claims.get(`${namespace ?? ""}/${dv.spec.source.pvc.name}`) : undefined;
+    switch (action.kind) {
+      case "none":
+        return;
+      case "createClaim": {
+        const claim = dataVolumeClaim(dv, source);
+        if (!claim) return;
+        try {
+          await client.create(resources.persistentVolumeClaims, namespace, claim);
+          recorder.record(dv, "Normal", EventReason.SuccessfulCreate, `Created PVC ${dv.metadata.name ?? ""}`);
+        } catch (error) {
+          if (!isAlreadyExists(error)) throw error;
+        }
+        return;
+      }
+      case "adoptClaim": {
+        const claim = o.claim;
+        if (!claim) return;
+        await client.update(resources.persistentVolumeClaims, {
+          ...claim,
+          metadata: { ...claim.metadata, ownerReferences: [...(claim.metadata.ownerReferences ?? []), controllerRef(dv)], annotations: { ...claim.metadata.annotations, [CLAIM_POPULATED_FOR]: dv.metadata.name ?? "" } },
+        });
+        recorder.record(dv, "Normal", "ClaimAdopted", `Took over the existing PVC ${claim.metadata.name ?? ""} as it is`);
+        return;
+      }
+      case "createPod": {
+        const bytes = importDiskBytes(dv, source);
+        if (bytes === undefined) return;
+        await client.create(resources.pods, namespace, importerPod(dv, bytes, deps.importer)).catch((error: unknown) => {
+          if (!isAlreadyExists(error)) throw error;
+        });
+        return;
+      }
+      case "markSucceeded": {
+        const claim = o.claim;
+        if (!claim) return;
+        await client.update(resources.persistentVolumeClaims, { ...claim, metadata: { ...claim.metadata, annotations: { ...claim.metadata.annotations, [CLAIM_POD_PHASE]: DataVolumePhase.Succeeded } } });
+        recorder.record(dv, "Normal", "ImportSucceeded", "Import Successful");
+        return;
+      }
+      case "deletePod":
+        await client.delete(resources.pods, namespace, action.pod.metadata.name ?? "", { uid: action.pod.metadata.uid }).catch((error: unknown) => {
+          if (!isNotFound(error)) throw error;
+        });
+        return;
+    }
+  }
+
+  const written = new WrittenVersions();
+  return async (key) => {
+    const dv = dataVolumes.get(key);
+    if (!dv) {
+      written.forget(key);
+      return undefined;
+    }
+    if (written.isStale(key, dv.metadata.resourceVersion)) return undefined;
+    const namespace = dv.metadata.namespace ?? "";
+    const claim = claims.get(key);
+    const owned = pods.get(`${namespace}/${importerPodName(dv)}`);
+    const pod = owned && controllerOf(owned)?.uid === dv.metadata.uid ? owned : undefined;
+    const running = pod?.status?.phase === "Running" && pod.status.podIP;
+    const progress = running ? importProgress((await fetchMetrics(`http://${pod.status?.podIP ?? ""}:${String(IMPORTER_PROGRESS_PORT)}/metrics`)) ?? "") : undefined;
+    const observation: DataVolumeObservation = {
+      dv,
+      claim,
+      claimOwned: claim !== undefined && controllerOf(claim)?.uid === dv.metadata.uid,
+      adoptionAllowed: dv.metadata.annotations?.[ALLOW_CLAIM_ADOPTION] === "true",
+      pod,
+      blocked: blocked(dv),
+      progress,
+      now: now(),
+    };
+    const action = decideDataVolume(observation);
+    await execute(observation, action);
+    const status = deriveDataVolumeStatus(observation);
+    const updated = await writeStatusIfChanged(client, kubevirtResources.dataVolumes, dv, status);
+    if (updated) written.wrote(key, dv.metadata.resourceVersion);
+    if (status.phase !== dv.status?.phase) log.info("DataVolume phase", { dataVolume: key, phase: status.phase });
+    return running ? { requeueAfterMs: PROGRESS_MS } : undefined;
+  };
+}

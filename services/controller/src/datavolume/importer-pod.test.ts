@@ -1,0 +1,67 @@
+import type { PersistentVolumeClaim } from "@kubevirt-ts/kube";
+import type { DataVolume, DataVolumeSpec } from "@kubevirt-ts/kubevirt-api";
+import { describe, expect, it } from "vitest";
+import { dataVolumeClaim, importDiskBytes, importerPod } from "./importer-pod.ts";
+
+const dv = (spec: DataVolumeSpec): DataVolume => ({ apiVersion: "cdi.kubevirt.io/v1beta1", kind: "DataVolume", metadata: { name: "root", namespace: "ns", uid: "dv-uid" }, spec });
+const config = { importerImage: "kubevirt-ts.local/importer:1", imagePullPolicy: "IfNotPresent" as const };
+const GI = 1024 ** 3;
+const envOf = (spec: DataVolumeSpec) => Object.fromEntries((importerPod(dv(spec), GI, config).spec?.containers[0]?.env ?? []).map((e) => [e.name, e.value ?? e.valueFrom]));
+
+describe("the claim of a DataVolume", () => {
+  it("makes the claim CDI's way: named and owned as the DataVolume, its access modes, class and mode, the storage API's size grown by the overhead", () => {
+    const claim = dataVolumeClaim(dv({ source: { blank: {} }, storage: { accessModes: ["ReadWriteMany"], storageClassName: "fast", volumeMode: "Filesystem", resources: { requests: { storage: "1Gi" } } } }), undefined);
+    expect(claim?.metadata).toMatchObject({ name: "root", namespace: "ns", ownerReferences: [{ kind: "DataVolume", name: "root", uid: "dv-uid", controller: true }] });
+    expect(claim?.spec).toEqual({ accessModes: ["ReadWriteMany"], volumeMode: "Filesystem", storageClassName: "fast", resources: { requests: { storage: String(Math.ceil(GI / 0.945)) } } });
+    expect(importDiskBytes(dv({ source: { blank: {} }, storage: { resources: { requests: { storage: "1Gi" } } } }), undefined)).toBe(GI);
+  });
+
+  it("takes a pvc request as the claim's size, the disk being that less the overhead; ReadWriteOnce by default", () => {
+    const spec: DataVolumeSpec = { source: { blank: {} }, pvc: { accessModes: ["ReadWriteOnce"], storageClassName: "slow", volumeMode: "Filesystem", resources: { requests: { storage: "1Gi" } } } };
+    expect(dataVolumeClaim(dv(spec), undefined)?.spec).toEqual({ accessModes: ["ReadWriteOnce"], volumeMode: "Filesystem", storageClassName: "slow", resources: { requests: { storage: String(GI) } } });
+    expect(importDiskBytes(dv(spec), undefined)).toBe(Math.floor((GI * 0.945) / 2 ** 20) * 2 ** 20);
+    expect(dataVolumeClaim(dv({ source: { blank: {} }, storage: { resources: { requests: { storage: "1Gi" } } } }), undefined)?.spec?.accessModes).toEqual(["ReadWriteOnce"]);
+  });
+
+  it("sizes a clone that names no size as its source claim", () => {
+    const source: PersistentVolumeClaim = { metadata: { name: "golden", namespace: "ns" }, spec: { resources: { requests: { storage: "2Gi" } } } };
+    const clone = dv({ source: { pvc: { namespace: "ns", name: "golden" } }, storage: {} });
+    expect(dataVolumeClaim(clone, source)?.spec?.resources?.requests?.storage).toBe(String(2 * GI));
+    expect(dataVolumeClaim(clone, undefined)).toBeUndefined();
+  });
+});
+
+describe("the importer pod", () => {
+  it("passes the http source's URL, headers and secret to the importer", () => {
+    expect(envOf({ source: { http: { url: "https://images.example/disk.qcow2", extraHeaders: ["X-Token: a"], secretRef: "creds" } }, storage: {} })).toMatchObject({
+      IMPORTER_SOURCE: "http",
+      IMPORTER_ENDPOINT: "https://images.example/disk.qcow2",
+      IMPORTER_EXTRA_HEADERS: JSON.stringify(["X-Token: a"]),
+      IMPORTER_ACCESS_KEY_ID: { secretKeyRef: { name: "creds", key: "accessKeyId" } },
+      IMPORTER_SECRET_KEY: { secretKeyRef: { name: "creds", key: "secretKey" } },
+      IMPORTER_DISK_BYTES: String(GI),
+    });
+  });
+
+  it("pulls a registry source's image in the importer pod, whose copier takes its disk out", () => {
+    const pod = importerPod(dv({ source: { registry: { url: "docker://kubevirt-ts.local/debian-guest:12", pullMethod: "pod" } }, storage: {} }), GI, config);
+    expect(pod.spec?.initContainers?.map((c) => c.image)).toEqual(["kubevirt-ts.local/importer:1", "kubevirt-ts.local/debian-guest:12"]);
+    expect(pod.spec?.initContainers?.[1]?.command).toEqual(["/var/run/kubevirt-ts/importer-tools/kubevirt-ts-disk-copy", "/disk", "/source"]);
+    expect(envOf({ source: { registry: { url: "docker://x" } }, storage: {} }).IMPORTER_SOURCE).toBe("registry");
+  });
+
+  it("clones a claim of the namespace by mounting it read-only", () => {
+    const pod = importerPod(dv({ source: { pvc: { namespace: "ns", name: "golden" } }, storage: {} }), GI, config);
+    expect(pod.spec?.volumes).toContainEqual({ name: "source", persistentVolumeClaim: { claimName: "golden", readOnly: true } });
+    expect(pod.spec?.containers[0]?.volumeMounts).toContainEqual({ name: "source", mountPath: "/source", readOnly: true });
+  });
+
+  it("makes a blank disk, as the launcher's user, restarted by the kubelet when it fails", () => {
+    const pod = importerPod(dv({ source: { blank: {} }, storage: {} }), GI, config);
+    expect(pod.metadata.name).toBe("importer-root");
+    expect(pod.spec?.restartPolicy).toBe("OnFailure");
+    expect(pod.spec?.securityContext).toMatchObject({ runAsUser: 107, fsGroup: 107, runAsNonRoot: true });
+    expect(pod.spec?.volumes).toEqual([{ name: "target", persistentVolumeClaim: { claimName: "root" } }]);
+    expect(envOf({ source: { blank: {} }, storage: {} }).IMPORTER_SOURCE).toBe("blank");
+  });
+});

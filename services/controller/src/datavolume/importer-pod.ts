@@ -1,0 +1,130 @@
+import type { PersistentVolumeClaim, Pod, PodSpec } from "@kubevirt-ts/kube";
+import {
+  CLAIM_POPULATED_FOR, type DataVolume, IMPORTER_CONTAINER, IMPORTER_PROGRESS_PORT, ImporterDir, ImporterEnv, LAUNCHER_UID, Label, LabelValue, claimRequestBytes, dataVolumeDiskBytes, parseQuantity, controllerRef
+} from "@kubevirt-ts/kubevirt-api";
+import { diskCopyInitContainers, restrictedContainer } from "../common/disk-copy.ts";
+
+// The claim a DataVolume makes and the importer pod that fills it, as pure
+// functions of the DataVolume, as CDI makes them: the claim is named as the
+// DataVolume and owned by it; the importer (restarted by the kubelet with
+// back-off when it fails) runs as the launcher's user, so the disk it writes
+// is the launcher's to use.
+
+export interface ImporterConfig {
+  importerImage: string;
+  imagePullPolicy: "Always" | "IfNotPresent" | "Never";
+}
+
+const { tools: TOOLS_DIR, source: SOURCE_DIR, target: TARGET_DIR } = ImporterDir;
+const TOOLS = "tools";
+const TARGET = "target";
+const SOURCE = "source";
+
+/** The size a clone's source claim asks for, in bytes: a clone that names no size takes it. */
+function sourceBytes(source: PersistentVolumeClaim | undefined): number | undefined {
+  const request = source?.spec?.resources?.requests?.storage;
+  return request === undefined ? undefined : parseQuantity(request);
+}
+
+/** The claim a DataVolume makes: its name, owned by it, sized by CDI's rules; undefined while its size is unknown. */
+export function dataVolumeClaim(dv: DataVolume, source: PersistentVolumeClaim | undefined): PersistentVolumeClaim | undefined {
+  const bytes = claimRequestBytes(dv.spec) ?? sourceBytes(source);
+  if (bytes === undefined) return undefined;
+  const spec = dv.spec.storage ?? dv.spec.pvc ?? {};
+  return {
+    apiVersion: "v1",
+    kind: "PersistentVolumeClaim",
+    metadata: {
+      name: dv.metadata.name,
+      namespace: dv.metadata.namespace,
+      labels: { [Label.App]: LabelValue.Importer },
+      annotations: { [CLAIM_POPULATED_FOR]: dv.metadata.name ?? "" },
+      ownerReferences: [controllerRef(dv)],
+    },
+    spec: {
+      accessModes: spec.accessModes ?? ["ReadWriteOnce"],
+      volumeMode: "Filesystem",
+      ...(spec.storageClassName !== undefined ? { storageClassName: spec.storageClassName } : {}),
+      resources: { requests: { storage: String(bytes) } },
+    },
+  };
+}
+
+/** The size of the disk the importer writes: the size asked for, or the source claim's less the overhead. */
+export function importDiskBytes(dv: DataVolume, source: PersistentVolumeClaim | undefined): number | undefined {
+  return dataVolumeDiskBytes(dv.spec, sourceBytes(source));
+}
+
+/** The importer pod's name, as CDI names it: importer-<claim>. */
+export const importerPodName = (dv: DataVolume): string => `importer-${dv.metadata.name ?? ""}`;
+
+
+export function importerPod(dv: DataVolume, diskBytes: number, config: ImporterConfig): Pod {
+  const source = dv.spec.source ?? {};
+  const kind = source.http ? "http" : source.registry ? "registry" : source.pvc ? "pvc" : "blank";
+  const env: NonNullable<NonNullable<PodSpec["containers"]>[number]["env"]> = [
+    { name: ImporterEnv.source, value: kind },
+    { name: ImporterEnv.diskBytes, value: String(diskBytes) },
+    { name: ImporterEnv.targetDir, value: TARGET_DIR },
+    { name: ImporterEnv.sourceDir, value: SOURCE_DIR },
+  ];
+  if (source.http) {
+    env.push({ name: ImporterEnv.endpoint, value: source.http.url }, { name: ImporterEnv.extraHeaders, value: JSON.stringify(source.http.extraHeaders ?? []) });
+    if (source.http.secretRef !== undefined) {
+      // CDI's keys: the Secret's accessKeyId and secretKey are the user and password.
+      env.push(
+        { name: ImporterEnv.accessKeyId, valueFrom: { secretKeyRef: { name: source.http.secretRef, key: "accessKeyId" } } },
+        { name: ImporterEnv.secretKey, valueFrom: { secretKeyRef: { name: source.http.secretRef, key: "secretKey" } } },
+      );
+    }
+  }
+  const volumes: NonNullable<PodSpec["volumes"]> = [{ name: TARGET, persistentVolumeClaim: { claimName: dv.metadata.name ?? "" } }];
+  const mounts: { name: string; mountPath: string; readOnly?: boolean }[] = [{ name: TARGET, mountPath: TARGET_DIR }];
+  if (source.pvc) {
+    volumes.push({ name: SOURCE, persistentVolumeClaim: { claimName: source.pvc.name, readOnly: true } });
+    mounts.push({ name: SOURCE, mountPath: SOURCE_DIR, readOnly: true });
+  }
+  // As a containerDisk's: the image holds only its disk, which it copies out with our copier.
+  const initContainers = source.registry
+    ? diskCopyInitContainers(
+        { image: config.importerImage, imagePullPolicy: config.imagePullPolicy },
+        { volume: TOOLS, mountPath: TOOLS_DIR },
+        [{ name: "registry-disk", image: source.registry.url.replace(/^docker:\/\//, ""), imagePullPolicy: "IfNotPresent", from: "/disk", volume: SOURCE, mountPath: SOURCE_DIR }],
+      )
+    : [];
+  if (source.registry) {
+    volumes.push({ name: SOURCE, emptyDir: {} }, { name: TOOLS, emptyDir: {} });
+    mounts.push({ name: SOURCE, mountPath: SOURCE_DIR });
+  }
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: {
+      name: importerPodName(dv),
+      namespace: dv.metadata.namespace,
+      labels: { [Label.App]: LabelValue.Importer },
+      ownerReferences: [controllerRef(dv)],
+    },
+    spec: {
+      // The kubelet restarts a failed import with its back-off, as CDI's importer pod is.
+      restartPolicy: "OnFailure",
+      automountServiceAccountToken: false,
+      securityContext: { runAsUser: LAUNCHER_UID, runAsGroup: LAUNCHER_UID, fsGroup: LAUNCHER_UID, runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } },
+      ...(initContainers.length > 0 ? { initContainers } : {}),
+      containers: [
+        {
+          name: IMPORTER_CONTAINER,
+          image: config.importerImage,
+          imagePullPolicy: config.imagePullPolicy,
+          env,
+          ports: [{ name: "metrics", containerPort: IMPORTER_PROGRESS_PORT }],
+          resources: { requests: { cpu: "10m", memory: "64Mi" }, limits: { memory: "512Mi" } },
+          securityContext: restrictedContainer,
+          terminationMessagePolicy: "FallbackToLogsOnError",
+          volumeMounts: mounts,
+        },
+      ],
+      volumes,
+    },
+  };
+}

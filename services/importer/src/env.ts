@@ -1,0 +1,22 @@
+import { ImporterDir, ImporterEnv, IMPORTER_PROGRESS_PORT } from "@kubevirt-ts/kubevirt-api";
+import { baseEnv, parseEnv } from "@kubevirt-ts/runtime";
+import { z } from "zod";
+
+// What the controller tells the importer (kubevirt-api's importer-layout.ts).
+export const env = parseEnv(
+  z.object({
+    ...baseEnv(IMPORTER_PROGRESS_PORT),
+    [ImporterEnv.source]: z.enum(["blank", "http", "registry", "pvc"]),
+    [ImporterEnv.endpoint]: z.string().default(""),
+    [ImporterEnv.extraHeaders]: z.string().default("[]").transform((v, ctx) => {
+      const parsed = z.array(z.string()).safeParse(JSON.parse(v));
+      if (!parsed.success) ctx.addIssue({ code: "custom", message: "must be a JSON array of 'Name: value' strings" });
+      return parsed.data ?? [];
+    }),
+    [ImporterEnv.accessKeyId]: z.string().optional(),
+    [ImporterEnv.secretKey]: z.string().optional(),
+    [ImporterEnv.diskBytes]: z.coerce.number().int().positive(),
+    [ImporterEnv.targetDir]: z.string().default(ImporterDir.target),
+    [ImporterEnv.sourceDir]: z.string().default(ImporterDir.source),
+  }),
+);
