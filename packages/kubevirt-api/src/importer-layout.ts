@@ -17,8 +17,12 @@ export const ImporterDir = {
   tools: "/var/run/kubevirt-ts/importer-tools",
 } as const;
 
+/** The sources the importer fills a claim from, as a DataVolume's spec.source names them. */
+export const IMPORTER_SOURCES = ["blank", "http", "registry", "pvc", "upload"] as const;
+export type ImporterSource = (typeof IMPORTER_SOURCES)[number];
+
 export const ImporterEnv = {
-  /** blank, http, registry or pvc. */
+  /** One of IMPORTER_SOURCES. */
   source: "IMPORTER_SOURCE",
   /** The http source's URL. */
   endpoint: "IMPORTER_ENDPOINT",
@@ -31,6 +35,8 @@ export const ImporterEnv = {
   diskBytes: "IMPORTER_DISK_BYTES",
   targetDir: "IMPORTER_TARGET_DIR",
   sourceDir: "IMPORTER_SOURCE_DIR",
+  /** The upload source's key, which the upload proxy presents (from the pod's UPLOAD_KEY_ANNOTATION). */
+  uploadKey: "IMPORTER_UPLOAD_KEY",
 } as const;
 
 /** The importer's port: its /metrics carry how much is in, as CDI's importer serves it. */
@@ -51,3 +57,20 @@ export function importProgress(metrics: string): string | undefined {
 export const CLAIM_POD_PHASE = `${CDI_GROUP}/storage.pod.phase`;
 /** CDI's annotation on a claim a DataVolume made: the DataVolume it is populated for. */
 export const CLAIM_POPULATED_FOR = `${CDI_GROUP}/storage.populatedFor`;
+
+/** CDI's annotation on a claim filled by an upload (virtctl image-upload checks it on a claim it did not make). */
+export const CLAIM_UPLOAD_TARGET = `${CDI_GROUP}/storage.upload.target`;
+/** CDI's annotation on an upload's claim: "true" while its upload server takes an upload (virtctl waits for it). */
+export const CLAIM_POD_READY = `${CDI_GROUP}/storage.pod.ready`;
+
+/** The upload server's port on an upload pod (the importer with the upload source), where the upload proxy sends the image. */
+export const UPLOAD_SERVER_PORT = 8444;
+/**
+ * The key the upload proxy presents to an upload pod, made at random for each pod by the controller and kept in this
+ * annotation, which those who may read the pod read (the namespace's users, who may upload to it anyway).
+ */
+export const UPLOAD_KEY_ANNOTATION = "kubevirt-ts.io/upload-key";
+/** CDI's upload paths, on the upload proxy and the upload server alike: sync answers once the disk is in, async once the image is received and checked. */
+export const UploadPath = { sync: "/v1beta1/upload", async: "/v1beta1/upload-async" } as const;
+/** The upload pod's name, as CDI names it. */
+export const uploadPodName = (claim: string): string => `cdi-upload-${claim}`;

@@ -1,4 +1,4 @@
-import { ImporterDir, ImporterEnv, IMPORTER_PROGRESS_PORT } from "@kubevirt-ts/kubevirt-api";
+import { IMPORTER_PROGRESS_PORT, IMPORTER_SOURCES, ImporterDir, ImporterEnv } from "@kubevirt-ts/kubevirt-api";
 import { baseEnv, parseEnv } from "@kubevirt-ts/runtime";
 import { z } from "zod";
 
@@ -6,7 +6,7 @@ import { z } from "zod";
 export const env = parseEnv(
   z.object({
     ...baseEnv(IMPORTER_PROGRESS_PORT),
-    [ImporterEnv.source]: z.enum(["blank", "http", "registry", "pvc"]),
+    [ImporterEnv.source]: z.enum(IMPORTER_SOURCES),
     [ImporterEnv.endpoint]: z.string().default(""),
     [ImporterEnv.extraHeaders]: z.string().default("[]").transform((v, ctx) => {
       const parsed = z.array(z.string()).safeParse(JSON.parse(v));
@@ -18,5 +18,6 @@ export const env = parseEnv(
     [ImporterEnv.diskBytes]: z.coerce.number().int().positive(),
     [ImporterEnv.targetDir]: z.string().default(ImporterDir.target),
     [ImporterEnv.sourceDir]: z.string().default(ImporterDir.source),
+    [ImporterEnv.uploadKey]: z.string().default(""),
   }),
 );

@@ -6,7 +6,7 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { createGunzip } from "node:zlib";
 import { createSparseFile, entryAt, growFile } from "@kubevirt-ts/runtime";
-import { CLAIM_DISK_FILE } from "@kubevirt-ts/kubevirt-api";
+import { CLAIM_DISK_FILE, type ImporterSource } from "@kubevirt-ts/kubevirt-api";
 
 // Fills a claim with its DataVolume's disk, as CDI's importer does: the
 // source is fetched (downloaded, copied out of a containerDisk image, or
@@ -16,12 +16,13 @@ import { CLAIM_DISK_FILE } from "@kubevirt-ts/kubevirt-api";
 // whole, so a half-written disk is never taken for a disk; a disk.img
 // already there is a finished import (a retry after the rename) and is kept.
 
-/** The importer's temporary names on the claim: the download, and the disk until it is whole. */
-const DOWNLOAD_FILE = `${CLAIM_DISK_FILE}.download`;
+/** The importer's temporary names on the claim: the download (or upload), and the disk until it is whole. */
+export const DOWNLOAD_FILE = `${CLAIM_DISK_FILE}.download`;
 const PARTIAL_FILE = `${CLAIM_DISK_FILE}.partial`;
 
 export interface ImportOptions {
-  source: "blank" | "http" | "registry" | "pvc";
+  /** The sources fetched here; an upload is received by upload.ts. */
+  source: Exclude<ImporterSource, "upload">;
   endpoint: string;
   headers: string[];
   basicAuth?: { user: string; password: string };
@@ -78,7 +79,7 @@ export function checkFits(info: Pick<ImageInfo, "virtual-size">, diskBytes: numb
 const XZ_MAGIC = Buffer.from([0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00]);
 
 /** The chunks as they are, or gunzipped when they begin as gzip does (CDI detects compression by content, not by name). */
-async function* decompressed(source: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+export async function* decompressed(source: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
   const iterator = source[Symbol.asyncIterator]();
   const first = await iterator.next();
   if (first.done) return;
@@ -137,37 +138,45 @@ async function isFile(path: string): Promise<boolean> {
   return entry !== undefined;
 }
 
-export async function importDisk(options: ImportOptions, report: (fraction: number) => void): Promise<"imported" | "already there"> {
-  const target = join(options.targetDir, CLAIM_DISK_FILE);
-  if (await isFile(target)) return "already there";
+/** Converts the image at `source` (a blank disk when undefined) to the raw disk.img, grown to its size; disk.img appears only when whole. */
+export async function writeDisk(source: string | undefined, options: Pick<ImportOptions, "targetDir" | "diskBytes">, report: (fraction: number) => void): Promise<void> {
   const partial = join(options.targetDir, PARTIAL_FILE);
-  const downloaded = join(options.targetDir, DOWNLOAD_FILE);
-  // What an earlier, interrupted attempt left.
   await rm(partial, { force: true });
-  await rm(downloaded, { force: true });
-  if (options.source === "blank") {
+  if (source === undefined) {
     await createSparseFile(partial, options.diskBytes);
   } else {
-    let source: string;
-    if (options.source === "http") {
-      await download(options, downloaded, report);
-      source = downloaded;
-    } else if (options.source === "registry") {
-      source = await registryDisk(options.sourceDir);
-    } else {
-      source = join(options.sourceDir, CLAIM_DISK_FILE);
-      if (!(await isFile(source))) throw new ImportError(`the source claim holds no ${CLAIM_DISK_FILE}; copy a claim that holds a disk`);
-    }
     const info = await imageInfo(source);
     checkFits(info, options.diskBytes);
     await run("qemu-img", ["convert", "-p", "-f", info.format, "-O", "raw", source, partial], (text) => {
       const match = [...text.matchAll(/\((\d+(?:\.\d+)?)\/100%\)/g)].at(-1)?.[1];
-      if (match !== undefined && options.source !== "http") report(Number(match) / 100);
+      if (match !== undefined) report(Number(match) / 100);
     });
   }
   // Grown to the disk's size and made durable before it is named disk.img.
   if (!(await growFile(partial, options.diskBytes, { sync: true }))) throw new ImportError(`${partial} is not a regular file`);
-  await rename(partial, target);
+  await rename(partial, join(options.targetDir, CLAIM_DISK_FILE));
+}
+
+/** Whether the claim already holds its finished disk (a retry after the rename): then it is kept as it is. */
+export const diskIsIn = (targetDir: string): Promise<boolean> => isFile(join(targetDir, CLAIM_DISK_FILE));
+
+export async function importDisk(options: ImportOptions, report: (fraction: number) => void): Promise<"imported" | "already there"> {
+  if (await diskIsIn(options.targetDir)) return "already there";
+  const downloaded = join(options.targetDir, DOWNLOAD_FILE);
+  // What an earlier, interrupted attempt left.
+  await rm(downloaded, { force: true });
+  let source: string | undefined;
+  if (options.source === "http") {
+    await download(options, downloaded, report);
+    source = downloaded;
+  } else if (options.source === "registry") {
+    source = await registryDisk(options.sourceDir);
+  } else if (options.source === "pvc") {
+    source = join(options.sourceDir, CLAIM_DISK_FILE);
+    if (!(await isFile(source))) throw new ImportError(`the source claim holds no ${CLAIM_DISK_FILE}; copy a claim that holds a disk`);
+  }
+  // The download's share of the progress is its own; conversion reports the copies'.
+  await writeDisk(source, options, options.source === "http" ? () => undefined : report);
   await rm(downloaded, { force: true });
   report(1);
   return "imported";

@@ -10,6 +10,8 @@ import { condition, objectMeta, quantity } from "./common.ts";
 export const CDI_GROUP = "cdi.kubevirt.io";
 export const CDI_VERSION = "v1beta1";
 export const CDI_API_VERSION = `${CDI_GROUP}/${CDI_VERSION}`;
+/** CDI's aggregated API that hands out upload tokens (UploadTokenRequest). */
+export const UPLOAD_GROUP = "upload.cdi.kubevirt.io";
 
 /** CDI's DataVolume phases. */
 export const DataVolumePhase = {
@@ -57,6 +59,7 @@ export const dataVolumeSource = z
       .optional()
       .describe("A copy of another claim's disk."),
     blank: z.strictObject({}).optional().describe("An empty disk of the requested size."),
+    upload: z.strictObject({}).optional().describe("A disk image uploaded through the upload proxy (virtctl image-upload, the dashboard's Images page)."),
   })
   .describe("Where the disk's content comes from: exactly one source.");
 

@@ -7,7 +7,7 @@ import { dnsSubdomainProblem } from "./names.ts";
 // controller cannot do: checked for a VM's dataVolumeTemplates and, where
 // kubevirt-ts serves the kind, for DataVolumes themselves (the webhook).
 
-const SOURCES = ["http", "registry", "pvc", "blank"] as const;
+const SOURCES = ["http", "registry", "pvc", "blank", "upload"] as const;
 
 /** KubeVirt's and CDI's rules for a DataVolume's spec at `path`, in `namespace`. */
 export function validateDataVolumeSpec(spec: DataVolumeSpec, path: string, namespace: string | undefined, causes: Causes): void {
