@@ -17,6 +17,8 @@ export const env = parseEnv(
     /** tRPC (with SSE subscriptions) and the console and VNC websockets. */
     PORT: z.coerce.number().int().min(0).max(65535).default(8080),
     HOST: z.string().default("0.0.0.0"),
+    /** The upload proxy (CDI's uploadproxy role), behind the dashboard's gateway; served with the webhooks' TLS directory only. */
+    UPLOAD_PORT: z.coerce.number().int().min(0).max(65535).default(8082),
     /** The admission webhooks, over TLS (the API server calls them). */
     WEBHOOK_PORT: z.coerce.number().int().min(0).max(65535).default(8443),
     /** tls.crt and tls.key of the webhooks' and the subresource API's serving certificate; neither is served when unset. */

@@ -7,7 +7,10 @@ import { runService } from "@kubevirt-ts/runtime";
 import { env } from "./env.ts";
 import { createSubresourceConsoles } from "./console-proxy.ts";
 import { HandlerDialer } from "./handler-dialer.ts";
-import { createApiServer, createWebhookServer } from "./server.ts";
+import { createApiServer, createUploadProxyServer, createWebhookServer } from "./server.ts";
+import { createUploadProxy } from "./upload/proxy.ts";
+import { UploadTokens } from "./upload/token.ts";
+import { createUploadTokenApi } from "./upload/token-api.ts";
 import { createSubresourceApi } from "./subresources/api.ts";
 import { FrontProxy } from "./subresources/front-proxy.ts";
 
@@ -36,26 +39,35 @@ await runService({
     const own = await KubeClient.fromKubeConfig(kubeConfig, createRestClientMetrics(registry));
     const [ca, cert, key] = await readDir(env.CONSOLE_TLS_DIR, ["ca.crt", "tls.crt", "tls.key"], "the console client certificate (CONSOLE_TLS_DIR)");
     const handlers = new HandlerDialer({ own, namespace: env.HANDLER_NAMESPACE, port: env.HANDLER_PORT, tls: { ca: ca ?? Buffer.alloc(0), cert: cert ?? Buffer.alloc(0), key: key ?? Buffer.alloc(0) } });
-    const api = createApiServer({ own, handlers, guestImages: env.GUEST_IMAGES, log });
+    // The serving certificate of the webhooks and the aggregated APIs; its key also signs upload tokens (upload/token.ts).
+    const serving = env.WEBHOOK_TLS_DIR ? await readDir(env.WEBHOOK_TLS_DIR, ["tls.crt", "tls.key"], "the webhooks' serving certificate (WEBHOOK_TLS_DIR)") : undefined;
+    const uploadTokens = serving?.[1] ? UploadTokens.fromServingKey(serving[1]) : undefined;
+    const api = createApiServer({ own, handlers, guestImages: env.GUEST_IMAGES, log, ...(uploadTokens ? { uploadTokens } : {}) });
     api.listen(env.PORT, env.HOST);
     await once(api, "listening");
     log.info("API listening", { port: env.PORT });
     let webhooks: ReturnType<typeof createWebhookServer> | undefined;
-    if (env.WEBHOOK_TLS_DIR) {
-      const [webhookCert, webhookKey] = await readDir(env.WEBHOOK_TLS_DIR, ["tls.crt", "tls.key"], "the webhooks' serving certificate (WEBHOOK_TLS_DIR)");
+    let uploads: ReturnType<typeof createUploadProxyServer> | undefined;
+    if (serving && uploadTokens) {
+      const [webhookCert, webhookKey] = serving;
       // One front proxy configuration, read and cached once, for the PUT actions and the console websockets alike.
       const frontProxy = new FrontProxy(own);
       const subresources = createSubresourceApi({ own, handlers, frontProxy, log, version: env.VERSION });
+      const tokenApi = createUploadTokenApi({ own, frontProxy, tokens: uploadTokens, log });
       const consoles = createSubresourceConsoles({ own, handlers, frontProxy, log });
-      webhooks = createWebhookServer({ cert: webhookCert ?? Buffer.alloc(0), key: webhookKey ?? Buffer.alloc(0) }, own, log, subresources, consoles, env.EVICTION_STRATEGY);
+      webhooks = createWebhookServer({ cert: webhookCert ?? Buffer.alloc(0), key: webhookKey ?? Buffer.alloc(0) }, own, log, (req, res) => subresources(req, res) || tokenApi(req, res), consoles, env.EVICTION_STRATEGY);
       webhooks.listen(env.WEBHOOK_PORT, env.HOST);
       await once(webhooks, "listening");
-      log.info("admission webhooks and the subresource API listening", { port: env.WEBHOOK_PORT });
+      log.info("admission webhooks, the subresource API and upload tokens listening", { port: env.WEBHOOK_PORT });
+      uploads = createUploadProxyServer(createUploadProxy({ own, tokens: uploadTokens, log }));
+      uploads.listen(env.UPLOAD_PORT, env.HOST);
+      await once(uploads, "listening");
+      log.info("upload proxy listening", { port: env.UPLOAD_PORT });
     }
     return async () => {
-      api.closeAllConnections();
-      webhooks?.closeAllConnections();
-      await Promise.all([new Promise((resolve) => api.close(resolve)), webhooks && new Promise((resolve) => webhooks.close(resolve))]);
+      for (const server of [api, webhooks, uploads]) server?.closeAllConnections();
+      const closing = [api, webhooks, uploads].flatMap((server) => (server ? [new Promise((resolve) => server.close(resolve))] : []));
+      await Promise.all(closing);
     };
   },
 });

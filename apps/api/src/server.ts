@@ -123,3 +123,11 @@ export function createWebhookServer(
   });
   return server;
 }
+
+/**
+ * The upload proxy's listener (upload/proxy.ts): plain HTTP behind the dashboard's gateway, as the API's own port, but
+ * with no bound on how long a request takes, since an image takes as long as it takes; its headers are bounded still.
+ */
+export function createUploadProxyServer(proxy: (req: IncomingMessage, res: ServerResponse) => void): Server {
+  return createServer({ maxHeaderSize: limits.headerBytes, requestTimeout: 0, headersTimeout: 10_000 }, proxy);
+}

@@ -19,6 +19,8 @@ export const env = {
   tlsDir: process.env.TLS_DIR,
   /** virt-api: KUBEVIRT_TS_API_URL, else its Service's address as Kubernetes gives it to every pod. */
   api: new URL(process.env.KUBEVIRT_TS_API_URL ?? (service ? `http://${service}:${process.env.VIRT_API_SERVICE_PORT_HTTP ?? "80"}` : "http://127.0.0.1:8080")),
+  /** virt-api's upload proxy: KUBEVIRT_TS_UPLOAD_URL, else its port of the same Service. */
+  upload: new URL(process.env.KUBEVIRT_TS_UPLOAD_URL ?? (service ? `http://${service}:${process.env.VIRT_API_SERVICE_PORT_UPLOAD ?? "8082"}` : "http://127.0.0.1:8082")),
 };
 
 /** Next.js's standalone server reads where to listen from these. */

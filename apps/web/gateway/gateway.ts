@@ -1,7 +1,7 @@
 // The dashboard's front door in its image: one port for the browser, which
 // passes /trpc/ (queries, mutations, SSE subscriptions) and KubeVirt's
 // console and VNC subresources (websockets) to virt-api, and everything else
-// to the Next.js server. The browser thus talks to one origin, and the API
+// to the Next.js server; CDI's upload paths go to virt-api's upload proxy. The browser thus talks to one origin, and the API
 // is found at run time (the cluster has no DNS to rely on: the Service's
 // address comes from the variables Kubernetes gives every pod).
 //
@@ -24,6 +24,8 @@ export interface GatewayOptions {
   next: URL;
   /** Where virt-api listens. */
   api: URL;
+  /** Where virt-api's upload proxy listens: CDI's upload paths go there, for as long as an upload takes. */
+  upload?: URL | undefined;
   /** The certificate and key to serve HTTPS with; plain HTTP without. */
   tls?: { cert: Buffer; key: Buffer } | undefined;
 }
@@ -36,6 +38,10 @@ export interface Gateway {
 }
 
 const toApi = (path: string) => path.startsWith("/trpc/") || path.startsWith("/apis/subresources.kubevirt.io/");
+/** CDI's upload paths: the dashboard's address is the cluster's upload proxy URL too (virtctl image-upload --uploadproxy-url). */
+const toUpload = (path: string) => path === "/v1beta1/upload" || path === "/v1beta1/upload-async" || path.startsWith("/v1beta1/upload?") || path.startsWith("/v1beta1/upload-async?");
+/** How long any other request may take to arrive, as Node's own default bound. */
+const REQUEST_TIMEOUT_MS = 300_000;
 
 function forward(req: IncomingMessage, res: ServerResponse, target: URL): void {
   const nonce = randomBytes(16).toString("base64");
@@ -99,17 +105,25 @@ function sniff(tls: Server, plain: Server): NetServer {
 
 export function startGateway(options: GatewayOptions): Gateway {
   const onRequest: RequestListener = (req, res) => {
-    forward(req, res, toApi(req.url ?? "/") ? options.api : options.next);
+    const url = req.url ?? "/";
+    if (options.upload && toUpload(url)) {
+      forward(req, res, options.upload);
+      return;
+    }
+    // The servers take as long as an upload needs; every other request is held to Node's usual bound.
+    const timer = setTimeout(() => { if (!req.complete) req.destroy(); }, REQUEST_TIMEOUT_MS);
+    req.once("end", () => { clearTimeout(timer); }).once("close", () => { clearTimeout(timer); });
+    forward(req, res, toApi(url) ? options.api : options.next);
   };
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     tunnel(req, socket, head, toApi(req.url ?? "/") ? options.api : options.next);
   };
   if (!options.tls) {
-    const server = createServer(onRequest).on("upgrade", onUpgrade);
+    const server = createServer({ requestTimeout: 0 }, onRequest).on("upgrade", onUpgrade);
     server.listen(options.port, options.host);
     return { server, stop: () => { server.closeAllConnections(); server.close(); } };
   }
-  const secure = createHttpsServer(options.tls, onRequest).on("upgrade", onUpgrade);
+  const secure = createHttpsServer({ ...options.tls, requestTimeout: 0 }, onRequest).on("upgrade", onUpgrade);
   const plain = createServer(refusePlain).on("upgrade", (_req: IncomingMessage, socket: Duplex) => {
     socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\nThe dashboard speaks HTTPS only: use wss://.\n");
   });

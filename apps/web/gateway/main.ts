@@ -17,7 +17,7 @@ const tls = env.tlsDir ? await readTls(env.tlsDir) : undefined;
 pointNextAt(env.nextPort);
 // @ts-expect-error -- Next's generated standalone server has no types.
 await import("../server.js");
-const gateway = startGateway({ port: env.port, host: env.host, next: new URL(`http://127.0.0.1:${String(env.nextPort)}`), api: env.api, tls });
+const gateway = startGateway({ port: env.port, host: env.host, next: new URL(`http://127.0.0.1:${String(env.nextPort)}`), api: env.api, upload: env.upload, tls });
 process.stdout.write(`${JSON.stringify({ level: "info", component: "web", msg: "gateway listening", port: env.port, https: tls !== undefined, api: env.api.href })}\n`);
 process.on("SIGTERM", () => {
   gateway.stop();

@@ -489,7 +489,7 @@ export const validationCases: ValidationCase[] = [
   {
     name: "a DataVolume template with two sources",
     object: dataVolumeVm({ source: { blank: {}, http: { url: "http://images.example/disk.qcow2" } }, storage: { resources: { requests: { storage: "1Gi" } } } }),
-    invalid: { field: "spec.dataVolumeTemplates[0].spec.source", message: /exactly one of http, registry, pvc, blank; it has http and blank/ },
+    invalid: { field: "spec.dataVolumeTemplates[0].spec.source", message: /exactly one of http, registry, pvc, blank, upload; it has http and blank/ },
     apiServer: "accepts",
   },
   {
@@ -510,9 +510,9 @@ export const validationCases: ValidationCase[] = [
     invalid: { field: "spec.dataVolumeTemplates[0].spec.source.pvc.namespace", message: /copies claims within the DataVolume's own namespace \(default\) only/ },
   },
   {
-    name: "a DataVolume template with an upload source, not supported yet",
-    object: dataVolumeVm({ source: { upload: {} } as never, storage: { resources: { requests: { storage: "1Gi" } } } }),
-    invalid: { field: "spec.dataVolumeTemplates[0].spec.source.upload", message: /is not a field kubevirt-ts supports/ },
+    name: "a DataVolume template with CDI's s3 source, which kubevirt-ts's importer does not read",
+    object: dataVolumeVm({ source: { s3: { url: "s3://bucket/disk.qcow2" } } as never, storage: { resources: { requests: { storage: "1Gi" } } } }),
+    invalid: { field: "spec.dataVolumeTemplates[0].spec.source.s3", message: /is not a field kubevirt-ts supports/ },
     apiServer: "refuses",
   },
   {

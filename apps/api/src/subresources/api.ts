@@ -1,5 +1,4 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { TLSSocket } from "node:tls";
 import { ApiError, type KubeClient } from "@kubevirt-ts/kube";
 import { DOMAIN_ACTION_SUBRESOURCE, FREEZE_ACTIONS, GUEST_AGENT_QUERIES, SUBRESOURCE_GROUP, type VmRequestAction, type VmRequestOptions, domainActionOf, isFreezeAction, isGuestAgentQuery } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
@@ -9,7 +8,7 @@ import { limits } from "../limits.ts";
 import { readBody } from "../read-body.ts";
 import { ActionRefusal, requestFreeze, requestGuestAgent, requestScreenshot, requestVmAction, requestVmiAction } from "../vm-actions.ts";
 import { expandSentVm, expandStoredVm } from "./expand-spec.ts";
-import { type FrontProxy, frontProxyRefusal, remoteUser } from "./front-proxy.ts";
+import { type FrontProxy, frontProxyUser } from "./front-proxy.ts";
 
 // KubeVirt's subresource API, subresources.kubevirt.io v1 and v1alpha3, as
 // an aggregated API server behind the Kubernetes API server (the chart's
@@ -72,11 +71,11 @@ export function kubeStatus(code: number, message: string, details?: { name: stri
   return { kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message, reason: REASONS[code] ?? "Unknown", ...(details ? { details: { ...details, group: "kubevirt.io" } } : {}), code };
 }
 
-function sendStatus(res: ServerResponse, code: number, message: string, details?: { name: string; kind: string }): void {
+export function sendStatus(res: ServerResponse, code: number, message: string, details?: { name: string; kind: string }): void {
   res.writeHead(code, { "content-type": "application/json" }).end(JSON.stringify(kubeStatus(code, message, details)));
 }
 
-const sendJson = (res: ServerResponse, code: number, body: unknown) => res.writeHead(code, { "content-type": "application/json" }).end(JSON.stringify(body));
+export const sendJson = (res: ServerResponse, code: number, body: unknown) => res.writeHead(code, { "content-type": "application/json" }).end(JSON.stringify(body));
 
 function parseTarget(path: string): Target | { expandVmSpec: string } | "discovery" | "version" | "healthz" | undefined {
   const parts = path.slice(PREFIX.length).split("/");
@@ -131,11 +130,8 @@ export function createSubresourceApi(services: SubresourceServices): (req: Incom
       return;
     }
 
-    const config = await frontProxy.config();
-    const refused = frontProxyRefusal(config, (req.socket as TLSSocket).getPeerX509Certificate());
-    if (refused) throw new ActionRefusal(401, refused);
-    const who = remoteUser(config, req.headersDistinct);
-    if (typeof who === "string") throw new ActionRefusal(401, who);
+    const who = await frontProxyUser(frontProxy, req);
+    if ("refused" in who) throw new ActionRefusal(401, who.refused);
 
     const requester = remoteRequester(services.own, who);
     if ("expandVmSpec" in target) {

@@ -1,3 +1,5 @@
+import type { IncomingMessage } from "node:http";
+import type { TLSSocket } from "node:tls";
 import { X509Certificate } from "node:crypto";
 import { type KubeClient, type KubeObject, resources } from "@kubevirt-ts/kube";
 
@@ -104,4 +106,13 @@ export class FrontProxy {
     this.cached = { config: parseFrontProxyConfig(map.data), at: Date.now() };
     return this.cached.config;
   }
+}
+
+/** The user the API server names on a request it passed on, or why the request is not taken (its front proxy's certificate, or no user). */
+export async function frontProxyUser(frontProxy: FrontProxy, req: IncomingMessage): Promise<RemoteUser | { refused: string }> {
+  const config = await frontProxy.config();
+  const refused = frontProxyRefusal(config, (req.socket as TLSSocket).getPeerX509Certificate());
+  if (refused) return { refused };
+  const who = remoteUser(config, req.headersDistinct);
+  return typeof who === "string" ? { refused: who } : who;
 }

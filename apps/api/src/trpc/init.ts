@@ -4,6 +4,7 @@ import type { Logger } from "@kubevirt-ts/runtime";
 import { TRPCError, initTRPC } from "@trpc/server";
 import type { HandlerDialer } from "../handler-dialer.ts";
 import type { GuestImage } from "../env.ts";
+import type { UploadTokens } from "../upload/token.ts";
 
 // tRPC for the API: every procedure but health runs as the signed-in user,
 // whose bearer token comes with each request in the Authorization header,
@@ -17,6 +18,8 @@ export interface ApiServices {
   handlers: HandlerDialer;
   guestImages: GuestImage[];
   log: Logger;
+  /** Signs upload tokens for the dashboard's Images page; absent when the API has no serving key (no upload proxy then). */
+  uploadTokens?: UploadTokens;
 }
 
 export interface Context extends ApiServices {

@@ -8,6 +8,7 @@ import { z } from "zod";
 import { type Check, describeCheck, mayI, tokenRequester } from "../access.ts";
 import { ActionRefusal, requestVmAction, requestVmiAction, vmActionCheck, vmiActionCheck } from "../vm-actions.ts";
 import { createVmWithCloudInitSecret } from "./cloud-init-secret.ts";
+import { dataVolumes } from "./data-volumes.ts";
 import { CausesError, publicProcedure, router, userProcedure } from "./init.ts";
 import { listThenWatch } from "./watch.ts";
 
@@ -207,6 +208,7 @@ export const appRouter = router({
   }),
   vms,
   vmis,
+  dataVolumes,
 });
 
 export type AppRouter = typeof appRouter;

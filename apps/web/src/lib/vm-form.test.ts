@@ -52,4 +52,18 @@ describe("causesByField", () => {
       ]),
     ).toEqual({ name: ["metadata.name must be a DNS label"], memory: ["memory must be positive"], "": ["hostname is bad"] });
   });
+
+  it("gives a persistent root disk copied from an image of the namespace, or a blank one with the ISO booting first", () => {
+    const clone = vmFromForm({ ...EMPTY_FORM, name: "db", rootDisk: "clone", sourceImage: "debian-12", diskSize: "20Gi" }, "team-a");
+    expect(clone.spec.dataVolumeTemplates).toEqual([{ metadata: { name: "db-root" }, spec: { source: { pvc: { namespace: "team-a", name: "debian-12" } }, storage: { resources: { requests: { storage: "20Gi" } } } } }]);
+    expect(clone.spec.template.spec.volumes[0]).toEqual({ name: "root", dataVolume: { name: "db-root" } });
+    const install = vmFromForm({ ...EMPTY_FORM, name: "new", rootDisk: "install", sourceImage: "installer-iso", diskSize: "8Gi" }, "team-a");
+    expect(install.spec.dataVolumeTemplates?.[0]?.spec.source).toEqual({ blank: {} });
+    expect(install.spec.template.spec.domain.devices.disks).toEqual([
+      { name: "root", disk: { bus: "virtio" }, bootOrder: 2 },
+      { name: "installer", cdrom: { bus: "sata" }, bootOrder: 1 },
+    ]);
+    expect(install.spec.template.spec.volumes[1]).toEqual({ name: "installer", persistentVolumeClaim: { claimName: "installer-iso", readOnly: true } });
+    expect(causesByField([{ field: "spec.dataVolumeTemplates[0].spec.storage.resources.requests.storage", message: "must be greater than 0" }])).toEqual({ diskSize: ["must be greater than 0"] });
+  });
 });

@@ -14,9 +14,26 @@ export interface VmForm {
   password: string;
   sshKey: string;
   runStrategy: string;
+  /**
+   * The root disk: the container image itself (ephemeral: its changes are gone when the VM stops), a persistent disk
+   * copied from an image of the namespace (a DataVolume), or a blank persistent disk with an ISO image to install from.
+   */
+  rootDisk: RootDisk;
+  /** The image (a DataVolume of the namespace) to copy, or the ISO to install from. */
+  sourceImage: string;
+  /** The persistent disk's size. */
+  diskSize: string;
 }
 
-export const EMPTY_FORM: VmForm = { name: "", size: "", preference: "", cpu: "1", memory: "1Gi", image: "", user: "", password: "", sshKey: "", runStrategy: "Always" };
+export const ROOT_DISKS = ["container", "clone", "install"] as const;
+export type RootDisk = (typeof ROOT_DISKS)[number];
+
+export const EMPTY_FORM: VmForm = {
+  name: "", size: "", preference: "", cpu: "1", memory: "1Gi", image: "", user: "", password: "", sshKey: "", runStrategy: "Always", rootDisk: "container", sourceImage: "", diskSize: "10Gi",
+};
+
+/** The persistent root disk's DataVolume, named after the VM, as virtctl create vm names a volume's. */
+export const rootDataVolumeName = (vmName: string) => `${vmName.trim()}-root`;
 
 /**
  * The Secret that keeps the form's cloud-init user data (a password, an SSH
@@ -34,9 +51,37 @@ function cloudConfig(form: VmForm): string | undefined {
   return `${lines.join("\n")}\n`;
 }
 
-export function vmFromForm(form: VmForm) {
+/** The root disk's volume, the DataVolume it is filled from, and an installer ISO's CD-ROM, by the form's choice. */
+function rootDisk(form: VmForm, namespace: string) {
+  const dvName = rootDataVolumeName(form.name);
+  const storage = { resources: { requests: { storage: form.diskSize.trim() } } };
+  if (form.rootDisk === "container") return { volume: { name: "root", containerDisk: { image: form.image } }, templates: [], installer: undefined };
+  if (form.rootDisk === "clone") {
+    return { volume: { name: "root", dataVolume: { name: dvName } }, templates: [{ metadata: { name: dvName }, spec: { source: { pvc: { namespace, name: form.sourceImage } }, storage } }], installer: undefined };
+  }
+  // A blank disk, and the ISO on a CD-ROM that boots first: once the OS is installed on the disk, the VM boots from it
+  // when the ISO is removed (or the installer ejects it).
+  return {
+    volume: { name: "root", dataVolume: { name: dvName } },
+    templates: [{ metadata: { name: dvName }, spec: { source: { blank: {} }, storage } }],
+    installer: { disk: { name: "installer", cdrom: { bus: "sata" }, bootOrder: 1 }, volume: { name: "installer", persistentVolumeClaim: { claimName: form.sourceImage, readOnly: true } } },
+  };
+}
+
+export function vmFromForm(form: VmForm, namespace = "default") {
   const userData = cloudConfig(form);
   const cores = Number(form.cpu);
+  const root = rootDisk(form, namespace);
+  const disks: { name: string; disk?: { bus: string }; cdrom?: { bus: string }; bootOrder?: number }[] = [
+    { name: "root", disk: { bus: "virtio" }, ...(root.installer ? { bootOrder: 2 } : {}) },
+    ...(root.installer ? [root.installer.disk] : []),
+    ...(userData ? [{ name: "cloudinit", disk: { bus: "virtio" } }] : []),
+  ];
+  const volumes: Record<string, unknown>[] = [
+    root.volume,
+    ...(root.installer ? [root.installer.volume] : []),
+    ...(userData ? [{ name: "cloudinit", cloudInitNoCloud: { secretRef: { name: cloudInitSecretName(form.name) } } }] : []),
+  ];
   return {
     apiVersion: "kubevirt.io/v1",
     kind: "VirtualMachine",
@@ -46,18 +91,16 @@ export function vmFromForm(form: VmForm) {
       // An instancetype sizes the VM, so the template leaves CPU and memory to it (setting them would conflict).
       ...(form.size ? { instancetype: { name: form.size } } : {}),
       ...(form.preference ? { preference: { name: form.preference } } : {}),
+      ...(root.templates.length > 0 ? { dataVolumeTemplates: root.templates } : {}),
       template: {
         metadata: { labels: { "kubevirt.io/vm": form.name.trim() } },
         spec: {
           domain: {
             ...(form.size ? {} : { cpu: { cores: Number.isFinite(cores) ? cores : form.cpu }, memory: { guest: form.memory.trim() } }),
-            devices: {
-              disks: [{ name: "root", disk: { bus: "virtio" } }, ...(userData ? [{ name: "cloudinit", disk: { bus: "virtio" } }] : [])],
-              interfaces: [{ name: "default", masquerade: {} }],
-            },
+            devices: { disks, interfaces: [{ name: "default", masquerade: {} }] },
           },
           networks: [{ name: "default", pod: {} }],
-          volumes: [{ name: "root", containerDisk: { image: form.image } }, ...(userData ? [{ name: "cloudinit", cloudInitNoCloud: { secretRef: { name: cloudInitSecretName(form.name) } } }] : [])],
+          volumes,
         },
       },
     },
@@ -84,7 +127,10 @@ const FIELD_OF: [RegExp, keyof VmForm][] = [
   [/^spec\.template\.spec\.domain\.cpu/, "cpu"],
   [/^spec\.template\.spec\.domain\.memory|^spec\.template\.spec\.domain\.resources/, "memory"],
   [/^spec\.template\.spec\.volumes\[0\]\.containerDisk/, "image"],
-  [/^spec\.template\.spec\.volumes\[1\]\.cloudInitNoCloud/, "user"],
+  [/^spec\.dataVolumeTemplates\[0\]\.spec\.source/, "sourceImage"],
+  [/^spec\.dataVolumeTemplates\[0\]\.spec\.storage/, "diskSize"],
+  [/^spec\.template\.spec\.volumes\[\d\]\.persistentVolumeClaim/, "sourceImage"],
+  [/^spec\.template\.spec\.volumes\[\d\]\.cloudInitNoCloud/, "user"],
   [/^spec\.runStrategy|^spec\.running/, "runStrategy"],
 ];
 

@@ -49,6 +49,7 @@ const claim = effect(POD, "are pod volumes of the same claims, read-only when th
 const sized = effect(CONTROLLER, "size the VMI from a ControllerRevision owned by the VM");
 const LAUNCHER = "services/launcher/test/launcher.integration.test.ts";
 const E2E_DATA_VOLUMES = "e2e/cluster/vm-datavolume.test.ts";
+const E2E_UPLOAD = "e2e/cluster/vm-upload.test.ts";
 const IMPORTER_POD = "services/controller/src/datavolume/importer-pod.test.ts";
 const DATA_VOLUMES = "packages/kubevirt-api/src/data-volumes.test.ts";
 const claimOfDataVolume = effect(IMPORTER_POD, "makes the claim CDI's way");
@@ -277,6 +278,7 @@ const vmEffects: Record<string, FieldEffect> = {
   "spec.dataVolumeTemplates[].spec.source.pvc.namespace": refused(VALIDATION_CASES, "a DataVolume template that clones a claim of another namespace, not supported"),
   "spec.dataVolumeTemplates[].spec.source.pvc.name": effect(E2E_DATA_VOLUMES, "clones a claim with what the guest wrote on it"),
   "spec.dataVolumeTemplates[].spec.source.blank": effect(IMPORTER_POD, "makes a blank disk"),
+  "spec.dataVolumeTemplates[].spec.source.upload": effect(E2E_UPLOAD, "takes a qcow2 image through the upload proxy"),
   "spec.dataVolumeTemplates[].spec.pvc.accessModes[]": pvcClaimOfDataVolume,
   "spec.dataVolumeTemplates[].spec.pvc.volumeMode": pvcClaimOfDataVolume,
   "spec.dataVolumeTemplates[].spec.pvc.storageClassName": pvcClaimOfDataVolume,

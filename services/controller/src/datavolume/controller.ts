@@ -1,6 +1,7 @@
+import { randomBytes } from "node:crypto";
 import { type EventRecorder, type Informer, type KubeClient, type PersistentVolumeClaim, type Pod, type Reconcile, WrittenVersions, isAlreadyExists, isNotFound, resources, writeStatusIfChanged } from "@kubevirt-ts/kube";
 import {
-  ALLOW_CLAIM_ADOPTION, CLAIM_POD_PHASE, CLAIM_POPULATED_FOR, type DataVolume, DataVolumePhase, EventReason, IMPORTER_PROGRESS_PORT, importProgress, kubevirtResources, controllerRef
+  ALLOW_CLAIM_ADOPTION, CLAIM_POD_PHASE, CLAIM_POD_READY, CLAIM_POPULATED_FOR, type DataVolume, DataVolumePhase, EventReason, IMPORTER_PROGRESS_PORT, importProgress, kubevirtResources, controllerRef
 } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { controllerOf } from "../common/owner.ts";
@@ -79,7 +80,9 @@ export function createDataVolumeReconciler(deps: DataVolumeControllerDeps): Reco
       case "createPod": {
         const bytes = importDiskBytes(dv, source);
         if (bytes === undefined) return;
-        await client.create(resources.pods, namespace, importerPod(dv, bytes, deps.importer)).catch((error: unknown) => {
+        // An upload pod's key, which the upload proxy presents to it: made here, at random, for this pod alone.
+        const uploadKey = dv.spec.source?.upload ? randomBytes(32).toString("base64url") : undefined;
+        await client.create(resources.pods, namespace, importerPod(dv, bytes, deps.importer, uploadKey)).catch((error: unknown) => {
           if (!isAlreadyExists(error)) throw error;
         });
         return;
@@ -87,8 +90,16 @@ export function createDataVolumeReconciler(deps: DataVolumeControllerDeps): Reco
       case "markSucceeded": {
         const claim = o.claim;
         if (!claim) return;
-        await client.update(resources.persistentVolumeClaims, { ...claim, metadata: { ...claim.metadata, annotations: { ...claim.metadata.annotations, [CLAIM_POD_PHASE]: DataVolumePhase.Succeeded } } });
-        recorder.record(dv, "Normal", "ImportSucceeded", "Import Successful");
+        const upload = dv.spec.source?.upload !== undefined;
+        const annotations = { ...claim.metadata.annotations, [CLAIM_POD_PHASE]: DataVolumePhase.Succeeded, ...(upload ? { [CLAIM_POD_READY]: "false" } : {}) };
+        await client.update(resources.persistentVolumeClaims, { ...claim, metadata: { ...claim.metadata, annotations } });
+        recorder.record(dv, "Normal", upload ? "UploadSucceeded" : "ImportSucceeded", upload ? "Upload Successful" : "Import Successful");
+        return;
+      }
+      case "annotateClaim": {
+        const claim = o.claim;
+        if (!claim) return;
+        await client.update(resources.persistentVolumeClaims, { ...claim, metadata: { ...claim.metadata, annotations: { ...claim.metadata.annotations, ...action.annotations } } });
         return;
       }
       case "deletePod":

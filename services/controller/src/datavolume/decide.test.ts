@@ -58,4 +58,20 @@ describe("deriveDataVolumeStatus", () => {
     const clone = { ...dv, spec: { source: { pvc: { namespace: "ns", name: "golden" } }, storage: {} } };
     expect(deriveDataVolumeStatus(observe({ dv: clone, claim: claim(), pod: pod({ phase: "Running" }) }))).toMatchObject({ phase: "CloneInProgress" });
   });
+
+  it("takes an upload through UploadScheduled to UploadReady once its upload server is ready, and says so on the claim as CDI does", () => {
+    const upload: DataVolume = { ...dv, spec: { source: { upload: {} }, storage: {} } };
+    const starting = pod({ phase: "Running", conditions: [{ type: "Ready", status: "False" }] });
+    const ready = pod({ phase: "Running", conditions: [{ type: "Ready", status: "True" }] });
+    expect(deriveDataVolumeStatus(observe({ dv: upload, claim: claim(), pod: pod({ phase: "Pending" }) }))).toMatchObject({ phase: "UploadScheduled" });
+    expect(deriveDataVolumeStatus(observe({ dv: upload, claim: claim(), pod: starting }))).toMatchObject({ phase: "UploadScheduled" });
+    expect(deriveDataVolumeStatus(observe({ dv: upload, claim: claim(), pod: ready }))).toMatchObject({ phase: "UploadReady" });
+    expect(decideDataVolume(observe({ dv: upload, claim: claim(), pod: ready }))).toEqual({
+      kind: "annotateClaim",
+      annotations: { "cdi.kubevirt.io/storage.pod.phase": "Running", "cdi.kubevirt.io/storage.pod.ready": "true" },
+    });
+    const annotated = claim({ "cdi.kubevirt.io/storage.pod.phase": "Running", "cdi.kubevirt.io/storage.pod.ready": "true" });
+    expect(decideDataVolume(observe({ dv: upload, claim: annotated, pod: ready }))).toEqual({ kind: "none" });
+    expect(decideDataVolume(observe({ dv: upload, claim: annotated, pod: pod({ phase: "Succeeded" }) }))).toEqual({ kind: "markSucceeded" });
+  });
 });

@@ -1,5 +1,5 @@
 import { type PersistentVolumeClaim, type Pod, removeCondition, setCondition } from "@kubevirt-ts/kube";
-import { CLAIM_POD_PHASE, type Condition, type DataVolume, DataVolumeConditionType, DataVolumePhase, type DataVolumeStatus, IMPORTER_CONTAINER } from "@kubevirt-ts/kubevirt-api";
+import { CLAIM_POD_PHASE, CLAIM_POD_READY, type Condition, type DataVolume, DataVolumeConditionType, DataVolumePhase, type DataVolumeStatus, IMPORTER_CONTAINER } from "@kubevirt-ts/kubevirt-api";
 
 // What the DataVolume controller does about one DataVolume, and the status
 // that follows, decided from what it observes alone (pure, so CDI's phases
@@ -13,6 +13,7 @@ export type DataVolumeAction =
   | { kind: "adoptClaim" }
   | { kind: "createPod" }
   | { kind: "markSucceeded" }
+  | { kind: "annotateClaim"; annotations: Record<string, string> }
   | { kind: "deletePod"; pod: Pod };
 
 export interface DataVolumeObservation {
@@ -42,10 +43,22 @@ export function decideDataVolume(o: DataVolumeObservation): DataVolumeAction {
   if (claimSucceeded(o.claim)) return o.pod ? { kind: "deletePod", pod: o.pod } : { kind: "none" };
   if (!o.pod) return o.blocked ? { kind: "none" } : { kind: "createPod" };
   if (o.pod.status?.phase === "Succeeded") return { kind: "markSucceeded" };
+  // An upload's claim says, as CDI's, whether its upload server takes an upload (virtctl image-upload waits for it).
+  if (isUpload(o.dv)) {
+    const annotations = uploadClaimAnnotations(o.pod);
+    if (Object.entries(annotations).some(([k, v]) => o.claim?.metadata.annotations?.[k] !== v)) return { kind: "annotateClaim", annotations };
+  }
   return { kind: "none" };
 }
 
 const isClone = (dv: DataVolume) => dv.spec.source?.pvc !== undefined;
+const isUpload = (dv: DataVolume) => dv.spec.source?.upload !== undefined;
+
+/** Whether a pod is Running with every container ready: an upload server that takes uploads. */
+export const podReady = (pod: Pod | undefined): boolean => pod?.status?.phase === "Running" && (pod.status.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
+
+/** CDI's annotations on an upload's claim: its upload pod's phase, and whether it is ready. */
+export const uploadClaimAnnotations = (pod: Pod): Record<string, string> => ({ [CLAIM_POD_PHASE]: pod.status?.phase ?? "Pending", [CLAIM_POD_READY]: String(podReady(pod)) });
 
 /** Why the importer is not running: an image it cannot pull, or the reason its last run ended with. */
 function importerTrouble(pod: Pod): { reason: string; message: string } | undefined {
@@ -83,9 +96,14 @@ export function deriveDataVolumeStatus(o: DataVolumeObservation): DataVolumeStat
     status.conditions = conditions;
     return status;
   }
-  const scheduled = isClone(dv) ? DataVolumePhase.CloneScheduled : DataVolumePhase.ImportScheduled;
+  const scheduled = isClone(dv) ? DataVolumePhase.CloneScheduled : isUpload(dv) ? DataVolumePhase.UploadScheduled : DataVolumePhase.ImportScheduled;
+  // An upload is UploadReady while its server takes uploads, and until the disk is in.
   const inProgress = isClone(dv) ? DataVolumePhase.CloneInProgress : DataVolumePhase.ImportInProgress;
-  status.phase = !claim || !pod ? DataVolumePhase.Pending : pod.status?.phase === "Running" || pod.status?.phase === "Succeeded" ? inProgress : scheduled;
+  status.phase = !claim || !pod
+    ? DataVolumePhase.Pending
+    : isUpload(dv)
+      ? podReady(pod) || pod.status?.phase === "Succeeded" ? DataVolumePhase.UploadReady : scheduled
+      : pod.status?.phase === "Running" || pod.status?.phase === "Succeeded" ? inProgress : scheduled;
   status.progress = o.progress ?? previous.progress ?? "N/A";
   const restarts = pod?.status?.containerStatuses?.find((c) => c.name === IMPORTER_CONTAINER)?.restartCount;
   if (restarts !== undefined) status.restartCount = restarts;

@@ -64,4 +64,16 @@ describe("the importer pod", () => {
     expect(pod.spec?.volumes).toEqual([{ name: "target", persistentVolumeClaim: { claimName: "root" } }]);
     expect(envOf({ source: { blank: {} }, storage: {} }).IMPORTER_SOURCE).toBe("blank");
   });
+
+  it("serves an upload from cdi-upload-<claim> with its own key, ready once it listens, its claim marked as an upload target", () => {
+    const upload = dv({ source: { upload: {} }, storage: { resources: { requests: { storage: "1Gi" } } } });
+    expect(dataVolumeClaim(upload, undefined)?.metadata.annotations).toMatchObject({ "cdi.kubevirt.io/storage.upload.target": "" });
+    const pod = importerPod(upload, GI, config, "the-key");
+    expect(pod.metadata.name).toBe("cdi-upload-root");
+    expect(pod.metadata.annotations).toEqual({ "kubevirt-ts.io/upload-key": "the-key" });
+    const container = pod.spec?.containers[0];
+    expect(container?.env).toContainEqual({ name: "IMPORTER_SOURCE", value: "upload" });
+    expect(container?.env).toContainEqual({ name: "IMPORTER_UPLOAD_KEY", valueFrom: { fieldRef: { fieldPath: "metadata.annotations['kubevirt-ts.io/upload-key']" } } });
+    expect(container?.readinessProbe).toMatchObject({ tcpSocket: { port: 8444 } });
+  });
 });

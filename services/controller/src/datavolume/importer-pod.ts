@@ -1,6 +1,7 @@
 import type { PersistentVolumeClaim, Pod, PodSpec } from "@kubevirt-ts/kube";
 import {
-  CLAIM_POPULATED_FOR, type DataVolume, IMPORTER_CONTAINER, IMPORTER_PROGRESS_PORT, ImporterDir, ImporterEnv, LAUNCHER_UID, Label, LabelValue, claimRequestBytes, dataVolumeDiskBytes, parseQuantity, controllerRef
+  CLAIM_POPULATED_FOR, CLAIM_UPLOAD_TARGET, type DataVolume, IMPORTER_CONTAINER, IMPORTER_PROGRESS_PORT, ImporterDir, ImporterEnv, type ImporterSource, LAUNCHER_UID, Label, LabelValue,
+  UPLOAD_KEY_ANNOTATION, UPLOAD_SERVER_PORT, claimRequestBytes, controllerRef, dataVolumeDiskBytes, parseQuantity, uploadPodName,
 } from "@kubevirt-ts/kubevirt-api";
 import { diskCopyInitContainers, restrictedContainer } from "../common/disk-copy.ts";
 
@@ -38,7 +39,7 @@ export function dataVolumeClaim(dv: DataVolume, source: PersistentVolumeClaim | 
       name: dv.metadata.name,
       namespace: dv.metadata.namespace,
       labels: { [Label.App]: LabelValue.Importer },
-      annotations: { [CLAIM_POPULATED_FOR]: dv.metadata.name ?? "" },
+      annotations: { [CLAIM_POPULATED_FOR]: dv.metadata.name ?? "", ...(dv.spec.source?.upload ? { [CLAIM_UPLOAD_TARGET]: "" } : {}) },
       ownerReferences: [controllerRef(dv)],
     },
     spec: {
@@ -55,13 +56,22 @@ export function importDiskBytes(dv: DataVolume, source: PersistentVolumeClaim | 
   return dataVolumeDiskBytes(dv.spec, sourceBytes(source));
 }
 
-/** The importer pod's name, as CDI names it: importer-<claim>. */
-export const importerPodName = (dv: DataVolume): string => `importer-${dv.metadata.name ?? ""}`;
-
-
-export function importerPod(dv: DataVolume, diskBytes: number, config: ImporterConfig): Pod {
+/** Which source the importer fills the claim from. */
+export function importerSource(dv: DataVolume): ImporterSource {
   const source = dv.spec.source ?? {};
-  const kind = source.http ? "http" : source.registry ? "registry" : source.pvc ? "pvc" : "blank";
+  return source.http ? "http" : source.registry ? "registry" : source.pvc ? "pvc" : source.upload ? "upload" : "blank";
+}
+
+/** The importer pod's name, as CDI names it: importer-<claim>, or cdi-upload-<claim> for an upload. */
+export const importerPodName = (dv: DataVolume): string => (dv.spec.source?.upload ? uploadPodName(dv.metadata.name ?? "") : `importer-${dv.metadata.name ?? ""}`);
+
+/**
+ * The importer pod. An upload's (`uploadKey` given) serves the upload server: it takes the key the upload proxy presents
+ * from its own annotation, and is ready once it listens.
+ */
+export function importerPod(dv: DataVolume, diskBytes: number, config: ImporterConfig, uploadKey?: string): Pod {
+  const source = dv.spec.source ?? {};
+  const kind = importerSource(dv);
   const env: NonNullable<NonNullable<PodSpec["containers"]>[number]["env"]> = [
     { name: ImporterEnv.source, value: kind },
     { name: ImporterEnv.diskBytes, value: String(diskBytes) },
@@ -78,6 +88,7 @@ export function importerPod(dv: DataVolume, diskBytes: number, config: ImporterC
       );
     }
   }
+  if (kind === "upload") env.push({ name: ImporterEnv.uploadKey, valueFrom: { fieldRef: { fieldPath: `metadata.annotations['${UPLOAD_KEY_ANNOTATION}']` } } });
   const volumes: NonNullable<PodSpec["volumes"]> = [{ name: TARGET, persistentVolumeClaim: { claimName: dv.metadata.name ?? "" } }];
   const mounts: { name: string; mountPath: string; readOnly?: boolean }[] = [{ name: TARGET, mountPath: TARGET_DIR }];
   if (source.pvc) {
@@ -103,6 +114,7 @@ export function importerPod(dv: DataVolume, diskBytes: number, config: ImporterC
       name: importerPodName(dv),
       namespace: dv.metadata.namespace,
       labels: { [Label.App]: LabelValue.Importer },
+      ...(kind === "upload" ? { annotations: { [UPLOAD_KEY_ANNOTATION]: uploadKey ?? "" } } : {}),
       ownerReferences: [controllerRef(dv)],
     },
     spec: {
@@ -117,7 +129,8 @@ export function importerPod(dv: DataVolume, diskBytes: number, config: ImporterC
           image: config.importerImage,
           imagePullPolicy: config.imagePullPolicy,
           env,
-          ports: [{ name: "metrics", containerPort: IMPORTER_PROGRESS_PORT }],
+          ports: [{ name: "metrics", containerPort: IMPORTER_PROGRESS_PORT }, ...(kind === "upload" ? [{ name: "upload", containerPort: UPLOAD_SERVER_PORT }] : [])],
+          ...(kind === "upload" ? { readinessProbe: { tcpSocket: { port: UPLOAD_SERVER_PORT }, periodSeconds: 2 } } : {}),
           resources: { requests: { cpu: "10m", memory: "64Mi" }, limits: { memory: "512Mi" } },
           securityContext: restrictedContainer,
           terminationMessagePolicy: "FallbackToLogsOnError",

@@ -21,7 +21,9 @@ function NamespaceSwitcher() {
   const pathname = usePathname();
   const namespaces = useQuery(trpc.namespaces.queryOptions());
   const [typed, setTyped] = useState(namespace);
-  const go = (ns: string) => { router.push(`${pathname.startsWith("/vms/new") ? "/vms/new" : "/vms"}?ns=${encodeURIComponent(ns)}`); };
+  // The same page, of another namespace (a VM's own page has no counterpart there: its namespace's list).
+  const page = pathname.startsWith("/vms/new") ? "/vms/new" : pathname.startsWith("/images") ? "/images" : "/vms";
+  const go = (ns: string) => { router.push(`${page}?ns=${encodeURIComponent(ns)}`); };
   if (namespaces.data?.mayList) {
     const names = namespaces.data.names.includes(namespace) ? namespaces.data.names : [namespace, ...namespaces.data.names];
     return (
@@ -52,6 +54,7 @@ export function Shell({ title, actions, children }: { title: string; actions?: R
     <main className="wide">
       <nav className="toolbar" aria-label="Dashboard">
         <Link href={`/vms?ns=${encodeURIComponent(namespace)}`}>Virtual machines</Link>
+        <Link href={`/images?ns=${encodeURIComponent(namespace)}`}>Images</Link>
         <NamespaceSwitcher />
         <span className="spacer" />
         <span className="muted" aria-label="Signed in as">{me.data?.username ?? (me.error ? "token not accepted" : "…")}</span>

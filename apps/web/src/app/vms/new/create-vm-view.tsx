@@ -6,7 +6,7 @@ import { useRouter } from "next/navigation";
 import { type ReactNode, useState } from "react";
 import { parse, stringify } from "yaml";
 import { describeError, useTRPC } from "../../../lib/trpc";
-import { EMPTY_FORM, type VmForm, causesByField, userDataFor, vmFromForm } from "../../../lib/vm-form";
+import { EMPTY_FORM, type RootDisk, type VmForm, causesByField, userDataFor, vmFromForm } from "../../../lib/vm-form";
 import { Shell, useNamespace } from "../shell";
 
 function Field({ id, label, hint, errors, children }: { id: string; label: string; hint?: string; errors?: string[] | undefined; children: (describedBy: string | undefined, invalid: boolean) => ReactNode }) {
@@ -26,6 +26,9 @@ export function CreateVmView() {
   const router = useRouter();
   const namespace = useNamespace();
   const images = useQuery(trpc.images.queryOptions());
+  // The namespace's disk images that are ready: what a persistent disk is copied from, or an OS installed from.
+  const diskImages = useQuery(trpc.dataVolumes.list.queryOptions({ namespace }));
+  const readyImages = (diskImages.data ?? []).filter((dv) => dv.status?.phase === "Succeeded").map((dv) => (typeof dv.metadata.name === "string" ? dv.metadata.name : ""));
   const instancetypes = useQuery(trpc.instancetypes.queryOptions());
   const [form, setForm] = useState<VmForm>(EMPTY_FORM);
   const [mode, setMode] = useState<"form" | "yaml">("form");
@@ -33,10 +36,12 @@ export function CreateVmView() {
   const [errors, setErrors] = useState<Partial<Record<keyof VmForm | "", string[]>>>({});
   const create = useMutation(trpc.vms.create.mutationOptions());
   const image = form.image !== "" ? form.image : (images.data?.[0]?.image ?? "");
+  const sourceImage = form.sourceImage !== "" ? form.sourceImage : (readyImages[0] ?? "");
+  const filled = () => vmFromForm({ ...form, image, sourceImage }, namespace);
   const set = (key: keyof VmForm) => (e: { target: { value: string } }) => { setForm({ ...form, [key]: e.target.value }); };
 
   function switchMode(next: "form" | "yaml"): void {
-    if (next === "yaml") setYamlText(stringify(vmFromForm({ ...form, image })));
+    if (next === "yaml") setYamlText(stringify(filled()));
     setMode(next);
     setErrors({});
   }
@@ -51,7 +56,7 @@ export function CreateVmView() {
         return;
       }
     } else {
-      vm = vmFromForm({ ...form, image });
+      vm = filled();
     }
     try {
       // The password or key goes into a Secret of the VM, not into its spec.
@@ -103,14 +108,43 @@ export function CreateVmView() {
                 </select>
               )}
             </Field>
-            <Field id="vm-image" label="Boot image" errors={errors.image}>
-              {(d, invalid) => (
-                <select id="vm-image" value={image} onChange={set("image")} aria-describedby={d} aria-invalid={invalid}>
-                  {(images.data ?? []).map((i) => <option key={i.image} value={i.image}>{i.name}: {i.description}</option>)}
-                  {images.data?.length === 0 && <option value="">No guest images are configured (chart value guestImages)</option>}
-                </select>
-              )}
-            </Field>
+            <fieldset className="field">
+              <legend>Root disk</legend>
+              {([
+                ["container", "Container image", "Boots from a guest image; its changes are gone when the VM stops."],
+                ["clone", "Persistent disk from an image", "A copy of an image of this namespace (Images page), kept across restarts."],
+                ["install", "Blank disk and an ISO to install from", "The ISO boots first; install the OS onto the disk through the VNC console."],
+              ] as [RootDisk, string, string][]).map(([value, label, hint]) => (
+                <label key={value} className="choice">
+                  <input type="radio" name="vm-root-disk" value={value} checked={form.rootDisk === value} onChange={() => { setForm({ ...form, rootDisk: value }); }} />{" "}
+                  {label} <span className="hint">{hint}</span>
+                </label>
+              ))}
+            </fieldset>
+            {form.rootDisk === "container" ? (
+              <Field id="vm-image" label="Boot image" errors={errors.image}>
+                {(d, invalid) => (
+                  <select id="vm-image" value={image} onChange={set("image")} aria-describedby={d} aria-invalid={invalid}>
+                    {(images.data ?? []).map((i) => <option key={i.image} value={i.image}>{i.name}: {i.description}</option>)}
+                    {images.data?.length === 0 && <option value="">No guest images are configured (chart value guestImages)</option>}
+                  </select>
+                )}
+              </Field>
+            ) : (
+              <>
+                <Field id="vm-source-image" label={form.rootDisk === "clone" ? "Image to copy" : "ISO to install from"} hint="A ready image of this namespace; upload one on the Images page." errors={errors.sourceImage}>
+                  {(d, invalid) => (
+                    <select id="vm-source-image" value={sourceImage} onChange={set("sourceImage")} aria-describedby={d} aria-invalid={invalid}>
+                      {readyImages.map((n) => <option key={n} value={n}>{n}</option>)}
+                      {readyImages.length === 0 && <option value="">No ready images in {namespace}: upload one on the Images page</option>}
+                    </select>
+                  )}
+                </Field>
+                <Field id="vm-disk-size" label="Disk size" hint="A Kubernetes quantity, such as 10Gi: at least the image's size." errors={errors.diskSize}>
+                  {(d, invalid) => <input id="vm-disk-size" value={form.diskSize} onChange={set("diskSize")} aria-describedby={d} aria-invalid={invalid} />}
+                </Field>
+              </>
+            )}
             <Field id="vm-user" label="Cloud-init user" hint="Created in the guest at first boot; leave empty for none." errors={errors.user}>
               {(d, invalid) => <input id="vm-user" value={form.user} onChange={set("user")} aria-describedby={d} aria-invalid={invalid} autoComplete="off" />}
             </Field>

@@ -1,0 +1,107 @@
+import { type IncomingMessage, type ServerResponse, request } from "node:http";
+import { type KubeClient, type PersistentVolumeClaim, type Pod, resources } from "@kubevirt-ts/kube";
+import { CLAIM_POD_PHASE, CLAIM_UPLOAD_TARGET, UPLOAD_KEY_ANNOTATION, UPLOAD_SERVER_PORT, UploadPath, uploadPodName } from "@kubevirt-ts/kubevirt-api";
+import type { Logger } from "@kubevirt-ts/runtime";
+import type { UploadTokens } from "./token.ts";
+
+// The upload proxy, CDI's cdi-uploadproxy role, in virt-api: virtctl
+// image-upload and the dashboard's Images page send an image here with an
+// upload token (token.ts); the proxy takes the token, finds the claim's upload
+// pod (the importer serving its upload server) and streams the image to it
+// with that pod's own key, then passes its answer back. The body is never
+// held here: it flows through as it comes, for as long as it takes.
+
+export interface UploadProxyServices {
+  own: KubeClient;
+  tokens: UploadTokens;
+  log: Logger;
+}
+
+const PATHS: readonly string[] = [UploadPath.sync, UploadPath.async];
+
+/** Whether a path is one the upload proxy serves. */
+export const isUploadPath = (path: string): boolean => PATHS.includes(path) || path === "/healthz";
+
+class Refusal extends Error {
+  readonly status: number;
+  constructor(status: number, message: string) {
+    super(message);
+    this.status = status;
+  }
+}
+
+const answer = (res: ServerResponse, status: number, text: string) => {
+  if (!res.headersSent) res.writeHead(status, { "content-type": "text/plain; charset=utf-8", connection: "close" });
+  res.end(text === "" ? "" : `${text}\n`);
+};
+
+/** The upload pod of the token's claim, ready to take the image; or why not. */
+async function uploadTarget(own: KubeClient, namespace: string, pvcName: string): Promise<{ ip: string; key: string }> {
+  const claim = await own.find<PersistentVolumeClaim>(resources.persistentVolumeClaims, namespace, pvcName);
+  if (!claim) throw new Refusal(404, `no claim ${namespace}/${pvcName}: create a DataVolume with source upload first (virtctl image-upload dv ${pvcName} --size=... does)`);
+  const annotations = claim.metadata.annotations ?? {};
+  if (!(CLAIM_UPLOAD_TARGET in annotations)) throw new Refusal(400, `the claim ${namespace}/${pvcName} is not an upload target: upload to a DataVolume whose spec.source is upload`);
+  if (annotations[CLAIM_POD_PHASE] === "Succeeded") throw new Refusal(409, `the claim ${namespace}/${pvcName} already holds its uploaded disk`);
+  const pod = await own.find<Pod>(resources.pods, namespace, uploadPodName(pvcName));
+  const ready = pod?.status?.phase === "Running" && (pod.status.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
+  const key = pod?.metadata.annotations?.[UPLOAD_KEY_ANNOTATION];
+  if (!pod || !ready || !pod.status?.podIP || !key) throw new Refusal(503, `the upload server of ${namespace}/${pvcName} is not ready yet: wait for the DataVolume's phase UploadReady`);
+  return { ip: pod.status.podIP, key };
+}
+
+export function createUploadProxy(services: UploadProxyServices): (req: IncomingMessage, res: ServerResponse) => void {
+  const { own, tokens, log } = services;
+
+  async function serve(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
+    if (path === "/healthz") { answer(res, 200, "ok"); return; }
+    const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1];
+    if (!token) throw new Refusal(401, "an upload needs its token in the Authorization header (Bearer): ask for one with an UploadTokenRequest");
+    const target = tokens.verify(token);
+    if ("refused" in target) throw new Refusal(401, target.refused);
+    // virtctl asks whether the async path is served before it uploads.
+    if (req.method === "HEAD") { answer(res, 200, ""); return; }
+    if (req.method !== "POST") throw new Refusal(405, "an image is uploaded with POST");
+    const pod = await uploadTarget(own, target.namespace, target.pvcName);
+    log.info("upload started", { namespace: target.namespace, pvcName: target.pvcName, bytes: req.headers["content-length"], path });
+    await new Promise<void>((resolve) => {
+      const upstream = request(
+        {
+          host: pod.ip,
+          port: UPLOAD_SERVER_PORT,
+          path,
+          method: "POST",
+          headers: {
+            authorization: `Bearer ${pod.key}`,
+            "content-type": "application/octet-stream",
+            ...(req.headers["content-length"] ? { "content-length": req.headers["content-length"] } : { "transfer-encoding": "chunked" }),
+          },
+        },
+        (reply) => {
+          res.writeHead(reply.statusCode ?? 502, { "content-type": reply.headers["content-type"] ?? "text/plain; charset=utf-8" });
+          reply.pipe(res);
+          reply.on("end", () => {
+            log.info("upload ended", { namespace: target.namespace, pvcName: target.pvcName, status: reply.statusCode });
+            resolve();
+          });
+        },
+      );
+      upstream.on("error", (error) => {
+        answer(res, 502, `the upload server of ${target.namespace}/${target.pvcName} broke off: ${error.message}`);
+        resolve();
+      });
+      // A client that goes away cancels the upload: the upload server drops what it received.
+      res.on("close", () => { if (!res.writableFinished) upstream.destroy(); });
+      req.pipe(upstream);
+    });
+  }
+
+  return (req, res) => {
+    const path = new URL(req.url ?? "/", "http://upload").pathname;
+    if (!isUploadPath(path)) { answer(res, 404, `not found: the upload proxy takes images at ${PATHS.join(" and ")}`); return; }
+    serve(req, res, path).catch((error: unknown) => {
+      if (error instanceof Refusal) { answer(res, error.status, error.message); return; }
+      log.error("an upload failed", { path, error });
+      answer(res, 500, `the upload failed: ${error instanceof Error ? error.message : String(error)}`);
+    });
+  };
+}

@@ -1,0 +1,108 @@
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { request } from "node:https";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { tinyVmOnDataVolume } from "../manifests.ts";
+import { core, custom, editorToken, imageOf, suiteNamespace, undefinedIfNotFound } from "./cluster.ts";
+import { inGuest } from "./console.ts";
+import { DASHBOARD_URL, dashboardTls } from "./dashboard.ts";
+
+// Uploads, as virtctl image-upload makes them, step by step: a DataVolume
+// whose source is upload; its phase UploadReady (and CDI's annotations on its
+// claim); an UploadTokenRequest, asked of the Kubernetes API server as a
+// namespace editor (kubevirt-ts's aggregated upload.cdi.kubevirt.io); a HEAD
+// to the async path, then the image POSTed with the token to the upload
+// proxy at the dashboard's address (virtctl's --uploadproxy-url); the claim's
+// pod phase Succeeded. The tiny guest then reads what the image held.
+
+const { name: namespace, kubectl } = suiteNamespace("e2e-upload");
+const poll = { timeout: 300_000, interval: 1_000 };
+const MIB = 1024 * 1024;
+const MARKER = `kubevirt-ts-upload-${Date.now().toString(36)}`;
+
+interface DataVolume { status?: { phase?: string } }
+const dataVolume = (name: string) => custom.getNamespacedCustomObject({ group: "cdi.kubevirt.io", version: "v1beta1", namespace, plural: "datavolumes", name }).then((o) => o as DataVolume, undefinedIfNotFound);
+const claimAnnotations = async (name: string) => (await core.readNamespacedPersistentVolumeClaim({ namespace, name })).metadata?.annotations ?? {};
+
+/** What virtctl image-upload dv <name> --size=<size> creates. */
+const uploadDataVolume = (name: string, size: string) => ({ apiVersion: "cdi.kubevirt.io/v1beta1", kind: "DataVolume", metadata: { name, namespace }, spec: { source: { upload: {} }, storage: { resources: { requests: { storage: size } } } } });
+
+/** An UploadTokenRequest, created as a namespace editor with kubectl as virtctl creates it; its token. */
+async function uploadToken(pvcName: string): Promise<string> {
+  const token = await editorToken(namespace);
+  const dir = mkdtempSync(join(tmpdir(), "e2e-upload-token-"));
+  const file = join(dir, "request.json");
+  writeFileSync(file, JSON.stringify({ apiVersion: "upload.cdi.kubevirt.io/v1beta1", kind: "UploadTokenRequest", metadata: { name: "token-for-virtctl", namespace }, spec: { pvcName } }));
+  try {
+    const created = JSON.parse(await kubectl(`--token=${token}`, "create", "-f", file, "-o", "json")) as { status?: { token?: string } };
+    return created.status?.token ?? "";
+  } finally {
+    rmSync(dir, { recursive: true });
+  }
+}
+
+/** A request to the upload proxy at the dashboard's address; its status and text. */
+async function toUploadProxy(method: "HEAD" | "POST", path: string, token: string, body?: Buffer): Promise<{ status: number; text: string }> {
+  const tls = await dashboardTls();
+  return new Promise((resolve, reject) => {
+    const req = request(new URL(path, DASHBOARD_URL), { method, ...tls, headers: { authorization: `Bearer ${token}`, "content-type": "application/octet-stream", ...(body ? { "content-length": String(body.length) } : {}) } }, (res) => {
+      let text = "";
+      res.setEncoding("utf8").on("data", (c: string) => (text += c)).on("end", () => { resolve({ status: res.statusCode ?? 0, text }); });
+    });
+    req.on("error", reject).end(body);
+  });
+}
+
+/** A qcow2 image of 8 MiB whose first bytes are the text. */
+function qcow2With(text: string): Buffer {
+  const dir = mkdtempSync(join(tmpdir(), "e2e-upload-"));
+  const content = Buffer.alloc(8 * MIB);
+  content.write(text);
+  writeFileSync(join(dir, "disk.raw"), content);
+  execFileSync("qemu-img", ["convert", "-f", "raw", "-O", "qcow2", join(dir, "disk.raw"), join(dir, "disk.qcow2")]);
+  const image = readFileSync(join(dir, "disk.qcow2"));
+  rmSync(dir, { recursive: true });
+  return image;
+}
+
+describe("an upload into a DataVolume, as virtctl image-upload makes it", () => {
+  it("takes a qcow2 image through the upload proxy, and a VM copies and boots from it", async () => {
+    await custom.createNamespacedCustomObject({ group: "cdi.kubevirt.io", version: "v1beta1", namespace, plural: "datavolumes", body: uploadDataVolume("uploaded", "64Mi") });
+    await expect.poll(async () => (await dataVolume("uploaded"))?.status?.phase, poll).toBe("UploadReady");
+    expect(await claimAnnotations("uploaded")).toMatchObject({ "cdi.kubevirt.io/storage.upload.target": "", "cdi.kubevirt.io/storage.pod.ready": "true" });
+
+    const token = await uploadToken("uploaded");
+    expect(token).not.toBe("");
+    // virtctl asks whether the async path is served, and uploads there when it is.
+    expect((await toUploadProxy("HEAD", "/v1beta1/upload-async", token)).status).toBe(200);
+    expect(await toUploadProxy("POST", "/v1beta1/upload", "not-a-token", Buffer.alloc(512))).toMatchObject({ status: 401 });
+    expect(await toUploadProxy("POST", "/v1beta1/upload-async", token, qcow2With(`${MARKER}-upload`))).toMatchObject({ status: 200 });
+    await expect.poll(async () => (await claimAnnotations("uploaded"))["cdi.kubevirt.io/storage.pod.phase"], poll).toBe("Succeeded");
+    await expect.poll(async () => (await dataVolume("uploaded"))?.status?.phase, poll).toBe("Succeeded");
+
+    // A VM whose disk is a copy of the uploaded image, as the dashboard's create form makes it.
+    await custom.createNamespacedCustomObject({
+      group: "kubevirt.io",
+      version: "v1",
+      namespace,
+      plural: "virtualmachines",
+      body: tinyVmOnDataVolume("from-upload", imageOf("tiny-guest"), { source: { pvc: { namespace, name: "uploaded" } }, storage: { resources: { requests: { storage: "64Mi" } } } }, namespace),
+    });
+    await inGuest(namespace, "from-upload", "dd if=/dev/vda bs=64 count=1 2>/dev/null | tr -d '\\000'; echo; echo read-$((40+5))", `${MARKER}-upload`);
+  });
+
+  it("refuses what is not a disk image, keeping the DataVolume ready for a real one", async () => {
+    await custom.createNamespacedCustomObject({ group: "cdi.kubevirt.io", version: "v1beta1", namespace, plural: "datavolumes", body: uploadDataVolume("not-a-disk", "64Mi") });
+    await expect.poll(async () => (await dataVolume("not-a-disk"))?.status?.phase, poll).toBe("UploadReady");
+    const token = await uploadToken("not-a-disk");
+    const refused = await toUploadProxy("POST", "/v1beta1/upload", token, Buffer.from("#!/bin/sh\necho this is a script, not a disk\n"));
+    expect(refused.status).toBe(400);
+    expect(refused.text).toMatch(/the upload is not a disk image/);
+    expect((await dataVolume("not-a-disk"))?.status?.phase).toBe("UploadReady");
+    // Still ready for a real image, which then goes in.
+    expect(await toUploadProxy("POST", "/v1beta1/upload", token, qcow2With(`${MARKER}-second-try`))).toMatchObject({ status: 200 });
+    await expect.poll(async () => (await dataVolume("not-a-disk"))?.status?.phase, poll).toBe("Succeeded");
+  });
+});
