@@ -8,7 +8,8 @@ import { expect, test } from "./fixtures.ts";
 
 // The Images page on the local cluster: a qcow2 file uploaded from the
 // browser into a DataVolume (progress shown, then Ready), a VM created with
-// the form on a persistent disk copied from it, Running; a file that is not
+// the form on a persistent disk copied from it, Running, then deleted
+// keeping its disk; a file that is not
 // a disk image refused with the reason, leaving nothing behind; an image
 // deleted from the list.
 
@@ -69,6 +70,15 @@ test("an image uploaded from the browser becomes a VM's persistent disk, and the
   await expect(page.getByTestId("vm-status")).toHaveText("Running", slow);
   // Its disk is a DataVolume of its own, kept across stops.
   await expect(page.getByTestId("vm-disks")).toContainText("DataVolume on-upload-root");
+
+  // Deleted keeping its disk: the disk stays among the images.
+  await page.getByRole("group", { name: "Actions" }).getByRole("button", { name: "Delete" }).click();
+  await expect(page.getByRole("dialog", { name: "Delete on-upload?" })).toContainText("on-upload-root");
+  await page.getByRole("button", { name: "Delete the VM, keep its disks" }).click();
+  await expect(page).toHaveURL(/\/vms\?ns=/);
+  await expect(page.getByText(`No virtual machines in ${namespace} yet.`)).toBeVisible(slow);
+  await page.goto(`/images?ns=${namespace}`);
+  await expect(imageRow(page, "on-upload-root").getByRole("cell").nth(3)).toHaveText("Ready");
 });
 
 test("a file that is not a disk image is refused with the reason, and nothing is left of it", async ({ page }) => {

@@ -1,6 +1,6 @@
 import { type Event, type KubeClient, type KubeObject, type Node, resources } from "@kubevirt-ts/kube";
 import {
-  MAX_CLOUD_INIT_BYTES, SUBRESOURCE_GROUP, type VirtualMachine, dnsLabelProblem, type VirtualMachineInstance, type VmRequestAction, type VmRequestOptions, type VmiDomainAction, summarize, validateVirtualMachine, kubevirtResources,
+  type DataVolume, MAX_CLOUD_INIT_BYTES, SUBRESOURCE_GROUP, type VirtualMachine, dnsLabelProblem, type VirtualMachineInstance, type VmRequestAction, type VmRequestOptions, type VmiDomainAction, summarize, validateVirtualMachine, kubevirtResources,
   ACTION_WORDS, type ActionAvailability, type VmActionName, availableActions, type InstancetypeSpec, type PreferenceSpec, instancetypeResources, parseQuantity,
 } from "@kubevirt-ts/kubevirt-api";
 import { TRPCError } from "@trpc/server";
@@ -75,6 +75,19 @@ function checkedVm(input: unknown, namespace: string, name?: string): VirtualMac
   return result.value;
 }
 
+/** Lets the VM's DataVolumes go: its owner reference taken off each, as the user, so deleting the VM leaves them. Their names. */
+async function releaseDataVolumes(client: KubeClient, vm: VirtualMachine): Promise<string[]> {
+  const kept: string[] = [];
+  for (const template of vm.spec.dataVolumeTemplates ?? []) {
+    const dv = await client.find<DataVolume>(kubevirtResources.dataVolumes, vm.metadata.namespace, template.metadata.name);
+    const owners = dv?.metadata.ownerReferences ?? [];
+    if (!dv || !owners.some((o) => o.uid === vm.metadata.uid)) continue;
+    await client.update(kubevirtResources.dataVolumes, { ...dv, metadata: { ...dv.metadata, ownerReferences: owners.filter((o) => o.uid !== vm.metadata.uid) } });
+    kept.push(template.metadata.name);
+  }
+  return kept;
+}
+
 async function vmAndVmi(client: KubeClient, input: { namespace: string; name: string }) {
   const vm = await client.get<VirtualMachine>(kubevirtResources.virtualMachines, input.namespace, input.name);
   const vmi = await client.find<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, input.namespace, input.name);
@@ -113,11 +126,13 @@ const vms = router({
       return input.cloudInitUserData === undefined ? ctx.client.create(kubevirtResources.virtualMachines, input.namespace, vm) : createVmWithCloudInitSecret(ctx.client, vm, input.cloudInitUserData);
     }),
   update: userProcedure.input(target.extend({ vm: z.unknown() })).mutation(({ ctx, input }) => ctx.client.update(kubevirtResources.virtualMachines, checkedVm(input.vm, input.namespace, input.name))),
-  delete: userProcedure.input(target).mutation(async ({ ctx, input }) => {
+  // keepDisks: the DataVolumes of its dataVolumeTemplates (and so their claims) outlive it; else they go with it, as KubeVirt's do.
+  delete: userProcedure.input(target.extend({ keepDisks: z.boolean().default(false) })).mutation(async ({ ctx, input }) => {
     const vm = await ctx.client.get<VirtualMachine>(kubevirtResources.virtualMachines, input.namespace, input.name);
     requireAvailable(availableActions(vm, undefined).delete, "delete", input.name);
+    const kept = input.keepDisks ? await releaseDataVolumes(ctx.client, vm) : [];
     await ctx.client.delete(kubevirtResources.virtualMachines, input.namespace, input.name, { uid: vm.metadata.uid });
-    return { ok: true as const };
+    return { ok: true as const, kept };
   }),
   start: vmAction("start"),
   stop: vmAction("stop"),

@@ -72,7 +72,7 @@ function VmTable({ namespace }: { namespace: string }) {
         <span className="muted">{chosen.length} selected</span>
         <ActionButton label="Start" {...forSelection("start")} onClick={() => void bulk("Start", start)} />
         <ActionButton label="Stop" {...forSelection("stop")} onClick={() => void bulk("Stop", stop)} />
-        <ActionButton label="Delete" danger {...forSelection("delete")} onClick={() => { if (window.confirm(`Delete ${chosen.join(", ")}? Their disks' changes are lost.`)) void bulk("Delete", remove); }} />
+        <ActionButton label="Delete" danger {...forSelection("delete")} onClick={() => { if (window.confirm(`Delete ${chosen.join(", ")}? Their disks go with them: their container disks' changes and their own DataVolumes. To keep a VM's disks, delete it from its page.`)) void bulk("Delete", remove); }} />
       </div>
       {outcome && <p role="status">{outcome}</p>}
       {live.error !== null && <p className="error" role="alert">{describeError(live.error).message}</p>}

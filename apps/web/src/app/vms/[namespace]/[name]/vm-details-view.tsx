@@ -3,7 +3,7 @@
 import { type VirtualMachine, type VirtualMachineInstance, availableActions } from "@kubevirt-ts/kubevirt-api";
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { useRouter, useSearchParams } from "next/navigation";
-import { useState } from "react";
+import { useRef, useState } from "react";
 import { parse, stringify } from "yaml";
 import { useLiveVms } from "../../../../lib/live";
 import { describeError, useTRPC } from "../../../../lib/trpc";
@@ -175,8 +175,8 @@ export function VmDetailsView({ namespace, name }: { namespace: string; name: st
   const state = vm ? availableActions(vm, vmi) : undefined;
   const consoleState = tab === "Console" ? state?.console : tab === "VNC" ? state?.vnc : undefined;
 
-  function act(action: keyof typeof mutations, label: string): void {
-    mutations[action].mutate({ namespace, name }, {
+  function act(action: keyof typeof mutations, label: string, keepDisks?: boolean): void {
+    mutations[action].mutate({ namespace, name, ...(keepDisks !== undefined ? { keepDisks } : {}) }, {
       onSuccess: () => {
         setOutcome({ ok: true, text: `${label}: requested.` });
         if (action === "delete") router.push(`/vms?ns=${encodeURIComponent(namespace)}`);
@@ -184,9 +184,20 @@ export function VmDetailsView({ namespace, name }: { namespace: string; name: st
       onError: (error) => { setOutcome({ ok: false, text: describeError(error).message }); },
     });
   }
+  // A VM with disks of its own (its DataVolumes) asks whether they go with it.
+  const ownDisks = (vm?.spec.dataVolumeTemplates ?? []).map((t) => t.metadata.name);
+  const deleteDialog = useRef<HTMLDialogElement>(null);
   const button = (action: keyof typeof mutations, label: string, danger = false) => {
     const { allowed, reason } = actionAllowed(may?.[action], state?.[action]);
-    return <ActionButton key={action} label={label} allowed={allowed} reason={reason} danger={danger} busy={mutations[action].isPending} onClick={() => { if (!danger || window.confirm(`${label} ${name}?`)) act(action, label); }} />;
+    const onClick = () => {
+      if (action === "delete" && ownDisks.length > 0) deleteDialog.current?.showModal();
+      else if (!danger || window.confirm(`${label} ${name}?`)) act(action, label);
+    };
+    return <ActionButton key={action} label={label} allowed={allowed} reason={reason} danger={danger} busy={mutations[action].isPending} onClick={onClick} />;
+  };
+  const deleteWith = (keepDisks: boolean) => {
+    deleteDialog.current?.close();
+    act("delete", "Delete", keepDisks);
   };
 
   return (
@@ -206,6 +217,15 @@ export function VmDetailsView({ namespace, name }: { namespace: string; name: st
         </div>
       }
     >
+      <dialog ref={deleteDialog} aria-labelledby="delete-title" className="card">
+        <h2 id="delete-title">Delete {name}?</h2>
+        <p>Its disks of its own: {ownDisks.join(", ")}. Keep them to attach them to another VM later, or delete them with it.</p>
+        <div className="toolbar">
+          <button type="button" onClick={() => { deleteWith(true); }}>Delete the VM, keep its disks</button>
+          <button type="button" className="secondary danger" onClick={() => { deleteWith(false); }}>Delete the VM and its disks</button>
+          <button type="button" className="secondary" onClick={() => { deleteDialog.current?.close(); }}>Cancel</button>
+        </div>
+      </dialog>
       {outcome && <p role={outcome.ok ? "status" : "alert"} className={outcome.ok ? "" : "error"}>{outcome.text}</p>}
       <div role="tablist" aria-label="VM views" className="tabs">
         {TABS.map((t) => (
