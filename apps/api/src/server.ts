@@ -71,6 +71,7 @@ const WEBHOOKS: Record<string, Review> = {
   "/mutate-virtualmachines": (review) => mutate(review, "virtualmachines"),
   "/validate-virtualmachineinstances": validateWithContext("virtualmachineinstances"),
   "/mutate-virtualmachineinstances": (review) => mutate(review, "virtualmachineinstances"),
+  "/validate-datavolumes": (review) => validate(review, "datavolumes"),
   "/validate-pod-eviction": (review, { own, evictionStrategy }) => reviewEviction(review, own, evictionStrategy),
 };
 

@@ -34,6 +34,19 @@ describe("the validating webhook", () => {
   });
 });
 
+describe("the validating webhook on a DataVolume", () => {
+  const dv = (source: object) => ({ apiVersion: "cdi.kubevirt.io/v1beta1", kind: "DataVolume", metadata: { name: "disk", namespace: "ns" }, spec: { source, storage: { resources: { requests: { storage: "1Gi" } } } } });
+
+  it("admits one source, and refuses two or a spec changed after it was made, naming the field", () => {
+    expect(validate(review("CREATE", dv({ upload: {} })), "datavolumes").response?.allowed).toBe(true);
+    const two = validate(review("CREATE", dv({ upload: {}, blank: {} })), "datavolumes").response;
+    expect(two?.status?.details.causes[0]).toMatchObject({ field: "spec.source", message: expect.stringMatching(/exactly one of/) as string });
+    expect(validate(review("UPDATE", dv({ blank: {} }), dv({ upload: {} })), "datavolumes").response?.status?.details.causes[0]).toMatchObject({ field: "spec" });
+    const relabelled = { ...dv({ upload: {} }), metadata: { name: "disk", namespace: "ns", labels: { a: "b" } } };
+    expect(validate(review("UPDATE", relabelled, dv({ upload: {} })), "datavolumes").response?.allowed).toBe(true);
+  });
+});
+
 describe("the mutating webhook", () => {
   it("fills in KubeVirt's defaults as one JSON patch of the template's spec", () => {
     const response = mutate(review("CREATE", vm({})), "virtualmachines").response;

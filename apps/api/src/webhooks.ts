@@ -1,11 +1,12 @@
 import { isDeepStrictEqual } from "node:util";
 import {
   type Cause, CauseType, type ExpansionSources, Finalizer, Label, type Lookup, VmiPhase, defaultVirtualMachine, defaultVirtualMachineInstance, expansionSources, findInstancetypeAndPreference, parseVirtualMachine,
-  summarize, validateVirtualMachine, validateVirtualMachineInstance, withPhase,
+  summarize, validateDataVolume, validateVirtualMachine, validateVirtualMachineInstance, withPhase,
 } from "@kubevirt-ts/kubevirt-api";
 import { kubeTime } from "@kubevirt-ts/kube";
 
-// The admission webhooks for VirtualMachines and VirtualMachineInstances:
+// The admission webhooks for VirtualMachines and VirtualMachineInstances
+// (and DataVolumes, where kubevirt-ts serves them: validation only):
 // KubeVirt's defaulting (mutating) and validation (validating), from the
 // kubevirt-api package, answered as admission.k8s.io/v1 AdmissionReviews.
 // A change that leaves the spec as it was (metadata only: labels,
@@ -31,7 +32,7 @@ interface AdmissionResponse {
 
 type JsonPatch = ({ op: "add" | "replace"; path: string; value: unknown } | { op: "remove"; path: string })[];
 
-export type WebhookKind = "virtualmachines" | "virtualmachineinstances";
+export type WebhookKind = "virtualmachines" | "virtualmachineinstances" | "datavolumes";
 
 /** The AdmissionReview that answers the request of that uid. */
 export function admissionAnswer(uid: string, response: Omit<AdmissionResponse, "uid">): AdmissionReview {
@@ -66,7 +67,11 @@ export function validate(review: AdmissionReview, kind: WebhookKind, context: Vm
   if (!request) throw new Error("the AdmissionReview has no request");
   const answer = (response: Omit<AdmissionResponse, "uid">) => admissionAnswer(request.uid, response);
   if (request.operation === "UPDATE" && isDeepStrictEqual(specOf(request.object), specOf(request.oldObject))) return answer({ allowed: true });
-  const validated = kind === "virtualmachines" ? validateVirtualMachine(request.object, context.sources) : validateVirtualMachineInstance(request.object);
+  // A DataVolume's spec is fixed once it is made, as CDI's webhook has it: its claim was made and filled from it.
+  if (kind === "datavolumes" && request.operation === "UPDATE") {
+    return answer({ allowed: false, status: { code: 422, reason: "Invalid", message: "spec: a DataVolume's spec cannot change once it is made; delete it and make a new one", details: { causes: [{ reason: CauseType.Invalid, field: "spec", message: "a DataVolume's spec cannot change once it is made; delete it and make a new one" }] } } });
+  }
+  const validated = kind === "virtualmachines" ? validateVirtualMachine(request.object, context.sources) : kind === "datavolumes" ? validateDataVolume(request.object) : validateVirtualMachineInstance(request.object);
   const causes = [...context.refusals, ...(validated.ok ? [] : validated.causes)];
   const result = causes.length === 0 ? validated : { ok: false as const, causes };
   if (result.ok) return answer({ allowed: true, ...(context.warnings.length > 0 ? { warnings: context.warnings } : {}) });
