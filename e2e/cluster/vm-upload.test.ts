@@ -17,7 +17,7 @@ import { DASHBOARD_URL, dashboardTls } from "./dashboard.ts";
 // proxy at the dashboard's address (virtctl's --uploadproxy-url); the claim's
 // pod phase Succeeded. The tiny guest then reads what the image held.
 
-const { name: namespace, kubectl } = suiteNamespace("e2e-upload");
+const { name: namespace, kubectl, get } = suiteNamespace("e2e-upload");
 const poll = { timeout: 300_000, interval: 1_000 };
 const MIB = 1024 * 1024;
 const MARKER = `kubevirt-ts-upload-${Date.now().toString(36)}`;
@@ -90,6 +90,7 @@ describe("an upload into a DataVolume, as virtctl image-upload makes it", () => 
       plural: "virtualmachines",
       body: tinyVmOnDataVolume("from-upload", imageOf("tiny-guest"), { source: { pvc: { namespace, name: "uploaded" } }, storage: { resources: { requests: { storage: "64Mi" } } } }, namespace),
     });
+    await expect.poll(async () => (await get("virtualmachineinstances", "from-upload"))?.status?.phase, poll).toBe("Running");
     await inGuest(namespace, "from-upload", "dd if=/dev/vda bs=64 count=1 2>/dev/null | tr -d '\\000'; echo; echo read-$((40+5))", `${MARKER}-upload`);
   });
 
