@@ -46,8 +46,8 @@ test.beforeEach(async ({ signInPage, page }) => {
 
 test("an image uploaded from the browser becomes a VM's persistent disk, and the VM runs", async ({ page }) => {
   await expect(page.getByText(`No images in ${namespace} yet`)).toBeVisible();
-  await page.getByLabel("File").setInputFiles(join(dir, "tiny-disk.qcow2"));
-  await expect(page.getByLabel("Name")).toHaveValue("tiny-disk");
+  await page.getByLabel("File", { exact: true }).setInputFiles(join(dir, "tiny-disk.qcow2"));
+  await expect(page.getByLabel("Name", { exact: true })).toHaveValue("tiny-disk");
   await expect(page.getByLabel("Disk size")).toHaveValue("1Gi");
   await page.getByLabel("Disk size").fill("64Mi");
   await page.getByRole("button", { name: "Upload", exact: true }).click();
@@ -82,8 +82,8 @@ test("an image uploaded from the browser becomes a VM's persistent disk, and the
 });
 
 test("a file that is not a disk image is refused with the reason, and nothing is left of it", async ({ page }) => {
-  await page.getByLabel("File").setInputFiles(join(dir, "notes.txt"));
-  await expect(page.getByLabel("Name")).toHaveValue("notes-txt");
+  await page.getByLabel("File", { exact: true }).setInputFiles(join(dir, "notes.txt"));
+  await expect(page.getByLabel("Name", { exact: true })).toHaveValue("notes-txt");
   await page.getByRole("button", { name: "Upload", exact: true }).click();
   await expect(page.getByRole("alert").filter({ hasText: "Upload of notes-txt failed" })).toContainText("the upload is not a disk image", slow);
   await expect(page.getByRole("alert").filter({ hasText: "Upload of notes-txt failed" })).toContainText("The DataVolume notes-txt was removed.");
