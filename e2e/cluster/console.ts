@@ -74,3 +74,33 @@ export async function inGuest(namespace: string, vm: string, command: string, ex
     ws.close();
   }
 }
+
+/** A login shell on a VM's serial console (a getty's, as the Debian guest's). */
+export interface SerialShell {
+  /** Types the command and waits until what follows it matches; what followed. */
+  run(command: string, expected: string | RegExp): Promise<string>;
+  close(): void;
+}
+
+/**
+ * Logs in on the VM's serial console as the user. The kernel and cloud-init may print at any moment, so each step
+ * waits for its prompt in what came after the previous step, wherever it is.
+ */
+export async function serialLogin(namespace: string, vm: string, user: string, password: string, poll = { timeout: 600_000, interval: 2_000 }): Promise<SerialShell> {
+  const { ws, received } = await openConsole(namespace, vm, "console");
+  const text = () => received().toString("utf8");
+  const type = (line: string) => {
+    ws.send(Buffer.from(`${line}\r`));
+  };
+  const step = async (line: string, expected: string | RegExp): Promise<string> => {
+    const mark = text().length;
+    type(line);
+    const after = () => text().slice(mark);
+    await expect.poll(after, poll).toMatch(typeof expected === "string" ? new RegExp(expected.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")) : expected);
+    return after();
+  };
+  await step("", /login: /);
+  await step(user, /Password: /);
+  await step(password, new RegExp(`${user}@\\S+:~\\$ `));
+  return { run: step, close: () => { ws.close(); } };
+}

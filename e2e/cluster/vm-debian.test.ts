@@ -12,7 +12,7 @@ import { KUBECONFIG_PATH } from "@kubevirt-ts/local-cluster";
 import { describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import { core, custom, discovery, editorToken, imageOf, suiteNamespace } from "./cluster.ts";
-import { openConsole, serialLog } from "./console.ts";
+import { openConsole, serialLog, serialLogin } from "./console.ts";
 
 // A real Debian guest from a KubeVirt-style containerDisk: it boots from
 // its own disk, cloud-init reads the NoCloud user data the VM keeps in a
@@ -163,37 +163,13 @@ describe("a VM with the Debian guest", () => {
   });
 
   it("lets the cloud-init user log in on the serial console and run commands that reach the cluster from the guest, and reports its OS", async () => {
-    const { ws, received } = await openConsole(namespace, "debian", "console");
-    const text = () => received().toString("utf8");
-    const type = (line: string) => {
-      ws.send(Buffer.from(`${line}\r`));
-    };
-    const after = (marker: number) => text().slice(marker);
-
-    // The kernel and cloud-init may print to the console at any moment, so each step
-    // waits for its prompt in what came after the previous step, wherever it is.
-    const waitFor = async (prompt: RegExp, marker: number) => {
-      await expect.poll(() => after(marker), boot).toMatch(prompt);
-    };
-    let mark = text().length;
-    type("");
-    await waitFor(/login: /, mark);
-    mark = text().length;
-    type("tester");
-    await waitFor(/Password: /, mark);
-    mark = text().length;
-    type(password);
-    await waitFor(/tester@\S+:~\$ /, mark);
-
+    const shell = await serialLogin(namespace, "debian", "tester", password, boot);
     const { spec } = await core.readNamespacedService({ name: "kubernetes", namespace: "default" });
-    mark = text().length;
-    type(`echo "whoami=$(whoami) sum=$((40+2)) firmware=$(test -d /sys/firmware/efi && echo efi || echo bios) tpm=$(ls /sys/class/tpm | head -n 1)"; ip -4 -o addr show scope global; timeout 10 bash -c 'exec 3<>/dev/tcp/${spec?.clusterIP ?? ""}/443' && echo "reached=k8s-$((6*7))"`);
-    await expect.poll(() => after(mark), boot).toContain("reached=k8s-42");
-    const output = after(mark);
+    const output = await shell.run(`echo "whoami=$(whoami) sum=$((40+2)) firmware=$(test -d /sys/firmware/efi && echo efi || echo bios) tpm=$(ls /sys/class/tpm | head -n 1)"; ip -4 -o addr show scope global; timeout 10 bash -c 'exec 3<>/dev/tcp/${spec?.clusterIP ?? ""}/443' && echo "reached=k8s-$((6*7))"`, "reached=k8s-42");
     expect(output).toContain("whoami=tester sum=42 firmware=efi tpm=tpm0");
     // Masquerade: the guest's own address is on the launcher's private guest network, behind the pod's.
     expect(output).toMatch(/inet 198\.19\.254\.\d+\/24/);
-    ws.close();
+    shell.close();
 
     // The guest agent reports the OS.
     await expect.poll(async () => ((await get("virtualmachineinstances", "debian"))?.status?.guestOSInfo as { prettyName?: string } | undefined)?.prettyName, boot).toBe("Debian GNU/Linux 12 (bookworm)");

@@ -1,0 +1,83 @@
+import { core, custom, imageOf, suiteNamespace, undefinedIfNotFound } from "./cluster.ts";
+import { describe, expect, it } from "vitest";
+import { serialLogin } from "./console.ts";
+
+// Data survives: the Debian guest on a persistent root disk, a DataVolume
+// its VM fills from the guest's containerDisk image (as KubeVirt users give
+// a VM its root disk). A file written in the guest is there after the VM is
+// stopped (its guest powers off through ACPI) and started again; the VM is
+// then deleted keeping its disk, and a new VM on the same claim reads it.
+
+const { name: namespace, get, kubectl } = suiteNamespace("e2e-debian-disk");
+const boot = { timeout: 600_000, interval: 2_000 };
+const password = "kubevirt-ts-e2e";
+const MARKER = `kept-${Date.now().toString(36)}`;
+
+/** A Debian VM whose root disk is `root`, logged into with the cloud-init user of the Secret debian-cloud-init. */
+const debianVm = (name: string, root: object, dataVolumeTemplates?: object[]) => ({
+  apiVersion: "kubevirt.io/v1",
+  kind: "VirtualMachine",
+  metadata: { name, namespace },
+  spec: {
+    runStrategy: "Always",
+    instancetype: { name: "u1.small" },
+    preference: { name: "debian" },
+    ...(dataVolumeTemplates ? { dataVolumeTemplates } : {}),
+    template: {
+      spec: {
+        domain: { devices: { disks: [{ name: "root", disk: { bus: "virtio" } }, { name: "cloudinit", disk: { bus: "virtio" } }] } },
+        terminationGracePeriodSeconds: 120,
+        volumes: [{ name: "root", ...root }, { name: "cloudinit", cloudInitNoCloud: { secretRef: { name: "debian-cloud-init" } } }],
+      },
+    },
+  },
+});
+
+const cloudInitSecret = {
+  metadata: { name: "debian-cloud-init", namespace },
+  stringData: { userdata: ["#cloud-config", "users:", "  - name: tester", "    lock_passwd: false", `    plain_text_passwd: ${password}`, "    shell: /bin/bash", ""].join("\n") },
+};
+
+const dataVolume = (name: string) => custom.getNamespacedCustomObject({ group: "cdi.kubevirt.io", version: "v1beta1", namespace, plural: "datavolumes", name }).then((o) => o as { metadata: { ownerReferences?: object[] }; status?: { phase?: string } }, undefinedIfNotFound);
+const running = async (vm: string) => {
+  await expect.poll(async () => (await get("virtualmachineinstances", vm))?.status?.phase, boot).toBe("Running");
+};
+const stopped = async (vm: string) => {
+  await kubectl("patch", "vm", vm, "-n", namespace, "--type=merge", "-p", '{"spec":{"runStrategy":"Halted"}}');
+  await expect.poll(() => get("virtualmachineinstances", vm), boot).toBeUndefined();
+};
+
+describe("the Debian guest on a persistent root disk", () => {
+  it("keeps a file it wrote across a stop and a start, and gives it to a new VM on the same claim", async () => {
+    await core.createNamespacedSecret({ namespace, body: cloudInitSecret });
+    const template = { metadata: { name: "debian-root" }, spec: { source: { registry: { url: `docker://${imageOf("debian-guest")}` } }, storage: { resources: { requests: { storage: "4Gi" } } } } };
+    await custom.createNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachines", body: debianVm("debian", { dataVolume: { name: "debian-root" } }, [template]) });
+    await expect.poll(async () => (await dataVolume("debian-root"))?.status?.phase, boot).toBe("Succeeded");
+    await running("debian");
+
+    let shell = await serialLogin(namespace, "debian", "tester", password, boot);
+    await shell.run(`echo ${MARKER} > ~/kept.txt && sync && echo wrote-$((40+2))`, "wrote-42");
+    shell.close();
+    await stopped("debian");
+
+    await kubectl("patch", "vm", "debian", "-n", namespace, "--type=merge", "-p", '{"spec":{"runStrategy":"Always"}}');
+    await running("debian");
+    shell = await serialLogin(namespace, "debian", "tester", password, boot);
+    await shell.run("cat ~/kept.txt; echo read-$((40+3))", new RegExp(`${MARKER}\\s+read-43`));
+    shell.close();
+
+    // Deleted keeping its disk, as the dashboard's "keep its disks" does: the VM's owner reference comes off first.
+    await kubectl("patch", "datavolume", "debian-root", "-n", namespace, "--type=json", "-p", '[{"op":"remove","path":"/metadata/ownerReferences"}]');
+    await custom.deleteNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachines", name: "debian" });
+    await expect.poll(() => get("virtualmachineinstances", "debian"), boot).toBeUndefined();
+    await expect.poll(() => get("virtualmachines", "debian"), boot).toBeUndefined();
+    expect((await dataVolume("debian-root"))?.status?.phase).toBe("Succeeded");
+
+    await custom.createNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachines", body: debianVm("debian-again", { persistentVolumeClaim: { claimName: "debian-root" } }) });
+    await running("debian-again");
+    shell = await serialLogin(namespace, "debian-again", "tester", password, boot);
+    await shell.run("cat ~/kept.txt; echo read-$((40+4))", new RegExp(`${MARKER}\\s+read-44`));
+    shell.close();
+    await stopped("debian-again");
+  });
+});
