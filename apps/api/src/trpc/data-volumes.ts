@@ -3,8 +3,8 @@ import { TRPCError } from "@trpc/server";
 import { z } from "zod";
 import { tokenRequester } from "../access.ts";
 import { issueUploadToken } from "../upload/token-api.ts";
-import { ActionRefusal } from "../vm-actions.ts";
 import { CausesError, router, userProcedure } from "./init.ts";
+import { fromRefusal } from "./refusal.ts";
 
 // The dashboard's Images page: the namespace's DataVolumes, an upload into a
 // new one, as virtctl image-upload does it (a DataVolume whose source is
@@ -29,12 +29,7 @@ export const dataVolumes = router({
   ),
   uploadToken: userProcedure.input(names).mutation(async ({ ctx, input }) => {
     if (!ctx.uploadTokens) throw new TRPCError({ code: "PRECONDITION_FAILED", message: "this API serves no upload proxy: it runs without its serving certificate (WEBHOOK_TLS_DIR)" });
-    try {
-      return { token: await issueUploadToken(ctx.uploadTokens, tokenRequester(ctx.client), input.namespace, input.name) };
-    } catch (error) {
-      if (error instanceof ActionRefusal && error.status === 403) throw new TRPCError({ code: "FORBIDDEN", message: error.message });
-      throw error;
-    }
+    return { token: await issueUploadToken(ctx.uploadTokens, tokenRequester(ctx.client), input.namespace, input.name).catch(fromRefusal) };
   }),
   delete: userProcedure.input(names).mutation(async ({ ctx, input }) => {
     await ctx.client.delete(kubevirtResources.dataVolumes, input.namespace, input.name);

@@ -6,9 +6,10 @@ import {
 import { TRPCError } from "@trpc/server";
 import { z } from "zod";
 import { type Check, describeCheck, mayI, tokenRequester } from "../access.ts";
-import { ActionRefusal, requestVmAction, requestVmiAction, vmActionCheck, vmiActionCheck } from "../vm-actions.ts";
+import { requestVmAction, requestVmiAction, vmActionCheck, vmiActionCheck } from "../vm-actions.ts";
 import { createVmWithCloudInitSecret } from "./cloud-init-secret.ts";
 import { dataVolumes } from "./data-volumes.ts";
+import { fromRefusal } from "./refusal.ts";
 import { CausesError, publicProcedure, router, userProcedure } from "./init.ts";
 import { listThenWatch } from "./watch.ts";
 
@@ -94,12 +95,6 @@ async function vmAndVmi(client: KubeClient, input: { namespace: string; name: st
   return { vm, vmi };
 }
 
-/** A refused action as tRPC's error: the API server's 403, the VM's state (409) or its spec (400) in the way. */
-function fromRefusal(error: unknown): never {
-  if (!(error instanceof ActionRefusal)) throw error;
-  const code = ({ 400: "PRECONDITION_FAILED", 403: "FORBIDDEN", 404: "NOT_FOUND", 409: "CONFLICT" } as const)[error.status] ?? "INTERNAL_SERVER_ERROR";
-  throw new TRPCError({ code, message: error.message });
-}
 
 /** start, stop, forceStop (a stop with a grace period of 0) and restart: the subresource API's own implementation, as the signed-in user. */
 const vmAction = (action: VmRequestAction, options: VmRequestOptions = {}) =>

@@ -1,7 +1,8 @@
 import { type IncomingMessage, type ServerResponse, request } from "node:http";
-import { type KubeClient, type PersistentVolumeClaim, type Pod, resources } from "@kubevirt-ts/kube";
+import { type KubeClient, type PersistentVolumeClaim, type Pod, podReady, resources } from "@kubevirt-ts/kube";
 import { CLAIM_POD_PHASE, CLAIM_UPLOAD_TARGET, UPLOAD_KEY_ANNOTATION, UPLOAD_SERVER_PORT, UploadPath, uploadPodName } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
+import { bearerToken } from "../console-proxy.ts";
 import type { UploadTokens } from "./token.ts";
 
 // The upload proxy, CDI's cdi-uploadproxy role, in virt-api: virtctl
@@ -43,9 +44,8 @@ async function uploadTarget(own: KubeClient, namespace: string, pvcName: string)
   if (!(CLAIM_UPLOAD_TARGET in annotations)) throw new Refusal(400, `the claim ${namespace}/${pvcName} is not an upload target: upload to a DataVolume whose spec.source is upload`);
   if (annotations[CLAIM_POD_PHASE] === "Succeeded") throw new Refusal(409, `the claim ${namespace}/${pvcName} already holds its uploaded disk`);
   const pod = await own.find<Pod>(resources.pods, namespace, uploadPodName(pvcName));
-  const ready = pod?.status?.phase === "Running" && (pod.status.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
   const key = pod?.metadata.annotations?.[UPLOAD_KEY_ANNOTATION];
-  if (!pod || !ready || !pod.status?.podIP || !key) throw new Refusal(503, `the upload server of ${namespace}/${pvcName} is not ready yet: wait for the DataVolume's phase UploadReady`);
+  if (!pod || !podReady(pod) || !pod.status?.podIP || !key) throw new Refusal(503, `the upload server of ${namespace}/${pvcName} is not ready yet: wait for the DataVolume's phase UploadReady`);
   return { ip: pod.status.podIP, key };
 }
 
@@ -54,7 +54,7 @@ export function createUploadProxy(services: UploadProxyServices): (req: Incoming
 
   async function serve(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
     if (path === "/healthz") { answer(res, 200, "ok"); return; }
-    const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1];
+    const token = bearerToken(req);
     if (!token) throw new Refusal(401, "an upload needs its token in the Authorization header (Bearer): ask for one with an UploadTokenRequest");
     const target = tokens.verify(token);
     if ("refused" in target) throw new Refusal(401, target.refused);

@@ -17,6 +17,11 @@ export interface Pod extends KubeObject {
   status?: PodStatus;
 }
 
+/** Whether a pod is Running with its Ready condition True: its containers' readiness probes pass. */
+export function podReady(pod: Pod | undefined): boolean {
+  return pod?.status?.phase === "Running" && (pod.status.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
+}
+
 export interface PersistentVolumeClaim extends KubeObject {
   spec?: Wire<V1PersistentVolumeClaimSpec>;
   status?: Wire<V1PersistentVolumeClaimStatus>;

@@ -1,4 +1,4 @@
-import { type PersistentVolumeClaim, type Pod, removeCondition, setCondition } from "@kubevirt-ts/kube";
+import { type PersistentVolumeClaim, type Pod, podReady, removeCondition, setCondition } from "@kubevirt-ts/kube";
 import { CLAIM_POD_PHASE, CLAIM_POD_READY, type Condition, type DataVolume, DataVolumeConditionType, DataVolumePhase, type DataVolumeStatus, IMPORTER_CONTAINER } from "@kubevirt-ts/kubevirt-api";
 
 // What the DataVolume controller does about one DataVolume, and the status
@@ -54,8 +54,6 @@ export function decideDataVolume(o: DataVolumeObservation): DataVolumeAction {
 const isClone = (dv: DataVolume) => dv.spec.source?.pvc !== undefined;
 const isUpload = (dv: DataVolume) => dv.spec.source?.upload !== undefined;
 
-/** Whether a pod is Running with every container ready: an upload server that takes uploads. */
-export const podReady = (pod: Pod | undefined): boolean => pod?.status?.phase === "Running" && (pod.status.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
 
 /** CDI's annotations on an upload's claim: its upload pod's phase, and whether it is ready. */
 export const uploadClaimAnnotations = (pod: Pod): Record<string, string> => ({ [CLAIM_POD_PHASE]: pod.status?.phase ?? "Pending", [CLAIM_POD_READY]: String(podReady(pod)) });
