@@ -1,5 +1,4 @@
-import { execFileSync } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { type Server, createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -8,6 +7,7 @@ import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ImportOptions, importDisk } from "../src/import.ts";
+import { imageInfo, qcow2With, qemuImg } from "./images.ts";
 
 // The importer against the real qemu-img and a real HTTP server on
 // loopback: each source fills a folder as it would a claim.
@@ -18,17 +18,6 @@ let server: Server;
 let base: string;
 const served = new Map<string, Buffer>();
 
-const qemuImg = (...args: string[]) => execFileSync("qemu-img", args, { encoding: "utf8" });
-const virtualSize = (path: string) => (JSON.parse(qemuImg("info", "--output=json", path)) as { "virtual-size": number; format: string });
-
-/** A qcow2 image of `mib` MiB whose first sector holds the text. */
-function qcow2With(path: string, mib: number, text: string): void {
-  const raw = `${path}.raw`;
-  const content = Buffer.alloc(mib * MIB);
-  content.write(text);
-  writeFileSync(raw, content);
-  qemuImg("convert", "-f", "raw", "-O", "qcow2", raw, path);
-}
 
 async function target(): Promise<{ targetDir: string; sourceDir: string }> {
   const dir = await mkdtemp(join(root, "claim-"));
@@ -81,7 +70,7 @@ describe("importDisk", () => {
     const progress: number[] = [];
     await importDisk(options(dirs, { source: "http", endpoint: `${base}/private/disk.qcow2.gz`, headers: ["X-Token: secret"] }), (f) => progress.push(f));
     const disk = join(dirs.targetDir, "disk.img");
-    expect(virtualSize(disk)).toMatchObject({ format: "raw", "virtual-size": 64 * MIB });
+    expect(imageInfo(disk)).toMatchObject({ format: "raw", "virtual-size": 64 * MIB });
     expect(readFileSync(disk).subarray(0, 20).toString()).toBe("kubevirt-ts was here");
     expect(progress.some((f) => f > 0 && f < 1)).toBe(true);
     // Nothing but the disk is left on the claim.
@@ -124,7 +113,7 @@ describe("importDisk", () => {
     const progress: number[] = [];
     await importDisk(options(dirs, { source: "pvc", diskBytes: 32 * MIB }), (f) => progress.push(f));
     const disk = join(dirs.targetDir, "disk.img");
-    expect(virtualSize(disk)["virtual-size"]).toBe(32 * MIB);
+    expect(imageInfo(disk)["virtual-size"]).toBe(32 * MIB);
     expect(readFileSync(disk).subarray(0, 6).toString()).toBe("cloned");
   });
 

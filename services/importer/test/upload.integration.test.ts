@@ -1,5 +1,4 @@
-import { execFileSync } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { mkdtemp, readdir, rm } from "node:fs/promises";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -9,6 +8,7 @@ import { gzipSync } from "node:zlib";
 import { createLogger } from "@kubevirt-ts/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startUploadServer } from "../src/upload.ts";
+import { imageInfo, qcow2With } from "./images.ts";
 
 // The upload server against the real qemu-img, with real HTTP uploads on
 // loopback: what it keeps, what it refuses, and that a refusal leaves it
@@ -17,17 +17,6 @@ import { startUploadServer } from "../src/upload.ts";
 const MIB = 1024 * 1024;
 const KEY = "the-pods-key";
 let root: string;
-
-const qemuImg = (...args: string[]) => execFileSync("qemu-img", args, { encoding: "utf8" });
-
-function qcow2With(path: string, mib: number, text: string): Buffer {
-  const raw = `${path}.raw`;
-  const content = Buffer.alloc(mib * MIB);
-  content.write(text);
-  writeFileSync(raw, content);
-  qemuImg("convert", "-f", "raw", "-O", "qcow2", raw, path);
-  return readFileSync(path);
-}
 
 interface Running {
   server: Server;
@@ -73,7 +62,7 @@ describe("the upload server", () => {
     expect(answer.status).toBe(200);
     expect(s.outcomes).toEqual([{ ok: true }]);
     expect(await readdir(s.dir)).toEqual(["disk.img"]);
-    const info = JSON.parse(qemuImg("info", "--output=json", join(s.dir, "disk.img"))) as { format: string; "virtual-size": number };
+    const info = imageInfo(join(s.dir, "disk.img"));
     expect(info).toMatchObject({ format: "raw", "virtual-size": 64 * MIB });
     expect(readFileSync(join(s.dir, "disk.img")).subarray(0, 15).toString()).toBe("uploaded marker");
     expect(s.progress.at(-1)).toBe(1);
