@@ -1,6 +1,7 @@
-import { core, custom, imageOf, suiteNamespace, undefinedIfNotFound } from "./cluster.ts";
 import { describe, expect, it } from "vitest";
+import { core, custom, imageOf, suiteNamespace } from "./cluster.ts";
 import { serialLogin } from "./console.ts";
+import { dataVolume as dataVolumeIn } from "./datavolumes.ts";
 
 // Data survives: the Debian guest on a persistent root disk, a DataVolume
 // its VM fills from the guest's containerDisk image (as KubeVirt users give
@@ -38,7 +39,7 @@ const cloudInitSecret = {
   stringData: { userdata: ["#cloud-config", "users:", "  - name: tester", "    lock_passwd: false", `    plain_text_passwd: ${password}`, "    shell: /bin/bash", ""].join("\n") },
 };
 
-const dataVolume = (name: string) => custom.getNamespacedCustomObject({ group: "cdi.kubevirt.io", version: "v1beta1", namespace, plural: "datavolumes", name }).then((o) => o as { metadata: { ownerReferences?: object[] }; status?: { phase?: string } }, undefinedIfNotFound);
+const dataVolume = (name: string) => dataVolumeIn(namespace, name);
 const running = async (vm: string) => {
   await expect.poll(async () => (await get("virtualmachineinstances", vm))?.status?.phase, boot).toBe("Running");
 };

@@ -1,13 +1,12 @@
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { request } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { tinyVmOnDataVolume } from "../manifests.ts";
-import { core, custom, editorToken, imageOf, suiteNamespace, undefinedIfNotFound } from "./cluster.ts";
+import { core, custom, imageOf, suiteNamespace } from "./cluster.ts";
 import { inGuest } from "./console.ts";
-import { DASHBOARD_URL, dashboardTls } from "./dashboard.ts";
+import { dataVolume as dataVolumeIn, toUploadProxy, uploadDataVolume as uploadDataVolumeIn, uploadToken as uploadTokenIn } from "./datavolumes.ts";
 
 // Uploads, as virtctl image-upload makes them, step by step: a DataVolume
 // whose source is upload; its phase UploadReady (and CDI's annotations on its
@@ -22,38 +21,10 @@ const poll = { timeout: 300_000, interval: 1_000 };
 const MIB = 1024 * 1024;
 const MARKER = `kubevirt-ts-upload-${Date.now().toString(36)}`;
 
-interface DataVolume { status?: { phase?: string } }
-const dataVolume = (name: string) => custom.getNamespacedCustomObject({ group: "cdi.kubevirt.io", version: "v1beta1", namespace, plural: "datavolumes", name }).then((o) => o as DataVolume, undefinedIfNotFound);
 const claimAnnotations = async (name: string) => (await core.readNamespacedPersistentVolumeClaim({ namespace, name })).metadata?.annotations ?? {};
-
-/** What virtctl image-upload dv <name> --size=<size> creates. */
-const uploadDataVolume = (name: string, size: string) => ({ apiVersion: "cdi.kubevirt.io/v1beta1", kind: "DataVolume", metadata: { name, namespace }, spec: { source: { upload: {} }, storage: { resources: { requests: { storage: size } } } } });
-
-/** An UploadTokenRequest, created as a namespace editor with kubectl as virtctl creates it; its token. */
-async function uploadToken(pvcName: string): Promise<string> {
-  const token = await editorToken(namespace);
-  const dir = mkdtempSync(join(tmpdir(), "e2e-upload-token-"));
-  const file = join(dir, "request.json");
-  writeFileSync(file, JSON.stringify({ apiVersion: "upload.cdi.kubevirt.io/v1beta1", kind: "UploadTokenRequest", metadata: { name: "token-for-virtctl", namespace }, spec: { pvcName } }));
-  try {
-    const created = JSON.parse(await kubectl(`--token=${token}`, "create", "-f", file, "-o", "json")) as { status?: { token?: string } };
-    return created.status?.token ?? "";
-  } finally {
-    rmSync(dir, { recursive: true });
-  }
-}
-
-/** A request to the upload proxy at the dashboard's address; its status and text. */
-async function toUploadProxy(method: "HEAD" | "POST", path: string, token: string, body?: Buffer): Promise<{ status: number; text: string }> {
-  const tls = await dashboardTls();
-  return new Promise((resolve, reject) => {
-    const req = request(new URL(path, DASHBOARD_URL), { method, ...tls, headers: { authorization: `Bearer ${token}`, "content-type": "application/octet-stream", ...(body ? { "content-length": String(body.length) } : {}) } }, (res) => {
-      let text = "";
-      res.setEncoding("utf8").on("data", (c: string) => (text += c)).on("end", () => { resolve({ status: res.statusCode ?? 0, text }); });
-    });
-    req.on("error", reject).end(body);
-  });
-}
+const dataVolume = (name: string) => dataVolumeIn(namespace, name);
+const uploadDataVolume = (name: string, size: string) => uploadDataVolumeIn(namespace, name, size);
+const uploadToken = (pvcName: string) => uploadTokenIn(namespace, kubectl, pvcName);
 
 /** A qcow2 image of 8 MiB whose first bytes are the text. */
 function qcow2With(text: string): Buffer {

@@ -3,3 +3,4 @@ export { BLANK_DISK_IMAGE, DEBIAN_GUEST_IMAGE, type BuiltImage, COMPONENTS, REGI
 export { TINY_GUEST_READY, type TinyGuest, buildTinyGuest } from "./guest/tiny.ts";
 export { type CpioEntry, cpioArchive } from "./cpio.ts";
 export { DEBIAN_GUEST_PACKAGES, buildDebianGuestDisk } from "./guest/debian.ts";
+export { INSTALLED_BOOT_ARG, buildTinyInstallerIso } from "./guest/installer.ts";

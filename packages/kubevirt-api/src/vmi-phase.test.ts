@@ -15,6 +15,8 @@ describe("the VMI phase state machine", () => {
       "Scheduling → Failed: controller",
       "Scheduled → Failed: controller",
       "Running → Failed: controller",
+      "Scheduled → Succeeded: controller",
+      "Running → Succeeded: controller",
       "Scheduled → Running: handler",
       "Scheduled → Succeeded: handler",
       "Scheduled → Failed: handler",
@@ -38,10 +40,10 @@ describe("the VMI phase state machine", () => {
     expect(isFinalPhase(phase)).toBe(final);
   });
 
-  it("moves a phase only by its owner, except the controller's Failed, and never out of a final phase", () => {
+  it("moves a phase only by its owner, except the controller's end of a VMI by its pod's, and never out of a final phase", () => {
     for (const t of VMI_PHASE_TRANSITIONS) {
       expect(isFinalPhase(t.from)).toBe(false);
-      if (t.to !== VmiPhase.Failed || t.owner === Handler) expect(phaseOwner(t.from)).toBe(t.owner);
+      if (!isFinalPhase(t.to) || t.owner === Handler) expect(phaseOwner(t.from)).toBe(t.owner);
     }
     for (const to of Object.values(VmiPhase)) {
       for (const owner of [Controller, Handler]) {
@@ -59,6 +61,8 @@ describe("the VMI phase state machine", () => {
     [VmiPhase.Scheduled, VmiPhase.Running, Handler, true],
     [VmiPhase.Running, VmiPhase.Scheduled, Handler, false],
     [VmiPhase.Running, VmiPhase.Failed, Controller, true],
+    [VmiPhase.Running, VmiPhase.Succeeded, Controller, true],
+    [VmiPhase.Scheduling, VmiPhase.Succeeded, Controller, false],
   ] as const)("%s → %s by the %s: %s", (from, to, owner, allowed) => {
     expect(isAllowedTransition(from, to, owner)).toBe(allowed);
   });

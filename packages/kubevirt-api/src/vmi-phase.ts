@@ -11,7 +11,10 @@ import type { VmiStatus } from "./schema/vmi.ts";
 // domain: Running, then Succeeded (the guest shut off) or Failed (it
 // crashed). The controller keeps one transition for itself at every phase
 // before the end: a VMI whose launcher pod ended, or is gone once it had
-// one, is Failed. Succeeded and Failed are final: nothing leaves them, and
+// one, is Failed; but a handed-over VMI whose launcher exited cleanly is
+// Succeeded, since the launcher exits cleanly only once its guest has shut
+// off (it may go before its handler has seen the shut-off, as a guest that
+// powers off at once does). Succeeded and Failed are final: nothing leaves them, and
 // the VMI's launcher pod is deleted.
 //
 // The controller's rules are in services/controller/src/vmi/decide.ts, the
@@ -43,6 +46,7 @@ export const VMI_PHASE_TRANSITIONS: readonly PhaseTransition[] = Object.freeze([
   { from: Pending, to: Scheduled, owner: Controller, when: "its launcher pod is ready" },
   { from: Scheduling, to: Scheduled, owner: Controller, when: "its launcher pod is ready" },
   ...[Pending, Scheduling, Scheduled, Running].map((from) => ({ from, to: Failed, owner: Controller, when: "its launcher pod ended, or is gone after it had one" })),
+  ...[Scheduled, Running].map((from) => ({ from, to: Succeeded, owner: Controller, when: "its launcher exited cleanly, which it does once its guest has shut off" })),
   ...[Scheduled, Running].flatMap((from) => [
     ...(from === Scheduled ? [{ from, to: Running, owner: Handler, when: "its domain runs (or is paused, blocked, suspended or shutting down)" }] : []),
     { from, to: Succeeded, owner: Handler, when: "its domain shut off" },

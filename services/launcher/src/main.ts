@@ -81,12 +81,15 @@ await runService({
     ready = true;
 
     // The launcher's life is its domain's: once the guest has stopped, the pod is done.
+    let crashed = false;
     const watch = setInterval(() => {
       if (!manager.hasDomain()) return;
       manager.state().then(
         (status) => {
           if (status.state === "Shutoff" || status.state === "Crashed") {
             log.info("the domain is gone; exiting", { state: status.state });
+            // The pod's end says how the guest ended: a clean exit (the pod Succeeded) only for a guest that shut off.
+            if (status.state === "Crashed") crashed = true;
             clearInterval(watch);
             process.kill(process.pid, "SIGTERM");
           }
@@ -100,11 +103,13 @@ await runService({
     return async () => {
       clearInterval(watch);
       ready = false;
-      // Stopped after the guest failed its liveness probe (the kubelet stops a container for that): the pod fails, saying why.
+      // Stopped after the guest failed its liveness probe (the kubelet stops a container for that), or its guest
+      // crashed: the pod fails, saying why.
       const livenessFailure = prober?.livenessFailure();
-      if (livenessFailure !== undefined) {
+      const failure = livenessFailure !== undefined ? `The liveness probe failed: ${livenessFailure}` : crashed ? "The guest crashed." : undefined;
+      if (failure !== undefined) {
         process.exitCode = 1;
-        await writeFile(TERMINATION_MESSAGE, `The liveness probe failed: ${livenessFailure}`).catch((error: unknown) => {
+        await writeFile(TERMINATION_MESSAGE, failure).catch((error: unknown) => {
           log.warn("could not write the termination message", { error });
         });
       }

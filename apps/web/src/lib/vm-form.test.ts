@@ -60,8 +60,8 @@ describe("causesByField", () => {
     const install = vmFromForm({ ...EMPTY_FORM, name: "new", rootDisk: "install", sourceImage: "installer-iso", diskSize: "8Gi" }, "team-a");
     expect(install.spec.dataVolumeTemplates?.[0]?.spec.source).toEqual({ blank: {} });
     expect(install.spec.template.spec.domain.devices.disks).toEqual([
-      { name: "root", disk: { bus: "virtio" }, bootOrder: 2 },
-      { name: "installer", cdrom: { bus: "sata" }, bootOrder: 1 },
+      { name: "root", disk: { bus: "virtio" }, bootOrder: 1 },
+      { name: "installer", cdrom: { bus: "sata" }, bootOrder: 2 },
     ]);
     expect(install.spec.template.spec.volumes[1]).toEqual({ name: "installer", persistentVolumeClaim: { claimName: "installer-iso", readOnly: true } });
     expect(causesByField([{ field: "spec.dataVolumeTemplates[0].spec.storage.resources.requests.storage", message: "must be greater than 0" }])).toEqual({ diskSize: ["must be greater than 0"] });

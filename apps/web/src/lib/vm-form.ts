@@ -59,12 +59,13 @@ function rootDisk(form: VmForm, namespace: string) {
   if (form.rootDisk === "clone") {
     return { volume: { name: "root", dataVolume: { name: dvName } }, templates: [{ metadata: { name: dvName }, spec: { source: { pvc: { namespace, name: form.sourceImage } }, storage } }], installer: undefined };
   }
-  // A blank disk, and the ISO on a CD-ROM that boots first: once the OS is installed on the disk, the VM boots from it
-  // when the ISO is removed (or the installer ejects it).
+  // A blank disk that boots first, and the ISO on a CD-ROM after it: the firmware passes over the blank disk to the
+  // installer, and once the OS is on the disk, the installer's reboot starts it from there (the ISO can stay until
+  // it is removed).
   return {
     volume: { name: "root", dataVolume: { name: dvName } },
     templates: [{ metadata: { name: dvName }, spec: { source: { blank: {} }, storage } }],
-    installer: { disk: { name: "installer", cdrom: { bus: "sata" }, bootOrder: 1 }, volume: { name: "installer", persistentVolumeClaim: { claimName: form.sourceImage, readOnly: true } } },
+    installer: { disk: { name: "installer", cdrom: { bus: "sata" }, bootOrder: 2 }, volume: { name: "installer", persistentVolumeClaim: { claimName: form.sourceImage, readOnly: true } } },
   };
 }
 
@@ -73,7 +74,7 @@ export function vmFromForm(form: VmForm, namespace = "default") {
   const cores = Number(form.cpu);
   const root = rootDisk(form, namespace);
   const disks: { name: string; disk?: { bus: string }; cdrom?: { bus: string }; bootOrder?: number }[] = [
-    { name: "root", disk: { bus: "virtio" }, ...(root.installer ? { bootOrder: 2 } : {}) },
+    { name: "root", disk: { bus: "virtio" }, ...(root.installer ? { bootOrder: 1 } : {}) },
     ...(root.installer ? [root.installer.disk] : []),
     ...(userData ? [{ name: "cloudinit", disk: { bus: "virtio" } }] : []),
   ];

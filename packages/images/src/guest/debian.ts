@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
-import { mkdir, mkdtemp, open, readdir, rename, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, open, readdir, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
+import { makeSyslinuxBootable } from "../bootdisk.ts";
 import { env } from "../env.ts";
 import { exists, log, run } from "../exec.ts";
 import { SECTOR, mbrPartitionTable } from "../mbr.ts";
@@ -56,10 +57,6 @@ const HOOKS = [
   `mkdir -p "$1/etc/systemd/system/ssh.service.d" && printf '[Service]\\nExecStartPre=\\nExecStartPre=/usr/bin/ssh-keygen -A\\nExecStartPre=/usr/sbin/sshd -t\\n' > "$1/etc/systemd/system/ssh.service.d/host-keys.conf"`,
 ];
 
-/** syslinux's EFI loader and its core module, from Debian's syslinux-efi. */
-const EFI_LOADER = "/usr/lib/SYSLINUX.EFI/efi64/syslinux.efi";
-const EFI_LDLINUX = "/usr/lib/syslinux/modules/efi64/ldlinux.e64";
-
 function bootConfig(): string {
   return [
     "SERIAL 0 115200",
@@ -103,23 +100,14 @@ export async function buildDebianGuestDisk(): Promise<string> {
       { type: 0x83, startSector: ROOT_START, sectors: rootSectors },
     ]), 0, 66, 446);
     await file.close();
-    await run("dd", ["if=/usr/lib/syslinux/mbr/mbr.bin", `of=${raw}`, "bs=440", "count=1", "conv=notrunc", "status=none"]);
-
-    const bootOffset = BOOT_START * SECTOR;
-    await run("mkfs.fat", ["-F", "16", "-n", "BOOT", "-h", String(BOOT_START), "--offset", String(BOOT_START), raw, String((BOOT_SECTORS * SECTOR) / 1024)]);
-    const image = `${raw}@@${String(bootOffset)}`;
-    const config = join(work, "syslinux.cfg");
-    await writeFile(config, bootConfig());
-    await run("mcopy", ["-i", image, join(root, "boot", kernel), "::/vmlinuz"]);
-    await run("mcopy", ["-i", image, join(root, "boot", initrd), "::/initrd.img"]);
-    await run("mcopy", ["-i", image, config, "::/syslinux.cfg"]);
-    await run("syslinux", ["--offset", String(bootOffset), "--install", raw]);
-    // The same loader for EFI firmware (OVMF, as KubeVirt's preferredEfi asks): syslinux's EFI build at the removable
-    // media path, with its config beside it (unsigned, so secure boot stays off for this guest).
-    await run("mmd", ["-i", image, "::/EFI", "::/EFI/BOOT"]);
-    await run("mcopy", ["-i", image, EFI_LOADER, "::/EFI/BOOT/BOOTX64.EFI"]);
-    await run("mcopy", ["-i", image, EFI_LDLINUX, "::/EFI/BOOT/ldlinux.e64"]);
-    await run("mcopy", ["-i", image, config, "::/EFI/BOOT/syslinux.cfg"]);
+    await makeSyslinuxBootable(raw, work, {
+      startSector: BOOT_START,
+      sectors: BOOT_SECTORS,
+      files: [{ from: join(root, "boot", kernel), to: "vmlinuz" }, { from: join(root, "boot", initrd), to: "initrd.img" }],
+      config: bootConfig(),
+      // The same loader for EFI firmware, as KubeVirt's preferredEfi asks.
+      efi: true,
+    });
 
     await run("mkfs.ext4", ["-q", "-F", "-L", "debian-root", "-U", ROOT_UUID, "-d", root, "-E", `offset=${String(ROOT_START * SECTOR)}`, raw, `${String((rootSectors * SECTOR) / 1024)}k`]);
     await run("qemu-img", ["convert", "-c", "-O", "qcow2", raw, `${disk}.partial`]);

@@ -2,7 +2,7 @@ import {
   type EventRecorder, type Expectations, type Informer, type KubeClient, type PersistentVolumeClaim, type Reconcile, WrittenVersions, addFinalizer, isAlreadyExists, isNotFound, kubeTime, removeFinalizer, writeStatusIfChanged,
 } from "@kubevirt-ts/kube";
 import {
-  API_VERSION, type DataVolume, EventReason, Finalizer, Kind, Label, type VirtualMachine, type VirtualMachineInstance, type VmStatus, claimVolumes, defaultVmiSpec, runStrategyOf, kubevirtResources, controllerRef
+  API_VERSION, type DataVolume, EventReason, Finalizer, Kind, Label, type VirtualMachine, type VirtualMachineInstance, type VmStatus, VmiPhase, claimVolumes, defaultVmiSpec, runStrategyOf, kubevirtResources, controllerRef
 } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { controllerOf } from "../common/owner.ts";
@@ -94,7 +94,7 @@ export function createVmReconciler(deps: VmControllerDeps): Reconcile {
       }
       case "delete": {
         let failure = startFailure;
-        if (action.failed && startFailure?.lastFailedVMIUID !== action.uid) {
+        if (action.failedEarly && startFailure?.lastFailedVMIUID !== action.uid) {
           const count = (startFailure?.consecutiveFailCount ?? 0) + 1;
           failure = { consecutiveFailCount: count, lastFailedVMIUID: action.uid, retryAfterTimestamp: kubeTime(new Date(now().getTime() + backoffMs(count))) };
         }
@@ -163,7 +163,9 @@ export function createVmReconciler(deps: VmControllerDeps): Reconcile {
       previousRunStrategy: vm.status?.runStrategy,
       // Written by the API's start, stop and restart (kubevirt-api's planVmRequest), as KubeVirt's virt-api writes them.
       requests: vm.status?.stateChangeRequests ?? [],
-      vmi: vmi ? { uid: vmi.metadata.uid ?? "", phase: vmi.status?.phase, deleting: Boolean(vmi.metadata.deletionTimestamp) } : undefined,
+      vmi: vmi
+        ? { uid: vmi.metadata.uid ?? "", phase: vmi.status?.phase, deleting: Boolean(vmi.metadata.deletionTimestamp), ran: (vmi.status?.phaseTransitionTimestamps ?? []).some((t) => t.phase === VmiPhase.Running) }
+        : undefined,
       startFailure: vm.status?.startFailure,
       now: now(),
     });

@@ -3,10 +3,11 @@ import { describe, expect, it } from "vitest";
 import { type ObservedVmi, type VmObservation, backoffMs, decide } from "./decide.ts";
 
 const now = new Date("2026-01-01T00:00:00Z");
-const running: ObservedVmi = { uid: "vmi-1", phase: "Running", deleting: false };
-const succeeded: ObservedVmi = { uid: "vmi-1", phase: "Succeeded", deleting: false };
-const failed: ObservedVmi = { uid: "vmi-1", phase: "Failed", deleting: false };
-const deleting: ObservedVmi = { uid: "vmi-1", phase: "Running", deleting: true };
+const running: ObservedVmi = { uid: "vmi-1", phase: "Running", deleting: false, ran: true };
+const succeeded: ObservedVmi = { uid: "vmi-1", phase: "Succeeded", deleting: false, ran: true };
+/** A VMI that failed before its guest ever ran: a start failure. */
+const failed: ObservedVmi = { uid: "vmi-1", phase: "Failed", deleting: false, ran: false };
+const deleting: ObservedVmi = { uid: "vmi-1", phase: "Running", deleting: true, ran: true };
 
 function given(runStrategy: RunStrategy, vmi?: ObservedVmi, extra: Partial<VmObservation> = {}): VmObservation {
   return { runStrategy, previousRunStrategy: runStrategy, requests: [], vmi, startFailure: undefined, now, ...extra };
@@ -29,7 +30,7 @@ describe("run strategies", () => {
     ["RerunOnFailure starts when the VM takes the strategy", given("RerunOnFailure", undefined, { previousRunStrategy: undefined }), "create"],
     ["RerunOnFailure does not restart a VMI that was stopped", given("RerunOnFailure"), "none"],
     ["RerunOnFailure restarts a failed VMI", given("RerunOnFailure", failed), "delete"],
-    ["RerunOnFailure leaves a succeeded VMI alone", given("RerunOnFailure", succeeded), "none"],
+    ["RerunOnFailure deletes a succeeded VMI without starting another", given("RerunOnFailure", succeeded), "delete"],
     ["Once starts when the VM takes the strategy", given("Once", undefined, { previousRunStrategy: "Halted" }), "create"],
     ["Once never starts again", given("Once"), "none"],
     ["Once leaves a finished VMI alone", given("Once", failed), "none"],
@@ -39,6 +40,10 @@ describe("run strategies", () => {
 
   it("RerunOnFailure asks for a start after deleting a failed VMI", () => {
     expect(decide(given("RerunOnFailure", failed)).requests).toEqual([start]);
+  });
+
+  it("RerunOnFailure asks for no start after deleting a succeeded VMI", () => {
+    expect(decide(given("RerunOnFailure", succeeded)).requests).toEqual([]);
   });
 });
 
@@ -87,7 +92,11 @@ describe("crash-loop back-off", () => {
     expect(decide(given("Manual", undefined, { requests: [{ action: "Start" }] })).action).toEqual({ kind: "create" });
   });
 
-  it("marks the deletion of a failed VMI as a failure", () => {
-    expect(decide(given("Always", failed)).action).toEqual({ kind: "delete", uid: "vmi-1", failed: true });
+  it("marks the deletion of a VMI that failed before it ran as a start failure, as KubeVirt counts them", () => {
+    expect(decide(given("Always", failed)).action).toEqual({ kind: "delete", uid: "vmi-1", failed: true, failedEarly: true });
+  });
+
+  it("restarts a guest that ran and then failed without counting a start failure", () => {
+    expect(decide(given("Always", { ...failed, ran: true })).action).toEqual({ kind: "delete", uid: "vmi-1", failed: true, failedEarly: false });
   });
 });

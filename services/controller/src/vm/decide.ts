@@ -9,6 +9,8 @@ export interface ObservedVmi {
   uid: string;
   phase: string | undefined;
   deleting: boolean;
+  /** It reached Running at some time (its phase transitions say so). */
+  ran: boolean;
 }
 
 export interface VmObservation {
@@ -24,7 +26,11 @@ export interface VmObservation {
 export type VmAction =
   | { kind: "none" }
   | { kind: "create"; paused?: true }
-  | { kind: "delete"; uid: string; failed: boolean }
+  /**
+   * failedEarly: the VMI ended before it ever ran, which counts as a start failure for the crash-loop back-off (as
+   * KubeVirt counts them); a guest that ran and then failed is restarted at once.
+   */
+  | { kind: "delete"; uid: string; failed: boolean; failedEarly: boolean }
   | { kind: "backoff"; untilMs: number };
 
 export interface VmDecision {
@@ -50,7 +56,7 @@ function create(o: VmObservation, requests: StateChangeRequest[], paused = false
 
 const none = (requests: StateChangeRequest[]): VmDecision => ({ action: { kind: "none" }, requests });
 const remove = (vmi: ObservedVmi, requests: StateChangeRequest[]): VmDecision =>
-  vmi.deleting ? none(requests) : { action: { kind: "delete", uid: vmi.uid, failed: vmi.phase === VmiPhase.Failed }, requests };
+  vmi.deleting ? none(requests) : { action: { kind: "delete", uid: vmi.uid, failed: vmi.phase === VmiPhase.Failed, failedEarly: isFinalPhase(vmi.phase) && !vmi.ran }, requests };
 
 /** The first pending request decides, if there is one; it is dropped once it has taken effect. */
 function decideRequest(o: VmObservation, request: StateChangeRequest, rest: StateChangeRequest[]): VmDecision {
@@ -78,9 +84,11 @@ export function decide(o: VmObservation): VmDecision {
       if (!vmi) return create(o, requests);
       return isFinalPhase(vmi.phase) ? remove(vmi, requests) : none(requests);
     case "RerunOnFailure":
-      // Restarted after failure, never after success; started when the VM first runs with this strategy.
+      // Restarted after failure, never after success (a succeeded VMI goes, as KubeVirt's, and the VM is Stopped);
+      // started when the VM first runs with this strategy.
       if (!vmi) return strategyChanged ? create(o, requests) : none(requests);
       if (vmi.phase === VmiPhase.Failed) return remove(vmi, [{ action: "Start" }]);
+      if (vmi.phase === VmiPhase.Succeeded) return remove(vmi, requests);
       return none(requests);
     case "Once":
       // Started once when the VM takes this strategy; never restarted.

@@ -31,7 +31,7 @@ describe("printableStatus", () => {
   it.each([
     ["a VM being deleted is Terminating", input({ vm: vm((v) => (v.metadata.deletionTimestamp = "2026-01-01T00:00:00Z")), vmi: vmi("Running") }), "Terminating"],
     ["a VMI being deleted is Stopping", input({ vmi: vmi("Running", [], true) }), "Stopping"],
-    ["a Halted VM with a running VMI is Stopping", input({ runStrategy: "Halted", vmi: vmi("Running"), action: { kind: "delete", uid: "vmi-uid", failed: false } }), "Stopping"],
+    ["a Halted VM with a running VMI is Stopping", input({ runStrategy: "Halted", vmi: vmi("Running"), action: { kind: "delete", uid: "vmi-uid", failed: false, failedEarly: false } }), "Stopping"],
     ["a running VMI is Running", input({ vmi: vmi("Running") }), "Running"],
     ["a paused VMI is Paused", input({ vmi: vmi("Running", [{ type: "Paused", status: "True" }]) }), "Paused"],
     ["a VMI whose claim is missing is ErrorPvcNotFound", input({ vmi: vmi("Pending", [{ type: "Synchronized", status: "False", reason: "FailedPvcNotFound" }]) }), "ErrorPvcNotFound"],
@@ -54,6 +54,12 @@ describe("deriveVmStatus", () => {
     const status = deriveVmStatus(input({ vmi: vmi("Running", [{ type: "Ready", status: "True" }]) }));
     expect(status).toMatchObject({ created: true, ready: true, runStrategy: "Always", observedGeneration: 3, printableStatus: "Running" });
     expect(status.conditions?.find((c) => c.type === "Ready")?.status).toBe("True");
+  });
+
+  it("records the run strategy only once a VMI was made, as KubeVirt does", () => {
+    expect(deriveVmStatus(input({ runStrategy: "RerunOnFailure" })).runStrategy).toBeUndefined();
+    expect(deriveVmStatus(input({ runStrategy: "RerunOnFailure", action: { kind: "create" } })).runStrategy).toBe("RerunOnFailure");
+    expect(deriveVmStatus(input({ runStrategy: "Halted", vm: { ...vm(), status: { runStrategy: "Always" } } })).runStrategy).toBe("Halted");
   });
 
   it("sets the Failure condition from a sync error and clears it once the sync succeeds", () => {

@@ -90,7 +90,9 @@ export function deriveVmStatus(input: VmStatusInput): VmStatus {
     printableStatus: printableStatus(input),
     created: vmi !== undefined,
     ready: vmiCondition(vmi, VmiConditionType.Ready)?.status === "True",
-    runStrategy,
+    // As KubeVirt's: first recorded when a VMI is made, so that a VM held before its first start (its DataVolumes
+    // still filling) still takes its strategy's first start afterwards.
+    runStrategy: vm.status?.runStrategy !== undefined || vmi !== undefined || input.action.kind === "create" ? runStrategy : undefined,
     conditions: conditions(input),
     observedGeneration: vm.metadata.generation,
     desiredGeneration: vm.metadata.generation,

@@ -108,6 +108,9 @@ describe("deriveVmiStatus", () => {
     ["a started launcher whose guest is not ready yet: Scheduled", observe(vmi("Scheduling"), [startedGuestNotReady]), "Scheduled"],
     ["a pod that fails before hand-over: Failed", observe(vmi("Scheduling"), [failedPod]), "Failed"],
     ["a pod that disappears after hand-over: Failed", observe(vmi("Scheduled"), []), "Failed"],
+    ["a running VMI whose launcher exited cleanly (its guest shut off before the handler saw it): Succeeded", observe(vmi("Running"), [pod("p1", { phase: "Succeeded" })]), "Succeeded"],
+    ["a running VMI whose launcher failed: Failed", observe(vmi("Running"), [failedPod]), "Failed"],
+    ["a pod that completes before hand-over: Failed", observe(vmi("Scheduling"), [pod("p1", { phase: "Succeeded" })]), "Failed"],
     ["after hand-over the handler owns the phase", observe(vmi("Running"), [runningReady]), "Running"],
   ] as const)("%s", (_name, observation, phase) => {
     expect(deriveVmiStatus(observation).phase).toBe(phase);

@@ -50,6 +50,8 @@ function nextPhase(o: VmiObservation, pod: Pod | undefined): { phase: VmiPhase; 
     return { phase: VmiPhase.Failed, reason: "LauncherPodGone", message: "The virt-launcher pod of the VMI is gone." };
   }
   if (podFinished(pod)) {
+    // The launcher exits cleanly only once its guest has shut off (a crash or a failed liveness probe fails its pod).
+    if (pod.status?.phase === "Succeeded" && isHandedOver(phase)) return { phase: VmiPhase.Succeeded };
     const terminated = pod.status?.containerStatuses?.find((c) => c.state?.terminated)?.state?.terminated;
     // The launcher's own word on its end (a failed liveness probe) is the clearest; then the kubelet's.
     const detail = (pod.status?.message ?? terminated?.message?.trim() ?? terminated?.reason ?? "").replace(/\.+$/, "");
