@@ -1,6 +1,7 @@
 import { open } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { claimDevicePath } from "@kubevirt-ts/kubevirt-api";
 import { core, custom, imageOf, suiteNamespace } from "./cluster.ts";
 import { tinyVmOnClaim } from "../manifests.ts";
 import { inGuest as inGuestOf } from "./console.ts";
@@ -10,7 +11,9 @@ import { inGuest as inGuestOf } from "./console.ts";
 // tiny guest's disk. What the guest writes is there after a stop and a start,
 // and for a new VM on the same claim after the first is deleted; on the node
 // it is the claim's disk.img. A VM whose claim does not exist waits, says
-// so, and starts once the claim is made.
+// so, and starts once the claim is made. A Block-mode claim (the local
+// cluster's local-block StorageClass: local volumes on loop devices) is the
+// guest's disk as the raw device, which the launcher's user owns.
 
 const { name: namespace, kubectl, get, launcherPods } = suiteNamespace("e2e-disk");
 const poll = { timeout: 240_000, interval: 1_000 };
@@ -98,5 +101,36 @@ describe("a VM's disk on a PersistentVolumeClaim", () => {
     await createClaim("later");
     await runningUid("waiter");
     expect((await get("virtualmachines", "waiter"))?.status?.printableStatus).toBe("Running");
+  });
+});
+
+describe("a VM's disk on a Block-mode PersistentVolumeClaim", () => {
+  it("is the claim's device, owned by the launcher's user, and keeps what the guest wrote on the node's device across a stop and a start", async () => {
+    await core.createNamespacedPersistentVolumeClaim({
+      namespace,
+      body: { metadata: { name: "raw" }, spec: { storageClassName: "local-block", volumeMode: "Block", accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "256Mi" } } } },
+    });
+    await createVm(vmOnClaim("raw-disk", "raw"));
+    const before = await runningUid("raw-disk");
+    const volumes = (await get("virtualmachineinstances", "raw-disk"))?.status?.volumeStatus as { name: string; persistentVolumeClaimInfo?: { volumeMode?: string } }[];
+    expect(volumes.find((v) => v.name === "data")?.persistentVolumeClaimInfo?.volumeMode).toBe("Block");
+    const pod = (await launcherPods()).find((p) => p.metadata?.labels?.["vm.kubevirt.io/name"] === "raw-disk");
+    expect((await kubectl("exec", "-n", namespace, pod?.metadata?.name ?? "", "-c", "compute", "--", "stat", "-c", "%F %u", claimDevicePath("data"))).trim()).toBe("block special file 107");
+
+    await inGuest("raw-disk", `echo ${MARKER}-raw | dd of=/dev/vda conv=fsync 2>/dev/null && echo wrote-$((40+5))`, "wrote-45");
+    await kubectl("patch", "vm", "raw-disk", "-n", namespace, "--type=merge", "-p", '{"spec":{"runStrategy":"Halted"}}');
+    await expect.poll(() => get("virtualmachineinstances", "raw-disk"), poll).toBeUndefined();
+    // The claim's volume is a device of this node: the guest's bytes are at its start.
+    const volume = await core.readPersistentVolume({ name: (await core.readNamespacedPersistentVolumeClaim({ namespace, name: "raw" })).spec?.volumeName ?? "" });
+    expect(volume.spec?.volumeMode).toBe("Block");
+    const device = await open(volume.spec?.local?.path ?? "");
+    const head = Buffer.alloc(64);
+    await device.read(head, 0, 64, 0);
+    await device.close();
+    expect(head.toString("latin1")).toContain(`${MARKER}-raw`);
+
+    await kubectl("patch", "vm", "raw-disk", "-n", namespace, "--type=merge", "-p", '{"spec":{"runStrategy":"Always"}}');
+    expect(await runningUid("raw-disk")).not.toBe(before);
+    await inGuest("raw-disk", "dd if=/dev/vda bs=64 count=1 2>/dev/null | tr -d '\\000'; echo; echo read-$((40+6))", `${MARKER}-raw`);
   });
 });

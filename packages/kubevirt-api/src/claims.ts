@@ -116,8 +116,8 @@ export function missingClaims(spec: Pick<VmiSpec, "volumes">, claims: ReadonlyMa
 
 /**
  * Why the VMI's launcher pod cannot be made yet for its claims, as its Synchronized condition's reason and message, or
- * undefined when every claim is there and usable: a claim that does not exist (KubeVirt's FailedPvcNotFound; the VMI
- * starts once it is made), or one in Block mode, whose device kubevirt-ts cannot give to the launcher's user yet.
+ * undefined when every claim is there: a claim that does not exist (KubeVirt's FailedPvcNotFound; the VMI starts
+ * once it is made).
  */
 export function claimsProblem(vmi: { metadata: { namespace?: string }; spec: Pick<VmiSpec, "volumes"> }, claims: ReadonlyMap<string, ClaimObject>): { reason: string; message: string } | undefined {
   const namespace = vmi.metadata.namespace ?? "";
@@ -125,13 +125,6 @@ export function claimsProblem(vmi: { metadata: { namespace?: string }; spec: Pic
   if (missing.length > 0) {
     const names = missing.map((name) => `${namespace}/${name}`).join(", ");
     return { reason: "FailedPvcNotFound", message: `PVC ${names} does not exist, waiting for it to appear; create the PersistentVolumeClaim in namespace ${namespace}, or change the volume's claimName` };
-  }
-  const block = [...claims.values()].filter((c) => c.spec?.volumeMode === "Block").map((c) => `${namespace}/${c.metadata.name ?? ""}`);
-  if (block.length > 0) {
-    return {
-      reason: "UnsupportedBlockPvc",
-      message: `PVC ${block.join(", ")} is in Block mode, which kubevirt-ts cannot attach yet (its device is not handed to the launcher's user); use a Filesystem-mode claim`,
-    };
   }
   return undefined;
 }

@@ -155,9 +155,22 @@ async function restoreHostSettings(): Promise<void> {
   for (const [path, value] of Object.entries(JSON.parse(saved) as Record<string, string>)) await writeFile(path, `${value}\n`);
 }
 
+/** The loop devices backed by files under the folder: the kubelet's block-volume maps, or the block storage's volumes. */
+async function loopDevicesUnder(dir: string): Promise<string[]> {
+  const listed = (await tryRun("losetup", ["--json", "--list"])) ?? "";
+  const { loopdevices = [] } = (listed.trim() ? JSON.parse(listed) : {}) as { loopdevices?: { name: string; "back-file"?: string | null }[] };
+  return loopdevices.filter((d) => (d["back-file"] ?? "").startsWith(`${dir}/`)).map((d) => d.name);
+}
+
+async function detachLoopDevices(): Promise<void> {
+  // The kubelet's maps first: they hold the block storage's devices open.
+  for (const dir of [KUBELET_DIR, STATE_DIR]) for (const device of await loopDevicesUnder(dir)) await tryRun("losetup", ["--detach", device]);
+}
+
 export async function cleanUp(): Promise<void> {
   await stopProcesses();
   await unmountAll();
+  await detachLoopDevices();
   await deleteNetworkNamespaces();
   await deleteLinks();
   await deleteIptablesChains();
@@ -176,6 +189,7 @@ export async function leftovers(): Promise<string[]> {
     if ([KUBELET_DIR, STATE_DIR, RUN_DIR].some((p) => point.startsWith(p)) || point.includes("/netns/cni-")) found.push(`mount ${point}`);
   }
   for (const name of await readdir("/run/netns").catch(() => [])) if (name.startsWith("cni-")) found.push(`netns ${name}`);
+  for (const dir of [KUBELET_DIR, STATE_DIR]) for (const device of await loopDevicesUnder(dir)) found.push(`loop device ${device}`);
   const links = JSON.parse((await tryRun("ip", ["-j", "link", "show"])) ?? "[]") as { ifname: string; master?: string }[];
   for (const link of links) if (link.ifname === POD_BRIDGE || link.ifname === NODE_BRIDGE || link.master === POD_BRIDGE) found.push(`link ${link.ifname}`);
   for (const save of ["iptables-save", "ip6tables-save"]) {

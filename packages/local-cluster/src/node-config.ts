@@ -17,6 +17,9 @@ state = "${join(RUN_DIR, "containerd")}"
 [${cri}]
   sandbox_image = "${PAUSE_IMAGE}"
   enable_selinux = false
+  # A Block-mode volume's device belongs to the container's runAsUser/runAsGroup, as KubeVirt asks of its nodes:
+  # the launcher runs as 107, not root.
+  device_ownership_from_security_context = true
 
 [${cri}.containerd]
   snapshotter = "overlayfs"

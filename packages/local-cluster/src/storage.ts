@@ -1,8 +1,8 @@
-import { mkdir, writeFile } from "node:fs/promises";
+import { mkdir, open, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { spawnManaged } from "@kubevirt-ts/control-plane";
 import { buildLocalPathHelperImage } from "@kubevirt-ts/images";
-import { LOG_DIR, STATE_DIR } from "./config.ts";
+import { LOG_DIR, NODE_NAME, STATE_DIR } from "./config.ts";
 import { log, run } from "./exec.ts";
 import { importImages } from "./images.ts";
 
@@ -12,6 +12,14 @@ import { importImages } from "./images.ts";
 // StorageClass `local-path`. Each claim becomes a folder under
 // LOCAL_PATH_DIR, made and removed by a helper pod, on the node the claim's
 // first pod is scheduled to (WaitForFirstConsumer).
+//
+// local-path-provisioner makes folders only, so Block-mode claims have a
+// StorageClass of their own, `local-block`: local PersistentVolumes in Block
+// mode on loop devices, which cluster-up makes as an administrator makes
+// static local volumes (what sig-storage-local-static-provisioner automates;
+// its module is not to be had here). The kubelet maps them into pods, and
+// containerd gives the device to the container's user (the launcher's 107),
+// as KubeVirt needs of its nodes (device_ownership_from_security_context).
 
 export const STORAGE_NAMESPACE = "local-path-storage";
 export const STORAGE_CLASS = "local-path";
@@ -120,4 +128,52 @@ export async function startStorage(options: { binary: string; kubectl: string[];
       `--configmap-name=${CONFIG_MAP}`, `--service-account-name=${HELPER_ACCOUNT}`, `--provisioner-name=${PROVISIONER}`, `--helper-image=${helper.reference}`,
     ],
   });
+}
+
+export const BLOCK_STORAGE_CLASS = "local-block";
+/** The loop devices' backing files: with the cluster's state, so cluster-down removes them (after detaching them). */
+export const BLOCK_DIR = join(STATE_DIR, "block");
+const BLOCK_VOLUMES = 4;
+const BLOCK_VOLUME_BYTES = 256 * 2 ** 20;
+
+/** A local PersistentVolume in Block mode on the device, on the node. */
+export function blockVolume(index: number, device: string): object {
+  return {
+    apiVersion: "v1",
+    kind: "PersistentVolume",
+    metadata: { name: `${BLOCK_STORAGE_CLASS}-${String(index)}` },
+    spec: {
+      capacity: { storage: `${String(BLOCK_VOLUME_BYTES / 2 ** 20)}Mi` },
+      volumeMode: "Block",
+      accessModes: ["ReadWriteOnce"],
+      // Static volumes: nothing deletes them; a released one waits for the next cluster-up.
+      persistentVolumeReclaimPolicy: "Retain",
+      storageClassName: BLOCK_STORAGE_CLASS,
+      local: { path: device },
+      nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: "kubernetes.io/hostname", operator: "In", values: [NODE_NAME] }] }] } },
+    },
+  };
+}
+
+/** Makes the loop devices and their PersistentVolumes, and the StorageClass of Block-mode claims. */
+export async function startBlockStorage(kubectl: string[]): Promise<void> {
+  await mkdir(BLOCK_DIR, { recursive: true });
+  const volumes: object[] = [];
+  for (let i = 0; i < BLOCK_VOLUMES; i++) {
+    const file = join(BLOCK_DIR, `volume-${String(i)}.img`);
+    const handle = await open(file, "w");
+    await handle.truncate(BLOCK_VOLUME_BYTES);
+    await handle.close();
+    volumes.push(blockVolume(i, (await run("losetup", ["--find", "--show", file])).trim()));
+  }
+  const storageClass = {
+    apiVersion: "storage.k8s.io/v1",
+    kind: "StorageClass",
+    metadata: { name: BLOCK_STORAGE_CLASS },
+    provisioner: "kubernetes.io/no-provisioner",
+    volumeBindingMode: "WaitForFirstConsumer",
+  };
+  const [command = "kubectl", ...args] = kubectl;
+  await run(command, [...args, "apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "List", items: [storageClass, ...volumes] }));
+  log(`block storage: the StorageClass ${BLOCK_STORAGE_CLASS}, ${String(BLOCK_VOLUMES)} volumes of ${String(BLOCK_VOLUME_BYTES / 2 ** 20)} MiB on loop devices`);
 }

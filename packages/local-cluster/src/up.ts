@@ -11,7 +11,7 @@ import {
 import { log, run, tryRun } from "./exec.ts";
 import { importPauseImage } from "./images.ts";
 import { cniConfig, containerdConfig, kubeProxyConfig, kubeletConfig } from "./node-config.ts";
-import { PROVISIONER_USER, startStorage } from "./storage.ts";
+import { PROVISIONER_USER, startBlockStorage, startStorage } from "./storage.ts";
 
 // cluster-up: a single-node Kubernetes cluster of real processes on this
 // machine, started from a clean slate every time.
@@ -184,5 +184,6 @@ export async function clusterUp({ binDir, provisioner }: ClusterBinaries): Promi
     kubectl: [join(binDir, "kubectl"), `--kubeconfig=${KUBECONFIG_PATH}`],
     kubeconfig: await componentKubeconfig("local-path-provisioner", ca, provisionerClient),
   });
+  await startBlockStorage([join(binDir, "kubectl"), `--kubeconfig=${KUBECONFIG_PATH}`]);
   log(`the cluster is up: ${SERVER}, kubernetes Service at ${FIRST_SERVICE_IP}`);
 }

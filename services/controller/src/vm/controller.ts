@@ -30,14 +30,11 @@ export interface VmControllerDeps {
   now: () => Date;
 }
 
-/**
- * Whether a claim the VM's volumes name exists but is not bound yet (KubeVirt's WaitingForVolumeBinding). A Block-mode
- * claim is not waited for: the VMI is held for it with its own reason (UnsupportedBlockPvc), so it may never bind.
- */
+/** Whether a claim the VM's volumes name exists but is not bound yet (KubeVirt's WaitingForVolumeBinding). */
 function unboundClaims(vm: VirtualMachine, claims: Informer<PersistentVolumeClaim>): boolean {
   return claimVolumes(vm.spec.template.spec).some((c) => {
     const claim = claims.get(`${vm.metadata.namespace ?? ""}/${c.claimName}`);
-    return claim !== undefined && claim.spec?.volumeMode !== "Block" && claim.status?.phase !== "Bound";
+    return claim !== undefined && claim.status?.phase !== "Bound";
   });
 }
 

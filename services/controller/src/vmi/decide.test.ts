@@ -59,7 +59,7 @@ describe("decideVmi", () => {
     ["a finished VMI's pod is deleted", observe(vmi("Failed"), [failedPod]), "deletePods"],
     ["a VMI whose claim is missing gets no pod", observe(withClaim(), []), "none"],
     ["a VMI whose claim is there gets its pod", observe(withClaim(), [], undefined, new Map([["data-claim", dataClaim]])), "createPod"],
-    ["a VMI whose claim is in Block mode gets none", observe(withClaim(), [], undefined, new Map([["data-claim", { ...dataClaim, spec: { ...dataClaim.spec, volumeMode: "Block" } }]])), "none"],
+    ["a VMI whose claim is in Block mode gets its pod (the device is given to the launcher)", observe(withClaim(), [], undefined, new Map([["data-claim", { ...dataClaim, spec: { ...dataClaim.spec, volumeMode: "Block" } }]])), "createPod"],
   ] as const)("%s", (_name, observation, kind) => {
     expect(decideVmi(observation).kind).toBe(kind);
   });
@@ -74,9 +74,10 @@ describe("deriveVmiStatus with claims", () => {
     expect(synchronized?.message).toContain("PVC ns/data-claim does not exist");
   });
 
-  it("says that a Block-mode claim cannot be attached yet, and what to use instead", () => {
+  it("holds nothing for a Block-mode claim, and reports its mode", () => {
     const status = deriveVmiStatus(observe(withClaim(), [], undefined, new Map([["data-claim", { ...dataClaim, spec: { ...dataClaim.spec, volumeMode: "Block" } }]])));
-    expect(status.conditions?.find((c) => c.type === "Synchronized")).toMatchObject({ status: "False", reason: "UnsupportedBlockPvc", message: expect.stringContaining("use a Filesystem-mode claim") as unknown });
+    expect(status.conditions?.find((c) => c.type === "Synchronized")).toBeUndefined();
+    expect(status.volumeStatus?.find((v) => v.persistentVolumeClaimInfo)?.persistentVolumeClaimInfo?.volumeMode).toBe("Block");
   });
 
   it("reports each volume, with the claim's mode, size and access modes, sorted by name", () => {
