@@ -43,18 +43,24 @@ export interface ClaimVolume {
   volume: string;
   /** The claim, in the VMI's namespace. */
   claimName: string;
-  /** The volume asks for the claim read-only. */
+  /** The volume asks for the claim read-only (an ephemeral volume always does). */
   readOnly: boolean;
+  /** An ephemeral volume: the guest writes to a copy-on-write overlay over the claim's disk, never to the claim. */
+  ephemeral: boolean;
   /** The pod volume's name: a DNS label, whatever the VMI volume is called. */
   podVolume: string;
 }
 
-/** The VMI's volumes backed by a claim: its persistentVolumeClaim volumes, and its dataVolume volumes (on the claim of the DataVolume's name). */
+/**
+ * The VMI's volumes backed by a claim: its persistentVolumeClaim volumes, its dataVolume volumes (on the claim of the
+ * DataVolume's name), and its ephemeral volumes (read-only, under an overlay).
+ */
 export function claimVolumes(spec: Pick<VmiSpec, "volumes">): ClaimVolume[] {
-  return (spec.volumes ?? []).flatMap((volume, i) => {
+  return (spec.volumes ?? []).flatMap((volume, i): ClaimVolume[] => {
     const podVolume = `claim-${String(i)}`;
-    if (volume.persistentVolumeClaim) return [{ volume: volume.name, claimName: volume.persistentVolumeClaim.claimName, readOnly: volume.persistentVolumeClaim.readOnly === true, podVolume }];
-    if (volume.dataVolume) return [{ volume: volume.name, claimName: volume.dataVolume.name, readOnly: false, podVolume }];
+    if (volume.persistentVolumeClaim) return [{ volume: volume.name, claimName: volume.persistentVolumeClaim.claimName, readOnly: volume.persistentVolumeClaim.readOnly === true, ephemeral: false, podVolume }];
+    if (volume.dataVolume) return [{ volume: volume.name, claimName: volume.dataVolume.name, readOnly: false, ephemeral: false, podVolume }];
+    if (volume.ephemeral) return [{ volume: volume.name, claimName: volume.ephemeral.persistentVolumeClaim.claimName, readOnly: true, ephemeral: true, podVolume }];
     return [];
   });
 }

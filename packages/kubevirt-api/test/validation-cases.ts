@@ -47,6 +47,14 @@ export const validationCases: ValidationCase[] = [
     })),
     apiServer: "accepts",
   },
+  {
+    name: "a VM with an ephemeral disk over a claim",
+    object: newVm(newVmiSpec((s) => {
+      s.domain.devices.disks?.push({ name: "scratch", disk: { bus: "virtio" } });
+      s.volumes?.push({ name: "scratch", ephemeral: { persistentVolumeClaim: { claimName: "golden-image", readOnly: true } } });
+    })),
+    apiServer: "accepts",
+  },
   { name: "the Debian guest example with a cloud-init user", object: example("vm-debian.yaml"), apiServer: "accepts" },
   { name: "the Debian guest example with a data disk on a claim", object: example("vm-debian-data-disk.yaml"), apiServer: "accepts" },
   { name: "KubeVirt's vm-alpine-datavolume shape: the Debian guest on a DataVolume from a registry", object: example("vm-debian-datavolume.yaml"), apiServer: "accepts" },
@@ -620,6 +628,15 @@ export const validationCases: ValidationCase[] = [
       s.volumes?.push({ name: "data", persistentVolumeClaim: { claimName: "Data_Disk" } });
     })),
     invalid: { field: `${tpl}.volumes[1].persistentVolumeClaim.claimName`, message: /name a PersistentVolumeClaim in the VMI's namespace/ },
+    apiServer: "accepts",
+  },
+  {
+    name: "an ephemeral volume whose claim's name is no object name",
+    object: newVm(newVmiSpec((s) => {
+      s.domain.devices.disks?.push({ name: "scratch", disk: { bus: "virtio" } });
+      s.volumes?.push({ name: "scratch", ephemeral: { persistentVolumeClaim: { claimName: "Golden_Image" } } });
+    })),
+    invalid: { field: `${tpl}.volumes[1].ephemeral.persistentVolumeClaim.claimName`, message: /name a PersistentVolumeClaim in the VMI's namespace/ },
     apiServer: "accepts",
   },
   {

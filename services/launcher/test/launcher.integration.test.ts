@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { chown, link, mkdir, readFile, rm, stat } from "node:fs/promises";
+import { chown, link, mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -26,6 +26,8 @@ let declaredPort: number;
 const dirs = () => ({ sockets: join(folder.dir, "sockets"), state: join(folder.dir, "state"), containerDisks: join(folder.dir, "container-disks"), claims: join(folder.dir, "claims") });
 /** The size of the claim the guest's disk vda is on. */
 const CLAIM_BYTES = 64 * 1024 * 1024;
+/** What the ephemeral volume's claim holds at its start. */
+const GOLDEN = "kubevirt-ts-golden-image";
 
 const vmi: VirtualMachineInstance = {
   apiVersion: "kubevirt.io/v1",
@@ -36,16 +38,22 @@ const vmi: VirtualMachineInstance = {
       memory: { guest: "128Mi" },
       firmware: { kernelBoot: { kernelArgs: "console=ttyS0 quiet", container: { image: "tiny:1", kernelPath: "/boot/vmlinuz", initrdPath: "/boot/initrd.gz" } } },
       // A disk on a Filesystem-mode claim, whose folder the pod would mount: the launcher makes its disk.img.
-      devices: { disks: [{ name: "data", disk: { bus: "virtio" } }] },
+      // And vdb, a claim's disk under an overlay (an ephemeral volume): the guest's writes never reach the claim.
+      devices: { disks: [{ name: "data", disk: { bus: "virtio" } }, { name: "golden", disk: { bus: "virtio" } }] },
     },
-    volumes: [{ name: "data", persistentVolumeClaim: { claimName: "data" } }],
+    volumes: [{ name: "data", persistentVolumeClaim: { claimName: "data" } }, { name: "golden", ephemeral: { persistentVolumeClaim: { claimName: "golden" } } }],
     terminationGracePeriodSeconds: 3,
     // Checked when the test asks, as the kubelet would: a TCP port and an HTTP path the test serves in the guest.
     readinessProbe: { tcpSocket: { port: 8080 }, timeoutSeconds: 5 },
     livenessProbe: { httpGet: { port: 8080, path: "/alive", httpHeaders: [{ name: "X-Probe", value: "kubevirt-ts" }] }, timeoutSeconds: 5 },
   }),
   // What the controller reports of the claim before the launcher starts.
-  status: { volumeStatus: [{ name: "data", target: "", persistentVolumeClaimInfo: { claimName: "data", volumeMode: "Filesystem", accessModes: ["ReadWriteOnce"], requests: { storage: "64Mi" }, capacity: { storage: "64Mi" } } }] },
+  status: {
+    volumeStatus: [
+      { name: "data", target: "", persistentVolumeClaimInfo: { claimName: "data", volumeMode: "Filesystem", accessModes: ["ReadWriteOnce"], requests: { storage: "64Mi" }, capacity: { storage: "64Mi" } } },
+      { name: "golden", target: "", persistentVolumeClaimInfo: { claimName: "golden", volumeMode: "Filesystem", accessModes: ["ReadOnlyMany"], requests: { storage: "8Mi" }, capacity: { storage: "8Mi" } } },
+    ],
+  },
 };
 
 /** The launcher's answer to the kubelet's probe of that kind: its status and reason. */
@@ -66,10 +74,15 @@ async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 
 
 beforeAll(async () => {
   folder = await guestFolder();
-  for (const dir of [...Object.values(dirs()), join(dirs().claims, "data")]) {
+  for (const dir of [...Object.values(dirs()), join(dirs().claims, "data"), join(dirs().claims, "golden")]) {
     await mkdir(dir);
     await chown(dir, LAUNCHER_UID, LAUNCHER_UID);
   }
+  // The ephemeral volume's claim holds a disk whose first bytes are GOLDEN, readable by the launcher's user only.
+  const golden = Buffer.alloc(8 * 1024 * 1024);
+  golden.write(GOLDEN);
+  await writeFile(join(dirs().claims, "golden", "disk.img"), golden, { mode: 0o400 });
+  await chown(join(dirs().claims, "golden", "disk.img"), LAUNCHER_UID, LAUNCHER_UID);
   // The qemu user cannot reach this Node under root's home; a hard link in its folder it can.
   const node = join(folder.dir, "node");
   await link(process.execPath, node);
@@ -164,6 +177,14 @@ describe("the launcher", () => {
     const serial = join(dirs().sockets, "virt-serial0");
     // The command's echo holds no number: only the guest's answer matches.
     expect(await readUntil(serial, `vda-sectors=${String(CLAIM_BYTES / 512)}`, "echo vda-sectors=$(cat /sys/block/vda/size)\n")).toContain(`vda-sectors=${String(CLAIM_BYTES / 512)}`);
+  });
+
+  it("gives an ephemeral claim's disk under an overlay: the guest reads the claim and writes to the overlay alone", async () => {
+    const serial = join(dirs().sockets, "virt-serial0");
+    expect(await readUntil(serial, `golden=${GOLDEN}`, "echo golden=$(head -c 24 /dev/vdb)\n")).toContain(`golden=${GOLDEN}`);
+    expect(await readUntil(serial, "changed=kubevirt-ts-overlay", "printf kubevirt-ts-overlay | dd of=/dev/vdb conv=fsync 2>/dev/null; echo changed=$(head -c 19 /dev/vdb)\n")).toContain("changed=kubevirt-ts-overlay");
+    // The claim's disk is as it was: the write went to the overlay in the launcher's folder.
+    expect((await readFile(join(dirs().claims, "golden", "disk.img"))).subarray(0, GOLDEN.length).toString()).toBe(GOLDEN);
   });
 
   it("probes the guest as the kubelet asks: TCP through QEMU's user network, which accepts for any guest, and HTTP with its headers", async () => {

@@ -190,6 +190,8 @@ const vmiSpecEffects: Record<string, FieldEffect> = {
   "volumes[].emptyDisk.capacity": notYetProven("the size of the sparse qcow2 file the launcher creates (prepare.ts); no test checks the size"),
   "volumes[].persistentVolumeClaim.claimName": claim,
   "volumes[].persistentVolumeClaim.readOnly": claim,
+  "volumes[].ephemeral.persistentVolumeClaim.claimName": effect(LAUNCHER, "gives an ephemeral claim's disk under an overlay"),
+  "volumes[].ephemeral.persistentVolumeClaim.readOnly": effect(POD, "mounts an ephemeral volume's claim read-only"),
   "volumes[].dataVolume.name": effect(E2E_DATA_VOLUMES, "boots the tiny guest from the DataVolume its template fills from a containerDisk image"),
   "networks[].name": interfaceToNetwork,
   "networks[].pod.vmNetworkCIDR": effect(CONVERTER, "puts the guest in its pod network's vmNetworkCIDR"),

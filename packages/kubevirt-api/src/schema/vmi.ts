@@ -250,6 +250,14 @@ export const volume = z
       .strictObject({ claimName: z.string(), readOnly: z.boolean().optional() })
       .optional()
       .describe("A disk on a PersistentVolumeClaim in the VMI's namespace."),
+    ephemeral: z
+      .strictObject({
+        persistentVolumeClaim: z
+          .strictObject({ claimName: z.string(), readOnly: z.boolean().optional().describe("The claim is only ever read, whatever this says.") })
+          .describe("The claim, in the VMI's namespace, whose disk (disk.img, or the device of a Block-mode claim) backs the overlay."),
+      })
+      .optional()
+      .describe("A claim's disk under a copy-on-write overlay: the guest's writes go to the overlay and are gone when the VMI ends; the claim is only read, so many VMIs may share it."),
     dataVolume: z
       .strictObject({ name: z.string().describe("The DataVolume, in the VMI's namespace; its claim has its name.") })
       .optional()

@@ -6,7 +6,7 @@ import { dnsLabelProblem, dnsSubdomainProblem } from "./names.ts";
 /** The largest cloud-init data kubevirt-ts embeds in a NoCloud seed disk. */
 export const MAX_CLOUD_INIT_BYTES = 64 * 1024;
 
-const VOLUME_SOURCES = ["containerDisk", "cloudInitNoCloud", "cloudInitConfigDrive", "emptyDisk", "persistentVolumeClaim", "dataVolume", "configMap", "secret", "serviceAccount", "downwardAPI"] as const;
+const VOLUME_SOURCES = ["containerDisk", "cloudInitNoCloud", "cloudInitConfigDrive", "emptyDisk", "persistentVolumeClaim", "dataVolume", "ephemeral", "configMap", "secret", "serviceAccount", "downwardAPI"] as const;
 /** The longest label an ISO 9660 volume takes. */
 const MAX_VOLUME_LABEL = 32;
 const DISK_TARGETS = ["disk", "cdrom", "lun"] as const;
@@ -109,6 +109,10 @@ function validateVolume(volume: Volume, path: string, causes: Causes): void {
   if (volume.persistentVolumeClaim) {
     const problem = dnsSubdomainProblem(volume.persistentVolumeClaim.claimName);
     if (problem) causes.invalid(`${path}.persistentVolumeClaim.claimName`, `${problem}; name a PersistentVolumeClaim in the VMI's namespace`);
+  }
+  if (volume.ephemeral) {
+    const problem = dnsSubdomainProblem(volume.ephemeral.persistentVolumeClaim.claimName);
+    if (problem) causes.invalid(`${path}.ephemeral.persistentVolumeClaim.claimName`, `${problem}; name a PersistentVolumeClaim in the VMI's namespace`);
   }
   if (volume.dataVolume) {
     const problem = dnsSubdomainProblem(volume.dataVolume.name);

@@ -292,8 +292,9 @@ describe("claims", () => {
       { name: "root", persistentVolumeClaim: { claimName: "root-disk" } },
       { name: "iso", persistentVolumeClaim: { claimName: "installer", readOnly: true } },
       { name: "raw", persistentVolumeClaim: { claimName: "fast" } },
+      { name: "scratch", ephemeral: { persistentVolumeClaim: { claimName: "golden" } } },
     ];
-  }), config, new Map([["root-disk", claim("root-disk", "Filesystem")], ["installer", claim("installer", "Filesystem")], ["fast", claim("fast", "Block")]]));
+  }), config, new Map([["root-disk", claim("root-disk", "Filesystem")], ["installer", claim("installer", "Filesystem")], ["fast", claim("fast", "Block")], ["golden", claim("golden", "Filesystem")]]));
 
   it("are pod volumes of the same claims, read-only when the volume asks", () => {
     expect(pod.spec.volumes).toEqual(expect.arrayContaining([
@@ -301,6 +302,11 @@ describe("claims", () => {
       { name: "claim-1", persistentVolumeClaim: { claimName: "installer", readOnly: true } },
       { name: "claim-2", persistentVolumeClaim: { claimName: "fast" } },
     ]));
+  });
+
+  it("mounts an ephemeral volume's claim read-only: the launcher writes to an overlay over it", () => {
+    expect(pod.spec.volumes).toEqual(expect.arrayContaining([{ name: "claim-3", persistentVolumeClaim: { claimName: "golden", readOnly: true } }]));
+    expect(pod.spec.containers[0]?.volumeMounts).toEqual(expect.arrayContaining([{ name: "claim-3", mountPath: "/var/run/kubevirt-ts/vmi-disks/scratch", readOnly: true }]));
   });
 
   it("mount a Filesystem-mode claim at its volume's folder, and give a Block-mode claim as a device", () => {

@@ -13,7 +13,8 @@ import { configVolumeIso } from "./config-disk.ts";
 // init container made, emptyDisks as sparse qcow2 files, cloud-init as a
 // NoCloud seed ISO, its data inline or from the Secrets the kubelet mounted,
 // the files of ConfigMaps, Secrets, a ServiceAccount and the downward API
-// as ISO disks, and claims as their disk.img or their device (claim-disk.ts).
+// as ISO disks, claims as their disk.img or their device (claim-disk.ts), and
+// ephemeral claims as overlays over that.
 
 const exec = promisify(execFile);
 
@@ -47,6 +48,14 @@ async function containerDiskFile(layout: StorageLayout, volume: string): Promise
   return join(dir, files[0]);
 }
 
+/** A new copy-on-write overlay (`<target>.qcow2`) over the backing disk, which is only ever read; its path. */
+async function overlayOn(backing: string, format: "qcow2" | "raw", target: string): Promise<string> {
+  const overlay = `${target}.qcow2`;
+  await rm(overlay, { force: true });
+  await exec("qemu-img", ["create", "-q", "-f", "qcow2", "-F", format, "-b", backing, overlay]);
+  return overlay;
+}
+
 export async function prepareDisks(vmi: VirtualMachineInstance, layout: StorageLayout): Promise<Record<string, PreparedDisk>> {
   await mkdir(layout.disksDir, { recursive: true });
   const cloudInit = await cloudInitData(vmi, layout.cloudInitSecretsDir);
@@ -59,6 +68,11 @@ export async function prepareDisks(vmi: VirtualMachineInstance, layout: StorageL
   const claimInfo = new Map((vmi.status?.volumeStatus ?? []).map((s) => [s.name, s.persistentVolumeClaimInfo]));
   for (const claim of claimVolumes(vmi.spec)) {
     const disk = await claimDisk(claim.volume, claimInfo.get(claim.volume), { disks: layout.claimDisksDir, devices: layout.claimDevicesDir }, claim.readOnly);
+    if (claim.ephemeral) {
+      // The guest writes to an overlay in the launcher's folder, gone with the pod; the claim's disk is only read.
+      disks[claim.volume] = { path: await overlayOn(disk.path, "raw", join(layout.disksDir, claim.volume)), format: "qcow2" };
+      continue;
+    }
     // Always raw, as KubeVirt's: a format read from the image would let a guest that writes a qcow2 header reach other files.
     disks[claim.volume] = { path: disk.path, format: "raw", type: disk.type, ...(claim.readOnly ? { readonly: true } : {}) };
   }
@@ -66,10 +80,7 @@ export async function prepareDisks(vmi: VirtualMachineInstance, layout: StorageL
     const target = join(layout.disksDir, volume.name);
     if (volume.containerDisk) {
       const backing = await containerDiskFile(layout, volume.name);
-      const overlay = `${target}.qcow2`;
-      await rm(overlay, { force: true });
-      await exec("qemu-img", ["create", "-q", "-f", "qcow2", "-F", await imageFormat(backing), "-b", backing, overlay]);
-      disks[volume.name] = { path: overlay, format: "qcow2" };
+      disks[volume.name] = { path: await overlayOn(backing, await imageFormat(backing), target), format: "qcow2" };
     } else if (volume.emptyDisk) {
       const bytes = parseQuantity(volume.emptyDisk.capacity) ?? 0;
       await exec("qemu-img", ["create", "-q", "-f", "qcow2", `${target}.qcow2`, String(Math.ceil(bytes))]);
