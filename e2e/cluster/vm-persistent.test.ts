@@ -134,3 +134,30 @@ describe("a VM's disk on a Block-mode PersistentVolumeClaim", () => {
     await inGuest("raw-disk", "dd if=/dev/vda bs=64 count=1 2>/dev/null | tr -d '\\000'; echo; echo read-$((40+6))", `${MARKER}-raw`);
   });
 });
+
+describe("a VM that infers its instancetype and preference from its disk's claim (inferFromVolume)", () => {
+  const inferring = (name: string, claimName: string, policy?: "Ignore") => {
+    const vm = vmOnClaim(name, claimName);
+    const matcher = { inferFromVolume: "data", ...(policy ? { inferFromVolumeFailurePolicy: policy } : {}) };
+    return { ...vm, spec: { ...vm.spec, runStrategy: "Halted", instancetype: matcher, preference: matcher } };
+  };
+  const labelledClaim = (name: string, labels: Record<string, string>) =>
+    core.createNamespacedPersistentVolumeClaim({ namespace, body: { metadata: { name, labels }, spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: String(CLAIM_BYTES) } } } } });
+
+  it("is stored with the instancetype and preference its claim's labels name, and without its fallback memory under Ignore", async () => {
+    await labelledClaim("golden", { "instancetype.kubevirt.io/default-instancetype": "u1.small", "instancetype.kubevirt.io/default-preference": "debian" });
+    await createVm(inferring("inferred", "golden", "Ignore"));
+    const stored = (await get("virtualmachines", "inferred")) as unknown as { spec: { instancetype?: object; preference?: object; template: { spec: { domain: object } } } };
+    expect(stored.spec.instancetype).toEqual({ name: "u1.small" });
+    expect(stored.spec.preference).toEqual({ name: "debian" });
+    expect(stored.spec.template.spec.domain).not.toHaveProperty("memory");
+    // The controller sizes it from the inferred instancetype, as from one named.
+    await expect.poll(async () => ((await get("virtualmachines", "inferred"))?.status?.instancetypeRef as { name?: string } | undefined)?.name, poll).toBe("u1.small");
+  });
+
+  it("is refused, naming inferFromVolume, when its claim names no instancetype and the policy is Reject", async () => {
+    await labelledClaim("plain", {});
+    const refused = await createVm(inferring("not-inferred", "plain")).then(() => "created", (error: unknown) => String((error as { body?: unknown }).body ?? error));
+    expect(refused).toMatch(/spec\.instancetype\.inferFromVolume cannot infer the instancetype from volume data: the PersistentVolumeClaim .*\/plain has no instancetype\.kubevirt\.io\/default-instancetype label/);
+  });
+});

@@ -12,7 +12,7 @@ import { kubeStatus } from "./subresources/api.ts";
 import type { KubeClient } from "@kubevirt-ts/kube";
 import type { EvictionStrategy } from "@kubevirt-ts/kubevirt-api";
 import { reviewEviction } from "./eviction-webhook.ts";
-import { type AdmissionReview, type WebhookKind, mutate, validate, vmValidationContext } from "./webhooks.ts";
+import { type AdmissionReview, type WebhookKind, inferVmDefaults, mutate, validate, vmValidationContext } from "./webhooks.ts";
 
 // The API's listeners: tRPC and the console websockets on one HTTP port
 // (the dashboard's server proxies both), and on a TLS port of their own,
@@ -68,7 +68,8 @@ const validateWithContext = (kind: WebhookKind): Review => async (review, { own 
 
 const WEBHOOKS: Record<string, Review> = {
   "/validate-virtualmachines": validateWithContext("virtualmachines"),
-  "/mutate-virtualmachines": (review) => mutate(review, "virtualmachines"),
+  // inferFromVolume reads the volume's claim or DataVolume with the API's own account, as KubeVirt's virt-api does.
+  "/mutate-virtualmachines": async (review, { own }) => mutate(review, "virtualmachines", await inferVmDefaults(review.request?.object, (r, ns, name) => own.find(r, ns, name))),
   "/validate-virtualmachineinstances": validateWithContext("virtualmachineinstances"),
   "/mutate-virtualmachineinstances": (review) => mutate(review, "virtualmachineinstances"),
   "/validate-datavolumes": (review) => validate(review, "datavolumes"),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type AdmissionReview, mutate, validate } from "./webhooks.ts";
+import { type AdmissionReview, inferVmDefaults, mutate, validate } from "./webhooks.ts";
 
 const vm = (spec: Record<string, unknown>) => ({
   apiVersion: "kubevirt.io/v1",
@@ -59,6 +59,26 @@ describe("the mutating webhook", () => {
 
   it("leaves an invalid object alone for the validating webhook to refuse", () => {
     expect(mutate(review("CREATE", vm({ volumes: [] })), "virtualmachines").response).toEqual({ uid: "u-1", allowed: true });
+  });
+});
+
+describe("the mutating webhook on a VM that infers its instancetype from a volume", () => {
+  const onClaim = vm({ volumes: [{ name: "root", persistentVolumeClaim: { claimName: "golden" } }] });
+  const inferring = { ...onClaim, spec: { ...onClaim.spec, instancetype: { inferFromVolume: "root", inferFromVolumeFailurePolicy: "Ignore" } } };
+  const patchOf = (review: AdmissionReview) => JSON.parse(Buffer.from(review.response?.patch ?? "W10=", "base64").toString()) as { op: string; path: string; value?: unknown }[];
+
+  it("patches in the inferred matcher and drops the fallback memory, before the defaults", async () => {
+    const claims = { "ns/golden": { metadata: { labels: { "instancetype.kubevirt.io/default-instancetype": "u1.small" } } } };
+    const inferred = await inferVmDefaults(inferring, (_r, ns, name) => Promise.resolve(claims[`${ns ?? ""}/${name}` as keyof typeof claims]));
+    const patch = patchOf(mutate(review("CREATE", inferring), "virtualmachines", inferred));
+    expect(patch.slice(0, 2)).toEqual([{ op: "replace", path: "/spec/instancetype", value: { name: "u1.small" } }, { op: "remove", path: "/spec/template/spec/domain/memory" }]);
+  });
+
+  it("refuses the VM with the cause at inferFromVolume when the claim is not there", async () => {
+    const inferred = await inferVmDefaults(inferring, () => Promise.resolve(undefined));
+    const response = mutate(review("CREATE", inferring), "virtualmachines", inferred).response;
+    expect(response?.allowed).toBe(false);
+    expect(response?.status?.details.causes).toEqual([{ reason: "FieldValueInvalid", field: "spec.instancetype.inferFromVolume", message: expect.stringContaining("PersistentVolumeClaim ns/golden is not found") as unknown }]);
   });
 });
 

@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from "node:util";
 import {
-  type Cause, CauseType, type ExpansionSources, Finalizer, Label, type Lookup, VmiPhase, defaultVirtualMachine, defaultVirtualMachineInstance, expansionSources, findInstancetypeAndPreference, parseVirtualMachine,
-  summarize, validateDataVolume, validateVirtualMachine, validateVirtualMachineInstance, withPhase,
+  type Cause, CauseType, type ExpansionSources, Finalizer, type InferenceRefusal, Label, type Lookup, VmiPhase, defaultVirtualMachine, defaultVirtualMachineInstance, expansionSources, findInstancetypeAndPreference,
+  inferFromVolumes, parseVirtualMachine, summarize, validateDataVolume, validateVirtualMachine, validateVirtualMachineInstance, withPhase,
 } from "@kubevirt-ts/kubevirt-api";
 import { kubeTime } from "@kubevirt-ts/kube";
 
@@ -12,7 +12,9 @@ import { kubeTime } from "@kubevirt-ts/kube";
 // A change that leaves the spec as it was (metadata only: labels,
 // finalizers) passes, so that an object stored before the webhooks existed
 // can still be cleaned up. A VMI is created with the controller's finalizer
-// already on it, as KubeVirt's VMI mutator does: one write fewer per VMI.
+// already on it, as KubeVirt's VMI mutator does: one write fewer per VMI. A
+// VM's instancetype and preference are inferred from a volume's labels
+// (inferFromVolume) before its defaults, as KubeVirt's VM mutator does.
 
 export interface AdmissionReview {
   apiVersion: "admission.k8s.io/v1";
@@ -81,14 +83,46 @@ export function validate(review: AdmissionReview, kind: WebhookKind, context: Vm
   });
 }
 
-export function mutate(review: AdmissionReview, kind: WebhookKind): AdmissionReview {
+/** A VM with its instancetype and preference inferred from its volumes (inferFromVolume), looked up with `lookup`. */
+export async function inferVmDefaults(object: unknown, lookup: Lookup): Promise<InferredVm> {
+  if (typeof object !== "object" || object === null) return { vm: object, refusals: [] };
+  return inferFromVolumes(object as Parameters<typeof inferFromVolumes>[0], lookup);
+}
+
+interface InferredVm {
+  vm: unknown;
+  refusals: InferenceRefusal[];
+}
+
+type VmSpecLike = { spec?: { instancetype?: unknown; preference?: unknown; template?: { spec?: { domain?: { memory?: unknown } } } } } | undefined;
+
+/** The patch from the VM as sent to the VM with what was inferred: its matchers, and the memory an Ignore policy drops. */
+function inferencePatch(patch: JsonPatch, before: VmSpecLike, after: VmSpecLike): void {
+  for (const which of ["instancetype", "preference"] as const) {
+    const [was, is] = [before?.spec?.[which], after?.spec?.[which]];
+    if (isDeepStrictEqual(was, is)) continue;
+    patch.push(is === undefined ? { op: "remove", path: `/spec/${which}` } : { op: "replace", path: `/spec/${which}`, value: is });
+  }
+  if (before?.spec?.template?.spec?.domain?.memory !== undefined && after?.spec?.template?.spec?.domain?.memory === undefined) patch.push({ op: "remove", path: "/spec/template/spec/domain/memory" });
+}
+
+/** A VM whose instancetype or preference cannot be inferred is refused, each cause at its matcher's inferFromVolume. */
+function inferenceRefused(uid: string, refusals: InferenceRefusal[]): AdmissionReview {
+  const causes: Cause[] = refusals.map((r) => ({ reason: CauseType.Invalid, field: r.field, message: `${r.field} ${r.message}` }));
+  return admissionAnswer(uid, { allowed: false, status: { code: 422, reason: "Invalid", message: summarize(causes), details: { causes } } });
+}
+
+export function mutate(review: AdmissionReview, kind: WebhookKind, inferred?: InferredVm): AdmissionReview {
   const request = review.request;
   if (!request) throw new Error("the AdmissionReview has no request");
   const response: AdmissionResponse = { uid: request.uid, allowed: true };
   const patch: JsonPatch = [];
   // Only what validates gets defaults; the validating webhook refuses the rest, with its reasons.
   if (kind === "virtualmachines") {
-    const parsed = validateVirtualMachine(request.object);
+    if (inferred && inferred.refusals.length > 0) return inferenceRefused(request.uid, inferred.refusals);
+    const object = inferred?.vm ?? request.object;
+    inferencePatch(patch, request.object as VmSpecLike, object as VmSpecLike);
+    const parsed = validateVirtualMachine(object);
     if (parsed.ok) replaceIfChanged(patch, "/spec/template/spec", parsed.value.spec.template.spec, defaultVirtualMachine(parsed.value).spec.template.spec);
   } else {
     const parsed = validateVirtualMachineInstance(request.object);

@@ -62,6 +62,24 @@ describe("the tRPC API, as the signed-in user", () => {
     expect(await failure(clientFor("not-a-token").vms.list.query({ namespace }))).toMatchObject({ code: "UNAUTHORIZED", message: expect.stringContaining("sign in again") as unknown });
   });
 
+  test("infers a new VM's instancetype from its disk's claim as the user, and refuses one the claim names nothing for", async ({ kubeConfig, namespace }) => {
+    const { editor } = await users(kubeConfig, namespace);
+    const core = kubeConfig.makeApiClient(CoreV1Api);
+    const claim = (name: string, labels: Record<string, string>) => core.createNamespacedPersistentVolumeClaim({ namespace, body: { metadata: { name, labels }, spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } } } });
+    await claim("golden", { "instancetype.kubevirt.io/default-instancetype": "u1.small" });
+    await claim("plain", {});
+    const onClaim = (name: string, claimName: string, policy?: string) => {
+      const base = vm(name);
+      return { ...base, spec: { ...base.spec, instancetype: { inferFromVolume: "root", ...(policy ? { inferFromVolumeFailurePolicy: policy } : {}) }, template: { spec: { ...base.spec.template.spec, volumes: [{ name: "root", persistentVolumeClaim: { claimName } }] } } } };
+    };
+    const created = await clientFor(editor).vms.create.mutate({ namespace, vm: onClaim("inferred", "golden", "Ignore") });
+    expect(created.spec.instancetype).toEqual({ name: "u1.small" });
+    expect(created.spec.template.spec.domain.memory).toBeUndefined();
+    expect(await failure(clientFor(editor).vms.create.mutate({ namespace, vm: onClaim("not-inferred", "plain") }))).toMatchObject({
+      causes: [{ field: "spec.instancetype.inferFromVolume", message: expect.stringContaining("has no instancetype.kubevirt.io/default-instancetype label") as unknown }],
+    });
+  });
+
   test("lets an editor create, list, start and delete VMs, and refuses the viewer what its role lacks", async ({ kubeConfig, namespace }) => {
     const { editor, viewer } = await users(kubeConfig, namespace);
     const asEditor = clientFor(editor);
@@ -303,6 +321,21 @@ describe("the admission webhooks, registered with the real API server", () => {
       await expect(create(sized("later", (spec) => (spec.instancetype = { name: "not-yet" })))).resolves.toBeDefined();
       const badKind = await create(sized("bad-kind", (spec) => (spec.instancetype = { name: "two", kind: "Flavor" }))).then(() => "created", (e: unknown) => String((e as { body?: string }).body));
       expect(JSON.parse(badKind)).toMatchObject({ code: 422, details: { causes: [{ field: "spec.instancetype.kind" }] } });
+
+      // inferFromVolume: the mutating webhook names the instancetype from the claim's labels (read with the API's own
+      // account) before the API server checks the schema, which asks for a name; and refuses when the claim names none.
+      const core = kubeConfig.makeApiClient(CoreV1Api);
+      const claim = (name: string, labels: Record<string, string>) => core.createNamespacedPersistentVolumeClaim({ namespace, body: { metadata: { name, labels }, spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } } } });
+      await claim("two-disk", { "instancetype.kubevirt.io/default-instancetype": "two", "instancetype.kubevirt.io/default-instancetype-kind": "VirtualMachineInstancetype" });
+      await claim("plain-disk", {});
+      const inferring = (name: string, claimName: string) => sized(name, (spec) => {
+        spec.instancetype = { inferFromVolume: "root" };
+        (spec.template as { spec: { volumes: unknown[] } }).spec.volumes = [{ name: "root", persistentVolumeClaim: { claimName } }];
+      });
+      const inferred = (await create(inferring("inferred", "two-disk"))) as { spec: { instancetype?: unknown } };
+      expect(inferred.spec.instancetype).toEqual({ name: "two", kind: "VirtualMachineInstancetype" });
+      const notInferred = await create(inferring("not-inferred", "plain-disk")).then(() => "created", (e: unknown) => String((e as { body?: string }).body));
+      expect(JSON.parse(notInferred)).toMatchObject({ code: 422, details: { causes: [{ field: "spec.instancetype.inferFromVolume" }] } });
     } finally {
       await admission.deleteValidatingWebhookConfiguration({ name: namespace });
       await admission.deleteMutatingWebhookConfiguration({ name: namespace });

@@ -56,8 +56,10 @@ export async function users(kubeConfig: KubeConfig, namespace: string): Promise<
         verbs: ["update"],
       },
       { apiGroups: [""], resources: ["events"], verbs: ["list"] },
-      // As Kubernetes' edit role: the dashboard keeps a VM's cloud-init password in a Secret.
+      // As Kubernetes' edit role: the dashboard keeps a VM's cloud-init password in a Secret, and a VM's
+      // inferFromVolume is resolved as the user, who reads the claim.
       { apiGroups: [""], resources: ["secrets"], verbs: ["create"] },
+      { apiGroups: [""], resources: ["persistentvolumeclaims"], verbs: ["get"] },
     ],
     viewer: [{ apiGroups: ["kubevirt.io"], resources: ["virtualmachines", "virtualmachineinstances"], verbs: ["get", "list", "watch"] }],
   };

@@ -9,6 +9,7 @@ export * from "./data-volumes.ts";
 export * from "./importer-layout.ts";
 export * from "./instancetype/expand.ts";
 export * from "./instancetype/find.ts";
+export * from "./instancetype/infer.ts";
 export * from "./defaults.ts";
 export * from "./validation/index.ts";
 export { dataVolumeCrd, instancetypeCrds, virtualMachineCrd, virtualMachineInstanceCrd } from "./crd/crds.ts";

@@ -1,6 +1,6 @@
 import { type Event, type KubeClient, type KubeObject, type Node, resources } from "@kubevirt-ts/kube";
 import {
-  type DataVolume, MAX_CLOUD_INIT_BYTES, SUBRESOURCE_GROUP, type VirtualMachine, dnsLabelProblem, type VirtualMachineInstance, type VmRequestAction, type VmRequestOptions, type VmiDomainAction, summarize, validateVirtualMachine, kubevirtResources,
+  type DataVolume, MAX_CLOUD_INIT_BYTES, SUBRESOURCE_GROUP, type VirtualMachine, dnsLabelProblem, type VirtualMachineInstance, type VmRequestAction, type VmRequestOptions, type VmiDomainAction, summarize, validateVirtualMachine, kubevirtResources, inferFromVolumes,
   ACTION_WORDS, type ActionAvailability, type VmActionName, availableActions, type InstancetypeSpec, type PreferenceSpec, instancetypeResources, parseQuantity,
 } from "@kubevirt-ts/kubevirt-api";
 import { TRPCError } from "@trpc/server";
@@ -76,6 +76,18 @@ function checkedVm(input: unknown, namespace: string, name?: string): VirtualMac
   return result.value;
 }
 
+/**
+ * The VM with its instancetype and preference inferred from a volume (inferFromVolume), as virt-api's webhook would
+ * infer them, here as the user: what is checked is what will be stored.
+ */
+async function inferredAsUser(client: KubeClient, input: unknown, namespace: string): Promise<unknown> {
+  if (typeof input !== "object" || input === null) return input;
+  const object = input as { metadata?: Record<string, unknown> };
+  const { vm, refusals } = await inferFromVolumes({ ...object, metadata: { ...object.metadata, namespace } }, (r, ns, name) => client.find(r, ns, name));
+  if (refusals.length > 0) throw new CausesError(refusals.map((r) => `${r.field} ${r.message}`).join("; "), refusals.map((r) => ({ field: r.field, message: `${r.field} ${r.message}`, reason: "FieldValueInvalid" })));
+  return vm;
+}
+
 /** Lets the VM's DataVolumes go: its owner reference taken off each, as the user, so deleting the VM leaves them. Their names. */
 async function releaseDataVolumes(client: KubeClient, vm: VirtualMachine): Promise<string[]> {
   const kept: string[] = [];
@@ -116,8 +128,8 @@ const vms = router({
   // cloudInitUserData: user data to keep in the Secret the VM's cloudInitNoCloud.secretRef names, out of the spec.
   create: userProcedure
     .input(z.object({ namespace: dnsLabel, vm: z.unknown(), cloudInitUserData: z.string().max(MAX_CLOUD_INIT_BYTES).optional() }))
-    .mutation(({ ctx, input }) => {
-      const vm = checkedVm(input.vm, input.namespace);
+    .mutation(async ({ ctx, input }) => {
+      const vm = checkedVm(await inferredAsUser(ctx.client, input.vm, input.namespace), input.namespace);
       return input.cloudInitUserData === undefined ? ctx.client.create(kubevirtResources.virtualMachines, input.namespace, vm) : createVmWithCloudInitSecret(ctx.client, vm, input.cloudInitUserData);
     }),
   update: userProcedure.input(target.extend({ vm: z.unknown() })).mutation(({ ctx, input }) => ctx.client.update(kubevirtResources.virtualMachines, checkedVm(input.vm, input.namespace, input.name))),

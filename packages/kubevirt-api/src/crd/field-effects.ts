@@ -19,6 +19,7 @@ const CONVERTER = "services/launcher/src/domain/converter.test.ts";
 const POD = "services/controller/src/vmi/pod.test.ts";
 const DEFAULTS = "packages/kubevirt-api/src/defaults.test.ts";
 const EXPAND = "packages/kubevirt-api/src/instancetype/expand.test.ts";
+const INFER = "packages/kubevirt-api/src/instancetype/infer.test.ts";
 const CLOUD_INIT = "services/launcher/src/storage/cloud-init.test.ts";
 const CONTROLLER = "services/controller/test/controller.integration.test.ts";
 const E2E_RUNNING = "e2e/cluster/vm-running.test.ts";
@@ -266,6 +267,10 @@ const vmEffects: Record<string, FieldEffect> = {
   "spec.preference.name": sized,
   "spec.preference.kind": sized,
   "spec.preference.revisionName": notYetProven("expands the VM from the named ControllerRevision (find.ts); the tests capture revisions through status.preferenceRef, none names one in the spec"),
+  "spec.instancetype.inferFromVolume": effect(INFER, "names the instancetype and preference from the labels of a volume's claim, and drops inferFromVolume"),
+  "spec.instancetype.inferFromVolumeFailurePolicy": effect(INFER, "with Ignore, drops a matcher its volume does not name, and the memory when an instancetype is inferred"),
+  "spec.preference.inferFromVolume": effect(INFER, "names the instancetype and preference from the labels of a volume's claim, and drops inferFromVolume"),
+  "spec.preference.inferFromVolumeFailurePolicy": effect(INFER, "refuses, naming the field and what to do: no label under Reject, and a missing volume or claim whatever the policy"),
   "spec.dataVolumeTemplates[].apiVersion": notYetProven("as in KubeVirt, informational: the DataVolume made is always cdi.kubevirt.io/v1beta1"),
   "spec.dataVolumeTemplates[].kind": notYetProven("as in KubeVirt, informational: the object made is always a DataVolume"),
   "spec.dataVolumeTemplates[].metadata.name": effect(E2E_DATA_VOLUMES, "boots the tiny guest from the DataVolume its template fills from a containerDisk image"),

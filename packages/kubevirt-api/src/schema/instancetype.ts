@@ -127,6 +127,14 @@ const matcher = (what: string, defaultKind: string) =>
     name: z.string().describe(`The ${what}'s name.`),
     kind: z.string().optional().describe(`${defaultKind} unless set; the namespaced kind is looked up in the VM's namespace.`),
     revisionName: z.string().optional().describe(`The ControllerRevision holding the ${what} as the VM first saw it; filled in by the controller.`),
+    inferFromVolume: z
+      .string()
+      .optional()
+      .describe(`A volume whose claim (or DataVolume) names the ${what} by its instancetype.kubevirt.io/default-${what} label (and -kind); virt-api's webhook sets the name and kind from it and drops this.`),
+    inferFromVolumeFailurePolicy: z
+      .enum(["Reject", "Ignore"])
+      .optional()
+      .describe(`Reject (the default) refuses a VM whose volume names no ${what}; Ignore drops the ${what} instead (and, for an instancetype, keeps the template's memory only when none is inferred).`),
   });
 
 export const instancetypeMatcher = matcher("instancetype", InstancetypeKind.ClusterInstancetype);

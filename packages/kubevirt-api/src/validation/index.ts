@@ -123,6 +123,12 @@ export function validateVirtualMachine(input: unknown, sources: ExpansionSources
   } else if (vm.spec.running === undefined && vm.spec.runStrategy === undefined) {
     causes.required("spec.runStrategy", `must be set to one of: ${RUN_STRATEGIES.join(", ")}`);
   }
+  for (const which of ["instancetype", "preference"] as const) {
+    // virt-api's mutating webhook resolves it before any validation; what is left of it was not resolved.
+    if (vm.spec[which]?.inferFromVolume !== undefined) {
+      causes.invalid(`spec.${which}.inferFromVolume`, "was not resolved: virt-api's mutating webhook infers the name from the volume and removes this field; check that the webhook kubevirt-ts-virtualmachines is installed, or name the " + which);
+    }
+  }
   const template = vm.spec.template;
   refuseHookSidecars(template.metadata?.annotations, "spec.template.metadata.annotations", causes);
   const expanded = expandVmiSpec({ spec: template.spec, annotations: template.metadata?.annotations }, sources, "spec.template.spec", causes);
