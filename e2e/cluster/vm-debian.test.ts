@@ -54,8 +54,13 @@ const vm = {
         },
         networks: [{ name: "default", pod: {} }],
         terminationGracePeriodSeconds: 30,
-        // An SSH public key from a Secret, which cloud-init gives the guest's default user (debian).
-        accessCredentials: [{ sshPublicKey: { source: { secret: { secretName: "debian-ssh-key" } }, propagationMethod: { noCloud: {} } } }],
+        // An SSH public key from a Secret, which cloud-init gives the guest's default user (debian); another, which the
+        // guest agent gives the user tester, and a password it sets for debian.
+        accessCredentials: [
+          { sshPublicKey: { source: { secret: { secretName: "debian-ssh-key" } }, propagationMethod: { noCloud: {} } } },
+          { sshPublicKey: { source: { secret: { secretName: "debian-agent-key" } }, propagationMethod: { qemuGuestAgent: { users: ["tester"] } } } },
+          { userPassword: { source: { secret: { secretName: "debian-passwords" } }, propagationMethod: { qemuGuestAgent: {} } } },
+        ],
         // KubeVirt's probes through the guest agent: ready while /tmp/unready is absent, alive while the agent answers
         // (with room for a slow boot under emulation before the kubelet would stop it).
         readinessProbe: { exec: { command: ["test", "!", "-e", "/tmp/unready"] }, periodSeconds: 3, timeoutSeconds: 5, failureThreshold: 1 },
@@ -96,6 +101,15 @@ const sshKeyDir = mkdtempSync(join(tmpdir(), "debian-ssh-"));
 const sshKey = join(sshKeyDir, "id_ed25519");
 execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "e2e@kubevirt-ts", "-f", sshKey]);
 const sshKeySecret = { metadata: { name: "debian-ssh-key", namespace }, stringData: { key: readFileSync(`${sshKey}.pub`, "utf8") } };
+/** A key pair whose public key the guest agent gives tester, a second one it is rotated to, and debian's password. */
+const agentKeys = ["first", "second"].map((name) => {
+  const file = join(sshKeyDir, `agent-${name}`);
+  execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", `agent-${name}@kubevirt-ts`, "-f", file]);
+  return file;
+});
+const agentKeySecret = (file: string) => ({ metadata: { name: "debian-agent-key", namespace }, stringData: { key: readFileSync(`${file}.pub`, "utf8") } });
+const agentPassword = "set-by-the-guest-agent";
+const passwordsSecret = { metadata: { name: "debian-passwords", namespace }, stringData: { debian: agentPassword } };
 
 /** The ConfigMap the VM presents to its guest as a disk. */
 const appConfig = { metadata: { name: "debian-app", namespace }, data: { greeting: "hello from a ConfigMap" } };
@@ -136,6 +150,8 @@ describe("a VM with the Debian guest", () => {
     await core.createNamespacedSecret({ namespace, body: cloudInitSecret });
     await core.createNamespacedConfigMap({ namespace, body: appConfig });
     await core.createNamespacedSecret({ namespace, body: sshKeySecret });
+    await core.createNamespacedSecret({ namespace, body: agentKeySecret(agentKeys[0] ?? "") });
+    await core.createNamespacedSecret({ namespace, body: passwordsSecret });
     await custom.createNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachines", body: vm });
     expect(JSON.stringify(await get("virtualmachines", "debian"))).not.toContain(password);
     await expect.poll(async () => (await get("virtualmachineinstances", "debian"))?.status?.phase, boot).toBe("Running");
@@ -268,6 +284,28 @@ describe("a VM with the Debian guest", () => {
         (error: unknown) => `refused: ${String((error as { stderr?: string }).stderr ?? error)}`,
       );
     await expect.poll(login, { timeout: 120_000, interval: 3_000 }).toBe("key-login-42");
+  });
+
+  it("gives a user SSH keys and another a password through its guest agent, follows a change of the key's Secret, and says so in its status", async () => {
+    const [pod] = await launcherPods();
+    const login = (key: string) => () =>
+      promisify(execFile)("ssh", ["-i", key, "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "ConnectTimeout=20", `tester@${pod?.status?.podIP ?? ""}`, "echo agent-key-$((6*7))"]).then(
+        ({ stdout }) => stdout.trim(),
+        (error: unknown) => `refused: ${String((error as { stderr?: string }).stderr ?? error)}`,
+      );
+    const synchronized = async () => ((await get("virtualmachineinstances", "debian"))?.status?.conditions as { type: string; status: string; reason?: string }[]).find((c) => c.type === "AccessCredentialsSynchronized");
+    await expect.poll(synchronized, boot).toMatchObject({ status: "True", reason: "AccessCredentialsSyncSuccess" });
+    await expect.poll(login(agentKeys[0] ?? ""), { timeout: 120_000, interval: 3_000 }).toBe("agent-key-42");
+
+    // The guest agent set debian's password: it logs in on the serial console.
+    const shell = await serialLogin(namespace, "debian", "debian", agentPassword, boot);
+    expect(await shell.run("echo \"whoami=$(whoami) $((40+3))\"", "whoami=debian 43")).toContain("whoami=debian 43");
+    shell.close();
+
+    // The key is rotated in its Secret: the kubelet updates the mounted copy, and the agent swaps the keys.
+    await core.replaceNamespacedSecret({ namespace, name: "debian-agent-key", body: agentKeySecret(agentKeys[1] ?? "") });
+    await expect.poll(login(agentKeys[1] ?? ""), { timeout: 240_000, interval: 5_000 }).toBe("agent-key-42");
+    expect(await login(agentKeys[0] ?? "")()).toMatch(/^refused: .*Permission denied/);
   });
 
   it("tells what its guest agent knows through KubeVirt's guestosinfo, userlist and filesystemlist", async () => {

@@ -99,6 +99,8 @@ export const VmiConditionType = {
   SoftwareEmulation: "SoftwareEmulation",
   /** The guest's QEMU agent answers (KubeVirt's name). */
   AgentConnected: "AgentConnected",
+  /** Whether the access credentials given through the guest agent are in the guest (KubeVirt's). */
+  AccessCredentialsSynchronized: "AccessCredentialsSynchronized",
   /** Set by the controller from the launcher pod's PodScheduled=False condition. */
   PodScheduled: "PodScheduled",
   /** Whether the DataVolumes the VMI's volumes name have filled their claims (KubeVirt's). */

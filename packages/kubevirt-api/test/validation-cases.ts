@@ -55,6 +55,14 @@ export const validationCases: ValidationCase[] = [
     })),
     apiServer: "accepts",
   },
+  {
+    name: "a VM with SSH keys and a password through the guest agent",
+    object: newVm(newVmiSpec((s) => (s.accessCredentials = [
+      { sshPublicKey: { source: { secret: { secretName: "my-keys" } }, propagationMethod: { qemuGuestAgent: { users: ["debian"] } } } },
+      { userPassword: { source: { secret: { secretName: "my-passwords" } }, propagationMethod: { qemuGuestAgent: {} } } },
+    ]))),
+    apiServer: "accepts",
+  },
   { name: "the Debian guest example with a cloud-init user", object: example("vm-debian.yaml"), apiServer: "accepts" },
   { name: "the Debian guest example with a data disk on a claim", object: example("vm-debian-data-disk.yaml"), apiServer: "accepts" },
   { name: "KubeVirt's vm-alpine-datavolume shape: the Debian guest on a DataVolume from a registry", object: example("vm-debian-datavolume.yaml"), apiServer: "accepts" },
@@ -214,15 +222,15 @@ export const validationCases: ValidationCase[] = [
     apiServer: "accepts",
   },
   {
-    name: "SSH keys through the guest agent, not supported yet",
-    object: newVm(newVmiSpec((s) => (s.accessCredentials = [{ sshPublicKey: { source: { secret: { secretName: "my-keys" } }, propagationMethod: { qemuGuestAgent: { users: ["fedora"] } } } }]))),
-    invalid: { field: `${tpl}.accessCredentials[0].sshPublicKey.propagationMethod.qemuGuestAgent`, message: /not supported yet: use noCloud/ },
+    name: "SSH keys through the guest agent for no user",
+    object: newVm(newVmiSpec((s) => (s.accessCredentials = [{ sshPublicKey: { source: { secret: { secretName: "my-keys" } }, propagationMethod: { qemuGuestAgent: { users: [] } } } }]))),
+    invalid: { field: `${tpl}.accessCredentials[0].sshPublicKey.propagationMethod.qemuGuestAgent.users`, message: /must name at least one user/ },
     apiServer: "accepts",
   },
   {
-    name: "a password through the guest agent, not supported yet",
-    object: newVm(newVmiSpec((s) => (s.accessCredentials = [{ userPassword: { source: { secret: { secretName: "my-passwords" } }, propagationMethod: { qemuGuestAgent: {} } } }]))),
-    invalid: { field: `${tpl}.accessCredentials[0].userPassword`, message: /not supported yet/ },
+    name: "a password with no way to the guest",
+    object: newVm(newVmiSpec((s) => (s.accessCredentials = [{ userPassword: { source: { secret: { secretName: "my-passwords" } }, propagationMethod: {} } }]))),
+    invalid: { field: `${tpl}.accessCredentials[0].userPassword.propagationMethod.qemuGuestAgent`, message: /passwords reach the guest through its QEMU guest agent/ },
     apiServer: "accepts",
   },
   {

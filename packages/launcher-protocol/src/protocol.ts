@@ -42,6 +42,8 @@ export const domainStatus = z.strictObject({
   domainType: z.enum(["kvm", "qemu"]).optional(),
   /** "frozen" while the guest's file systems are frozen through its agent (freeze). */
   fsFreezeStatus: z.literal("frozen").optional(),
+  /** Whether the access credentials given through the guest agent are in the guest, and if not why; absent before the agent answered. */
+  accessCredentials: z.strictObject({ synchronized: z.boolean(), message: z.string() }).optional(),
 });
 export type DomainStatus = z.infer<typeof domainStatus>;
 

@@ -84,6 +84,14 @@ describe("handlerStatus", () => {
     expect(handlerStatus({ ...vmi("Running"), status: frozen }, { state: "Running" }, pod, now).fsFreezeStatus).toBeUndefined();
   });
 
+  it("says whether the guest has the access credentials given through its agent, with the launcher's reason when not", () => {
+    const failed = handlerStatus(vmi("Running"), { state: "Running", accessCredentials: { synchronized: false, message: "the guest agent refused the access credentials: no such user" } }, pod, now);
+    expect(failed.conditions?.find((c) => c.type === "AccessCredentialsSynchronized")).toMatchObject({ status: "False", reason: "AccessCredentialsSyncFailed", message: "the guest agent refused the access credentials: no such user" });
+    const synced = handlerStatus({ ...vmi("Running"), status: failed }, { state: "Running", accessCredentials: { synchronized: true, message: "" } }, pod, now);
+    expect(synced.conditions?.find((c) => c.type === "AccessCredentialsSynchronized")).toMatchObject({ status: "True", reason: "AccessCredentialsSyncSuccess" });
+    expect(handlerStatus(vmi("Running"), { state: "Running" }, pod, now).conditions?.some((c) => c.type === "AccessCredentialsSynchronized")).toBe(false);
+  });
+
   it("says on the VMI that its launcher broke the protocol, and clears it once the launcher answers", () => {
     const failure = { reason: "LauncherProtocolViolation", message: `the launcher broke the protocol (InvalidJson): ${"x".repeat(5000)}` };
     const failed = launcherFailedStatus(vmi("Scheduled"), failure, now);

@@ -68,6 +68,17 @@ export function handlerStatus(vmi: VirtualMachineInstance, domain: ObservedDomai
     delete status.guestOSInfo;
     conditions = removeCondition(conditions, VmiConditionType.AgentConnected);
   }
+  // As KubeVirt's reasons (its events' names): whether the guest has the access credentials given through its agent.
+  const credentials = domain.accessCredentials;
+  if (running && credentials) {
+    conditions = setCondition<Condition>(
+      conditions,
+      credentials.synchronized
+        ? { type: VmiConditionType.AccessCredentialsSynchronized, status: "True", reason: "AccessCredentialsSyncSuccess", message: "The guest has its access credentials." }
+        : { type: VmiConditionType.AccessCredentialsSynchronized, status: "False", reason: "AccessCredentialsSyncFailed", message: credentials.message },
+      now,
+    );
+  }
   if (running && domain.fsFreezeStatus) status.fsFreezeStatus = domain.fsFreezeStatus;
   else delete status.fsFreezeStatus;
   // The launcher answered: a failure the handler reported earlier is over.

@@ -4,6 +4,7 @@ import { Hypervisor } from "@unraid/libvirt";
 import { PROBE_PATH, SocketsVolume } from "@kubevirt-ts/kubevirt-api";
 import { runService } from "@kubevirt-ts/runtime";
 import { env } from "./env.ts";
+import { AgentCredentials } from "./libvirt/access-credentials.ts";
 import { DomainManager } from "./libvirt/domain-manager.ts";
 import { type LibvirtDaemon, startLibvirtd } from "./libvirt/daemon.ts";
 import { PortForwarder } from "./libvirt/port-forward.ts";
@@ -57,11 +58,25 @@ await runService({
       log,
     );
     const forwarder = new PortForwarder({ socketsDir: env.SOCKETS_DIR, forwardToGuest: (hostPort, guestPort) => manager.forwardToGuest(hostPort, guestPort), log });
+    // Access credentials through the guest agent: given once its agent answers, and again whenever their Secrets change.
+    const credentials = new AgentCredentials({ dir: env.ACCESS_CREDENTIALS_DIR, agent: (command, args) => manager.agent(command, args), log });
+    let syncingCredentials = false;
+    const credentialsTimer = setInterval(() => {
+      const vmi = manager.runningVmi();
+      if (!vmi || !manager.hasDomain() || syncingCredentials) return;
+      syncingCredentials = true;
+      void credentials.sync(vmi).finally(() => (syncingCredentials = false));
+    }, 5_000);
+    const withCredentials = async () => {
+      const status = await manager.state();
+      const synced = credentials.status();
+      return synced ? { ...status, accessCredentials: synced } : status;
+    };
     const server = await startRpcServer(
       join(env.SOCKETS_DIR, SocketsVolume.launcher),
       {
         sync: (vmi) => manager.sync(vmi),
-        state: () => manager.state(),
+        state: withCredentials,
         pause: () => manager.pause(),
         unpause: () => manager.unpause(),
         softReboot: () => manager.softReboot(),
@@ -102,6 +117,7 @@ await runService({
 
     return async () => {
       clearInterval(watch);
+      clearInterval(credentialsTimer);
       ready = false;
       // Stopped after the guest failed its liveness probe (the kubelet stops a container for that), or its guest
       // crashed: the pod fails, saying why.

@@ -348,15 +348,21 @@ export const accessCredential = z.strictObject({
       propagationMethod: z.strictObject({
         noCloud: z.strictObject({}).optional().describe("Through the VMI's cloudInitNoCloud disk, as its metadata's public-keys."),
         configDrive: z.strictObject({}).optional().describe("Through the VMI's cloudInitConfigDrive disk, as its metadata's public_keys."),
-        qemuGuestAgent: z.strictObject({ users: z.array(z.string()) }).optional().describe("Not supported yet: through the guest agent, into each user's authorized_keys."),
+        qemuGuestAgent: z
+          .strictObject({ users: z.array(z.string()).describe("The guest's users whose authorized_keys get the keys.") })
+          .optional()
+          .describe("Through the QEMU guest agent of the running guest, into each user's authorized_keys, again whenever the Secret changes."),
       }),
     })
     .optional()
-    .describe("SSH public keys for the guest; cloud-init gives them to the guest's default user."),
+    .describe("SSH public keys for the guest: cloud-init gives them to its default user, or the guest agent to the users named."),
   userPassword: z
-    .strictObject({ source: credentialSource, propagationMethod: z.strictObject({ qemuGuestAgent: z.strictObject({}).optional() }) })
+    .strictObject({
+      source: z.strictObject({ secret: z.strictObject({ secretName: z.string().describe("The Secret, in the VMI's namespace; each key is a user of the guest, its value that user's password.") }) }),
+      propagationMethod: z.strictObject({ qemuGuestAgent: z.strictObject({}).optional() }),
+    })
     .optional()
-    .describe("Not supported yet: passwords set through the guest agent."),
+    .describe("Passwords of the guest's users, set through the QEMU guest agent of the running guest, again whenever the Secret changes."),
 });
 
 export const vmiSpec = z

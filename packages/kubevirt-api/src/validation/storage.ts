@@ -155,7 +155,9 @@ function validateAccessCredentials(spec: VmiSpec, path: string, causes: Causes):
     const kinds = (["sshPublicKey", "userPassword"] as const).filter((k) => credential[k] !== undefined);
     if (kinds.length !== 1) causes.invalid(p, `must have exactly one of sshPublicKey and userPassword; it has ${kinds.length === 0 ? "none" : kinds.join(" and ")}`);
     if (credential.userPassword) {
-      causes.notSupported(`${p}.userPassword`, "is not supported yet: passwords go through the guest agent, which kubevirt-ts does not propagate credentials with; set the password in the cloud-init user data instead");
+      const secretProblem = dnsSubdomainProblem(credential.userPassword.source.secret.secretName);
+      if (secretProblem) causes.invalid(`${p}.userPassword.source.secret.secretName`, `${secretProblem}; name a Secret in the VMI's namespace`);
+      if (!credential.userPassword.propagationMethod.qemuGuestAgent) causes.required(`${p}.userPassword.propagationMethod.qemuGuestAgent`, "must be set: passwords reach the guest through its QEMU guest agent");
     }
     const key = credential.sshPublicKey;
     if (!key) return;
@@ -166,8 +168,8 @@ function validateAccessCredentials(spec: VmiSpec, path: string, causes: Causes):
       causes.invalid(`${p}.sshPublicKey.propagationMethod`, `must have exactly one of noCloud, configDrive and qemuGuestAgent; it has ${methods.length === 0 ? "none" : methods.join(" and ")}`);
       return;
     }
-    if (key.propagationMethod.qemuGuestAgent) {
-      causes.notSupported(`${p}.sshPublicKey.propagationMethod.qemuGuestAgent`, "is not supported yet: use noCloud (or configDrive) with a cloud-init volume, and cloud-init gives the keys to the guest's default user");
+    if (key.propagationMethod.qemuGuestAgent?.users.length === 0) {
+      causes.required(`${p}.sshPublicKey.propagationMethod.qemuGuestAgent.users`, "must name at least one user of the guest whose authorized_keys get the keys");
     }
     // KubeVirt's rule: the keys ride on a cloud-init disk of the same kind.
     if (key.propagationMethod.noCloud && !volumes.some((v) => v.cloudInitNoCloud)) {

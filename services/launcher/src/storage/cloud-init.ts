@@ -57,22 +57,30 @@ export interface CloudInitDisk {
   publicKeys: string[];
 }
 
+/** The values of a Secret as the kubelet mounted it, by key (its own ..data entries left out), sorted by key. */
+export async function mountedSecret(dir: string, secretName: string): Promise<[string, string][]> {
+  const names = (await readdir(dir)).filter((name) => !name.startsWith("..")).sort();
+  return Promise.all(
+    names.map(async (name): Promise<[string, string]> => [
+      name,
+      await readFile(join(dir, name), "utf8").catch((error: unknown) => {
+        throw new Error(`access credential Secret ${secretName}: cannot read key ${name}: ${(error as Error).message}`);
+      }),
+    ]),
+  );
+}
+
+/** The public keys in a Secret's value: a key per line, blank lines and comments left out. */
+export const keysIn = (text: string): string[] => text.split(/\r?\n/).map((line) => line.trim()).filter((line) => line !== "" && !line.startsWith("#"));
+
 /**
  * The SSH public keys of the VMI's access credentials that a cloud-init disk of that kind carries, from their Secrets
- * as the kubelet mounted them: every value of each Secret, a key per line (blank lines and comments left out).
+ * as the kubelet mounted them: every value of each Secret, a key per line.
  */
 export async function sshPublicKeys(vmi: VirtualMachineInstance, credentialsDir: string, propagation: "noCloud" | "configDrive"): Promise<string[]> {
   const keys: string[] = [];
   for (const mount of accessCredentialMounts(vmi.spec).filter((m) => m.propagation === propagation)) {
-    const dir = join(credentialsDir, mount.relativeDir);
-    // The kubelet's own entries (..data and its timestamped folder) are not keys of the Secret.
-    const names = (await readdir(dir)).filter((name) => !name.startsWith("..")).sort();
-    for (const name of names) {
-      const text = await readFile(join(dir, name), "utf8").catch((error: unknown) => {
-        throw new Error(`access credential Secret ${mount.secretName}: cannot read key ${name}: ${(error as Error).message}`);
-      });
-      keys.push(...text.split(/\r?\n/).map((line) => line.trim()).filter((line) => line !== "" && !line.startsWith("#")));
-    }
+    for (const [, text] of await mountedSecret(join(credentialsDir, mount.relativeDir), mount.secretName)) keys.push(...keysIn(text));
   }
   return keys;
 }
