@@ -45,7 +45,9 @@ const declaredPorts = effect(POD, "carries the guest's declared ports, named");
 const scheduling = effect(POD, "passes scheduling constraints through");
 // An interface connects to the network of its name; the case shows a name that matches none refused.
 const interfaceToNetwork = effect(VALIDATION_CASES, "an interface without a network");
-const agentCredentials = effect(E2E_DEBIAN, "gives a user SSH keys and another a password through its guest agent");
+const agentCredentials = effect(E2E_DEBIAN, "gives a user SSH keys through its guest agent, follows a change of the key's Secret");
+// The password goes with the same sync as the keys (its condition is the same), but no test logs in with it yet.
+const agentPassword = notYetProven("set with guest-set-user-password by the launcher's access-credentials.ts, whose unit test sees the command; no e2e test logs in with it yet");
 const lun = refused(VALIDATION_CASES, "a claim as a LUN, not supported yet");
 const claim = effect(POD, "are pod volumes of the same claims, read-only when the volume asks");
 const sized = effect(CONTROLLER, "size the VMI from a ControllerRevision owned by the VM");
@@ -229,8 +231,8 @@ const vmiSpecEffects: Record<string, FieldEffect> = {
   "accessCredentials[].sshPublicKey.propagationMethod.noCloud": effect(E2E_DEBIAN, "lets its default user in over SSH with the public key of its access credentials"),
   "accessCredentials[].sshPublicKey.propagationMethod.configDrive": effect(CONFIG_DISK, "is an OpenStack config drive"),
   "accessCredentials[].sshPublicKey.propagationMethod.qemuGuestAgent.users[]": agentCredentials,
-  "accessCredentials[].userPassword.source.secret.secretName": agentCredentials,
-  "accessCredentials[].userPassword.propagationMethod.qemuGuestAgent": agentCredentials,
+  "accessCredentials[].userPassword.source.secret.secretName": agentPassword,
+  "accessCredentials[].userPassword.propagationMethod.qemuGuestAgent": agentPassword,
   // Each strategy's answer to an eviction, through the webhook and the disruption budget, on the cluster.
   evictionStrategy: effect("e2e/cluster/vm-eviction.test.ts", "LiveMigrate: is refused with the reason"),
   startStrategy: effect("e2e/cluster/subresources.test.ts", "starts a VM paused as virtctl start --paused asks"),
