@@ -1,4 +1,6 @@
+import { fileURLToPath } from "node:url";
 import { defineConfig } from "@playwright/test";
+import { BROWSER_NETNS } from "@kubevirt-ts/local-cluster/config";
 
 // The dashboard installed on the local cluster when KUBEVIRT_TS_DASHBOARD_URL
 // names it (as `make test` does); otherwise the standalone build, served on
@@ -6,6 +8,7 @@ import { defineConfig } from "@playwright/test";
 const dashboard = process.env.KUBEVIRT_TS_DASHBOARD_URL;
 const port = Number(process.env.KUBEVIRT_TS_E2E_PORT ?? "3100");
 const baseURL = dashboard ?? `http://127.0.0.1:${port}`;
+const CHROMIUM = "/usr/bin/chromium";
 
 export default defineConfig({
   testDir: "tests",
@@ -29,9 +32,13 @@ export default defineConfig({
     headless: true,
     screenshot: "on",
     trace: "retain-on-failure",
-    // Debian's Chromium: Playwright's own browser downloads are not used.
+    // Debian's Chromium: Playwright's own browser downloads are not used. With
+    // the local cluster, it runs in the network namespace cluster-up made for
+    // it: on the node itself, every pod's new veth would make Chromium abort
+    // its requests in flight with ERR_NETWORK_CHANGED.
     launchOptions: {
-      executablePath: "/usr/bin/chromium",
+      executablePath: dashboard ? fileURLToPath(new URL("chromium-in-netns.sh", import.meta.url)) : CHROMIUM,
+      env: { ...process.env, KUBEVIRT_TS_BROWSER_NETNS: BROWSER_NETNS, KUBEVIRT_TS_CHROMIUM: CHROMIUM },
       args: [
         "--no-sandbox",
         "--disable-gpu",

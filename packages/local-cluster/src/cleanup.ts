@@ -1,7 +1,7 @@
 import { readFile, readdir, rm, rmdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { KUBELET_DIR, NODE_BRIDGE, POD_BRIDGE, RUN_DIR, STATE_DIR } from "./config.ts";
+import { BROWSER_LINK, BROWSER_NETNS, KUBELET_DIR, NODE_BRIDGE, POD_BRIDGE, RUN_DIR, STATE_DIR } from "./config.ts";
 import { log, run, tryRun } from "./exec.ts";
 import { processesMatching } from "./proc.ts";
 
@@ -98,17 +98,25 @@ async function unmountAll(): Promise<void> {
 }
 
 async function deleteNetworkNamespaces(): Promise<void> {
-  const names = (await readdir("/run/netns").catch(() => [])).filter((n) => n.startsWith("cni-"));
+  const names = (await readdir("/run/netns").catch(() => [])).filter(isClusterNetns);
   for (const name of names) {
     await tryRun("ip", ["netns", "delete", name]);
     await rm(join("/run/netns", name), { force: true });
   }
 }
 
+function isClusterNetns(name: string): boolean {
+  return name.startsWith("cni-") || name === BROWSER_NETNS;
+}
+
+function isClusterLink(link: { ifname: string; master?: string }): boolean {
+  return [POD_BRIDGE, NODE_BRIDGE, BROWSER_LINK].includes(link.ifname) || link.master === POD_BRIDGE;
+}
+
 async function deleteLinks(): Promise<void> {
   const links = JSON.parse((await tryRun("ip", ["-j", "link", "show"])) ?? "[]") as { ifname: string; master?: string }[];
   for (const link of links) {
-    if (link.master === POD_BRIDGE) await tryRun("ip", ["link", "delete", link.ifname]);
+    if (link.master === POD_BRIDGE || link.ifname === BROWSER_LINK) await tryRun("ip", ["link", "delete", link.ifname]);
   }
   for (const bridge of [POD_BRIDGE, NODE_BRIDGE]) {
     if (links.some((l) => l.ifname === bridge)) await tryRun("ip", ["link", "delete", bridge]);
@@ -188,10 +196,10 @@ export async function leftovers(): Promise<string[]> {
     const point = line.split(" ")[4] ?? "";
     if ([KUBELET_DIR, STATE_DIR, RUN_DIR].some((p) => point.startsWith(p)) || point.includes("/netns/cni-")) found.push(`mount ${point}`);
   }
-  for (const name of await readdir("/run/netns").catch(() => [])) if (name.startsWith("cni-")) found.push(`netns ${name}`);
+  for (const name of await readdir("/run/netns").catch(() => [])) if (isClusterNetns(name)) found.push(`netns ${name}`);
   for (const dir of [KUBELET_DIR, STATE_DIR]) for (const device of await loopDevicesUnder(dir)) found.push(`loop device ${device}`);
   const links = JSON.parse((await tryRun("ip", ["-j", "link", "show"])) ?? "[]") as { ifname: string; master?: string }[];
-  for (const link of links) if (link.ifname === POD_BRIDGE || link.ifname === NODE_BRIDGE || link.master === POD_BRIDGE) found.push(`link ${link.ifname}`);
+  for (const link of links) if (isClusterLink(link)) found.push(`link ${link.ifname}`);
   for (const save of ["iptables-save", "ip6tables-save"]) {
     const dump = (await tryRun(save, [])) ?? "";
     for (const line of dump.split("\n")) if (line.startsWith(":KUBE-") || line.startsWith(":CNI-")) found.push(`${save.replace("-save", "")} chain ${line.slice(1).split(" ")[0] ?? ""}`);

@@ -10,6 +10,14 @@ export const NODE_NAME = "kubevirt-ts-node";
 export const NODE_IP = "198.18.255.1";
 export const NODE_BRIDGE = "kvts0";
 export const NODE_PREFIX = 24;
+/**
+ * The dashboard's browser in the e2e suite runs in a network namespace of its own, joined to the node's bridge.
+ * Chromium aborts every request in flight (ERR_NETWORK_CHANGED) when an address appears on any link it can see, and
+ * on the node each new pod's veth is one; in its own namespace it sees only its link.
+ */
+export const BROWSER_NETNS = "kvts-browser";
+export const BROWSER_IP = "198.18.255.250";
+export const BROWSER_LINK = "kvts-browser0";
 export const POD_CIDR = "198.18.0.0/24";
 export const POD_GATEWAY = "198.18.0.1";
 export const POD_BRIDGE = "kvts-cni0";

@@ -6,7 +6,7 @@ import { FIRST_SERVICE_IP, SERVICE_CIDR, createCertificates, kubeconfigFor, spaw
 import { cleanUp, applyHostSettings } from "./cleanup.ts";
 import {
   APISERVER_PORT, CNI_CONF_DIR, CNI_NETWORK, CONTAINERD_SOCKET, ETCD_PEER_PORT, ETCD_PORT, KUBECONFIG_PATH, LOCAL_DIR, LOG_DIR,
-  NODE_BRIDGE, NODE_IP, NODE_NAME, NODE_PREFIX, RUN_DIR, STATE_DIR,
+  BROWSER_IP, BROWSER_LINK, BROWSER_NETNS, NODE_BRIDGE, NODE_IP, NODE_NAME, NODE_PREFIX, RUN_DIR, STATE_DIR,
 } from "./config.ts";
 import { log, run, tryRun } from "./exec.ts";
 import { importPauseImage } from "./images.ts";
@@ -36,6 +36,14 @@ async function setUpNetwork(): Promise<void> {
   // server checking an APIService just installed) would otherwise follow the default route off the machine, and a
   // kept-alive one would stay there. On the bridge it fails and is made again, through kube-proxy's rule.
   await run("ip", ["route", "add", SERVICE_CIDR, "dev", NODE_BRIDGE]);
+  await run("ip", ["netns", "add", BROWSER_NETNS]);
+  await run("ip", ["link", "add", BROWSER_LINK, "type", "veth", "peer", "name", "eth0", "netns", BROWSER_NETNS]);
+  await run("ip", ["link", "set", BROWSER_LINK, "master", NODE_BRIDGE, "up"]);
+  const inBrowserNetns = ["netns", "exec", BROWSER_NETNS, "ip"];
+  await run("ip", [...inBrowserNetns, "addr", "add", `${BROWSER_IP}/${NODE_PREFIX}`, "dev", "eth0"]);
+  await run("ip", [...inBrowserNetns, "link", "set", "eth0", "up"]);
+  await run("ip", [...inBrowserNetns, "link", "set", "lo", "up"]);
+  await run("ip", [...inBrowserNetns, "route", "add", "default", "via", NODE_IP]);
   await applyHostSettings({
     "/proc/sys/net/ipv4/ip_forward": "1",
     // Service traffic between pods on the same bridge must pass kube-proxy's rules.
