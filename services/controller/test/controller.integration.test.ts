@@ -103,7 +103,7 @@ describe("run strategies", () => {
 });
 
 describe("instancetypes and preferences", () => {
-  test("size the VMI from a ControllerRevision owned by the VM, which later edits of the instancetype do not change", async ({ client, namespace }) => {
+  test("size the VMI from a ControllerRevision owned by the VM, which later edits of the instancetype do not change, and which another VM can name", async ({ client, namespace }) => {
     const instancetypes = instancetypeResources.VirtualMachineInstancetype;
     await client.create(instancetypes, namespace, {
       apiVersion: INSTANCETYPE_API_VERSION, kind: "VirtualMachineInstancetype", metadata: { name: "small" }, spec: { cpu: { guest: 2 }, memory: { guest: "256Mi" }, annotations: { size: "small" } },
@@ -140,6 +140,15 @@ describe("instancetypes and preferences", () => {
     await client.delete(kubevirtResources.virtualMachineInstances, namespace, "sized", { uid: vmi?.metadata.uid });
     await expect.poll(async () => (await getVmi(client, namespace, "sized"))?.metadata.uid, poll).not.toBe(vmi?.metadata.uid);
     await expect.poll(async () => (await getVmi(client, namespace, "sized"))?.spec.domain.cpu?.cores, poll).toBe(2);
+
+    // A VM that names the captured revisions (spec.instancetype/preference.revisionName) is sized from them, not from
+    // the instancetype as it is now.
+    const pinned = newVm("pinned", "Always", namespace);
+    pinned.spec.instancetype = { name: "small", kind: "VirtualMachineInstancetype", revisionName: revision };
+    pinned.spec.preference = { name: "virtio", kind: "VirtualMachinePreference", revisionName: status?.preferenceRef?.controllerRevisionRef?.name ?? "" };
+    pinned.spec.template.spec.domain = { devices: {} };
+    await createVm(client, pinned);
+    await expect.poll(async () => (await getVmi(client, namespace, "pinned"))?.spec.domain.cpu, poll).toMatchObject({ sockets: 1, cores: 2 });
   });
 
   test("a VM whose instancetype is not there yet says so in a Failure condition, and starts once it appears", async ({ client, namespace }) => {

@@ -35,6 +35,7 @@ const topology = effect(CONVERTER, "the topology asked for");
 const nicModel = effect(CONVERTER, "an e1000e interface with its MAC address, booted from the network second");
 const podHostAndToleration = effect(POD, "names the pod's host as the VMI asks, in its subdomain");
 const podPassThrough = effect(POD, "passes priority, scheduler, DNS and topology spread through");
+const namedPullPolicy = effect(POD, "pull each disk and kernel image with the pull policy its volume names");
 // A feature's leaf is its enabled flag: listing the feature turns it on, which this case shows for each; it
 // shows enabled: false too, for evmcs, pvspinlock, the HPET and kvmclock, through the same code as the others.
 const windowsGuest = effect(CONVERTER, "a Windows-style guest: Hyper-V enlightenments");
@@ -50,6 +51,8 @@ const agentCredentials = effect(E2E_DEBIAN, "gives a user SSH keys through its g
 const agentPassword = notYetProven("set with guest-set-user-password by the launcher's access-credentials.ts, whose unit test sees the command; no e2e test logs in with it yet");
 const lun = refused(VALIDATION_CASES, "a claim as a LUN, not supported yet");
 const claim = effect(POD, "are pod volumes of the same claims, read-only when the volume asks");
+const preferenceFillsIn = effect(EXPAND, "fills in the disks' cache, what is attached by default, the grace period, architecture and subdomain");
+const deprecatedFirmware = effect(EXPAND, "takes the deprecated preferredUseEfi and preferredUseSecureBoot, and preferredUseBios");
 const sized = effect(CONTROLLER, "size the VMI from a ControllerRevision owned by the VM");
 const LAUNCHER = "services/launcher/test/launcher.integration.test.ts";
 const E2E_DATA_VOLUMES = "e2e/cluster/vm-datavolume.test.ts";
@@ -99,13 +102,13 @@ const vmiSpecEffects: Record<string, FieldEffect> = {
   "domain.cpu.model": effect(CONVERTER, "a named CPU model as a custom CPU"),
   "domain.memory.guest": effect(CONVERTER, "gives the guest its memory in bytes"),
   "domain.machine.type": effect(CONVERTER, "another machine type"),
-  "domain.firmware.uuid": notYetProven("becomes the domain's UUID and SMBIOS UUID (domain-manager.ts); the converter tests pass the UUID in their context, none derives it from the spec"),
+  "domain.firmware.uuid": effect(CONVERTER, "takes the domain's UUID from firmware.uuid"),
   "domain.firmware.serial": effect(CONVERTER, "the SMBIOS serial number"),
   "domain.firmware.bootloader.bios": effect(EXPAND, "keeps the template's own firmware choice over the preference's"),
   "domain.firmware.bootloader.efi.secureBoot": effect(CONVERTER, "an EFI firmware without secure boot"),
   "domain.firmware.kernelBoot.kernelArgs": effect(CONVERTER, "a kernel boot"),
   "domain.firmware.kernelBoot.container.image": effect(E2E_RUNNING, "runs: Running with software emulation"),
-  "domain.firmware.kernelBoot.container.imagePullPolicy": notYetProven("the pull policy of the init containers copying the kernel and initrd; tests cover only the default chosen when it is unset"),
+  "domain.firmware.kernelBoot.container.imagePullPolicy": namedPullPolicy,
   "domain.firmware.kernelBoot.container.kernelPath": kernelFiles,
   "domain.firmware.kernelBoot.container.initrdPath": kernelFiles,
   "domain.features.acpi.enabled": acpiApicSmmOff,
@@ -134,7 +137,7 @@ const vmiSpecEffects: Record<string, FieldEffect> = {
   "domain.clock.utc.offsetSeconds": effect(CONVERTER, "a UTC clock running ahead"),
   "domain.clock.timezone": windowsGuest,
   "domain.clock.timer.hpet.present": windowsGuest,
-  "domain.clock.timer.hpet.tickPolicy": notYetProven("sets the HPET timer's tickpolicy; the Windows-style case turns the HPET off instead"),
+  "domain.clock.timer.hpet.tickPolicy": effect(CONVERTER, "an HPET with its tick policy"),
   "domain.clock.timer.pit.present": windowsGuest,
   "domain.clock.timer.pit.tickPolicy": windowsGuest,
   "domain.clock.timer.rtc.present": windowsGuest,
@@ -146,7 +149,7 @@ const vmiSpecEffects: Record<string, FieldEffect> = {
   "domain.devices.disks[].disk.bus": effect(CONVERTER, "sata and scsi disks named sda, sdb, with a virtio-scsi controller"),
   "domain.devices.disks[].disk.readonly": effect(CONVERTER, "a read-only disk with writeback caching"),
   "domain.devices.disks[].cdrom.bus": effect(CONVERTER, "a writable CD-ROM on the SCSI bus"),
-  "domain.devices.disks[].cdrom.readonly": notYetProven("false makes the CD-ROM writable; tests see only the default, true"),
+  "domain.devices.disks[].cdrom.readonly": effect(CONVERTER, "makes a CD-ROM writable only when it says readonly: false"),
   "domain.devices.disks[].cdrom.tray": effect(CONVERTER, "a CD-ROM whose tray starts open"),
   "domain.devices.disks[].lun.bus": lun,
   "domain.devices.disks[].lun.readonly": lun,
@@ -176,13 +179,13 @@ const vmiSpecEffects: Record<string, FieldEffect> = {
   "domain.devices.inputs[].bus": effect(CONVERTER, "a virtio tablet instead of the USB one"),
   "volumes[].name": containerDiskCopy,
   "volumes[].containerDisk.image": containerDiskCopy,
-  "volumes[].containerDisk.imagePullPolicy": notYetProven("the pull policy of the init container copying the disk; tests cover only the default chosen when it is unset"),
+  "volumes[].containerDisk.imagePullPolicy": namedPullPolicy,
   "volumes[].containerDisk.path": containerDiskCopy,
-  "volumes[].cloudInitNoCloud.userData": notYetProven("written to the NoCloud seed disk as user-data; no test reads inline userData back (the e2e guests use secretRef)"),
+  "volumes[].cloudInitNoCloud.userData": effect(CLOUD_INIT, "takes inline user data as it is"),
   "volumes[].cloudInitNoCloud.userDataBase64": effect(CLOUD_INIT, "decodes inline base64 data as before"),
   "volumes[].cloudInitNoCloud.secretRef.name": effect(E2E_DEBIAN, "lets the cloud-init user log in on the serial console"),
   "volumes[].cloudInitNoCloud.networkData": effect(CLOUD_INIT, "combines a Secret's user data with inline network data"),
-  "volumes[].cloudInitNoCloud.networkDataBase64": notYetProven("decoded and written to the seed disk as network-config; no test sets it"),
+  "volumes[].cloudInitNoCloud.networkDataBase64": effect(CLOUD_INIT, "decodes inline base64 data as before"),
   "volumes[].cloudInitNoCloud.networkDataSecretRef.name": effect(POD, "reach the launcher as Secret volumes of the pod"),
   // A config drive's data is read by the same code as NoCloud's (cloudInitSourceOf); its disk is OpenStack's.
   "volumes[].cloudInitConfigDrive.userData": effect(CONFIG_DISK, "is an OpenStack config drive"),
@@ -191,7 +194,7 @@ const vmiSpecEffects: Record<string, FieldEffect> = {
   "volumes[].cloudInitConfigDrive.networkData": effect(CONFIG_DISK, "is an OpenStack config drive"),
   "volumes[].cloudInitConfigDrive.networkDataBase64": effect(CLOUD_INIT, "decodes a config drive's inline base64 data"),
   "volumes[].cloudInitConfigDrive.networkDataSecretRef.name": effect(POD, "mounts a config drive's Secret as a NoCloud volume's"),
-  "volumes[].emptyDisk.capacity": notYetProven("the size of the sparse qcow2 file the launcher creates (prepare.ts); no test checks the size"),
+  "volumes[].emptyDisk.capacity": effect("services/launcher/src/storage/prepare.test.ts", "makes each emptyDisk a sparse qcow2 file of the capacity asked for"),
   "volumes[].persistentVolumeClaim.claimName": claim,
   "volumes[].persistentVolumeClaim.readOnly": claim,
   "volumes[].ephemeral.persistentVolumeClaim.claimName": effect(LAUNCHER, "gives an ephemeral claim's disk under an overlay"),
@@ -221,11 +224,11 @@ const vmiSpecEffects: Record<string, FieldEffect> = {
   "topologySpreadConstraints[].topologyKey": podPassThrough,
   "topologySpreadConstraints[].whenUnsatisfiable": podPassThrough,
   "topologySpreadConstraints[].labelSelector.matchLabels": podPassThrough,
-  "topologySpreadConstraints[].labelSelector.matchExpressions[].key": notYetProven("passed to the pod's constraint's label selector; the pass-through test uses matchLabels"),
-  "topologySpreadConstraints[].labelSelector.matchExpressions[].operator": notYetProven("passed to the pod's constraint's label selector; the pass-through test uses matchLabels"),
-  "topologySpreadConstraints[].labelSelector.matchExpressions[].values[]": notYetProven("passed to the pod's constraint's label selector; the pass-through test uses matchLabels"),
-  "topologySpreadConstraints[].minDomains": notYetProven("passed to the pod's constraint; the pass-through test leaves it out"),
-  "topologySpreadConstraints[].matchLabelKeys[]": notYetProven("passed to the pod's constraint; the pass-through test leaves it out"),
+  "topologySpreadConstraints[].labelSelector.matchExpressions[].key": podPassThrough,
+  "topologySpreadConstraints[].labelSelector.matchExpressions[].operator": podPassThrough,
+  "topologySpreadConstraints[].labelSelector.matchExpressions[].values[]": podPassThrough,
+  "topologySpreadConstraints[].minDomains": podPassThrough,
+  "topologySpreadConstraints[].matchLabelKeys[]": podPassThrough,
   // SSH keys from a Secret, given by cloud-init: the Debian guest's default user logs in with one over SSH.
   "accessCredentials[].sshPublicKey.source.secret.secretName": effect(E2E_DEBIAN, "lets its default user in over SSH with the public key of its access credentials"),
   "accessCredentials[].sshPublicKey.propagationMethod.noCloud": effect(E2E_DEBIAN, "lets its default user in over SSH with the public key of its access credentials"),
@@ -266,10 +269,10 @@ const vmEffects: Record<string, FieldEffect> = {
   // That test names a namespaced instancetype and a preference in lower case: only the kinds find them.
   "spec.instancetype.name": sized,
   "spec.instancetype.kind": sized,
-  "spec.instancetype.revisionName": notYetProven("expands the VM from the named ControllerRevision (find.ts); the tests capture revisions through status.instancetypeRef, none names one in the spec"),
+  "spec.instancetype.revisionName": effect(CONTROLLER, "and which another VM can name"),
   "spec.preference.name": sized,
   "spec.preference.kind": sized,
-  "spec.preference.revisionName": notYetProven("expands the VM from the named ControllerRevision (find.ts); the tests capture revisions through status.preferenceRef, none names one in the spec"),
+  "spec.preference.revisionName": effect(CONTROLLER, "and which another VM can name"),
   "spec.instancetype.inferFromVolume": effect(INFER, "names the instancetype and preference from the labels of a volume's claim, and drops inferFromVolume"),
   "spec.instancetype.inferFromVolumeFailurePolicy": effect(INFER, "with Ignore, drops a matcher its volume does not name, and the memory when an instancetype is inferred"),
   "spec.preference.inferFromVolume": effect(INFER, "names the instancetype and preference from the labels of a volume's claim, and drops inferFromVolume"),
@@ -298,7 +301,7 @@ const vmEffects: Record<string, FieldEffect> = {
   "spec.dataVolumeTemplates[].spec.storage.storageClassName": claimOfDataVolume,
   "spec.dataVolumeTemplates[].spec.storage.resources.requests.storage": claimOfDataVolume,
   "spec.dataVolumeTemplates[].spec.contentType": notYetProven("kubevirt, the only content type accepted, is what every DataVolume holds: a disk image"),
-  "spec.template.metadata.labels": notYetProven("given to the VMI (vmiForVm) and from it to the launcher pod; no test sets template labels and looks for them on the VMI"),
+  "spec.template.metadata.labels": effect("services/controller/src/vm/controller.test.ts", "gives the VMI the template's labels"),
   "spec.template.metadata.annotations": effect(EXPAND, "gives the VMI the template's annotations over the instancetype's over the preference's"),
   ...Object.fromEntries(Object.entries(vmiSpecEffects).map(([path, entry]) => [`${VM_TEMPLATE_SPEC}.${path}`, entry])),
 };
@@ -309,7 +312,7 @@ const instancetypeEffects: Record<string, FieldEffect> = {
   "instancetype:spec.cpu.model": sizedByInstancetype,
   "instancetype:spec.memory.guest": sizedByInstancetype,
   "instancetype:spec.memory.overcommitPercent": sizedByInstancetype,
-  "instancetype:spec.nodeSelector": notYetProven("copied into the VMI's nodeSelector; tests assert only its conflict with the template's"),
+  "instancetype:spec.nodeSelector": effect(EXPAND, "gives the VMI the instancetype's nodeSelector"),
   "instancetype:spec.annotations": effect(EXPAND, "gives the VMI the template's annotations over the instancetype's"),
 };
 
@@ -367,22 +370,22 @@ const preferenceEffects: Record<string, FieldEffect> = {
   "preference:spec.devices.preferredDiskBus": filledIn,
   "preference:spec.devices.preferredCdromBus": filledIn,
   "preference:spec.devices.preferredLunBus": notYetProven("would set the bus of LUNs, but no LUN is admitted (a claim as a LUN is refused): no effect until LUNs are supported"),
-  "preference:spec.devices.preferredDiskCache": notYetProven("fills in the cache of disks that name none; no test sets it"),
+  "preference:spec.devices.preferredDiskCache": preferenceFillsIn,
   "preference:spec.devices.preferredInterfaceModel": filledIn,
   "preference:spec.devices.preferredRng": filledIn,
-  "preference:spec.devices.preferredAutoattachSerialConsole": notYetProven("fills in devices.autoattachSerialConsole; no test sets it"),
-  "preference:spec.devices.preferredAutoattachGraphicsDevice": notYetProven("fills in devices.autoattachGraphicsDevice; no test sets it"),
-  "preference:spec.devices.preferredAutoattachPodInterface": notYetProven("fills in devices.autoattachPodInterface; no test sets it"),
-  "preference:spec.firmware.preferredUseBios": notYetProven("gives a BIOS bootloader where the template names none; no test sets it"),
+  "preference:spec.devices.preferredAutoattachSerialConsole": preferenceFillsIn,
+  "preference:spec.devices.preferredAutoattachGraphicsDevice": preferenceFillsIn,
+  "preference:spec.devices.preferredAutoattachPodInterface": preferenceFillsIn,
+  "preference:spec.firmware.preferredUseBios": deprecatedFirmware,
   "preference:spec.firmware.preferredEfi.secureBoot": filledIn,
-  "preference:spec.firmware.preferredUseEfi": notYetProven("the deprecated form of preferredEfi, applied the same way; no test sets it"),
-  "preference:spec.firmware.preferredUseSecureBoot": notYetProven("the deprecated form of preferredEfi.secureBoot, applied with preferredUseEfi; no test sets it"),
+  "preference:spec.firmware.preferredUseEfi": deprecatedFirmware,
+  "preference:spec.firmware.preferredUseSecureBoot": deprecatedFirmware,
   "preference:spec.machine.preferredMachineType": filledIn,
   "preference:spec.requirements.cpu.guest": requirements,
   "preference:spec.requirements.memory.guest": requirements,
-  "preference:spec.preferredTerminationGracePeriodSeconds": notYetProven("fills in terminationGracePeriodSeconds; the expansion test sets it only where the template's own wins"),
-  "preference:spec.preferredArchitecture": notYetProven("fills in architecture, of which amd64 alone is admitted; no test sets it"),
-  "preference:spec.preferredSubdomain": notYetProven("fills in subdomain; no test sets it"),
+  "preference:spec.preferredTerminationGracePeriodSeconds": preferenceFillsIn,
+  "preference:spec.preferredArchitecture": preferenceFillsIn,
+  "preference:spec.preferredSubdomain": preferenceFillsIn,
   "preference:spec.annotations": effect(EXPAND, "gives the VMI the template's annotations over the instancetype's over the preference's"),
 };
 

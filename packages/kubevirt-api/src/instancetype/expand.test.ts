@@ -138,6 +138,47 @@ describe("expandVmiSpec", () => {
     expect(expand(own, { preference: needy }).causes.map((c) => c.field)).toEqual([`${PATH}.domain.cpu.sockets`]);
   });
 
+  it("fills in the disks' cache, what is attached by default, the grace period, architecture and subdomain from the preference", () => {
+    const preference = {
+      name: "p",
+      spec: {
+        devices: { preferredDiskCache: "writethrough" as const, preferredAutoattachSerialConsole: false, preferredAutoattachGraphicsDevice: false, preferredAutoattachPodInterface: false },
+        preferredTerminationGracePeriodSeconds: 90,
+        preferredArchitecture: "amd64",
+        preferredSubdomain: "guests",
+      },
+    };
+    const spec = template();
+    spec.domain.devices.disks = [{ name: "root", disk: {} }, { name: "own", disk: {}, cache: "none" }];
+    const { spec: expanded, causes } = expand(spec, { preference });
+    expect(causes).toEqual([]);
+    expect(expanded.domain.devices.disks?.map((d) => d.cache)).toEqual(["writethrough", "none"]);
+    expect(expanded.domain.devices).toMatchObject({ autoattachSerialConsole: false, autoattachGraphicsDevice: false, autoattachPodInterface: false });
+    expect(expanded).toMatchObject({ terminationGracePeriodSeconds: 90, architecture: "amd64", subdomain: "guests" });
+    // The template's own choices stay.
+    const own = template({ terminationGracePeriodSeconds: 5, subdomain: "mine" });
+    own.domain.devices.autoattachSerialConsole = true;
+    const { spec: kept } = expand(own, { preference });
+    expect(kept).toMatchObject({ terminationGracePeriodSeconds: 5, subdomain: "mine" });
+    expect(kept.domain.devices.autoattachSerialConsole).toBe(true);
+  });
+
+  it("takes the deprecated preferredUseEfi and preferredUseSecureBoot, and preferredUseBios, where the template names no bootloader", () => {
+    const efi = expand(template(), { preference: { name: "old-efi", spec: { firmware: { preferredUseEfi: true, preferredUseSecureBoot: false } } } });
+    expect(efi.spec.domain.firmware?.bootloader).toEqual({ efi: { secureBoot: false } });
+    const secure = expand(template(), { preference: { name: "old-secure", spec: { firmware: { preferredUseEfi: true, preferredUseSecureBoot: true } } } });
+    expect(secure.spec.domain.firmware?.bootloader).toEqual({ efi: { secureBoot: true } });
+    const bios = expand(template(), { preference: { name: "bios", spec: { firmware: { preferredUseBios: true } } } });
+    expect(bios.spec.domain.firmware?.bootloader).toEqual({ bios: {} });
+  });
+
+  it("gives the VMI the instancetype's nodeSelector", () => {
+    const placed = { ...u1medium, spec: { ...u1medium.spec, nodeSelector: { "example.com/zone": "a" } } };
+    const { spec, causes } = expand(template(), { instancetype: placed });
+    expect(causes).toEqual([]);
+    expect(spec.nodeSelector).toEqual({ "example.com/zone": "a" });
+  });
+
   it("gives the VMI the template's annotations over the instancetype's over the preference's", () => {
     const { annotations } = expand(template(), { instancetype: { ...u1medium, spec: { ...u1medium.spec, annotations: { a: "it", b: "it" } } }, preference: { name: "p", spec: { annotations: { a: "p", c: "p" } } } }, { d: "t" });
     expect(annotations).toEqual({ a: "it", b: "it", c: "p", d: "t" });

@@ -78,19 +78,27 @@ describe("launcherPod", () => {
 
   it("passes priority, scheduler, DNS and topology spread through", () => {
     const spread = { maxSkew: 1, topologyKey: "kubernetes.io/hostname", whenUnsatisfiable: "ScheduleAnyway" as const, labelSelector: { matchLabels: { app: "web" } } };
+    const byExpression = {
+      maxSkew: 2,
+      minDomains: 2,
+      topologyKey: "topology.kubernetes.io/zone",
+      whenUnsatisfiable: "DoNotSchedule" as const,
+      labelSelector: { matchExpressions: [{ key: "tier", operator: "In" as const, values: ["db", "cache"] }] },
+      matchLabelKeys: ["kubevirt.io/vm"],
+    };
     const given = vmi((v) => {
       v.spec.priorityClassName = "vms-high";
       v.spec.schedulerName = "my-scheduler";
       v.spec.dnsPolicy = "None";
       v.spec.dnsConfig = { nameservers: ["198.18.0.53"], searches: ["example.test"], options: [{ name: "ndots", value: "2" }] };
-      v.spec.topologySpreadConstraints = [spread];
+      v.spec.topologySpreadConstraints = [spread, byExpression];
     });
     expect(launcherPod(given, config).spec).toMatchObject({
       priorityClassName: "vms-high",
       schedulerName: "my-scheduler",
       dnsPolicy: "None",
       dnsConfig: { nameservers: ["198.18.0.53"], searches: ["example.test"], options: [{ name: "ndots", value: "2" }] },
-      topologySpreadConstraints: [spread],
+      topologySpreadConstraints: [spread, byExpression],
     });
   });
 
@@ -197,6 +205,21 @@ describe("containerDisks", () => {
       ["container-disk-binary", ["/usr/local/bin/kubevirt-ts-disk-copy", "/var/run/kubevirt-ts/tools/kubevirt-ts-disk-copy"]],
       ["kernel-boot-0", ["/boot/vmlinuz", "/var/run/kubevirt-ts/kernel-boot"]],
       ["kernel-boot-1", ["/boot/initrd.gz", "/var/run/kubevirt-ts/kernel-boot"]],
+    ]);
+  });
+
+  it("pull each disk and kernel image with the pull policy its volume names", () => {
+    const named = launcherPod(
+      vmi((v) => {
+        v.spec.volumes = [{ name: "root", containerDisk: { image: "kubevirt-ts.local/guest:1", imagePullPolicy: "Always" } }];
+        v.spec.domain.firmware = { kernelBoot: { container: { image: "registry:5000/kernel", kernelPath: "/boot/vmlinuz", imagePullPolicy: "Never" } } };
+      }),
+      config,
+    ).spec;
+    expect(named.initContainers?.map((c) => [c.name, c.imagePullPolicy])).toEqual([
+      ["container-disk-binary", config.imagePullPolicy],
+      ["volume-root", "Always"],
+      ["kernel-boot-0", "Never"],
     ]);
   });
 

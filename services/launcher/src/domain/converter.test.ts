@@ -1,6 +1,6 @@
 import { type VirtualMachineInstance, type VmiSpec, defaultVmiSpec } from "@kubevirt-ts/kubevirt-api";
 import { describe, expect, it } from "vitest";
-import { type DomainContext, chooseDomainType, domainName, domainXml } from "./converter.ts";
+import { type DomainContext, chooseDomainType, domainName, domainXml, firmwareUuid } from "./converter.ts";
 
 function vmi(mutate: (spec: VmiSpec) => void = () => undefined): VirtualMachineInstance {
   const spec: VmiSpec = {
@@ -163,6 +163,11 @@ describe("domainXml", () => {
         '<clock offset="timezone" timezone="Europe/Paris">\n    <timer name="rtc" present="yes" tickpolicy="catchup" track="guest"/>\n    <timer name="pit" present="yes" tickpolicy="delay"/>\n    <timer name="hpet" present="no"/>\n    <timer name="kvmclock" present="no"/>\n    <timer name="hypervclock" present="yes"/>\n  </clock>',
       ],
     ],
+    [
+      "an HPET with its tick policy",
+      () => domainXml(vmi((s) => (s.domain.clock = { utc: {}, timer: { hpet: { tickPolicy: "catchup" } } })), ctx),
+      ['<timer name="hpet" present="yes" tickpolicy="catchup"/>'],
+    ],
     ["KVM hidden from the guest", () => domainXml(vmi((s) => (s.domain.features = { kvm: { hidden: true } })), ctx), ['<kvm>\n      <hidden state="on"/>\n    </kvm>']],
     ["a UTC clock running ahead", () => domainXml(vmi((s) => (s.domain.clock = { utc: { offsetSeconds: 3600 } })), ctx), ['<clock offset="utc" adjustment="3600"/>']],
     [
@@ -193,6 +198,17 @@ describe("domainXml", () => {
   it("leaves out a TPM that is turned off, and has none unless asked", () => {
     expect(domainXml(vmi((s) => (s.domain.devices.tpm = { enabled: false })), ctx)).not.toContain("<tpm");
     expect(domainXml(vmi(), ctx)).not.toContain("<tpm");
+  });
+
+  it("makes a CD-ROM writable only when it says readonly: false", () => {
+    const cdrom = (readonly?: boolean) =>
+      domainXml(vmi((s) => {
+        s.domain.devices.disks = [{ name: "cd", cdrom: readonly === undefined ? { bus: "sata" } : { bus: "sata", readonly } }];
+        s.volumes = [{ name: "cd", containerDisk: { image: "iso:1" } }];
+      }), { ...ctx, disks: { cd: { path: "/var/run/kubevirt-ts/disks/cd.iso", format: "raw" } } });
+    expect(cdrom(false)).not.toContain("<readonly/>");
+    expect(cdrom()).toContain("<readonly/>");
+    expect(cdrom(true)).toContain("<readonly/>");
   });
 
   it("leaves out the serial console when it is not wanted", () => {
@@ -243,5 +259,17 @@ describe("chooseDomainType", () => {
 describe("names", () => {
   it("names the domain after namespace and name", () => {
     expect(domainName(vmi())).toBe("ns_testvm");
+  });
+
+  it("takes the domain's UUID from firmware.uuid, or else derives a stable one from namespace and name", () => {
+    const own = vmi((s) => (s.domain.firmware = { uuid: "0a8f3d52-1111-4222-8333-444455556666" }));
+    expect(firmwareUuid(own)).toBe("0a8f3d52-1111-4222-8333-444455556666");
+    expect(domainXml(own, { ...ctx, uuid: firmwareUuid(own) })).toMatch(/<uuid>0a8f3d52-1111-4222-8333-444455556666<\/uuid>[\s\S]*<entry name="uuid">0a8f3d52-1111-4222-8333-444455556666<\/entry>/);
+    const derived = firmwareUuid(vmi());
+    expect(derived).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(firmwareUuid(vmi())).toBe(derived);
+    const other = vmi();
+    other.metadata.name = "othervm";
+    expect(firmwareUuid(other)).not.toBe(derived);
   });
 });

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { type Clock, type Disk, type Features, type Ipv4Network, type VirtualMachineInstance, diskBus, diskTargets, parseIpv4Network, parseQuantity } from "@kubevirt-ts/kubevirt-api";
 import { type XmlElement, el, renderXml } from "./xml.ts";
 
@@ -6,6 +7,14 @@ import { type XmlElement, el, renderXml } from "./xml.ts";
 // device mapping is tested by table without libvirt.
 
 export type DomainType = "kvm" | "qemu";
+
+/** The domain's UUID: the VMI's firmware.uuid, or else a stable name-based (v5-style) one from its namespace and name. */
+export function firmwareUuid(vmi: VirtualMachineInstance): string {
+  if (vmi.spec.domain.firmware?.uuid) return vmi.spec.domain.firmware.uuid;
+  const hash = createHash("sha1").update(`kubevirt-ts/${vmi.metadata.namespace ?? ""}/${vmi.metadata.name ?? ""}`).digest("hex");
+  const variant = ((parseInt(hash.slice(16, 18), 16) & 0x3f) | 0x80).toString(16);
+  return `${hash.slice(0, 8)}-${hash.slice(8, 12)}-5${hash.slice(13, 16)}-${variant}${hash.slice(18, 20)}-${hash.slice(20, 32)}`;
+}
 
 export interface PreparedDisk {
   path: string;

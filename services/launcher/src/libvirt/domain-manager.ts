@@ -1,5 +1,4 @@
 import { execFile } from "node:child_process";
-import { createHash } from "node:crypto";
 import { access, constants, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { promisify } from "node:util";
@@ -7,7 +6,7 @@ import { type Domain, DomainState, type Hypervisor } from "@unraid/libvirt";
 import { type GuestAgentInfo, type GuestOsInfo, type Ipv4Network, SocketsVolume, type VirtualMachineInstance, podNetworkInterface, podNetworkPorts } from "@kubevirt-ts/kubevirt-api";
 import { type DomainStatus, RpcError } from "@kubevirt-ts/launcher-protocol";
 import type { Logger } from "@kubevirt-ts/runtime";
-import { type DomainType, chooseDomainType, domainName, domainXml, interfaceNetdev } from "../domain/converter.ts";
+import { type DomainType, chooseDomainType, domainName, domainXml, firmwareUuid, interfaceNetdev } from "../domain/converter.ts";
 import { prepareDisks } from "../storage/prepare.ts";
 import { AGENT_COMMANDS, type AgentAnswers, guestAgentInfoOf, osInfoOf } from "./guest-agent.ts";
 import { toPng } from "./png.ts";
@@ -51,14 +50,6 @@ const STATE_NAMES: Record<number, DomainStatus["state"]> = {
   [DomainState.CRASHED]: "Crashed",
   [DomainState.PMSUSPENDED]: "PMSuspended",
 };
-
-/** A stable UUID for a VMI's firmware, from its namespace and name, as a name-based (v5-style) UUID. */
-export function firmwareUuid(vmi: VirtualMachineInstance): string {
-  if (vmi.spec.domain.firmware?.uuid) return vmi.spec.domain.firmware.uuid;
-  const hash = createHash("sha1").update(`kubevirt-ts/${vmi.metadata.namespace ?? ""}/${vmi.metadata.name ?? ""}`).digest("hex");
-  const variant = ((parseInt(hash.slice(16, 18), 16) & 0x3f) | 0x80).toString(16);
-  return `${hash.slice(0, 8)}-${hash.slice(8, 12)}-5${hash.slice(13, 16)}-${variant}${hash.slice(18, 20)}-${hash.slice(20, 32)}`;
-}
 
 async function usable(device: string): Promise<boolean> {
   return access(device, constants.R_OK | constants.W_OK).then(

@@ -77,8 +77,12 @@ describe("cloudInitData", () => {
   });
 
   it("decodes inline base64 data as before", async () => {
-    const data = await cloudInitData(vmiWith({ userDataBase64: Buffer.from("#cloud-config\n").toString("base64") }), secretsDir);
-    expect(data.get("cloudinitdisk")).toEqual({ userdata: "#cloud-config\n" });
+    const data = await cloudInitData(vmiWith({ userDataBase64: Buffer.from("#cloud-config\n").toString("base64"), networkDataBase64: Buffer.from("version: 2\n").toString("base64") }), secretsDir);
+    expect(data.get("cloudinitdisk")).toEqual({ userdata: "#cloud-config\n", networkdata: "version: 2\n" });
+  });
+
+  it("takes inline user data as it is", async () => {
+    expect((await cloudInitData(vmiWith({ userData: "#cloud-config\nhostname: inline\n" }), secretsDir)).get("cloudinitdisk")).toEqual({ userdata: "#cloud-config\nhostname: inline\n" });
   });
 
   it("decodes a config drive's inline base64 data the same way", async () => {
