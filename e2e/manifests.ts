@@ -23,22 +23,21 @@ export function tinyVm(name: string, image: string, namespace?: string) {
   };
 }
 
+type TinySpec = ReturnType<typeof tinyVm>["spec"]["template"]["spec"];
+
+/** The tiny guest with its template's spec changed. */
+export function tinyVmWithSpec(name: string, image: string, namespace: string | undefined, change: (spec: TinySpec) => Record<string, unknown>) {
+  const vm = tinyVm(name, image, namespace);
+  return { ...vm, spec: { ...vm.spec, template: { spec: change(vm.spec.template.spec) } } };
+}
+
 /** The tiny guest with one more disk, vda, on the volume source given. */
 function tinyVmWithDisk(name: string, image: string, source: Record<string, unknown>, namespace?: string) {
-  const vm = tinyVm(name, image, namespace);
-  return {
-    ...vm,
-    spec: {
-      ...vm.spec,
-      template: {
-        spec: {
-          ...vm.spec.template.spec,
-          domain: { ...vm.spec.template.spec.domain, devices: { ...vm.spec.template.spec.domain.devices, disks: [{ name: "data", disk: { bus: "virtio" } }] } },
-          volumes: [{ name: "data", ...source }],
-        },
-      },
-    },
-  };
+  return tinyVmWithSpec(name, image, namespace, (spec) => ({
+    ...spec,
+    domain: { ...spec.domain, devices: { ...spec.domain.devices, disks: [{ name: "data", disk: { bus: "virtio" } }] } },
+    volumes: [{ name: "data", ...source }],
+  }));
 }
 
 /** The tiny guest with one more disk, vda, on a PersistentVolumeClaim. */

@@ -73,7 +73,7 @@ export const claimDevicePath = (volume: string): string => `${CLAIM_DEVICES_DIR}
 /** The parts of a PersistentVolumeClaim these rules read. */
 export interface ClaimObject {
   metadata: { name?: string; annotations?: Record<string, string> };
-  spec?: { accessModes?: string[]; volumeMode?: string; resources?: { requests?: Record<string, string | number> } };
+  spec?: { accessModes?: string[]; volumeMode?: string; storageClassName?: string; resources?: { requests?: Record<string, string | number> } };
   status?: { phase?: string; capacity?: Record<string, string | number> };
 }
 

@@ -21,6 +21,7 @@ export * from "./launcher-pod.ts";
 export * from "./cloud-init-secrets.ts";
 export * from "./config-volumes.ts";
 export * from "./claims.ts";
+export * from "./backend-storage.ts";
 export * from "./disk-targets.ts";
 export * from "./access-credentials.ts";
 export * from "./resources.ts";

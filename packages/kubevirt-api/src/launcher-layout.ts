@@ -38,6 +38,8 @@ export const LauncherDir = {
   /** Where Filesystem-mode claims are mounted, and where Block-mode claims' devices are (see claims.ts). */
   claimDisks: CLAIM_DISKS_DIR,
   claimDevices: CLAIM_DEVICES_DIR,
+  /** Where the VM's backend-storage claim is mounted, when it has one (see backend-storage.ts). */
+  vmState: `${ROOT}/vm-state`,
 } as const;
 
 /** The pod's volume names. */
@@ -47,6 +49,7 @@ export const LauncherVolume = {
   tools: "tools",
   containerDisks: "container-disks",
   kernelBoot: "kernel-boot",
+  vmState: "vm-state",
 } as const;
 
 /**
@@ -98,6 +101,7 @@ export const LauncherEnv = {
   accessCredentialsDir: "ACCESS_CREDENTIALS_DIR",
   claimDisksDir: "CLAIM_DISKS_DIR",
   claimDevicesDir: "CLAIM_DEVICES_DIR",
+  vmStateDir: "VM_STATE_DIR",
   /** KubeVirt's useEmulation: "true" lets the guest run with QEMU's emulation where KVM is unusable. */
   allowEmulation: "ALLOW_EMULATION",
   /** How long the guest has to shut down when the pod is asked to stop, in seconds. */
@@ -122,6 +126,7 @@ export function launcherEnv(settings: LauncherSettings): { name: string; value: 
     accessCredentialsDir: LauncherDir.accessCredentials,
     claimDisksDir: LauncherDir.claimDisks,
     claimDevicesDir: LauncherDir.claimDevices,
+    vmStateDir: LauncherDir.vmState,
     allowEmulation: String(settings.allowEmulation),
     gracePeriodSeconds: String(settings.gracePeriodSeconds),
   };

@@ -139,10 +139,10 @@ export const validationCases: ValidationCase[] = [
     apiServer: "accepts",
   },
   {
-    name: "a Windows-style VM: Hyper-V enlightenments, SMM, EFI with secure boot, local time and timers",
+    name: "a Windows-style VM: Hyper-V enlightenments, SMM, EFI with secure boot, persistent EFI variables and TPM, local time and timers",
     object: newVm(newVmiSpec((s) => {
-      s.domain.firmware = { bootloader: { efi: { secureBoot: true } } };
-      s.domain.devices.tpm = {};
+      s.domain.firmware = { bootloader: { efi: { secureBoot: true, persistent: true } } };
+      s.domain.devices.tpm = { persistent: true };
       s.domain.features = { acpi: {}, apic: {}, smm: {}, hyperv: { relaxed: {}, vapic: {}, spinlocks: { spinlocks: 8191 }, synictimer: { direct: {} }, vendorid: { vendorid: "KVMKVMKVM" } } };
       s.domain.clock = { timezone: "America/New_York", timer: { hpet: { present: false }, pit: { tickPolicy: "delay" }, rtc: { tickPolicy: "catchup" }, hyperv: {} } };
     })),
@@ -158,12 +158,6 @@ export const validationCases: ValidationCase[] = [
     name: "a watchdog without its model",
     object: newVm(newVmiSpec((s) => (s.domain.devices.watchdog = { name: "wd" }))),
     invalid: { field: `${tpl}.domain.devices.watchdog.i6300esb`, message: /is required/ },
-    apiServer: "accepts",
-  },
-  {
-    name: "a persistent TPM (its state needs a PVC)",
-    object: newVm(newVmiSpec((s) => (s.domain.devices.tpm = { persistent: true }))),
-    invalid: { field: `${tpl}.domain.devices.tpm.persistent`, message: /not supported yet/ },
     apiServer: "accepts",
   },
   {

@@ -27,6 +27,8 @@ export interface ControllersConfig {
   registry: Registry;
   workers: number;
   pod: LauncherPodConfig;
+  /** The StorageClass of VMs' backend-storage claims (EFI variables, TPM state); unset, KubeVirt's rule picks one. */
+  vmStateStorageClass?: string | undefined;
   /** Whether the cluster serves DataVolumes (CDI's, or kubevirt-ts's own): the controllers then watch them. */
   dataVolumes: boolean;
   /** Where kubevirt-ts serves DataVolumes itself (no CDI): its importer, and the DataVolume controller runs. */
@@ -122,7 +124,7 @@ export function createControllers(config: ControllersConfig): ControllerManager 
   dataVolumes?.addHandler(claimEvents<VirtualMachine, DataVolume>(vmQueue, vms));
 
   manager.controller({ name: "vm", primary: vms, queue: vmQueue, workers, reconcile: createVmReconciler({ client, vms, vmis, claims, dataVolumes, expectations: vmExpectations, recorder, log, now }) });
-  manager.controller({ name: "vmi", primary: vmis, queue: vmiQueue, workers, reconcile: createVmiReconciler({ client, vmis, pods, claims, dataVolumes, expectations: vmiExpectations, recorder, log, now, pod: config.pod }) });
+  manager.controller({ name: "vmi", primary: vmis, queue: vmiQueue, workers, reconcile: createVmiReconciler({ client, vmis, pods, claims, dataVolumes, expectations: vmiExpectations, recorder, log, now, pod: config.pod, vmStateStorageClass: config.vmStateStorageClass }) });
   if (dataVolumes && config.importer) {
     const dataVolumeQueue = manager.queue("datavolumes");
     const importerPods = manager.informer<Pod>({ client, type: resources.pods, namespace, resyncMs, labelSelector: `${Label.App}=${LabelValue.Importer}` });

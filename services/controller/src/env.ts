@@ -20,5 +20,7 @@ export const env = parseEnv(
     IMPORTER_IMAGE: z.string().optional(),
     /** The cluster's eviction strategy, for VMIs that name none: KubeVirt's CR setting, the chart's evictionStrategy. */
     EVICTION_STRATEGY: z.enum(EVICTION_STRATEGIES).default("None"),
+    /** The StorageClass of VMs' backend-storage claims: KubeVirt's vmStateStorageClass, the chart's. Empty: KubeVirt's rule. */
+    VM_STATE_STORAGE_CLASS: z.string().optional().transform((v) => (v === "" ? undefined : v)),
   }),
 );

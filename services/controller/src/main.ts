@@ -28,6 +28,7 @@ await runService({
       registry,
       workers: env.WORKERS,
       pod: { launcherImage: env.LAUNCHER_IMAGE, imagePullPolicy: env.LAUNCHER_PULL_POLICY, allowEmulation: env.USE_EMULATION, evictionStrategy: env.EVICTION_STRATEGY },
+      vmStateStorageClass: env.VM_STATE_STORAGE_CLASS,
     });
     controllers = created;
     // The service aborts signal before it calls the function returned here.

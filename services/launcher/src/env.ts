@@ -20,6 +20,7 @@ export const env = parseEnv(
     [LauncherEnv.accessCredentialsDir]: z.string().default(LauncherDir.accessCredentials),
     [LauncherEnv.claimDisksDir]: z.string().default(LauncherDir.claimDisks),
     [LauncherEnv.claimDevicesDir]: z.string().default(LauncherDir.claimDevices),
+    [LauncherEnv.vmStateDir]: z.string().default(LauncherDir.vmState),
     [LauncherEnv.stateDir]: z.string().default(LauncherDir.state),
     [LauncherEnv.allowEmulation]: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
     [LauncherEnv.gracePeriodSeconds]: z.coerce.number().int().min(0).default(DEFAULT_GRACE_PERIOD_SECONDS),

@@ -40,11 +40,12 @@ await runService({
       hypervisor,
       uri: daemon.uri,
       layout: { socketsDir: env.SOCKETS_DIR, containerDisksDir: env.CONTAINER_DISKS_DIR, kernelBootDir: env.KERNEL_BOOT_DIR, disksDir: join(env.STATE_DIR, "disks"), cloudInitSecretsDir: env.CLOUD_INIT_SECRETS_DIR, configVolumesDir: env.CONFIG_VOLUMES_DIR, accessCredentialsDir: env.ACCESS_CREDENTIALS_DIR,
-        claimDisksDir: env.CLAIM_DISKS_DIR, claimDevicesDir: env.CLAIM_DEVICES_DIR,
+        claimDisksDir: env.CLAIM_DISKS_DIR, claimDevicesDir: env.CLAIM_DEVICES_DIR, vmStateDir: env.VM_STATE_DIR,
       },
       allowEmulation: env.ALLOW_EMULATION,
       kvmDevice: env.KVM_DEVICE,
       guestNetwork: env.GUEST_NETWORK,
+      swtpmStorageDir: daemon.swtpmStorageDir,
       log,
     });
     prober = new Prober(

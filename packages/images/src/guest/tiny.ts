@@ -20,7 +20,10 @@ export interface TinyGuest {
 
 export const TINY_GUEST_READY = "kubevirt-ts tiny guest: init reached";
 
-/** The kernel's modules the guest loads, in order (each needs those before it): virtio's PCI transport, its network card and its disks. */
+/**
+ * The kernel's modules the guest loads, in order (each needs those before it): virtio's PCI transport, its network card
+ * and its disks; and efivarfs, for a test to read and write EFI variables when the guest boots through OVMF.
+ */
 const MODULES = [
   "drivers/virtio/virtio_ring.ko",
   "drivers/virtio/virtio.ko",
@@ -31,6 +34,7 @@ const MODULES = [
   "drivers/net/net_failover.ko",
   "drivers/net/virtio_net.ko",
   "drivers/block/virtio_blk.ko",
+  "fs/efivarfs/efivarfs.ko",
 ];
 
 /** busybox udhcpc's script: it sets the address and route the DHCP server gave (QEMU's user network's). */

@@ -53,6 +53,7 @@ const lun = refused(VALIDATION_CASES, "a claim as a LUN, not supported yet");
 const claim = effect(POD, "are pod volumes of the same claims, read-only when the volume asks");
 const preferenceFillsIn = effect(EXPAND, "fills in the disks' cache, what is attached by default, the grace period, architecture and subdomain");
 const deprecatedFirmware = effect(EXPAND, "takes the deprecated preferredUseEfi and preferredUseSecureBoot, and preferredUseBios");
+const vmState = effect("e2e/cluster/vm-state.test.ts", "live on the VM's backend-storage claim, and are there after a stop and a start");
 const sized = effect(CONTROLLER, "size the VMI from a ControllerRevision owned by the VM");
 const LAUNCHER = "services/launcher/test/launcher.integration.test.ts";
 const E2E_DATA_VOLUMES = "e2e/cluster/vm-datavolume.test.ts";
@@ -106,6 +107,7 @@ const vmiSpecEffects: Record<string, FieldEffect> = {
   "domain.firmware.serial": effect(CONVERTER, "the SMBIOS serial number"),
   "domain.firmware.bootloader.bios": effect(EXPAND, "keeps the template's own firmware choice over the preference's"),
   "domain.firmware.bootloader.efi.secureBoot": effect(CONVERTER, "an EFI firmware without secure boot"),
+  "domain.firmware.bootloader.efi.persistent": vmState,
   "domain.firmware.kernelBoot.kernelArgs": effect(CONVERTER, "a kernel boot"),
   "domain.firmware.kernelBoot.container.image": effect(E2E_RUNNING, "runs: Running with software emulation"),
   "domain.firmware.kernelBoot.container.imagePullPolicy": namedPullPolicy,
@@ -170,7 +172,7 @@ const vmiSpecEffects: Record<string, FieldEffect> = {
   "domain.devices.autoattachPodInterface": effect(DEFAULTS, "but not when autoattachPodInterface is false"),
   "domain.devices.rng": effect(CONVERTER, "a virtio RNG"),
   "domain.devices.tpm.enabled": effect(CONVERTER, "leaves out a TPM that is turned off"),
-  "domain.devices.tpm.persistent": refused(VALIDATION_CASES, "a persistent TPM (its state needs a PVC)"),
+  "domain.devices.tpm.persistent": vmState,
   "domain.devices.logSerialConsole": effect(CONVERTER, "keeps no serial log when logSerialConsole is false"),
   "domain.devices.watchdog.name": effect(CONVERTER, "a watchdog that powers the guest off"),
   "domain.devices.watchdog.i6300esb.action": effect(CONVERTER, "a watchdog that powers the guest off"),
@@ -325,6 +327,7 @@ const spread = effect(EXPAND, "spreads by the ratio and refuses a count the rati
  */
 const PREFERENCE_COPIES = [
   "devices.preferredTPM.enabled",
+  "devices.preferredTPM.persistent",
   "features.preferredAcpi.enabled",
   "features.preferredApic.enabled",
   "features.preferredApic.endOfInterrupt",
@@ -360,7 +363,7 @@ const PREFERENCE_COPIES = [
   "clock.preferredTimer.kvm.present",
   "clock.preferredTimer.hyperv.present",
 ];
-const preferenceCopy = effect(EXPAND, "gives a Windows preference's TPM, features and clock where the template sets none");
+const preferenceCopy = effect(EXPAND, "gives a Windows preference's persistent TPM and EFI, features and clock where the template sets none");
 
 const preferenceEffects: Record<string, FieldEffect> = {
   ...Object.fromEntries(PREFERENCE_COPIES.map((path) => [`preference:spec.${path}`, preferenceCopy])),
@@ -378,6 +381,7 @@ const preferenceEffects: Record<string, FieldEffect> = {
   "preference:spec.devices.preferredAutoattachPodInterface": preferenceFillsIn,
   "preference:spec.firmware.preferredUseBios": deprecatedFirmware,
   "preference:spec.firmware.preferredEfi.secureBoot": filledIn,
+  "preference:spec.firmware.preferredEfi.persistent": effect(EXPAND, "gives a Windows preference's persistent TPM and EFI"),
   "preference:spec.firmware.preferredUseEfi": deprecatedFirmware,
   "preference:spec.firmware.preferredUseSecureBoot": deprecatedFirmware,
   "preference:spec.machine.preferredMachineType": filledIn,

@@ -91,18 +91,20 @@ describe("expandVmiSpec", () => {
     expect(expanded.terminationGracePeriodSeconds).toBe(5);
   });
 
-  it("gives a Windows preference's TPM, features and clock where the template sets none, and keeps the template's own", () => {
+  it("gives a Windows preference's persistent TPM and EFI, features and clock where the template sets none, and keeps the template's own", () => {
     const windows = {
       name: "windows",
       spec: {
-        devices: { preferredTPM: {} },
+        devices: { preferredTPM: { persistent: true } },
+        firmware: { preferredEfi: { secureBoot: true, persistent: true } },
         features: { preferredAcpi: {}, preferredApic: { endOfInterrupt: true }, preferredHyperv: { relaxed: {}, vapic: {}, spinlocks: { spinlocks: 8191 } }, preferredKvm: { hidden: true }, preferredSmm: {} },
         clock: { preferredClockOffset: { utc: {} }, preferredTimer: { hpet: { present: false }, hyperv: {} } },
       },
     };
     const { spec: bare, causes } = expand(template(), { preference: windows });
     expect(causes).toEqual([]);
-    expect(bare.domain.devices.tpm).toEqual({});
+    expect(bare.domain.devices.tpm).toEqual({ persistent: true });
+    expect(bare.domain.firmware?.bootloader).toEqual({ efi: { secureBoot: true, persistent: true } });
     expect(bare.domain.features).toEqual({ acpi: {}, apic: { endOfInterrupt: true }, hyperv: { relaxed: {}, vapic: {}, spinlocks: { spinlocks: 8191 } }, kvm: { hidden: true }, smm: {} });
     expect(bare.domain.clock).toEqual({ utc: {}, timer: { hpet: { present: false }, hyperv: {} } });
     // What the template sets stays: its TPM turned off, its own APIC, its time zone; the rest comes from the preference.

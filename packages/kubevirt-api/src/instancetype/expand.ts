@@ -150,8 +150,12 @@ function applyPreference(spec: VmiSpec, preference: PreferenceSpec): void {
   const firmware = preference.firmware;
   const bootloader = spec.domain.firmware?.bootloader;
   if (firmware && !bootloader?.bios && !bootloader?.efi) {
-    const efi = firmware.preferredEfi ?? (firmware.preferredUseEfi ? { secureBoot: firmware.preferredUseSecureBoot } : undefined);
-    if (efi) spec.domain.firmware = { ...spec.domain.firmware, bootloader: { efi: efi.secureBoot === undefined ? {} : { secureBoot: efi.secureBoot } } };
+    const efi: { secureBoot?: boolean | undefined; persistent?: boolean | undefined } | undefined =
+      firmware.preferredEfi ?? (firmware.preferredUseEfi ? { secureBoot: firmware.preferredUseSecureBoot } : undefined);
+    if (efi) {
+      const { secureBoot, persistent } = efi;
+      spec.domain.firmware = { ...spec.domain.firmware, bootloader: { efi: { ...(secureBoot !== undefined ? { secureBoot } : {}), ...(persistent !== undefined ? { persistent } : {}) } } };
+    }
     else if (firmware.preferredUseBios) spec.domain.firmware = { ...spec.domain.firmware, bootloader: { bios: {} } };
   }
   applyGuestOsPreferences(spec, preference);

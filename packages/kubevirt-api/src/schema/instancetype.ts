@@ -66,8 +66,10 @@ export const preferenceSpec = z
         preferredAutoattachSerialConsole: z.boolean().optional(),
         preferredAutoattachGraphicsDevice: z.boolean().optional(),
         preferredAutoattachPodInterface: z.boolean().optional(),
-        // A persistent TPM needs a claim, which kubevirt-ts cannot attach yet: only enabled is taken.
-        preferredTPM: z.strictObject({ enabled: z.boolean().optional() }).optional().describe("A TPM, unless the template has one (or turns it off)."),
+        preferredTPM: z
+          .strictObject({ enabled: z.boolean().optional(), persistent: z.boolean().optional().describe("Keep its state on the VM's backend-storage claim.") })
+          .optional()
+          .describe("A TPM, unless the template has one (or turns it off)."),
       })
       .optional(),
     features: z
@@ -91,7 +93,10 @@ export const preferenceSpec = z
       .strictObject({
         preferredUseBios: z.boolean().optional(),
         preferredEfi: z
-          .strictObject({ secureBoot: z.boolean().optional().describe("Secure boot, with SMM; on unless set, as KubeVirt's EFI.") })
+          .strictObject({
+            secureBoot: z.boolean().optional().describe("Secure boot, with SMM; on unless set, as KubeVirt's EFI."),
+            persistent: z.boolean().optional().describe("Keep the EFI variables on the VM's backend-storage claim."),
+          })
           .optional()
           .describe("Boot through EFI (OVMF) unless the template chooses BIOS or EFI itself."),
         preferredUseEfi: z.boolean().optional().describe("Deprecated: use preferredEfi."),

@@ -83,10 +83,10 @@ export const devices = z.strictObject({
   tpm: z
     .strictObject({
       enabled: z.boolean().optional().describe("true unless set to false."),
-      persistent: z.boolean().optional().describe("Keep the TPM's state across restarts; needs a PVC, which kubevirt-ts cannot attach yet: refused when true."),
+      persistent: z.boolean().optional().describe("Keep the TPM's state across restarts, on the VM's backend-storage claim (persistent-state-for-<name>); the TPM is then on the CRB interface, as KubeVirt's."),
     })
     .optional()
-    .describe("Give the guest an emulated TPM 2.0 (swtpm), as Windows 11 needs; its state lives as long as the VMI."),
+    .describe("Give the guest an emulated TPM 2.0 (swtpm), as Windows 11 needs; its state lives as long as the VMI unless persistent."),
 });
 
 export const kernelBoot = z.strictObject({
@@ -107,7 +107,12 @@ export const firmware = z.strictObject({
   bootloader: z
     .strictObject({
       bios: z.strictObject({}).optional(),
-      efi: z.strictObject({ secureBoot: z.boolean().optional() }).optional(),
+      efi: z
+        .strictObject({
+          secureBoot: z.boolean().optional(),
+          persistent: z.boolean().optional().describe("Keep the EFI variables across restarts, on the VM's backend-storage claim (persistent-state-for-<name>)."),
+        })
+        .optional(),
     })
     .optional(),
   kernelBoot: kernelBoot.optional().describe("Boot a kernel and initrd from a container image directly."),

@@ -100,9 +100,6 @@ function validateFeaturesAndClock(domain: DomainSpec, path: string, causes: Caus
   }
   const watchdog = domain.devices.watchdog;
   if (watchdog && !watchdog.i6300esb) causes.required(`${path}.devices.watchdog.i6300esb`, "is required: name the watchdog's model, i6300esb (the one KubeVirt offers on amd64)");
-  if (domain.devices.tpm?.persistent === true) {
-    causes.notSupported(`${path}.devices.tpm.persistent`, "is not supported yet: a persistent TPM keeps its state on a PVC, which kubevirt-ts cannot attach yet; leave it out for a TPM whose state lives as long as the VMI");
-  }
   const clock = domain.clock;
   if (clock?.utc && clock.timezone !== undefined) causes.invalid(`${path}.clock`, "sets both utc and timezone; choose one");
   if (clock?.timezone !== undefined && !/^[A-Za-z][A-Za-z0-9_+-]*(\/[A-Za-z0-9_+-]+)*$/.test(clock.timezone)) {

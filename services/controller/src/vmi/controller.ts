@@ -2,12 +2,13 @@ import {
   type EventRecorder, type Expectations, type Informer, type KubeClient, type PersistentVolumeClaim, type Pod, type Reconcile, WrittenVersions, addFinalizer, findCondition, isAlreadyExists, isNotFound, keyOf, removeFinalizer, resources, writeStatusIfChanged,
 } from "@kubevirt-ts/kube";
 import {
-  type DataVolume, EventReason, Finalizer, LAUNCHER_PODS_BY_VMI, Label, type VirtualMachineInstance, VmiConditionType, isLauncherPodOf, launcherPodsKeyOf, isFinalPhase, needsDisruptionBudget, summarize, validateVirtualMachineInstance, kubevirtResources,
+  type ClaimObject, type DataVolume, EventReason, backendStorageClaimName, needsBackendStorage, Finalizer, LAUNCHER_PODS_BY_VMI, Label, type VirtualMachineInstance, VmiConditionType, isLauncherPodOf, launcherPodsKeyOf, isFinalPhase, needsDisruptionBudget, summarize, validateVirtualMachineInstance, kubevirtResources,
 } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
 
 import { claimsOf, dataVolumesOf } from "./claim-events.ts";
 import { type VmiAction, type VmiObservation, decideVmi, deriveVmiStatus } from "./decide.ts";
+import { backendStorageClaim, backendStorageClass } from "./backend-storage.ts";
 import { launcherDisruptionBudget } from "./disruption-budget.ts";
 import { type LauncherPodConfig, launcherDeletionGrace, launcherPod } from "./pod.ts";
 
@@ -30,6 +31,8 @@ export interface VmiControllerDeps {
   log: Logger;
   now: () => Date;
   pod: LauncherPodConfig;
+  /** The StorageClass of VMs' backend-storage claims (the chart's vmStateStorageClass); unset, KubeVirt's rule picks one. */
+  vmStateStorageClass?: string | undefined;
 }
 
 export function createVmiReconciler(deps: VmiControllerDeps): Reconcile {
@@ -50,12 +53,28 @@ export function createVmiReconciler(deps: VmiControllerDeps): Reconcile {
     budgeted.add(uid);
   }
 
+  /**
+   * The VM's backend-storage claim, when its VMI keeps EFI variables or TPM state: made before the pod that mounts it,
+   * and left alone when it is there (a VM's next VMI finds the state of the last).
+   */
+  async function ensureBackendStorage(vmi: VirtualMachineInstance, claims: ReadonlyMap<string, ClaimObject>): Promise<void> {
+    if (!needsBackendStorage(vmi.spec)) return;
+    const name = backendStorageClaimName(vmi);
+    if (deps.claims.get(`${vmi.metadata.namespace ?? ""}/${name}`)) return;
+    const claim = backendStorageClaim(vmi, backendStorageClass(vmi, claims, deps.vmStateStorageClass));
+    await client.create(resources.persistentVolumeClaims, vmi.metadata.namespace, claim).then(
+      () => { recorder.record(vmi, "Normal", EventReason.SuccessfulCreate, `Created the backend-storage claim ${name} for the VM's EFI variables and TPM state`); },
+      (error: unknown) => { if (!isAlreadyExists(error)) throw error; },
+    );
+  }
+
   /** Carries the action out; a pod it created is returned, so that the status written next already says Scheduling. */
   async function execute(o: VmiObservation, action: VmiAction, key: string): Promise<Pod | undefined> {
     const { vmi } = o;
     if (action.kind === "createPod") {
-      // The budget first: a pod that must not be evicted is never without it.
+      // The budget first: a pod that must not be evicted is never without it; the state claim before the pod that mounts it.
       await ensureDisruptionBudget(vmi);
+      await ensureBackendStorage(vmi, o.claims);
       expectations.expectCreations(key, 1);
       try {
         const pod = await client.create<Pod>(resources.pods, vmi.metadata.namespace, launcherPod(vmi, deps.pod, o.claims));

@@ -208,6 +208,16 @@ describe("containerDisks", () => {
     ]);
   });
 
+  it("mounts the VM's backend-storage claim when it keeps EFI variables or TPM state, and not otherwise", () => {
+    const persistent = launcherPod(vmi((v) => (v.spec.domain.devices.tpm = { persistent: true })), config).spec;
+    expect(persistent.volumes).toContainEqual({ name: "vm-state", persistentVolumeClaim: { claimName: "persistent-state-for-testvm" } });
+    expect(persistent.containers[0]?.volumeMounts).toContainEqual({ name: "vm-state", mountPath: "/var/run/kubevirt-ts/vm-state" });
+    const efi = launcherPod(vmi((v) => (v.spec.domain.firmware = { bootloader: { efi: { persistent: true } } })), config).spec;
+    expect(efi.volumes?.map((v) => v.name)).toContain("vm-state");
+    const transient = launcherPod(vmi((v) => (v.spec.domain.devices.tpm = {})), config).spec;
+    expect(transient.volumes?.map((v) => v.name)).not.toContain("vm-state");
+  });
+
   it("pull each disk and kernel image with the pull policy its volume names", () => {
     const named = launcherPod(
       vmi((v) => {

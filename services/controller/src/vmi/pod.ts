@@ -1,7 +1,7 @@
 import type { Pod, PodSpec } from "@kubevirt-ts/kube";
 import {
   type ClaimObject, type EvictionStrategy, API_VERSION, Annotation, DEFAULT_GRACE_PERIOD_SECONDS, Kind, LAUNCHER_CONTAINER, LAUNCHER_OPS_PORT, LAUNCHER_UID, Label, LabelValue, LauncherDir, LauncherVolume,
-  LAUNCHER_OPS_PORT_NAME, UNPRIVILEGED_PORT_START, type VirtualMachineInstance, accessCredentialMounts, claimDevicePath, claimVolumes, cloudInitSecretMounts, configVolumes, launcherServiceAccount, launcherContainerProbe, launcherEnv, podNetworkPorts, controllerRef
+  LAUNCHER_OPS_PORT_NAME, UNPRIVILEGED_PORT_START, type VirtualMachineInstance, accessCredentialMounts, backendStorageClaimName, claimDevicePath, claimVolumes, cloudInitSecretMounts, configVolumes, launcherServiceAccount, launcherContainerProbe, launcherEnv, podNetworkPorts, controllerRef, needsBackendStorage
 } from "@kubevirt-ts/kubevirt-api";
 import { type DiskCopy, diskCopyInitContainers } from "../common/disk-copy.ts";
 import { guestMemoryBytes, memoryOverheadBytes, toMebibytes } from "./resources.ts";
@@ -164,6 +164,8 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
   const credentials = accessCredentialMounts(spec);
   const serviceAccount = launcherServiceAccount(spec);
   const claimed = claimParts(vmi, claims);
+  // The VM's backend-storage claim, for EFI variables and TPM state that outlive the pod (see backend-storage.ts).
+  const vmState = needsBackendStorage(spec);
   return {
     apiVersion: "v1",
     kind: "Pod",
@@ -244,6 +246,7 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
             ...configs.map((c) => ({ name: c.podVolume, mountPath: `${LauncherDir.configVolumes}/${c.relativeDir}`, readOnly: true })),
             ...credentials.map((c) => ({ name: c.podVolume, mountPath: `${LauncherDir.accessCredentials}/${c.relativeDir}`, readOnly: true })),
             ...claimed.mounts,
+            ...(vmState ? [{ name: LauncherVolume.vmState, mountPath: LauncherDir.vmState }] : []),
           ],
           ...(claimed.devices.length > 0 ? { volumeDevices: claimed.devices } : {}),
         },
@@ -260,6 +263,7 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
         // SSH public keys: readable by the launcher's group alone, as the cloud-init Secrets are.
         ...credentials.map((c) => secretVolume(c.podVolume, c.secretName)),
         ...claimed.volumes,
+        ...(vmState ? [{ name: LauncherVolume.vmState, persistentVolumeClaim: { claimName: backendStorageClaimName(vmi) } }] : []),
       ],
     },
   };

@@ -130,6 +130,14 @@ describe("domainXml", () => {
     ["a watchdog that powers the guest off", () => domainXml(vmi((s) => (s.domain.devices.watchdog = { name: "wd", i6300esb: { action: "poweroff" } })), ctx), ['<watchdog model="i6300esb" action="poweroff"/>']],
     ["a virtio tablet instead of the USB one", () => domainXml(vmi((s) => (s.domain.devices.inputs = [{ name: "tablet", type: "tablet", bus: "virtio" }])), ctx), ['<input type="tablet" bus="virtio"/>']],
     ["an emulated TPM 2.0", () => domainXml(vmi((s) => (s.domain.devices.tpm = {})), ctx), ['<tpm model="tpm-tis">\n      <backend type="emulator" version="2.0"/>\n    </tpm>']],
+    [
+      "a persistent TPM on CRB whose state libvirt keeps, and EFI variables in the file on the VM's state claim",
+      () => domainXml(vmi((s) => {
+        s.domain.devices.tpm = { persistent: true };
+        s.domain.firmware = { bootloader: { efi: { secureBoot: false, persistent: true } } };
+      }), { ...ctx, nvram: "/var/run/kubevirt-ts/vm-state/nvram/ns_testvm_VARS.fd" }),
+      ['<tpm model="tpm-crb">\n      <backend type="emulator" version="2.0" persistent_state="yes"/>\n    </tpm>', "<nvram>/var/run/kubevirt-ts/vm-state/nvram/ns_testvm_VARS.fd</nvram>"],
+    ],
     ["a virtio RNG", () => domainXml(vmi((s) => (s.domain.devices.rng = {})), ctx), ['<rng model="virtio">', "<backend model=\"random\">/dev/urandom</backend>"]],
     [
       "an EFI firmware with secure boot, and SMM for it",

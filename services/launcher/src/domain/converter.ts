@@ -37,6 +37,8 @@ export interface DomainContext {
   guestAgentSocket: string;
   /** The kernel and initrd of a kernelBoot, copied out of their image. */
   kernelBoot?: { kernel?: string; initrd?: string };
+  /** The EFI variables' file, when the VMI keeps them across restarts (efi.persistent). */
+  nvram?: string;
   /** The guest side of a masquerade interface when the VMI's pod network names none (vmNetworkCIDR): an IPv4 network and prefix length. */
   guestNetwork: Ipv4Network;
 }
@@ -209,6 +211,8 @@ export function domainXml(vmi: VirtualMachineInstance, ctx: DomainContext): stri
       el("type", { arch: "x86_64", machine: domain.machine?.type ?? "q35" }, "hvm"),
       // libvirt picks the firmware by these features from QEMU's firmware descriptors (the ovmf package).
       efi && el("firmware", {}, el("feature", { enabled: onOff(secureBoot), name: "enrolled-keys" }), el("feature", { enabled: onOff(secureBoot), name: "secure-boot" })),
+      // Persistent EFI variables: a file on the VM's backend-storage claim, which libvirt fills from the firmware's template once.
+      efi && ctx.nvram !== undefined && el("nvram", {}, ctx.nvram),
       kernel?.kernel !== undefined && el("kernel", {}, kernel.kernel),
       kernel?.initrd !== undefined && el("initrd", {}, kernel.initrd),
       domain.firmware?.kernelBoot?.kernelArgs !== undefined && el("cmdline", {}, domain.firmware.kernelBoot.kernelArgs),
@@ -238,8 +242,12 @@ export function domainXml(vmi: VirtualMachineInstance, ctx: DomainContext): stri
       // The inputs listed, or a USB tablet with the display so that the VNC pointer follows the mouse.
       ...(devices.inputs ?? (graphics ? [{ type: "tablet", bus: "usb" as const }] : [])).map((i) => el("input", { type: i.type, bus: i.bus ?? "usb" })),
       devices.watchdog?.i6300esb && el("watchdog", { model: "i6300esb", action: devices.watchdog.i6300esb.action ?? "reset" }),
-      // An emulated TPM 2.0 (swtpm, started by libvirt as the launcher's user), on the TIS interface as KubeVirt gives it.
-      devices.tpm !== undefined && devices.tpm.enabled !== false && el("tpm", { model: "tpm-tis" }, el("backend", { type: "emulator", version: "2.0" })),
+      // An emulated TPM 2.0 (swtpm, started by libvirt as the launcher's user), on the TIS interface as KubeVirt gives it; a
+      // persistent one on CRB, as KubeVirt's, its state kept when the domain goes (on the claim: see storage/vm-state.ts).
+      devices.tpm !== undefined && devices.tpm.enabled !== false &&
+        (devices.tpm.persistent === true
+          ? el("tpm", { model: "tpm-crb" }, el("backend", { type: "emulator", version: "2.0", persistent_state: "yes" }))
+          : el("tpm", { model: "tpm-tis" }, el("backend", { type: "emulator", version: "2.0" }))),
       devices.rng !== undefined && el("rng", { model: "virtio" }, el("backend", { model: "random" }, "/dev/urandom")),
       // The QEMU guest agent's port, as KubeVirt adds it: guests that run the agent report their OS.
       el("channel", { type: "unix" }, el("source", { mode: "bind", path: ctx.guestAgentSocket }), el("target", { type: "virtio", name: "org.qemu.guest_agent.0" })),

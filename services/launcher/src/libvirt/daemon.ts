@@ -13,6 +13,8 @@ export const SERIAL_LOG_MAX_BYTES = 1024 * 1024;
 
 export interface LibvirtDaemon {
   uri: string;
+  /** Where this session's libvirt keeps swtpm's state, a folder per domain UUID (kept in session mode under its config folder). */
+  swtpmStorageDir: string;
   /** Stops the daemon; domains it started must be gone first. */
   stop(): Promise<void>;
 }
@@ -64,6 +66,7 @@ export async function startLibvirtd(options: LibvirtDaemonOptions): Promise<Libv
   log.info("libvirtd is up", { socket });
   return {
     uri: `qemu+unix:///session?socket=${socket}`,
+    swtpmStorageDir: join(libvirtConfig, "qemu", "swtpm"),
     stop: async () => {
       const running = () => daemon.exitCode === null && daemon.signalCode === null;
       if (!running()) return;

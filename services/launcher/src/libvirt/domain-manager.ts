@@ -8,6 +8,7 @@ import { type DomainStatus, RpcError } from "@kubevirt-ts/launcher-protocol";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { type DomainType, chooseDomainType, domainName, domainXml, firmwareUuid, interfaceNetdev } from "../domain/converter.ts";
 import { prepareDisks } from "../storage/prepare.ts";
+import { prepareVmState } from "../storage/vm-state.ts";
 import { AGENT_COMMANDS, type AgentAnswers, guestAgentInfoOf, osInfoOf } from "./guest-agent.ts";
 import { toPng } from "./png.ts";
 import { type UserNetworkSocket, parseUserNetwork } from "../probes/user-network.ts";
@@ -27,6 +28,8 @@ export interface LauncherLayout {
   accessCredentialsDir: string;
   claimDisksDir: string;
   claimDevicesDir: string;
+  /** Where the pod mounts the VM's backend-storage claim, when it has one. */
+  vmStateDir: string;
 }
 
 export interface DomainManagerOptions {
@@ -37,6 +40,8 @@ export interface DomainManagerOptions {
   allowEmulation: boolean;
   kvmDevice: string;
   guestNetwork: Ipv4Network;
+  /** The daemon's swtpm folder (LibvirtDaemon.swtpmStorageDir), which a persistent TPM's state is kept behind. */
+  swtpmStorageDir: string;
   log: Logger;
 }
 
@@ -134,6 +139,7 @@ export class DomainManager {
     }
     this.domainType = chooseDomainType({ kvmUsable: await usable(this.o.kvmDevice), allowEmulation: this.o.allowEmulation });
     const disks = await prepareDisks(vmi, layout);
+    const vmState = await prepareVmState(vmi, layout.vmStateDir, this.o.swtpmStorageDir);
     const container = vmi.spec.domain.firmware?.kernelBoot?.container;
     const kernelBoot = container
       ? {
@@ -150,6 +156,7 @@ export class DomainManager {
       vncSocket: this.inSocketsVolume("vnc"),
       guestAgentSocket: this.inSocketsVolume("guestAgent"),
       ...(kernelBoot ? { kernelBoot } : {}),
+      ...(vmState.nvram !== undefined ? { nvram: vmState.nvram } : {}),
       guestNetwork: this.o.guestNetwork,
     });
     const domain = await hypervisor.domainDefineXML(xml);

@@ -1,0 +1,47 @@
+import { lstat, mkdir, readlink, rmdir, symlink } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { type VirtualMachineInstance, VmStateDir, hasPersistentEfi, hasPersistentTpm } from "@kubevirt-ts/kubevirt-api";
+import { domainName } from "../domain/converter.ts";
+
+// The VM's state outside its disks, on its backend-storage claim (kubevirt-api's backend-storage.ts), which the pod
+// mounts at the layout's vmStateDir: OVMF's variables as <claim>/nvram/<domain>_VARS.fd, named in the domain's
+// <nvram>, which libvirt copies from the firmware's template only when it is absent; and swtpm's state under
+// <claim>/swtpm, where libvirt's own folder for it (one per domain UUID, which is stable for a VM) leads.
+
+export interface VmState {
+  /** The EFI variables' file, when the VMI keeps them. */
+  nvram?: string;
+}
+
+/** Makes the folders the VMI's persistent state needs on the claim, and points libvirt's swtpm folder at it. */
+export async function prepareVmState(vmi: VirtualMachineInstance, vmStateDir: string, swtpmStorageDir: string): Promise<VmState> {
+  const efi = hasPersistentEfi(vmi.spec);
+  const tpm = hasPersistentTpm(vmi.spec);
+  if (!efi && !tpm) return {};
+  if (!(await lstat(vmStateDir).then((s) => s.isDirectory(), () => false))) {
+    throw new Error(`the VMI keeps its ${[efi && "EFI variables", tpm && "TPM state"].filter(Boolean).join(" and ")} on its backend-storage claim, but ${vmStateDir}, where the pod mounts it, is not there`);
+  }
+  const state: VmState = {};
+  if (efi) {
+    await mkdir(join(vmStateDir, VmStateDir.nvram), { recursive: true });
+    state.nvram = join(vmStateDir, VmStateDir.nvram, `${domainName(vmi)}_VARS.fd`);
+  }
+  if (tpm) {
+    const target = join(vmStateDir, VmStateDir.swtpm);
+    await mkdir(target, { recursive: true });
+    await linkFolder(swtpmStorageDir, target);
+  }
+  return state;
+}
+
+/** `path` becomes a link to `target`; an empty folder libvirt made there at its start gives way. */
+async function linkFolder(path: string, target: string): Promise<void> {
+  const existing = await lstat(path).catch(() => undefined);
+  if (existing?.isSymbolicLink()) {
+    if ((await readlink(path)) === target) return;
+    throw new Error(`${path} already leads to ${await readlink(path)}, not to ${target}`);
+  }
+  if (existing) await rmdir(path);
+  await mkdir(dirname(path), { recursive: true });
+  await symlink(target, path);
+}
