@@ -1,7 +1,7 @@
 import { execFile, execFileSync } from "node:child_process";
 import { once } from "node:events";
 import { connect } from "node:net";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -89,6 +89,8 @@ const cloudInitSecret = {
       "    lock_passwd: false",
       `    plain_text_passwd: ${password}`,
       "    shell: /bin/bash",
+      // sshd takes passwords too, so that a test can log in with the one the guest agent sets.
+      "ssh_pwauth: true",
       "runcmd:",
       "  - [sh, -c, 'mkdir -p /mnt/app-config /mnt/meta && mount -o ro /dev/disk/by-label/app-config /mnt/app-config && mount -o ro /dev/disk/by-label/meta /mnt/meta']",
       "",
@@ -301,6 +303,23 @@ describe("a VM with the Debian guest", () => {
     await core.replaceNamespacedSecret({ namespace, name: "debian-agent-key", body: agentKeySecret(agentKeys[1] ?? "") });
     await expect.poll(login(agentKeys[1] ?? ""), { timeout: 240_000, interval: 5_000 }).toBe("agent-key-42");
     expect(await login(agentKeys[0] ?? "")()).toMatch(/^refused: [\s\S]*Permission denied \(publickey/);
+  });
+
+  it("gives a user the password of its access credentials' Secret through its guest agent", async () => {
+    const [pod] = await launcherPods();
+    // ssh asks this program for the password (SSH_ASKPASS_REQUIRE=force): no terminal is needed.
+    const askpass = join(sshKeyDir, "askpass");
+    writeFileSync(askpass, `#!/bin/sh\necho '${agentPassword}'\n`, { mode: 0o700 });
+    const login = () =>
+      promisify(execFile)(
+        "ssh",
+        ["-o", "PreferredAuthentications=password", "-o", "PubkeyAuthentication=no", "-o", "NumberOfPasswordPrompts=1", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "ConnectTimeout=20", `debian@${pod?.status?.podIP ?? ""}`, "echo password-login-$((6*7))"],
+        { env: { ...process.env, SSH_ASKPASS: askpass, SSH_ASKPASS_REQUIRE: "force" } },
+      ).then(
+        ({ stdout }) => stdout.trim(),
+        (error: unknown) => `refused: ${String((error as { stderr?: string }).stderr ?? error)}`,
+      );
+    await expect.poll(login, { timeout: 120_000, interval: 3_000 }).toBe("password-login-42");
   });
 
   it("tells what its guest agent knows through KubeVirt's guestosinfo, userlist and filesystemlist", async () => {

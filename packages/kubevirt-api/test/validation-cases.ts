@@ -497,6 +497,28 @@ export const validationCases: ValidationCase[] = [
     invalid: { field: "spec.dataVolumeTemplates[0].metadata.namespace", message: /a VM's DataVolumes are in its own namespace \(default\): remove it/ },
   },
   {
+    name: "a DataVolume template of another API group",
+    object: newVm(newVmiSpec((s) => (s.volumes = [{ name: "containerdisk", dataVolume: { name: "root-dv" } }])), (vm) => {
+      vm.spec.dataVolumeTemplates = [{ apiVersion: "v1", kind: "DataVolume", metadata: { name: "root-dv" }, spec: { source: { blank: {} }, storage: { resources: { requests: { storage: "1Gi" } } } } }];
+    }),
+    invalid: { field: "spec.dataVolumeTemplates[0].apiVersion", message: /a template makes a DataVolume of cdi.kubevirt.io\/v1beta1 or cdi.kubevirt.io\/v1alpha1/ },
+  },
+  {
+    name: "a DataVolume template of another kind",
+    object: newVm(newVmiSpec((s) => (s.volumes = [{ name: "containerdisk", dataVolume: { name: "root-dv" } }])), (vm) => {
+      vm.spec.dataVolumeTemplates = [{ apiVersion: "cdi.kubevirt.io/v1beta1", kind: "PersistentVolumeClaim", metadata: { name: "root-dv" }, spec: { source: { blank: {} }, storage: { resources: { requests: { storage: "1Gi" } } } } }];
+    }),
+    invalid: { field: "spec.dataVolumeTemplates[0].kind", message: /set kind: DataVolume or leave it out/ },
+  },
+  {
+    name: "a DataVolume template of archive content, which kubevirt-ts does not unpack",
+    object: newVm(newVmiSpec((s) => (s.volumes = [{ name: "containerdisk", dataVolume: { name: "root-dv" } }])), (vm) => {
+      vm.spec.dataVolumeTemplates = [{ metadata: { name: "root-dv" }, spec: { contentType: "archive" as "kubevirt", source: { blank: {} }, storage: { resources: { requests: { storage: "1Gi" } } } } }];
+    }),
+    invalid: { field: "spec.dataVolumeTemplates[0].spec.contentType", message: /kubevirt/ },
+    apiServer: "refuses",
+  },
+  {
     name: "a DataVolume template with two sources",
     object: dataVolumeVm({ source: { blank: {}, http: { url: "http://images.example/disk.qcow2" } }, storage: { resources: { requests: { storage: "1Gi" } } } }),
     invalid: { field: "spec.dataVolumeTemplates[0].spec.source", message: /exactly one of http, registry, pvc, blank, upload; it has http and blank/ },

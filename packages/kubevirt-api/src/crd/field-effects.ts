@@ -47,8 +47,7 @@ const scheduling = effect(POD, "passes scheduling constraints through");
 // An interface connects to the network of its name; the case shows a name that matches none refused.
 const interfaceToNetwork = effect(VALIDATION_CASES, "an interface without a network");
 const agentCredentials = effect(E2E_DEBIAN, "gives a user SSH keys through its guest agent, follows a change of the key's Secret");
-// The password goes with the same sync as the keys (its condition is the same), but no test logs in with it yet.
-const agentPassword = notYetProven("set with guest-set-user-password by the launcher's access-credentials.ts, whose unit test sees the command; no e2e test logs in with it yet");
+const agentPassword = effect(E2E_DEBIAN, "gives a user the password of its access credentials' Secret through its guest agent");
 const lun = refused(VALIDATION_CASES, "a claim as a LUN, not supported yet");
 const claim = effect(POD, "are pod volumes of the same claims, read-only when the volume asks");
 const preferenceFillsIn = effect(EXPAND, "fills in the disks' cache, what is attached by default, the grace period, architecture and subdomain");
@@ -279,8 +278,8 @@ const vmEffects: Record<string, FieldEffect> = {
   "spec.instancetype.inferFromVolumeFailurePolicy": effect(INFER, "with Ignore, drops a matcher its volume does not name, and the memory when an instancetype is inferred"),
   "spec.preference.inferFromVolume": effect(INFER, "names the instancetype and preference from the labels of a volume's claim, and drops inferFromVolume"),
   "spec.preference.inferFromVolumeFailurePolicy": effect(INFER, "refuses, naming the field and what to do: no label under Reject, and a missing volume or claim whatever the policy"),
-  "spec.dataVolumeTemplates[].apiVersion": notYetProven("as in KubeVirt, informational: the DataVolume made is always cdi.kubevirt.io/v1beta1"),
-  "spec.dataVolumeTemplates[].kind": notYetProven("as in KubeVirt, informational: the object made is always a DataVolume"),
+  "spec.dataVolumeTemplates[].apiVersion": refused(VALIDATION_CASES, "a DataVolume template of another API group"),
+  "spec.dataVolumeTemplates[].kind": refused(VALIDATION_CASES, "a DataVolume template of another kind"),
   "spec.dataVolumeTemplates[].metadata.name": effect(E2E_DATA_VOLUMES, "boots the tiny guest from the DataVolume its template fills from a containerDisk image"),
   "spec.dataVolumeTemplates[].metadata.namespace": refused(VALIDATION_CASES, "a DataVolume template in another namespace"),
   "spec.dataVolumeTemplates[].metadata.labels": effect(DATA_VOLUMES, "names the DataVolume as the template, in the VM's namespace"),
@@ -302,7 +301,7 @@ const vmEffects: Record<string, FieldEffect> = {
   "spec.dataVolumeTemplates[].spec.storage.volumeMode": claimOfDataVolume,
   "spec.dataVolumeTemplates[].spec.storage.storageClassName": claimOfDataVolume,
   "spec.dataVolumeTemplates[].spec.storage.resources.requests.storage": claimOfDataVolume,
-  "spec.dataVolumeTemplates[].spec.contentType": notYetProven("kubevirt, the only content type accepted, is what every DataVolume holds: a disk image"),
+  "spec.dataVolumeTemplates[].spec.contentType": refused(VALIDATION_CASES, "a DataVolume template of archive content"),
   "spec.template.metadata.labels": effect("services/controller/src/vm/controller.test.ts", "gives the VMI the template's labels"),
   "spec.template.metadata.annotations": effect(EXPAND, "gives the VMI the template's annotations over the instancetype's over the preference's"),
   ...Object.fromEntries(Object.entries(vmiSpecEffects).map(([path, entry]) => [`${VM_TEMPLATE_SPEC}.${path}`, entry])),
@@ -372,7 +371,7 @@ const preferenceEffects: Record<string, FieldEffect> = {
   "preference:spec.cpu.spreadOptions.ratio": spread,
   "preference:spec.devices.preferredDiskBus": filledIn,
   "preference:spec.devices.preferredCdromBus": filledIn,
-  "preference:spec.devices.preferredLunBus": notYetProven("would set the bus of LUNs, but no LUN is admitted (a claim as a LUN is refused): no effect until LUNs are supported"),
+  "preference:spec.devices.preferredLunBus": effect(EXPAND, "gives a LUN without a bus the preference's LUN bus"),
   "preference:spec.devices.preferredDiskCache": preferenceFillsIn,
   "preference:spec.devices.preferredInterfaceModel": filledIn,
   "preference:spec.devices.preferredRng": filledIn,

@@ -174,6 +174,13 @@ describe("expandVmiSpec", () => {
     expect(bios.spec.domain.firmware?.bootloader).toEqual({ bios: {} });
   });
 
+  it("gives a LUN without a bus the preference's LUN bus (LUNs themselves are refused by the VMI's validation)", () => {
+    const spec = template();
+    spec.domain.devices.disks = [{ name: "root", lun: {} }];
+    const { spec: expanded } = expand(spec, { preference: { name: "p", spec: { devices: { preferredLunBus: "scsi" } } } });
+    expect(expanded.domain.devices.disks).toEqual([{ name: "root", lun: { bus: "scsi" } }]);
+  });
+
   it("gives the VMI the instancetype's nodeSelector", () => {
     const placed = { ...u1medium, spec: { ...u1medium.spec, nodeSelector: { "example.com/zone": "a" } } };
     const { spec, causes } = expand(template(), { instancetype: placed });

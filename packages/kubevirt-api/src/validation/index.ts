@@ -138,6 +138,9 @@ export function validateVirtualMachine(input: unknown, sources: ExpansionSources
   return finish(vm, causes);
 }
 
+/** The apiVersions a dataVolumeTemplate may name: CDI's, current and earlier (whose DataVolume has the same shape). */
+const DATA_VOLUME_TEMPLATE_API_VERSIONS = ["cdi.kubevirt.io/v1beta1", "cdi.kubevirt.io/v1alpha1"];
+
 /** KubeVirt's rules for a VM's dataVolumeTemplates: each is a valid DataVolume of the VM's namespace that a volume names. */
 function validateDataVolumeTemplates(vm: VirtualMachine, causes: Causes): void {
   const named = new Set((vm.spec.template.spec.volumes ?? []).flatMap((v) => (v.dataVolume ? [v.dataVolume.name] : [])));
@@ -145,6 +148,13 @@ function validateDataVolumeTemplates(vm: VirtualMachine, causes: Causes): void {
   (vm.spec.dataVolumeTemplates ?? []).forEach((template, i) => {
     const path = `spec.dataVolumeTemplates[${i}]`;
     const { name, namespace } = template.metadata;
+    // Informational in KubeVirt, which always makes a cdi.kubevirt.io DataVolume; anything else is refused rather than ignored.
+    if (template.apiVersion !== undefined && !DATA_VOLUME_TEMPLATE_API_VERSIONS.includes(template.apiVersion)) {
+      causes.invalid(`${path}.apiVersion`, `is ${JSON.stringify(template.apiVersion)}; a template makes a DataVolume of ${DATA_VOLUME_TEMPLATE_API_VERSIONS.join(" or ")}: use one or leave it out`);
+    }
+    if (template.kind !== undefined && template.kind !== "DataVolume") {
+      causes.invalid(`${path}.kind`, `is ${JSON.stringify(template.kind)}; a template makes a DataVolume: set kind: DataVolume or leave it out`);
+    }
     const problem = dnsSubdomainProblem(name);
     if (problem) causes.invalid(`${path}.metadata.name`, problem);
     if (seen.has(name)) causes.duplicate(`${path}.metadata.name`, `"${name}" is the name of an earlier template; each DataVolume needs a name of its own`);
