@@ -13,6 +13,7 @@ import { describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import { core, custom, discovery, editorToken, imageOf, suiteNamespace } from "./cluster.ts";
 import { openConsole, serialLog, serialLogin } from "./console.ts";
+import { environmentWith } from "./env.ts";
 
 // A real Debian guest from a KubeVirt-style containerDisk: it boots from
 // its own disk, cloud-init reads the NoCloud user data the VM keeps in a
@@ -314,7 +315,7 @@ describe("a VM with the Debian guest", () => {
       promisify(execFile)(
         "ssh",
         ["-o", "PreferredAuthentications=password", "-o", "PubkeyAuthentication=no", "-o", "NumberOfPasswordPrompts=1", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "ConnectTimeout=20", `debian@${pod?.status?.podIP ?? ""}`, "echo password-login-$((6*7))"],
-        { env: { ...process.env, SSH_ASKPASS: askpass, SSH_ASKPASS_REQUIRE: "force" } },
+        { env: environmentWith({ SSH_ASKPASS: askpass, SSH_ASKPASS_REQUIRE: "force" }) },
       ).then(
         ({ stdout }) => stdout.trim(),
         (error: unknown) => `refused: ${String((error as { stderr?: string }).stderr ?? error)}`,
