@@ -1,6 +1,13 @@
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { createServer } from "node:https";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { NODE_IP } from "@kubevirt-ts/local-cluster";
 import { describe, expect, it } from "vitest";
 import { tinyVm } from "../manifests.ts";
 import { core, custom, imageOf, suiteNamespace } from "./cluster.ts";
+import { inGuest } from "./console.ts";
 
 // KubeVirt's liveness probe, on the tiny guest: the kubelet runs it on the
 // launcher container on the VMI's schedule, and the launcher checks the
@@ -42,5 +49,38 @@ describe("a VM with a liveness probe that fails", () => {
       return vmi?.metadata.uid !== first && vmi?.status?.phase === "Running";
     }, poll).toBe(true);
     await custom.deleteNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachines", name: "doomed" });
+  });
+});
+
+describe("a VM with an HTTPS readiness probe", () => {
+  it("is Ready while the guest's port answers over TLS (the certificate not checked, as the kubelet's), and not once it answers 503", async () => {
+    // An HTTPS server of the test's own, on the node's address, self-signed: the guest relays its port 8443 to it.
+    const dir = mkdtempSync(join(tmpdir(), "https-probe-"));
+    execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", "/CN=probe.test", "-days", "1", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem")], { stdio: "ignore" });
+    let status = 200;
+    const seen: string[] = [];
+    const server = createServer({ key: readFileSync(join(dir, "key.pem")), cert: readFileSync(join(dir, "cert.pem")) }, (req, res) => {
+      seen.push(`${req.method ?? ""} ${req.url ?? ""} ${req.headers["user-agent"] ?? ""}`);
+      res.writeHead(req.url === "/ready" ? status : 404).end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, NODE_IP, resolve));
+    const port = (server.address() as { port: number }).port;
+    try {
+      const vm = withProbes("secure", { readinessProbe: { httpGet: { port: 8443, path: "/ready", scheme: "HTTPS" }, periodSeconds: 2, failureThreshold: 1 } });
+      await custom.createNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachines", body: vm });
+      const ready = async () => ((await get("virtualmachineinstances", "secure"))?.status?.conditions as { type: string; status: string }[] | undefined)?.find((c) => c.type === "Ready")?.status;
+      await expect.poll(async () => (await get("virtualmachineinstances", "secure"))?.status?.phase, poll).toBe("Running");
+      // Nothing listens on 8443 in the guest yet.
+      expect(await ready()).not.toBe("True");
+      // busybox's nc relays each connection to the test's server, through QEMU's user network and the pod's.
+      await inGuest(namespace, "secure", `(nc -ll -p 8443 -e nc ${NODE_IP} ${String(port)} &) && echo relay-$((40+2))`, "relay-42", poll);
+      await expect.poll(ready, poll).toBe("True");
+      expect(seen).toContain("GET /ready kube-probe/kubevirt-ts");
+      status = 503;
+      await expect.poll(ready, poll).toBe("False");
+      await custom.deleteNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachines", name: "secure" });
+    } finally {
+      server.close();
+    }
   });
 });

@@ -1,6 +1,6 @@
 // Every leaf the CRDs accept, and what shows it is not accepted for nothing:
-// a test that sees its effect, a test that sees it refused, or an honest
-// note that its effect is in the code but no test looks at it yet.
+// a test that sees its effect, or a test that sees it refused. There is no
+// third kind: a field whose effect no test shows is not done.
 // field-effects.test.ts walks the schemas and keeps this list complete.
 //
 // Paths are a VirtualMachine's (spec.template.spec.X is also the VMI's
@@ -13,7 +13,7 @@ export interface TestRef {
   test: string;
 }
 
-export type FieldEffect = { effect: TestRef } | { refused: TestRef } | { notYetProven: string };
+export type FieldEffect = { effect: TestRef } | { refused: TestRef };
 
 const CONVERTER = "services/launcher/src/domain/converter.test.ts";
 const POD = "services/controller/src/vmi/pod.test.ts";
@@ -29,7 +29,6 @@ const VALIDATION_CASES = "packages/kubevirt-api/test/validation-cases.ts";
 
 const effect = (file: string, test: string): FieldEffect => ({ effect: { file, test } });
 const refused = (file: string, test: string): FieldEffect => ({ refused: { file, test } });
-const notYetProven = (why: string): FieldEffect => ({ notYetProven: why });
 
 const topology = effect(CONVERTER, "the topology asked for");
 const nicModel = effect(CONVERTER, "an e1000e interface with its MAC address, booted from the network second");
@@ -76,7 +75,7 @@ function probeEffects(probe: "readinessProbe" | "livenessProbe"): Record<string,
     [`${probe}.httpGet.path`]: httpGet,
     [`${probe}.httpGet.port`]: httpGet,
     [`${probe}.httpGet.host`]: probeHost("httpGet"),
-    [`${probe}.httpGet.scheme`]: notYetProven("HTTPS takes the HTTP probe's path with TLS that does not check the certificate, as the kubelet's; no guest here serves HTTPS to show it"),
+    [`${probe}.httpGet.scheme`]: effect(E2E_PROBES, "is Ready while the guest's port answers over TLS"),
     [`${probe}.httpGet.httpHeaders[].name`]: httpGet,
     [`${probe}.httpGet.httpHeaders[].value`]: httpGet,
     [`${probe}.tcpSocket.port`]: probe === "readinessProbe" ? effect(LAUNCHER, "probes the guest as the kubelet asks") : effect(E2E_PROBES, "has its VMI stopped by the kubelet, saying why"),
@@ -393,8 +392,3 @@ const preferenceEffects: Record<string, FieldEffect> = {
 };
 
 export const FIELD_EFFECTS: Readonly<Record<string, FieldEffect>> = { ...vmEffects, ...instancetypeEffects, ...preferenceEffects };
-
-/** The leaves whose effect no test shows yet, with what their effect is: the work left to prove them. */
-export const NOT_YET_PROVEN: readonly { path: string; why: string }[] = Object.entries(FIELD_EFFECTS).flatMap(([path, entry]) =>
-  "notYetProven" in entry ? [{ path, why: entry.notYetProven }] : [],
-);
