@@ -57,9 +57,9 @@ describe("a VM's EFI variables and TPM state", () => {
     expect(claim.metadata?.ownerReferences).toEqual([expect.objectContaining({ kind: "VirtualMachine", name: VM, uid: vm.metadata.uid, controller: true })]);
 
     const first = await inGuest(`printf '\\007\\000\\000\\000${VALUE}' > ${VARIABLE} && echo wrote-$((40+2))`, "wrote-42");
-    // The variable is in OVMF's VARS file on the claim, as the launcher sees it.
+    // OVMF's VARS file and swtpm's state are on the claim, as the launcher sees it.
     const pod = (await core.listNamespacedPod({ namespace, labelSelector: `kubevirt.io/created-by=${firstUid ?? ""}` })).items[0]?.metadata?.name ?? "";
-    expect(await kubectl("exec", "-n", namespace, pod, "-c", "compute", "--", "ls", "/var/run/kubevirt-ts/vm-state/nvram", "/var/run/kubevirt-ts/vm-state/swtpm")).toMatch(/_VARS\.fd[\s\S]*[0-9a-f-]{36}/);
+    expect(await kubectl("exec", "-n", namespace, pod, "-c", "compute", "--", "ls", "/var/run/kubevirt-ts/vm-state/nvram", "/var/run/kubevirt-ts/vm-state/swtpm/tpm2")).toMatch(/_VARS\.fd[\s\S]*tpm2-00\.permall/);
 
     await kubectl("patch", "vm", VM, "-n", namespace, "--type=merge", "-p", '{"spec":{"runStrategy":"Halted"}}');
     await expect.poll(() => get("virtualmachineinstances", VM), poll).toBeUndefined();

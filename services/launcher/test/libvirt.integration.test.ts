@@ -140,15 +140,16 @@ describe("a domain with EFI firmware", () => {
       spec: { ...vmi.spec, domain: { ...vmi.spec.domain, memory: { guest: "512Mi" }, firmware: { ...vmi.spec.domain.firmware, bootloader: { efi: { secureBoot: false, persistent: true } } }, devices: { ...vmi.spec.domain.devices, tpm: { persistent: true } } } },
     };
     const variable = "/sys/firmware/efi/efivars/KubevirtTsTest-5f0e7c1a-3b2d-4c6e-8f9a-0b1c2d3e4f50";
+    const uuid = "0b7a3c2e-5f1d-4e4a-9c53-2f0d1e6a7b14";
     /** One launcher's run: its own libvirtd (as a new pod's), the domain booted, the TPM's reset count read; returns it and what the guest said. */
     const run = async (daemon: LibvirtDaemon, connection: Hypervisor, n: number, commands: string) => {
-      const state = await prepareVmState(persistent, vmStateDir, daemon.swtpmStorageDir);
+      const state = await prepareVmState(persistent, vmStateDir, daemon.swtpmStorageDir, uuid);
       // The launcher makes these as its own user; here the test is root.
       for (const dir of ["nvram", "swtpm"]) await chown(join(vmStateDir, dir), LAUNCHER_UID, LAUNCHER_UID);
       const serial = join(folder.dir, `state-${String(n)}.sock`);
       const xml = domainXml(persistent, {
         domainType: "qemu",
-        uuid: "0b7a3c2e-5f1d-4e4a-9c53-2f0d1e6a7b14",
+        uuid,
         disks: {},
         serialSocket: serial,
         vncSocket: join(folder.dir, `state-${String(n)}-vnc.sock`),
@@ -174,7 +175,7 @@ describe("a domain with EFI firmware", () => {
     const first = await run(libvirt, hypervisor, 1, `printf '\\007\\000\\000\\000kubevirt-ts-kept' > ${variable} && echo wrote-variable`);
     expect(first.output).toMatch(/\nwrote-variable/);
     expect(await stat(join(vmStateDir, "nvram", "test_tiny-state_VARS.fd"))).toBeDefined();
-    expect(await stat(join(vmStateDir, "swtpm", "0b7a3c2e-5f1d-4e4a-9c53-2f0d1e6a7b14", "tpm2", "tpm2-00.permall"))).toBeDefined();
+    expect(await stat(join(vmStateDir, "swtpm", "tpm2", "tpm2-00.permall"))).toBeDefined();
 
     // A new launcher: a libvirtd with nothing of the first's but the state folder.
     const next = await startLibvirtd({ stateDir: join(folder.dir, "libvirt-next"), uid: LAUNCHER_UID, dieWithParent: true, log: createLogger({ component: "libvirtd-test", level: "error" }) });

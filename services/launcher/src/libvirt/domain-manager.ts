@@ -139,7 +139,8 @@ export class DomainManager {
     }
     this.domainType = chooseDomainType({ kvmUsable: await usable(this.o.kvmDevice), allowEmulation: this.o.allowEmulation });
     const disks = await prepareDisks(vmi, layout);
-    const vmState = await prepareVmState(vmi, layout.vmStateDir, this.o.swtpmStorageDir);
+    const uuid = firmwareUuid(vmi);
+    const vmState = await prepareVmState(vmi, layout.vmStateDir, this.o.swtpmStorageDir, uuid);
     const container = vmi.spec.domain.firmware?.kernelBoot?.container;
     const kernelBoot = container
       ? {
@@ -149,7 +150,7 @@ export class DomainManager {
       : undefined;
     const xml = domainXml(vmi, {
       domainType: this.domainType,
-      uuid: firmwareUuid(vmi),
+      uuid,
       disks,
       serialSocket: this.inSocketsVolume("serial"),
       serialLog: this.inSocketsVolume("serialLog"),

@@ -5,16 +5,17 @@ import { domainName } from "../domain/converter.ts";
 
 // The VM's state outside its disks, on its backend-storage claim (kubevirt-api's backend-storage.ts), which the pod
 // mounts at the layout's vmStateDir: OVMF's variables as <claim>/nvram/<domain>_VARS.fd, named in the domain's
-// <nvram>, which libvirt copies from the firmware's template only when it is absent; and swtpm's state under
-// <claim>/swtpm, where libvirt's own folder for it (one per domain UUID, which is stable for a VM) leads.
+// <nvram>, which libvirt copies from the firmware's template only when it is absent; and swtpm's state in
+// <claim>/swtpm, where libvirt's folder for this domain's TPM (<its swtpm folder>/<domain UUID>, the UUID stable for a
+// VM) leads.
 
 export interface VmState {
   /** The EFI variables' file, when the VMI keeps them. */
   nvram?: string;
 }
 
-/** Makes the folders the VMI's persistent state needs on the claim, and points libvirt's swtpm folder at it. */
-export async function prepareVmState(vmi: VirtualMachineInstance, vmStateDir: string, swtpmStorageDir: string): Promise<VmState> {
+/** Makes the folders the VMI's persistent state needs on the claim, and leads libvirt's TPM folder for the domain there. */
+export async function prepareVmState(vmi: VirtualMachineInstance, vmStateDir: string, swtpmStorageDir: string, domainUuid: string): Promise<VmState> {
   const efi = hasPersistentEfi(vmi.spec);
   const tpm = hasPersistentTpm(vmi.spec);
   if (!efi && !tpm) return {};
@@ -29,12 +30,12 @@ export async function prepareVmState(vmi: VirtualMachineInstance, vmStateDir: st
   if (tpm) {
     const target = join(vmStateDir, VmStateDir.swtpm);
     await mkdir(target, { recursive: true });
-    await linkFolder(swtpmStorageDir, target);
+    await linkFolder(join(swtpmStorageDir, domainUuid), target);
   }
   return state;
 }
 
-/** `path` becomes a link to `target`; an empty folder libvirt made there at its start gives way. */
+/** `path` becomes a link to `target`; an empty folder there gives way (a folder with anything in it is an error). */
 async function linkFolder(path: string, target: string): Promise<void> {
   const existing = await lstat(path).catch(() => undefined);
   if (existing?.isSymbolicLink()) {
