@@ -208,6 +208,12 @@ describe("domainXml", () => {
     expect(domainXml(vmi(), ctx)).not.toContain("<tpm");
   });
 
+  it("leaves a cloud-init disk on SATA writable, which libvirt cannot make read-only (KubeVirt's default bus)", () => {
+    const xml = domainXml(vmi((s) => (s.domain.devices.disks = [{ name: "root", disk: { bus: "sata" } }, { name: "cloudinit", disk: { bus: "sata" } }])), ctx);
+    expect(xml).toContain('<target dev="sdb" bus="sata"/>');
+    expect(xml).not.toContain("<readonly/>");
+  });
+
   it("makes a CD-ROM writable only when it says readonly: false", () => {
     const cdrom = (readonly?: boolean) =>
       domainXml(vmi((s) => {

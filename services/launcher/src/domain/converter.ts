@@ -76,7 +76,9 @@ function diskElements(vmi: VirtualMachineInstance, ctx: DomainContext): XmlEleme
       el("source", prepared.type === "block" ? { dev: prepared.path } : { file: prepared.path }),
       // A CD-ROM drive can start with its tray open (KubeVirt's tray), its medium in it but unread until the guest closes it.
       el("target", { dev, bus, ...(disk.cdrom?.tray !== undefined ? { tray: disk.cdrom.tray } : {}) }),
-      (readonly || prepared.readonly === true) && el("readonly"),
+      // The launcher's own read-only images (cloud-init, ConfigMaps) stay writable on SATA, whose disks libvirt cannot make
+      // read-only; KubeVirt marks them no read-only at all. Each is a copy of the pod's own.
+      (readonly || (prepared.readonly === true && !(device === "disk" && bus === "sata"))) && el("readonly"),
       disk.serial !== undefined && el("serial", {}, disk.serial),
       disk.bootOrder !== undefined && el("boot", { order: disk.bootOrder }),
       el("alias", { name: `ua-${disk.name}` }),
