@@ -29,7 +29,7 @@ const ctx: DomainContext = {
   uuid: "5d9e3a1c-0000-4000-8000-000000000001",
   disks: {
     root: { path: "/var/run/kubevirt-ts/disks/root.qcow2", format: "qcow2" },
-    cloudinit: { path: "/var/run/kubevirt-ts/disks/cloudinit.iso", format: "raw", readonly: true },
+    cloudinit: { path: "/var/run/kubevirt-ts/disks/cloudinit.iso", format: "raw", readonly: "unlessSata" },
     scratch: { path: "/var/run/kubevirt-ts/disks/scratch.qcow2", format: "qcow2" },
     cd: { path: "/var/run/kubevirt-ts/disks/cd.iso", format: "raw" },
   },
@@ -212,6 +212,11 @@ describe("domainXml", () => {
     const xml = domainXml(vmi((s) => (s.domain.devices.disks = [{ name: "root", disk: { bus: "sata" } }, { name: "cloudinit", disk: { bus: "sata" } }])), ctx);
     expect(xml).toContain('<target dev="sdb" bus="sata"/>');
     expect(xml).not.toContain("<readonly/>");
+  });
+
+  it("keeps a read-only claim read-only on SATA too, where libvirt then says why it cannot", () => {
+    const xml = domainXml(vmi((s) => (s.domain.devices.disks = [{ name: "root", disk: { bus: "sata" } }])), { ...ctx, disks: { ...ctx.disks, root: { path: "/var/run/kubevirt-ts/vmi-disks/root/disk.img", format: "raw", readonly: true } } });
+    expect(xml).toContain("<readonly/>");
   });
 
   it("makes a CD-ROM writable only when it says readonly: false", () => {

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { type Clock, type Disk, type Features, type Ipv4Network, type VirtualMachineInstance, diskBus, diskTargets, parseIpv4Network, parseQuantity } from "@kubevirt-ts/kubevirt-api";
+import { type Clock, type Disk, type Features, type Ipv4Network, type VirtualMachineInstance, diskBus, diskTargets, hasPersistentTpm, parseIpv4Network, parseQuantity } from "@kubevirt-ts/kubevirt-api";
 import { type XmlElement, el, renderXml } from "./xml.ts";
 
 // The libvirt domain of a VMI: a pure function of the VMI's (defaulted) spec
@@ -19,7 +19,12 @@ export function firmwareUuid(vmi: VirtualMachineInstance): string {
 export interface PreparedDisk {
   path: string;
   format: "qcow2" | "raw";
-  readonly?: boolean;
+  /**
+   * true: the guest must not write it (a read-only claim). "unlessSata": the launcher's own images (cloud-init,
+   * ConfigMaps), read-only where the bus allows it; libvirt makes no SATA disk read-only, and KubeVirt marks these disks
+   * no read-only at all (each is the pod's own copy).
+   */
+  readonly?: true | "unlessSata";
   /** A file (the default) or a block device (a Block-mode claim). */
   type?: "file" | "block";
 }
@@ -76,9 +81,7 @@ function diskElements(vmi: VirtualMachineInstance, ctx: DomainContext): XmlEleme
       el("source", prepared.type === "block" ? { dev: prepared.path } : { file: prepared.path }),
       // A CD-ROM drive can start with its tray open (KubeVirt's tray), its medium in it but unread until the guest closes it.
       el("target", { dev, bus, ...(disk.cdrom?.tray !== undefined ? { tray: disk.cdrom.tray } : {}) }),
-      // The launcher's own read-only images (cloud-init, ConfigMaps) stay writable on SATA, whose disks libvirt cannot make
-      // read-only; KubeVirt marks them no read-only at all. Each is a copy of the pod's own.
-      (readonly || (prepared.readonly === true && !(device === "disk" && bus === "sata"))) && el("readonly"),
+      (readonly || prepared.readonly === true || (prepared.readonly === "unlessSata" && !(device === "disk" && bus === "sata"))) && el("readonly"),
       disk.serial !== undefined && el("serial", {}, disk.serial),
       disk.bootOrder !== undefined && el("boot", { order: disk.bootOrder }),
       el("alias", { name: `ua-${disk.name}` }),
@@ -247,7 +250,7 @@ export function domainXml(vmi: VirtualMachineInstance, ctx: DomainContext): stri
       // An emulated TPM 2.0 (swtpm, started by libvirt as the launcher's user), on the TIS interface as KubeVirt gives it; a
       // persistent one on CRB, as KubeVirt's, its state kept when the domain goes (on the claim: see storage/vm-state.ts).
       devices.tpm !== undefined && devices.tpm.enabled !== false &&
-        (devices.tpm.persistent === true
+        (hasPersistentTpm(vmi.spec)
           ? el("tpm", { model: "tpm-crb" }, el("backend", { type: "emulator", version: "2.0", persistent_state: "yes" }))
           : el("tpm", { model: "tpm-tis" }, el("backend", { type: "emulator", version: "2.0" }))),
       devices.rng !== undefined && el("rng", { model: "virtio" }, el("backend", { model: "random" }, "/dev/urandom")),

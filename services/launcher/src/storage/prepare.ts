@@ -63,7 +63,7 @@ export async function prepareDisks(vmi: VirtualMachineInstance, layout: StorageL
   for (const config of configVolumes(vmi.spec)) {
     const iso = join(layout.disksDir, `${config.volume}.iso`);
     await configVolumeIso(iso, join(layout.configVolumesDir, config.relativeDir), config.label);
-    disks[config.volume] = { path: iso, format: "raw", readonly: true };
+    disks[config.volume] = { path: iso, format: "raw", readonly: "unlessSata" };
   }
   const claimInfo = new Map((vmi.status?.volumeStatus ?? []).map((s) => [s.name, s.persistentVolumeClaimInfo]));
   for (const claim of claimVolumes(vmi.spec)) {
@@ -95,7 +95,7 @@ export async function prepareDisks(vmi: VirtualMachineInstance, layout: StorageL
         hostname: vmi.spec.hostname ?? vmi.metadata.name ?? "kubevirt-ts",
         publicKeys: await sshPublicKeys(vmi, layout.accessCredentialsDir, configDrive ? "configDrive" : "noCloud"),
       });
-      disks[volume.name] = { path: `${target}.iso`, format: "raw", readonly: true };
+      disks[volume.name] = { path: `${target}.iso`, format: "raw", readonly: "unlessSata" };
     }
   }
   return disks;
