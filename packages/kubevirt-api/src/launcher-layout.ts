@@ -81,8 +81,14 @@ export const portForwardSocket = (forward: PortForward): string => `portforward-
 
 /** The launcher container's name. */
 export const LAUNCHER_CONTAINER = "compute";
-/** The launcher's operations port (health, readiness, metrics), probed for readiness. */
+/** The launcher's operations port (health, metrics, and the VMI's probes, which the kubelet asks there). */
 export const LAUNCHER_OPS_PORT = 9102;
+/**
+ * How long after its container started a launcher may take to open its socket (start Node, then libvirtd, which it
+ * gives 30 s) before its handler reports it unreachable on the VMI. The VMI is handed to its node as soon as the
+ * container runs, as KubeVirt's; the handler waits for the socket meanwhile, watching for it.
+ */
+export const LAUNCHER_SOCKET_WAIT_SECONDS = 120;
 /** The name the launcher container gives its operations port, which its probes target. */
 export const LAUNCHER_OPS_PORT_NAME = "ops";
 /** The guest's grace period when the VMI names none. */

@@ -217,6 +217,21 @@ describe("deletion", () => {
     await expect.poll(() => getVmi(client, namespace, "vmi"), poll).toBeUndefined();
     expect(await launcherPods(client, namespace)).toEqual([]);
   });
+
+  test("a finished VMI lets its finalizer go once its pods are gone, before anyone deletes it", async ({ client, namespace }) => {
+    await client.create(kubevirtResources.virtualMachineInstances, namespace, newVmi("vmi", namespace));
+    await expect.poll(async () => (await launcherPods(client, namespace)).length, poll).toBe(1);
+    await expect.poll(async () => (await getVmi(client, namespace, "vmi"))?.metadata.finalizers, poll).toContain("kubevirt.io/virtualMachineControllerFinalize");
+    // The launcher ends, as the kubelet would report it: the VMI is final, its pod goes, and so does the finalizer.
+    const [pod] = await launcherPods(client, namespace);
+    await client.patch(resources.pods, namespace, pod?.metadata.name ?? "", { status: { phase: "Failed" } }, "merge", "status");
+    await expect.poll(async () => (await getVmi(client, namespace, "vmi"))?.status?.phase, poll).toBe("Failed");
+    await expect.poll(async () => (await getVmi(client, namespace, "vmi"))?.metadata.finalizers ?? [], poll).not.toContain("kubevirt.io/virtualMachineControllerFinalize");
+    expect(await launcherPods(client, namespace)).toEqual([]);
+    // Nothing holds it now: deleting it (as a namespace's deletion does, after its pods) is done in one step.
+    await client.delete(kubevirtResources.virtualMachineInstances, namespace, "vmi");
+    expect(await getVmi(client, namespace, "vmi")).toBeUndefined();
+  });
 });
 
 describe("a launcher pod's grace period", () => {

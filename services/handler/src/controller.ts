@@ -1,12 +1,12 @@
 import { ControllerManager, type KubeClient, type Pod, type Reconcile, keyOf, resources, writeStatusIfChanged } from "@kubevirt-ts/kube";
 import {
-  type GuestOsInfo, LAUNCHER_PODS_BY_VMI, Label, LabelValue, UNOWNED_LAUNCHER_PODS_METRIC, type VirtualMachineInstance, isHandedOver, launcherPodIndex, launcherPodOwnerKey, launcherPodsKeyOf, unownedLauncherPodReason, kubevirtResources,
+  type GuestOsInfo, LAUNCHER_CONTAINER, VmiPhase, LAUNCHER_PODS_BY_VMI, LAUNCHER_SOCKET_WAIT_SECONDS, Label, LabelValue, UNOWNED_LAUNCHER_PODS_METRIC, type VirtualMachineInstance, isHandedOver, launcherPodIndex, launcherPodOwnerKey, launcherPodsKeyOf, unownedLauncherPodReason, kubevirtResources,
 } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { Gauge, type Registry } from "prom-client";
 import { ConsoleRefusal, type ConsoleTarget } from "./console-server.ts";
 import { launcherPodFor } from "./launcher-pod.ts";
-import type { Launchers } from "./launchers.ts";
+import { LauncherNotListeningError, type Launchers } from "./launchers.ts";
 import { LauncherCallError, LauncherError } from "@kubevirt-ts/launcher-protocol";
 import { type ObservedDomain, handlerStatus, launcherFailedStatus } from "./status.ts";
 
@@ -17,6 +17,8 @@ import { type ObservedDomain, handlerStatus, launcherFailedStatus } from "./stat
 // VMI at each resync, whatever its state.
 
 const DOMAIN_POLL_MS = 2_000;
+/** How soon a VMI whose launcher has not opened its socket is looked at again, should the socket's watch miss it. */
+const SOCKET_RECHECK_MS = 1_000;
 /** How long to wait before asking a guest's agent again after it did not answer. */
 const AGENT_RETRY_MS = 20_000;
 const RESYNC_MS = 5 * 60_000;
@@ -77,6 +79,11 @@ export function createHandler(config: HandlerConfig) {
       return undefined;
     }
   };
+  /** Whether the pod's launcher container started so recently that its socket may still be on its way. */
+  const launcherStarting = (pod: Pod) => {
+    const started = pod.status?.containerStatuses?.find((c) => c.name === LAUNCHER_CONTAINER)?.state?.running?.startedAt;
+    return started !== undefined && now().getTime() - new Date(started).getTime() < LAUNCHER_SOCKET_WAIT_SECONDS * 1000;
+  };
   /** The launcher pod running the VMI's domain on this node: owned by the VMI and named in its activePods. */
   const runningLauncherPod = (vmi: VirtualMachineInstance) => launcherPodFor(vmi, pods.byIndex(LAUNCHER_PODS_BY_VMI, launcherPodsKeyOf(vmi)), nodeName);
   const enqueue = (vmi: VirtualMachineInstance) => {
@@ -118,9 +125,19 @@ export function createHandler(config: HandlerConfig) {
       const launcher = await launchers.get(pod.metadata.uid ?? "");
       domain = await launcher.call("state");
       if (domain.state === "NoDomain") domain = await launcher.call("sync", vmi);
-      os = domain.state === "Running" ? await guestOs(vmi, launcher) : undefined;
+      // The guest's agent is asked once the VMI says Running: that write is not held back by the question.
+      os = domain.state === "Running" && vmi.status.phase === VmiPhase.Running ? await guestOs(vmi, launcher) : undefined;
     } catch (error) {
       if (!(error instanceof LauncherError)) throw error;
+      // A launcher still starting libvirt: the VMI comes back here the moment its socket appears (or in a second, should
+      // the watch miss it), and only a launcher that never opens it is reported.
+      if (error instanceof LauncherNotListeningError && launcherStarting(pod)) {
+        const uid = pod.metadata.uid ?? "";
+        await launchers.whenSocketAppears(uid, () => { enqueue(vmi); }).catch((watchError: unknown) => {
+          log.warn("could not watch for a launcher's socket; looking again in a second", { pod: uid, error: watchError });
+        });
+        return { requeueAfterMs: SOCKET_RECHECK_MS };
+      }
       // A launcher that fails, breaks the protocol or does not answer is this VMI's failure alone:
       // said on the VMI, and the VMI tried again with the queue's back-off while the others go on.
       await writeStatusIfChanged(client, kubevirtResources.virtualMachineInstances, vmi, launcherFailedStatus(vmi, error, now()));

@@ -24,7 +24,7 @@ export function podVolumePath(podsDir: string, podUid: string, name: string): st
   return join(podsDir, podUid, "volumes", SOCKETS_VOLUME_ON_NODE, name);
 }
 
-type Kind = "socket" | "file";
+type Kind = "socket" | "file" | "directory";
 
 /** Checks each part of the path below podsDir with lstat; throws what is wrong. */
 export async function verifyPodVolumePath(podsDir: string, path: string, kind: Kind): Promise<void> {
@@ -35,7 +35,7 @@ export async function verifyPodVolumePath(podsDir: string, path: string, kind: K
     current = join(current, part);
     const stats = await lstat(current);
     if (stats.isSymbolicLink()) throw new Error(`${current} is a symlink; refusing to follow it out of the pod's volume`);
-    if (i === parts.length - 1) checkEntry(current, stats, kind);
+    if (i === parts.length - 1 && kind !== "directory") checkEntry(current, stats, kind);
     else if (!stats.isDirectory()) throw new Error(`${current} is not a directory`);
   }
 }

@@ -96,8 +96,11 @@ function correct(calls: { state: number; synced: string[] }) {
   };
 }
 
-/** A VMI handed to this node, and the launcher pod the controller would have made for it, Running. */
-async function scheduledVmi(client: KubeClient, namespace: string, name: string): Promise<string> {
+/**
+ * A VMI handed to this node, and the launcher pod the controller would have made for it, Running; with `startedAt`,
+ * its launcher container says when it started, as the kubelet's status does.
+ */
+async function scheduledVmi(client: KubeClient, namespace: string, name: string, startedAt?: Date): Promise<string> {
   const vmi = await client.create<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, namespace, {
     apiVersion: "kubevirt.io/v1",
     kind: "VirtualMachineInstance",
@@ -116,7 +119,10 @@ async function scheduledVmi(client: KubeClient, namespace: string, name: string)
     },
     spec: { nodeName: NODE, containers: [{ name: "compute", image: "kubevirt-ts.local/virt-launcher:test" }] },
   });
-  await client.update(resources.pods, { ...pod, status: { phase: "Running", podIP: "198.18.0.9", podIPs: [{ ip: "198.18.0.9" }] } }, "status");
+  const containerStatuses = startedAt
+    ? [{ name: "compute", image: "kubevirt-ts.local/virt-launcher:test", imageID: "", ready: true, restartCount: 0, started: true, state: { running: { startedAt: startedAt.toISOString().replace(/\.\d+Z$/, "Z") } } }]
+    : undefined;
+  await client.update(resources.pods, { ...pod, status: { phase: "Running", podIP: "198.18.0.9", podIPs: [{ ip: "198.18.0.9" }], ...(containerStatuses ? { containerStatuses } : {}) } }, "status");
   const podUid = pod.metadata.uid ?? "";
   await client.update(kubevirtResources.virtualMachineInstances, { ...vmi, status: { phase: "Scheduled", nodeName: NODE, activePods: { [podUid]: NODE } } });
   return podUid;
@@ -164,6 +170,40 @@ test("a hostile launcher costs only its own VMI a condition: the other VMI runs 
   } finally {
     expect(await handler.terminate(), handler.output()).toBe(0);
     for (const server of servers) server.close();
+    await rm(podsDir, { recursive: true, force: true });
+  }
+});
+
+test("a VMI whose launcher is still starting waits for its socket without a failure, and runs once the socket appears", { timeout: 120_000 }, async ({ kubeConfig, namespace }) => {
+  const client = await KubeClient.fromKubeConfig(kubeConfig);
+  const podsDir = await mkdtemp(join(tmpdir(), "kubelet-pods-"));
+  const calls = { state: 0, synced: [] as string[] };
+  // The kubelet makes the pod's volumes before its containers start; the launcher opens its socket later.
+  const podUid = await scheduledVmi(client, namespace, "late", new Date());
+  const socketPath = podVolumePath(podsDir, podUid, SocketName.Launcher);
+  await mkdir(join(socketPath, ".."), { recursive: true });
+  const handler = await startServiceProcess(fileURLToPath(new URL("../src/main.ts", import.meta.url)), {
+    NODE_NAME: NODE,
+    KUBELET_PODS_DIR: podsDir,
+    CONSOLE_TLS_DIR: await tlsSecretDir(ConsoleServer.handlerIdentity, "server", [ConsoleServer.handlerIdentity]),
+    CONSOLE_PORT: String(await freePort()),
+  });
+  const vmi = () => client.get<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, namespace, "late");
+  let server: Server | undefined;
+  try {
+    // The handler has looked at the VMI and found no socket: it says nothing on the VMI, which stays as the controller wrote it.
+    await expect.poll(() => handler.output(), { timeout: 30_000 }).toContain("waiting for the launcher to open its socket");
+    const waiting = await vmi();
+    expect(waiting.status?.phase).toBe("Scheduled");
+    expect(waiting.status?.conditions?.find((c) => c.type === "Synchronized")).toBeUndefined();
+    server = await listen(socketPath, correct(calls));
+    await expect.poll(async () => (await vmi()).status?.phase, { timeout: 30_000 }).toBe("Running");
+    expect(calls.synced).toEqual(["late"]);
+    expect((await vmi()).status?.conditions?.find((c) => c.type === "Synchronized")).toBeUndefined();
+    expect(handler.output()).not.toContain("could not watch");
+  } finally {
+    expect(await handler.terminate(), handler.output()).toBe(0);
+    server?.close();
     await rm(podsDir, { recursive: true, force: true });
   }
 });

@@ -126,7 +126,11 @@ export function createVmiReconciler(deps: VmiControllerDeps): Reconcile {
       if (owned.length === 0) await removeFinalizer(client, kubevirtResources.virtualMachineInstances, cached, Finalizer.VmiController);
       return undefined;
     }
-    const vmi = await addFinalizer(client, kubevirtResources.virtualMachineInstances, cached, Finalizer.VmiController);
+    // The finalizer holds a VMI until its launcher pods are gone: a finished VMI without them lets it go before it is
+    // deleted, as KubeVirt's controller does, so deleting it (or its namespace, after the pods) takes no second pass.
+    const vmi = isFinalPhase(cached.status?.phase) && owned.length === 0
+      ? await removeFinalizer(client, kubevirtResources.virtualMachineInstances, cached, Finalizer.VmiController)
+      : await addFinalizer(client, kubevirtResources.virtualMachineInstances, cached, Finalizer.VmiController);
     const validation = validateVirtualMachineInstance(vmi);
     const invalid = validation.ok ? undefined : summarize(validation.causes);
     if (invalid !== undefined && findCondition(vmi.status?.conditions, VmiConditionType.Synchronized)?.reason !== "InvalidSpec") {

@@ -26,7 +26,7 @@ export interface VmiObservation {
 }
 
 const podFinished = (pod: Pod) => pod.status?.phase === "Succeeded" || pod.status?.phase === "Failed";
-/** The launcher has started: its startup probe (libvirt and its socket are up) has passed. Its readiness is the guest's, when the VMI has a readiness probe. */
+/** The launcher's container runs: the VMI goes to its node, whose handler waits for the launcher's socket. Its readiness is the guest's, when the VMI has a readiness probe. */
 const launcherStarted = (pod: Pod) => pod.status?.phase === "Running" && pod.status.containerStatuses?.find((c) => c.name === LAUNCHER_CONTAINER)?.started === true;
 
 export function decideVmi(o: VmiObservation): VmiAction {

@@ -59,9 +59,6 @@ function containerDiskInitContainers(vmi: VirtualMachineInstance, config: Launch
   return diskCopyInitContainers({ image: config.launcherImage, imagePullPolicy: config.imagePullPolicy }, { volume: LauncherVolume.tools, mountPath: TOOLS_DIR }, [...disks, ...kernelFiles]);
 }
 
-/** How long a launcher may take to start libvirt and its socket before the kubelet gives up on it (its startup probe, once a second). */
-const LAUNCHER_STARTUP_SECONDS = 600;
-
 /** Files only the launcher's group (the pod's fsGroup) may read: what the pod mounts from Secrets. */
 const LAUNCHER_GROUP_ONLY = 0o440;
 
@@ -223,10 +220,10 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
               ? { limits: { ...(memoryLimit !== undefined ? { memory: toMebibytes(memoryLimit) } : {}), ...(limits?.cpu !== undefined ? { cpu: String(limits.cpu) } : {}) } }
               : {}),
           },
-          // Probed every second: the VMI is handed to its node once the launcher has started (this passed), so this is on the start path.
-          startupProbe: { httpGet: { path: "/readyz", port: LAUNCHER_OPS_PORT_NAME }, periodSeconds: 1, failureThreshold: LAUNCHER_STARTUP_SECONDS },
-          // The VMI's probes, which the launcher runs against the guest when the kubelet asks; without one, the pod is ready while its launcher is.
-          readinessProbe: spec.readinessProbe ? launcherContainerProbe(spec.readinessProbe, "readiness") : { httpGet: { path: "/readyz", port: LAUNCHER_OPS_PORT_NAME }, periodSeconds: 10 },
+          // No startup probe: the VMI is handed to its node once this container runs, and the handler waits for the
+          // launcher's socket (LAUNCHER_SOCKET_WAIT_SECONDS), as KubeVirt's. The VMI's probes, which the launcher runs
+          // against the guest when the kubelet asks; without a readiness probe the pod is ready while it runs, as KubeVirt's.
+          ...(spec.readinessProbe ? { readinessProbe: launcherContainerProbe(spec.readinessProbe, "readiness") } : {}),
           ...(spec.livenessProbe ? { livenessProbe: launcherContainerProbe(spec.livenessProbe, "liveness") } : {}),
           securityContext: {
             allowPrivilegeEscalation: false,
