@@ -108,6 +108,22 @@ export async function controllerLeader() {
   return leader;
 }
 
+/**
+ * Restarts the controller (its Deployment's rollout) and waits until one of the new pods leads: a baseline of its
+ * memory then holds no VMI an earlier run left in its caches.
+ */
+export async function restartController(timeoutMs = 180_000): Promise<void> {
+  const since = Date.now();
+  const selector = `app.kubernetes.io/name=${COMPONENTS.controller.label}`;
+  await kubectl("-n", NAMESPACE, "rollout", "restart", "deployment", "-l", selector);
+  await kubectl("-n", NAMESPACE, "rollout", "status", "deployment", "-l", selector, `--timeout=${String(Math.round(timeoutMs / 1000))}s`);
+  const led = await waitFor(async () => {
+    const leader = await controllerLeader().catch(() => undefined);
+    return new Date(leader?.metadata?.creationTimestamp ?? 0).getTime() >= since - 1_000;
+  }, timeoutMs, 1_000);
+  if (!led) throw new Error(`no restarted controller pod took the lease within ${String(timeoutMs / 1000)} s`);
+}
+
 /** Resident memory (bytes) of the processes on this node that run in the pod, from /proc, by their cgroup's pod uid. */
 export async function podRss(uid: string): Promise<{ total: number; byCommand: Map<string, number> }> {
   const pattern = new RegExp(`pod${uid.replaceAll("-", "[-_]")}`);

@@ -3,7 +3,7 @@ import { mkdirSync, openSync } from "node:fs";
 import { join } from "node:path";
 import { KUBECONFIG_PATH, LOCAL_DIR } from "@kubevirt-ts/local-cluster";
 import { core, custom, undefinedIfNotFound } from "../../cluster/cluster.ts";
-import { VmiPhases, componentMetrics, controllerLeader, createNamespace, deleteNamespace, podRss, waitFor, writeCounters, writesSince } from "../cluster.ts";
+import { VmiPhases, componentMetrics, controllerLeader, createNamespace, deleteNamespace, podRss, restartController, waitFor, writeCounters, writesSince } from "../cluster.ts";
 import { histogramQuantile, type Sample, sampleDelta } from "../prometheus.ts";
 import type { Row } from "../results.ts";
 import { blankDiskImage, createVmi, inParallel, minimalVmi } from "../workload.ts";
@@ -47,6 +47,8 @@ interface Scrape {
   samples: Sample[];
   rss: number;
 }
+
+const heapUsed = (scrape: Scrape) => scrape.samples.find((s) => s.name === "nodejs_heap_size_used_bytes")?.value ?? Number.NaN;
 
 async function scrapeController(): Promise<Scrape> {
   const leader = await controllerLeader();
@@ -93,6 +95,9 @@ export async function kwokFigures(kwokDir: string, options: { nodes: number; vmi
 
     const image = blankDiskImage();
     const placement = { nodeSelector: { [FAKE]: "true" }, tolerations: [{ key: FAKE, operator: "Exists", effect: "NoSchedule" }] };
+    // A fresh controller, settled: its memory before holds nothing of an earlier run.
+    await restartController();
+    await new Promise((resolve) => setTimeout(resolve, 15_000));
     const before = await scrapeController();
     const writesBefore = await writeCounters();
     let peakRss = before.rss;
@@ -133,6 +138,7 @@ export async function kwokFigures(kwokDir: string, options: { nodes: number; vmi
     return [
       { id: "kwok.scheduled", figure: `${label}: first create → all Scheduled`, unit: "s", values: { value: scheduled >= options.vmis ? scheduledS : null }, method: "first create sent → a watch on the namespace has seen every VMI Scheduled", ...incomplete },
       { id: "kwok.controller-memory-per-vmi", figure: `${label}: controller memory per VMI (RSS after − before, ÷ VMIs)`, unit: "KiB", values: { value: (after.rss - before.rss) / KiB / Math.max(scheduled, 1), peak: (peakRss - before.rss) / KiB / Math.max(scheduled, 1) }, method: `${method}; 'peak' uses the highest RSS seen; RSS before ${(before.rss / 2 ** 20).toFixed(0)} MiB, after ${(after.rss / 2 ** 20).toFixed(0)} MiB`, ...incomplete },
+      { id: "kwok.controller-heap-per-vmi", figure: `${label}: controller JS heap used per VMI (after − before, ÷ VMIs)`, unit: "KiB", values: { value: (heapUsed(after) - heapUsed(before)) / KiB / Math.max(scheduled, 1) }, method: `${method}; nodejs_heap_size_used_bytes of the leader, read 15 s after the last VMI was Scheduled (what its objects hold, without the heap's free space and the code); heap before ${(heapUsed(before) / 2 ** 20).toFixed(0)} MiB, after ${(heapUsed(after) / 2 ** 20).toFixed(0)} MiB`, ...incomplete },
       { id: "kwok.workqueue-depth", figure: `${label}: controller work-queue depth (all queues)`, unit: "keys", values: { max: depths.length > 0 ? Math.max(...depths) : null }, method: `${method}; workqueue_depth summed over queues` },
       { id: "kwok.workqueue-queue-latency", figure: `${label}: controller work-queue wait, by queue`, unit: "ms", values: latency("workqueue_queue_duration_seconds"), method: `${method}; workqueue_queue_duration_seconds over the run, histogram quantiles (bucket-interpolated)` },
       { id: "kwok.workqueue-work-latency", figure: `${label}: controller work per key, by queue`, unit: "ms", values: latency("workqueue_work_duration_seconds"), method: `${method}; workqueue_work_duration_seconds over the run, histogram quantiles (bucket-interpolated)` },
