@@ -151,20 +151,36 @@ interface Phased {
 export class VmiPhases {
   readonly seen = new Map<string, Map<string, number>>();
   readonly latest = new Map<string, Phased>();
+  /** How often the watch ended (the server's timeout, a dropped connection) and was started again. */
+  restarts = 0;
   private abort: AbortController | undefined;
+  private stopped = false;
 
   static async start(namespace: string): Promise<VmiPhases> {
     const watcher = new VmiPhases();
-    watcher.abort = await new Watch(kubeConfig).watch(`/apis/kubevirt.io/v1/namespaces/${namespace}/virtualmachineinstances`, {}, (_type, object: Phased) => {
+    await watcher.watch(namespace);
+    return watcher;
+  }
+
+  /**
+   * Watches the namespace's VMIs until stopped: a watch that ends is started again at once (a new watch begins with
+   * every VMI as it is, so a phase reached meanwhile is seen then, a little late, never lost).
+   */
+  private async watch(namespace: string): Promise<void> {
+    const again = () => {
+      if (this.stopped) return;
+      this.restarts++;
+      setTimeout(() => { void this.watch(namespace).catch(again); }, 500);
+    };
+    this.abort = await new Watch(kubeConfig).watch(`/apis/kubevirt.io/v1/namespaces/${namespace}/virtualmachineinstances`, {}, (_type, object: Phased) => {
       const now = performance.now();
       const name = object.metadata?.name ?? "";
-      watcher.latest.set(name, object);
-      const phases = watcher.seen.get(name) ?? new Map<string, number>();
+      this.latest.set(name, object);
+      const phases = this.seen.get(name) ?? new Map<string, number>();
       const phase = object.status?.phase;
       if (phase && !phases.has(phase)) phases.set(phase, now);
-      watcher.seen.set(name, phases);
-    }, () => undefined);
-    return watcher;
+      this.seen.set(name, phases);
+    }, again);
   }
 
   /** How many VMIs have shown the phase (or a later one that implies it). */
@@ -173,6 +189,7 @@ export class VmiPhases {
   }
 
   stop(): void {
+    this.stopped = true;
     this.abort?.abort();
   }
 }

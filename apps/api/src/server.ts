@@ -21,7 +21,7 @@ import { type AdmissionReview, type WebhookKind, inferVmDefaults, mutate, valida
 // before anything is parsed or authenticated.
 
 /** Node's own bounds on every request: its headers and how long it may take to arrive. */
-const bounded = (requestTimeout: number) => ({ maxHeaderSize: limits.headerBytes, requestTimeout, headersTimeout: Math.min(requestTimeout, 10_000) });
+const bounded = (requestTimeout: number) => ({ maxHeaderSize: limits.headerBytes, requestTimeout, headersTimeout: Math.min(requestTimeout, 10_000), keepAliveTimeout: limits.keepAliveMs });
 
 /** Where a subscription's token must not be: the URL, which proxies and browsers log and keep. */
 const TOKEN_IN_URL = "Send the bearer token in the Authorization header: a token in the URL (connectionParams) is refused, since URLs end up in logs and history.";
@@ -131,5 +131,5 @@ export function createWebhookServer(
  * with no bound on how long a request takes, since an image takes as long as it takes; its headers are bounded still.
  */
 export function createUploadProxyServer(proxy: (req: IncomingMessage, res: ServerResponse) => void): Server {
-  return createServer({ maxHeaderSize: limits.headerBytes, requestTimeout: 0, headersTimeout: 10_000 }, proxy);
+  return createServer({ maxHeaderSize: limits.headerBytes, requestTimeout: 0, headersTimeout: 10_000, keepAliveTimeout: limits.keepAliveMs }, proxy);
 }

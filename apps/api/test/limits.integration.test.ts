@@ -1,7 +1,7 @@
 import { once } from "node:events";
 import { readFile } from "node:fs/promises";
 import { type IncomingMessage, request } from "node:http";
-import { request as httpsRequest } from "node:https";
+import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { type AddressInfo, connect } from "node:net";
 import { join } from "node:path";
 import { test, tlsSecretDir } from "@kubevirt-ts/control-plane/testing";
@@ -126,13 +126,19 @@ describe("the console proxy", () => {
   });
 });
 
+/** The webhooks' TLS server on a free loopback port, with a certificate for 127.0.0.1 and the CA that signed it. */
+async function startWebhooks(kubeConfig: Parameters<typeof KubeClient.fromKubeConfig>[0]): Promise<{ webhooks: ReturnType<typeof createWebhookServer>; ca: Buffer | undefined }> {
+  const dir = await tlsSecretDir("127.0.0.1", "server", ["127.0.0.1"]);
+  const [ca, cert, key] = await Promise.all(["ca.crt", "tls.crt", "tls.key"].map((name) => readFile(join(dir, name))));
+  const webhooks = createWebhookServer({ cert: cert ?? Buffer.alloc(0), key: key ?? Buffer.alloc(0) }, await KubeClient.fromKubeConfig(kubeConfig), log);
+  webhooks.listen(0, "127.0.0.1");
+  await once(webhooks, "listening");
+  return { webhooks, ca };
+}
+
 describe("the admission webhooks' port", () => {
   test("refuses an AdmissionReview past its bound with 413, whether declared or streamed", async ({ kubeConfig }) => {
-    const dir = await tlsSecretDir("127.0.0.1", "server", ["127.0.0.1"]);
-    const [ca, cert, key] = await Promise.all(["ca.crt", "tls.crt", "tls.key"].map((name) => readFile(join(dir, name))));
-    const webhooks = createWebhookServer({ cert: cert ?? Buffer.alloc(0), key: key ?? Buffer.alloc(0) }, await KubeClient.fromKubeConfig(kubeConfig), log);
-    webhooks.listen(0, "127.0.0.1");
-    await once(webhooks, "listening");
+    const { webhooks, ca } = await startWebhooks(kubeConfig);
     const post = (headers: Record<string, string>) => httpsRequest({ host: "127.0.0.1", port: (webhooks.address() as AddressInfo).port, path: "/validate-virtualmachines", method: "POST", ca, headers });
     try {
       // Declared too large: refused on the header alone, no body sent.
@@ -151,6 +157,30 @@ describe("the admission webhooks' port", () => {
       ok.resume();
       expect(ok.statusCode).toBe(200);
     } finally {
+      webhooks.closeAllConnections();
+      webhooks.close();
+    }
+  });
+
+  test("keeps an idle connection open longer than Go's client does (90 s), so the API server's next review on it is answered", async ({ kubeConfig }) => {
+    const { webhooks, ca } = await startWebhooks(kubeConfig);
+    expect(webhooks.keepAliveTimeout).toBeGreaterThan(90_000);
+    // One kept-alive connection, idle past Node's default of 5 s between two reviews: the second goes on the same socket.
+    const agent = new HttpsAgent({ keepAlive: true, maxSockets: 1, ca });
+    const review = async () => {
+      const req = httpsRequest({ host: "127.0.0.1", port: (webhooks.address() as AddressInfo).port, path: "/validate-virtualmachines", method: "POST", agent, headers: { "content-type": "application/json" } });
+      req.end(JSON.stringify({ apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", request: { uid: "u", operation: "DELETE" } }));
+      const [res] = (await once(req, "response")) as [IncomingMessage];
+      res.resume();
+      await once(res, "end");
+      return { status: res.statusCode, reused: req.reusedSocket };
+    };
+    try {
+      expect(await review()).toEqual({ status: 200, reused: false });
+      await new Promise((resolve) => setTimeout(resolve, 6_000));
+      expect(await review()).toEqual({ status: 200, reused: true });
+    } finally {
+      agent.destroy();
       webhooks.closeAllConnections();
       webhooks.close();
     }

@@ -40,6 +40,11 @@ export interface Gateway {
 const toApi = (path: string) => path.startsWith("/trpc/") || path.startsWith("/apis/subresources.kubevirt.io/");
 /** CDI's upload paths: the dashboard's address is the cluster's upload proxy URL too (virtctl image-upload --uploadproxy-url). */
 const toUpload = (path: string) => path === "/v1beta1/upload" || path === "/v1beta1/upload-async" || path.startsWith("/v1beta1/upload?") || path.startsWith("/v1beta1/upload-async?");
+/**
+ * How long an idle kept-alive connection stays open: longer than clients keep theirs (Go's 90 s, browsers' 60 s and
+ * more), so the client closes first. Node's default of 5 s raced clients' reuse ("socket hang up" under load).
+ */
+const KEEP_ALIVE_MS = 120_000;
 /** How long any other request may take to arrive, as Node's own default bound. */
 const REQUEST_TIMEOUT_MS = 300_000;
 
@@ -119,11 +124,11 @@ export function startGateway(options: GatewayOptions): Gateway {
     tunnel(req, socket, head, toApi(req.url ?? "/") ? options.api : options.next);
   };
   if (!options.tls) {
-    const server = createServer({ requestTimeout: 0 }, onRequest).on("upgrade", onUpgrade);
+    const server = createServer({ requestTimeout: 0, keepAliveTimeout: KEEP_ALIVE_MS }, onRequest).on("upgrade", onUpgrade);
     server.listen(options.port, options.host);
     return { server, stop: () => { server.closeAllConnections(); server.close(); } };
   }
-  const secure = createHttpsServer({ ...options.tls, requestTimeout: 0 }, onRequest).on("upgrade", onUpgrade);
+  const secure = createHttpsServer({ ...options.tls, requestTimeout: 0, keepAliveTimeout: KEEP_ALIVE_MS }, onRequest).on("upgrade", onUpgrade);
   const plain = createServer(refusePlain).on("upgrade", (_req: IncomingMessage, socket: Duplex) => {
     socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\nThe dashboard speaks HTTPS only: use wss://.\n");
   });

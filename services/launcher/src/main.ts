@@ -48,6 +48,10 @@ await runService({
       swtpmStorageDir: daemon.swtpmStorageDir,
       log,
     });
+    // Off the start's critical path: QEMU's capabilities are probed while the handler comes with the VMI.
+    const probing = manager.probeCapabilities().catch((error: unknown) => {
+      log.warn("could not have libvirt probe QEMU's capabilities ahead of the domain", { error });
+    });
     prober = new Prober(
       {
         vmi: () => manager.runningVmi(),
@@ -130,6 +134,7 @@ await runService({
           log.warn("could not write the termination message", { error });
         });
       }
+      await probing;
       await forwarder.close();
       await manager.stop(env.GRACE_PERIOD_SECONDS * 1000);
       server.close();

@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { chown, link, mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { chown, link, mkdir, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -148,6 +148,14 @@ describe("the launcher", () => {
       });
       socket.on("error", reject);
     });
+
+  it("has libvirt probe QEMU's capabilities before any domain is defined, off the start's path", async () => {
+    // libvirt keeps what it probed in its session cache, one XML file per QEMU binary.
+    const cache = join(dirs().state, "libvirt", "cache", "libvirt", "qemu", "cache", "capabilities");
+    await waitFor(async () => (await readdir(cache).catch(() => [])).some((f) => f.endsWith(".xml")), "QEMU's capabilities in libvirt's cache");
+    expect(await client.call("state")).toEqual({ state: "NoDomain" });
+    expect(output).not.toContain("could not have libvirt probe");
+  });
 
   it("refuses a request of another protocol version, saying which it speaks", async () => {
     expect(await exchange('{"version":99,"id":7,"method":"state"}')).toEqual({ id: 7, error: { code: "UnsupportedVersion", message: "this launcher speaks version 1, not 99" } });
