@@ -30,8 +30,6 @@ export async function mutate(user: "admin" | "viewer", procedure: string, input:
     const req = request(new URL(`/trpc/${procedure}`, DASHBOARD_URL), {
       method: "POST",
       ...tls,
-      // A connection of its own: a kept-alive one the server closes just as it is reused ends in "socket hang up".
-      agent: false,
       headers: { "content-type": "application/json", authorization: `Bearer ${tokenOf(user)}` },
     }, (res) => {
       let text = "";

@@ -36,13 +36,6 @@ export const limits = {
    * the VNC handshake, never a stream.
    */
   consoleEarlyBytes: 64 * KiB,
-  /**
-   * How long an idle kept-alive connection stays open. Longer than Go's HTTP client keeps one idle (90 s), so the
-   * kube-apiserver, calling the webhooks and the aggregated subresource API, always closes it first: a server that
-   * closes first (Node's default is 5 s) races the client's next request on it, which then fails with "connection
-   * reset by peer" and the user's write with it.
-   */
-  keepAliveMs: 120_000,
   /** How long an HTTP request may take to arrive, headers and body (slow senders are cut off). */
   requestTimeoutMs: 30_000,
   /** How long an admission request may take to arrive: the API server gives up on a webhook after its timeoutSeconds (10). */

@@ -10,7 +10,7 @@ import { limits } from "./limits.ts";
 import { readBody } from "./read-body.ts";
 import { kubeStatus } from "./subresources/api.ts";
 import type { KubeClient } from "@kubevirt-ts/kube";
-import type { EvictionStrategy } from "@kubevirt-ts/kubevirt-api";
+import { type EvictionStrategy, SERVER_KEEP_ALIVE_MS } from "@kubevirt-ts/kubevirt-api";
 import { reviewEviction } from "./eviction-webhook.ts";
 import { type AdmissionReview, type WebhookKind, inferVmDefaults, mutate, validate, vmValidationContext } from "./webhooks.ts";
 
@@ -21,7 +21,13 @@ import { type AdmissionReview, type WebhookKind, inferVmDefaults, mutate, valida
 // before anything is parsed or authenticated.
 
 /** Node's own bounds on every request: its headers and how long it may take to arrive. */
-const bounded = (requestTimeout: number) => ({ maxHeaderSize: limits.headerBytes, requestTimeout, headersTimeout: Math.min(requestTimeout, 10_000), keepAliveTimeout: limits.keepAliveMs });
+/** A server's bounds: headers within 10 s (and the request's timeout), idle connections kept past their clients'. requestTimeout 0: none. */
+const bounded = (requestTimeout: number) => ({
+  maxHeaderSize: limits.headerBytes,
+  requestTimeout,
+  headersTimeout: requestTimeout === 0 ? 10_000 : Math.min(requestTimeout, 10_000),
+  keepAliveTimeout: SERVER_KEEP_ALIVE_MS,
+});
 
 /** Where a subscription's token must not be: the URL, which proxies and browsers log and keep. */
 const TOKEN_IN_URL = "Send the bearer token in the Authorization header: a token in the URL (connectionParams) is refused, since URLs end up in logs and history.";
@@ -131,5 +137,5 @@ export function createWebhookServer(
  * with no bound on how long a request takes, since an image takes as long as it takes; its headers are bounded still.
  */
 export function createUploadProxyServer(proxy: (req: IncomingMessage, res: ServerResponse) => void): Server {
-  return createServer({ maxHeaderSize: limits.headerBytes, requestTimeout: 0, headersTimeout: 10_000, keepAliveTimeout: limits.keepAliveMs }, proxy);
+  return createServer(bounded(0), proxy);
 }

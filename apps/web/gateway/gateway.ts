@@ -42,7 +42,9 @@ const toApi = (path: string) => path.startsWith("/trpc/") || path.startsWith("/a
 const toUpload = (path: string) => path === "/v1beta1/upload" || path === "/v1beta1/upload-async" || path.startsWith("/v1beta1/upload?") || path.startsWith("/v1beta1/upload-async?");
 /**
  * How long an idle kept-alive connection stays open: longer than clients keep theirs (Go's 90 s, browsers' 60 s and
- * more), so the client closes first. Node's default of 5 s raced clients' reuse ("socket hang up" under load).
+ * more), so the client closes first. Node's default of 5 s raced clients' reuse ("socket hang up" under load). The
+ * value of kubevirt-api's SERVER_KEEP_ALIVE_MS: the gateway runs as plain files beside Next's standalone server and
+ * imports no workspace package.
  */
 const KEEP_ALIVE_MS = 120_000;
 /** How long any other request may take to arrive, as Node's own default bound. */

@@ -190,6 +190,14 @@ export const ConsoleServer = {
   apiIdentity: "kubevirt-ts-api",
 } as const;
 
+/**
+ * How long the project's HTTP servers (virt-api's ports, the dashboard's gateway) keep an idle kept-alive connection:
+ * longer than their clients keep one (Go's HTTP client, the kube-apiserver's calls to webhooks and the aggregated API,
+ * 90 s; browsers 60 s and more), so the client always closes it first. A server that closes first (Node's default is
+ * 5 s) races the client's next request on that connection, which then fails ("connection reset by peer", "socket hang up").
+ */
+export const SERVER_KEEP_ALIVE_MS = 120_000;
+
 export type ConsoleKind = "console" | "vnc";
 /** A websocket of raw bytes to a VMI: its serial console, its display, or a port of the guest (portforward). */
 export type StreamKind = ConsoleKind | "portforward";

@@ -17,7 +17,7 @@ import { type ObservedDomain, handlerStatus, launcherFailedStatus } from "./stat
 // VMI at each resync, whatever its state.
 
 const DOMAIN_POLL_MS = 2_000;
-/** How soon a VMI whose launcher has not opened its socket is looked at again, should the socket's watch miss it. */
+/** How soon a VMI whose launcher has not opened its socket is looked at again when its socket cannot be watched. */
 const SOCKET_RECHECK_MS = 1_000;
 /** How long to wait before asking a guest's agent again after it did not answer. */
 const AGENT_RETRY_MS = 20_000;
@@ -79,10 +79,10 @@ export function createHandler(config: HandlerConfig) {
       return undefined;
     }
   };
-  /** Whether the pod's launcher container started so recently that its socket may still be on its way. */
-  const launcherStarting = (pod: Pod) => {
+  /** How much longer the pod's launcher may take to open its socket (LAUNCHER_SOCKET_WAIT_SECONDS from its container's start); 0 once it may not. */
+  const socketWaitLeftMs = (pod: Pod) => {
     const started = pod.status?.containerStatuses?.find((c) => c.name === LAUNCHER_CONTAINER)?.state?.running?.startedAt;
-    return started !== undefined && now().getTime() - new Date(started).getTime() < LAUNCHER_SOCKET_WAIT_SECONDS * 1000;
+    return started === undefined ? 0 : Math.max(0, new Date(started).getTime() + LAUNCHER_SOCKET_WAIT_SECONDS * 1000 - now().getTime());
   };
   /** The launcher pod running the VMI's domain on this node: owned by the VMI and named in its activePods. */
   const runningLauncherPod = (vmi: VirtualMachineInstance) => launcherPodFor(vmi, pods.byIndex(LAUNCHER_PODS_BY_VMI, launcherPodsKeyOf(vmi)), nodeName);
@@ -129,14 +129,18 @@ export function createHandler(config: HandlerConfig) {
       os = domain.state === "Running" && vmi.status.phase === VmiPhase.Running ? await guestOs(vmi, launcher) : undefined;
     } catch (error) {
       if (!(error instanceof LauncherError)) throw error;
-      // A launcher still starting libvirt: the VMI comes back here the moment its socket appears (or in a second, should
-      // the watch miss it), and only a launcher that never opens it is reported.
-      if (error instanceof LauncherNotListeningError && launcherStarting(pod)) {
+      // A launcher still starting libvirt: the VMI comes back here the moment its socket appears, and once more when
+      // the wait is over, when a launcher that never opened it is reported. Without a watch, it is looked at every second.
+      const waitLeftMs = error instanceof LauncherNotListeningError ? socketWaitLeftMs(pod) : 0;
+      if (waitLeftMs > 0) {
         const uid = pod.metadata.uid ?? "";
-        await launchers.whenSocketAppears(uid, () => { enqueue(vmi); }).catch((watchError: unknown) => {
-          log.warn("could not watch for a launcher's socket; looking again in a second", { pod: uid, error: watchError });
-        });
-        return { requeueAfterMs: SOCKET_RECHECK_MS };
+        return launchers.whenSocketAppears(uid, () => { enqueue(vmi); }).then(
+          () => ({ requeueAfterMs: waitLeftMs }),
+          (watchError: unknown) => {
+            log.warn("could not watch for a launcher's socket; looking again in a second", { pod: uid, error: watchError });
+            return { requeueAfterMs: SOCKET_RECHECK_MS };
+          },
+        );
       }
       // A launcher that fails, breaks the protocol or does not answer is this VMI's failure alone:
       // said on the VMI, and the VMI tried again with the queue's back-off while the others go on.
