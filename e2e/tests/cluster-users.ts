@@ -51,6 +51,11 @@ export function claim(namespace: string, name: string, size: string): void {
   execFileSync(join(REPO_ROOT, "cluster-up/kubectl.sh"), ["create", "-f", "-"], { input: JSON.stringify(body), encoding: "utf8" });
 }
 
+/** Creates an object as the cluster's admin (kubectl create). */
+export function createObject(object: unknown): void {
+  execFileSync(join(REPO_ROOT, "cluster-up/kubectl.sh"), ["create", "-f", "-"], { input: JSON.stringify(object), encoding: "utf8" });
+}
+
 export function imageOf(name: string): string {
   const images = JSON.parse(readFileSync(join(REPO_ROOT, ".local/images.json"), "utf8")) as { name: string; reference: string }[];
   return images.find((i) => i.name === name)?.reference ?? `no ${name} image`;

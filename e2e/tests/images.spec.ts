@@ -93,8 +93,8 @@ test("a file that is not a disk image is refused with the reason, and nothing is
 test("an image is deleted from the list", async ({ page }) => {
   const row = imageRow(page, "tiny-disk");
   await expect(row).toHaveCount(1);
-  page.on("dialog", (dialog) => void dialog.accept());
   await row.getByRole("button", { name: "Delete tiny-disk" }).click();
+  await page.getByRole("dialog", { name: "Delete tiny-disk?" }).getByRole("button", { name: "Delete tiny-disk" }).click();
   await expect(page.getByRole("status").filter({ hasText: "Deleted tiny-disk." })).toBeVisible();
   await expect(row).toHaveCount(0, slow);
 });

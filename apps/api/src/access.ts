@@ -49,7 +49,7 @@ export async function mayUser(own: KubeClient, user: { user: string; groups: str
 
 /** A check in words: "get on virtualmachineinstances/console (subresources.kubevirt.io)". */
 export function describeCheck(check: Check): string {
-  return `${check.verb} on ${check.resource}${check.subresource ? `/${check.subresource}` : ""} (${check.group ?? "kubevirt.io"})`;
+  return `${check.verb} on ${check.resource}${check.subresource ? `/${check.subresource}` : ""} (${check.group === undefined ? "kubevirt.io" : check.group || "core"})`;
 }
 
 /**

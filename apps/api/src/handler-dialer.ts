@@ -83,6 +83,11 @@ export class HandlerDialer {
     return this.request(nodeName, "GET", consoleServerPath(namespace, name, "vnc/screenshot"));
   }
 
+  /** What the VMI's guest printed on its serial console since boot: the last 512 KiB the handler keeps. */
+  async serialLog(nodeName: string, namespace: string, name: string): Promise<Buffer> {
+    return this.request(nodeName, "GET", consoleServerPath(namespace, name, "serial-log"));
+  }
+
   /** One HTTP request to the handler on a node: its body when it answers 200, else a HandlerError with its status and words. */
   private async request(nodeName: string, method: "GET" | "PUT", path: string): Promise<Buffer> {
     const { host, port } = await this.address(nodeName);

@@ -4,7 +4,7 @@ import {
   guestAgentRefusal, kubevirtResources, parseDurationSeconds, planVmRequest, vmiActionAvailability,
 } from "@kubevirt-ts/kubevirt-api";
 import { StatusError } from "@kubevirt-ts/runtime";
-import type { Check, Requester } from "./access.ts";
+import { type Check, type Requester, describeCheck } from "./access.ts";
 import { type HandlerDialer, HandlerError } from "./handler-dialer.ts";
 
 // One implementation of each action on a VM or VMI, whoever asks for it:
@@ -134,6 +134,24 @@ export async function requestGuestAgent(services: ActionServices, requester: Req
 export async function requestScreenshot(services: ActionServices, requester: Requester, target: ActionTarget): Promise<Buffer> {
   const node = await vmiNode(services, requester, target, getCheck("vnc/screenshot"), unavailable("vnc"));
   return services.handlers.screenshot(node, target.namespace, target.name).catch(fromHandler);
+}
+
+/**
+ * The permission the guest's serial log takes. KubeVirt serves it as its launcher pod's guest-console-log container
+ * (`kubectl logs -c guest-console-log`), so it takes get on pods/log in the VM's namespace; the view role has it.
+ */
+export const SERIAL_LOG_CHECK: Check = { verb: "get", group: "", resource: "pods", subresource: "log" };
+
+/** What the VMI's guest printed on its serial console since boot (its last 512 KiB), from the handler on its node, for a user who may read pod logs in its namespace. */
+export async function requestSerialLog(services: ActionServices, requester: Requester, target: ActionTarget): Promise<Buffer> {
+  const answer = await requester.may(target.namespace, SERIAL_LOG_CHECK, "");
+  if (!answer.allowed) throw new ActionRefusal(403, `You may not read the serial log of ${target.name} in ${target.namespace}: it takes ${describeCheck(SERIAL_LOG_CHECK)}.`);
+  const vmi = await services.own.find<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, target.namespace, target.name);
+  if (!vmi) throw new ActionRefusal(404, "the VM is not running: its serial log begins with its next start", { name: target.name, kind: "virtualmachineinstance" });
+  if (vmi.spec.domain.devices.logSerialConsole === false) throw conflict("virtualmachineinstance", target.name, "the VMI keeps no serial log: spec.domain.devices.logSerialConsole is false", 400);
+  const node = vmi.status?.nodeName;
+  if (!node) throw conflict("virtualmachineinstance", target.name, "the VMI has no node yet: its serial log begins once it is placed");
+  return services.handlers.serialLog(node, target.namespace, target.name).catch(fromHandler);
 }
 
 /**

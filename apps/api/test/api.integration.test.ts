@@ -144,7 +144,7 @@ describe("the tRPC API, as the signed-in user", () => {
     object.spec.template.spec.volumes.push({ name: "cloudinit", cloudInitNoCloud: { secretRef: { name: "web-1-cloud-init" } } } as never);
     expect(await failure(clientFor(token).vms.create.mutate({ namespace, vm: object, cloudInitUserData: "#cloud-config\n" }))).toMatchObject({
       code: "FORBIDDEN",
-      message: `You may not create Secrets in ${namespace}: it takes create on secrets (). The password or SSH key is kept in a Secret of the VM, out of sight of those who may only view VMs; ask for the edit role in ${namespace}, or create the VM without them.`,
+      message: `You may not create Secrets in ${namespace}: it takes create on secrets (core). The password or SSH key is kept in a Secret of the VM, out of sight of those who may only view VMs; ask for the edit role in ${namespace}, or create the VM without them.`,
     });
     expect((await clientFor(token).vms.list.query({ namespace })).length).toBe(0);
   });
@@ -198,6 +198,12 @@ describe("the tRPC API, as the signed-in user", () => {
     expect(theirs.list.allowed).toBe(true);
     expect(theirs.create).toEqual({ allowed: false, reason: `You may not create VMs in ${namespace}: it takes create on virtualmachines (kubevirt.io).` });
     expect(theirs.console).toEqual({ allowed: false, reason: `You may not open the serial console of VMs in ${namespace}: it takes get on virtualmachineinstances/console (subresources.kubevirt.io).` });
+    // The serial log takes what KubeVirt's guest console log takes: the launcher pod's log.
+    expect(mine.serialLog).toEqual({ allowed: true });
+    expect(theirs.serialLog).toEqual({ allowed: false, reason: `You may not read the serial logs of VMs in ${namespace}: it takes get on pods/log (core).` });
+    await clientFor(editor).vms.create.mutate({ namespace, vm: vm("logged") });
+    expect(await failure(clientFor(viewer).vms.serialLog.query({ namespace, name: "logged" }))).toMatchObject({ code: "FORBIDDEN", message: `You may not read the serial log of logged in ${namespace}: it takes get on pods/log (core).` });
+    expect(await failure(clientFor(editor).vms.serialLog.query({ namespace, name: "logged" }))).toMatchObject({ code: "NOT_FOUND", message: expect.stringContaining("the VM is not running: its serial log begins with its next start") as unknown });
   });
 
   test("streams VMs as list-then-watch over SSE, resumable from the last event's resourceVersion", async ({ kubeConfig, namespace }) => {

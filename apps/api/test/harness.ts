@@ -60,6 +60,8 @@ export async function users(kubeConfig: KubeConfig, namespace: string): Promise<
       // inferFromVolume is resolved as the user, who reads the claim.
       { apiGroups: [""], resources: ["secrets"], verbs: ["create"] },
       { apiGroups: [""], resources: ["persistentvolumeclaims"], verbs: ["get"] },
+      // As Kubernetes' edit and view roles: a VM's serial log is read as its launcher pod's log.
+      { apiGroups: [""], resources: ["pods/log"], verbs: ["get"] },
     ],
     viewer: [{ apiGroups: ["kubevirt.io"], resources: ["virtualmachines", "virtualmachineinstances"], verbs: ["get", "list", "watch"] }],
   };

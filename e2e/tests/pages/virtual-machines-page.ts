@@ -24,7 +24,7 @@ export class VirtualMachinesPage {
     await expect(this.signOutButton).toBeVisible();
   }
 
-  /** The row of a VM; its cells are name, status, node, IP and age after the checkbox. */
+  /** The row of a VM; its cells are name, status, node, IP, vCPUs, memory and age after the checkbox. */
   row(name: string): Locator {
     return this.table.getByRole("row").filter({ has: this.page.getByRole("link", { name, exact: true }) });
   }

@@ -36,29 +36,33 @@ const TABLE: [string, PrintableStatus, Vm, Vmi | undefined, VmActionName[], Part
   ["a RerunOnFailure VM whose guest shut down", "Stopped", vm("RerunOnFailure"), vmi("Succeeded"), ["start", "restart", "delete"], { stop: "VM is not running" }],
   ["an Always VM whose volumes are being prepared", "Provisioning", vm("Always"), undefined, ["stop", "forceStop", "delete"], { start: "Always does not support manual start requests", restart: "VM is not running: Halted" }],
   ["an Always VM whose VMI is being scheduled", "Starting", vm("Always"), vmi("Scheduling"), LIVE, {
-    start: "VM is already running",
+    start: "the VM is already starting",
     pause: "the VMI is not running (phase Scheduling); pause needs a running VMI",
     softReboot: "the VMI is not running (phase Scheduling); soft reboot needs a running VMI",
     console: "the VMI is not running (phase Scheduling); wait until it is Running",
   }],
-  ["a running VM", "Running", vm("Always"), vmi("Running"), [...LIVE, ...ALL_DOMAIN], { start: "VM is already running", unpause: "the VMI is not paused" }],
-  ["a running Manual VM", "Running", vm("Manual"), vmi("Running"), [...LIVE, ...ALL_DOMAIN], { start: "VM is already running" }],
+  ["a running VM", "Running", vm("Always"), vmi("Running"), [...LIVE, ...ALL_DOMAIN], { start: "the VM is already running", unpause: "the VMI is not paused" }],
+  ["a running Manual VM", "Running", vm("Manual"), vmi("Running"), [...LIVE, ...ALL_DOMAIN], { start: "the VM is already running" }],
   ["a running VM without a serial console", "Running", vm("Always", { serial: false }), { ...vmi("Running"), spec: { domain: { devices: { autoattachSerialConsole: false } } } }, [...LIVE, "pause", "softReboot", "reset", "vnc"], {
     console: "the VMI has no serial console: spec.domain.devices.autoattachSerialConsole is false",
   }],
   ["a paused VM", "Paused", vm("Always"), vmi("Running", paused), [...LIVE, "unpause", "console", "vnc"], {
+    start: "the VM is running, paused; Unpause resumes it",
     pause: "the VMI is already paused",
     softReboot: "the VMI is paused; unpause it before soft reboot",
     reset: "the VMI is paused; unpause it before reset",
   }],
-  ["a halted VM whose VMI still runs", "Stopping", vm("Halted"), vmi("Running"), ["forceStop", "delete", ...ALL_DOMAIN], {
-    start: "VM is already running",
-    stop: "Halted only supports manual stop requests with a shorter graceperiod",
-    restart: "RunStategy Halted does not support manual restart requests",
+  ["a halted VM whose VMI still runs", "Stopping", vm("Halted"), vmi("Running"), ["forceStop", "delete", "console", "vnc"], {
+    start: "the VM is stopping; start it again once it has stopped",
+    stop: "the VM is already stopping; Force stop turns it off now",
+    restart: "the VM is stopping; Force stop turns it off now",
+    pause: "the VM is stopping; Force stop turns it off now",
+    reset: "the VM is stopping; Force stop turns it off now",
   }],
-  ["an Always VM whose VMI is being deleted (a restart)", "Stopping", vm("Always"), vmi("Running", { deleting: true }), [...LIVE, ...ALL_DOMAIN], { start: "VM is already running" }],
-  ["a VM being deleted", "Terminating", vm("Always", { deleting: true }), vmi("Running", { deleting: true }), ["forceStop", ...ALL_DOMAIN], {
+  ["an Always VM whose VMI is being deleted (a restart)", "Stopping", vm("Always"), vmi("Running", { deleting: true }), ["forceStop", "delete", "console", "vnc"], { stop: "the VM is already stopping; Force stop turns it off now" }],
+  ["a VM being deleted", "Terminating", vm("Always", { deleting: true }), vmi("Running", { deleting: true }), ["forceStop", "console", "vnc"], {
     start: "the VM is being deleted",
+    pause: "the VM is being deleted",
     stop: "the VM is being deleted",
     restart: "the VM is being deleted",
     delete: "the VM is already being deleted",
@@ -69,10 +73,10 @@ const TABLE: [string, PrintableStatus, Vm, Vmi | undefined, VmActionName[], Part
     pause: "the VMI is not running (phase Failed); pause needs a running VMI",
     console: "the VMI is not running (phase Failed); start it and try again",
   }],
-  ["a running VM on its way to another node", "Migrating", vm("Always"), vmi("Running"), [...LIVE, ...ALL_DOMAIN], {}],
+  ["a running VM on its way to another node", "Migrating", vm("Always"), vmi("Running"), [...LIVE, ...ALL_DOMAIN], { start: "the VM is already running; it is moving to another node" }],
   ["a VM whose VMI's node is lost", "Unknown", vm("Always"), vmi("Unknown"), LIVE, { start: "Always does not support manual start requests" }],
   ["a halted VM whose VMI's node is lost", "Unknown", vm("Halted"), vmi("Unknown"), ["start", "forceStop", "delete"], { stop: "Halted only supports manual stop requests with a shorter graceperiod" }],
-  ["a VM that fits no node", "ErrorUnschedulable", vm("Always"), vmi("Scheduling", { conditions: [{ type: "PodScheduled", status: "False", reason: "Unschedulable" }] }), LIVE, { start: "VM is already running" }],
+  ["a VM that fits no node", "ErrorUnschedulable", vm("Always"), vmi("Scheduling", { conditions: [{ type: "PodScheduled", status: "False", reason: "Unschedulable" }] }), LIVE, { start: "the VM is already starting, but cannot be placed on a node; stop it, or remove what stands in its way" }],
   ["a VM whose image cannot be pulled", "ErrImagePull", vm("Always"), vmi("Scheduled", { conditions: [{ type: "Synchronized", status: "False", reason: "ErrImagePull" }] }), LIVE, {
     reset: "the VMI is not running (phase Scheduled); reset needs a running VMI",
   }],
@@ -87,8 +91,8 @@ describe("availableActions", () => {
     expect(new Set(TABLE.map((row) => row[1]))).toEqual(new Set(PRINTABLE_STATUSES));
   });
 
-  it.each(TABLE)("%s (%s)", (_, __, theVm, theVmi, available, reasons) => {
-    const actions = availableActions(theVm, theVmi);
+  it.each(TABLE)("%s (%s)", (_, printableStatus, theVm, theVmi, available, reasons) => {
+    const actions = availableActions({ ...theVm, status: { printableStatus } }, theVmi);
     expect(VM_ACTIONS.filter((a) => actions[a].available).sort()).toEqual([...available].sort());
     for (const action of VM_ACTIONS) {
       const answer = actions[action];

@@ -1,7 +1,9 @@
-import { type StreamKind, VmiConditionType, VmiPhase, type VmiDomainAction } from "./constants.ts";
+import { PrintableStatus, type StreamKind, VmiConditionType, VmiPhase, type VmiDomainAction } from "./constants.ts";
 import { podNetworkInterface } from "./pod-network.ts";
 import type { VirtualMachineInstance } from "./schema/vmi.ts";
 import type { VirtualMachine } from "./schema/vm.ts";
+import { statusInWords, statusTone } from "./vm-view.ts";
+import { isFinalPhase } from "./vmi-phase.ts";
 import { type VmRequestAction, type VmRequestOptions, planVmRequest } from "./vm-requests.ts";
 
 // One answer to "can this action run on this VM now, and why not": the API
@@ -39,7 +41,7 @@ export const ACTION_WORDS: Record<VmActionName, string> = {
 export type ActionAvailability = { available: true } | { available: false; reason: string; by: RefusedBy };
 export type RefusedBy = "state" | "spec";
 
-type VmFacts = Pick<VirtualMachine, "metadata" | "spec">;
+type VmFacts = Pick<VirtualMachine, "metadata" | "spec" | "status">;
 type VmiFacts = Pick<VirtualMachineInstance, "metadata" | "spec" | "status">;
 
 const AVAILABLE: ActionAvailability = { available: true };
@@ -85,22 +87,47 @@ function requestAvailability(vm: VmFacts, vmi: VmiFacts | undefined, action: VmR
   return plan.code === 400 ? notWithThisSpec(plan.message) : notNow(plan.message);
 }
 
-/** What can be done to a VM now, given its VMI (undefined when it has none), and why not. */
+/** Why a VM whose instance lives cannot be started again, by where it is on its way: KubeVirt's "VM is already running" in the VM's own terms. */
+function alreadyOnItsWay(vm: VmFacts): string {
+  const status = vm.status?.printableStatus;
+  if (status === PrintableStatus.Running) return "the VM is already running";
+  if (status === PrintableStatus.Paused) return "the VM is running, paused; Unpause resumes it";
+  if (status === PrintableStatus.Migrating) return "the VM is already running; it is moving to another node";
+  if (statusTone(status) === "transition") return "the VM is already starting";
+  return `the VM is already starting, but ${statusInWords(status).toLowerCase()}; stop it, or remove what stands in its way`;
+}
+
+/**
+ * What can be done to a VM now, given its VMI (undefined when it has none), and why not. KubeVirt's rules, and on
+ * top of them the states in between: while the VM stops, only a forced stop (and its consoles) is left.
+ */
 export function availableActions(vm: VmFacts, vmi: VmiFacts | undefined): Record<VmActionName, ActionAvailability> {
   const deleting = Boolean(vm.metadata.deletionTimestamp);
-  const lifecycle = (availability: () => ActionAvailability): ActionAvailability => (deleting ? notNow("the VM is being deleted") : availability());
+  const live = vmi !== undefined && !isFinalPhase(vmi.status?.phase);
+  const stopping = !deleting && live && (Boolean(vmi.metadata.deletionTimestamp) || vm.status?.printableStatus === PrintableStatus.Stopping);
+  const lifecycle = (availability: () => ActionAvailability): ActionAvailability => {
+    if (deleting) return notNow("the VM is being deleted");
+    if (stopping) return notNow("the VM is stopping; Force stop turns it off now");
+    return availability();
+  };
   const devices = vmi?.spec.domain.devices ?? vm.spec.template.spec.domain.devices;
+  const start = (): ActionAvailability => {
+    const answer = requestAvailability(vm, vmi, "start");
+    // KubeVirt's "VM is already running", for a VMI with a phase other than Unknown.
+    const onItsWay = live && vmi.status?.phase !== undefined && vmi.status.phase !== VmiPhase.Unknown;
+    return !answer.available && answer.by === "state" && onItsWay ? notNow(alreadyOnItsWay(vm)) : answer;
+  };
   // A forced stop is KubeVirt's stop with a grace period of 0; it takes down whatever VMI there is, even of a VM being deleted.
   const forceStop = requestAvailability(vm, vmi, "stop", { gracePeriod: 0 });
   return {
-    start: lifecycle(() => requestAvailability(vm, vmi, "start")),
-    stop: lifecycle(() => requestAvailability(vm, vmi, "stop")),
+    start: deleting ? notNow("the VM is being deleted") : stopping ? notNow("the VM is stopping; start it again once it has stopped") : start(),
+    stop: deleting ? notNow("the VM is being deleted") : stopping ? notNow("the VM is already stopping; Force stop turns it off now") : requestAvailability(vm, vmi, "stop"),
     forceStop: deleting && !vmi ? notNow("the VM is being deleted") : forceStop,
     restart: lifecycle(() => requestAvailability(vm, vmi, "restart")),
-    pause: vmiActionAvailability(vmi, "pause", devices),
-    unpause: vmiActionAvailability(vmi, "unpause", devices),
-    softReboot: vmiActionAvailability(vmi, "softReboot", devices),
-    reset: vmiActionAvailability(vmi, "reset", devices),
+    pause: lifecycle(() => vmiActionAvailability(vmi, "pause", devices)),
+    unpause: lifecycle(() => vmiActionAvailability(vmi, "unpause", devices)),
+    softReboot: lifecycle(() => vmiActionAvailability(vmi, "softReboot", devices)),
+    reset: lifecycle(() => vmiActionAvailability(vmi, "reset", devices)),
     console: vmiActionAvailability(vmi, "console", devices),
     vnc: vmiActionAvailability(vmi, "vnc", devices),
     delete: deleting ? notNow("the VM is already being deleted") : AVAILABLE,

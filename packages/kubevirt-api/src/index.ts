@@ -14,6 +14,7 @@ export * from "./defaults.ts";
 export * from "./validation/index.ts";
 export { dataVolumeCrd, instancetypeCrds, virtualMachineCrd, virtualMachineInstanceCrd } from "./crd/crds.ts";
 export * from "./actions.ts";
+export * from "./vm-view.ts";
 export * from "./pod-network.ts";
 export * from "./probes.ts";
 export * from "./eviction.ts";

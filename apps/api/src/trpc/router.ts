@@ -1,4 +1,4 @@
-import { type Event, type KubeClient, type KubeObject, type Node, resources } from "@kubevirt-ts/kube";
+import { type Event, type KubeClient, type KubeObject, resources } from "@kubevirt-ts/kube";
 import {
   type DataVolume, MAX_CLOUD_INIT_BYTES, SUBRESOURCE_GROUP, type VirtualMachine, dnsLabelProblem, type VirtualMachineInstance, type VmRequestAction, type VmRequestOptions, type VmiDomainAction, summarize, validateVirtualMachine, kubevirtResources, inferFromVolumes,
   ACTION_WORDS, type ActionAvailability, type VmActionName, availableActions, type InstancetypeSpec, type PreferenceSpec, instancetypeResources, parseQuantity,
@@ -6,11 +6,12 @@ import {
 import { TRPCError } from "@trpc/server";
 import { z } from "zod";
 import { type Check, describeCheck, mayI, tokenRequester } from "../access.ts";
-import { requestVmAction, requestVmiAction, vmActionCheck, vmiActionCheck } from "../vm-actions.ts";
+import { SERIAL_LOG_CHECK, requestSerialLog, requestVmAction, requestVmiAction, vmActionCheck, vmiActionCheck } from "../vm-actions.ts";
 import { createVmWithCloudInitSecret } from "./cloud-init-secret.ts";
 import { dataVolumes } from "./data-volumes.ts";
 import { fromRefusal } from "./refusal.ts";
 import { CausesError, publicProcedure, router, userProcedure } from "./init.ts";
+import { nodeFacts } from "./nodes.ts";
 import { listThenWatch } from "./watch.ts";
 
 // The API's procedures. Each one that touches the cluster does so as the
@@ -51,6 +52,7 @@ const ACTIONS = {
   reset: [vmiActionCheck("reset")],
   console: [{ verb: "get", group: SUBRESOURCE_GROUP, resource: "virtualmachineinstances", subresource: "console" }],
   vnc: [{ verb: "get", group: SUBRESOURCE_GROUP, resource: "virtualmachineinstances", subresource: "vnc" }],
+  serialLog: [SERIAL_LOG_CHECK],
 } as const;
 type Action = keyof typeof ACTIONS;
 
@@ -60,6 +62,7 @@ const PHRASES: Record<Action, string> = {
   create: "create VMs",
   update: "edit VMs",
   ...(Object.fromEntries(Object.entries(ACTION_WORDS).map(([action, words]) => [action, `${words} VMs`])) as Record<VmActionName, string>),
+  serialLog: "read the serial logs of VMs",
 };
 
 /** Refuses an action the VM's state or spec does not allow now, saying why: CONFLICT while its state stands in the way, PRECONDITION_FAILED while its spec does. */
@@ -149,6 +152,8 @@ const vms = router({
   unpause: vmiAction("unpause"),
   softReboot: vmiAction("softReboot"),
   reset: vmiAction("reset"),
+  // What the guest printed on its serial console since boot, as KubeVirt's guest console log is read (get on pods/log).
+  serialLog: userProcedure.input(target).query(async ({ ctx, input }) => (await requestSerialLog(ctx, tokenRequester(ctx.client), input).catch(fromRefusal)).toString("utf8")),
   events: userProcedure.input(target).query(async ({ ctx, input }) => {
     const events = await ctx.client.list<Event>(resources.events, input.namespace, { fieldSelector: `involvedObject.name=${input.name}` });
     return events.items
@@ -182,13 +187,8 @@ export const appRouter = router({
       throw error;
     }
   }),
-  nodes: userProcedure.query(async ({ ctx }) => {
-    return (await ctx.client.list<Node>(resources.nodes)).items.map((n) => ({
-      name: n.metadata.name ?? "",
-      ready: n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false,
-      address: n.status?.addresses?.find((a) => a.type === "InternalIP")?.address ?? "",
-    }));
-  }),
+  // Nodes with capacity, allocation and the VMs on each, for the node view.
+  nodes: userProcedure.input(inNamespace).query(({ ctx, input }) => nodeFacts(ctx.client, input.namespace)),
   images: userProcedure.query(({ ctx }) => ctx.guestImages),
   // The cluster-wide instancetypes and preferences the create form offers (every signed-in user may read them).
   instancetypes: userProcedure.query(async ({ ctx }) => {

@@ -5,6 +5,7 @@ import { useRouter } from "next/navigation";
 import { type ReactNode, useEffect, useMemo } from "react";
 import { useSessionToken } from "../lib/session";
 import { TRPCProvider, endSessionIfRefused, makeClient } from "../lib/trpc";
+import { ToastProvider } from "./ui/toasts";
 
 /**
  * The signed-in part of the dashboard: a client acting as the user, or a way
@@ -30,7 +31,7 @@ export function SignedIn({ children }: { children: ReactNode }) {
   return (
     <QueryClientProvider client={queryClient}>
       <TRPCProvider trpcClient={trpcClient} queryClient={queryClient}>
-        {children}
+        <ToastProvider>{children}</ToastProvider>
       </TRPCProvider>
     </QueryClientProvider>
   );

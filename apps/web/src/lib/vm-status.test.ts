@@ -1,24 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { actionAllowed, age, forAnyOf, matchesStatusFilter, statusInWords } from "./vm-status";
-
-describe("statusInWords", () => {
-  it("says KubeVirt's statuses in words, a VM without status as stopped", () => {
-    expect(statusInWords("ErrorUnschedulable")).toBe("Cannot be placed on a node");
-    expect(statusInWords("CrashLoopBackOff")).toBe("Crashed, restarting after a pause");
-    expect(statusInWords(undefined)).toBe("Stopped");
-    expect(statusInWords("SomethingNew")).toBe("SomethingNew");
-  });
-});
-
-describe("matchesStatusFilter", () => {
-  it("filters by status, with Problem for every error state", () => {
-    expect(matchesStatusFilter("Running", "Running")).toBe(true);
-    expect(matchesStatusFilter("Stopped", "Running")).toBe(false);
-    expect(matchesStatusFilter("ErrImagePull", "Problem")).toBe(true);
-    expect(matchesStatusFilter("Running", "Problem")).toBe(false);
-    expect(matchesStatusFilter(undefined, "")).toBe(true);
-  });
-});
+import { actionAllowed, age, forAnyOf } from "./vm-status";
 
 describe("age", () => {
   it("reads like kubectl's AGE column", () => {

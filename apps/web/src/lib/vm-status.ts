@@ -1,33 +1,8 @@
-import { type ActionAvailability, PrintableStatus } from "@kubevirt-ts/kubevirt-api";
+import type { ActionAvailability } from "@kubevirt-ts/kubevirt-api";
 
-// How a VM's state reads to a person: KubeVirt's printable status in words,
-// whether an action's button is enabled and why not, and how long ago
-// something happened.
-
-/** The statuses that are not already words. */
-const WORDS: Partial<Record<string, string>> = {
-  [PrintableStatus.Terminating]: "Deleting",
-  [PrintableStatus.CrashLoopBackOff]: "Crashed, restarting after a pause",
-  [PrintableStatus.ErrorUnschedulable]: "Cannot be placed on a node",
-  [PrintableStatus.ErrImagePull]: "Cannot pull its image",
-  [PrintableStatus.ImagePullBackOff]: "Cannot pull its image, retrying",
-  [PrintableStatus.ErrorPvcNotFound]: "Its disk's claim is missing",
-  [PrintableStatus.WaitingForVolumeBinding]: "Waiting for its disk",
-};
-
-export function statusInWords(printableStatus: string | undefined): string {
-  const status = printableStatus ?? PrintableStatus.Stopped;
-  return WORDS[status] ?? status;
-}
-
-export const STATUS_FILTERS = ["Running", "Stopped", "Starting", "Stopping", "Paused", "Problem"] as const;
-
-export function matchesStatusFilter(printableStatus: string | undefined, filter: string): boolean {
-  if (filter === "") return true;
-  const status = printableStatus ?? "Stopped";
-  if (filter === "Problem") return !["Running", "Stopped", "Starting", "Stopping", "Paused", "Provisioning", "Terminating"].includes(status);
-  return status === filter;
-}
+// How a VM's state reads to a person, besides kubevirt-api's vm-view.ts (the
+// status in words, its tone and reason, conditions in words): whether an
+// action's button is enabled and why not, and how long ago something happened.
 
 export function age(timestamp: string | undefined, now: number): string {
   if (!timestamp) return "";

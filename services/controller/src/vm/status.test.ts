@@ -56,6 +56,17 @@ describe("deriveVmStatus", () => {
     expect(status.conditions?.find((c) => c.type === "Ready")?.status).toBe("True");
   });
 
+  it("takes the VMI's Ready condition as it is: a ready VM carries no reason for not being ready", () => {
+    const ready = deriveVmStatus(input({ vmi: vmi("Running", [{ type: "Ready", status: "True" }]) })).conditions?.find((c) => c.type === "Ready");
+    expect(ready).toMatchObject({ status: "True" });
+    expect(ready?.reason).toBeUndefined();
+    expect(ready?.message).toBeUndefined();
+    const notYet = deriveVmStatus(input({ vmi: vmi("Scheduled") })).conditions?.find((c) => c.type === "Ready");
+    expect(notYet).toMatchObject({ status: "False", reason: "VMINotReady" });
+    const paused = deriveVmStatus(input({ vmi: vmi("Running", [{ type: "Ready", status: "False", reason: "Paused" }]) })).conditions?.find((c) => c.type === "Ready");
+    expect(paused).toMatchObject({ status: "False", reason: "Paused" });
+  });
+
   it("records the run strategy only once a VMI was made, as KubeVirt does", () => {
     expect(deriveVmStatus(input({ runStrategy: "RerunOnFailure" })).runStrategy).toBeUndefined();
     expect(deriveVmStatus(input({ runStrategy: "RerunOnFailure", action: { kind: "create" } })).runStrategy).toBe("RerunOnFailure");

@@ -69,7 +69,10 @@ function conditions(input: VmStatusInput): Condition[] {
   list = setCondition<Condition>(
     list,
     vmi
-      ? { type: VmConditionType.Ready, status: ready?.status === "True" ? "True" : "False", reason: ready?.reason ?? "VMINotReady", message: ready?.message ?? "The VMI is not ready yet." }
+      ? ready
+        // As KubeVirt's: the VMI's own Ready condition, as it is (a Ready VMI's has no reason to carry over).
+        ? { type: VmConditionType.Ready, status: ready.status, ...(ready.reason ? { reason: ready.reason } : {}), ...(ready.message ? { message: ready.message } : {}) }
+        : { type: VmConditionType.Ready, status: "False", reason: "VMINotReady", message: "The VMI is not ready yet." }
       : { type: VmConditionType.Ready, status: "False", reason: "VMINotExists", message: "The VM has no VMI: it is not running." },
     now,
   );

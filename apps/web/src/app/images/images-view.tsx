@@ -4,6 +4,8 @@ import { useMutation, useQuery } from "@tanstack/react-query";
 import { useRef, useState } from "react";
 import { defaultUploadSize, imageNameFromFile, imageRow } from "../../lib/images";
 import { describeError, useTRPC } from "../../lib/trpc";
+import { useConfirm } from "../ui/confirm";
+import { useToast } from "../ui/toasts";
 import { Shell, useNamespace } from "../vms/shell";
 
 // The namespace's disk images (DataVolumes), and an upload from the browser
@@ -157,12 +159,13 @@ export function ImagesView() {
   const trpc = useTRPC();
   const list = useQuery({ ...trpc.dataVolumes.list.queryOptions({ namespace }), refetchInterval: 3_000 });
   const remove = useMutation(trpc.dataVolumes.delete.mutationOptions());
-  const [outcome, setOutcome] = useState<string | null>(null);
+  const toast = useToast();
+  const [dialog, confirm] = useConfirm();
   const rows = (list.data ?? []).map(imageRow).sort((a, b) => a.name.localeCompare(b.name));
   return (
     <Shell title="Images">
+      {dialog}
       <UploadForm namespace={namespace} onChange={() => void list.refetch()} />
-      {outcome && <p role="status">{outcome}</p>}
       {list.error && <p className="error" role="alert">{describeError(list.error).message}</p>}
       <table className="vms">
         <caption className="visually-hidden">Disk images (DataVolumes) in {namespace}</caption>
@@ -187,13 +190,13 @@ export function ImagesView() {
                   type="button"
                   className="secondary danger"
                   aria-label={`Delete ${row.name}`}
-                  onClick={() => {
-                    if (!window.confirm(`Delete the image ${row.name} and its disk? VMs that boot from it lose it.`)) return;
+                  onClick={() => void (async () => {
+                    if (!(await confirm({ title: `Delete ${row.name}?`, body: <p>The image {row.name} is deleted with its disk. VMs that boot from it lose it.</p>, confirm: `Delete ${row.name}`, danger: true }))) return;
                     remove.mutateAsync({ namespace, name: row.name }).then(
-                      () => { setOutcome(`Deleted ${row.name}.`); void list.refetch(); },
-                      (error: unknown) => { setOutcome(`Could not delete ${row.name}: ${describeError(error).message}`); },
+                      () => { toast(true, `Deleted ${row.name}.`); void list.refetch(); },
+                      (error: unknown) => { toast(false, `Could not delete ${row.name}: ${describeError(error).message}`); },
                     );
-                  }}
+                  })()}
                 >
                   Delete
                 </button>

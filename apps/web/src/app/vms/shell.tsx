@@ -3,12 +3,13 @@
 import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { usePathname, useRouter, useSearchParams } from "next/navigation";
-import { type ReactNode, useState } from "react";
+import { type ReactNode, useEffect, useRef, useState } from "react";
 import { signOut } from "../../lib/session";
 import { useTRPC } from "../../lib/trpc";
 
-// What every signed-in page has: who is signed in, the namespace being
-// looked at (kept in the URL, so links and reloads keep it), sign-out.
+// What every signed-in page has: a sidebar to the dashboard's parts, who is
+// signed in, the namespace being looked at (kept in the URL, so links and
+// reloads keep it), sign-out, and `?` for the keyboard shortcuts.
 
 export function useNamespace(): string {
   return useSearchParams().get("ns") ?? "default";
@@ -22,7 +23,7 @@ function NamespaceSwitcher() {
   const namespaces = useQuery(trpc.namespaces.queryOptions());
   const [typed, setTyped] = useState(namespace);
   // The same page, of another namespace (a VM's own page has no counterpart there: its namespace's list).
-  const page = pathname.startsWith("/vms/new") ? "/vms/new" : pathname.startsWith("/images") ? "/images" : "/vms";
+  const page = pathname.startsWith("/vms/new") ? "/vms/new" : pathname.startsWith("/images") ? "/images" : pathname.startsWith("/nodes") ? "/nodes" : "/vms";
   const go = (ns: string) => { router.push(`${page}?ns=${encodeURIComponent(ns)}`); };
   if (namespaces.data?.mayList) {
     const names = namespaces.data.names.includes(namespace) ? namespaces.data.names : [namespace, ...namespaces.data.names];
@@ -45,28 +46,85 @@ function NamespaceSwitcher() {
   );
 }
 
+const SECTIONS = [
+  { href: "/vms", label: "Virtual machines" },
+  { href: "/images", label: "Images and disks" },
+  { href: "/nodes", label: "Nodes" },
+] as const;
+
+const SHORTCUTS = [
+  ["/", "Search the VM list"],
+  ["?", "Show these shortcuts"],
+  ["g v", "Go to Virtual machines"],
+  ["g i", "Go to Images and disks"],
+  ["g n", "Go to Nodes"],
+  ["Escape", "Close a dialog"],
+] as const;
+
+/** `?` opens the shortcuts; `g` then a letter goes to a section. Not while typing in a field. */
+function useShortcuts(go: (href: string) => void, help: () => void): void {
+  useEffect(() => {
+    let pending = false;
+    const onKey = (e: KeyboardEvent) => {
+      const target = e.target as HTMLElement | null;
+      if (e.ctrlKey || e.metaKey || e.altKey || (target && /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName)) || target?.isContentEditable || target?.closest(".terminal, .vnc-screen")) return;
+      if (pending) {
+        pending = false;
+        const href = { v: "/vms", i: "/images", n: "/nodes" }[e.key];
+        if (href) go(href);
+        return;
+      }
+      if (e.key === "?") help();
+      else if (e.key === "g") pending = true;
+    };
+    window.addEventListener("keydown", onKey);
+    return () => { window.removeEventListener("keydown", onKey); };
+  }, [go, help]);
+}
+
 export function Shell({ title, actions, children }: { title: string; actions?: ReactNode; children: ReactNode }) {
   const trpc = useTRPC();
   const router = useRouter();
+  const pathname = usePathname();
   const me = useQuery(trpc.whoami.queryOptions());
   const namespace = useNamespace();
+  const help = useRef<HTMLDialogElement>(null);
+  const hrefOf = (href: string) => `${href}?ns=${encodeURIComponent(namespace)}`;
+  useShortcuts((href) => { router.push(hrefOf(href)); }, () => { help.current?.showModal(); });
   return (
-    <main className="wide">
-      <nav className="toolbar" aria-label="Dashboard">
-        <Link href={`/vms?ns=${encodeURIComponent(namespace)}`}>Virtual machines</Link>
-        <Link href={`/images?ns=${encodeURIComponent(namespace)}`}>Images</Link>
-        <NamespaceSwitcher />
-        <span className="spacer" />
-        <span className="muted" aria-label="Signed in as">{me.data?.username ?? (me.error ? "token not accepted" : "…")}</span>
-        <button type="button" className="secondary" onClick={() => { signOut(); router.replace("/"); }}>Sign out</button>
+    <div className="layout">
+      <nav className="sidebar" aria-label="Sections">
+        <ul>
+          {SECTIONS.map((s) => (
+            <li key={s.href}><Link href={hrefOf(s.href)} aria-current={pathname.startsWith(s.href) ? "page" : undefined}>{s.label}</Link></li>
+          ))}
+        </ul>
+        <button type="button" className="secondary shortcuts" onClick={() => { help.current?.showModal(); }}>Keyboard shortcuts <kbd>?</kbd></button>
       </nav>
-      {me.error && <p className="error" role="alert">{me.error.message}</p>}
-      <div className="page-header">
-        <h1>{title}</h1>
-        {actions}
-      </div>
-      {children}
-    </main>
+      <main className="wide">
+        <nav className="toolbar" aria-label="Dashboard">
+          <NamespaceSwitcher />
+          <span className="spacer" />
+          <span className="muted" aria-label="Signed in as">{me.data?.username ?? (me.error ? "token not accepted" : "…")}</span>
+          <button type="button" className="secondary" onClick={() => { signOut(); router.replace("/"); }}>Sign out</button>
+        </nav>
+        {me.error && <p className="error" role="alert">{me.error.message}</p>}
+        <div className="page-header">
+          <h1>{title}</h1>
+          {actions}
+        </div>
+        {children}
+      </main>
+      <dialog ref={help} className="card" aria-labelledby="shortcuts-title">
+        <h2 id="shortcuts-title">Keyboard shortcuts</h2>
+        <table className="vms">
+          <tbody>
+            {SHORTCUTS.map(([keys, what]) => <tr key={keys}><td><kbd>{keys}</kbd></td><td>{what}</td></tr>)}
+          </tbody>
+        </table>
+        <button type="button" className="secondary" autoFocus onClick={() => { help.current?.close(); }}>Close</button>
+      </dialog>
+    </div>
   );
 }
 

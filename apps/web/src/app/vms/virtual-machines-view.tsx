@@ -1,13 +1,23 @@
 "use client";
 
-import { type VirtualMachine, type VirtualMachineInstance, availableActions } from "@kubevirt-ts/kubevirt-api";
+import { STATUS_FILTERS, type VirtualMachine, type VirtualMachineInstance, availableActions, matchesStatusFilter, statusInWords } from "@kubevirt-ts/kubevirt-api";
 import { useMutation, useQuery } from "@tanstack/react-query";
 import Link from "next/link";
-import { useEffect, useMemo, useState } from "react";
+import { useEffect, useMemo, useRef, useState } from "react";
 import { useLiveVms } from "../../lib/live";
 import { describeError, useTRPC } from "../../lib/trpc";
-import { STATUS_FILTERS, actionAllowed, age, forAnyOf, matchesStatusFilter, statusInWords } from "../../lib/vm-status";
+import { actionAllowed, age, forAnyOf } from "../../lib/vm-status";
+import { type SortKey, compareRows, matchesSearch, vmSize } from "../../lib/vm-size";
+import { useConfirm } from "../ui/confirm";
+import { StatusBadge } from "../ui/status-badge";
+import { useToast } from "../ui/toasts";
 import { ActionButton, Shell, useNamespace } from "./shell";
+
+// The VMs of a namespace, live: searched by name or label, filtered by
+// status, sorted by any column, a page at a time, with actions on the
+// selected ones. `/` goes to the search.
+
+const PAGE_SIZE = 100;
 
 function useNow(intervalMs = 5_000): number {
   const [now, setNow] = useState(() => Date.now());
@@ -18,35 +28,85 @@ function useNow(intervalMs = 5_000): number {
   return now;
 }
 
+const COLUMNS: { key: SortKey; label: string }[] = [
+  { key: "name", label: "Name" },
+  { key: "status", label: "Status" },
+  { key: "node", label: "Node" },
+];
+const MORE_COLUMNS: { key: SortKey; label: string }[] = [
+  { key: "cpu", label: "vCPUs" },
+  { key: "memory", label: "Memory" },
+  { key: "age", label: "Age" },
+];
+
+function SortHeader({ column, sort, setSort }: { column: { key: SortKey; label: string }; sort: { key: SortKey; descending: boolean }; setSort: (s: { key: SortKey; descending: boolean }) => void }) {
+  const active = sort.key === column.key;
+  return (
+    <th scope="col" aria-sort={active ? (sort.descending ? "descending" : "ascending") : "none"}>
+      <button type="button" className="sort" onClick={() => { setSort({ key: column.key, descending: active ? !sort.descending : false }); }}>
+        {column.label}
+        <span aria-hidden="true">{active ? (sort.descending ? " ▼" : " ▲") : ""}</span>
+      </button>
+    </th>
+  );
+}
+
 function VmTable({ namespace }: { namespace: string }) {
   const trpc = useTRPC();
   const live = useLiveVms(namespace);
   const permissions = useQuery(trpc.permissions.queryOptions({ namespace }));
   const [text, setText] = useState("");
   const [status, setStatus] = useState("");
+  const [sort, setSort] = useState<{ key: SortKey; descending: boolean }>({ key: "name", descending: false });
+  const [page, setPage] = useState(0);
   const [selected, setSelected] = useState<Set<string>>(new Set());
-  const [outcome, setOutcome] = useState<string | null>(null);
+  const toast = useToast();
+  const [dialog, confirm] = useConfirm();
+  const search = useRef<HTMLInputElement>(null);
   const now = useNow();
   const start = useMutation(trpc.vms.start.mutationOptions());
   const stop = useMutation(trpc.vms.stop.mutationOptions());
   const remove = useMutation(trpc.vms.delete.mutationOptions());
 
-  const rows = useMemo(
-    () =>
-      [...live.vms.values()]
-        .filter((vm) => (vm.metadata.name ?? "").includes(text.trim().toLowerCase()) && matchesStatusFilter(vm.status?.printableStatus, status))
-        .sort((a, b) => (a.metadata.name ?? "").localeCompare(b.metadata.name ?? ""))
-        .map((vm) => ({ vm, vmi: live.vmis.get(vm.metadata.name ?? "") })),
-    [live.vms, live.vmis, text, status],
-  );
+  // `/` searches, as in most consoles; not while typing in a field.
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      const target = e.target as HTMLElement | null;
+      if (e.key !== "/" || e.ctrlKey || e.metaKey || e.altKey || (target && /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName)) || target?.isContentEditable) return;
+      e.preventDefault();
+      search.current?.focus();
+    };
+    window.addEventListener("keydown", onKey);
+    return () => { window.removeEventListener("keydown", onKey); };
+  }, []);
+
+  const rows = useMemo(() => {
+    const list = [...live.vms.values()]
+      .filter((vm) => matchesSearch(vm, text) && matchesStatusFilter(vm.status?.printableStatus, status))
+      .map((vm) => {
+        const vmi = live.vmis.get(vm.metadata.name ?? "");
+        return {
+          vm, vmi, name: vm.metadata.name ?? "", namespace: vm.metadata.namespace ?? namespace, status: statusInWords(vm.status?.printableStatus),
+          node: vmi?.status?.nodeName ?? "", size: vmSize(vm, vmi), created: vm.metadata.creationTimestamp ?? "",
+        };
+      });
+    list.sort((a, b) => compareRows(sort.key, a, b) * (sort.descending ? -1 : 1));
+    return list;
+  }, [live.vms, live.vmis, text, status, sort, namespace]);
+  const pages = Math.max(1, Math.ceil(rows.length / PAGE_SIZE));
+  const shownPage = Math.min(page, pages - 1);
+  const shown = rows.slice(shownPage * PAGE_SIZE, (shownPage + 1) * PAGE_SIZE);
   const chosen = [...selected].filter((name) => live.vms.has(name));
 
   async function bulk(label: string, mutation: typeof start): Promise<void> {
-    const results = await Promise.allSettled(chosen.map((name) => mutation.mutateAsync({ namespace, name })));
-    const failures = results.flatMap((r, i) => (r.status === "rejected" ? [`${chosen[i] ?? ""}: ${describeError(r.reason).message}`] : []));
-    setOutcome(failures.length === 0 ? `${label}: done for ${chosen.join(", ")}.` : `${label} failed for ${failures.join("; ")}`);
+    const names = [...chosen];
+    const results = await Promise.allSettled(names.map((name) => mutation.mutateAsync({ namespace, name })));
+    const failures = results.flatMap((r, i) => (r.status === "rejected" ? [`${names[i] ?? ""}: ${describeError(r.reason).message}`] : []));
+    if (failures.length === 0) toast(true, `${label}: done for ${names.join(", ")}.`);
+    else toast(false, `${label} failed for ${failures.join("; ")}`);
     if (label === "Delete") setSelected(new Set());
   }
+  const one = (what: string) => (chosen.length === 1 ? (chosen[0] ?? "") : `${String(chosen.length)} VMs`) + what;
 
   const may = permissions.data;
   // A button for the selection is enabled when the user may, and the state of any selected VM allows it.
@@ -54,52 +114,88 @@ function VmTable({ namespace }: { namespace: string }) {
     const vm = live.vms.get(name);
     return vm ? [[name, availableActions(vm, live.vmis.get(name))[action]] as const] : [];
   })));
+  const allShownSelected = shown.length > 0 && shown.every((r) => selected.has(r.name));
   return (
     <>
+      {dialog}
       <div className="toolbar" role="group" aria-label="Filters and actions">
-        <label className="inline">Filter by name <input type="search" value={text} onChange={(e) => { setText(e.target.value); }} /></label>
+        <label className="inline">Filter by name or label <input ref={search} type="search" value={text} placeholder="name, app=web  ( / )" onChange={(e) => { setText(e.target.value); setPage(0); }} /></label>
         <label className="inline">
           Status{" "}
-          <select value={status} onChange={(e) => { setStatus(e.target.value); }}>
+          <select value={status} onChange={(e) => { setStatus(e.target.value); setPage(0); }}>
             <option value="">All</option>
             {STATUS_FILTERS.map((s) => <option key={s} value={s}>{s}</option>)}
           </select>
         </label>
         <span className="spacer" />
-        <span className="muted" aria-live="polite">{live.error ? "Updates stopped" : live.reconnecting ? "Reconnecting…" : live.loaded ? "Live" : "Loading…"}</span>
+        <span className="muted" aria-live="polite" data-testid="list-state">{live.error ? "Updates stopped" : live.reconnecting ? "Reconnecting…" : live.loaded ? "Live" : "Loading…"}</span>
       </div>
       <div className="toolbar" role="group" aria-label="Selected VMs">
         <span className="muted">{chosen.length} selected</span>
         <ActionButton label="Start" {...forSelection("start")} onClick={() => void bulk("Start", start)} />
-        <ActionButton label="Stop" {...forSelection("stop")} onClick={() => void bulk("Stop", stop)} />
-        <ActionButton label="Delete" danger {...forSelection("delete")} onClick={() => { if (window.confirm(`Delete ${chosen.join(", ")}? Their disks go with them: their container disks' changes and their own DataVolumes. To keep a VM's disks, delete it from its page.`)) void bulk("Delete", remove); }} />
+        <ActionButton
+          label="Stop"
+          {...forSelection("stop")}
+          onClick={() => void confirm({ title: `Stop ${one("")}?`, body: <p>{chosen.join(", ")}: each guest is asked to shut down, and turned off if it has not after its grace period.</p>, confirm: `Stop ${one("")}`, danger: true }).then((ok) => { if (ok) void bulk("Stop", stop); })}
+        />
+        <ActionButton
+          label="Delete"
+          danger
+          {...forSelection("delete")}
+          onClick={() => void confirm({
+            title: `Delete ${one("")}?`,
+            body: <p>{chosen.join(", ")} {chosen.length === 1 ? "is" : "are"} deleted with {chosen.length === 1 ? "its" : "their"} disks: container disks&apos; changes and {chosen.length === 1 ? "its" : "their"} own DataVolumes. To keep a VM&apos;s disks, delete it from its page.</p>,
+            confirm: `Delete ${one("")}`,
+            danger: true,
+          }).then((ok) => { if (ok) void bulk("Delete", remove); })}
+        />
       </div>
-      {outcome && <p role="status">{outcome}</p>}
       {live.error !== null && <p className="error" role="alert">{describeError(live.error).message}</p>}
       <table className="vms">
         <caption className="visually-hidden">Virtual machines in {namespace}</caption>
         <thead>
           <tr>
-            <th scope="col"><span className="visually-hidden">Select</span></th>
-            <th scope="col">Name</th>
-            <th scope="col">Status</th>
-            <th scope="col">Node</th>
+            <th scope="col">
+              <input
+                type="checkbox"
+                aria-label="Select every VM on this page"
+                checked={allShownSelected}
+                onChange={(e) => {
+                  const next = new Set(selected);
+                  for (const r of shown) {
+                    if (e.target.checked) next.add(r.name);
+                    else next.delete(r.name);
+                  }
+                  setSelected(next);
+                }}
+              />
+            </th>
+            {COLUMNS.map((c) => <SortHeader key={c.key} column={c} sort={sort} setSort={setSort} />)}
             <th scope="col">IP</th>
-            <th scope="col">Age</th>
+            {MORE_COLUMNS.map((c) => <SortHeader key={c.key} column={c} sort={sort} setSort={setSort} />)}
           </tr>
         </thead>
         <tbody>
-          {rows.map(({ vm, vmi }) => <Row key={vm.metadata.name} vm={vm} vmi={vmi} namespace={namespace} now={now} selected={selected} setSelected={setSelected} />)}
+          {shown.map(({ vm, vmi, size }) => <Row key={vm.metadata.name} vm={vm} vmi={vmi} namespace={namespace} now={now} cpu={size.cpu} memory={size.memory} selected={selected} setSelected={setSelected} />)}
         </tbody>
       </table>
+      {rows.length > PAGE_SIZE && (
+        <nav className="toolbar pager" aria-label="Pages">
+          <button type="button" className="secondary" disabled={shownPage === 0} onClick={() => { setPage(shownPage - 1); }}>Previous</button>
+          <span data-testid="list-range">{`${String(shownPage * PAGE_SIZE + 1)}–${String(shownPage * PAGE_SIZE + shown.length)} of ${String(rows.length)}`}</span>
+          <button type="button" className="secondary" disabled={shownPage >= pages - 1} onClick={() => { setPage(shownPage + 1); }}>Next</button>
+        </nav>
+      )}
+      <p className="muted" data-testid="list-count">{live.loaded ? `${String(rows.length)} of ${String(live.vms.size)} VMs` : ""}</p>
       {live.loaded && rows.length === 0 && <p className="card">{live.vms.size === 0 ? `No virtual machines in ${namespace} yet.` : "No virtual machine matches the filters."}</p>}
     </>
   );
 }
 
-function Row({ vm, vmi, namespace, now, selected, setSelected }: { vm: VirtualMachine; vmi: VirtualMachineInstance | undefined; namespace: string; now: number; selected: Set<string>; setSelected: (s: Set<string>) => void }) {
+function Row({ vm, vmi, namespace, now, cpu, memory, selected, setSelected }: { vm: VirtualMachine; vmi: VirtualMachineInstance | undefined; namespace: string; now: number; cpu: string; memory: string; selected: Set<string>; setSelected: (s: Set<string>) => void }) {
   const name = vm.metadata.name ?? "";
   const ip = vmi?.status?.interfaces?.[0]?.ipAddress ?? "";
+  const node = vmi?.status?.nodeName ?? "";
   return (
     <tr>
       <td>
@@ -116,9 +212,11 @@ function Row({ vm, vmi, namespace, now, selected, setSelected }: { vm: VirtualMa
         />
       </td>
       <td><Link href={`/vms/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}?ns=${encodeURIComponent(namespace)}`}>{name}</Link></td>
-      <td data-status={vm.status?.printableStatus ?? "Stopped"}>{statusInWords(vm.status?.printableStatus)}</td>
-      <td>{vmi?.status?.nodeName ?? ""}</td>
+      <td><StatusBadge printableStatus={vm.status?.printableStatus} /></td>
+      <td>{node && <Link href={`/nodes?ns=${encodeURIComponent(namespace)}#node-${encodeURIComponent(node)}`}>{node}</Link>}</td>
       <td>{ip}</td>
+      <td className="number">{cpu}</td>
+      <td className="number">{memory}</td>
       <td>{age(vm.metadata.creationTimestamp ?? undefined, now)}</td>
     </tr>
   );

@@ -1,33 +1,49 @@
 "use client";
 
 import "@xterm/xterm/css/xterm.css";
+import { useQueryClient } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
 import { closeReason, consoleProtocols, consoleUrl } from "../../../../lib/consoles";
 import { useSessionToken } from "../../../../lib/session";
+import { useTRPC } from "../../../../lib/trpc";
 import { type SessionState, SessionStatus } from "./session-state";
 
 // The serial console: xterm.js fitted to its box, with scrollback and the
-// browser's copy and paste, over KubeVirt's console websocket. Its state is
-// always shown, and a closed session can be reopened.
+// browser's copy and paste, over KubeVirt's console websocket. What the guest
+// printed before it opened (its serial log, for a user who may read it) is
+// shown first. Its state is always shown, and a closed session can be
+// reopened.
+
+/** How much of the serial log is shown above a session that opens. */
+const HISTORY_BYTES = 64 * 1024;
+/** A monospace font Debian's browsers have, and a line height that leaves room for underscores below the baseline. */
+const FONT = { fontFamily: '"DejaVu Sans Mono", "Liberation Mono", Menlo, Consolas, monospace', lineHeight: 1.2 };
 
 
 export function SerialConsole({ namespace, name }: { namespace: string; name: string }) {
   const box = useRef<HTMLDivElement>(null);
   const token = useSessionToken();
+  const trpc = useTRPC();
+  const queryClient = useQueryClient();
   const [state, setState] = useState<SessionState>({ kind: "connecting" });
   const [attempt, setAttempt] = useState(0);
 
   useEffect(() => {
     if (!box.current || !token) return;
     const life: { disposed: boolean; cleanup?: () => void } = { disposed: false };
+    const disposed = () => life.disposed;
     void (async () => {
       const [{ Terminal }, { FitAddon }] = await Promise.all([import("@xterm/xterm"), import("@xterm/addon-fit")]);
       if (life.disposed || !box.current) return;
-      const terminal = new Terminal({ scrollback: 5000, convertEol: false, cursorBlink: true, fontSize: 14 });
+      const terminal = new Terminal({ scrollback: 5000, convertEol: false, cursorBlink: true, fontSize: 14, ...FONT });
       const fit = new FitAddon();
       terminal.loadAddon(fit);
       terminal.open(box.current);
       fit.fit();
+      // Earlier output first; a console opens without it when the log cannot be read (no permission, no log yet).
+      const history = await queryClient.query({ ...trpc.vms.serialLog.queryOptions({ namespace, name }), staleTime: 0, retry: false }).catch(() => "");
+      if (disposed()) { terminal.dispose(); return; }
+      if (history) terminal.write(history.slice(-HISTORY_BYTES));
       const socket = new WebSocket(consoleUrl(window.location, namespace, name, "console"), consoleProtocols(token));
       socket.binaryType = "arraybuffer";
       setState({ kind: "connecting" });
@@ -56,7 +72,7 @@ export function SerialConsole({ namespace, name }: { namespace: string; name: st
       life.disposed = true;
       life.cleanup?.();
     };
-  }, [namespace, name, token, attempt]);
+  }, [namespace, name, token, attempt, queryClient, trpc]);
 
   return (
     <section aria-label="Serial console">

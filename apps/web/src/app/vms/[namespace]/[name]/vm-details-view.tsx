@@ -1,51 +1,76 @@
 "use client";
 
-import { type VirtualMachine, type VirtualMachineInstance, availableActions } from "@kubevirt-ts/kubevirt-api";
+import { type Condition, type VirtualMachine, type VirtualMachineInstance, availableActions, conditionsInWords, statusReason } from "@kubevirt-ts/kubevirt-api";
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { useRouter, useSearchParams } from "next/navigation";
-import { useRef, useState } from "react";
+import Link from "next/link";
+import { useState } from "react";
 import { parse, stringify } from "yaml";
 import { useLiveVms } from "../../../../lib/live";
 import { describeError, useTRPC } from "../../../../lib/trpc";
 import { vmDisks } from "../../../../lib/vm-disks";
-import { actionAllowed, sentence, statusInWords } from "../../../../lib/vm-status";
+import { actionAllowed, sentence } from "../../../../lib/vm-status";
+import { useConfirm } from "../../../ui/confirm";
+import { StatusBadge } from "../../../ui/status-badge";
+import { useToast } from "../../../ui/toasts";
 import { ActionButton, Shell } from "../../shell";
 import { SerialConsole } from "./serial-console";
+import { SerialLog } from "./serial-log";
 import { VncConsole } from "./vnc-console";
 
-// One VM: its overview, YAML, events, serial console and display, and the
-// actions the signed-in user may take on it (the others shown disabled, with
-// the reason).
+// One VM: its overview, YAML, events, serial log, serial console and
+// display, and the actions the signed-in user may take on it (the others
+// shown disabled, with the reason).
 
-const TABS = ["Overview", "YAML", "Events", "Console", "VNC"] as const;
+const TABS = ["Overview", "YAML", "Events", "Log", "Console", "VNC"] as const;
 
-const CONDITION_WORDS: Record<string, string> = {
-  Ready: "Ready: the guest is running",
-  Paused: "Paused",
-  Failure: "Failed",
-  SoftwareEmulation: "Runs with software emulation (no KVM on the node)",
-  AgentConnected: "The guest agent answers",
-  PodScheduled: "Placed on a node",
-};
+/** One object's conditions in words (kubevirt-api's conditionsInWords), under a heading of its own. */
+function Conditions({ title, conditions, testId }: { title: string; conditions: readonly Condition[] | undefined; testId: string }) {
+  const words = conditionsInWords(conditions);
+  return (
+    <section aria-label={title} data-testid={testId}>
+      <h3>{title}</h3>
+      {words.length === 0 ? <p className="muted">None reported.</p> : (
+        <ul className="conditions">
+          {words.map((c) => (
+            <li key={c.type} data-tone={c.tone} data-type={c.type}>
+              <span className="condition-label">{c.label}</span>
+              {c.message ? <span className="muted">: {c.message}</span> : null}
+            </li>
+          ))}
+        </ul>
+      )}
+    </section>
+  );
+}
 
-function Overview({ vm, vmi }: { vm: VirtualMachine; vmi: VirtualMachineInstance | undefined }) {
+/** An object as YAML without what only its writers need (managedFields). */
+function withoutManagedFields(object: { metadata?: Record<string, unknown> }): unknown {
+  if (!object.metadata) return object;
+  const metadata = { ...object.metadata };
+  delete metadata.managedFields;
+  return { ...object, metadata };
+}
+
+function Overview({ vm, vmi, namespace }: { vm: VirtualMachine; vmi: VirtualMachineInstance | undefined; namespace: string }) {
   const domain = vm.spec.template.spec.domain;
-  const conditions = [...(vm.status?.conditions ?? []), ...(vmi?.status?.conditions ?? [])];
+  const node = vmi?.status?.nodeName;
+  const ip = vmi?.status?.interfaces?.[0]?.ipAddress;
   return (
     <div className="card">
       <dl className="facts">
         <dt>Status</dt>
-        <dd data-testid="vm-status">{statusInWords(vm.status?.printableStatus)}</dd>
+        <dd><StatusBadge printableStatus={vm.status?.printableStatus} testId="vm-status" /></dd>
         <dt>Node</dt>
-        <dd>{vmi?.status?.nodeName ?? "none"}</dd>
+        <dd>{node ? <Link href={`/nodes?ns=${encodeURIComponent(namespace)}#node-${encodeURIComponent(node)}`}>{node}</Link> : "none"}</dd>
         <dt>IP address</dt>
-        <dd>{vmi?.status?.interfaces?.[0]?.ipAddress ?? "none"}</dd>
+        <dd>{ip ?? "none"}{ip && <span className="hint"> Each start may give it another; a Service selecting the VM&apos;s labels gives a stable one.</span>}</dd>
         <dt>Guest OS</dt>
         <dd>{vmi?.status?.guestOSInfo?.prettyName ?? "not reported (no guest agent)"}</dd>
         <dt>CPU</dt>
-        <dd>{String(domain.cpu?.cores ?? 1)} core(s)</dd>
+        <dd>{vm.spec.instancetype ? `from ${vm.spec.instancetype.name}` : `${String((domain.cpu?.cores ?? 1) * (domain.cpu?.sockets ?? 1) * (domain.cpu?.threads ?? 1))} vCPU`}</dd>
         <dt>Memory</dt>
-        <dd>{domain.memory?.guest ?? domain.resources?.requests?.memory ?? "not set"}</dd>
+        <dd>{vm.spec.instancetype ? `from ${vm.spec.instancetype.name}` : (domain.memory?.guest ?? domain.resources?.requests?.memory ?? "not set")}</dd>
         <dt>Run strategy</dt>
         <dd>{vm.spec.runStrategy ?? (vm.spec.running ? "Always (running: true)" : "Halted (running: false)")}</dd>
       </dl>
@@ -68,38 +93,34 @@ function Overview({ vm, vmi }: { vm: VirtualMachine; vmi: VirtualMachineInstance
         </tbody>
       </table>
       <h2>Conditions</h2>
-      {conditions.length === 0 ? <p className="muted">None reported.</p> : (
-        <ul>
-          {conditions.map((c) => (
-            <li key={`${c.type}-${c.status}`}>
-              {c.status === "True" ? (CONDITION_WORDS[c.type] ?? c.type) : `Not ${(CONDITION_WORDS[c.type] ?? c.type).toLowerCase()}`}
-              {c.message ? `: ${c.message}` : ""}
-            </li>
-          ))}
-        </ul>
-      )}
-      <h2>Timeline</h2>
+      <div className="columns">
+        <Conditions title="The virtual machine" conditions={vm.status?.conditions} testId="vm-conditions" />
+        {vmi ? <Conditions title="Its running instance" conditions={vmi.status?.conditions} testId="vmi-conditions" /> : <section aria-label="Its running instance"><h3>Its running instance</h3><p className="muted">None: the VM is not running.</p></section>}
+      </div>
+      <h2>This run</h2>
       {vmi?.status?.phaseTransitionTimestamps?.length ? (
         <ol className="timeline">
           {vmi.status.phaseTransitionTimestamps.map((t) => (
             <li key={`${t.phase}-${t.phaseTransitionTimestamp}`}><time dateTime={t.phaseTransitionTimestamp}>{new Date(t.phaseTransitionTimestamp).toLocaleTimeString()}</time> {t.phase}</li>
           ))}
         </ol>
-      ) : <p className="muted">The VM has no running instance.</p>}
+      ) : <p className="muted">The VM has no running instance. Earlier runs are in its Events.</p>}
     </div>
   );
 }
 
-function YamlTab({ namespace, name, vm, mayUpdate, reason }: { namespace: string; name: string; vm: unknown; mayUpdate: boolean | undefined; reason: string | undefined }) {
+function YamlTab({ namespace, name, vm, mayUpdate, reason }: { namespace: string; name: string; vm: VirtualMachine; mayUpdate: boolean | undefined; reason: string | undefined }) {
   const trpc = useTRPC();
   const [editing, setEditing] = useState<string | null>(null);
   const [errors, setErrors] = useState<string[]>([]);
   const update = useMutation(trpc.vms.update.mutationOptions());
+  // managedFields only say which writer set what; an update without them leaves them as they are.
+  const shown = withoutManagedFields(vm);
   if (editing === null) {
     return (
       <div className="card">
-        <ActionButton label="Edit" allowed={mayUpdate} reason={reason} onClick={() => { setEditing(stringify(vm)); }} />
-        <pre className="yaml" tabIndex={0} aria-label="VirtualMachine YAML">{stringify(vm)}</pre>
+        <ActionButton label="Edit" allowed={mayUpdate} reason={reason} onClick={() => { setEditing(stringify(shown)); }} />
+        <pre className="yaml" tabIndex={0} aria-label="VirtualMachine YAML">{stringify(shown)}</pre>
       </div>
     );
   }
@@ -149,6 +170,15 @@ function Events({ namespace, name }: { namespace: string; name: string }) {
   );
 }
 
+/** The destructive actions, confirmed in the page with what each will do. */
+const CONFIRM: Partial<Record<string, (name: string) => { body: string; confirm: string }>> = {
+  stop: (name) => ({ body: `The guest is asked to shut down; if it has not after its grace period, it is turned off. ${name} stays stopped until it is started.`, confirm: `Stop ${name}` }),
+  forceStop: (name) => ({ body: `${name} is turned off now, as if its power were cut: what the guest has not written to disk is lost.`, confirm: `Force stop ${name}` }),
+  restart: (name) => ({ body: `The guest is shut down and started again on a new instance (it may get another node and address).`, confirm: `Restart ${name}` }),
+  reset: (name) => ({ body: `${name} is reset at once, like pressing its reset button: what the guest has not written to disk is lost.`, confirm: `Reset ${name}` }),
+  delete: (name) => ({ body: `${name} is deleted with its running instance. Its container disks' changes go with it.`, confirm: `Delete ${name}` }),
+};
+
 export function VmDetailsView({ namespace, name }: { namespace: string; name: string }) {
   const trpc = useTRPC();
   const router = useRouter();
@@ -156,7 +186,8 @@ export function VmDetailsView({ namespace, name }: { namespace: string; name: st
   const tab = (TABS.find((t) => t.toLowerCase() === search.get("tab")) ?? "Overview");
   const live = useLiveVms(namespace);
   const permissions = useQuery(trpc.permissions.queryOptions({ namespace }));
-  const [outcome, setOutcome] = useState<{ ok: boolean; text: string } | null>(null);
+  const toast = useToast();
+  const [dialog, confirm] = useConfirm();
   const mutations = {
     start: useMutation(trpc.vms.start.mutationOptions()),
     stop: useMutation(trpc.vms.stop.mutationOptions()),
@@ -174,59 +205,69 @@ export function VmDetailsView({ namespace, name }: { namespace: string; name: st
   // What the VM's state allows now, by the rules the API refuses with.
   const state = vm ? availableActions(vm, vmi) : undefined;
   const consoleState = tab === "Console" ? state?.console : tab === "VNC" ? state?.vnc : undefined;
+  const reason = vm ? statusReason(vm, vmi) : undefined;
 
   function act(action: keyof typeof mutations, label: string, keepDisks?: boolean): void {
     mutations[action].mutate({ namespace, name, ...(keepDisks !== undefined ? { keepDisks } : {}) }, {
       onSuccess: () => {
-        setOutcome({ ok: true, text: `${label}: requested.` });
+        toast(true, `${label} ${name}: asked; the status follows.`);
         if (action === "delete") router.push(`/vms?ns=${encodeURIComponent(namespace)}`);
       },
-      onError: (error) => { setOutcome({ ok: false, text: describeError(error).message }); },
+      onError: (error) => { toast(false, `${label} ${name}: ${describeError(error).message}`); },
     });
   }
   // A VM with disks of its own (its DataVolumes) asks whether they go with it.
   const ownDisks = (vm?.spec.dataVolumeTemplates ?? []).map((t) => t.metadata.name);
-  const deleteDialog = useRef<HTMLDialogElement>(null);
+  const ask = async (action: keyof typeof mutations, label: string) => {
+    const words = CONFIRM[action]?.(name);
+    if (!words) { act(action, label); return; }
+    if (action === "delete" && ownDisks.length > 0) {
+      const choice = await confirm({
+        title: `Delete ${name}?`,
+        body: <p>Its disks of its own: {ownDisks.join(", ")}. Keep them to attach them to another VM later, or delete them with it.</p>,
+        confirm: "",
+        choices: [{ label: "Delete the VM, keep its disks", value: "keep" }, { label: "Delete the VM and its disks", value: "all", danger: true }],
+      });
+      if (choice) act("delete", label, choice === "keep");
+      return;
+    }
+    if (await confirm({ title: `${label} ${name}?`, body: <p>{words.body}</p>, confirm: words.confirm, danger: true })) act(action, label);
+  };
   const button = (action: keyof typeof mutations, label: string, danger = false) => {
-    const { allowed, reason } = actionAllowed(may?.[action], state?.[action]);
-    const onClick = () => {
-      if (action === "delete" && ownDisks.length > 0) deleteDialog.current?.showModal();
-      else if (!danger || window.confirm(`${label} ${name}?`)) act(action, label);
-    };
-    return <ActionButton key={action} label={label} allowed={allowed} reason={reason} danger={danger} busy={mutations[action].isPending} onClick={onClick} />;
+    const { allowed, reason: why } = actionAllowed(may?.[action], state?.[action]);
+    return <ActionButton key={action} label={label} allowed={allowed} reason={why} danger={danger} busy={mutations[action].isPending} onClick={() => void ask(action, label)} />;
   };
-  const deleteWith = (keepDisks: boolean) => {
-    deleteDialog.current?.close();
-    act("delete", "Delete", keepDisks);
-  };
+  // A viewer who may take no action reads that once, not beside every button.
+  const viewOnly = may !== undefined && (["start", "stop", "restart", "pause", "delete"] as const).every((a) => !may[a].allowed);
 
   return (
     <Shell
       title={name}
       actions={
-        <div className="toolbar" role="group" aria-label="Actions">
-          {button("start", "Start")}
-          {button("stop", "Stop")}
-          {button("restart", "Restart")}
-          {button("pause", "Pause")}
-          {button("unpause", "Unpause")}
-          {button("softReboot", "Soft reboot")}
-          {button("reset", "Reset", true)}
-          {button("forceStop", "Force stop", true)}
-          {button("delete", "Delete", true)}
-        </div>
+        viewOnly ? (
+          <p className="muted" data-testid="view-only">You may view this VM, not change it: ask for the kubevirt.io:edit role in {namespace} to start, stop or delete it.</p>
+        ) : (
+          <div className="toolbar" role="group" aria-label="Actions">
+            {button("start", "Start")}
+            {button("stop", "Stop")}
+            {button("restart", "Restart")}
+            {button("pause", "Pause")}
+            {button("unpause", "Unpause")}
+            {button("softReboot", "Soft reboot")}
+            {button("reset", "Reset", true)}
+            {button("forceStop", "Force stop", true)}
+            {button("delete", "Delete", true)}
+          </div>
+        )
       }
     >
-      <dialog ref={deleteDialog} aria-labelledby="delete-title" className="card">
-        <h2 id="delete-title">Delete {name}?</h2>
-        <p>Its disks of its own: {ownDisks.join(", ")}. Keep them to attach them to another VM later, or delete them with it.</p>
-        <div className="toolbar">
-          <button type="button" onClick={() => { deleteWith(true); }}>Delete the VM, keep its disks</button>
-          <button type="button" className="secondary danger" onClick={() => { deleteWith(false); }}>Delete the VM and its disks</button>
-          <button type="button" className="secondary" onClick={() => { deleteDialog.current?.close(); }}>Cancel</button>
-        </div>
-      </dialog>
-      {outcome && <p role={outcome.ok ? "status" : "alert"} className={outcome.ok ? "" : "error"}>{outcome.text}</p>}
+      {dialog}
+      {vm && (
+        <p className="status-line" data-testid="vm-status-line">
+          <StatusBadge printableStatus={vm.status?.printableStatus} />
+          {reason && <span data-testid="vm-status-reason"> {reason}</span>}
+        </p>
+      )}
       <div role="tablist" aria-label="VM views" className="tabs">
         {TABS.map((t) => (
           <button key={t} type="button" role="tab" className="secondary" aria-selected={t === tab} onClick={() => { router.replace(`/vms/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}?ns=${encodeURIComponent(namespace)}&tab=${t.toLowerCase()}`); }}>
@@ -238,11 +279,13 @@ export function VmDetailsView({ namespace, name }: { namespace: string; name: st
         {!vm ? (
           <p aria-live="polite">{live.loaded ? `There is no VM ${name} in ${namespace}.` : "Loading…"}</p>
         ) : tab === "Overview" ? (
-          <Overview vm={vm} vmi={vmi} />
+          <Overview vm={vm} vmi={vmi} namespace={namespace} />
         ) : tab === "YAML" ? (
           <YamlTab namespace={namespace} name={name} vm={vm} mayUpdate={may?.update.allowed} reason={may?.update.reason} />
         ) : tab === "Events" ? (
           <Events namespace={namespace} name={name} />
+        ) : tab === "Log" ? (
+          <SerialLog namespace={namespace} name={name} running={vmi !== undefined} permission={may?.serialLog} />
         ) : !(tab === "Console" ? may?.console.allowed : may?.vnc.allowed) ? (
           <p className="error" role="alert">{(tab === "Console" ? may?.console.reason : may?.vnc.reason) ?? "Checking your permissions…"}</p>
         ) : consoleState && !consoleState.available ? (

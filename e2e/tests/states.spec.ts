@@ -1,0 +1,202 @@
+import type { Locator, Page } from "@playwright/test";
+import { tinyVm, tinyVmOnClaim, tinyVmWithSpec } from "../manifests.ts";
+import { createNamespace, createObject, deleteNamespace, imageOf, tokenOf } from "./cluster-users.ts";
+import { expect, test } from "./fixtures.ts";
+
+// A VM's state as the dashboard shows it, one printable status at a time:
+// its status with an icon and the reason in words, conditions of the VM and
+// of its instance apart and never contradicting the status, and which
+// actions are enabled (the others disabled with the reason). Destructive
+// actions are confirmed in the page; Force stop turns off a guest that
+// ignores the shutdown request. The Log tab, the node view and the list's
+// sorting and search on the same VMs.
+
+test.describe.configure({ mode: "serial", timeout: 300_000 });
+
+const slow = { timeout: 240_000 };
+let namespace = "";
+
+test.beforeAll(() => {
+  namespace = createNamespace("e2e-states");
+});
+
+test.afterAll(() => {
+  deleteNamespace(namespace);
+});
+
+async function signIn(page: Page): Promise<void> {
+  await page.goto("/");
+  await page.getByLabel("Kubernetes bearer token").fill(tokenOf("admin"));
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await expect(page.getByRole("heading", { name: "Virtual machines" })).toBeVisible();
+}
+
+const ACTIONS = ["Start", "Stop", "Restart", "Pause", "Unpause", "Soft reboot", "Reset", "Force stop", "Delete"] as const;
+type ActionLabel = (typeof ACTIONS)[number];
+
+/** Exactly these actions are enabled; the others are disabled, with these reasons where given. */
+async function expectActions(page: Page, enabled: ActionLabel[], reasons: Partial<Record<ActionLabel, string | RegExp>> = {}): Promise<void> {
+  const group = page.getByRole("group", { name: "Actions" });
+  for (const label of ACTIONS) {
+    const button = group.getByRole("button", { name: label, exact: true });
+    if (enabled.includes(label)) await expect(button, `${label} is enabled`).toBeEnabled();
+    else await expect(button, `${label} is disabled`).toBeDisabled();
+  }
+  for (const [label, reason] of Object.entries(reasons)) await expect(group.getByRole("button", { name: label, exact: true })).toHaveAccessibleDescription(reason);
+}
+
+const status = (page: Page): Locator => page.getByTestId("vm-status-line");
+
+async function open(page: Page, name: string): Promise<void> {
+  await page.goto(`/vms/${namespace}/${name}?ns=${namespace}`);
+}
+
+test("a stopped VM: Start and Delete only, and its conditions say it is not running, not that it runs", async ({ page }) => {
+  const vm = tinyVm("halted", imageOf("tiny-guest"), namespace);
+  vm.spec.runStrategy = "Halted";
+  createObject(vm);
+  await signIn(page);
+  await open(page, "halted");
+  await expect(page.getByTestId("vm-status")).toHaveText("Stopped");
+  await expect(status(page).locator("[data-tone]")).toHaveAttribute("data-tone", "stopped");
+  await expectActions(page, ["Start", "Delete"], { Stop: "VM is not running.", Pause: "The VM is not running; start it first." });
+  await expect(page.getByTestId("vm-conditions")).toContainText("Not running");
+  await expect(page.getByTestId("vm-conditions")).not.toContainText(/guest is running|Ready/);
+  await expect(page.getByRole("region", { name: "Its running instance" })).toContainText("None: the VM is not running.");
+});
+
+test("running, paused, stopping and force stopped: the actions follow each state, and Force stop does not wait for the guest", async ({ page }) => {
+  // The tiny guest has no ACPI daemon: it ignores the shutdown request, so it stops only when its grace period ends or it is forced.
+  createObject(tinyVmWithSpec("cycle", imageOf("tiny-guest"), namespace, (spec) => ({ ...spec, terminationGracePeriodSeconds: 600 })));
+  await signIn(page);
+  await open(page, "cycle");
+  await expect(page.getByTestId("vm-status")).toHaveText("Running", slow);
+  await expect(status(page).locator("[data-tone]")).toHaveAttribute("data-tone", "running");
+  await expectActions(page, ["Stop", "Restart", "Pause", "Soft reboot", "Reset", "Force stop", "Delete"], { Start: "The VM is already running.", Unpause: "The VMI is not paused." });
+  await expect(page.getByTestId("vm-conditions")).toContainText("Ready");
+  await expect(page.getByTestId("vm-conditions")).not.toContainText(/not ready/i);
+  await expect(page.getByTestId("vmi-conditions")).toContainText("Ready");
+
+  const actions = page.getByRole("group", { name: "Actions" });
+  await actions.getByRole("button", { name: "Pause", exact: true }).click();
+  await expect(page.getByRole("status").filter({ hasText: "Pause cycle: asked" })).toBeVisible();
+  await expect(page.getByTestId("vm-status")).toHaveText("Paused", slow);
+  await expectActions(page, ["Stop", "Restart", "Unpause", "Force stop", "Delete"], { Start: "The VM is running, paused; Unpause resumes it.", Reset: "The VMI is paused; unpause it before reset." });
+  // Paused once for the VM and once for its instance, each in its own list.
+  await expect(page.getByTestId("vm-conditions").locator('[data-type="Paused"]')).toHaveCount(1);
+  await expect(page.getByTestId("vmi-conditions").locator('[data-type="Paused"]')).toHaveCount(1);
+  await actions.getByRole("button", { name: "Unpause", exact: true }).click();
+  await expect(page.getByTestId("vm-status")).toHaveText("Running", slow);
+
+  // Stop asks first, in the page, naming the VM.
+  await actions.getByRole("button", { name: "Stop", exact: true }).click();
+  const dialog = page.getByRole("dialog", { name: "Stop cycle?" });
+  await expect(dialog).toBeVisible();
+  await dialog.getByRole("button", { name: "Cancel" }).click();
+  await expect(dialog).toBeHidden();
+  await expect(page.getByTestId("vm-status")).toHaveText("Running");
+  await actions.getByRole("button", { name: "Stop", exact: true }).click();
+  await dialog.getByRole("button", { name: "Stop cycle" }).click();
+  const asked = page.getByRole("status").filter({ hasText: "Stop cycle: asked" });
+  await expect(asked).toBeVisible();
+  await asked.getByRole("button", { name: /Dismiss/ }).click();
+  await expect(asked).toBeHidden();
+  await expect(page.getByTestId("vm-status")).toHaveText("Stopping", slow);
+  await expect(status(page).locator("[data-tone]")).toHaveAttribute("data-tone", "transition");
+  await expect(page.getByTestId("vm-status-reason")).toContainText("600 s");
+  await expectActions(page, ["Force stop", "Delete"], { Stop: "The VM is already stopping; Force stop turns it off now.", Restart: "The VM is stopping; Force stop turns it off now.", Start: "The VM is stopping; start it again once it has stopped." });
+
+  await actions.getByRole("button", { name: "Force stop", exact: true }).click();
+  await page.getByRole("dialog", { name: "Force stop cycle?" }).getByRole("button", { name: "Force stop cycle" }).click();
+  // Well within the 600 s the guest would otherwise have.
+  await expect(page.getByTestId("vm-status")).toHaveText("Stopped", { timeout: 120_000 });
+  await expectActions(page, ["Start", "Delete"]);
+});
+
+test("a VM that fits no node says why in the scheduler's words, and may be stopped but not started again", async ({ page }) => {
+  const huge = tinyVmWithSpec("huge", imageOf("tiny-guest"), namespace, (spec) => ({ ...spec, domain: { ...spec.domain, memory: { guest: "10Ti" } } }));
+  createObject({ ...huge, metadata: { ...huge.metadata, labels: { app: "big" } } });
+  await signIn(page);
+  await open(page, "huge");
+  await expect(page.getByTestId("vm-status")).toHaveText("Cannot be placed on a node", slow);
+  await expect(status(page).locator("[data-tone]")).toHaveAttribute("data-tone", "problem");
+  await expect(page.getByTestId("vm-status-reason")).toContainText(/Insufficient memory/);
+  await expectActions(page, ["Stop", "Restart", "Force stop", "Delete"], { Start: /already starting, but cannot be placed on a node/ });
+  await expect(page.getByTestId("vmi-conditions")).toContainText("Not placed on a node");
+});
+
+test("a VM whose image cannot be pulled, and one whose claim is missing, are problems with their reason", async ({ page }) => {
+  // Nothing listens on port 1 of the node's loopback: the pull fails at once.
+  createObject(tinyVm("no-image", "127.0.0.1:1/kubevirt-ts/missing:v0", namespace));
+  createObject(tinyVmOnClaim("no-claim", imageOf("tiny-guest"), "nowhere", namespace));
+  await signIn(page);
+  await open(page, "no-image");
+  await expect(page.getByTestId("vm-status")).toHaveText(/Cannot pull its image/, slow);
+  await expect(status(page).locator("[data-tone]")).toHaveAttribute("data-tone", "problem");
+  await expect(page.getByTestId("vm-status-reason")).toContainText("127.0.0.1:1");
+  await expectActions(page, ["Stop", "Restart", "Force stop", "Delete"]);
+
+  await open(page, "no-claim");
+  await expect(page.getByTestId("vm-status")).toHaveText("Its disk's claim is missing", slow);
+  await expect(page.getByTestId("vm-status-reason")).toContainText("nowhere");
+
+  // The list shows the same words and icons, and filters the problems together.
+  await page.goto(`/vms?ns=${namespace}`);
+  await page.getByLabel("Status").selectOption("Problem");
+  await expect(page.getByRole("table").locator('[data-tone="problem"]')).toHaveCount(3);
+  await expect(page.getByRole("table").getByRole("link", { name: "halted", exact: true })).toHaveCount(0);
+});
+
+test("the Log tab shows what the guest printed since boot, and the console shows it when it opens", async ({ page }) => {
+  createObject(tinyVm("logged", imageOf("tiny-guest"), namespace));
+  await signIn(page);
+  await page.goto(`/vms/${namespace}/logged?ns=${namespace}&tab=log`);
+  await expect(page.getByTestId("serial-log")).toContainText("Linux version", slow);
+  await expect(page.getByTestId("serial-log")).toContainText("kubevirt-ts tiny guest: init reached", slow);
+  await expect(page.getByRole("button", { name: "Download" })).toBeEnabled();
+
+  await page.getByRole("tab", { name: "Console" }).click();
+  // Before anything is typed: the last lines the guest printed, from its log.
+  await expect(page.getByTestId("serial-console").locator(".xterm-rows")).toContainText("/ #", slow);
+});
+
+test("the node view lists the node's capacity and the VMs on it, linked both ways", async ({ page }) => {
+  await signIn(page);
+  await page.goto(`/vms/${namespace}/logged?ns=${namespace}`);
+  await expect(page.getByTestId("vm-status")).toHaveText("Running", slow);
+  await page.getByRole("link", { name: "kubevirt-ts-node" }).click();
+  await expect(page.getByRole("heading", { name: "Nodes", level: 1 })).toBeVisible();
+  const node = page.getByRole("region", { name: "kubevirt-ts-node" });
+  await expect(node).toContainText("Ready");
+  await expect(node).toContainText(/CPU: .* cores of .* cores requested/);
+  await expect(node.getByRole("meter", { name: "Memory requested" })).toBeVisible();
+  await node.getByRole("link", { name: "logged", exact: true }).click();
+  await expect(page).toHaveURL(new RegExp(`/vms/${namespace}/logged`));
+});
+
+test("the list sorts by any column and searches names and labels; / goes to the search, ? shows the shortcuts", async ({ page }) => {
+  await signIn(page);
+  await page.goto(`/vms?ns=${namespace}`);
+  const table = page.getByRole("table");
+  await expect(table.getByRole("link", { name: "huge", exact: true })).toBeVisible();
+  const memory = table.getByRole("columnheader", { name: "Memory" });
+  await memory.getByRole("button").click();
+  await expect(memory).toHaveAttribute("aria-sort", "ascending");
+  await memory.getByRole("button").click();
+  await expect(memory).toHaveAttribute("aria-sort", "descending");
+  // The 10Ti VM first when the largest come first.
+  await expect(table.getByRole("row").nth(1)).toContainText("huge");
+  await expect(table.getByRole("row").nth(1).getByRole("cell").nth(6)).toHaveText("10Ti");
+
+  await page.keyboard.press("/");
+  await expect(page.getByLabel("Filter by name or label")).toBeFocused();
+  await page.keyboard.type("no-");
+  await expect(table.getByRole("link", { name: /^no-/ })).toHaveCount(2);
+  await page.getByLabel("Filter by name or label").fill("app=big");
+  await expect(page.getByTestId("list-count")).toHaveText(/^1 of/);
+  await expect(table.getByRole("link", { name: "huge", exact: true })).toBeVisible();
+  await page.getByLabel("Filter by name or label").fill("");
+  await page.getByRole("heading", { name: "Virtual machines" }).click();
+  await page.keyboard.press("?");
+  await expect(page.getByRole("dialog", { name: "Keyboard shortcuts" })).toBeVisible();
+});
