@@ -158,6 +158,7 @@ test("a Manual VM starts and stops on request from its page, as KubeVirt's start
   await expect(page.getByTestId("vm-status")).toHaveText("Running", slow);
   await expect(actions.getByRole("button", { name: "Start", exact: true })).toBeDisabled();
   await actions.getByRole("button", { name: "Stop", exact: true }).click();
+  await page.getByRole("dialog", { name: "Stop manual-1?" }).getByRole("button", { name: "Stop manual-1" }).click();
   await expect(page.getByTestId("vm-status")).toHaveText("Stopped", slow);
   // Still Manual: the start and stop were requests in the VM's status, not changes of its spec.
   await page.getByRole("tab", { name: "YAML" }).click();

@@ -104,17 +104,30 @@ export async function listFigure(count = 1000): Promise<Row[]> {
     await page.waitForURL(/\/vms/);
     // A fresh navigation to the list; the page's clock starts at its navigation.
     await page.goto(`/vms?ns=${namespace}`, { waitUntil: "commit" });
-    const rowsShown = await page.waitForFunction((n) => (document.querySelectorAll('input[aria-label^="Select vm-"]').length >= n ? performance.now() : false), count, { timeout: 300_000, polling: "raf" });
+    // Every VM listed: the count says all of them, and the first page's rows are drawn (the list shows 100 at a time).
+    const rowsShown = await page.waitForFunction(
+      (n) => (document.querySelector('[data-testid="list-count"]')?.textContent === `${String(n)} of ${String(n)} VMs` && document.querySelectorAll('input[aria-label^="Select vm-"]').length >= Math.min(n, 100) ? performance.now() : false),
+      count,
+      { timeout: 300_000, polling: "raf" },
+    );
     const shownMs = (await rowsShown.jsonValue()) as number;
+    // Sorted by name, last first: the last VM's row comes to the top.
+    const sortStarted = await page.evaluate(() => performance.now());
+    await page.getByRole("columnheader", { name: "Name" }).getByRole("button").click();
+    await page.getByRole("columnheader", { name: "Name" }).getByRole("button").click();
+    const last = names.at(-1) ?? "";
+    const sorted = await page.waitForFunction((name) => (document.querySelector('input[aria-label^="Select vm-"]')?.getAttribute("aria-label") === `Select ${name}` ? performance.now() : false), last, { timeout: 60_000, polling: "raf" });
+    const sortedMs = (await sorted.jsonValue()) as number;
     const filterStarted = await page.evaluate(() => performance.now());
-    await page.getByLabel("Filter by name").fill(names.at(-1) ?? "");
+    await page.getByLabel("Filter by name").fill(names.at(-2) ?? "");
     const filtered = await page.waitForFunction(() => (document.querySelectorAll('input[aria-label^="Select vm-"]').length === 1 ? performance.now() : false), undefined, { timeout: 60_000, polling: "raf" });
     const filteredMs = (await filtered.jsonValue()) as number;
     await context.close();
     const method = `${String(count)} Halted VMs created through the API (vms.create, 8 at a time, ${createSeconds.toFixed(0)} s); Chromium (${playwrightConfig.use?.launchOptions?.executablePath ?? ""}) signed in as the admin, then a fresh navigation to /vms?ns=…; times on the page's clock from navigation start`;
     return [
-      { id: "list.1000.rows", figure: `VM list with ${String(count)} VMs: navigation → every row rendered`, unit: "ms", values: { value: shownMs }, method },
-      { id: "list.1000.interactive", figure: `VM list with ${String(count)} VMs: time to interactive (rows rendered, then a name filter typed and applied)`, unit: "ms", values: { value: filteredMs }, method },
+      { id: "list.1000.rows", figure: `VM list with ${String(count)} VMs: navigation → all counted, first page of rows rendered`, unit: "ms", values: { value: shownMs }, method },
+      { id: "list.1000.sort", figure: `VM list with ${String(count)} VMs: sort by name, last first (two clicks) → the last VM's row on top`, unit: "ms", values: { value: sortedMs - sortStarted }, method },
+      { id: "list.1000.interactive", figure: `VM list with ${String(count)} VMs: time to interactive (rows rendered, sorted, then a name filter typed and applied)`, unit: "ms", values: { value: filteredMs }, method },
       { id: "list.1000.filter", figure: `VM list with ${String(count)} VMs: name filter typed → list shows the one match`, unit: "ms", values: { value: filteredMs - filterStarted }, method },
     ];
   } finally {

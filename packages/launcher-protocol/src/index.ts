@@ -1,6 +1,6 @@
 export {
   type CheckedParams, type DomainStatus, type ErrorCode, ERROR_CODES, MAX_ERROR_MESSAGE_LENGTH, MAX_REQUEST_LINE_BYTES, MAX_RESPONSE_LINE_BYTES, METHODS, type Method,
-  PROTOCOL_VERSION, type Params, type Request, type Response, type Result, domainStatus, launcherMethods,
+  PROTOCOL_VERSION, type Params, type Request, type Response, type Result, type DomainStats, domainStats, domainStatus, launcherMethods,
 } from "./protocol.ts";
 export {
   LauncherBusyError, LauncherCallError, LauncherError, LauncherProtocolError, LauncherTimeoutError, LauncherUnreachableError, type ProtocolViolation,

@@ -47,6 +47,36 @@ export const domainStatus = z.strictObject({
 });
 export type DomainStatus = z.infer<typeof domainStatus>;
 
+const count = z.number().nonnegative();
+
+/**
+ * What libvirt counts of the running domain (its domain stats), in libvirt's units: nanoseconds, bytes, KiB of
+ * memory. Each device is named as the VMI names it (its disk's or interface's name); a figure libvirt does not
+ * report for this domain (the guest's own memory view without a balloon driver) is left out.
+ */
+export const domainStats = z.strictObject({
+  cpu: z.strictObject({ timeNs: count, userNs: count.optional(), systemNs: count.optional() }),
+  vcpus: z.array(z.strictObject({ id: z.number().int().nonnegative(), state: z.enum(["OFFLINE", "RUNNING", "BLOCKED"]), timeNs: count, waitNs: count.optional(), delayNs: count.optional() })),
+  memory: z.strictObject({
+    /** The domain's memory (maximum) and its balloon's current size, KiB. */
+    domainKiB: count.optional(),
+    actualKiB: count.optional(),
+    /** QEMU's resident set, KiB. */
+    rssKiB: count.optional(),
+    /** The guest's own view, through its balloon driver, KiB. */
+    availableKiB: count.optional(),
+    usableKiB: count.optional(),
+    unusedKiB: count.optional(),
+    swapInKiB: count.optional(),
+    swapOutKiB: count.optional(),
+    majorFaults: count.optional(),
+    minorFaults: count.optional(),
+  }),
+  interfaces: z.array(z.strictObject({ name: z.string(), rxBytes: count, rxPackets: count, rxErrors: count, rxDrops: count, txBytes: count, txPackets: count, txErrors: count, txDrops: count })),
+  disks: z.array(z.strictObject({ name: z.string(), readBytes: count, readRequests: count, readTimeNs: count, writeBytes: count, writeRequests: count, writeTimeNs: count, flushRequests: count, flushTimeNs: count })),
+});
+export type DomainStats = z.infer<typeof domainStats>;
+
 const noParams = z.undefined();
 
 interface MethodSpec {
@@ -75,6 +105,8 @@ export const launcherMethods = {
   freeze: { params: z.strictObject({ unfreezeTimeoutSeconds: z.number().int().nonnegative() }), result: domainStatus, timeoutMs: 60_000 },
   /** Thaws the guest's file systems. */
   unfreeze: { params: noParams, result: domainStatus, timeoutMs: 60_000 },
+  /** What libvirt counts of the running domain: CPU, vCPUs, memory, network and disks (the handler's VM metrics). */
+  domainStats: { params: noParams, result: domainStats, timeoutMs: 10_000 },
   /** Writes the display's screenshot, as PNG, into the sockets volume (SocketsVolume.screenshot): too big for a line. */
   screenshot: { params: noParams, result: z.strictObject({ bytes: z.number().int().positive() }), timeoutMs: 30_000 },
   /**

@@ -35,6 +35,7 @@ const handlers: Handlers = {
   guestOsInfo: () => Promise.resolve({ id: "debian", prettyName: "Debian GNU/Linux 12" }),
   guestAgentInfo: () => Promise.resolve({ hostname: "debian" }),
   screenshot: () => Promise.resolve({ bytes: 1 }),
+  domainStats: () => Promise.resolve({ cpu: { timeNs: 1 }, vcpus: [], memory: {}, interfaces: [], disks: [] }),
   freeze: () => Promise.resolve({ ...running, fsFreezeStatus: "frozen" }),
   unfreeze: () => Promise.resolve(running),
   portForward: () => Promise.resolve({}),

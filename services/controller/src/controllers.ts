@@ -9,6 +9,7 @@ import { createDataVolumeReconciler } from "./datavolume/controller.ts";
 import type { ImporterConfig } from "./datavolume/importer-pod.ts";
 import { createVmReconciler } from "./vm/controller.ts";
 import { createVmiReconciler } from "./vmi/controller.ts";
+import { observePhaseTransitions } from "./vmi/phase-metrics.ts";
 import { BY_CLAIM, claimEvents, vmisByClaim, vmsByClaim } from "./vmi/claim-events.ts";
 import { VMIS_BY_UID, launcherPodEvents, unownedLauncherPods, vmisByUid } from "./vmi/pod-events.ts";
 import type { LauncherPodConfig } from "./vmi/pod.ts";
@@ -124,6 +125,7 @@ export function createControllers(config: ControllersConfig): ControllerManager 
   dataVolumes?.addHandler(claimEvents<VirtualMachine, DataVolume>(vmQueue, vms));
 
   manager.controller({ name: "vm", primary: vms, queue: vmQueue, workers, reconcile: createVmReconciler({ client, vms, vmis, claims, dataVolumes, expectations: vmExpectations, recorder, log, now }) });
+  observePhaseTransitions(vmis, registry);
   manager.controller({ name: "vmi", primary: vmis, queue: vmiQueue, workers, reconcile: createVmiReconciler({ client, vmis, pods, claims, dataVolumes, expectations: vmiExpectations, recorder, log, now, pod: config.pod, vmStateStorageClass: config.vmStateStorageClass }) });
   if (dataVolumes && config.importer) {
     const dataVolumeQueue = manager.queue("datavolumes");

@@ -164,5 +164,12 @@ export function createHandler(config: HandlerConfig) {
       if (!pod?.metadata.uid) throw new ConsoleRefusal(409, `the VMI ${namespace}/${name} has no running launcher pod; wait until it is Running`);
       return { vmi, podUid: pod.metadata.uid };
     },
+    /** The VMIs running on this node, each with its running launcher pod (the VM metrics' sources). */
+    running: (): ConsoleTarget[] =>
+      vmis.list().flatMap((vmi) => {
+        if (vmi.status?.nodeName !== nodeName || vmi.status.phase !== VmiPhase.Running) return [];
+        const uid = runningLauncherPod(vmi)?.metadata.uid;
+        return uid ? [{ vmi, podUid: uid }] : [];
+      }),
   };
 }

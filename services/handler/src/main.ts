@@ -6,6 +6,7 @@ import { startConsoleServer } from "./console-server.ts";
 import { createHandler } from "./controller.ts";
 import { env } from "./env.ts";
 import { Launchers } from "./launchers.ts";
+import { registerVmMetrics } from "./vm-metrics.ts";
 
 // virt-handler: one per node. It runs the domains of the VMIs handed to its
 // node through their launchers, reports their state, and serves their
@@ -48,6 +49,13 @@ await runService({
       portForward: async (target, forward) => (await launchers.get(target.podUid)).call("portForward", forward),
       log,
       registry,
+    });
+    registerVmMetrics({
+      registry,
+      nodeName: env.NODE_NAME,
+      running: handler.running,
+      stats: async (target, timeoutMs) => (await launchers.get(target.podUid)).call("domainStats", undefined, { timeoutMs }),
+      log,
     });
     const abort = new AbortController();
     const running = handler.manager.run(abort.signal);

@@ -89,6 +89,7 @@ function correct(calls: { state: number; synced: string[] }) {
       guestOsInfo: () => Promise.resolve(GUEST_OS),
       guestAgentInfo: () => Promise.reject(new RpcError("Failed", "the guest has no agent")),
       screenshot: () => Promise.reject(new RpcError("Failed", "no display")),
+      domainStats: () => Promise.reject(new RpcError("Failed", "no stats")),
       freeze: () => Promise.reject(new RpcError("Failed", "the guest has no agent")),
       unfreeze: () => Promise.reject(new RpcError("Failed", "the guest has no agent")),
       portForward: () => Promise.reject(new RpcError("BadRequest", "the VMI has no interface on the pod network to forward to")),

@@ -89,6 +89,7 @@ await runService({
         guestOsInfo: () => manager.guestOsInfo(),
         guestAgentInfo: () => manager.guestAgentInfo(),
         screenshot: () => manager.screenshot(),
+        domainStats: () => manager.domainStats(),
         freeze: ({ unfreezeTimeoutSeconds }) => manager.freeze(unfreezeTimeoutSeconds),
         unfreeze: () => manager.unfreeze(),
         portForward: async (forward) => {

@@ -2,7 +2,7 @@ import { type Pod, kubeTime, removeCondition, setCondition } from "@kubevirt-ts/
 import {
   type ClaimObject, type Condition, type DataVolumesState, LAUNCHER_CONTAINER, type VirtualMachineInstance, VmiConditionType, VmiPhase, type VmiStatus, claimsProblem, isFinalPhase, isHandedOver, volumeStatuses, withPhase,
 } from "@kubevirt-ts/kubevirt-api";
-import { secretsWaitMessage } from "./pod.ts";
+import { launcherDeletionGrace, secretsWaitMessage } from "./pod.ts";
 
 // What a VMI's controller should do about its launcher pod, and the VMI
 // status that follows from the pod, decided from what is observed alone.
@@ -32,7 +32,12 @@ const launcherStarted = (pod: Pod) => pod.status?.phase === "Running" && pod.sta
 export function decideVmi(o: VmiObservation): VmiAction {
   const { vmi, pods } = o;
   const live = pods.filter((p) => !p.metadata.deletionTimestamp);
-  if (vmi.metadata.deletionTimestamp || isFinalPhase(vmi.status?.phase)) return live.length > 0 ? { kind: "deletePods", pods: live } : { kind: "none" };
+  if (vmi.metadata.deletionTimestamp || isFinalPhase(vmi.status?.phase)) {
+    // A pod already going, with more time than the VMI now gives it (a forced stop after a stop), is deleted again, sooner.
+    const hurried = pods.filter((p) => p.metadata.deletionTimestamp && launcherDeletionGrace(vmi, p) !== undefined);
+    const going = [...live, ...hurried];
+    return going.length > 0 ? { kind: "deletePods", pods: going } : { kind: "none" };
+  }
   // One launcher per VMI: should a second ever appear, the newer ones go.
   if (live.length > 1) return { kind: "deletePods", pods: live.slice(1) };
   // A DataVolume still filling its claim, or a claim that is not there yet (or cannot be attached), holds the pod back,

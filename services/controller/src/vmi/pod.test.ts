@@ -173,6 +173,14 @@ describe("launcherDeletionGrace", () => {
     expect(launcherDeletionGrace(now(1), made)).toBe(1);
     expect(launcherDeletionGrace(now(0), made)).toBe(1);
   });
+
+  it("hurries a pod already being deleted with its own period when the VMI's is shortened (a forced stop after a stop), once", () => {
+    const going = { ...made, metadata: { ...made.metadata, deletionTimestamp: "2026-01-01T00:00:00Z", deletionGracePeriodSeconds: 45 } };
+    expect(launcherDeletionGrace(now(30), going)).toBeUndefined();
+    expect(launcherDeletionGrace(now(0), going)).toBe(1);
+    const hurried = { ...going, metadata: { ...going.metadata, deletionGracePeriodSeconds: 1 } };
+    expect(launcherDeletionGrace(now(0), hurried)).toBeUndefined();
+  });
 });
 
 describe("containerDisks", () => {

@@ -118,9 +118,10 @@ const LAUNCHER_CLEANUP_SECONDS = 15;
  * was made, as a forced stop does (KubeVirt's stop with gracePeriod 0). The pod then ends within the new one, and
  * its guest with it: past the period the kubelet kills the launcher, libvirt and QEMU alike.
  */
-export function launcherDeletionGrace(vmi: Pick<VirtualMachineInstance, "spec">, pod: Pick<Pod, "spec">): number | undefined {
+export function launcherDeletionGrace(vmi: Pick<VirtualMachineInstance, "spec">, pod: Pick<Pod, "metadata" | "spec">): number | undefined {
   const wanted = vmi.spec.terminationGracePeriodSeconds;
-  const made = pod.spec?.terminationGracePeriodSeconds;
+  // A pod already being deleted has the grace period it was deleted with; deleting it again with a shorter one hurries it.
+  const made = pod.metadata.deletionTimestamp ? (pod.metadata.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds) : pod.spec?.terminationGracePeriodSeconds;
   if (wanted === undefined || made === undefined || wanted + LAUNCHER_CLEANUP_SECONDS >= made) return undefined;
   // 0 would remove the pod from the API at once, before its processes are gone; 1 lets the kubelet stop them first.
   return Math.max(1, wanted);

@@ -3,12 +3,13 @@ import { access, constants, readFile, rename, rm, writeFile } from "node:fs/prom
 import { basename, join } from "node:path";
 import { promisify } from "node:util";
 import { type Domain, DomainState, type Hypervisor } from "@unraid/libvirt";
-import { type GuestAgentInfo, type GuestOsInfo, type Ipv4Network, SocketsVolume, type VirtualMachineInstance, podNetworkInterface, podNetworkPorts } from "@kubevirt-ts/kubevirt-api";
-import { type DomainStatus, RpcError } from "@kubevirt-ts/launcher-protocol";
+import { type GuestAgentInfo, type GuestOsInfo, type Ipv4Network, SocketsVolume, type VirtualMachineInstance, diskTargets, podNetworkInterface, podNetworkPorts } from "@kubevirt-ts/kubevirt-api";
+import { type DomainStats, type DomainStatus, RpcError } from "@kubevirt-ts/launcher-protocol";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { type DomainType, chooseDomainType, domainName, domainXml, firmwareUuid, interfaceNetdev } from "../domain/converter.ts";
 import { prepareDisks } from "../storage/prepare.ts";
 import { prepareVmState } from "../storage/vm-state.ts";
+import { DOMSTATS_FLAGS, parseDomstats } from "./domstats.ts";
 import { AGENT_COMMANDS, type AgentAnswers, guestAgentInfoOf, osInfoOf } from "./guest-agent.ts";
 import { toPng } from "./png.ts";
 import { type UserNetworkSocket, parseUserNetwork } from "../probes/user-network.ts";
@@ -98,6 +99,16 @@ export class DomainManager {
     if (!this.domain) return { state: "NoDomain" };
     const info = await this.o.hypervisor.domainGetInfo(this.domain);
     return { state: STATE_NAMES[info.state] ?? "NoDomain", domainType: this.domainType, ...(this.frozen ? { fsFreezeStatus: "frozen" as const } : {}) };
+  }
+
+  /** What libvirt counts of the domain now (CPU, vCPUs, memory, network, disks), its devices named as the VMI names them. */
+  async domainStats(): Promise<DomainStats> {
+    this.require();
+    const text = await this.virsh("domstats", ...DOMSTATS_FLAGS);
+    // The VMI is known once there is a domain.
+    const spec = this.vmi?.spec;
+    const targets = new Map([...(spec ? diskTargets(spec) : [])].map(([disk, target]) => [target, disk]));
+    return parseDomstats(text, (spec?.domain.devices.interfaces ?? []).map((i) => i.name), targets);
   }
 
   /** Freezes the guest's file systems through its agent, to thaw by themselves after the timeout (0: only when asked). */
