@@ -32,6 +32,10 @@ export const env = parseEnv(
     /** The namespace the handlers run in (the chart's release namespace). */
     HANDLER_NAMESPACE: z.string().default("kubevirt-ts"),
     HANDLER_PORT: z.coerce.number().int().min(1).max(65535).default(ConsoleServer.port),
+    /** The VM graphs' store (metrics-store.ts): how often the handlers are sampled, how long points are kept, for how many VMIs at most. */
+    METRICS_SAMPLE_SECONDS: z.coerce.number().int().min(5).max(300).default(15),
+    METRICS_RETENTION_MINUTES: z.coerce.number().int().min(1).max(1440).default(60),
+    METRICS_MAX_VMIS: z.coerce.number().int().min(0).default(1000),
     /** The guest images the dashboard offers to boot, as JSON: [{ name, image, description, boot }]. */
     GUEST_IMAGES: z
       .string()

@@ -1,7 +1,8 @@
 import { request } from "node:https";
 import type { ConnectionOptions } from "node:tls";
 import { type KubeClient, type Pod, resources } from "@kubevirt-ts/kube";
-import { ConsoleServer, type ConsoleKind, type FreezeAction, type GuestAgentQuery, type PortForwardSegment, type VmiDomainAction, consoleServerPath } from "@kubevirt-ts/kubevirt-api";
+import { ConsoleServer, HANDLER_STATS_PATH, type ConsoleKind, type FreezeAction, type GuestAgentQuery, type PortForwardSegment, type VmiDomainAction, consoleServerPath } from "@kubevirt-ts/kubevirt-api";
+import type { DomainStats } from "@kubevirt-ts/launcher-protocol";
 import { StatusError } from "@kubevirt-ts/runtime";
 import { type ClientOptions, WebSocket } from "ws";
 
@@ -13,6 +14,11 @@ export interface HandlerTls {
   ca: Buffer;
   cert: Buffer;
   key: Buffer;
+}
+
+/** What a handler's HANDLER_STATS_PATH answers: the launchers' domain stats of the VMIs on its node. */
+export interface NodeStats {
+  vmis: { namespace: string; name: string; stats: DomainStats }[];
 }
 
 /** What the handler answered, or why it could not be reached (5xx). */
@@ -35,12 +41,27 @@ export class HandlerDialer {
     return { ca: this.tls.ca, cert: this.tls.cert, key: this.tls.key, servername: ConsoleServer.handlerIdentity, perMessageDeflate: false };
   }
 
+  /** The ready handlers, on one node or on all. */
+  private async readyHandlers(nodeName?: string): Promise<Pod[]> {
+    const pods = await this.own.list<Pod>(resources.pods, this.namespace, { labelSelector: "app.kubernetes.io/name=virt-handler", ...(nodeName ? { fieldSelector: `spec.nodeName=${nodeName}` } : {}) });
+    return pods.items.filter((p) => !p.metadata.deletionTimestamp && p.status?.podIP && p.spec?.nodeName && p.status.conditions?.some((c) => c.type === "Ready" && c.status === "True"));
+  }
+
   /** Where the ready handler on a node listens. */
   private async address(nodeName: string): Promise<{ host: string; port: number }> {
-    const pods = await this.own.list<Pod>(resources.pods, this.namespace, { labelSelector: "app.kubernetes.io/name=virt-handler", fieldSelector: `spec.nodeName=${nodeName}` });
-    const ready = pods.items.find((p) => !p.metadata.deletionTimestamp && p.status?.podIP && p.status.conditions?.some((c) => c.type === "Ready" && c.status === "True"));
+    const ready = (await this.readyHandlers(nodeName))[0];
     if (!ready?.status?.podIP) throw new HandlerError(503, `no ready handler runs on node ${nodeName}; the VM's console and actions are unavailable until it is back`);
     return { host: ready.status.podIP, port: this.port };
+  }
+
+  /** The nodes a ready handler runs on. */
+  async nodes(): Promise<string[]> {
+    return [...new Set((await this.readyHandlers()).map((p) => p.spec?.nodeName ?? ""))];
+  }
+
+  /** The domain stats of every VMI running on a node, as its handler reads them from the launchers. */
+  async nodeStats(nodeName: string): Promise<NodeStats> {
+    return JSON.parse((await this.request(nodeName, "GET", HANDLER_STATS_PATH)).toString("utf8")) as NodeStats;
   }
 
   /**

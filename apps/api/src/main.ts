@@ -6,6 +6,7 @@ import { kubevirtResources } from "@kubevirt-ts/kubevirt-api";
 import { runService } from "@kubevirt-ts/runtime";
 import { env } from "./env.ts";
 import { createSubresourceConsoles } from "./console-proxy.ts";
+import { MetricsStore } from "./metrics-store.ts";
 import { HandlerDialer } from "./handler-dialer.ts";
 import { createApiServer, createUploadProxyServer, createWebhookServer } from "./server.ts";
 import { createUploadProxy } from "./upload/proxy.ts";
@@ -42,7 +43,10 @@ await runService({
     // The serving certificate of the webhooks and the aggregated APIs; its key also signs upload tokens (upload/token.ts).
     const serving = env.WEBHOOK_TLS_DIR ? await readDir(env.WEBHOOK_TLS_DIR, ["tls.crt", "tls.key"], "the webhooks' serving certificate (WEBHOOK_TLS_DIR)") : undefined;
     const uploadTokens = serving?.[1] ? UploadTokens.fromServingKey(serving[1]) : undefined;
-    const api = createApiServer({ own, handlers, guestImages: env.GUEST_IMAGES, log, ...(uploadTokens ? { uploadTokens } : {}) });
+    const metrics = new MetricsStore({ sampleSeconds: env.METRICS_SAMPLE_SECONDS, retentionMinutes: env.METRICS_RETENTION_MINUTES, maxVmis: env.METRICS_MAX_VMIS });
+    const sampling = new AbortController();
+    metrics.run(handlers, log, sampling.signal);
+    const api = createApiServer({ own, handlers, guestImages: env.GUEST_IMAGES, log, metrics, ...(uploadTokens ? { uploadTokens } : {}) });
     api.listen(env.PORT, env.HOST);
     await once(api, "listening");
     log.info("API listening", { port: env.PORT });
@@ -65,6 +69,7 @@ await runService({
       log.info("upload proxy listening", { port: env.UPLOAD_PORT });
     }
     return async () => {
+      sampling.abort();
       for (const server of [api, webhooks, uploads]) server?.closeAllConnections();
       const closing = [api, webhooks, uploads].flatMap((server) => (server ? [new Promise((resolve) => server.close(resolve))] : []));
       await Promise.all(closing);

@@ -251,6 +251,9 @@ export const FREEZE_ACTIONS = ["freeze", "unfreeze"] as const;
 export type FreezeAction = (typeof FREEZE_ACTIONS)[number];
 export const isFreezeAction = (subresource: string): subresource is FreezeAction => (FREEZE_ACTIONS as readonly string[]).includes(subresource);
 
+/** The handler's path of the domain stats of every VMI running on its node (JSON), read by the API's metrics store. */
+export const HANDLER_STATS_PATH = "/v1/stats";
+
 /** The handler's path of a VMI's console, VNC, port forward, screenshot, serial log, domain action or guest agent query. */
 export function consoleServerPath(namespace: string, name: string, what: ConsoleKind | PortForwardSegment | "vnc/screenshot" | "serial-log" | VmiDomainAction | GuestAgentQuery | FreezeAction): string {
   const segment = what in DOMAIN_ACTION_SUBRESOURCE ? DOMAIN_ACTION_SUBRESOURCE[what as VmiDomainAction] : what;

@@ -5,7 +5,7 @@ import { type Server, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { Pki } from "@kubevirt-ts/control-plane";
-import { ConsoleServer, LAUNCHER_UID, type PortForwardSegment, SocketsVolume, type VirtualMachineInstance, consoleServerPath, defaultVmiSpec, portForwardSocket } from "@kubevirt-ts/kubevirt-api";
+import { ConsoleServer, HANDLER_STATS_PATH, LAUNCHER_UID, type PortForwardSegment, SocketsVolume, type VirtualMachineInstance, consoleServerPath, defaultVmiSpec, portForwardSocket } from "@kubevirt-ts/kubevirt-api";
 import { createLogger } from "@kubevirt-ts/runtime";
 import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -119,6 +119,7 @@ beforeAll(async () => {
       }
       throw new ConsoleRefusal(404, `no VMI ${namespace}/${name} runs on node test`);
     },
+    stats: () => Promise.resolve([{ namespace: "ns", name: "running", stats: { cpu: { timeNs: 5e9 }, vcpus: [], memory: { rssKiB: 100 }, interfaces: [], disks: [] } }]),
     log: createLogger({ component: "test", level: "error" }),
     registry: new Registry(),
   });
@@ -148,9 +149,13 @@ function refusal(ws: WebSocket): Promise<{ status: number; body: string }> {
 }
 
 function call(method: string, name: string, what: "serial-log" | "pause" | "unpause" | "softReboot" | "reset" | "guestosinfo" | "userlist" | "vnc/screenshot" | "freeze" | "unfreeze", search = ""): Promise<string> {
+  return callPath(method, `${consoleServerPath("ns", name, what)}${search}`);
+}
+
+function callPath(method: string, path: string): Promise<string> {
   const api = tls[ConsoleServer.apiIdentity];
   return new Promise<string>((resolve, reject) => {
-    const req = request({ method, host: "127.0.0.1", port: server.port, path: `${consoleServerPath("ns", name, what)}${search}`, ca, ...api, servername: ConsoleServer.handlerIdentity }, (res) => {
+    const req = request({ method, host: "127.0.0.1", port: server.port, path, ca, ...api, servername: ConsoleServer.handlerIdentity }, (res) => {
       let text = "";
       res.setEncoding("utf8").on("data", (c: string) => (text += c)).on("end", () => { resolve(`${String(res.statusCode)} ${text}`); });
     });
@@ -186,6 +191,11 @@ describe("the handler's console server", { timeout: 30_000 }, () => {
     second.send(Buffer.from("still here"));
     expect((await reply).toString()).toBe("STILL HERE");
     second.close();
+  });
+
+  it("answers the domain stats of every VMI on the node, to GET only", async () => {
+    expect(await callPath("GET", HANDLER_STATS_PATH)).toBe(`200 ${JSON.stringify({ vmis: [{ namespace: "ns", name: "running", stats: { cpu: { timeNs: 5e9 }, vcpus: [], memory: { rssKiB: 100 }, interfaces: [], disks: [] } }] })}`);
+    expect(await callPath("PUT", HANDLER_STATS_PATH)).toMatch(/^405 /);
   });
 
   it("refuses a client whose certificate names another component", async () => {

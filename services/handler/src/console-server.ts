@@ -5,6 +5,7 @@ import { type Socket, connect } from "node:net";
 import type { Duplex } from "node:stream";
 import type { PeerCertificate, TLSSocket } from "node:tls";
 import {
+  HANDLER_STATS_PATH,
   type ConsoleKind, DOMAIN_ACTION_SUBRESOURCE, type PortForward, type StreamKind, FREEZE_ACTIONS, type FreezeAction, GUEST_AGENT_QUERIES, type GuestAgentInfo, type VmiDomainAction, type VirtualMachineInstance, domainActionOf, guestAgentAnswer, guestAgentRefusal,
   SocketsVolume, isFreezeAction, isGuestAgentQuery, parsePortForward, portForwardSocket, vmiActionAvailability,
 } from "@kubevirt-ts/kubevirt-api";
@@ -12,6 +13,7 @@ import { type Logger, StatusError, keepAlive } from "@kubevirt-ts/runtime";
 import { Gauge, type Registry } from "prom-client";
 import { type WebSocket, WebSocketServer } from "ws";
 import { SERIAL_LOG_NAME, SocketName, openPodSocket, readPodFileTail } from "./pod-volume.ts";
+import type { VmiStats } from "./vm-metrics.ts";
 
 // The handler's console server, KubeVirt's port 8186: the serial console and
 // VNC of this node's VMIs as websockets of raw bytes, the serial log, and the
@@ -51,6 +53,8 @@ export interface ConsoleServerOptions {
   screenshot: (target: ConsoleTarget) => Promise<{ bytes: number }>;
   /** Has the target's launcher open its tunnel to the guest's port (portForwardSocket). */
   portForward: (target: ConsoleTarget, forward: PortForward) => Promise<unknown>;
+  /** The domain stats of every VMI running on this node (HANDLER_STATS_PATH). */
+  stats: () => Promise<VmiStats[]>;
   log: Logger;
   registry: Registry;
   pingIntervalMs?: number;
@@ -118,6 +122,11 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
   const serveHttp = async (req: IncomingMessage, res: ServerResponse) => {
     try {
       if (!authorized(req)) throw new ConsoleRefusal(403, "this client may not use the console server");
+      if (new URL(req.url ?? "/", "https://handler").pathname === HANDLER_STATS_PATH) {
+        if (req.method !== "GET") throw new ConsoleRefusal(405, "stats are read with GET");
+        res.writeHead(200, { "content-type": "application/json", "cache-control": "no-store" }).end(JSON.stringify({ vmis: await options.stats() }));
+        return;
+      }
       const { namespace, name, what, action, query } = parse(req);
       if (action) {
         if (req.method !== "PUT") throw new ConsoleRefusal(405, `${what} is done with PUT`);

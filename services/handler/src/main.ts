@@ -6,7 +6,7 @@ import { startConsoleServer } from "./console-server.ts";
 import { createHandler } from "./controller.ts";
 import { env } from "./env.ts";
 import { Launchers } from "./launchers.ts";
-import { registerVmMetrics } from "./vm-metrics.ts";
+import { createStatsSampler, registerVmMetrics } from "./vm-metrics.ts";
 
 // virt-handler: one per node. It runs the domains of the VMIs handed to its
 // node through their launchers, reports their state, and serves their
@@ -32,6 +32,8 @@ await runService({
     const launchers = new Launchers(env.KUBELET_PODS_DIR, log);
     const handler = createHandler({ client, log, registry, nodeName: env.NODE_NAME, launchers, workers: env.WORKERS });
     synced = () => handler.manager.hasSynced();
+    const sample = createStatsSampler({ running: handler.running, stats: async (target, timeoutMs) => (await launchers.get(target.podUid)).call("domainStats", undefined, { timeoutMs }), log });
+    registerVmMetrics({ registry, nodeName: env.NODE_NAME, sample });
     const consoles = await startConsoleServer({
       port: env.CONSOLE_PORT,
       tls: await readTls(env.CONSOLE_TLS_DIR),
@@ -47,15 +49,9 @@ await runService({
         return action === "freeze" ? launcher.call("freeze", { unfreezeTimeoutSeconds }) : launcher.call("unfreeze");
       },
       portForward: async (target, forward) => (await launchers.get(target.podUid)).call("portForward", forward),
+      stats: sample,
       log,
       registry,
-    });
-    registerVmMetrics({
-      registry,
-      nodeName: env.NODE_NAME,
-      running: handler.running,
-      stats: async (target, timeoutMs) => (await launchers.get(target.podUid)).call("domainStats", undefined, { timeoutMs }),
-      log,
     });
     const abort = new AbortController();
     const running = handler.manager.run(abort.signal);

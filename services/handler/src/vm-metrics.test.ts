@@ -3,7 +3,7 @@ import type { DomainStats } from "@kubevirt-ts/launcher-protocol";
 import { createLogger } from "@kubevirt-ts/runtime";
 import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
-import { registerVmMetrics } from "./vm-metrics.ts";
+import { createStatsSampler, registerVmMetrics } from "./vm-metrics.ts";
 
 const vmi = (name: string) => ({ metadata: { namespace: "shop", name } }) as VirtualMachineInstance;
 const stats = (cpuSeconds: number): DomainStats => ({
@@ -19,9 +19,7 @@ describe("registerVmMetrics", () => {
     const registry = new Registry();
     let asked = 0;
     let cpu = 2.5;
-    registerVmMetrics({
-      registry,
-      nodeName: "node-1",
+    const sample = createStatsSampler({
       running: () => [{ vmi: vmi("web"), podUid: "a" }, { vmi: vmi("gone"), podUid: "b" }],
       stats: (target) => {
         asked += 1;
@@ -29,6 +27,7 @@ describe("registerVmMetrics", () => {
       },
       log: createLogger({ component: "test", level: "error" }),
     });
+    registerVmMetrics({ registry, nodeName: "node-1", sample });
     const text = await registry.metrics();
     const base = 'node="node-1",namespace="shop",name="web"';
     expect(text).toContain("# TYPE kubevirt_vmi_cpu_usage_seconds_total counter");

@@ -6,8 +6,8 @@ import type { ConsoleTarget } from "./console-server.ts";
 // KubeVirt's VM metrics, with its names, labels and units, from libvirt's
 // domain stats of each running VMI on this node (its launcher's
 // domainStats): CPU and vCPU time, memory, network and disk traffic. They
-// are read when /metrics is scraped (at most once a second, each launcher
-// given 5 s), so nothing is polled between scrapes.
+// are read when /metrics is scraped or the API's store asks (at most once a
+// second, each launcher given 5 s), so nothing is polled in between.
 
 const BASE_LABELS = ["node", "namespace", "name"] as const;
 const KIB = 1024;
@@ -68,43 +68,57 @@ export const VM_METRIC_FAMILIES: readonly Family[] = [
   { name: "kubevirt_vmi_storage_flush_times_seconds_total", help: "Total time spent on cache flushing.", type: "counter", labels: ["drive"], values: perDrive((d) => d.flushTimeNs / NS) },
 ];
 
-/** How long one scrape's sample serves the other families of the same scrape. */
+/** How long one sample serves other readers (the families of one scrape, the API's store). */
 const SAMPLE_FRESH_MS = 1_000;
 const LAUNCHER_TIMEOUT_MS = 5_000;
 
-export interface VmMetricsOptions {
-  registry: Registry;
-  nodeName: string;
+/** One running VMI's domain stats. */
+export interface VmiStats {
+  namespace: string;
+  name: string;
+  stats: DomainStats;
+}
+
+export interface StatsSamplerOptions {
   /** The VMIs running on this node, each with its launcher pod. */
   running: () => ConsoleTarget[];
   stats: (target: ConsoleTarget, timeoutMs: number) => Promise<DomainStats>;
   log: Logger;
 }
 
-/** Registers KubeVirt's VM metric families; each scrape asks every running VMI's launcher once. */
-export function registerVmMetrics(options: VmMetricsOptions): void {
-  let last: { at: number; samples: Promise<{ labels: Record<string, string>; stats: DomainStats }[]> } | undefined;
-  const sample = () => {
+/**
+ * The domain stats of every running VMI on this node, each launcher asked at most once a second (each given 5 s),
+ * whoever reads them: /metrics and the API's store (the console server's HANDLER_STATS_PATH).
+ */
+export function createStatsSampler(options: StatsSamplerOptions): () => Promise<VmiStats[]> {
+  let last: { at: number; samples: Promise<VmiStats[]> } | undefined;
+  return () => {
     if (last && Date.now() - last.at < SAMPLE_FRESH_MS) return last.samples;
-    const samples = Promise.all(options.running().map(async (target) => {
-      const labels = { node: options.nodeName, namespace: target.vmi.metadata.namespace ?? "", name: target.vmi.metadata.name ?? "" };
+    const samples = Promise.all(options.running().map(async (target): Promise<VmiStats[]> => {
+      const namespace = target.vmi.metadata.namespace ?? "";
+      const name = target.vmi.metadata.name ?? "";
       try {
-        return [{ labels, stats: await options.stats(target, LAUNCHER_TIMEOUT_MS) }];
+        return [{ namespace, name, stats: await options.stats(target, LAUNCHER_TIMEOUT_MS) }];
       } catch (error) {
-        // A launcher that cannot answer now is left out of this scrape, as a VMI that is not running.
-        options.log.debug("no domain stats from a launcher", { ...labels, error });
+        // A launcher that cannot answer now is left out of this sample, as a VMI that is not running.
+        options.log.debug("no domain stats from a launcher", { namespace, vmi: name, error });
         return [];
       }
     })).then((all) => all.flat());
     last = { at: Date.now(), samples };
     return samples;
   };
+}
+
+/** Registers KubeVirt's VM metric families, filled from the sampler when /metrics is scraped. */
+export function registerVmMetrics(options: { registry: Registry; nodeName: string; sample: () => Promise<VmiStats[]> }): void {
   for (const family of VM_METRIC_FAMILIES) {
     const labelNames = [...BASE_LABELS, ...(family.labels ?? [])];
     const fill = async (metric: Counter | Gauge) => {
-      const samples = await sample();
+      const samples = await options.sample();
       metric.reset();
-      for (const { labels, stats } of samples) {
+      for (const { namespace, name, stats } of samples) {
+        const labels = { node: options.nodeName, namespace, name };
         for (const [extra, value] of family.values(stats)) {
           if (metric instanceof Counter) metric.inc({ ...labels, ...extra }, value);
           else metric.set({ ...labels, ...extra }, value);

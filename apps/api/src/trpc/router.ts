@@ -152,6 +152,11 @@ const vms = router({
   unpause: vmiAction("unpause"),
   softReboot: vmiAction("softReboot"),
   reset: vmiAction("reset"),
+  // The VM's CPU, memory, network and disk over the last minutes, from the API's store; reading the VMI is the permission it takes.
+  metrics: userProcedure.input(target.extend({ minutes: z.union([z.literal(15), z.literal(60)]) })).query(async ({ ctx, input }) => {
+    await ctx.client.get<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, input.namespace, input.name);
+    return { sampleSeconds: ctx.metrics?.options.sampleSeconds ?? 0, rates: ctx.metrics?.rates(input.namespace, input.name, input.minutes) ?? [] };
+  }),
   // What the guest printed on its serial console since boot, as KubeVirt's guest console log is read (get on pods/log).
   serialLog: userProcedure.input(target).query(async ({ ctx, input }) => (await requestSerialLog(ctx, tokenRequester(ctx.client), input).catch(fromRefusal)).toString("utf8")),
   events: userProcedure.input(target).query(async ({ ctx, input }) => {

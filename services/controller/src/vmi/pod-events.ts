@@ -46,6 +46,15 @@ export function launcherPodEvents(queue: WorkQueue, vmis: Informer<VirtualMachin
       observe(pod, "add");
     },
     update: (previous, current) => {
+      // As KubeVirt counts it: a pod being deleted is a deletion observed, and so is a deletion made shorter (a forced
+      // stop hurrying a pod already going); otherwise the VMI would wait the pod's whole grace period to be looked at.
+      const deleted = current.metadata.deletionTimestamp && (!previous.metadata.deletionTimestamp || previous.metadata.deletionGracePeriodSeconds !== current.metadata.deletionGracePeriodSeconds);
+      if (deleted) {
+        for (const key of vmiKeysOf(current, vmis)) {
+          const vmi = vmis.get(key);
+          if (vmi && isLauncherPodOf(current, vmi)) expectations.deletionObserved(key);
+        }
+      }
       for (const key of new Set([...vmiKeysOf(previous, vmis), ...vmiKeysOf(current, vmis)])) queue.add(key);
     },
     delete: (pod) => {

@@ -14,15 +14,16 @@ import { useConfirm } from "../../../ui/confirm";
 import { StatusBadge } from "../../../ui/status-badge";
 import { useToast } from "../../../ui/toasts";
 import { ActionButton, Shell } from "../../shell";
+import { MetricsGraphs } from "./metrics-graphs";
 import { SerialConsole } from "./serial-console";
 import { SerialLog } from "./serial-log";
 import { VncConsole } from "./vnc-console";
 
-// One VM: its overview, YAML, events, serial log, serial console and
-// display, and the actions the signed-in user may take on it (the others
+// One VM: its overview, graphs, YAML, events, serial log, serial console
+// and display, and the actions the signed-in user may take on it (the others
 // shown disabled, with the reason).
 
-const TABS = ["Overview", "YAML", "Events", "Log", "Console", "VNC"] as const;
+const TABS = ["Overview", "Metrics", "YAML", "Events", "Log", "Console", "VNC"] as const;
 
 /** One object's conditions in words (kubevirt-api's conditionsInWords), under a heading of its own. */
 function Conditions({ title, conditions, testId }: { title: string; conditions: readonly Condition[] | undefined; testId: string }) {
@@ -280,6 +281,8 @@ export function VmDetailsView({ namespace, name }: { namespace: string; name: st
           <p aria-live="polite">{live.loaded ? `There is no VM ${name} in ${namespace}.` : "Loading…"}</p>
         ) : tab === "Overview" ? (
           <Overview vm={vm} vmi={vmi} namespace={namespace} />
+        ) : tab === "Metrics" ? (
+          <MetricsGraphs namespace={namespace} name={name} running={vmi?.status?.phase === "Running"} />
         ) : tab === "YAML" ? (
           <YamlTab namespace={namespace} name={name} vm={vm} mayUpdate={may?.update.allowed} reason={may?.update.reason} />
         ) : tab === "Events" ? (

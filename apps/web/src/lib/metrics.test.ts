@@ -1,0 +1,11 @@
+import { describe, expect, it } from "vitest";
+import { formatBytes, formatRate } from "./metrics";
+
+describe("formatBytes", () => {
+  it("reads in binary units with three significant figures", () => {
+    expect(formatBytes(0)).toBe("0 B");
+    expect(formatBytes(1536)).toBe("1.50 KiB");
+    expect(formatBytes(128 * 1024 * 1024)).toBe("128 MiB");
+    expect(formatRate(2048)).toBe("2.00 KiB/s");
+  });
+});

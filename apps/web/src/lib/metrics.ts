@@ -1,0 +1,23 @@
+import type { inferRouterOutputs } from "@trpc/server";
+import type { AppRouter } from "@kubevirt-ts/api/router";
+
+// The VM graphs' figures as the API sends them, and how they read.
+
+export type MetricRate = inferRouterOutputs<AppRouter>["vms"]["metrics"]["rates"][number];
+
+const UNITS = ["B", "KiB", "MiB", "GiB", "TiB"] as const;
+
+/** Bytes in binary units, three significant figures: 1536 reads "1.50 KiB". */
+export function formatBytes(bytes: number): string {
+  let value = bytes;
+  let unit = 0;
+  while (Math.abs(value) >= 1024 && unit < UNITS.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return `${unit === 0 ? String(Math.round(value)) : value.toPrecision(3)} ${UNITS[unit] ?? "B"}`;
+}
+
+export function formatRate(bytesPerSecond: number): string {
+  return `${formatBytes(bytesPerSecond)}/s`;
+}
