@@ -1,6 +1,6 @@
 # The entry points. Each target sets up what it needs on a fresh machine
 # (Node 24, npm packages, the Kubernetes binaries) before it runs.
-.PHONY: up down test bench bench-compare generate lint typecheck unit integration cluster-up cluster-sync cluster-down
+.PHONY: up down test bench bench-compare screenshots generate lint typecheck unit integration cluster-up cluster-sync cluster-down
 
 # Set everything up and start the system; prints where to reach it.
 up:
@@ -21,6 +21,10 @@ bench:
 # The change of every figure against the last recorded run.
 bench-compare:
 	hack/bench-compare.sh
+
+# The dashboard's pictures in docs/screenshots, from the running local cluster (make up first).
+screenshots:
+	hack/run.sh sh -c "cd e2e && KUBEVIRT_TS_DASHBOARD_URL=https://198.18.255.1:30080 npx playwright test -c playwright.screenshots.config.ts"
 
 generate:
 	hack/run.sh npm run generate

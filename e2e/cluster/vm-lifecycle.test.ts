@@ -36,6 +36,19 @@ describe("a KubeVirt VM applied with kubectl", () => {
     expect(launcherLog).toContain('"msg":"serving the launcher protocol"');
     await expect.poll(() => kubectl("get", "vm", "testvm", "-n", namespace, "-o", "jsonpath={.status.printableStatus}"), poll).toBe("Running");
 
+    // The node's handler exposes the running VMI's figures under KubeVirt's names, labels and units, read from libvirt through the launcher.
+    const handler = (await core.listNamespacedPod({ namespace: "kubevirt-ts", labelSelector: "app.kubernetes.io/name=virt-handler", fieldSelector: `spec.nodeName=${NODE_NAME}` })).items[0];
+    const handlerMetrics = () => kubectl("get", "--raw", `/api/v1/namespaces/kubevirt-ts/pods/${handler?.metadata?.name ?? ""}:9101/proxy/metrics`);
+    const figure = (text: string, metric: string, extra = "") => Number(new RegExp(`^${metric}\\{node="${NODE_NAME}",namespace="${namespace}",name="testvm"${extra}\\} (\\S+)$`, "m").exec(text)?.[1] ?? "NaN");
+    const first = await handlerMetrics();
+    expect(figure(first, "kubevirt_vmi_cpu_usage_seconds_total")).toBeGreaterThan(0);
+    expect(figure(first, "kubevirt_vmi_memory_domain_bytes")).toBeGreaterThan(0);
+    expect(figure(first, "kubevirt_vmi_memory_resident_bytes")).toBeGreaterThan(0);
+    expect(figure(first, "kubevirt_vmi_vcpu_seconds_total", ',id="0",state="RUNNING"')).toBeGreaterThan(0);
+    expect(first).toMatch(new RegExp(`^kubevirt_vmi_storage_read_traffic_bytes_total\\{node="${NODE_NAME}",namespace="${namespace}",name="testvm",drive="[^"]+"\\} \\d+`, "m"));
+    // The counters move while the guest's firmware runs.
+    await expect.poll(async () => figure(await handlerMetrics(), "kubevirt_vmi_cpu_usage_seconds_total"), poll).toBeGreaterThan(figure(first, "kubevirt_vmi_cpu_usage_seconds_total"));
+
     await kubectl("patch", "vm", "testvm", "-n", namespace, "--type=merge", "-p", '{"spec":{"runStrategy":"Halted"}}');
     await expect.poll(() => get("virtualmachineinstances", "testvm"), poll).toBeUndefined();
     await expect.poll(async () => (await launcherPods()).length, poll).toBe(0);
@@ -62,5 +75,7 @@ describe("a KubeVirt VM applied with kubectl", () => {
     const { leader } = await leaderMetrics();
     expect(leader).toMatch(/kubevirt_rest_client_requests_total\{verb="update",method="PUT",resource="virtualmachineinstances",code="200"\} \d+/);
     expect(leader).toMatch(/workqueue_adds_total\{name="virtualmachineinstances"\} \d+/);
+    // KubeVirt's histogram of how long after its creation a VMI reached each phase.
+    expect(leader).toMatch(/kubevirt_vmi_phase_transition_time_from_creation_seconds_count\{phase="Running"\} [1-9]/);
   });
 });

@@ -9,7 +9,7 @@ import { expect, test } from "./fixtures.ts";
 // actions are enabled (the others disabled with the reason). Destructive
 // actions are confirmed in the page; Force stop turns off a guest that
 // ignores the shutdown request. The Log tab, the node view and the list's
-// sorting and search on the same VMs.
+// sorting and search on the same VMs; the graphs of a guest at work.
 
 test.describe.configure({ mode: "serial", timeout: 300_000 });
 
@@ -158,6 +158,26 @@ test("the Log tab shows what the guest printed since boot, and the console shows
   await page.getByRole("tab", { name: "Console" }).click();
   // Before anything is typed: the last lines the guest printed, from its log.
   await expect(page.getByTestId("serial-console").locator(".xterm-rows")).toContainText("/ #", slow);
+});
+
+test("the Metrics tab draws CPU, memory, network and disk, and the CPU figure rises when the guest works", async ({ page }) => {
+  await signIn(page);
+  await page.goto(`/vms/${namespace}/logged?ns=${namespace}&tab=metrics`);
+  // The first rate comes once the API has sampled the VM twice.
+  for (const graph of ["cpu", "memory", "network", "disk"]) await expect(page.getByTestId(`graph-${graph}`).locator("canvas"), graph).toBeVisible(slow);
+  await page.getByText("The figures as a table").click();
+  const newestCpu = async () => Number(await page.getByTestId("metrics-table").locator("tbody tr").first().getByRole("cell").nth(1).textContent());
+  const idle = await newestCpu();
+
+  // The guest works: a busy loop in its shell, started on its console.
+  await page.getByRole("tab", { name: "Console" }).click();
+  const terminal = page.getByTestId("serial-console");
+  await expect(page.getByTestId("console-state")).toHaveText("Connected", slow);
+  await terminal.click();
+  await page.keyboard.type("while :; do :; done &\n");
+  await page.getByRole("tab", { name: "Metrics" }).click();
+  await page.getByText("The figures as a table").click();
+  await expect.poll(newestCpu, { timeout: 120_000, intervals: [5_000] }).toBeGreaterThan(idle + 0.3);
 });
 
 test("the node view lists the node's capacity and the VMs on it, linked both ways", async ({ page }) => {

@@ -64,14 +64,30 @@ test("the admin creates a VM with the form; the list shows it and its status cha
   await expect(row.getByRole("cell").nth(4)).toHaveText(/^198\.18\.\d+\.\d+$/);
 });
 
-test("the server's refusal of a field shows next to that field", async ({ page }) => {
+test("the form checks as you type with the server's rules, shows every problem at once before anything is sent, and warns of risky choices", async ({ page }) => {
   await signIn(page, "admin");
   await page.goto(`/vms/new?ns=${namespace}`);
-  await page.getByLabel("Name", { exact: true }).fill("bad-memory");
+  const name = page.getByLabel("Name", { exact: true });
+  await name.fill("Bad_Name");
+  // As it is typed, in words; the API's path on hover.
+  await expect(name).toHaveAttribute("aria-invalid", "true");
+  await expect(name).toHaveAccessibleDescription(/The name must be a DNS label/);
+  await page.getByLabel("CPU cores").fill("0");
   await page.getByLabel("Memory").fill("-1Gi");
   await page.getByRole("button", { name: "Create", exact: true }).click();
-  await expect(page.getByLabel("Memory")).toHaveAttribute("aria-invalid", "true");
-  await expect(page.getByLabel("Memory")).toHaveAccessibleDescription(/spec\.template\.spec\.domain\.memory\.guest/);
+  await expect(page.getByTestId("form-problems")).toHaveText(/^Fix 3 problem/);
+  for (const label of ["CPU cores", "Memory"]) await expect(page.getByLabel(label)).toHaveAttribute("aria-invalid", "true");
+  await expect(page.getByLabel("Memory")).toHaveAccessibleDescription(/Memory must be greater than 0, got -1Gi/);
+  await expect(page.locator('[data-path="spec.template.spec.domain.memory.guest"]')).toHaveAttribute("title", "API field: spec.template.spec.domain.memory.guest");
+  await expect(page).toHaveURL(/\/vms\/new/);
+
+  // Allowed, but probably not meant: a warning, not an error.
+  await page.getByLabel("Memory").fill("10Ti");
+  await expect(page.getByLabel("Memory")).toHaveAttribute("aria-invalid", "false");
+  await expect(page.getByLabel("Memory")).toHaveAccessibleDescription(/No node can hold 10240\.0 GiB: the largest, kubevirt-ts-node, has .* GiB for pods/);
+  await page.getByLabel("Cloud-init user").fill("root");
+  await expect(page.getByLabel("Password")).toHaveAccessibleDescription(/nobody can log in as root/);
+  await expect(page.getByLabel("Cloud-init user")).toHaveAccessibleDescription(/prefer a user of your own/);
 });
 
 test("the form sizes a VM by one of the cluster's instancetypes and names a guest OS preference instead of CPU and memory", async ({ page }) => {

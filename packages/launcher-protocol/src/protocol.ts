@@ -93,6 +93,8 @@ export const launcherMethods = {
   state: { params: noParams, result: domainStatus, timeoutMs: 10_000 },
   pause: { params: noParams, result: domainStatus, timeoutMs: 30_000 },
   unpause: { params: noParams, result: domainStatus, timeoutMs: 30_000 },
+  /** Turns the domain off at once, as pulling its power (KubeVirt's KillVMI): a stop whose grace period ran out, or was cut to 0. */
+  kill: { params: noParams, result: domainStatus, timeoutMs: 30_000 },
   /** Asks the guest to reboot through ACPI. */
   softReboot: { params: noParams, result: domainStatus, timeoutMs: 30_000 },
   /** Resets the virtual machine at once, like a hardware reset. */

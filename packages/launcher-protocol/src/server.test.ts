@@ -32,6 +32,7 @@ const handlers: Handlers = {
   unpause: () => Promise.reject(new Error(`virsh failed: ${"x".repeat(10_000)}`)),
   softReboot: () => Promise.resolve(running),
   reset: () => Promise.resolve(running),
+  kill: () => Promise.resolve({ state: "Shutoff" }),
   guestOsInfo: () => Promise.resolve({ id: "debian", prettyName: "Debian GNU/Linux 12" }),
   guestAgentInfo: () => Promise.resolve({ hostname: "debian" }),
   screenshot: () => Promise.resolve({ bytes: 1 }),
@@ -56,7 +57,7 @@ describe("the launcher's answer to a request line", () => {
     ["a VMI with a field kubevirt-ts lacks", { method: "sync", params: { ...vmi, spec: { ...vmi.spec, hostDevices: [] } } }, "params.spec: Unrecognized key: \"hostDevices\""],
     ["no VMI at all", { method: "sync" }, "invalid params of sync: params: "],
     ["params to a method that takes none", { method: "state", params: { all: true } }, "invalid params of state: params: "],
-    ["a method the protocol lacks", { method: "kill" }, "not a request: request.method: "],
+    ["a method the protocol lacks", { method: "migrate" }, "not a request: request.method: "],
     ["a request with fields the protocol lacks", { method: "state", extra: 1 }, "not a request: request: Unrecognized key: \"extra\""],
   ])("refuses %s with BadRequest and the path", async (_, fields, message) => {
     const response = await answer(request(fields), handlers);

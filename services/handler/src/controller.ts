@@ -8,7 +8,7 @@ import { ConsoleRefusal, type ConsoleTarget } from "./console-server.ts";
 import { launcherPodFor } from "./launcher-pod.ts";
 import { LauncherNotListeningError, type Launchers } from "./launchers.ts";
 import { LauncherCallError, LauncherError } from "@kubevirt-ts/launcher-protocol";
-import { type ObservedDomain, handlerStatus, launcherFailedStatus } from "./status.ts";
+import { type ObservedDomain, handlerStatus, launcherFailedStatus, stopOverdue } from "./status.ts";
 
 // The handler's loop over the VMIs of its node: for each VMI the controller
 // has handed over, it makes sure the launcher runs the domain, and reports
@@ -85,7 +85,7 @@ export function createHandler(config: HandlerConfig) {
     return started === undefined ? 0 : Math.max(0, new Date(started).getTime() + LAUNCHER_SOCKET_WAIT_SECONDS * 1000 - now().getTime());
   };
   /** The launcher pod running the VMI's domain on this node: owned by the VMI and named in its activePods. */
-  const runningLauncherPod = (vmi: VirtualMachineInstance) => launcherPodFor(vmi, pods.byIndex(LAUNCHER_PODS_BY_VMI, launcherPodsKeyOf(vmi)), nodeName);
+  const runningLauncherPod = (vmi: VirtualMachineInstance, evenTerminating = false) => launcherPodFor(vmi, pods.byIndex(LAUNCHER_PODS_BY_VMI, launcherPodsKeyOf(vmi)), nodeName, evenTerminating);
   const enqueue = (vmi: VirtualMachineInstance) => {
     queue.add(keyOf(vmi));
   };
@@ -115,8 +115,18 @@ export function createHandler(config: HandlerConfig) {
     const vmi = vmis.get(key);
     if (!vmi) return undefined;
     const phase = vmi.status?.phase;
-    // Only VMIs handed to this node and not finished; deletion stops the launcher through its pod.
-    if (!isHandedOver(phase) || vmi.status?.nodeName !== nodeName || vmi.metadata.deletionTimestamp) return undefined;
+    // Only VMIs handed to this node and not finished.
+    if (!isHandedOver(phase) || vmi.status?.nodeName !== nodeName) return undefined;
+    // Deletion stops the launcher through its pod, which shuts the guest down within its grace period; once that is
+    // over (or cut to 0 by a forced stop meanwhile), the guest is turned off at once, as KubeVirt's handler kills it.
+    if (vmi.metadata.deletionTimestamp) {
+      const going = runningLauncherPod(vmi, true);
+      if (!going || !stopOverdue(vmi, now())) return undefined;
+      await (await launchers.get(going.metadata.uid ?? "")).call("kill").catch((error: unknown) => {
+        log.warn("could not turn off a guest whose stop is overdue", { vmi: key, error });
+      });
+      return undefined;
+    }
     const pod = runningLauncherPod(vmi);
     if (!pod) return { requeueAfterMs: DOMAIN_POLL_MS };
     let domain: ObservedDomain;

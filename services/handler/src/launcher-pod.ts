@@ -7,7 +7,7 @@ import { type VirtualMachineInstance, isLauncherPodOf } from "@kubevirt-ts/kubev
 // names on this node, and that runs. Any other pod carrying the launcher
 // labels, wherever it is, never gets the VMI's spec nor its keystrokes.
 
-export function launcherPodFor(vmi: VirtualMachineInstance, candidates: readonly Pod[], nodeName: string): Pod | undefined {
+export function launcherPodFor(vmi: VirtualMachineInstance, candidates: readonly Pod[], nodeName: string, evenTerminating = false): Pod | undefined {
   const active = vmi.status?.activePods ?? {};
   return candidates.find((pod) => {
     const uid = pod.metadata.uid;
@@ -16,7 +16,7 @@ export function launcherPodFor(vmi: VirtualMachineInstance, candidates: readonly
       isLauncherPodOf(pod, vmi) &&
       active[uid] === nodeName &&
       pod.spec?.nodeName === nodeName &&
-      !pod.metadata.deletionTimestamp &&
+      (evenTerminating || !pod.metadata.deletionTimestamp) &&
       pod.status?.phase === "Running"
     );
   });

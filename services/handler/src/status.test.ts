@@ -1,7 +1,7 @@
 import { PhaseOwner, type VirtualMachineInstance, isAllowedTransition } from "@kubevirt-ts/kubevirt-api";
 import { domainStatus } from "@kubevirt-ts/launcher-protocol";
 import { describe, expect, it } from "vitest";
-import { handlerStatus, launcherFailedStatus } from "./status.ts";
+import { handlerStatus, launcherFailedStatus, stopOverdue } from "./status.ts";
 
 const now = new Date("2026-01-01T00:01:00Z");
 const vmi = (phase: "Scheduled" | "Running"): VirtualMachineInstance => ({
@@ -113,5 +113,16 @@ describe("handlerStatus", () => {
     const first = handlerStatus(vmi("Scheduled"), { state: "Running", domainType: "qemu" }, pod, now);
     const again = handlerStatus({ ...vmi("Scheduled"), status: first }, { state: "Running", domainType: "qemu" }, pod, new Date(now.getTime() + 10_000));
     expect(again).toEqual(first);
+  });
+});
+
+describe("stopOverdue", () => {
+  const deleted = (grace: number | undefined) => ({ metadata: { name: "web", deletionTimestamp: "2026-01-01T00:00:00Z" }, spec: { ...(grace === undefined ? {} : { terminationGracePeriodSeconds: grace }), domain: { devices: {} } } }) as unknown as VirtualMachineInstance;
+  it("is due once the grace period since the deletion is over, at once when it was cut to 0", () => {
+    expect(stopOverdue(deleted(600), new Date("2026-01-01T00:01:00Z"))).toBe(false);
+    expect(stopOverdue(deleted(600), new Date("2026-01-01T00:10:00Z"))).toBe(true);
+    expect(stopOverdue(deleted(0), new Date("2026-01-01T00:00:00Z"))).toBe(true);
+    expect(stopOverdue(deleted(undefined), new Date("2026-01-01T00:00:29Z"))).toBe(false);
+    expect(stopOverdue({ ...deleted(0), metadata: { name: "web" } }, new Date())).toBe(false);
   });
 });

@@ -118,3 +118,13 @@ export function launcherFailedStatus(vmi: VirtualMachineInstance, failure: Launc
   const message = failure.message.length > MAX_FAILURE_MESSAGE ? `${failure.message.slice(0, MAX_FAILURE_MESSAGE - 1)}…` : failure.message;
   return { ...previous, conditions: setCondition<Condition>(previous.conditions, { type: VmiConditionType.Synchronized, status: "False", reason: failure.reason, message }, now) };
 }
+
+/** KubeVirt's default grace period for a guest's shutdown, when a VMI names none. */
+const DEFAULT_GRACE_SECONDS = 30;
+
+/** Whether a VMI being deleted has had its whole grace period to shut down (0 after a forced stop): its guest is then turned off. */
+export function stopOverdue(vmi: Pick<VirtualMachineInstance, "metadata" | "spec">, now: Date): boolean {
+  const since = Date.parse(vmi.metadata.deletionTimestamp ?? "");
+  if (Number.isNaN(since)) return false;
+  return now.getTime() >= since + (vmi.spec.terminationGracePeriodSeconds ?? DEFAULT_GRACE_SECONDS) * 1000;
+}

@@ -86,6 +86,7 @@ function correct(calls: { state: number; synced: string[] }) {
       unpause: () => Promise.resolve(domain),
       softReboot: () => Promise.resolve(domain),
       reset: () => Promise.resolve(domain),
+      kill: () => Promise.resolve(domain),
       guestOsInfo: () => Promise.resolve(GUEST_OS),
       guestAgentInfo: () => Promise.reject(new RpcError("Failed", "the guest has no agent")),
       screenshot: () => Promise.reject(new RpcError("Failed", "no display")),

@@ -86,6 +86,7 @@ await runService({
         unpause: () => manager.unpause(),
         softReboot: () => manager.softReboot(),
         reset: () => manager.reset(),
+        kill: () => manager.kill(),
         guestOsInfo: () => manager.guestOsInfo(),
         guestAgentInfo: () => manager.guestAgentInfo(),
         screenshot: () => manager.screenshot(),

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { EMPTY_FORM, causesByField, userDataFor, vmFromForm } from "./vm-form";
+import { validateVirtualMachine } from "@kubevirt-ts/kubevirt-api";
+import { EMPTY_FORM, causesByField, formWarnings, userDataFor, vmFromForm } from "./vm-form";
 
 describe("vmFromForm", () => {
   it("makes a KubeVirt VM with a containerDisk, masquerade networking and a cloud-init user", () => {
@@ -33,24 +34,7 @@ describe("vmFromForm", () => {
     expect(vm.spec.preference).toEqual({ name: "debian" });
     expect(vm.spec.template.spec.domain.cpu).toBeUndefined();
     expect(vm.spec.template.spec.domain.memory).toBeUndefined();
-    expect(causesByField([{ field: "spec.instancetype", message: "too small" }])).toEqual({ size: ["too small"] });
-  });
-
-  it("leaves cloud-init out when no user or key is given", () => {
-    const vm = vmFromForm({ ...EMPTY_FORM, name: "bare", image: "x" });
-    expect(vm.spec.template.spec.volumes).toHaveLength(1);
-  });
-});
-
-describe("causesByField", () => {
-  it("puts each cause next to its form field, the rest at the top", () => {
-    expect(
-      causesByField([
-        { field: "metadata.name", message: "metadata.name must be a DNS label" },
-        { field: "spec.template.spec.domain.memory.guest", message: "memory must be positive" },
-        { field: "spec.template.spec.hostname", message: "hostname is bad" },
-      ]),
-    ).toEqual({ name: ["metadata.name must be a DNS label"], memory: ["memory must be positive"], "": ["hostname is bad"] });
+    expect(causesByField([{ field: "spec.instancetype", message: "too small" }])).toEqual({ size: [{ message: "too small", path: "spec.instancetype" }] });
   });
 
   it("gives a persistent root disk copied from an image of the namespace, or a blank one with the ISO booting first", () => {
@@ -64,6 +48,52 @@ describe("causesByField", () => {
       { name: "installer", cdrom: { bus: "sata" }, bootOrder: 2 },
     ]);
     expect(install.spec.template.spec.volumes[1]).toEqual({ name: "installer", persistentVolumeClaim: { claimName: "installer-iso", readOnly: true } });
-    expect(causesByField([{ field: "spec.dataVolumeTemplates[0].spec.storage.resources.requests.storage", message: "must be greater than 0" }])).toEqual({ diskSize: ["must be greater than 0"] });
+    expect(causesByField([{ field: "spec.dataVolumeTemplates[0].spec.storage.resources.requests.storage", message: "must be greater than 0" }])).toEqual({ diskSize: [{ message: "must be greater than 0", path: "spec.dataVolumeTemplates[0].spec.storage.resources.requests.storage" }] });
   });
+
+  it("leaves cloud-init out when no user or key is given", () => {
+    const vm = vmFromForm({ ...EMPTY_FORM, name: "bare", image: "x" });
+    expect(vm.spec.template.spec.volumes).toHaveLength(1);
+  });
+});
+
+describe("causesByField", () => {
+  it("puts each cause next to its form field in words (the API's path kept aside), the rest at the top", () => {
+    expect(
+      causesByField([
+        { field: "metadata.name", message: "metadata.name must be a DNS label" },
+        { field: "spec.template.spec.domain.memory.guest", message: "spec.template.spec.domain.memory.guest must be greater than 0, got -1Gi" },
+        { field: "spec.template.spec.hostname", message: "spec.template.spec.hostname is bad" },
+      ]),
+    ).toEqual({
+      name: [{ message: "The name must be a DNS label", path: "metadata.name" }],
+      memory: [{ message: "Memory must be greater than 0, got -1Gi", path: "spec.template.spec.domain.memory.guest" }],
+      "": [{ message: "spec.template.spec.hostname is bad", path: "spec.template.spec.hostname" }],
+    });
+  });
+
+  it("checks the form with the server's own rules, every problem at once", () => {
+    const vm = vmFromForm({ ...EMPTY_FORM, name: "Bad_Name", cpu: "0", memory: "-1Gi", image: "x" });
+    const result = validateVirtualMachine(vm);
+    expect(result.ok).toBe(false);
+    const problems = causesByField(result.ok ? [] : result.causes);
+    expect(Object.keys(problems).sort()).toEqual(["cpu", "memory", "name"]);
+    expect(problems.cpu?.[0]?.message).toBe("CPU cores must be at least 1, got 0");
+  });
+});
+
+describe("formWarnings", () => {
+  const largest = { name: "node-1", memoryBytes: 8 * 1024 ** 3 };
+  it("warns of a user nobody can log in as, of root, and of memory no node holds", () => {
+    expect(formWarnings({ ...EMPTY_FORM, user: "tester" }, 1024 ** 3, largest).password).toBe("tester gets neither a password nor an SSH key: nobody can log in as tester. Give one, or leave the user empty.");
+    expect(formWarnings({ ...EMPTY_FORM, user: "root", password: "x" }, 1024 ** 3, largest).user).toMatch(/prefer a user of your own/);
+    expect(formWarnings({ ...EMPTY_FORM }, 10 * 1024 ** 4, largest).memory).toBe("No node can hold 10240.0 GiB: the largest, node-1, has 8.0 GiB for pods. The VM would wait, unplaced.");
+    expect(formWarnings({ ...EMPTY_FORM, size: "u1.huge" }, 10 * 1024 ** 4, largest).size).toMatch(/^No node can hold/);
+  });
+
+  it("says nothing of a sound form, or of memory when the nodes are not known", () => {
+    expect(formWarnings({ ...EMPTY_FORM, user: "tester", sshKey: "ssh-ed25519 AAAA" }, 1024 ** 3, largest)).toEqual({});
+    expect(formWarnings({ ...EMPTY_FORM }, 10 * 1024 ** 4, undefined)).toEqual({});
+  });
+
 });

@@ -135,12 +135,45 @@ const FIELD_OF: [RegExp, keyof VmForm][] = [
   [/^spec\.runStrategy|^spec\.running/, "runStrategy"],
 ];
 
-/** Each cause under the form field it concerns; the rest under "". */
-export function causesByField(causes: { field: string; message: string }[]): Partial<Record<keyof VmForm | "", string[]>> {
-  const result: Partial<Record<keyof VmForm | "", string[]>> = {};
+/** A problem with the form, in words, under the field it concerns; `path` is the API's field, for those who want it. */
+export interface FormProblem {
+  message: string;
+  path: string;
+}
+
+/** What each form field is called at the start of a sentence. */
+const LABELS: Record<keyof VmForm, string> = {
+  name: "The name", size: "The size", preference: "The guest OS", cpu: "CPU cores", memory: "Memory", image: "The boot image", user: "The cloud-init user",
+  password: "The password", sshKey: "The SSH key", runStrategy: "The run strategy", rootDisk: "The root disk", sourceImage: "The image", diskSize: "The disk size",
+};
+
+/** Each cause under the form field it concerns (the rest under ""), in words: the field's label instead of the API's path. */
+export function causesByField(causes: { field: string; message: string }[]): Partial<Record<keyof VmForm | "", FormProblem[]>> {
+  const result: Partial<Record<keyof VmForm | "", FormProblem[]>> = {};
   for (const cause of causes) {
     const field = FIELD_OF.find(([pattern]) => pattern.test(cause.field))?.[1] ?? "";
-    (result[field] ??= []).push(cause.message);
+    // A message starts with the path it concerns; next to its field it reads better with the field's label.
+    const message = field !== "" && cause.message.startsWith(`${cause.field} `) ? `${LABELS[field]} ${cause.message.slice(cause.field.length + 1)}` : cause.message;
+    (result[field] ??= []).push({ message, path: cause.field });
   }
   return result;
+}
+
+/** The largest memory any node gives pods, and which node, for the form's warning; undefined when the nodes are not known. */
+export interface LargestNode {
+  name: string;
+  memoryBytes: number;
+}
+
+/** Choices that are allowed but probably not meant, in words: they warn and do not stop the form. */
+export function formWarnings(form: VmForm, memoryBytes: number | undefined, largest: LargestNode | undefined): Partial<Record<keyof VmForm, string>> {
+  const warnings: Partial<Record<keyof VmForm, string>> = {};
+  const user = form.user.trim();
+  if (user && !form.password && !form.sshKey.trim()) warnings.password = `${user} gets neither a password nor an SSH key: nobody can log in as ${user}. Give one, or leave the user empty.`;
+  if (user === "root") warnings.user = "Guests usually refuse root's log-in over SSH, and a mistake as root costs more: prefer a user of your own, who gets sudo.";
+  if (memoryBytes !== undefined && largest && memoryBytes > largest.memoryBytes) {
+    const gib = (n: number) => `${(n / 1024 ** 3).toFixed(1)} GiB`;
+    warnings[form.size ? "size" : "memory"] = `No node can hold ${gib(memoryBytes)}: the largest, ${largest.name}, has ${gib(largest.memoryBytes)} for pods. The VM would wait, unplaced.`;
+  }
+  return warnings;
 }

@@ -1,0 +1,58 @@
+import { fileURLToPath } from "node:url";
+import { test as base, expect, type Page } from "@playwright/test";
+import { tinyVm, tinyVmWithSpec } from "../manifests.ts";
+import { createNamespace, createObject, deleteNamespace, imageOf, tokenOf } from "../tests/cluster-users.ts";
+
+// Takes docs/screenshots/{list,vm,node}-{light,dark}.png: the VM list with
+// VMs in several states, a running VM's page with its graphs, and the node
+// view. The VMs are made in a namespace of their own and removed after.
+
+const OUT = (name: string) => fileURLToPath(new URL(`../../docs/screenshots/${name}.png`, import.meta.url));
+const test = base.extend({});
+test.describe.configure({ mode: "serial" });
+
+let namespace = "";
+test.beforeAll(() => {
+  namespace = createNamespace("screens");
+  createObject(tinyVm("web-1", imageOf("tiny-guest"), namespace));
+  createObject(tinyVm("web-2", imageOf("tiny-guest"), namespace));
+  const halted = tinyVm("db-1", imageOf("tiny-guest"), namespace);
+  halted.spec.runStrategy = "Halted";
+  createObject(halted);
+  createObject(tinyVmWithSpec("too-big", imageOf("tiny-guest"), namespace, (spec) => ({ ...spec, domain: { ...spec.domain, memory: { guest: "10Ti" } } })));
+});
+test.afterAll(() => {
+  deleteNamespace(namespace);
+});
+
+async function signIn(page: Page): Promise<void> {
+  await page.goto("/");
+  await page.getByLabel("Kubernetes bearer token").fill(tokenOf("admin"));
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await expect(page.getByRole("heading", { name: "Virtual machines" })).toBeVisible();
+}
+
+for (const scheme of ["light", "dark"] as const) {
+  test(`the list, a VM's page and the node view, ${scheme}`, async ({ browser }) => {
+    const context = await browser.newContext({ colorScheme: scheme, viewport: { width: 1280, height: 800 }, ignoreHTTPSErrors: true });
+    const page = await context.newPage();
+    await signIn(page);
+    await page.goto(`/vms?ns=${namespace}`);
+    const table = page.getByRole("table");
+    await expect(table.locator('[data-status="Running"]')).toHaveCount(2, { timeout: 300_000 });
+    await expect(table.locator('[data-status="ErrorUnschedulable"]')).toHaveCount(1, { timeout: 120_000 });
+    await page.screenshot({ path: OUT(`list-${scheme}`) });
+
+    await page.goto(`/vms/${namespace}/web-1?ns=${namespace}&tab=metrics`);
+    await expect(page.getByTestId("graph-cpu").locator("canvas")).toBeVisible({ timeout: 120_000 });
+    await page.waitForTimeout(35_000);
+    await page.reload();
+    await expect(page.getByTestId("graph-cpu").locator("canvas")).toBeVisible({ timeout: 60_000 });
+    await page.screenshot({ path: OUT(`vm-${scheme}`), fullPage: true });
+
+    await page.goto(`/nodes?ns=${namespace}`);
+    await expect(page.getByTestId("node").first()).toBeVisible({ timeout: 60_000 });
+    await page.screenshot({ path: OUT(`nodes-${scheme}`), fullPage: true });
+    await context.close();
+  });
+}
