@@ -1,7 +1,8 @@
 import { fileURLToPath } from "node:url";
-import { test as base, expect, type Page } from "@playwright/test";
+import { test as base, expect } from "@playwright/test";
 import { tinyVm, tinyVmWithSpec } from "../manifests.ts";
-import { createNamespace, createObject, deleteNamespace, imageOf, tokenOf } from "../tests/cluster-users.ts";
+import { createNamespace, createObject, deleteNamespace, imageOf } from "../tests/cluster-users.ts";
+import { signIn } from "../tests/fixtures.ts";
 
 // Takes docs/screenshots/{list,vm,node}-{light,dark}.png: the VM list with
 // VMs in several states, a running VM's page with its graphs, and the node
@@ -24,13 +25,6 @@ test.beforeAll(() => {
 test.afterAll(() => {
   deleteNamespace(namespace);
 });
-
-async function signIn(page: Page): Promise<void> {
-  await page.goto("/");
-  await page.getByLabel("Kubernetes bearer token").fill(tokenOf("admin"));
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await expect(page.getByRole("heading", { name: "Virtual machines" })).toBeVisible();
-}
 
 for (const scheme of ["light", "dark"] as const) {
   test(`the list, a VM's page and the node view, ${scheme}`, async ({ browser }) => {

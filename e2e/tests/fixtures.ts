@@ -1,4 +1,5 @@
 import { test as base, expect, type Page } from "@playwright/test";
+import { tokenOf } from "./cluster-users.ts";
 import { SignInPage } from "./pages/sign-in-page.ts";
 import { VirtualMachinesPage } from "./pages/virtual-machines-page.ts";
 
@@ -8,6 +9,15 @@ export const sampleToken = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWF
 /** The token this tab keeps in sessionStorage, null when signed out. */
 export function storedToken(page: Page): Promise<string | null> {
   return page.evaluate(() => window.sessionStorage.getItem("kubevirt-ts.token"));
+}
+
+/** Signs in on the local cluster as one of its two dashboard users and waits for the VM list. */
+export async function signIn(page: Page, user: "admin" | "viewer" = "admin"): Promise<void> {
+  await page.goto("/");
+  await expect(page.getByRole("button", { name: "Sign in" })).toBeEnabled();
+  await page.getByLabel("Kubernetes bearer token").fill(tokenOf(user));
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await expect(page.getByRole("heading", { name: "Virtual machines" })).toBeVisible();
 }
 
 export const test = base.extend<{ signInPage: SignInPage; virtualMachinesPage: VirtualMachinesPage; cspViolations: string[] }>({

@@ -1,7 +1,7 @@
 import type { Locator, Page } from "@playwright/test";
 import { tinyVm, tinyVmOnClaim, tinyVmWithSpec } from "../manifests.ts";
-import { createNamespace, createObject, deleteNamespace, imageOf, tokenOf } from "./cluster-users.ts";
-import { expect, test } from "./fixtures.ts";
+import { createNamespace, createObject, deleteNamespace, imageOf } from "./cluster-users.ts";
+import { expect, signIn, test } from "./fixtures.ts";
 
 // A VM's state as the dashboard shows it, one printable status at a time:
 // its status with an icon and the reason in words, conditions of the VM and
@@ -23,13 +23,6 @@ test.beforeAll(() => {
 test.afterAll(() => {
   deleteNamespace(namespace);
 });
-
-async function signIn(page: Page): Promise<void> {
-  await page.goto("/");
-  await page.getByLabel("Kubernetes bearer token").fill(tokenOf("admin"));
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await expect(page.getByRole("heading", { name: "Virtual machines" })).toBeVisible();
-}
 
 const ACTIONS = ["Start", "Stop", "Restart", "Pause", "Unpause", "Soft reboot", "Reset", "Force stop", "Delete"] as const;
 type ActionLabel = (typeof ACTIONS)[number];
@@ -178,6 +171,45 @@ test("the Metrics tab draws CPU, memory, network and disk, and the CPU figure ri
   await page.getByRole("tab", { name: "Metrics" }).click();
   await page.getByText("The figures as a table").click();
   await expect.poll(newestCpu, { timeout: 120_000, intervals: [5_000] }).toBeGreaterThan(idle + 0.3);
+  // The guest rests again for the tests after this one.
+  await page.getByRole("tab", { name: "Console" }).click();
+  await expect(page.getByTestId("console-state")).toHaveText("Connected", slow);
+  await page.getByTestId("serial-console").click();
+  await page.keyboard.type("kill %1\n");
+});
+
+test("two people on one console: both see the guest, only the holder's keys reach it, and the keyboard changes hands on request", async ({ browser }) => {
+  const contexts = await Promise.all([browser.newContext({ ignoreHTTPSErrors: true }), browser.newContext({ ignoreHTTPSErrors: true })]);
+  const [first, second] = await Promise.all(contexts.map((c) => c.newPage()));
+  if (!first || !second) throw new Error("no pages");
+  const url = `/vms/${namespace}/logged?ns=${namespace}&tab=console`;
+  const rows = (p: Page) => p.getByTestId("serial-console").locator(".xterm-rows");
+  const type = async (p: Page, line: string) => {
+    await p.getByTestId("serial-console").click();
+    await p.keyboard.type(`${line}\n`);
+  };
+  await signIn(first);
+  await first.goto(url);
+  await expect(first.getByTestId("console-keyboard")).toHaveText("You have the keyboard.", slow);
+  await signIn(second);
+  await second.goto(url);
+  await expect(second.getByTestId("console-keyboard")).toHaveText(/^Watching: system:serviceaccount:default:kubevirt-ts-admin has the keyboard\.$/, slow);
+  await expect(first.getByTestId("console-keyboard")).toHaveText("You have the keyboard (1 more watching).");
+
+  await type(second, "echo from-second-$((2*3))");
+  await type(first, "echo from-first-$((2*2))");
+  await expect(rows(second)).toContainText("from-first-4", slow);
+  await expect(rows(first)).toContainText("from-first-4");
+  await expect(rows(first)).not.toContainText("from-second");
+
+  await second.getByRole("button", { name: "Ask for the keyboard" }).click();
+  await expect(first.getByRole("alert").filter({ hasText: "asks for the keyboard" })).toBeVisible();
+  await first.getByRole("button", { name: "Give the keyboard" }).click();
+  await expect(second.getByTestId("console-keyboard")).toHaveText("You have the keyboard (1 more watching).");
+  await expect(first.getByTestId("console-keyboard")).toHaveText(/^Watching: /);
+  await type(second, "echo now-second-$((3*3))");
+  await expect(rows(first)).toContainText("now-second-9", slow);
+  await Promise.all(contexts.map((c) => c.close()));
 });
 
 test("the node view lists the node's capacity and the VMs on it, linked both ways", async ({ page }) => {

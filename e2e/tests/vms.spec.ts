@@ -1,7 +1,6 @@
-import type { Page } from "@playwright/test";
 import { tinyVm, tinyVmOnClaim } from "../manifests.ts";
 import { claim, createNamespace, deleteNamespace, imageOf, tokenOf } from "./cluster-users.ts";
-import { expect, test } from "./fixtures.ts";
+import { expect, signIn, test } from "./fixtures.ts";
 
 // The dashboard on the local cluster, as the admin and as a viewer: a live
 // VM list, creating VMs with the form and with YAML, field errors from the
@@ -21,14 +20,6 @@ test.beforeAll(() => {
 test.afterAll(() => {
   deleteNamespace(namespace);
 });
-
-async function signIn(page: Page, user: "admin" | "viewer"): Promise<void> {
-  await page.goto("/");
-  await expect(page.getByRole("button", { name: "Sign in" })).toBeEnabled();
-  await page.getByLabel("Kubernetes bearer token").fill(tokenOf(user));
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await expect(page.getByRole("heading", { name: "Virtual machines" })).toBeVisible();
-}
 
 test("the admin creates a VM with the form; the list shows it and its status changes live, without a reload", async ({ page, virtualMachinesPage }) => {
   await signIn(page, "admin");
@@ -181,7 +172,7 @@ test("a Manual VM starts and stops on request from its page, as KubeVirt's start
   await expect(page.getByRole("tabpanel", { name: "YAML" })).toContainText("runStrategy: Manual");
 });
 
-test("a viewer sees the VMs but every action disabled with the reason, and the console refused", async ({ page }) => {
+test("a viewer sees the VMs, reads once that they may only view them, reads the serial log, and is refused the console", async ({ page }) => {
   await signIn(page, "viewer");
   await page.goto(`/vms?ns=${namespace}`);
   await expect(page.getByRole("link", { name: "tiny-1", exact: true })).toBeVisible();

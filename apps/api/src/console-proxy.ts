@@ -1,8 +1,8 @@
 import { type IncomingMessage, STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
 import type { TLSSocket } from "node:tls";
-import { ApiError, type KubeClient } from "@kubevirt-ts/kube";
-import { ACTION_WORDS, type ConsoleKind, type PortForward, type PortForwardSegment, SUBRESOURCE_GROUP, type StreamKind, type VirtualMachineInstance, kubevirtResources, parsePortForward, portForwardSegment, vmiActionAvailability } from "@kubevirt-ts/kubevirt-api";
+import { ApiError, type KubeClient, type KubeObject, resources } from "@kubevirt-ts/kube";
+import { ACTION_WORDS, CONSOLE_VIEWER_QUERY, type ConsoleKind, SHARED_CONSOLE_QUERY, type PortForward, type PortForwardSegment, SUBRESOURCE_GROUP, type StreamKind, type VirtualMachineInstance, kubevirtResources, parsePortForward, portForwardSegment, vmiActionAvailability } from "@kubevirt-ts/kubevirt-api";
 import { type Logger, StatusError, keepAlive } from "@kubevirt-ts/runtime";
 import { type WebSocket, WebSocketServer } from "ws";
 import { type Check, mayI, remoteRequester } from "./access.ts";
@@ -68,17 +68,21 @@ export interface ConsoleTarget {
   resource: "virtualmachineinstances" | "virtualmachines";
   kind: StreamKind;
   forward?: PortForward | string;
+  /** A serial console shared with other viewers (console-sharing.ts) rather than taken over. */
+  shared?: boolean;
 }
 
 /** The console request a path asks for, or undefined when the path is not a console's or a port forward's. */
 export function consoleTarget(url: string | undefined): ConsoleTarget | undefined {
-  const match = CONSOLE_PATH.exec(new URL(url ?? "/", "http://api").pathname);
+  const parsed = new URL(url ?? "/", "http://api");
+  const match = CONSOLE_PATH.exec(parsed.pathname);
   if (!match) return undefined;
   const [, version = "", namespace = "", vmiName, vmiKind, vmName, , port, protocol] = match;
   const kind = (vmiKind ?? "portforward") as StreamKind;
   // Only a port forward has more to its path: the port, and the protocol.
   if ((kind === "portforward") !== (port !== undefined)) return undefined;
   const target: ConsoleTarget = { version, namespace, name: vmiName ?? vmName ?? "", resource: vmName === undefined ? "virtualmachineinstances" : "virtualmachines", kind };
+  if (kind === "console" && parsed.searchParams.get(SHARED_CONSOLE_QUERY) === "true") target.shared = true;
   return port === undefined ? target : { ...target, forward: parsePortForward(port, protocol) };
 }
 
@@ -112,6 +116,8 @@ interface Requester {
   vmi(target: ConsoleTarget): Promise<VirtualMachineInstance>;
   /** The refusal when the VMI cannot give the session now: 409 its state, 400 its spec. */
   unavailable(target: ConsoleTarget, status: 400 | 409, reason: string): Refusal;
+  /** Who they are, as the API server authenticated them: the name other viewers of a shared console see. */
+  who(): Promise<string>;
 }
 
 /** The permission a session takes: get on virtualmachineinstances/console, /vnc or /portforward (or virtualmachines/portforward), as KubeVirt's roles grant it. */
@@ -147,7 +153,8 @@ function consoleSessions(options: ConsoleProxyOptions) {
     if (!availability.available) throw requester.unavailable(target, availability.by === "spec" ? 400 : 409, availability.reason);
     if (!vmi.status?.nodeName) throw requester.unavailable(target, 409, "its VMI has no node yet");
     try {
-      return await handlers.open(vmi.status.nodeName, target.namespace, target.name, stream);
+      const sharing = target.shared ? { [SHARED_CONSOLE_QUERY]: "true", [CONSOLE_VIEWER_QUERY]: await requester.who() } : undefined;
+      return await handlers.open(vmi.status.nodeName, target.namespace, target.name, stream, sharing);
     } catch (error) {
       if (error instanceof HandlerError) throw new Refusal(error.status >= 500 ? 503 : error.status, error.message);
       throw error;
@@ -155,8 +162,9 @@ function consoleSessions(options: ConsoleProxyOptions) {
   }
 
   function pipe(client: WebSocket, handler: WebSocket, labels: Record<string, string>): void {
-    client.on("message", (data: Buffer) => { handler.send(data, { binary: true }); });
-    handler.on("message", (data: Buffer) => { client.send(data, { binary: true }); });
+    // Bytes are binary frames; a shared console's messages are text frames, passed on as they are.
+    client.on("message", (data: Buffer, binary: boolean) => { handler.send(data, { binary }); });
+    handler.on("message", (data: Buffer, binary: boolean) => { client.send(data, { binary }); });
     // The handler's session was opened paused (HandlerDialer.open): nothing it sent is lost before this listener.
     handler.resume();
     keepAlive(client, pingIntervalMs);
@@ -201,6 +209,10 @@ export function createConsoleProxy(options: ConsoleProxyOptions): UpgradeHandler
         return vmi;
       },
       unavailable: (target, status, reason) => new Refusal(status, `Cannot ${streamWords(target)} ${target.name}: ${reason}.`),
+      who: async () => {
+        const review = await client?.create<KubeObject & { status?: { userInfo?: { username?: string } } }>(resources.selfSubjectReviews, undefined, { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview", metadata: {} });
+        return review?.status?.userInfo?.username ?? "";
+      },
     };
   };
 
@@ -286,6 +298,7 @@ export function createSubresourceConsoles(options: SubresourceConsoleOptions): U
       // KubeVirt's words: a conflict names the object; a missing device is a bad request.
       unavailable: (target, status, reason) =>
         new Refusal(status, status === 409 ? `Operation cannot be fulfilled on virtualmachineinstance.kubevirt.io "${target.name}": ${reason}` : reason, details(target)),
+      who: () => Promise.resolve(who.user),
     };
     return { user: who.user, requester };
   };

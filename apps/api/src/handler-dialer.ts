@@ -68,9 +68,10 @@ export class HandlerDialer {
    * Opens a console or VNC session, or a port forward, with the handler; resolves once it is open, paused: what the handler sends at once
    * (QEMU's VNC server speaks first) waits until the caller has its listener on and calls resume().
    */
-  async open(nodeName: string, namespace: string, name: string, kind: ConsoleKind | PortForwardSegment): Promise<WebSocket> {
+  async open(nodeName: string, namespace: string, name: string, kind: ConsoleKind | PortForwardSegment, query?: Record<string, string>): Promise<WebSocket> {
     const { host, port } = await this.address(nodeName);
-    const ws = new WebSocket(`wss://${host}:${String(port)}${consoleServerPath(namespace, name, kind)}`, this.options());
+    const search = query ? `?${new URLSearchParams(query).toString()}` : "";
+    const ws = new WebSocket(`wss://${host}:${String(port)}${consoleServerPath(namespace, name, kind)}${search}`, this.options());
     return new Promise((resolve, reject) => {
       ws.once("open", () => {
         ws.pause();

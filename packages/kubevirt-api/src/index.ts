@@ -15,6 +15,7 @@ export * from "./validation/index.ts";
 export { dataVolumeCrd, instancetypeCrds, virtualMachineCrd, virtualMachineInstanceCrd } from "./crd/crds.ts";
 export * from "./actions.ts";
 export * from "./vm-view.ts";
+export * from "./console-sharing.ts";
 export * from "./pod-network.ts";
 export * from "./probes.ts";
 export * from "./eviction.ts";

@@ -8,7 +8,7 @@ import { Pki } from "@kubevirt-ts/control-plane";
 import { ConsoleServer, HANDLER_STATS_PATH, LAUNCHER_UID, type PortForwardSegment, SocketsVolume, type VirtualMachineInstance, consoleServerPath, defaultVmiSpec, portForwardSocket } from "@kubevirt-ts/kubevirt-api";
 import { createLogger } from "@kubevirt-ts/runtime";
 import { Registry } from "prom-client";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { ConnectionOptions } from "node:tls";
 import { type ClientOptions, WebSocket } from "ws";
 import { ConsoleRefusal, type ConsoleServerHandle, startConsoleServer } from "./console-server.ts";
@@ -132,9 +132,21 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-function open(name: string, what: "console" | "vnc" | PortForwardSegment = "console", client: string = ConsoleServer.apiIdentity): WebSocket {
+function open(name: string, what: "console" | "vnc" | PortForwardSegment = "console", client: string = ConsoleServer.apiIdentity, search = ""): WebSocket {
   const options: ClientOptions & ConnectionOptions = { ca, ...tls[client], servername: ConsoleServer.handlerIdentity };
-  return new WebSocket(`wss://127.0.0.1:${String(server.port)}${consoleServerPath("ns", name, what)}`, options);
+  return new WebSocket(`wss://127.0.0.1:${String(server.port)}${consoleServerPath("ns", name, what)}${search}`, options);
+}
+
+/** A viewer of the shared serial console: the bytes it got, and its sharing messages. */
+function viewer(who: string) {
+  const ws = open("running", "console", ConsoleServer.apiIdentity, `?shared=true&viewer=${who}`);
+  const bytes: Buffer[] = [];
+  const messages: { type: string; you?: boolean; holder?: string; viewers?: number; from?: string }[] = [];
+  ws.on("message", (data: Buffer, binary: boolean) => {
+    if (binary) bytes.push(data);
+    else messages.push(JSON.parse(data.toString()) as (typeof messages)[number]);
+  });
+  return { ws, text: () => Buffer.concat(bytes).toString(), messages, last: () => messages.at(-1) };
 }
 
 function refusal(ws: WebSocket): Promise<{ status: number; body: string }> {
@@ -196,6 +208,39 @@ describe("the handler's console server", { timeout: 30_000 }, () => {
   it("answers the domain stats of every VMI on the node, to GET only", async () => {
     expect(await callPath("GET", HANDLER_STATS_PATH)).toBe(`200 ${JSON.stringify({ vmis: [{ namespace: "ns", name: "running", stats: { cpu: { timeNs: 5e9 }, vcpus: [], memory: { rssKiB: 100 }, interfaces: [], disks: [] } }] })}`);
     expect(await callPath("PUT", HANDLER_STATS_PATH)).toMatch(/^405 /);
+  });
+
+  it("shares a console among viewers: all see the output, only the holder's keys reach the guest, the holder gives the keyboard to who asks", async () => {
+    const alice = viewer("alice");
+    await once(alice.ws, "open");
+    await vi.waitFor(() => { expect(alice.last()).toEqual({ type: "state", holder: "alice", you: true, viewers: 1 }); });
+    const bob = viewer("bob");
+    await once(bob.ws, "open");
+    await vi.waitFor(() => { expect(bob.last()).toEqual({ type: "state", holder: "alice", you: false, viewers: 2 }); });
+
+    bob.ws.send(Buffer.from("from bob\n"));
+    alice.ws.send(Buffer.from("from alice\n"));
+    await vi.waitFor(() => { expect(bob.text()).toBe("FROM ALICE\n"); });
+    expect(alice.text()).toBe("FROM ALICE\n");
+
+    bob.ws.send(JSON.stringify({ type: "request" }));
+    await vi.waitFor(() => { expect(alice.last()).toEqual({ type: "request", from: "bob" }); });
+    alice.ws.send(JSON.stringify({ type: "grant" }));
+    await vi.waitFor(() => { expect(bob.last()).toEqual({ type: "state", holder: "bob", you: true, viewers: 2 }); });
+    bob.ws.send(Buffer.from("now bob\n"));
+    await vi.waitFor(() => { expect(alice.text()).toBe("FROM ALICE\nNOW BOB\n"); });
+
+    // A client that does not share (virtctl console) takes over from every viewer, as in KubeVirt.
+    const closed = [once(alice.ws, "close"), once(bob.ws, "close")];
+    const takeover = open("running");
+    await once(takeover, "open");
+    const [[, reason]] = (await Promise.all(closed)) as [[number, Buffer], [number, Buffer]];
+    expect(reason.toString()).toBe("a newer session took over this console");
+    const reply = firstMessage(takeover);
+    takeover.send(Buffer.from("alone\n"));
+    expect((await reply).toString()).toBe("ALONE\n");
+    takeover.close();
+    await once(takeover, "close");
   });
 
   it("refuses a client whose certificate names another component", async () => {

@@ -5,7 +5,7 @@ import { type Socket, connect } from "node:net";
 import type { Duplex } from "node:stream";
 import type { PeerCertificate, TLSSocket } from "node:tls";
 import {
-  HANDLER_STATS_PATH,
+  CONSOLE_VIEWER_QUERY, HANDLER_STATS_PATH, SHARED_CONSOLE_QUERY,
   type ConsoleKind, DOMAIN_ACTION_SUBRESOURCE, type PortForward, type StreamKind, FREEZE_ACTIONS, type FreezeAction, GUEST_AGENT_QUERIES, type GuestAgentInfo, type VmiDomainAction, type VirtualMachineInstance, domainActionOf, guestAgentAnswer, guestAgentRefusal,
   SocketsVolume, isFreezeAction, isGuestAgentQuery, parsePortForward, portForwardSocket, vmiActionAvailability,
 } from "@kubevirt-ts/kubevirt-api";
@@ -13,6 +13,7 @@ import { type Logger, StatusError, keepAlive } from "@kubevirt-ts/runtime";
 import { Gauge, type Registry } from "prom-client";
 import { type WebSocket, WebSocketServer } from "ws";
 import { SERIAL_LOG_NAME, SocketName, openPodSocket, readPodFileTail } from "./pod-volume.ts";
+import { SharedConsole } from "./shared-console.ts";
 import type { VmiStats } from "./vm-metrics.ts";
 
 // The handler's console server, KubeVirt's port 8186: the serial console and
@@ -238,6 +239,32 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
     log.info("console session started", { ...labels, kind });
   };
 
+  /** The shared console of a VMI, made on its first viewer (one at a time, so two first viewers share one). */
+  const shared = new Map<string, Promise<SharedConsole>>();
+  const sharedConsole = (key: string, podUid: string): Promise<SharedConsole> => {
+    let group = shared.get(key);
+    if (!group) {
+      group = (async () => {
+        // A session that does not share lets go of QEMU's socket first.
+        const previous = sessions.get(key);
+        if (previous) {
+          const closed = once(previous, "close");
+          previous.close(1000, "a shared session took over this console");
+          const timer = setTimeout(() => { previous.terminate(); }, 2_000);
+          await closed.finally(() => { clearTimeout(timer); });
+        }
+        const unix = await connectPodSocket(podUid, SocketName.Serial);
+        const made: SharedConsole = new SharedConsole(unix, () => {
+          void shared.get(key)?.then((current) => { if (current === made) shared.delete(key); });
+        });
+        return made;
+      })();
+      shared.set(key, group);
+      group.catch(() => { shared.delete(key); });
+    }
+    return group;
+  };
+
   /** Connects to a socket in the launcher pod's volume, opened by handle (pod-volume.ts). */
   const connectPodSocket = async (podUid: string, socketName: string): Promise<Socket> => {
     const target = await openPodSocket(podsDir, podUid, socketName);
@@ -282,6 +309,25 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
       const refusal = actionUnavailable(vmi, what);
       if (refusal) throw refusal;
       const key = `${vmi.metadata.uid ?? ""}/${what}`;
+      if (what === "console" && query.get(SHARED_CONSOLE_QUERY) === "true") {
+        const group = await sharedConsole(key, podUid);
+        const who = query.get(CONSOLE_VIEWER_QUERY) ?? "";
+        websockets.handleUpgrade(req, socket, head, (ws) => {
+          const labels = { namespace, vmi: name };
+          active.console.inc(labels);
+          keepAlive(ws, pingIntervalMs);
+          ws.on("close", () => { active.console.dec(labels); });
+          group.join(ws, who || "someone");
+          log.info("shared console viewer joined", { ...labels, viewers: group.size });
+        });
+        return;
+      }
+      // A session that does not share takes over from every viewer of a shared one, as a new KubeVirt session does.
+      const group = await shared.get(key);
+      if (group) {
+        shared.delete(key);
+        group.close("a newer session took over this console");
+      }
       if (what === "vnc" && query.get("preserveSession") === "true" && sessions.has(key)) {
         throw new ConsoleRefusal(503, "another VNC session is open and preserveSession was asked for");
       }

@@ -1,10 +1,12 @@
+import { SHARED_CONSOLE_QUERY } from "@kubevirt-ts/kubevirt-api";
+
 // The URL and subprotocols of a VMI's console or VNC websocket on the
 // dashboard's own origin, as KubeVirt's virtctl and noVNC use them: the
 // token goes as a bearer subprotocol, since a browser cannot set headers.
 
-export function consoleUrl(location: { protocol: string; host: string }, namespace: string, name: string, kind: "console" | "vnc"): string {
+export function consoleUrl(location: { protocol: string; host: string }, namespace: string, name: string, kind: "console" | "vnc", shared = false): string {
   const scheme = location.protocol === "https:" ? "wss" : "ws";
-  return `${scheme}://${location.host}/apis/subresources.kubevirt.io/v1/namespaces/${encodeURIComponent(namespace)}/virtualmachineinstances/${encodeURIComponent(name)}/${kind}`;
+  return `${scheme}://${location.host}/apis/subresources.kubevirt.io/v1/namespaces/${encodeURIComponent(namespace)}/virtualmachineinstances/${encodeURIComponent(name)}/${kind}${shared ? `?${SHARED_CONSOLE_QUERY}=true` : ""}`;
 }
 
 export function consoleProtocols(token: string): string[] {

@@ -3,16 +3,18 @@
 import "@xterm/xterm/css/xterm.css";
 import { useQueryClient } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
+import type { ConsoleSharingCommand, ConsoleSharingMessage } from "@kubevirt-ts/kubevirt-api";
 import { closeReason, consoleProtocols, consoleUrl } from "../../../../lib/consoles";
 import { useSessionToken } from "../../../../lib/session";
 import { useTRPC } from "../../../../lib/trpc";
 import { type SessionState, SessionStatus } from "./session-state";
 
 // The serial console: xterm.js fitted to its box, with scrollback and the
-// browser's copy and paste, over KubeVirt's console websocket. What the guest
-// printed before it opened (its serial log, for a user who may read it) is
-// shown first. Its state is always shown, and a closed session can be
-// reopened.
+// browser's copy and paste, over KubeVirt's console websocket, shared: others
+// who open it watch too, and one holds the keyboard at a time (a viewer asks
+// for it, the holder gives it). What the guest printed before it opened (its
+// serial log, for a user who may read it) is shown first. Its state is
+// always shown, and a closed session can be reopened.
 
 /** How much of the serial log is shown above a session that opens. */
 const HISTORY_BYTES = 64 * 1024;
@@ -27,6 +29,10 @@ export function SerialConsole({ namespace, name }: { namespace: string; name: st
   const queryClient = useQueryClient();
   const [state, setState] = useState<SessionState>({ kind: "connecting" });
   const [attempt, setAttempt] = useState(0);
+  const [sharing, setSharing] = useState<Extract<ConsoleSharingMessage, { type: "state" }> | null>(null);
+  const [asked, setAsked] = useState<string | null>(null);
+  const [waiting, setWaiting] = useState(false);
+  const command = useRef<(c: ConsoleSharingCommand) => void>(() => undefined);
 
   useEffect(() => {
     if (!box.current || !token) return;
@@ -44,7 +50,10 @@ export function SerialConsole({ namespace, name }: { namespace: string; name: st
       const history = await queryClient.query({ ...trpc.vms.serialLog.queryOptions({ namespace, name }), staleTime: 0, retry: false }).catch(() => "");
       if (disposed()) { terminal.dispose(); return; }
       if (history) terminal.write(history.slice(-HISTORY_BYTES));
-      const socket = new WebSocket(consoleUrl(window.location, namespace, name, "console"), consoleProtocols(token));
+      const socket = new WebSocket(consoleUrl(window.location, namespace, name, "console", true), consoleProtocols(token));
+      command.current = (c) => { if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(c)); };
+      // Only the holder's keystrokes reach the guest (the handler drops the others'); known from the handler's state.
+      let holding = true;
       socket.binaryType = "arraybuffer";
       setState({ kind: "connecting" });
       socket.onopen = () => {
@@ -53,10 +62,24 @@ export function SerialConsole({ namespace, name }: { namespace: string; name: st
         // A newline wakes the getty, so a login prompt shows at once.
         socket.send(new TextEncoder().encode("\r"));
       };
-      socket.onmessage = (event: MessageEvent<ArrayBuffer>) => { terminal.write(new Uint8Array(event.data)); };
+      socket.onmessage = (event: MessageEvent<ArrayBuffer | string>) => {
+        if (typeof event.data !== "string") {
+          terminal.write(new Uint8Array(event.data));
+          return;
+        }
+        const message = JSON.parse(event.data) as ConsoleSharingMessage;
+        if (message.type === "state") {
+          holding = message.you;
+          setSharing(message);
+          setWaiting(false);
+          if (!message.you) setAsked(null);
+        } else {
+          setAsked(message.from);
+        }
+      };
       socket.onclose = (event) => { setState({ kind: "closed", reason: closeReason(event.code, event.reason) }); };
       const input = terminal.onData((data) => {
-        if (socket.readyState === WebSocket.OPEN) socket.send(new TextEncoder().encode(data));
+        if (holding && socket.readyState === WebSocket.OPEN) socket.send(new TextEncoder().encode(data));
       });
       const resize = new ResizeObserver(() => { fit.fit(); });
       resize.observe(box.current);
@@ -78,6 +101,20 @@ export function SerialConsole({ namespace, name }: { namespace: string; name: st
     <section aria-label="Serial console">
       <div className="toolbar">
         <SessionStatus state={state} testId="console-state" />
+        {state.kind === "connected" && sharing && (
+          <span data-testid="console-keyboard" role="status">
+            {sharing.you ? `You have the keyboard${sharing.viewers > 1 ? ` (${String(sharing.viewers - 1)} more watching)` : ""}.` : `Watching: ${sharing.holder || "someone"} has the keyboard.`}
+          </span>
+        )}
+        {state.kind === "connected" && sharing && !sharing.you && (
+          <button type="button" className="secondary" disabled={waiting} onClick={() => { command.current({ type: "request" }); setWaiting(true); }}>{waiting ? "Asked for the keyboard…" : "Ask for the keyboard"}</button>
+        )}
+        {state.kind === "connected" && sharing?.you && asked !== null && (
+          <span role="alert" className="inline">
+            {asked || "Someone"} asks for the keyboard.{" "}
+            <button type="button" className="secondary" onClick={() => { command.current({ type: "grant" }); setAsked(null); }}>Give the keyboard</button>
+          </span>
+        )}
         <span className="spacer" />
         <button type="button" className="secondary" onClick={() => { setAttempt(attempt + 1); }}>Reconnect</button>
       </div>
