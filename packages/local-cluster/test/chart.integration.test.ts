@@ -65,6 +65,16 @@ describe("the Helm chart", () => {
     expect(controller?.spec?.template?.spec?.containers?.[0]?.image).toBe("kubevirt-ts.local/virt-controller:abc123");
   });
 
+  test("has Prometheus scrape the handlers, controllers and virt-api where the Prometheus operator runs, and asks nothing of a cluster without it", async () => {
+    expect((await render()).filter((o) => o.kind === "ServiceMonitor")).toEqual([]);
+    const yaml = await helm("template", "kubevirt-ts", CHART, "--kube-version", kubeVersion, "--namespace", "kubevirt-ts", "--api-versions", "monitoring.coreos.com/v1/ServiceMonitor");
+    const objects = parseAllDocuments(yaml).map((d) => d.toJS() as (K8sObject & { spec?: Record<string, unknown> }) | null).filter((o) => o !== null);
+    const monitor = objects.find((o) => o.kind === "ServiceMonitor");
+    expect(monitor?.spec).toMatchObject({ endpoints: [{ port: "ops", path: "/metrics" }], namespaceSelector: { matchNames: ["kubevirt-ts"] } });
+    const services = objects.filter((o) => o.kind === "Service" && o.metadata.name.endsWith("-metrics"));
+    expect(services.map((o) => [o.metadata.name, (o.spec as { ports: { port: number }[] }).ports[0]?.port])).toEqual([["virt-api-metrics", 9103], ["virt-controller-metrics", 9100], ["virt-handler-metrics", 9101]]);
+  });
+
   test("gives KubeVirt's aggregated roles, with consoles for edit but not for view", async () => {
     const roles = (await render()).filter((o) => o.kind === "ClusterRole" && o.metadata.name.startsWith("kubevirt.io:")) as unknown as {
       metadata: { name: string; labels: Record<string, string> };

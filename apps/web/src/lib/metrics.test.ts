@@ -7,5 +7,6 @@ describe("formatBytes", () => {
     expect(formatBytes(1536)).toBe("1.50 KiB");
     expect(formatBytes(128 * 1024 * 1024)).toBe("128 MiB");
     expect(formatRate(2048)).toBe("2.00 KiB/s");
+    expect(formatRate(0.5)).toBe("0.5 B/s");
   });
 });

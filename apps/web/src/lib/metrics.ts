@@ -15,7 +15,9 @@ export function formatBytes(bytes: number): string {
     value /= 1024;
     unit += 1;
   }
-  return `${unit === 0 ? String(Math.round(value)) : value.toPrecision(3)} ${UNITS[unit] ?? "B"}`;
+  // Whole bytes as they are, a fraction of one (a slow rate, an axis's tick) with one decimal.
+  const figure = unit > 0 ? value.toPrecision(3) : Number.isInteger(value) ? String(value) : value.toFixed(1);
+  return `${figure} ${UNITS[unit] ?? "B"}`;
 }
 
 export function formatRate(bytesPerSecond: number): string {
