@@ -23,3 +23,8 @@ export function formatBytes(bytes: number): string {
 export function formatRate(bytesPerSecond: number): string {
   return `${formatBytes(bytesPerSecond)}/s`;
 }
+
+/** CPU in cores, with as many decimals as a small figure needs: 0.004 cores reads "0.004 cores", not "0.00". */
+export function formatCores(cores: number): string {
+  return `${cores === 0 ? "0" : cores < 0.1 ? cores.toFixed(3) : cores.toFixed(2)} cores`;
+}

@@ -4,7 +4,7 @@ import "uplot/dist/uPlot.min.css";
 import { useQuery } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
 import type uPlot from "uplot";
-import { type MetricRate, formatBytes, formatRate } from "../../../../lib/metrics";
+import { type MetricRate, formatBytes, formatCores, formatRate } from "../../../../lib/metrics";
 import { describeError, useTRPC } from "../../../../lib/trpc";
 
 // The Metrics tab: a running VM's CPU, memory, network and disk over the
@@ -22,7 +22,7 @@ interface Chart {
 }
 
 const CHARTS: Chart[] = [
-  { title: "CPU", format: (v) => `${v.toFixed(2)} cores`, series: [{ label: "In use", pick: (r) => r.cpuCores }] },
+  { title: "CPU", format: formatCores, series: [{ label: "In use", pick: (r) => r.cpuCores }] },
   { title: "Memory", format: formatBytes, series: [{ label: "QEMU's resident memory", pick: (r) => r.memoryBytes }, { label: "Used by the guest", pick: (r) => r.guestUsedBytes }] },
   { title: "Network", format: formatRate, series: [{ label: "Received", pick: (r) => r.rxBytesPerSecond }, { label: "Sent", pick: (r) => r.txBytesPerSecond }] },
   { title: "Disk", format: formatRate, series: [{ label: "Read", pick: (r) => r.readBytesPerSecond }, { label: "Written", pick: (r) => r.writeBytesPerSecond }] },
@@ -46,7 +46,8 @@ function Graph({ chart, rates }: { chart: Chart; rates: MetricRate[] }) {
         width: Math.max(280, el.clientWidth),
         height: 180,
         series: [{}, ...series.map((s, i) => ({ label: s.label, stroke: COLOURS[i % COLOURS.length], width: 2, value: (_u: uPlot, v: number | null) => (v === null ? "—" : chart.format(v)) }))],
-        axes: [{ stroke: "currentColor" }, { stroke: "currentColor", size: 80, values: (_u, values) => values.map((v) => chart.format(v)) }],
+        // Times as hours and minutes, as the table has them.
+        axes: [{ stroke: "currentColor", space: 70, values: (_u, splits) => splits.map((t) => new Date(t * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })) }, { stroke: "currentColor", size: 80, values: (_u, values) => values.map((v) => chart.format(v)) }],
         scales: { y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] } },
       }, data, el);
     });
@@ -101,7 +102,7 @@ export function MetricsGraphs({ namespace, name, running }: { namespace: string;
                 {[...rates].reverse().slice(0, 60).map((r) => (
                   <tr key={r.t}>
                     <td><time dateTime={new Date(r.t).toISOString()}>{new Date(r.t).toLocaleTimeString()}</time></td>
-                    <td className="number">{r.cpuCores.toFixed(2)}</td>
+                    <td className="number">{r.cpuCores.toFixed(3)}</td>
                     <td className="number">{formatBytes(r.memoryBytes)}</td>
                     <td className="number">{formatRate(r.rxBytesPerSecond)}</td>
                     <td className="number">{formatRate(r.txBytesPerSecond)}</td>
