@@ -46,8 +46,15 @@ function Graph({ chart, rates }: { chart: Chart; rates: MetricRate[] }) {
         width: Math.max(280, el.clientWidth),
         height: 180,
         series: [{}, ...series.map((s, i) => ({ label: s.label, stroke: COLOURS[i % COLOURS.length], width: 2, value: (_u: uPlot, v: number | null) => (v === null ? "—" : chart.format(v)) }))],
-        // Times as hours and minutes, as the table has them.
-        axes: [{ stroke: "currentColor", space: 70, values: (_u, splits) => splits.map((t) => new Date(t * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })) }, { stroke: "currentColor", size: 80, values: (_u, values) => values.map((v) => chart.format(v)) }],
+        // Times as hours and minutes, and seconds too while the graph spans less than ten minutes.
+        axes: [{
+          stroke: "currentColor",
+          space: 80,
+          values: (_u, splits) => {
+            const short = (splits.at(-1) ?? 0) - (splits[0] ?? 0) < 600;
+            return splits.map((t) => new Date(t * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", ...(short ? { second: "2-digit" } : {}) }));
+          },
+        }, { stroke: "currentColor", size: 80, values: (_u, values) => values.map((v) => chart.format(v)) }],
         scales: { y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] } },
       }, data, el);
     });
