@@ -111,9 +111,8 @@ export async function listFigure(count = 1000): Promise<Row[]> {
       { timeout: 300_000, polling: "raf" },
     );
     const shownMs = (await rowsShown.jsonValue()) as number;
-    // Sorted by name, last first: the last VM's row comes to the top.
+    // Sorted by name, last first (the list comes sorted by name, first first: one click turns it): the last VM's row comes to the top.
     const sortStarted = await page.evaluate(() => performance.now());
-    await page.getByRole("columnheader", { name: "Name" }).getByRole("button").click();
     await page.getByRole("columnheader", { name: "Name" }).getByRole("button").click();
     const last = names.at(-1) ?? "";
     const sorted = await page.waitForFunction((name) => (document.querySelector('input[aria-label^="Select vm-"]')?.getAttribute("aria-label") === `Select ${name}` ? performance.now() : false), last, { timeout: 60_000, polling: "raf" });
@@ -126,7 +125,7 @@ export async function listFigure(count = 1000): Promise<Row[]> {
     const method = `${String(count)} Halted VMs created through the API (vms.create, 8 at a time, ${createSeconds.toFixed(0)} s); Chromium (${playwrightConfig.use?.launchOptions?.executablePath ?? ""}) signed in as the admin, then a fresh navigation to /vms?ns=…; times on the page's clock from navigation start`;
     return [
       { id: "list.1000.rows", figure: `VM list with ${String(count)} VMs: navigation → all counted, first page of rows rendered`, unit: "ms", values: { value: shownMs }, method },
-      { id: "list.1000.sort", figure: `VM list with ${String(count)} VMs: sort by name, last first (two clicks) → the last VM's row on top`, unit: "ms", values: { value: sortedMs - sortStarted }, method },
+      { id: "list.1000.sort", figure: `VM list with ${String(count)} VMs: sort by name, last first (one click) → the last VM's row on top`, unit: "ms", values: { value: sortedMs - sortStarted }, method },
       { id: "list.1000.interactive", figure: `VM list with ${String(count)} VMs: time to interactive (rows rendered, sorted, then a name filter typed and applied)`, unit: "ms", values: { value: filteredMs }, method },
       { id: "list.1000.filter", figure: `VM list with ${String(count)} VMs: name filter typed → list shows the one match`, unit: "ms", values: { value: filteredMs - filterStarted }, method },
     ];
