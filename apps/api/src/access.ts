@@ -81,3 +81,13 @@ export function remoteRequester(own: KubeClient, who: { user: string; groups: st
     },
   };
 }
+
+/** Who the client's token belongs to, as the API server authenticates it (a SelfSubjectReview). */
+export async function whoAmI(client: KubeClient): Promise<{ username: string; groups: string[] }> {
+  const review = await client.create<KubeObject & { status?: { userInfo?: { username?: string; groups?: string[] } } }>(resources.selfSubjectReviews, undefined, {
+    apiVersion: "authentication.k8s.io/v1",
+    kind: "SelfSubjectReview",
+    metadata: {},
+  });
+  return { username: review.status?.userInfo?.username ?? "", groups: review.status?.userInfo?.groups ?? [] };
+}

@@ -1,11 +1,11 @@
 import { type IncomingMessage, STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
 import type { TLSSocket } from "node:tls";
-import { ApiError, type KubeClient, type KubeObject, resources } from "@kubevirt-ts/kube";
+import { ApiError, type KubeClient } from "@kubevirt-ts/kube";
 import { ACTION_WORDS, CONSOLE_VIEWER_QUERY, type ConsoleKind, SHARED_CONSOLE_QUERY, type PortForward, type PortForwardSegment, SUBRESOURCE_GROUP, type StreamKind, type VirtualMachineInstance, kubevirtResources, parsePortForward, portForwardSegment, vmiActionAvailability } from "@kubevirt-ts/kubevirt-api";
 import { type Logger, StatusError, keepAlive } from "@kubevirt-ts/runtime";
 import { type WebSocket, WebSocketServer } from "ws";
-import { type Check, mayI, remoteRequester } from "./access.ts";
+import { type Check, mayI, remoteRequester, whoAmI } from "./access.ts";
 import { type HandlerDialer, HandlerError } from "./handler-dialer.ts";
 import { limits } from "./limits.ts";
 import { SUBRESOURCE_VERSIONS, kubeStatus } from "./subresources/api.ts";
@@ -209,10 +209,7 @@ export function createConsoleProxy(options: ConsoleProxyOptions): UpgradeHandler
         return vmi;
       },
       unavailable: (target, status, reason) => new Refusal(status, `Cannot ${streamWords(target)} ${target.name}: ${reason}.`),
-      who: async () => {
-        const review = await client?.create<KubeObject & { status?: { userInfo?: { username?: string } } }>(resources.selfSubjectReviews, undefined, { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview", metadata: {} });
-        return review?.status?.userInfo?.username ?? "";
-      },
+      who: async () => (client ? (await whoAmI(client)).username : ""),
     };
   };
 

@@ -54,14 +54,22 @@ export class HandlerDialer {
     return { host: ready.status.podIP, port: this.port };
   }
 
-  /** The nodes a ready handler runs on. */
-  async nodes(): Promise<string[]> {
-    return [...new Set((await this.readyHandlers()).map((p) => p.spec?.nodeName ?? ""))];
-  }
-
-  /** The domain stats of every VMI running on a node, as its handler reads them from the launchers. */
-  async nodeStats(nodeName: string): Promise<NodeStats> {
-    return JSON.parse((await this.request(nodeName, "GET", HANDLER_STATS_PATH)).toString("utf8")) as NodeStats;
+  /**
+   * The domain stats of the VMIs on every node, one answer per ready handler (found with one list), each asked at its
+   * own address; a handler that does not answer gives none, and `failed` hears why.
+   */
+  async statsOfEveryNode(failed: (node: string, error: unknown) => void): Promise<NodeStats[]> {
+    const handlers = await this.readyHandlers();
+    return Promise.all(handlers.map(async (pod) => {
+      const node = pod.spec?.nodeName ?? "";
+      try {
+        const body = await this.requestAt({ host: pod.status?.podIP ?? "", port: this.port }, node, "GET", HANDLER_STATS_PATH);
+        return JSON.parse(body.toString("utf8")) as NodeStats;
+      } catch (error) {
+        failed(node, error);
+        return { vmis: [] };
+      }
+    }));
   }
 
   /**
@@ -112,7 +120,11 @@ export class HandlerDialer {
 
   /** One HTTP request to the handler on a node: its body when it answers 200, else a HandlerError with its status and words. */
   private async request(nodeName: string, method: "GET" | "PUT", path: string): Promise<Buffer> {
-    const { host, port } = await this.address(nodeName);
+    return this.requestAt(await this.address(nodeName), nodeName, method, path);
+  }
+
+  /** One HTTP request to a handler found already. */
+  private requestAt({ host, port }: { host: string; port: number }, nodeName: string, method: "GET" | "PUT", path: string): Promise<Buffer> {
     return new Promise<Buffer>((resolve, reject) => {
       const { ca, cert, key, servername } = this.options();
       const req = request({ ca, cert, key, servername, method, host, port, path }, (res) => {

@@ -1,6 +1,6 @@
 import type { DomainStats } from "@kubevirt-ts/launcher-protocol";
 import type { Logger } from "@kubevirt-ts/runtime";
-import type { NodeStats } from "./handler-dialer.ts";
+import type { HandlerDialer, NodeStats } from "./handler-dialer.ts";
 
 // The dashboard's graphs without a Prometheus: a bounded store in the API,
 // fed by the handlers. Every sampleSeconds the API asks each node's handler
@@ -131,14 +131,10 @@ export class MetricsStore {
   }
 
   /** Samples every node's handler now and then every sampleSeconds, until the signal aborts. */
-  run(handlers: { nodes(): Promise<string[]>; nodeStats(node: string): Promise<NodeStats> }, log: Logger, signal: AbortSignal): void {
+  run(handlers: Pick<HandlerDialer, "statsOfEveryNode">, log: Logger, signal: AbortSignal): void {
     const sample = async () => {
       try {
-        const nodes = await handlers.nodes();
-        const answers = await Promise.all(nodes.map((node) => handlers.nodeStats(node).catch((error: unknown) => {
-          log.debug("no stats from a node's handler", { node, error });
-          return { vmis: [] };
-        })));
+        const answers = await handlers.statsOfEveryNode((node, error) => { log.debug("no stats from a node's handler", { node, error }); });
         this.record(Date.now(), answers);
       } catch (error) {
         log.warn("could not sample the handlers for the VM graphs", { error });

@@ -4,7 +4,7 @@ import type { VirtualMachineInstance } from "./schema/vmi.ts";
 import type { VirtualMachine } from "./schema/vm.ts";
 import { statusInWords, statusTone } from "./vm-view.ts";
 import { isFinalPhase } from "./vmi-phase.ts";
-import { type VmRequestAction, type VmRequestOptions, planVmRequest } from "./vm-requests.ts";
+import { type VmRequestAction, type VmRequestOptions, alreadyRunning, planVmRequest } from "./vm-requests.ts";
 
 // One answer to "can this action run on this VM now, and why not": the API
 // refuses with it, the dashboard enables its buttons from it, and the handler
@@ -113,9 +113,7 @@ export function availableActions(vm: VmFacts, vmi: VmiFacts | undefined): Record
   const devices = vmi?.spec.domain.devices ?? vm.spec.template.spec.domain.devices;
   const start = (): ActionAvailability => {
     const answer = requestAvailability(vm, vmi, "start");
-    // KubeVirt's "VM is already running", for a VMI with a phase other than Unknown.
-    const onItsWay = live && vmi.status?.phase !== undefined && vmi.status.phase !== VmiPhase.Unknown;
-    return !answer.available && answer.by === "state" && onItsWay ? notNow(alreadyOnItsWay(vm)) : answer;
+    return !answer.available && answer.by === "state" && alreadyRunning(vmi) ? notNow(alreadyOnItsWay(vm)) : answer;
   };
   // A forced stop is KubeVirt's stop with a grace period of 0; it takes down whatever VMI there is, even of a VM being deleted.
   const forceStop = requestAvailability(vm, vmi, "stop", { gracePeriod: 0 });

@@ -82,9 +82,15 @@ function graceOps(vmi: Vmi, seconds: number): JsonPatchOp[] {
 
 const live = (vmi: Vmi | undefined): vmi is Vmi => vmi !== undefined && !isFinalPhase(vmi.status?.phase);
 
+/** KubeVirt's "VM is already running": a VMI not finished, with a phase other than Unknown. */
+export function alreadyRunning(vmi: Pick<VirtualMachineInstance, "status"> | undefined): boolean {
+  const phase = vmi?.status?.phase;
+  return vmi !== undefined && !isFinalPhase(phase) && phase !== undefined && phase !== VmiPhase.Unknown;
+}
+
 function start(vm: Vm, vmi: Vmi | undefined, options: VmRequestOptions): VmRequestPlan {
   const phase = vmi?.status?.phase;
-  if (live(vmi) && phase !== undefined && phase !== VmiPhase.Unknown) return refuse(409, "VM is already running");
+  if (alreadyRunning(vmi)) return refuse(409, "VM is already running");
   // KubeVirt's rule: a guest that starts paused would fail its liveness probe until someone unpaused it.
   if (options.paused && vm.spec.template.spec.livenessProbe) return refuse(409, "VM has a livenessProbe, which a paused guest cannot pass: start it without --paused");
   const startRequest: StateChangeRequest = options.paused ? { action: "Start", data: { paused: "true" } } : { action: "Start" };

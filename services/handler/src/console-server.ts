@@ -239,6 +239,16 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
     log.info("console session started", { ...labels, kind });
   };
 
+  /** Closes the session that holds a console, if any, and waits until it has let go; one that does not answer the close handshake in 2 s is cut off. */
+  const letGo = async (key: string, reason: string): Promise<void> => {
+    const previous = sessions.get(key);
+    if (!previous) return;
+    const closed = once(previous, "close");
+    previous.close(1000, reason);
+    const timer = setTimeout(() => { previous.terminate(); }, 2_000);
+    await closed.finally(() => { clearTimeout(timer); });
+  };
+
   /** The shared console of a VMI, made on its first viewer (one at a time, so two first viewers share one). */
   const shared = new Map<string, Promise<SharedConsole>>();
   const sharedConsole = (key: string, podUid: string): Promise<SharedConsole> => {
@@ -246,13 +256,7 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
     if (!group) {
       group = (async () => {
         // A session that does not share lets go of QEMU's socket first.
-        const previous = sessions.get(key);
-        if (previous) {
-          const closed = once(previous, "close");
-          previous.close(1000, "a shared session took over this console");
-          const timer = setTimeout(() => { previous.terminate(); }, 2_000);
-          await closed.finally(() => { clearTimeout(timer); });
-        }
+        await letGo(key, "a shared session took over this console");
         const unix = await connectPodSocket(podUid, SocketName.Serial);
         const made: SharedConsole = new SharedConsole(unix, () => {
           void shared.get(key)?.then((current) => { if (current === made) shared.delete(key); });
@@ -332,14 +336,7 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
         throw new ConsoleRefusal(503, "another VNC session is open and preserveSession was asked for");
       }
       // The previous session lets go of QEMU's socket first: it takes one client at a time.
-      const previous = sessions.get(key);
-      if (previous) {
-        const closed = once(previous, "close");
-        previous.close(1000, "a newer session took over this console");
-        // A client that does not answer the close handshake in time is cut off.
-        const timer = setTimeout(() => { previous.terminate(); }, 2_000);
-        await closed.finally(() => { clearTimeout(timer); });
-      }
+      await letGo(key, "a newer session took over this console");
       const unix = await connectPodSocket(podUid, what === "vnc" ? SocketName.Vnc : SocketName.Serial);
       websockets.handleUpgrade(req, socket, head, (ws) => {
         bridge(ws, unix, key, { namespace, vmi: name }, what);

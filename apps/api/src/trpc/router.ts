@@ -5,7 +5,7 @@ import {
 } from "@kubevirt-ts/kubevirt-api";
 import { TRPCError } from "@trpc/server";
 import { z } from "zod";
-import { type Check, describeCheck, mayI, tokenRequester } from "../access.ts";
+import { type Check, describeCheck, mayI, tokenRequester, whoAmI } from "../access.ts";
 import { SERIAL_LOG_CHECK, requestSerialLog, requestVmAction, requestVmiAction, vmActionCheck, vmiActionCheck } from "../vm-actions.ts";
 import { createVmWithCloudInitSecret } from "./cloud-init-secret.ts";
 import { dataVolumes } from "./data-volumes.ts";
@@ -175,14 +175,7 @@ const vmis = router({
 
 export const appRouter = router({
   health: publicProcedure.query(() => ({ ok: true as const })),
-  whoami: userProcedure.query(async ({ ctx }) => {
-    const review = await ctx.client.create<KubeObject & { status?: { userInfo?: { username?: string; groups?: string[] } } }>(resources.selfSubjectReviews, undefined, {
-      apiVersion: "authentication.k8s.io/v1",
-      kind: "SelfSubjectReview",
-      metadata: {},
-    });
-    return { username: review.status?.userInfo?.username ?? "", groups: review.status?.userInfo?.groups ?? [] };
-  }),
+  whoami: userProcedure.query(({ ctx }) => whoAmI(ctx.client)),
   namespaces: userProcedure.query(async ({ ctx }) => {
     // Many users may not list namespaces; the dashboard then asks for one by name.
     try {

@@ -57,6 +57,7 @@ describe("decideVmi", () => {
     ["a second pod is deleted", observe(vmi("Scheduling"), [pending, pod("p2", { phase: "Pending" })]), "deletePods"],
     ["a deleted VMI's pod is deleted", observe(vmi("Scheduled", { deletionTimestamp: "2026-01-01T00:00:05Z" }), [runningReady]), "deletePods"],
     ["a finished VMI's pod is deleted", observe(vmi("Failed"), [failedPod]), "deletePods"],
+    ["a deleted VMI's pod already going, with more time than the VMI now gives it (a forced stop), is deleted again", observe({ ...vmi("Running", { deletionTimestamp: "2026-01-01T00:00:05Z" }), spec: { ...vmi().spec, terminationGracePeriodSeconds: 0 } }, [{ ...runningReady, metadata: { ...runningReady.metadata, deletionTimestamp: "2026-01-01T00:00:05Z", deletionGracePeriodSeconds: 615 } }]), "deletePods"],
     ["a deleted VMI's pod already going is left to go", observe(vmi("Running", { deletionTimestamp: "2026-01-01T00:00:05Z" }), [{ ...runningReady, metadata: { ...runningReady.metadata, deletionTimestamp: "2026-01-01T00:00:05Z", deletionGracePeriodSeconds: runningReady.spec?.terminationGracePeriodSeconds ?? 0 } }]), "none"],
     ["a VMI whose claim is missing gets no pod", observe(withClaim(), []), "none"],
     ["a VMI whose claim is there gets its pod", observe(withClaim(), [], undefined, new Map([["data-claim", dataClaim]])), "createPod"],
