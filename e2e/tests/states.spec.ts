@@ -161,6 +161,9 @@ test("the Metrics tab draws CPU, memory, network and disk, and the CPU figure ri
   await page.getByText("The figures as a table").click();
   const newestCpu = async () => Number(await page.getByTestId("metrics-table").locator("tbody tr").first().getByRole("cell").nth(1).textContent());
   const idle = await newestCpu();
+  // The guest's own view of its memory, through its balloon driver (KubeVirt attaches the balloon by default).
+  await expect(page.getByTestId("graph-memory")).toContainText("Used by the guest", slow);
+  await expect(page.getByTestId("metrics-table").locator("tbody tr").first().getByRole("cell").nth(3)).toHaveText(/^[\d.]+ MiB$/);
 
   // The guest works: a busy loop in its shell, started on its console.
   await page.getByRole("tab", { name: "Console" }).click();
@@ -210,6 +213,55 @@ test("two people on one console: both see the guest, only the holder's keys reac
   await type(second, "echo now-second-$((3*3))");
   await expect(rows(first)).toContainText("now-second-9", slow);
   await Promise.all(contexts.map((c) => c.close()));
+});
+
+test("a console pops out into a window of its own, and comes back when that window closes", async ({ page }) => {
+  await signIn(page);
+  await page.goto(`/vms/${namespace}/logged?ns=${namespace}&tab=console`);
+  await expect(page.getByTestId("console-state")).toHaveText("Connected", slow);
+  const [popup] = await Promise.all([page.waitForEvent("popup"), page.getByRole("button", { name: "Open in a new window" }).click()]);
+  // The window has the tab's session (no second sign-in) and the console alone.
+  await expect(popup.getByRole("heading", { name: "logged", level: 1 })).toBeVisible();
+  await expect(popup.getByTestId("console-state")).toHaveText("Connected", slow);
+  await expect(popup.getByRole("navigation", { name: "Sections" })).toHaveCount(0);
+  await expect(page.getByTestId("console-popped-out")).toContainText("open in its own window");
+  await popup.getByTestId("serial-console").click();
+  await popup.keyboard.type("echo popped-$((6*7))\n");
+  await expect(popup.getByTestId("serial-console").locator(".xterm-rows")).toContainText("popped-42", slow);
+  await popup.close();
+  // Back in the tab once the window is gone, with what the guest printed meanwhile.
+  await expect(page.getByTestId("console-state")).toHaveText("Connected", slow);
+  await expect(page.getByTestId("serial-console").locator(".xterm-rows")).toContainText("popped-42", slow);
+});
+
+test("the list of every namespace shows each VM with its namespace, linked to it", async ({ page }) => {
+  const other = createNamespace("e2e-states-b");
+  try {
+    for (const [name, where] of [["elsewhere", other], ["local-one", namespace]] as const) {
+      const vm = tinyVm(name, imageOf("tiny-guest"), where);
+      vm.spec.runStrategy = "Halted";
+      createObject(vm);
+    }
+    await signIn(page);
+    await page.goto(`/vms?ns=${namespace}`);
+    await page.getByRole("combobox", { name: /^Namespace/ }).selectOption({ label: "All namespaces" });
+    await expect(page).toHaveURL(/ns=_all/);
+    await expect(page.getByRole("heading", { name: "Virtual machines in every namespace" })).toBeVisible();
+    const table = page.getByRole("table");
+    await expect(table.getByRole("columnheader", { name: "Namespace" })).toBeVisible();
+    await page.getByLabel("Filter by name or label").fill("elsewhere");
+    await expect(table.getByRole("row").nth(1).getByRole("cell").nth(1)).toHaveText(other);
+    await page.getByLabel("Filter by name or label").fill("local-one");
+    await expect(table.getByRole("row").nth(1).getByRole("cell").nth(1)).toHaveText(namespace);
+    // Creating takes a namespace: the button says so.
+    await expect(page.getByRole("button", { name: "Create VM" })).toHaveAccessibleDescription("Choose the namespace to create it in.");
+    await page.getByLabel("Filter by name or label").fill("elsewhere");
+    await table.getByRole("link", { name: "elsewhere", exact: true }).click();
+    await expect(page).toHaveURL(new RegExp(`/vms/${other}/elsewhere`));
+    await expect(page.getByTestId("vm-status")).toHaveText("Stopped", slow);
+  } finally {
+    deleteNamespace(other);
+  }
 });
 
 test("the node view lists the node's capacity and the VMs on it, linked both ways", async ({ page }) => {

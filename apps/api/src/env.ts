@@ -36,6 +36,8 @@ export const env = parseEnv(
     METRICS_SAMPLE_SECONDS: z.coerce.number().int().min(5).max(300).default(15),
     METRICS_RETENTION_MINUTES: z.coerce.number().int().min(1).max(1440).default(60),
     METRICS_MAX_VMIS: z.coerce.number().int().min(0).default(1000),
+    /** A Prometheus that scrapes the handlers (the chart's metrics.prometheusUrl): the graphs come from it, and the store is not kept. */
+    PROMETHEUS_URL: z.url({ protocol: /^https?$/ }).optional(),
     /** The guest images the dashboard offers to boot, as JSON: [{ name, image, description, boot }]. */
     GUEST_IMAGES: z
       .string()

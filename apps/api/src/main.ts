@@ -6,7 +6,8 @@ import { kubevirtResources } from "@kubevirt-ts/kubevirt-api";
 import { runService } from "@kubevirt-ts/runtime";
 import { env } from "./env.ts";
 import { createSubresourceConsoles } from "./console-proxy.ts";
-import { MetricsStore } from "./metrics-store.ts";
+import { MetricsStore, type VmRates } from "./metrics-store.ts";
+import { PrometheusRates } from "./prometheus.ts";
 import { HandlerDialer } from "./handler-dialer.ts";
 import { createApiServer, createUploadProxyServer, createWebhookServer } from "./server.ts";
 import { createUploadProxy } from "./upload/proxy.ts";
@@ -43,9 +44,16 @@ await runService({
     // The serving certificate of the webhooks and the aggregated APIs; its key also signs upload tokens (upload/token.ts).
     const serving = env.WEBHOOK_TLS_DIR ? await readDir(env.WEBHOOK_TLS_DIR, ["tls.crt", "tls.key"], "the webhooks' serving certificate (WEBHOOK_TLS_DIR)") : undefined;
     const uploadTokens = serving?.[1] ? UploadTokens.fromServingKey(serving[1]) : undefined;
-    const metrics = new MetricsStore({ sampleSeconds: env.METRICS_SAMPLE_SECONDS, retentionMinutes: env.METRICS_RETENTION_MINUTES, maxVmis: env.METRICS_MAX_VMIS });
+    // The graphs come from the Prometheus named, else from the API's own store, which then samples the handlers.
     const sampling = new AbortController();
-    metrics.run(handlers, log, sampling.signal);
+    let metrics: VmRates;
+    if (env.PROMETHEUS_URL) {
+      metrics = new PrometheusRates(env.PROMETHEUS_URL, env.METRICS_SAMPLE_SECONDS);
+    } else {
+      const store = new MetricsStore({ sampleSeconds: env.METRICS_SAMPLE_SECONDS, retentionMinutes: env.METRICS_RETENTION_MINUTES, maxVmis: env.METRICS_MAX_VMIS });
+      store.run(handlers, log, sampling.signal);
+      metrics = store;
+    }
     const api = createApiServer({ own, handlers, guestImages: env.GUEST_IMAGES, log, metrics, ...(uploadTokens ? { uploadTokens } : {}) });
     api.listen(env.PORT, env.HOST);
     await once(api, "listening");

@@ -41,6 +41,14 @@ export interface Rate {
   writeIops: number;
 }
 
+/** Where the graphs' figures come from: this store, or a Prometheus (prometheus.ts). */
+export interface VmRates {
+  readonly source: "store" | "prometheus";
+  /** The time between two points. */
+  readonly sampleSeconds: number;
+  rates(namespace: string, name: string, minutes: number): Rate[] | Promise<Rate[]>;
+}
+
 export interface MetricsStoreOptions {
   sampleSeconds: number;
   retentionMinutes: number;
@@ -82,12 +90,17 @@ export function ratesOf(points: readonly Point[]): Rate[] {
   return rates;
 }
 
-export class MetricsStore {
+export class MetricsStore implements VmRates {
+  readonly source = "store" as const;
   readonly options: MetricsStoreOptions;
   private readonly vmis = new Map<string, Point[]>();
 
   constructor(options: MetricsStoreOptions) {
     this.options = options;
+  }
+
+  get sampleSeconds(): number {
+    return this.options.sampleSeconds;
   }
 
   private get capacity(): number {

@@ -224,6 +224,36 @@ describe("the tRPC API, as the signed-in user", () => {
     resumed.close();
   });
 
+  test("streams the VMs of every namespace to who may list them cluster-wide, and offers that only to them", async ({ kubeConfig, core, namespace }) => {
+    const { editor } = await users(kubeConfig, namespace);
+    const other = `${namespace}-b`;
+    await core.createNamespace({ body: { metadata: { name: other } } });
+    const rbac = kubeConfig.makeApiClient(RbacAuthorizationV1Api);
+    const name = `${namespace}-all-vms`;
+    await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: "everywhere" } } });
+    await rbac.createClusterRole({ body: { metadata: { name }, rules: [{ apiGroups: ["kubevirt.io"], resources: ["virtualmachines", "virtualmachineinstances"], verbs: ["get", "list", "watch", "create"] }] } });
+    await rbac.createClusterRoleBinding({ body: { metadata: { name }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name }, subjects: [{ kind: "ServiceAccount", name: "everywhere", namespace }] } });
+    const token = (await core.createNamespacedServiceAccountToken({ namespace, name: "everywhere", body: { spec: { audiences: [], expirationSeconds: 3600 } } })).status?.token ?? "";
+    try {
+      expect((await clientFor(editor).namespaces.query()).mayListVmsEverywhere).toBe(false);
+      expect((await clientFor(token).namespaces.query()).mayListVmsEverywhere).toBe(true);
+      await clientFor(token).vms.create.mutate({ namespace, vm: vm("here") });
+      await clientFor(token).vms.create.mutate({ namespace: other, vm: vm("there") });
+      const events = sse(`${url}/trpc/vms.watch?input=${encodeURIComponent(JSON.stringify({}))}`, token);
+      await expect.poll(() => events.received()[0]?.where ?? []).toEqual(expect.arrayContaining([`${namespace}/here`, `${other}/there`]));
+      await clientFor(token).vms.create.mutate({ namespace: other, vm: vm("later") });
+      await expect.poll(() => events.received().map((e) => `${e.type} ${e.where.join()}`)).toContain(`ADDED ${other}/later`);
+      events.close();
+      // The namespace-bound editor's stream of every namespace is refused by the API server, not narrowed.
+      const refused = await fetch(`${url}/trpc/vms.watch?input=${encodeURIComponent(JSON.stringify({}))}`, { headers: { accept: "text/event-stream", authorization: `Bearer ${editor}` } });
+      expect(await readUntil(refused, "virtualmachines")).toMatch(/cannot list resource \\?"virtualmachines\\?" in API group \\?"kubevirt.io\\?" at the cluster scope/);
+    } finally {
+      await rbac.deleteClusterRoleBinding({ name });
+      await rbac.deleteClusterRole({ name });
+      await core.deleteNamespace({ name: other });
+    }
+  });
+
   test("refuses a subscription whose token comes in the URL, saying to use the header", async ({ kubeConfig, namespace }) => {
     const { editor } = await users(kubeConfig, namespace);
     const input = encodeURIComponent(JSON.stringify({ namespace }));
@@ -236,7 +266,7 @@ describe("the tRPC API, as the signed-in user", () => {
 /** A raw SSE reader of tRPC's subscription stream, its token in the Authorization header. */
 function sse(address: string, token: string) {
   const controller = new AbortController();
-  const events: { id: string; type: string; names: string[] }[] = [];
+  const events: { id: string; type: string; names: string[]; where: string[] }[] = [];
   void (async () => {
     const res = await fetch(address, { signal: controller.signal, headers: { accept: "text/event-stream", authorization: `Bearer ${token}` } });
     const decoder = new TextDecoder();
@@ -250,8 +280,9 @@ function sse(address: string, token: string) {
         const id = /^id: ?(.*)$/m.exec(block)?.[1] ?? "";
         const data = /^data: ?(.*)$/m.exec(block)?.[1];
         if (data && id) {
-          const message = JSON.parse(data) as { type: string; items?: { metadata: { name: string } }[]; object?: { metadata: { name: string } } };
-          events.push({ id, type: message.type, names: message.items?.map((i) => i.metadata.name) ?? [message.object?.metadata.name ?? ""] });
+          const message = JSON.parse(data) as { type: string; items?: { metadata: { name: string; namespace: string } }[]; object?: { metadata: { name: string; namespace: string } } };
+          const objects = message.items ?? (message.object ? [message.object] : []);
+          events.push({ id, type: message.type, names: objects.map((o) => o.metadata.name), where: objects.map((o) => `${o.metadata.namespace}/${o.metadata.name}`) });
         }
         end = buffer.indexOf("\n\n");
       }
@@ -349,3 +380,15 @@ describe("the admission webhooks, registered with the real API server", () => {
     }
   });
 });
+
+/** A streamed response's text up to the first chunk that holds `text` (an SSE stream does not end by itself). */
+async function readUntil(res: Response, text: string): Promise<string> {
+  const decoder = new TextDecoder();
+  let seen = "";
+  for await (const chunk of res.body ?? []) {
+    seen += decoder.decode(chunk as Uint8Array, { stream: true });
+    if (seen.includes(text)) break;
+  }
+  await res.body?.cancel().catch(() => undefined);
+  return seen;
+}

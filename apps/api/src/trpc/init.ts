@@ -4,7 +4,7 @@ import type { Logger } from "@kubevirt-ts/runtime";
 import { TRPCError, initTRPC } from "@trpc/server";
 import type { HandlerDialer } from "../handler-dialer.ts";
 import type { GuestImage } from "../env.ts";
-import type { MetricsStore } from "../metrics-store.ts";
+import type { VmRates } from "../metrics-store.ts";
 import type { UploadTokens } from "../upload/token.ts";
 
 // tRPC for the API: every procedure but health runs as the signed-in user,
@@ -19,8 +19,8 @@ export interface ApiServices {
   handlers: HandlerDialer;
   guestImages: GuestImage[];
   log: Logger;
-  /** The VM graphs' points, fed by the handlers; absent, the graphs say there are none. */
-  metrics?: MetricsStore;
+  /** The VM graphs' figures: the store fed by the handlers, or a Prometheus; absent, the graphs say there are none. */
+  metrics?: VmRates;
   /** Signs upload tokens for the dashboard's Images page; absent when the API has no serving key (no upload proxy then). */
   uploadTokens?: UploadTokens;
 }

@@ -25,7 +25,8 @@ const dnsLabel = z.string().superRefine((value, ctx) => {
 });
 const target = z.object({ namespace: dnsLabel, name: dnsLabel });
 const inNamespace = z.object({ namespace: dnsLabel });
-const resumable = z.object({ namespace: dnsLabel, lastEventId: z.string().nullish() });
+// Without a namespace, a stream covers every namespace (as a Kubernetes list does), for users who may list cluster-wide.
+const resumable = z.object({ namespace: dnsLabel.optional(), lastEventId: z.string().nullish() });
 
 /** Instancetypes by series (u1, o1, ...), then by vCPUs and memory within one. */
 function bySeriesThenSize(a: { name: string; cpu: number; memory: string }, b: { name: string; cpu: number; memory: string }): number {
@@ -55,6 +56,9 @@ const ACTIONS = {
   serialLog: [SERIAL_LOG_CHECK],
 } as const;
 type Action = keyof typeof ACTIONS;
+
+/** What the VM list of every namespace takes, cluster-wide: its two streams. */
+const ALL_NAMESPACES_CHECKS: Check[] = ["virtualmachines", "virtualmachineinstances"].flatMap((resource) => [{ verb: "list", resource }, { verb: "watch", resource }]);
 
 /** What each action is, for messages: "You may not <phrase> in <namespace>". */
 const PHRASES: Record<Action, string> = {
@@ -152,10 +156,13 @@ const vms = router({
   unpause: vmiAction("unpause"),
   softReboot: vmiAction("softReboot"),
   reset: vmiAction("reset"),
-  // The VM's CPU, memory, network and disk over the last minutes, from the API's store; reading the VMI is the permission it takes.
+  // The VM's CPU, memory, network and disk over the last minutes, from the API's store or a Prometheus; reading the VMI is the permission it takes.
   metrics: userProcedure.input(target.extend({ minutes: z.union([z.literal(15), z.literal(60)]) })).query(async ({ ctx, input }) => {
     await ctx.client.get<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, input.namespace, input.name);
-    return { sampleSeconds: ctx.metrics?.options.sampleSeconds ?? 0, rates: ctx.metrics?.rates(input.namespace, input.name, input.minutes) ?? [] };
+    const rates = await Promise.resolve(ctx.metrics?.rates(input.namespace, input.name, input.minutes) ?? []).catch((error: unknown) => {
+      throw new TRPCError({ code: "BAD_GATEWAY", message: error instanceof Error ? error.message : String(error) });
+    });
+    return { source: ctx.metrics?.source ?? "store", sampleSeconds: ctx.metrics?.sampleSeconds ?? 0, rates };
   }),
   // What the guest printed on its serial console since boot, as KubeVirt's guest console log is read (get on pods/log).
   serialLog: userProcedure.input(target).query(async ({ ctx, input }) => (await requestSerialLog(ctx, tokenRequester(ctx.client), input).catch(fromRefusal)).toString("utf8")),
@@ -178,12 +185,17 @@ export const appRouter = router({
   whoami: userProcedure.query(({ ctx }) => whoAmI(ctx.client)),
   namespaces: userProcedure.query(async ({ ctx }) => {
     // Many users may not list namespaces; the dashboard then asks for one by name.
-    try {
-      return { names: (await ctx.client.list(resources.namespaces)).items.map((n) => n.metadata.name ?? "").sort(), mayList: true };
-    } catch (error) {
-      if ((error as { code?: number }).code === 403) return { names: [], mayList: false };
-      throw error;
-    }
+    const listed = ctx.client.list(resources.namespaces).then(
+      (list) => ({ names: list.items.map((n) => n.metadata.name ?? "").sort(), mayList: true }),
+      (error: unknown) => {
+        if ((error as { code?: number }).code === 403) return { names: [] as string[], mayList: false };
+        throw error;
+      },
+    );
+    // The VM list of every namespace takes list and watch of VMs and VMIs cluster-wide: offered only to who may.
+    const everywhere = Promise.all(ALL_NAMESPACES_CHECKS.map((check) => mayI(ctx.client, "", check))).then((answers) => answers.every(Boolean));
+    const [namespaces, mayListVmsEverywhere] = await Promise.all([listed, everywhere]);
+    return { ...namespaces, mayListVmsEverywhere };
   }),
   // Nodes with capacity, allocation and the VMs on each, for the node view.
   nodes: userProcedure.input(inNamespace).query(({ ctx, input }) => nodeFacts(ctx.client, input.namespace)),

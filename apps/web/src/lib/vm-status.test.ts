@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { actionAllowed, age, forAnyOf } from "./vm-status";
+import { actionAllowed, age, forAnyOf, inEveryNamespace } from "./vm-status";
 
 describe("age", () => {
   it("reads like kubectl's AGE column", () => {
@@ -30,5 +30,18 @@ describe("forAnyOf", () => {
     expect(forAnyOf([["a", running], ["b", { available: true }]])).toEqual({ available: true });
     expect(forAnyOf([["a", running], ["b", running]])).toEqual({ available: false, by: "state", reason: "a: the VM is already running; b: the VM is already running" });
     expect(forAnyOf([])).toBeUndefined();
+  });
+});
+
+describe("inEveryNamespace", () => {
+  const refused = { allowed: false, reason: "You may not stop VMs in b: it takes update on virtualmachines/stop (subresources.kubevirt.io)." };
+  it("is allowed only when every namespace allows it", () => {
+    expect(inEveryNamespace([{ allowed: true }, { allowed: true }])).toEqual({ allowed: true });
+    expect(inEveryNamespace([{ allowed: true }, refused])).toBe(refused);
+  });
+  it("is unknown while a namespace's answer is out, or when no VM is chosen", () => {
+    expect(inEveryNamespace([{ allowed: true }, undefined])).toBeUndefined();
+    expect(inEveryNamespace([])).toBeUndefined();
+    expect(inEveryNamespace([undefined, refused])).toBe(refused);
   });
 });

@@ -29,6 +29,14 @@ export function actionAllowed(permission: { allowed: boolean; reason?: string } 
   return state.available ? { allowed: true, reason: undefined } : { allowed: false, reason: sentence(state.reason) };
 }
 
+/** One permission over several namespaces (the VMs chosen in the list of every namespace): allowed only where allowed in each. */
+export function inEveryNamespace(permissions: readonly ({ allowed: boolean; reason?: string } | undefined)[]): { allowed: boolean; reason?: string } | undefined {
+  const refused = permissions.find((p) => p && !p.allowed);
+  if (refused) return refused;
+  if (permissions.length === 0 || permissions.some((p) => p === undefined)) return undefined;
+  return { allowed: true };
+}
+
 /** One action on several VMs: available when it is for any of them; otherwise why not, for each. */
 export function forAnyOf(states: readonly (readonly [name: string, state: ActionAvailability])[]): ActionAvailability | undefined {
   if (states.length === 0) return undefined;

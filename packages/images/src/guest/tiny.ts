@@ -21,8 +21,8 @@ export interface TinyGuest {
 export const TINY_GUEST_READY = "kubevirt-ts tiny guest: init reached";
 
 /**
- * The kernel's modules the guest loads, in order (each needs those before it): virtio's PCI transport, its network card
- * and its disks; and efivarfs, for a test to read and write EFI variables when the guest boots through OVMF.
+ * The kernel's modules the guest loads, in order (each needs those before it): virtio's PCI transport, its network card,
+ * its disks and its memory balloon (which reports the guest's memory use); and efivarfs, for a test to read and write EFI variables when the guest boots through OVMF.
  */
 const MODULES = [
   "drivers/virtio/virtio_ring.ko",
@@ -34,6 +34,7 @@ const MODULES = [
   "drivers/net/net_failover.ko",
   "drivers/net/virtio_net.ko",
   "drivers/block/virtio_blk.ko",
+  "drivers/virtio/virtio_balloon.ko",
   "fs/efivarfs/efivarfs.ko",
 ];
 

@@ -144,7 +144,7 @@ describe("expandVmiSpec", () => {
     const preference = {
       name: "p",
       spec: {
-        devices: { preferredDiskCache: "writethrough" as const, preferredAutoattachSerialConsole: false, preferredAutoattachGraphicsDevice: false, preferredAutoattachPodInterface: false },
+        devices: { preferredDiskCache: "writethrough" as const, preferredAutoattachSerialConsole: false, preferredAutoattachGraphicsDevice: false, preferredAutoattachPodInterface: false, preferredAutoattachMemBalloon: false },
         preferredTerminationGracePeriodSeconds: 90,
         preferredArchitecture: "amd64",
         preferredSubdomain: "guests",

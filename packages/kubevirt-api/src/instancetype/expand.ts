@@ -146,6 +146,7 @@ function applyPreference(spec: VmiSpec, preference: PreferenceSpec): void {
   if (devices.autoattachSerialConsole === undefined && prefers.preferredAutoattachSerialConsole !== undefined) devices.autoattachSerialConsole = prefers.preferredAutoattachSerialConsole;
   if (devices.autoattachGraphicsDevice === undefined && prefers.preferredAutoattachGraphicsDevice !== undefined) devices.autoattachGraphicsDevice = prefers.preferredAutoattachGraphicsDevice;
   if (devices.autoattachPodInterface === undefined && prefers.preferredAutoattachPodInterface !== undefined) devices.autoattachPodInterface = prefers.preferredAutoattachPodInterface;
+  if (devices.autoattachMemBalloon === undefined && prefers.preferredAutoattachMemBalloon !== undefined) devices.autoattachMemBalloon = prefers.preferredAutoattachMemBalloon;
 
   const firmware = preference.firmware;
   const bootloader = spec.domain.firmware?.bootloader;

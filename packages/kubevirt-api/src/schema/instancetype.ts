@@ -66,6 +66,7 @@ export const preferenceSpec = z
         preferredAutoattachSerialConsole: z.boolean().optional(),
         preferredAutoattachGraphicsDevice: z.boolean().optional(),
         preferredAutoattachPodInterface: z.boolean().optional(),
+        preferredAutoattachMemBalloon: z.boolean().optional(),
         preferredTPM: z
           .strictObject({ enabled: z.boolean().optional(), persistent: z.boolean().optional().describe("Keep its state on the VM's backend-storage claim.") })
           .optional()

@@ -58,6 +58,7 @@ export const devices = z.strictObject({
   autoattachSerialConsole: z.boolean().optional().describe("Attach a serial console (default true)."),
   autoattachGraphicsDevice: z.boolean().optional().describe("Attach a VNC display (default true)."),
   autoattachPodInterface: z.boolean().optional().describe("Add a pod network interface when none is listed (default true)."),
+  autoattachMemBalloon: z.boolean().optional().describe("Attach a virtio memory balloon, through which the guest reports its own memory use every 10 s (default true)."),
   rng: z.strictObject({}).optional().describe("Give the guest a virtio random number generator."),
   logSerialConsole: z.boolean().optional().describe("Keep a log of the serial console that outlives a closed console (default true)."),
   watchdog: z

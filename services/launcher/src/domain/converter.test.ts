@@ -193,6 +193,13 @@ describe("domainXml", () => {
     expect(xml).not.toMatch(/<graphics|<video|<input/);
   });
 
+  it("gives a virtio memory balloon that reports the guest's memory every 10 s, and none when autoattachMemBalloon is false", () => {
+    expect(domainXml(vmi(), ctx)).toContain('<memballoon model="virtio">\n      <stats period="10"/>\n    </memballoon>');
+    const without = domainXml(vmi((s) => (s.domain.devices.autoattachMemBalloon = false)), ctx);
+    expect(without).toContain('<memballoon model="none"/>');
+    expect(without).not.toContain("<stats");
+  });
+
   it("keeps no serial log when logSerialConsole is false, and lists only the inputs asked for", () => {
     const xml = domainXml(vmi((s) => {
       s.domain.devices.logSerialConsole = false;

@@ -139,6 +139,9 @@ function cpuElement(model: string | undefined, domainType: DomainContext["domain
   return el("cpu", { mode: model ?? "host-model" }, shape);
 }
 
+/** How often the guest's balloon driver reports its memory, as KubeVirt's default (memBalloonStatsPeriod). */
+const MEMORY_STATS_PERIOD_SECONDS = 10;
+
 const state = (on: boolean) => ({ state: on ? "on" : "off" });
 const isOn = (feature: { enabled?: boolean | undefined } | undefined) => feature !== undefined && feature.enabled !== false;
 
@@ -256,7 +259,8 @@ export function domainXml(vmi: VirtualMachineInstance, ctx: DomainContext): stri
       devices.rng !== undefined && el("rng", { model: "virtio" }, el("backend", { model: "random" }, "/dev/urandom")),
       // The QEMU guest agent's port, as KubeVirt adds it: guests that run the agent report their OS.
       el("channel", { type: "unix" }, el("source", { mode: "bind", path: ctx.guestAgentSocket }), el("target", { type: "virtio", name: "org.qemu.guest_agent.0" })),
-      el("memballoon", { model: "none" }),
+      // A balloon, as KubeVirt attaches one unless told not to: the guest's driver reports its memory every 10 s (domstats' balloon.*).
+      devices.autoattachMemBalloon === false ? el("memballoon", { model: "none" }) : el("memballoon", { model: "virtio" }, el("stats", { period: MEMORY_STATS_PERIOD_SECONDS })),
     ),
   );
   return `${renderXml(xml)}\n`;

@@ -11,13 +11,24 @@ import { useTRPC } from "../../lib/trpc";
 // signed in, the namespace being looked at (kept in the URL, so links and
 // reloads keep it), sign-out, and `?` for the keyboard shortcuts.
 
+/** `?ns=_all`: the VM list of every namespace. No namespace is called that (a DNS label has no underscore). */
+export const ALL_NAMESPACES = "_all";
+
+/** The namespace chosen in the URL, or undefined for every namespace. */
+export function useNamespaceOrAll(): string | undefined {
+  const ns = useSearchParams().get("ns") ?? "default";
+  return ns === ALL_NAMESPACES ? undefined : ns;
+}
+
+/** The one namespace a page works in: the one chosen, "default" when every namespace is (only the VM list shows them all). */
 export function useNamespace(): string {
-  return useSearchParams().get("ns") ?? "default";
+  return useNamespaceOrAll() ?? "default";
 }
 
 function NamespaceSwitcher() {
   const trpc = useTRPC();
   const namespace = useNamespace();
+  const chosen = useNamespaceOrAll() ?? ALL_NAMESPACES;
   const router = useRouter();
   const pathname = usePathname();
   const namespaces = useQuery(trpc.namespaces.queryOptions());
@@ -25,12 +36,15 @@ function NamespaceSwitcher() {
   // The same page, of another namespace (a VM's own page has no counterpart there: its namespace's list).
   const page = pathname.startsWith("/vms/new") ? "/vms/new" : pathname.startsWith("/images") ? "/images" : pathname.startsWith("/nodes") ? "/nodes" : "/vms";
   const go = (ns: string) => { router.push(`${page}?ns=${encodeURIComponent(ns)}`); };
+  // Every namespace at once is the VM list's, for who may list VMs cluster-wide.
+  const everyNamespace = page === "/vms" && namespaces.data?.mayListVmsEverywhere === true;
   if (namespaces.data?.mayList) {
     const names = namespaces.data.names.includes(namespace) ? namespaces.data.names : [namespace, ...namespaces.data.names];
     return (
       <label className="inline">
         Namespace{" "}
-        <select value={namespace} onChange={(e) => { go(e.target.value); }}>
+        <select value={page === "/vms" ? chosen : namespace} onChange={(e) => { go(e.target.value); }}>
+          {everyNamespace && <option value={ALL_NAMESPACES}>All namespaces</option>}
           {names.map((n) => <option key={n} value={n}>{n}</option>)}
         </select>
       </label>
@@ -88,8 +102,10 @@ export function Shell({ title, actions, children }: { title: string; actions?: R
   const pathname = usePathname();
   const me = useQuery(trpc.whoami.queryOptions());
   const namespace = useNamespace();
+  const listed = useNamespaceOrAll() ?? ALL_NAMESPACES;
   const help = useRef<HTMLDialogElement>(null);
-  const hrefOf = (href: string) => `${href}?ns=${encodeURIComponent(namespace)}`;
+  // The VM list keeps "every namespace"; the other sections work in one.
+  const hrefOf = (href: string) => `${href}?ns=${encodeURIComponent(href === "/vms" ? listed : namespace)}`;
   useShortcuts((href) => { router.push(hrefOf(href)); }, () => { help.current?.showModal(); });
   return (
     <div className="layout">

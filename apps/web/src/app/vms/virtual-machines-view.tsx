@@ -1,21 +1,21 @@
 "use client";
 
 import { STATUS_FILTERS, type VirtualMachine, type VirtualMachineInstance, availableActions, matchesStatusFilter, statusInWords } from "@kubevirt-ts/kubevirt-api";
-import { useMutation, useQuery } from "@tanstack/react-query";
+import { useMutation, useQueries, useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useEffect, useMemo, useRef, useState } from "react";
-import { useLiveVms } from "../../lib/live";
+import { useLiveVms, vmKey } from "../../lib/live";
 import { describeError, useTRPC } from "../../lib/trpc";
-import { actionAllowed, age, forAnyOf } from "../../lib/vm-status";
+import { actionAllowed, age, forAnyOf, inEveryNamespace } from "../../lib/vm-status";
 import { type SortKey, compareRows, matchesSearch, vmSize } from "../../lib/vm-size";
 import { useConfirm } from "../ui/confirm";
 import { StatusBadge } from "../ui/status-badge";
 import { useToast } from "../ui/toasts";
-import { ActionButton, Shell, useNamespace } from "./shell";
+import { ActionButton, Shell, useNamespaceOrAll } from "./shell";
 
-// The VMs of a namespace, live: searched by name or label, filtered by
-// status, sorted by any column, a page at a time, with actions on the
-// selected ones. `/` goes to the search.
+// The VMs of a namespace, or of every namespace, live: searched by name or
+// label, filtered by status, sorted by any column, a page at a time, with
+// actions on the selected ones. `/` goes to the search.
 
 const PAGE_SIZE = 100;
 
@@ -28,6 +28,7 @@ function useNow(intervalMs = 5_000): number {
   return now;
 }
 
+const NAMESPACE_COLUMN: { key: SortKey; label: string } = { key: "namespace", label: "Namespace" };
 const COLUMNS: { key: SortKey; label: string }[] = [
   { key: "name", label: "Name" },
   { key: "status", label: "Status" },
@@ -51,10 +52,11 @@ function SortHeader({ column, sort, setSort }: { column: { key: SortKey; label: 
   );
 }
 
-function VmTable({ namespace }: { namespace: string }) {
+/** The VMs of one namespace, or of every namespace without one (with a Namespace column). */
+function VmTable({ namespace }: { namespace: string | undefined }) {
   const trpc = useTRPC();
   const live = useLiveVms(namespace);
-  const permissions = useQuery(trpc.permissions.queryOptions({ namespace }));
+  const where = namespace ?? "every namespace";
   const [text, setText] = useState("");
   const [status, setStatus] = useState("");
   const [sort, setSort] = useState<{ key: SortKey; descending: boolean }>({ key: "name", descending: false });
@@ -84,37 +86,45 @@ function VmTable({ namespace }: { namespace: string }) {
     const list = [...live.vms.values()]
       .filter((vm) => matchesSearch(vm, text) && matchesStatusFilter(vm.status?.printableStatus, status))
       .map((vm) => {
-        const vmi = live.vmis.get(vm.metadata.name ?? "");
+        const key = vmKey(vm.metadata.namespace ?? "", vm.metadata.name ?? "");
+        const vmi = live.vmis.get(key);
         return {
-          vm, vmi, name: vm.metadata.name ?? "", namespace: vm.metadata.namespace ?? namespace, status: statusInWords(vm.status?.printableStatus),
+          key, vm, vmi, name: vm.metadata.name ?? "", namespace: vm.metadata.namespace ?? "", status: statusInWords(vm.status?.printableStatus),
           node: vmi?.status?.nodeName ?? "", size: vmSize(vm, vmi), created: vm.metadata.creationTimestamp ?? "",
         };
       });
     list.sort((a, b) => compareRows(sort.key, a, b) * (sort.descending ? -1 : 1));
     return list;
-  }, [live.vms, live.vmis, text, status, sort, namespace]);
+  }, [live.vms, live.vmis, text, status, sort]);
   const pages = Math.max(1, Math.ceil(rows.length / PAGE_SIZE));
   const shownPage = Math.min(page, pages - 1);
   const shown = rows.slice(shownPage * PAGE_SIZE, (shownPage + 1) * PAGE_SIZE);
-  const chosen = [...selected].filter((name) => live.vms.has(name));
+  // The selection, by vmKey; shown by name in one namespace, by namespace/name across them.
+  const chosen = [...selected].filter((key) => live.vms.has(key));
+  const label = (key: string) => (namespace === undefined ? key : key.slice(key.indexOf("/") + 1));
+  const chosenNamespaces = [...new Set(chosen.map((key) => live.vms.get(key)?.metadata.namespace ?? ""))];
+  const permissions = useQueries({ queries: (namespace === undefined ? chosenNamespaces : [namespace]).map((ns) => trpc.permissions.queryOptions({ namespace: ns })) });
 
   async function bulk(label: string, mutation: typeof start): Promise<void> {
-    const names = [...chosen];
-    const results = await Promise.allSettled(names.map((name) => mutation.mutateAsync({ namespace, name })));
+    const targets = chosen.flatMap((key) => {
+      const vm = live.vms.get(key);
+      return vm ? [{ namespace: vm.metadata.namespace ?? "", name: vm.metadata.name ?? "" }] : [];
+    });
+    const names = targets.map((t) => (namespace === undefined ? `${t.namespace}/${t.name}` : t.name));
+    const results = await Promise.allSettled(targets.map((t) => mutation.mutateAsync(t)));
     const failures = results.flatMap((r, i) => (r.status === "rejected" ? [`${names[i] ?? ""}: ${describeError(r.reason).message}`] : []));
     if (failures.length === 0) toast(true, `${label}: done for ${names.join(", ")}.`);
     else toast(false, `${label} failed for ${failures.join("; ")}`);
     if (label === "Delete") setSelected(new Set());
   }
-  const one = (what: string) => (chosen.length === 1 ? (chosen[0] ?? "") : `${String(chosen.length)} VMs`) + what;
+  const one = (what: string) => (chosen.length === 1 ? label(chosen[0] ?? "") : `${String(chosen.length)} VMs`) + what;
 
-  const may = permissions.data;
-  // A button for the selection is enabled when the user may, and the state of any selected VM allows it.
-  const forSelection = (action: "start" | "stop" | "delete") => actionAllowed(may?.[action], forAnyOf(chosen.flatMap((name) => {
-    const vm = live.vms.get(name);
-    return vm ? [[name, availableActions(vm, live.vmis.get(name))[action]] as const] : [];
+  // A button for the selection is enabled when the user may, in each namespace of the selection, and the state of any selected VM allows it.
+  const forSelection = (action: "start" | "stop" | "delete") => actionAllowed(inEveryNamespace(permissions.map((p) => p.data?.[action])), forAnyOf(chosen.flatMap((key) => {
+    const vm = live.vms.get(key);
+    return vm ? [[label(key), availableActions(vm, live.vmis.get(key))[action]] as const] : [];
   })));
-  const allShownSelected = shown.length > 0 && shown.every((r) => selected.has(r.name));
+  const allShownSelected = shown.length > 0 && shown.every((r) => selected.has(r.key));
   return (
     <>
       {dialog}
@@ -136,7 +146,7 @@ function VmTable({ namespace }: { namespace: string }) {
         <ActionButton
           label="Stop"
           {...forSelection("stop")}
-          onClick={() => void confirm({ title: `Stop ${one("")}?`, body: <p>{chosen.join(", ")}: each guest is asked to shut down, and turned off if it has not after its grace period.</p>, confirm: `Stop ${one("")}`, danger: true }).then((ok) => { if (ok) void bulk("Stop", stop); })}
+          onClick={() => void confirm({ title: `Stop ${one("")}?`, body: <p>{chosen.map(label).join(", ")}: each guest is asked to shut down, and turned off if it has not after its grace period.</p>, confirm: `Stop ${one("")}`, danger: true }).then((ok) => { if (ok) void bulk("Stop", stop); })}
         />
         <ActionButton
           label="Delete"
@@ -144,7 +154,7 @@ function VmTable({ namespace }: { namespace: string }) {
           {...forSelection("delete")}
           onClick={() => void confirm({
             title: `Delete ${one("")}?`,
-            body: <p>{chosen.join(", ")} {chosen.length === 1 ? "is" : "are"} deleted with {chosen.length === 1 ? "its" : "their"} disks: container disks&apos; changes and {chosen.length === 1 ? "its" : "their"} own DataVolumes. To keep a VM&apos;s disks, delete it from its page.</p>,
+            body: <p>{chosen.map(label).join(", ")} {chosen.length === 1 ? "is" : "are"} deleted with {chosen.length === 1 ? "its" : "their"} disks: container disks&apos; changes and {chosen.length === 1 ? "its" : "their"} own DataVolumes. To keep a VM&apos;s disks, delete it from its page.</p>,
             confirm: `Delete ${one("")}`,
             danger: true,
           }).then((ok) => { if (ok) void bulk("Delete", remove); })}
@@ -152,7 +162,7 @@ function VmTable({ namespace }: { namespace: string }) {
       </div>
       {live.error !== null && <p className="error" role="alert">{describeError(live.error).message}</p>}
       <table className="vms">
-        <caption className="visually-hidden">Virtual machines in {namespace}</caption>
+        <caption className="visually-hidden">Virtual machines in {where}</caption>
         <thead>
           <tr>
             <th scope="col">
@@ -163,20 +173,20 @@ function VmTable({ namespace }: { namespace: string }) {
                 onChange={(e) => {
                   const next = new Set(selected);
                   for (const r of shown) {
-                    if (e.target.checked) next.add(r.name);
-                    else next.delete(r.name);
+                    if (e.target.checked) next.add(r.key);
+                    else next.delete(r.key);
                   }
                   setSelected(next);
                 }}
               />
             </th>
-            {COLUMNS.map((c) => <SortHeader key={c.key} column={c} sort={sort} setSort={setSort} />)}
+            {(namespace === undefined ? [NAMESPACE_COLUMN, ...COLUMNS] : COLUMNS).map((c) => <SortHeader key={c.key} column={c} sort={sort} setSort={setSort} />)}
             <th scope="col">IP</th>
             {MORE_COLUMNS.map((c) => <SortHeader key={c.key} column={c} sort={sort} setSort={setSort} />)}
           </tr>
         </thead>
         <tbody>
-          {shown.map(({ vm, vmi, size }) => <Row key={vm.metadata.name} vm={vm} vmi={vmi} namespace={namespace} now={now} cpu={size.cpu} memory={size.memory} selected={selected} setSelected={setSelected} />)}
+          {shown.map(({ key, vm, vmi, size }) => <Row key={key} rowKey={key} vm={vm} vmi={vmi} showNamespace={namespace === undefined} now={now} cpu={size.cpu} memory={size.memory} selected={selected} setSelected={setSelected} />)}
         </tbody>
       </table>
       {rows.length > PAGE_SIZE && (
@@ -187,13 +197,14 @@ function VmTable({ namespace }: { namespace: string }) {
         </nav>
       )}
       <p className="muted" data-testid="list-count">{live.loaded ? `${String(rows.length)} of ${String(live.vms.size)} VMs` : ""}</p>
-      {live.loaded && rows.length === 0 && <p className="card">{live.vms.size === 0 ? `No virtual machines in ${namespace} yet.` : "No virtual machine matches the filters."}</p>}
+      {live.loaded && rows.length === 0 && <p className="card">{live.vms.size === 0 ? `No virtual machines in ${where} yet.` : "No virtual machine matches the filters."}</p>}
     </>
   );
 }
 
-function Row({ vm, vmi, namespace, now, cpu, memory, selected, setSelected }: { vm: VirtualMachine; vmi: VirtualMachineInstance | undefined; namespace: string; now: number; cpu: string; memory: string; selected: Set<string>; setSelected: (s: Set<string>) => void }) {
+function Row({ rowKey, vm, vmi, showNamespace, now, cpu, memory, selected, setSelected }: { rowKey: string; vm: VirtualMachine; vmi: VirtualMachineInstance | undefined; showNamespace: boolean; now: number; cpu: string; memory: string; selected: Set<string>; setSelected: (s: Set<string>) => void }) {
   const name = vm.metadata.name ?? "";
+  const namespace = vm.metadata.namespace ?? "";
   const ip = vmi?.status?.interfaces?.[0]?.ipAddress ?? "";
   const node = vmi?.status?.nodeName ?? "";
   return (
@@ -201,16 +212,17 @@ function Row({ vm, vmi, namespace, now, cpu, memory, selected, setSelected }: { 
       <td>
         <input
           type="checkbox"
-          aria-label={`Select ${name}`}
-          checked={selected.has(name)}
+          aria-label={`Select ${showNamespace ? rowKey : name}`}
+          checked={selected.has(rowKey)}
           onChange={(e) => {
             const next = new Set(selected);
-            if (e.target.checked) next.add(name);
-            else next.delete(name);
+            if (e.target.checked) next.add(rowKey);
+            else next.delete(rowKey);
             setSelected(next);
           }}
         />
       </td>
+      {showNamespace && <td>{namespace}</td>}
       <td><Link href={`/vms/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}?ns=${encodeURIComponent(namespace)}`}>{name}</Link></td>
       <td><StatusBadge printableStatus={vm.status?.printableStatus} /></td>
       <td>{node && <Link href={`/nodes?ns=${encodeURIComponent(namespace)}#node-${encodeURIComponent(node)}`}>{node}</Link>}</td>
@@ -223,21 +235,23 @@ function Row({ vm, vmi, namespace, now, cpu, memory, selected, setSelected }: { 
 }
 
 export function VirtualMachinesView() {
-  const namespace = useNamespace();
+  const namespace = useNamespaceOrAll();
   const trpc = useTRPC();
-  const permissions = useQuery(trpc.permissions.queryOptions({ namespace }));
+  const permissions = useQuery({ ...trpc.permissions.queryOptions({ namespace: namespace ?? "default" }), enabled: namespace !== undefined });
   return (
     <Shell
-      title="Virtual machines"
+      title={namespace === undefined ? "Virtual machines in every namespace" : "Virtual machines"}
       actions={
-        permissions.data?.create.allowed ? (
+        namespace === undefined ? (
+          <ActionButton label="Create VM" allowed={false} reason="Choose the namespace to create it in." onClick={() => undefined} />
+        ) : permissions.data?.create.allowed ? (
           <Link className="button" href={`/vms/new?ns=${encodeURIComponent(namespace)}`}>Create VM</Link>
         ) : (
           <ActionButton label="Create VM" allowed={permissions.data ? false : undefined} reason={permissions.data?.create.reason} onClick={() => undefined} />
         )
       }
     >
-      <VmTable key={namespace} namespace={namespace} />
+      <VmTable key={namespace ?? "*"} namespace={namespace} />
     </Shell>
   );
 }

@@ -93,7 +93,7 @@ export function MetricsGraphs({ namespace, name, running }: { namespace: string;
           <button key={m} type="button" className="secondary" aria-pressed={minutes === m} onClick={() => { setMinutes(m); }}>{m === 15 ? "Last 15 minutes" : "Last hour"}</button>
         ))}
         <span className="spacer" />
-        <span className="muted" role="status">{metrics.data === undefined ? "Loading…" : rates.length === 0 ? `No figures yet: the first come within ${String(2 * (metrics.data.sampleSeconds || 15))} s of the VM running.` : `A point every ${String(metrics.data.sampleSeconds)} s, kept current.`}</span>
+        <span className="muted" role="status">{metrics.data === undefined ? "Loading…" : rates.length === 0 ? `No figures yet: the first come within ${String(2 * (metrics.data.sampleSeconds || 15))} s of the VM running.` : `${metrics.data.source === "prometheus" ? "From Prometheus: a" : "A"} point every ${String(metrics.data.sampleSeconds)} s, kept current.`}</span>
       </div>
       {rates.length > 0 && (
         <>
@@ -103,7 +103,7 @@ export function MetricsGraphs({ namespace, name, running }: { namespace: string;
             <table className="vms" data-testid="metrics-table">
               <caption className="visually-hidden">CPU, memory, network and disk of {name}, newest first</caption>
               <thead>
-                <tr><th scope="col">Time</th><th scope="col">CPU (cores)</th><th scope="col">Memory</th><th scope="col">Received</th><th scope="col">Sent</th><th scope="col">Read</th><th scope="col">Written</th><th scope="col">Read IOPS</th><th scope="col">Write IOPS</th></tr>
+                <tr><th scope="col">Time</th><th scope="col">CPU (cores)</th><th scope="col">Memory (QEMU)</th><th scope="col">Used by the guest</th><th scope="col">Received</th><th scope="col">Sent</th><th scope="col">Read</th><th scope="col">Written</th><th scope="col">Read IOPS</th><th scope="col">Write IOPS</th></tr>
               </thead>
               <tbody>
                 {[...rates].reverse().slice(0, 60).map((r) => (
@@ -111,6 +111,7 @@ export function MetricsGraphs({ namespace, name, running }: { namespace: string;
                     <td><time dateTime={new Date(r.t).toISOString()}>{new Date(r.t).toLocaleTimeString()}</time></td>
                     <td className="number">{r.cpuCores.toFixed(3)}</td>
                     <td className="number">{formatBytes(r.memoryBytes)}</td>
+                    <td className="number">{r.guestUsedBytes === undefined ? "not reported" : formatBytes(r.guestUsedBytes)}</td>
                     <td className="number">{formatRate(r.rxBytesPerSecond)}</td>
                     <td className="number">{formatRate(r.txBytesPerSecond)}</td>
                     <td className="number">{formatRate(r.readBytesPerSecond)}</td>

@@ -6,18 +6,17 @@ import { useRouter, useSearchParams } from "next/navigation";
 import Link from "next/link";
 import { useState } from "react";
 import { parse, stringify } from "yaml";
-import { useLiveVms } from "../../../../lib/live";
+import { useLiveVms, vmKey } from "../../../../lib/live";
 import { describeError, useTRPC } from "../../../../lib/trpc";
 import { vmDisks } from "../../../../lib/vm-disks";
-import { actionAllowed, sentence } from "../../../../lib/vm-status";
+import { actionAllowed } from "../../../../lib/vm-status";
 import { useConfirm } from "../../../ui/confirm";
 import { StatusBadge } from "../../../ui/status-badge";
 import { useToast } from "../../../ui/toasts";
 import { ActionButton, Shell } from "../../shell";
+import { PoppableConsole } from "./console-panel";
 import { MetricsGraphs } from "./metrics-graphs";
-import { SerialConsole } from "./serial-console";
 import { SerialLog } from "./serial-log";
-import { VncConsole } from "./vnc-console";
 
 // One VM: its overview, graphs, YAML, events, serial log, serial console
 // and display, and the actions the signed-in user may take on it (the others
@@ -200,12 +199,11 @@ export function VmDetailsView({ namespace, name }: { namespace: string; name: st
     reset: useMutation(trpc.vms.reset.mutationOptions()),
     delete: useMutation(trpc.vms.delete.mutationOptions()),
   };
-  const vm = live.vms.get(name);
-  const vmi = live.vmis.get(name);
+  const vm = live.vms.get(vmKey(namespace, name));
+  const vmi = live.vmis.get(vmKey(namespace, name));
   const may = permissions.data;
   // What the VM's state allows now, by the rules the API refuses with.
   const state = vm ? availableActions(vm, vmi) : undefined;
-  const consoleState = tab === "Console" ? state?.console : tab === "VNC" ? state?.vnc : undefined;
   const reason = vm ? statusReason(vm, vmi) : undefined;
 
   function act(action: keyof typeof mutations, label: string, keepDisks?: boolean): void {
@@ -289,14 +287,8 @@ export function VmDetailsView({ namespace, name }: { namespace: string; name: st
           <Events namespace={namespace} name={name} />
         ) : tab === "Log" ? (
           <SerialLog namespace={namespace} name={name} running={vmi !== undefined} permission={may?.serialLog} />
-        ) : !(tab === "Console" ? may?.console.allowed : may?.vnc.allowed) ? (
-          <p className="error" role="alert">{(tab === "Console" ? may?.console.reason : may?.vnc.reason) ?? "Checking your permissions…"}</p>
-        ) : consoleState && !consoleState.available ? (
-          <p role="status">{sentence(consoleState.reason)}</p>
-        ) : tab === "Console" ? (
-          <SerialConsole namespace={namespace} name={name} />
         ) : (
-          <VncConsole namespace={namespace} name={name} />
+          <PoppableConsole key={tab} kind={tab === "Console" ? "console" : "vnc"} namespace={namespace} name={name} permission={may?.[tab === "Console" ? "console" : "vnc"]} state={state?.[tab === "Console" ? "console" : "vnc"]} />
         )}
       </div>
     </Shell>
