@@ -278,6 +278,25 @@ test("the node view lists the node's capacity and the VMs on it, linked both way
   await expect(page).toHaveURL(new RegExp(`/vms/${namespace}/logged`));
 });
 
+test("the Events page lists the namespace's events, warnings alone on request, each VM's linked to its page", async ({ page }) => {
+  await signIn(page);
+  await page.goto(`/vms?ns=${namespace}`);
+  await page.getByRole("heading", { name: "Virtual machines" }).click();
+  await page.keyboard.press("g");
+  await page.keyboard.press("e");
+  await expect(page.getByRole("heading", { name: "Events", level: 1 })).toBeVisible();
+  const events = page.getByTestId("events");
+  const created = events.getByRole("row").filter({ hasText: "Created virtual machine pod" }).filter({ has: page.getByRole("link", { name: "logged", exact: true }) });
+  await expect(created.first()).toContainText("VirtualMachineInstance");
+  // The VM that fits no node has the scheduler's warning; with warnings alone, nothing else is listed.
+  await page.getByLabel("Warnings only").check();
+  await expect(events.getByRole("row").filter({ hasText: "FailedScheduling" }).first()).toBeVisible();
+  await expect(events.locator('tbody tr:not([data-type="Warning"])')).toHaveCount(0);
+  await page.getByLabel("Warnings only").uncheck();
+  await created.first().getByRole("link", { name: "logged", exact: true }).click();
+  await expect(page).toHaveURL(new RegExp(`/vms/${namespace}/logged\\?ns=${namespace}&tab=events`));
+});
+
 test("the list sorts by any column and searches names and labels; / goes to the search, ? shows the shortcuts", async ({ page }) => {
   await signIn(page);
   await page.goto(`/vms?ns=${namespace}`);

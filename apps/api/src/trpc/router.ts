@@ -69,6 +69,16 @@ const PHRASES: Record<Action, string> = {
   serialLog: "read the serial logs of VMs",
 };
 
+/** Events as the dashboard lists them, newest first. */
+function newestFirst(events: readonly Event[]) {
+  return events
+    .map((e) => ({ type: e.type ?? "Normal", reason: e.reason ?? "", message: e.message ?? "", kind: e.involvedObject.kind ?? "", name: e.involvedObject.name ?? "", count: e.count ?? 1, time: e.lastTimestamp ?? e.eventTime ?? e.metadata.creationTimestamp ?? "" }))
+    .sort((a, b) => b.time.localeCompare(a.time));
+}
+
+/** The most events the namespace's Events page lists (the newest). */
+const NAMESPACE_EVENTS = 500;
+
 /** Refuses an action the VM's state or spec does not allow now, saying why: CONFLICT while its state stands in the way, PRECONDITION_FAILED while its spec does. */
 function requireAvailable(availability: ActionAvailability, action: VmActionName, name: string): void {
   if (!availability.available) throw new TRPCError({ code: availability.by === "spec" ? "PRECONDITION_FAILED" : "CONFLICT", message: `Cannot ${ACTION_WORDS[action]} ${name}: ${availability.reason}.` });
@@ -166,12 +176,7 @@ const vms = router({
   }),
   // What the guest printed on its serial console since boot, as KubeVirt's guest console log is read (get on pods/log).
   serialLog: userProcedure.input(target).query(async ({ ctx, input }) => (await requestSerialLog(ctx, tokenRequester(ctx.client), input).catch(fromRefusal)).toString("utf8")),
-  events: userProcedure.input(target).query(async ({ ctx, input }) => {
-    const events = await ctx.client.list<Event>(resources.events, input.namespace, { fieldSelector: `involvedObject.name=${input.name}` });
-    return events.items
-      .map((e) => ({ type: e.type ?? "Normal", reason: e.reason ?? "", message: e.message ?? "", kind: e.involvedObject.kind ?? "", count: e.count ?? 1, time: e.lastTimestamp ?? e.eventTime ?? e.metadata.creationTimestamp ?? "" }))
-      .sort((a, b) => b.time.localeCompare(a.time));
-  }),
+  events: userProcedure.input(target).query(async ({ ctx, input }) => newestFirst((await ctx.client.list<Event>(resources.events, input.namespace, { fieldSelector: `involvedObject.name=${input.name}` })).items)),
 });
 
 const vmis = router({
@@ -197,6 +202,8 @@ export const appRouter = router({
     const [namespaces, mayListVmsEverywhere] = await Promise.all([listed, everywhere]);
     return { ...namespaces, mayListVmsEverywhere };
   }),
+  // The namespace's events, newest first, for the Events page.
+  events: userProcedure.input(inNamespace).query(async ({ ctx, input }) => newestFirst((await ctx.client.list<Event>(resources.events, input.namespace)).items).slice(0, NAMESPACE_EVENTS)),
   // Nodes with capacity, allocation and the VMs on each, for the node view.
   nodes: userProcedure.input(inNamespace).query(({ ctx, input }) => nodeFacts(ctx.client, input.namespace)),
   images: userProcedure.query(({ ctx }) => ctx.guestImages),

@@ -34,7 +34,7 @@ function NamespaceSwitcher() {
   const namespaces = useQuery(trpc.namespaces.queryOptions());
   const [typed, setTyped] = useState(namespace);
   // The same page, of another namespace (a VM's own page has no counterpart there: its namespace's list).
-  const page = pathname.startsWith("/vms/new") ? "/vms/new" : pathname.startsWith("/images") ? "/images" : pathname.startsWith("/nodes") ? "/nodes" : "/vms";
+  const page = pathname.startsWith("/vms/new") ? "/vms/new" : (["/images", "/nodes", "/events"].find((p) => pathname.startsWith(p)) ?? "/vms");
   const go = (ns: string) => { router.push(`${page}?ns=${encodeURIComponent(ns)}`); };
   // Every namespace at once is the VM list's, for who may list VMs cluster-wide.
   const everyNamespace = page === "/vms" && namespaces.data?.mayListVmsEverywhere === true;
@@ -64,6 +64,7 @@ const SECTIONS = [
   { href: "/vms", label: "Virtual machines" },
   { href: "/images", label: "Images and disks" },
   { href: "/nodes", label: "Nodes" },
+  { href: "/events", label: "Events" },
 ] as const;
 
 const SHORTCUTS = [
@@ -72,6 +73,7 @@ const SHORTCUTS = [
   ["g v", "Go to Virtual machines"],
   ["g i", "Go to Images and disks"],
   ["g n", "Go to Nodes"],
+  ["g e", "Go to Events"],
   ["Escape", "Close a dialog"],
 ] as const;
 
@@ -84,7 +86,7 @@ function useShortcuts(go: (href: string) => void, help: () => void): void {
       if (e.ctrlKey || e.metaKey || e.altKey || (target && /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName)) || target?.isContentEditable || target?.closest(".terminal, .vnc-screen")) return;
       if (pending) {
         pending = false;
-        const href = { v: "/vms", i: "/images", n: "/nodes" }[e.key];
+        const href = { v: "/vms", i: "/images", n: "/nodes", e: "/events" }[e.key];
         if (href) go(href);
         return;
       }
