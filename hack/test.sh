@@ -27,6 +27,9 @@ hack/run.sh node --version
 step "Kubernetes binaries (built from Go modules once, then cached)"
 hack/build-k8s.sh etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kubelet kube-proxy helm >/dev/null
 
+step "Prometheus, for the graphs' integration tests (built from its Go module once, then cached)"
+hack/build-prometheus.sh >/dev/null
+
 step "lint, typecheck and unit tests"
 # At most three at once: more only slices two cores finer, and stretches the timing of every test.
 hack/run.sh npx turbo run lint typecheck test --concurrency=3 --output-logs=errors-only

@@ -38,6 +38,8 @@ export const env = parseEnv(
     METRICS_MAX_VMIS: z.coerce.number().int().min(0).default(1000),
     /** A Prometheus that scrapes the handlers (the chart's metrics.prometheusUrl): the graphs come from it, and the store is not kept. */
     PROMETHEUS_URL: z.url({ protocol: /^https?$/ }).optional(),
+    /** How often that Prometheus scrapes the handlers (the chart's metrics.scrapeSeconds): the graphs' rates span four scrapes. */
+    PROMETHEUS_SCRAPE_SECONDS: z.coerce.number().int().min(1).max(600).default(30),
     /** The guest images the dashboard offers to boot, as JSON: [{ name, image, description, boot }]. */
     GUEST_IMAGES: z
       .string()

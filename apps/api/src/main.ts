@@ -48,7 +48,7 @@ await runService({
     const sampling = new AbortController();
     let metrics: VmRates;
     if (env.PROMETHEUS_URL) {
-      metrics = new PrometheusRates(env.PROMETHEUS_URL, env.METRICS_SAMPLE_SECONDS);
+      metrics = new PrometheusRates(env.PROMETHEUS_URL, { sampleSeconds: env.METRICS_SAMPLE_SECONDS, scrapeSeconds: env.PROMETHEUS_SCRAPE_SECONDS });
     } else {
       const store = new MetricsStore({ sampleSeconds: env.METRICS_SAMPLE_SECONDS, retentionMinutes: env.METRICS_RETENTION_MINUTES, maxVmis: env.METRICS_MAX_VMIS });
       store.run(handlers, log, sampling.signal);

@@ -4,8 +4,9 @@ import type { Rate } from "./metrics-store.ts";
 // chart's metrics.prometheusUrl), instead of the API's own store: the same
 // figures (metrics-store.ts's Rate), asked of Prometheus's HTTP API as range
 // queries over KubeVirt's metric names, a point every sampleSeconds. CPU,
-// network and disk are rates over four steps, as Prometheus advises for
-// rate(); memory is as it was at each point.
+// network and disk are rates over four scrapes (the chart's ServiceMonitor
+// scrapes every metrics.scrapeSeconds), as Prometheus advises for rate(), or
+// over a step when that is longer; memory is as it was at each point.
 
 type Figure = Exclude<keyof Rate, "t">;
 
@@ -68,11 +69,14 @@ export class PrometheusRates {
   readonly source = "prometheus" as const;
   readonly url: string;
   readonly sampleSeconds: number;
+  /** How often Prometheus scrapes the handlers. */
+  readonly scrapeSeconds: number;
   private readonly fetcher: typeof fetch;
 
-  constructor(url: string, sampleSeconds: number, fetcher: typeof fetch = fetch) {
+  constructor(url: string, options: { sampleSeconds: number; scrapeSeconds: number }, fetcher: typeof fetch = fetch) {
     this.url = url;
-    this.sampleSeconds = sampleSeconds;
+    this.sampleSeconds = options.sampleSeconds;
+    this.scrapeSeconds = options.scrapeSeconds;
     this.fetcher = fetcher;
   }
 
@@ -95,7 +99,7 @@ export class PrometheusRates {
     const end = Math.floor(now / 1000);
     const start = end - minutes * 60;
     const selector = vmiSelector(namespace, name);
-    const window = `${String(4 * this.sampleSeconds)}s`;
+    const window = `${String(Math.max(4 * this.scrapeSeconds, this.sampleSeconds))}s`;
     const figures = Object.keys(PROMQL) as Figure[];
     const answers = await Promise.all(figures.map((f) => this.range(PROMQL[f](selector, window), start, end)));
     return ratesFromSamples(Object.fromEntries(figures.map((f, i) => [f, answers[i] ?? []])));

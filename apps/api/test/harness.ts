@@ -5,6 +5,7 @@ import type { Logger } from "@kubevirt-ts/runtime";
 import { inject } from "vitest";
 import { HandlerDialer } from "../src/handler-dialer.ts";
 import { createApiServer } from "../src/server.ts";
+import type { ApiServices } from "../src/trpc/init.ts";
 
 // What the API's integration tests share: the API's server against the real
 // API server of vitest-setup, and real users of a test namespace (service
@@ -16,13 +17,13 @@ export interface StartedApi {
   stop(): Promise<void>;
 }
 
-/** The API's HTTP server on a free loopback port, its own client the test control plane's admin. */
-export async function startApi(log: Logger): Promise<StartedApi> {
+/** The API's HTTP server on a free loopback port, its own client the test control plane's admin; `metrics`, the graphs' source. */
+export async function startApi(log: Logger, services: Pick<ApiServices, "metrics"> = {}): Promise<StartedApi> {
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromString(inject("kubeconfig"));
   const own = await KubeClient.fromKubeConfig(kubeConfig);
   const empty = Buffer.alloc(0);
-  const server = createApiServer({ own, handlers: new HandlerDialer({ own, namespace: "kubevirt-ts", port: 8186, tls: { ca: empty, cert: empty, key: empty } }), guestImages: [{ name: "debian-12", image: "example/debian:12", description: "Debian", boot: "disk" }], log });
+  const server = createApiServer({ own, handlers: new HandlerDialer({ own, namespace: "kubevirt-ts", port: 8186, tls: { ca: empty, cert: empty, key: empty } }), guestImages: [{ name: "debian-12", image: "example/debian:12", description: "Debian", boot: "disk" }], log, ...services });
   server.listen(0, "127.0.0.1");
   await once(server, "listening");
   const address = server.address();

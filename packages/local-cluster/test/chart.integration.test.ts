@@ -70,9 +70,20 @@ describe("the Helm chart", () => {
     const yaml = await helm("template", "kubevirt-ts", CHART, "--kube-version", kubeVersion, "--namespace", "kubevirt-ts", "--api-versions", "monitoring.coreos.com/v1/ServiceMonitor");
     const objects = parseAllDocuments(yaml).map((d) => d.toJS() as (K8sObject & { spec?: Record<string, unknown> }) | null).filter((o) => o !== null);
     const monitor = objects.find((o) => o.kind === "ServiceMonitor");
-    expect(monitor?.spec).toMatchObject({ endpoints: [{ port: "ops", path: "/metrics" }], namespaceSelector: { matchNames: ["kubevirt-ts"] } });
+    expect(monitor?.spec).toMatchObject({ endpoints: [{ port: "ops", path: "/metrics", interval: "30s", honorLabels: true }], namespaceSelector: { matchNames: ["kubevirt-ts"] } });
     const services = objects.filter((o) => o.kind === "Service" && o.metadata.name.endsWith("-metrics"));
     expect(services.map((o) => [o.metadata.name, (o.spec as { ports: { port: number }[] }).ports[0]?.port])).toEqual([["virt-api-metrics", 9103], ["virt-controller-metrics", 9100], ["virt-handler-metrics", 9101]]);
+  });
+
+  test("gives virt-api the Prometheus the graphs come from, when named, with how often it scrapes", async () => {
+    const apiEnv = async (...set: string[]) => ((await render(...set)).find((o) => o.metadata.name === "virt-api" && o.kind === "Deployment")?.spec?.template?.spec?.containers?.[0]?.env ?? []) as { name: string; value?: string }[];
+    expect((await apiEnv()).map((e) => e.name)).not.toContain("PROMETHEUS_URL");
+    expect(await apiEnv("metrics.prometheusUrl=http://prometheus-operated.monitoring.svc:9090", "metrics.scrapeSeconds=15")).toEqual(expect.arrayContaining([
+      { name: "PROMETHEUS_URL", value: "http://prometheus-operated.monitoring.svc:9090" },
+      { name: "PROMETHEUS_SCRAPE_SECONDS", value: "15" },
+    ]));
+    const error = await render("metrics.prometheusUrl=prometheus:9090").then(() => undefined, (e: unknown) => String(e));
+    expect(error).toMatch(/metrics\.prometheusUrl/);
   });
 
   test("gives KubeVirt's aggregated roles, with consoles for edit but not for view", async () => {
