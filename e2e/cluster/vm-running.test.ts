@@ -36,6 +36,10 @@ describe("a VM with the tiny guest", () => {
     await expect
       .poll(() => kubectl("exec", "-n", namespace, pod?.metadata?.name ?? "", "-c", "compute", "--", "cat", "/var/run/kubevirt-ts/sockets/serial0.log"), poll)
       .toContain("kubevirt-ts tiny guest: init reached");
+    // As KubeVirt's: the serial log is the launcher pod's guest-console-log container's log.
+    await expect
+      .poll(() => kubectl("logs", "-n", namespace, pod?.metadata?.name ?? "", "-c", "guest-console-log"), poll)
+      .toContain("kubevirt-ts tiny guest: init reached");
   });
 
   it("answers on its serial console through the handler: a command typed there runs in the guest", async () => {
@@ -94,6 +98,19 @@ describe("a VM with the tiny guest", () => {
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, started + 60_000 - Date.now())));
     const launcherZombies = (await zombies()).filter((z) => /tini|\/app\/main\.js|libvirtd|virtlogd/.test(z.parent));
     expect(launcherZombies).toEqual([]);
+  });
+
+  it("ends when its guest powers itself off: the launcher pod finishes though its guest-console-log sidecar was running", async () => {
+    await kubectl("patch", "vm", "tiny", "-n", namespace, "--type=merge", "-p", '{"spec":{"runStrategy":"RerunOnFailure"}}');
+    const { ws } = await openConsole(namespace, "tiny", "console");
+    ws.send(Buffer.from("poweroff -f\n"));
+    // RerunOnFailure: a VMI that Succeeded is removed and not started again.
+    await expect.poll(() => get("virtualmachineinstances", "tiny"), poll).toBeUndefined();
+    await expect.poll(async () => (await launcherPods()).length, poll).toBe(0);
+    await expect.poll(async () => (await get("virtualmachines", "tiny"))?.status?.printableStatus, poll).toBe("Stopped");
+    ws.close();
+    await kubectl("patch", "vm", "tiny", "-n", namespace, "--type=merge", "-p", '{"spec":{"runStrategy":"Always"}}');
+    await expect.poll(async () => (await get("virtualmachineinstances", "tiny"))?.status?.phase, poll).toBe("Running");
   });
 
   it("stops: the guest, its launcher pod and its VMI go, and the VM shows Stopped", async () => {

@@ -81,6 +81,13 @@ export const portForwardSocket = (forward: PortForward): string => `portforward-
 
 /** The launcher container's name. */
 export const LAUNCHER_CONTAINER = "compute";
+/** The container that prints the serial log, so `kubectl logs -c guest-console-log` reads it, as KubeVirt's. */
+export const GUEST_CONSOLE_LOG_CONTAINER = "guest-console-log";
+
+/** Whether a VMI's serial console output is kept in the serial log: it has a serial console and does not turn the log off. */
+export function keepsSerialLog(spec: { domain: { devices: { autoattachSerialConsole?: boolean | undefined; logSerialConsole?: boolean | undefined } } }): boolean {
+  return spec.domain.devices.autoattachSerialConsole !== false && spec.domain.devices.logSerialConsole !== false;
+}
 /** The launcher's operations port (health, metrics, and the VMI's probes, which the kubelet asks there). */
 export const LAUNCHER_OPS_PORT = 9102;
 /**

@@ -24,12 +24,20 @@ export interface NodeFacts {
 const millicores = (q: string | undefined): number => Math.round((parseQuantity(q ?? "0") ?? 0) * 1000);
 const bytes = (q: string | undefined): number => parseQuantity(q ?? "0") ?? 0;
 
-/** A pod's requests as the scheduler counts them: its containers' sum, or its largest init container's if more, plus its overhead. */
+/**
+ * A pod's requests as the scheduler counts them: its containers' and sidecars' sum (a sidecar is an init container
+ * that keeps running), or an init container's with the sidecars started before it if more, plus its overhead.
+ */
 export function podRequests(pod: Pod): { cpu: number; memory: number } {
   const sum = (containers: { resources?: { requests?: Record<string, string> } }[] | undefined) =>
     (containers ?? []).reduce((acc, c) => ({ cpu: acc.cpu + millicores(c.resources?.requests?.cpu), memory: acc.memory + bytes(c.resources?.requests?.memory) }), { cpu: 0, memory: 0 });
-  const main = sum(pod.spec?.containers);
-  const init = (pod.spec?.initContainers ?? []).map((c) => sum([c]));
+  const sidecars: NonNullable<NonNullable<Pod["spec"]>["initContainers"]> = [];
+  const init: { cpu: number; memory: number }[] = [];
+  for (const c of pod.spec?.initContainers ?? []) {
+    if (c.restartPolicy === "Always") sidecars.push(c);
+    else init.push(sum([c, ...sidecars]));
+  }
+  const main = sum([...(pod.spec?.containers ?? []), ...sidecars]);
   const overhead = pod.spec?.overhead;
   return {
     cpu: Math.max(main.cpu, ...init.map((i) => i.cpu)) + millicores(overhead?.cpu),

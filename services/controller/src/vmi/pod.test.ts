@@ -1,6 +1,6 @@
 import { LauncherEnv, type VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 import { describe, expect, it } from "vitest";
-import type { Pod } from "@kubevirt-ts/kube";
+import type { Pod, PodSpec } from "@kubevirt-ts/kube";
 import { defaultPullPolicy, launcherDeletionGrace, launcherPod, secretsWaitMessage } from "./pod.ts";
 
 const config = { launcherImage: "kubevirt-ts.local/virt-launcher:abc", imagePullPolicy: "IfNotPresent" as const, allowEmulation: true, evictionStrategy: "None" as const };
@@ -183,6 +183,31 @@ describe("launcherDeletionGrace", () => {
   });
 });
 
+/** The pod's init containers that run to completion (not its sidecars). */
+const copies = (spec: PodSpec) => (spec.initContainers ?? []).filter((c) => c.restartPolicy !== "Always");
+
+describe("the guest-console-log sidecar, as KubeVirt's container of that name", () => {
+  it("prints the serial log from its start, following rotation, read-only, after the disks are copied and before the launcher", () => {
+    const { spec } = launcherPod(vmi((v) => (v.spec.volumes = [{ name: "root", containerDisk: { image: "kubevirt-ts.local/guest:1" } }])), config);
+    expect(spec.initContainers?.map((c) => c.name)).toEqual(["container-disk-binary", "volume-root", "guest-console-log"]);
+    const sidecar = spec.initContainers?.at(-1);
+    expect(sidecar).toMatchObject({
+      image: config.launcherImage,
+      restartPolicy: "Always",
+      command: ["/bin/sh", "-c", "until [ -e /var/run/kubevirt-ts/sockets/serial0.log ]; do sleep 1; done; exec tail -n +1 -F /var/run/kubevirt-ts/sockets/serial0.log 2>/dev/null"],
+      resources: { requests: { cpu: "5m", memory: "35M" }, limits: { cpu: "15m", memory: "60M" } },
+      securityContext: { allowPrivilegeEscalation: false, runAsNonRoot: true, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
+      volumeMounts: [{ name: "sockets", mountPath: "/var/run/kubevirt-ts/sockets", readOnly: true }],
+    });
+  });
+
+  it("is left out when the VMI keeps no serial log, or has no serial console", () => {
+    expect(launcherPod(vmi((v) => (v.spec.domain.devices.logSerialConsole = false)), config).spec.initContainers).toBeUndefined();
+    expect(launcherPod(vmi((v) => (v.spec.domain.devices.autoattachSerialConsole = false)), config).spec.initContainers).toBeUndefined();
+    expect(launcherPod(vmi(), config).spec.initContainers?.map((c) => c.name)).toEqual(["guest-console-log"]);
+  });
+});
+
 describe("containerDisks", () => {
   const withDisks = vmi((v) => {
     v.spec.volumes = [
@@ -194,7 +219,7 @@ describe("containerDisks", () => {
   const { spec } = launcherPod(withDisks, config);
 
   it("are copied by init containers running each image, with the launcher's static copier", () => {
-    expect(spec.initContainers?.map((c) => [c.name, c.image, c.command])).toEqual([
+    expect(copies(spec).map((c) => [c.name, c.image, c.command])).toEqual([
       ["container-disk-binary", "kubevirt-ts.local/virt-launcher:abc", ["cp", "/usr/local/bin/kubevirt-ts-disk-copy", "/var/run/kubevirt-ts/tools/kubevirt-ts-disk-copy"]],
       ["volume-root", "kubevirt-ts.local/guest:1", ["/var/run/kubevirt-ts/tools/kubevirt-ts-disk-copy", "/disk", "/var/run/kubevirt-ts/container-disks/root"]],
       ["volume-data", "registry.example/disk", ["/var/run/kubevirt-ts/tools/kubevirt-ts-disk-copy", "/disk/data.qcow2", "/var/run/kubevirt-ts/container-disks/data"]],
@@ -210,7 +235,7 @@ describe("containerDisks", () => {
       vmi((v) => (v.spec.domain.firmware = { kernelBoot: { container: { image: "kubevirt-ts.local/tiny-guest:1", kernelPath: "/boot/vmlinuz", initrdPath: "/boot/initrd.gz" } } })),
       config,
     ).spec;
-    expect(kernelBoot.initContainers?.map((c) => [c.name, c.command?.slice(1)])).toEqual([
+    expect(copies(kernelBoot).map((c) => [c.name, c.command?.slice(1)])).toEqual([
       ["container-disk-binary", ["/usr/local/bin/kubevirt-ts-disk-copy", "/var/run/kubevirt-ts/tools/kubevirt-ts-disk-copy"]],
       ["kernel-boot-0", ["/boot/vmlinuz", "/var/run/kubevirt-ts/kernel-boot"]],
       ["kernel-boot-1", ["/boot/initrd.gz", "/var/run/kubevirt-ts/kernel-boot"]],
@@ -235,7 +260,7 @@ describe("containerDisks", () => {
       }),
       config,
     ).spec;
-    expect(named.initContainers?.map((c) => [c.name, c.imagePullPolicy])).toEqual([
+    expect(copies(named).map((c) => [c.name, c.imagePullPolicy])).toEqual([
       ["container-disk-binary", config.imagePullPolicy],
       ["volume-root", "Always"],
       ["kernel-boot-0", "Never"],

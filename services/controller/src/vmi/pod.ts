@@ -1,6 +1,6 @@
 import type { Pod, PodSpec } from "@kubevirt-ts/kube";
 import {
-  type ClaimObject, type EvictionStrategy, API_VERSION, Annotation, DEFAULT_GRACE_PERIOD_SECONDS, Kind, LAUNCHER_CONTAINER, LAUNCHER_OPS_PORT, LAUNCHER_UID, Label, LabelValue, LauncherDir, LauncherVolume,
+  type ClaimObject, type EvictionStrategy, API_VERSION, Annotation, DEFAULT_GRACE_PERIOD_SECONDS, GUEST_CONSOLE_LOG_CONTAINER, Kind, LAUNCHER_CONTAINER, SocketsVolume, keepsSerialLog, LAUNCHER_OPS_PORT, LAUNCHER_UID, Label, LabelValue, LauncherDir, LauncherVolume,
   LAUNCHER_OPS_PORT_NAME, UNPRIVILEGED_PORT_START, type VirtualMachineInstance, accessCredentialMounts, backendStorageClaimName, claimDevicePath, claimVolumes, cloudInitSecretMounts, configVolumes, launcherServiceAccount, launcherContainerProbe, launcherEnv, podNetworkPorts, controllerRef, needsBackendStorage
 } from "@kubevirt-ts/kubevirt-api";
 import { type DiskCopy, diskCopyInitContainers } from "../common/disk-copy.ts";
@@ -57,6 +57,26 @@ function containerDiskInitContainers(vmi: VirtualMachineInstance, config: Launch
       mountPath: KERNEL_BOOT_DIR,
     }));
   return diskCopyInitContainers({ image: config.launcherImage, imagePullPolicy: config.imagePullPolicy }, { volume: LauncherVolume.tools, mountPath: TOOLS_DIR }, [...disks, ...kernelFiles]);
+}
+
+/**
+ * The serial log as the pod's log, as KubeVirt's guest-console-log container: it waits for the log, then prints it
+ * from its start and follows it across virtlogd's rotation. A native sidecar (an init container that keeps running),
+ * so the pod ends when the launcher does and its phase is the launcher's; tail's notices of rotation stay out of the log.
+ */
+function guestConsoleLogSidecar(vmi: VirtualMachineInstance, config: LauncherPodConfig): NonNullable<PodSpec["initContainers"]> {
+  if (!keepsSerialLog(vmi.spec)) return [];
+  const log = `${LauncherDir.sockets}/${SocketsVolume.serialLog}`;
+  return [{
+    name: GUEST_CONSOLE_LOG_CONTAINER,
+    image: config.launcherImage,
+    imagePullPolicy: config.imagePullPolicy,
+    restartPolicy: "Always",
+    command: ["/bin/sh", "-c", `until [ -e ${log} ]; do sleep 1; done; exec tail -n +1 -F ${log} 2>/dev/null`],
+    resources: { requests: { cpu: "5m", memory: "35M" }, limits: { cpu: "15m", memory: "60M" } },
+    securityContext: { allowPrivilegeEscalation: false, runAsNonRoot: true, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
+    volumeMounts: [{ name: LauncherVolume.sockets, mountPath: LauncherDir.sockets, readOnly: true }],
+  }];
 }
 
 /** Files only the launcher's group (the pod's fsGroup) may read: what the pod mounts from Secrets. */
@@ -145,8 +165,10 @@ function claimParts(vmi: VirtualMachineInstance, claims: ReadonlyMap<string, Cla
 
 export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConfig, claims: ReadonlyMap<string, ClaimObject> = new Map()): Pod & { spec: PodSpec } {
   const { name = "", namespace, uid = "" } = vmi.metadata;
-  const initContainers = containerDiskInitContainers(vmi, config);
-  const hasContainerDisks = initContainers.length > 0;
+  const diskCopies = containerDiskInitContainers(vmi, config);
+  const hasContainerDisks = diskCopies.length > 0;
+  // The disks are copied before the sidecar starts, and the sidecar before the launcher.
+  const initContainers = [...diskCopies, ...guestConsoleLogSidecar(vmi, config)];
   const spec = vmi.spec;
   // overcommitGuestOverhead: the pod asks for the guest's memory alone, betting the overhead is there; a limit still allows for it.
   const memoryNeeded = guestMemoryBytes(vmi) + memoryOverheadBytes(vmi);
@@ -206,7 +228,7 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
         runAsNonRoot: true,
         seccompProfile: { type: "RuntimeDefault" },
       },
-      ...(hasContainerDisks ? { initContainers } : {}),
+      ...(initContainers.length > 0 ? { initContainers } : {}),
       containers: [
         {
           name: LAUNCHER_CONTAINER,

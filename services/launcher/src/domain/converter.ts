@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { type Clock, type Disk, type Features, type Ipv4Network, type VirtualMachineInstance, diskBus, diskTargets, hasPersistentTpm, parseIpv4Network, parseQuantity } from "@kubevirt-ts/kubevirt-api";
+import { type Clock, type Disk, type Features, type Ipv4Network, type VirtualMachineInstance, diskBus, diskTargets, hasPersistentTpm, keepsSerialLog, parseIpv4Network, parseQuantity } from "@kubevirt-ts/kubevirt-api";
 import { type XmlElement, el, renderXml } from "./xml.ts";
 
 // The libvirt domain of a VMI: a pure function of the VMI's (defaulted) spec
@@ -243,7 +243,7 @@ export function domainXml(vmi: VirtualMachineInstance, ctx: DomainContext): stri
       (buses.has("usb") || graphics || (devices.inputs ?? []).some((i) => (i.bus ?? "usb") === "usb")) && el("controller", { type: "usb", index: 0, model: "qemu-xhci" }),
       ...disks,
       ...interfaceElements(vmi, ctx),
-      serial && el("serial", { type: "unix" }, serialSource, el("target", { port: 0 }), ctx.serialLog !== undefined && devices.logSerialConsole !== false && el("log", { file: ctx.serialLog, append: "on" })),
+      serial && el("serial", { type: "unix" }, serialSource, el("target", { port: 0 }), ctx.serialLog !== undefined && keepsSerialLog(vmi.spec) && el("log", { file: ctx.serialLog, append: "on" })),
       serial && el("console", { type: "unix" }, serialSource, el("target", { type: "serial", port: 0 })),
       graphics && el("graphics", { type: "vnc" }, el("listen", { type: "socket", socket: ctx.vncSocket })),
       graphics && el("video", {}, el("model", { type: "vga", vram: 16384, heads: 1 })),
