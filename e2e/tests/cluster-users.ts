@@ -8,7 +8,8 @@ const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
 // The local cluster's two dashboard users (cluster-up/users.yaml): an admin
 // and a viewer, with fresh tokens, and namespaces for the tests to work in.
 
-const kubectl = (...args: string[]) => execFileSync(join(REPO_ROOT, "cluster-up/kubectl.sh"), args, { encoding: "utf8" });
+/** kubectl as the cluster's admin; its output. */
+export const kubectl = (...args: string[]): string => execFileSync(join(REPO_ROOT, "cluster-up/kubectl.sh"), args, { encoding: "utf8" });
 
 let applied = false;
 

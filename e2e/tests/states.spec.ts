@@ -1,6 +1,9 @@
+import { type Server, createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { NODE_IP } from "@kubevirt-ts/local-cluster";
 import type { Locator, Page } from "@playwright/test";
-import { tinyVm, tinyVmOnClaim, tinyVmWithSpec } from "../manifests.ts";
-import { createNamespace, createObject, deleteNamespace, imageOf } from "./cluster-users.ts";
+import { tinyVm, tinyVmOnClaim, tinyVmOnDataVolume, tinyVmWithSpec } from "../manifests.ts";
+import { createNamespace, createObject, deleteNamespace, imageOf, kubectl } from "./cluster-users.ts";
 import { expect, signIn, test } from "./fixtures.ts";
 
 // A VM's state as the dashboard shows it, one printable status at a time:
@@ -138,6 +141,51 @@ test("a VM whose image cannot be pulled, and one whose claim is missing, are pro
   await page.getByLabel("Status").selectOption("Problem");
   await expect(page.getByRole("table").locator('[data-tone="problem"]')).toHaveCount(3);
   await expect(page.getByRole("table").getByRole("link", { name: "halted", exact: true })).toHaveCount(0);
+});
+
+test("a VM whose disk is being filled is Provisioning, one whose disk's source cannot be read is a problem; neither may be started, both stopped", async ({ page }) => {
+  // The disks' source: an image that never comes (the import waits) and one that is not there (404).
+  const server: Server = createServer((req, res) => {
+    if (req.url === "/missing.qcow2") res.writeHead(404, "Not Found").end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, NODE_IP, resolve));
+  const source = (file: string) => ({ source: { http: { url: `http://${NODE_IP}:${String((server.address() as AddressInfo).port)}/${file}` } }, storage: { resources: { requests: { storage: "32Mi" } } } });
+  try {
+    createObject(tinyVmOnDataVolume("filling", imageOf("tiny-guest"), source("never.qcow2"), namespace));
+    createObject(tinyVmOnDataVolume("unfillable", imageOf("tiny-guest"), source("missing.qcow2"), namespace));
+    await signIn(page);
+    await open(page, "filling");
+    await expect(page.getByTestId("vm-status")).toHaveText("Preparing its disks", slow);
+    await expect(status(page).locator("[data-tone]")).toHaveAttribute("data-tone", "transition");
+    await expectActions(page, ["Stop", "Force stop", "Delete"], { Start: /Always does not support manual start requests/ });
+
+    await open(page, "unfillable");
+    await expect(page.getByTestId("vm-status")).toHaveText("Its disk could not be filled", slow);
+    await expect(status(page).locator("[data-tone]")).toHaveAttribute("data-tone", "problem");
+    await expect(page.getByTestId("vm-status-reason")).toContainText("404 Not Found");
+    await expectActions(page, ["Stop", "Force stop", "Delete"]);
+  } finally {
+    server.closeAllConnections();
+    server.close();
+    kubectl("delete", "vm", "filling", "unfillable", "-n", namespace, "--wait=false");
+  }
+});
+
+test("a VM being deleted reads Deleting, and nothing more can be done to it", async ({ page }) => {
+  // A finalizer of the test's own holds the VM in its deletion.
+  const held = tinyVm("held", imageOf("tiny-guest"), namespace);
+  held.spec.runStrategy = "Halted";
+  createObject({ ...held, metadata: { ...held.metadata, finalizers: ["e2e.kubevirt-ts.io/hold"] } });
+  kubectl("delete", "vm", "held", "-n", namespace, "--wait=false");
+  try {
+    await signIn(page);
+    await open(page, "held");
+    await expect(page.getByTestId("vm-status")).toHaveText("Deleting", slow);
+    await expect(status(page).locator("[data-tone]")).toHaveAttribute("data-tone", "transition");
+    await expectActions(page, [], { Delete: /already being deleted/ });
+  } finally {
+    kubectl("patch", "vm", "held", "-n", namespace, "--type=json", "-p", '[{"op":"remove","path":"/metadata/finalizers"}]');
+  }
 });
 
 test("the Log tab shows what the guest printed since boot, and the console shows it when it opens", async ({ page }) => {

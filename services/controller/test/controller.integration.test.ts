@@ -210,6 +210,18 @@ describe("deletion", () => {
     expect(await launcherPods(client, namespace)).toEqual([]);
   });
 
+  test("a VM being deleted reads Terminating while something else's finalizer holds it", async ({ client, namespace }) => {
+    const held = newVm("held", "Halted", namespace);
+    await createVm(client, { ...held, metadata: { ...held.metadata, finalizers: ["example.com/hold"] } });
+    await expect.poll(async () => (await getVm(client, namespace, "held"))?.status?.printableStatus, poll).toBe("Stopped");
+    await client.delete(kubevirtResources.virtualMachines, namespace, "held");
+    await expect.poll(async () => (await getVm(client, namespace, "held"))?.status?.printableStatus, poll).toBe("Terminating");
+    // The controller's own finalizer is gone; the other one still holds the VM.
+    expect((await getVm(client, namespace, "held"))?.metadata.finalizers).toEqual(["example.com/hold"]);
+    await client.patch(kubevirtResources.virtualMachines, namespace, "held", [{ op: "remove", path: "/metadata/finalizers" }], "json");
+    await expect.poll(() => getVm(client, namespace, "held"), poll).toBeUndefined();
+  });
+
   test("deleting a VMI removes its launcher pod, then the VMI", async ({ client, namespace }) => {
     await client.create(kubevirtResources.virtualMachineInstances, namespace, newVmi("vmi", namespace));
     await expect.poll(async () => (await launcherPods(client, namespace)).length, poll).toBe(1);

@@ -2,7 +2,7 @@ import {
   type EventRecorder, type Expectations, type Informer, type KubeClient, type PersistentVolumeClaim, type Reconcile, WrittenVersions, addFinalizer, isAlreadyExists, isNotFound, kubeTime, removeFinalizer, writeStatusIfChanged,
 } from "@kubevirt-ts/kube";
 import {
-  API_VERSION, type DataVolume, EventReason, Finalizer, Kind, Label, type VirtualMachine, type VirtualMachineInstance, type VmStatus, VmiPhase, claimVolumes, defaultVmiSpec, runStrategyOf, kubevirtResources, controllerRef
+  API_VERSION, type DataVolume, EventReason, Finalizer, Kind, Label, PrintableStatus, type VirtualMachine, type VirtualMachineInstance, type VmStatus, VmiPhase, claimVolumes, defaultVmiSpec, runStrategyOf, kubevirtResources, controllerRef
 } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { controllerOf } from "../common/owner.ts";
@@ -149,6 +149,9 @@ export function createVmReconciler(deps: VmControllerDeps): Reconcile {
       vmi = undefined;
     }
     if (cached.metadata.deletionTimestamp) {
+      // As KubeVirt's: a VM being deleted reads Terminating until it is gone (while its VMI goes, or another's finalizer holds it).
+      const terminating = await writeStatusIfChanged(client, kubevirtResources.virtualMachines, cached, { ...cached.status, printableStatus: PrintableStatus.Terminating });
+      if (terminating) written.wrote(key, cached.metadata.resourceVersion);
       await finalize(cached, vmi, key);
       return undefined;
     }

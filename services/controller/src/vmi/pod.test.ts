@@ -194,7 +194,8 @@ describe("the guest-console-log sidecar, as KubeVirt's container of that name", 
     expect(sidecar).toMatchObject({
       image: config.launcherImage,
       restartPolicy: "Always",
-      command: ["/bin/sh", "-c", "until [ -e /var/run/kubevirt-ts/sockets/serial0.log ]; do sleep 1; done; exec tail -n +1 -F /var/run/kubevirt-ts/sockets/serial0.log 2>/dev/null"],
+      // tini as PID 1 passes SIGTERM to tail, which as PID 1 would ignore it.
+      command: ["/usr/bin/tini", "--", "/bin/sh", "-c", "until [ -e /var/run/kubevirt-ts/sockets/serial0.log ]; do sleep 1; done; exec tail -n +1 -F /var/run/kubevirt-ts/sockets/serial0.log 2>/dev/null"],
       resources: { requests: { cpu: "5m", memory: "35M" }, limits: { cpu: "15m", memory: "60M" } },
       securityContext: { allowPrivilegeEscalation: false, runAsNonRoot: true, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
       volumeMounts: [{ name: "sockets", mountPath: "/var/run/kubevirt-ts/sockets", readOnly: true }],

@@ -63,6 +63,8 @@ function containerDiskInitContainers(vmi: VirtualMachineInstance, config: Launch
  * The serial log as the pod's log, as KubeVirt's guest-console-log container: it waits for the log, then prints it
  * from its start and follows it across virtlogd's rotation. A native sidecar (an init container that keeps running),
  * so the pod ends when the launcher does and its phase is the launcher's; tail's notices of rotation stay out of the log.
+ * tini is its PID 1 and passes SIGTERM on: a tail that were PID 1 would ignore it and hold the pod's deletion for the
+ * whole grace period.
  */
 function guestConsoleLogSidecar(vmi: VirtualMachineInstance, config: LauncherPodConfig): NonNullable<PodSpec["initContainers"]> {
   if (!keepsSerialLog(vmi.spec)) return [];
@@ -72,7 +74,7 @@ function guestConsoleLogSidecar(vmi: VirtualMachineInstance, config: LauncherPod
     image: config.launcherImage,
     imagePullPolicy: config.imagePullPolicy,
     restartPolicy: "Always",
-    command: ["/bin/sh", "-c", `until [ -e ${log} ]; do sleep 1; done; exec tail -n +1 -F ${log} 2>/dev/null`],
+    command: ["/usr/bin/tini", "--", "/bin/sh", "-c", `until [ -e ${log} ]; do sleep 1; done; exec tail -n +1 -F ${log} 2>/dev/null`],
     resources: { requests: { cpu: "5m", memory: "35M" }, limits: { cpu: "15m", memory: "60M" } },
     securityContext: { allowPrivilegeEscalation: false, runAsNonRoot: true, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
     volumeMounts: [{ name: LauncherVolume.sockets, mountPath: LauncherDir.sockets, readOnly: true }],
