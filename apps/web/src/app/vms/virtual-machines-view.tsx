@@ -101,28 +101,28 @@ function VmTable({ namespace }: { namespace: string | undefined }) {
   const shown = rows.slice(shownPage * PAGE_SIZE, (shownPage + 1) * PAGE_SIZE);
   // The selection, by vmKey; shown by name in one namespace, by namespace/name across them.
   const chosen = [...selected].filter((key) => live.vms.has(key));
-  const label = (key: string) => (namespace === undefined ? key : key.slice(key.indexOf("/") + 1));
+  const shownName = (key: string) => (namespace === undefined ? key : key.slice(key.indexOf("/") + 1));
   const chosenNamespaces = [...new Set(chosen.map((key) => live.vms.get(key)?.metadata.namespace ?? ""))];
   const permissions = useQueries({ queries: (namespace === undefined ? chosenNamespaces : [namespace]).map((ns) => trpc.permissions.queryOptions({ namespace: ns })) });
 
   async function bulk(label: string, mutation: typeof start): Promise<void> {
-    const targets = chosen.flatMap((key) => {
+    const keys = [...chosen];
+    const names = keys.map(shownName);
+    const results = await Promise.allSettled(keys.map((key) => {
       const vm = live.vms.get(key);
-      return vm ? [{ namespace: vm.metadata.namespace ?? "", name: vm.metadata.name ?? "" }] : [];
-    });
-    const names = targets.map((t) => (namespace === undefined ? `${t.namespace}/${t.name}` : t.name));
-    const results = await Promise.allSettled(targets.map((t) => mutation.mutateAsync(t)));
+      return mutation.mutateAsync({ namespace: vm?.metadata.namespace ?? "", name: vm?.metadata.name ?? "" });
+    }));
     const failures = results.flatMap((r, i) => (r.status === "rejected" ? [`${names[i] ?? ""}: ${describeError(r.reason).message}`] : []));
     if (failures.length === 0) toast(true, `${label}: done for ${names.join(", ")}.`);
     else toast(false, `${label} failed for ${failures.join("; ")}`);
     if (label === "Delete") setSelected(new Set());
   }
-  const one = (what: string) => (chosen.length === 1 ? label(chosen[0] ?? "") : `${String(chosen.length)} VMs`) + what;
+  const one = (what: string) => (chosen.length === 1 ? shownName(chosen[0] ?? "") : `${String(chosen.length)} VMs`) + what;
 
   // A button for the selection is enabled when the user may, in each namespace of the selection, and the state of any selected VM allows it.
   const forSelection = (action: "start" | "stop" | "delete") => actionAllowed(inEveryNamespace(permissions.map((p) => p.data?.[action])), forAnyOf(chosen.flatMap((key) => {
     const vm = live.vms.get(key);
-    return vm ? [[label(key), availableActions(vm, live.vmis.get(key))[action]] as const] : [];
+    return vm ? [[shownName(key), availableActions(vm, live.vmis.get(key))[action]] as const] : [];
   })));
   const allShownSelected = shown.length > 0 && shown.every((r) => selected.has(r.key));
   return (
@@ -146,7 +146,7 @@ function VmTable({ namespace }: { namespace: string | undefined }) {
         <ActionButton
           label="Stop"
           {...forSelection("stop")}
-          onClick={() => void confirm({ title: `Stop ${one("")}?`, body: <p>{chosen.map(label).join(", ")}: each guest is asked to shut down, and turned off if it has not after its grace period.</p>, confirm: `Stop ${one("")}`, danger: true }).then((ok) => { if (ok) void bulk("Stop", stop); })}
+          onClick={() => void confirm({ title: `Stop ${one("")}?`, body: <p>{chosen.map(shownName).join(", ")}: each guest is asked to shut down, and turned off if it has not after its grace period.</p>, confirm: `Stop ${one("")}`, danger: true }).then((ok) => { if (ok) void bulk("Stop", stop); })}
         />
         <ActionButton
           label="Delete"
@@ -154,7 +154,7 @@ function VmTable({ namespace }: { namespace: string | undefined }) {
           {...forSelection("delete")}
           onClick={() => void confirm({
             title: `Delete ${one("")}?`,
-            body: <p>{chosen.map(label).join(", ")} {chosen.length === 1 ? "is" : "are"} deleted with {chosen.length === 1 ? "its" : "their"} disks: container disks&apos; changes and {chosen.length === 1 ? "its" : "their"} own DataVolumes. To keep a VM&apos;s disks, delete it from its page.</p>,
+            body: <p>{chosen.map(shownName).join(", ")} {chosen.length === 1 ? "is" : "are"} deleted with {chosen.length === 1 ? "its" : "their"} disks: container disks&apos; changes and {chosen.length === 1 ? "its" : "their"} own DataVolumes. To keep a VM&apos;s disks, delete it from its page.</p>,
             confirm: `Delete ${one("")}`,
             danger: true,
           }).then((ok) => { if (ok) void bulk("Delete", remove); })}

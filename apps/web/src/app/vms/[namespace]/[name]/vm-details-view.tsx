@@ -205,6 +205,7 @@ export function VmDetailsView({ namespace, name }: { namespace: string; name: st
   // What the VM's state allows now, by the rules the API refuses with.
   const state = vm ? availableActions(vm, vmi) : undefined;
   const reason = vm ? statusReason(vm, vmi) : undefined;
+  const consoleKind = tab === "Console" ? "console" : "vnc";
 
   function act(action: keyof typeof mutations, label: string, keepDisks?: boolean): void {
     mutations[action].mutate({ namespace, name, ...(keepDisks !== undefined ? { keepDisks } : {}) }, {
@@ -288,7 +289,7 @@ export function VmDetailsView({ namespace, name }: { namespace: string; name: st
         ) : tab === "Log" ? (
           <SerialLog namespace={namespace} name={name} running={vmi !== undefined} permission={may?.serialLog} />
         ) : (
-          <PoppableConsole key={tab} kind={tab === "Console" ? "console" : "vnc"} namespace={namespace} name={name} permission={may?.[tab === "Console" ? "console" : "vnc"]} state={state?.[tab === "Console" ? "console" : "vnc"]} />
+          <PoppableConsole key={tab} kind={consoleKind} namespace={namespace} name={name} permission={may?.[consoleKind]} state={state?.[consoleKind]} />
         )}
       </div>
     </Shell>
