@@ -1,7 +1,7 @@
 import { type Server, createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { NODE_IP } from "@kubevirt-ts/local-cluster";
-import type { Locator, Page } from "@playwright/test";
+import type { Browser, BrowserContext, Locator, Page } from "@playwright/test";
 import { tinyVm, tinyVmOnClaim, tinyVmOnDataVolume, tinyVmWithSpec } from "../manifests.ts";
 import { createNamespace, createObject, deleteNamespace, imageOf, kubectl } from "./cluster-users.ts";
 import { expect, signIn, test } from "./fixtures.ts";
@@ -228,37 +228,76 @@ test("the Metrics tab draws CPU, memory, network and disk, and the CPU figure ri
   await page.keyboard.type("kill %1\n");
 });
 
-test("two people on one console: both see the guest, only the holder's keys reach it, and the keyboard changes hands on request", async ({ browser }) => {
+/** Two people on one VM's shared console or display (the tab), each in a browser of their own: the first holds the keyboard, the second watches. */
+async function twoViewers(browser: Browser, tab: "console" | "vnc"): Promise<{ first: Page; second: Page; contexts: BrowserContext[] }> {
   const contexts = await Promise.all([browser.newContext({ ignoreHTTPSErrors: true }), browser.newContext({ ignoreHTTPSErrors: true })]);
   const [first, second] = await Promise.all(contexts.map((c) => c.newPage()));
   if (!first || !second) throw new Error("no pages");
-  const url = `/vms/${namespace}/logged?ns=${namespace}&tab=console`;
+  const url = `/vms/${namespace}/logged?ns=${namespace}&tab=${tab}`;
+  const keyboard = `${tab}-keyboard`;
+  await signIn(first);
+  await first.goto(url);
+  await expect(first.getByTestId(keyboard)).toHaveText("You have the keyboard.", slow);
+  await signIn(second);
+  await second.goto(url);
+  await expect(second.getByTestId(keyboard)).toHaveText(/^Watching: system:serviceaccount:default:kubevirt-ts-admin has the keyboard\.$/, slow);
+  await expect(first.getByTestId(keyboard)).toHaveText("You have the keyboard (1 more watching).");
+  return { first, second, contexts };
+}
+
+/** The second asks for the keyboard and the first gives it. */
+async function handOver(first: Page, second: Page, tab: "console" | "vnc"): Promise<void> {
+  await second.getByRole("button", { name: "Ask for the keyboard" }).click();
+  await expect(first.getByRole("alert").filter({ hasText: "asks for the keyboard" })).toBeVisible();
+  await first.getByRole("button", { name: "Give the keyboard" }).click();
+  await expect(second.getByTestId(`${tab}-keyboard`)).toHaveText("You have the keyboard (1 more watching).");
+  await expect(first.getByTestId(`${tab}-keyboard`)).toHaveText(/^Watching: /);
+}
+
+test("two people on one console: both see the guest, only the holder's keys reach it, and the keyboard changes hands on request", async ({ browser }) => {
+  const { first, second, contexts } = await twoViewers(browser, "console");
   const rows = (p: Page) => p.getByTestId("serial-console").locator(".xterm-rows");
   const type = async (p: Page, line: string) => {
     await p.getByTestId("serial-console").click();
     await p.keyboard.type(`${line}\n`);
   };
-  await signIn(first);
-  await first.goto(url);
-  await expect(first.getByTestId("console-keyboard")).toHaveText("You have the keyboard.", slow);
-  await signIn(second);
-  await second.goto(url);
-  await expect(second.getByTestId("console-keyboard")).toHaveText(/^Watching: system:serviceaccount:default:kubevirt-ts-admin has the keyboard\.$/, slow);
-  await expect(first.getByTestId("console-keyboard")).toHaveText("You have the keyboard (1 more watching).");
-
   await type(second, "echo from-second-$((2*3))");
   await type(first, "echo from-first-$((2*2))");
   await expect(rows(second)).toContainText("from-first-4", slow);
   await expect(rows(first)).toContainText("from-first-4");
   await expect(rows(first)).not.toContainText("from-second");
 
-  await second.getByRole("button", { name: "Ask for the keyboard" }).click();
-  await expect(first.getByRole("alert").filter({ hasText: "asks for the keyboard" })).toBeVisible();
-  await first.getByRole("button", { name: "Give the keyboard" }).click();
-  await expect(second.getByTestId("console-keyboard")).toHaveText("You have the keyboard (1 more watching).");
-  await expect(first.getByTestId("console-keyboard")).toHaveText(/^Watching: /);
+  await handOver(first, second, "console");
   await type(second, "echo now-second-$((3*3))");
   await expect(rows(first)).toContainText("now-second-9", slow);
+  await Promise.all(contexts.map((c) => c.close()));
+});
+
+test("two people on one display: both see it, only the holder's keys reach the guest, and the keyboard changes hands on request", async ({ browser, page }) => {
+  // What reaches the guest's first virtual terminal (the display's keyboard) comes back on its serial console, watched in a page of its own.
+  await signIn(page);
+  await page.goto(`/vms/${namespace}/logged?ns=${namespace}&tab=console`);
+  await expect(page.getByTestId("console-state")).toHaveText("Connected", slow);
+  await page.getByTestId("serial-console").click();
+  await page.keyboard.type("cat /dev/tty1 &\n");
+  const printed = page.getByTestId("serial-console").locator(".xterm-rows");
+
+  const { first, second, contexts } = await twoViewers(browser, "vnc");
+  const type = async (p: Page, line: string) => {
+    await p.getByTestId("vnc-screen").locator("canvas").click();
+    await p.keyboard.type(`${line}\n`);
+  };
+  for (const p of [first, second]) await expect(p.getByTestId("vnc-screen").locator("canvas")).toBeVisible();
+  await expect(second.getByLabel("Send keys")).toBeDisabled();
+  await type(second, "from-second-display");
+  await type(first, "from-first-display");
+  await expect(printed).toContainText("from-first-display", slow);
+  await expect(printed).not.toContainText("from-second-display");
+
+  await handOver(first, second, "vnc");
+  await expect(second.getByLabel("Send keys")).toBeEnabled();
+  await type(second, "now-second-display");
+  await expect(printed).toContainText("now-second-display", slow);
   await Promise.all(contexts.map((c) => c.close()));
 });
 

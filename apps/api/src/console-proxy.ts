@@ -68,7 +68,7 @@ export interface ConsoleTarget {
   resource: "virtualmachineinstances" | "virtualmachines";
   kind: StreamKind;
   forward?: PortForward | string;
-  /** A serial console shared with other viewers (console-sharing.ts) rather than taken over. */
+  /** A serial console or VNC display shared with other viewers (console-sharing.ts) rather than taken over. */
   shared?: boolean;
 }
 
@@ -82,7 +82,7 @@ export function consoleTarget(url: string | undefined): ConsoleTarget | undefine
   // Only a port forward has more to its path: the port, and the protocol.
   if ((kind === "portforward") !== (port !== undefined)) return undefined;
   const target: ConsoleTarget = { version, namespace, name: vmiName ?? vmName ?? "", resource: vmName === undefined ? "virtualmachineinstances" : "virtualmachines", kind };
-  if (kind === "console" && parsed.searchParams.get(SHARED_CONSOLE_QUERY) === "true") target.shared = true;
+  if (kind !== "portforward" && parsed.searchParams.get(SHARED_CONSOLE_QUERY) === "true") target.shared = true;
   return port === undefined ? target : { ...target, forward: parsePortForward(port, protocol) };
 }
 

@@ -1,11 +1,11 @@
-// A serial console several people watch at once, while one of them holds
-// the keyboard: KubeVirt's console takes one session at a time (a new one
-// takes over), which stays what a client gets unless it asks to share
-// (KubeVirt issue #7041). The bytes stay binary frames as in
+// A serial console or VNC display several people watch at once, while one
+// of them holds the keyboard: KubeVirt's console and VNC take one session at
+// a time (a new one takes over), which stays what a client gets unless it
+// asks to share (KubeVirt issue #7041). The bytes stay binary frames as in
 // plain.kubevirt.io; the sharing's messages are text frames of JSON, one
 // each way, defined here for the handler and the dashboard alike.
 
-/** The query a console's websocket carries to share the console (the dashboard's); without it, a new session takes over. */
+/** The query a console's or display's websocket carries to share it (the dashboard's); without it, a new session takes over. */
 export const SHARED_CONSOLE_QUERY = "shared";
 /** The query virt-api adds towards the handler: who the viewer is, as the API server authenticated them. */
 export const CONSOLE_VIEWER_QUERY = "viewer";

@@ -22,6 +22,9 @@ const SCREENSHOT = Buffer.from("\x89PNG\r\n\x1a\n-a-screenshot", "latin1");
 let dir: string;
 let server: ConsoleServerHandle;
 let qemuSerial: Server;
+let qemuVnc: Server;
+/** What each client of QEMU's VNC server sent it, in the order they connected. */
+const vncClients: Buffer[][] = [];
 /** The launcher's tunnels to the guest's ports, by socket path: each answers with its port and what it was sent, reversed. */
 const tunnels = new Map<string, Promise<Server>>();
 const tls: Record<string, { cert: Buffer; key: Buffer }> = {};
@@ -55,6 +58,17 @@ beforeAll(async () => {
   qemuSerial.listen(socket);
   await once(qemuSerial, "listening");
   await chown(socket, LAUNCHER_UID, LAUNCHER_UID);
+  // QEMU's VNC server: many clients at once, each greeted with the protocol version; it keeps what each sends.
+  const vncSocket = podVolumePath(podsDir, "pod-1", SocketName.Vnc);
+  qemuVnc = createServer((c) => {
+    const got: Buffer[] = [];
+    vncClients.push(got);
+    c.write("RFB 003.008\n");
+    c.on("data", (d: Buffer) => got.push(d));
+  });
+  qemuVnc.listen(vncSocket);
+  await once(qemuVnc, "listening");
+  await chown(vncSocket, LAUNCHER_UID, LAUNCHER_UID);
   const log = podVolumePath(podsDir, "pod-1", SERIAL_LOG_NAME);
   await writeFile(log, "[    0.000000] Linux version 6.1\nDebian GNU/Linux 12 tiny ttyS0\n\ntiny login: ");
   await chown(log, LAUNCHER_UID, LAUNCHER_UID);
@@ -128,6 +142,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await server.close();
   qemuSerial.close();
+  qemuVnc.close();
   for (const tunnel of tunnels.values()) (await tunnel).close();
   await rm(dir, { recursive: true, force: true });
 });
@@ -137,9 +152,9 @@ function open(name: string, what: "console" | "vnc" | PortForwardSegment = "cons
   return new WebSocket(`wss://127.0.0.1:${String(server.port)}${consoleServerPath("ns", name, what)}${search}`, options);
 }
 
-/** A viewer of the shared serial console: the bytes it got, and its sharing messages. */
-function viewer(who: string) {
-  const ws = open("running", "console", ConsoleServer.apiIdentity, `?shared=true&viewer=${who}`);
+/** A viewer of the shared serial console or display: the bytes it got, and its sharing messages. */
+function viewer(who: string, what: "console" | "vnc" = "console") {
+  const ws = open("running", what, ConsoleServer.apiIdentity, `?shared=true&viewer=${who}`);
   const bytes: Buffer[] = [];
   const messages: { type: string; you?: boolean; holder?: string; viewers?: number; from?: string }[] = [];
   ws.on("message", (data: Buffer, binary: boolean) => {
@@ -239,6 +254,54 @@ describe("the handler's console server", { timeout: 30_000 }, () => {
     const reply = firstMessage(takeover);
     takeover.send(Buffer.from("alone\n"));
     expect((await reply).toString()).toBe("ALONE\n");
+    takeover.close();
+    await once(takeover, "close");
+  });
+
+  it("shares a display among viewers: each has its own connection to QEMU's VNC server, which none may have alone, and only the holder's input reaches it", async () => {
+    const handshake = Buffer.from("RFB 003.008\n\x01\x00", "latin1");
+    const updateRequest = Buffer.from([3, 1, 0, 0, 0, 0, 4, 0, 3, 0]);
+    const key = (keysym: number) => Buffer.from([4, 1, 0, 0, 0, 0, 0, keysym]);
+    const seen = (at: number) => Buffer.concat(vncClients[at] ?? []);
+    const first = vncClients.length;
+    const alice = viewer("alice", "vnc");
+    await once(alice.ws, "open");
+    await vi.waitFor(() => { expect(alice.last()).toEqual({ type: "state", holder: "alice", you: true, viewers: 1 }); });
+    const bob = viewer("bob", "vnc");
+    await once(bob.ws, "open");
+    await vi.waitFor(() => { expect(bob.last()).toEqual({ type: "state", holder: "alice", you: false, viewers: 2 }); });
+    // Both see the display: QEMU greets each of them.
+    await vi.waitFor(() => { expect([alice.text(), bob.text()]).toEqual(["RFB 003.008\n", "RFB 003.008\n"]); });
+
+    alice.ws.send(Buffer.concat([handshake, updateRequest, key(0x61)]));
+    bob.ws.send(Buffer.concat([handshake, updateRequest, key(0x62)]));
+    // Each asked to share whatever its ClientInit said; bob's key stayed with the handler.
+    await vi.waitFor(() => { expect(seen(first)).toEqual(Buffer.concat([handshake.subarray(0, 13), Buffer.from([1]), updateRequest, key(0x61)])); });
+    await vi.waitFor(() => { expect(seen(first + 1)).toEqual(Buffer.concat([handshake.subarray(0, 13), Buffer.from([1]), updateRequest])); });
+
+    bob.ws.send(JSON.stringify({ type: "request" }));
+    await vi.waitFor(() => { expect(alice.last()).toEqual({ type: "request", from: "bob" }); });
+    alice.ws.send(JSON.stringify({ type: "grant" }));
+    await vi.waitFor(() => { expect(bob.last()).toEqual({ type: "state", holder: "bob", you: true, viewers: 2 }); });
+    bob.ws.send(key(0x63));
+    alice.ws.send(key(0x64));
+    await vi.waitFor(() => { expect(seen(first + 1).subarray(-8)).toEqual(key(0x63)); });
+    expect(seen(first).subarray(-8)).toEqual(key(0x61));
+
+    // What cannot be cut into RFB messages ends that viewer, not the others.
+    const [code, reason] = await (async () => {
+      const closed = once(bob.ws, "close") as Promise<[number, Buffer]>;
+      bob.ws.send(Buffer.from([7, 0, 0, 0]));
+      return closed;
+    })();
+    expect([code, reason.toString()]).toEqual([1008, "the display could not be shared: unknown RFB client message type 7"]);
+    await vi.waitFor(() => { expect(alice.last()).toEqual({ type: "state", holder: "alice", you: true, viewers: 1 }); });
+
+    // A client that does not share (virtctl vnc) takes over, as in KubeVirt.
+    const closedAlice = once(alice.ws, "close") as Promise<[number, Buffer]>;
+    const takeover = open("running", "vnc");
+    await once(takeover, "open");
+    expect((await closedAlice)[1].toString()).toBe("a newer session took over this console");
     takeover.close();
     await once(takeover, "close");
   });

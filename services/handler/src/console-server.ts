@@ -13,7 +13,7 @@ import { type Logger, StatusError, keepAlive } from "@kubevirt-ts/runtime";
 import { Gauge, type Registry } from "prom-client";
 import { type WebSocket, WebSocketServer } from "ws";
 import { SERIAL_LOG_NAME, SocketName, openPodSocket, readPodFileTail } from "./pod-volume.ts";
-import { SharedConsole } from "./shared-console.ts";
+import { SharedConsole, SharedDisplay, type SharedSession, pipeToViewer } from "./shared-console.ts";
 import type { VmiStats } from "./vm-metrics.ts";
 
 // The handler's console server, KubeVirt's port 8186: the serial console and
@@ -23,7 +23,9 @@ import type { VmiStats } from "./vm-metrics.ts";
 // of the guest (portforward/<port>/<protocol>, through the launcher).
 // Only the API may connect: the client's certificate must be signed by the
 // cluster's console CA and name the API. Each VMI has at most one console
-// and one VNC session; a new one takes over from the old, as in KubeVirt.
+// and one VNC session; a new one takes over from the old, as in KubeVirt,
+// unless the clients ask to share (?shared=true): then several watch one
+// console or display and one holds the keyboard (shared-console.ts).
 // Port forwards are as many as the clients open.
 
 export interface ConsoleTarget {
@@ -204,19 +206,7 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
     }
     active[kind].inc(labels);
     keepAlive(ws, pingIntervalMs);
-    unix.on("data", (chunk: Buffer) => {
-      ws.send(chunk, { binary: true });
-      // The browser reads slower than QEMU writes: hold the guest's output back.
-      if (ws.bufferedAmount > 1024 * 1024) {
-        unix.pause();
-        const resume = setInterval(() => {
-          if (ws.bufferedAmount < 256 * 1024 || ws.readyState !== ws.OPEN) {
-            clearInterval(resume);
-            unix.resume();
-          }
-        }, 20);
-      }
-    });
+    pipeToViewer(unix, ws);
     ws.on("message", (data: Buffer | ArrayBuffer | Buffer[]) => {
       const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
       if (!unix.write(bytes)) {
@@ -249,23 +239,21 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
     await closed.finally(() => { clearTimeout(timer); });
   };
 
-  /** The shared console of a VMI, made on its first viewer (one at a time, so two first viewers share one). */
-  const shared = new Map<string, Promise<SharedConsole>>();
-  const sharedConsole = (key: string, podUid: string): Promise<SharedConsole> => {
-    let group = shared.get(key);
-    if (!group) {
-      group = (async () => {
-        // A session that does not share lets go of QEMU's socket first.
-        await letGo(key, "a shared session took over this console");
-        const unix = await connectPodSocket(podUid, SocketName.Serial);
-        const made: SharedConsole = new SharedConsole(unix, () => {
-          void shared.get(key)?.then((current) => { if (current === made) shared.delete(key); });
-        });
-        return made;
-      })();
-      shared.set(key, group);
-      group.catch(() => { shared.delete(key); });
-    }
+  /** The shared serial consoles and displays, by VMI and kind; made on the first viewer (one at a time, so two first viewers share one). */
+  const shared = new Map<string, Promise<SharedSession>>();
+  const sharedSession = <S extends SharedSession>(key: string, make: (ended: () => void) => Promise<S>): Promise<S> => {
+    const current = shared.get(key) as Promise<S> | undefined;
+    if (current) return current;
+    const group = (async () => {
+      // A session that does not share lets go of QEMU's socket first.
+      await letGo(key, "a shared session took over this console");
+      const made: S = await make(() => {
+        void shared.get(key)?.then((now) => { if (now === made) shared.delete(key); });
+      });
+      return made;
+    })();
+    shared.set(key, group);
+    group.catch(() => { shared.delete(key); });
     return group;
   };
 
@@ -313,16 +301,25 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
       const refusal = actionUnavailable(vmi, what);
       if (refusal) throw refusal;
       const key = `${vmi.metadata.uid ?? ""}/${what}`;
-      if (what === "console" && query.get(SHARED_CONSOLE_QUERY) === "true") {
-        const group = await sharedConsole(key, podUid);
-        const who = query.get(CONSOLE_VIEWER_QUERY) ?? "";
+      if (query.get(SHARED_CONSOLE_QUERY) === "true") {
+        const labels = { namespace, vmi: name };
+        const who = (query.get(CONSOLE_VIEWER_QUERY) ?? "") || "someone";
+        let join: (ws: WebSocket) => SharedSession;
+        if (what === "console") {
+          const group = await sharedSession(key, async (ended) => new SharedConsole(await connectPodSocket(podUid, SocketName.Serial), ended));
+          join = (ws) => { group.join(ws, who); return group; };
+        } else {
+          const group = await sharedSession(key, (ended) => Promise.resolve(new SharedDisplay(ended)));
+          // QEMU's VNC server takes many clients: each viewer has its own connection.
+          const unix = await connectPodSocket(podUid, SocketName.Vnc);
+          join = (ws) => { group.join(ws, who, unix); return group; };
+        }
         websockets.handleUpgrade(req, socket, head, (ws) => {
-          const labels = { namespace, vmi: name };
-          active.console.inc(labels);
+          active[what].inc(labels);
           keepAlive(ws, pingIntervalMs);
-          ws.on("close", () => { active.console.dec(labels); });
-          group.join(ws, who || "someone");
-          log.info("shared console viewer joined", { ...labels, viewers: group.size });
+          ws.on("close", () => { active[what].dec(labels); });
+          const group = join(ws);
+          log.info("shared session viewer joined", { ...labels, kind: what, viewers: group.size });
         });
         return;
       }

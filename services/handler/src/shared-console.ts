@@ -1,58 +1,66 @@
 import type { Socket } from "node:net";
 import { type ConsoleSharingMessage, parseSharingCommand } from "@kubevirt-ts/kubevirt-api";
 import type { WebSocket } from "ws";
+import { RfbInputFilter, RfbProtocolError } from "./rfb-input.ts";
 
-// One serial console watched by several viewers over one connection to
-// QEMU's socket (it takes one client at a time): what the guest prints goes
-// to every viewer, what a viewer types reaches the guest only from the one
-// who holds the keyboard. The first to come holds it; a viewer may ask for
-// it, and the holder gives it; when the holder leaves, the viewer who came
-// first after them takes it. Messages: kubevirt-api's console-sharing.ts.
+// A serial console or a VNC display watched by several viewers, while one
+// of them holds the keyboard: what the guest shows reaches every viewer, what
+// a viewer types reaches the guest only from the one who holds the keyboard.
+// The first to come holds it; a viewer may ask for it, and the holder gives
+// it; when the holder leaves, the viewer who came first after them takes it.
+// Messages: kubevirt-api's console-sharing.ts.
+//
+// The serial console is one connection to QEMU's socket (it takes one client
+// at a time), its output sent to every viewer. The display is a connection
+// to QEMU's VNC server for each viewer (it serves many, each at its own pace
+// and pixel format), each viewer's input cut into RFB messages so that only
+// the holder's keys and pointer pass (rfb-input.ts).
 
-/** A viewer that falls this far behind the guest's output is cut off rather than holding the others back. */
+/** A viewer that falls this far behind what it is sent is cut off rather than holding the others back. */
 const MAX_BEHIND_BYTES = 4 * 1024 * 1024;
+
+/** Sends QEMU's bytes to a viewer's websocket, pausing the socket while the viewer is behind (it reads slower than QEMU writes). */
+export function pipeToViewer(from: Socket, ws: WebSocket): void {
+  from.on("data", (chunk: Buffer) => {
+    ws.send(chunk, { binary: true });
+    if (ws.bufferedAmount > 1024 * 1024) {
+      from.pause();
+      const resume = setInterval(() => {
+        if (ws.bufferedAmount < 256 * 1024 || ws.readyState !== ws.OPEN) {
+          clearInterval(resume);
+          from.resume();
+        }
+      }, 20);
+    }
+  });
+}
 
 interface Viewer {
   ws: WebSocket;
   who: string;
 }
 
-export class SharedConsole {
-  private readonly viewers: Viewer[] = [];
+/** Who watches and who holds the keyboard, and the sharing's messages with each viewer. */
+class KeyboardSharing {
+  readonly viewers: Viewer[] = [];
   private holder: Viewer | undefined;
   private asking: Viewer | undefined;
-  private readonly unix: Socket;
-  private readonly ended: () => void;
+  private readonly empty: () => void;
 
-  /** `ended` is called once the last viewer has gone or the guest's socket closed. */
-  constructor(unix: Socket, ended: () => void) {
-    this.unix = unix;
-    this.ended = ended;
-    unix.on("data", (chunk: Buffer) => {
-      for (const viewer of [...this.viewers]) {
-        if (viewer.ws.bufferedAmount > MAX_BEHIND_BYTES) viewer.ws.close(1013, "this viewer could not keep up with the console's output");
-        else viewer.ws.send(chunk, { binary: true });
-      }
-    });
-    unix.on("close", () => {
-      for (const viewer of [...this.viewers]) viewer.ws.close(1000, "the VM's console closed");
-      this.ended();
-    });
+  /** `empty` is called when the last viewer has gone. */
+  constructor(empty: () => void) {
+    this.empty = empty;
   }
 
-  get size(): number {
-    return this.viewers.length;
-  }
-
-  join(ws: WebSocket, who: string): void {
+  /** Adds a viewer; its binary frames go to `input`, with whether it holds the keyboard as they come. */
+  join(ws: WebSocket, who: string, input: (bytes: Buffer, holds: boolean) => void): void {
     const viewer = { ws, who };
     this.viewers.push(viewer);
     this.holder ??= viewer;
     ws.on("message", (data: Buffer | ArrayBuffer | Buffer[], binary: boolean) => {
       const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
       if (binary) {
-        // Keystrokes of anyone but the holder go nowhere.
-        if (this.holder === viewer) this.unix.write(bytes);
+        input(bytes, this.holder === viewer);
         return;
       }
       const command = parseSharingCommand(bytes.toString("utf8"));
@@ -69,10 +77,8 @@ export class SharedConsole {
     this.announce();
   }
 
-  /** Ends every viewer's session: a session that does not share took over. */
-  close(reason: string): void {
-    for (const viewer of [...this.viewers]) viewer.ws.close(1000, reason);
-    this.unix.destroy();
+  closeAll(reason: string, code = 1000): void {
+    for (const viewer of [...this.viewers]) viewer.ws.close(code, reason);
   }
 
   private leave(viewer: Viewer): void {
@@ -82,7 +88,7 @@ export class SharedConsole {
     if (this.asking === viewer) this.asking = undefined;
     if (this.holder === viewer) this.holder = this.viewers[0];
     if (this.viewers.length === 0) {
-      this.unix.destroy();
+      this.empty();
       return;
     }
     this.announce();
@@ -94,5 +100,85 @@ export class SharedConsole {
 
   private send(viewer: Viewer, message: ConsoleSharingMessage): void {
     if (viewer.ws.readyState === viewer.ws.OPEN) viewer.ws.send(JSON.stringify(message), { binary: false });
+  }
+}
+
+/** What the handler's console server keeps of a console several viewers share. */
+export interface SharedSession {
+  readonly size: number;
+  /** Ends every viewer's session: a session that does not share took over. */
+  close(reason: string): void;
+}
+
+/** The serial console, over one connection to QEMU's socket. */
+export class SharedConsole implements SharedSession {
+  private readonly sharing: KeyboardSharing;
+  private readonly unix: Socket;
+
+  /** `ended` is called once the last viewer has gone or the guest's socket closed. */
+  constructor(unix: Socket, ended: () => void) {
+    this.unix = unix;
+    this.sharing = new KeyboardSharing(() => { unix.destroy(); });
+    unix.on("data", (chunk: Buffer) => {
+      for (const viewer of [...this.sharing.viewers]) {
+        if (viewer.ws.bufferedAmount > MAX_BEHIND_BYTES) viewer.ws.close(1013, "this viewer could not keep up with the console's output");
+        else viewer.ws.send(chunk, { binary: true });
+      }
+    });
+    unix.on("close", () => {
+      this.sharing.closeAll("the VM's console closed");
+      ended();
+    });
+  }
+
+  get size(): number {
+    return this.sharing.viewers.length;
+  }
+
+  join(ws: WebSocket, who: string): void {
+    // Keystrokes of anyone but the holder go nowhere.
+    this.sharing.join(ws, who, (bytes, holds) => { if (holds) this.unix.write(bytes); });
+  }
+
+  close(reason: string): void {
+    this.sharing.closeAll(reason);
+    this.unix.destroy();
+  }
+}
+
+/** The VNC display, over a connection to QEMU's VNC server for each viewer. */
+export class SharedDisplay implements SharedSession {
+  private readonly sharing: KeyboardSharing;
+
+  /** `ended` is called once the last viewer has gone. */
+  constructor(ended: () => void) {
+    this.sharing = new KeyboardSharing(ended);
+  }
+
+  get size(): number {
+    return this.sharing.viewers.length;
+  }
+
+  /** Adds a viewer with its own connection to QEMU's VNC server. */
+  join(ws: WebSocket, who: string, unix: Socket): void {
+    const filter = new RfbInputFilter();
+    pipeToViewer(unix, ws);
+    unix.on("close", () => { if (ws.readyState === ws.OPEN) ws.close(1000, "the VM's display closed"); });
+    unix.on("error", () => { ws.terminate(); });
+    ws.on("close", () => { unix.destroy(); });
+    this.sharing.join(ws, who, (bytes, holds) => {
+      try {
+        const pass = filter.push(bytes, holds);
+        if (pass.length > 0) unix.write(pass);
+      } catch (error) {
+        if (!(error instanceof RfbProtocolError)) throw error;
+        // A close frame's reason holds at most 123 bytes.
+        ws.close(1008, `the display could not be shared: ${error.message}`.slice(0, 120));
+      }
+    });
+  }
+
+  close(reason: string): void {
+    this.sharing.closeAll(reason);
   }
 }

@@ -1,5 +1,11 @@
-import { describe, expect, it } from "vitest";
-import { FUNCTION_KEYS, closeReason, consoleProtocols, consoleUrl } from "./consoles";
+import { once } from "node:events";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { pathToFileURL } from "node:url";
+import type { AddressInfo } from "node:net";
+import { describe, expect, it, vi } from "vitest";
+import { WebSocketServer } from "ws";
+import { DisplayChannel, FUNCTION_KEYS, closeReason, consoleProtocols, consoleUrl } from "./consoles";
 
 describe("console websockets", () => {
   it("use KubeVirt's subresource path on the page's own origin", () => {
@@ -23,3 +29,48 @@ describe("console websockets", () => {
     expect(FUNCTION_KEYS[11]?.keysym).toBe(0xffc9);
   });
 });
+
+describe("a shared display's channel", () => {
+  it("is a raw channel noVNC takes: the display's bytes reach noVNC, the sharing's messages the page, and noVNC's bytes the server", async () => {
+    const server = new WebSocketServer({ port: 0, host: "127.0.0.1" });
+    await once(server, "listening");
+    const got: Buffer[] = [];
+    server.on("connection", (ws) => {
+      ws.send(JSON.stringify({ type: "state", holder: "alice", you: true, viewers: 1 }));
+      ws.send(Buffer.from("RFB 003.008\n"));
+      ws.on("message", (data: Buffer) => got.push(data));
+    });
+    const { port } = server.address() as AddressInfo;
+    const sharing: string[] = [];
+    const channel = new DisplayChannel(new WebSocket(`ws://127.0.0.1:${String(port)}`), (text) => sharing.push(text));
+    // noVNC's own socket layer, as RFB attaches a channel to it (beside RFB, the one module the package exports).
+    // Its logging writes to the browser's window.console.
+    vi.stubGlobal("window", globalThis);
+    const websock = join(dirname(createRequire(import.meta.url).resolve("@novnc/novnc")), "websock.js");
+    const { default: Websock } = (await import(/* @vite-ignore */ pathToFileURL(websock).href)) as { default: new () => NoVncSocket };
+    const sock = new Websock();
+    const opened = new Promise<void>((resolve) => { sock.on("open", resolve); });
+    const received = new Promise<void>((resolve) => { sock.on("message", resolve); });
+    sock.attach(channel);
+    await opened;
+    await received;
+    expect(sock.rQshiftStr(12)).toBe("RFB 003.008\n");
+    expect(sharing).toEqual([JSON.stringify({ type: "state", holder: "alice", you: true, viewers: 1 })]);
+    sock.sQpushString("RFB 003.008\n");
+    sock.flush();
+    await vi.waitFor(() => { expect(Buffer.concat(got).toString()).toBe("RFB 003.008\n"); });
+    sock.close();
+    server.close();
+    vi.unstubAllGlobals();
+  });
+});
+
+/** The part of noVNC's Websock the test drives. */
+interface NoVncSocket {
+  on(event: "open" | "message", handler: () => void): void;
+  attach(channel: object): void;
+  rQshiftStr(length: number): string;
+  sQpushString(text: string): void;
+  flush(): void;
+  close(): void;
+}

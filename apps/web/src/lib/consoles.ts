@@ -17,6 +17,54 @@ export function consoleProtocols(token: string): string[] {
   return ["plain.kubevirt.io", `base64url.bearer.authorization.k8s.io.${base64url}`];
 }
 
+/**
+ * A shared display's websocket as noVNC's RFB client takes a "raw channel": the display's binary frames go to noVNC,
+ * the sharing's text frames (console-sharing.ts) to `onSharing`, which noVNC would take for RFB bytes.
+ */
+export class DisplayChannel {
+  onopen: ((event: Event) => void) | null = null;
+  onmessage: ((event: MessageEvent) => void) | null = null;
+  onclose: ((event: CloseEvent) => void) | null = null;
+  onerror: ((event: Event) => void) | null = null;
+  private readonly socket: WebSocket;
+
+  constructor(socket: WebSocket, onSharing: (text: string) => void) {
+    this.socket = socket;
+    socket.binaryType = "arraybuffer";
+    socket.onopen = (event) => { this.onopen?.(event); };
+    socket.onclose = (event) => { this.onclose?.(event); };
+    socket.onerror = (event) => { this.onerror?.(event); };
+    socket.onmessage = (event: MessageEvent<unknown>) => {
+      if (typeof event.data === "string") onSharing(event.data);
+      else this.onmessage?.(event);
+    };
+  }
+
+  get binaryType(): BinaryType {
+    return this.socket.binaryType;
+  }
+
+  set binaryType(type: BinaryType) {
+    this.socket.binaryType = type;
+  }
+
+  get protocol(): string {
+    return this.socket.protocol;
+  }
+
+  get readyState(): number {
+    return this.socket.readyState;
+  }
+
+  send(data: Parameters<WebSocket["send"]>[0]): void {
+    this.socket.send(data);
+  }
+
+  close(code?: number, reason?: string): void {
+    this.socket.close(code, reason);
+  }
+}
+
 /** Why a session ended, in words, from the API's close code and reason. */
 export function closeReason(code: number, reason: string): string {
   if (reason) return reason;

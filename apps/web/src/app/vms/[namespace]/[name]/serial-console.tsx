@@ -3,10 +3,10 @@
 import "@xterm/xterm/css/xterm.css";
 import { useQueryClient } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
-import type { ConsoleSharingCommand, ConsoleSharingMessage } from "@kubevirt-ts/kubevirt-api";
 import { closeReason, consoleProtocols, consoleUrl } from "../../../../lib/consoles";
 import { useSessionToken } from "../../../../lib/session";
 import { useTRPC } from "../../../../lib/trpc";
+import { KeyboardSharingControls, useKeyboardSharing } from "./keyboard-sharing";
 import { type SessionState, SessionStatus } from "./session-state";
 
 // The serial console: xterm.js fitted to its box, with scrollback and the
@@ -29,10 +29,8 @@ export function SerialConsole({ namespace, name }: { namespace: string; name: st
   const queryClient = useQueryClient();
   const [state, setState] = useState<SessionState>({ kind: "connecting" });
   const [attempt, setAttempt] = useState(0);
-  const [sharing, setSharing] = useState<Extract<ConsoleSharingMessage, { type: "state" }> | null>(null);
-  const [asked, setAsked] = useState<string | null>(null);
-  const [waiting, setWaiting] = useState(false);
-  const command = useRef<(c: ConsoleSharingCommand) => void>(() => undefined);
+  const sharing = useKeyboardSharing();
+  const { receive, sendTo } = sharing;
 
   useEffect(() => {
     if (!box.current || !token) return;
@@ -51,7 +49,7 @@ export function SerialConsole({ namespace, name }: { namespace: string; name: st
       if (disposed()) { terminal.dispose(); return; }
       if (history) terminal.write(history.slice(-HISTORY_BYTES));
       const socket = new WebSocket(consoleUrl(window.location, namespace, name, "console", true), consoleProtocols(token));
-      command.current = (c) => { if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(c)); };
+      sendTo(socket);
       // Only the holder's keystrokes reach the guest (the handler drops the others'); known from the handler's state.
       let holding = true;
       socket.binaryType = "arraybuffer";
@@ -67,15 +65,7 @@ export function SerialConsole({ namespace, name }: { namespace: string; name: st
           terminal.write(new Uint8Array(event.data));
           return;
         }
-        const message = JSON.parse(event.data) as ConsoleSharingMessage;
-        if (message.type === "state") {
-          holding = message.you;
-          setSharing(message);
-          setWaiting(false);
-          if (!message.you) setAsked(null);
-        } else {
-          setAsked(message.from);
-        }
+        holding = receive(event.data) ?? holding;
       };
       socket.onclose = (event) => { setState({ kind: "closed", reason: closeReason(event.code, event.reason) }); };
       const input = terminal.onData((data) => {
@@ -95,26 +85,13 @@ export function SerialConsole({ namespace, name }: { namespace: string; name: st
       life.disposed = true;
       life.cleanup?.();
     };
-  }, [namespace, name, token, attempt, queryClient, trpc]);
+  }, [namespace, name, token, attempt, queryClient, trpc, receive, sendTo]);
 
   return (
     <section aria-label="Serial console">
       <div className="toolbar">
         <SessionStatus state={state} testId="console-state" />
-        {state.kind === "connected" && sharing && (
-          <span data-testid="console-keyboard" role="status">
-            {sharing.you ? `You have the keyboard${sharing.viewers > 1 ? ` (${String(sharing.viewers - 1)} more watching)` : ""}.` : `Watching: ${sharing.holder || "someone"} has the keyboard.`}
-          </span>
-        )}
-        {state.kind === "connected" && sharing && !sharing.you && (
-          <button type="button" className="secondary" disabled={waiting} onClick={() => { command.current({ type: "request" }); setWaiting(true); }}>{waiting ? "Asked for the keyboard…" : "Ask for the keyboard"}</button>
-        )}
-        {state.kind === "connected" && sharing?.you && asked !== null && (
-          <span role="alert" className="inline">
-            {asked || "Someone"} asks for the keyboard.{" "}
-            <button type="button" className="secondary" onClick={() => { command.current({ type: "grant" }); setAsked(null); }}>Give the keyboard</button>
-          </span>
-        )}
+        {state.kind === "connected" && <KeyboardSharingControls sharing={sharing} testId="console-keyboard" />}
         <span className="spacer" />
         <button type="button" className="secondary" onClick={() => { setAttempt(attempt + 1); }}>Reconnect</button>
       </div>

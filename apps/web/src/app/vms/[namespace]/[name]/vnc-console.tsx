@@ -2,13 +2,17 @@
 
 import type RFB from "@novnc/novnc";
 import { useEffect, useRef, useState } from "react";
-import { FUNCTION_KEYS, KEYSYM, closeReason, consoleProtocols, consoleUrl } from "../../../../lib/consoles";
+import { DisplayChannel, FUNCTION_KEYS, KEYSYM, closeReason, consoleProtocols, consoleUrl } from "../../../../lib/consoles";
 import { useSessionToken } from "../../../../lib/session";
+import { KeyboardSharingControls, useKeyboardSharing } from "./keyboard-sharing";
 import { type SessionState, SessionStatus } from "./session-state";
 
 // The VM's display through noVNC's RFB client over KubeVirt's VNC websocket:
 // scaled to fit, fullscreen, a send-key menu for what the browser keeps for
 // itself (Ctrl+Alt+Del, Ctrl+Alt+F1–F12), and pasting text as keystrokes.
+// Shared, as the serial console is: others who open it watch too, and only
+// the one who holds the keyboard types and points (the others' display is
+// view-only here, and the handler drops their input anyway).
 
 
 function keysymOf(char: string): number {
@@ -24,6 +28,9 @@ export function VncConsole({ namespace, name }: { namespace: string; name: strin
   const [state, setState] = useState<SessionState>({ kind: "connecting" });
   const [attempt, setAttempt] = useState(0);
   const [paste, setPaste] = useState("");
+  const sharing = useKeyboardSharing();
+  const { receive, sendTo } = sharing;
+  const holding = sharing.state?.you ?? true;
 
   useEffect(() => {
     if (!screen.current || !token) return;
@@ -31,7 +38,14 @@ export function VncConsole({ namespace, name }: { namespace: string; name: strin
     void import("@novnc/novnc").then(({ default: Rfb }) => {
       if (life.disposed || !screen.current) return;
       setState({ kind: "connecting" });
-      const rfb = new Rfb(screen.current, consoleUrl(window.location, namespace, name, "vnc"), { wsProtocols: consoleProtocols(token) });
+      const socket = new WebSocket(consoleUrl(window.location, namespace, name, "vnc", true), consoleProtocols(token));
+      sendTo(socket);
+      let rfb: RFB | undefined = undefined;
+      const channel = new DisplayChannel(socket, (text) => {
+        const you = receive(text);
+        if (you !== undefined && rfb) rfb.viewOnly = !you;
+      });
+      rfb = new Rfb(screen.current, channel);
       rfb.scaleViewport = true;
       rfb.background = "#000";
       rfb.addEventListener("connect", () => { setState({ kind: "connected" }); });
@@ -46,7 +60,7 @@ export function VncConsole({ namespace, name }: { namespace: string; name: strin
       client.current?.disconnect();
       client.current = null;
     };
-  }, [namespace, name, token, attempt]);
+  }, [namespace, name, token, attempt, receive, sendTo]);
 
   const chord = (keysym: number, code: string) => {
     const rfb = client.current;
@@ -63,12 +77,13 @@ export function VncConsole({ namespace, name }: { namespace: string; name: strin
     <section aria-label="VNC display">
       <div className="toolbar">
         <SessionStatus state={state} testId="vnc-state" />
+        {state.kind === "connected" && <KeyboardSharingControls sharing={sharing} testId="vnc-keyboard" />}
         <span className="spacer" />
         <label className="inline">
           Send keys{" "}
           <select
             value=""
-            disabled={state.kind !== "connected"}
+            disabled={state.kind !== "connected" || !holding}
             onChange={(e) => {
               const choice = e.target.value;
               if (choice === "cad") client.current?.sendCtrlAltDel();
@@ -99,7 +114,7 @@ export function VncConsole({ namespace, name }: { namespace: string; name: strin
       >
         <label className="inline" htmlFor="vnc-paste">Paste as keystrokes</label>
         <input id="vnc-paste" value={paste} onChange={(e) => { setPaste(e.target.value); }} />
-        <button type="submit" className="secondary" disabled={state.kind !== "connected" || paste === ""}>Type it</button>
+        <button type="submit" className="secondary" disabled={state.kind !== "connected" || !holding || paste === ""}>Type it</button>
       </form>
       <div ref={screen} className="vnc-screen" data-testid="vnc-screen" />
     </section>
