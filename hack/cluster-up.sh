@@ -5,4 +5,5 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 hack/ensure-host-packages.sh
 bin_dir=$(hack/build-k8s.sh etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kubelet kube-proxy helm)
 provisioner=$(hack/build-local-path-provisioner.sh)
-hack/run.sh node packages/local-cluster/scripts/cluster.ts up "$bin_dir" "$provisioner"
+coredns=$(hack/build-coredns.sh)
+hack/run.sh node packages/local-cluster/scripts/cluster.ts up "$bin_dir" "$provisioner" "$coredns"

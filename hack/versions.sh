@@ -8,6 +8,8 @@ NODE_VERSION=24.21.0
 KWOK_VERSION=v0.8.0
 # The local cluster's dynamic provisioner and default StorageClass (hack/build-local-path-provisioner.sh, ADR 13).
 LOCAL_PATH_PROVISIONER_VERSION=v0.0.30
+# The local cluster's DNS, behind the kube-dns Service (hack/build-coredns.sh).
+COREDNS_VERSION=v1.15.0
 # The Prometheus the API's integration tests query for the dashboard's graphs (hack/build-prometheus.sh).
 PROMETHEUS_VERSION=v0.316.0
 

@@ -64,6 +64,28 @@ describe("a pod of ours", () => {
   });
 });
 
+describe("the cluster's DNS", () => {
+  it("resolves Services by name in a pod, with the namespace's search domains, and the kubelet no longer warns of a missing cluster DNS", async () => {
+    const script = [
+      "const dns = require('node:dns').promises, fs = require('node:fs');",
+      "(async () => {",
+      "  console.log(fs.readFileSync('/etc/resolv.conf', 'utf8').match(/^nameserver .*$/m)[0]);",
+      "  for (const name of ['kubernetes.default.svc.cluster.local', 'kubernetes.default']) console.log(name, (await dns.lookup(name)).address);",
+      "  console.log('reverse', (await dns.reverse(process.env.KUBERNETES_SERVICE_HOST)).join(','));",
+      "})().catch((e) => { console.error(e.message); process.exit(1); });",
+    ].join("\n");
+    const log = await runPod(core, { namespace: NAMESPACE, image: imageOf("virt-controller"), command: ["node", "-e", script] });
+    expect(log.trim().split("\n")).toEqual([
+      "nameserver 198.19.0.10",
+      "kubernetes.default.svc.cluster.local 198.19.0.1",
+      "kubernetes.default 198.19.0.1",
+      "reverse kubernetes.default.svc.cluster.local",
+    ]);
+    const warnings = (await core.listEventForAllNamespaces({ fieldSelector: "reason=MissingClusterDNS" })).items;
+    expect(warnings.map((e) => `${e.involvedObject.namespace ?? ""}/${e.involvedObject.name ?? ""}`)).toEqual([]);
+  });
+});
+
 describe("the launcher image", () => {
   it("holds QEMU, the libvirt daemons and a libvirt addon that loads", async () => {
     const log = await runPod(core, {

@@ -2,7 +2,7 @@ import { NODE_NAME, zombies } from "@kubevirt-ts/local-cluster";
 import { describe, expect, it } from "vitest";
 import { core, custom, imageOf, phaseHistory, suiteNamespace } from "./cluster.ts";
 import { tinyVm } from "../manifests.ts";
-import { openConsole, serialLog } from "./console.ts";
+import { inGuest, openConsole, serialLog } from "./console.ts";
 import { mutate } from "./dashboard.ts";
 
 // A VM that really runs: the tiny guest booted by its launcher, under the
@@ -47,6 +47,11 @@ describe("a VM with the tiny guest", () => {
     ws.send(Buffer.from("echo result=$((6*7))\n"));
     await expect.poll(() => received().toString(), poll).toContain("result=42");
     ws.close();
+  });
+
+  it("resolves the cluster's Service names: QEMU's user network asks the pod's resolver, the cluster's DNS", async () => {
+    // The guest's DHCP client writes its resolver once the network is up, in the background of its boot.
+    await inGuest(namespace, "tiny", "until [ -s /etc/resolv.conf ]; do sleep 1; done; nslookup kubernetes.default.svc.cluster.local", "Address: 198.19.0.1");
   });
 
   it("answers RFB on its VNC socket through the handler", async () => {

@@ -22,6 +22,9 @@ export const POD_CIDR = "198.18.0.0/24";
 export const POD_GATEWAY = "198.18.0.1";
 export const POD_BRIDGE = "kvts-cni0";
 export const CNI_NETWORK = "kubevirt-ts";
+/** The cluster's DNS domain, and the kube-dns Service's address in SERVICE_CIDR (control-plane's), which pods are given as their resolver. */
+export const CLUSTER_DOMAIN = "cluster.local";
+export const CLUSTER_DNS_IP = "198.19.0.10";
 export const APISERVER_PORT = 6443;
 export const ETCD_PORT = 2379;
 export const ETCD_PEER_PORT = 2380;

@@ -1,4 +1,4 @@
-import { CNI_BIN_DIR, CNI_CONF_DIR, CNI_NETWORK, CONTAINERD_SOCKET, NODE_IP, NODE_NAME, PAUSE_IMAGE, POD_BRIDGE, POD_CIDR, POD_GATEWAY, RUN_DIR, STATE_DIR } from "./config.ts";
+import { CLUSTER_DNS_IP, CLUSTER_DOMAIN, CNI_BIN_DIR, CNI_CONF_DIR, CNI_NETWORK, CONTAINERD_SOCKET, NODE_IP, NODE_NAME, PAUSE_IMAGE, POD_BRIDGE, POD_CIDR, POD_GATEWAY, RUN_DIR, STATE_DIR } from "./config.ts";
 import { join } from "node:path";
 
 // The configuration files of the node's components, as pure functions of the
@@ -104,8 +104,9 @@ evictionHard:
   nodefs.available: 1%
   imagefs.available: 1%
   nodefs.inodesFree: 1%
-clusterDomain: cluster.local
-# No cluster DNS, and the host's resolver is not the pods' business.
+clusterDomain: ${CLUSTER_DOMAIN}
+clusterDNS: [${CLUSTER_DNS_IP}]
+# The host's resolver is not the pods' business: they ask the cluster's DNS only.
 resolvConf: ""
 serializeImagePulls: false
 `;

@@ -9,12 +9,14 @@ import {
   BROWSER_IP, BROWSER_LINK, BROWSER_NETNS, NODE_BRIDGE, NODE_IP, NODE_NAME, NODE_PREFIX, RUN_DIR, STATE_DIR,
 } from "./config.ts";
 import { log, run, tryRun } from "./exec.ts";
+import { COREDNS_USER, dnsReady, startDns } from "./dns.ts";
 import { importPauseImage } from "./images.ts";
 import { cniConfig, containerdConfig, kubeProxyConfig, kubeletConfig } from "./node-config.ts";
 import { PROVISIONER_USER, startBlockStorage, startStorage } from "./storage.ts";
 
 // cluster-up: a single-node Kubernetes cluster of real processes on this
-// machine, started from a clean slate every time.
+// machine, started from a clean slate every time, with what a cluster has
+// beside its nodes: DNS (dns.ts) and storage (storage.ts).
 
 const PKI = join(STATE_DIR, "pki");
 const SERVER = `https://${NODE_IP}:${APISERVER_PORT}`;
@@ -74,13 +76,14 @@ async function runcBinary(): Promise<string | undefined> {
   return wrapper;
 }
 
-/** Where cluster-up finds what it runs: Kubernetes' binaries (with kubectl) and the storage provisioner's. */
+/** Where cluster-up finds what it runs: Kubernetes' binaries (with kubectl), the storage provisioner's and CoreDNS's. */
 export interface ClusterBinaries {
   binDir: string;
   provisioner: string;
+  coredns: string;
 }
 
-export async function clusterUp({ binDir, provisioner }: ClusterBinaries): Promise<void> {
+export async function clusterUp({ binDir, provisioner, coredns }: ClusterBinaries): Promise<void> {
   log("removing whatever an earlier run left");
   await cleanUp();
   for (const dir of [STATE_DIR, RUN_DIR, LOG_DIR, PKI]) await mkdir(dir, { recursive: true });
@@ -92,7 +95,7 @@ export async function clusterUp({ binDir, provisioner }: ClusterBinaries): Promi
   const certs = await createCertificates(PKI, [NODE_IP, NODE_NAME]);
   const { pki } = certs;
   const ca = pki.ca.cert;
-  const [controllerManager, scheduler, kubeletClient, kubeletServing, kubeProxy, apiserverKubeletClient, provisionerClient] = await Promise.all([
+  const [controllerManager, scheduler, kubeletClient, kubeletServing, kubeProxy, apiserverKubeletClient, provisionerClient, corednsClient] = await Promise.all([
     pki.issue({ name: "kube-controller-manager", commonName: "system:kube-controller-manager", usage: "client" }),
     pki.issue({ name: "kube-scheduler", commonName: "system:kube-scheduler", usage: "client" }),
     pki.issue({ name: "kubelet-client", commonName: `system:node:${NODE_NAME}`, organization: "system:nodes", usage: "client" }),
@@ -100,6 +103,7 @@ export async function clusterUp({ binDir, provisioner }: ClusterBinaries): Promi
     pki.issue({ name: "kube-proxy", commonName: "system:kube-proxy", usage: "client" }),
     pki.issue({ name: "apiserver-kubelet-client", commonName: "kube-apiserver-kubelet-client", organization: "system:masters", usage: "client" }),
     pki.issue({ name: "local-path-provisioner", commonName: PROVISIONER_USER, usage: "client" }),
+    pki.issue({ name: "coredns", commonName: COREDNS_USER, usage: "client" }),
   ]);
 
   log("etcd and kube-apiserver");
@@ -178,6 +182,10 @@ export async function clusterUp({ binDir, provisioner }: ClusterBinaries): Promi
   await writeFile(proxyConfigPath, kubeProxyConfig(await componentKubeconfig("kube-proxy", ca, kubeProxy)));
   spawnManaged({ name: "kube-proxy", command: join(binDir, "kube-proxy"), detached: true, logFile: join(LOG_DIR, "kube-proxy.log"), args: [`--config=${proxyConfigPath}`, "--v=1"] });
 
+  log("cluster DNS: CoreDNS behind the kube-dns Service");
+  const kubectl = [join(binDir, "kubectl"), `--kubeconfig=${KUBECONFIG_PATH}`];
+  await startDns({ binary: coredns, kubectl, kubeconfig: await componentKubeconfig("coredns", ca, corednsClient) });
+
   log(`waiting for node ${NODE_NAME} to be Ready`);
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromString(controlPlane.kubeconfig);
@@ -186,12 +194,13 @@ export async function clusterUp({ binDir, provisioner }: ClusterBinaries): Promi
     const node = await core.readNode({ name: NODE_NAME });
     return node.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
   });
+  await waitFor("CoreDNS answering", 60_000, dnsReady);
   log("storage: local-path-provisioner and the default StorageClass");
   await startStorage({
     binary: provisioner,
-    kubectl: [join(binDir, "kubectl"), `--kubeconfig=${KUBECONFIG_PATH}`],
+    kubectl,
     kubeconfig: await componentKubeconfig("local-path-provisioner", ca, provisionerClient),
   });
-  await startBlockStorage([join(binDir, "kubectl"), `--kubeconfig=${KUBECONFIG_PATH}`]);
+  await startBlockStorage(kubectl);
   log(`the cluster is up: ${SERVER}, kubernetes Service at ${FIRST_SERVICE_IP}`);
 }

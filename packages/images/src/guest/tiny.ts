@@ -38,13 +38,14 @@ const MODULES = [
   "fs/efivarfs/efivarfs.ko",
 ];
 
-/** busybox udhcpc's script: it sets the address and route the DHCP server gave (QEMU's user network's). */
+/** busybox udhcpc's script: it sets the address, route and resolver the DHCP server gave (QEMU's user network's, whose resolver asks the pod's: the cluster's DNS). */
 const DHCP_SCRIPT = `#!/bin/sh
 case "$1" in
   bound|renew)
     ip addr flush dev "$interface"
     ip addr add "$ip/\${mask:-24}" dev "$interface"
     [ -n "$router" ] && ip route add default via "$router"
+    for server in $dns; do echo "nameserver $server"; done > /etc/resolv.conf
     ;;
 esac
 exit 0
