@@ -50,8 +50,8 @@ describe("a VM with the tiny guest", () => {
   });
 
   it("resolves the cluster's Service names: QEMU's user network asks the pod's resolver, the cluster's DNS", async () => {
-    // The guest's DHCP client writes its resolver once the network is up, in the background of its boot.
-    await inGuest(namespace, "tiny", "until [ -s /etc/resolv.conf ]; do sleep 1; done; nslookup kubernetes.default.svc.cluster.local", "Address: 198.19.0.1");
+    // The guest's DHCP client writes its resolver once the network is up, in the background of its boot (waited for a minute at most: the shell is the next tests').
+    await inGuest(namespace, "tiny", "for i in $(seq 60); do [ -s /etc/resolv.conf ] && break; sleep 1; done; nslookup kubernetes.default.svc.cluster.local", "Address: 198.19.0.1");
   });
 
   it("answers RFB on its VNC socket through the handler", async () => {

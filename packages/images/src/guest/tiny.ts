@@ -38,6 +38,9 @@ const MODULES = [
   "fs/efivarfs/efivarfs.ko",
 ];
 
+/** The initramfs's folders: /etc for the resolver the DHCP client writes. */
+const DIRECTORIES = ["bin", "dev", "etc", "proc", "sys", "tmp", "modules"];
+
 /** busybox udhcpc's script: it sets the address, route and resolver the DHCP server gave (QEMU's user network's, whose resolver asks the pod's: the cluster's DNS). */
 const DHCP_SCRIPT = `#!/bin/sh
 case "$1" in
@@ -82,8 +85,8 @@ export async function buildTinyGuest(): Promise<TinyGuest> {
     // The kernel meta package names the versioned kernel it wants: that version keys the cache.
     const meta = await download(work, "linux-image-cloud-amd64");
     const kernelPackage = (await run("dpkg-deb", ["-f", meta, "Depends"])).trim().split(" ")[0] ?? "";
-    // The init and the modules it loads key the cache too: a guest built by an older recipe is not taken.
-    const recipe = createHash("sha256").update(INIT).update(DHCP_SCRIPT).update(MODULES.join("\n")).digest("hex").slice(0, 12);
+    // The init, its folders and the modules it loads key the cache too: a guest built by an older recipe is not taken.
+    const recipe = createHash("sha256").update(INIT).update(DHCP_SCRIPT).update(MODULES.join("\n")).update(DIRECTORIES.join("\n")).digest("hex").slice(0, 12);
     const dir = join(env.KUBEVIRT_TS_CACHE, "guests", `tiny-${kernelPackage}-${recipe}`);
     const guest = { kernel: join(dir, "vmlinuz"), initrd: join(dir, "initrd.gz"), readyMessage: TINY_GUEST_READY };
     if (await exists(guest.initrd)) return guest;
@@ -94,7 +97,7 @@ export async function buildTinyGuest(): Promise<TinyGuest> {
     const vmlinuz = (await readdir(join(extracted, "boot"))).find((f) => f.startsWith("vmlinuz-"));
     if (!vmlinuz) throw new Error(`${kernelPackage} holds no /boot/vmlinuz-*`);
     const initrd = cpioArchive([
-      ...["bin", "dev", "proc", "sys", "tmp", "modules"].map((d) => ({ path: d, type: "directory" as const })),
+      ...DIRECTORIES.map((d) => ({ path: d, type: "directory" as const })),
       { path: "bin/busybox", type: "file", data: await readFile(join(extracted, "bin/busybox")), mode: 0o755 },
       { path: "bin/dhcp-script", type: "file", data: Buffer.from(DHCP_SCRIPT), mode: 0o755 },
       ...(await Promise.all(
