@@ -69,10 +69,10 @@ const PHRASES: Record<Action, string> = {
   serialLog: "read the serial logs of VMs",
 };
 
-/** Events as the dashboard lists them, newest first. */
+/** Events as the dashboard lists them, newest first; `uid` tells apart two events of the same object, time and words. */
 function newestFirst(events: readonly Event[]) {
   return events
-    .map((e) => ({ type: e.type ?? "Normal", reason: e.reason ?? "", message: e.message ?? "", kind: e.involvedObject.kind ?? "", name: e.involvedObject.name ?? "", count: e.count ?? 1, time: e.lastTimestamp ?? e.eventTime ?? e.metadata.creationTimestamp ?? "" }))
+    .map((e) => ({ uid: e.metadata.uid ?? `${e.metadata.namespace ?? ""}/${e.metadata.name ?? ""}`, type: e.type ?? "Normal", reason: e.reason ?? "", message: e.message ?? "", kind: e.involvedObject.kind ?? "", name: e.involvedObject.name ?? "", count: e.count ?? 1, time: e.lastTimestamp ?? e.eventTime ?? e.metadata.creationTimestamp ?? "" }))
     .sort((a, b) => b.time.localeCompare(a.time));
 }
 

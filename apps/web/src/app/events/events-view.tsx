@@ -32,7 +32,7 @@ export function EventsView() {
         <thead><tr><th scope="col">When</th><th scope="col">Type</th><th scope="col">Object</th><th scope="col">Reason</th><th scope="col">Message</th><th scope="col">Count</th></tr></thead>
         <tbody>
           {shown.map((e) => (
-            <tr key={`${e.time}-${e.kind}-${e.name}-${e.reason}-${e.message}`} data-type={e.type}>
+            <tr key={e.uid} data-type={e.type}>
               <td>{e.time ? <time dateTime={e.time}>{new Date(e.time).toLocaleString()}</time> : ""}</td>
               <td>{e.type === "Warning" ? <strong>Warning</strong> : e.type}</td>
               <td>

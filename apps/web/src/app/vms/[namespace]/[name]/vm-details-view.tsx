@@ -163,7 +163,7 @@ function Events({ namespace, name }: { namespace: string; name: string }) {
       <thead><tr><th scope="col">When</th><th scope="col">Type</th><th scope="col">Object</th><th scope="col">Reason</th><th scope="col">Message</th></tr></thead>
       <tbody>
         {(events.data ?? []).map((e) => (
-          <tr key={`${e.time}-${e.reason}-${e.kind}-${e.message}`}><td>{e.time ? new Date(e.time).toLocaleTimeString() : ""}</td><td>{e.type}</td><td>{e.kind}</td><td>{e.reason}</td><td>{e.message}</td></tr>
+          <tr key={e.uid}><td>{e.time ? new Date(e.time).toLocaleTimeString() : ""}</td><td>{e.type}</td><td>{e.kind}</td><td>{e.reason}</td><td>{e.message}</td></tr>
         ))}
       </tbody>
     </table>
