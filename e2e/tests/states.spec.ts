@@ -1,9 +1,11 @@
+import { once } from "node:events";
 import { type Server, createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { NODE_IP } from "@kubevirt-ts/local-cluster";
 import type { Browser, BrowserContext, Locator, Page } from "@playwright/test";
+import { WebSocket } from "ws";
 import { tinyVm, tinyVmOnClaim, tinyVmOnDataVolume, tinyVmWithSpec } from "../manifests.ts";
-import { createNamespace, createObject, deleteNamespace, imageOf, kubectl } from "./cluster-users.ts";
+import { createNamespace, createObject, dashboardCertificate, deleteNamespace, imageOf, kubectl, tokenOf } from "./cluster-users.ts";
 import { expect, signIn, test } from "./fixtures.ts";
 
 // A VM's state as the dashboard shows it, one printable status at a time:
@@ -298,6 +300,15 @@ test("two people on one display: both see it, only the holder's keys reach the g
   await expect(second.getByLabel("Send keys")).toBeEnabled();
   await type(second, "now-second-display");
   await expect(printed).toContainText("now-second-display", slow);
+
+  // A client that does not ask to share (virtctl vnc) takes the display over from both, as KubeVirt's; they read why.
+  const takeover = new WebSocket(`wss://${NODE_IP}:30080/apis/subresources.kubevirt.io/v1/namespaces/${namespace}/virtualmachineinstances/logged/vnc`, ["plain.kubevirt.io"], {
+    ca: dashboardCertificate().ca,
+    headers: { authorization: `Bearer ${tokenOf("admin")}` },
+  });
+  await once(takeover, "open");
+  for (const p of [first, second]) await expect(p.getByTestId("vnc-state")).toHaveText("Disconnected: a newer session took over this console", slow);
+  takeover.close();
   await Promise.all(contexts.map((c) => c.close()));
 });
 

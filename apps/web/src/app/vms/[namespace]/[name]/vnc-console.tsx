@@ -40,6 +40,9 @@ export function VncConsole({ namespace, name }: { namespace: string; name: strin
       setState({ kind: "connecting" });
       const socket = new WebSocket(consoleUrl(window.location, namespace, name, "vnc", true), consoleProtocols(token));
       sendTo(socket);
+      // Why the session ended, in the server's words (another session took over, the VM stopped); registered before noVNC's handler, which reports the end first.
+      let closed: CloseEvent | undefined;
+      socket.addEventListener("close", (event) => { closed = event; });
       let rfb: RFB | undefined = undefined;
       const channel = new DisplayChannel(socket, (text) => {
         const you = receive(text);
@@ -51,7 +54,8 @@ export function VncConsole({ namespace, name }: { namespace: string; name: strin
       rfb.addEventListener("connect", () => { setState({ kind: "connected" }); });
       rfb.addEventListener("disconnect", (event) => {
         const detail = (event as CustomEvent<{ clean: boolean }>).detail;
-        setState({ kind: "closed", reason: detail.clean ? "The session ended." : closeReason(1006, "") });
+        const ended = detail.clean ? "The session ended." : closeReason(1006, "");
+        setState({ kind: "closed", reason: closed && closed.reason.length > 0 ? closed.reason : ended });
       });
       client.current = rfb;
     });
