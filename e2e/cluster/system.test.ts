@@ -48,33 +48,36 @@ describe("the local cluster", () => {
   });
 });
 
+/** Runs a Node script, given as its lines, in a pod of ours (the controller's image has Node); its log. */
+function nodeInPod(lines: string[], serviceAccountName?: string): Promise<string> {
+  return runPod(core, { namespace: NAMESPACE, image: imageOf("virt-controller"), command: ["node", "-e", lines.join("\n")], serviceAccountName });
+}
+
 describe("a pod of ours", () => {
   it("reaches the API server through the kubernetes Service (kube-proxy works)", async () => {
     // The service account's token and CA are mounted; the Service's address comes from the environment, as for any pod.
-    const script = [
+    const log = await nodeInPod([
       "const fs = require('node:fs'), https = require('node:https');",
       "const dir = '/var/run/secrets/kubernetes.io/serviceaccount/';",
       "https.get({ host: process.env.KUBERNETES_SERVICE_HOST, port: process.env.KUBERNETES_SERVICE_PORT, path: '/version',",
       "  ca: fs.readFileSync(dir + 'ca.crt'), headers: { authorization: 'Bearer ' + fs.readFileSync(dir + 'token', 'utf8') } },",
       "  (res) => { let body = ''; res.on('data', (c) => body += c); res.on('end', () => console.log(process.env.KUBERNETES_SERVICE_HOST, res.statusCode, JSON.parse(body).gitVersion)); })",
       "  .on('error', (e) => { console.error(e.message); process.exit(1); });",
-    ].join("\n");
-    const log = await runPod(core, { namespace: NAMESPACE, image: imageOf("virt-controller"), command: ["node", "-e", script], serviceAccountName: "virt-controller" });
+    ], "virt-controller");
     expect(log.trim()).toMatch(/^198\.19\.0\.1 200 v1\.34\.\d+$/);
   });
 });
 
 describe("the cluster's DNS", () => {
   it("resolves Services by name in a pod, with the namespace's search domains, and the kubelet no longer warns of a missing cluster DNS", async () => {
-    const script = [
+    const log = await nodeInPod([
       "const dns = require('node:dns').promises, fs = require('node:fs');",
       "(async () => {",
       "  console.log(fs.readFileSync('/etc/resolv.conf', 'utf8').match(/^nameserver .*$/m)[0]);",
       "  for (const name of ['kubernetes.default.svc.cluster.local', 'kubernetes.default']) console.log(name, (await dns.lookup(name)).address);",
       "  console.log('reverse', (await dns.reverse(process.env.KUBERNETES_SERVICE_HOST)).join(','));",
       "})().catch((e) => { console.error(e.message); process.exit(1); });",
-    ].join("\n");
-    const log = await runPod(core, { namespace: NAMESPACE, image: imageOf("virt-controller"), command: ["node", "-e", script] });
+    ]);
     expect(log.trim().split("\n")).toEqual([
       "nameserver 198.19.0.10",
       "kubernetes.default.svc.cluster.local 198.19.0.1",
