@@ -41,9 +41,10 @@ unit:
 integration:
 	hack/run.sh npm run test:integration
 
-# The local single-node cluster (see hack/cluster-*.sh).
+# The local cluster (see hack/cluster-*.sh): one node, or NODES=2 for two.
+NODES ?= 1
 cluster-up:
-	hack/cluster-up.sh
+	NODES=$(NODES) hack/cluster-up.sh
 
 cluster-sync:
 	hack/cluster-sync.sh

@@ -37,8 +37,8 @@ hack/run.sh npx turbo run lint typecheck test --concurrency=3 --output-logs=erro
 step "integration tests against a real etcd and kube-apiserver"
 hack/run.sh npx turbo run test:integration --concurrency=1 --output-logs=errors-only
 
-step "a fresh local cluster"
-hack/cluster-up.sh
+step "a fresh local cluster of two nodes"
+NODES=2 hack/cluster-up.sh
 
 step "kubevirt-ts built, imaged and installed into it with Helm"
 hack/cluster-sync.sh

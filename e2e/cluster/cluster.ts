@@ -4,7 +4,7 @@ import { promisify } from "node:util";
 import { readFileSync } from "node:fs";
 import { AdmissionregistrationV1Api, ApiException, AppsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, DiscoveryV1Api, PolicyV1Api, KubeConfig, RbacAuthorizationV1Api, type V1Pod } from "@kubernetes/client-node";
 import { ensureBinaries } from "@kubevirt-ts/control-plane";
-import { IMAGES_FILE, KUBECONFIG_PATH } from "@kubevirt-ts/local-cluster";
+import { IMAGES_FILE, KUBECONFIG_PATH, readClusterNodes } from "@kubevirt-ts/local-cluster";
 import { afterAll, beforeAll } from "vitest";
 
 // What the cluster suites share: clients for the local cluster, the images
@@ -27,6 +27,9 @@ export function undefinedIfNotFound(error: unknown): undefined {
   if (error instanceof ApiException && error.code === 404) return undefined;
   throw error;
 }
+
+/** The names of the cluster's nodes, as cluster-up made them (one, or NODES=n). */
+export const nodeNames = (await readClusterNodes()).map((node) => node.name);
 
 /** The images cluster-sync built and loaded into the node. */
 export const installedImages = JSON.parse(readFileSync(IMAGES_FILE, "utf8")) as { name: string; reference: string }[];

@@ -6,6 +6,8 @@ export interface PodRun {
   image: string;
   command: string[];
   serviceAccountName?: string;
+  /** The node to run on; the scheduler's choice when not given. */
+  nodeName?: string;
 }
 
 /** Runs a command in a pod of its own to completion and returns its log; fails the test unless it succeeds. */
@@ -19,6 +21,7 @@ export async function runPod(core: CoreV1Api, run: PodRun): Promise<string> {
         serviceAccountName: run.serviceAccountName,
         automountServiceAccountToken: run.serviceAccountName !== undefined,
         restartPolicy: "Never",
+        nodeName: run.nodeName,
         containers: [{ name: "run", image: run.image, imagePullPolicy: "IfNotPresent", command: run.command }],
       },
     },

@@ -2,9 +2,9 @@ import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { ensureBinaries } from "@kubevirt-ts/control-plane";
-import { KUBECONFIG_PATH, NAMESPACE, NODE_NAME, RELEASE, clusterSync } from "@kubevirt-ts/local-cluster";
+import { KUBECONFIG_PATH, NAMESPACE, RELEASE, clusterSync } from "@kubevirt-ts/local-cluster";
 import { describe, expect, it } from "vitest";
-import { admission, apps, core, imageOf, installedImages, rbac } from "./cluster.ts";
+import { admission, apps, core, imageOf, installedImages, nodeNames, rbac } from "./cluster.ts";
 import { runPod } from "./pods.ts";
 
 // The system as `make up` leaves it: a real node, our images, our chart.
@@ -13,9 +13,10 @@ const releaseSelector = `app.kubernetes.io/instance=${RELEASE}`;
 const exec = promisify(execFile);
 
 describe("the local cluster", () => {
-  it("has a Ready node", async () => {
-    const node = await core.readNode({ name: NODE_NAME });
-    expect(node.status?.conditions?.find((c) => c.type === "Ready")?.status).toBe("True");
+  it("has every node cluster-up made, Ready", async () => {
+    const nodes = (await core.listNode()).items;
+    expect(nodes.map((n) => n.metadata?.name).sort()).toEqual([...nodeNames].sort());
+    for (const node of nodes) expect(node.status?.conditions?.find((c) => c.type === "Ready")?.status, node.metadata?.name).toBe("True");
   });
 
   it("runs every kubevirt-ts pod Running and Ready from the locally built images", async () => {
@@ -38,13 +39,13 @@ describe("the local cluster", () => {
     await expect.poll(problems, { timeout: 120_000, interval: 2_000 }).toEqual([]);
   });
 
-  it("runs the handler DaemonSet with a ready pod on the node", async () => {
+  it("runs the handler DaemonSet with a ready pod on every node", async () => {
     await expect.poll(async () => {
       const handler = await apps.readNamespacedDaemonSet({ name: "virt-handler", namespace: NAMESPACE });
       return [handler.status?.desiredNumberScheduled, handler.status?.numberReady];
-    }, { timeout: 120_000, interval: 2_000 }).toEqual([1, 1]);
+    }, { timeout: 120_000, interval: 2_000 }).toEqual([nodeNames.length, nodeNames.length]);
     const pods = (await core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: "app.kubernetes.io/name=virt-handler" })).items.filter((p) => !p.metadata?.deletionTimestamp);
-    expect(pods.map((p) => p.spec?.nodeName)).toEqual([NODE_NAME]);
+    expect(pods.map((p) => p.spec?.nodeName).sort()).toEqual([...nodeNames].sort());
   });
 });
 

@@ -365,9 +365,12 @@ test("the node view lists the node's capacity and the VMs on it, linked both way
   await signIn(page);
   await page.goto(`/vms/${namespace}/logged?ns=${namespace}`);
   await expect(page.getByTestId("vm-status")).toHaveText("Running", slow);
-  await page.getByRole("link", { name: "kubevirt-ts-node" }).click();
+  // The VM's node, whichever of the cluster's it is.
+  const nodeLink = page.getByRole("link", { name: /^kubevirt-ts-node(-\d+)?$/ });
+  const nodeName = (await nodeLink.textContent()) ?? "";
+  await nodeLink.click();
   await expect(page.getByRole("heading", { name: "Nodes", level: 1 })).toBeVisible();
-  const node = page.getByRole("region", { name: "kubevirt-ts-node" });
+  const node = page.getByRole("region", { name: nodeName, exact: true });
   await expect(node).toContainText("Ready");
   await expect(node).toContainText(/CPU: .* cores of .* cores requested/);
   await expect(node.getByRole("meter", { name: "Memory requested" })).toBeVisible();

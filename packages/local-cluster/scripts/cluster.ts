@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The local cluster's commands (see the Makefile):
-//   cluster.ts up <bin-dir> <local-path-provisioner> <coredns>
-//                               a fresh single-node cluster, Ready, with its DNS and storage
+//   cluster.ts up <bin-dir> <local-path-provisioner> <coredns> [nodes]
+//                               a fresh cluster of one node (or as many as asked), Ready, with its DNS and storage
 //   cluster.ts sync <bin-dir>   images, CRDs and chart into it, rolled out
 //   cluster.ts down             stop it and remove every trace of it
 //   cluster.ts leftovers        list what is left of it (nothing after down)
@@ -11,9 +11,9 @@ import { KUBECONFIG_PATH } from "../src/config.ts";
 import { clusterSync } from "../src/sync.ts";
 import { clusterUp } from "../src/up.ts";
 
-const [command, binDir, provisioner, coredns] = process.argv.slice(2);
+const [command, binDir, provisioner, coredns, nodes = "1"] = process.argv.slice(2);
 if (command === "up" && binDir && provisioner && coredns) {
-  await clusterUp({ binDir, provisioner, coredns });
+  await clusterUp({ binDir, provisioner, coredns, nodes: Number(nodes) });
 } else if (command === "sync" && binDir) {
   await clusterSync(binDir);
 } else if (command === "down") {
@@ -28,6 +28,6 @@ if (command === "up" && binDir && provisioner && coredns) {
   const left = await leftovers();
   console.log(left.length === 0 ? "nothing" : left.join("\n"));
 } else {
-  console.error("usage: cluster.ts up <bin-dir> <local-path-provisioner> <coredns> | sync <bin-dir> | down | leftovers");
+  console.error("usage: cluster.ts up <bin-dir> <local-path-provisioner> <coredns> [nodes] | sync <bin-dir> | down | leftovers");
   process.exitCode = 2;
 }

@@ -1,7 +1,7 @@
 import { readFile, readdir, rm, rmdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { BROWSER_LINK, BROWSER_NETNS, KUBELET_DIR, NODE_BRIDGE, POD_BRIDGE, RUN_DIR, STATE_DIR } from "./config.ts";
+import { BROWSER_LINK, BROWSER_NETNS, KUBELET_DIR, NODE_BRIDGE, NODE_NAME, POD_BRIDGE, RUN_DIR, STATE_DIR } from "./config.ts";
 import { log, run, tryRun } from "./exec.ts";
 import { processesMatching } from "./proc.ts";
 
@@ -22,11 +22,13 @@ function clusterProcesses(): Promise<number[]> {
   return pidsMatching((cmdline) => OWN_PATHS.some((p) => cmdline.includes(p)));
 }
 
+/** The cgroups of the cluster's pods: the first node's kubepods, and each further node's cgroup root (config.ts's clusterNode). */
 async function cgroupDirs(): Promise<string[]> {
   const dirs: string[] = [];
   for (const controller of await readdir(CGROUP_ROOT).catch(() => [])) {
-    const kubepods = join(CGROUP_ROOT, controller, "kubepods");
-    if ((await readdir(kubepods).catch(() => undefined)) !== undefined) dirs.push(kubepods);
+    const hierarchy = join(CGROUP_ROOT, controller);
+    const roots = ["kubepods", ...(await readdir(hierarchy).catch(() => [])).filter((name) => name.startsWith(`${NODE_NAME}-`))];
+    for (const root of roots) if ((await readdir(join(hierarchy, root)).catch(() => undefined)) !== undefined) dirs.push(join(hierarchy, root));
   }
   return dirs;
 }
@@ -62,20 +64,22 @@ function signal(pids: number[], sig: NodeJS.Signals): void {
 
 async function stopProcesses(): Promise<void> {
   const initial = [...(await clusterProcesses()), ...(await podProcesses())];
-  if (initial.length === 0) return;
-  log(`stopping ${initial.length} processes`);
-  signal(initial, "SIGTERM");
-  for (let i = 0; i < 50; i++) {
-    await sleep(200);
-    if ((await clusterProcesses()).length === 0 && (await podProcesses()).length === 0) break;
+  if (initial.length > 0) {
+    log(`stopping ${initial.length} processes`);
+    signal(initial, "SIGTERM");
+    for (let i = 0; i < 50; i++) {
+      await sleep(200);
+      if ((await clusterProcesses()).length === 0 && (await podProcesses()).length === 0) break;
+    }
+    // Whatever is left, including anything restarted meanwhile.
+    for (let i = 0; i < 20; i++) {
+      const left = [...(await clusterProcesses()), ...(await podProcesses())];
+      if (left.length === 0) break;
+      signal(left, "SIGKILL");
+      await sleep(200);
+    }
   }
-  // Whatever is left, including anything restarted meanwhile.
-  for (let i = 0; i < 20; i++) {
-    const left = [...(await clusterProcesses()), ...(await podProcesses())];
-    if (left.length === 0) break;
-    signal(left, "SIGKILL");
-    await sleep(200);
-  }
+  // The pods' cgroups even when their processes were gone already (a cluster whose processes a reboot or kill took).
   for (const root of await cgroupDirs()) {
     for (const dir of await treeDeepestFirst(root)) await rmdir(dir).catch(() => undefined);
   }
@@ -105,18 +109,21 @@ async function deleteNetworkNamespaces(): Promise<void> {
   }
 }
 
+/** A further node's network namespace, and the machine's end of its link, are named kvts-node<n> (config.ts's clusterNode). */
+const isNodeNamespace = (name: string) => /^kvts-node\d+$/.test(name);
+
 function isClusterNetns(name: string): boolean {
-  return name.startsWith("cni-") || name === BROWSER_NETNS;
+  return name.startsWith("cni-") || name === BROWSER_NETNS || isNodeNamespace(name);
 }
 
 function isClusterLink(link: { ifname: string; master?: string }): boolean {
-  return [POD_BRIDGE, NODE_BRIDGE, BROWSER_LINK].includes(link.ifname) || link.master === POD_BRIDGE;
+  return [POD_BRIDGE, NODE_BRIDGE, BROWSER_LINK].includes(link.ifname) || link.master === POD_BRIDGE || isNodeNamespace(link.ifname);
 }
 
 async function deleteLinks(): Promise<void> {
   const links = JSON.parse((await tryRun("ip", ["-j", "link", "show"])) ?? "[]") as { ifname: string; master?: string }[];
   for (const link of links) {
-    if (link.master === POD_BRIDGE || link.ifname === BROWSER_LINK) await tryRun("ip", ["link", "delete", link.ifname]);
+    if (link.master === POD_BRIDGE || link.ifname === BROWSER_LINK || isNodeNamespace(link.ifname)) await tryRun("ip", ["link", "delete", link.ifname]);
   }
   for (const bridge of [POD_BRIDGE, NODE_BRIDGE]) {
     if (links.some((l) => l.ifname === bridge)) await tryRun("ip", ["link", "delete", bridge]);

@@ -3,7 +3,7 @@ import { closeSync, openSync } from "node:fs";
 import { readFile, readdir, readlink } from "node:fs/promises";
 import { basename } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { CONTAINERD_SOCKET, RUN_DIR, STATE_DIR } from "./config.ts";
+import { CONTAINERD_SOCKET, NODES_DIR, NODES_RUN_DIR, RUN_DIR, STATE_DIR } from "./config.ts";
 import { run, tryRun } from "./exec.ts";
 import { processesMatching } from "./proc.ts";
 
@@ -24,9 +24,11 @@ interface HostProcess {
   logFile: string;
 }
 
-/** The running process of a host component: its binary's name, and one of the cluster's state folders in its arguments. */
+/** The running process of a host component of the first node: its binary's name, and one of the cluster's state folders, not a further node's, in its arguments. */
 async function hostProcess(component: HostComponent): Promise<HostProcess> {
-  const [found] = await processesMatching((argv) => basename(argv[0] ?? "") === component && argv.some((a) => a.includes(STATE_DIR) || a.includes(RUN_DIR)));
+  const ofCluster = (a: string) => a.includes(STATE_DIR) || a.includes(RUN_DIR);
+  const ofFurtherNode = (a: string) => a.includes(NODES_DIR) || a.includes(NODES_RUN_DIR);
+  const [found] = await processesMatching((argv) => basename(argv[0] ?? "") === component && argv.some(ofCluster) && !argv.some(ofFurtherNode));
   if (!found) throw new Error(`no ${component} process of the local cluster runs; is the cluster up (make cluster-up)?`);
   const { pid, argv } = found;
   const environ = await readFile(`/proc/${String(pid)}/environ`, "utf8");

@@ -1,18 +1,18 @@
-import { CLUSTER_DNS_IP, CLUSTER_DOMAIN, CNI_BIN_DIR, CNI_CONF_DIR, CNI_NETWORK, CONTAINERD_SOCKET, NODE_IP, NODE_NAME, PAUSE_IMAGE, POD_BRIDGE, POD_CIDR, POD_GATEWAY, RUN_DIR, STATE_DIR } from "./config.ts";
+import { CLUSTER_DNS_IP, CLUSTER_DOMAIN, CLUSTER_POD_CIDR, CNI_BIN_DIR, CNI_NETWORK, type ClusterNode, PAUSE_IMAGE, POD_BRIDGE } from "./config.ts";
 import { join } from "node:path";
 
-// The configuration files of the node's components, as pure functions of the
-// cluster's constants and file locations.
+// The configuration files of a node's components, as pure functions of the
+// node (config.ts's clusterNode) and the cluster's constants.
 
 /** containerd's configuration; `runcBinary` replaces runc where the machine needs a wrapper around it. */
-export function containerdConfig(runcBinary?: string): string {
+export function containerdConfig(node: ClusterNode, runcBinary?: string): string {
   const cri = 'plugins."io.containerd.grpc.v1.cri"';
   return `version = 2
-root = "${join(STATE_DIR, "containerd")}"
-state = "${join(RUN_DIR, "containerd")}"
+root = "${node.containerdRoot}"
+state = "${node.containerdState}"
 
 [grpc]
-  address = "${CONTAINERD_SOCKET}"
+  address = "${node.containerdSocket}"
 
 [${cri}]
   sandbox_image = "${PAUSE_IMAGE}"
@@ -33,12 +33,12 @@ state = "${join(RUN_DIR, "containerd")}"
 
 [${cri}.cni]
   bin_dir = "${CNI_BIN_DIR}"
-  conf_dir = "${CNI_CONF_DIR}"
+  conf_dir = "${node.cniConfDir}"
 `;
 }
 
-/** The pod network: one bridge, host-local addresses from POD_CIDR, masquerade for traffic leaving it. */
-export function cniConfig(): string {
+/** A node's pod network: one bridge, host-local addresses from the node's pod range, masquerade for traffic leaving it. */
+export function cniConfig(node: ClusterNode): string {
   return `${JSON.stringify(
     {
       cniVersion: "1.0.0",
@@ -52,9 +52,9 @@ export function cniConfig(): string {
           hairpinMode: true,
           ipam: {
             type: "host-local",
-            ranges: [[{ subnet: POD_CIDR, gateway: POD_GATEWAY }]],
+            ranges: [[{ subnet: node.podCidr, gateway: node.podGateway }]],
             routes: [{ dst: "0.0.0.0/0" }],
-            dataDir: join(STATE_DIR, "cni", "ipam"),
+            dataDir: join(node.stateDir, "cni", "ipam"),
           },
         },
         { type: "portmap", capabilities: { portMappings: true } },
@@ -71,10 +71,10 @@ export interface KubeletFiles {
   servingKey: string;
 }
 
-export function kubeletConfig(files: KubeletFiles): string {
+export function kubeletConfig(node: ClusterNode, files: KubeletFiles): string {
   return `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-address: ${NODE_IP}
+address: ${node.ip}
 port: 10250
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
@@ -92,10 +92,11 @@ tlsCertFile: ${files.servingCert}
 tlsPrivateKeyFile: ${files.servingKey}
 # PID 1 is not systemd here, and the cgroup v1 hierarchy is mounted.
 cgroupDriver: cgroupfs
+cgroupRoot: ${node.cgroupRoot}
 failCgroupV1: false
 failSwapOn: false
-containerRuntimeEndpoint: unix://${CONTAINERD_SOCKET}
-imageServiceEndpoint: unix://${CONTAINERD_SOCKET}
+containerRuntimeEndpoint: unix://${node.containerdSocket}
+imageServiceEndpoint: unix://${node.containerdSocket}
 # containerd 1.6 does not protect the locally provided pause image from image GC.
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
@@ -112,19 +113,19 @@ serializeImagePulls: false
 `;
 }
 
-export function kubeProxyConfig(kubeconfig: string): string {
+export function kubeProxyConfig(node: ClusterNode, kubeconfig: string): string {
   return `apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection:
   kubeconfig: ${kubeconfig}
 mode: iptables
-clusterCIDR: ${POD_CIDR}
-hostnameOverride: ${NODE_NAME}
-bindAddress: ${NODE_IP}
+clusterCIDR: ${CLUSTER_POD_CIDR}
+hostnameOverride: ${node.name}
+bindAddress: ${node.ip}
 healthzBindAddress: 127.0.0.1:10256
 metricsBindAddress: 127.0.0.1:10249
 # NodePorts answer on the node's address only, never on the machine's own interfaces.
-nodePortAddresses: ["${NODE_IP}/32"]
+nodePortAddresses: ["${node.ip}/32"]
 # Leave the machine's conntrack settings as they are.
 conntrack:
   maxPerCore: 0

@@ -2,7 +2,7 @@ import { mkdir, open, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { spawnManaged } from "@kubevirt-ts/control-plane";
 import { buildLocalPathHelperImage } from "@kubevirt-ts/images";
-import { LOG_DIR, NODE_NAME, STATE_DIR } from "./config.ts";
+import { LOCAL_PATH_DIR, LOG_DIR, NODE_NAME, STATE_DIR } from "./config.ts";
 import { log, run } from "./exec.ts";
 import { importImages } from "./images.ts";
 
@@ -24,8 +24,6 @@ import { importImages } from "./images.ts";
 export const STORAGE_NAMESPACE = "local-path-storage";
 export const STORAGE_CLASS = "local-path";
 const PROVISIONER = "rancher.io/local-path";
-/** Where the claims' folders are on the node: with the cluster's state, so cluster-down removes them. */
-export const LOCAL_PATH_DIR = join(STATE_DIR, "local-path");
 /** The user of the provisioner's client certificate, whom its ClusterRole is bound to. */
 export const PROVISIONER_USER = "kubevirt-ts:local-path-provisioner";
 const CONFIG_MAP = "local-path-config";

@@ -1,22 +1,21 @@
-import { chmod, copyFile, mkdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { FIRST_SERVICE_IP, SERVICE_CIDR, createCertificates, kubeconfigFor, spawnManaged, startControlPlane } from "@kubevirt-ts/control-plane";
 import { cleanUp, applyHostSettings } from "./cleanup.ts";
 import {
-  APISERVER_PORT, CNI_CONF_DIR, CNI_NETWORK, CONTAINERD_SOCKET, ETCD_PEER_PORT, ETCD_PORT, KUBECONFIG_PATH, LOCAL_DIR, LOG_DIR,
-  BROWSER_IP, BROWSER_LINK, BROWSER_NETNS, NODE_BRIDGE, NODE_IP, NODE_NAME, NODE_PREFIX, RUN_DIR, STATE_DIR,
+  APISERVER_PORT, BROWSER_IP, BROWSER_LINK, BROWSER_NETNS, ETCD_PEER_PORT, ETCD_PORT, KUBECONFIG_PATH, LOCAL_DIR, LOG_DIR, MAX_NODES,
+  NODES_FILE, NODE_BRIDGE, NODE_IP, NODE_NAME, NODE_PREFIX, RUN_DIR, STATE_DIR, clusterNodes,
 } from "./config.ts";
-import { log, run, tryRun } from "./exec.ts";
+import { log, run } from "./exec.ts";
 import { COREDNS_USER, dnsReady, startDns } from "./dns.ts";
-import { importPauseImage } from "./images.ts";
-import { cniConfig, containerdConfig, kubeProxyConfig, kubeletConfig } from "./node-config.ts";
+import { startNode } from "./node.ts";
 import { PROVISIONER_USER, startBlockStorage, startStorage } from "./storage.ts";
 
-// cluster-up: a single-node Kubernetes cluster of real processes on this
-// machine, started from a clean slate every time, with what a cluster has
-// beside its nodes: DNS (dns.ts) and storage (storage.ts).
+// cluster-up: a Kubernetes cluster of real processes on this machine, of one
+// node or more (node.ts), started from a clean slate every time, with what a
+// cluster has beside its nodes: DNS (dns.ts) and storage (storage.ts).
 
 const PKI = join(STATE_DIR, "pki");
 const SERVER = `https://${NODE_IP}:${APISERVER_PORT}`;
@@ -51,8 +50,6 @@ async function setUpNetwork(): Promise<void> {
     // Service traffic between pods on the same bridge must pass kube-proxy's rules.
     "/proc/sys/net/bridge/bridge-nf-call-iptables": "1",
   });
-  await mkdir(CNI_CONF_DIR, { recursive: true });
-  await writeFile(join(CNI_CONF_DIR, `10-${CNI_NETWORK}.conflist`), cniConfig());
 }
 
 async function componentKubeconfig(name: string, caFile: string, pair: { cert: string; key: string }): Promise<string> {
@@ -62,44 +59,32 @@ async function componentKubeconfig(name: string, caFile: string, pair: { cert: s
   return path;
 }
 
-const CAP_SYS_RESOURCE = 24;
-
-/** The runc containerd uses: a wrapper when root may not lower OOM scores (see files/runc-oom-clamp). */
-async function runcBinary(): Promise<string | undefined> {
-  const status = await readFile("/proc/self/status", "utf8");
-  const effective = BigInt(`0x${/^CapEff:\s*([0-9a-f]+)$/m.exec(status)?.[1] ?? "0"}`);
-  if ((effective >> BigInt(CAP_SYS_RESOURCE)) & 1n) return undefined;
-  log("root lacks CAP_SYS_RESOURCE here: runc goes through a wrapper that raises negative OOM scores to 0");
-  const wrapper = join(STATE_DIR, "runc-oom-clamp");
-  await copyFile(new URL("../files/runc-oom-clamp", import.meta.url), wrapper);
-  await chmod(wrapper, 0o755);
-  return wrapper;
-}
-
-/** Where cluster-up finds what it runs: Kubernetes' binaries (with kubectl), the storage provisioner's and CoreDNS's. */
-export interface ClusterBinaries {
+/** Where cluster-up finds what it runs: Kubernetes' binaries (with kubectl), the storage provisioner's and CoreDNS's; and how many nodes to make. */
+export interface ClusterOptions {
   binDir: string;
   provisioner: string;
   coredns: string;
+  nodes: number;
 }
 
-export async function clusterUp({ binDir, provisioner, coredns }: ClusterBinaries): Promise<void> {
+export async function clusterUp({ binDir, provisioner, coredns, nodes: nodeCount }: ClusterOptions): Promise<void> {
+  if (!Number.isInteger(nodeCount) || nodeCount < 1 || nodeCount > MAX_NODES) throw new Error(`NODES must be a whole number from 1 to ${String(MAX_NODES)}, not ${String(nodeCount)}`);
+  const nodes = clusterNodes(nodeCount);
   log("removing whatever an earlier run left");
   await cleanUp();
   for (const dir of [STATE_DIR, RUN_DIR, LOG_DIR, PKI]) await mkdir(dir, { recursive: true });
 
-  log("network: node bridge, forwarding, CNI configuration");
+  log("network: node bridge, forwarding");
   await setUpNetwork();
+  await writeFile(NODES_FILE, `${JSON.stringify(nodes, null, 2)}\n`);
 
   log("certificates");
   const certs = await createCertificates(PKI, [NODE_IP, NODE_NAME]);
   const { pki } = certs;
   const ca = pki.ca.cert;
-  const [controllerManager, scheduler, kubeletClient, kubeletServing, kubeProxy, apiserverKubeletClient, provisionerClient, corednsClient] = await Promise.all([
+  const [controllerManager, scheduler, kubeProxy, apiserverKubeletClient, provisionerClient, corednsClient] = await Promise.all([
     pki.issue({ name: "kube-controller-manager", commonName: "system:kube-controller-manager", usage: "client" }),
     pki.issue({ name: "kube-scheduler", commonName: "system:kube-scheduler", usage: "client" }),
-    pki.issue({ name: "kubelet-client", commonName: `system:node:${NODE_NAME}`, organization: "system:nodes", usage: "client" }),
-    pki.issue({ name: "kubelet-serving", commonName: NODE_NAME, hosts: [NODE_NAME, NODE_IP], usage: "server" }),
     pki.issue({ name: "kube-proxy", commonName: "system:kube-proxy", usage: "client" }),
     pki.issue({ name: "apiserver-kubelet-client", commonName: "kube-apiserver-kubelet-client", organization: "system:masters", usage: "client" }),
     pki.issue({ name: "local-path-provisioner", commonName: PROVISIONER_USER, usage: "client" }),
@@ -156,44 +141,34 @@ export async function clusterUp({ binDir, provisioner, coredns }: ClusterBinarie
     ],
   });
 
-  log("containerd");
-  const containerdConfigPath = join(STATE_DIR, "containerd.toml");
-  await writeFile(containerdConfigPath, containerdConfig(await runcBinary()));
-  spawnManaged({ name: "containerd", command: "containerd", args: ["--config", containerdConfigPath], detached: true, logFile: join(LOG_DIR, "containerd.log") });
-  await waitFor("containerd answering", 30_000, async () => (await tryRun("ctr", ["--address", CONTAINERD_SOCKET, "version"])) !== undefined);
-  await importPauseImage();
-
-  log("kubelet");
-  const kubeletConfigPath = join(STATE_DIR, "kubelet.yaml");
-  await writeFile(kubeletConfigPath, kubeletConfig({ caFile: ca, servingCert: kubeletServing.cert, servingKey: kubeletServing.key }));
-  spawnManaged({
-    name: "kubelet",
-    command: join(binDir, "kubelet"),
-    detached: true,
-    logFile: join(LOG_DIR, "kubelet.log"),
-    args: [
-      `--config=${kubeletConfigPath}`, `--kubeconfig=${await componentKubeconfig("kubelet", ca, kubeletClient)}`,
-      `--node-ip=${NODE_IP}`, `--hostname-override=${NODE_NAME}`, "--v=1",
-    ],
-  });
-
-  log("kube-proxy");
-  const proxyConfigPath = join(STATE_DIR, "kube-proxy.yaml");
-  await writeFile(proxyConfigPath, kubeProxyConfig(await componentKubeconfig("kube-proxy", ca, kubeProxy)));
-  spawnManaged({ name: "kube-proxy", command: join(binDir, "kube-proxy"), detached: true, logFile: join(LOG_DIR, "kube-proxy.log"), args: [`--config=${proxyConfigPath}`, "--v=1"] });
+  // Each node's kubelet has certificates of its own: NodeRestriction lets it touch its own node and pods only.
+  const kubeProxyKubeconfig = await componentKubeconfig("kube-proxy", ca, kubeProxy);
+  for (const node of nodes) {
+    const suffix = node.index === 1 ? "" : `-${node.name}`;
+    const [kubeletClient, kubeletServing] = await Promise.all([
+      pki.issue({ name: `kubelet-client${suffix}`, commonName: `system:node:${node.name}`, organization: "system:nodes", usage: "client" }),
+      pki.issue({ name: `kubelet-serving${suffix}`, commonName: node.name, hosts: [node.name, node.ip], usage: "server" }),
+    ]);
+    await startNode(node, {
+      binDir, caFile: ca, kubeProxyKubeconfig, servingCert: kubeletServing.cert, servingKey: kubeletServing.key,
+      kubeletKubeconfig: await componentKubeconfig(`kubelet${suffix}`, ca, kubeletClient),
+    }, waitFor);
+  }
 
   log("cluster DNS: CoreDNS behind the kube-dns Service");
   const kubectl = [join(binDir, "kubectl"), `--kubeconfig=${KUBECONFIG_PATH}`];
   await startDns({ binary: coredns, kubectl, kubeconfig: await componentKubeconfig("coredns", ca, corednsClient) });
 
-  log(`waiting for node ${NODE_NAME} to be Ready`);
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromString(controlPlane.kubeconfig);
   const core = kubeConfig.makeApiClient(CoreV1Api);
-  await waitFor(`node ${NODE_NAME} becoming Ready`, 180_000, async () => {
-    const node = await core.readNode({ name: NODE_NAME });
-    return node.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
-  });
+  for (const { name } of nodes) {
+    log(`waiting for node ${name} to be Ready`);
+    await waitFor(`node ${name} becoming Ready`, 180_000, async () => {
+      const node = await core.readNode({ name });
+      return node.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
+    });
+  }
   await waitFor("CoreDNS answering", 60_000, dnsReady);
   log("storage: local-path-provisioner and the default StorageClass");
   await startStorage({
@@ -202,5 +177,5 @@ export async function clusterUp({ binDir, provisioner, coredns }: ClusterBinarie
     kubeconfig: await componentKubeconfig("local-path-provisioner", ca, provisionerClient),
   });
   await startBlockStorage(kubectl);
-  log(`the cluster is up: ${SERVER}, kubernetes Service at ${FIRST_SERVICE_IP}`);
+  log(`the cluster is up: ${SERVER}, kubernetes Service at ${FIRST_SERVICE_IP}, nodes ${nodes.map((n) => n.name).join(", ")}`);
 }
