@@ -2,9 +2,12 @@
 # (Node 24, npm packages, the Kubernetes binaries) before it runs.
 .PHONY: up down test bench bench-compare screenshots generate lint typecheck unit integration cluster-up cluster-sync cluster-down
 
+# How many nodes the local cluster has (make up NODES=2); make test always uses two.
+NODES ?= 1
+
 # Set everything up and start the system; prints where to reach it.
 up:
-	hack/up.sh
+	NODES=$(NODES) hack/up.sh
 
 down:
 	hack/down.sh
@@ -42,7 +45,6 @@ integration:
 	hack/run.sh npm run test:integration
 
 # The local cluster (see hack/cluster-*.sh): one node, or NODES=2 for two.
-NODES ?= 1
 cluster-up:
 	NODES=$(NODES) hack/cluster-up.sh
 

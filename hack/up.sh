@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets everything up on a fresh machine and starts the system: `make up`.
-# A local single-node Kubernetes cluster, kubevirt-ts built and installed
-# into it with its Helm chart; prints where the dashboard is and how to sign in.
+# A local Kubernetes cluster (one node; NODES=2 for two), kubevirt-ts built and
+# installed into it with its Helm chart; prints where the dashboard is and how to sign in.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 hack/cluster-up.sh
@@ -12,7 +12,7 @@ admin_token=$($kubectl -n default create token kubevirt-ts-admin --duration=24h)
 viewer_token=$($kubectl -n default create token kubevirt-ts-viewer --duration=24h)
 cat <<MSG
 
-kubevirt-ts is running on a local single-node cluster.
+kubevirt-ts is running on a local cluster of ${NODES:-1} node(s).
 
   Dashboard:   https://198.18.255.1:30080
                (its certificate is self-signed by the chart; your browser asks you to accept it once,
