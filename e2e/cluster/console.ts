@@ -5,7 +5,7 @@ import { ConsoleServer, type ConsoleKind, consoleServerPath } from "@kubevirt-ts
 import { expect } from "vitest";
 import { type ClientOptions, WebSocket } from "ws";
 import { tokenOf } from "../tests/cluster-users.ts";
-import { core } from "./cluster.ts";
+import { core, custom } from "./cluster.ts";
 import { DASHBOARD_URL, dashboardTls } from "./dashboard.ts";
 
 // Consoles as users reach them: KubeVirt's console and VNC websockets on
@@ -20,10 +20,14 @@ async function apiCredentials(): Promise<Pick<ConnectionOptions, "ca" | "cert" |
   return { ca: field("ca.crt"), cert: field("tls.crt"), key: field("tls.key"), servername: ConsoleServer.handlerIdentity };
 }
 
-async function handlerAddress(): Promise<string> {
-  const pods = (await core.listNamespacedPod({ namespace: "kubevirt-ts", labelSelector: "app.kubernetes.io/name=virt-handler" })).items;
+/** The address of the handler on the node the VMI runs on: each handler serves its own node's VMIs only. */
+async function handlerAddress(namespace: string, name: string): Promise<string> {
+  const vmi = (await custom.getNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachineinstances", name })) as { status?: { nodeName?: string } };
+  const nodeName = vmi.status?.nodeName;
+  if (!nodeName) throw new Error(`VMI ${namespace}/${name} is on no node yet`);
+  const pods = (await core.listNamespacedPod({ namespace: "kubevirt-ts", labelSelector: "app.kubernetes.io/name=virt-handler", fieldSelector: `spec.nodeName=${nodeName}` })).items;
   const ready = pods.find((p) => !p.metadata?.deletionTimestamp && p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"));
-  if (!ready?.status?.podIP) throw new Error("no ready handler pod");
+  if (!ready?.status?.podIP) throw new Error(`no ready handler pod on ${nodeName}`);
   return `${ready.status.podIP}:${String(ConsoleServer.port)}`;
 }
 
@@ -44,7 +48,7 @@ export async function openConsole(namespace: string, name: string, kind: Console
 
 /** What the handler kept of the VMI's serial output. */
 export async function serialLog(namespace: string, name: string): Promise<string> {
-  const [host = "", port] = (await handlerAddress()).split(":");
+  const [host = "", port] = (await handlerAddress(namespace, name)).split(":");
   const options = await apiCredentials();
   return new Promise((resolve, reject) => {
     const req = request({ ...options, host, port: Number(port), path: consoleServerPath(namespace, name, "serial-log") }, (res) => {
