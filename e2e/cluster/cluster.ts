@@ -2,9 +2,9 @@ import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { readFileSync } from "node:fs";
-import { AdmissionregistrationV1Api, ApiException, AppsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, DiscoveryV1Api, PolicyV1Api, KubeConfig, RbacAuthorizationV1Api, type V1Pod } from "@kubernetes/client-node";
+import { AdmissionregistrationV1Api, ApiException, AppsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, DiscoveryV1Api, PolicyV1Api, KubeConfig, RbacAuthorizationV1Api, type V1PersistentVolume, type V1Pod } from "@kubernetes/client-node";
 import { ensureBinaries } from "@kubevirt-ts/control-plane";
-import { IMAGES_FILE, KUBECONFIG_PATH, readClusterNodes } from "@kubevirt-ts/local-cluster";
+import { IMAGES_FILE, KUBECONFIG_PATH, machinePath, readClusterNodes } from "@kubevirt-ts/local-cluster";
 import { afterAll, beforeAll } from "vitest";
 
 // What the cluster suites share: clients for the local cluster, the images
@@ -28,8 +28,19 @@ export function undefinedIfNotFound(error: unknown): undefined {
   throw error;
 }
 
+const clusterNodes = await readClusterNodes();
 /** The names of the cluster's nodes, as cluster-up made them (one, or NODES=n). */
-export const nodeNames = (await readClusterNodes()).map((node) => node.name);
+export const nodeNames = clusterNodes.map((node) => node.name);
+
+/** Where a local volume's folder or device is on this machine: on the node its affinity names, which may keep its own copy of the path. */
+export function volumeOnMachine(volume: V1PersistentVolume): string {
+  const path = volume.spec?.hostPath?.path ?? volume.spec?.local?.path ?? "";
+  const terms = volume.spec?.nodeAffinity?.required?.nodeSelectorTerms ?? [];
+  const nodeName = terms.flatMap((t) => t.matchExpressions ?? []).find((e) => e.key === "kubernetes.io/hostname")?.values?.[0];
+  const node = clusterNodes.find((n) => n.name === nodeName);
+  if (!node) throw new Error(`volume ${volume.metadata?.name ?? ""} is on no node of this cluster (${nodeName ?? "no hostname affinity"})`);
+  return machinePath(node, path);
+}
 
 /** The images cluster-sync built and loaded into the node. */
 export const installedImages = JSON.parse(readFileSync(IMAGES_FILE, "utf8")) as { name: string; reference: string }[];

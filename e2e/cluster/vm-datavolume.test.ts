@@ -8,7 +8,7 @@ import { gzipSync } from "node:zlib";
 import { NODE_IP } from "@kubevirt-ts/local-cluster";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tinyVmOnDataVolume } from "../manifests.ts";
-import { core, custom, imageOf, suiteNamespace, undefinedIfNotFound } from "./cluster.ts";
+import { core, custom, imageOf, suiteNamespace, undefinedIfNotFound, volumeOnMachine } from "./cluster.ts";
 import { inGuest } from "./console.ts";
 
 // DataVolumes where kubevirt-ts serves them (no CDI in the local cluster):
@@ -33,7 +33,7 @@ const running = async (vm: string) => {
 const diskOnNode = async (claimName: string) => {
   const claim = await core.readNamespacedPersistentVolumeClaim({ namespace, name: claimName });
   const volume = await core.readPersistentVolume({ name: claim.spec?.volumeName ?? "" });
-  return join(volume.spec?.hostPath?.path ?? volume.spec?.local?.path ?? "", "disk.img");
+  return join(volumeOnMachine(volume), "disk.img");
 };
 
 let server: Server;

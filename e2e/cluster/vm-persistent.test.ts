@@ -2,7 +2,7 @@ import { open } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { claimDevicePath } from "@kubevirt-ts/kubevirt-api";
-import { core, custom, imageOf, suiteNamespace } from "./cluster.ts";
+import { core, custom, imageOf, suiteNamespace, volumeOnMachine } from "./cluster.ts";
 import { tinyVmOnClaim } from "../manifests.ts";
 import { inGuest as inGuestOf } from "./console.ts";
 
@@ -64,9 +64,9 @@ describe("a VM's disk on a PersistentVolumeClaim", () => {
     await kubectl("patch", "vm", "keeper", "-n", namespace, "--type=merge", "-p", '{"spec":{"runStrategy":"Halted"}}');
     await expect.poll(() => get("virtualmachineinstances", "keeper"), poll).toBeUndefined();
 
-    // The claim's folder is on this node, where the provisioner made it: the guest's bytes are at the start of disk.img.
+    // The claim's folder is on its node, where the provisioner made it: the guest's bytes are at the start of disk.img.
     const volume = await core.readPersistentVolume({ name: (await core.readNamespacedPersistentVolumeClaim({ namespace, name: "data" })).spec?.volumeName ?? "" });
-    const folder = volume.spec?.hostPath?.path ?? volume.spec?.local?.path ?? "";
+    const folder = volumeOnMachine(volume);
     const file = await open(join(folder, "disk.img"));
     const head = Buffer.alloc(64);
     await file.read(head, 0, 64, 0);
@@ -123,7 +123,7 @@ describe("a VM's disk on a Block-mode PersistentVolumeClaim", () => {
     // The claim's volume is a device of this node: the guest's bytes are at its start.
     const volume = await core.readPersistentVolume({ name: (await core.readNamespacedPersistentVolumeClaim({ namespace, name: "raw" })).spec?.volumeName ?? "" });
     expect(volume.spec?.volumeMode).toBe("Block");
-    const device = await open(volume.spec?.local?.path ?? "");
+    const device = await open(volumeOnMachine(volume));
     const head = Buffer.alloc(64);
     await device.read(head, 0, 64, 0);
     await device.close();

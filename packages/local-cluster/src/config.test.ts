@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { CLUSTER_POD_CIDR, MAX_NODES, NODE_IP, POD_CIDR, clusterNode, clusterNodes } from "./config.ts";
+import { CLUSTER_POD_CIDR, KUBELET_DIR, LOCAL_PATH_DIR, MAX_NODES, NODE_IP, POD_CIDR, STATE_DIR, clusterNode, clusterNodes, machinePath } from "./config.ts";
 import { cniConfig, kubeletConfig, kubeProxyConfig } from "./node-config.ts";
 
 /** An IPv4 address as a number, and whether it is in a CIDR range. */
@@ -27,6 +27,16 @@ describe("the local cluster's nodes", () => {
       expect(inCidr(node.ip, CLUSTER_POD_CIDR), node.name).toBe(false);
     }
     expect(nodes.slice(1).every((n) => n.namespaces !== undefined)).toBe(true);
+  });
+
+  it("finds a further node's own folders on the machine, and leaves the first node's and the shared paths as they are", () => {
+    const [first, second] = clusterNodes(2) as [ReturnType<typeof clusterNode>, ReturnType<typeof clusterNode>];
+    expect(machinePath(first, `${LOCAL_PATH_DIR}/pvc-1`)).toBe(`${LOCAL_PATH_DIR}/pvc-1`);
+    expect(machinePath(second, `${LOCAL_PATH_DIR}/pvc-1`)).toBe(`${second.stateDir}/own/${LOCAL_PATH_DIR.replaceAll("/", "_")}/pvc-1`);
+    expect(machinePath(second, KUBELET_DIR)).toBe(`${second.stateDir}/own/_var_lib_kubelet`);
+    // A path that only starts like an own folder is not inside it.
+    expect(machinePath(second, `${KUBELET_DIR}-other/x`)).toBe(`${KUBELET_DIR}-other/x`);
+    expect(machinePath(second, `${STATE_DIR}/pki`)).toBe(`${STATE_DIR}/pki`);
   });
 
   it("refuses a node the cluster cannot hold", () => {

@@ -90,6 +90,18 @@ export interface ClusterNode {
 /** The folders a further node has of its own, bound over the machine's in its mount namespace. */
 export const NODE_OWN_FOLDERS = [KUBELET_DIR, "/var/log/pods", "/var/log/containers", LOCAL_PATH_DIR] as const;
 
+/** Where a further node keeps one of its own folders on the machine. */
+export function ownFolder(node: ClusterNode, folder: (typeof NODE_OWN_FOLDERS)[number]): string {
+  return join(node.stateDir, "own", folder.replaceAll("/", "_"));
+}
+
+/** Where a path as the node sees it is on the machine: inside a further node's own folders, the node's copy of it. */
+export function machinePath(node: ClusterNode, path: string): string {
+  if (!node.namespaces) return path;
+  const folder = NODE_OWN_FOLDERS.find((f) => path === f || path.startsWith(`${f}/`));
+  return folder === undefined ? path : join(ownFolder(node, folder), path.slice(folder.length));
+}
+
 export function clusterNode(index: number): ClusterNode {
   if (!Number.isInteger(index) || index < 1 || index > MAX_NODES) throw new Error(`a node's index is 1 to ${String(MAX_NODES)}, not ${String(index)}`);
   if (index === 1) {

@@ -1,7 +1,7 @@
 import { chmod, copyFile, mkdir, readFile, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { spawnManaged } from "@kubevirt-ts/control-plane";
-import { CNI_NETWORK, type ClusterNode, LOG_DIR, NODE_BRIDGE, NODE_IP, NODE_OWN_FOLDERS, NODE_PREFIX, STATE_DIR } from "./config.ts";
+import { CNI_NETWORK, type ClusterNode, LOG_DIR, NODE_BRIDGE, NODE_IP, NODE_OWN_FOLDERS, NODE_PREFIX, STATE_DIR, ownFolder } from "./config.ts";
 import { log, run, tryRun } from "./exec.ts";
 import { importPauseImage } from "./images.ts";
 import { cniConfig, containerdConfig, kubeProxyConfig, kubeletConfig } from "./node-config.ts";
@@ -64,7 +64,7 @@ async function makeNodeNamespaces(node: ClusterNode): Promise<void> {
   // Slave: mounts the machine makes later (network namespaces' files) reach the node; the node's own stay on it.
   await run("unshare", [`--mount=${mountFile}`, "--propagation", "slave", "true"]);
   for (const folder of NODE_OWN_FOLDERS) {
-    const own = join(node.stateDir, "own", folder.replaceAll("/", "_"));
+    const own = ownFolder(node, folder);
     await mkdir(own, { recursive: true });
     await mkdir(folder, { recursive: true });
     await run("nsenter", [`--mount=${mountFile}`, "--", "mount", "--bind", own, folder]);
