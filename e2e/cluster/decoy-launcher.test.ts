@@ -18,10 +18,11 @@ const poll = { timeout: 180_000, interval: 1_000 };
 const FINALIZER = "e2e.kubevirt-ts.io/decoy";
 const planted: V1Pod[] = [];
 
-function decoy(name: string, podNamespace: string, vmiUid: string, ownerReferences?: V1OwnerReference[]): V1Pod {
+function decoy(name: string, podNamespace: string, vmiUid: string, nodeName: string, ownerReferences?: V1OwnerReference[]): V1Pod {
   return {
     metadata: { name, namespace: podNamespace, labels: { "kubevirt.io": "virt-launcher", "kubevirt.io/created-by": vmiUid }, finalizers: [FINALIZER], ownerReferences },
     spec: {
+      nodeName,
       terminationGracePeriodSeconds: 1,
       securityContext: { runAsNonRoot: true, runAsUser: 65535, seccompProfile: { type: "RuntimeDefault" } },
       containers: [{ name: "compute", image: PAUSE_IMAGE, imagePullPolicy: "Never", securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } } }],
@@ -82,11 +83,12 @@ describe("decoy launcher pods", () => {
     [real] = await launcherPods();
     expect(real?.metadata?.ownerReferences?.find((r) => r.controller)?.uid).toBe(uid);
 
+    const node = vmi?.status?.nodeName as string;
     decoys = [
-      await plant(decoy("decoy-labels", other, uid)),
-      await plant(decoy("decoy-labels", namespace, uid)),
+      await plant(decoy("decoy-labels", other, uid, node)),
+      await plant(decoy("decoy-labels", namespace, uid, node)),
       // A copy of the real pod's controller reference, in a namespace where that VMI is not.
-      await plant(decoy("decoy-forged-owner", other, uid, real?.metadata?.ownerReferences)),
+      await plant(decoy("decoy-forged-owner", other, uid, node, real?.metadata?.ownerReferences)),
     ];
     // Running on the VMI's node, where its handler sees them.
     for (const pod of decoys.slice(0, 2)) await expect.poll(async () => (await readPod(pod))?.status?.phase, poll).toBe("Running");
