@@ -10,12 +10,8 @@ export function normalized<T>(value: T): T {
 
 /** The labels with these set, and those given as undefined removed. */
 function withLabels(labels: Record<string, string> | undefined, changes: Record<string, string | undefined>): Record<string, string> {
-  const result = { ...labels };
-  for (const [key, value] of Object.entries(changes)) {
-    if (value === undefined) delete result[key];
-    else result[key] = value;
-  }
-  return result;
+  const merged = Object.entries({ ...labels, ...changes });
+  return Object.fromEntries(merged.filter((entry): entry is [string, string] => entry[1] !== undefined));
 }
 
 /**
