@@ -1,5 +1,5 @@
 import {
-  type EventRecorder, type Expectations, type Informer, type KubeClient, type PersistentVolumeClaim, type Pod, type Reconcile, addFinalizer, isNotFound, removeFinalizer, resources, writeStatusIfChanged,
+  type EventRecorder, type Expectations, type Informer, type KubeClient, type PersistentVolumeClaim, type Pod, type Reconcile, WrittenVersions, addFinalizer, isNotFound, removeFinalizer, resources, writeStatusIfChanged,
 } from "@kubevirt-ts/kube";
 import {
   Finalizer, LAUNCHER_PODS_BY_VMI, Label, MigrationPhase, type MigrationState, type VirtualMachineInstance, type VirtualMachineInstanceMigration, isFinalMigrationPhase, isLauncherPodOf, kubevirtResources, launcherPodRoles,
@@ -76,12 +76,16 @@ export function createMigrationReconciler(deps: MigrationControllerDeps): Reconc
     await writeStatusIfChanged(client, kubevirtResources.virtualMachineInstances, vmi, { ...vmi.status, migrationState: state }, targetNode ? { [Label.MigrationTargetNodeName]: targetNode } : undefined);
   }
 
+  const written = new WrittenVersions();
   return async (key) => {
     const cached = migrations.get(key);
     if (!cached) {
       expectations.deleteExpectations(key);
+      written.forget(key);
       return undefined;
     }
+    // Our own last write has not reached the cache yet: its watch event brings the migration back here.
+    if (written.isStale(key, cached.metadata.resourceVersion)) return undefined;
     const uid = cached.metadata.uid ?? "";
     if (isFinalMigrationPhase(cached.status?.phase) || (cached.status?.phase ?? MigrationPhase.Pending) !== MigrationPhase.Pending) started.delete(uid);
     if (!expectations.satisfied(key)) return { requeueAfterMs: 1_000 };
@@ -126,10 +130,13 @@ export function createMigrationReconciler(deps: MigrationControllerDeps): Reconc
       await removeFinalizer(client, kubevirtResources.virtualMachineInstanceMigrations, migration, Finalizer.Migration);
       return undefined;
     }
-    await writeStatusIfChanged(client, kubevirtResources.virtualMachineInstanceMigrations, migration, decision.status).catch((error: unknown) => {
+    const updated = await writeStatusIfChanged(client, kubevirtResources.virtualMachineInstanceMigrations, migration, decision.status).catch((error: unknown) => {
       // Deleted meanwhile: its deletion brings it back here.
       if (!isNotFound(error)) throw error;
+      return undefined;
     });
+    if (updated) written.wrote(key, cached.metadata.resourceVersion, migration.metadata.resourceVersion);
+    else if (migration !== cached) written.wrote(key, cached.metadata.resourceVersion);
     return decision.requeueAfterMs !== undefined ? { requeueAfterMs: decision.requeueAfterMs } : undefined;
   };
 }
