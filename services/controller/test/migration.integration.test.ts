@@ -207,3 +207,22 @@ describe("timeouts and limits", () => {
     });
   });
 });
+
+describe("evacuation", () => {
+  withClient("a VMI marked for evacuation from its node, whose strategy migrates it, gets one kubevirt-evacuation- migration", async ({ client, core, namespace }) => {
+    await withControllers(namespace, {}, async () => {
+      await runningVmi(client, core, namespace, "web");
+      await runningVmi(client, core, namespace, "stays");
+      await client.patch(kubevirtResources.virtualMachineInstances, namespace, "web", { spec: { evictionStrategy: "LiveMigrate" } }, "merge");
+      // virt-api's eviction webhook marks both; "stays" has no strategy that migrates it (the test's cluster default is None).
+      for (const name of ["web", "stays"]) await client.patch(kubevirtResources.virtualMachineInstances, namespace, name, { status: { evacuationNodeName: "node-a" } }, "merge");
+      await expect.poll(async () => (await client.list<VirtualMachineInstanceMigration>(migrations, namespace)).items.length, poll).toBe(1);
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      const [migration, ...more] = (await client.list<VirtualMachineInstanceMigration>(migrations, namespace)).items;
+      expect(more).toEqual([]);
+      expect(migration?.metadata.name).toMatch(/^kubevirt-evacuation-/);
+      expect(migration?.metadata.annotations).toEqual({ "kubevirt.io/evacuationMigration": "node-a" });
+      expect(migration?.spec).toEqual({ vmiName: "web" });
+    });
+  });
+});

@@ -127,7 +127,10 @@ export function createMigrationReconciler(deps: MigrationControllerDeps): Reconc
     if (vmi && (ended || decision.release)) await protectBoth(vmi, undefined);
     if (decision.event) recorder.record(migration, decision.event.type, decision.event.reason, decision.event.message);
     if (decision.release) {
-      await removeFinalizer(client, kubevirtResources.virtualMachineInstanceMigrations, migration, Finalizer.Migration);
+      await removeFinalizer(client, kubevirtResources.virtualMachineInstanceMigrations, migration, Finalizer.Migration).catch((error: unknown) => {
+        // Let go already, by an earlier pass whose write the cache had not shown yet.
+        if (!isNotFound(error)) throw error;
+      });
       return undefined;
     }
     const updated = await writeStatusIfChanged(client, kubevirtResources.virtualMachineInstanceMigrations, migration, decision.status).catch((error: unknown) => {
