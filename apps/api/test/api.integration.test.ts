@@ -1,18 +1,10 @@
-import { once } from "node:events";
-import { readFile } from "node:fs/promises";
-import { mkdtemp } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { CoreV1Api, KubeConfig, RbacAuthorizationV1Api } from "@kubernetes/client-node";
-import { Pki } from "@kubevirt-ts/control-plane";
 import { test } from "@kubevirt-ts/control-plane/testing";
-import { KubeClient } from "@kubevirt-ts/kube";
 import { createLogger } from "@kubevirt-ts/runtime";
 import { TRPCClientError, createTRPCClient, httpLink } from "@trpc/client";
 import { afterAll, beforeAll, describe, expect } from "vitest";
-import { createWebhookServer } from "../src/server.ts";
 import type { AppRouter } from "../src/trpc/router.ts";
-import { type StartedApi, startApi, users } from "./harness.ts";
+import { type StartedApi, startApi, startWebhooks, users } from "./harness.ts";
 
 // The API against a real API server, acting as two real users (service
 // accounts with tokens): an editor and a viewer of one namespace. Nothing is
@@ -293,24 +285,16 @@ function sse(address: string, token: string) {
 
 describe("the admission webhooks, registered with the real API server", () => {
   test("refuse an invalid VM with its causes and default a valid one", async ({ kubeConfig, namespace }) => {
-    const dir = await mkdtemp(join(tmpdir(), "webhook-tls-"));
-    const pki = new Pki(dir);
-    await pki.createCa("webhook-ca");
-    const pair = await pki.issue({ name: "webhook", commonName: "127.0.0.1", usage: "server", hosts: ["127.0.0.1"] });
-    const webhooks = createWebhookServer({ cert: await readFile(pair.cert), key: await readFile(pair.key) }, await KubeClient.fromKubeConfig(kubeConfig), log);
-    webhooks.listen(0, "127.0.0.1");
-    await once(webhooks, "listening");
-    const address = webhooks.address();
-    const port = typeof address === "object" && address ? address.port : 0;
+    const webhooks = await startWebhooks(kubeConfig, log);
     const { AdmissionregistrationV1Api, CustomObjectsApi } = await import("@kubernetes/client-node");
     const admission = kubeConfig.makeApiClient(AdmissionregistrationV1Api);
-    const caBundle = (await readFile(pki.ca.cert)).toString("base64");
+    const { caBundle } = webhooks;
     const hook = (verb: string) => ({
       name: `${verb}-virtualmachines.kubevirt-ts.io`,
       admissionReviewVersions: ["v1"],
       sideEffects: "None",
       failurePolicy: "Fail",
-      clientConfig: { url: `https://127.0.0.1:${String(port)}/${verb}-virtualmachines`, caBundle },
+      clientConfig: { url: `${webhooks.url}/${verb}-virtualmachines`, caBundle },
       namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": namespace } },
       rules: [{ apiGroups: ["kubevirt.io"], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["virtualmachines"] }],
     });

@@ -1,0 +1,74 @@
+import { AdmissionregistrationV1Api, type CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
+import { test } from "@kubevirt-ts/control-plane/testing";
+import { createLogger } from "@kubevirt-ts/runtime";
+import { describe, expect } from "vitest";
+import { startWebhooks } from "./harness.ts";
+
+// The migration webhook registered with the real API server: what it admits
+// and refuses, with the VMI read by the API's own account.
+
+const log = createLogger({ component: "migration-webhook-test", level: "error" });
+
+/** The webhook server, registered for the namespace's migrations, for the length of `body`. */
+async function withWebhook(kubeConfig: KubeConfig, namespace: string, body: () => Promise<void>): Promise<void> {
+  const webhooks = await startWebhooks(kubeConfig, log);
+  const admission = kubeConfig.makeApiClient(AdmissionregistrationV1Api);
+  await admission.createValidatingWebhookConfiguration({
+    body: {
+      metadata: { name: namespace },
+      webhooks: [{
+        name: "validate-virtualmachineinstancemigrations.kubevirt-ts.io",
+        admissionReviewVersions: ["v1"],
+        sideEffects: "None",
+        failurePolicy: "Fail",
+        clientConfig: { url: `${webhooks.url}/validate-virtualmachineinstancemigrations`, caBundle: webhooks.caBundle },
+        namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": namespace } },
+        rules: [{ apiGroups: ["kubevirt.io"], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["virtualmachineinstancemigrations"] }],
+      }],
+    },
+  });
+  try {
+    await body();
+  } finally {
+    await admission.deleteValidatingWebhookConfiguration({ name: namespace });
+    webhooks.close();
+  }
+}
+
+const group = (namespace: string, plural: string) => ({ group: "kubevirt.io", version: "v1", namespace, plural });
+const migration = (name: string, vmiName: string) => ({ apiVersion: "kubevirt.io/v1", kind: "VirtualMachineInstanceMigration", metadata: { name }, spec: { vmiName } });
+
+/** A VMI as the controller and a handler leave it: its status written directly (no VMI webhook or controller runs here). */
+async function vmi(custom: CustomObjectsApi, namespace: string, name: string, status: Record<string, unknown>): Promise<void> {
+  await custom.createNamespacedCustomObject({ ...group(namespace, "virtualmachineinstances"), body: { apiVersion: "kubevirt.io/v1", kind: "VirtualMachineInstance", metadata: { name }, spec: { domain: { devices: {} } }, status } });
+}
+const migratable = { type: "LiveMigratable", status: "True" };
+
+/** The refusal's status, or "created". */
+const attempt = (promise: Promise<unknown>) => promise.then(() => "created", (e: unknown) => JSON.parse(String((e as { body?: string }).body)) as { code: number; message: string; details?: { causes?: { field: string }[] } });
+
+describe("the migration webhook", () => {
+  test("admits a migration of a running VMI that can move, one at a time, and refuses the rest, saying why", async ({ kubeConfig, custom, namespace }) => {
+    await withWebhook(kubeConfig, namespace, async () => {
+      const create = (body: unknown) => attempt(custom.createNamespacedCustomObject({ ...group(namespace, "virtualmachineinstancemigrations"), body }));
+      await vmi(custom, namespace, "running", { phase: "Running", nodeName: "node-a", conditions: [migratable] });
+      await vmi(custom, namespace, "starting", { phase: "Scheduled", conditions: [migratable] });
+      await vmi(custom, namespace, "pinned", { phase: "Running", conditions: [{ type: "LiveMigratable", status: "False", reason: "DisksNotLiveMigratable", message: "cannot migrate VMI: PVC data (volume data) is not shared" }] });
+      await vmi(custom, namespace, "moving", { phase: "Running", conditions: [migratable], migrationState: { migrationUid: "other", targetNode: "node-b" } });
+
+      expect(await create(migration("absent", "nothing"))).toMatchObject({ code: 422, message: expect.stringContaining("VMI nothing does not exist") as unknown, details: { causes: [{ field: "spec.vmiName" }] } });
+      expect(await create(migration("starting", "starting"))).toMatchObject({ code: 422, message: expect.stringContaining("is not running (its phase is Scheduled)") as unknown });
+      expect(await create(migration("pinned", "pinned"))).toMatchObject({ code: 422, message: expect.stringContaining("not live migratable: DisksNotLiveMigratable: cannot migrate VMI: PVC data") as unknown });
+      expect(await create(migration("moving", "moving"))).toMatchObject({ code: 422, message: expect.stringContaining("already migrating (migration uid other)") as unknown });
+
+      expect(await create(migration("first", "running"))).toBe("created");
+      expect(await create(migration("second", "running"))).toMatchObject({ code: 422, message: expect.stringContaining("has a migration in flight already (first, Pending)") as unknown });
+
+      const migrations = group(namespace, "virtualmachineinstancemigrations");
+      const changed = await attempt(custom.patchNamespacedCustomObject({ ...migrations, name: "first", body: [{ op: "replace", path: "/spec/vmiName", value: "pinned" }] }));
+      expect(changed).toMatchObject({ code: 422, message: expect.stringContaining("a migration's spec cannot change once it is made") as unknown });
+      // Its metadata may change (labels, the controller's finalizer).
+      expect(await attempt(custom.patchNamespacedCustomObject({ ...migrations, name: "first", body: [{ op: "add", path: "/metadata/labels", value: { team: "a" } }] }))).toBe("created");
+    });
+  });
+});
