@@ -1,5 +1,5 @@
 import { test as kubeTest } from "@kubevirt-ts/control-plane/testing";
-import { type KubeClient, type Pod, resources } from "@kubevirt-ts/kube";
+import { type KubeClient, type KubeObject, type Pod, resources } from "@kubevirt-ts/kube";
 import { type MigrationState, type VirtualMachineInstance, type VirtualMachineInstanceMigration, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
 import type { CoreV1Api } from "@kubernetes/client-node";
 import { describe, expect } from "vitest";
@@ -128,6 +128,24 @@ describe("a migration, from its target pod to its end", () => {
   });
 });
 
+describe("the disruption budget while a VMI moves", () => {
+  withClient("protects both pods (minAvailable 2, labelled with the migration) until the migration ends", async ({ client, core, namespace }) => {
+    await withControllers(namespace, {}, async () => {
+      const vmi = await runningVmi(client, core, namespace, "web");
+      // LiveMigrate asks for a budget; the VMI controller makes it.
+      await client.patch(kubevirtResources.virtualMachineInstances, namespace, "web", { spec: { evictionStrategy: "LiveMigrate" } }, "merge");
+      const budget = () => getObject<KubeObject & { spec: { minAvailable: number } }>(client, resources.podDisruptionBudgets, namespace, `kubevirt-disruption-budget-${vmi.metadata.uid ?? ""}`);
+      await expect.poll(async () => (await budget())?.spec.minAvailable, poll).toBe(1);
+      await client.create(migrations, namespace, newMigration("move", "web"));
+      await expect.poll(async () => (await budget())?.spec.minAvailable, poll).toBe(2);
+      expect((await budget())?.metadata.labels?.["kubevirt.io/migrationName"]).toBe("move");
+      await client.delete(migrations, namespace, "move");
+      await expect.poll(async () => (await budget())?.spec.minAvailable, poll).toBe(1);
+      expect((await budget())?.metadata.labels?.["kubevirt.io/migrationName"]).toBeUndefined();
+    });
+  });
+});
+
 describe("cancelling a migration by deleting it", () => {
   withClient("before the hand-over deletes its target pod and lets it go", async ({ client, core, namespace }) => {
     await withControllers(namespace, {}, async () => {
@@ -174,6 +192,21 @@ describe("timeouts and limits", () => {
       expect((await getVmi(client, namespace, "web"))?.status?.migrationState).toMatchObject({ failed: true, failureReason: expect.stringMatching(/was pending for 2 s$/) as unknown });
       await expect.poll(async () => (await podsOf(client, namespace, "web")).targets.filter((p) => !p.metadata.deletionTimestamp).length, poll).toBe(0);
       expect((await getVmi(client, namespace, "web"))?.status?.phase).toBe("Running");
+    });
+  });
+
+  withClient("a target pod unschedulable past its timeout fails the migration with the scheduler's words", async ({ client, core, namespace }) => {
+    await withControllers(namespace, { timeouts: { unschedulableSeconds: 1, pendingSeconds: 900 } }, async () => {
+      await runningVmi(client, core, namespace, "web");
+      await client.create(migrations, namespace, newMigration("move", "web"));
+      await expect.poll(async () => (await podsOf(client, namespace, "web")).targets.length, poll).toBe(1);
+      const [target] = (await podsOf(client, namespace, "web")).targets;
+      // What the scheduler writes of a pod no node fits.
+      const unschedulable = { type: "PodScheduled", status: "False", reason: "Unschedulable", message: "0/2 nodes are available: 1 node(s) didn't match pod anti-affinity rules", lastTransitionTime: new Date().toISOString() };
+      await client.patch(resources.pods, namespace, target?.metadata.name ?? "", { status: { phase: "Pending", conditions: [unschedulable] } }, "merge", "status");
+      await expect.poll(() => phaseOf(client, namespace, "move"), poll).toBe("Failed");
+      expect((await getVmi(client, namespace, "web"))?.status?.migrationState?.failureReason).toMatch(/was unschedulable for 1 s: 0\/2 nodes are available: 1 node\(s\) didn't match pod anti-affinity rules$/);
+      await expect.poll(async () => (await podsOf(client, namespace, "web")).targets.filter((p) => !p.metadata.deletionTimestamp).length, poll).toBe(0);
     });
   });
 
