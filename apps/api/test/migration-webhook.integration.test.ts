@@ -72,3 +72,59 @@ describe("the migration webhook", () => {
     });
   });
 });
+
+describe("the pod-eviction webhook, for VMIs that can move", () => {
+  test("marks a LiveMigrate VMI that can move for evacuation and refuses with 429; lets a LiveMigrateIfPossible one that cannot go", async ({ kubeConfig, custom, core, namespace }) => {
+    const webhooks = await startWebhooks(kubeConfig, log);
+    const admission = kubeConfig.makeApiClient(AdmissionregistrationV1Api);
+    await admission.createValidatingWebhookConfiguration({
+      body: {
+        metadata: { name: namespace },
+        webhooks: [{
+          name: "validate-pod-eviction.kubevirt-ts.io",
+          admissionReviewVersions: ["v1"],
+          sideEffects: "NoneOnDryRun",
+          failurePolicy: "Fail",
+          clientConfig: { url: `${webhooks.url}/validate-pod-eviction`, caBundle: webhooks.caBundle },
+          namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": namespace } },
+          rules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods/eviction"] }],
+        }],
+      },
+    });
+    try {
+      /** A VMI running on node-a in its launcher pod, as the controller and a handler leave them. */
+      const running = async (name: string, evictionStrategy: string, canMove: boolean) => {
+        const conditions = [{ type: "LiveMigratable", status: canMove ? "True" : "False", reason: canMove ? undefined : "DisksNotLiveMigratable", message: canMove ? undefined : "PVC data is not shared" }];
+        const created = (await custom.createNamespacedCustomObject({
+          ...group(namespace, "virtualmachineinstances"),
+          body: { apiVersion: "kubevirt.io/v1", kind: "VirtualMachineInstance", metadata: { name }, spec: { domain: { devices: {} }, evictionStrategy }, status: { phase: "Running", nodeName: "node-a", conditions } },
+        })) as { metadata: { uid: string } };
+        const uid = created.metadata.uid;
+        await core.createNamespacedPod({
+          namespace,
+          body: {
+            metadata: { name: `virt-launcher-${name}`, labels: { "kubevirt.io": "virt-launcher", "kubevirt.io/created-by": uid }, ownerReferences: [{ apiVersion: "kubevirt.io/v1", kind: "VirtualMachineInstance", name, uid, controller: true }] },
+            spec: { nodeName: "node-a", containers: [{ name: "compute", image: "launcher" }] },
+          },
+        });
+      };
+      const evict = (name: string) =>
+        core.createNamespacedPodEviction({ name: `virt-launcher-${name}`, namespace, body: { apiVersion: "policy/v1", kind: "Eviction", metadata: { name: `virt-launcher-${name}`, namespace } } }).then(
+          () => "evicted",
+          (e: unknown) => JSON.parse(String((e as { body?: string }).body)) as { code: number; message: string },
+        );
+      await running("mover", "LiveMigrate", true);
+      await running("stopper", "LiveMigrateIfPossible", false);
+
+      expect(await evict("mover")).toMatchObject({ code: 429, message: expect.stringContaining(`Eviction triggered evacuation of VMI ${namespace}/mover`) as unknown });
+      const marked = (await custom.getNamespacedCustomObject({ ...group(namespace, "virtualmachineinstances"), name: "mover" })) as { status: { evacuationNodeName?: string } };
+      expect(marked.status.evacuationNodeName).toBe("node-a");
+      expect(await evict("stopper")).toBe("evicted");
+      const stopper = (await custom.getNamespacedCustomObject({ ...group(namespace, "virtualmachineinstances"), name: "stopper" })) as { status: { evacuationNodeName?: string } };
+      expect(stopper.status.evacuationNodeName).toBeUndefined();
+    } finally {
+      await admission.deleteValidatingWebhookConfiguration({ name: namespace });
+      webhooks.close();
+    }
+  });
+});
