@@ -4,26 +4,36 @@ import { createLogger } from "@kubevirt-ts/runtime";
 import { describe, expect } from "vitest";
 import { startWebhooks } from "./harness.ts";
 
-// The migration webhook registered with the real API server: what it admits
-// and refuses, with the VMI read by the API's own account.
+// The migration webhook and the pod-eviction webhook registered with the
+// real API server: what they admit and refuse, with the VMI read (and marked
+// for evacuation) by the API's own account.
 
 const log = createLogger({ component: "migration-webhook-test", level: "error" });
 
-/** The webhook server, registered for the namespace's migrations, for the length of `body`. */
-async function withWebhook(kubeConfig: KubeConfig, namespace: string, body: () => Promise<void>): Promise<void> {
+interface Hook {
+  /** The webhook's path on the server, as the chart names it (validate-<resource>). */
+  path: string;
+  rule: { apiGroups: string[]; apiVersions: string[]; operations: string[]; resources: string[] };
+}
+
+const MIGRATIONS: Hook = { path: "validate-virtualmachineinstancemigrations", rule: { apiGroups: ["kubevirt.io"], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["virtualmachineinstancemigrations"] } };
+const EVICTIONS: Hook = { path: "validate-pod-eviction", rule: { apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods/eviction"] } };
+
+/** The webhook server, registered for this hook in the namespace, for the length of `body`. */
+async function withWebhook(kubeConfig: KubeConfig, namespace: string, hook: Hook, body: () => Promise<void>): Promise<void> {
   const webhooks = await startWebhooks(kubeConfig, log);
   const admission = kubeConfig.makeApiClient(AdmissionregistrationV1Api);
   await admission.createValidatingWebhookConfiguration({
     body: {
       metadata: { name: namespace },
       webhooks: [{
-        name: "validate-virtualmachineinstancemigrations.kubevirt-ts.io",
+        name: `${hook.path}.kubevirt-ts.io`,
         admissionReviewVersions: ["v1"],
-        sideEffects: "None",
+        sideEffects: "NoneOnDryRun",
         failurePolicy: "Fail",
-        clientConfig: { url: `${webhooks.url}/validate-virtualmachineinstancemigrations`, caBundle: webhooks.caBundle },
+        clientConfig: { url: `${webhooks.url}/${hook.path}`, caBundle: webhooks.caBundle },
         namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": namespace } },
-        rules: [{ apiGroups: ["kubevirt.io"], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["virtualmachineinstancemigrations"] }],
+        rules: [hook.rule],
       }],
     },
   });
@@ -49,7 +59,7 @@ const attempt = (promise: Promise<unknown>) => promise.then(() => "created", (e:
 
 describe("the migration webhook", () => {
   test("admits a migration of a running VMI that can move, one at a time, and refuses the rest, saying why", async ({ kubeConfig, custom, namespace }) => {
-    await withWebhook(kubeConfig, namespace, async () => {
+    await withWebhook(kubeConfig, namespace, MIGRATIONS, async () => {
       const create = (body: unknown) => attempt(custom.createNamespacedCustomObject({ ...group(namespace, "virtualmachineinstancemigrations"), body }));
       await vmi(custom, namespace, "running", { phase: "Running", nodeName: "node-a", conditions: [migratable] });
       await vmi(custom, namespace, "starting", { phase: "Scheduled", conditions: [migratable] });
@@ -75,23 +85,7 @@ describe("the migration webhook", () => {
 
 describe("the pod-eviction webhook, for VMIs that can move", () => {
   test("marks a LiveMigrate VMI that can move for evacuation and refuses with 429; lets a LiveMigrateIfPossible one that cannot go", async ({ kubeConfig, custom, core, namespace }) => {
-    const webhooks = await startWebhooks(kubeConfig, log);
-    const admission = kubeConfig.makeApiClient(AdmissionregistrationV1Api);
-    await admission.createValidatingWebhookConfiguration({
-      body: {
-        metadata: { name: namespace },
-        webhooks: [{
-          name: "validate-pod-eviction.kubevirt-ts.io",
-          admissionReviewVersions: ["v1"],
-          sideEffects: "NoneOnDryRun",
-          failurePolicy: "Fail",
-          clientConfig: { url: `${webhooks.url}/validate-pod-eviction`, caBundle: webhooks.caBundle },
-          namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": namespace } },
-          rules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods/eviction"] }],
-        }],
-      },
-    });
-    try {
+    await withWebhook(kubeConfig, namespace, EVICTIONS, async () => {
       /** A VMI running on node-a in its launcher pod, as the controller and a handler leave them. */
       const running = async (name: string, evictionStrategy: string, canMove: boolean) => {
         const conditions = [{ type: "LiveMigratable", status: canMove ? "True" : "False", reason: canMove ? undefined : "DisksNotLiveMigratable", message: canMove ? undefined : "PVC data is not shared" }];
@@ -122,9 +116,6 @@ describe("the pod-eviction webhook, for VMIs that can move", () => {
       expect(await evict("stopper")).toBe("evicted");
       const stopper = (await custom.getNamespacedCustomObject({ ...group(namespace, "virtualmachineinstances"), name: "stopper" })) as { status: { evacuationNodeName?: string } };
       expect(stopper.status.evacuationNodeName).toBeUndefined();
-    } finally {
-      await admission.deleteValidatingWebhookConfiguration({ name: namespace });
-      webhooks.close();
-    }
+    });
   });
 });
