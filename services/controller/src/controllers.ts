@@ -195,7 +195,7 @@ export function createControllers(config: ControllersConfig): ControllerManager 
     primary: vmis,
     queue: evacuationQueue,
     workers,
-    reconcile: createEvacuationReconciler({ client, vmis, migrations, expectations: evacuationExpectations, recorder, evictionStrategy: config.pod.evictionStrategy }),
+    reconcile: createEvacuationReconciler({ client, vmis, migrations, expectations: evacuationExpectations, recorder, evictionStrategy: config.pod.evictionStrategy, now }),
   });
   if (dataVolumes && config.importer) {
     const dataVolumeQueue = manager.queue("datavolumes");
