@@ -53,8 +53,10 @@ export function createMigrationReconciler(deps: MigrationControllerDeps): Reconc
 
   const inFlight = (m: VirtualMachineInstanceMigration) => started.has(m.metadata.uid ?? "") || (!isFinalMigrationPhase(m.status?.phase) && (m.status?.phase ?? MigrationPhase.Pending) !== MigrationPhase.Pending);
 
-  /** Why the parallel limits hold this migration in Pending, or undefined when it may start. */
-  function held(migration: VirtualMachineInstanceMigration, vmi: VirtualMachineInstance): string | undefined {
+  /** Why this migration waits in Pending (another of its VMI's, or the parallel limits), or undefined when it may start. */
+  function held(migration: VirtualMachineInstanceMigration, vmi: VirtualMachineInstance, otherTargets: readonly Pod[]): string | undefined {
+    const [other] = otherTargets;
+    if (other) return `VMI ${migration.spec.vmiName} has another migration in flight (target pod ${other.metadata.name ?? ""}); this one waits for it to end`;
     const flying = migrations.list().filter((m) => m.metadata.uid !== migration.metadata.uid && inFlight(m));
     if (flying.length >= limits.perCluster) return `${String(flying.length)} migrations are in flight in the cluster, the most at once (parallelMigrationsPerCluster ${String(limits.perCluster)}); this one waits`;
     const node = vmi.status?.nodeName;
@@ -99,7 +101,7 @@ export function createMigrationReconciler(deps: MigrationControllerDeps): Reconc
       vmi,
       sourcePod: roles.current.find((p) => !p.metadata.deletionTimestamp),
       targetPods,
-      held: vmi ? held(migration, vmi) : undefined,
+      held: vmi ? held(migration, vmi, roles.targets.filter((p) => migrationJobOf(p) !== uid && !p.metadata.deletionTimestamp)) : undefined,
       timeouts: deps.config.timeouts,
       now: now(),
     });
