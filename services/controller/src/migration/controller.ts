@@ -89,7 +89,8 @@ export function createMigrationReconciler(deps: MigrationControllerDeps): Reconc
     // Our own last write has not reached the cache yet: its watch event brings the migration back here.
     if (written.isStale(key, cached.metadata.resourceVersion)) return undefined;
     const uid = cached.metadata.uid ?? "";
-    if (isFinalMigrationPhase(cached.status?.phase) || (cached.status?.phase ?? MigrationPhase.Pending) !== MigrationPhase.Pending) started.delete(uid);
+    // Past Pending in the cache: the cache counts it from now on.
+    if ((cached.status?.phase ?? MigrationPhase.Pending) !== MigrationPhase.Pending) started.delete(uid);
     if (!expectations.satisfied(key)) return { requeueAfterMs: 1_000 };
     const migration = cached.metadata.deletionTimestamp ? cached : await addFinalizer(client, kubevirtResources.virtualMachineInstanceMigrations, cached, Finalizer.Migration);
     const vmi = vmis.get(vmiKeyOf(migration));
