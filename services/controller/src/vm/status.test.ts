@@ -34,6 +34,8 @@ describe("printableStatus", () => {
     ["a Halted VM with a running VMI is Stopping", input({ runStrategy: "Halted", vmi: vmi("Running"), action: { kind: "delete", uid: "vmi-uid", failed: false, failedEarly: false } }), "Stopping"],
     ["a running VMI is Running", input({ vmi: vmi("Running") }), "Running"],
     ["a paused VMI is Paused", input({ vmi: vmi("Running", [{ type: "Paused", status: "True" }]) }), "Paused"],
+    ["a VMI moving to another node is Migrating", input({ vmi: { ...vmi("Running"), status: { phase: "Running", migrationState: { migrationUid: "m1", targetNode: "node-b" } } } }), "Migrating"],
+    ["a VMI whose migration ended is Running", input({ vmi: { ...vmi("Running"), status: { phase: "Running", migrationState: { migrationUid: "m1", targetNode: "node-b", completed: true } } } }), "Running"],
     ["a VMI whose claim is missing is ErrorPvcNotFound", input({ vmi: vmi("Pending", [{ type: "Synchronized", status: "False", reason: "FailedPvcNotFound" }]) }), "ErrorPvcNotFound"],
     ["a starting VM whose claim is not bound yet is WaitingForVolumeBinding", input({ vmi: vmi("Scheduling"), unboundClaims: true }), "WaitingForVolumeBinding"],
     ["a stopped VM whose claim is not bound is Stopped", input({ runStrategy: "Halted", unboundClaims: true }), "Stopped"],
