@@ -124,6 +124,19 @@ describe("a migration, from its target pod to its end", () => {
       await expect.poll(async () => (await getObject<Pod>(client, resources.pods, namespace, source.metadata.name ?? ""))?.metadata.deletionTimestamp ?? "gone", poll).toBeTruthy();
       expect(await getObject<Pod>(client, resources.pods, namespace, target.metadata.name ?? "")).toBeDefined();
       expect((await getMigration(client, namespace, "move"))?.status?.migrationState).toMatchObject({ completed: true, targetNode: "node-b" });
+
+      // The next migration moves it on; deleting the one that ended leaves the pod the VMI runs in, which carries its label.
+      await client.create(migrations, namespace, newMigration("again", "web"));
+      await expect.poll(async () => (await podsOf(client, namespace, "web")).targets.filter((p) => p.metadata.name !== target.metadata.name).length, poll).toBe(1);
+      const next = (await podsOf(client, namespace, "web")).targets.find((p) => p.metadata.name !== target.metadata.name);
+      if (!next) throw new Error("no target pod for the next migration");
+      await bind(core, next, "node-c");
+      await expect.poll(() => phaseOf(client, namespace, "again"), poll).toBe("PreparingTarget");
+      expect((await getVmi(client, namespace, "web"))?.status?.migrationState).toMatchObject({ sourceNode: "node-b", sourcePod: target.metadata.name, targetNode: "node-c" });
+      await client.delete(migrations, namespace, "move");
+      await expect.poll(() => getMigration(client, namespace, "move"), poll).toBeUndefined();
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect((await getObject<Pod>(client, resources.pods, namespace, target.metadata.name ?? ""))?.metadata.deletionTimestamp).toBeUndefined();
     });
   });
 });
@@ -237,6 +250,23 @@ describe("timeouts and limits", () => {
       await client.create(migrations, namespace, newMigration("third", "three"));
       await expect.poll(() => phaseOf(client, namespace, "third"), poll).toBe("Scheduling");
       expect(await phaseOf(client, namespace, "second")).toBe("Pending");
+    });
+  });
+});
+
+describe("ended migrations", () => {
+  withClient("a VMI keeps its newest five", async ({ client, core, namespace }) => {
+    await withControllers(namespace, {}, async () => {
+      await runningVmi(client, core, namespace, "web");
+      // Each fails at once: its VMI stops being migratable for it (a bridge would do; here the VMI is made not Running).
+      await client.patch(kubevirtResources.virtualMachineInstances, namespace, "web", { status: { phase: "Scheduled" } }, "merge");
+      for (let i = 0; i < 7; i++) {
+        await client.create(migrations, namespace, newMigration(`m${String(i)}`, "web"));
+        await expect.poll(() => phaseOf(client, namespace, `m${String(i)}`), poll).toBe("Failed");
+        // Creation times are in seconds: one a second keeps their order.
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+      }
+      await expect.poll(async () => (await client.list<VirtualMachineInstanceMigration>(migrations, namespace)).items.map((m) => m.metadata.name).sort(), poll).toEqual(["m2", "m3", "m4", "m5", "m6"]);
     });
   });
 });

@@ -2,7 +2,7 @@ import {
   type EventRecorder, type Expectations, type Informer, type KubeClient, type PersistentVolumeClaim, type Pod, type Reconcile, WrittenVersions, addFinalizer, isNotFound, removeFinalizer, resources, writeStatusIfChanged,
 } from "@kubevirt-ts/kube";
 import {
-  Finalizer, LAUNCHER_PODS_BY_VMI, Label, MigrationPhase, type MigrationState, type VirtualMachineInstance, type VirtualMachineInstanceMigration, isFinalMigrationPhase, isLauncherPodOf, kubevirtResources, launcherPodRoles,
+  Finalizer, LAUNCHER_PODS_BY_VMI, Label, MigrationPhase, type MigrationState, type MigrationStatus, type VirtualMachineInstance, type VirtualMachineInstanceMigration, isFinalMigrationPhase, isLauncherPodOf, kubevirtResources, launcherPodRoles,
   launcherPodsKeyOf, migrationJobOf,
 } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
@@ -10,6 +10,7 @@ import { claimsOf } from "../vmi/claim-events.ts";
 import { launcherDisruptionBudgetName } from "../vmi/disruption-budget.ts";
 import type { LauncherPodConfig } from "../vmi/pod.ts";
 import { type MigrationTimeouts, decideMigration } from "./decide.ts";
+import { MIGRATIONS_BY_VMI } from "./evacuation.ts";
 import { migrationTargetPod } from "./target-pod.ts";
 
 // The VirtualMachineInstanceMigration controller: the target pod, the
@@ -45,6 +46,15 @@ export interface MigrationControllerDeps {
 
 const vmiKeyOf = (m: VirtualMachineInstanceMigration) => `${m.metadata.namespace ?? ""}/${m.spec.vmiName}`;
 
+/** How many ended migrations of a VMI are kept, the newest, as KubeVirt's garbage collection keeps them. */
+export const ENDED_MIGRATIONS_KEPT = 5;
+
+/** The ended migrations of a VMI past the newest ENDED_MIGRATIONS_KEPT, which go. */
+export function endedMigrationsToDelete(migrations: readonly VirtualMachineInstanceMigration[]): VirtualMachineInstanceMigration[] {
+  const ended = migrations.filter((m) => isFinalMigrationPhase(m.status?.phase) && !m.metadata.deletionTimestamp);
+  return ended.sort((a, b) => (b.metadata.creationTimestamp ?? "").localeCompare(a.metadata.creationTimestamp ?? "")).slice(ENDED_MIGRATIONS_KEPT);
+}
+
 export function createMigrationReconciler(deps: MigrationControllerDeps): Reconcile {
   const { client, migrations, vmis, pods, expectations, recorder, now } = deps;
   const { limits } = deps.config;
@@ -78,6 +88,17 @@ export function createMigrationReconciler(deps: MigrationControllerDeps): Reconc
     await writeStatusIfChanged(client, kubevirtResources.virtualMachineInstances, vmi, { ...vmi.status, migrationState: state }, targetNode ? { [Label.MigrationTargetNodeName]: targetNode } : undefined);
   }
 
+  /** KubeVirt's garbage collection: a VMI keeps its newest ended migrations (and their finalizers go with them). */
+  async function collectEnded(migration: VirtualMachineInstanceMigration, status: MigrationStatus): Promise<void> {
+    // The cache may not show this one ended yet.
+    const ofVmi = migrations.byIndex(MIGRATIONS_BY_VMI, vmiKeyOf(migration)).map((m) => (m.metadata.uid === migration.metadata.uid ? { ...m, status } : m));
+    for (const old of endedMigrationsToDelete(ofVmi)) {
+      await client.delete(kubevirtResources.virtualMachineInstanceMigrations, old.metadata.namespace, old.metadata.name ?? "", { uid: old.metadata.uid }).catch((error: unknown) => {
+        if (!isNotFound(error)) throw error;
+      });
+    }
+  }
+
   const written = new WrittenVersions();
   return async (key) => {
     const cached = migrations.get(key);
@@ -96,7 +117,8 @@ export function createMigrationReconciler(deps: MigrationControllerDeps): Reconc
     const vmi = vmis.get(vmiKeyOf(migration));
     const owned = vmi ? pods.byIndex(LAUNCHER_PODS_BY_VMI, launcherPodsKeyOf(vmi)).filter((p) => isLauncherPodOf(p, vmi)) : [];
     const roles = vmi ? launcherPodRoles(vmi, owned) : { current: [], targets: [], left: [] };
-    const targetPods = owned.filter((p) => migrationJobOf(p) === uid);
+    // Its target pods: never one the VMI runs in now (a completed migration's target is the VMI's pod from then on).
+    const targetPods = roles.targets.filter((p) => migrationJobOf(p) === uid);
     const decision = decideMigration({
       migration,
       vmi,
@@ -143,6 +165,7 @@ export function createMigrationReconciler(deps: MigrationControllerDeps): Reconc
     });
     if (updated) written.wrote(key, cached.metadata.resourceVersion, migration.metadata.resourceVersion);
     else if (migration !== cached) written.wrote(key, cached.metadata.resourceVersion);
+    if (ended) await collectEnded(migration, decision.status);
     return decision.requeueAfterMs !== undefined ? { requeueAfterMs: decision.requeueAfterMs } : undefined;
   };
 }
