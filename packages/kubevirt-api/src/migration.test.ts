@@ -38,12 +38,13 @@ const running = (extra: Partial<NonNullable<VirtualMachineInstance["status"]>> =
 describe("migrationRefusal", () => {
   it("lets a running, migratable VMI that is not moving go", () => {
     expect(migrationRefusal(running())).toBeUndefined();
-    expect(migrationRefusal(running({ migrationState: { migrationUid: "old", completed: true } }))).toBeUndefined();
+    expect(migrationRefusal(running({ nodeName: "b", migrationState: { migrationUid: "old", targetNode: "b", completed: true } }))).toBeUndefined();
   });
   it.each([
     ["not running", running({ phase: "Scheduled" }), /is not running/],
     ["not migratable", running({ conditions: [{ type: "LiveMigratable", status: "False", reason: "DisksNotLiveMigratable", message: "PVC rwo" }] }), /not live migratable: DisksNotLiveMigratable: PVC rwo/],
     ["already migrating", running({ migrationState: { migrationUid: "m1", targetNode: "b" } }), /already migrating \(migration uid m1\)/],
+    ["whose migration completed before it is on the target's node", running({ nodeName: "a", migrationState: { migrationUid: "m1", targetNode: "b", completed: true } }), /already migrating/],
   ])("refuses a VMI %s", (_, vmi, message) => {
     expect(migrationRefusal(vmi)).toMatch(message);
   });

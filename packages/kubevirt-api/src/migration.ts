@@ -96,10 +96,11 @@ export function migrationStateOf(vmi: Pick<VirtualMachineInstance, "status">, mi
   return migrationUid !== undefined && state?.migrationUid === migrationUid ? state : undefined;
 }
 
-/** Whether the VMI is moving: a migration state that has ended neither way. */
+/** Whether the VMI is moving: a migration state that has ended neither way, or completed before the VMI is on its target's node. */
 export function isMigrating(vmi: Pick<VirtualMachineInstance, "status">): boolean {
   const state = vmi.status?.migrationState;
-  return state?.migrationUid !== undefined && state.completed !== true && state.failed !== true;
+  if (state?.migrationUid === undefined || state.failed === true) return false;
+  return state.completed !== true || (state.targetNode !== undefined && vmi.status?.nodeName !== state.targetNode);
 }
 
 /** The phase a handed-over migration is in by the VMI's migration state (undefined: not handed over yet). */
