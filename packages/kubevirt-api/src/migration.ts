@@ -37,7 +37,9 @@ import type { VirtualMachineInstance, VmiSpec } from "./schema/vmi.ts";
 //                    mode (PreCopy, later PostCopy).
 //   Running          mode is set.
 //   Succeeded        the source's handler saw the guest leave for the target
-//                    and wrote completed: true and endTimestamp. The target's
+//                    and wrote completed: true and endTimestamp (before its
+//                    launcher exits: a source pod that ends first ends the
+//                    VMI, as any launcher pod's end does). The target's
 //                    handler may write targetNodeDomainDetected and
 //                    targetNodeDomainReadyTimestamp. The controller then moves
 //                    the VMI to the target: status.nodeName, the
@@ -60,6 +62,12 @@ import type { VirtualMachineInstance, VmiSpec } from "./schema/vmi.ts";
 // failureReason "Migration aborted", endTimestamp; or Failed: the migration
 // went on and ended on its own). Once completed or failed, the controller
 // deletes a target pod that is not the VMI's and lets the VMIM go.
+//
+// The handlers' writes are of the VMI (it has no status subresource): the
+// chart's handler node restriction admits the source's handler, whose node
+// is status.nodeName; the target's handler's writes need it to admit the
+// handler of migrationState.targetNode too (ADR 19), which comes with the
+// handlers' half.
 
 export const MIGRATION_SUBRESOURCE = "migrate";
 
