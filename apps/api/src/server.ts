@@ -12,6 +12,7 @@ import { kubeStatus } from "./subresources/api.ts";
 import type { KubeClient } from "@kubevirt-ts/kube";
 import { type EvictionStrategy, SERVER_KEEP_ALIVE_MS } from "@kubevirt-ts/kubevirt-api";
 import { reviewEviction } from "./eviction-webhook.ts";
+import { reviewMigration } from "./migration-webhook.ts";
 import { type AdmissionReview, type WebhookKind, inferVmDefaults, mutate, validate, vmValidationContext } from "./webhooks.ts";
 
 // The API's listeners: tRPC and the console websockets on one HTTP port
@@ -79,6 +80,7 @@ const WEBHOOKS: Record<string, Review> = {
   "/validate-virtualmachineinstances": validateWithContext("virtualmachineinstances"),
   "/mutate-virtualmachineinstances": (review) => mutate(review, "virtualmachineinstances"),
   "/validate-datavolumes": (review) => validate(review, "datavolumes"),
+  "/validate-virtualmachineinstancemigrations": (review, { own }) => reviewMigration(review, own),
   "/validate-pod-eviction": (review, { own, evictionStrategy }) => reviewEviction(review, own, evictionStrategy),
 };
 

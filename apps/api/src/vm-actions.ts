@@ -1,6 +1,6 @@
 import { ApiError, type KubeClient } from "@kubevirt-ts/kube";
 import {
-  DOMAIN_ACTION_SUBRESOURCE, type FreezeAction, type GuestAgentQuery, SUBRESOURCE_GROUP, type VirtualMachine, type VirtualMachineInstance, type VmRequestAction, type VmRequestOptions, type VmiDomainAction,
+  API_VERSION, DOMAIN_ACTION_SUBRESOURCE, Kind, MIGRATE_VM_GENERATE_NAME, MIGRATION_SUBRESOURCE, type FreezeAction, type VirtualMachineInstanceMigration, migrationRefusal, type GuestAgentQuery, SUBRESOURCE_GROUP, type VirtualMachine, type VirtualMachineInstance, type VmRequestAction, type VmRequestOptions, type VmiDomainAction,
   guestAgentRefusal, kubevirtResources, parseDurationSeconds, planVmRequest, vmiActionAvailability,
 } from "@kubevirt-ts/kubevirt-api";
 import { StatusError } from "@kubevirt-ts/runtime";
@@ -174,4 +174,34 @@ export async function requestFreeze(services: ActionServices, requester: Request
   }
   if (options.dryRun?.includes("All")) return;
   await services.handlers.freeze(node, target.namespace, target.name, action, seconds).catch(fromHandler);
+}
+
+/** KubeVirt's MigrateOptions: addedNodeSelector, labels the target node must have besides the VMI's nodeSelector. */
+export interface MigrateOptions {
+  addedNodeSelector?: Record<string, string>;
+}
+
+/**
+ * migrate of a VM (virtctl migrate), as KubeVirt's virt-api serves it: update on virtualmachines/migrate, then a
+ * VirtualMachineInstanceMigration of the VM's running VMI, named kubevirt-migrate-vm-…, made with the API's own
+ * account (ADR 6), which the migration webhook checks as any other. Its name.
+ */
+export async function requestMigration(services: Pick<ActionServices, "own">, requester: Requester, target: ActionTarget, readOptions: ReadOptions<MigrateOptions> = noOptions): Promise<string> {
+  await authorize(requester, target, { ...actionCheck("virtualmachines", MIGRATION_SUBRESOURCE), ...(target.version ? { version: target.version } : {}) });
+  const options = await readOptions();
+  const { own } = services;
+  const vm = await own.find<VirtualMachine>(kubevirtResources.virtualMachines, target.namespace, target.name);
+  if (!vm) throw new ActionRefusal(404, `virtualmachine.kubevirt.io "${target.name}" not found`, { name: target.name, kind: "virtualmachine" });
+  const vmi = await own.find<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, target.namespace, target.name);
+  if (!vmi?.metadata.ownerReferences?.some((r) => r.controller === true && r.uid === vm.metadata.uid)) throw conflict("virtualmachine", target.name, "VM is not running");
+  const refusal = migrationRefusal(vmi);
+  if (refusal !== undefined) throw conflict("virtualmachine", target.name, refusal);
+  const migration: VirtualMachineInstanceMigration = {
+    apiVersion: API_VERSION,
+    kind: Kind.VirtualMachineInstanceMigration,
+    metadata: { generateName: MIGRATE_VM_GENERATE_NAME, namespace: target.namespace },
+    spec: { vmiName: target.name, ...(options.addedNodeSelector ? { addedNodeSelector: options.addedNodeSelector } : {}) },
+  };
+  const created = await own.create(kubevirtResources.virtualMachineInstanceMigrations, target.namespace, migration, options.dryRun?.includes("All") ? { dryRun: "All" } : {});
+  return created.metadata.name ?? "";
 }

@@ -1,18 +1,10 @@
-import { once } from "node:events";
-import { readFile } from "node:fs/promises";
-import { mkdtemp } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { CoreV1Api, KubeConfig, RbacAuthorizationV1Api } from "@kubernetes/client-node";
-import { Pki } from "@kubevirt-ts/control-plane";
 import { test } from "@kubevirt-ts/control-plane/testing";
-import { KubeClient } from "@kubevirt-ts/kube";
 import { createLogger } from "@kubevirt-ts/runtime";
 import { TRPCClientError, createTRPCClient, httpLink } from "@trpc/client";
 import { afterAll, beforeAll, describe, expect } from "vitest";
-import { createWebhookServer } from "../src/server.ts";
 import type { AppRouter } from "../src/trpc/router.ts";
-import { type StartedApi, startApi, users } from "./harness.ts";
+import { type StartedApi, startApi, startWebhooks, users } from "./harness.ts";
 
 // The API against a real API server, acting as two real users (service
 // accounts with tokens): an editor and a viewer of one namespace. Nothing is
@@ -291,26 +283,53 @@ function sse(address: string, token: string) {
   return { received: () => events, close: () => { controller.abort(); } };
 }
 
+describe("the tRPC API's migrations", () => {
+  test("migrates a running VM to a named node for a user who may, lists its progress, cancels it, and refuses who may not", async ({ kubeConfig, custom, namespace }) => {
+    const { editor, viewer } = await users(kubeConfig, namespace);
+    const rbac = kubeConfig.makeApiClient(RbacAuthorizationV1Api);
+    // kubevirt.io:migrate, given to the editor in this namespace.
+    await rbac.createNamespacedRole({ namespace, body: { metadata: { name: "migrate" }, rules: [{ apiGroups: ["kubevirt.io"], resources: ["virtualmachineinstancemigrations"], verbs: ["get", "list", "delete"] }, { apiGroups: ["subresources.kubevirt.io"], resources: ["virtualmachines/migrate"], verbs: ["update"] }] } });
+    await rbac.createNamespacedRoleBinding({ namespace, body: { metadata: { name: "migrate" }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "migrate" }, subjects: [{ kind: "ServiceAccount", name: "editor", namespace }] } });
+    const created = await clientFor(editor).vms.create.mutate({ namespace, vm: vm("web", "Manual") });
+    // Its VMI as the controller and a handler leave it (no controller runs here).
+    await custom.createNamespacedCustomObject({
+      group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachineinstances",
+      body: {
+        apiVersion: "kubevirt.io/v1", kind: "VirtualMachineInstance", spec: vm("web").spec.template.spec,
+        metadata: { name: "web", ownerReferences: [{ apiVersion: "kubevirt.io/v1", kind: "VirtualMachine", name: "web", uid: created.metadata.uid, controller: true }] },
+        status: { phase: "Running", nodeName: "node-a", conditions: [{ type: "LiveMigratable", status: "True" }] },
+      },
+    });
+
+    expect(await failure(clientFor(viewer).migrations.migrate.mutate({ namespace, name: "web" }))).toMatchObject({ code: "FORBIDDEN", message: expect.stringContaining("virtualmachines/migrate") as unknown });
+    const { name } = await clientFor(editor).migrations.migrate.mutate({ namespace, name: "web", targetNode: "node-b" });
+    expect(name).toMatch(/^kubevirt-migrate-vm-/);
+    const listed = await clientFor(editor).migrations.list.query({ namespace, name: "web" });
+    expect(listed).toMatchObject({ node: "node-a", migratable: { available: true }, migrations: [{ name, phase: "Pending", ended: false, cancelling: false }] });
+    const stored = (await custom.getNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachineinstancemigrations", name })) as { spec: unknown };
+    expect(stored.spec).toEqual({ vmiName: "web", addedNodeSelector: { "kubernetes.io/hostname": "node-b" } });
+
+    expect(await clientFor(editor).migrations.cancel.mutate({ namespace, name: "web" })).toEqual({ cancelled: [name] });
+    expect((await clientFor(editor).migrations.list.query({ namespace, name: "web" })).migrations).toEqual([]);
+    expect(await failure(clientFor(editor).migrations.cancel.mutate({ namespace, name: "web" }))).toMatchObject({ code: "CONFLICT", message: "web has no migration in flight to cancel." });
+    const permissions = await clientFor(viewer).permissions.query({ namespace });
+    expect(permissions.migrate).toMatchObject({ allowed: false, reason: expect.stringContaining("You may not migrate VMs") as unknown });
+    expect((await clientFor(editor).permissions.query({ namespace })).cancelMigration.allowed).toBe(true);
+  });
+});
+
 describe("the admission webhooks, registered with the real API server", () => {
   test("refuse an invalid VM with its causes and default a valid one", async ({ kubeConfig, namespace }) => {
-    const dir = await mkdtemp(join(tmpdir(), "webhook-tls-"));
-    const pki = new Pki(dir);
-    await pki.createCa("webhook-ca");
-    const pair = await pki.issue({ name: "webhook", commonName: "127.0.0.1", usage: "server", hosts: ["127.0.0.1"] });
-    const webhooks = createWebhookServer({ cert: await readFile(pair.cert), key: await readFile(pair.key) }, await KubeClient.fromKubeConfig(kubeConfig), log);
-    webhooks.listen(0, "127.0.0.1");
-    await once(webhooks, "listening");
-    const address = webhooks.address();
-    const port = typeof address === "object" && address ? address.port : 0;
+    const webhooks = await startWebhooks(kubeConfig, log);
     const { AdmissionregistrationV1Api, CustomObjectsApi } = await import("@kubernetes/client-node");
     const admission = kubeConfig.makeApiClient(AdmissionregistrationV1Api);
-    const caBundle = (await readFile(pki.ca.cert)).toString("base64");
+    const { caBundle } = webhooks;
     const hook = (verb: string) => ({
       name: `${verb}-virtualmachines.kubevirt-ts.io`,
       admissionReviewVersions: ["v1"],
       sideEffects: "None",
       failurePolicy: "Fail",
-      clientConfig: { url: `https://127.0.0.1:${String(port)}/${verb}-virtualmachines`, caBundle },
+      clientConfig: { url: `${webhooks.url}/${verb}-virtualmachines`, caBundle },
       namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": namespace } },
       rules: [{ apiGroups: ["kubevirt.io"], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["virtualmachines"] }],
     });

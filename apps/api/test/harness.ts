@@ -1,10 +1,14 @@
 import { once } from "node:events";
+import { mkdtemp, readFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
+import { Pki } from "@kubevirt-ts/control-plane";
 import { KubeClient } from "@kubevirt-ts/kube";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { inject } from "vitest";
 import { HandlerDialer } from "../src/handler-dialer.ts";
-import { createApiServer } from "../src/server.ts";
+import { createApiServer, createWebhookServer } from "../src/server.ts";
 import type { ApiServices } from "../src/trpc/init.ts";
 
 // What the API's integration tests share: the API's server against the real
@@ -34,6 +38,27 @@ export async function startApi(log: Logger, services: Pick<ApiServices, "metrics
       await new Promise((resolve) => server.close(resolve));
     },
   };
+}
+
+export interface StartedWebhooks {
+  /** The webhook server's base URL, https://127.0.0.1:<port>. */
+  url: string;
+  /** Its CA, as a webhook configuration's caBundle takes it. */
+  caBundle: string;
+  close(): void;
+}
+
+/** The admission webhooks' TLS server on a free loopback port, with a CA of its own, its own client `kubeConfig`'s. */
+export async function startWebhooks(kubeConfig: KubeConfig, log: Logger): Promise<StartedWebhooks> {
+  const pki = new Pki(await mkdtemp(join(tmpdir(), "webhook-tls-")));
+  await pki.createCa("webhook-ca");
+  const pair = await pki.issue({ name: "webhook", commonName: "127.0.0.1", usage: "server", hosts: ["127.0.0.1"] });
+  const webhooks = createWebhookServer({ cert: await readFile(pair.cert), key: await readFile(pair.key) }, await KubeClient.fromKubeConfig(kubeConfig), log);
+  webhooks.listen(0, "127.0.0.1");
+  await once(webhooks, "listening");
+  const address = webhooks.address();
+  const port = typeof address === "object" && address ? address.port : 0;
+  return { url: `https://127.0.0.1:${String(port)}`, caBundle: (await readFile(pki.ca.cert)).toString("base64"), close: () => webhooks.close() };
 }
 
 export interface Users {

@@ -217,6 +217,56 @@ describe("the subresource API", () => {
   });
 });
 
+describe("virtctl migrate: the migrate subresource of VMs", () => {
+  test("is listed for update, and makes a kubevirt-migrate-vm- migration of the running VMI for a user who may, with addedNodeSelector; refuses the rest", async ({ kubeConfig, custom, namespace }) => {
+    const discovery = JSON.parse((await call("GET", "/apis/subresources.kubevirt.io/v1")).body) as { resources: { name: string; verbs: string[] }[] };
+    expect(discovery.resources.find((r) => r.name === "virtualmachines/migrate")?.verbs).toEqual(["update"]);
+
+    await users(kubeConfig, namespace);
+    const { RbacAuthorizationV1Api } = await import("@kubernetes/client-node");
+    const rbac = kubeConfig.makeApiClient(RbacAuthorizationV1Api);
+    // kubevirt.io:migrate's subresource rule, given to the editor in this namespace.
+    await rbac.createNamespacedRole({ namespace, body: { metadata: { name: "migrate" }, rules: [{ apiGroups: ["subresources.kubevirt.io"], resources: ["virtualmachines/migrate"], verbs: ["update"] }] } });
+    await rbac.createNamespacedRoleBinding({ namespace, body: { metadata: { name: "migrate" }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "migrate" }, subjects: [{ kind: "ServiceAccount", name: "editor", namespace }] } });
+    const kubevirt = (plural: string) => ({ group: "kubevirt.io", version: "v1", namespace, plural });
+    const spec = { domain: { devices: {}, memory: { guest: "64Mi" } } };
+    for (const name of ["web", "stopped"]) {
+      await custom.createNamespacedCustomObject({ ...kubevirt("virtualmachines"), body: { apiVersion: "kubevirt.io/v1", kind: "VirtualMachine", metadata: { name }, spec: { runStrategy: "Manual", template: { spec } } } });
+    }
+    const vm = (await custom.getNamespacedCustomObject({ ...kubevirt("virtualmachines"), name: "web" })) as { metadata: { uid: string } };
+    // The VM's VMI as the controller and a handler leave it (no controller runs here).
+    await custom.createNamespacedCustomObject({
+      ...kubevirt("virtualmachineinstances"),
+      body: {
+        apiVersion: "kubevirt.io/v1", kind: "VirtualMachineInstance", spec,
+        metadata: { name: "web", ownerReferences: [{ apiVersion: "kubevirt.io/v1", kind: "VirtualMachine", name: "web", uid: vm.metadata.uid, controller: true }] },
+        status: { phase: "Running", nodeName: "node-a", conditions: [{ type: "LiveMigratable", status: "True" }] },
+      },
+    });
+    const editor = as(`system:serviceaccount:${namespace}:editor`);
+    const viewer = as(`system:serviceaccount:${namespace}:viewer`);
+    const list = async () => ((await custom.listNamespacedCustomObject(kubevirt("virtualmachineinstancemigrations"))) as { items: { metadata: { name: string }; spec: unknown }[] }).items;
+
+    const refused = await call("PUT", vmPath(namespace, "web", "migrate"), viewer);
+    expect([refused.code, (JSON.parse(refused.body) as { message: string }).message]).toEqual([403, expect.stringContaining('cannot update resource "virtualmachines/migrate"')]);
+    expect((await call("PUT", vmPath(namespace, "web", "migrate"), { ...editor, body: JSON.stringify({ dryRun: ["All"] }) })).code).toBe(202);
+    expect(await list()).toEqual([]);
+    const badSelector = await call("PUT", vmPath(namespace, "web", "migrate"), { ...editor, body: JSON.stringify({ addedNodeSelector: { "kubernetes.io/hostname": 2 } }) });
+    expect([badSelector.code, badSelector.body]).toEqual([400, expect.stringContaining("addedNodeSelector must be a map of label names to values")]);
+
+    const moved = await call("PUT", vmPath(namespace, "web", "migrate", "v1alpha3"), { ...editor, body: JSON.stringify({ addedNodeSelector: { "kubernetes.io/hostname": "node-b" } }) });
+    expect(moved.code).toBe(202);
+    const [made, ...more] = await list();
+    expect(more).toEqual([]);
+    expect(made?.metadata.name).toMatch(/^kubevirt-migrate-vm-/);
+    expect(made?.spec).toEqual({ vmiName: "web", addedNodeSelector: { "kubernetes.io/hostname": "node-b" } });
+
+    const stopped = await call("PUT", vmPath(namespace, "stopped", "migrate"), editor);
+    expect([stopped.code, (JSON.parse(stopped.body) as { message: string }).message]).toEqual([409, 'Operation cannot be fulfilled on virtualmachine.kubevirt.io "stopped": VM is not running']);
+    expect((await call("PUT", vmPath(namespace, "absent", "migrate"), editor)).code).toBe(404);
+  });
+});
+
 /** What came back for a websocket upgrade: the open session, or the refusal's status and body. */
 type Upgrade = { open: true; ws: WebSocket } | { open: false; code: number; body: string };
 

@@ -9,12 +9,14 @@ export const SUBRESOURCE_GROUP = "subresources.kubevirt.io";
 export const Kind = {
   VirtualMachine: "VirtualMachine",
   VirtualMachineInstance: "VirtualMachineInstance",
+  VirtualMachineInstanceMigration: "VirtualMachineInstanceMigration",
 } as const;
 export type Kind = (typeof Kind)[keyof typeof Kind];
 
 export const Resource = {
   VirtualMachine: { plural: "virtualmachines", singular: "virtualmachine", shortNames: ["vm", "vms"] },
   VirtualMachineInstance: { plural: "virtualmachineinstances", singular: "virtualmachineinstance", shortNames: ["vmi", "vmis"] },
+  VirtualMachineInstanceMigration: { plural: "virtualmachineinstancemigrations", singular: "virtualmachineinstancemigration", shortNames: ["vmim", "vmims"] },
 } as const;
 
 /** Instancetypes and preferences: KubeVirt's group for a VM's size and its guest OS's preferred devices. */
@@ -63,6 +65,20 @@ export const VmiPhase = {
 export type VmiPhase = (typeof VmiPhase)[keyof typeof VmiPhase];
 export const VMI_PHASES = Object.values(VmiPhase);
 
+/** KubeVirt's phases of a VirtualMachineInstanceMigration, in their order (migration.ts says who moves each). */
+export const MigrationPhase = {
+  Pending: "Pending",
+  Scheduling: "Scheduling",
+  Scheduled: "Scheduled",
+  PreparingTarget: "PreparingTarget",
+  TargetReady: "TargetReady",
+  Running: "Running",
+  Succeeded: "Succeeded",
+  Failed: "Failed",
+} as const;
+export type MigrationPhase = (typeof MigrationPhase)[keyof typeof MigrationPhase];
+export const MIGRATION_PHASES = Object.values(MigrationPhase);
+
 export const PrintableStatus = {
   Stopped: "Stopped",
   Provisioning: "Provisioning",
@@ -105,6 +121,8 @@ export const VmiConditionType = {
   PodScheduled: "PodScheduled",
   /** Whether the DataVolumes the VMI's volumes name have filled their claims (KubeVirt's). */
   DataVolumesReady: "DataVolumesReady",
+  /** Whether the VMI can be live migrated, and if not, why (KubeVirt's; migration.ts). */
+  LiveMigratable: "LiveMigratable",
 } as const;
 export type VmiConditionType = (typeof VmiConditionType)[keyof typeof VmiConditionType];
 
@@ -130,6 +148,12 @@ export const Label = {
   CreatedBy: "kubevirt.io/created-by",
   /** The node a VMI runs on. */
   NodeName: "kubevirt.io/nodeName",
+  /** On a migration's target launcher pod: the uid of its VirtualMachineInstanceMigration (KubeVirt's). */
+  MigrationJobUid: "kubevirt.io/migrationJobUID",
+  /** On a migration's PodDisruptionBudget: the name of the migration it protects both pods for (KubeVirt's). */
+  MigrationName: "kubevirt.io/migrationName",
+  /** On a VMI that is moving: the node its migration's target pod runs on (KubeVirt's). */
+  MigrationTargetNodeName: "kubevirt.io/migrationTargetNodeName",
 } as const;
 
 export const LabelValue = { Launcher: "virt-launcher", Handler: "virt-handler", Controller: "virt-controller", Api: "virt-api", Importer: "importer" } as const;
@@ -137,6 +161,8 @@ export const LabelValue = { Launcher: "virt-launcher", Handler: "virt-handler", 
 export const Annotation = {
   /** The domain name libvirt uses for a VMI, `<namespace>_<name>`. */
   Domain: "kubevirt.io/domain",
+  /** On a migration the evacuation of a node made: the node (KubeVirt's). */
+  EvacuationMigration: "kubevirt.io/evacuationMigration",
 } as const;
 
 export const Finalizer = {
@@ -144,6 +170,8 @@ export const Finalizer = {
   VmiController: "kubevirt.io/virtualMachineControllerFinalize",
   /** Held on a VM until its VMI is gone. */
   VmController: "kubevirt.io/virtualMachineControllerFinalize",
+  /** Held by the controller on a VirtualMachineInstanceMigration until its VMI no longer moves by it (a deleted one aborts first). */
+  Migration: "kubevirt.io/migrationJobFinalize",
 } as const;
 
 export const EventReason = {
@@ -167,6 +195,11 @@ export const EventReason = {
   /** A VM made, or could not make, a DataVolume of its dataVolumeTemplates (KubeVirt's). */
   SuccessfulDataVolumeCreate: "SuccessfulDataVolumeCreate",
   FailedDataVolumeCreate: "FailedDataVolumeCreate",
+  /** A migration's ends and its target pod's timeouts (KubeVirt's). */
+  Migrated: "Migrated",
+  MigrationFailed: "MigrationFailed",
+  MigrationTargetPodUnschedulable: "migrationTargetPodUnschedulable",
+  MigrationBackoff: "MigrationBackoff",
 } as const;
 export type EventReason = (typeof EventReason)[keyof typeof EventReason];
 

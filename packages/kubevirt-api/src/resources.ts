@@ -11,6 +11,7 @@ export const kubevirtResources = {
   // As KubeVirt's: a VMI has no status subresource. Its controllers write status and the kubevirt.io/nodeName label
   // in one update, and the chart's admission policy keeps everyone else from changing either (docs/adr/0008).
   virtualMachineInstances: { group: GROUP, version: VERSION, plural: Resource.VirtualMachineInstance.plural, namespaced: true, statusSubresource: false },
+  virtualMachineInstanceMigrations: { group: GROUP, version: VERSION, plural: Resource.VirtualMachineInstanceMigration.plural, namespaced: true, statusSubresource: true },
   // CDI's, served by CDI where it is installed and by kubevirt-ts where it is not (docs/storage.md).
   dataVolumes: { group: CDI_GROUP, version: CDI_VERSION, plural: "datavolumes", namespaced: true, statusSubresource: true },
 } as const;

@@ -1,12 +1,14 @@
-import { ControllerManager, type EventHandler, Expectations, type KubeClient, type KubeObject, type PersistentVolumeClaim, type Pod, type WorkQueue, createEventRecorder, keyOf, resources } from "@kubevirt-ts/kube";
+import { ControllerManager, type EventHandler, Expectations, type Informer, type KubeClient, type KubeObject, type PersistentVolumeClaim, type Pod, type WorkQueue, createEventRecorder, keyOf, resources } from "@kubevirt-ts/kube";
 import {
-  type DataVolume, Kind, LAUNCHER_PODS_BY_VMI, Label, LabelValue, type VirtualMachine, type VirtualMachineInstance, kubevirtResources, launcherPodIndex,
+  type DataVolume, Kind, LAUNCHER_PODS_BY_VMI, Label, LabelValue, type VirtualMachine, type VirtualMachineInstance, type VirtualMachineInstanceMigration, kubevirtResources, launcherPodIndex, migrationJobOf,
 } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
 import type { Registry } from "prom-client";
 import { controllerOf } from "./common/owner.ts";
 import { createDataVolumeReconciler } from "./datavolume/controller.ts";
 import type { ImporterConfig } from "./datavolume/importer-pod.ts";
+import { type MigrationConfig, createMigrationReconciler } from "./migration/controller.ts";
+import { MIGRATIONS_BY_VMI, createEvacuationReconciler, migrationsByVmi } from "./migration/evacuation.ts";
 import { createVmReconciler } from "./vm/controller.ts";
 import { createVmiReconciler } from "./vmi/controller.ts";
 import { observePhaseTransitions } from "./vmi/phase-metrics.ts";
@@ -34,6 +36,8 @@ export interface ControllersConfig {
   dataVolumes: boolean;
   /** Where kubevirt-ts serves DataVolumes itself (no CDI): its importer, and the DataVolume controller runs. */
   importer?: ImporterConfig | undefined;
+  /** KubeVirt's limits on migrations in flight and its target pods' timeouts. */
+  migrations: MigrationConfig;
   /** Watch one namespace only (tests); all namespaces when unset. */
   namespace?: string;
   /** How often every VM, VMI and launcher pod is looked at again without a change (tests shorten it). */
@@ -81,6 +85,32 @@ function enqueueSelf<T extends KubeObject>(queue: WorkQueue): EventHandler<T> {
   };
 }
 
+/** The index of migrations by uid, namespace/uid: a target pod's label names its migration's. */
+const MIGRATIONS_BY_UID = "uid";
+
+/** Enqueues the migration a target pod is labelled with; its arrival meets the migration's expectation of it. */
+function targetPodEvents(queue: WorkQueue, migrations: Informer<VirtualMachineInstanceMigration>, expectations: Expectations): EventHandler<Pod> {
+  const enqueue = (pod: Pod, added: boolean) => {
+    const uid = migrationJobOf(pod);
+    if (uid === undefined) return;
+    for (const m of migrations.byIndex(MIGRATIONS_BY_UID, `${pod.metadata.namespace ?? ""}/${uid}`)) {
+      if (added) expectations.creationObserved(keyOf(m));
+      queue.add(keyOf(m));
+    }
+  };
+  return {
+    add: (pod) => {
+      enqueue(pod, true);
+    },
+    update: (_, pod) => {
+      enqueue(pod, false);
+    },
+    delete: (pod) => {
+      enqueue(pod, false);
+    },
+  };
+}
+
 /** The VM and VMI controllers and their informers; the manager runs them (its controllers only in the leader). */
 export function createControllers(config: ControllersConfig): ControllerManager {
   const { client, log, registry, workers } = config;
@@ -106,6 +136,13 @@ export function createControllers(config: ControllersConfig): ControllerManager 
   });
   const claims = manager.informer<PersistentVolumeClaim>({ client, type: resources.persistentVolumeClaims, namespace, resyncMs });
   const dataVolumes = config.dataVolumes ? manager.informer<DataVolume>({ client, type: kubevirtResources.dataVolumes, namespace, resyncMs }) : undefined;
+  const migrations = manager.informer<VirtualMachineInstanceMigration>({
+    client,
+    type: kubevirtResources.virtualMachineInstanceMigrations,
+    namespace,
+    resyncMs,
+    indexers: { [MIGRATIONS_BY_VMI]: migrationsByVmi, [MIGRATIONS_BY_UID]: (m) => [`${m.metadata.namespace ?? ""}/${m.metadata.uid ?? ""}`] },
+  });
   const unowned = unownedLauncherPods({ client, pods, vmis, recorder, log, registry });
 
   vms.addHandler(enqueueSelf<VirtualMachine>(vmQueue));
@@ -124,9 +161,42 @@ export function createControllers(config: ControllersConfig): ControllerManager 
   dataVolumes?.addHandler(claimEvents<VirtualMachineInstance, DataVolume>(vmiQueue, vmis));
   dataVolumes?.addHandler(claimEvents<VirtualMachine, DataVolume>(vmQueue, vms));
 
+  // Migrations: a migration, its VMI and its target pod each make it look again; a VMI and its migrations, its evacuation.
+  const migrationQueue = manager.queue("virtualmachineinstancemigrations");
+  const evacuationQueue = manager.queue("evacuation");
+  const migrationExpectations = new Expectations();
+  const evacuationExpectations = new Expectations();
+  migrations.addHandler(enqueueSelf<VirtualMachineInstanceMigration>(migrationQueue));
+  const migrationsOfVmi = (vmi: VirtualMachineInstance) => {
+    for (const m of migrations.byIndex(MIGRATIONS_BY_VMI, keyOf(vmi))) migrationQueue.add(keyOf(m));
+  };
+  vmis.addHandler({ add: migrationsOfVmi, update: (_, vmi) => { migrationsOfVmi(vmi); }, delete: migrationsOfVmi });
+  pods.addHandler(targetPodEvents(migrationQueue, migrations, migrationExpectations));
+  vmis.addHandler(enqueueSelf<VirtualMachineInstance>(evacuationQueue));
+  const evacuationOf = (m: VirtualMachineInstanceMigration, added: boolean) => {
+    const [key = ""] = migrationsByVmi(m);
+    if (added) evacuationExpectations.creationObserved(key);
+    evacuationQueue.add(key);
+  };
+  migrations.addHandler({ add: (m) => { evacuationOf(m, true); }, update: (_, m) => { evacuationOf(m, false); }, delete: (m) => { evacuationOf(m, false); } });
+
   manager.controller({ name: "vm", primary: vms, queue: vmQueue, workers, reconcile: createVmReconciler({ client, vms, vmis, claims, dataVolumes, expectations: vmExpectations, recorder, log, now }) });
   observePhaseTransitions(vmis, registry);
   manager.controller({ name: "vmi", primary: vmis, queue: vmiQueue, workers, reconcile: createVmiReconciler({ client, vmis, pods, claims, dataVolumes, expectations: vmiExpectations, recorder, log, now, pod: config.pod, vmStateStorageClass: config.vmStateStorageClass }) });
+  manager.controller({
+    name: "migration",
+    primary: migrations,
+    queue: migrationQueue,
+    workers,
+    reconcile: createMigrationReconciler({ client, migrations, vmis, pods, claims, expectations: migrationExpectations, recorder, log, now, pod: config.pod, config: config.migrations }),
+  });
+  manager.controller({
+    name: "evacuation",
+    primary: vmis,
+    queue: evacuationQueue,
+    workers,
+    reconcile: createEvacuationReconciler({ client, vmis, migrations, expectations: evacuationExpectations, recorder, evictionStrategy: config.pod.evictionStrategy, now }),
+  });
   if (dataVolumes && config.importer) {
     const dataVolumeQueue = manager.queue("datavolumes");
     const importerPods = manager.informer<Pod>({ client, type: resources.pods, namespace, resyncMs, labelSelector: `${Label.App}=${LabelValue.Importer}` });

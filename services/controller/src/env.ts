@@ -1,5 +1,7 @@
 import { hostname } from "node:os";
-import { EVICTION_STRATEGIES } from "@kubevirt-ts/kubevirt-api";
+import {
+  DEFAULT_PARALLEL_MIGRATIONS_PER_CLUSTER, DEFAULT_PARALLEL_OUTBOUND_MIGRATIONS_PER_NODE, DEFAULT_PENDING_TARGET_TIMEOUT_SECONDS, DEFAULT_UNSCHEDULABLE_TARGET_TIMEOUT_SECONDS, EVICTION_STRATEGIES,
+} from "@kubevirt-ts/kubevirt-api";
 import { baseEnv, parseEnv } from "@kubevirt-ts/runtime";
 import { z } from "zod";
 
@@ -21,6 +23,12 @@ export const env = parseEnv(
     /** The cluster's eviction strategy, for VMIs that name none: KubeVirt's CR setting, the chart's evictionStrategy. */
     EVICTION_STRATEGY: z.enum(EVICTION_STRATEGIES).default("None"),
     /** The StorageClass of VMs' backend-storage claims: KubeVirt's vmStateStorageClass, the chart's. Empty: KubeVirt's rule. */
+    /** KubeVirt's MigrationConfiguration: migrations in flight in the cluster, and out of one node. */
+    PARALLEL_MIGRATIONS_PER_CLUSTER: z.coerce.number().int().min(1).default(DEFAULT_PARALLEL_MIGRATIONS_PER_CLUSTER),
+    PARALLEL_OUTBOUND_MIGRATIONS_PER_NODE: z.coerce.number().int().min(1).default(DEFAULT_PARALLEL_OUTBOUND_MIGRATIONS_PER_NODE),
+    /** How long a migration's target pod may be unschedulable, and pending for any reason, before the migration fails (KubeVirt's 5 and 15 minutes). */
+    MIGRATION_UNSCHEDULABLE_TIMEOUT_SECONDS: z.coerce.number().int().min(1).default(DEFAULT_UNSCHEDULABLE_TARGET_TIMEOUT_SECONDS),
+    MIGRATION_PENDING_TIMEOUT_SECONDS: z.coerce.number().int().min(1).default(DEFAULT_PENDING_TARGET_TIMEOUT_SECONDS),
     VM_STATE_STORAGE_CLASS: z.string().optional().transform((v) => (v === "" ? undefined : v)),
   }),
 );

@@ -5,6 +5,7 @@ import { createLogger } from "@kubevirt-ts/runtime";
 import { Registry } from "prom-client";
 import { inject } from "vitest";
 import { createControllers } from "../src/controllers.ts";
+import type { MigrationConfig } from "../src/migration/controller.ts";
 
 // The controllers running in the test process against the real API server of
 // the global setup, and a client to look at what they do.
@@ -24,11 +25,13 @@ export interface RunningControllers {
 }
 
 /** Controllers watching one namespace, or every namespace when it is undefined. */
-export async function startControllers(namespace: string | undefined, options: { resyncMs?: number } = {}): Promise<RunningControllers> {
+export async function startControllers(namespace: string | undefined, options: { resyncMs?: number; migrations?: Partial<MigrationConfig> } = {}): Promise<RunningControllers> {
   const registry = new Registry();
   const client = await testClient(registry);
   const log = createLogger({ component: "virt-controller-test", level: "warn" });
-  const controllers = createControllers({ client, log, registry, workers: 2, namespace, dataVolumes: true, resyncMs: options.resyncMs, pod: { launcherImage: LAUNCHER_IMAGE, imagePullPolicy: "IfNotPresent", allowEmulation: true, evictionStrategy: "None" } });
+  const controllers = createControllers({ client, log, registry, workers: 2, namespace, dataVolumes: true, resyncMs: options.resyncMs, pod: { launcherImage: LAUNCHER_IMAGE, imagePullPolicy: "IfNotPresent", allowEmulation: true, evictionStrategy: "None" },
+    migrations: { limits: { perCluster: 5, outboundPerNode: 2 }, timeouts: { unschedulableSeconds: 300, pendingSeconds: 900 }, ...options.migrations },
+  });
   const abort = new AbortController();
   const informers = controllers.runInformers(abort.signal);
   const running = controllers.runControllers(abort.signal);

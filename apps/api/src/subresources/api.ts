@@ -1,12 +1,12 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { ApiError, type KubeClient } from "@kubevirt-ts/kube";
-import { DOMAIN_ACTION_SUBRESOURCE, FREEZE_ACTIONS, GUEST_AGENT_QUERIES, SUBRESOURCE_GROUP, type VmRequestAction, type VmRequestOptions, domainActionOf, isFreezeAction, isGuestAgentQuery } from "@kubevirt-ts/kubevirt-api";
+import { DOMAIN_ACTION_SUBRESOURCE, FREEZE_ACTIONS, GUEST_AGENT_QUERIES, MIGRATION_SUBRESOURCE, SUBRESOURCE_GROUP, type VmRequestAction, type VmRequestOptions, domainActionOf, isFreezeAction, isGuestAgentQuery } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { remoteRequester } from "../access.ts";
 import type { HandlerDialer } from "../handler-dialer.ts";
 import { limits } from "../limits.ts";
 import { readBody } from "../read-body.ts";
-import { ActionRefusal, requestFreeze, requestGuestAgent, requestScreenshot, requestVmAction, requestVmiAction } from "../vm-actions.ts";
+import { ActionRefusal, type MigrateOptions, requestFreeze, requestGuestAgent, requestMigration, requestScreenshot, requestVmAction, requestVmiAction } from "../vm-actions.ts";
 import { expandSentVm, expandStoredVm } from "./expand-spec.ts";
 import { type FrontProxy, frontProxyUser } from "./front-proxy.ts";
 
@@ -37,6 +37,7 @@ export const SUBRESOURCE_NAMES = [
   "virtualmachines/start",
   "virtualmachines/stop",
   "virtualmachines/restart",
+  `virtualmachines/${MIGRATION_SUBRESOURCE}`,
   ...Object.values(DOMAIN_ACTION_SUBRESOURCE).map((s) => `virtualmachineinstances/${s}`),
   ...FREEZE_ACTIONS.map((s) => `virtualmachineinstances/${s}` as const),
   // PUT with a VirtualMachine, answered with it expanded (expand-spec.ts).
@@ -90,7 +91,14 @@ function parseTarget(path: string): Target | { expandVmSpec: string } | "discove
   return { version, namespace: decodeURIComponent(namespace), resource, name: decodeURIComponent(name), subresource: sub.join("/") };
 }
 
-async function options(req: IncomingMessage): Promise<VmRequestOptions & { dryRun?: string[]; unfreezeTimeout?: string }> {
+/** A map of strings in a request body (addedNodeSelector), or a refusal naming the field. */
+function stringMap(value: unknown, field: string): Record<string, string> | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== "object" || Array.isArray(value) || Object.values(value).some((v) => typeof v !== "string")) throw new ActionRefusal(400, `${field} must be a map of label names to values, e.g. {"kubernetes.io/hostname": "node-2"}`);
+  return value as Record<string, string>;
+}
+
+async function options(req: IncomingMessage): Promise<VmRequestOptions & MigrateOptions & { dryRun?: string[]; unfreezeTimeout?: string }> {
   const body = await readBody(req, limits.subresourceBodyBytes);
   if (body === undefined) throw new ActionRefusal(413, `a request body is at most ${String(limits.subresourceBodyBytes)} bytes`);
   const text = body.toString("utf8").trim();
@@ -100,8 +108,17 @@ async function options(req: IncomingMessage): Promise<VmRequestOptions & { dryRu
     const number = (key: string) => (typeof parsed[key] === "number" ? parsed[key] : undefined);
     const dryRun = Array.isArray(parsed.dryRun) ? parsed.dryRun.filter((v): v is string => typeof v === "string") : undefined;
     const unfreezeTimeout = typeof parsed.unfreezeTimeout === "string" ? parsed.unfreezeTimeout : undefined;
-    return { paused: parsed.paused === true, gracePeriod: number("gracePeriod"), gracePeriodSeconds: number("gracePeriodSeconds"), ...(dryRun ? { dryRun } : {}), ...(unfreezeTimeout !== undefined ? { unfreezeTimeout } : {}) };
+    const addedNodeSelector = stringMap(parsed.addedNodeSelector, "addedNodeSelector");
+    return {
+      paused: parsed.paused === true,
+      gracePeriod: number("gracePeriod"),
+      gracePeriodSeconds: number("gracePeriodSeconds"),
+      ...(dryRun ? { dryRun } : {}),
+      ...(unfreezeTimeout !== undefined ? { unfreezeTimeout } : {}),
+      ...(addedNodeSelector ? { addedNodeSelector } : {}),
+    };
   } catch (error) {
+    if (error instanceof ActionRefusal) throw error;
     throw new ActionRefusal(400, `Can not unmarshal Request body to struct, error: ${error instanceof Error ? error.message : String(error)}`);
   }
 }
@@ -166,6 +183,13 @@ export function createSubresourceApi(services: SubresourceServices): (req: Incom
       if (req.method !== "PUT") throw new ActionRefusal(405, `${target.resource}/${target.subresource} takes PUT, not ${req.method ?? ""}`);
       await requestFreeze(services, requester, target, target.subresource, () => options(req));
       res.writeHead(200).end();
+      return;
+    }
+    if (target.resource === "virtualmachines" && target.subresource === MIGRATION_SUBRESOURCE) {
+      if (req.method !== "PUT") throw new ActionRefusal(405, `${target.resource}/${target.subresource} takes PUT, not ${req.method ?? ""}`);
+      const name = await requestMigration(services, requester, target, () => options(req));
+      res.writeHead(202).end();
+      log.info("subresource request done", { user: who.user, namespace: target.namespace, resource: target.resource, name: target.name, subresource: target.subresource, migration: name });
       return;
     }
     const vmAction = target.resource === "virtualmachines" && ["start", "stop", "restart"].includes(target.subresource) ? (target.subresource as VmRequestAction) : undefined;

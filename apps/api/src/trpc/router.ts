@@ -1,14 +1,15 @@
 import { type Event, type KubeClient, type KubeObject, resources } from "@kubevirt-ts/kube";
 import {
   type DataVolume, MAX_CLOUD_INIT_BYTES, SUBRESOURCE_GROUP, type VirtualMachine, dnsLabelProblem, type VirtualMachineInstance, type VmRequestAction, type VmRequestOptions, type VmiDomainAction, summarize, validateVirtualMachine, kubevirtResources, inferFromVolumes,
-  ACTION_WORDS, type ActionAvailability, type VmActionName, availableActions, type InstancetypeSpec, type PreferenceSpec, instancetypeResources, parseQuantity,
+  ACTION_WORDS, MIGRATION_SUBRESOURCE, type ActionAvailability, type VmActionName, availableActions, type InstancetypeSpec, type PreferenceSpec, instancetypeResources, parseQuantity,
 } from "@kubevirt-ts/kubevirt-api";
 import { TRPCError } from "@trpc/server";
 import { z } from "zod";
 import { type Check, describeCheck, mayI, tokenRequester, whoAmI } from "../access.ts";
-import { SERIAL_LOG_CHECK, requestSerialLog, requestVmAction, requestVmiAction, vmActionCheck, vmiActionCheck } from "../vm-actions.ts";
+import { SERIAL_LOG_CHECK, actionCheck, requestSerialLog, requestVmAction, requestVmiAction, vmActionCheck, vmiActionCheck } from "../vm-actions.ts";
 import { createVmWithCloudInitSecret } from "./cloud-init-secret.ts";
 import { dataVolumes } from "./data-volumes.ts";
+import { migrations } from "./migrations.ts";
 import { fromRefusal } from "./refusal.ts";
 import { CausesError, publicProcedure, router, userProcedure } from "./init.ts";
 import { nodeFacts } from "./nodes.ts";
@@ -54,6 +55,9 @@ const ACTIONS = {
   console: [{ verb: "get", group: SUBRESOURCE_GROUP, resource: "virtualmachineinstances", subresource: "console" }],
   vnc: [{ verb: "get", group: SUBRESOURCE_GROUP, resource: "virtualmachineinstances", subresource: "vnc" }],
   serialLog: [SERIAL_LOG_CHECK],
+  // As KubeVirt 1.5 and later: the kubevirt.io:migrate role has both, edit and admin neither.
+  migrate: [actionCheck("virtualmachines", MIGRATION_SUBRESOURCE)],
+  cancelMigration: [{ verb: "delete", resource: "virtualmachineinstancemigrations" }],
 } as const;
 type Action = keyof typeof ACTIONS;
 
@@ -67,6 +71,8 @@ const PHRASES: Record<Action, string> = {
   update: "edit VMs",
   ...(Object.fromEntries(Object.entries(ACTION_WORDS).map(([action, words]) => [action, `${words} VMs`])) as Record<VmActionName, string>),
   serialLog: "read the serial logs of VMs",
+  migrate: "migrate VMs",
+  cancelMigration: "cancel migrations of VMs",
 };
 
 /** Events as the dashboard lists them, newest first; `uid` tells apart two events of the same object, time and words. */
@@ -247,6 +253,7 @@ export const appRouter = router({
   }),
   vms,
   vmis,
+  migrations,
   dataVolumes,
 });
 

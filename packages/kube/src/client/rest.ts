@@ -171,8 +171,9 @@ export class KubeClient {
     return this.call({ verb: "list", method: "GET", type, path: resourcePath(type, namespace), query: { ...options } });
   }
 
-  create<T extends KubeObject>(type: ResourceType, namespace: string | undefined, body: T): Promise<T> {
-    return this.call({ verb: "create", method: "POST", type, path: resourcePath(type, namespace), body });
+  /** dryRun "All": the API server checks the object (and its admission webhooks see it) but stores nothing. */
+  create<T extends KubeObject>(type: ResourceType, namespace: string | undefined, body: T, options: { dryRun?: "All" } = {}): Promise<T> {
+    return this.call({ verb: "create", method: "POST", type, path: resourcePath(type, namespace), body, ...(options.dryRun ? { query: { dryRun: options.dryRun } } : {}) });
   }
 
   /** A PUT: optimistic locking through body.metadata.resourceVersion. */

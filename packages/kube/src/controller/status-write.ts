@@ -8,6 +8,12 @@ export function normalized<T>(value: T): T {
   return value === undefined ? value : (JSON.parse(JSON.stringify(value)) as T);
 }
 
+/** The labels with these set, and those given as undefined removed. */
+function withLabels(labels: Record<string, string> | undefined, changes: Record<string, string | undefined>): Record<string, string> {
+  const merged = Object.entries({ ...labels, ...changes });
+  return Object.fromEntries(merged.filter((entry): entry is [string, string] => entry[1] !== undefined));
+}
+
 /**
  * Writes a status, with the resourceVersion the controller read (a conflict
  * means it decided on stale data and will try again), and only when it
@@ -20,9 +26,9 @@ export async function writeStatusIfChanged<T extends KubeObject & { status?: unk
   type: ResourceType,
   object: T,
   status: T["status"],
-  labels?: Record<string, string>,
+  labels?: Record<string, string | undefined>,
 ): Promise<T | undefined> {
-  const labelled = labels === undefined ? object.metadata.labels : { ...object.metadata.labels, ...labels };
+  const labelled = labels === undefined ? object.metadata.labels : withLabels(object.metadata.labels, labels);
   const labelsChanged = !isDeepStrictEqual(labelled ?? {}, object.metadata.labels ?? {});
   if (!labelsChanged && isDeepStrictEqual(normalized(object.status), normalized(status))) return undefined;
   if (type.statusSubresource === false) {

@@ -4,6 +4,7 @@ import { CDI_GROUP, CDI_VERSION, dataVolumeSpec, dataVolumeStatus } from "../sch
 import { instancetypeSpec, preferenceSpec } from "../schema/instancetype.ts";
 import { vmSpec, vmStatus } from "../schema/vm.ts";
 import { vmiSpec, vmiStatus } from "../schema/vmi.ts";
+import { migrationSpec, migrationStatus } from "../schema/migration.ts";
 import { kubevirtResources } from "../resources.ts";
 import { type OpenApiSchema, toStructuralSchema } from "./openapi.ts";
 
@@ -121,6 +122,18 @@ export const virtualMachineInstanceCrd = crd({
   ],
 });
 
+export const virtualMachineInstanceMigrationCrd = crd({
+  ...kubevirtKind(Kind.VirtualMachineInstanceMigration),
+  description: "A live migration of a VirtualMachineInstance to another node: deleting it while it runs cancels it.",
+  spec: migrationSpec,
+  status: migrationStatus,
+  statusSubresource: kubevirtResources.virtualMachineInstanceMigrations.statusSubresource,
+  columns: [
+    { name: "Phase", type: "string", jsonPath: ".status.phase" },
+    { name: "VMI", type: "string", jsonPath: ".spec.vmiName" },
+  ],
+});
+
 const instancetypeKind = (kind: InstancetypeKind) => {
   const { namespaced, ...names } = InstancetypeResource[kind];
   return { kind, names, group: INSTANCETYPE_GROUP, version: INSTANCETYPE_VERSION, scope: namespaced ? ("Namespaced" as const) : ("Cluster" as const), statusSubresource: false };
@@ -173,7 +186,7 @@ const HEADER = "# Generated from packages/kubevirt-api by `npm run generate`; do
 
 /** The generated files, by path relative to the chart's crds/ folder. */
 export function renderCrdFiles(toYaml: (value: unknown) => string): Map<string, string> {
-  return new Map([virtualMachineCrd, virtualMachineInstanceCrd, ...instancetypeCrds].map((c) => [crdFileName(c), HEADER + toYaml(c)]));
+  return new Map([virtualMachineCrd, virtualMachineInstanceCrd, virtualMachineInstanceMigrationCrd, ...instancetypeCrds].map((c) => [crdFileName(c), HEADER + toYaml(c)]));
 }
 
 /** The CRDs the chart installs only when no one else serves them, by path relative to its files/ folder. */

@@ -4,8 +4,9 @@
 // field-effects.test.ts walks the schemas and keeps this list complete.
 //
 // Paths are a VirtualMachine's (spec.template.spec.X is also the VMI's
-// spec.X), an instancetype's (instancetype:spec.X) or a preference's
-// (preference:spec.X); [] steps into an array's items.
+// spec.X), an instancetype's (instancetype:spec.X), a preference's
+// (preference:spec.X) or a migration's (migration:spec.X); [] steps into an
+// array's items.
 
 /** A test in the repository: its file, and text of its title as written there. */
 export interface TestRef {
@@ -393,4 +394,10 @@ const preferenceEffects: Record<string, FieldEffect> = {
   "preference:spec.annotations": effect(EXPAND, "gives the VMI the template's annotations over the instancetype's over the preference's"),
 };
 
-export const FIELD_EFFECTS: Readonly<Record<string, FieldEffect>> = { ...vmEffects, ...instancetypeEffects, ...preferenceEffects };
+const MIGRATION = "services/controller/test/migration.integration.test.ts";
+const migrationEffects: Record<string, FieldEffect> = {
+  "migration:spec.vmiName": effect(MIGRATION, "moves a VMI to the target pod's node"),
+  "migration:spec.addedNodeSelector": effect(MIGRATION, "moves a VMI to the target pod's node"),
+};
+
+export const FIELD_EFFECTS: Readonly<Record<string, FieldEffect>> = { ...vmEffects, ...instancetypeEffects, ...preferenceEffects, ...migrationEffects };

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { DISK_BUSES, EVICTION_STRATEGIES, INTERFACE_MODELS, VMI_PHASES } from "../constants.ts";
 import { condition, objectMeta, opaqueObject, quantity, resourceList } from "./common.ts";
+import { migrationState } from "./migration.ts";
 
 // The supported subset of KubeVirt's VirtualMachineInstance spec. Objects are
 // strict: a field KubeVirt has but kubevirt-ts does not support yet is
@@ -386,7 +387,7 @@ export const vmiSpec = z
     evictionStrategy: z
       .enum(EVICTION_STRATEGIES)
       .optional()
-      .describe("What an eviction of the launcher pod (a node drain) does: None stops the VMI; LiveMigrate refuses it, since kubevirt-ts cannot migrate yet; LiveMigrateIfPossible stops it; External marks it (status.evacuationNodeName) and a PodDisruptionBudget refuses it. The chart's evictionStrategy unless set."),
+      .describe("What an eviction of the launcher pod (a node drain) does: None stops the VMI; LiveMigrate migrates it to another node (and refuses the eviction when it cannot be migrated); LiveMigrateIfPossible migrates it when it can, else stops it; External marks it (status.evacuationNodeName) and a PodDisruptionBudget refuses it. The chart's evictionStrategy unless set."),
     startStrategy: z.enum(["Paused"]).optional().describe("Paused: the guest is created paused, to be unpaused (virtctl unpause) when wanted."),
     livenessProbe: probe.optional().describe("When it fails, the VMI stops (Failed), for its VM to start a new one."),
     readinessProbe: probe.optional().describe("While it fails, the VMI is not Ready and its launcher pod leaves the endpoints of its Services."),
@@ -484,8 +485,11 @@ export const vmiStatus = z.object({
   runtimeUser: z.number().int().optional(),
   qosClass: z.string().optional(),
   activePods: z.record(z.string(), z.string()).optional().describe("Launcher pods by UID, with the node each runs on."),
-  evacuationNodeName: z.string().optional().describe("The node the VMI is to leave: set when its launcher pod's eviction was asked for and its evictionStrategy is External."),
+  evacuationNodeName: z.string().optional().describe("The node the VMI is to leave: set when its launcher pod's eviction was asked for and its evictionStrategy moves it (LiveMigrate, LiveMigrateIfPossible when it can move, External)."),
   volumeStatus: z.array(volumeStatus).optional().describe("Each volume: its device in the guest and, for a claim, what the claim holds."),
+  migrationState: migrationState.optional(),
+  migrationMethod: z.enum(["BlockMigration", "LiveMigration"]).optional().describe("How the VMI moves: LiveMigration when every disk is shared, BlockMigration when local disks are copied along."),
+  migrationTransport: z.enum(["Unix"]).optional(),
 });
 
 export const virtualMachineInstance = z.object({

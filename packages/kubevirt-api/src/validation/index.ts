@@ -2,6 +2,7 @@ import type { z } from "zod";
 import { RUN_STRATEGIES } from "../constants.ts";
 import { type DataVolume, dataVolume } from "../schema/datavolume.ts";
 import { type VirtualMachine, virtualMachine } from "../schema/vm.ts";
+import { type VirtualMachineInstanceMigration, virtualMachineInstanceMigration } from "../schema/migration.ts";
 import { type VirtualMachineInstance, type VmiSpec, virtualMachineInstance } from "../schema/vmi.ts";
 import { type ExpansionSources, expandVmiSpec } from "../instancetype/expand.ts";
 import { Causes, type Validation } from "./causes.ts";
@@ -107,7 +108,7 @@ const WAIT_AS_RECEIVER = "WaitAsReceiver";
 export function validateVirtualMachine(input: unknown, sources: ExpansionSources = {}): Validation<VirtualMachine> {
   if ((input as { spec?: { runStrategy?: unknown } } | null)?.spec?.runStrategy === WAIT_AS_RECEIVER) {
     const causes = new Causes();
-    causes.notSupported("spec.runStrategy", `is ${WAIT_AS_RECEIVER}, which has a VM wait for a live migration's state, and kubevirt-ts cannot migrate yet; use Always, RerunOnFailure, Manual, Halted or Once`);
+    causes.notSupported("spec.runStrategy", `is ${WAIT_AS_RECEIVER}, which has a VM wait for a live migration from another cluster, and kubevirt-ts migrates only within its cluster; use Always, RerunOnFailure, Manual, Halted or Once`);
     return { ok: false, causes: causes.list };
   }
   const parsed = parse(virtualMachine, input);
@@ -167,6 +168,14 @@ function validateDataVolumeTemplates(vm: VirtualMachine, causes: Causes): void {
     }
     validateDataVolumeSpec(template.spec, `${path}.spec`, vm.metadata.namespace, causes);
   });
+}
+
+/**
+ * Validates a VirtualMachineInstanceMigration's shape: fields kubevirt-ts does not act on (KubeVirt's sendTo and
+ * receive, for migrations between clusters) are refused by path. Whether its VMI may move is the webhook's to ask.
+ */
+export function validateMigration(input: unknown): Validation<VirtualMachineInstanceMigration> {
+  return parse(virtualMachineInstanceMigration, input);
 }
 
 /** Validates a DataVolume where kubevirt-ts serves the kind: its shape, then CDI's rules and kubevirt-ts's limits. */

@@ -1,7 +1,7 @@
 import { findCondition, removeCondition, setCondition } from "@kubevirt-ts/kube";
 import {
   type Condition, type DataVolumesState, PrintableStatus, type RunStrategy, type StateChangeRequest, type VirtualMachine, type VirtualMachineInstance, type VmStatus,
-  VmConditionType, VmiConditionType, VmiPhase, isFinalPhase,
+  VmConditionType, VmiConditionType, VmiPhase, isFinalPhase, isMigrating,
 } from "@kubevirt-ts/kubevirt-api";
 import type { VmAction } from "./decide.ts";
 
@@ -40,6 +40,7 @@ export function printableStatus(input: VmStatusInput): PrintableStatus {
   if (vm.metadata.deletionTimestamp) return PrintableStatus.Terminating;
   if (vmi && !isFinalPhase(phase) && (vmi.metadata.deletionTimestamp || stopWanted)) return PrintableStatus.Stopping;
   if (phase === VmiPhase.Running) {
+    if (vmi && isMigrating(vmi)) return PrintableStatus.Migrating;
     return vmiCondition(vmi, VmiConditionType.Paused)?.status === "True" ? PrintableStatus.Paused : PrintableStatus.Running;
   }
   const synchronized = vmiCondition(vmi, VmiConditionType.Synchronized);

@@ -2,7 +2,7 @@ import {
   type EventRecorder, type Expectations, type Informer, type KubeClient, type PersistentVolumeClaim, type Pod, type Reconcile, WrittenVersions, addFinalizer, findCondition, isAlreadyExists, isNotFound, keyOf, removeFinalizer, resources, writeStatusIfChanged,
 } from "@kubevirt-ts/kube";
 import {
-  type ClaimObject, type DataVolume, EventReason, backendStorageClaimName, needsBackendStorage, Finalizer, LAUNCHER_PODS_BY_VMI, Label, type VirtualMachineInstance, VmiConditionType, isLauncherPodOf, launcherPodsKeyOf, isFinalPhase, needsDisruptionBudget, summarize, validateVirtualMachineInstance, kubevirtResources,
+  type ClaimObject, type DataVolume, EventReason, backendStorageClaimName, needsBackendStorage, Finalizer, LAUNCHER_PODS_BY_VMI, Label, type VirtualMachineInstance, VmiConditionType, isLauncherPodOf, launcherPodsKeyOf, isFinalPhase, isMigrating, launcherPodRoles, needsDisruptionBudget, summarize, validateVirtualMachineInstance, kubevirtResources,
 } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
 
@@ -139,11 +139,17 @@ export function createVmiReconciler(deps: VmiControllerDeps): Reconcile {
     }
     if (owned.length > 0 && !isFinalPhase(vmi.status?.phase)) await ensureDisruptionBudget(vmi);
     const dataVolumes = dataVolumesOf(vmi.metadata.namespace, vmi.spec, deps.dataVolumes);
-    const observation = { vmi, pods: owned, invalid, claims: claimsOf(vmi, deps.claims), dataVolumes, now: now() };
+    // A migration's target pod is the migration controller's until the migration completed (migration.ts).
+    const roles = launcherPodRoles(vmi, owned);
+    const observation = { vmi, pods: roles.current, left: roles.left, invalid, claims: claimsOf(vmi, deps.claims), dataVolumes, now: now() };
     const created = await execute(observation, decideVmi(observation), key);
     const status = deriveVmiStatus(created ? { ...observation, pods: [created] } : observation);
     // The label lets the handler of the node watch its own VMIs only, as KubeVirt's does; it goes in the same write.
-    const labels = status.nodeName ? { [Label.NodeName]: status.nodeName } : undefined;
+    // The migration target's node label goes once the VMI no longer moves (the migration controller puts it on).
+    const labels = {
+      ...(status.nodeName ? { [Label.NodeName]: status.nodeName } : {}),
+      ...(vmi.metadata.labels?.[Label.MigrationTargetNodeName] !== undefined && !isMigrating({ status }) ? { [Label.MigrationTargetNodeName]: undefined } : {}),
+    };
     const updated = await writeStatusIfChanged(client, kubevirtResources.virtualMachineInstances, vmi, status, labels);
     if (updated) written.wrote(key, cached.metadata.resourceVersion, vmi.metadata.resourceVersion);
     else if (vmi !== cached) written.wrote(key, cached.metadata.resourceVersion);

@@ -187,3 +187,25 @@ describe("deriveVmiStatus", () => {
     expect(again).toEqual(first);
   });
 });
+
+describe("live migration, the VMI controller's part", () => {
+  it("says whether the VMI can move, and how: LiveMigratable and migrationMethod", () => {
+    const status = deriveVmiStatus(observe(withClaim(), [runningReady], undefined, new Map([["data-claim", dataClaim]])));
+    expect(status.conditions?.find((c) => c.type === "LiveMigratable")).toMatchObject({ status: "False", reason: "DisksNotLiveMigratable", message: expect.stringContaining("data-claim") as unknown });
+    expect(status.migrationMethod).toBe("LiveMigration");
+    const shared = { ...dataClaim, spec: { ...dataClaim.spec, accessModes: ["ReadWriteMany"] } };
+    expect(deriveVmiStatus(observe(withClaim(), [runningReady], undefined, new Map([["data-claim", shared]]))).conditions?.find((c) => c.type === "LiveMigratable")?.status).toBe("True");
+  });
+
+  it("moves a VMI whose migration completed to the target's node and pod, and deletes the source pod it left", () => {
+    const moving = vmi("Running");
+    const target = pod("target", { phase: "Running", containerStatuses: [launcherContainer(true)] }, { labels: { "kubevirt.io/migrationJobUID": "m1" } });
+    target.spec = { nodeName: "node-2", containers: [] };
+    moving.status = { ...moving.status, nodeName: "node-1", evacuationNodeName: "node-1", activePods: { "p1-uid": "node-1" }, migrationState: { migrationUid: "m1", sourceNode: "node-1", targetNode: "node-2", targetPod: "target", completed: true } };
+    const o = { ...observe(moving, [target]), left: [runningReady] };
+    expect(decideVmi(o)).toEqual({ kind: "deletePods", pods: [runningReady] });
+    const status = deriveVmiStatus(o);
+    expect(status).toMatchObject({ phase: "Running", nodeName: "node-2", activePods: { "target-uid": "node-2" } });
+    expect(status.evacuationNodeName).toBeUndefined();
+  });
+});

@@ -1,6 +1,7 @@
 import { type Pod, kubeTime, removeCondition, setCondition } from "@kubevirt-ts/kube";
 import {
-  type ClaimObject, type Condition, type DataVolumesState, LAUNCHER_CONTAINER, type VirtualMachineInstance, VmiConditionType, VmiPhase, type VmiStatus, claimsProblem, isFinalPhase, isHandedOver, volumeStatuses, withPhase,
+  type ClaimObject, type Condition, type DataVolumesState, LAUNCHER_CONTAINER, type VirtualMachineInstance, VmiConditionType, VmiPhase, type VmiStatus, backendStorageClaimName, claimsProblem, isFinalPhase, isHandedOver, liveMigratability,
+  volumeStatuses, withPhase,
 } from "@kubevirt-ts/kubevirt-api";
 import { launcherDeletionGrace, secretsWaitMessage } from "./pod.ts";
 
@@ -14,8 +15,10 @@ export type VmiAction = { kind: "none" } | { kind: "createPod" } | { kind: "dele
 
 export interface VmiObservation {
   vmi: VirtualMachineInstance;
-  /** The VMI's launcher pods, oldest first. */
+  /** The VMI's launcher pods, oldest first: the ones it runs or starts in, not its migrations' targets (launcherPodRoles). */
   pods: readonly Pod[];
+  /** The pods a completed migration left behind, to be deleted (launcherPodRoles). */
+  left?: readonly Pod[];
   /** Why the spec cannot run, when validation refused it. */
   invalid: string | undefined;
   /** The claims the VMI's volumes name that exist in its namespace, by name. */
@@ -38,6 +41,8 @@ export function decideVmi(o: VmiObservation): VmiAction {
     const going = [...live, ...hurried];
     return going.length > 0 ? { kind: "deletePods", pods: going } : { kind: "none" };
   }
+  // The source pod a completed migration left: the VMI runs on in the target pod.
+  if (o.left && o.left.length > 0) return { kind: "deletePods", pods: [...o.left] };
   // One launcher per VMI: should a second ever appear, the newer ones go.
   if (live.length > 1) return { kind: "deletePods", pods: live.slice(1) };
   // A DataVolume still filling its claim, or a claim that is not there yet (or cannot be attached), holds the pod back,
@@ -94,6 +99,12 @@ export function deriveVmiStatus(o: VmiObservation): VmiStatus {
     if (message) status.message = message;
   }
   if (phase === VmiPhase.Scheduled && !isHandedOver(previous.phase) && pod?.spec?.nodeName) status.nodeName = pod.spec.nodeName;
+  // A completed migration moves the VMI to its target's node (migration.ts): the target's handler owns it from then on.
+  const moved = previous.migrationState;
+  if (moved?.completed === true && moved.targetNode && isHandedOver(phase) && status.nodeName !== moved.targetNode) {
+    status.nodeName = moved.targetNode;
+    if (status.evacuationNodeName === moved.sourceNode) delete status.evacuationNodeName;
+  }
   // The pods are named from the hand-over on (the handler trusts only the pod named here), not while the pod
   // starts: its node alone is no news to anyone, and a write for it would be one more write per VMI.
   if (phase !== VmiPhase.Pending && phase !== VmiPhase.Scheduling) {
@@ -113,12 +124,15 @@ export function deriveVmiStatus(o: VmiObservation): VmiStatus {
     conditions = dvs
       ? setCondition<Condition>(conditions, { type: VmiConditionType.DataVolumesReady, status: dvs.ready ? "True" : "False", reason: dvs.reason, message: dvs.message }, now)
       : removeCondition(conditions, VmiConditionType.DataVolumesReady);
+    const migratable = liveMigratability(vmi.spec, o.claims, backendStorageClaimName(vmi));
+    conditions = setCondition<Condition>(conditions, { type: VmiConditionType.LiveMigratable, status: migratable.status, ...(migratable.reason ? { reason: migratable.reason, message: migratable.message } : {}) }, now);
+    status.migrationMethod = migratable.method;
     // A DataVolume's claim is its business until the DataVolume is ready.
     const problem = pod || dvs?.ready === false ? undefined : claimsProblem(vmi, o.claims);
     if (problem) conditions = setCondition<Condition>(conditions, { type: VmiConditionType.Synchronized, status: "False", ...problem }, now);
   }
   if (isFinalPhase(phase)) {
-    conditions = setCondition<Condition>(removeCondition(conditions, VmiConditionType.PodScheduled), { type: VmiConditionType.Ready, status: "False", reason: "VMIFinished", message: `The VMI is ${phase}.` }, now);
+    conditions = setCondition<Condition>(removeCondition(removeCondition(conditions, VmiConditionType.PodScheduled), VmiConditionType.LiveMigratable), { type: VmiConditionType.Ready, status: "False", reason: "VMIFinished", message: `The VMI is ${phase}.` }, now);
   }
   status.conditions = conditions;
   if (status.conditions.length === 0) delete status.conditions;

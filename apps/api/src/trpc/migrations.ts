@@ -1,0 +1,71 @@
+import {
+  type VirtualMachineInstance, type VirtualMachineInstanceMigration, dnsLabelProblem, isFinalMigrationPhase, kubevirtResources, migrationRefusal,
+} from "@kubevirt-ts/kubevirt-api";
+import { TRPCError } from "@trpc/server";
+import { z } from "zod";
+import { tokenRequester } from "../access.ts";
+import { requestMigration } from "../vm-actions.ts";
+import { router, userProcedure } from "./init.ts";
+import { fromRefusal } from "./refusal.ts";
+
+// A VM's live migrations for the dashboard: Migrate (to any node, or to one
+// by name: KubeVirt's addedNodeSelector on kubernetes.io/hostname), Cancel
+// (the migration deleted, which aborts it), and the VM's migrations with
+// their progress. Migrate is the migrate subresource's own implementation
+// (vm-actions.ts); listing and cancelling are the user's own requests.
+
+const dnsName = z.string().superRefine((value, ctx) => {
+  const problem = dnsLabelProblem(value);
+  if (problem) ctx.addIssue({ code: "custom", message: problem });
+});
+const vm = z.object({ namespace: dnsName, name: dnsName });
+
+/** A migration as the dashboard shows it: its phase and when it reached each, where it goes, how it ended. */
+function migrationView(m: VirtualMachineInstanceMigration) {
+  const state = m.status?.migrationState;
+  return {
+    name: m.metadata.name ?? "",
+    created: m.metadata.creationTimestamp ?? "",
+    phase: m.status?.phase ?? "Pending",
+    phases: (m.status?.phaseTransitionTimestamps ?? []).map((t) => ({ phase: t.phase, time: t.phaseTransitionTimestamp })),
+    ended: isFinalMigrationPhase(m.status?.phase),
+    cancelling: m.metadata.deletionTimestamp !== undefined && m.metadata.deletionTimestamp !== null,
+    sourceNode: state?.sourceNode,
+    targetNode: state?.targetNode,
+    mode: state?.mode,
+    failureReason: state?.failureReason,
+    evacuation: m.metadata.annotations?.["kubevirt.io/evacuationMigration"],
+  };
+}
+
+const migrationsOf = async (client: Parameters<typeof tokenRequester>[0], namespace: string, name: string) =>
+  (await client.list<VirtualMachineInstanceMigration>(kubevirtResources.virtualMachineInstanceMigrations, namespace)).items.filter((m) => m.spec.vmiName === name);
+
+export const migrations = router({
+  // targetNode: the node to move to (its kubernetes.io/hostname label); any node the scheduler picks when unset.
+  migrate: userProcedure.input(vm.extend({ targetNode: z.string().min(1).max(253).optional() })).mutation(async ({ ctx, input }) => {
+    const addedNodeSelector = input.targetNode === undefined ? undefined : { "kubernetes.io/hostname": input.targetNode };
+    const name = await requestMigration(ctx, tokenRequester(ctx.client), input, () => Promise.resolve(addedNodeSelector ? { addedNodeSelector } : {})).catch(fromRefusal);
+    return { name };
+  }),
+  // Deleting the VM's migrations in flight cancels them: the controller asks the source's handler to abort.
+  cancel: userProcedure.input(vm).mutation(async ({ ctx, input }) => {
+    const flying = (await migrationsOf(ctx.client, input.namespace, input.name)).filter((m) => !isFinalMigrationPhase(m.status?.phase) && !m.metadata.deletionTimestamp);
+    if (flying.length === 0) throw new TRPCError({ code: "CONFLICT", message: `${input.name} has no migration in flight to cancel.` });
+    for (const m of flying) await ctx.client.delete(kubevirtResources.virtualMachineInstanceMigrations, input.namespace, m.metadata.name ?? "", { uid: m.metadata.uid });
+    return { cancelled: flying.map((m) => m.metadata.name ?? "") };
+  }),
+  // The VM's migrations, newest first, and whether it could be migrated now (and why not).
+  list: userProcedure.input(vm).query(async ({ ctx, input }) => {
+    const [list, vmi] = await Promise.all([
+      migrationsOf(ctx.client, input.namespace, input.name),
+      ctx.client.find<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, input.namespace, input.name),
+    ]);
+    const refusal = vmi ? migrationRefusal(vmi) : `${input.name} is not running`;
+    return {
+      migrations: list.map(migrationView).sort((a, b) => b.created.localeCompare(a.created)),
+      migratable: refusal === undefined ? { available: true as const } : { available: false as const, reason: refusal },
+      node: vmi?.status?.nodeName,
+    };
+  }),
+});

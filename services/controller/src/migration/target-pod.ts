@@ -1,0 +1,29 @@
+import type { Pod, PodSpec } from "@kubevirt-ts/kube";
+import { type ClaimObject, Label, type VirtualMachineInstance, type VirtualMachineInstanceMigration } from "@kubevirt-ts/kubevirt-api";
+import { type LauncherPodConfig, launcherPod } from "../vmi/pod.ts";
+
+// A migration's target pod: the VMI's launcher pod as the VMI controller
+// makes it (one builder, vmi/pod.ts), labelled with the migration's uid, kept
+// off every node where a pod of the VMI runs (a required anti-affinity by
+// kubernetes.io/hostname, as KubeVirt's), and held to the migration's
+// addedNodeSelector besides the VMI's own.
+
+const HOSTNAME = "kubernetes.io/hostname";
+
+type Affinity = NonNullable<PodSpec["affinity"]>;
+
+function withAntiAffinity(affinity: Affinity | undefined, vmiUid: string): Affinity {
+  const anti = affinity?.podAntiAffinity;
+  const term = { labelSelector: { matchExpressions: [{ key: Label.CreatedBy, operator: "In", values: [vmiUid] }] }, topologyKey: HOSTNAME };
+  return { ...affinity, podAntiAffinity: { ...anti, requiredDuringSchedulingIgnoredDuringExecution: [...(anti?.requiredDuringSchedulingIgnoredDuringExecution ?? []), term] } };
+}
+
+export function migrationTargetPod(vmi: VirtualMachineInstance, migration: VirtualMachineInstanceMigration, config: LauncherPodConfig, claims: ReadonlyMap<string, ClaimObject>): Pod & { spec: PodSpec } {
+  const pod = launcherPod(vmi, config, claims);
+  const nodeSelector = { ...pod.spec.nodeSelector, ...migration.spec.addedNodeSelector };
+  return {
+    ...pod,
+    metadata: { ...pod.metadata, labels: { ...pod.metadata.labels, [Label.MigrationJobUid]: migration.metadata.uid ?? "" } },
+    spec: { ...pod.spec, ...(Object.keys(nodeSelector).length > 0 ? { nodeSelector } : {}), affinity: withAntiAffinity(pod.spec.affinity, vmi.metadata.uid ?? "") },
+  };
+}
