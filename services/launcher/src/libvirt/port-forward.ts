@@ -3,9 +3,8 @@ import { chmod, rm } from "node:fs/promises";
 import { type Server, connect, createServer } from "node:net";
 import { join } from "node:path";
 import { type PortForward, portForwardSocket } from "@kubevirt-ts/kubevirt-api";
-import { RpcError } from "@kubevirt-ts/launcher-protocol";
+import { RpcError, joinStreams } from "@kubevirt-ts/launcher-protocol";
 import type { Logger } from "@kubevirt-ts/runtime";
-import { joinStreams } from "../migration/relay.ts";
 
 // Port forwarding into the guest (KubeVirt's portforward subresource, what
 // `virtctl port-forward` and `virtctl ssh` use). The guest sits behind
