@@ -82,7 +82,7 @@ export class DomainManager {
   /** While the guest's file systems are frozen: the timer that thaws them, if one was asked for. */
   private frozen: { thaw: NodeJS.Timeout | undefined } | undefined;
   private syncing: Promise<DomainStatus> | undefined;
-  /** The outgoing migration, once asked for: a launcher migrates its domain once. */
+  /** The last outgoing migration: one at a time; after a failed one another may start, after a completed one none. */
   private outgoing: OutgoingMigration | undefined;
   /** As a migration target: what it was prepared for, until the domain has come and been taken over. */
   private incoming: { status: MigrationStatus; relay: Server } | undefined;
@@ -113,6 +113,8 @@ export class DomainManager {
     if (!this.domain) return { state: "NoDomain" };
     const info = await this.o.hypervisor.domainGetInfo(this.domain);
     const state = STATE_NAMES[info.state] ?? "NoDomain";
+    // The source's domain stops as its migration completes, a moment before `virsh migrate` returns.
+    if (state === "Shutoff" && this.outgoing?.current().phase === "Running") await this.outgoing.finished();
     const migrated = state === "Shutoff" && this.outgoing?.current().phase === "Completed";
     return { state, domainType: this.domainType, ...(migrated ? { reason: "Migrated" as const } : {}), ...(this.frozen ? { fsFreezeStatus: "frozen" as const } : {}) };
   }
@@ -256,11 +258,10 @@ export class DomainManager {
   /** Starts migrating the domain to the launcher behind the handler's proxy sockets; idempotent while it runs. */
   async migrate(options: MigrationOptions): Promise<MigrationStatus> {
     const domain = this.require();
-    if (this.outgoing) {
-      const current = this.outgoing.current();
-      if (current.phase === "Running") return current;
-      throw new RpcError("BadRequest", `the domain's migration has already ended (${current.phase}); a launcher migrates its domain once`);
-    }
+    const current = this.outgoing?.current();
+    if (current?.phase === "Running") return current;
+    // After a failed or aborted migration the guest still runs here, and a new migration (to a new target) may start.
+    if (current?.phase === "Completed") throw new RpcError("BadRequest", "the domain's migration has already ended (Completed): it runs on the target");
     if ((await this.state()).state !== "Running") throw new RpcError("BadRequest", "only a running domain migrates");
     const { layout } = this.o;
     const copiedDirs = [layout.disksDir, ...(options.allowNonSharedDisks ? [layout.claimDisksDir, layout.claimDevicesDir] : [])];

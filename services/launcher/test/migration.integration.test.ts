@@ -1,0 +1,265 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+import { chown, copyFile, link, mkdir, readFile, rm, stat } from "node:fs/promises";
+import { type Server, connect, createServer } from "node:net";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { LAUNCHER_UID, SocketsVolume, type VirtualMachineInstance, defaultVmiSpec } from "@kubevirt-ts/kubevirt-api";
+import { Pki, freePort } from "@kubevirt-ts/control-plane";
+import {
+  LauncherClient, MIGRATION_SOCKETS, type MigrationSocket, type MigrationStatus, MigrationTargetProxy, type ProxyTls, joinStreams, startMigrationSourceProxy,
+} from "@kubevirt-ts/launcher-protocol";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { killQemuUnder } from "../src/libvirt/daemon.ts";
+import { type GuestFolder, guestFolder } from "./guest-files.ts";
+import { readUntil } from "./serial.ts";
+
+// Live migration between two launchers on this machine, each as its pod
+// runs it: its own mount namespace, in which its folder is mounted at the
+// same path as every other launcher pod's (so the domain's paths are the
+// same on both sides), its own host name, its own libvirt and QEMU as the
+// qemu user. The tiny guest boots with emulation in the first, and moves
+// live to the second: first through a plain relay of the migration's
+// sockets (what the handlers' proxy does, without TLS), after an aborted
+// attempt that leaves it where it was; then on to a third through the
+// handlers' mutual-TLS proxy pair.
+
+const HANDLER = "kubevirt-ts-handler";
+let folder: GuestFolder;
+/** Where every launcher's folder is mounted, in its own mount namespace. */
+let podRoot: string;
+let node: string;
+const pods: Pod[] = [];
+/** The three launchers: the guest boots in a, moves to b, then to c. */
+let a: Pod;
+let b: Pod;
+
+interface Pod {
+  name: string;
+  /** The pod's folder as the node (the handler) sees it. */
+  dir: string;
+  sockets: string;
+  process: ChildProcess;
+  output: () => string;
+  client: LauncherClient;
+}
+
+const vmi: VirtualMachineInstance = {
+  apiVersion: "kubevirt.io/v1",
+  kind: "VirtualMachineInstance",
+  metadata: { name: "tiny", namespace: "test", uid: "c1f0a2d4-0000-4000-8000-00000000001b" },
+  spec: defaultVmiSpec({
+    domain: {
+      memory: { guest: "128Mi" },
+      firmware: { kernelBoot: { kernelArgs: "console=ttyS0 quiet", container: { image: "tiny:1", kernelPath: "/boot/vmlinuz", initrdPath: "/boot/initrd.gz" } } },
+      // A disk of the pod's own (an emptyDisk, in the launcher's folder): the migration copies it over NBD.
+      devices: { disks: [{ name: "scratch", disk: { bus: "virtio" } }] },
+    },
+    volumes: [{ name: "scratch", emptyDisk: { capacity: "16Mi" } }],
+    terminationGracePeriodSeconds: 3,
+  }),
+};
+
+async function waitFor<T>(read: () => Promise<T>, done: (value: T) => boolean, what: string, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (done(value)) return value;
+    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${String(timeoutMs)} ms; last: ${JSON.stringify(value)}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+/** Starts a launcher as its pod would: its folder mounted at podRoot in a mount namespace of its own. */
+async function startPod(name: string): Promise<Pod> {
+  const dir = join(folder.dir, name);
+  const sub = { sockets: "sockets", state: "state", containerDisks: "container-disks", claims: "claims", kernelBoot: "kernel-boot" };
+  for (const path of [dir, ...Object.values(sub).map((s) => join(dir, s))]) {
+    await mkdir(path);
+    await chown(path, LAUNCHER_UID, LAUNCHER_UID);
+  }
+  for (const [from, to] of [[folder.kernel, "vmlinuz"], [folder.initrd, "initrd.gz"]] as const) {
+    await copyFile(from, join(dir, sub.kernelBoot, to));
+    await chown(join(dir, sub.kernelBoot, to), LAUNCHER_UID, LAUNCHER_UID);
+  }
+  const opsPort = await freePort();
+  const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
+  const script = `mount --bind ${dir} ${podRoot} && hostname ${name} && exec setpriv --pdeathsig KILL --reuid=${String(LAUNCHER_UID)} --regid=${String(LAUNCHER_UID)} --clear-groups ${node} ${main}`;
+  const child = spawn("unshare", ["--mount", "--uts", "--propagation", "private", "sh", "-c", script], {
+    env: {
+      PATH: "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+      OPS_PORT: String(opsPort),
+      LOG_LEVEL: "info",
+      SOCKETS_DIR: join(podRoot, sub.sockets),
+      STATE_DIR: join(podRoot, sub.state),
+      CONTAINER_DISKS_DIR: join(podRoot, sub.containerDisks),
+      CLAIM_DISKS_DIR: join(podRoot, sub.claims),
+      KERNEL_BOOT_DIR: join(podRoot, sub.kernelBoot),
+      ALLOW_EMULATION: "true",
+      KVM_DEVICE: join(podRoot, "no-kvm"),
+      GRACE_PERIOD_SECONDS: "3",
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
+  const ready = async () => (await fetch(`http://127.0.0.1:${String(opsPort)}/readyz`).then((r) => r.status, () => 0)) === 200;
+  await waitFor(async () => {
+    if (child.exitCode !== null) throw new Error(`launcher ${name} exited (${String(child.exitCode)}):\n${output}`);
+    return ready();
+  }, (up) => up, `launcher ${name} to be ready`);
+  const sockets = join(dir, sub.sockets);
+  const pod: Pod = { name, dir, sockets, process: child, output: () => output, client: await LauncherClient.connect(join(sockets, SocketsVolume.launcher)) };
+  pods.push(pod);
+  return pod;
+}
+
+const serial = (pod: Pod) => join(pod.sockets, SocketsVolume.serial);
+
+/** The handlers' part without TLS: the migration's sockets in the source pod's folder, each connection joined to the target pod's socket. */
+async function plainRelay(source: Pod, target: Pod): Promise<() => Promise<void>> {
+  const servers: Server[] = [];
+  for (const name of Object.values(MIGRATION_SOCKETS)) {
+    const server = createServer({ pauseOnConnect: true, allowHalfOpen: true }, (local) => {
+      const remote = connect({ path: join(target.sockets, name), allowHalfOpen: true });
+      joinStreams(local, remote);
+      remote.once("connect", () => local.resume());
+    });
+    const umask = process.umask(0);
+    try {
+      server.listen(join(source.sockets, name));
+    } finally {
+      process.umask(umask);
+    }
+    await once(server, "listening");
+    servers.push(server);
+  }
+  return async () => {
+    await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+  };
+}
+
+const migrationState = (pod: Pod) => () => pod.client.call("migrationState");
+const ended = (status: MigrationStatus) => status.phase === "Completed" || status.phase === "Failed";
+
+/** What the guest says it holds: the RAM's mark, the disk's first bytes. */
+const GUEST_MARKS = "echo ram=$(cat /tmp/mark) disk=$(head -c 13 /dev/vda) up=$(cut -d. -f1 /proc/uptime) done-$((5+5))\n";
+
+let uptimeBefore = 0;
+
+beforeAll(async () => {
+  folder = await guestFolder();
+  podRoot = join(folder.dir, "p");
+  await mkdir(podRoot);
+  // The qemu user cannot reach this Node under root's home; a hard link in its folder it can.
+  node = join(folder.dir, "node");
+  await link(process.execPath, node);
+  [a, b] = await Promise.all([startPod("a"), startPod("b")]);
+  expect(await a.client.call("sync", vmi)).toMatchObject({ state: "Running", domainType: "qemu" });
+  await readUntil(serial(a), "/ # ", "\n");
+  // State only this run of the guest has: a file in its RAM, bytes on its pod-local disk.
+  const marked = await readUntil(serial(a), "marked-7", "echo kept-in-ram > /tmp/mark; printf disk-kept-42 | dd of=/dev/vda conv=fsync 2>/dev/null; echo marked-$((3+4)) up=$(cut -d. -f1 /proc/uptime)\n");
+  uptimeBefore = Number(/up=(\d+)/.exec(marked.slice(marked.indexOf("marked-7")))?.[1] ?? "0");
+}, 300_000);
+
+afterAll(async () => {
+  for (const pod of pods) {
+    pod.client.close();
+    if (pod.process.exitCode === null) pod.process.kill("SIGKILL");
+  }
+  await killQemuUnder(folder.dir);
+  await rm(folder.dir, { recursive: true, force: true });
+});
+
+describe("live migration between two launchers", () => {
+  it("prepares the target: its libvirt reachable through the sockets volume, no domain defined", async () => {
+    expect(await b.client.call("prepareMigrationTarget", vmi)).toEqual({ role: "Target", phase: "Prepared" });
+    expect(await b.client.call("prepareMigrationTarget", vmi)).toEqual({ role: "Target", phase: "Prepared" });
+    const relay = await stat(join(b.sockets, MIGRATION_SOCKETS.libvirt));
+    expect(relay.isSocket()).toBe(true);
+    expect(relay.uid).toBe(LAUNCHER_UID);
+    expect(relay.mode & 0o777).toBe(0o600);
+    expect(await b.client.call("state")).toEqual({ state: "NoDomain" });
+    // A target takes its domain from the migration, never from a sync.
+    await expect(b.client.call("sync", vmi)).rejects.toThrow("BadRequest: this launcher is a migration target");
+  });
+
+  it("reports an aborted migration's progress, and the guest keeps running on the source", async () => {
+    const close = await plainRelay(a, b);
+    try {
+      // At 1 MiB/s the guest's memory takes long enough to be caught under way.
+      expect(await a.client.call("migrate", { bandwidthMiB: 1 })).toMatchObject({ role: "Source", phase: "Running", mode: "PreCopy" });
+      const running = await waitFor(migrationState(a), (s) => (s.progress?.dataProcessed ?? 0) > 0 || ended(s), "the migration's progress");
+      expect(running.phase).toBe("Running");
+      expect(running.progress).toMatchObject({ elapsedMs: expect.any(Number) as unknown, dataTotal: expect.any(Number) as unknown, dataRemaining: expect.any(Number) as unknown });
+      expect((await a.client.call("abortMigration")).abortStatus).toBe("InProgress");
+      const aborted = await waitFor(migrationState(a), ended, "the aborted migration's end");
+      expect(aborted).toMatchObject({ phase: "Failed", abortStatus: "Succeeded", failureReason: "Live migration aborted" });
+    } finally {
+      await close();
+    }
+    expect(await a.client.call("state")).toMatchObject({ state: "Running" });
+    expect(await readUntil(serial(a), "still-here-9", "echo still-here-$((4+5))\n")).toContain("still-here-9");
+    expect(await b.client.call("state")).toEqual({ state: "NoDomain" });
+    expect(await b.client.call("migrationState")).toEqual({ role: "Target", phase: "Prepared" });
+  });
+
+  it("moves the running guest to the target: its RAM and its pod-local disk with it, gone from the source", async () => {
+    const close = await plainRelay(a, b);
+    let done: MigrationStatus;
+    try {
+      expect(await a.client.call("migrate", {})).toMatchObject({ role: "Source", phase: "Running" });
+      done = await waitFor(migrationState(a), ended, "the migration's end", 180_000);
+    } finally {
+      await close();
+    }
+    expect(done, a.output()).toMatchObject({ phase: "Completed", mode: "PreCopy" });
+    expect(done.progress?.dataProcessed).toBeGreaterThan(0);
+    expect(done.progress?.downtimeMs).toBeGreaterThan(0);
+    const tookMs = Date.parse(done.endTimestamp ?? "") - Date.parse(done.startTimestamp ?? "");
+    console.log(`direct migration: ${String(tookMs)} ms, libvirt's elapsed ${String(done.progress?.elapsedMs)} ms, downtime ${String(done.progress?.downtimeMs)} ms, ${String(done.progress?.dataProcessed)} bytes`);
+
+    expect(await a.client.call("state")).toMatchObject({ state: "Shutoff", reason: "Migrated" });
+    expect(await b.client.call("state")).toMatchObject({ state: "Running", domainType: "qemu" });
+    expect(await b.client.call("migrationState")).toMatchObject({ role: "Target", phase: "Completed" });
+    const marks = await readUntil(serial(b), "done-10", GUEST_MARKS);
+    expect(marks).toContain("ram=kept-in-ram disk=disk-kept-42");
+    // The same run of the guest, not a new boot.
+    expect(Number(/up=(\d+) done-10/.exec(marks)?.[1])).toBeGreaterThanOrEqual(uptimeBefore);
+    // A finished migration is not started again.
+    await expect(a.client.call("migrate", {})).rejects.toThrow("BadRequest: the domain's migration has already ended (Completed): it runs on the target");
+  });
+
+  it("moves it on to a third launcher through the handlers' mutual-TLS proxy pair", async () => {
+    const c = await startPod("c");
+    const pki = new Pki(folder.dir);
+    await pki.createCa("kubevirt-ts-console-ca");
+    const pair = await pki.issue({ name: "handler", commonName: HANDLER, usage: "both", hosts: [HANDLER] });
+    const tls: ProxyTls = { ca: await readFile(pki.ca.cert), cert: await readFile(pair.cert), key: await readFile(pair.key) };
+    expect(await c.client.call("prepareMigrationTarget", vmi)).toEqual({ role: "Target", phase: "Prepared" });
+    const target = await MigrationTargetProxy.start({ host: "127.0.0.1", port: 0, tls, allowedPeers: [HANDLER] });
+    target.allow("migration-2", (kind: MigrationSocket) => Promise.resolve({ path: join(c.sockets, MIGRATION_SOCKETS[kind]), close: () => Promise.resolve() }));
+    const source = await startMigrationSourceProxy({ dir: b.sockets, migration: "migration-2", target: { host: "127.0.0.1", port: target.port }, tls, serverName: HANDLER });
+    let done: MigrationStatus;
+    try {
+      expect(await b.client.call("migrate", { autoConverge: true })).toMatchObject({ role: "Source", phase: "Running" });
+      done = await waitFor(migrationState(b), ended, "the migration's end", 180_000);
+    } finally {
+      await source.close();
+      await target.close();
+    }
+    expect(done, b.output()).toMatchObject({ phase: "Completed" });
+    const tookMs = Date.parse(done.endTimestamp ?? "") - Date.parse(done.startTimestamp ?? "");
+    console.log(`migration through the mTLS proxy: ${String(tookMs)} ms, libvirt's elapsed ${String(done.progress?.elapsedMs)} ms, downtime ${String(done.progress?.downtimeMs)} ms, ${String(done.progress?.dataProcessed)} bytes`);
+    expect(await b.client.call("state")).toMatchObject({ state: "Shutoff", reason: "Migrated" });
+    expect(await c.client.call("state")).toMatchObject({ state: "Running" });
+    expect(await readUntil(serial(c), "done-10", GUEST_MARKS)).toContain("ram=kept-in-ram disk=disk-kept-42");
+  });
+
+  it("lets a source launcher whose guest migrated away exit cleanly once its handler had time to read the end", async () => {
+    if (a.process.exitCode === null) await once(a.process, "exit");
+    expect(a.process.exitCode, a.output()).toBe(0);
+    expect(a.output()).toContain("the domain has migrated away; exiting shortly");
+  });
+});
