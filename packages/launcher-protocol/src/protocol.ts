@@ -82,7 +82,11 @@ export type DomainStats = z.infer<typeof domainStats>;
 const noParams = z.undefined();
 
 /** How the source launcher migrates its domain (KubeVirt's migration options, as the handler takes them from the migration's policy). */
+const migrationUid = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9-]{0,62}$/, "must be a migration's uid");
+
 export const migrationOptions = z.strictObject({
+  /** The VirtualMachineInstanceMigration's uid: one attempt per uid (asked again, the launcher answers its status). */
+  migrationUid: migrationUid.optional(),
   /** Allow switching to post-copy once the pre-copy has not finished within its completion time (VIR_MIGRATE_POSTCOPY). */
   postCopy: z.boolean().default(false),
   /** Have QEMU throttle the guest's vCPUs when its memory is dirtied faster than it is sent (VIR_MIGRATE_AUTO_CONVERGE). */
@@ -127,6 +131,8 @@ export type MigrationProgress = z.infer<typeof migrationProgress>;
  */
 export const migrationStatus = z.strictObject({
   role: z.enum(["Source", "Target"]).optional(),
+  /** The migration's uid, as the handler gave it. */
+  migrationUid: migrationUid.optional(),
   phase: z.enum(["None", "Prepared", "Running", "Completed", "Failed"]),
   mode: z.enum(["PreCopy", "PostCopy"]).optional(),
   /** ISO 8601. */

@@ -189,13 +189,18 @@ describe("live migration between two launchers", () => {
     const close = await plainRelay(a, b);
     try {
       // At 1 MiB/s the guest's memory takes long enough to be caught under way.
-      expect(await a.client.call("migrate", { bandwidthMiB: 1 })).toMatchObject({ role: "Source", phase: "Running", mode: "PreCopy" });
+      expect(await a.client.call("migrate", { migrationUid: "migration-0", bandwidthMiB: 1 })).toMatchObject({ role: "Source", migrationUid: "migration-0", phase: "Running", mode: "PreCopy" });
+      // Asked again, the migration under way answers; another is refused while it runs.
+      expect(await a.client.call("migrate", { migrationUid: "migration-0", bandwidthMiB: 1 })).toMatchObject({ migrationUid: "migration-0", phase: "Running" });
+      await expect(a.client.call("migrate", { migrationUid: "migration-x" })).rejects.toThrow("BadRequest: another migration (migration-0) is under way");
       const running = await waitFor(migrationState(a), (s) => (s.progress?.dataProcessed ?? 0) > 0 || ended(s), "the migration's progress");
       expect(running.phase).toBe("Running");
       expect(running.progress).toMatchObject({ elapsedMs: expect.any(Number) as unknown, dataTotal: expect.any(Number) as unknown, dataRemaining: expect.any(Number) as unknown });
       expect((await a.client.call("abortMigration")).abortStatus).toBe("InProgress");
       const aborted = await waitFor(migrationState(a), ended, "the aborted migration's end");
-      expect(aborted).toMatchObject({ phase: "Failed", abortStatus: "Succeeded", failureReason: "Live migration aborted" });
+      expect(aborted).toMatchObject({ migrationUid: "migration-0", phase: "Failed", abortStatus: "Succeeded", failureReason: "Live migration aborted" });
+      // One attempt per migration: the same uid gets its end again, not a new attempt.
+      expect(await a.client.call("migrate", { migrationUid: "migration-0" })).toEqual(aborted);
     } finally {
       await close();
     }
@@ -209,7 +214,7 @@ describe("live migration between two launchers", () => {
     const close = await plainRelay(a, b);
     let done: MigrationStatus;
     try {
-      expect(await a.client.call("migrate", {})).toMatchObject({ role: "Source", phase: "Running" });
+      expect(await a.client.call("migrate", { migrationUid: "migration-1" })).toMatchObject({ role: "Source", phase: "Running" });
       done = await waitFor(migrationState(a), ended, "the migration's end", 180_000);
     } finally {
       await close();
@@ -228,7 +233,7 @@ describe("live migration between two launchers", () => {
     // The same run of the guest, not a new boot.
     expect(Number(/up=(\d+) done-10/.exec(marks)?.[1])).toBeGreaterThanOrEqual(uptimeBefore);
     // A finished migration is not started again.
-    await expect(a.client.call("migrate", {})).rejects.toThrow("BadRequest: the domain's migration has already ended (Completed): it runs on the target");
+    await expect(a.client.call("migrate", { migrationUid: "migration-3" })).rejects.toThrow("BadRequest: the domain's migration has already ended (Completed): it runs on the target");
   });
 
   it("moves it on to a third launcher through the handlers' mutual-TLS proxy pair", async () => {
@@ -243,7 +248,7 @@ describe("live migration between two launchers", () => {
     const source = await startMigrationSourceProxy({ dir: b.sockets, migration: "migration-2", target: { host: "127.0.0.1", port: target.port }, tls, serverName: HANDLER });
     let done: MigrationStatus;
     try {
-      expect(await b.client.call("migrate", { autoConverge: true })).toMatchObject({ role: "Source", phase: "Running" });
+      expect(await b.client.call("migrate", { migrationUid: "migration-2", autoConverge: true })).toMatchObject({ role: "Source", phase: "Running" });
       done = await waitFor(migrationState(b), ended, "the migration's end", 180_000);
     } finally {
       await source.close();

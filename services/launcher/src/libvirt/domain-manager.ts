@@ -259,7 +259,12 @@ export class DomainManager {
   async migrate(options: MigrationOptions): Promise<MigrationStatus> {
     const domain = this.require();
     const current = this.outgoing?.current();
-    if (current?.phase === "Running") return current;
+    // One attempt per migration: asked again, the answer is its status, however it went.
+    if (current && options.migrationUid !== undefined && current.migrationUid === options.migrationUid) return current;
+    if (current?.phase === "Running") {
+      if (current.migrationUid === options.migrationUid) return current;
+      throw new RpcError("BadRequest", `another migration (${current.migrationUid ?? "without a uid"}) is under way`);
+    }
     // After a failed or aborted migration the guest still runs here, and a new migration (to a new target) may start.
     if (current?.phase === "Completed") throw new RpcError("BadRequest", "the domain's migration has already ended (Completed): it runs on the target");
     if ((await this.state()).state !== "Running") throw new RpcError("BadRequest", "only a running domain migrates");

@@ -53,7 +53,13 @@ export class OutgoingMigration {
 
   constructor(options: OutgoingMigrationOptions) {
     this.o = options;
-    this.status = { role: "Source", phase: "Running", mode: "PreCopy", startTimestamp: new Date().toISOString() };
+    this.status = {
+      role: "Source",
+      ...(options.options.migrationUid !== undefined ? { migrationUid: options.options.migrationUid } : {}),
+      phase: "Running",
+      mode: "PreCopy",
+      startTimestamp: new Date().toISOString(),
+    };
     this.done = new Promise((resolve) => {
       const args = migrateArgs(options);
       options.log.info("migrating the domain", { args: args.slice(2).join(" ") });
