@@ -32,6 +32,11 @@ export interface MigrationState {
   mode?: "PreCopy" | "PostCopy";
 }
 
+/** The label the controller puts on a VMI moving to a node, naming that node (KubeVirt's). */
+export const MIGRATION_TARGET_NODE_LABEL = "kubevirt.io/migrationTargetNodeName";
+/** The label of a migration's target pod, naming the migration's uid (KubeVirt's). */
+export const MIGRATION_JOB_LABEL = "kubevirt.io/migrationJobUID";
+
 /** The failureReason written when a migration was aborted on request (kubevirt-api's MIGRATION_ABORTED_REASON). */
 export const MIGRATION_ABORTED_REASON = "Migration aborted";
 
@@ -143,6 +148,13 @@ export function sourceStep(input: SourceInput): SourceStep {
       return { proxy: "start", ...(abort ? { call: { method: "abortMigration" as const } } : {}), ...(patch ? { patch } : {}) };
     }
   }
+}
+
+/** The VMI's status with its migration state patched. */
+export function withMigrationState<S extends object | undefined>(status: S, state: MigrationState | undefined, patch: Partial<MigrationState> | undefined): S {
+  if (!state || !patch) return status;
+  const patched: object = { ...status, migrationState: { ...state, ...patch } };
+  return patched as S;
 }
 
 /** Whether the source's launcher reports a domain that left for the migration's target (not a guest that stopped). */
