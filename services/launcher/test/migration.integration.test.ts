@@ -1,11 +1,12 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { chown, copyFile, link, mkdir, readFile, rm, stat } from "node:fs/promises";
+import { link, mkdir, readFile, rm, stat } from "node:fs/promises";
 import { type Server, connect, createServer } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { LAUNCHER_UID, SocketsVolume, type VirtualMachineInstance, defaultVmiSpec } from "@kubevirt-ts/kubevirt-api";
-import { Pki, freePort } from "@kubevirt-ts/control-plane";
+import { LAUNCHER_UID, SocketsVolume } from "@kubevirt-ts/kubevirt-api";
+import { Pki } from "@kubevirt-ts/control-plane";
+import { tinyGuestVmiWithScratchDisk } from "@kubevirt-ts/images";
+import { type LauncherPod, startLauncherPod } from "@kubevirt-ts/control-plane/launcher-pod";
 import {
   LauncherClient, MIGRATION_SOCKETS, type MigrationSocket, type MigrationStatus, MigrationTargetProxy, type ProxyTls, joinStreams, startMigrationSourceProxy,
 } from "@kubevirt-ts/launcher-protocol";
@@ -34,31 +35,11 @@ const pods: Pod[] = [];
 let a: Pod;
 let b: Pod;
 
-interface Pod {
-  name: string;
-  /** The pod's folder as the node (the handler) sees it. */
-  dir: string;
-  sockets: string;
-  process: ChildProcess;
-  output: () => string;
+interface Pod extends LauncherPod {
   client: LauncherClient;
 }
 
-const vmi: VirtualMachineInstance = {
-  apiVersion: "kubevirt.io/v1",
-  kind: "VirtualMachineInstance",
-  metadata: { name: "tiny", namespace: "test", uid: "c1f0a2d4-0000-4000-8000-00000000001b" },
-  spec: defaultVmiSpec({
-    domain: {
-      memory: { guest: "128Mi" },
-      firmware: { kernelBoot: { kernelArgs: "console=ttyS0 quiet", container: { image: "tiny:1", kernelPath: "/boot/vmlinuz", initrdPath: "/boot/initrd.gz" } } },
-      // A disk of the pod's own (an emptyDisk, in the launcher's folder): the migration copies it over NBD.
-      devices: { disks: [{ name: "scratch", disk: { bus: "virtio" } }] },
-    },
-    volumes: [{ name: "scratch", emptyDisk: { capacity: "16Mi" } }],
-    terminationGracePeriodSeconds: 3,
-  }),
-};
+const vmi = tinyGuestVmiWithScratchDisk("c1f0a2d4-0000-4000-8000-00000000001b");
 
 async function waitFor<T>(read: () => Promise<T>, done: (value: T) => boolean, what: string, timeoutMs = 60_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -70,47 +51,10 @@ async function waitFor<T>(read: () => Promise<T>, done: (value: T) => boolean, w
   }
 }
 
-/** Starts a launcher as its pod would: its folder mounted at podRoot in a mount namespace of its own. */
+/** Starts a launcher as its pod would, and connects to its socket. */
 async function startPod(name: string): Promise<Pod> {
-  const dir = join(folder.dir, name);
-  const sub = { sockets: "sockets", state: "state", containerDisks: "container-disks", claims: "claims", kernelBoot: "kernel-boot" };
-  for (const path of [dir, ...Object.values(sub).map((s) => join(dir, s))]) {
-    await mkdir(path);
-    await chown(path, LAUNCHER_UID, LAUNCHER_UID);
-  }
-  for (const [from, to] of [[folder.kernel, "vmlinuz"], [folder.initrd, "initrd.gz"]] as const) {
-    await copyFile(from, join(dir, sub.kernelBoot, to));
-    await chown(join(dir, sub.kernelBoot, to), LAUNCHER_UID, LAUNCHER_UID);
-  }
-  const opsPort = await freePort();
-  const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
-  const script = `mount --bind ${dir} ${podRoot} && hostname ${name} && exec setpriv --pdeathsig KILL --reuid=${String(LAUNCHER_UID)} --regid=${String(LAUNCHER_UID)} --clear-groups ${node} ${main}`;
-  const child = spawn("unshare", ["--mount", "--uts", "--propagation", "private", "sh", "-c", script], {
-    env: {
-      PATH: "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
-      OPS_PORT: String(opsPort),
-      LOG_LEVEL: "info",
-      SOCKETS_DIR: join(podRoot, sub.sockets),
-      STATE_DIR: join(podRoot, sub.state),
-      CONTAINER_DISKS_DIR: join(podRoot, sub.containerDisks),
-      CLAIM_DISKS_DIR: join(podRoot, sub.claims),
-      KERNEL_BOOT_DIR: join(podRoot, sub.kernelBoot),
-      ALLOW_EMULATION: "true",
-      KVM_DEVICE: join(podRoot, "no-kvm"),
-      GRACE_PERIOD_SECONDS: "3",
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let output = "";
-  child.stdout.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
-  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
-  const ready = async () => (await fetch(`http://127.0.0.1:${String(opsPort)}/readyz`).then((r) => r.status, () => 0)) === 200;
-  await waitFor(async () => {
-    if (child.exitCode !== null) throw new Error(`launcher ${name} exited (${String(child.exitCode)}):\n${output}`);
-    return ready();
-  }, (up) => up, `launcher ${name} to be ready`);
-  const sockets = join(dir, sub.sockets);
-  const pod: Pod = { name, dir, sockets, process: child, output: () => output, client: await LauncherClient.connect(join(sockets, SocketsVolume.launcher)) };
+  const started = await startLauncherPod({ name, root: podRoot, dir: join(folder.dir, name), kernelBoot: folder, uid: LAUNCHER_UID, node, main: fileURLToPath(new URL("../src/main.ts", import.meta.url)) });
+  const pod: Pod = { ...started, client: await LauncherClient.connect(join(started.sockets, SocketsVolume.launcher)) };
   pods.push(pod);
   return pod;
 }

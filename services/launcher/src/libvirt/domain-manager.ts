@@ -242,8 +242,10 @@ export class DomainManager {
   private async adoptIncoming(): Promise<void> {
     const incoming = this.incoming;
     if (!incoming || !this.name || !this.vmi) return;
+    // While the migration comes in, libvirt has the domain here, paused; an aborted one's goes again at any moment.
     const domain = await this.o.hypervisor.domainLookupByName(this.name).catch(() => undefined);
-    if (!domain || (await this.o.hypervisor.domainGetInfo(domain)).state !== DomainState.RUNNING) return;
+    const info = domain ? await this.o.hypervisor.domainGetInfo(domain).catch(() => undefined) : undefined;
+    if (!domain || info?.state !== DomainState.RUNNING) return;
     this.domain = domain;
     incoming.relay.close();
     this.incoming = undefined;
