@@ -34,6 +34,7 @@ const pods: Pod[] = [];
 /** The three launchers: the guest boots in a, moves to b, then to c. */
 let a: Pod;
 let b: Pod;
+let c: Pod;
 
 interface Pod extends LauncherPod {
   client: LauncherClient;
@@ -154,6 +155,19 @@ describe("live migration between two launchers", () => {
     expect(await b.client.call("migrationState")).toEqual({ role: "Target", phase: "Prepared" });
   });
 
+  it("aborts a migration that runs past its completion time, without post-copy, saying so", async () => {
+    const close = await plainRelay(a, b);
+    try {
+      // One second per GiB, at 1 MiB/s: over in a second, far from done.
+      expect(await a.client.call("migrate", { migrationUid: "migration-t", bandwidthMiB: 1, completionTimeoutPerGiB: 1 })).toMatchObject({ phase: "Running" });
+      const timedOut = await waitFor(migrationState(a), ended, "the timed-out migration's end");
+      expect(timedOut).toMatchObject({ phase: "Failed", abortStatus: "Succeeded", failureReason: "Live migration is not completed after 1 seconds and has been aborted" });
+    } finally {
+      await close();
+    }
+    expect(await a.client.call("state")).toMatchObject({ state: "Running" });
+  });
+
   it("moves the running guest to the target: its RAM and its pod-local disk with it, gone from the source", async () => {
     const close = await plainRelay(a, b);
     let done: MigrationStatus;
@@ -181,7 +195,7 @@ describe("live migration between two launchers", () => {
   });
 
   it("moves it on to a third launcher through the handlers' mutual-TLS proxy pair", async () => {
-    const c = await startPod("c");
+    c = await startPod("c");
     const pki = new Pki(folder.dir);
     await pki.createCa("kubevirt-ts-console-ca");
     const pair = await pki.issue({ name: "handler", commonName: HANDLER, usage: "both", hosts: [HANDLER] });
@@ -204,6 +218,25 @@ describe("live migration between two launchers", () => {
     expect(await b.client.call("state")).toMatchObject({ state: "Shutoff", reason: "Migrated" });
     expect(await c.client.call("state")).toMatchObject({ state: "Running" });
     expect(await readUntil(serial(c), "done-10", GUEST_MARKS)).toContain("ram=kept-in-ram disk=disk-kept-42");
+  });
+
+  it("aborts, saying why, when post-copy is allowed but cannot be had, and the guest runs on at the source", async () => {
+    // Post-copy needs userfaultfd in the target's QEMU, which an unprivileged QEMU has only where the node allows it
+    // (vm.unprivileged_userfaultfd, or /dev/userfaultfd for QEMU 8.1 and later); this machine allows neither.
+    const d = await startPod("d");
+    expect(await d.client.call("prepareMigrationTarget", vmi)).toEqual({ role: "Target", phase: "Prepared" });
+    const close = await plainRelay(c, d);
+    let done: MigrationStatus;
+    try {
+      expect(await c.client.call("migrate", { migrationUid: "migration-p", postCopy: true, bandwidthMiB: 1, completionTimeoutPerGiB: 1 })).toMatchObject({ phase: "Running", mode: "PreCopy" });
+      done = await waitFor(migrationState(c), ended, "the post-copy migration's end", 180_000);
+    } finally {
+      await close();
+    }
+    expect(done, JSON.stringify(done)).toMatchObject({ phase: "Failed", failureReason: expect.stringMatching(/[Pp]ostcopy|post-copy/) as unknown });
+    expect(await c.client.call("state")).toMatchObject({ state: "Running" });
+    expect(await readUntil(serial(c), "done-10", GUEST_MARKS)).toContain("ram=kept-in-ram disk=disk-kept-42");
+    expect(await d.client.call("state")).toEqual({ state: "NoDomain" });
   });
 
   it("lets a source launcher whose guest migrated away exit cleanly once its handler had time to read the end", async () => {

@@ -49,6 +49,8 @@ export class OutgoingMigration {
   private stderr = "";
   /** Set when the monitor aborted the migration for running past its completion time. */
   private timedOutAfterMs: number | undefined;
+  /** Why the switch to post-copy failed, when it did. */
+  private postCopyFailure: string | undefined;
   private readonly done: Promise<MigrationStatus>;
 
   constructor(options: OutgoingMigrationOptions) {
@@ -120,13 +122,18 @@ export class OutgoingMigration {
     this.status = { ...this.status, progress: stats.progress };
     const allowedMs = completionTimeoutMs(stats.progress.dataTotal, this.o.options.completionTimeoutPerGiB);
     if (stats.progress.elapsedMs <= allowedMs || this.status.abortStatus !== undefined) return;
-    if (this.o.options.postCopy && this.status.mode === "PreCopy") {
+    if (this.o.options.postCopy && this.status.mode === "PreCopy" && this.postCopyFailure === undefined) {
       this.o.log.info("switching the migration to post-copy: pre-copy ran past its completion time", { allowedMs });
-      this.status = { ...this.status, mode: "PostCopy" };
-      await this.o.virsh("migrate-postcopy", [this.o.domain]).catch((error: unknown) => {
-        this.o.log.warn("could not switch the migration to post-copy", { error });
-      });
-    } else if (this.status.mode === "PreCopy") {
+      try {
+        await this.o.virsh("migrate-postcopy", [this.o.domain]);
+        this.status = { ...this.status, mode: "PostCopy" };
+      } catch (error) {
+        // QEMU refuses when post-copy cannot be had (the target's QEMU without userfaultfd): the pre-copy goes no better, so it ends.
+        this.postCopyFailure = error instanceof Error ? error.message : String(error);
+        this.o.log.warn("could not switch the migration to post-copy; aborting it", { error });
+        await this.abort();
+      }
+    } else if (this.status.mode === "PreCopy" && !this.o.options.postCopy) {
       this.o.log.warn("aborting the migration: it ran past its completion time", { allowedMs });
       this.timedOutAfterMs = allowedMs;
       await this.abort();
@@ -146,7 +153,9 @@ export class OutgoingMigration {
       );
       this.status = { ...this.status, phase: "Completed", endTimestamp, ...(completed ? { progress: completed } : {}), ...(abortStatus ? { abortStatus } : {}) };
     } else {
-      const reason = this.timedOutAfterMs !== undefined
+      const reason = this.postCopyFailure !== undefined
+        ? `Live migration could not switch to post-copy and has been aborted: ${this.postCopyFailure}`
+        : this.timedOutAfterMs !== undefined
         ? `Live migration is not completed after ${String(Math.round(this.timedOutAfterMs / 1000))} seconds and has been aborted`
         : abortStatus === "Succeeded" ? "Live migration aborted" : `Live migration failed: ${this.stderr.trim() || "virsh migrate failed"}`;
       this.status = { ...this.status, phase: "Failed", endTimestamp, failureReason: reason.slice(0, 2048), ...(abortStatus ? { abortStatus } : {}) };
