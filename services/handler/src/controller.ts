@@ -183,7 +183,14 @@ export function createHandler(config: HandlerConfig) {
     const enqueueTarget = (vmi: VirtualMachineInstance) => {
       targetQueue.add(keyOf(vmi));
     };
-    targets.addHandler({ add: enqueueTarget, update: (_, v) => { enqueueTarget(v); }, delete: enqueueTarget });
+    targets.addHandler({
+      add: enqueueTarget,
+      update: (_, v) => { enqueueTarget(v); },
+      delete: (vmi) => {
+        const uid = migrationStateOf(vmi)?.migrationUid;
+        if (uid !== undefined) migrating.forgetTarget(uid);
+      },
+    });
     const targetReconcile: Reconcile = async (key) => {
       const vmi = targets.get(key);
       const state = vmi ? migrationStateOf(vmi) : undefined;

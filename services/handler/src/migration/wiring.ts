@@ -102,6 +102,11 @@ export class MigrationDriver {
     return step.patch;
   }
 
+  /** The VMI no longer moves to this node (its target label gone): none of the migration's connections get through. */
+  forgetTarget(migrationUid: string): void {
+    this.target.revoke(migrationUid);
+  }
+
   private publish(vmi: VirtualMachineInstance, status: MigrationStatus): void {
     if (!this.progress) return;
     const labels = { namespace: vmi.metadata.namespace ?? "", name: vmi.metadata.name ?? "" };
