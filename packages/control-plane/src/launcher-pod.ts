@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { chown, copyFile, mkdir } from "node:fs/promises";
+import { chown, copyFile, mkdir, readFile, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { freePort } from "./ports.ts";
 
@@ -85,4 +85,25 @@ export async function startLauncherPod(o: LauncherPodOptions): Promise<LauncherP
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
   return { name: o.name, dir: o.dir, sockets, process: child, output: () => output };
+}
+
+/**
+ * Ends every process of the launcher pods under `dir`, as the end of a pod ends its container's: the launchers, and the
+ * libvirtd, virtlogd and QEMU they started, which a killed launcher leaves behind (found by their command line or
+ * their libvirt runtime folder).
+ */
+export async function killLauncherPodProcesses(dir: string): Promise<void> {
+  for (const entry of await readdir("/proc")) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    const read = (file: string) => readFile(`/proc/${entry}/${file}`, "latin1").catch(() => "");
+    const cmdline = await read("cmdline");
+    const runtimeDir = /(?:^|\0)XDG_RUNTIME_DIR=([^\0]*)/.exec(await read("environ"))?.[1] ?? "";
+    if (cmdline.includes(dir) || runtimeDir.startsWith(`${dir}/`)) {
+      try {
+        process.kill(Number(entry), "SIGKILL");
+      } catch {
+        // Already gone.
+      }
+    }
+  }
 }

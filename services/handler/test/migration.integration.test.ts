@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Pki } from "@kubevirt-ts/control-plane";
-import { type LauncherPod, startLauncherPod } from "@kubevirt-ts/control-plane/launcher-pod";
+import { killLauncherPodProcesses, startLauncherPod } from "@kubevirt-ts/control-plane/launcher-pod";
 import { buildTinyGuest, tinyGuestVmiWithScratchDisk } from "@kubevirt-ts/images";
 import { ConsoleServer, LAUNCHER_UID, SocketsVolume } from "@kubevirt-ts/kubevirt-api";
 import { MIGRATION_SOCKETS, type ProxyTls } from "@kubevirt-ts/launcher-protocol";
@@ -29,7 +29,6 @@ let dir: string;
 let podsDir: string;
 let launchers: Launchers | undefined;
 let tls: ProxyTls;
-const pods: LauncherPod[] = [];
 const drivers: MigrationDriver[] = [];
 
 const vmi = tinyGuestVmiWithScratchDisk("c1f0a2d4-0000-4000-8000-00000000002c");
@@ -106,7 +105,7 @@ beforeAll(async () => {
   const main = fileURLToPath(new URL("../../launcher/src/main.ts", import.meta.url));
   const start = (name: string, podUid: string) =>
     startLauncherPod({ name, root, dir: join(dir, name), socketsDir: dirname(podVolumePath(podsDir, podUid, "x")), kernelBoot: guest, uid: LAUNCHER_UID, node, main });
-  pods.push(...(await Promise.all([start("a", "pod-a"), start("b", "pod-b")])));
+  await Promise.all([start("a", "pod-a"), start("b", "pod-b")]);
   launchers = new Launchers(podsDir, log);
   const pki = new Pki(dir);
   await pki.createCa("kubevirt-ts-console-ca");
@@ -120,7 +119,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const driver of drivers) await driver.close();
   launchers?.closeAll();
-  for (const pod of pods) if (pod.process.exitCode === null) pod.process.kill("SIGKILL");
+  await killLauncherPodProcesses(dir);
   await rm(dir, { recursive: true, force: true });
 });
 

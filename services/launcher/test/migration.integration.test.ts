@@ -6,12 +6,11 @@ import { fileURLToPath } from "node:url";
 import { LAUNCHER_UID, SocketsVolume } from "@kubevirt-ts/kubevirt-api";
 import { Pki } from "@kubevirt-ts/control-plane";
 import { tinyGuestVmiWithScratchDisk } from "@kubevirt-ts/images";
-import { type LauncherPod, startLauncherPod } from "@kubevirt-ts/control-plane/launcher-pod";
+import { type LauncherPod, killLauncherPodProcesses, startLauncherPod } from "@kubevirt-ts/control-plane/launcher-pod";
 import {
   LauncherClient, MIGRATION_SOCKETS, type MigrationSocket, type MigrationStatus, MigrationTargetProxy, type ProxyTls, joinStreams, startMigrationSourceProxy,
 } from "@kubevirt-ts/launcher-protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { killQemuUnder } from "../src/libvirt/daemon.ts";
 import { type GuestFolder, guestFolder } from "./guest-files.ts";
 import { readUntil } from "./serial.ts";
 
@@ -113,7 +112,7 @@ afterAll(async () => {
     pod.client.close();
     if (pod.process.exitCode === null) pod.process.kill("SIGKILL");
   }
-  await killQemuUnder(folder.dir);
+  await killLauncherPodProcesses(folder.dir);
   await rm(folder.dir, { recursive: true, force: true });
 });
 
