@@ -4,3 +4,4 @@ export { TINY_GUEST_READY, type TinyGuest, buildTinyGuest } from "./guest/tiny.t
 export { type CpioEntry, cpioArchive } from "./cpio.ts";
 export { DEBIAN_GUEST_PACKAGES, buildDebianGuestDisk } from "./guest/debian.ts";
 export { INSTALLED_BOOT_ARG, buildTinyInstallerIso } from "./guest/installer.ts";
+export { tinyGuestVmiWithScratchDisk } from "./guest/tiny-vmi.ts";

@@ -1,6 +1,7 @@
 export {
   type CheckedParams, type DomainStatus, type ErrorCode, ERROR_CODES, MAX_ERROR_MESSAGE_LENGTH, MAX_REQUEST_LINE_BYTES, MAX_RESPONSE_LINE_BYTES, METHODS, type Method,
   PROTOCOL_VERSION, type Params, type Request, type Response, type Result, type DomainStats, domainStats, domainStatus, launcherMethods,
+  type MigrationOptions, type MigrationProgress, type MigrationStatus, migrationOptions, migrationProgress, migrationStatus,
 } from "./protocol.ts";
 export {
   LauncherBusyError, LauncherCallError, LauncherError, LauncherProtocolError, LauncherTimeoutError, LauncherUnreachableError, type ProtocolViolation,
@@ -8,3 +9,8 @@ export {
 export { type CallOptions, LauncherClient, MAX_PENDING_CALLS } from "./client.ts";
 export { type Handlers, RpcError, answer, serveConnection } from "./server.ts";
 export { LineReader, LineTooLongError } from "./lines.ts";
+export { MIGRATION_SOCKETS, type MigrationSocket } from "./migration.ts";
+export {
+  HEADER_TIMEOUT_MS, MAX_HEADER_BYTES, MIGRATION_PROXY_VERSION, type MigrationProxyHeader, type MigrationSourceProxy, type MigrationSourceProxyOptions, MigrationTargetProxy,
+  type MigrationTargetProxyOptions, type ProxyLog, type ProxyTls, type TargetSocket, dialMigrationTarget, joinStreams, migrationProxyHeader, startMigrationSourceProxy,
+} from "./migration-proxy.ts";

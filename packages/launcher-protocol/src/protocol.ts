@@ -38,6 +38,8 @@ const DOMAIN_STATES = ["NoDomain", "Running", "Blocked", "Paused", "Shutdown", "
 export const domainStatus = z.strictObject({
   /** libvirt's state: Running, Paused, Shutdown (shutting down), Shutoff, Crashed, or NoDomain before sync. */
   state: z.enum(DOMAIN_STATES),
+  /** Why the domain is in its state: Migrated, a Shutoff domain that now runs on the migration's target. */
+  reason: z.literal("Migrated").optional(),
   /** The domain type in use: kvm, or qemu for emulation. */
   domainType: z.enum(["kvm", "qemu"]).optional(),
   /** "frozen" while the guest's file systems are frozen through its agent (freeze). */
@@ -79,6 +81,70 @@ export type DomainStats = z.infer<typeof domainStats>;
 
 const noParams = z.undefined();
 
+/** How the source launcher migrates its domain (KubeVirt's migration options, as the handler takes them from the migration's policy). */
+const migrationUid = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9-]{0,62}$/, "must be a migration's uid");
+
+export const migrationOptions = z.strictObject({
+  /** The VirtualMachineInstanceMigration's uid: one attempt per uid (asked again, the launcher answers its status). */
+  migrationUid: migrationUid.optional(),
+  /** Allow switching to post-copy once the pre-copy has not finished within its completion time (VIR_MIGRATE_POSTCOPY). */
+  postCopy: z.boolean().default(false),
+  /** Have QEMU throttle the guest's vCPUs when its memory is dirtied faster than it is sent (VIR_MIGRATE_AUTO_CONVERGE). */
+  autoConverge: z.boolean().default(false),
+  /** The bandwidth the migration may use, MiB/s; 0: unlimited. */
+  bandwidthMiB: z.number().int().nonnegative().default(0),
+  /** Seconds allowed per GiB of memory and copied disks before the migration is aborted, or switched to post-copy (KubeVirt's 150 by default). */
+  completionTimeoutPerGiB: z.number().int().positive().default(150),
+  /** Also copy the disks of claims (which are otherwise taken for shared storage, ReadWriteMany, seen by both pods). */
+  allowNonSharedDisks: z.boolean().default(false),
+});
+export type MigrationOptions = z.infer<typeof migrationOptions>;
+
+const bytes = z.number().int().nonnegative();
+
+/** What libvirt reports of a migration job (its job stats), in bytes, bytes/s and ms. */
+export const migrationProgress = z.strictObject({
+  elapsedMs: bytes,
+  dataTotal: bytes.optional(),
+  dataProcessed: bytes.optional(),
+  dataRemaining: bytes.optional(),
+  memoryTotal: bytes.optional(),
+  memoryProcessed: bytes.optional(),
+  memoryRemaining: bytes.optional(),
+  /** The memory's transfer rate, bytes/s. */
+  memoryBps: bytes.optional(),
+  /** Pages dirtied per second. */
+  dirtyRate: bytes.optional(),
+  /** How many passes over the guest's memory the pre-copy has made. */
+  iteration: bytes.optional(),
+  diskTotal: bytes.optional(),
+  diskProcessed: bytes.optional(),
+  diskRemaining: bytes.optional(),
+  /** While running, the downtime QEMU expects; once completed, the real one. */
+  downtimeMs: bytes.optional(),
+});
+export type MigrationProgress = z.infer<typeof migrationProgress>;
+
+/**
+ * A launcher's migration: on the source the outgoing one it was asked for (None before), on a target the incoming
+ * one it prepared for (Prepared, then Completed once the domain runs here).
+ */
+export const migrationStatus = z.strictObject({
+  role: z.enum(["Source", "Target"]).optional(),
+  /** The migration's uid, as the handler gave it. */
+  migrationUid: migrationUid.optional(),
+  phase: z.enum(["None", "Prepared", "Running", "Completed", "Failed"]),
+  mode: z.enum(["PreCopy", "PostCopy"]).optional(),
+  /** ISO 8601. */
+  startTimestamp: z.string().optional(),
+  endTimestamp: z.string().optional(),
+  failureReason: z.string().max(2048).optional(),
+  /** Set once an abort was asked for: InProgress, then Succeeded (the domain stays here) or Failed (it was too late). */
+  abortStatus: z.enum(["InProgress", "Succeeded", "Failed"]).optional(),
+  progress: migrationProgress.optional(),
+});
+export type MigrationStatus = z.infer<typeof migrationStatus>;
+
 interface MethodSpec {
   params: z.ZodType;
   result: z.ZodType;
@@ -116,6 +182,22 @@ export const launcherMethods = {
    * portForwardSocket names in the sockets volume, one connection to the guest per connection to it; idempotent.
    */
   portForward: { params: z.strictObject({ port: z.number().int().min(1).max(65535), protocol: z.enum(PORT_FORWARD_PROTOCOLS) }), result: z.strictObject({}), timeoutMs: 30_000 },
+  /**
+   * Readies a new launcher to receive the VMI's running domain from another node: its disks made at the paths the
+   * source's domain uses (the same in every launcher pod), its libvirt reachable through MIGRATION_SOCKETS.libvirt in
+   * the sockets volume. Defines nothing; idempotent.
+   */
+  prepareMigrationTarget: { params: virtualMachineInstance, result: migrationStatus, timeoutMs: 60_000 },
+  /**
+   * Starts migrating the domain live, peer to peer, to the launcher behind the sockets MIGRATION_SOCKETS names in this
+   * launcher's sockets volume (the handler's proxy); answers at once, the progress is migrationState's. Idempotent
+   * while one runs.
+   */
+  migrate: { params: migrationOptions, result: migrationStatus, timeoutMs: 30_000 },
+  /** The migration's phase and libvirt's figures of it. */
+  migrationState: { params: noParams, result: migrationStatus, timeoutMs: 10_000 },
+  /** Aborts the outgoing migration (virDomainAbortJob); the domain keeps running here unless it was too late. */
+  abortMigration: { params: noParams, result: migrationStatus, timeoutMs: 30_000 },
 } as const satisfies Record<string, MethodSpec>;
 
 export type Method = keyof typeof launcherMethods;

@@ -40,6 +40,10 @@ const handlers: Handlers = {
   freeze: () => Promise.resolve({ ...running, fsFreezeStatus: "frozen" }),
   unfreeze: () => Promise.resolve(running),
   portForward: () => Promise.resolve({}),
+  prepareMigrationTarget: () => Promise.resolve({ role: "Target", phase: "Prepared" }),
+  migrate: (options) => Promise.resolve({ role: "Source", phase: "Running", mode: options.postCopy ? "PostCopy" : "PreCopy" }),
+  migrationState: () => Promise.resolve({ phase: "None" }),
+  abortMigration: () => Promise.reject(new RpcError("BadRequest", "no outgoing migration to abort")),
 };
 
 const request = (fields: Record<string, unknown>) => JSON.stringify({ version: 1, id: 3, ...fields });
@@ -51,13 +55,20 @@ describe("the launcher's answer to a request line", () => {
     expect(await answer(request({ method: "guestOsInfo" }), handlers)).toEqual({ id: 3, result: { id: "debian", prettyName: "Debian GNU/Linux 12" } });
   });
 
+  it("fills in a migration's options with KubeVirt's defaults", async () => {
+    expect(await answer(request({ method: "migrate", params: {} }), handlers)).toEqual({ id: 3, result: { role: "Source", phase: "Running", mode: "PreCopy" } });
+    expect(await answer(request({ method: "migrate", params: { postCopy: true } }), handlers)).toEqual({ id: 3, result: { role: "Source", phase: "Running", mode: "PostCopy" } });
+  });
+
   it.each([
     ["a VMI without its spec", { method: "sync", params: { ...vmi, spec: undefined } }, "invalid params of sync: params.spec: "],
     ["a VMI whose memory is an object", { method: "sync", params: { ...vmi, spec: { ...vmi.spec, domain: { ...vmi.spec.domain, memory: { guest: { much: true } } } } } }, "params.spec.domain.memory.guest: "],
     ["a VMI with a field kubevirt-ts lacks", { method: "sync", params: { ...vmi, spec: { ...vmi.spec, hostDevices: [] } } }, "params.spec: Unrecognized key: \"hostDevices\""],
     ["no VMI at all", { method: "sync" }, "invalid params of sync: params: "],
     ["params to a method that takes none", { method: "state", params: { all: true } }, "invalid params of state: params: "],
-    ["a method the protocol lacks", { method: "migrate" }, "not a request: request.method: "],
+    ["a method the protocol lacks", { method: "teleport" }, "not a request: request.method: "],
+    ["a migration whose bandwidth is not a whole number", { method: "migrate", params: { bandwidthMiB: 1.5 } }, "invalid params of migrate: params.bandwidthMiB: "],
+    ["a migration option the protocol lacks", { method: "migrate", params: { unsafe: true } }, "params: Unrecognized key: \"unsafe\""],
     ["a request with fields the protocol lacks", { method: "state", extra: 1 }, "not a request: request: Unrecognized key: \"extra\""],
   ])("refuses %s with BadRequest and the path", async (_, fields, message) => {
     const response = await answer(request(fields), handlers);

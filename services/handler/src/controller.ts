@@ -9,6 +9,8 @@ import { launcherPodFor } from "./launcher-pod.ts";
 import { LauncherNotListeningError, type Launchers } from "./launchers.ts";
 import { LauncherCallError, LauncherError } from "@kubevirt-ts/launcher-protocol";
 import { type ObservedDomain, handlerStatus, launcherFailedStatus, stopOverdue } from "./status.ts";
+import { MIGRATION_JOB_LABEL, MIGRATION_TARGET_NODE_LABEL, type MigrationState, migratedAway, migrationStateOf, withMigrationState } from "./migration/decide.ts";
+import type { MigrationDriver } from "./migration/wiring.ts";
 
 // The handler's loop over the VMIs of its node: for each VMI the controller
 // has handed over, it makes sure the launcher runs the domain, and reports
@@ -32,8 +34,13 @@ export interface HandlerConfig {
   nodeName: string;
   launchers: Launchers;
   workers: number;
+  /** The handler's part in live migrations; none: this handler takes part in none. */
+  migrations?: MigrationDriver;
   now?: () => Date;
 }
+
+/** How often a migration under way is looked at. */
+const MIGRATION_POLL_MS = 1_000;
 
 export function createHandler(config: HandlerConfig) {
   const { client, log, registry, nodeName, launchers } = config;
@@ -131,10 +138,14 @@ export function createHandler(config: HandlerConfig) {
     if (!pod) return { requeueAfterMs: DOMAIN_POLL_MS };
     let domain: ObservedDomain;
     let os: GuestOsInfo | undefined;
+    const migration = migrationStateOf(vmi);
+    let migrationPatch: Partial<MigrationState> | undefined;
     try {
       const launcher = await launchers.get(pod.metadata.uid ?? "");
       domain = await launcher.call("state");
       if (domain.state === "NoDomain") domain = await launcher.call("sync", vmi);
+      // A migration from this node: the source's half, its state written with the rest of the status.
+      if (config.migrations && migration?.migrationUid && migration.sourceNode === nodeName) migrationPatch = await config.migrations.sourceSide(vmi, migration, pod.metadata.uid ?? "");
       // The guest's agent is asked once the VMI says Running: that write is not held back by the question.
       os = domain.state === "Running" && vmi.status.phase === VmiPhase.Running ? await guestOs(vmi, launcher) : undefined;
     } catch (error) {
@@ -157,9 +168,42 @@ export function createHandler(config: HandlerConfig) {
       await writeStatusIfChanged(client, kubevirtResources.virtualMachineInstances, vmi, launcherFailedStatus(vmi, error, now()));
       throw error;
     }
-    await writeStatusIfChanged(client, kubevirtResources.virtualMachineInstances, vmi, handlerStatus(vmi, domain, pod.status ?? {}, now(), os));
-    return { requeueAfterMs: DOMAIN_POLL_MS };
+    // A domain that left for its migration's target is no guest that stopped: the controller moves the VMI over.
+    const status = migratedAway(domain) ? vmi.status : handlerStatus(vmi, domain, pod.status ?? {}, now(), os);
+    await writeStatusIfChanged(client, kubevirtResources.virtualMachineInstances, vmi, withMigrationState(status, migration, migrationPatch));
+    const moving = migration?.migrationUid !== undefined && migration.completed !== true && migration.failed !== true;
+    return { requeueAfterMs: moving ? MIGRATION_POLL_MS : DOMAIN_POLL_MS };
   };
+
+  // The target's half of the migrations coming to this node: VMIs the controller labelled with this node as their target.
+  const migrating = config.migrations;
+  if (migrating) {
+    const targetQueue = manager.queue("handler-migration-targets");
+    const targets = manager.informer<VirtualMachineInstance>({ client, type: kubevirtResources.virtualMachineInstances, labelSelector: `${MIGRATION_TARGET_NODE_LABEL}=${nodeName}`, resyncMs: RESYNC_MS });
+    const enqueueTarget = (vmi: VirtualMachineInstance) => {
+      targetQueue.add(keyOf(vmi));
+    };
+    targets.addHandler({
+      add: enqueueTarget,
+      update: (_, v) => { enqueueTarget(v); },
+      delete: (vmi) => {
+        const uid = migrationStateOf(vmi)?.migrationUid;
+        if (uid !== undefined) migrating.forgetTarget(uid);
+      },
+    });
+    const targetReconcile: Reconcile = async (key) => {
+      const vmi = targets.get(key);
+      const state = vmi ? migrationStateOf(vmi) : undefined;
+      if (!vmi || !state?.migrationUid || state.targetNode !== nodeName) return undefined;
+      // The migration's target pod: the VMI's launcher pod on this node, labelled with the migration, its launcher started.
+      const pod = pods.byIndex(LAUNCHER_PODS_BY_VMI, launcherPodsKeyOf(vmi)).find((p) => p.metadata.name === state.targetPod && p.metadata.labels?.[MIGRATION_JOB_LABEL] === state.migrationUid && p.spec?.nodeName === nodeName);
+      const started = pod?.status?.containerStatuses?.find((c) => c.name === LAUNCHER_CONTAINER)?.state?.running !== undefined ? pod : undefined;
+      const patch = await migrating.targetSide(vmi, state, started?.metadata.uid);
+      if (patch) await writeStatusIfChanged(client, kubevirtResources.virtualMachineInstances, vmi, withMigrationState(vmi.status, state, patch));
+      return state.completed === true || state.failed === true ? undefined : { requeueAfterMs: MIGRATION_POLL_MS };
+    };
+    manager.controller({ name: "handler-migration-targets", primary: targets, queue: targetQueue, reconcile: targetReconcile, workers: 2 });
+  }
 
   // After a restart, every running guest is looked at again: nothing is restarted, only reported.
   manager.controller({ name: "handler", primary: vmis, queue, reconcile, workers: config.workers });

@@ -1,11 +1,13 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { KubeClient, createRestClientMetrics, loadKubeConfig } from "@kubevirt-ts/kube";
+import { ConsoleServer } from "@kubevirt-ts/kubevirt-api";
 import { runService } from "@kubevirt-ts/runtime";
 import { startConsoleServer } from "./console-server.ts";
 import { createHandler } from "./controller.ts";
 import { env } from "./env.ts";
 import { Launchers } from "./launchers.ts";
+import { MigrationDriver } from "./migration/wiring.ts";
 import { createStatsSampler, registerVmMetrics } from "./vm-metrics.ts";
 
 // virt-handler: one per node. It runs the domains of the VMIs handed to its
@@ -30,13 +32,29 @@ await runService({
   start: async ({ log, registry }) => {
     const client = await KubeClient.fromKubeConfig(loadKubeConfig(), createRestClientMetrics(registry));
     const launchers = new Launchers(env.KUBELET_PODS_DIR, log);
-    const handler = createHandler({ client, log, registry, nodeName: env.NODE_NAME, launchers, workers: env.WORKERS });
+    const tls = await readTls(env.CONSOLE_TLS_DIR);
+    // Live migrations cross between handlers over mutual TLS, with the certificate every handler has (the console's).
+    const migrations = env.HANDLER_ADDRESS === undefined
+      ? undefined
+      : await MigrationDriver.start({
+          address: env.HANDLER_ADDRESS,
+          port: env.MIGRATION_PORT,
+          tls,
+          handlerIdentity: ConsoleServer.handlerIdentity,
+          podsDir: env.KUBELET_PODS_DIR,
+          launcher: (podUid) => launchers.get(podUid),
+          options: { postCopy: env.MIGRATION_ALLOW_POST_COPY, autoConverge: env.MIGRATION_ALLOW_AUTO_CONVERGE, bandwidthMiB: env.MIGRATION_BANDWIDTH_MIB, completionTimeoutPerGiB: env.MIGRATION_COMPLETION_TIMEOUT_PER_GIB, allowNonSharedDisks: false },
+          log,
+          registry,
+        });
+    if (!migrations) log.warn("HANDLER_ADDRESS is unset: this handler takes part in no live migration");
+    const handler = createHandler({ client, log, registry, nodeName: env.NODE_NAME, launchers, workers: env.WORKERS, ...(migrations ? { migrations } : {}) });
     synced = () => handler.manager.hasSynced();
     const sample = createStatsSampler({ running: handler.running, stats: async (target, timeoutMs) => (await launchers.get(target.podUid)).call("domainStats", undefined, { timeoutMs }), log });
     registerVmMetrics({ registry, nodeName: env.NODE_NAME, sample });
     const consoles = await startConsoleServer({
       port: env.CONSOLE_PORT,
-      tls: await readTls(env.CONSOLE_TLS_DIR),
+      tls,
       allowedClients: env.CONSOLE_CLIENTS,
       podsDir: env.KUBELET_PODS_DIR,
       lookup: handler.consoleTarget,
@@ -57,6 +75,7 @@ await runService({
     const running = handler.manager.run(abort.signal);
     return async () => {
       await consoles.close();
+      await migrations?.close();
       abort.abort();
       await running;
       launchers.closeAll();

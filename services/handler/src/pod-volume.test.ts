@@ -1,11 +1,11 @@
 import { once } from "node:events";
-import { chown, mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { chown, lstat, mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { createConnection, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { LAUNCHER_UID } from "@kubevirt-ts/kubevirt-api";
-import { O_PATH, SERIAL_LOG_NAME, SocketName, openChecked, openPodSocket, podVolumePath, readPodFileTail, verifyPodVolumePath } from "./pod-volume.ts";
+import { O_PATH, SERIAL_LOG_NAME, SocketName, openChecked, openPodSocket, openPodSocketsDir, podVolumePath, readPodFileTail, verifyPodVolumePath } from "./pod-volume.ts";
 
 let podsDir: string;
 beforeEach(async () => {
@@ -107,5 +107,28 @@ describe("readPodFileTail", () => {
     await mkdir(dirname(log), { recursive: true });
     await symlink("/etc/shadow", log);
     await expect(readPodFileTail(podsDir, "pod-uid", SERIAL_LOG_NAME, 100)).rejects.toThrow(/serial0.log is a symlink/);
+  });
+});
+
+describe("openPodSocketsDir", () => {
+  it("opens the pod's sockets folder so that a socket made through its handle lands in it, and unlinks there", async () => {
+    const volume = dirname(launcherSocketPath(podsDir, "pod-uid"));
+    await mkdir(volume, { recursive: true });
+    const dir = await openPodSocketsDir(podsDir, "pod-uid");
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(join(dir.path, "migration-memory.sock"), resolve));
+    expect((await lstat(join(volume, "migration-memory.sock"))).isSocket()).toBe(true);
+    await new Promise((resolve) => server.close(resolve));
+    await dir.close();
+    await expect(lstat(join(volume, "migration-memory.sock"))).rejects.toThrow(/ENOENT/);
+  });
+
+  it("refuses a sockets folder that is a symlink out of the pod", async () => {
+    const elsewhere = await mkdtemp(join(tmpdir(), "elsewhere-"));
+    const volume = join(podsDir, "pod-uid", "volumes", "kubernetes.io~empty-dir");
+    await mkdir(volume, { recursive: true });
+    await symlink(elsewhere, join(volume, "sockets"));
+    await expect(openPodSocketsDir(podsDir, "pod-uid")).rejects.toThrow(/sockets is a symlink; refusing to follow it/);
+    await rm(elsewhere, { recursive: true, force: true });
   });
 });

@@ -73,6 +73,24 @@ export async function openPodSocket(podsDir: string, podUid: string, name: strin
   return { path: `/proc/self/fd/${String(handle.fd)}`, close: () => handle.close() };
 }
 
+// Linux's O_DIRECTORY.
+const O_DIRECTORY = 0o200000;
+
+/**
+ * Opens the pod's sockets folder, checked as its sockets are, to make sockets in (a migration's source proxy): a path
+ * that reaches exactly that folder while the handle is open, whatever is swapped in on the way meanwhile.
+ */
+export async function openPodSocketsDir(podsDir: string, podUid: string): Promise<PodSocket> {
+  const path = join(podsDir, podUid, "volumes", SOCKETS_VOLUME_ON_NODE);
+  await verifyPodVolumePath(podsDir, path, "directory");
+  const handle = await open(path, O_PATH | O_DIRECTORY | constants.O_NOFOLLOW);
+  if (!(await handle.stat()).isDirectory()) {
+    await handle.close();
+    throw new Error(`${path} is not a directory`);
+  }
+  return { path: `/proc/self/fd/${String(handle.fd)}`, close: () => handle.close() };
+}
+
 /** Reads at most the last maxBytes of a file in the pod's sockets volume. */
 export async function readPodFileTail(podsDir: string, podUid: string, name: string, maxBytes: number): Promise<Buffer> {
   const path = podVolumePath(podsDir, podUid, name);

@@ -94,6 +94,10 @@ function correct(calls: { state: number; synced: string[] }) {
       freeze: () => Promise.reject(new RpcError("Failed", "the guest has no agent")),
       unfreeze: () => Promise.reject(new RpcError("Failed", "the guest has no agent")),
       portForward: () => Promise.reject(new RpcError("BadRequest", "the VMI has no interface on the pod network to forward to")),
+      prepareMigrationTarget: () => Promise.reject(new RpcError("BadRequest", "not a migration target")),
+      migrate: () => Promise.reject(new RpcError("BadRequest", "no migration")),
+      migrationState: () => Promise.resolve({ phase: "None" }),
+      abortMigration: () => Promise.reject(new RpcError("BadRequest", "no outgoing migration to abort")),
     });
   };
 }

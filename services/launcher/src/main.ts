@@ -21,6 +21,8 @@ let ready = false;
 let prober: Prober | undefined;
 /** Where the kubelet reads what a container says of its end (the pod's default terminationMessagePath). */
 const TERMINATION_MESSAGE = "/dev/termination-log";
+/** How long a launcher whose domain migrated away stays, for its handler to read how the migration ended. */
+const MIGRATED_LINGER_MS = 30_000;
 
 await runService({
   name: "virt-launcher",
@@ -39,6 +41,7 @@ await runService({
     const manager = new DomainManager({
       hypervisor,
       uri: daemon.uri,
+      libvirtSocket: daemon.socket,
       layout: { socketsDir: env.SOCKETS_DIR, containerDisksDir: env.CONTAINER_DISKS_DIR, kernelBootDir: env.KERNEL_BOOT_DIR, disksDir: join(env.STATE_DIR, "disks"), cloudInitSecretsDir: env.CLOUD_INIT_SECRETS_DIR, configVolumesDir: env.CONFIG_VOLUMES_DIR, accessCredentialsDir: env.ACCESS_CREDENTIALS_DIR,
         claimDisksDir: env.CLAIM_DISKS_DIR, claimDevicesDir: env.CLAIM_DEVICES_DIR, vmStateDir: env.VM_STATE_DIR,
       },
@@ -97,6 +100,10 @@ await runService({
           await forwarder.open(forward);
           return {};
         },
+        prepareMigrationTarget: (vmi) => manager.prepareMigrationTarget(vmi),
+        migrate: (options) => manager.migrate(options),
+        migrationState: () => manager.migrationState(),
+        abortMigration: () => manager.abortMigration(),
       },
       log,
     );
@@ -108,7 +115,12 @@ await runService({
       if (!manager.hasDomain()) return;
       manager.state().then(
         (status) => {
-          if (status.state === "Shutoff" || status.state === "Crashed") {
+          if (status.reason === "Migrated") {
+            // The guest runs on the target now: the launcher stays a while for its handler to read the migration's end.
+            log.info("the domain has migrated away; exiting shortly", { lingerMs: MIGRATED_LINGER_MS });
+            clearInterval(watch);
+            setTimeout(() => process.kill(process.pid, "SIGTERM"), MIGRATED_LINGER_MS).unref();
+          } else if (status.state === "Shutoff" || status.state === "Crashed") {
             log.info("the domain is gone; exiting", { state: status.state });
             // The pod's end says how the guest ended: a clean exit (the pod Succeeded) only for a guest that shut off.
             if (status.state === "Crashed") crashed = true;

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { chown, mkdir, readFile, readdir, stat, writeFile } from "node:fs/promises";
+import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "@kubevirt-ts/runtime";
@@ -13,6 +14,8 @@ export const SERIAL_LOG_MAX_BYTES = 1024 * 1024;
 
 export interface LibvirtDaemon {
   uri: string;
+  /** The daemon's unix socket, which a migration target relays into its sockets volume. */
+  socket: string;
   /** Where this session's libvirt keeps swtpm's state, a folder per domain UUID (kept in session mode under its config folder). */
   swtpmStorageDir: string;
   /** Stops the daemon; domains it started must be gone first. */
@@ -48,6 +51,9 @@ export async function startLibvirtd(options: LibvirtDaemonOptions): Promise<Libv
   const libvirtConfig = join(dirs.XDG_CONFIG_HOME, "libvirt");
   await mkdir(libvirtConfig, { recursive: true });
   await writeFile(join(libvirtConfig, "virtlogd.conf"), `max_size = ${String(SERIAL_LOG_MAX_BYTES)}\nmax_backups = 1\n`);
+  // Each launcher's libvirt is a host of its own: a migration between two of them is refused as "to the same host"
+  // when both take the machine's UUID (two pods on one machine, as the migration test runs them).
+  await writeFile(join(libvirtConfig, "libvirtd.conf"), `host_uuid = "${randomUUID()}"\n`);
   if (uid !== undefined) await chown(libvirtConfig, uid, uid);
   const env = { ...dirs, PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" };
   const wrap = [
@@ -66,6 +72,7 @@ export async function startLibvirtd(options: LibvirtDaemonOptions): Promise<Libv
   log.info("libvirtd is up", { socket });
   return {
     uri: `qemu+unix:///session?socket=${socket}`,
+    socket,
     swtpmStorageDir: join(libvirtConfig, "qemu", "swtpm"),
     stop: async () => {
       const running = () => daemon.exitCode === null && daemon.signalCode === null;

@@ -1,12 +1,16 @@
 import { execFile } from "node:child_process";
 import { access, constants, readFile, rename, rm, writeFile } from "node:fs/promises";
+import type { Server } from "node:net";
 import { basename, join } from "node:path";
 import { promisify } from "node:util";
 import { type Domain, DomainState, type Hypervisor } from "@unraid/libvirt";
 import { type GuestAgentInfo, type GuestOsInfo, type Ipv4Network, SocketsVolume, type VirtualMachineInstance, diskTargets, podNetworkInterface, podNetworkPorts } from "@kubevirt-ts/kubevirt-api";
-import { type DomainStats, type DomainStatus, RpcError } from "@kubevirt-ts/launcher-protocol";
+import { type DomainStats, type DomainStatus, MIGRATION_SOCKETS, type MigrationOptions, type MigrationStatus, RpcError } from "@kubevirt-ts/launcher-protocol";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { type DomainType, chooseDomainType, domainName, domainXml, firmwareUuid, interfaceNetdev } from "../domain/converter.ts";
+import { disksToCopy } from "../migration/job-stats.ts";
+import { OutgoingMigration } from "../migration/outgoing.ts";
+import { relayUnixSocket } from "../migration/relay.ts";
 import { prepareDisks } from "../storage/prepare.ts";
 import { prepareVmState } from "../storage/vm-state.ts";
 import { DOMSTATS_FLAGS, parseDomstats } from "./domstats.ts";
@@ -35,8 +39,10 @@ export interface LauncherLayout {
 
 export interface DomainManagerOptions {
   hypervisor: Hypervisor;
-  /** The libvirt URI of the hypervisor, for what the binding lacks (reboot, reset), done with virsh. */
+  /** The libvirt URI of the hypervisor, for what the binding lacks (reboot, reset, migration), done with virsh. */
   uri: string;
+  /** libvirt's unix socket, which a migration target relays into the sockets volume. */
+  libvirtSocket: string;
   layout: LauncherLayout;
   allowEmulation: boolean;
   kvmDevice: string;
@@ -76,6 +82,13 @@ export class DomainManager {
   /** While the guest's file systems are frozen: the timer that thaws them, if one was asked for. */
   private frozen: { thaw: NodeJS.Timeout | undefined } | undefined;
   private syncing: Promise<DomainStatus> | undefined;
+  /** The last outgoing migration: one at a time; after a failed one another may start, after a completed one none. */
+  private outgoing: OutgoingMigration | undefined;
+  /** As a migration target: what it was prepared for, until the domain has come and been taken over. */
+  private incoming: { status: MigrationStatus; relay: Server } | undefined;
+  private preparingTarget: Promise<MigrationStatus> | undefined;
+  /** As a migration target, once the domain came and was taken over. */
+  private migratedIn: MigrationStatus | undefined;
 
   constructor(options: DomainManagerOptions) {
     this.o = options;
@@ -87,7 +100,7 @@ export class DomainManager {
 
   /** The VMI this launcher runs, once the handler has sent it and its domain started. */
   runningVmi(): VirtualMachineInstance | undefined {
-    return this.vmi;
+    return this.domain ? this.vmi : undefined;
   }
 
   /** Whether a domain was ever started by this launcher. */
@@ -96,9 +109,14 @@ export class DomainManager {
   }
 
   async state(): Promise<DomainStatus> {
+    if (!this.domain && this.incoming) await this.adoptIncoming();
     if (!this.domain) return { state: "NoDomain" };
     const info = await this.o.hypervisor.domainGetInfo(this.domain);
-    return { state: STATE_NAMES[info.state] ?? "NoDomain", domainType: this.domainType, ...(this.frozen ? { fsFreezeStatus: "frozen" as const } : {}) };
+    const state = STATE_NAMES[info.state] ?? "NoDomain";
+    // The source's domain stops as its migration completes, a moment before `virsh migrate` returns.
+    if (state === "Shutoff" && this.outgoing?.current().phase === "Running") await this.outgoing.finished();
+    const migrated = state === "Shutoff" && this.outgoing?.current().phase === "Completed";
+    return { state, domainType: this.domainType, ...(migrated ? { reason: "Migrated" as const } : {}), ...(this.frozen ? { fsFreezeStatus: "frozen" as const } : {}) };
   }
 
   /** What libvirt counts of the domain now (CPU, vCPUs, memory, network, disks), its devices named as the VMI names them. */
@@ -142,36 +160,15 @@ export class DomainManager {
   }
 
   private async doSync(vmi: VirtualMachineInstance): Promise<DomainStatus> {
-    const { hypervisor, layout, log } = this.o;
+    const { hypervisor, log } = this.o;
     if (this.domain) {
       const current = await this.state();
       if (current.state !== "Shutoff") return current;
       throw new RpcError("Failed", "the domain has stopped; a launcher runs its guest once");
     }
+    if (this.preparingTarget) throw new RpcError("BadRequest", "this launcher is a migration target: its domain comes from the migration");
     const began = performance.now();
-    this.domainType = chooseDomainType({ kvmUsable: await usable(this.o.kvmDevice), allowEmulation: this.o.allowEmulation });
-    const disks = await prepareDisks(vmi, layout);
-    const uuid = firmwareUuid(vmi);
-    const vmState = await prepareVmState(vmi, layout.vmStateDir, this.o.swtpmStorageDir, uuid);
-    const container = vmi.spec.domain.firmware?.kernelBoot?.container;
-    const kernelBoot = container
-      ? {
-          ...(container.kernelPath !== undefined ? { kernel: join(layout.kernelBootDir, basename(container.kernelPath)) } : {}),
-          ...(container.initrdPath !== undefined ? { initrd: join(layout.kernelBootDir, basename(container.initrdPath)) } : {}),
-        }
-      : undefined;
-    const xml = domainXml(vmi, {
-      domainType: this.domainType,
-      uuid,
-      disks,
-      serialSocket: this.inSocketsVolume("serial"),
-      serialLog: this.inSocketsVolume("serialLog"),
-      vncSocket: this.inSocketsVolume("vnc"),
-      guestAgentSocket: this.inSocketsVolume("guestAgent"),
-      ...(kernelBoot ? { kernelBoot } : {}),
-      ...(vmState.nvram !== undefined ? { nvram: vmState.nvram } : {}),
-      guestNetwork: this.o.guestNetwork,
-    });
+    const xml = await this.prepare(vmi);
     const prepared = performance.now();
     const domain = await hypervisor.domainDefineXML(xml);
     const defined = performance.now();
@@ -188,6 +185,115 @@ export class DomainManager {
     const took = { prepare: Math.round(prepared - began), define: Math.round(defined - prepared), start: Math.round(performance.now() - defined) };
     log.info("domain started", { domain: this.name, type: this.domainType, emulation: this.domainType === "qemu", ...(vmi.spec.startStrategy ? { startStrategy: vmi.spec.startStrategy } : {}), took });
     return this.state();
+  }
+
+  /** Makes the domain's disks and state, at the launcher pod's paths; the domain's XML. */
+  private async prepare(vmi: VirtualMachineInstance): Promise<string> {
+    const { layout } = this.o;
+    this.domainType = chooseDomainType({ kvmUsable: await usable(this.o.kvmDevice), allowEmulation: this.o.allowEmulation });
+    const disks = await prepareDisks(vmi, layout);
+    const uuid = firmwareUuid(vmi);
+    const vmState = await prepareVmState(vmi, layout.vmStateDir, this.o.swtpmStorageDir, uuid);
+    const container = vmi.spec.domain.firmware?.kernelBoot?.container;
+    const kernelBoot = container
+      ? {
+          ...(container.kernelPath !== undefined ? { kernel: join(layout.kernelBootDir, basename(container.kernelPath)) } : {}),
+          ...(container.initrdPath !== undefined ? { initrd: join(layout.kernelBootDir, basename(container.initrdPath)) } : {}),
+        }
+      : undefined;
+    return domainXml(vmi, {
+      domainType: this.domainType,
+      uuid,
+      disks,
+      serialSocket: this.inSocketsVolume("serial"),
+      serialLog: this.inSocketsVolume("serialLog"),
+      vncSocket: this.inSocketsVolume("vnc"),
+      guestAgentSocket: this.inSocketsVolume("guestAgent"),
+      ...(kernelBoot ? { kernelBoot } : {}),
+      ...(vmState.nvram !== undefined ? { nvram: vmState.nvram } : {}),
+      guestNetwork: this.o.guestNetwork,
+    });
+  }
+
+  /**
+   * Readies this launcher to take the VMI's domain over from another launcher: the same disks at the same paths,
+   * libvirt reachable through the sockets volume. The domain comes with the migration (state takes it over).
+   */
+  prepareMigrationTarget(vmi: VirtualMachineInstance): Promise<MigrationStatus> {
+    if (this.domain || this.syncing) return Promise.reject(new RpcError("BadRequest", "this launcher already runs a domain; a migration target must be a new launcher"));
+    if (this.preparingTarget) return this.preparingTarget;
+    const preparing = (async () => {
+      await this.prepare(vmi);
+      const relay = await relayUnixSocket(join(this.o.layout.socketsDir, MIGRATION_SOCKETS.libvirt), this.o.libvirtSocket);
+      this.vmi = vmi;
+      this.name = domainName(vmi);
+      this.podInterface = podNetworkInterface(vmi.spec);
+      this.incoming = { status: { role: "Target", phase: "Prepared" }, relay };
+      this.o.log.info("prepared as a migration target", { domain: this.name });
+      return this.incoming.status;
+    })();
+    this.preparingTarget = preparing;
+    // A failed preparation may be tried again.
+    preparing.catch(() => (this.preparingTarget = undefined));
+    return preparing;
+  }
+
+  /** Takes over the domain a migration brought, once it runs here. */
+  private async adoptIncoming(): Promise<void> {
+    const incoming = this.incoming;
+    if (!incoming || !this.name || !this.vmi) return;
+    // While the migration comes in, libvirt has the domain here, paused; an aborted one's goes again at any moment.
+    const domain = await this.o.hypervisor.domainLookupByName(this.name).catch(() => undefined);
+    const info = domain ? await this.o.hypervisor.domainGetInfo(domain).catch(() => undefined) : undefined;
+    if (!domain || info?.state !== DomainState.RUNNING) return;
+    this.domain = domain;
+    incoming.relay.close();
+    this.incoming = undefined;
+    this.migratedIn = { role: "Target", phase: "Completed", endTimestamp: new Date().toISOString() };
+    // QEMU's user network forwards what was added at run time on the source only: the declared ports again.
+    await this.forwardDeclaredPorts(this.vmi).catch((error: unknown) => {
+      this.o.log.warn("could not forward the declared ports after the migration", { error });
+    });
+    this.o.log.info("the migrated domain runs here", { domain: this.name });
+  }
+
+  /** Starts migrating the domain to the launcher behind the handler's proxy sockets; idempotent while it runs. */
+  async migrate(options: MigrationOptions): Promise<MigrationStatus> {
+    const domain = this.require();
+    const current = this.outgoing?.current();
+    // One attempt per migration: asked again, the answer is its status, however it went.
+    if (current && options.migrationUid !== undefined && current.migrationUid === options.migrationUid) return current;
+    if (current?.phase === "Running") {
+      if (current.migrationUid === options.migrationUid) return current;
+      throw new RpcError("BadRequest", `another migration (${current.migrationUid ?? "without a uid"}) is under way`);
+    }
+    // After a failed or aborted migration the guest still runs here, and a new migration (to a new target) may start.
+    if (current?.phase === "Completed") throw new RpcError("BadRequest", "the domain's migration has already ended (Completed): it runs on the target");
+    if ((await this.state()).state !== "Running") throw new RpcError("BadRequest", "only a running domain migrates");
+    const { layout } = this.o;
+    const copiedDirs = [layout.disksDir, ...(options.allowNonSharedDisks ? [layout.claimDisksDir, layout.claimDevicesDir] : [])];
+    const copiedDisks = disksToCopy(await this.o.hypervisor.domainGetXMLDesc(domain), copiedDirs);
+    this.outgoing = new OutgoingMigration({
+      uri: this.o.uri,
+      domain: this.name ?? "",
+      socketsDir: layout.socketsDir,
+      copiedDisks,
+      options,
+      virsh: (command, args) => this.virshRun(command, args),
+      log: this.o.log,
+    });
+    return this.outgoing.current();
+  }
+
+  async migrationState(): Promise<MigrationStatus> {
+    if (this.outgoing) return this.outgoing.current();
+    if (this.incoming) await this.adoptIncoming();
+    return this.incoming?.status ?? this.migratedIn ?? { phase: "None" };
+  }
+
+  async abortMigration(): Promise<MigrationStatus> {
+    if (!this.outgoing) throw new RpcError("BadRequest", "no outgoing migration to abort");
+    return this.outgoing.abort();
   }
 
   private require(): Domain {

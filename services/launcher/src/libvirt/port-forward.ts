@@ -1,9 +1,9 @@
 import { once } from "node:events";
 import { chmod, rm } from "node:fs/promises";
-import { type Server, type Socket, connect, createServer } from "node:net";
+import { type Server, connect, createServer } from "node:net";
 import { join } from "node:path";
 import { type PortForward, portForwardSocket } from "@kubevirt-ts/kubevirt-api";
-import { RpcError } from "@kubevirt-ts/launcher-protocol";
+import { RpcError, joinStreams } from "@kubevirt-ts/launcher-protocol";
 import type { Logger } from "@kubevirt-ts/runtime";
 
 // Port forwarding into the guest (KubeVirt's portforward subresource, what
@@ -34,18 +34,6 @@ async function freeLoopbackPort(): Promise<number> {
   probe.close();
   if (typeof address !== "object" || !address) throw new Error("could not pick a loopback port");
   return address.port;
-}
-
-/** Joins two byte streams both ways, with backpressure; either side's end or failure ends both. */
-function join2(a: Socket, b: Socket): void {
-  a.pipe(b);
-  b.pipe(a);
-  const end = () => {
-    a.destroy();
-    b.destroy();
-  };
-  a.on("error", end).on("close", end);
-  b.on("error", end).on("close", end);
 }
 
 /** Has QEMU forward a free loopback port to the guest's port; that loopback port. */
@@ -90,7 +78,7 @@ export class PortForwarder {
     await rm(path, { force: true });
     const server = createServer({ pauseOnConnect: true }, (client) => {
       const guest = connect({ host: "127.0.0.1", port: hostPort });
-      join2(client, guest);
+      joinStreams(client, guest);
       guest.once("connect", () => client.resume());
       this.o.log.debug("port forward connection", { port: forward.port });
     });

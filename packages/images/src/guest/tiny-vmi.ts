@@ -1,0 +1,22 @@
+import { type VirtualMachineInstance, defaultVmiSpec } from "@kubevirt-ts/kubevirt-api";
+
+/**
+ * A VMI that boots the tiny guest from its container's /boot (128 MiB, a serial console), with an emptyDisk
+ * `scratch` (vda), a disk of the launcher pod's own: what the migration tests move from one launcher to another.
+ */
+export function tinyGuestVmiWithScratchDisk(uid: string): VirtualMachineInstance {
+  return {
+    apiVersion: "kubevirt.io/v1",
+    kind: "VirtualMachineInstance",
+    metadata: { name: "tiny", namespace: "test", uid },
+    spec: defaultVmiSpec({
+      domain: {
+        memory: { guest: "128Mi" },
+        firmware: { kernelBoot: { kernelArgs: "console=ttyS0 quiet", container: { image: "tiny:1", kernelPath: "/boot/vmlinuz", initrdPath: "/boot/initrd.gz" } } },
+        devices: { disks: [{ name: "scratch", disk: { bus: "virtio" } }] },
+      },
+      volumes: [{ name: "scratch", emptyDisk: { capacity: "16Mi" } }],
+      terminationGracePeriodSeconds: 3,
+    }),
+  };
+}
