@@ -118,7 +118,7 @@ describe("the handlers' node restriction", () => {
 
     const refused = await refusal(handler.replaceNamespacedCustomObject({ ...vmis, name: "on-b", body: running(onB) }));
     expect(refused).toMatch(/^403 /);
-    expect(refused).toContain(`the handler of node ${nodeA} may only update VMIs whose status.nodeName is ${nodeA}; VMI ${namespace}/on-b is on node "${nodeB}"`);
+    expect(refused).toContain(`the handler of node ${nodeA} may only update VMIs whose status.nodeName is ${nodeA} (or that migrate to it); VMI ${namespace}/on-b is on node "${nodeB}"`);
     expect(((await custom.getNamespacedCustomObject({ ...vmis, name: "on-b" })) as Vmi).status?.phase).toBe("Scheduled");
 
     // Nor may it move its own VMI to another node.
@@ -140,8 +140,24 @@ describe("the handlers' node restriction", () => {
       `the handler of node ${nodeA} may only change the status of VMI ${namespace}/on-a, not its spec, labels, annotations or finalizers`,
     );
 
+    // A VMI migrating to node A, labelled so by the controller: A's handler writes the migration's target fields while the
+    // VMI is still on node B, and may neither move it nor write one whose migration goes elsewhere.
+    const migrating = (await custom.getNamespacedCustomObject({ ...vmis, name: "on-b" })) as Vmi & { status: Record<string, unknown> };
+    const handedOver = (await controller.replaceNamespacedCustomObject({
+      ...vmis, name: "on-b",
+      body: { ...migrating, metadata: { ...migrating.metadata, labels: { ...migrating.metadata.labels, "kubevirt.io/migrationTargetNodeName": nodeA } }, status: { ...migrating.status, migrationState: { migrationUid: "m-1", sourceNode: nodeB, targetNode: nodeA } } },
+    })) as Vmi & { status: { migrationState: Record<string, unknown> } };
+    const targetWrite = (state: Record<string, unknown>, nodeName = nodeB) => ({ ...handedOver, status: { ...handedOver.status, nodeName, migrationState: { ...handedOver.status.migrationState, ...state } } });
+    const ready = (await handler.replaceNamespacedCustomObject({ ...vmis, name: "on-b", body: targetWrite({ targetNodeAddress: "198.18.0.9" }) })) as typeof handedOver;
+    expect(ready.status.migrationState.targetNodeAddress).toBe("198.18.0.9");
+    const taken = await refusal(handler.replaceNamespacedCustomObject({ ...vmis, name: "on-b", body: { ...targetWrite({}, nodeA), metadata: ready.metadata } }));
+    expect(taken).toContain(`VMI ${namespace}/on-b is on node "${nodeB}" and the update names node "${nodeA}"`);
+    const elsewhere = await refusal(handler.replaceNamespacedCustomObject({ ...vmis, name: "on-b", body: { ...targetWrite({ targetNode: nodeB }), metadata: ready.metadata } }));
+    expect(elsewhere).toContain(`may only update VMIs whose status.nodeName is ${nodeA} (or that migrate to it)`);
+
     // The controller, another account, is not restricted by it.
-    await expect(controller.replaceNamespacedCustomObject({ ...vmis, name: "on-b", body: running(onB) })).resolves.toBeDefined();
+    const current2 = (await custom.getNamespacedCustomObject({ ...vmis, name: "on-b" })) as Vmi;
+    await expect(controller.replaceNamespacedCustomObject({ ...vmis, name: "on-b", body: running(current2) })).resolves.toBeDefined();
     await core.deleteNode({ name: nodeA });
     await core.deleteNode({ name: nodeB });
   });
@@ -160,6 +176,8 @@ describe("a VMI's status and node label", () => {
     expect(created).toContain("status: a VMI's status is written by kubevirt-ts's controller, handler and virt-api only; create the VMI without status, or Pending on no node");
     const labelled = await refusal(custom.createNamespacedCustomObject({ ...vmis, body: vmiBody("labelled", { metadata: { name: "labelled", labels: { "kubevirt.io/nodeName": "node-x" } } }) }));
     expect(labelled).toContain("metadata.labels[kubevirt.io/nodeName]: the label is kubevirt-ts's, set to the VMI's node by its controller; create the VMI without it");
+    const targeted = await refusal(custom.createNamespacedCustomObject({ ...vmis, body: vmiBody("targeted", { metadata: { name: "targeted", labels: { "kubevirt.io/migrationTargetNodeName": "node-x" } } }) }));
+    expect(targeted).toContain("metadata.labels[kubevirt.io/migrationTargetNodeName]: the label is kubevirt-ts's, set by its controller to the node a migration takes the VMI to; create the VMI without it");
     await expect(custom.getNamespacedCustomObject({ ...vmis, name: "forged" })).rejects.toMatchObject({ code: 404 });
 
     // Pending (as virt-api's webhook makes every new VMI) and no status at all are fine.

@@ -9,7 +9,7 @@ import { launcherPodFor } from "./launcher-pod.ts";
 import { LauncherNotListeningError, type Launchers } from "./launchers.ts";
 import { LauncherCallError, LauncherError } from "@kubevirt-ts/launcher-protocol";
 import { type ObservedDomain, handlerStatus, launcherFailedStatus, stopOverdue } from "./status.ts";
-import { MIGRATION_JOB_LABEL, MIGRATION_TARGET_NODE_LABEL, type MigrationState, migratedAway, migrationStateOf, withMigrationState } from "./migration/decide.ts";
+import { type MigrationState, migratedAway, migrationStateOf, withMigrationState } from "./migration/decide.ts";
 import type { MigrationDriver } from "./migration/wiring.ts";
 
 // The handler's loop over the VMIs of its node: for each VMI the controller
@@ -179,7 +179,7 @@ export function createHandler(config: HandlerConfig) {
   const migrating = config.migrations;
   if (migrating) {
     const targetQueue = manager.queue("handler-migration-targets");
-    const targets = manager.informer<VirtualMachineInstance>({ client, type: kubevirtResources.virtualMachineInstances, labelSelector: `${MIGRATION_TARGET_NODE_LABEL}=${nodeName}`, resyncMs: RESYNC_MS });
+    const targets = manager.informer<VirtualMachineInstance>({ client, type: kubevirtResources.virtualMachineInstances, labelSelector: `${Label.MigrationTargetNodeName}=${nodeName}`, resyncMs: RESYNC_MS });
     const enqueueTarget = (vmi: VirtualMachineInstance) => {
       targetQueue.add(keyOf(vmi));
     };
@@ -196,7 +196,7 @@ export function createHandler(config: HandlerConfig) {
       const state = vmi ? migrationStateOf(vmi) : undefined;
       if (!vmi || !state?.migrationUid || state.targetNode !== nodeName) return undefined;
       // The migration's target pod: the VMI's launcher pod on this node, labelled with the migration, its launcher started.
-      const pod = pods.byIndex(LAUNCHER_PODS_BY_VMI, launcherPodsKeyOf(vmi)).find((p) => p.metadata.name === state.targetPod && p.metadata.labels?.[MIGRATION_JOB_LABEL] === state.migrationUid && p.spec?.nodeName === nodeName);
+      const pod = pods.byIndex(LAUNCHER_PODS_BY_VMI, launcherPodsKeyOf(vmi)).find((p) => p.metadata.name === state.targetPod && p.metadata.labels?.[Label.MigrationJobUid] === state.migrationUid && p.spec?.nodeName === nodeName);
       const started = pod?.status?.containerStatuses?.find((c) => c.name === LAUNCHER_CONTAINER)?.state?.running !== undefined ? pod : undefined;
       const patch = await migrating.targetSide(vmi, state, started?.metadata.uid);
       if (patch) await writeStatusIfChanged(client, kubevirtResources.virtualMachineInstances, vmi, withMigrationState(vmi.status, state, patch));

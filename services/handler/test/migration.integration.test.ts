@@ -6,13 +6,12 @@ import { fileURLToPath } from "node:url";
 import { Pki } from "@kubevirt-ts/control-plane";
 import { killLauncherPodProcesses, startLauncherPod } from "@kubevirt-ts/control-plane/launcher-pod";
 import { buildTinyGuest, tinyGuestVmiWithScratchDisk } from "@kubevirt-ts/images";
-import { ConsoleServer, LAUNCHER_UID, SocketsVolume } from "@kubevirt-ts/kubevirt-api";
+import { ConsoleServer, LAUNCHER_UID, MIGRATION_ABORTED_REASON, type MigrationState, SocketsVolume } from "@kubevirt-ts/kubevirt-api";
 import { MIGRATION_SOCKETS, type ProxyTls } from "@kubevirt-ts/launcher-protocol";
 import { createLogger } from "@kubevirt-ts/runtime";
 import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Launchers } from "../src/launchers.ts";
-import { MIGRATION_ABORTED_REASON, type MigrationState } from "../src/migration/decide.ts";
 import { MigrationDriver } from "../src/migration/wiring.ts";
 import { podVolumePath } from "../src/pod-volume.ts";
 

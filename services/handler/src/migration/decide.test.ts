@@ -1,6 +1,7 @@
 import type { MigrationStatus } from "@kubevirt-ts/launcher-protocol";
 import { describe, expect, it } from "vitest";
-import { MIGRATION_ABORTED_REASON, type MigrationState, changes, migrationStateOf, sourceStep, targetProxyAddress, targetStep } from "./decide.ts";
+import { MIGRATION_ABORTED_REASON, type MigrationState } from "@kubevirt-ts/kubevirt-api";
+import { changes, migrationStateOf, sourceStep, targetProxyAddress, targetStep } from "./decide.ts";
 
 const now = new Date("2026-11-26T18:00:00Z");
 const handedOver: MigrationState = { migrationUid: "m-1", sourceNode: "node-a", sourcePod: "launcher-a", targetNode: "node-b", targetPod: "launcher-b", startTimestamp: "2026-11-26T17:59:00Z" };

@@ -1,4 +1,7 @@
+import { MIGRATION_ABORTED_REASON, type MigrationState } from "@kubevirt-ts/kubevirt-api";
 import type { DomainStatus, MigrationOptions, MigrationStatus } from "@kubevirt-ts/launcher-protocol";
+
+export type { MigrationState };
 
 // What each handler does for a live migration, decided from the VMI's
 // status.migrationState (written by the controller and the two handlers)
@@ -9,36 +12,6 @@ import type { DomainStatus, MigrationOptions, MigrationStatus } from "@kubevirt-
 // handler then opens its proxy, has the source launcher migrate, and writes
 // mode, then completed or failed with endTimestamp; abortRequested makes it
 // abort, and it writes abortStatus.
-
-/** The fields of the VMI's status.migrationState that the handlers read and write. */
-export interface MigrationState {
-  migrationUid?: string;
-  sourceNode?: string;
-  sourcePod?: string;
-  targetNode?: string;
-  targetPod?: string;
-  targetNodeAddress?: string;
-  /** The target handler's ports for this migration, by the launcher port they lead to (0: all of the migration's sockets, named in each connection's header). */
-  targetDirectMigrationNodePorts?: Record<string, number>;
-  targetNodeDomainDetected?: boolean;
-  targetNodeDomainReadyTimestamp?: string | null;
-  startTimestamp?: string | null;
-  endTimestamp?: string | null;
-  completed?: boolean;
-  failed?: boolean;
-  failureReason?: string;
-  abortRequested?: boolean;
-  abortStatus?: "Succeeded" | "Failed" | "Aborting";
-  mode?: "PreCopy" | "PostCopy";
-}
-
-/** The label the controller puts on a VMI moving to a node, naming that node (KubeVirt's). */
-export const MIGRATION_TARGET_NODE_LABEL = "kubevirt.io/migrationTargetNodeName";
-/** The label of a migration's target pod, naming the migration's uid (KubeVirt's). */
-export const MIGRATION_JOB_LABEL = "kubevirt.io/migrationJobUID";
-
-/** The failureReason written when a migration was aborted on request (kubevirt-api's MIGRATION_ABORTED_REASON). */
-export const MIGRATION_ABORTED_REASON = "Migration aborted";
 
 /** The VMI's migration state, if it has one. */
 export function migrationStateOf(vmi: { status?: unknown }): MigrationState | undefined {
