@@ -8,7 +8,9 @@ import { VncConsole } from "./vnc-console";
 
 // A VM's serial console or display where it may open: refused with the RBAC
 // reason, or with why the VM's state does not allow it now, else connected.
-// The same panel is the Console and VNC tabs and the pop-out window.
+// The same panel is the Console and VNC tabs and the pop-out window. A live
+// migration moves the VM to another node and its console with it: when the
+// VM's node changes, the session is opened again, on the new node.
 
 export type ConsoleKind = "console" | "vnc";
 
@@ -16,10 +18,11 @@ export type ConsoleKind = "console" | "vnc";
 export const popOutUrl = (namespace: string, name: string, kind: ConsoleKind): string =>
   `/vms/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}/console?ns=${encodeURIComponent(namespace)}&kind=${kind}`;
 
-export function ConsolePanel({ kind, namespace, name, permission, state }: { kind: ConsoleKind; namespace: string; name: string; permission: { allowed: boolean; reason?: string } | undefined; state: ActionAvailability | undefined }) {
+export function ConsolePanel({ kind, namespace, name, node, permission, state }: { kind: ConsoleKind; namespace: string; name: string; node: string | undefined; permission: { allowed: boolean; reason?: string } | undefined; state: ActionAvailability | undefined }) {
   if (!permission?.allowed) return <p className="error" role="alert">{permission?.reason ?? "Checking your permissions…"}</p>;
   if (state && !state.available) return <p role="status">{sentence(state.reason)}</p>;
-  return kind === "console" ? <SerialConsole namespace={namespace} name={name} /> : <VncConsole namespace={namespace} name={name} />;
+  // Keyed by the node: a VM that moved gets a new session where it now runs.
+  return kind === "console" ? <SerialConsole key={node} namespace={namespace} name={name} /> : <VncConsole key={node} namespace={namespace} name={name} />;
 }
 
 /**

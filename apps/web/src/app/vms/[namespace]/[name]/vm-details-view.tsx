@@ -16,6 +16,7 @@ import { useToast } from "../../../ui/toasts";
 import { ActionButton, Shell } from "../../shell";
 import { PoppableConsole } from "./console-panel";
 import { MetricsGraphs } from "./metrics-graphs";
+import { MigrationPanel } from "./migration-panel";
 import { SerialLog } from "./serial-log";
 
 // One VM: its overview, graphs, YAML, events, serial log, serial console
@@ -52,7 +53,7 @@ function withoutManagedFields(object: { metadata?: Record<string, unknown> }): u
   return { ...object, metadata };
 }
 
-function Overview({ vm, vmi, namespace }: { vm: VirtualMachine; vmi: VirtualMachineInstance | undefined; namespace: string }) {
+function Overview({ vm, vmi, namespace, migratePermission }: { vm: VirtualMachine; vmi: VirtualMachineInstance | undefined; namespace: string; migratePermission: { allowed: boolean; reason?: string } | undefined }) {
   const domain = vm.spec.template.spec.domain;
   const node = vmi?.status?.nodeName;
   const ip = vmi?.status?.interfaces?.[0]?.ipAddress;
@@ -97,6 +98,7 @@ function Overview({ vm, vmi, namespace }: { vm: VirtualMachine; vmi: VirtualMach
         <Conditions title="The virtual machine" conditions={vm.status?.conditions} testId="vm-conditions" />
         {vmi ? <Conditions title="Its running instance" conditions={vmi.status?.conditions} testId="vmi-conditions" /> : <section aria-label="Its running instance"><h3>Its running instance</h3><p className="muted">None: the VM is not running.</p></section>}
       </div>
+      <MigrationPanel namespace={namespace} name={vm.metadata.name ?? ""} permission={migratePermission} />
       <h2>This run</h2>
       {vmi?.status?.phaseTransitionTimestamps?.length ? (
         <ol className="timeline">
@@ -279,7 +281,7 @@ export function VmDetailsView({ namespace, name }: { namespace: string; name: st
         {!vm ? (
           <p aria-live="polite">{live.loaded ? `There is no VM ${name} in ${namespace}.` : "Loading…"}</p>
         ) : tab === "Overview" ? (
-          <Overview vm={vm} vmi={vmi} namespace={namespace} />
+          <Overview vm={vm} vmi={vmi} namespace={namespace} migratePermission={may?.migrate} />
         ) : tab === "Metrics" ? (
           <MetricsGraphs namespace={namespace} name={name} running={vmi?.status?.phase === "Running"} />
         ) : tab === "YAML" ? (
@@ -289,7 +291,7 @@ export function VmDetailsView({ namespace, name }: { namespace: string; name: st
         ) : tab === "Log" ? (
           <SerialLog namespace={namespace} name={name} running={vmi !== undefined} permission={may?.serialLog} />
         ) : (
-          <PoppableConsole key={tab} kind={consoleKind} namespace={namespace} name={name} permission={may?.[consoleKind]} state={state?.[consoleKind]} />
+          <PoppableConsole key={tab} kind={consoleKind} namespace={namespace} name={name} node={vmi?.status?.nodeName} permission={may?.[consoleKind]} state={state?.[consoleKind]} />
         )}
       </div>
     </Shell>

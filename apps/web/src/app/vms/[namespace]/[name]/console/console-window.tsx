@@ -32,7 +32,7 @@ export function ConsoleWindow({ namespace, name }: { namespace: string; name: st
       {!vm ? (
         <p aria-live="polite">{live.loaded ? `There is no VM ${name} in ${namespace}.` : "Loading…"}</p>
       ) : (
-        <ConsolePanel kind={kind} namespace={namespace} name={name} permission={permissions.data?.[kind]} state={state} />
+        <ConsolePanel kind={kind} namespace={namespace} name={name} node={vmi?.status?.nodeName} permission={permissions.data?.[kind]} state={state} />
       )}
     </main>
   );

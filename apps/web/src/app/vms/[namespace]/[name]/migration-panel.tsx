@@ -1,0 +1,95 @@
+"use client";
+
+import { useMutation, useQuery } from "@tanstack/react-query";
+import { useState } from "react";
+import { describeError, useTRPC } from "../../../../lib/trpc";
+import { useToast } from "../../../ui/toasts";
+import { ActionButton } from "../../shell";
+
+// A VM's live migration on its page: Migrate (to the node the scheduler
+// picks, or to one chosen from the list), the migration in flight or the last
+// one, phase by phase, and Cancel while it runs (the migration is deleted,
+// which aborts it; the guest stays where it was).
+
+const ANY_NODE = "";
+
+/** Seconds between two times, as the progress line shows them. */
+function seconds(from: string | undefined, to: string | undefined): string {
+  if (!from) return "";
+  const ms = (to ? Date.parse(to) : Date.now()) - Date.parse(from);
+  return `${(ms / 1000).toFixed(1)} s`;
+}
+
+export function MigrationPanel({ namespace, name, permission }: { namespace: string; name: string; permission: { allowed: boolean; reason?: string } | undefined }) {
+  const trpc = useTRPC();
+  const toast = useToast();
+  const [target, setTarget] = useState(ANY_NODE);
+  const status = useQuery({ ...trpc.migrations.list.queryOptions({ namespace, name }), refetchInterval: 1_000 });
+  const nodes = useQuery({ ...trpc.nodes.queryOptions({ namespace }), refetchInterval: 10_000 });
+  const migrate = useMutation(trpc.migrations.migrate.mutationOptions());
+  const cancel = useMutation(trpc.migrations.cancel.mutationOptions());
+  const current = status.data?.node;
+  const latest = status.data?.migrations[0];
+  const inFlight = latest !== undefined && !latest.ended;
+  const others = (nodes.data?.nodes ?? []).map((n) => n.name).filter((n) => n !== current);
+  const available = status.data?.migratable;
+  const allowed = permission?.allowed === true && available?.available === true && !inFlight;
+  const reason = permission?.allowed === false ? permission.reason : inFlight ? "A migration of this VM is under way." : available?.available === false ? available.reason : undefined;
+
+  return (
+    <section aria-label="Live migration" className="migration">
+      <h2>Live migration</h2>
+      <div className="toolbar">
+        <label htmlFor="migration-target">Move to</label>
+        <select id="migration-target" value={target} onChange={(e) => { setTarget(e.target.value); }} disabled={!allowed}>
+          <option value={ANY_NODE}>Any node (the scheduler chooses)</option>
+          {others.map((n) => <option key={n} value={n}>{n}</option>)}
+        </select>
+        <ActionButton
+          label="Migrate"
+          allowed={allowed}
+          reason={reason}
+          busy={migrate.isPending}
+          onClick={() => {
+            migrate.mutate({ namespace, name, ...(target === ANY_NODE ? {} : { targetNode: target }) }, {
+              onSuccess: ({ name: migration }) => { toast(true, `Migrate ${name}: ${migration} made; its progress follows.`); },
+              onError: (error) => { toast(false, `Migrate ${name}: ${describeError(error).message}`); },
+            });
+          }}
+        />
+        {inFlight && (
+          <ActionButton
+            label="Cancel migration"
+            allowed={permission?.allowed}
+            reason={permission?.reason}
+            busy={cancel.isPending || latest.cancelling}
+            onClick={() => {
+              cancel.mutate({ namespace, name }, {
+                onSuccess: () => { toast(true, `Cancel the migration of ${name}: asked; the guest stays where it is.`); },
+                onError: (error) => { toast(false, `Cancel the migration of ${name}: ${describeError(error).message}`); },
+              });
+            }}
+          />
+        )}
+      </div>
+      {status.error && <p className="error" role="alert">{status.error.message}</p>}
+      {latest ? (
+        <div data-testid="migration-progress" aria-live="polite">
+          <p>
+            <strong data-testid="migration-phase">{latest.phase}</strong>
+            {latest.cancelling && !latest.ended ? " (cancelling)" : ""}
+            {latest.sourceNode ? ` from ${latest.sourceNode}` : ""}
+            {latest.targetNode ? ` to ${latest.targetNode}` : ""}
+            {latest.mode ? `, ${latest.mode === "PostCopy" ? "post-copy" : "pre-copy"}` : ""}
+            {latest.phases.length > 0 ? `, ${seconds(latest.phases[0]?.time, latest.ended ? latest.phases.at(-1)?.time : undefined)}${latest.ended ? " in all" : " so far"}` : ""}
+            {latest.evacuation ? ` (moved off ${latest.evacuation} by a drain)` : ""}
+          </p>
+          {latest.failureReason && <p className="error" data-testid="migration-failure">{latest.failureReason}</p>}
+          <ol className="timeline" aria-label="Migration phases">
+            {latest.phases.map((p) => <li key={p.phase}><time dateTime={p.time}>{new Date(p.time).toLocaleTimeString()}</time> {p.phase}</li>)}
+          </ol>
+        </div>
+      ) : <p className="muted">This VM has not been migrated{current ? `; it runs on ${current}` : ""}.</p>}
+    </section>
+  );
+}
