@@ -5,6 +5,7 @@ import { REPO_ROOT } from "@kubevirt-ts/control-plane";
 import { KUBECONFIG_PATH } from "@kubevirt-ts/local-cluster";
 import { formatComparison } from "./compare.ts";
 import { debianFigure, consoleEchoFigure } from "./figures/guests.ts";
+import { migrationFigures } from "./figures/migration.ts";
 import { listFigure, sseFigure } from "./figures/dashboard.ts";
 import { kwokFigures } from "./figures/kwok.ts";
 import { startFigures } from "./figures/start.ts";
@@ -30,6 +31,8 @@ const groups: Record<string, () => Promise<Row[]>> = {
   console: consoleEchoFigure,
   sse: () => sseFigure(),
   list: () => listFigure(),
+  // Needs two nodes: make up NODES=2.
+  migration: migrationFigures,
 };
 if (benchEnv.kwok) {
   const dir = benchEnv.kwokDir;
