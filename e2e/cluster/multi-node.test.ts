@@ -43,7 +43,8 @@ async function server(name: string, nodeName: string): Promise<string> {
 
 /** What a pod on `from` reads from each URL. */
 function fetchFrom(from: string, urls: string[]): Promise<string> {
-  const script = `(async () => { for (const url of ${JSON.stringify(urls)}) console.log(url, "->", await (await fetch(url, { signal: AbortSignal.timeout(10000) })).text()); })()`;
+  // Each URL asked until it answers, for 60 s at most: kube-proxy programs a new Service's rules a moment after its endpoints are ready.
+  const script = `(async () => { for (const url of ${JSON.stringify(urls)}) { const until = Date.now() + 60000; for (;;) { try { console.log(url, "->", await (await fetch(url, { signal: AbortSignal.timeout(5000) })).text()); break; } catch (e) { if (Date.now() > until) throw e; await new Promise((r) => setTimeout(r, 1000)); } } } })()`;
   return runPod(core, { namespace, image: nodeImage, command: ["node", "-e", script], nodeName: from });
 }
 

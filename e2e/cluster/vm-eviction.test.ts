@@ -1,19 +1,19 @@
 import { ApiException } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import { tinyVm } from "../manifests.ts";
+import { tinyVm, tinyVmOnClaim } from "../manifests.ts";
 import { core, custom, imageOf, policy, suiteNamespace } from "./cluster.ts";
 
 // What `kubectl drain` does to a VM: it evicts the VM's launcher pod through
 // Kubernetes' Eviction API, and KubeVirt's pod-eviction webhook and the
 // VMI's PodDisruptionBudget answer by the VMI's evictionStrategy (ADR 12).
-// kubevirt-ts cannot migrate yet, so no VMI is migratable.
+// A VMI that can move is migrated instead (vm-migration.test.ts); these are
+// the answers for VMIs that cannot (a ReadWriteOnce claim) or need not.
 
 const { name: namespace, get, launcherPods } = suiteNamespace("e2e-evict");
 const poll = { timeout: 180_000, interval: 1_000 };
 const tinyGuest = imageOf("tiny-guest");
 
-async function runningVm(name: string, evictionStrategy: string): Promise<{ uid: string; pod: string }> {
-  const vm = tinyVm(name, tinyGuest, namespace);
+async function runningVm(name: string, evictionStrategy: string, vm: { spec: { template: { spec: object } } } = tinyVm(name, tinyGuest, namespace)): Promise<{ uid: string; pod: string }> {
   Object.assign(vm.spec.template.spec, { evictionStrategy });
   await custom.createNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachines", body: vm });
   await expect.poll(async () => (await get("virtualmachineinstances", name))?.status?.phase, poll).toBe("Running");
@@ -38,7 +38,9 @@ const budgets = async (uid: string) => (await policy.listNamespacedPodDisruption
 
 describe("an eviction of a VM's launcher pod", () => {
   it("LiveMigrate: is refused with the reason, as for a VMI KubeVirt cannot migrate, and the VMI runs on, protected by a disruption budget", async () => {
-    const { uid, pod } = await runningVm("keep", "LiveMigrate");
+    // Its disk is on a ReadWriteOnce claim: it cannot be live migrated (LiveMigratable False, DisksNotLiveMigratable).
+    await core.createNamespacedPersistentVolumeClaim({ namespace, body: { metadata: { name: "keep-data" }, spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "64Mi" } } } } });
+    const { uid, pod } = await runningVm("keep", "LiveMigrate", tinyVmOnClaim("keep", tinyGuest, "keep-data", namespace));
     expect(await budgets(uid)).toHaveLength(1);
     const answer = await evict(pod);
     expect(answer.code).toBe(429);
