@@ -83,6 +83,8 @@ describe("live migration between the two nodes", () => {
 
     const migration = await virtctlMigrate("mover");
     await expect.poll(async () => (await readMigration(migration.metadata.name ?? ""))?.status?.phase, poll).toBe("Succeeded");
+    // The controller moves the VMI to the target once the source reported the guest gone: a moment after the migration's phase.
+    await expect.poll(async () => (await vmi("mover")).status?.nodeName, poll).toBe(otherNode(source));
     const after = await vmi("mover");
     expect(after.metadata.uid).toBe(before.metadata.uid);
     expect(after.status?.nodeName).toBe(otherNode(source));
@@ -165,7 +167,7 @@ describe("live migration between the two nodes", () => {
     await expect.poll(async () => (await readMigration(migration.metadata.name ?? ""))?.status?.phase, { timeout: 600_000, interval: 2_000 }).toBe("Succeeded");
     const lastBefore = Math.max(...ticks(watching.received().toString("utf8")));
     watching.ws.close();
-    expect((await vmi("debian")).status?.nodeName).toBe(otherNode(source));
+    await expect.poll(async () => (await vmi("debian")).status?.nodeName, poll).toBe(otherNode(source));
 
     // On the new node, the same loop prints on: every tick after the move is past the last one seen before it.
     const after = await openConsole(namespace, "debian", "console");

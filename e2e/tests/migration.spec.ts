@@ -46,7 +46,7 @@ test("Migrate moves a running VM to the node picked, and the page follows its ph
   await expect(progress.getByTestId("migration-phase")).toHaveText("Succeeded", slow);
   await expect(progress).toContainText(`from ${source} to ${other ?? ""}, pre-copy`);
   await expect(progress.getByRole("list", { name: "Migration phases" }).getByRole("listitem")).toContainText(["Pending", "Scheduling", "Succeeded"]);
-  expect(nodeOf("roamer")).toBe(other);
+  await expect.poll(() => nodeOf("roamer"), slow).toBe(other);
   // The overview's node follows the VM.
   await expect(page.getByRole("link", { name: other ?? "", exact: true })).toBeVisible();
   await expect(page.getByTestId("vm-status")).toHaveText("Running");
@@ -68,7 +68,7 @@ test("a console open during a migration opens again by itself on the VM's new no
   const panel = overview.getByRole("region", { name: "Live migration" });
   await panel.getByRole("button", { name: "Migrate", exact: true }).click();
   await expect(panel.getByTestId("migration-progress").getByTestId("migration-phase")).toHaveText("Succeeded", slow);
-  expect(nodeOf("roamer")).not.toBe(source);
+  await expect.poll(() => nodeOf("roamer"), slow).not.toBe(source);
 
   // The console followed: connected again, to the guest that kept its file.
   // (Typed again until it is answered: the page may not have seen the VM move yet, and its first session go nowhere.)
