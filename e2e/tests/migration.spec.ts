@@ -63,7 +63,9 @@ test("a console open during a migration opens again by itself on the VM's new no
   await expect(rows).toContainText("before-41", slow);
   const source = nodeOf("roamer");
 
+  // A page of its own signs in of its own: the token is kept per tab.
   const overview = await context.newPage();
+  await signIn(overview);
   await overview.goto(`/vms/${namespace}/roamer?ns=${namespace}`);
   const panel = overview.getByRole("region", { name: "Live migration" });
   await panel.getByRole("button", { name: "Migrate", exact: true }).click();
