@@ -3,7 +3,7 @@ import { closeSync, openSync } from "node:fs";
 import { readFile, readdir, readlink } from "node:fs/promises";
 import { basename } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { CONTAINERD_SOCKET, NODES_DIR, NODES_RUN_DIR, RUN_DIR, STATE_DIR } from "./config.ts";
+import { CONTAINERD_SOCKET, NODES_DIR, NODES_RUN_DIR, RUN_DIR, STATE_DIR, readClusterNodes } from "./config.ts";
 import { run, tryRun } from "./exec.ts";
 import { processesMatching } from "./proc.ts";
 
@@ -81,10 +81,22 @@ export async function hostComponentServes(component: "containerd" | "kubelet"): 
   return answer === "ok";
 }
 
-/** Kills a container's main process with SIGKILL through containerd; the kubelet restarts it by the pod's restart policy. */
+/**
+ * Kills a container's main process with SIGKILL through the containerd of the node that runs it (whichever of the
+ * cluster's nodes has it); the kubelet restarts it by the pod's restart policy.
+ */
 export async function killContainer(containerId: string): Promise<void> {
   const id = containerId.replace(/^containerd:\/\//, "");
-  await run("ctr", ["--address", CONTAINERD_SOCKET, "--namespace", "k8s.io", "task", "kill", "--signal", "SIGKILL", id]);
+  const refusals: string[] = [];
+  for (const node of await readClusterNodes()) {
+    try {
+      await run("ctr", ["--address", node.containerdSocket, "--namespace", "k8s.io", "task", "kill", "--signal", "SIGKILL", id]);
+      return;
+    } catch (error) {
+      refusals.push(`${node.name}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+  throw new Error(`no node's containerd could kill container ${id}:\n${refusals.join("\n")}`);
 }
 
 /** The pod UIDs of the QEMU processes on this node, from their cgroups: which domains really run, and in which pod. */
