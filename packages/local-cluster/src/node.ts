@@ -19,6 +19,8 @@ export interface NodeCredentials {
   kubeProxyKubeconfig: string;
   servingCert: string;
   servingKey: string;
+  /** The runc every node's containerd uses (runcBinary), found once for the machine. */
+  runc: string | undefined;
 }
 
 /** A command as it runs on the node: in the node's namespaces, when it has its own. */
@@ -89,10 +91,11 @@ async function makeCgroupRoot(node: ClusterNode): Promise<void> {
 const CAP_SYS_RESOURCE = 24;
 
 /** The runc containerd uses: a wrapper when root may not lower OOM scores (see files/runc-oom-clamp). */
-async function runcBinary(): Promise<string | undefined> {
+export async function runcBinary(): Promise<string | undefined> {
   const status = await readFile("/proc/self/status", "utf8");
   const effective = BigInt(`0x${/^CapEff:\s*([0-9a-f]+)$/m.exec(status)?.[1] ?? "0"}`);
   if ((effective >> BigInt(CAP_SYS_RESOURCE)) & 1n) return undefined;
+  log("root lacks CAP_SYS_RESOURCE here: runc goes through a wrapper that raises negative OOM scores to 0");
   const wrapper = join(STATE_DIR, "runc-oom-clamp");
   await copyFile(new URL("../files/runc-oom-clamp", import.meta.url), wrapper);
   await chmod(wrapper, 0o755);
@@ -116,10 +119,8 @@ export async function startNode(node: ClusterNode, credentials: NodeCredentials,
   };
 
   const containerdConfigPath = join(node.stateDir, "containerd.toml");
-  const runc = await runcBinary();
-  if (runc && node.index === 1) log("root lacks CAP_SYS_RESOURCE here: runc goes through a wrapper that raises negative OOM scores to 0");
   await mkdir(node.stateDir, { recursive: true });
-  await writeFile(containerdConfigPath, containerdConfig(node, runc));
+  await writeFile(containerdConfigPath, containerdConfig(node, credentials.runc));
   spawnOnNode("containerd", "containerd", ["--config", containerdConfigPath]);
   await waitFor(`containerd of ${node.name} answering`, 30_000, async () => (await tryRun("ctr", ["--address", node.containerdSocket, "version"])) !== undefined);
   await importPauseImage(node);

@@ -10,7 +10,7 @@ import {
 } from "./config.ts";
 import { log, run } from "./exec.ts";
 import { COREDNS_USER, dnsReady, startDns } from "./dns.ts";
-import { startNode } from "./node.ts";
+import { runcBinary, startNode } from "./node.ts";
 import { PROVISIONER_USER, startBlockStorage, startStorage } from "./storage.ts";
 
 // cluster-up: a Kubernetes cluster of real processes on this machine, of one
@@ -143,6 +143,7 @@ export async function clusterUp({ binDir, provisioner, coredns, nodes: nodeCount
 
   // Each node's kubelet has certificates of its own: NodeRestriction lets it touch its own node and pods only.
   const kubeProxyKubeconfig = await componentKubeconfig("kube-proxy", ca, kubeProxy);
+  const runc = await runcBinary();
   for (const node of nodes) {
     const suffix = node.index === 1 ? "" : `-${node.name}`;
     const [kubeletClient, kubeletServing] = await Promise.all([
@@ -150,7 +151,7 @@ export async function clusterUp({ binDir, provisioner, coredns, nodes: nodeCount
       pki.issue({ name: `kubelet-serving${suffix}`, commonName: node.name, hosts: [node.name, node.ip], usage: "server" }),
     ]);
     await startNode(node, {
-      binDir, caFile: ca, kubeProxyKubeconfig, servingCert: kubeletServing.cert, servingKey: kubeletServing.key,
+      binDir, caFile: ca, kubeProxyKubeconfig, servingCert: kubeletServing.cert, servingKey: kubeletServing.key, runc,
       kubeletKubeconfig: await componentKubeconfig(`kubelet${suffix}`, ca, kubeletClient),
     }, waitFor);
   }
