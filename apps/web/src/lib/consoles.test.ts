@@ -32,6 +32,13 @@ describe("console websockets", () => {
 
 describe("a shared display's channel", () => {
   it("is a raw channel noVNC takes: the display's bytes reach noVNC, the sharing's messages the page, and noVNC's bytes the server", async () => {
+    // noVNC's own socket layer, as RFB attaches a channel to it (beside RFB, the one module the package exports).
+    // Its logging writes to the browser's window.console. It is loaded first: RFB attaches a channel the moment it is
+    // made, and a channel that opened before Websock was attached never tells it so (a slow import on a loaded machine
+    // once left the test waiting for an "open" that had already passed).
+    vi.stubGlobal("window", globalThis);
+    const websock = join(dirname(createRequire(import.meta.url).resolve("@novnc/novnc")), "websock.js");
+    const { default: Websock } = (await import(/* @vite-ignore */ pathToFileURL(websock).href)) as { default: new () => NoVncSocket };
     const server = new WebSocketServer({ port: 0, host: "127.0.0.1" });
     await once(server, "listening");
     const got: Buffer[] = [];
@@ -43,11 +50,6 @@ describe("a shared display's channel", () => {
     const { port } = server.address() as AddressInfo;
     const sharing: string[] = [];
     const channel = new DisplayChannel(new WebSocket(`ws://127.0.0.1:${String(port)}`), (text) => sharing.push(text));
-    // noVNC's own socket layer, as RFB attaches a channel to it (beside RFB, the one module the package exports).
-    // Its logging writes to the browser's window.console.
-    vi.stubGlobal("window", globalThis);
-    const websock = join(dirname(createRequire(import.meta.url).resolve("@novnc/novnc")), "websock.js");
-    const { default: Websock } = (await import(/* @vite-ignore */ pathToFileURL(websock).href)) as { default: new () => NoVncSocket };
     const sock = new Websock();
     const opened = new Promise<void>((resolve) => { sock.on("open", resolve); });
     const received = new Promise<void>((resolve) => { sock.on("message", resolve); });
