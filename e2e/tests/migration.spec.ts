@@ -45,6 +45,9 @@ test("Migrate moves a running VM to the node picked, and the page follows its ph
   await expect(progress.getByTestId("migration-phase")).toHaveText(/Pending|Scheduling|Scheduled|PreparingTarget|TargetReady|Running|Succeeded/);
   await expect(progress.getByTestId("migration-phase")).toHaveText("Succeeded", slow);
   await expect(progress).toContainText(`from ${source} to ${other ?? ""}, pre-copy`);
+  // libvirt's figures of the finished job, from the handler of the node it left: what was sent, and the real downtime.
+  await expect(progress.getByTestId("migration-figures")).toContainText(/Sent [\d.]+ [KMG]iB in [\d.]+ m?s\./);
+  await expect(progress.getByTestId("migration-downtime")).toHaveText(/^\d+ ms$/);
   await expect(progress.getByRole("list", { name: "Migration phases" }).getByRole("listitem")).toContainText(["Pending", "Scheduling", "Succeeded"]);
   await expect.poll(() => nodeOf("roamer"), slow).toBe(other);
   // The overview's node follows the VM.

@@ -1,8 +1,8 @@
 import { request } from "node:https";
 import type { ConnectionOptions } from "node:tls";
 import { type KubeClient, type Pod, resources } from "@kubevirt-ts/kube";
-import { ConsoleServer, HANDLER_STATS_PATH, type ConsoleKind, type FreezeAction, type GuestAgentQuery, type PortForwardSegment, type VmiDomainAction, consoleServerPath } from "@kubevirt-ts/kubevirt-api";
-import type { DomainStats } from "@kubevirt-ts/launcher-protocol";
+import { ConsoleServer, HANDLER_STATS_PATH, type ConsoleKind, type FreezeAction, type GuestAgentQuery, type PortForwardSegment, type VmiDomainAction, consoleServerPath, handlerMigrationPath } from "@kubevirt-ts/kubevirt-api";
+import { type DomainStats, type MigrationReport, migrationReport } from "@kubevirt-ts/launcher-protocol";
 import { StatusError } from "@kubevirt-ts/runtime";
 import { type ClientOptions, WebSocket } from "ws";
 
@@ -106,6 +106,18 @@ export class HandlerDialer {
   /** Freezes (thawing by itself after the timeout, 0: never) or thaws the guest's file systems. */
   async freeze(nodeName: string, namespace: string, name: string, action: FreezeAction, unfreezeTimeoutSeconds: number): Promise<void> {
     await this.request(nodeName, "PUT", `${consoleServerPath(namespace, name, action)}${action === "freeze" ? `?unfreezeTimeoutSeconds=${String(unfreezeTimeoutSeconds)}` : ""}`);
+  }
+
+  /**
+   * What the handler of the node a migration left from last read of it (its progress, and once it ended its real
+   * downtime); undefined when that handler answers it sent none by that uid (404), as after it restarted.
+   */
+  async migrationReport(nodeName: string, migrationUid: string): Promise<MigrationReport | undefined> {
+    const body = await this.request(nodeName, "GET", handlerMigrationPath(migrationUid)).catch((error: unknown) => {
+      if (error instanceof HandlerError && error.status === 404) return undefined;
+      throw error;
+    });
+    return body === undefined ? undefined : migrationReport.parse(JSON.parse(body.toString("utf8")));
   }
 
   /** The VMI's display, as PNG. */

@@ -145,6 +145,19 @@ export const migrationStatus = z.strictObject({
 });
 export type MigrationStatus = z.infer<typeof migrationStatus>;
 
+/**
+ * What the source node's handler last read of a migration from its launcher, kept after the launcher is gone (the
+ * switch-over's downtime is only known then): the handler answers it at handlerMigrationPath for the API to show.
+ */
+export const migrationReport = z.strictObject({
+  namespace: z.string(),
+  name: z.string(),
+  /** ISO 8601: when the handler read it. */
+  observed: z.string(),
+  status: migrationStatus,
+});
+export type MigrationReport = z.infer<typeof migrationReport>;
+
 interface MethodSpec {
   params: z.ZodType;
   result: z.ZodType;

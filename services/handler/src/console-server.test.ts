@@ -5,7 +5,8 @@ import { type Server, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { Pki } from "@kubevirt-ts/control-plane";
-import { ConsoleServer, HANDLER_STATS_PATH, LAUNCHER_UID, type PortForwardSegment, SocketsVolume, type VirtualMachineInstance, consoleServerPath, defaultVmiSpec, portForwardSocket } from "@kubevirt-ts/kubevirt-api";
+import type { MigrationReport } from "@kubevirt-ts/launcher-protocol";
+import { ConsoleServer, HANDLER_STATS_PATH, handlerMigrationPath, LAUNCHER_UID, type PortForwardSegment, SocketsVolume, type VirtualMachineInstance, consoleServerPath, defaultVmiSpec, portForwardSocket } from "@kubevirt-ts/kubevirt-api";
 import { createLogger } from "@kubevirt-ts/runtime";
 import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -13,6 +14,12 @@ import type { ConnectionOptions } from "node:tls";
 import { type ClientOptions, WebSocket } from "ws";
 import { ConsoleRefusal, type ConsoleServerHandle, startConsoleServer } from "./console-server.ts";
 import { SERIAL_LOG_NAME, SocketName, podVolumePath } from "./pod-volume.ts";
+
+/** A migration the node sent, as its handler keeps it. */
+const SENT: MigrationReport = {
+  namespace: "ns", name: "running", observed: "2026-11-26T20:00:00.000Z",
+  status: { role: "Source", migrationUid: "uid-1", phase: "Completed", mode: "PreCopy", progress: { elapsedMs: 4000, dataProcessed: 70_000_000, downtimeMs: 42 } },
+};
 
 const SCREENSHOT = Buffer.from("\x89PNG\r\n\x1a\n-a-screenshot", "latin1");
 
@@ -134,6 +141,7 @@ beforeAll(async () => {
       throw new ConsoleRefusal(404, `no VMI ${namespace}/${name} runs on node test`);
     },
     stats: () => Promise.resolve([{ namespace: "ns", name: "running", stats: { cpu: { timeNs: 5e9 }, vcpus: [], memory: { rssKiB: 100 }, interfaces: [], disks: [] } }]),
+    migrationReport: (uid) => (uid === SENT.status.migrationUid ? SENT : undefined),
     log: createLogger({ component: "test", level: "error" }),
     registry: new Registry(),
   });
@@ -218,6 +226,12 @@ describe("the handler's console server", { timeout: 30_000 }, () => {
     second.send(Buffer.from("still here"));
     expect((await reply).toString()).toBe("STILL HERE");
     second.close();
+  });
+
+  it("answers the last figures of a migration the node sent, by its uid; 404 for one it did not, to GET only", async () => {
+    expect(await callPath("GET", handlerMigrationPath("uid-1"))).toBe(`200 ${JSON.stringify(SENT)}`);
+    expect(await callPath("GET", handlerMigrationPath("uid-2"))).toMatch(/^404 this node sent no migration uid-2/);
+    expect(await callPath("PUT", handlerMigrationPath("uid-1"))).toMatch(/^405 /);
   });
 
   it("answers the domain stats of every VMI on the node, to GET only", async () => {

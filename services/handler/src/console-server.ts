@@ -5,10 +5,11 @@ import { type Socket, connect } from "node:net";
 import type { Duplex } from "node:stream";
 import type { PeerCertificate, TLSSocket } from "node:tls";
 import {
-  CONSOLE_VIEWER_QUERY, HANDLER_STATS_PATH, SHARED_CONSOLE_QUERY,
+  CONSOLE_VIEWER_QUERY, HANDLER_MIGRATIONS_PATH, HANDLER_STATS_PATH, SHARED_CONSOLE_QUERY,
   type ConsoleKind, DOMAIN_ACTION_SUBRESOURCE, type PortForward, type StreamKind, FREEZE_ACTIONS, type FreezeAction, GUEST_AGENT_QUERIES, type GuestAgentInfo, type VmiDomainAction, type VirtualMachineInstance, domainActionOf, guestAgentAnswer, guestAgentRefusal,
   SocketsVolume, isFreezeAction, isGuestAgentQuery, parsePortForward, portForwardSocket, vmiActionAvailability,
 } from "@kubevirt-ts/kubevirt-api";
+import type { MigrationReport } from "@kubevirt-ts/launcher-protocol";
 import { type Logger, StatusError, keepAlive } from "@kubevirt-ts/runtime";
 import { Gauge, type Registry } from "prom-client";
 import { type WebSocket, WebSocketServer } from "ws";
@@ -58,6 +59,8 @@ export interface ConsoleServerOptions {
   portForward: (target: ConsoleTarget, forward: PortForward) => Promise<unknown>;
   /** The domain stats of every VMI running on this node (HANDLER_STATS_PATH). */
   stats: () => Promise<VmiStats[]>;
+  /** The last figures of a migration this node sent (handlerMigrationPath); undefined when it sent none by that uid. */
+  migrationReport: (migrationUid: string) => MigrationReport | undefined;
   log: Logger;
   registry: Registry;
   pingIntervalMs?: number;
@@ -125,7 +128,16 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
   const serveHttp = async (req: IncomingMessage, res: ServerResponse) => {
     try {
       if (!authorized(req)) throw new ConsoleRefusal(403, "this client may not use the console server");
-      if (new URL(req.url ?? "/", "https://handler").pathname === HANDLER_STATS_PATH) {
+      const path = new URL(req.url ?? "/", "https://handler").pathname;
+      if (path.startsWith(`${HANDLER_MIGRATIONS_PATH}/`)) {
+        if (req.method !== "GET") throw new ConsoleRefusal(405, "a migration's figures are read with GET");
+        const uid = decodeURIComponent(path.slice(HANDLER_MIGRATIONS_PATH.length + 1));
+        const report = options.migrationReport(uid);
+        if (!report) throw new ConsoleRefusal(404, `this node sent no migration ${uid} (or no longer keeps its figures)`);
+        res.writeHead(200, { "content-type": "application/json", "cache-control": "no-store" }).end(JSON.stringify(report));
+        return;
+      }
+      if (path === HANDLER_STATS_PATH) {
         if (req.method !== "GET") throw new ConsoleRefusal(405, "stats are read with GET");
         res.writeHead(200, { "content-type": "application/json", "cache-control": "no-store" }).end(JSON.stringify({ vmis: await options.stats() }));
         return;

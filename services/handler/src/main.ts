@@ -68,6 +68,7 @@ await runService({
       },
       portForward: async (target, forward) => (await launchers.get(target.podUid)).call("portForward", forward),
       stats: sample,
+      migrationReport: (uid) => migrations?.report(uid),
       log,
       registry,
     });

@@ -141,6 +141,9 @@ describe("the handlers' migration wiring", () => {
     expect(processed).toMatch(/kubevirt_vmi_migration_data_processed_bytes\{namespace="test",name="tiny"\} [1-9]\d*/);
     state = await until({ ...state, abortRequested: true }, d, (s) => s.failed === true, "the abort");
     expect(state).toMatchObject({ failed: true, failureReason: MIGRATION_ABORTED_REASON, abortStatus: "Succeeded", endTimestamp: expect.any(String) as unknown });
+    // The source's handler keeps what it last read of the migration, for the API; the target's sent none.
+    expect(d.source.report("mig-0")).toMatchObject({ namespace: "test", name: "tiny", status: { role: "Source", migrationUid: "mig-0", phase: "Failed" } });
+    expect(d.target.report("mig-0")).toBeUndefined();
     // The proxy's sockets are gone with it; the guest runs on at the source.
     await expect(lstat(podVolumePath(podsDir, "pod-a", MIGRATION_SOCKETS.memory))).rejects.toThrow(/ENOENT/);
     expect(await (await launcher("pod-a")).call("state")).toMatchObject({ state: "Running" });
@@ -152,6 +155,10 @@ describe("the handlers' migration wiring", () => {
     const state = await until(handedOver("mig-1"), d, (s) => s.completed === true && s.targetNodeDomainDetected === true, "the migration's end", 180_000);
     expect(state).toMatchObject({ completed: true, mode: "PreCopy", endTimestamp: expect.any(String) as unknown, targetNodeDomainReadyTimestamp: expect.any(String) as unknown });
     expect(state.failed).toBeUndefined();
+    // The finished job's figures outlive the source launcher's domain: the switch-over's real downtime among them.
+    const report = d.source.report("mig-1");
+    expect(report?.status).toMatchObject({ phase: "Completed", progress: { elapsedMs: expect.any(Number) as unknown, downtimeMs: expect.any(Number) as unknown } });
+    expect(report?.status.progress?.dataProcessed).toBeGreaterThan(0);
     expect(await (await launcher("pod-a")).call("state")).toMatchObject({ state: "Shutoff", reason: "Migrated" });
     expect(await (await launcher("pod-b")).call("state")).toMatchObject({ state: "Running" });
     expect(await readUntil(serialOf("pod-b"), "ram=kept-in-ram", "echo ram=$(cat /tmp/mark)\n")).toContain("ram=kept-in-ram");

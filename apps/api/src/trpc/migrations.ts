@@ -1,9 +1,11 @@
 import {
   type VirtualMachineInstance, type VirtualMachineInstanceMigration, dnsLabelProblem, isFinalMigrationPhase, kubevirtResources, migrationRefusal,
 } from "@kubevirt-ts/kubevirt-api";
+import type { MigrationReport } from "@kubevirt-ts/launcher-protocol";
 import { TRPCError } from "@trpc/server";
 import { z } from "zod";
 import { tokenRequester } from "../access.ts";
+import type { HandlerDialer } from "../handler-dialer.ts";
 import { requestMigration } from "../vm-actions.ts";
 import { router, userProcedure } from "./init.ts";
 import { fromRefusal } from "./refusal.ts";
@@ -11,8 +13,12 @@ import { fromRefusal } from "./refusal.ts";
 // A VM's live migrations for the dashboard: Migrate (to any node, or to one
 // by name: KubeVirt's addedNodeSelector on kubernetes.io/hostname), Cancel
 // (the migration deleted, which aborts it), and the VM's migrations with
-// their progress. Migrate is the migrate subresource's own implementation
-// (vm-actions.ts); listing and cancelling are the user's own requests.
+// their progress: phases from the objects, and the latest one's figures
+// from the handler of the node it left (what KubeVirt's
+// kubevirt_vmi_migration_* metrics give). Migrate is the migrate
+// subresource's own implementation (vm-actions.ts); listing and cancelling
+// are the user's own requests, the figures asked only once the user could
+// list the migrations.
 
 const dnsName = z.string().superRefine((value, ctx) => {
   const problem = dnsLabelProblem(value);
@@ -36,6 +42,40 @@ function migrationView(m: VirtualMachineInstanceMigration) {
     failureReason: state?.failureReason,
     evacuation: m.metadata.annotations?.["kubevirt.io/evacuationMigration"],
   };
+}
+
+/**
+ * The figures of a migration as its source's handler last read them from libvirt's job: how much was sent and is left,
+ * at what rate, the pass over memory; once it ended, the switch-over's real downtime.
+ */
+function progressView(report: MigrationReport) {
+  const p = report.status.progress;
+  return {
+    observed: report.observed,
+    phase: report.status.phase,
+    elapsedMs: p?.elapsedMs,
+    dataTotal: p?.dataTotal,
+    dataProcessed: p?.dataProcessed,
+    dataRemaining: p?.dataRemaining,
+    memoryBytesPerSecond: p?.memoryBps,
+    iteration: p?.iteration,
+    // While it runs, libvirt's figure is the downtime QEMU expects; only a completed job's is the real one.
+    downtimeMs: report.status.phase === "Completed" ? p?.downtimeMs : undefined,
+    expectedDowntimeMs: report.status.phase === "Running" ? p?.downtimeMs : undefined,
+  };
+}
+
+/** The latest migration's figures from the handler of the node it left: none before it starts sending (or once that handler forgot), a problem when that handler cannot be asked. */
+async function progressOf(handlers: HandlerDialer, m: VirtualMachineInstanceMigration): Promise<{ progress?: ReturnType<typeof progressView>; progressProblem?: string }> {
+  const state = m.status?.migrationState;
+  const uid = state?.migrationUid ?? m.metadata.uid;
+  if (!state?.sourceNode || uid === undefined) return {};
+  try {
+    const report = await handlers.migrationReport(state.sourceNode, uid);
+    return report ? { progress: progressView(report) } : {};
+  } catch (error) {
+    return { progressProblem: `the figures of the migration are unavailable: ${error instanceof Error ? error.message : String(error)}` };
+  }
 }
 
 const migrationsOf = async (client: Parameters<typeof tokenRequester>[0], namespace: string, name: string) =>
@@ -62,8 +102,10 @@ export const migrations = router({
       ctx.client.find<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, input.namespace, input.name),
     ]);
     const refusal = vmi ? migrationRefusal(vmi) : `${input.name} is not running`;
+    const newest = [...list].sort((a, b) => (b.metadata.creationTimestamp ?? "").localeCompare(a.metadata.creationTimestamp ?? ""));
+    const figures = newest[0] ? await progressOf(ctx.handlers, newest[0]) : {};
     return {
-      migrations: list.map(migrationView).sort((a, b) => b.created.localeCompare(a.created)),
+      migrations: newest.map((m, i) => ({ ...migrationView(m), ...(i === 0 ? figures : {}) })),
       migratable: refusal === undefined ? { available: true as const } : { available: false as const, reason: refusal },
       node: vmi?.status?.nodeName,
     };

@@ -1,4 +1,6 @@
-import { MIGRATION_SOCKETS, type LauncherClient, type MigrationOptions, type MigrationSourceProxy, type MigrationStatus, MigrationTargetProxy, type ProxyTls, startMigrationSourceProxy } from "@kubevirt-ts/launcher-protocol";
+import {
+  MIGRATION_SOCKETS, type LauncherClient, type MigrationOptions, type MigrationReport, type MigrationSourceProxy, type MigrationStatus, MigrationTargetProxy, type ProxyTls, startMigrationSourceProxy,
+} from "@kubevirt-ts/launcher-protocol";
 import type { VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { Gauge, type Registry } from "prom-client";
@@ -27,6 +29,10 @@ export interface MigrationDriverOptions {
   now?: () => Date;
 }
 
+/** How many sent migrations' last figures are kept (the oldest go first), and for how long. */
+export const KEPT_REPORTS = 256;
+export const REPORT_RETENTION_MS = 60 * 60 * 1000;
+
 interface SourceProxy {
   proxy: MigrationSourceProxy;
   /** The handle on the source pod's sockets folder, open as long as the proxy's sockets are in it. */
@@ -37,6 +43,8 @@ export class MigrationDriver {
   private readonly o: MigrationDriverOptions;
   private readonly target: MigrationTargetProxy;
   private readonly sources = new Map<string, Promise<SourceProxy>>();
+  /** The last figures of the migrations sent from this node, by migration uid, oldest first. */
+  private readonly reports = new Map<string, MigrationReport>();
   private readonly progress: Record<"processed" | "remaining" | "memoryRate" | "dirtyRate", Gauge> | undefined;
 
   private constructor(options: MigrationDriverOptions, target: MigrationTargetProxy) {
@@ -93,6 +101,7 @@ export class MigrationDriver {
     const launcher = await this.o.launcher(podUid);
     const status = await launcher.call("migrationState");
     this.publish(vmi, status);
+    this.keep(vmi, state.migrationUid, status);
     const step = sourceStep({ state, nodeName: state.sourceNode ?? "", launcher: status, options: this.o.options, now: this.now() });
     const uid = state.migrationUid ?? "";
     if (step.proxy === "start") await this.startSource(uid, state, podUid);
@@ -114,6 +123,28 @@ export class MigrationDriver {
   /** The VMI no longer moves to this node (its target label gone): none of the migration's connections get through. */
   forgetTarget(migrationUid: string): void {
     this.target.revoke(migrationUid);
+  }
+
+  /** What this node's handler last read of a migration it sent, while it is kept; undefined when it sent none by that uid. */
+  report(migrationUid: string): MigrationReport | undefined {
+    this.expire();
+    return this.reports.get(migrationUid);
+  }
+
+  /** Keeps the launcher's figures of the migration it runs (its status answers another uid, or none, before it starts). */
+  private keep(vmi: VirtualMachineInstance, migrationUid: string | undefined, status: MigrationStatus): void {
+    if (migrationUid === undefined || status.migrationUid !== migrationUid || status.phase === "None") return;
+    this.reports.delete(migrationUid);
+    this.reports.set(migrationUid, { namespace: vmi.metadata.namespace ?? "", name: vmi.metadata.name ?? "", observed: this.now().toISOString(), status });
+    this.expire();
+  }
+
+  private expire(): void {
+    const oldest = this.now().getTime() - REPORT_RETENTION_MS;
+    for (const [uid, report] of this.reports) {
+      if (this.reports.size <= KEPT_REPORTS && Date.parse(report.observed) >= oldest) break;
+      this.reports.delete(uid);
+    }
   }
 
   private publish(vmi: VirtualMachineInstance, status: MigrationStatus): void {

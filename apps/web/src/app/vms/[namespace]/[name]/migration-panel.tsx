@@ -2,13 +2,15 @@
 
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { useState } from "react";
+import { describeFigures } from "../../../../lib/migrations";
 import { describeError, useTRPC } from "../../../../lib/trpc";
 import { useToast } from "../../../ui/toasts";
 import { ActionButton } from "../../shell";
 
 // A VM's live migration on its page: Migrate (to the node the scheduler
 // picks, or to one chosen from the list), the migration in flight or the last
-// one, phase by phase, and Cancel while it runs (the migration is deleted,
+// one, phase by phase with libvirt's figures (data sent and left, rate,
+// downtime once it switched over), and Cancel while it runs (the migration is deleted,
 // which aborts it; the guest stays where it was).
 
 const ANY_NODE = "";
@@ -84,6 +86,8 @@ export function MigrationPanel({ namespace, name, permission }: { namespace: str
             {latest.phases.length > 0 ? `, ${seconds(latest.phases[0]?.time, latest.ended ? latest.phases.at(-1)?.time : undefined)}${latest.ended ? " in all" : " so far"}` : ""}
             {latest.evacuation ? ` (moved off ${latest.evacuation} by a drain)` : ""}
           </p>
+          {latest.progress && <MigrationFiguresLine figures={latest.progress} />}
+          {latest.progressProblem && <p className="muted">{latest.progressProblem}</p>}
           {latest.failureReason && <p className="error" data-testid="migration-failure">{latest.failureReason}</p>}
           <ol className="timeline" aria-label="Migration phases">
             {latest.phases.map((p) => <li key={p.phase}><time dateTime={p.time}>{new Date(p.time).toLocaleTimeString()}</time> {p.phase}</li>)}
@@ -91,5 +95,18 @@ export function MigrationPanel({ namespace, name, permission }: { namespace: str
         </div>
       ) : <p className="muted">This VM has not been migrated{current ? `; it runs on ${current}` : ""}.</p>}
     </section>
+  );
+}
+
+function MigrationFiguresLine({ figures }: { figures: Parameters<typeof describeFigures>[0] }) {
+  const view = describeFigures(figures);
+  return (
+    <div data-testid="migration-figures">
+      {view.copied !== undefined && <progress aria-label="Data copied" max={1} value={view.copied} />}
+      <p>
+        {view.line}
+        {view.downtime !== undefined && <> The guest was paused for <strong data-testid="migration-downtime">{view.downtime}</strong> to switch over.</>}
+      </p>
+    </div>
   );
 }
