@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import { ApiException } from "@kubernetes/client-node";
 import { REPO_ROOT } from "@kubevirt-ts/control-plane";
 import { core, custom, imageOf } from "../../cluster/cluster.ts";
 import { inGuest, serialLogin } from "../../cluster/console.ts";
@@ -18,6 +19,11 @@ interface Vmi { status?: { phase?: string; nodeName?: string; conditions?: { typ
 
 const kubevirt = (namespace: string, plural: string) => ({ group: "kubevirt.io", version: "v1", namespace, plural });
 const readVmi = async (namespace: string, name: string) => (await custom.getNamespacedCustomObject({ ...kubevirt(namespace, "virtualmachineinstances"), name })) as Vmi;
+/** The VMI, or undefined while its VM has not made it yet (404 alone: any other error is thrown). */
+const findVmi = (namespace: string, name: string) => readVmi(namespace, name).catch((error: unknown) => {
+  if (error instanceof ApiException && error.code === 404) return undefined;
+  throw error;
+});
 
 /** What the source's handler logged when the migration completed: libvirt's figures of the job. */
 async function completedLine(sourceNode: string, migrationUid: string): Promise<{ downtimeMs?: number; elapsedMs?: number; dataProcessed?: number } | undefined> {
@@ -32,7 +38,7 @@ async function completedLine(sourceNode: string, migrationUid: string): Promise<
 
 /** Migrates the running VMI once and measures it; `dirty` starts the guest's memory-dirtying loop first. */
 async function migrateOnce(namespace: string, name: string, label: string, guest: string, dirty: () => Promise<void>): Promise<Row[]> {
-  const ready = await waitFor(async () => (await readVmi(namespace, name)).status?.conditions?.some((c) => c.type === "LiveMigratable" && c.status === "True") ?? false, 900_000, 1_000);
+  const ready = await waitFor(async () => (await findVmi(namespace, name))?.status?.conditions?.some((c) => c.type === "LiveMigratable" && c.status === "True") ?? false, 900_000, 1_000);
   if (!ready) throw new Error(`${label}: the VMI is not LiveMigratable after 900 s`);
   await dirty();
   const created = (await custom.createNamespacedCustomObject({ ...kubevirt(namespace, "virtualmachineinstancemigrations"), body: { apiVersion: "kubevirt.io/v1", kind: "VirtualMachineInstanceMigration", metadata: { generateName: "bench-" }, spec: { vmiName: name } } })) as Migration;
