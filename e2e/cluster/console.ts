@@ -2,7 +2,6 @@ import { once } from "node:events";
 import { request } from "node:https";
 import type { ConnectionOptions } from "node:tls";
 import { ConsoleServer, type ConsoleKind, consoleServerPath } from "@kubevirt-ts/kubevirt-api";
-import { expect } from "vitest";
 import { type ClientOptions, WebSocket } from "ws";
 import { tokenOf } from "../tests/cluster-users.ts";
 import { core, custom } from "./cluster.ts";
@@ -62,18 +61,31 @@ export async function serialLog(namespace: string, name: string): Promise<string
   });
 }
 
+/**
+ * Reads until the value passes, every interval, for at most the timeout; else fails with what was last read. (Not
+ * vitest's expect.poll: the benchmark, outside vitest, types into guests with these too.)
+ */
+async function readUntil(read: () => string, passes: (value: string) => boolean, poll: { timeout: number; interval: number }, what: string): Promise<string> {
+  const deadline = Date.now() + poll.timeout;
+  for (;;) {
+    const value = read();
+    if (passes(value)) return value;
+    if (Date.now() >= deadline) throw new Error(`${what} within ${String(poll.timeout / 1000)} s; the console printed:\n${value.slice(-2000)}`);
+    await new Promise((resolve) => setTimeout(resolve, poll.interval));
+  }
+}
+
 /** Types a command on the VM's serial console (a shell's, as the tiny guest's) and waits for what it prints. */
 export async function inGuest(namespace: string, vm: string, command: string, expected: string, poll = { timeout: 240_000, interval: 1_000 }): Promise<string> {
   const { ws, received } = await openConsole(namespace, vm, "console");
   try {
     // The shell may still be starting: Enter until its prompt shows (busybox's sh follows it with a cursor query).
-    await expect.poll(() => {
+    await readUntil(() => {
       ws.send(Buffer.from("\n"));
       return received().toString();
-    }, poll).toMatch(/[#$] /);
+    }, (seen) => /[#$] /.test(seen), poll, "no shell prompt on the serial console");
     ws.send(Buffer.from(`${command}\n`));
-    await expect.poll(() => received().toString(), poll).toContain(expected);
-    return received().toString();
+    return await readUntil(() => received().toString(), (seen) => seen.includes(expected), poll, `no ${JSON.stringify(expected)} after ${JSON.stringify(command)}`);
   } finally {
     ws.close();
   }
@@ -100,8 +112,9 @@ export async function serialLogin(namespace: string, vm: string, user: string, p
     const mark = text().length;
     type(line);
     const after = () => text().slice(mark);
-    await expect.poll(after, poll).toMatch(typeof expected === "string" ? new RegExp(expected.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")) : expected);
-    return after();
+    const pattern = typeof expected === "string" ? new RegExp(expected.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")) : expected;
+    // (The line is left out of the failure: it may be the password.)
+    return readUntil(after, (seen) => pattern.test(seen), poll, `no ${String(pattern)} on the serial console after the line typed`);
   };
   await step("", /login: /);
   await step(user, /Password: /);
