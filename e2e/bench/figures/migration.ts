@@ -38,8 +38,12 @@ async function completedLine(sourceNode: string, migrationUid: string): Promise<
 
 /** Migrates the running VMI once and measures it; `dirty` starts the guest's memory-dirtying loop first. */
 async function migrateOnce(namespace: string, name: string, label: string, guest: string, dirty: () => Promise<void>): Promise<Row[]> {
-  const ready = await waitFor(async () => (await findVmi(namespace, name))?.status?.conditions?.some((c) => c.type === "LiveMigratable" && c.status === "True") ?? false, 900_000, 1_000);
-  if (!ready) throw new Error(`${label}: the VMI is not LiveMigratable after 900 s`);
+  // Running (its console reaches the guest only then) and able to move.
+  const ready = await waitFor(async () => {
+    const vmi = await findVmi(namespace, name);
+    return vmi?.status?.phase === "Running" && (vmi.status.conditions?.some((c) => c.type === "LiveMigratable" && c.status === "True") ?? false);
+  }, 900_000, 1_000);
+  if (!ready) throw new Error(`${label}: the VMI is not Running and LiveMigratable after 900 s`);
   await dirty();
   const created = (await custom.createNamespacedCustomObject({ ...kubevirt(namespace, "virtualmachineinstancemigrations"), body: { apiVersion: "kubevirt.io/v1", kind: "VirtualMachineInstanceMigration", metadata: { generateName: "bench-" }, spec: { vmiName: name } } })) as Migration;
   const migrationName = created.metadata.name ?? "";
