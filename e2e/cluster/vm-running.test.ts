@@ -70,13 +70,15 @@ describe("a VM with the tiny guest", () => {
   it("keeps running while its handler is killed, and is reported correctly once the handler is back", async () => {
     const [launcherBefore] = await launcherPods();
     const phasesBefore = phaseHistory(await get("virtualmachineinstances", "tiny"));
-    const [handler] = (await core.listNamespacedPod({ namespace: "kubevirt-ts", labelSelector: "app.kubernetes.io/name=virt-handler" })).items;
+    // The handler of the VM's own node (on two nodes, the other one's would be ready all along).
+    const handlersOfNode = async () => (await core.listNamespacedPod({
+      namespace: "kubevirt-ts", labelSelector: "app.kubernetes.io/name=virt-handler", fieldSelector: `spec.nodeName=${launcherBefore?.spec?.nodeName ?? ""}`,
+    })).items;
+    const [handler] = await handlersOfNode();
+    expect(handler, "a handler on the VM's node").toBeDefined();
     await core.deleteNamespacedPod({ name: handler?.metadata?.name ?? "", namespace: "kubevirt-ts", gracePeriodSeconds: 0 });
     await expect
-      .poll(async () => {
-        const pods = (await core.listNamespacedPod({ namespace: "kubevirt-ts", labelSelector: "app.kubernetes.io/name=virt-handler" })).items;
-        return pods.some((p) => p.metadata?.uid !== handler?.metadata?.uid && p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"));
-      }, poll)
+      .poll(async () => (await handlersOfNode()).some((p) => p.metadata?.uid !== handler?.metadata?.uid && p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")), poll)
       .toBe(true);
     const [launcherAfter] = await launcherPods();
     expect(launcherAfter?.metadata?.uid).toBe(launcherBefore?.metadata?.uid);
