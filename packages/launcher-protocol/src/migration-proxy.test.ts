@@ -106,7 +106,8 @@ describe("the migration proxy", () => {
     } finally {
       await source.close();
     }
-  });
+    // 16 MiB through two TLS hops takes about a second here, five and more on a machine busy with other suites.
+  }, 60_000);
 
   it("refuses a peer with no client certificate at the handshake", async () => {
     await expect(dial({ ca: t("handler").ca, cert: "", key: "" })).rejects.toThrow(/did not answer \(a refused certificate\?\)|certificate required/);
