@@ -1,7 +1,6 @@
 import { join } from "node:path";
-import { ApiException } from "@kubernetes/client-node";
 import { REPO_ROOT } from "@kubevirt-ts/control-plane";
-import { core, custom, imageOf } from "../../cluster/cluster.ts";
+import { core, custom, imageOf, undefinedIfNotFound } from "../../cluster/cluster.ts";
 import { inGuest, serialLogin } from "../../cluster/console.ts";
 import { tinyVm } from "../../manifests.ts";
 import { createNamespace, deleteNamespace, kubectl, waitFor } from "../cluster.ts";
@@ -19,11 +18,8 @@ interface Vmi { status?: { phase?: string; nodeName?: string; conditions?: { typ
 
 const kubevirt = (namespace: string, plural: string) => ({ group: "kubevirt.io", version: "v1", namespace, plural });
 const readVmi = async (namespace: string, name: string) => (await custom.getNamespacedCustomObject({ ...kubevirt(namespace, "virtualmachineinstances"), name })) as Vmi;
-/** The VMI, or undefined while its VM has not made it yet (404 alone: any other error is thrown). */
-const findVmi = (namespace: string, name: string) => readVmi(namespace, name).catch((error: unknown) => {
-  if (error instanceof ApiException && error.code === 404) return undefined;
-  throw error;
-});
+/** The VMI, or undefined while its VM has not made it yet. */
+const findVmi = (namespace: string, name: string) => readVmi(namespace, name).catch(undefinedIfNotFound);
 
 /** What the source's handler logged when the migration completed: libvirt's figures of the job. */
 async function completedLine(sourceNode: string, migrationUid: string): Promise<{ downtimeMs?: number; elapsedMs?: number; dataProcessed?: number } | undefined> {
