@@ -158,6 +158,10 @@ export const migrationReport = z.strictObject({
 });
 export type MigrationReport = z.infer<typeof migrationReport>;
 
+/** How many sent migrations' reports a handler keeps (the oldest go first), and for how long: after that it answers 404. */
+export const KEPT_MIGRATION_REPORTS = 256;
+export const MIGRATION_REPORT_RETENTION_MS = 60 * 60 * 1000;
+
 interface MethodSpec {
   params: z.ZodType;
   result: z.ZodType;

@@ -1,7 +1,7 @@
 import {
   type VirtualMachineInstance, type VirtualMachineInstanceMigration, dnsLabelProblem, isFinalMigrationPhase, kubevirtResources, migrationRefusal,
 } from "@kubevirt-ts/kubevirt-api";
-import type { MigrationReport } from "@kubevirt-ts/launcher-protocol";
+import { MIGRATION_REPORT_RETENTION_MS, type MigrationReport } from "@kubevirt-ts/launcher-protocol";
 import { TRPCError } from "@trpc/server";
 import { z } from "zod";
 import { tokenRequester } from "../access.ts";
@@ -70,6 +70,9 @@ async function progressOf(handlers: HandlerDialer, m: VirtualMachineInstanceMigr
   const state = m.status?.migrationState;
   const uid = state?.migrationUid ?? m.metadata.uid;
   if (!state?.sourceNode || uid === undefined) return {};
+  // A migration that ended before the handler's retention has no figures left there: not asked again every second.
+  const ended = state.endTimestamp ? Date.parse(state.endTimestamp) : undefined;
+  if (ended !== undefined && Date.now() - ended > MIGRATION_REPORT_RETENTION_MS) return {};
   try {
     const report = await handlers.migrationReport(state.sourceNode, uid);
     return report ? { progress: progressView(report) } : {};

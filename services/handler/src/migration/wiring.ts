@@ -1,5 +1,5 @@
 import {
-  MIGRATION_SOCKETS, type LauncherClient, type MigrationOptions, type MigrationReport, type MigrationSourceProxy, type MigrationStatus, MigrationTargetProxy, type ProxyTls, startMigrationSourceProxy,
+  KEPT_MIGRATION_REPORTS, MIGRATION_REPORT_RETENTION_MS, MIGRATION_SOCKETS, type LauncherClient, type MigrationOptions, type MigrationReport, type MigrationSourceProxy, type MigrationStatus, MigrationTargetProxy, type ProxyTls, startMigrationSourceProxy,
 } from "@kubevirt-ts/launcher-protocol";
 import type { VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
@@ -28,10 +28,6 @@ export interface MigrationDriverOptions {
   registry?: Registry;
   now?: () => Date;
 }
-
-/** How many sent migrations' last figures are kept (the oldest go first), and for how long. */
-export const KEPT_REPORTS = 256;
-export const REPORT_RETENTION_MS = 60 * 60 * 1000;
 
 interface SourceProxy {
   proxy: MigrationSourceProxy;
@@ -140,9 +136,9 @@ export class MigrationDriver {
   }
 
   private expire(): void {
-    const oldest = this.now().getTime() - REPORT_RETENTION_MS;
+    const oldest = this.now().getTime() - MIGRATION_REPORT_RETENTION_MS;
     for (const [uid, report] of this.reports) {
-      if (this.reports.size <= KEPT_REPORTS && Date.parse(report.observed) >= oldest) break;
+      if (this.reports.size <= KEPT_MIGRATION_REPORTS && Date.parse(report.observed) >= oldest) break;
       this.reports.delete(uid);
     }
   }
