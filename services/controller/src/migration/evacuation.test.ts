@@ -1,6 +1,6 @@
-import type { MigrationPhase, VirtualMachineInstanceMigration } from "@kubevirt-ts/kubevirt-api";
+import type { MigrationPhase, MigrationState, VirtualMachineInstance, VirtualMachineInstanceMigration } from "@kubevirt-ts/kubevirt-api";
 import { describe, expect, it } from "vitest";
-import { evacuationBackoffMs } from "./evacuation.ts";
+import { evacuationBackoffMs, needsEvacuation } from "./evacuation.ts";
 
 const migration = (created: string, phase: MigrationPhase, ended = created): VirtualMachineInstanceMigration => ({
   apiVersion: "kubevirt.io/v1",
@@ -21,5 +21,30 @@ describe("evacuationBackoffMs, KubeVirt's backoff after failed migrations", () =
     ["one failed long ago", [migration("2026-01-01T00:00:00Z", "Failed")], 0],
   ])("%s", (_, migrations, wait) => {
     expect(evacuationBackoffMs(migrations, now)).toBe(wait);
+  });
+});
+
+const marked = (migrationState?: MigrationState, nodeName = "node-a"): VirtualMachineInstance => ({
+  apiVersion: "kubevirt.io/v1",
+  kind: "VirtualMachineInstance",
+  metadata: { name: "web", namespace: "default" },
+  spec: { domain: { devices: {} }, evictionStrategy: "LiveMigrate" },
+  status: {
+    phase: "Running", nodeName, evacuationNodeName: "node-a",
+    conditions: [{ type: "LiveMigratable", status: "True" }],
+    ...(migrationState ? { migrationState } : {}),
+  },
+});
+
+describe("needsEvacuation", () => {
+  it.each([
+    ["marked, on the node its drain named", marked(), true],
+    ["its last migration failed: it is still on that node", marked({ migrationUid: "m1", sourceNode: "node-a", targetNode: "node-b", failed: true }), true],
+    ["its migration runs", marked({ migrationUid: "m1", sourceNode: "node-a", targetNode: "node-b", mode: "PreCopy" }), false],
+    // The window in which a second migration was once made: Succeeded, the VMI not yet moved by its controller.
+    ["its migration completed, the VMI not yet moved to the target", marked({ migrationUid: "m1", sourceNode: "node-a", targetNode: "node-b", completed: true }), false],
+    ["moved to the target, the mark of another node", marked({ migrationUid: "m1", sourceNode: "node-a", targetNode: "node-b", completed: true }, "node-b"), false],
+  ])("%s: %s", (_, vmi, needed) => {
+    expect(needsEvacuation(vmi, "None")).toBe(needed);
   });
 });

@@ -1,7 +1,7 @@
 import type { EventRecorder, Expectations, Informer, KubeClient, Reconcile } from "@kubevirt-ts/kube";
 import {
   API_VERSION, Annotation, EVACUATION_GENERATE_NAME, type EvictionStrategy, Kind, type VirtualMachineInstance, type VirtualMachineInstanceMigration, evictionStrategyOf, isFinalMigrationPhase, isLiveMigratable,
-  kubevirtResources,
+  isMigrating, kubevirtResources,
 } from "@kubevirt-ts/kubevirt-api";
 
 // KubeVirt's evacuation controller: a VMI whose launcher pod's eviction was
@@ -44,11 +44,16 @@ export interface EvacuationDeps {
   now: () => Date;
 }
 
-/** Whether the VMI is to be moved off its node now. */
+/**
+ * Whether the VMI is to be moved off its node now. Not while it moves: in particular not between its migration's
+ * completion and the VMI controller's move of it to the target node, when its migration is already Succeeded and
+ * status.nodeName still names the node it left (a second migration made then would take it on from its new node).
+ */
 export function needsEvacuation(vmi: VirtualMachineInstance, clusterDefault: EvictionStrategy): boolean {
   const node = vmi.status?.nodeName;
   const strategy = evictionStrategyOf(vmi, clusterDefault);
-  return node !== undefined && vmi.status?.evacuationNodeName === node && !vmi.metadata.deletionTimestamp && vmi.status.phase === "Running" && isLiveMigratable(vmi) && (strategy === "LiveMigrate" || strategy === "LiveMigrateIfPossible");
+  return node !== undefined && vmi.status?.evacuationNodeName === node && !vmi.metadata.deletionTimestamp && vmi.status.phase === "Running" && !isMigrating(vmi) && isLiveMigratable(vmi)
+    && (strategy === "LiveMigrate" || strategy === "LiveMigrateIfPossible");
 }
 
 export function createEvacuationReconciler(deps: EvacuationDeps): Reconcile {
