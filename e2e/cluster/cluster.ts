@@ -73,7 +73,7 @@ export function phaseHistory(vmi: KubevirtObject): string {
 export interface SuiteNamespace {
   name: string;
   kubectl: (...args: string[]) => Promise<string>;
-  get: (plural: "virtualmachines" | "virtualmachineinstances", name: string) => Promise<KubevirtObject>;
+  get: (plural: "virtualmachines" | "virtualmachineinstances" | "virtualmachineinstancemigrations", name: string) => Promise<KubevirtObject>;
   launcherPods: () => Promise<V1Pod[]>;
 }
 

@@ -22,6 +22,7 @@ type Outcome =
   | { runs: true; claims?: string[] }
   | { refused: string }
   | { stored: string }
+  | { migrates: string }
   | { skipped: string };
 
 const runs = (claims?: string[]): Outcome => ({ runs: true, ...(claims ? { claims } : {}) });
@@ -37,8 +38,8 @@ const EXPECTED: Record<string, Outcome> = {
   "non-preemtible.yaml": { stored: "a PriorityClass, which vm-priorityclass.yaml names" },
   "preemtible.yaml": { skipped: "a PriorityClass no example names" },
   "pgpu-resource-claim-tmpl.yaml": { skipped: "a Kubernetes kind for GPUs (dynamic resource allocation)" },
-  "example-migration-policy.yaml": { skipped: "MigrationPolicy: no live migration yet" },
-  "migration-job.yaml": { skipped: "VirtualMachineInstanceMigration: no live migration yet" },
+  "example-migration-policy.yaml": { stored: "a MigrationPolicy; no VMI here has its labels" },
+  "migration-job.yaml": { migrates: "vmi-migratable.yaml" },
   "vm-pool-cirros.yaml": { skipped: "VirtualMachinePool: not served" },
   "vmi-preset-small.yaml": { skipped: "VirtualMachineInstancePreset: not served (deprecated in KubeVirt)" },
   "vmi-replicaset-cirros.yaml": { skipped: "VirtualMachineInstanceReplicaSet: not served" },
@@ -104,7 +105,7 @@ async function create(file: string): Promise<string> {
   );
 }
 
-const CLUSTER_KINDS = new Set(["VirtualMachineClusterInstancetype", "VirtualMachineClusterPreference", "PriorityClass"]);
+const CLUSTER_KINDS = new Set(["VirtualMachineClusterInstancetype", "VirtualMachineClusterPreference", "PriorityClass", "MigrationPolicy"]);
 
 beforeAll(async () => {
   const dir = await kubevirtExamples();
@@ -185,6 +186,27 @@ describe(`KubeVirt's examples at ${KUBEVIRT_EXAMPLES_VERSION}`, () => {
       }
     }));
     expect(failures).toEqual([]);
+  });
+});
+
+describe(`KubeVirt's migration example at ${KUBEVIRT_EXAMPLES_VERSION}`, () => {
+  it("moves the VMI it names, vmi-migratable, to the other node", { timeout: 600_000 }, async () => {
+    const migrating = Object.entries(EXPECTED).flatMap(([file, o]) => ("migrates" in o ? [{ job: file, vmiFile: o.migrates }] : []));
+    expect(migrating).toHaveLength(1);
+    const { job = "", vmiFile = "" } = migrating[0] ?? {};
+    const name = examples[vmiFile]?.name ?? "";
+    expect(await create(vmiFile)).toBe("created");
+    await expect.poll(async () => (await get("virtualmachineinstances", name))?.status?.phase, poll).toBe("Running");
+    const liveMigratable = async () => ((await get("virtualmachineinstances", name))?.status?.conditions as { type: string; status: string }[] | undefined)?.find((c) => c.type === "LiveMigratable")?.status;
+    await expect.poll(liveMigratable, poll).toBe("True");
+    const source = (await get("virtualmachineinstances", name))?.status?.nodeName as string;
+
+    expect(await create(job)).toBe("created");
+    const migration = examples[job]?.name ?? "";
+    await expect.poll(async () => (await get("virtualmachineinstancemigrations", migration))?.status?.phase, { timeout: 300_000, interval: 2_000 }).toBe("Succeeded");
+    await expect.poll(async () => (await get("virtualmachineinstances", name))?.status?.nodeName, poll).not.toBe(source);
+    expect((await get("virtualmachineinstances", name))?.status?.phase).toBe("Running");
+    await kubectl("delete", "-n", namespace, "--wait=true", "-f", examples[vmiFile]?.file ?? "");
   });
 });
 

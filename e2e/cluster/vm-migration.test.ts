@@ -17,8 +17,9 @@ import { runPod } from "./pods.ts";
 const { name: namespace, kubectl, get, launcherPods } = suiteNamespace("e2e-migrate");
 const poll = { timeout: 300_000, interval: 1_000 };
 const migrations = { group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachineinstancemigrations" };
+const migrationPolicies = { group: "migrations.kubevirt.io", version: "v1alpha1", plural: "migrationpolicies" };
 
-interface MigrationState { migrationUid?: string; sourceNode?: string; targetNode?: string; sourcePod?: string; targetPod?: string; completed?: boolean; failed?: boolean; failureReason?: string; abortStatus?: string; mode?: string; startTimestamp?: string; endTimestamp?: string }
+interface MigrationState { migrationUid?: string; migrationPolicyName?: string; migrationConfiguration?: Record<string, unknown>; sourceNode?: string; targetNode?: string; sourcePod?: string; targetPod?: string; completed?: boolean; failed?: boolean; failureReason?: string; abortStatus?: string; mode?: string; startTimestamp?: string; endTimestamp?: string }
 interface Vmi { metadata: { uid?: string; labels?: Record<string, string> }; status?: { phase?: string; nodeName?: string; migrationState?: MigrationState; interfaces?: { ipAddress?: string }[]; conditions?: { type: string; status: string; reason?: string }[] } }
 interface Migration { metadata: { name?: string; uid?: string; deletionTimestamp?: string }; status?: { phase?: string } }
 
@@ -32,8 +33,9 @@ const listMigrations = async () => ((await custom.listNamespacedCustomObject(mig
 const readMigration = (name: string) => custom.getNamespacedCustomObject({ ...migrations, name }).then((m) => m as Migration, undefinedIfNotFound);
 
 /** A running tiny guest that counts every second (on its serial console and into /tmp/count) and answers "pong" on port 8080. */
-async function countingVm(name: string, evictionStrategy?: string): Promise<Vmi> {
+async function countingVm(name: string, evictionStrategy?: string, labels?: Record<string, string>): Promise<Vmi> {
   const vm = tinyVm(name, imageOf("tiny-guest"), namespace);
+  if (labels) Object.assign(vm.spec.template, { metadata: { labels } });
   // Its port is forwarded to the guest from the pod's address (QEMU's user network forwards the ports declared).
   Object.assign(vm.spec.template.spec.domain.devices, { interfaces: [{ name: "default", masquerade: {}, ports: [{ name: "pong", port: 8080 }] }] });
   if (evictionStrategy) Object.assign(vm.spec.template.spec, { evictionStrategy });
@@ -106,27 +108,36 @@ describe("live migration between the two nodes", () => {
   });
 
   it("is cancelled by deleting its migration: the guest stays on its node, running, with the reason", async () => {
-    const before = await countingVm("stayer");
-    const source = before.status?.nodeName;
-    // Keep the guest's memory changing so the copy does not finish before the cancel reaches it.
-    await inGuest(namespace, "stayer", "(while :; do dd if=/dev/urandom of=/tmp/dirty bs=1M count=32 2>/dev/null; done) & echo dirtying-$((40+2))", "dirtying-42");
-    const counted = await guestCounters("stayer");
-    const migration = await virtctlMigrate("stayer");
-    const name = migration.metadata.name ?? "";
-    await expect.poll(async () => (await readMigration(name))?.status?.phase, poll).toMatch(/^(Running|Succeeded|Failed)$/);
-    expect((await readMigration(name))?.status?.phase, "the migration ended before it could be cancelled").toBe("Running");
-    await custom.deleteNamespacedCustomObject({ ...migrations, name });
-    await expect.poll(() => readMigration(name), poll).toBeUndefined();
+    // A MigrationPolicy for this VM alone (its label, in this namespace) holds its migrations to 1 MiB/s: the copy of its 128 MiB
+    // takes minutes, and the cancel reaches it under way.
+    const policy = `${namespace}-slow`;
+    const selectors = { namespaceSelector: { "kubernetes.io/metadata.name": namespace }, virtualMachineInstanceSelector: { "kubevirt-ts.io/e2e-migration": "slow" } };
+    await custom.createClusterCustomObject({ ...migrationPolicies, body: { apiVersion: "migrations.kubevirt.io/v1alpha1", kind: "MigrationPolicy", metadata: { name: policy }, spec: { selectors, bandwidthPerMigration: "1Mi" } } });
+    try {
+      const before = await countingVm("stayer", undefined, { "kubevirt-ts.io/e2e-migration": "slow" });
+      const source = before.status?.nodeName;
+      const counted = await guestCounters("stayer");
+      const migration = await virtctlMigrate("stayer");
+      const name = migration.metadata.name ?? "";
+      await expect.poll(async () => (await readMigration(name))?.status?.phase, poll).toMatch(/^(Running|Succeeded|Failed)$/);
+      expect((await readMigration(name))?.status?.phase, "the migration ended before it could be cancelled").toBe("Running");
+      // It runs under the policy: the controller handed it over with the policy's bandwidth over the cluster's configuration.
+      expect((await vmi("stayer")).status?.migrationState).toMatchObject({ migrationPolicyName: policy, migrationConfiguration: { bandwidthPerMigration: "1Mi", completionTimeoutPerGiB: 150 } });
+      await custom.deleteNamespacedCustomObject({ ...migrations, name });
+      await expect.poll(() => readMigration(name), poll).toBeUndefined();
 
-    const after = await vmi("stayer");
-    expect(after.status?.nodeName).toBe(source);
-    expect(after.status?.phase).toBe("Running");
-    expect(after.status?.migrationState).toMatchObject({ failed: true, abortStatus: "Succeeded", failureReason: "Migration aborted" });
-    await expect.poll(async () => (await launcherPods()).filter((p) => p.metadata?.labels?.["vm.kubevirt.io/name"] === "stayer" && !p.metadata.deletionTimestamp).map((p) => p.spec?.nodeName), poll).toEqual([source]);
-    const later = await guestCounters("stayer");
-    expect(later.uptime).toBeGreaterThanOrEqual(counted.uptime);
-    expect(later.count).toBeGreaterThan(counted.count);
-    await custom.deleteNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachines", name: "stayer" });
+      const after = await vmi("stayer");
+      expect(after.status?.nodeName).toBe(source);
+      expect(after.status?.phase).toBe("Running");
+      expect(after.status?.migrationState).toMatchObject({ failed: true, abortStatus: "Succeeded", failureReason: "Migration aborted" });
+      await expect.poll(async () => (await launcherPods()).filter((p) => p.metadata?.labels?.["vm.kubevirt.io/name"] === "stayer" && !p.metadata.deletionTimestamp).map((p) => p.spec?.nodeName), poll).toEqual([source]);
+      const later = await guestCounters("stayer");
+      expect(later.uptime).toBeGreaterThanOrEqual(counted.uptime);
+      expect(later.count).toBeGreaterThan(counted.count);
+      await custom.deleteNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachines", name: "stayer" });
+    } finally {
+      await custom.deleteClusterCustomObject({ ...migrationPolicies, name: policy });
+    }
   });
 
   it("keeps a LiveMigrate VM running through kubectl drain of its node: the drain migrates it away", async () => {

@@ -80,6 +80,7 @@ const WEBHOOKS: Record<string, Review> = {
   "/validate-virtualmachineinstances": validateWithContext("virtualmachineinstances"),
   "/mutate-virtualmachineinstances": (review) => mutate(review, "virtualmachineinstances"),
   "/validate-datavolumes": (review) => validate(review, "datavolumes"),
+  "/validate-migrationpolicies": (review) => validate(review, "migrationpolicies"),
   "/validate-virtualmachineinstancemigrations": (review, { own }) => reviewMigration(review, own),
   "/validate-pod-eviction": (review, { own, evictionStrategy }) => reviewEviction(review, own, evictionStrategy),
 };

@@ -47,6 +47,18 @@ describe("the validating webhook on a DataVolume", () => {
   });
 });
 
+describe("the validating webhook on a MigrationPolicy", () => {
+  const policy = (spec: object) => ({ apiVersion: "migrations.kubevirt.io/v1alpha1", kind: "MigrationPolicy", metadata: { name: "slow" }, spec: { selectors: {}, ...spec } });
+
+  it("admits KubeVirt's settings, and refuses what kubevirt-ts cannot do with a 422 naming the field, on a change too", () => {
+    expect(validate(review("CREATE", policy({ bandwidthPerMigration: "64Mi", allowPostCopy: true, allowWorkloadDisruption: true })), "migrationpolicies").response?.allowed).toBe(true);
+    const pause = validate(review("CREATE", policy({ allowWorkloadDisruption: true })), "migrationpolicies").response;
+    expect(pause?.status).toMatchObject({ code: 422, details: { causes: [{ field: "spec.allowWorkloadDisruption" }] } });
+    const downtime = validate(review("UPDATE", policy({ maxDowntimeMs: 100 }), policy({})), "migrationpolicies").response;
+    expect(downtime?.status?.details.causes[0]).toMatchObject({ field: "spec.maxDowntimeMs" });
+  });
+});
+
 describe("the mutating webhook", () => {
   it("fills in KubeVirt's defaults as one JSON patch of the template's spec", () => {
     const response = mutate(review("CREATE", vm({})), "virtualmachines").response;

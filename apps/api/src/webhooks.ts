@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from "node:util";
 import {
   type Cause, CauseType, type ExpansionSources, Finalizer, type InferenceRefusal, Label, type Lookup, VmiPhase, defaultVirtualMachine, defaultVirtualMachineInstance, expansionSources, findInstancetypeAndPreference,
-  inferFromVolumes, parseVirtualMachine, summarize, validateDataVolume, validateVirtualMachine, validateVirtualMachineInstance, withPhase,
+  inferFromVolumes, parseVirtualMachine, summarize, validateDataVolume, validateMigrationPolicy, validateVirtualMachine, validateVirtualMachineInstance, withPhase,
 } from "@kubevirt-ts/kubevirt-api";
 import { kubeTime } from "@kubevirt-ts/kube";
 
@@ -34,7 +34,7 @@ interface AdmissionResponse {
 
 type JsonPatch = ({ op: "add" | "replace"; path: string; value: unknown } | { op: "remove"; path: string })[];
 
-export type WebhookKind = "virtualmachines" | "virtualmachineinstances" | "datavolumes";
+export type WebhookKind = "virtualmachines" | "virtualmachineinstances" | "datavolumes" | "migrationpolicies";
 
 /** The AdmissionReview that answers the request of that uid. */
 export function admissionAnswer(uid: string, response: Omit<AdmissionResponse, "uid">): AdmissionReview {
@@ -73,7 +73,13 @@ export function validate(review: AdmissionReview, kind: WebhookKind, context: Vm
   if (kind === "datavolumes" && request.operation === "UPDATE") {
     return answer({ allowed: false, status: { code: 422, reason: "Invalid", message: "spec: a DataVolume's spec cannot change once it is made; delete it and make a new one", details: { causes: [{ reason: CauseType.Invalid, field: "spec", message: "a DataVolume's spec cannot change once it is made; delete it and make a new one" }] } } });
   }
-  const validated = kind === "virtualmachines" ? validateVirtualMachine(request.object, context.sources) : kind === "datavolumes" ? validateDataVolume(request.object) : validateVirtualMachineInstance(request.object);
+  const validated = kind === "virtualmachines"
+    ? validateVirtualMachine(request.object, context.sources)
+    : kind === "datavolumes"
+    ? validateDataVolume(request.object)
+    : kind === "migrationpolicies"
+    ? validateMigrationPolicy(request.object)
+    : validateVirtualMachineInstance(request.object);
   const causes = [...context.refusals, ...(validated.ok ? [] : validated.causes)];
   const result = causes.length === 0 ? validated : { ok: false as const, causes };
   if (result.ok) return answer({ allowed: true, ...(context.warnings.length > 0 ? { warnings: context.warnings } : {}) });

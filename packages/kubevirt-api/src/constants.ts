@@ -19,6 +19,12 @@ export const Resource = {
   VirtualMachineInstanceMigration: { plural: "virtualmachineinstancemigrations", singular: "virtualmachineinstancemigration", shortNames: ["vmim", "vmims"] },
 } as const;
 
+/** Migration policies: KubeVirt's group for the migration settings of the VMIs a policy selects. */
+export const MIGRATIONS_GROUP = "migrations.kubevirt.io";
+export const MIGRATIONS_VERSION = "v1alpha1";
+export const MIGRATION_POLICY_KIND = "MigrationPolicy";
+export const MigrationPolicyResource = { plural: "migrationpolicies", singular: "migrationpolicy", shortNames: [] } as const;
+
 /** Instancetypes and preferences: KubeVirt's group for a VM's size and its guest OS's preferred devices. */
 export const INSTANCETYPE_GROUP = "instancetype.kubevirt.io";
 export const INSTANCETYPE_VERSION = "v1beta1";

@@ -93,8 +93,8 @@ export const migrationOptions = z.strictObject({
   autoConverge: z.boolean().default(false),
   /** The bandwidth the migration may use, MiB/s; 0: unlimited. */
   bandwidthMiB: z.number().int().nonnegative().default(0),
-  /** Seconds allowed per GiB of memory and copied disks before the migration is aborted, or switched to post-copy (KubeVirt's 150 by default). */
-  completionTimeoutPerGiB: z.number().int().positive().default(150),
+  /** Seconds allowed per GiB of memory and copied disks before the migration is aborted, or switched to post-copy (KubeVirt's 150 by default); 0: no limit. */
+  completionTimeoutPerGiB: z.number().int().nonnegative().default(150),
   /** Also copy the disks of claims (which are otherwise taken for shared storage, ReadWriteMany, seen by both pods). */
   allowNonSharedDisks: z.boolean().default(false),
 });

@@ -1,6 +1,6 @@
 import { ControllerManager, type EventHandler, Expectations, type Informer, type KubeClient, type KubeObject, type PersistentVolumeClaim, type Pod, type WorkQueue, createEventRecorder, keyOf, resources } from "@kubevirt-ts/kube";
 import {
-  type DataVolume, Kind, LAUNCHER_PODS_BY_VMI, Label, LabelValue, type VirtualMachine, type VirtualMachineInstance, type VirtualMachineInstanceMigration, kubevirtResources, launcherPodIndex, migrationJobOf,
+  type DataVolume, Kind, LAUNCHER_PODS_BY_VMI, type MigrationPolicy, Label, LabelValue, type VirtualMachine, type VirtualMachineInstance, type VirtualMachineInstanceMigration, kubevirtResources, launcherPodIndex, migrationJobOf,
 } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
 import type { Registry } from "prom-client";
@@ -143,6 +143,8 @@ export function createControllers(config: ControllersConfig): ControllerManager 
     resyncMs,
     indexers: { [MIGRATIONS_BY_VMI]: migrationsByVmi, [MIGRATIONS_BY_UID]: (m) => [`${m.metadata.namespace ?? ""}/${m.metadata.uid ?? ""}`] },
   });
+  // Cluster-scoped: the migration settings of the VMIs they select, read when a migration is handed over.
+  const policies = manager.informer<MigrationPolicy>({ client, type: kubevirtResources.migrationPolicies, resyncMs });
   const unowned = unownedLauncherPods({ client, pods, vmis, recorder, log, registry });
 
   vms.addHandler(enqueueSelf<VirtualMachine>(vmQueue));
@@ -188,7 +190,7 @@ export function createControllers(config: ControllersConfig): ControllerManager 
     primary: migrations,
     queue: migrationQueue,
     workers,
-    reconcile: createMigrationReconciler({ client, migrations, vmis, pods, claims, expectations: migrationExpectations, recorder, log, now, pod: config.pod, config: config.migrations }),
+    reconcile: createMigrationReconciler({ client, migrations, vmis, pods, claims, policies, expectations: migrationExpectations, recorder, log, now, pod: config.pod, config: config.migrations }),
   });
   manager.controller({
     name: "evacuation",

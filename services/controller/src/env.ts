@@ -1,6 +1,6 @@
 import { hostname } from "node:os";
 import {
-  DEFAULT_PARALLEL_MIGRATIONS_PER_CLUSTER, DEFAULT_PARALLEL_OUTBOUND_MIGRATIONS_PER_NODE, DEFAULT_PENDING_TARGET_TIMEOUT_SECONDS, DEFAULT_UNSCHEDULABLE_TARGET_TIMEOUT_SECONDS, EVICTION_STRATEGIES,
+  DEFAULT_COMPLETION_TIMEOUT_PER_GIB, DEFAULT_PARALLEL_MIGRATIONS_PER_CLUSTER, DEFAULT_PARALLEL_OUTBOUND_MIGRATIONS_PER_NODE, DEFAULT_PENDING_TARGET_TIMEOUT_SECONDS, DEFAULT_UNSCHEDULABLE_TARGET_TIMEOUT_SECONDS, EVICTION_STRATEGIES,
 } from "@kubevirt-ts/kubevirt-api";
 import { baseEnv, parseEnv } from "@kubevirt-ts/runtime";
 import { z } from "zod";
@@ -29,6 +29,13 @@ export const env = parseEnv(
     /** How long a migration's target pod may be unschedulable, and pending for any reason, before the migration fails (KubeVirt's 5 and 15 minutes). */
     MIGRATION_UNSCHEDULABLE_TIMEOUT_SECONDS: z.coerce.number().int().min(1).default(DEFAULT_UNSCHEDULABLE_TARGET_TIMEOUT_SECONDS),
     MIGRATION_PENDING_TIMEOUT_SECONDS: z.coerce.number().int().min(1).default(DEFAULT_PENDING_TARGET_TIMEOUT_SECONDS),
+    // The rest of the cluster's migration configuration, as KubeVirt's, which each migration's MigrationPolicy may override.
+    MIGRATION_ALLOW_POST_COPY: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
+    MIGRATION_ALLOW_AUTO_CONVERGE: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
+    /** MiB/s; 0: unlimited. */
+    MIGRATION_BANDWIDTH_MIB: z.coerce.number().int().min(0).default(0),
+    /** 0: no limit. */
+    MIGRATION_COMPLETION_TIMEOUT_PER_GIB: z.coerce.number().int().min(0).default(DEFAULT_COMPLETION_TIMEOUT_PER_GIB),
     VM_STATE_STORAGE_CLASS: z.string().optional().transform((v) => (v === "" ? undefined : v)),
   }),
 );

@@ -32,6 +32,14 @@ await runService({
       migrations: {
         limits: { perCluster: env.PARALLEL_MIGRATIONS_PER_CLUSTER, outboundPerNode: env.PARALLEL_OUTBOUND_MIGRATIONS_PER_NODE },
         timeouts: { unschedulableSeconds: env.MIGRATION_UNSCHEDULABLE_TIMEOUT_SECONDS, pendingSeconds: env.MIGRATION_PENDING_TIMEOUT_SECONDS },
+        cluster: {
+          parallelMigrationsPerCluster: env.PARALLEL_MIGRATIONS_PER_CLUSTER,
+          parallelOutboundMigrationsPerNode: env.PARALLEL_OUTBOUND_MIGRATIONS_PER_NODE,
+          allowAutoConverge: env.MIGRATION_ALLOW_AUTO_CONVERGE,
+          allowPostCopy: env.MIGRATION_ALLOW_POST_COPY,
+          bandwidthPerMigration: `${String(env.MIGRATION_BANDWIDTH_MIB)}Mi`,
+          completionTimeoutPerGiB: env.MIGRATION_COMPLETION_TIMEOUT_PER_GIB,
+        },
       },
     });
     controllers = created;

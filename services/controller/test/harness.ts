@@ -12,6 +12,11 @@ import type { MigrationConfig } from "../src/migration/controller.ts";
 
 export const LAUNCHER_IMAGE = "kubevirt-ts.local/virt-launcher:test";
 
+/** The cluster's migration configuration the test controllers run with: the chart's defaults. */
+export const CLUSTER_MIGRATION_CONFIGURATION = {
+  parallelMigrationsPerCluster: 5, parallelOutboundMigrationsPerNode: 2, allowAutoConverge: false, allowPostCopy: false, bandwidthPerMigration: "0Mi", completionTimeoutPerGiB: 150,
+} as const;
+
 export async function testClient(registry?: Registry): Promise<KubeClient> {
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromString(inject("kubeconfig"));
@@ -30,7 +35,7 @@ export async function startControllers(namespace: string | undefined, options: {
   const client = await testClient(registry);
   const log = createLogger({ component: "virt-controller-test", level: "warn" });
   const controllers = createControllers({ client, log, registry, workers: 2, namespace, dataVolumes: true, resyncMs: options.resyncMs, pod: { launcherImage: LAUNCHER_IMAGE, imagePullPolicy: "IfNotPresent", allowEmulation: true, evictionStrategy: "None" },
-    migrations: { limits: { perCluster: 5, outboundPerNode: 2 }, timeouts: { unschedulableSeconds: 300, pendingSeconds: 900 }, ...options.migrations },
+    migrations: { limits: { perCluster: 5, outboundPerNode: 2 }, timeouts: { unschedulableSeconds: 300, pendingSeconds: 900 }, cluster: CLUSTER_MIGRATION_CONFIGURATION, ...options.migrations },
   });
   const abort = new AbortController();
   const informers = controllers.runInformers(abort.signal);

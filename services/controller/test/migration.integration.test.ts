@@ -1,10 +1,10 @@
 import { test as kubeTest } from "@kubevirt-ts/control-plane/testing";
 import { type KubeClient, type KubeObject, type Pod, resources } from "@kubevirt-ts/kube";
-import { type MigrationState, type VirtualMachineInstance, type VirtualMachineInstanceMigration, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
+import { type MigrationPolicy, type MigrationPolicySpec, type MigrationState, type VirtualMachineInstance, type VirtualMachineInstanceMigration, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
 import type { CoreV1Api } from "@kubernetes/client-node";
 import { describe, expect } from "vitest";
 import { newVmi } from "./builders.ts";
-import { getObject, getVmi, launcherPods, startControllers, testClient } from "./harness.ts";
+import { CLUSTER_MIGRATION_CONFIGURATION, getObject, getVmi, launcherPods, startControllers, testClient } from "./harness.ts";
 import type { MigrationConfig } from "../src/migration/controller.ts";
 
 // The migration controller against a real kube-apiserver. There is no
@@ -103,6 +103,9 @@ describe("a migration, from its target pod to its end", () => {
       const handedOver = await getVmi(client, namespace, "web");
       expect(handedOver?.status?.migrationState).toMatchObject({ migrationUid: created.metadata.uid, sourceNode: "node-a", sourcePod: source.metadata.name, targetNode: "node-b", targetPod: target.metadata.name });
       expect(handedOver?.status?.migrationState?.startTimestamp).toBeTruthy();
+      // No MigrationPolicy matches it: the cluster's configuration, and no policy named.
+      expect(handedOver?.status?.migrationState?.migrationConfiguration).toEqual(CLUSTER_MIGRATION_CONFIGURATION);
+      expect(handedOver?.status?.migrationState?.migrationPolicyName).toBeUndefined();
       expect(handedOver?.metadata.labels?.["kubevirt.io/migrationTargetNodeName"]).toBe("node-b");
       const phases = (await getMigration(client, namespace, "move"))?.status?.phaseTransitionTimestamps?.map((t) => t.phase);
       expect(phases).toEqual(["Pending", "Scheduling", "Scheduled", "PreparingTarget"]);
@@ -125,14 +128,29 @@ describe("a migration, from its target pod to its end", () => {
       expect(await getObject<Pod>(client, resources.pods, namespace, target.metadata.name ?? "")).toBeDefined();
       expect((await getMigration(client, namespace, "move"))?.status?.migrationState).toMatchObject({ completed: true, targetNode: "node-b" });
 
-      // The next migration moves it on; deleting the one that ended leaves the pod the VMI runs in, which carries its label.
-      await client.create(migrations, namespace, newMigration("again", "web"));
-      await expect.poll(async () => (await podsOf(client, namespace, "web")).targets.filter((p) => p.metadata.name !== target.metadata.name).length, poll).toBe(1);
-      const next = (await podsOf(client, namespace, "web")).targets.find((p) => p.metadata.name !== target.metadata.name);
-      if (!next) throw new Error("no target pod for the next migration");
-      await bind(core, next, "node-c");
-      await expect.poll(() => phaseOf(client, namespace, "again"), poll).toBe("PreparingTarget");
-      expect((await getVmi(client, namespace, "web"))?.status?.migrationState).toMatchObject({ sourceNode: "node-b", sourcePod: target.metadata.name, targetNode: "node-c" });
+      // The next migration moves it on, under the MigrationPolicy that selects its namespace now, and the one for its labels too: the one
+      // matching more labels wins. Deleting the migration that ended leaves the pod the VMI runs in, which carries its label.
+      await client.patch(resources.namespaces, undefined, namespace, { metadata: { labels: { "policy-test": namespace } } }, "merge");
+      const policy = (name: string, spec: Omit<MigrationPolicySpec, "selectors">, selectors: MigrationPolicySpec["selectors"]) =>
+        client.create<MigrationPolicy & KubeObject>(kubevirtResources.migrationPolicies, undefined, { apiVersion: "migrations.kubevirt.io/v1alpha1", kind: "MigrationPolicy", metadata: { name }, spec: { ...spec, selectors } });
+      const policies = [`${namespace}-ns-and-vmi`, `${namespace}-vmi`];
+      await policy(policies[0] ?? "", { bandwidthPerMigration: "64Mi", completionTimeoutPerGiB: 30, allowAutoConverge: true }, { namespaceSelector: { "policy-test": namespace }, virtualMachineInstanceSelector: { "kubevirt.io/nodeName": "node-b" } });
+      await policy(policies[1] ?? "", { bandwidthPerMigration: "1Mi" }, { virtualMachineInstanceSelector: { "kubevirt.io/nodeName": "node-b" } });
+      try {
+        await client.create(migrations, namespace, newMigration("again", "web"));
+        await expect.poll(async () => (await podsOf(client, namespace, "web")).targets.filter((p) => p.metadata.name !== target.metadata.name).length, poll).toBe(1);
+        const next = (await podsOf(client, namespace, "web")).targets.find((p) => p.metadata.name !== target.metadata.name);
+        if (!next) throw new Error("no target pod for the next migration");
+        await bind(core, next, "node-c");
+        await expect.poll(() => phaseOf(client, namespace, "again"), poll).toBe("PreparingTarget");
+        expect((await getVmi(client, namespace, "web"))?.status?.migrationState).toMatchObject({
+          sourceNode: "node-b", sourcePod: target.metadata.name, targetNode: "node-c",
+          migrationPolicyName: policies[0],
+          migrationConfiguration: { ...CLUSTER_MIGRATION_CONFIGURATION, bandwidthPerMigration: "64Mi", completionTimeoutPerGiB: 30, allowAutoConverge: true },
+        });
+      } finally {
+        for (const name of policies) await client.delete(kubevirtResources.migrationPolicies, undefined, name);
+      }
       await client.delete(migrations, namespace, "move");
       await expect.poll(() => getMigration(client, namespace, "move"), poll).toBeUndefined();
       await new Promise((resolve) => setTimeout(resolve, 500));

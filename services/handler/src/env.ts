@@ -21,11 +21,5 @@ export const env = parseEnv(
     HANDLER_ADDRESS: z.string().optional(),
     /** The migration proxy's port (mutual TLS with the console server's certificate, which every handler shares). */
     MIGRATION_PORT: z.coerce.number().int().min(1).max(65535).default(8187),
-    // The cluster's migration configuration, as KubeVirt's: its defaults.
-    MIGRATION_ALLOW_POST_COPY: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
-    MIGRATION_ALLOW_AUTO_CONVERGE: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
-    /** MiB/s; 0: unlimited. */
-    MIGRATION_BANDWIDTH_MIB: z.coerce.number().int().min(0).default(0),
-    MIGRATION_COMPLETION_TIMEOUT_PER_GIB: z.coerce.number().int().min(1).default(150),
   }),
 );

@@ -43,7 +43,6 @@ await runService({
           handlerIdentity: ConsoleServer.handlerIdentity,
           podsDir: env.KUBELET_PODS_DIR,
           launcher: (podUid) => launchers.get(podUid),
-          options: { postCopy: env.MIGRATION_ALLOW_POST_COPY, autoConverge: env.MIGRATION_ALLOW_AUTO_CONVERGE, bandwidthMiB: env.MIGRATION_BANDWIDTH_MIB, completionTimeoutPerGiB: env.MIGRATION_COMPLETION_TIMEOUT_PER_GIB, allowNonSharedDisks: false },
           log,
           registry,
         });

@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import { Pki } from "@kubevirt-ts/control-plane";
 import { killLauncherPodProcesses, startLauncherPod } from "@kubevirt-ts/control-plane/launcher-pod";
 import { buildTinyGuest, tinyGuestVmiWithScratchDisk } from "@kubevirt-ts/images";
-import { ConsoleServer, LAUNCHER_UID, MIGRATION_ABORTED_REASON, type MigrationState, SocketsVolume } from "@kubevirt-ts/kubevirt-api";
+import { ConsoleServer, LAUNCHER_UID, MIGRATION_ABORTED_REASON, type MigrationConfiguration, type MigrationState, SocketsVolume } from "@kubevirt-ts/kubevirt-api";
 import { MIGRATION_SOCKETS, type ProxyTls } from "@kubevirt-ts/launcher-protocol";
 import { createLogger } from "@kubevirt-ts/runtime";
 import { Registry } from "prom-client";
@@ -62,9 +62,8 @@ function readUntil(path: string, text: string, send: string, timeoutMs = 60_000)
 }
 
 /** The two handlers' drivers of one migration: the target's on node-b, the source's on node-a. */
-async function drivers2(bandwidthMiB: number, registry: Registry): Promise<{ source: MigrationDriver; target: MigrationDriver }> {
-  const options = { postCopy: false, autoConverge: false, bandwidthMiB, completionTimeoutPerGiB: 150, allowNonSharedDisks: false };
-  const common = { address: "127.0.0.1", port: 0, tls, handlerIdentity: ConsoleServer.handlerIdentity, podsDir, launcher, options, log };
+async function drivers2(registry: Registry): Promise<{ source: MigrationDriver; target: MigrationDriver }> {
+  const common = { address: "127.0.0.1", port: 0, tls, handlerIdentity: ConsoleServer.handlerIdentity, podsDir, launcher, log };
   const target = await MigrationDriver.start(common);
   const source = await MigrationDriver.start({ ...common, registry });
   drivers.push(target, source);
@@ -88,7 +87,10 @@ async function until(state: MigrationState, d: { source: MigrationDriver; target
   return current;
 }
 
-const handedOver = (uid: string): MigrationState => ({ migrationUid: uid, sourceNode: "node-a", sourcePod: "launcher-a", targetNode: "node-b", targetPod: "launcher-b", startTimestamp: new Date().toISOString() });
+/** The VMI's migration state as the controller hands it over, with the configuration it writes (a MigrationPolicy's, say). */
+const handedOver = (uid: string, migrationConfiguration: MigrationConfiguration = {}): MigrationState => ({
+  migrationUid: uid, sourceNode: "node-a", sourcePod: "launcher-a", targetNode: "node-b", targetPod: "launcher-b", startTimestamp: new Date().toISOString(), migrationConfiguration,
+});
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "handler-migration-"));
@@ -125,8 +127,9 @@ afterAll(async () => {
 describe("the handlers' migration wiring", () => {
   it("cancels a migration under way: the progress published, the source launcher aborts, the guest stays", async () => {
     const registry = new Registry();
-    const d = await drivers2(1, registry);
-    let state = await until(handedOver("mig-0"), d, (s) => s.mode !== undefined, "the migration's start");
+    const d = await drivers2(registry);
+    // A policy's bandwidth of 1 MiB/s keeps the copy going long enough to be cancelled.
+    let state = await until(handedOver("mig-0", { bandwidthPerMigration: "1Mi" }), d, (s) => s.mode !== undefined, "the migration's start");
     // The target wrote where to send the guest: its address and its proxy's port.
     expect(state).toMatchObject({ targetNodeAddress: "127.0.0.1", targetDirectMigrationNodePorts: { [String(d.target.port)]: 0 }, mode: "PreCopy" });
     // Its proxy's sockets are in the source pod's sockets volume, for the launcher's user.
@@ -151,7 +154,7 @@ describe("the handlers' migration wiring", () => {
   });
 
   it("moves the guest to the target pod and writes completed, then the target's detection", async () => {
-    const d = await drivers2(0, new Registry());
+    const d = await drivers2(new Registry());
     const state = await until(handedOver("mig-1"), d, (s) => s.completed === true && s.targetNodeDomainDetected === true, "the migration's end", 180_000);
     expect(state).toMatchObject({ completed: true, mode: "PreCopy", endTimestamp: expect.any(String) as unknown, targetNodeDomainReadyTimestamp: expect.any(String) as unknown });
     expect(state.failed).toBeUndefined();

@@ -1,10 +1,14 @@
 import type { z } from "zod";
-import { GROUP, INSTANCETYPE_API_VERSION, INSTANCETYPE_GROUP, INSTANCETYPE_VERSION, InstancetypeKind, InstancetypeResource, Kind, Resource, VERSION } from "../constants.ts";
+import {
+  GROUP, INSTANCETYPE_API_VERSION, INSTANCETYPE_GROUP, INSTANCETYPE_VERSION, InstancetypeKind, InstancetypeResource, Kind, MIGRATIONS_GROUP, MIGRATIONS_VERSION, MIGRATION_POLICY_KIND,
+  MigrationPolicyResource, Resource, VERSION,
+} from "../constants.ts";
 import { CDI_GROUP, CDI_VERSION, dataVolumeSpec, dataVolumeStatus } from "../schema/datavolume.ts";
 import { instancetypeSpec, preferenceSpec } from "../schema/instancetype.ts";
 import { vmSpec, vmStatus } from "../schema/vm.ts";
 import { vmiSpec, vmiStatus } from "../schema/vmi.ts";
 import { migrationSpec, migrationStatus } from "../schema/migration.ts";
+import { migrationPolicySpec } from "../schema/migration-policy.ts";
 import { kubevirtResources } from "../resources.ts";
 import { type OpenApiSchema, toStructuralSchema } from "./openapi.ts";
 
@@ -134,6 +138,19 @@ export const virtualMachineInstanceMigrationCrd = crd({
   ],
 });
 
+/** KubeVirt's MigrationPolicy: cluster-scoped, its status empty. */
+export const migrationPolicyCrd = crd({
+  kind: MIGRATION_POLICY_KIND,
+  names: MigrationPolicyResource,
+  group: MIGRATIONS_GROUP,
+  version: MIGRATIONS_VERSION,
+  scope: "Cluster",
+  description: "A cluster administrator's migration settings (bandwidth, completion time, post-copy, auto-converge) for the VMIs its selectors match.",
+  spec: migrationPolicySpec,
+  statusSubresource: kubevirtResources.migrationPolicies.statusSubresource,
+  columns: [age],
+});
+
 const instancetypeKind = (kind: InstancetypeKind) => {
   const { namespaced, ...names } = InstancetypeResource[kind];
   return { kind, names, group: INSTANCETYPE_GROUP, version: INSTANCETYPE_VERSION, scope: namespaced ? ("Namespaced" as const) : ("Cluster" as const), statusSubresource: false };
@@ -186,7 +203,7 @@ const HEADER = "# Generated from packages/kubevirt-api by `npm run generate`; do
 
 /** The generated files, by path relative to the chart's crds/ folder. */
 export function renderCrdFiles(toYaml: (value: unknown) => string): Map<string, string> {
-  return new Map([virtualMachineCrd, virtualMachineInstanceCrd, virtualMachineInstanceMigrationCrd, ...instancetypeCrds].map((c) => [crdFileName(c), HEADER + toYaml(c)]));
+  return new Map([virtualMachineCrd, virtualMachineInstanceCrd, virtualMachineInstanceMigrationCrd, migrationPolicyCrd, ...instancetypeCrds].map((c) => [crdFileName(c), HEADER + toYaml(c)]));
 }
 
 /** The CRDs the chart installs only when no one else serves them, by path relative to its files/ folder. */

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { instancetypeSpec, preferenceSpec } from "../schema/instancetype.ts";
 import { migrationSpec } from "../schema/migration.ts";
+import { migrationPolicySpec } from "../schema/migration-policy.ts";
 import { vmSpec } from "../schema/vm.ts";
 import { vmiSpec } from "../schema/vmi.ts";
 import { FIELD_EFFECTS, type TestRef, VM_TEMPLATE_SPEC } from "./field-effects.ts";
@@ -38,6 +39,7 @@ const allLeaves = new Set([
   ...leaves(toStructuralSchema(instancetypeSpec), "instancetype:spec"),
   ...leaves(toStructuralSchema(preferenceSpec), "preference:spec"),
   ...leaves(toStructuralSchema(migrationSpec), "migration:spec"),
+  ...leaves(toStructuralSchema(migrationPolicySpec), "migrationpolicy:spec"),
 ]);
 
 describe("the registry of field effects", () => {

@@ -5,7 +5,8 @@
 //
 // Paths are a VirtualMachine's (spec.template.spec.X is also the VMI's
 // spec.X), an instancetype's (instancetype:spec.X), a preference's
-// (preference:spec.X) or a migration's (migration:spec.X); [] steps into an
+// (preference:spec.X), a migration's (migration:spec.X) or a migration
+// policy's (migrationpolicy:spec.X); [] steps into an
 // array's items.
 
 /** A test in the repository: its file, and text of its title as written there. */
@@ -400,4 +401,18 @@ const migrationEffects: Record<string, FieldEffect> = {
   "migration:spec.addedNodeSelector": effect(MIGRATION, "moves a VMI to the target pod's node"),
 };
 
-export const FIELD_EFFECTS: Readonly<Record<string, FieldEffect>> = { ...vmEffects, ...instancetypeEffects, ...preferenceEffects, ...migrationEffects };
+// A policy's selectors choose the configuration the controller hands a migration over with; each of its settings
+// becomes the source launcher's option (the handler's test), which becomes virsh's (the launcher's migrateArgs test).
+const POLICY_OPTIONS = effect("services/handler/src/migration/decide.test.ts", "take each field of the MigrationPolicy's configuration");
+const migrationPolicyEffects: Record<string, FieldEffect> = {
+  "migrationpolicy:spec.selectors.namespaceSelector": effect(MIGRATION, "under the MigrationPolicy that selects its namespace now"),
+  "migrationpolicy:spec.selectors.virtualMachineInstanceSelector": effect(MIGRATION, "under the MigrationPolicy that selects its namespace now"),
+  "migrationpolicy:spec.allowAutoConverge": POLICY_OPTIONS,
+  "migrationpolicy:spec.allowPostCopy": POLICY_OPTIONS,
+  "migrationpolicy:spec.allowWorkloadDisruption": POLICY_OPTIONS,
+  "migrationpolicy:spec.completionTimeoutPerGiB": POLICY_OPTIONS,
+  // A real migration held to the policy's 1 MiB/s, slow enough to be cancelled under way.
+  "migrationpolicy:spec.bandwidthPerMigration": effect("e2e/cluster/vm-migration.test.ts", "is cancelled by deleting its migration"),
+};
+
+export const FIELD_EFFECTS: Readonly<Record<string, FieldEffect>> = { ...vmEffects, ...instancetypeEffects, ...preferenceEffects, ...migrationEffects, ...migrationPolicyEffects };

@@ -3,6 +3,8 @@ import { RUN_STRATEGIES } from "../constants.ts";
 import { type DataVolume, dataVolume } from "../schema/datavolume.ts";
 import { type VirtualMachine, virtualMachine } from "../schema/vm.ts";
 import { type VirtualMachineInstanceMigration, virtualMachineInstanceMigration } from "../schema/migration.ts";
+import { type MigrationPolicy, migrationPolicy } from "../schema/migration-policy.ts";
+import { parseQuantity } from "../quantity.ts";
 import { type VirtualMachineInstance, type VmiSpec, virtualMachineInstance } from "../schema/vmi.ts";
 import { type ExpansionSources, expandVmiSpec } from "../instancetype/expand.ts";
 import { Causes, type Validation } from "./causes.ts";
@@ -176,6 +178,28 @@ function validateDataVolumeTemplates(vm: VirtualMachine, causes: Causes): void {
  */
 export function validateMigration(input: unknown): Validation<VirtualMachineInstanceMigration> {
   return parse(virtualMachineInstanceMigration, input);
+}
+
+/**
+ * Validates a MigrationPolicy: its shape (a field kubevirt-ts does not act on is refused by path), no negative
+ * bandwidth or completion time, and no workload disruption that would need the guest paused: kubevirt-ts finishes a
+ * late migration by post-copy or not at all.
+ */
+export function validateMigrationPolicy(input: unknown): Validation<MigrationPolicy> {
+  const parsed = parse(migrationPolicy, input);
+  if (!parsed.ok) return parsed;
+  const { spec } = parsed.value;
+  const causes = new Causes();
+  if (spec.bandwidthPerMigration !== undefined && (parseQuantity(spec.bandwidthPerMigration) ?? 0) < 0) {
+    causes.invalid("spec.bandwidthPerMigration", `is ${String(spec.bandwidthPerMigration)}; give the bandwidth per second one migration may use, such as 64Mi, or 0 for no limit`);
+  }
+  if (spec.completionTimeoutPerGiB !== undefined && spec.completionTimeoutPerGiB < 0) {
+    causes.invalid("spec.completionTimeoutPerGiB", `is ${String(spec.completionTimeoutPerGiB)}; give the seconds a migration may take per GiB copied, such as 150, or 0 for no limit`);
+  }
+  if (spec.allowWorkloadDisruption === true && spec.allowPostCopy !== true) {
+    causes.invalid("spec.allowWorkloadDisruption", "is true without allowPostCopy: true, which would have the guest paused to finish a late migration, and kubevirt-ts does not pause guests for that; set allowPostCopy: true as well (post-copy finishes it), or remove allowWorkloadDisruption");
+  }
+  return finish(parsed.value, causes);
 }
 
 /** Validates a DataVolume where kubevirt-ts serves the kind: its shape, then CDI's rules and kubevirt-ts's limits. */

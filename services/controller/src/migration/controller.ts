@@ -1,15 +1,15 @@
 import {
-  type EventRecorder, type Expectations, type Informer, type KubeClient, type PersistentVolumeClaim, type Pod, type Reconcile, WrittenVersions, addFinalizer, isNotFound, removeFinalizer, resources, writeStatusIfChanged,
+  type EventRecorder, type Expectations, type Informer, type KubeClient, type KubeObject, type PersistentVolumeClaim, type Pod, type Reconcile, WrittenVersions, addFinalizer, isNotFound, removeFinalizer, resources, writeStatusIfChanged,
 } from "@kubevirt-ts/kube";
 import {
-  Finalizer, LAUNCHER_PODS_BY_VMI, Label, MigrationPhase, type MigrationState, type MigrationStatus, type VirtualMachineInstance, type VirtualMachineInstanceMigration, isFinalMigrationPhase, isLauncherPodOf, kubevirtResources, launcherPodRoles,
-  launcherPodsKeyOf, migrationJobOf,
+  Finalizer, LAUNCHER_PODS_BY_VMI, Label, type MigrationConfiguration, MigrationPhase, type MigrationPolicy, type MigrationState, type MigrationStatus, type VirtualMachineInstance, type VirtualMachineInstanceMigration,
+  isFinalMigrationPhase, isLauncherPodOf, kubevirtResources, launcherPodRoles, launcherPodsKeyOf, matchMigrationPolicy, migrationConfigurationFor, migrationJobOf,
 } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { claimsOf } from "../vmi/claim-events.ts";
 import { launcherDisruptionBudgetName } from "../vmi/disruption-budget.ts";
 import type { LauncherPodConfig } from "../vmi/pod.ts";
-import { type MigrationTimeouts, decideMigration } from "./decide.ts";
+import { type MigrationDecision, type MigrationTimeouts, decideMigration } from "./decide.ts";
 import { MIGRATIONS_BY_VMI } from "./evacuation.ts";
 import { migrationTargetPod } from "./target-pod.ts";
 
@@ -28,6 +28,8 @@ export interface MigrationLimits {
 export interface MigrationConfig {
   limits: MigrationLimits;
   timeouts: MigrationTimeouts;
+  /** The cluster's migration configuration (KubeVirt's MigrationConfiguration), which a matching MigrationPolicy overrides. */
+  cluster: MigrationConfiguration;
 }
 
 export interface MigrationControllerDeps {
@@ -36,6 +38,7 @@ export interface MigrationControllerDeps {
   vmis: Informer<VirtualMachineInstance>;
   pods: Informer<Pod>;
   claims: Informer<PersistentVolumeClaim>;
+  policies: Informer<MigrationPolicy>;
   expectations: Expectations;
   recorder: EventRecorder;
   log: Logger;
@@ -84,6 +87,19 @@ export function createMigrationReconciler(deps: MigrationControllerDeps): Reconc
     });
   }
 
+  /**
+   * A hand-over with the configuration its migration runs with, as KubeVirt's controller hands it over: the cluster's,
+   * under the MigrationPolicy that matches the VMI and its namespace (kubevirt-api's migration-policy.ts).
+   */
+  async function configured(decision: MigrationDecision, vmi: VirtualMachineInstance): Promise<MigrationDecision> {
+    if (decision.targetNodeLabel === undefined || !decision.vmiState) return decision;
+    const namespace = await client.find<KubeObject>(resources.namespaces, undefined, vmi.metadata.namespace ?? "");
+    const policy = matchMigrationPolicy(deps.policies.list(), vmi.metadata.labels, namespace?.metadata.labels);
+    const state: MigrationState = { ...decision.vmiState, ...migrationConfigurationFor(deps.config.cluster, policy) };
+    const event = state.migrationPolicyName === undefined || decision.event ? {} : { event: { type: "Normal" as const, reason: "MigrationPolicy", message: `The migration runs under MigrationPolicy ${state.migrationPolicyName}` } };
+    return { ...decision, vmiState: state, status: { ...decision.status, migrationState: state }, ...event };
+  }
+
   async function writeVmiState(vmi: VirtualMachineInstance, state: MigrationState, targetNode: string | undefined): Promise<void> {
     await writeStatusIfChanged(client, kubevirtResources.virtualMachineInstances, vmi, { ...vmi.status, migrationState: state }, targetNode ? { [Label.MigrationTargetNodeName]: targetNode } : undefined);
   }
@@ -119,7 +135,7 @@ export function createMigrationReconciler(deps: MigrationControllerDeps): Reconc
     const roles = vmi ? launcherPodRoles(vmi, owned) : { current: [], targets: [], left: [] };
     // Its target pods: never one the VMI runs in now (a completed migration's target is the VMI's pod from then on).
     const targetPods = roles.targets.filter((p) => migrationJobOf(p) === uid);
-    const decision = decideMigration({
+    const decided = decideMigration({
       migration,
       vmi,
       sourcePod: roles.current.find((p) => !p.metadata.deletionTimestamp),
@@ -128,6 +144,7 @@ export function createMigrationReconciler(deps: MigrationControllerDeps): Reconc
       timeouts: deps.config.timeouts,
       now: now(),
     });
+    const decision = vmi ? await configured(decided, vmi) : decided;
 
     if (decision.createTargetPod && vmi) {
       started.add(uid);

@@ -1,7 +1,7 @@
 import type { MigrationStatus } from "@kubevirt-ts/launcher-protocol";
 import { describe, expect, it } from "vitest";
 import { MIGRATION_ABORTED_REASON, type MigrationState } from "@kubevirt-ts/kubevirt-api";
-import { changes, migrationStateOf, sourceStep, targetProxyAddress, targetStep } from "./decide.ts";
+import { changes, migrationOptionsOf, migrationStateOf, sourceStep, targetProxyAddress, targetStep } from "./decide.ts";
 
 const now = new Date("2026-11-26T18:00:00Z");
 const handedOver: MigrationState = { migrationUid: "m-1", sourceNode: "node-a", sourcePod: "launcher-a", targetNode: "node-b", targetPod: "launcher-b", startTimestamp: "2026-11-26T17:59:00Z" };
@@ -44,8 +44,27 @@ describe("the target handler's step", () => {
   });
 });
 
+describe("the launcher's options of a migration, from the configuration it was handed over with", () => {
+  it("are KubeVirt's defaults without one", () => {
+    expect(migrationOptionsOf(ready)).toEqual(options);
+  });
+
+  it("take each field of the MigrationPolicy's configuration", () => {
+    expect(migrationOptionsOf({ ...ready, migrationConfiguration: { allowAutoConverge: true } })).toEqual({ ...options, autoConverge: true });
+    expect(migrationOptionsOf({ ...ready, migrationConfiguration: { bandwidthPerMigration: "2000Mi" } })).toEqual({ ...options, bandwidthMiB: 2000 });
+    expect(migrationOptionsOf({ ...ready, migrationConfiguration: { completionTimeoutPerGiB: 30 } })).toEqual({ ...options, completionTimeoutPerGiB: 30 });
+    expect(migrationOptionsOf({ ...ready, migrationConfiguration: { allowPostCopy: true } })).toEqual({ ...options, postCopy: true });
+    // Workload disruption refused: a late migration is aborted rather than switched to post-copy.
+    expect(migrationOptionsOf({ ...ready, migrationConfiguration: { allowPostCopy: true, allowWorkloadDisruption: false } })).toEqual(options);
+  });
+
+  it("refuse a configuration that is not KubeVirt's, naming it", () => {
+    expect(() => migrationOptionsOf({ ...ready, migrationConfiguration: { bandwidthPerMigration: "fast" } })).toThrow(/migrationConfiguration/);
+  });
+});
+
 describe("the source handler's step", () => {
-  const step = (state: MigrationState | undefined, launcher: MigrationStatus, nodeName = "node-a") => sourceStep({ state, nodeName, launcher, options, now });
+  const step = (state: MigrationState | undefined, launcher: MigrationStatus, nodeName = "node-a") => sourceStep({ state, nodeName, launcher, now });
 
   it("does nothing for a migration from another node, or before the target is ready", () => {
     expect(step(ready, idle, "node-b")).toEqual({});
@@ -54,6 +73,8 @@ describe("the source handler's step", () => {
 
   it("opens its proxy and has the launcher migrate, with the policy's options and the migration's uid", () => {
     expect(step(ready, idle)).toEqual({ proxy: "start", call: { method: "migrate", options: { ...options, migrationUid: "m-1" } } });
+    const configured = { ...ready, migrationConfiguration: { allowAutoConverge: true, allowPostCopy: true, bandwidthPerMigration: "64Mi", completionTimeoutPerGiB: 0 } };
+    expect(step(configured, idle)).toEqual({ proxy: "start", call: { method: "migrate", options: { ...options, postCopy: true, autoConverge: true, bandwidthMiB: 64, completionTimeoutPerGiB: 0, migrationUid: "m-1" } } });
     // The launcher's last migration was another one (failed earlier): this one starts.
     expect(step(ready, { role: "Source", migrationUid: "m-0", phase: "Failed" })).toMatchObject({ call: { method: "migrate" } });
   });

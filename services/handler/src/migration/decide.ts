@@ -1,4 +1,6 @@
-import { MIGRATION_ABORTED_REASON, type MigrationState } from "@kubevirt-ts/kubevirt-api";
+import {
+  DEFAULT_COMPLETION_TIMEOUT_PER_GIB, MIGRATION_ABORTED_REASON, type MigrationState, bandwidthMiB, migrationConfiguration, switchesToPostCopy,
+} from "@kubevirt-ts/kubevirt-api";
 import type { DomainStatus, MigrationOptions, MigrationStatus } from "@kubevirt-ts/launcher-protocol";
 
 export type { MigrationState };
@@ -75,13 +77,28 @@ export function targetProxyAddress(state: MigrationState): { host: string; port:
   return { host: state.targetNodeAddress, port };
 }
 
+/**
+ * The launcher's options for a migration: the configuration the controller handed it over with (the cluster's, under
+ * the MigrationPolicy that matched), as KubeVirt's handler reads it; KubeVirt's defaults where it has none.
+ */
+export function migrationOptionsOf(state: MigrationState): Omit<MigrationOptions, "migrationUid"> {
+  const parsed = migrationConfiguration.safeParse(state.migrationConfiguration ?? {});
+  if (!parsed.success) throw new Error(`the VMI's status.migrationState.migrationConfiguration is not KubeVirt's MigrationConfiguration: ${parsed.error.message}`);
+  const configuration = parsed.data;
+  return {
+    postCopy: switchesToPostCopy(configuration),
+    autoConverge: configuration.allowAutoConverge === true,
+    bandwidthMiB: bandwidthMiB(configuration.bandwidthPerMigration),
+    completionTimeoutPerGiB: configuration.completionTimeoutPerGiB ?? DEFAULT_COMPLETION_TIMEOUT_PER_GIB,
+    allowNonSharedDisks: false,
+  };
+}
+
 export interface SourceInput {
   state: MigrationState | undefined;
   nodeName: string;
   /** The source launcher's migration status (its last outgoing migration). */
   launcher: MigrationStatus;
-  /** The migration's options, from its policy (KubeVirt's migration configuration). */
-  options: Omit<MigrationOptions, "migrationUid">;
   now: Date;
 }
 
@@ -106,7 +123,7 @@ export function sourceStep(input: SourceInput): SourceStep {
     // Cancelled before it started: nothing moved.
     if (state.abortRequested === true) return end({ failed: true, failureReason: MIGRATION_ABORTED_REASON, abortStatus: "Succeeded" });
     if (!targetProxyAddress(state)) return {};
-    return { proxy: "start", call: { method: "migrate", options: { ...input.options, migrationUid: state.migrationUid } } };
+    return { proxy: "start", call: { method: "migrate", options: { ...migrationOptionsOf(state), migrationUid: state.migrationUid } } };
   }
   switch (launcher.phase) {
     case "Completed":

@@ -1,5 +1,5 @@
 import {
-  KEPT_MIGRATION_REPORTS, MIGRATION_REPORT_RETENTION_MS, MIGRATION_SOCKETS, type LauncherClient, type MigrationOptions, type MigrationReport, type MigrationSourceProxy, type MigrationStatus, MigrationTargetProxy, type ProxyTls, startMigrationSourceProxy,
+  KEPT_MIGRATION_REPORTS, MIGRATION_REPORT_RETENTION_MS, MIGRATION_SOCKETS, type LauncherClient, type MigrationReport, type MigrationSourceProxy, type MigrationStatus, MigrationTargetProxy, type ProxyTls, startMigrationSourceProxy,
 } from "@kubevirt-ts/launcher-protocol";
 import type { VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
@@ -22,8 +22,6 @@ export interface MigrationDriverOptions {
   handlerIdentity: string;
   podsDir: string;
   launcher: (podUid: string) => Promise<Pick<LauncherClient, "call">>;
-  /** The options of a migration (the cluster's migration configuration). */
-  options: Omit<MigrationOptions, "migrationUid">;
   log: Logger;
   registry?: Registry;
   now?: () => Date;
@@ -98,7 +96,7 @@ export class MigrationDriver {
     const status = await launcher.call("migrationState");
     this.publish(vmi, status);
     this.keep(vmi, state.migrationUid, status);
-    const step = sourceStep({ state, nodeName: state.sourceNode ?? "", launcher: status, options: this.o.options, now: this.now() });
+    const step = sourceStep({ state, nodeName: state.sourceNode ?? "", launcher: status, now: this.now() });
     const uid = state.migrationUid ?? "";
     if (step.proxy === "start") await this.startSource(uid, state, podUid);
     if (step.call?.method === "migrate") await launcher.call("migrate", step.call.options);

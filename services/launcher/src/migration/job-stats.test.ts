@@ -44,4 +44,8 @@ describe("a migration's completion time", () => {
     expect(completionTimeoutMs(128 * 1024 ** 2, 150)).toBe(150_000);
     expect(completionTimeoutMs(2.5 * 1024 ** 3, 10)).toBe(30_000);
   });
+
+  it("has no limit at 0 seconds per GiB, as KubeVirt's", () => {
+    expect(completionTimeoutMs(64 * 1024 ** 3, 0)).toBe(Infinity);
+  });
 });

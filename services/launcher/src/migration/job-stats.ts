@@ -56,6 +56,7 @@ export function disksToCopy(domainXml: string, copiedDirs: readonly string[]): s
 
 /** How long the migration may take before it is aborted or switched to post-copy, as KubeVirt's: seconds per GiB of what it moves, at least one GiB. */
 export function completionTimeoutMs(dataTotalBytes: number | undefined, perGiBSeconds: number): number {
+  if (perGiBSeconds === 0) return Infinity;
   const gib = Math.max(1, Math.ceil((dataTotalBytes ?? 0) / 1024 ** 3));
   return gib * perGiBSeconds * 1000;
 }
