@@ -40,6 +40,8 @@ function migrationView(m: VirtualMachineInstanceMigration) {
     targetNode: state?.targetNode,
     mode: state?.mode,
     failureReason: state?.failureReason,
+    /** The MigrationPolicy whose settings it runs with, when one changed the cluster's. */
+    policy: state?.migrationPolicyName ?? undefined,
     evacuation: m.metadata.annotations?.["kubevirt.io/evacuationMigration"],
   };
 }

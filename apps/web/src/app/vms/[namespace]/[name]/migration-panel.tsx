@@ -85,6 +85,7 @@ export function MigrationPanel({ namespace, name, permission }: { namespace: str
             {latest.mode ? `, ${latest.mode === "PostCopy" ? "post-copy" : "pre-copy"}` : ""}
             {latest.phases.length > 0 ? `, ${seconds(latest.phases[0]?.time, latest.ended ? latest.phases.at(-1)?.time : undefined)}${latest.ended ? " in all" : " so far"}` : ""}
             {latest.evacuation ? ` (moved off ${latest.evacuation} by a drain)` : ""}
+            {latest.policy ? `, under MigrationPolicy ${latest.policy}` : ""}
           </p>
           {latest.progress && <MigrationFiguresLine figures={latest.progress} />}
           {latest.progressProblem && <p className="muted">{latest.progressProblem}</p>}
