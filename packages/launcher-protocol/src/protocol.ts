@@ -95,6 +95,8 @@ export const migrationOptions = z.strictObject({
   bandwidthMiB: z.number().int().nonnegative().default(0),
   /** Seconds allowed per GiB of memory and copied disks before the migration is aborted, or switched to post-copy (KubeVirt's 150 by default); 0: no limit. */
   completionTimeoutPerGiB: z.number().int().nonnegative().default(150),
+  /** Seconds the data left may go without going down before the migration is taken for stuck and aborted (KubeVirt's 150); 0: no limit. */
+  progressTimeout: z.number().int().nonnegative().default(150),
   /** Also copy the disks of claims (which are otherwise taken for shared storage, ReadWriteMany, seen by both pods). */
   allowNonSharedDisks: z.boolean().default(false),
 });

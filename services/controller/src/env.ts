@@ -1,6 +1,6 @@
 import { hostname } from "node:os";
 import {
-  DEFAULT_COMPLETION_TIMEOUT_PER_GIB, DEFAULT_PARALLEL_MIGRATIONS_PER_CLUSTER, DEFAULT_PARALLEL_OUTBOUND_MIGRATIONS_PER_NODE, DEFAULT_PENDING_TARGET_TIMEOUT_SECONDS, DEFAULT_UNSCHEDULABLE_TARGET_TIMEOUT_SECONDS, EVICTION_STRATEGIES,
+  DEFAULT_COMPLETION_TIMEOUT_PER_GIB, DEFAULT_PROGRESS_TIMEOUT_SECONDS, DEFAULT_PARALLEL_MIGRATIONS_PER_CLUSTER, DEFAULT_PARALLEL_OUTBOUND_MIGRATIONS_PER_NODE, DEFAULT_PENDING_TARGET_TIMEOUT_SECONDS, DEFAULT_UNSCHEDULABLE_TARGET_TIMEOUT_SECONDS, EVICTION_STRATEGIES,
 } from "@kubevirt-ts/kubevirt-api";
 import { baseEnv, parseEnv } from "@kubevirt-ts/runtime";
 import { z } from "zod";
@@ -36,6 +36,8 @@ export const env = parseEnv(
     MIGRATION_BANDWIDTH_MIB: z.coerce.number().int().min(0).default(0),
     /** 0: no limit. */
     MIGRATION_COMPLETION_TIMEOUT_PER_GIB: z.coerce.number().int().min(0).default(DEFAULT_COMPLETION_TIMEOUT_PER_GIB),
+    /** Seconds without progress before a migration is aborted; 0: no limit. */
+    MIGRATION_PROGRESS_TIMEOUT_SECONDS: z.coerce.number().int().min(0).default(DEFAULT_PROGRESS_TIMEOUT_SECONDS),
     VM_STATE_STORAGE_CLASS: z.string().optional().transform((v) => (v === "" ? undefined : v)),
   }),
 );

@@ -39,6 +39,7 @@ await runService({
           allowPostCopy: env.MIGRATION_ALLOW_POST_COPY,
           bandwidthPerMigration: `${String(env.MIGRATION_BANDWIDTH_MIB)}Mi`,
           completionTimeoutPerGiB: env.MIGRATION_COMPLETION_TIMEOUT_PER_GIB,
+          progressTimeout: env.MIGRATION_PROGRESS_TIMEOUT_SECONDS,
         },
       },
     });

@@ -14,7 +14,7 @@ export const LAUNCHER_IMAGE = "kubevirt-ts.local/virt-launcher:test";
 
 /** The cluster's migration configuration the test controllers run with: the chart's defaults. */
 export const CLUSTER_MIGRATION_CONFIGURATION = {
-  parallelMigrationsPerCluster: 5, parallelOutboundMigrationsPerNode: 2, allowAutoConverge: false, allowPostCopy: false, bandwidthPerMigration: "0Mi", completionTimeoutPerGiB: 150,
+  parallelMigrationsPerCluster: 5, parallelOutboundMigrationsPerNode: 2, allowAutoConverge: false, allowPostCopy: false, bandwidthPerMigration: "0Mi", completionTimeoutPerGiB: 150, progressTimeout: 150,
 } as const;
 
 export async function testClient(registry?: Registry): Promise<KubeClient> {

@@ -1,6 +1,6 @@
 import { once } from "node:events";
 import { link, mkdir, readFile, rm, stat } from "node:fs/promises";
-import { type Server, connect, createServer } from "node:net";
+import { type Server, type Socket, connect, createServer } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { LAUNCHER_UID, SocketsVolume } from "@kubevirt-ts/kubevirt-api";
@@ -62,13 +62,22 @@ async function startPod(name: string): Promise<Pod> {
 const serial = (pod: Pod) => join(pod.sockets, SocketsVolume.serial);
 
 /** The handlers' part without TLS: the migration's sockets in the source pod's folder, each connection joined to the target pod's socket. */
-async function plainRelay(source: Pod, target: Pod): Promise<() => Promise<void>> {
+async function plainRelay(source: Pod, target: Pod, options: { stallMemoryAfterMs?: number } = {}): Promise<() => Promise<void>> {
   const servers: Server[] = [];
+  const sockets: Socket[] = [];
   for (const name of Object.values(MIGRATION_SOCKETS)) {
     const server = createServer({ pauseOnConnect: true, allowHalfOpen: true }, (local) => {
       const remote = connect({ path: join(target.sockets, name), allowHalfOpen: true });
+      sockets.push(local, remote);
       joinStreams(local, remote);
       remote.once("connect", () => local.resume());
+      // A network that stops carrying the guest's memory: the relay reads no more of it, and the source's QEMU sends no more.
+      if (name === MIGRATION_SOCKETS.memory && options.stallMemoryAfterMs !== undefined) {
+        setTimeout(() => {
+          local.unpipe(remote);
+          local.pause();
+        }, options.stallMemoryAfterMs);
+      }
     });
     const umask = process.umask(0);
     try {
@@ -80,6 +89,7 @@ async function plainRelay(source: Pod, target: Pod): Promise<() => Promise<void>
     servers.push(server);
   }
   return async () => {
+    for (const socket of sockets) socket.destroy();
     await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
   };
 }
@@ -165,6 +175,20 @@ describe("live migration between two launchers", () => {
       await close();
     }
     expect(await a.client.call("state")).toMatchObject({ state: "Running" });
+  });
+
+  it("aborts a migration that makes no progress for its progress timeout, saying it is stuck", async () => {
+    // The memory stream stalls a second in, at 1 MiB/s far from done; with no completion time, only the progress timeout ends it.
+    const close = await plainRelay(a, b, { stallMemoryAfterMs: 1_000 });
+    try {
+      expect(await a.client.call("migrate", { migrationUid: "migration-s", bandwidthMiB: 1, completionTimeoutPerGiB: 0, progressTimeout: 3 })).toMatchObject({ phase: "Running" });
+      const stuck = await waitFor(migrationState(a), ended, "the stuck migration's end");
+      expect(stuck).toMatchObject({ phase: "Failed", abortStatus: "Succeeded", failureReason: expect.stringMatching(/^Live migration stuck for [3-9] seconds and has been aborted$/) as unknown });
+    } finally {
+      await close();
+    }
+    expect(await a.client.call("state")).toMatchObject({ state: "Running" });
+    expect(await readUntil(serial(a), "unstuck-9", "echo unstuck-$((4+5))\n")).toContain("unstuck-9");
   });
 
   it("moves the running guest to the target: its RAM and its pod-local disk with it, gone from the source", async () => {

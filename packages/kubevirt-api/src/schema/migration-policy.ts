@@ -47,6 +47,7 @@ export const migrationConfiguration = z.object({
   allowWorkloadDisruption: z.boolean().optional(),
   bandwidthPerMigration: quantity.optional(),
   completionTimeoutPerGiB: z.number().int().optional(),
+  progressTimeout: z.number().int().optional(),
 });
 
 export type MigrationPolicySpec = z.infer<typeof migrationPolicySpec>;

@@ -7,7 +7,7 @@ const now = new Date("2026-11-26T18:00:00Z");
 const handedOver: MigrationState = { migrationUid: "m-1", sourceNode: "node-a", sourcePod: "launcher-a", targetNode: "node-b", targetPod: "launcher-b", startTimestamp: "2026-11-26T17:59:00Z" };
 const proxy = { address: "198.51.100.2", port: 8187 };
 const ready: MigrationState = { ...handedOver, targetNodeAddress: proxy.address, targetDirectMigrationNodePorts: { "8187": 0 } };
-const options = { postCopy: false, autoConverge: false, bandwidthMiB: 0, completionTimeoutPerGiB: 150, allowNonSharedDisks: false };
+const options = { postCopy: false, autoConverge: false, bandwidthMiB: 0, completionTimeoutPerGiB: 150, progressTimeout: 150, allowNonSharedDisks: false };
 const idle: MigrationStatus = { phase: "None" };
 const running = (fields: Partial<MigrationStatus> = {}): MigrationStatus => ({ role: "Source", migrationUid: "m-1", phase: "Running", mode: "PreCopy", startTimestamp: "2026-11-26T17:59:30Z", ...fields });
 
@@ -53,6 +53,7 @@ describe("the launcher's options of a migration, from the configuration it was h
     expect(migrationOptionsOf({ ...ready, migrationConfiguration: { allowAutoConverge: true } })).toEqual({ ...options, autoConverge: true });
     expect(migrationOptionsOf({ ...ready, migrationConfiguration: { bandwidthPerMigration: "2000Mi" } })).toEqual({ ...options, bandwidthMiB: 2000 });
     expect(migrationOptionsOf({ ...ready, migrationConfiguration: { completionTimeoutPerGiB: 30 } })).toEqual({ ...options, completionTimeoutPerGiB: 30 });
+    expect(migrationOptionsOf({ ...ready, migrationConfiguration: { progressTimeout: 0 } })).toEqual({ ...options, progressTimeout: 0 });
     expect(migrationOptionsOf({ ...ready, migrationConfiguration: { allowPostCopy: true } })).toEqual({ ...options, postCopy: true });
     // Workload disruption refused: a late migration is aborted rather than switched to post-copy.
     expect(migrationOptionsOf({ ...ready, migrationConfiguration: { allowPostCopy: true, allowWorkloadDisruption: false } })).toEqual(options);

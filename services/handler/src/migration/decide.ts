@@ -1,5 +1,5 @@
 import {
-  DEFAULT_COMPLETION_TIMEOUT_PER_GIB, MIGRATION_ABORTED_REASON, type MigrationState, bandwidthMiB, migrationConfiguration, switchesToPostCopy,
+  DEFAULT_COMPLETION_TIMEOUT_PER_GIB, DEFAULT_PROGRESS_TIMEOUT_SECONDS, MIGRATION_ABORTED_REASON, type MigrationState, bandwidthMiB, migrationConfiguration, switchesToPostCopy,
 } from "@kubevirt-ts/kubevirt-api";
 import type { DomainStatus, MigrationOptions, MigrationStatus } from "@kubevirt-ts/launcher-protocol";
 
@@ -90,6 +90,7 @@ export function migrationOptionsOf(state: MigrationState): Omit<MigrationOptions
     autoConverge: configuration.allowAutoConverge === true,
     bandwidthMiB: bandwidthMiB(configuration.bandwidthPerMigration),
     completionTimeoutPerGiB: configuration.completionTimeoutPerGiB ?? DEFAULT_COMPLETION_TIMEOUT_PER_GIB,
+    progressTimeout: configuration.progressTimeout ?? DEFAULT_PROGRESS_TIMEOUT_SECONDS,
     allowNonSharedDisks: false,
   };
 }

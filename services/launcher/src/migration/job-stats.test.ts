@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { completionTimeoutMs, disksToCopy, parseJobStats } from "./job-stats.ts";
+import { type MonitorInput, completionTimeoutMs, disksToCopy, monitorStep, parseJobStats } from "./job-stats.ts";
 
 describe("libvirt's job stats", () => {
   it("are read from virsh's raw lines, the job's type from its header", () => {
@@ -47,5 +47,35 @@ describe("a migration's completion time", () => {
 
   it("has no limit at 0 seconds per GiB, as KubeVirt's", () => {
     expect(completionTimeoutMs(64 * 1024 ** 3, 0)).toBe(Infinity);
+  });
+});
+
+describe("the migration monitor's look at the job, as KubeVirt's", () => {
+  const MiB = 1024 ** 2;
+  const options = { postCopy: false, completionTimeoutPerGiB: 150, progressTimeout: 150 };
+  const look = (fields: Partial<MonitorInput> = {}) =>
+    monitorStep({ progress: { elapsedMs: 10_000, dataTotal: 128 * MiB, dataRemaining: 50 * MiB }, mark: { atMs: 0, remaining: 60 * MiB }, nowMs: 10_000, mode: "PreCopy", options, postCopyFailed: false, ...fields });
+
+  it("marks progress whenever the data left went down, and at the first look", () => {
+    expect(look()).toEqual({ mark: { atMs: 10_000, remaining: 50 * MiB }, action: { kind: "none" } });
+    expect(look({ mark: { atMs: 0, remaining: undefined } }).mark.atMs).toBe(10_000);
+    // A pass over memory the guest dirtied again: more left than at the last look, no progress.
+    expect(look({ mark: { atMs: 2_000, remaining: 40 * MiB } }).mark).toEqual({ atMs: 2_000, remaining: 50 * MiB });
+  });
+
+  it("aborts a migration whose data left has not gone down for its progress timeout, unless that is 0 or it is in post-copy", () => {
+    const stuck = { mark: { atMs: 0, remaining: 50 * MiB }, nowMs: 151_000 };
+    expect(look(stuck).action).toEqual({ kind: "abortStuck", stuckMs: 151_000 });
+    expect(look({ ...stuck, nowMs: 150_000 }).action).toEqual({ kind: "none" });
+    expect(look({ ...stuck, options: { ...options, progressTimeout: 0 } }).action).toEqual({ kind: "none" });
+    expect(look({ ...stuck, mode: "PostCopy" }).action).toEqual({ kind: "none" });
+  });
+
+  it("past its completion time, switches to post-copy when allowed and it was not refused, and aborts otherwise", () => {
+    const late = { progress: { elapsedMs: 151_000, dataTotal: 128 * MiB, dataRemaining: 50 * MiB } };
+    expect(look(late).action).toEqual({ kind: "abortLate", allowedMs: 150_000 });
+    expect(look({ ...late, options: { ...options, postCopy: true } }).action).toEqual({ kind: "postCopy", allowedMs: 150_000 });
+    expect(look({ ...late, options: { ...options, postCopy: true }, postCopyFailed: true }).action).toEqual({ kind: "abortLate", allowedMs: 150_000 });
+    expect(look({ ...late, options: { ...options, completionTimeoutPerGiB: 0 } }).action).toEqual({ kind: "none" });
   });
 });

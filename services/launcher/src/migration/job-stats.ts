@@ -1,4 +1,4 @@
-import type { MigrationProgress } from "@kubevirt-ts/launcher-protocol";
+import type { MigrationOptions, MigrationProgress } from "@kubevirt-ts/launcher-protocol";
 
 // libvirt's job stats as `virsh domjobinfo --rawstats` prints them (one
 // typed parameter a line, `name=value`), turned into the protocol's figures.
@@ -59,4 +59,46 @@ export function completionTimeoutMs(dataTotalBytes: number | undefined, perGiBSe
   if (perGiBSeconds === 0) return Infinity;
   const gib = Math.max(1, Math.ceil((dataTotalBytes ?? 0) / 1024 ** 3));
   return gib * perGiBSeconds * 1000;
+}
+
+/** What the monitor keeps between two looks at the job: when it last saw the data left go down, and how much was left. */
+export interface ProgressMark {
+  atMs: number;
+  remaining: number | undefined;
+}
+
+export type MonitorAction =
+  | { kind: "none" }
+  | { kind: "postCopy"; allowedMs: number }
+  | { kind: "abortLate"; allowedMs: number }
+  | { kind: "abortStuck"; stuckMs: number };
+
+export interface MonitorInput {
+  progress: MigrationProgress;
+  mark: ProgressMark;
+  nowMs: number;
+  mode: "PreCopy" | "PostCopy" | undefined;
+  options: Pick<MigrationOptions, "postCopy" | "completionTimeoutPerGiB" | "progressTimeout">;
+  /** A switch to post-copy was tried and refused: the migration can only end now. */
+  postCopyFailed: boolean;
+}
+
+/**
+ * KubeVirt's migration monitor, one look at the job: progress is the data left going down since the last look. A
+ * migration in post-copy is left alone (the guest runs on the target already). One that made no progress for the
+ * progress timeout is stuck (the network, QEMU's connection) and is aborted; one past its completion time switches to
+ * post-copy when it may, and is aborted otherwise. 0 turns either timeout off.
+ */
+export function monitorStep(input: MonitorInput): { mark: ProgressMark; action: MonitorAction } {
+  const { progress, nowMs, options } = input;
+  const remaining = progress.dataRemaining;
+  const previous = input.mark.remaining;
+  const progressed = previous === undefined || previous === 0 || (remaining !== undefined && remaining < previous);
+  const mark = { atMs: progressed ? nowMs : input.mark.atMs, remaining };
+  if (input.mode === "PostCopy") return { mark, action: { kind: "none" } };
+  const stuckMs = nowMs - mark.atMs;
+  if (options.progressTimeout > 0 && stuckMs > options.progressTimeout * 1000) return { mark, action: { kind: "abortStuck", stuckMs } };
+  const allowedMs = completionTimeoutMs(progress.dataTotal, options.completionTimeoutPerGiB);
+  if (progress.elapsedMs <= allowedMs) return { mark, action: { kind: "none" } };
+  return { mark, action: options.postCopy && !input.postCopyFailed ? { kind: "postCopy", allowedMs } : { kind: "abortLate", allowedMs } };
 }

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { migrateArgs } from "./outgoing.ts";
 
 const base = { uri: "qemu+unix:///session?socket=/state/libvirt-sock", domain: "test_tiny", socketsDir: "/var/run/kubevirt-ts/sockets" };
-const defaults = { postCopy: false, autoConverge: false, bandwidthMiB: 0, completionTimeoutPerGiB: 150, allowNonSharedDisks: false };
+const defaults = { postCopy: false, autoConverge: false, bandwidthMiB: 0, completionTimeoutPerGiB: 150, progressTimeout: 150, allowNonSharedDisks: false };
 
 describe("virsh's arguments for a migration", () => {
   it("are KubeVirt's flags, peer to peer to the target's libvirt and QEMU through the sockets volume", () => {

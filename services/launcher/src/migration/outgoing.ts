@@ -2,14 +2,15 @@ import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { MIGRATION_SOCKETS, type MigrationOptions, type MigrationStatus } from "@kubevirt-ts/launcher-protocol";
 import type { Logger } from "@kubevirt-ts/runtime";
-import { completionTimeoutMs, parseJobStats } from "./job-stats.ts";
+import { type ProgressMark, monitorStep, parseJobStats } from "./job-stats.ts";
 
 // The source's side of a live migration, with virsh against the launcher's
 // own session daemon (the Node binding has no migrate, job stats nor abort;
 // ADR 19): `virsh migrate` runs for as long as the migration does, peer to
 // peer, to the target's libvirt behind the handler's proxy socket; a monitor
-// reads libvirt's job stats twice a second, and switches to post-copy or
-// aborts once the migration has run past its completion time.
+// reads libvirt's job stats twice a second, aborts a migration that makes
+// no progress for its progress timeout, and switches to post-copy or aborts
+// once the migration has run past its completion time (job-stats.ts).
 
 /** How often the job's figures are read. */
 export const MONITOR_INTERVAL_MS = 500;
@@ -49,6 +50,10 @@ export class OutgoingMigration {
   private stderr = "";
   /** Set when the monitor aborted the migration for running past its completion time. */
   private timedOutAfterMs: number | undefined;
+  /** Set when the monitor aborted the migration for making no progress. */
+  private stuckForMs: number | undefined;
+  /** When the data left last went down, and how much was left then. */
+  private mark: ProgressMark = { atMs: Date.now(), remaining: undefined };
   /** Why the switch to post-copy failed, when it did. */
   private postCopyFailure: string | undefined;
   private readonly done: Promise<MigrationStatus>;
@@ -120,10 +125,15 @@ export class OutgoingMigration {
     }
     if (!this.running() || !stats.progress) return;
     this.status = { ...this.status, progress: stats.progress };
-    const allowedMs = completionTimeoutMs(stats.progress.dataTotal, this.o.options.completionTimeoutPerGiB);
-    if (stats.progress.elapsedMs <= allowedMs || this.status.abortStatus !== undefined) return;
-    if (this.o.options.postCopy && this.status.mode === "PreCopy" && this.postCopyFailure === undefined) {
-      this.o.log.info("switching the migration to post-copy: pre-copy ran past its completion time", { allowedMs });
+    const { mark, action } = monitorStep({ progress: stats.progress, mark: this.mark, nowMs: Date.now(), mode: this.status.mode, options: this.o.options, postCopyFailed: this.postCopyFailure !== undefined });
+    this.mark = mark;
+    if (action.kind === "none" || this.status.abortStatus !== undefined) return;
+    if (action.kind === "abortStuck") {
+      this.o.log.warn("aborting the migration: the data left has not gone down for its progress timeout", { stuckMs: action.stuckMs });
+      this.stuckForMs = action.stuckMs;
+      await this.abort();
+    } else if (action.kind === "postCopy") {
+      this.o.log.info("switching the migration to post-copy: pre-copy ran past its completion time", { allowedMs: action.allowedMs });
       try {
         await this.o.virsh("migrate-postcopy", [this.o.domain]);
         this.status = { ...this.status, mode: "PostCopy" };
@@ -133,9 +143,9 @@ export class OutgoingMigration {
         this.o.log.warn("could not switch the migration to post-copy; aborting it", { error });
         await this.abort();
       }
-    } else if (this.status.mode === "PreCopy" && !this.o.options.postCopy) {
-      this.o.log.warn("aborting the migration: it ran past its completion time", { allowedMs });
-      this.timedOutAfterMs = allowedMs;
+    } else {
+      this.o.log.warn("aborting the migration: it ran past its completion time", { allowedMs: action.allowedMs });
+      this.timedOutAfterMs = action.allowedMs;
       await this.abort();
     }
   }
@@ -155,6 +165,8 @@ export class OutgoingMigration {
     } else {
       const reason = this.postCopyFailure !== undefined
         ? `Live migration could not switch to post-copy and has been aborted: ${this.postCopyFailure}`
+        : this.stuckForMs !== undefined
+        ? `Live migration stuck for ${String(Math.round(this.stuckForMs / 1000))} seconds and has been aborted`
         : this.timedOutAfterMs !== undefined
         ? `Live migration is not completed after ${String(Math.round(this.timedOutAfterMs / 1000))} seconds and has been aborted`
         : abortStatus === "Succeeded" ? "Live migration aborted" : `Live migration failed: ${this.stderr.trim() || "virsh migrate failed"}`;
