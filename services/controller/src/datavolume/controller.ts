@@ -1,12 +1,12 @@
 import { randomBytes } from "node:crypto";
 import { type EventRecorder, type Informer, type KubeClient, type PersistentVolumeClaim, type Pod, type Reconcile, WrittenVersions, isAlreadyExists, isNotFound, resources, writeStatusIfChanged } from "@kubevirt-ts/kube";
 import {
-  ALLOW_CLAIM_ADOPTION, CLAIM_POD_PHASE, CLAIM_POD_READY, CLAIM_POPULATED_FOR, type DataVolume, DataVolumePhase, EventReason, IMPORTER_PROGRESS_PORT, importProgress, kubevirtResources, controllerRef
+  ALLOW_CLAIM_ADOPTION, CLAIM_POD_PHASE, CLAIM_POD_READY, CLAIM_POPULATED_FOR, type DataVolume, DataVolumePhase, EventReason, Kind, type VirtualMachine, IMPORTER_PROGRESS_PORT, importProgress, kubevirtResources, controllerRef
 } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { controllerOf } from "../common/owner.ts";
 import { type DataVolumeAction, type DataVolumeObservation, decideDataVolume, deriveDataVolumeStatus } from "./decide.ts";
-import { type ImporterConfig, dataVolumeClaim, importDiskBytes, importerPod, importerPodName } from "./importer-pod.ts";
+import { type ImporterConfig, claimNode, dataVolumeClaim, importDiskBytes, importerPod, importerPodName } from "./importer-pod.ts";
 
 // kubevirt-ts's DataVolume controller, for clusters without CDI: for each
 // DataVolume, its claim, then an importer pod that fills the claim, then
@@ -49,6 +49,16 @@ export function createDataVolumeReconciler(deps: DataVolumeControllerDeps): Reco
     return undefined;
   }
 
+  /** The node of a bound claim of the VM that owns the DataVolume (its template's other volumes), if one is bound yet. */
+  async function nodeOfVmClaims(dv: DataVolume): Promise<string | undefined> {
+    const owner = controllerOf(dv);
+    if (owner?.kind !== Kind.VirtualMachine) return undefined;
+    const vm = await client.find<VirtualMachine>(kubevirtResources.virtualMachines, dv.metadata.namespace, owner.name);
+    if (vm?.metadata.uid !== owner.uid) return undefined;
+    const names = (vm.spec.template.spec.volumes ?? []).flatMap((v) => [v.dataVolume?.name, v.persistentVolumeClaim?.claimName]).filter((n): n is string => n !== undefined && n !== dv.metadata.name);
+    return names.map((name) => claimNode(claims.get(`${dv.metadata.namespace ?? ""}/${name}`))).find((node) => node !== undefined);
+  }
+
   async function execute(o: DataVolumeObservation, action: DataVolumeAction): Promise<void> {
     const { dv } = o;
     const namespace = dv.metadata.namespace;
@@ -82,7 +92,9 @@ export function createDataVolumeReconciler(deps: DataVolumeControllerDeps): Reco
         if (bytes === undefined) return;
         // An upload pod's key, which the upload proxy presents to it: made here, at random, for this pod alone.
         const uploadKey = dv.spec.source?.upload ? randomBytes(32).toString("base64url") : undefined;
-        await client.create(resources.pods, namespace, importerPod(dv, bytes, deps.importer, uploadKey)).catch((error: unknown) => {
+        // A source claim binds the pod to its node already; otherwise it goes where the VM's other claims are.
+        const node = source ? undefined : await nodeOfVmClaims(dv);
+        await client.create(resources.pods, namespace, importerPod(dv, bytes, deps.importer, uploadKey, node)).catch((error: unknown) => {
           if (!isAlreadyExists(error)) throw error;
         });
         return;

@@ -1,7 +1,7 @@
 import type { PersistentVolumeClaim } from "@kubevirt-ts/kube";
 import type { DataVolume, DataVolumeSpec } from "@kubevirt-ts/kubevirt-api";
 import { describe, expect, it } from "vitest";
-import { dataVolumeClaim, importDiskBytes, importerPod } from "./importer-pod.ts";
+import { claimNode, dataVolumeClaim, importDiskBytes, importerPod } from "./importer-pod.ts";
 
 const dv = (spec: DataVolumeSpec): DataVolume => ({ apiVersion: "cdi.kubevirt.io/v1beta1", kind: "DataVolume", metadata: { name: "root", namespace: "ns", uid: "dv-uid" }, spec });
 const config = { importerImage: "kubevirt-ts.local/importer:1", imagePullPolicy: "IfNotPresent" as const };
@@ -58,6 +58,7 @@ describe("the importer pod", () => {
 
   it("makes a blank disk, as the launcher's user, restarted by the kubelet when it fails", () => {
     const pod = importerPod(dv({ source: { blank: {} }, storage: {} }), GI, config);
+    expect(pod.spec?.affinity).toBeUndefined();
     expect(pod.metadata.name).toBe("importer-root");
     expect(pod.spec?.restartPolicy).toBe("OnFailure");
     expect(pod.spec?.securityContext).toMatchObject({ runAsUser: 107, fsGroup: 107, runAsNonRoot: true });
@@ -75,5 +76,14 @@ describe("the importer pod", () => {
     expect(container?.env).toContainEqual({ name: "IMPORTER_SOURCE", value: "upload" });
     expect(container?.env).toContainEqual({ name: "IMPORTER_UPLOAD_KEY", valueFrom: { fieldRef: { fieldPath: "metadata.annotations['kubevirt-ts.io/upload-key']" } } });
     expect(container?.readinessProbe).toMatchObject({ tcpSocket: { port: 8444 } });
+  });
+});
+
+describe("the importer pod of a VM's DataVolume on local storage", () => {
+  it("runs on the node of the VM's other claims, when one is bound, so that its claim is bound where the VM can mount both", () => {
+    const pod = importerPod(dv({ source: { blank: {} }, storage: {} }), GI, config, undefined, "node-2");
+    expect(pod.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms).toEqual([{ matchFields: [{ key: "metadata.name", operator: "In", values: ["node-2"] }] }]);
+    expect(claimNode({ metadata: { name: "iso", annotations: { "volume.kubernetes.io/selected-node": "node-2" } } })).toBe("node-2");
+    expect(claimNode({ metadata: { name: "iso" } })).toBeUndefined();
   });
 });

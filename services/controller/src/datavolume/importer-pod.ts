@@ -69,7 +69,18 @@ export const importerPodName = (dv: DataVolume): string => (dv.spec.source?.uplo
  * The importer pod. An upload's (`uploadKey` given) serves the upload server: it takes the key the upload proxy presents
  * from its own annotation, and is ready once it listens.
  */
-export function importerPod(dv: DataVolume, diskBytes: number, config: ImporterConfig, uploadKey?: string): Pod {
+/**
+ * The node a claim of local storage is bound to (WaitForFirstConsumer): the scheduler's choice for its first pod, as it
+ * annotates the claim; undefined while it has none.
+ */
+export const claimNode = (claim: PersistentVolumeClaim | undefined): string | undefined => claim?.metadata.annotations?.["volume.kubernetes.io/selected-node"];
+
+/**
+ * The importer pod that fills the DataVolume's claim. `node`: where it must run, the node of the other claims of the VM
+ * that owns the DataVolume, so that on local storage its claim is bound where the VM's pod can mount them all (CDI
+ * reaches the same by waiting for the VM's pod as the claim's first consumer).
+ */
+export function importerPod(dv: DataVolume, diskBytes: number, config: ImporterConfig, uploadKey?: string, node?: string): Pod {
   const source = dv.spec.source ?? {};
   const kind = importerSource(dv);
   const env: NonNullable<NonNullable<PodSpec["containers"]>[number]["env"]> = [
@@ -122,6 +133,7 @@ export function importerPod(dv: DataVolume, diskBytes: number, config: ImporterC
       restartPolicy: "OnFailure",
       automountServiceAccountToken: false,
       securityContext: { runAsUser: LAUNCHER_UID, runAsGroup: LAUNCHER_UID, fsGroup: LAUNCHER_UID, runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } },
+      ...(node !== undefined ? { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchFields: [{ key: "metadata.name", operator: "In", values: [node] }] }] } } } } : {}),
       ...(initContainers.length > 0 ? { initContainers } : {}),
       containers: [
         {
