@@ -31,10 +31,10 @@ describe("matchMigrationPolicy, KubeVirt's choice of a VMI's policy", () => {
 
   it("prefers the most matching labels of both, then the most of the VMI's, then the first name", () => {
     const both = policy("z-both", { selectors: { virtualMachineInstanceSelector: { app: "db" }, namespaceSelector: ns } });
-    const twoVmi = policy("y-two", { selectors: { virtualMachineInstanceSelector: vmi } });
+    const twoVmi = policy("zz-two", { selectors: { virtualMachineInstanceSelector: vmi } });
     const oneVmi = policy("a-one", { selectors: { virtualMachineInstanceSelector: { tier: "gold" } } });
-    // Two labels each: the one with more of the VMI's.
-    expect(names(matchMigrationPolicy([both, twoVmi, oneVmi], vmi, ns))).toBe("y-two");
+    // Two labels each: the one with more of the VMI's, though its name comes last.
+    expect(names(matchMigrationPolicy([both, twoVmi, oneVmi], vmi, ns))).toBe("zz-two");
     expect(names(matchMigrationPolicy([both, oneVmi], vmi, ns))).toBe("z-both");
     const twin = policy("b-twin", { selectors: { virtualMachineInstanceSelector: { app: "db" } } });
     expect(names(matchMigrationPolicy([twin, policy("a-twin", { selectors: { virtualMachineInstanceSelector: { tier: "gold" } } })], vmi, ns))).toBe("a-twin");

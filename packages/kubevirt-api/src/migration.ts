@@ -74,11 +74,11 @@ export const MIGRATION_SUBRESOURCE = "migrate";
 /** KubeVirt's defaults (MigrationConfiguration): migrations in flight in the cluster and out of one node. */
 export const DEFAULT_PARALLEL_MIGRATIONS_PER_CLUSTER = 5;
 export const DEFAULT_PARALLEL_OUTBOUND_MIGRATIONS_PER_NODE = 2;
-/** KubeVirt's timeouts for a target pod: unschedulable (PodScheduled=False, Unschedulable), and pending for any reason. */
 /** KubeVirt's default seconds a migration may take per GiB copied before it is aborted (or switched to post-copy). */
 export const DEFAULT_COMPLETION_TIMEOUT_PER_GIB = 150;
 /** KubeVirt's default seconds a migration may go without progress (the data left going down) before it is aborted. */
 export const DEFAULT_PROGRESS_TIMEOUT_SECONDS = 150;
+/** KubeVirt's timeouts for a target pod: unschedulable (PodScheduled=False, Unschedulable), and pending for any reason. */
 export const DEFAULT_UNSCHEDULABLE_TARGET_TIMEOUT_SECONDS = 5 * 60;
 export const DEFAULT_PENDING_TARGET_TIMEOUT_SECONDS = 15 * 60;
 

@@ -128,14 +128,15 @@ describe("a migration, from its target pod to its end", () => {
       expect(await getObject<Pod>(client, resources.pods, namespace, target.metadata.name ?? "")).toBeDefined();
       expect((await getMigration(client, namespace, "move"))?.status?.migrationState).toMatchObject({ completed: true, targetNode: "node-b" });
 
-      // The next migration moves it on, under the MigrationPolicy that selects its namespace now, and the one for its labels too: the one
-      // matching more labels wins. Deleting the migration that ended leaves the pod the VMI runs in, which carries its label.
+      // The next migration moves it on under a MigrationPolicy: of two that select its namespace, the one that selects it by its
+      // labels too, matching more labels. Deleting the migration that ended leaves the pod the VMI runs in, which carries its label.
       await client.patch(resources.namespaces, undefined, namespace, { metadata: { labels: { "policy-test": namespace } } }, "merge");
       const policy = (name: string, spec: Omit<MigrationPolicySpec, "selectors">, selectors: MigrationPolicySpec["selectors"]) =>
         client.create<MigrationPolicy & KubeObject>(kubevirtResources.migrationPolicies, undefined, { apiVersion: "migrations.kubevirt.io/v1alpha1", kind: "MigrationPolicy", metadata: { name }, spec: { ...spec, selectors } });
-      const policies = [`${namespace}-ns-and-vmi`, `${namespace}-vmi`];
+      // The name of the one that matches fewer labels comes first: only the count decides.
+      const policies = [`${namespace}-z-ns-and-vmi`, `${namespace}-a-ns`];
       await policy(policies[0] ?? "", { bandwidthPerMigration: "64Mi", completionTimeoutPerGiB: 30, allowAutoConverge: true }, { namespaceSelector: { "policy-test": namespace }, virtualMachineInstanceSelector: { "kubevirt.io/nodeName": "node-b" } });
-      await policy(policies[1] ?? "", { bandwidthPerMigration: "1Mi" }, { virtualMachineInstanceSelector: { "kubevirt.io/nodeName": "node-b" } });
+      await policy(policies[1] ?? "", { bandwidthPerMigration: "1Mi" }, { namespaceSelector: { "policy-test": namespace } });
       try {
         await client.create(migrations, namespace, newMigration("again", "web"));
         await expect.poll(async () => (await podsOf(client, namespace, "web")).targets.filter((p) => p.metadata.name !== target.metadata.name).length, poll).toBe(1);

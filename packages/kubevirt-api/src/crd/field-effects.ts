@@ -403,10 +403,12 @@ const migrationEffects: Record<string, FieldEffect> = {
 
 // A policy's selectors choose the configuration the controller hands a migration over with; each of its settings
 // becomes the source launcher's option (the handler's test), which becomes virsh's (the launcher's migrateArgs test).
+// Matched as KubeVirt does (the unit test); handed over by the controller (its integration test, "moves a VMI to the target pod's node").
+const POLICY_MATCH = "packages/kubevirt-api/src/migration-policy.test.ts";
 const POLICY_OPTIONS = effect("services/handler/src/migration/decide.test.ts", "take each field of the MigrationPolicy's configuration");
 const migrationPolicyEffects: Record<string, FieldEffect> = {
-  "migrationpolicy:spec.selectors.namespaceSelector": effect(MIGRATION, "under the MigrationPolicy that selects its namespace now"),
-  "migrationpolicy:spec.selectors.virtualMachineInstanceSelector": effect(MIGRATION, "under the MigrationPolicy that selects its namespace now"),
+  "migrationpolicy:spec.selectors.namespaceSelector": effect(POLICY_MATCH, "applies a policy only when the VMI and its namespace have every label of its selectors"),
+  "migrationpolicy:spec.selectors.virtualMachineInstanceSelector": effect(POLICY_MATCH, "applies a policy only when the VMI and its namespace have every label of its selectors"),
   "migrationpolicy:spec.allowAutoConverge": POLICY_OPTIONS,
   "migrationpolicy:spec.allowPostCopy": POLICY_OPTIONS,
   "migrationpolicy:spec.allowWorkloadDisruption": POLICY_OPTIONS,

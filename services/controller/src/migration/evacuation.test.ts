@@ -44,6 +44,8 @@ describe("needsEvacuation", () => {
     // The window in which a second migration was once made: Succeeded, the VMI not yet moved by its controller.
     ["its migration completed, the VMI not yet moved to the target", marked({ migrationUid: "m1", sourceNode: "node-a", targetNode: "node-b", completed: true }), false],
     ["moved to the target, the mark of another node", marked({ migrationUid: "m1", sourceNode: "node-a", targetNode: "node-b", completed: true }, "node-b"), false],
+    // Migrated here earlier (node-b to node-a), and now its new node is drained: it moves again.
+    ["migrated to the drained node earlier", marked({ migrationUid: "m0", sourceNode: "node-b", targetNode: "node-a", completed: true }), true],
   ])("%s: %s", (_, vmi, needed) => {
     expect(needsEvacuation(vmi, "None")).toBe(needed);
   });
