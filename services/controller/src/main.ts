@@ -30,7 +30,6 @@ await runService({
       pod: { launcherImage: env.LAUNCHER_IMAGE, imagePullPolicy: env.LAUNCHER_PULL_POLICY, allowEmulation: env.USE_EMULATION, evictionStrategy: env.EVICTION_STRATEGY },
       vmStateStorageClass: env.VM_STATE_STORAGE_CLASS,
       migrations: {
-        limits: { perCluster: env.PARALLEL_MIGRATIONS_PER_CLUSTER, outboundPerNode: env.PARALLEL_OUTBOUND_MIGRATIONS_PER_NODE },
         timeouts: { unschedulableSeconds: env.MIGRATION_UNSCHEDULABLE_TIMEOUT_SECONDS, pendingSeconds: env.MIGRATION_PENDING_TIMEOUT_SECONDS },
         cluster: {
           parallelMigrationsPerCluster: env.PARALLEL_MIGRATIONS_PER_CLUSTER,

@@ -35,7 +35,7 @@ export async function startControllers(namespace: string | undefined, options: {
   const client = await testClient(registry);
   const log = createLogger({ component: "virt-controller-test", level: "warn" });
   const controllers = createControllers({ client, log, registry, workers: 2, namespace, dataVolumes: true, resyncMs: options.resyncMs, pod: { launcherImage: LAUNCHER_IMAGE, imagePullPolicy: "IfNotPresent", allowEmulation: true, evictionStrategy: "None" },
-    migrations: { limits: { perCluster: 5, outboundPerNode: 2 }, timeouts: { unschedulableSeconds: 300, pendingSeconds: 900 }, cluster: CLUSTER_MIGRATION_CONFIGURATION, ...options.migrations },
+    migrations: { timeouts: { unschedulableSeconds: 300, pendingSeconds: 900 }, cluster: CLUSTER_MIGRATION_CONFIGURATION, ...options.migrations },
   });
   const abort = new AbortController();
   const informers = controllers.runInformers(abort.signal);

@@ -243,7 +243,7 @@ describe("timeouts and limits", () => {
   });
 
   withClient("migrations past the cluster's limit wait in Pending until one ends", async ({ client, core, namespace }) => {
-    await withControllers(namespace, { limits: { perCluster: 1, outboundPerNode: 2 } }, async () => {
+    await withControllers(namespace, { cluster: { ...CLUSTER_MIGRATION_CONFIGURATION, parallelMigrationsPerCluster: 1 } }, async () => {
       await runningVmi(client, core, namespace, "one");
       await runningVmi(client, core, namespace, "two", "node-c");
       await client.create(migrations, namespace, newMigration("first", "one"));
@@ -259,7 +259,7 @@ describe("timeouts and limits", () => {
   });
 
   withClient("a node sends out no more migrations at once than its limit", async ({ client, core, namespace }) => {
-    await withControllers(namespace, { limits: { perCluster: 5, outboundPerNode: 1 } }, async () => {
+    await withControllers(namespace, { cluster: { ...CLUSTER_MIGRATION_CONFIGURATION, parallelOutboundMigrationsPerNode: 1 } }, async () => {
       await runningVmi(client, core, namespace, "one");
       await runningVmi(client, core, namespace, "two");
       await runningVmi(client, core, namespace, "three", "node-c");

@@ -18,18 +18,13 @@ import { migrationTargetPod } from "./target-pod.ts";
 // the VMI, timeouts, cancellation by deletion, and KubeVirt's limits on
 // migrations in flight (kubevirt-api's migration.ts has the contract).
 
-export interface MigrationLimits {
-  /** Migrations in flight (past Pending, not ended) in the cluster. */
-  perCluster: number;
-  /** Migrations in flight out of one node. */
-  outboundPerNode: number;
-}
-
 export interface MigrationConfig {
-  limits: MigrationLimits;
   timeouts: MigrationTimeouts;
-  /** The cluster's migration configuration (KubeVirt's MigrationConfiguration), which a matching MigrationPolicy overrides. */
-  cluster: MigrationConfiguration;
+  /**
+   * The cluster's migration configuration (KubeVirt's MigrationConfiguration): its parallel limits (migrations in flight,
+   * past Pending and not ended, in the cluster and out of one node), and what a matching MigrationPolicy overrides.
+   */
+  cluster: MigrationConfiguration & { parallelMigrationsPerCluster: number; parallelOutboundMigrationsPerNode: number };
 }
 
 export interface MigrationControllerDeps {
@@ -60,7 +55,7 @@ export function endedMigrationsToDelete(migrations: readonly VirtualMachineInsta
 
 export function createMigrationReconciler(deps: MigrationControllerDeps): Reconcile {
   const { client, migrations, vmis, pods, expectations, recorder, now } = deps;
-  const { limits } = deps.config;
+  const limits = { perCluster: deps.config.cluster.parallelMigrationsPerCluster, outboundPerNode: deps.config.cluster.parallelOutboundMigrationsPerNode };
   // Migrations this process started whose start the cache may not show yet, so two workers never exceed the limits.
   const started = new Set<string>();
 
