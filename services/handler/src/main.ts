@@ -8,6 +8,7 @@ import { createHandler } from "./controller.ts";
 import { env } from "./env.ts";
 import { Launchers } from "./launchers.ts";
 import { MigrationDriver } from "./migration/wiring.ts";
+import { threadpoolCheck } from "./threadpool.ts";
 import { createStatsSampler, registerVmMetrics } from "./vm-metrics.ts";
 
 // virt-handler: one per node. It runs the domains of the VMIs handed to its
@@ -28,7 +29,7 @@ await runService({
   name: "virt-handler",
   opsPort: env.OPS_PORT,
   logLevel: env.LOG_LEVEL,
-  checks: () => ({ caches: () => (synced() ? undefined : "the VMI and pod caches have not synced yet") }),
+  checks: () => ({ caches: () => (synced() ? undefined : "the VMI and pod caches have not synced yet"), threadpool: threadpoolCheck() }),
   start: async ({ log, registry }) => {
     const client = await KubeClient.fromKubeConfig(loadKubeConfig(), createRestClientMetrics(registry));
     const launchers = new Launchers(env.KUBELET_PODS_DIR, log);

@@ -1,11 +1,15 @@
+import { execFile } from "node:child_process";
 import { once } from "node:events";
-import { chown, lstat, mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { closeSync, constants, openSync } from "node:fs";
+import { chown, lstat, mkdir, mkdtemp, open, rename, rm, symlink, writeFile } from "node:fs/promises";
 import { createConnection, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import { promisify } from "node:util";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { LAUNCHER_UID } from "@kubevirt-ts/kubevirt-api";
-import { O_PATH, SERIAL_LOG_NAME, SocketName, openChecked, openPodSocket, openPodSocketsDir, podVolumePath, readPodFileTail, verifyPodVolumePath } from "./pod-volume.ts";
+import { O_PATH, POD_FILE_MAX_READ_BYTES, SERIAL_LOG_NAME, SocketName, openChecked, openPodSocket, openPodSocketsDir, podVolumePath, readPodFileTail, verifyPodVolumePath } from "./pod-volume.ts";
+import { threadpoolCheck } from "./threadpool.ts";
 
 let podsDir: string;
 beforeEach(async () => {
@@ -30,7 +34,7 @@ describe("verifyPodVolumePath", () => {
   it("accepts the launcher's socket in its pod's sockets volume", async () => {
     const socket = launcherSocketPath(podsDir, "pod-uid");
     const close = await listen(socket);
-    await expect(verifyLauncherSocket(podsDir, socket)).resolves.toBeUndefined();
+    expect((await verifyLauncherSocket(podsDir, socket)).isSocket()).toBe(true);
     await close();
   });
 
@@ -130,5 +134,74 @@ describe("openPodSocketsDir", () => {
     await symlink(elsewhere, join(volume, "sockets"));
     await expect(openPodSocketsDir(podsDir, "pod-uid")).rejects.toThrow(/sockets is a symlink; refusing to follow it/);
     await rm(elsewhere, { recursive: true, force: true });
+  });
+});
+
+describe("a file swapped in after its path was checked", () => {
+  const mkfifo = (path: string) => promisify(execFile)("mkfifo", [path]);
+
+  it("refuses a FIFO at once, without holding a threadpool thread: file operations still complete", async () => {
+    const log = podVolumePath(podsDir, "pod-uid", SERIAL_LOG_NAME);
+    await mkdir(dirname(log), { recursive: true });
+    await mkfifo(log);
+    await chown(log, LAUNCHER_UID, LAUNCHER_UID);
+    const started = Date.now();
+    // More opens than libuv has threads: a blocking open of each would hold them all.
+    const opens = Array.from({ length: 8 }, () => openChecked(log, constants.O_RDONLY, "file"));
+    const settled = await Promise.allSettled(opens);
+    for (const outcome of settled) expect(outcome.status === "rejected" ? String(outcome.reason) : "opened").toMatch(/serial0.log is not a regular file/);
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(await threadpoolCheck(1_000)()).toBeUndefined();
+    await expect(readPodFileTail(podsDir, "pod-uid", SERIAL_LOG_NAME, 100)).rejects.toThrow(/not a regular file/);
+  });
+
+  it("refuses a symlink, a device node and a folder where a file was", async () => {
+    const log = podVolumePath(podsDir, "pod-uid", SERIAL_LOG_NAME);
+    await mkdir(dirname(log), { recursive: true });
+    await symlink("/etc/passwd", log);
+    await expect(openChecked(log, constants.O_RDONLY, "file")).rejects.toThrow(/serial0.log is a symlink; refusing to follow it/);
+    await rm(log);
+    await promisify(execFile)("mknod", [log, "c", "1", "3"]);
+    await chown(log, LAUNCHER_UID, LAUNCHER_UID);
+    await expect(openChecked(log, constants.O_RDONLY, "file")).rejects.toThrow(/serial0.log is not a regular file/);
+    await rm(log);
+    await mkdir(log);
+    await chown(log, LAUNCHER_UID, LAUNCHER_UID);
+    await expect(openChecked(log, constants.O_RDONLY, "file")).rejects.toThrow(/serial0.log is not a regular file/);
+  });
+
+  it("refuses a file replaced between its lstat and its open", async () => {
+    const log = podVolumePath(podsDir, "pod-uid", SERIAL_LOG_NAME);
+    await mkdir(dirname(log), { recursive: true });
+    await writeFile(log, "first");
+    await chown(log, LAUNCHER_UID, LAUNCHER_UID);
+    const seen = await verifyPodVolumePath(podsDir, log, "file");
+    // Made while the first still exists, so that it cannot reuse its inode.
+    await writeFile(`${log}.new`, "second");
+    await chown(`${log}.new`, LAUNCHER_UID, LAUNCHER_UID);
+    await rename(`${log}.new`, log);
+    await expect(openChecked(log, constants.O_RDONLY, "file", seen)).rejects.toThrow(/serial0.log was replaced while it was being opened/);
+  });
+
+  it("reads no more than its named bound", async () => {
+    await expect(readPodFileTail(podsDir, "pod-uid", SERIAL_LOG_NAME, POD_FILE_MAX_READ_BYTES + 1)).rejects.toThrow(/maxBytes must be a whole number from 0 to POD_FILE_MAX_READ_BYTES/);
+  });
+});
+
+describe("threadpoolCheck", () => {
+  it("says the threadpool is stuck while every thread waits on a FIFO's blocking open, and recovers once they return", async () => {
+    // More than libuv's threads (4 unless UV_THREADPOOL_SIZE says otherwise): those past them wait in its queue.
+    const fifos = Array.from({ length: 16 }, (_, i) => join(podsDir, `fifo-${String(i)}`));
+    for (const fifo of fifos) await promisify(execFile)("mkfifo", [fifo]);
+    // What the handler did before: a plain O_RDONLY open of a FIFO waits for a writer, on a threadpool thread.
+    const blocked = fifos.map((fifo) => open(fifo, constants.O_RDONLY));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const check = threadpoolCheck(300);
+    expect(await check()).toMatch(/libuv's threadpool is stuck/);
+    // Writers, opened on the event loop's own thread, let the blocked opens return.
+    const writers = fifos.map((fifo) => openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK));
+    for (const handle of await Promise.all(blocked)) await handle.close();
+    for (const fd of writers) closeSync(fd);
+    await expect.poll(() => check(), { timeout: 3_000 }).toBeUndefined();
   });
 });

@@ -1,4 +1,5 @@
 import { constants } from "node:fs";
+import type { Stats } from "node:fs";
 import { type FileHandle, lstat, open } from "node:fs/promises";
 import { join, relative, sep } from "node:path";
 import { LAUNCHER_UID, SOCKETS_VOLUME_ON_NODE, SocketsVolume } from "@kubevirt-ts/kubevirt-api";
@@ -26,32 +27,52 @@ export function podVolumePath(podsDir: string, podUid: string, name: string): st
 
 type Kind = "socket" | "file" | "directory";
 
-/** Checks each part of the path below podsDir with lstat; throws what is wrong. */
-export async function verifyPodVolumePath(podsDir: string, path: string, kind: Kind): Promise<void> {
+/**
+ * The most the handler reads of one file in a pod's sockets volume (the screenshot's PNG is the largest; the serial
+ * log is read by its tail): the launcher writes these files, so their size is the tenant's.
+ */
+export const POD_FILE_MAX_READ_BYTES = 32 * 1024 * 1024;
+
+/** Checks each part of the path below podsDir with lstat; throws what is wrong, else answers what lstat saw of the entry. */
+export async function verifyPodVolumePath(podsDir: string, path: string, kind: Kind): Promise<Stats> {
   const parts = relative(podsDir, path).split(sep);
   if (parts.some((p) => p === ".." || p === "")) throw new Error(`${path} is not inside ${podsDir}`);
   let current = podsDir;
+  let stats: Stats | undefined;
   for (const [i, part] of parts.entries()) {
     current = join(current, part);
-    const stats = await lstat(current);
+    stats = await lstat(current);
     if (stats.isSymbolicLink()) throw new Error(`${current} is a symlink; refusing to follow it out of the pod's volume`);
     if (i === parts.length - 1 && kind !== "directory") checkEntry(current, stats, kind);
     else if (!stats.isDirectory()) throw new Error(`${current} is not a directory`);
   }
+  if (!stats) throw new Error(`${path} is not inside ${podsDir}`);
+  return stats;
 }
 
-function checkEntry(path: string, stats: { isSocket(): boolean; isFile(): boolean; isSymbolicLink(): boolean; uid: number }, kind: Kind): void {
+function checkEntry(path: string, stats: Stats, kind: Kind): void {
   if (stats.isSymbolicLink()) throw new Error(`${path} is a symlink; refusing to follow it out of the pod's volume`);
   if (kind === "socket" && !stats.isSocket()) throw new Error(`${path} is not a socket`);
-  if (kind === "file" && !stats.isFile()) throw new Error(`${path} is not a regular file`);
+  if (kind === "file" && !stats.isFile()) throw new Error(`${path} is not a regular file (a FIFO, device or folder is refused)`);
   if (stats.uid !== LAUNCHER_UID) throw new Error(`${path} belongs to uid ${String(stats.uid)}, not the launcher's (${String(LAUNCHER_UID)})`);
 }
 
-/** Opens an entry without following a symlink, and checks the opened inode. */
-export async function openChecked(path: string, flags: number, kind: Kind): Promise<FileHandle> {
-  const handle = await open(path, flags | constants.O_NOFOLLOW);
+/**
+ * Opens an entry without following a symlink, and checks the opened inode (and, given what lstat saw of the path, that
+ * it is that very inode). The open never waits: O_NONBLOCK, so that a FIFO swapped in for a file (its open blocks
+ * until a writer comes) cannot hold one of libuv's four threadpool threads, and O_NOCTTY, so that a terminal's device
+ * does not become the handler's.
+ */
+export async function openChecked(path: string, flags: number, kind: Kind, seen?: Stats): Promise<FileHandle> {
+  const handle = await open(path, flags | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY).catch((error: unknown) => {
+    // Without O_PATH, O_NOFOLLOW refuses a symlink itself, with ELOOP.
+    if ((error as NodeJS.ErrnoException).code === "ELOOP") throw new Error(`${path} is a symlink; refusing to follow it out of the pod's volume`, { cause: error });
+    throw error;
+  });
   try {
-    checkEntry(path, await handle.stat(), kind);
+    const stats = await handle.stat();
+    checkEntry(path, stats, kind);
+    if (seen && (seen.dev !== stats.dev || seen.ino !== stats.ino)) throw new Error(`${path} was replaced while it was being opened; refusing it`);
     return handle;
   } catch (error) {
     await handle.close();
@@ -68,8 +89,8 @@ export interface PodSocket {
 /** Opens a socket in the pod's sockets volume for connecting; close it once connected. */
 export async function openPodSocket(podsDir: string, podUid: string, name: string): Promise<PodSocket> {
   const path = podVolumePath(podsDir, podUid, name);
-  await verifyPodVolumePath(podsDir, path, "socket");
-  const handle = await openChecked(path, O_PATH, "socket");
+  const seen = await verifyPodVolumePath(podsDir, path, "socket");
+  const handle = await openChecked(path, O_PATH, "socket", seen);
   return { path: `/proc/self/fd/${String(handle.fd)}`, close: () => handle.close() };
 }
 
@@ -91,11 +112,14 @@ export async function openPodSocketsDir(podsDir: string, podUid: string): Promis
   return { path: `/proc/self/fd/${String(handle.fd)}`, close: () => handle.close() };
 }
 
-/** Reads at most the last maxBytes of a file in the pod's sockets volume. */
+/** Reads at most the last maxBytes (at most POD_FILE_MAX_READ_BYTES) of a regular file in the pod's sockets volume. */
 export async function readPodFileTail(podsDir: string, podUid: string, name: string, maxBytes: number): Promise<Buffer> {
+  if (!Number.isSafeInteger(maxBytes) || maxBytes < 0 || maxBytes > POD_FILE_MAX_READ_BYTES) {
+    throw new RangeError(`maxBytes must be a whole number from 0 to POD_FILE_MAX_READ_BYTES (${String(POD_FILE_MAX_READ_BYTES)}), not ${String(maxBytes)}`);
+  }
   const path = podVolumePath(podsDir, podUid, name);
-  await verifyPodVolumePath(podsDir, path, "file");
-  const handle = await openChecked(path, constants.O_RDONLY, "file");
+  const seen = await verifyPodVolumePath(podsDir, path, "file");
+  const handle = await openChecked(path, constants.O_RDONLY, "file", seen);
   try {
     const { size } = await handle.stat();
     const length = Math.min(size, maxBytes);
