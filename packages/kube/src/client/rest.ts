@@ -5,11 +5,13 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import { ApiError, isNotFound } from "./errors.ts";
 import type { RestClientMetrics } from "./metrics.ts";
 import { type ResourceType, resourcePath } from "./resources.ts";
+import { TokenFile } from "./token-file.ts";
 import type { KubeObject, ObjectList, Status, WatchEvent } from "./types.ts";
 
 // A small client for the Kubernetes REST API: the verbs controllers use,
 // watches as streams of events, errors as ApiError, and a metric for every
-// request. It takes its credentials from a KubeConfig.
+// request. It takes its credentials from a KubeConfig; a token kept in a file
+// (the pod's service account) is read again as the kubelet rotates it.
 
 export interface ListOptions {
   labelSelector?: string;
@@ -78,13 +80,16 @@ export class KubeClient {
   private readonly server: URL;
   private readonly options: RequestOptions;
   private readonly metrics: RestClientMetrics | undefined;
+  /** The service account's token file, when the credentials are one; else the token (if any) is in options.headers. */
+  private readonly tokenFile: TokenFile | undefined;
   /** One connection pool, without client credentials, shared by the clients of all users. */
   private userAgent: Agent | undefined;
 
-  private constructor(server: URL, options: RequestOptions, metrics?: RestClientMetrics) {
+  private constructor(server: URL, options: RequestOptions, metrics?: RestClientMetrics, tokenFile?: TokenFile) {
     this.server = server;
     this.options = options;
     this.metrics = metrics;
+    this.tokenFile = tokenFile;
   }
 
   /**
@@ -106,20 +111,43 @@ export class KubeClient {
     const options: RequestOptions = {};
     await kubeConfig.applyToHTTPSOptions(options);
     options.agent = new Agent({ keepAlive: true, ca: options.ca, cert: options.cert, key: options.key, rejectUnauthorized: options.rejectUnauthorized });
-    return new KubeClient(new URL(cluster.server), options, metrics);
+    // In a pod the credentials are the service account's token file (the kubeconfig's tokenFile auth
+    // provider): the client reads the file itself, again and again, instead of the token read once above.
+    const path = (kubeConfig.getCurrentUser()?.authProvider as { config?: { tokenFile?: unknown } } | undefined)?.config?.tokenFile;
+    if (typeof path !== "string") return new KubeClient(new URL(cluster.server), options, metrics);
+    const headers: Record<string, string> = { ...(options.headers as Record<string, string> | undefined) };
+    delete headers.Authorization;
+    options.headers = headers;
+    return new KubeClient(new URL(cluster.server), options, metrics, new TokenFile(path));
   }
 
-  private open(call: Call): Promise<IncomingMessage> {
+  /**
+   * Sends the call. Credentials from a token file: a 401 makes the client read
+   * the file at once and, when it holds another token (the kubelet rotated it
+   * since), send the call once more with that one.
+   */
+  private async open(call: Call): Promise<IncomingMessage> {
+    const token = await this.tokenFile?.token();
+    const res = await this.send(call, token);
+    if (res.statusCode !== 401 || this.tokenFile === undefined) return res;
+    const reread = await this.tokenFile.refresh();
+    if (reread === token) return res;
+    res.resume();
+    return this.send(call, reread);
+  }
+
+  private send(call: Call, token: string | undefined): Promise<IncomingMessage> {
     const url = new URL(call.path + queryString(call.query), this.server);
     const body = call.body === undefined ? undefined : JSON.stringify(call.body);
     const headers: Record<string, string> = { ...(this.options.headers as Record<string, string> | undefined), accept: "application/json" };
+    if (token !== undefined) headers.authorization = `Bearer ${token}`;
     if (body !== undefined) {
       headers["content-type"] = call.contentType ?? "application/json";
       headers["content-length"] = String(Buffer.byteLength(body));
     }
-    const send = url.protocol === "http:" ? httpRequest : request;
+    const sendRequest = url.protocol === "http:" ? httpRequest : request;
     return new Promise((resolve, reject) => {
-      const req = send(url, { ...this.options, method: call.method, headers, signal: call.signal }, resolve);
+      const req = sendRequest(url, { ...this.options, method: call.method, headers, signal: call.signal }, resolve);
       req.on("error", reject);
       req.end(body);
     });
