@@ -4,3 +4,4 @@ export { type RunningService, type ServiceContext, type ServiceDefinition, Statu
 export { LOG_LEVELS, baseEnv, parseEnv } from "./env.ts";
 export { type Pingable, keepAlive } from "./keepalive.ts";
 export { createSparseFile, entryAt, growFile } from "./disk-file.ts";
+export { IMAGE_FORMATS, type ImageInfo, ImageRefused, QEMU_IMG_LIMITS, checkSelfContained, imagePath, probeImage, qemuImg } from "./disk-image.ts";

@@ -3,6 +3,7 @@ import { mkdir, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { type VirtualMachineInstance, claimVolumes, configVolumes, parseQuantity } from "@kubevirt-ts/kubevirt-api";
+import { probeImage } from "@kubevirt-ts/runtime";
 import type { PreparedDisk } from "../domain/converter.ts";
 import { claimDisk } from "./claim-disk.ts";
 import { cloudInitData, cloudInitIso, configDriveIso, sshPublicKeys } from "./cloud-init.ts";
@@ -34,9 +35,10 @@ export interface StorageLayout {
   claimDevicesDir: string;
 }
 
+/** A containerDisk's format, as KubeVirt verifies its images: qcow2 or raw, one self-contained file (probeImage). */
 async function imageFormat(path: string): Promise<"qcow2" | "raw"> {
-  const { stdout } = await exec("qemu-img", ["info", "--output=json", path]);
-  return (JSON.parse(stdout) as { format: string }).format === "qcow2" ? "qcow2" : "raw";
+  const { format } = await probeImage(path, { formats: ["qcow2", "raw"] });
+  return format === "qcow2" ? "qcow2" : "raw";
 }
 
 async function containerDiskFile(layout: StorageLayout, volume: string): Promise<string> {
