@@ -1,17 +1,22 @@
-import { spawn } from "node:child_process";
 import { createWriteStream } from "node:fs";
 import { readdir, rename, rm } from "node:fs/promises";
+import type { BlockList } from "node:net";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { createGunzip } from "node:zlib";
-import { createSparseFile, entryAt, growFile } from "@kubevirt-ts/runtime";
+import { type ImageInfo, ImageRefused, QEMU_IMG_LIMITS, createSparseFile, entryAt, growFile, imagePath, probeImage, qemuImg } from "@kubevirt-ts/runtime";
 import { CLAIM_DISK_FILE, type ImporterSource } from "@kubevirt-ts/kubevirt-api";
+import { ImportError } from "./errors.ts";
+import { httpGet } from "./http-source.ts";
+
+export { ImportError };
 
 // Fills a claim with its DataVolume's disk, as CDI's importer does: the
 // source is fetched (downloaded, copied out of a containerDisk image, or
-// read from another claim), checked with qemu-img (no backing file; no
-// larger than the disk asked for), converted to raw and grown to the disk's
+// read from another claim), checked with qemu-img (probeImage: one file,
+// no backing or data file; no larger than the disk asked for), converted
+// to raw (qemu-img told the format: a claim's is raw) and grown to the disk's
 // size. It is written as disk.img.partial and renamed to disk.img only when
 // whole, so a half-written disk is never taken for a disk; a disk.img
 // already there is a finished import (a retry after the rename) and is kept.
@@ -29,50 +34,46 @@ export interface ImportOptions {
   diskBytes: number;
   targetDir: string;
   sourceDir: string;
+  /** Where the http source's redirects may not lead (http-source.ts's redirectDenyList). */
+  redirectDenyList: BlockList;
 }
 
-/** A failure whose message says what to do: the importer's termination message, and so the DataVolume's. */
-export class ImportError extends Error {}
-
-interface ImageInfo {
-  format: string;
-  "virtual-size": number;
-  "backing-filename"?: string;
-}
-
-function run(command: string, args: string[], onStdout?: (text: string) => void): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => {
-      stdout += chunk.toString();
-      onStdout?.(stdout.slice(-200));
-    });
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on("error", reject);
-    child.on("close", (code) => {
-      if (code === 0) resolve(stdout);
-      else reject(new ImportError(`${command} ${args[0] ?? ""} failed: ${stderr.trim() || `exit ${String(code)}`}`));
-    });
-  });
+/** Refusals of the image itself become the importer's own, whose message is the DataVolume's. */
+async function refusedAsImportError<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    throw error instanceof ImageRefused ? new ImportError(error.message) : error;
+  }
 }
 
 const GIB = 1024 ** 3;
 const gib = (bytes: number) => `${(bytes / GIB).toFixed(2)} GiB`;
 
-/** What qemu-img says the image is; an image with a backing file is refused (it would read another file). */
-export async function imageInfo(path: string): Promise<ImageInfo> {
-  const info = JSON.parse(await run("qemu-img", ["info", "--output=json", path])) as ImageInfo;
-  if (info["backing-filename"] !== undefined) throw new ImportError(`the image has a backing file (${info["backing-filename"]}); give a self-contained image (qemu-img convert it first)`);
-  return info;
-}
+/** What qemu-img says the image is (runtime's probeImage: a self-contained file of a format taken); `raw` when known. */
+export const imageInfo = (path: string, format?: "raw"): Promise<ImageInfo> => refusedAsImportError(() => probeImage(path, format ? { format } : {}));
 
 /** The checks an image passes before it is written: it fits the disk asked for. */
 export function checkFits(info: Pick<ImageInfo, "virtual-size">, diskBytes: number): void {
   const size = info["virtual-size"];
   if (size > diskBytes) {
     throw new ImportError(`the image's virtual size is ${gib(size)} (${String(size)} bytes), larger than the disk asked for, ${gib(diskBytes)}: ask for at least ${String(Math.ceil(size / GIB))}Gi in the DataVolume's storage request`);
+  }
+}
+
+/**
+ * The most bytes a source of a disk of `diskBytes` may hold once decompressed: the disk, and a qcow2's metadata at its
+ * smallest clusters (an 8-byte L2 entry per 512 bytes, 1/64). Reading stops there.
+ */
+export const sourceLimit = (diskBytes: number): number => diskBytes + Math.ceil(diskBytes / 64) + 1024 * 1024;
+
+/** The chunks, ended with an ImportError once they add up to more than `limit` bytes: nothing past it is written. */
+export async function* bounded(source: AsyncIterable<Buffer>, limit: number, what: string): AsyncGenerator<Buffer> {
+  let total = 0;
+  for await (const chunk of source) {
+    total += chunk.length;
+    if (total > limit) throw new ImportError(`${what} holds more than ${String(limit)} bytes, more than an image of the disk asked for can (${gib(limit)}); ask for a larger disk or give a smaller image`);
+    yield chunk;
   }
 }
 
@@ -104,23 +105,31 @@ async function download(options: ImportOptions, path: string, report: (fraction:
     headers.append(header.slice(0, colon).trim(), header.slice(colon + 1).trim());
   }
   if (options.basicAuth) headers.set("authorization", `Basic ${Buffer.from(`${options.basicAuth.user}:${options.basicAuth.password}`).toString("base64")}`);
-  let response: Response;
-  try {
-    response = await fetch(options.endpoint, { headers, redirect: "follow" });
-  } catch (error) {
-    throw new ImportError(`Unable to connect to http data source ${options.endpoint}: ${(error as Error).cause instanceof Error ? ((error as Error).cause as Error).message : String(error)}`);
+  const response = await httpGet(options.endpoint, Object.fromEntries(headers), options.redirectDenyList);
+  const status = response.statusCode ?? 0;
+  if (status < 200 || status >= 300) {
+    response.destroy();
+    throw new ImportError(`the http data source answered ${String(status)} ${response.statusMessage ?? ""} for ${options.endpoint}`);
   }
-  if (!response.ok || !response.body) throw new ImportError(`the http data source answered ${String(response.status)} ${response.statusText} for ${options.endpoint}`);
-  const length = Number(response.headers.get("content-length") ?? 0);
+  const limit = sourceLimit(options.diskBytes);
+  const length = Number(response.headers["content-length"] ?? 0);
+  if (length > limit) {
+    response.destroy();
+    throw new ImportError(`the http data source announces ${String(length)} bytes, more than an image of the disk asked for can hold (${String(limit)} bytes, ${gib(limit)}); ask for a larger disk or give a smaller image`);
+  }
   let received = 0;
-  const counted = async function* (body: AsyncIterable<Uint8Array>) {
+  const counted = async function* (body: AsyncIterable<Buffer>) {
     for await (const chunk of body) {
       received += chunk.byteLength;
       if (length > 0) report(Math.min(received / length, 0.99));
-      yield Buffer.from(chunk);
+      yield chunk;
     }
   };
-  await pipeline(Readable.from(decompressed(counted(response.body as unknown as AsyncIterable<Uint8Array>))), createWriteStream(path, { flags: "wx", mode: 0o660 }));
+  try {
+    await pipeline(Readable.from(bounded(decompressed(counted(bounded(response, limit, "the http data source's answer"))), limit, "the http data source's image")), createWriteStream(path, { flags: "wx", mode: 0o660 }));
+  } finally {
+    response.destroy();
+  }
 }
 
 /** The disk copied out of a containerDisk image: the one regular file in the folder. */
@@ -139,18 +148,18 @@ async function isFile(path: string): Promise<boolean> {
 }
 
 /** Converts the image at `source` (a blank disk when undefined) to the raw disk.img, grown to its size; disk.img appears only when whole. */
-export async function writeDisk(source: string | undefined, options: Pick<ImportOptions, "targetDir" | "diskBytes">, report: (fraction: number) => void): Promise<void> {
+export async function writeDisk(source: string | undefined, options: Pick<ImportOptions, "targetDir" | "diskBytes">, report: (fraction: number) => void, sourceFormat?: "raw"): Promise<void> {
   const partial = join(options.targetDir, PARTIAL_FILE);
   await rm(partial, { force: true });
   if (source === undefined) {
     await createSparseFile(partial, options.diskBytes);
   } else {
-    const info = await imageInfo(source);
+    const info = await imageInfo(source, sourceFormat);
     checkFits(info, options.diskBytes);
-    await run("qemu-img", ["convert", "-p", "-f", info.format, "-O", "raw", source, partial], (text) => {
+    await refusedAsImportError(() => qemuImg(["convert", "-p", "-f", info.format, "-O", "raw", imagePath(source), imagePath(partial)], QEMU_IMG_LIMITS.convert, (text) => {
       const match = [...text.matchAll(/\((\d+(?:\.\d+)?)\/100%\)/g)].at(-1)?.[1];
       if (match !== undefined) report(Number(match) / 100);
-    });
+    }));
   }
   // Grown to the disk's size and made durable before it is named disk.img.
   if (!(await growFile(partial, options.diskBytes, { sync: true }))) throw new ImportError(`${partial} is not a regular file`);
@@ -176,7 +185,8 @@ export async function importDisk(options: ImportOptions, report: (fraction: numb
     if (!(await isFile(source))) throw new ImportError(`the source claim holds no ${CLAIM_DISK_FILE}; copy a claim that holds a disk`);
   }
   // The download's share of the progress is its own; conversion reports the copies'.
-  await writeDisk(source, options, options.source === "http" ? () => undefined : report);
+  // A claim's disk is raw, whatever header a guest wrote into it; only the others' formats are probed.
+  await writeDisk(source, options, options.source === "http" ? () => undefined : report, options.source === "pvc" ? "raw" : undefined);
   await rm(downloaded, { force: true });
   report(1);
   return "imported";

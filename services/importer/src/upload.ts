@@ -8,7 +8,7 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { UploadPath } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
-import { DOWNLOAD_FILE, ImportError, checkFits, decompressed, diskIsIn, imageInfo, writeDisk } from "./import.ts";
+import { DOWNLOAD_FILE, ImportError, bounded, checkFits, decompressed, diskIsIn, imageInfo, sourceLimit, writeDisk } from "./import.ts";
 
 // The upload server, CDI's upload server role: the importer started for a
 // DataVolume whose source is `upload`. It takes one image at a time from the
@@ -75,7 +75,8 @@ export async function startUploadServer(options: UploadServerOptions): Promise<S
     };
     const brokeOff = () => new ImportError(`the upload broke off after ${String(count)} of ${String(length)} bytes; upload it again`);
     try {
-      await pipeline(Readable.from(decompressed(counted())), createWriteStream(received, { flags: "w", mode: 0o660 }));
+      const limit = sourceLimit(options.diskBytes);
+      await pipeline(Readable.from(bounded(decompressed(bounded(counted(), limit, "the upload")), limit, "the uploaded image")), createWriteStream(received, { flags: "w", mode: 0o660 }));
     } catch (error) {
       if (error instanceof ImportError || !(req.readableAborted || req.destroyed)) throw error;
       throw brokeOff();

@@ -1,12 +1,16 @@
 import { readFileSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { type Server, createServer } from "node:http";
-import type { AddressInfo } from "node:net";
+import { type AddressInfo, BlockList } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type ImportOptions, importDisk } from "../src/import.ts";
+import { ImageRefused, QEMU_IMG_LIMITS, qemuImg as qemuImgLimited } from "@kubevirt-ts/runtime";
+import { redirectDenyList } from "../src/http-source.ts";
+import { type ImportOptions, importDisk, sourceLimit } from "../src/import.ts";
 import { imageInfo, qcow2With, qemuImg } from "./images.ts";
 
 // The importer against the real qemu-img and a real HTTP server on
@@ -17,6 +21,7 @@ let root: string;
 let server: Server;
 let base: string;
 const served = new Map<string, Buffer>();
+const redirects = new Map<string, string>();
 
 
 async function target(): Promise<{ targetDir: string; sourceDir: string }> {
@@ -26,7 +31,7 @@ async function target(): Promise<{ targetDir: string; sourceDir: string }> {
   return { targetDir: join(dir, "target"), sourceDir: join(dir, "source") };
 }
 
-const options = (dirs: { targetDir: string; sourceDir: string }, rest: Partial<ImportOptions>): ImportOptions => ({ source: "blank", endpoint: "", headers: [], diskBytes: 64 * MIB, ...dirs, ...rest });
+const options = (dirs: { targetDir: string; sourceDir: string }, rest: Partial<ImportOptions>): ImportOptions => ({ source: "blank", endpoint: "", headers: [], diskBytes: 64 * MIB, redirectDenyList: redirectDenyList(), ...dirs, ...rest });
 
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), "importer-"));
@@ -35,9 +40,19 @@ beforeAll(async () => {
       res.writeHead(403).end();
       return;
     }
+    const redirect = redirects.get(req.url ?? "");
+    if (redirect !== undefined) {
+      res.writeHead(302, { location: redirect }).end();
+      return;
+    }
     const body = served.get(req.url ?? "");
     if (!body) {
       res.writeHead(404, "Not Found").end();
+      return;
+    }
+    // Under /chunked/ no length is announced, and the body is sent in 1 MiB pieces as the client reads.
+    if (req.url?.startsWith("/chunked/")) {
+      void pipeline(Readable.from((function* () { for (let at = 0; at < body.length; at += MIB) yield body.subarray(at, at + MIB); })()), res).catch(() => undefined);
       return;
     }
     res.writeHead(200, { "content-length": String(body.length) }).end(body);
@@ -96,8 +111,89 @@ describe("importDisk", () => {
     const dirs = await target();
     const backing = join(root, "backing.qcow2");
     qemuImg("create", "-f", "qcow2", backing, "8M");
-    qemuImg("create", "-f", "qcow2", "-F", "qcow2", "-b", backing, join(dirs.sourceDir, "disk.img"));
-    await expect(importDisk(options(dirs, { source: "pvc" }), () => undefined)).rejects.toThrow(/has a backing file .*give a self-contained image/);
+    qemuImg("create", "-f", "qcow2", "-F", "qcow2", "-b", backing, join(dirs.sourceDir, "disk.qcow2"));
+    await expect(importDisk(options(dirs, { source: "registry" }), () => undefined)).rejects.toThrow(/has a backing file .*give a self-contained image/);
+  });
+
+  it("refuses a qcow2 image with an external data file, naming the file", async () => {
+    const dirs = await target();
+    const outside = join(root, "outside.raw");
+    qemuImg("create", "-f", "qcow2", "-o", `data_file=${outside}`, join(dirs.sourceDir, "disk.qcow2"), "8M");
+    await expect(importDisk(options(dirs, { source: "registry" }), () => undefined)).rejects.toThrow(`the qcow2 image has an external data file (${outside}); give a self-contained image`);
+    expect(await readdir(dirs.targetDir)).not.toContain("disk.img");
+  });
+
+  it("refuses a VMDK whose extent is another file (/etc/passwd)", async () => {
+    const dirs = await target();
+    const descriptor = ["# Disk DescriptorFile", "version=1", "CID=fffffffe", "parentCID=ffffffff", 'createType="monolithicFlat"', "", 'RW 2048 FLAT "/etc/passwd" 0', ""].join("\n");
+    served.set("/passwd.vmdk", Buffer.from(descriptor));
+    await expect(importDisk(options(dirs, { source: "http", endpoint: `${base}/passwd.vmdk` }), () => undefined)).rejects.toThrow("the vmdk image has an extent in another file (/etc/passwd)");
+    expect(await readdir(dirs.targetDir)).not.toContain("disk.img");
+  });
+
+  it("takes a single-file VMDK, whose one extent is itself", async () => {
+    const dirs = await target();
+    const raw = join(root, "vmdk.raw");
+    qcow2With(join(root, "for-vmdk.qcow2"), 4, "a vmdk disk");
+    qemuImg("convert", "-f", "qcow2", "-O", "raw", join(root, "for-vmdk.qcow2"), raw);
+    qemuImg("convert", "-f", "raw", "-O", "vmdk", raw, join(dirs.sourceDir, "disk.vmdk"));
+    await importDisk(options(dirs, { source: "registry" }), () => undefined);
+    expect(readFileSync(join(dirs.targetDir, "disk.img")).subarray(0, 11).toString()).toBe("a vmdk disk");
+  });
+
+  it("refuses a file named as QEMU's json: pseudo-protocol", async () => {
+    const dirs = await target();
+    const name = 'json:{"driver":"null-co","size":"1048576"}';
+    await writeFile(join(dirs.sourceDir, name), Buffer.alloc(512));
+    await expect(importDisk(options(dirs, { source: "registry" }), () => undefined)).rejects.toThrow(/file name .*begins with "json:", which QEMU reads as options, not a file; rename it/);
+  });
+
+  it("copies a claim's disk as raw, whatever header a guest wrote into it: a qcow2 header naming a backing file is copied as bytes, never followed", async () => {
+    const dirs = await target();
+    const secret = join(root, "secret.raw");
+    await writeFile(secret, Buffer.concat([Buffer.from("another tenant's data"), Buffer.alloc(MIB)]));
+    qemuImg("create", "-f", "qcow2", "-F", "raw", "-b", secret, join(dirs.sourceDir, "disk.img"));
+    await importDisk(options(dirs, { source: "pvc" }), () => undefined);
+    const disk = readFileSync(join(dirs.targetDir, "disk.img"));
+    expect(disk.subarray(0, 4)).toEqual(Buffer.from([0x51, 0x46, 0x49, 0xfb]));
+    expect(disk.includes(Buffer.from("another tenant's data"))).toBe(false);
+  });
+
+  it("runs qemu-img under its limits: with too little address space it is stopped, with a clear error", async () => {
+    const image = join(root, "limited.qcow2");
+    qemuImg("create", "-f", "qcow2", image, "1M");
+    await expect(qemuImgLimited(["info", "--output=json", image], { addressSpaceBytes: 16 * MIB })).rejects.toThrow(ImageRefused);
+    await expect(qemuImgLimited(["info", "--output=json", image], QEMU_IMG_LIMITS.info)).resolves.toContain('"format": "qcow2"');
+  });
+
+  it("does not follow a redirect into a denied range (loopback here), nor more than five redirects", async () => {
+    const dirs = await target();
+    qcow2With(join(root, "redirected.qcow2"), 4, "redirected");
+    served.set("/redirected.qcow2", readFileSync(join(root, "redirected.qcow2")));
+    redirects.set("/to-inside", "/redirected.qcow2");
+    await expect(importDisk(options(dirs, { source: "http", endpoint: `${base}/to-inside` }), () => undefined)).rejects.toThrow(`the http data source redirected to ${base}, whose address 127.0.0.1 is inside the cluster or a private range`);
+    expect(await readdir(dirs.targetDir)).toEqual([]);
+    // Where the range is allowed, the same redirect is followed.
+    const allowed = await target();
+    await importDisk(options(allowed, { source: "http", endpoint: `${base}/to-inside`, redirectDenyList: new BlockList() }), () => undefined);
+    expect(readFileSync(join(allowed.targetDir, "disk.img")).subarray(0, 10).toString()).toBe("redirected");
+    for (let i = 0; i < 6; i++) redirects.set(`/loop${String(i)}`, `/loop${String(i + 1)}`);
+    await expect(importDisk(options(await target(), { source: "http", endpoint: `${base}/loop0`, redirectDenyList: new BlockList() }), () => undefined)).rejects.toThrow("the http data source redirected more than 5 times (last to /loop6)");
+  });
+
+  it("stops reading a body larger than the disk can take, announced or not, and a gzip bomb, never writing past the bound", async () => {
+    const diskBytes = 4 * MIB;
+    const limit = sourceLimit(diskBytes);
+    served.set("/announced.img", Buffer.alloc(8 * MIB));
+    const announced = await target();
+    await expect(importDisk(options(announced, { source: "http", endpoint: `${base}/announced.img`, diskBytes }), () => undefined)).rejects.toThrow(`the http data source announces ${String(8 * MIB)} bytes, more than an image of the disk asked for can hold (${String(limit)} bytes`);
+    expect(await readdir(announced.targetDir)).toEqual([]);
+    for (const [path, body] of [["/chunked/forever.img", Buffer.alloc(64 * MIB, 1)], ["/chunked/bomb.img.gz", gzipSync(Buffer.alloc(256 * MIB))]] as const) {
+      served.set(path, body);
+      const dirs = await target();
+      await expect(importDisk(options(dirs, { source: "http", endpoint: `${base}${path}`, diskBytes }), () => undefined)).rejects.toThrow(`holds more than ${String(limit)} bytes, more than an image of the disk asked for can`);
+      expect((await stat(join(dirs.targetDir, "disk.img.download"))).size).toBeLessThanOrEqual(limit);
+    }
   });
 
   it("refuses an xz-compressed image by name", async () => {
@@ -107,9 +203,11 @@ describe("importDisk", () => {
     expect(await readdir(dirs.targetDir)).not.toContain("disk.img");
   });
 
-  it("copies another claim's disk, grown to the disk's size", async () => {
+  it("copies another claim's (raw) disk, grown to the disk's size", async () => {
     const dirs = await target();
-    qcow2With(join(dirs.sourceDir, "disk.img"), 16, "cloned");
+    const content = Buffer.alloc(16 * MIB);
+    content.write("cloned");
+    await writeFile(join(dirs.sourceDir, "disk.img"), content);
     const progress: number[] = [];
     await importDisk(options(dirs, { source: "pvc", diskBytes: 32 * MIB }), (f) => progress.push(f));
     const disk = join(dirs.targetDir, "disk.img");
