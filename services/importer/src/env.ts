@@ -19,5 +19,7 @@ export const env = parseEnv(
     [ImporterEnv.targetDir]: z.string().default(ImporterDir.target),
     [ImporterEnv.sourceDir]: z.string().default(ImporterDir.source),
     [ImporterEnv.uploadKey]: z.string().default(""),
+    /** The API server's address, as the kubelet sets it: no redirect of the http source may lead there. */
+    KUBERNETES_SERVICE_HOST: z.string().optional(),
   }),
 );

@@ -3,6 +3,7 @@ import { IMPORT_PROGRESS_METRIC, ImporterEnv, UPLOAD_SERVER_PORT } from "@kubevi
 import { runService } from "@kubevirt-ts/runtime";
 import { Gauge } from "prom-client";
 import { env } from "./env.ts";
+import { redirectDenyList } from "./http-source.ts";
 import { ImportError, diskIsIn, importDisk } from "./import.ts";
 import { startUploadServer } from "./upload.ts";
 
@@ -52,7 +53,7 @@ await runService({
     } else {
       const basicAuth = env[ImporterEnv.accessKeyId] !== undefined ? { user: env[ImporterEnv.accessKeyId] ?? "", password: env[ImporterEnv.secretKey] ?? "" } : undefined;
       importDisk(
-        { source, endpoint: env[ImporterEnv.endpoint], headers: env[ImporterEnv.extraHeaders], ...(basicAuth ? { basicAuth } : {}), ...target, sourceDir: env[ImporterEnv.sourceDir] },
+        { source, endpoint: env[ImporterEnv.endpoint], headers: env[ImporterEnv.extraHeaders], ...(basicAuth ? { basicAuth } : {}), ...target, sourceDir: env[ImporterEnv.sourceDir], redirectDenyList: redirectDenyList(env.KUBERNETES_SERVICE_HOST) },
         report,
       ).then(succeeded, failed);
     }
