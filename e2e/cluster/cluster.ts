@@ -52,17 +52,22 @@ export function imageOf(name: string): string {
 export type KubevirtObject = { metadata: { uid?: string }; status?: Record<string, unknown> } | undefined;
 
 /** A service account bound to Kubernetes' edit role in a namespace (which aggregates kubevirt.io:edit), and a new token of it. */
-export async function editorToken(namespace: string): Promise<string> {
+export const editorToken = (namespace: string): Promise<string> => roleToken(namespace, "editor", "edit");
+
+/** A service account of a namespace bound to a ClusterRole (edit, view) there and in the other namespaces named, and a new token of it. */
+export async function roleToken(namespace: string, account: string, role: string, alsoIn: string[] = []): Promise<string> {
   // Asked for again in the same namespace, the account and its binding are there already: only a 409 means so.
   const unlessPresent = (create: Promise<unknown>) => create.catch((error: unknown) => {
     if ((error as { code?: number }).code !== 409) throw error;
   });
-  await unlessPresent(core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: "editor" } } }));
-  await unlessPresent(rbac.createNamespacedRoleBinding({
-    namespace,
-    body: { metadata: { name: "editor" }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "edit" }, subjects: [{ kind: "ServiceAccount", name: "editor", namespace }] },
-  }));
-  return (await core.createNamespacedServiceAccountToken({ namespace, name: "editor", body: { spec: { audiences: [], expirationSeconds: 3600 } } })).status?.token ?? "";
+  await unlessPresent(core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: account } } }));
+  for (const bindingNamespace of [namespace, ...alsoIn]) {
+    await unlessPresent(rbac.createNamespacedRoleBinding({
+      namespace: bindingNamespace,
+      body: { metadata: { name: `${namespace}-${account}` }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role }, subjects: [{ kind: "ServiceAccount", name: account, namespace }] },
+    }));
+  }
+  return (await core.createNamespacedServiceAccountToken({ namespace, name: account, body: { spec: { audiences: [], expirationSeconds: 3600 } } })).status?.token ?? "";
 }
 
 /** A VMI's phases so far, in order and comma-separated (its status.phaseTransitionTimestamps). */

@@ -1,7 +1,7 @@
 import { once } from "node:events";
 import { request } from "node:https";
 import type { ConnectionOptions } from "node:tls";
-import { ConsoleServer, type ConsoleKind, consoleServerPath } from "@kubevirt-ts/kubevirt-api";
+import { ConsoleServer, type ConsoleKind, SHARED_CONSOLE_QUERY, consoleServerPath } from "@kubevirt-ts/kubevirt-api";
 import { type ClientOptions, WebSocket } from "ws";
 import { tokenOf } from "../tests/cluster-users.ts";
 import { core, custom } from "./cluster.ts";
@@ -30,14 +30,24 @@ async function handlerAddress(namespace: string, name: string): Promise<string> 
   return `${ready.status.podIP}:${String(ConsoleServer.port)}`;
 }
 
-/** A console or VNC session with the VMI as the user, open once this resolves; collects what the VM sends. */
-export async function openConsole(namespace: string, name: string, kind: ConsoleKind, user: "admin" | "viewer" = "admin"): Promise<{ ws: WebSocket; received: () => Buffer }> {
+/** Who opens a console: one of the local cluster's two users, or the holder of a token (a namespace's editor). */
+export type ConsoleUser = "admin" | "viewer" | { token: string };
+
+/**
+ * A console or VNC session with the VMI as the user, open once this resolves; collects what the VM sends (binary
+ * frames: a shared session's sharing messages, text frames, are left out). `shared` asks to share it (console-sharing.ts).
+ */
+export async function openConsole(namespace: string, name: string, kind: ConsoleKind, user: ConsoleUser = "admin", { shared = false } = {}): Promise<{ ws: WebSocket; received: () => Buffer }> {
   const url = new URL(`/apis/subresources.kubevirt.io/v1/namespaces/${namespace}/virtualmachineinstances/${name}/${kind}`, DASHBOARD_URL);
   url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
-  const options: ClientOptions & ConnectionOptions = { ...(await dashboardTls()), headers: { authorization: `Bearer ${tokenOf(user)}` } };
+  if (shared) url.searchParams.set(SHARED_CONSOLE_QUERY, "true");
+  const token = typeof user === "string" ? tokenOf(user) : user.token;
+  const options: ClientOptions & ConnectionOptions = { ...(await dashboardTls()), headers: { authorization: `Bearer ${token}` } };
   const ws = new WebSocket(url, ["plain.kubevirt.io"], options);
   const chunks: Buffer[] = [];
-  ws.on("message", (data: Buffer) => chunks.push(data));
+  ws.on("message", (data: Buffer, binary: boolean) => {
+    if (binary) chunks.push(data);
+  });
   const closed = once(ws, "close").then(([code, reason]) => {
     throw new Error(`the ${kind} session was refused: ${String(code)} ${String(reason)}`);
   });
@@ -76,8 +86,8 @@ async function readUntil(read: () => string, passes: (value: string) => boolean,
 }
 
 /** Types a command on the VM's serial console (a shell's, as the tiny guest's) and waits for what it prints. */
-export async function inGuest(namespace: string, vm: string, command: string, expected: string, poll = { timeout: 240_000, interval: 1_000 }): Promise<string> {
-  const { ws, received } = await openConsole(namespace, vm, "console");
+export async function inGuest(namespace: string, vm: string, command: string, expected: string, poll = { timeout: 240_000, interval: 1_000 }, user: ConsoleUser = "admin"): Promise<string> {
+  const { ws, received } = await openConsole(namespace, vm, "console", user);
   try {
     // The shell may still be starting: Enter until its prompt shows (busybox's sh follows it with a cursor query).
     await readUntil(() => {
