@@ -10,7 +10,9 @@ import { type UserNetworkSocket, establishedFrom } from "./user-network.ts";
 // The launcher's side of a VMI's probes (kubevirt-api's probes.ts): the
 // kubelet asks on its schedule, and the prober checks the guest once per
 // ask, within the probe's timeout, as KubeVirt's virt-probe does for exec
-// and agent pings and the kubelet does for HTTP and TCP.
+// and agent pings and the kubelet does for HTTP and TCP. Anyone who reaches
+// the pod can ask too, so the guest is checked at most once per the probe's
+// periodSeconds: an ask sooner gets the last check's answer.
 
 /** What the prober needs of the domain and its guest. */
 export interface GuestAccess {
@@ -33,6 +35,17 @@ const POLL_MS = 50;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/**
+ * The share of a probe's period an ask may come early and still be checked: the kubelet's timer asks a few
+ * milliseconds late one time and on time the next, and such an ask must not get the previous period's answer.
+ */
+const PERIOD_SLACK = 0.1;
+
+/** The least time between two checks of the guest for a probe of that period. */
+export function checkInterval(periodSeconds: number): number {
+  return periodSeconds * 1000 * (1 - PERIOD_SLACK);
+}
+
 /** Why a check failed, as the kubelet's events and the VMI's reason show it. */
 class ProbeFailure extends Error {}
 
@@ -41,6 +54,9 @@ export class Prober {
   private readonly log: Logger;
   /** Each kind's check under way: a second ask while one runs gets its answer. */
   private readonly running = new Map<ProbeKind, Promise<string | undefined>>();
+  /** Each kind's last check: when it began and what it found, the answer to asks before the probe's next period. */
+  private readonly last = new Map<ProbeKind, { startedAt: number; result: string | undefined }>();
+  private readonly now: () => number;
   /** One TCP check at a time per guest port: the user network lists connections by their forwarded port alone. */
   private readonly tcpTurns = new Map<number, Promise<unknown>>();
   /** The loopback port forwarded to each guest port, per kind of check: a TCP check's forward carries its connections alone (see tcp). */
@@ -48,9 +64,10 @@ export class Prober {
   /** The liveness probe's failures in a row, and the last one's reason: the kubelet stops the launcher at the threshold. */
   private livenessFailures = { count: 0, reason: "" };
 
-  constructor(guest: GuestAccess, log: Logger) {
+  constructor(guest: GuestAccess, log: Logger, options: { now?: () => number } = {}) {
     this.guest = guest;
     this.log = log;
+    this.now = options.now ?? Date.now;
   }
 
   /** Why the liveness probe failed, once it has failed as many times in a row as its failureThreshold; else undefined. */
@@ -60,18 +77,26 @@ export class Prober {
     return this.livenessFailures.reason;
   }
 
-  /** Checks the guest for the VMI's probe of that kind: undefined when it passes, else why it fails. */
+  /**
+   * Checks the guest for the VMI's probe of that kind: undefined when it passes, else why it fails. An ask while a
+   * check runs gets its answer, and one within the probe's period of the last check's start gets the last answer.
+   */
   check(kind: ProbeKind): Promise<string | undefined> {
     let run = this.running.get(kind);
-    if (!run) {
-      run = this.checkOnce(kind).finally(() => this.running.delete(kind));
-      this.running.set(kind, run);
-    }
+    if (run) return run;
+    const vmi = this.guest.vmi();
+    const probe = vmi ? probeOf(vmi.spec, kind) : undefined;
+    const last = this.last.get(kind);
+    if (probe && last && this.now() - last.startedAt < checkInterval(probeTiming(probe).periodSeconds)) return Promise.resolve(last.result);
+    run = this.checkOnce(kind).finally(() => this.running.delete(kind));
+    this.running.set(kind, run);
     return run;
   }
 
   private async checkOnce(kind: ProbeKind): Promise<string | undefined> {
+    const startedAt = this.now();
     const result = await this.judge(kind);
+    this.last.set(kind, { startedAt, result });
     if (kind === "liveness") {
       if (result !== undefined && this.livenessFailures.count === 0) this.log.warn("the guest failed its liveness probe", { reason: result });
       this.livenessFailures = result === undefined ? { count: 0, reason: "" } : { count: this.livenessFailures.count + 1, reason: result };
