@@ -74,6 +74,12 @@ export interface ConsoleServerHandle {
 /** The largest screenshot served: a 4K display's PNG stays well under it. */
 export const SCREENSHOT_MAX_BYTES = 32 * 1024 * 1024;
 
+/**
+ * The largest websocket frame the handler takes from the API: above the API's own bound on a client's frame
+ * (apps/api's limits.consoleFrameBytes, 1 MiB), so that nothing it forwards is refused; a larger one closes its session (1009).
+ */
+export const CONSOLE_MAX_FRAME_BYTES = 4 * 1024 * 1024;
+
 /** What a client gets of the serial log: its last 512 KiB. */
 export const SERIAL_LOG_TAIL_BYTES = 512 * 1024;
 
@@ -115,7 +121,10 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
     portforward: new Gauge({ name: "kubevirt_portforward_active_tunnels", help: "Open port forwards into guests.", labelNames: ["namespace", "vmi"], registers: [options.registry] }),
   };
   const sessions = new Map<string, WebSocket>();
-  const websockets = new WebSocketServer({ noServer: true, perMessageDeflate: false });
+  const websockets = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: CONSOLE_MAX_FRAME_BYTES });
+  // ws reports a peer's broken or oversized frame as an "error" event on its websocket (and closes it, 1009 for a frame
+  // over maxPayload): unlistened, the event would end the process.
+  const endOnError = (ws: WebSocket) => { ws.on("error", (error) => { log.warn("console websocket error", { error }); }); };
   const pingIntervalMs = options.pingIntervalMs ?? 30_000;
 
   const authorized = (req: IncomingMessage): boolean => {
@@ -218,6 +227,7 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
     }
     active[kind].inc(labels);
     keepAlive(ws, pingIntervalMs);
+    endOnError(ws);
     pipeToViewer(unix, ws);
     ws.on("message", (data: Buffer | ArrayBuffer | Buffer[]) => {
       const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
@@ -275,6 +285,8 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
     try {
       const unix = connect(target.path);
       await once(unix, "connect");
+      // An error on a pod's socket ends its session (its close follows), never the handler, whoever listens to it.
+      unix.on("error", (error) => { log.warn("launcher pod socket error", { podUid, socket: socketName, error }); });
       return unix;
     } finally {
       await target.close();
@@ -329,6 +341,7 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
         websockets.handleUpgrade(req, socket, head, (ws) => {
           active[what].inc(labels);
           keepAlive(ws, pingIntervalMs);
+          endOnError(ws);
           ws.on("close", () => { active[what].dec(labels); });
           const group = join(ws);
           log.info("shared session viewer joined", { ...labels, kind: what, viewers: group.size });

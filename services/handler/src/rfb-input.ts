@@ -31,14 +31,24 @@ const SecurityType = { None: 1, VncAuthentication: 2 } as const;
 /** The RFB protocol version's 12 bytes, "RFB 003.008\n". */
 const VERSION_BYTES = 12;
 
+/**
+ * The longest clipboard a viewer may send (ClientCutText's text, or its extended form's payload): QEMU's own cap, 1 MiB,
+ * past which QEMU drops the client. Every other client message's length is bounded by its format (at most SetEncodings'
+ * 4 + 4 × 65535 bytes), so this bounds what a viewer's filter holds.
+ */
+export const MAX_CLIENT_CUT_TEXT_BYTES = 1024 * 1024;
+
 export class RfbProtocolError extends Error {}
 
 type Stage = "version" | "security" | "vnc-auth" | "client-init" | "messages";
 
-/** The length of the message at the start of `buf` and whether it is input, or undefined while more bytes are needed. */
-function frame(buf: Buffer): { length: number; input: boolean } | undefined {
+/**
+ * The length of the message at the start of `buf` and whether it is input (`whole` once `buf` holds all of it), or
+ * undefined while its header is not in yet.
+ */
+function frame(buf: Buffer): { length: number; input: boolean; whole: boolean } | undefined {
   const type = buf[0];
-  const need = (length: number, input: boolean) => (buf.length >= length ? { length, input } : undefined);
+  const need = (length: number, input: boolean) => ({ length, input, whole: buf.length >= length });
   switch (type) {
     case MessageType.SetPixelFormat: return need(20, false);
     case MessageType.FramebufferUpdateRequest: return need(10, false);
@@ -50,9 +60,12 @@ function frame(buf: Buffer): { length: number; input: boolean } | undefined {
       return buf.length < 4 ? undefined : need(4 + 4 * buf.readUInt16BE(2), false);
     case MessageType.ClientCutText: {
       if (buf.length < 8) return undefined;
-      // The extended clipboard sends its length negated.
-      const length = buf.readInt32BE(4);
-      return need(8 + Math.abs(length), true);
+      // The extended clipboard sends its length negated; its payload starts with 4 bytes of flags.
+      const signed = buf.readInt32BE(4);
+      const length = Math.abs(signed);
+      if (length > MAX_CLIENT_CUT_TEXT_BYTES) throw new RfbProtocolError(`ClientCutText of ${String(length)} bytes is over the ${String(MAX_CLIENT_CUT_TEXT_BYTES)} allowed`);
+      if (signed < 0 && length < 4) throw new RfbProtocolError("an extended ClientCutText needs at least its 4 bytes of flags");
+      return need(8 + length, true);
     }
     case MessageType.ClientFence:
       return buf.length < 9 ? undefined : need(9 + (buf[8] ?? 0), false);
@@ -80,9 +93,20 @@ function frame(buf: Buffer): { length: number; input: boolean } | undefined {
 export class RfbInputFilter {
   private stage: Stage = "version";
   private pending: Buffer = Buffer.alloc(0);
+  /** Chunks come since the last look, not yet joined to `pending`: a long message sent in small chunks is joined once. */
+  private arrived: Buffer[] = [];
+  private arrivedBytes = 0;
+  /** How many bytes the message at the start of `pending` needs, once its header told; 0 before. */
+  private awaiting = 0;
 
   push(chunk: Buffer, holdsKeyboard: boolean): Buffer {
-    this.pending = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
+    this.arrived.push(chunk);
+    this.arrivedBytes += chunk.length;
+    if (this.pending.length + this.arrivedBytes < this.awaiting) return Buffer.alloc(0);
+    this.pending = Buffer.concat([this.pending, ...this.arrived]);
+    this.arrived = [];
+    this.arrivedBytes = 0;
+    this.awaiting = 0;
     const out: Buffer[] = [];
     for (;;) {
       const step = this.next(holdsKeyboard);
@@ -124,6 +148,10 @@ export class RfbInputFilter {
       case "messages": {
         const message = frame(buf);
         if (!message) return undefined;
+        if (!message.whole) {
+          this.awaiting = message.length;
+          return undefined;
+        }
         const bytes = this.take(message.length);
         return { pass: message.input && !holdsKeyboard ? undefined : bytes };
       }

@@ -166,14 +166,19 @@ export class SharedDisplay implements SharedSession {
     unix.on("close", () => { if (ws.readyState === ws.OPEN) ws.close(1000, "the VM's display closed"); });
     unix.on("error", () => { ws.terminate(); });
     ws.on("close", () => { unix.destroy(); });
+    let refused = false;
     this.sharing.join(ws, who, (bytes, holds) => {
+      if (refused) return;
       try {
         const pass = filter.push(bytes, holds);
         if (pass.length > 0) unix.write(pass);
       } catch (error) {
-        if (!(error instanceof RfbProtocolError)) throw error;
+        // Whatever went wrong with this viewer's bytes (an allocation too), it ends this viewer's session, not the handler.
+        refused = true;
+        unix.destroy();
+        const reason = error instanceof RfbProtocolError ? error.message : "its input could not be handled";
         // A close frame's reason holds at most 123 bytes.
-        ws.close(1008, `the display could not be shared: ${error.message}`.slice(0, 120));
+        ws.close(1008, `the display could not be shared: ${reason}`.slice(0, 120));
       }
     });
   }
