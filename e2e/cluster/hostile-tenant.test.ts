@@ -15,6 +15,7 @@ import { nodeScript, servingPod } from "./hostile/pods.ts";
 import { cutTextHeader, fullUpdateRequest, rawEncoding, rfbClient } from "./hostile/rfb.ts";
 import { type Tenant, WATCHED, type Watched, restartCounts, restartsBetween, tenant, toDashboard, trpcQuery } from "./hostile/tenants.ts";
 import { until, victimCycle } from "./hostile/victim.ts";
+import { inGuest } from "./console.ts";
 
 // Issue 30: one tenant cannot take the cluster down. An attacker holding
 // only `edit` in its own namespace (and a second account with only `view`)
@@ -33,6 +34,7 @@ let viewer: Tenant;
 let victim: Tenant;
 /** The attacker's own running VM, and the node it runs on, where the other tenant's VMs are put too. */
 const OWN_VM = "own";
+const PROBED_PORT = 1234;
 let ownNode = "";
 let baselineMs: number | undefined;
 let cycles = 0;
@@ -82,7 +84,10 @@ beforeAll(async () => {
   attacker = await tenant(attackerNs.name, await editorToken(attackerNs.name));
   viewer = await tenant(attackerNs.name, await roleToken(attackerNs.name, "viewer", "view", [victimNs.name]));
   victim = await tenant(victimNs.name, await editorToken(victimNs.name));
-  await attacker.custom.createNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace: attacker.namespace, plural: "virtualmachines", body: tinyVm(OWN_VM, imageOf("tiny-guest"), attacker.namespace) });
+  // Its readiness probe, a TCP check of a port the attack counts connections on, once a minute.
+  const own = tinyVm(OWN_VM, imageOf("tiny-guest"), attacker.namespace);
+  Object.assign(own.spec.template.spec, { readinessProbe: { tcpSocket: { port: PROBED_PORT }, periodSeconds: 60, failureThreshold: 1 } });
+  await attacker.custom.createNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace: attacker.namespace, plural: "virtualmachines", body: own });
   await until(async () => {
     const vmi = (await attackerNs.get("virtualmachineinstances", OWN_VM)) as { status?: { phase?: string; nodeName?: string } } | undefined;
     ownNode = vmi?.status?.phase === "Running" ? (vmi.status.nodeName ?? "") : "";
@@ -370,18 +375,24 @@ describe("a hostile tenant (edit in one namespace, or view)", () => {
       const [launcher] = (await attacker.core.listNamespacedPod({ namespace: attacker.namespace, labelSelector: "kubevirt.io=virt-launcher" })).items;
       const launcherOps = `http://${launcher?.status?.podIP ?? ""}:${String(LAUNCHER_OPS_PORT)}`;
       metrics.push({ name: "launcher", url: `${launcherOps}/metrics` });
-      const probes = ["liveness", "readiness"].map((p) => ({ name: `launcher /probes/${p}`, url: `${launcherOps}/probes/${p}` }));
+      const probes = { name: "launcher /probes/readiness", url: `${launcherOps}/probes/readiness` };
+      // The guest counts the connections its readiness port takes: one line each in /tmp/probed.
+      const asGuest = (command: string, expected: string) => inGuest(attacker.namespace, OWN_VM, command, expected, { timeout: 60_000, interval: 1_000 }, { token: attacker.token });
+      await asGuest(`(while :; do nc -l -p ${String(PROBED_PORT)} </dev/null >/dev/null 2>&1; echo c >> /tmp/probed; done) >/dev/null 2>&1 & echo counting-$((2*3))`, "counting-6");
+      const probed = async () => Number(/probed (\d{4})/.exec(await asGuest("echo \"probed $(( $(cat /tmp/probed 2>/dev/null | wc -l) + 1000 ))\"", "probed 1"))?.[1] ?? Number.NaN) - 1000;
+      const checksBefore = await probed();
       const answers = await nodeScript<{ name: string; statuses: (number | string)[] }>(attacker, nodeImage(), [
-        `const targets = ${JSON.stringify([...metrics.map((m) => ({ ...m, times: 1 })), ...probes.map((p) => ({ ...p, times: 30 }))])};`,
+        `const targets = ${JSON.stringify([...metrics.map((m) => ({ ...m, times: 1 })), { ...probes, times: 30 }])};`,
         "const get = (url) => fetch(url, { signal: AbortSignal.timeout(5000) }).then((r) => r.status, (e) => 'error ' + (e.cause?.code ?? e.name));",
         "(async () => { for (const t of targets) { const statuses = []; for (let i = 0; i < t.times; i++) statuses.push(await get(t.url)); console.log(JSON.stringify({ name: t.name, statuses })); } })();",
       ]);
-      const outcome = answers.map((a) => `${a.name}: ${statusText(a.statuses)}`).join("; ");
-      for (const answer of answers) {
-        if (answer.name.startsWith("launcher /probes/")) expect(answer.statuses.some((s) => s === 401 || s === 403 || s === 429), `${answer.name} answered every one of 30 unauthenticated calls: ${outcome}`).toBe(true);
-        else expect([401, 403], `${answer.name}'s /metrics without a token: ${outcome}`).toContain(answer.statuses[0]);
-      }
-      expect(answers.length, "answers for every target").toBe(metrics.length + probes.length);
+      const checks = (await probed()) - checksBefore;
+      const outcome = `${answers.map((a) => `${a.name}: ${statusText(a.statuses)}`).join("; ")}; the guest's probed port saw ${String(checks)} connections for 30 asks`;
+      expect(answers.length, `answers for every target: ${outcome}`).toBe(metrics.length + 1);
+      for (const answer of answers.filter((a) => a.name !== probes.name)) expect([401, 403], `${answer.name}'s /metrics without a token: ${outcome}`).toContain(answer.statuses[0]);
+      // 30 asks within seconds: refused, or the guest checked at most once per period (60 s), with the kubelet's own check besides.
+      const refused = answers.find((a) => a.name === probes.name)?.statuses.every((s) => s === 401 || s === 403 || s === 429) ?? false;
+      expect(refused || checks <= 2, `the guest was checked for every ask: ${outcome}`).toBe(true);
       return outcome;
     });
   });
