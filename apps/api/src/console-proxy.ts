@@ -3,7 +3,7 @@ import type { Duplex } from "node:stream";
 import type { TLSSocket } from "node:tls";
 import { ApiError, type KubeClient } from "@kubevirt-ts/kube";
 import { ACTION_WORDS, CONSOLE_VIEWER_QUERY, type ConsoleKind, SHARED_CONSOLE_QUERY, type PortForward, type PortForwardSegment, SUBRESOURCE_GROUP, type StreamKind, type VirtualMachineInstance, kubevirtResources, parsePortForward, portForwardSegment, vmiActionAvailability } from "@kubevirt-ts/kubevirt-api";
-import { type Logger, StatusError, keepAlive } from "@kubevirt-ts/runtime";
+import { type Logger, type PipeBounds, SLOW_PEER_CLOSE_CODE, StatusError, endSession, keepAlive, sendWithBackpressure } from "@kubevirt-ts/runtime";
 import { type WebSocket, WebSocketServer } from "ws";
 import { type Check, mayI, remoteRequester, whoAmI } from "./access.ts";
 import { type HandlerDialer, HandlerError } from "./handler-dialer.ts";
@@ -27,7 +27,8 @@ import { type FrontProxy, frontProxyRefusal, remoteUser } from "./subresources/f
 //   status (4401 not signed in, 4403 not allowed, 4404 no such VMI, 4409 not
 //   running (availableActions), 4400 the VMI has no such device (its spec),
 //   4503 the node's handler is unreachable); 1009 a frame, or what came
-//   before the session was connected, past its bound (limits.ts).
+//   before the session was connected, past its bound (limits.ts); 1013 a
+//   side that stopped reading (limits.consolePipe).
 // - The Kubernetes API server's aggregation layer, on the TLS listener (what
 //   virtctl console and virtctl vnc reach): the front proxy's certificate and
 //   X-Remote-* headers name the user, a SubjectAccessReview authorizes them
@@ -128,10 +129,43 @@ export interface ConsoleProxyOptions {
   handlers: HandlerDialer;
   log: Logger;
   pingIntervalMs?: number;
+  /** The bounds of each session's pipe; limits.consolePipe unless a test asks for others. */
+  pipeBounds?: PipeBounds;
 }
 
 /** Takes an upgrade request; false when its path is not a console's. */
 export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
+
+/**
+ * Joins a client's websocket to the handler's, both ways, with backpressure (limits.consolePipe): reading from one
+ * side pauses while the other is behind, so that a client that stops reading holds virt-api to a few MiB and, past
+ * the stall bound, ends its own session (close code 1013) rather than the process.
+ */
+export function pipeConsole(client: WebSocket, handler: WebSocket, options: { log: Logger; labels: Record<string, string>; pingIntervalMs: number; bounds: PipeBounds }): void {
+  const { log, labels, bounds } = options;
+  const cutOff = (side: string) => (why: string) => {
+    log.warn("console session cut off: a side fell behind", { ...labels, side, why });
+    endSession(client, SLOW_PEER_CLOSE_CODE, `The ${side} ${why}: the session ended.`, bounds.closeGraceMs);
+  };
+  // Bytes are binary frames; a shared console's messages are text frames, passed on as they are.
+  const toHandler = sendWithBackpressure(client, handler, bounds, cutOff("VM's console"));
+  const toClient = sendWithBackpressure(handler, client, bounds, cutOff("console client"));
+  client.on("message", (data: Buffer, binary: boolean) => { toHandler(data, binary); });
+  handler.on("message", (data: Buffer, binary: boolean) => { toClient(data, binary); });
+  // The handler's session was opened paused (HandlerDialer.open): nothing it sent is lost before this listener.
+  handler.resume();
+  keepAlive(client, options.pingIntervalMs);
+  const reason = (buffer: Buffer) => buffer.toString().slice(0, 120);
+  handler.on("close", (code, why) => {
+    if (client.readyState === client.OPEN) client.close(code === 1005 || code === 1006 ? 1000 : code, reason(why) || "the VM's console closed");
+  });
+  client.on("close", () => {
+    // A handler that stopped reading does not hold the session past the grace either.
+    endSession(handler, 1000, "the console client left", bounds.closeGraceMs);
+    log.info("console session ended", labels);
+  });
+  handler.on("error", (error) => { log.warn("handler console error", { ...labels, error }); });
+}
 
 /** The session code both callers share: the websocket server, connecting to the handler, and piping the bytes. */
 function consoleSessions(options: ConsoleProxyOptions) {
@@ -161,23 +195,9 @@ function consoleSessions(options: ConsoleProxyOptions) {
     }
   }
 
-  function pipe(client: WebSocket, handler: WebSocket, labels: Record<string, string>): void {
-    // Bytes are binary frames; a shared console's messages are text frames, passed on as they are.
-    client.on("message", (data: Buffer, binary: boolean) => { handler.send(data, { binary }); });
-    handler.on("message", (data: Buffer, binary: boolean) => { client.send(data, { binary }); });
-    // The handler's session was opened paused (HandlerDialer.open): nothing it sent is lost before this listener.
-    handler.resume();
-    keepAlive(client, pingIntervalMs);
-    const reason = (buffer: Buffer) => buffer.toString().slice(0, 120);
-    handler.on("close", (code, why) => {
-      if (client.readyState === client.OPEN) client.close(code === 1005 || code === 1006 ? 1000 : code, reason(why) || "the VM's console closed");
-    });
-    client.on("close", () => {
-      handler.close();
-      log.info("console session ended", labels);
-    });
-    handler.on("error", (error) => { log.warn("handler console error", { ...labels, error }); });
-  }
+  const pipe = (client: WebSocket, handler: WebSocket, labels: Record<string, string>) => {
+    pipeConsole(client, handler, { log, labels, pingIntervalMs, bounds: options.pipeBounds ?? limits.consolePipe });
+  };
 
   return { server, connect, pipe, log };
 }

@@ -36,6 +36,13 @@ export const limits = {
    * the VNC handshake, never a stream.
    */
   consoleEarlyBytes: 64 * KiB,
+  /**
+   * A console session's pipe, each way (handler to client, client to handler): reading from one side pauses while
+   * the other holds more than highBytes unsent and resumes at lowBytes; a peer past maxBytes, or above highBytes
+   * for stallMs (it stopped reading), is cut off with close code 1013, its socket destroyed closeGraceMs later if it
+   * reads nothing more. What virt-api holds per session stays under maxBytes each way, however slowly a client reads.
+   */
+  consolePipe: { highBytes: 1 * MiB, lowBytes: 256 * KiB, maxBytes: 4 * MiB, stallMs: 30_000, closeGraceMs: 5_000 },
   /** How long an HTTP request may take to arrive, headers and body (slow senders are cut off). */
   requestTimeoutMs: 30_000,
   /** How long an admission request may take to arrive: the API server gives up on a webhook after its timeoutSeconds (10). */

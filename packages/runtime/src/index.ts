@@ -3,5 +3,6 @@ export { type OpsServer, type OpsServerOptions, type ReadinessCheck, startOpsSer
 export { type RunningService, type ServiceContext, type ServiceDefinition, StatusError, runService, startService } from "./service.ts";
 export { LOG_LEVELS, baseEnv, parseEnv } from "./env.ts";
 export { type Pingable, keepAlive } from "./keepalive.ts";
+export { type BufferedSocket, type Closable, type Pausable, type PipeBounds, SLOW_PEER_CLOSE_CODE, endSession, sendWithBackpressure } from "./backpressure.ts";
 export { createSparseFile, entryAt, growFile } from "./disk-file.ts";
 export { IMAGE_FORMATS, type ImageInfo, ImageRefused, QEMU_IMG_LIMITS, checkSelfContained, imagePath, probeImage, qemuImg } from "./disk-image.ts";
