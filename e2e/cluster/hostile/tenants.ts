@@ -1,4 +1,5 @@
 import { execFile } from "node:child_process";
+import { once } from "node:events";
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
@@ -79,11 +80,19 @@ export interface Answer {
   ms: number;
 }
 
-/** One request to the dashboard's address (the gateway to virt-api), with the token if any; settles with the answer, or rejects after the timeout. */
+/** What of an answer's body is kept: enough for a serial log, bounded. */
+const KEPT_BYTES = 1024 * 1024;
+
+/**
+ * One request to the dashboard's address (the gateway to virt-api), with the token if any; settles with the answer,
+ * or rejects after the timeout. A body goes in 64 KiB pieces, and stops once the server has answered (a server that
+ * refuses early may close before reading it all: what it answered counts, not the reset).
+ */
 export async function toDashboard(method: string, path: string, { token, body, headers = {}, timeoutMs = 30_000 }: { token?: string; body?: Buffer; headers?: Record<string, string>; timeoutMs?: number } = {}): Promise<Answer> {
   const request = DASHBOARD_URL.startsWith("https:") ? httpsRequest : httpRequest;
   const tls = await dashboardTls();
   const started = Date.now();
+  let answered = false;
   return new Promise((resolve, reject) => {
     const req = request(new URL(path, DASHBOARD_URL), {
       method,
@@ -91,14 +100,24 @@ export async function toDashboard(method: string, path: string, { token, body, h
       timeout: timeoutMs,
       headers: { ...headers, ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body ? { "content-length": String(body.length) } : {}) },
     }, (res) => {
+      answered = true;
       let text = "";
       res.setEncoding("utf8").on("data", (c: string) => {
-        if (text.length < 64 * 1024) text += c;
-      }).on("end", () => { resolve({ status: res.statusCode ?? 0, text: text.slice(0, 64 * 1024), ms: Date.now() - started }); });
+        if (text.length < KEPT_BYTES) text += c;
+      }).on("end", () => { resolve({ status: res.statusCode ?? 0, text: text.slice(0, KEPT_BYTES), ms: Date.now() - started }); });
     });
     req.on("timeout", () => req.destroy(new Error(`${method} ${path.slice(0, 80)} had no answer within ${String(timeoutMs / 1000)} s`)));
-    // A server that refuses early may close while the body is still going: what it answered counts, not the reset.
-    req.on("error", reject).end(body);
+    req.on("error", (error) => {
+      if (!answered) reject(error);
+    });
+    const send = async () => {
+      for (let offset = 0; body && offset < body.length && !answered && !req.destroyed; offset += 64 * 1024) {
+        if (!req.write(body.subarray(offset, offset + 64 * 1024))) await Promise.race([once(req, "drain"), once(req, "close")]);
+      }
+      if (!answered && !req.destroyed) req.end();
+    };
+    // An error while sending is the request's: its error handler above settles the answer.
+    send().catch(() => undefined);
   });
 }
 
