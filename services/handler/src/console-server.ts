@@ -14,7 +14,7 @@ import { type Logger, StatusError, keepAlive } from "@kubevirt-ts/runtime";
 import { Gauge, type Registry } from "prom-client";
 import { type WebSocket, WebSocketServer } from "ws";
 import { SERIAL_LOG_NAME, SocketName, openPodSocket, readPodFileTail } from "./pod-volume.ts";
-import { SharedConsole, SharedDisplay, type SharedSession, pipeToViewer } from "./shared-console.ts";
+import { SharedConsole, SharedDisplay, type SharedSession, pipeToViewer, writeToGuest } from "./shared-console.ts";
 import type { VmiStats } from "./vm-metrics.ts";
 
 // The handler's console server, KubeVirt's port 8186: the serial console and
@@ -230,11 +230,7 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
     endOnError(ws);
     pipeToViewer(unix, ws);
     ws.on("message", (data: Buffer | ArrayBuffer | Buffer[]) => {
-      const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
-      if (!unix.write(bytes)) {
-        ws.pause();
-        unix.once("drain", () => { ws.resume(); });
-      }
+      writeToGuest(unix, ws, Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer));
     });
     unix.on("close", () => {
       if (ws.readyState === ws.OPEN) ws.close(1000, kind === "portforward" ? "the guest closed the connection" : `the VM's ${kind === "vnc" ? "display" : "console"} closed`);

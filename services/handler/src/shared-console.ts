@@ -1,6 +1,8 @@
 import type { Socket } from "node:net";
 import { type ConsoleSharingMessage, parseSharingCommand } from "@kubevirt-ts/kubevirt-api";
+import { type PipeBounds, SLOW_PEER_CLOSE_CODE, endSession, sendWithBackpressure } from "@kubevirt-ts/runtime";
 import type { WebSocket } from "ws";
+import { limits } from "./limits.ts";
 import { RfbInputFilter, RfbProtocolError } from "./rfb-input.ts";
 
 // A serial console or a VNC display watched by several viewers, while one
@@ -16,23 +18,17 @@ import { RfbInputFilter, RfbProtocolError } from "./rfb-input.ts";
 // and pixel format), each viewer's input cut into RFB messages so that only
 // the holder's keys and pointer pass (rfb-input.ts).
 
-/** A viewer that falls this far behind what it is sent is cut off rather than holding the others back. */
-const MAX_BEHIND_BYTES = 4 * 1024 * 1024;
+/** Sends QEMU's bytes to a viewer's websocket, pausing the socket while the viewer is behind (limits.viewerPipe); a viewer that stays behind is cut off. */
+export function pipeToViewer(from: Socket, ws: WebSocket, bounds: PipeBounds = limits.viewerPipe): void {
+  const send = sendWithBackpressure(from, ws, bounds, (why) => { endSession(ws, SLOW_PEER_CLOSE_CODE, `this viewer ${why}: its session ended`, bounds.closeGraceMs); });
+  from.on("data", (chunk: Buffer) => { send(chunk, true); });
+}
 
-/** Sends QEMU's bytes to a viewer's websocket, pausing the socket while the viewer is behind (it reads slower than QEMU writes). */
-export function pipeToViewer(from: Socket, ws: WebSocket): void {
-  from.on("data", (chunk: Buffer) => {
-    ws.send(chunk, { binary: true });
-    if (ws.bufferedAmount > 1024 * 1024) {
-      from.pause();
-      const resume = setInterval(() => {
-        if (ws.bufferedAmount < 256 * 1024 || ws.readyState !== ws.OPEN) {
-          clearInterval(resume);
-          from.resume();
-        }
-      }, 20);
-    }
-  });
+/** Writes a viewer's input to QEMU's socket, pausing the viewer's websocket while QEMU (the guest) takes no more. */
+export function writeToGuest(to: Socket, ws: WebSocket, bytes: Buffer): void {
+  if (to.write(bytes) || ws.isPaused) return;
+  ws.pause();
+  to.once("drain", () => { ws.resume(); });
 }
 
 interface Viewer {
@@ -121,7 +117,8 @@ export class SharedConsole implements SharedSession {
     this.sharing = new KeyboardSharing(() => { unix.destroy(); });
     unix.on("data", (chunk: Buffer) => {
       for (const viewer of [...this.sharing.viewers]) {
-        if (viewer.ws.bufferedAmount > MAX_BEHIND_BYTES) viewer.ws.close(1013, "this viewer could not keep up with the console's output");
+        if (viewer.ws.readyState !== viewer.ws.OPEN) continue;
+        if (viewer.ws.bufferedAmount > limits.sharedConsoleBehindBytes) endSession(viewer.ws, SLOW_PEER_CLOSE_CODE, "this viewer could not keep up with the console's output", limits.viewerPipe.closeGraceMs);
         else viewer.ws.send(chunk, { binary: true });
       }
     });
@@ -137,7 +134,7 @@ export class SharedConsole implements SharedSession {
 
   join(ws: WebSocket, who: string): void {
     // Keystrokes of anyone but the holder go nowhere.
-    this.sharing.join(ws, who, (bytes, holds) => { if (holds) this.unix.write(bytes); });
+    this.sharing.join(ws, who, (bytes, holds) => { if (holds) writeToGuest(this.unix, ws, bytes); });
   }
 
   close(reason: string): void {
@@ -171,7 +168,7 @@ export class SharedDisplay implements SharedSession {
       if (refused) return;
       try {
         const pass = filter.push(bytes, holds);
-        if (pass.length > 0) unix.write(pass);
+        if (pass.length > 0) writeToGuest(unix, ws, pass);
       } catch (error) {
         // Whatever went wrong with this viewer's bytes (an allocation too), it ends this viewer's session, not the handler.
         refused = true;
