@@ -1,5 +1,5 @@
 export { type LogFields, type LogLevel, type Logger, type LoggerOptions, createLogger } from "./log.ts";
-export { type OpsServer, type OpsServerOptions, type ReadinessCheck, startOpsServer } from "./ops-server.ts";
+export { type MetricsAccess, type MetricsRefusal, type OpsServer, type OpsServerOptions, type ReadinessCheck, startOpsServer } from "./ops-server.ts";
 export { type RunningService, type ServiceContext, type ServiceDefinition, StatusError, runService, startService } from "./service.ts";
 export { LOG_LEVELS, baseEnv, parseEnv } from "./env.ts";
 export { type Pingable, keepAlive } from "./keepalive.ts";

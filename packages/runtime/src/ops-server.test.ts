@@ -57,4 +57,30 @@ describe("the operations endpoint", () => {
     expect((await get("/probes/readiness")).status).toBe(200);
     expect((await get("/probes/liveness")).status).toBe(404);
   });
+
+  it("serves /metrics only to the callers its access lets in, and the rest of the port to anyone", async () => {
+    const seen: (string | undefined)[] = [];
+    const registry = new Registry();
+    new Counter({ name: "test_vms_total", help: "vms", registers: [registry] }).inc(2);
+    server = await startOpsServer({
+      port: 0,
+      host: "127.0.0.1",
+      registry,
+      metricsAccess: (authorization) => {
+        seen.push(authorization);
+        if (authorization === undefined) return Promise.resolve({ status: 401, reason: "send a bearer token" });
+        return Promise.resolve(authorization === "Bearer prometheus" ? undefined : { status: 403, reason: "not allowed to get /metrics" });
+      },
+    });
+    const metrics = (authorization?: string) => fetch(`http://127.0.0.1:${String(server?.port)}/metrics`, { headers: authorization ? { authorization } : {} });
+    const anonymous = await metrics();
+    expect([anonymous.status, await anonymous.text()]).toEqual([401, "send a bearer token\n"]);
+    const other = await metrics("Bearer tenant");
+    expect([other.status, await other.text()]).toEqual([403, "not allowed to get /metrics\n"]);
+    const allowed = await metrics("Bearer prometheus");
+    expect([allowed.status, await allowed.text()]).toEqual([200, expect.stringContaining("test_vms_total 2")]);
+    expect(seen).toEqual([undefined, "Bearer tenant", "Bearer prometheus"]);
+    expect((await get("/healthz")).status).toBe(200);
+    expect((await get("/readyz")).status).toBe(200);
+  });
 });

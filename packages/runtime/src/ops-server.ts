@@ -5,10 +5,21 @@ import type { Registry } from "prom-client";
 // The operations endpoint every process serves: /healthz (the process is
 // alive), /readyz (it can do its work: each named check passes), /metrics
 // (Prometheus text format), and any paths of its own answered the way
-// /readyz is (the launcher's probes of its guest).
+// /readyz is (the launcher's probes of its guest). /metrics can be kept to
+// the callers a MetricsAccess lets in (their bearer token checked with the
+// API server, as kube-rbac-proxy does).
 
 /** A named readiness check; it returns why it fails, or undefined when it passes. */
 export type ReadinessCheck = () => Promise<string | undefined> | string | undefined;
+
+/** Why a caller may not read /metrics: 401 (no or an unknown token), 403 (not allowed), 429 or 503 (cannot tell now). */
+export interface MetricsRefusal {
+  status: 401 | 403 | 429 | 503;
+  reason: string;
+}
+
+/** Decides on a caller of /metrics by its Authorization header: undefined lets it in. */
+export type MetricsAccess = (authorization: string | undefined) => Promise<MetricsRefusal | undefined>;
 
 export interface OpsServerOptions {
   port: number;
@@ -17,6 +28,8 @@ export interface OpsServerOptions {
   checks?: Record<string, ReadinessCheck>;
   /** More paths answered as /readyz is, each by one check: 200 when it passes, 503 with its reason when it fails. */
   endpoints?: Record<string, ReadinessCheck>;
+  /** Who may read /metrics; anyone who reaches the port when not given. */
+  metricsAccess?: MetricsAccess;
 }
 
 export interface OpsServer {
@@ -59,7 +72,9 @@ async function handle(req: IncomingMessage, res: ServerResponse, options: OpsSer
     const failure = failures[path];
     send(res, failure === undefined ? 200 : 503, "application/json", `${JSON.stringify(failure === undefined ? { status: "ok" } : { status: "failing", reason: failure })}\n`);
   } else if (path === "/metrics") {
-    send(res, 200, options.registry.contentType, await options.registry.metrics());
+    const refusal = await options.metricsAccess?.(req.headers.authorization);
+    if (refusal) send(res, refusal.status, "text/plain", `${refusal.reason}\n`);
+    else send(res, 200, options.registry.contentType, await options.registry.metrics());
   } else {
     send(res, 404, "text/plain", "not found: try /healthz, /readyz or /metrics\n");
   }

@@ -1,6 +1,6 @@
 import { Registry, collectDefaultMetrics } from "prom-client";
 import { type LogLevel, type Logger, createLogger } from "./log.ts";
-import { type OpsServer, type ReadinessCheck, startOpsServer } from "./ops-server.ts";
+import { type MetricsAccess, type OpsServer, type ReadinessCheck, startOpsServer } from "./ops-server.ts";
 
 // The life of a kubevirt-ts process: start the operations endpoint, start the
 // work, and on SIGTERM or SIGINT stop the work, then the endpoint, within a
@@ -20,6 +20,8 @@ export interface ServiceDefinition {
   checks?: (ctx: ServiceContext) => Record<string, ReadinessCheck>;
   /** Paths of its own on the operations endpoint, each answered by a check (see OpsServerOptions.endpoints). */
   endpoints?: (ctx: ServiceContext) => Record<string, ReadinessCheck>;
+  /** Who may read /metrics (see OpsServerOptions.metricsAccess); anyone when not given. */
+  metricsAccess?: (ctx: ServiceContext) => MetricsAccess;
   /** Starts the work; the returned function stops it. */
   start?: (ctx: ServiceContext) => Promise<() => Promise<void>>;
   /** How long stopping may take before the process exits anyway. */
@@ -39,7 +41,7 @@ export async function startService(definition: ServiceDefinition): Promise<Runni
   collectDefaultMetrics({ register: registry });
   const abort = new AbortController();
   const ctx: ServiceContext = { log, registry, signal: abort.signal };
-  const ops = await startOpsServer({ port: definition.opsPort, registry, checks: definition.checks?.(ctx) ?? {}, endpoints: definition.endpoints?.(ctx) ?? {} });
+  const ops = await startOpsServer({ port: definition.opsPort, registry, checks: definition.checks?.(ctx) ?? {}, endpoints: definition.endpoints?.(ctx) ?? {}, metricsAccess: definition.metricsAccess?.(ctx) });
   log.info("operations endpoint listening", { port: ops.port });
   const stopWork = (await definition.start?.(ctx)) ?? (() => Promise.resolve());
   let stopping: Promise<void> | undefined;

@@ -25,6 +25,7 @@ export const resources = {
   selfSubjectAccessReviews: { group: "authorization.k8s.io", version: "v1", plural: "selfsubjectaccessreviews", namespaced: false },
   subjectAccessReviews: { group: "authorization.k8s.io", version: "v1", plural: "subjectaccessreviews", namespaced: false },
   selfSubjectReviews: { group: "authentication.k8s.io", version: "v1", plural: "selfsubjectreviews", namespaced: false },
+  tokenReviews: { group: "authentication.k8s.io", version: "v1", plural: "tokenreviews", namespaced: false },
 } as const satisfies Record<string, ResourceType>;
 
 /** The path of a collection or of one object, e.g. /apis/kubevirt.io/v1/namespaces/ns/virtualmachines/vm/status. */
