@@ -23,6 +23,10 @@ export const env = parseEnv(
     WEBHOOK_PORT: z.coerce.number().int().min(0).max(65535).default(8443),
     /** tls.crt and tls.key of the webhooks' and the subresource API's serving certificate; neither is served when unset. */
     WEBHOOK_TLS_DIR: z.string().optional(),
+    /** The CA (PEM file) of the client certificate the API server presents to the webhooks (the chart's webhooks.clientCA); unset: any caller is answered (ADR 7). */
+    WEBHOOK_CLIENT_CA_FILE: z.string().optional(),
+    /** Common names that certificate may have, comma-separated (webhooks.clientNames); empty: any the CA signed. */
+    WEBHOOK_CLIENT_NAMES: z.string().default("").transform((text) => text.split(",").map((name) => name.trim()).filter((name) => name !== "")),
     /** The version the subresource API reports (.../version), the chart's appVersion. */
     VERSION: z.string().default("dev"),
     /** ca.crt, tls.crt and tls.key of the API's client certificate for the handlers' console servers. */

@@ -1,4 +1,4 @@
-import { type KubeClient, type Pod, resources } from "@kubevirt-ts/kube";
+import { type KubeClient, type Node, type Pod, resources } from "@kubevirt-ts/kube";
 import {
   type EvictionStrategy, Kind, type VirtualMachineInstance, evictionDecision, kubevirtResources, launcherPodOwnerKey,
 } from "@kubevirt-ts/kubevirt-api";
@@ -17,10 +17,33 @@ import { type AdmissionReview, admissionAnswer } from "./webhooks.ts";
 // which protects both while the VMI moves. The API server calls it with failurePolicy Ignore, so
 // the launcher pods that must stay are also protected by a
 // PodDisruptionBudget, which the controller makes (ADR 12).
+//
+// The mark is a side effect anyone who reaches the webhook could ask for
+// with a forged review naming someone else's launcher pod (ADR 7). Over the
+// API server's verified client certificate (webhooks.clientCA) every
+// eviction marks, as KubeVirt's; from an unverified caller a VMI is marked
+// only when what the API's own account reads says its node is being
+// drained, so a forged review can at most move VMs off a node that is being
+// emptied anyway.
+
+/** Who sent an admission review: the API server, by its client certificate, or a caller nobody verified. */
+export type WebhookCaller = "verified" | "unverified";
+
+/** Whether a node is being drained: cordoned (kubectl drain, cordon), or tainted NoSchedule or NoExecute (the autoscalers' and the node controller's). */
+export function nodeDraining(node: Pick<Node, "spec"> | undefined): boolean {
+  if (!node) return false;
+  return node.spec?.unschedulable === true || (node.spec?.taints ?? []).some((t) => t.effect === "NoSchedule" || t.effect === "NoExecute");
+}
+
+/** Why the VMI on `nodeName` is not marked for evacuation at this caller's word, or undefined when it is. */
+export function markRefusal(caller: WebhookCaller, nodeName: string, node: Pick<Node, "spec"> | undefined): string | undefined {
+  if (caller === "verified" || nodeDraining(node)) return undefined;
+  return `it was not marked for evacuation: node ${nodeName} is not being drained (not cordoned, no NoSchedule or NoExecute taint), and the webhook's caller is not the API server verified by webhooks.clientCA`;
+}
 
 const allow = (uid: string): AdmissionReview => admissionAnswer(uid, { allowed: true });
 
-export async function reviewEviction(review: AdmissionReview, own: KubeClient, clusterDefault: EvictionStrategy): Promise<AdmissionReview> {
+export async function reviewEviction(review: AdmissionReview, own: KubeClient, clusterDefault: EvictionStrategy, caller: WebhookCaller): Promise<AdmissionReview> {
   const request = review.request;
   if (!request) throw new Error("the AdmissionReview has no request");
   // For pods/eviction, the request names the pod being evicted.
@@ -36,7 +59,9 @@ export async function reviewEviction(review: AdmissionReview, own: KubeClient, c
   if (vmi.status?.nodeName !== undefined && node !== vmi.status.nodeName) return allow(request.uid);
   const decision = evictionDecision(vmi, clusterDefault);
   // A dry run (kubectl drain --dry-run=server) changes nothing, as the webhook's sideEffects (NoneOnDryRun) promise.
-  if (decision.evacuate && node && !request.dryRun && vmi.status?.evacuationNodeName !== node) {
+  const wanted = decision.evacuate && node !== undefined && !request.dryRun && vmi.status?.evacuationNodeName !== node;
+  const unmarked = wanted && caller === "unverified" ? markRefusal(caller, node, await own.find<Node>(resources.nodes, undefined, node)) : undefined;
+  if (wanted && unmarked === undefined) {
     // A VMI keeps its status in the object (ADR 8): the mark is a patch of the VMI, guarded by its uid.
     await own.patch(kubevirtResources.virtualMachineInstances, namespace, owner.name, [
       { op: "test", path: "/metadata/uid", value: owner.uid },
@@ -44,7 +69,8 @@ export async function reviewEviction(review: AdmissionReview, own: KubeClient, c
     ], "json");
   }
   if (!decision.allow) {
-    return admissionAnswer(request.uid, { allowed: false, status: { code: 429, reason: "TooManyRequests", message: decision.message, details: { causes: [] } } });
+    const message = unmarked === undefined ? decision.message : `${decision.message}; ${unmarked}`;
+    return admissionAnswer(request.uid, { allowed: false, status: { code: 429, reason: "TooManyRequests", message, details: { causes: [] } } });
   }
   return allow(request.uid);
 }

@@ -9,6 +9,7 @@ import { createSubresourceConsoles } from "./console-proxy.ts";
 import { MetricsStore, type VmRates } from "./metrics-store.ts";
 import { PrometheusRates } from "./prometheus.ts";
 import { HandlerDialer } from "./handler-dialer.ts";
+import { type ClientTrust, pemCertificates } from "./client-cert.ts";
 import { createApiServer, createUploadProxyServer, createWebhookServer } from "./server.ts";
 import { createUploadProxy } from "./upload/proxy.ts";
 import { UploadTokens } from "./upload/token.ts";
@@ -30,6 +31,17 @@ async function readDir(dir: string, names: string[], purpose: string): Promise<B
       }),
     ),
   );
+}
+
+/** The API server's webhook client certificate's trust (WEBHOOK_CLIENT_CA_FILE), or undefined: any caller. */
+async function webhookCallers(): Promise<ClientTrust | undefined> {
+  if (!env.WEBHOOK_CLIENT_CA_FILE) return undefined;
+  const pem = await readFile(env.WEBHOOK_CLIENT_CA_FILE, "utf8").catch((error: unknown) => {
+    throw new Error(`WEBHOOK_CLIENT_CA_FILE ${env.WEBHOOK_CLIENT_CA_FILE ?? ""} cannot be read: set the chart's webhooks.clientCA to the PEM of the CA of the API server's webhook client certificate, or leave it empty`, { cause: error });
+  });
+  const cas = pemCertificates(pem);
+  if (cas.length === 0) throw new Error(`WEBHOOK_CLIENT_CA_FILE ${env.WEBHOOK_CLIENT_CA_FILE} holds no PEM certificate: set the chart's webhooks.clientCA to the CA's PEM (-----BEGIN CERTIFICATE-----...)`);
+  return { cas, allowedNames: env.WEBHOOK_CLIENT_NAMES };
 }
 
 await runService({
@@ -67,7 +79,7 @@ await runService({
       const subresources = createSubresourceApi({ own, handlers, frontProxy, log, version: env.VERSION });
       const tokenApi = createUploadTokenApi({ own, frontProxy, tokens: uploadTokens, log });
       const consoles = createSubresourceConsoles({ own, handlers, frontProxy, log });
-      webhooks = createWebhookServer({ cert: webhookCert ?? Buffer.alloc(0), key: webhookKey ?? Buffer.alloc(0) }, own, log, (req, res) => subresources(req, res) || tokenApi(req, res), consoles, env.EVICTION_STRATEGY);
+      webhooks = createWebhookServer({ cert: webhookCert ?? Buffer.alloc(0), key: webhookKey ?? Buffer.alloc(0) }, own, log, (req, res) => subresources(req, res) || tokenApi(req, res), consoles, env.EVICTION_STRATEGY, await webhookCallers());
       webhooks.listen(env.WEBHOOK_PORT, env.HOST);
       await once(webhooks, "listening");
       log.info("admission webhooks, the subresource API and upload tokens listening", { port: env.WEBHOOK_PORT });

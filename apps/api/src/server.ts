@@ -1,6 +1,7 @@
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http";
 import type { Duplex } from "node:stream";
 import { createServer as createTlsServer } from "node:https";
+import type { TLSSocket } from "node:tls";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { createHTTPHandler } from "@trpc/server/adapters/standalone";
 import { type UpgradeHandler, bearerToken, consoleTarget, createConsoleProxy } from "./console-proxy.ts";
@@ -11,7 +12,8 @@ import { readBody } from "./read-body.ts";
 import { kubeStatus } from "./subresources/api.ts";
 import type { KubeClient } from "@kubevirt-ts/kube";
 import { type EvictionStrategy, SERVER_KEEP_ALIVE_MS } from "@kubevirt-ts/kubevirt-api";
-import { reviewEviction } from "./eviction-webhook.ts";
+import { type WebhookCaller, reviewEviction } from "./eviction-webhook.ts";
+import { type ClientTrust, clientCertRefusal } from "./client-cert.ts";
 import { reviewMigration } from "./migration-webhook.ts";
 import { type AdmissionReview, type WebhookKind, inferVmDefaults, mutate, validate, vmValidationContext } from "./webhooks.ts";
 
@@ -65,6 +67,8 @@ interface WebhookOptions {
   own: KubeClient;
   /** The cluster's eviction strategy, for VMIs that name none (the chart's evictionStrategy). */
   evictionStrategy: EvictionStrategy;
+  /** Whether the review came over the API server's verified client certificate (a side effect may depend on it). */
+  caller: WebhookCaller;
 }
 
 type Review = (review: AdmissionReview, options: WebhookOptions) => Promise<AdmissionReview> | AdmissionReview;
@@ -82,13 +86,26 @@ const WEBHOOKS: Record<string, Review> = {
   "/validate-datavolumes": (review) => validate(review, "datavolumes"),
   "/validate-migrationpolicies": (review) => validate(review, "migrationpolicies"),
   "/validate-virtualmachineinstancemigrations": (review, { own }) => reviewMigration(review, own),
-  "/validate-pod-eviction": (review, { own, evictionStrategy }) => reviewEviction(review, own, evictionStrategy),
+  "/validate-pod-eviction": (review, { own, evictionStrategy, caller }) => reviewEviction(review, own, evictionStrategy, caller),
 };
+
+const WEBHOOK_CALLER_NAMES = { whose: "the API server's webhook client", ca: "webhooks.clientCA", namesFrom: "webhooks.clientNames" };
+
+/** Who calls the webhooks: anyone (no `callers`), or the API server by its client certificate; a refusal's code and message. */
+function webhookCaller(req: IncomingMessage, callers: ClientTrust | undefined): WebhookCaller | { code: 401 | 403; message: string } {
+  if (!callers) return "unverified";
+  const peer = (req.socket as TLSSocket).getPeerX509Certificate();
+  const refused = clientCertRefusal(callers, WEBHOOK_CALLER_NAMES, peer);
+  if (refused === undefined) return "verified";
+  return { code: peer ? 403 : 401, message: `${refused}: the admission webhooks answer only the Kubernetes API server (its admission configuration's client certificate)` };
+}
 
 /**
  * The TLS listener the Kubernetes API server calls: the admission webhooks, and KubeVirt's subresource API when it
  * is given (the API server presents its front proxy's client certificate there; it is asked for, never required):
  * its PUT actions, and its console and VNC websockets as upgrades (`consoles`). Any other upgrade gets a 404.
+ * With `callers` (the chart's webhooks.clientCA), a webhook request without the API server's client certificate is
+ * refused (401, 403) before its body is read; without, every caller is answered, and unverified (eviction-webhook.ts).
  */
 export function createWebhookServer(
   tls: { cert: Buffer; key: Buffer },
@@ -97,6 +114,7 @@ export function createWebhookServer(
   subresources?: (req: IncomingMessage, res: ServerResponse) => boolean,
   consoles?: UpgradeHandler,
   evictionStrategy: EvictionStrategy = "None",
+  callers?: ClientTrust,
 ): Server {
   const server = createTlsServer({ ...tls, requestCert: true, rejectUnauthorized: false, ...bounded(limits.webhookRequestTimeoutMs) }, (req: IncomingMessage, res: ServerResponse) => {
     const websocket = consoles ? consoleTarget(req.url) : undefined;
@@ -112,13 +130,18 @@ export function createWebhookServer(
       res.writeHead(404).end();
       return;
     }
+    const caller = webhookCaller(req, callers);
+    if (typeof caller === "object") {
+      res.writeHead(caller.code, { "content-type": "text/plain", connection: "close" }).end(`${caller.message}\n`);
+      return;
+    }
     void readBody(req, limits.webhookBodyBytes).then(async (body) => {
       if (!body) {
         res.writeHead(413, { "content-type": "text/plain", connection: "close" }).end(`an AdmissionReview is at most ${String(limits.webhookBodyBytes)} bytes\n`);
         return;
       }
       try {
-        const answer = await review(JSON.parse(body.toString("utf8")) as AdmissionReview, { own, evictionStrategy });
+        const answer = await review(JSON.parse(body.toString("utf8")) as AdmissionReview, { own, evictionStrategy, caller });
         res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(answer));
       } catch (error) {
         log.error("could not review an admission request", { url: req.url, error });

@@ -2,11 +2,12 @@ import { once } from "node:events";
 import { mkdtemp, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { KubeConfig } from "@kubernetes/client-node";
+import { type CoreV1Api, type CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
 import { Pki } from "@kubevirt-ts/control-plane";
 import { KubeClient } from "@kubevirt-ts/kube";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { inject } from "vitest";
+import type { ClientTrust } from "../src/client-cert.ts";
 import { HandlerDialer } from "../src/handler-dialer.ts";
 import { createApiServer, createWebhookServer } from "../src/server.ts";
 import type { ApiServices } from "../src/trpc/init.ts";
@@ -48,18 +49,45 @@ export interface StartedWebhooks {
   close(): void;
 }
 
-/** The admission webhooks' TLS server on a free loopback port, with a CA of its own, its own client `kubeConfig`'s. */
-export async function startWebhooks(kubeConfig: KubeConfig, log: Logger): Promise<StartedWebhooks> {
+/** The admission webhooks' TLS server on a free loopback port, with a CA of its own, its own client `kubeConfig`'s; `callers`, whose client certificates it takes. */
+export async function startWebhooks(kubeConfig: KubeConfig, log: Logger, callers?: ClientTrust): Promise<StartedWebhooks> {
   const pki = new Pki(await mkdtemp(join(tmpdir(), "webhook-tls-")));
   await pki.createCa("webhook-ca");
   const pair = await pki.issue({ name: "webhook", commonName: "127.0.0.1", usage: "server", hosts: ["127.0.0.1"] });
-  const webhooks = createWebhookServer({ cert: await readFile(pair.cert), key: await readFile(pair.key) }, await KubeClient.fromKubeConfig(kubeConfig), log);
+  const webhooks = createWebhookServer({ cert: await readFile(pair.cert), key: await readFile(pair.key) }, await KubeClient.fromKubeConfig(kubeConfig), log, undefined, undefined, "None", callers);
   webhooks.listen(0, "127.0.0.1");
   await once(webhooks, "listening");
   const address = webhooks.address();
   const port = typeof address === "object" && address ? address.port : 0;
   return { url: `https://127.0.0.1:${String(port)}`, caBundle: (await readFile(pki.ca.cert)).toString("base64"), close: () => webhooks.close() };
 }
+
+const vmis = (namespace: string) => ({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachineinstances" });
+
+/**
+ * A VMI running on `node` in its launcher pod `virt-launcher-<name>`, as the controller and a handler leave them (no
+ * VMI webhook or controller runs in these tests); `canMove`, its LiveMigratable condition.
+ */
+export async function runningVmi(core: CoreV1Api, custom: CustomObjectsApi, namespace: string, o: { name: string; node: string; evictionStrategy: string; canMove: boolean }): Promise<void> {
+  const { name, node, evictionStrategy, canMove } = o;
+  const conditions = [{ type: "LiveMigratable", status: canMove ? "True" : "False", reason: canMove ? undefined : "DisksNotLiveMigratable", message: canMove ? undefined : "PVC data is not shared" }];
+  const created = (await custom.createNamespacedCustomObject({
+    ...vmis(namespace),
+    body: { apiVersion: "kubevirt.io/v1", kind: "VirtualMachineInstance", metadata: { name }, spec: { domain: { devices: {} }, evictionStrategy }, status: { phase: "Running", nodeName: node, conditions } },
+  })) as { metadata: { uid: string } };
+  const uid = created.metadata.uid;
+  await core.createNamespacedPod({
+    namespace,
+    body: {
+      metadata: { name: `virt-launcher-${name}`, labels: { "kubevirt.io": "virt-launcher", "kubevirt.io/created-by": uid }, ownerReferences: [{ apiVersion: "kubevirt.io/v1", kind: "VirtualMachineInstance", name, uid, controller: true }] },
+      spec: { nodeName: node, containers: [{ name: "compute", image: "launcher" }] },
+    },
+  });
+}
+
+/** The node a VMI is marked for evacuation from, if any. */
+export const evacuationNodeName = async (custom: CustomObjectsApi, namespace: string, name: string): Promise<string | undefined> =>
+  ((await custom.getNamespacedCustomObject({ ...vmis(namespace), name })) as { status: { evacuationNodeName?: string } }).status.evacuationNodeName;
 
 export interface Users {
   editor: string;

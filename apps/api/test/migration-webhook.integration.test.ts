@@ -2,7 +2,7 @@ import { AdmissionregistrationV1Api, type CustomObjectsApi, type KubeConfig } fr
 import { test } from "@kubevirt-ts/control-plane/testing";
 import { createLogger } from "@kubevirt-ts/runtime";
 import { describe, expect } from "vitest";
-import { startWebhooks } from "./harness.ts";
+import { evacuationNodeName, runningVmi, startWebhooks } from "./harness.ts";
 
 // The migration webhook and the pod-eviction webhook registered with the
 // real API server: what they admit and refuse, with the VMI read (and marked
@@ -85,37 +85,23 @@ describe("the migration webhook", () => {
 
 describe("the pod-eviction webhook, for VMIs that can move", () => {
   test("marks a LiveMigrate VMI that can move for evacuation and refuses with 429; lets a LiveMigrateIfPossible one that cannot go", async ({ kubeConfig, custom, core, namespace }) => {
+    // The API server calls without a client certificate here (no admission configuration): the webhook marks a VMI
+    // only off a node being drained, and a drain cordons its node first (eviction-callers.integration.test.ts).
+    const node = `${namespace}-drained`;
+    await core.createNode({ body: { metadata: { name: node }, spec: { unschedulable: true } } });
     await withWebhook(kubeConfig, namespace, EVICTIONS, async () => {
-      /** A VMI running on node-a in its launcher pod, as the controller and a handler leave them. */
-      const running = async (name: string, evictionStrategy: string, canMove: boolean) => {
-        const conditions = [{ type: "LiveMigratable", status: canMove ? "True" : "False", reason: canMove ? undefined : "DisksNotLiveMigratable", message: canMove ? undefined : "PVC data is not shared" }];
-        const created = (await custom.createNamespacedCustomObject({
-          ...group(namespace, "virtualmachineinstances"),
-          body: { apiVersion: "kubevirt.io/v1", kind: "VirtualMachineInstance", metadata: { name }, spec: { domain: { devices: {} }, evictionStrategy }, status: { phase: "Running", nodeName: "node-a", conditions } },
-        })) as { metadata: { uid: string } };
-        const uid = created.metadata.uid;
-        await core.createNamespacedPod({
-          namespace,
-          body: {
-            metadata: { name: `virt-launcher-${name}`, labels: { "kubevirt.io": "virt-launcher", "kubevirt.io/created-by": uid }, ownerReferences: [{ apiVersion: "kubevirt.io/v1", kind: "VirtualMachineInstance", name, uid, controller: true }] },
-            spec: { nodeName: "node-a", containers: [{ name: "compute", image: "launcher" }] },
-          },
-        });
-      };
       const evict = (name: string) =>
         core.createNamespacedPodEviction({ name: `virt-launcher-${name}`, namespace, body: { apiVersion: "policy/v1", kind: "Eviction", metadata: { name: `virt-launcher-${name}`, namespace } } }).then(
           () => "evicted",
           (e: unknown) => JSON.parse(String((e as { body?: string }).body)) as { code: number; message: string },
         );
-      await running("mover", "LiveMigrate", true);
-      await running("stopper", "LiveMigrateIfPossible", false);
+      await runningVmi(core, custom, namespace, { name: "mover", node, evictionStrategy: "LiveMigrate", canMove: true });
+      await runningVmi(core, custom, namespace, { name: "stopper", node, evictionStrategy: "LiveMigrateIfPossible", canMove: false });
 
       expect(await evict("mover")).toMatchObject({ code: 429, message: expect.stringContaining(`Eviction triggered evacuation of VMI ${namespace}/mover`) as unknown });
-      const marked = (await custom.getNamespacedCustomObject({ ...group(namespace, "virtualmachineinstances"), name: "mover" })) as { status: { evacuationNodeName?: string } };
-      expect(marked.status.evacuationNodeName).toBe("node-a");
+      expect(await evacuationNodeName(custom, namespace, "mover")).toBe(node);
       expect(await evict("stopper")).toBe("evicted");
-      const stopper = (await custom.getNamespacedCustomObject({ ...group(namespace, "virtualmachineinstances"), name: "stopper" })) as { status: { evacuationNodeName?: string } };
-      expect(stopper.status.evacuationNodeName).toBeUndefined();
-    });
+      expect(await evacuationNodeName(custom, namespace, "stopper")).toBeUndefined();
+    }).finally(() => core.deleteNode({ name: node }));
   });
 });

@@ -1,7 +1,8 @@
 import type { IncomingMessage } from "node:http";
 import type { TLSSocket } from "node:tls";
-import { X509Certificate } from "node:crypto";
+import type { X509Certificate } from "node:crypto";
 import { type KubeClient, type KubeObject, resources } from "@kubevirt-ts/kube";
+import { type ClientTrust, type TrustNames, clientCertRefusal, pemCertificates } from "../client-cert.ts";
 
 // Who is asking, on a request the Kubernetes API server passed on to
 // virt-api as an aggregated API server: the API server authenticated the
@@ -13,10 +14,7 @@ import { type KubeClient, type KubeObject, resources } from "@kubevirt-ts/kube";
 
 export const AUTHENTICATION_CONFIG_MAP = { namespace: "kube-system", name: "extension-apiserver-authentication" } as const;
 
-export interface FrontProxyConfig {
-  cas: X509Certificate[];
-  /** Common names the front proxy's certificate may have; empty: any the CA signed. */
-  allowedNames: string[];
+export interface FrontProxyConfig extends ClientTrust {
   userHeaders: string[];
   groupHeaders: string[];
   extraPrefixes: string[];
@@ -41,7 +39,7 @@ export function parseFrontProxyConfig(data: Record<string, string> | undefined):
   if (!pem) {
     throw new Error(`requestheader-client-ca-file is missing from ${AUTHENTICATION_CONFIG_MAP.namespace}/${AUTHENTICATION_CONFIG_MAP.name}: start the API server with --requestheader-client-ca-file (the aggregation layer)`);
   }
-  const cas = (pem.match(/-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/g) ?? []).map((block) => new X509Certificate(block));
+  const cas = pemCertificates(pem);
   if (cas.length === 0) throw new Error("requestheader-client-ca-file holds no certificate");
   const merged = (key: string, defaults: string[]) => [...new Set([...defaults, ...jsonList(data[key], [])])];
   return {
@@ -53,14 +51,11 @@ export function parseFrontProxyConfig(data: Record<string, string> | undefined):
   };
 }
 
+const FRONT_PROXY_NAMES: TrustNames = { whose: "the API server's front proxy", ca: "the requestheader CA", namesFrom: "requestheader-allowed-names" };
+
 /** Why the peer certificate is not the front proxy's, or undefined when it is. */
 export function frontProxyRefusal(config: FrontProxyConfig, peer: X509Certificate | undefined, now = new Date()): string | undefined {
-  if (!peer) return "request is not authenticated: no client certificate of the API server's front proxy";
-  if (now < new Date(peer.validFrom) || now > new Date(peer.validTo)) return "request is not authenticated: the client certificate is not valid now";
-  if (!config.cas.some((ca) => peer.checkIssued(ca) && peer.verify(ca.publicKey))) return "request is not authenticated: the client certificate is not signed by the requestheader CA";
-  const commonName = /(?:^|\n)CN=([^\n]*)/.exec(peer.subject)?.[1];
-  if (config.allowedNames.length > 0 && !config.allowedNames.includes(commonName ?? "")) return `request is not authenticated: common name ${commonName ?? "(none)"} is not among requestheader-allowed-names`;
-  return undefined;
+  return clientCertRefusal(config, FRONT_PROXY_NAMES, peer, now);
 }
 
 /** The user the front proxy names; the headers are Node's, lower-cased, each with all its values. */
