@@ -5,6 +5,7 @@ import { type BuiltImage, buildBlankDiskImage, buildDebianGuestImage, buildImage
 import { IMAGES_FILE, KUBECONFIG_PATH, NODE_IP } from "./config.ts";
 import { log, run } from "./exec.ts";
 import { importImages } from "./images.ts";
+import { webhookClientValues } from "./webhook-client.ts";
 
 // cluster-sync: the project's images into the node's containerd, its CRDs
 // applied, its chart installed or upgraded, and the rollout waited for.
@@ -58,6 +59,8 @@ export async function clusterSync(binDir: string): Promise<void> {
     "--set-json", `guestImages=${JSON.stringify(guestImages(images))}`,
     // The dashboard's certificate names the address `make up` prints.
     "--set-json", `web.tls.hosts=${JSON.stringify([NODE_IP])}`,
+    // virt-api's webhooks answer only the API server's client certificate, which cluster-up set up.
+    ...(await webhookClientValues()),
     "--wait", "--timeout", "5m",
   ]);
   await writeFile(IMAGES_FILE, `${JSON.stringify(images, null, 2)}\n`);

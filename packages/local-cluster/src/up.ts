@@ -12,6 +12,8 @@ import { log, run } from "./exec.ts";
 import { COREDNS_USER, dnsReady, startDns } from "./dns.ts";
 import { runcBinary, startNode } from "./node.ts";
 import { PROVISIONER_USER, startBlockStorage, startStorage } from "./storage.ts";
+import { NAMESPACE } from "./sync.ts";
+import { webhookClientSetup } from "./webhook-client.ts";
 
 // cluster-up: a Kubernetes cluster of real processes on this machine, of one
 // node or more (node.ts), started from a clean slate every time, with what a
@@ -91,6 +93,9 @@ export async function clusterUp({ binDir, provisioner, coredns, nodes: nodeCount
     pki.issue({ name: "coredns", commonName: COREDNS_USER, usage: "client" }),
   ]);
 
+  // The API server presents a client certificate to virt-api's webhooks, which take no other caller (ADR 7).
+  const admissionConfig = await webhookClientSetup({ name: "virt-api", namespace: NAMESPACE });
+
   log("etcd and kube-apiserver");
   const controlPlane = await startControlPlane({
     dir: STATE_DIR,
@@ -105,6 +110,7 @@ export async function clusterUp({ binDir, provisioner, coredns, nodes: nodeCount
     authorizationModes: ["Node", "RBAC"],
     apiserverArgs: [
       "--enable-admission-plugins=NodeRestriction",
+      admissionConfig,
       `--kubelet-client-certificate=${apiserverKubeletClient.cert}`,
       `--kubelet-client-key=${apiserverKubeletClient.key}`,
       `--kubelet-certificate-authority=${ca}`,
