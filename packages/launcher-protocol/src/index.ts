@@ -9,6 +9,7 @@ export {
 export { type CallOptions, LauncherClient, MAX_PENDING_CALLS } from "./client.ts";
 export { type Handlers, RpcError, answer, serveConnection } from "./server.ts";
 export { LineReader, LineTooLongError } from "./lines.ts";
+export { ANSWER_BOUNDS, overBounds } from "./bounds.ts";
 export { MIGRATION_SOCKETS, type MigrationSocket } from "./migration.ts";
 export {
   HEADER_TIMEOUT_MS, MAX_HEADER_BYTES, MIGRATION_PROXY_VERSION, type MigrationProxyHeader, type MigrationSourceProxy, type MigrationSourceProxyOptions, MigrationTargetProxy,

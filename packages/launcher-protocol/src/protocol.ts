@@ -1,5 +1,6 @@
 import { PORT_FORWARD_PROTOCOLS, guestAgentInfo, guestOsInfo, virtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 import { z } from "zod";
+import { bounded } from "./bounds.ts";
 
 // The protocol the handler speaks with each launcher over the unix socket in
 // the launcher pod's sockets volume (SocketsVolume in kubevirt-api's
@@ -140,7 +141,7 @@ export const migrationStatus = z.strictObject({
   /** ISO 8601. */
   startTimestamp: z.string().optional(),
   endTimestamp: z.string().optional(),
-  failureReason: z.string().max(2048).optional(),
+  failureReason: z.string().optional(),
   /** Set once an abort was asked for: InProgress, then Succeeded (the domain stays here) or Failed (it was too late). */
   abortStatus: z.enum(["InProgress", "Succeeded", "Failed"]).optional(),
   progress: migrationProgress.optional(),
@@ -166,6 +167,7 @@ export const MIGRATION_REPORT_RETENTION_MS = 60 * 60 * 1000;
 
 interface MethodSpec {
   params: z.ZodType;
+  /** Held to ANSWER_BOUNDS (bounds.ts): every string and list of a launcher's answer. */
   result: z.ZodType;
   /** How long the handler waits for the answer by default. */
   timeoutMs: number;
@@ -174,49 +176,49 @@ interface MethodSpec {
 /** Every method of the protocol: its params, its result and how long an answer may take. */
 export const launcherMethods = {
   /** Defines and starts the domain of the VMI sent, if it is not running yet; idempotent. */
-  sync: { params: virtualMachineInstance, result: domainStatus, timeoutMs: 60_000 },
-  state: { params: noParams, result: domainStatus, timeoutMs: 10_000 },
-  pause: { params: noParams, result: domainStatus, timeoutMs: 30_000 },
-  unpause: { params: noParams, result: domainStatus, timeoutMs: 30_000 },
+  sync: { params: virtualMachineInstance, result: bounded(domainStatus), timeoutMs: 60_000 },
+  state: { params: noParams, result: bounded(domainStatus), timeoutMs: 10_000 },
+  pause: { params: noParams, result: bounded(domainStatus), timeoutMs: 30_000 },
+  unpause: { params: noParams, result: bounded(domainStatus), timeoutMs: 30_000 },
   /** Turns the domain off at once, as pulling its power (KubeVirt's KillVMI): a stop whose grace period ran out, or was cut to 0. */
-  kill: { params: noParams, result: domainStatus, timeoutMs: 30_000 },
+  kill: { params: noParams, result: bounded(domainStatus), timeoutMs: 30_000 },
   /** Asks the guest to reboot through ACPI. */
-  softReboot: { params: noParams, result: domainStatus, timeoutMs: 30_000 },
+  softReboot: { params: noParams, result: bounded(domainStatus), timeoutMs: 30_000 },
   /** Resets the virtual machine at once, like a hardware reset. */
-  reset: { params: noParams, result: domainStatus, timeoutMs: 30_000 },
+  reset: { params: noParams, result: bounded(domainStatus), timeoutMs: 30_000 },
   /** The guest's OS as its QEMU agent reports it; the launcher gives the agent 5 s. */
-  guestOsInfo: { params: noParams, result: guestOsInfo, timeoutMs: 15_000 },
+  guestOsInfo: { params: noParams, result: bounded(guestOsInfo), timeoutMs: 15_000 },
   /** All the agent tells (KubeVirt's guestosinfo, userlist and filesystemlist); the launcher gives each of its queries 5 s. */
-  guestAgentInfo: { params: noParams, result: guestAgentInfo, timeoutMs: 45_000 },
+  guestAgentInfo: { params: noParams, result: bounded(guestAgentInfo), timeoutMs: 45_000 },
   /** Freezes the guest's file systems through its agent; they thaw by themselves after unfreezeTimeoutSeconds (0: never). */
-  freeze: { params: z.strictObject({ unfreezeTimeoutSeconds: z.number().int().nonnegative() }), result: domainStatus, timeoutMs: 60_000 },
+  freeze: { params: z.strictObject({ unfreezeTimeoutSeconds: z.number().int().nonnegative() }), result: bounded(domainStatus), timeoutMs: 60_000 },
   /** Thaws the guest's file systems. */
-  unfreeze: { params: noParams, result: domainStatus, timeoutMs: 60_000 },
+  unfreeze: { params: noParams, result: bounded(domainStatus), timeoutMs: 60_000 },
   /** What libvirt counts of the running domain: CPU, vCPUs, memory, network and disks (the handler's VM metrics). */
-  domainStats: { params: noParams, result: domainStats, timeoutMs: 10_000 },
+  domainStats: { params: noParams, result: bounded(domainStats), timeoutMs: 10_000 },
   /** Writes the display's screenshot, as PNG, into the sockets volume (SocketsVolume.screenshot): too big for a line. */
-  screenshot: { params: noParams, result: z.strictObject({ bytes: z.number().int().positive() }), timeoutMs: 30_000 },
+  screenshot: { params: noParams, result: bounded(z.strictObject({ bytes: z.number().int().positive() })), timeoutMs: 30_000 },
   /**
    * Makes the launcher tunnel to a TCP port of its guest (on its pod-network interface) through the socket
    * portForwardSocket names in the sockets volume, one connection to the guest per connection to it; idempotent.
    */
-  portForward: { params: z.strictObject({ port: z.number().int().min(1).max(65535), protocol: z.enum(PORT_FORWARD_PROTOCOLS) }), result: z.strictObject({}), timeoutMs: 30_000 },
+  portForward: { params: z.strictObject({ port: z.number().int().min(1).max(65535), protocol: z.enum(PORT_FORWARD_PROTOCOLS) }), result: bounded(z.strictObject({})), timeoutMs: 30_000 },
   /**
    * Readies a new launcher to receive the VMI's running domain from another node: its disks made at the paths the
    * source's domain uses (the same in every launcher pod), its libvirt reachable through MIGRATION_SOCKETS.libvirt in
    * the sockets volume. Defines nothing; idempotent.
    */
-  prepareMigrationTarget: { params: virtualMachineInstance, result: migrationStatus, timeoutMs: 60_000 },
+  prepareMigrationTarget: { params: virtualMachineInstance, result: bounded(migrationStatus), timeoutMs: 60_000 },
   /**
    * Starts migrating the domain live, peer to peer, to the launcher behind the sockets MIGRATION_SOCKETS names in this
    * launcher's sockets volume (the handler's proxy); answers at once, the progress is migrationState's. Idempotent
    * while one runs.
    */
-  migrate: { params: migrationOptions, result: migrationStatus, timeoutMs: 30_000 },
+  migrate: { params: migrationOptions, result: bounded(migrationStatus), timeoutMs: 30_000 },
   /** The migration's phase and libvirt's figures of it. */
-  migrationState: { params: noParams, result: migrationStatus, timeoutMs: 10_000 },
+  migrationState: { params: noParams, result: bounded(migrationStatus), timeoutMs: 10_000 },
   /** Aborts the outgoing migration (virDomainAbortJob); the domain keeps running here unless it was too late. */
-  abortMigration: { params: noParams, result: migrationStatus, timeoutMs: 30_000 },
+  abortMigration: { params: noParams, result: bounded(migrationStatus), timeoutMs: 30_000 },
 } as const satisfies Record<string, MethodSpec>;
 
 export type Method = keyof typeof launcherMethods;

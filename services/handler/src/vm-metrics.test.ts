@@ -3,7 +3,7 @@ import type { DomainStats } from "@kubevirt-ts/launcher-protocol";
 import { createLogger } from "@kubevirt-ts/runtime";
 import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
-import { createStatsSampler, registerVmMetrics } from "./vm-metrics.ts";
+import { METRIC_DEVICES_PER_VMI, METRIC_LABEL_MAX_LENGTH, createStatsSampler, registerVmMetrics } from "./vm-metrics.ts";
 
 const vmi = (name: string) => ({ metadata: { namespace: "shop", name } }) as VirtualMachineInstance;
 const stats = (cpuSeconds: number): DomainStats => ({
@@ -47,5 +47,22 @@ describe("registerVmMetrics", () => {
     cpu = 4;
     await new Promise((resolve) => setTimeout(resolve, 1_100));
     expect(await registry.metrics()).toContain(`kubevirt_vmi_cpu_usage_seconds_total{${base}} 4`);
+  });
+
+  it("labels at most METRIC_DEVICES_PER_VMI interfaces and drives of a VMI, each name cut to METRIC_LABEL_MAX_LENGTH and escaped", async () => {
+    const registry = new Registry();
+    const hostile = stats(1);
+    const iface = hostile.interfaces[0];
+    const disk = hostile.disks[0];
+    if (!iface || !disk) throw new Error("the stats have an interface and a disk");
+    hostile.interfaces = Array.from({ length: 200 }, (_, i) => ({ ...iface, name: `${String(i).padStart(3, "0")}${"n".repeat(250)}` }));
+    hostile.disks = [{ ...disk, name: 'a"b\\c\nd' }];
+    const sample = createStatsSampler({ running: () => [{ vmi: vmi("web"), podUid: "a" }], stats: () => Promise.resolve(hostile), log: createLogger({ component: "test", level: "error" }) });
+    registerVmMetrics({ registry, nodeName: "node-1", sample });
+    const text = await registry.metrics();
+    const rx = text.split("\n").filter((line) => line.startsWith("kubevirt_vmi_network_receive_bytes_total{"));
+    expect(rx).toHaveLength(METRIC_DEVICES_PER_VMI);
+    expect(rx[0]).toContain(`interface="000${"n".repeat(METRIC_LABEL_MAX_LENGTH - 3)}"`);
+    expect(text).toContain(String.raw`drive="a\"b\\c\nd"`);
   });
 });

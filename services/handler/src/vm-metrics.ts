@@ -22,10 +22,21 @@ interface Family {
   values: (stats: DomainStats) => Sample[];
 }
 
+/**
+ * What a launcher's names may add to /metrics, each VMI: the interfaces and drives labelled (the first ones the launcher
+ * answered; a VMI's spec has far fewer), and the length of a name as a label value. The launcher is the tenant's, and
+ * every label set is a series the node's scraper keeps; the launcher protocol's ANSWER_BOUNDS already bound its answer.
+ */
+export const METRIC_DEVICES_PER_VMI = 64;
+export const METRIC_LABEL_MAX_LENGTH = 128;
+
+/** A launcher's device name as a label value: cut to METRIC_LABEL_MAX_LENGTH (prom-client escapes quotes, backslashes and newlines). */
+const labelValue = (name: string): string => name.slice(0, METRIC_LABEL_MAX_LENGTH);
+
 const one = (value: number | undefined): Sample[] => (value === undefined ? [] : [[{}, value]]);
 const kib = (value: number | undefined): Sample[] => one(value === undefined ? undefined : value * KIB);
-const perInterface = (pick: (i: DomainStats["interfaces"][number]) => number) => (s: DomainStats): Sample[] => s.interfaces.map((i) => [{ interface: i.name }, pick(i)]);
-const perDrive = (pick: (d: DomainStats["disks"][number]) => number) => (s: DomainStats): Sample[] => s.disks.map((d) => [{ drive: d.name }, pick(d)]);
+const perInterface = (pick: (i: DomainStats["interfaces"][number]) => number) => (s: DomainStats): Sample[] => s.interfaces.slice(0, METRIC_DEVICES_PER_VMI).map((i) => [{ interface: labelValue(i.name) }, pick(i)]);
+const perDrive = (pick: (d: DomainStats["disks"][number]) => number) => (s: DomainStats): Sample[] => s.disks.slice(0, METRIC_DEVICES_PER_VMI).map((d) => [{ drive: labelValue(d.name) }, pick(d)]);
 
 /** Each metric family as KubeVirt's virt-handler names and labels it (docs/metrics.md of KubeVirt). */
 export const VM_METRIC_FAMILIES: readonly Family[] = [
