@@ -47,18 +47,21 @@ export function admissionConfiguration(kubeconfigPath: string): string {
   return ["apiVersion: apiserver.config.k8s.io/v1", "kind: AdmissionConfiguration", "plugins:", ...plugin("ValidatingAdmissionWebhook"), ...plugin("MutatingAdmissionWebhook"), ""].join("\n");
 }
 
-/** Makes the CA, the certificate and the files; returns kube-apiserver's flag naming the admission configuration. */
-export async function webhookClientSetup(service: { name: string; namespace: string }): Promise<string> {
-  await mkdir(DIR, { recursive: true });
-  const pki = new Pki(DIR);
+/** Makes the CA, the certificate and the files in `dir` for calls to `host`; returns kube-apiserver's flag naming the admission configuration. */
+export async function writeWebhookClient(dir: string, host: string): Promise<string> {
+  await mkdir(dir, { recursive: true });
+  const pki = new Pki(dir);
   await pki.createCa("kubevirt-ts-webhook-client-ca");
   const pair = await pki.issue({ name: "client", commonName: WEBHOOK_CLIENT_NAME, usage: "client" });
-  const kubeconfig = join(DIR, "admission.kubeconfig");
-  await writeFile(kubeconfig, webhookKubeconfig(serviceWebhookHost(service.name, service.namespace), pair), { mode: 0o600 });
-  const config = join(DIR, "admission-configuration.yaml");
+  const kubeconfig = join(dir, "admission.kubeconfig");
+  await writeFile(kubeconfig, webhookKubeconfig(host, pair), { mode: 0o600 });
+  const config = join(dir, "admission-configuration.yaml");
   await writeFile(config, admissionConfiguration(kubeconfig));
   return `--admission-control-config-file=${config}`;
 }
+
+/** cluster-up's: the certificate for calls to `service`'s webhooks, its CA where cluster-sync finds it. */
+export const webhookClientSetup = (service: { name: string; namespace: string }): Promise<string> => writeWebhookClient(DIR, serviceWebhookHost(service.name, service.namespace));
 
 /**
  * The helm flags that make virt-api take only that certificate on its webhooks; none for a cluster made before
