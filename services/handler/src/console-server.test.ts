@@ -12,7 +12,7 @@ import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { ConnectionOptions } from "node:tls";
 import { type ClientOptions, WebSocket } from "ws";
-import { ConsoleRefusal, type ConsoleServerHandle, startConsoleServer } from "./console-server.ts";
+import { CONSOLE_MAX_FRAME_BYTES, ConsoleRefusal, type ConsoleServerHandle, startConsoleServer } from "./console-server.ts";
 import { SERIAL_LOG_NAME, SocketName, podVolumePath } from "./pod-volume.ts";
 
 /** A migration the node sent, as its handler keeps it. */
@@ -226,6 +226,20 @@ describe("the handler's console server", { timeout: 30_000 }, () => {
     second.send(Buffer.from("still here"));
     expect((await reply).toString()).toBe("STILL HERE");
     second.close();
+  });
+
+  it("closes a session whose frame is over CONSOLE_MAX_FRAME_BYTES (1009), and goes on serving the next", async () => {
+    const big = open("running");
+    await once(big, "open");
+    const closed = once(big, "close") as Promise<[number, Buffer]>;
+    big.send(Buffer.alloc(CONSOLE_MAX_FRAME_BYTES + 1));
+    expect((await closed)[0]).toBe(1009);
+    const next = open("running");
+    await once(next, "open");
+    const reply = firstMessage(next);
+    next.send(Buffer.from("after"));
+    expect((await reply).toString()).toBe("AFTER");
+    next.close();
   });
 
   it("answers the last figures of a migration the node sent, by its uid; 404 for one it did not, to GET only", async () => {
