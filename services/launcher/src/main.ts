@@ -34,6 +34,9 @@ await runService({
     [PROBE_PATH.liveness]: () => prober?.check("liveness"),
     [PROBE_PATH.readiness]: () => prober?.check("readiness") ?? "the launcher has not started yet",
   }),
+  // The launcher has no API credentials to check a caller with, and nothing scrapes it: the VM's figures are
+  // virt-handler's (read over the launcher's socket), so /metrics answers no one on a port any pod can reach.
+  metricsAccess: () => () => Promise.resolve({ status: 403, reason: "a launcher serves no /metrics: read the VM's metrics from virt-handler's /metrics" }),
   start: async ({ log }) => {
     const daemon: LibvirtDaemon = await startLibvirtd({ stateDir: join(env.STATE_DIR, "libvirt"), log });
     const hypervisor = new Hypervisor({ uri: daemon.uri });
