@@ -22,6 +22,8 @@ const log = createLogger({ component: "eviction-callers-test", level: "error" })
 /** A LiveMigrate VMI "victim" that can move, running in its launcher pod on `node`, a new Node object, schedulable. */
 async function runningOn(core: CoreV1Api, custom: CustomObjectsApi, namespace: string, node: string): Promise<void> {
   await core.createNode({ body: { metadata: { name: node } } });
+  // The API server taints a new node not-ready (TaintNodesByCondition) until a kubelet says otherwise: this one is ready.
+  await core.patchNode({ name: node, body: [{ op: "add", path: "/spec/taints", value: [] }] });
   await runningVmi(core, custom, namespace, { name: "victim", node, evictionStrategy: "LiveMigrate", canMove: true });
 }
 
