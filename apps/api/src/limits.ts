@@ -43,6 +43,11 @@ export const limits = {
    * reads nothing more. What virt-api holds per session stays under maxBytes each way, however slowly a client reads.
    */
   consolePipe: { highBytes: 1 * MiB, lowBytes: 256 * KiB, maxBytes: 4 * MiB, stallMs: 30_000, closeGraceMs: 5_000 },
+  /**
+   * The watch events an SSE stream holds for a client that reads slower than the cluster changes: past either
+   * bound (count, JSON length) they are dropped and the watch stopped; the client gets a fresh list once it reads.
+   */
+  watchQueue: { events: 1_000, bytes: 16 * MiB },
   /** How long an HTTP request may take to arrive, headers and body (slow senders are cut off). */
   requestTimeoutMs: 30_000,
   /** How long an admission request may take to arrive: the API server gives up on a webhook after its timeoutSeconds (10). */
