@@ -39,10 +39,11 @@ export const limits = {
   /**
    * A console session's pipe, each way (handler to client, client to handler): reading from one side pauses while
    * the other holds more than highBytes unsent and resumes at lowBytes; a peer past maxBytes, or above highBytes
-   * for stallMs (it stopped reading), is cut off with close code 1013, its socket destroyed closeGraceMs later if it
-   * reads nothing more. What virt-api holds per session stays under maxBytes each way, however slowly a client reads.
+   * for stallMs (it stopped reading: 768 KiB not drained in 10 s, slower than any link a VNC session is usable on),
+   * is cut off with close code 1013, its socket destroyed closeGraceMs later if it reads nothing more. What virt-api
+   * holds per session stays under maxBytes each way, however slowly a client reads.
    */
-  consolePipe: { highBytes: 1 * MiB, lowBytes: 256 * KiB, maxBytes: 4 * MiB, stallMs: 30_000, closeGraceMs: 5_000 },
+  consolePipe: { highBytes: 1 * MiB, lowBytes: 256 * KiB, maxBytes: 4 * MiB, stallMs: 10_000, closeGraceMs: 5_000 },
   /**
    * The watch events an SSE stream holds for a client that reads slower than the cluster changes: past either
    * bound (count, JSON length) they are dropped and the watch stopped; the client gets a fresh list once it reads.
