@@ -35,7 +35,7 @@ export const ImporterEnv = {
   diskBytes: "IMPORTER_DISK_BYTES",
   targetDir: "IMPORTER_TARGET_DIR",
   sourceDir: "IMPORTER_SOURCE_DIR",
-  /** The upload source's key, which the upload proxy presents (from the pod's UPLOAD_KEY_ANNOTATION). */
+  /** The upload source's key, which the upload proxy presents (from the Secret uploadKeySecretName, by secretKeyRef). */
   uploadKey: "IMPORTER_UPLOAD_KEY",
 } as const;
 
@@ -66,11 +66,14 @@ export const CLAIM_POD_READY = `${CDI_GROUP}/storage.pod.ready`;
 /** The upload server's port on an upload pod (the importer with the upload source), where the upload proxy sends the image. */
 export const UPLOAD_SERVER_PORT = 8444;
 /**
- * The key the upload proxy presents to an upload pod, made at random for each pod by the controller and kept in this
- * annotation, which those who may read the pod read (the namespace's users, who may upload to it anyway).
+ * The key the upload proxy presents to an upload pod: made at random by the controller and kept in a Secret the
+ * DataVolume owns, named as the upload pod (uploadKeySecretName), under this key. The pod takes it by secretKeyRef and
+ * virt-api reads it with its own account; a `view` user, who reads the pod, reads no Secret.
  */
-export const UPLOAD_KEY_ANNOTATION = "kubevirt-ts.io/upload-key";
+export const UPLOAD_KEY_SECRET_KEY = "uploadKey";
 /** CDI's upload paths, on the upload proxy and the upload server alike: sync answers once the disk is in, async once the image is received and checked. */
 export const UploadPath = { sync: "/v1beta1/upload", async: "/v1beta1/upload-async" } as const;
 /** The upload pod's name, as CDI names it. */
 export const uploadPodName = (claim: string): string => `cdi-upload-${claim}`;
+/** The Secret holding an upload pod's key (UPLOAD_KEY_SECRET_KEY): the pod's name. */
+export const uploadKeySecretName = uploadPodName;

@@ -1,6 +1,6 @@
 import { type IncomingMessage, type ServerResponse, request } from "node:http";
-import { type KubeClient, type PersistentVolumeClaim, type Pod, podReady, resources } from "@kubevirt-ts/kube";
-import { CLAIM_POD_PHASE, CLAIM_UPLOAD_TARGET, UPLOAD_KEY_ANNOTATION, UPLOAD_SERVER_PORT, UploadPath, uploadPodName } from "@kubevirt-ts/kubevirt-api";
+import { type KubeClient, type PersistentVolumeClaim, type Pod, type Secret, podReady, resources } from "@kubevirt-ts/kube";
+import { CLAIM_POD_PHASE, CLAIM_UPLOAD_TARGET, UPLOAD_KEY_SECRET_KEY, UPLOAD_SERVER_PORT, UploadPath, uploadKeySecretName, uploadPodName } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { bearerToken } from "../console-proxy.ts";
 import type { UploadTokens } from "./token.ts";
@@ -9,7 +9,8 @@ import type { UploadTokens } from "./token.ts";
 // image-upload and the dashboard's Images page send an image here with an
 // upload token (token.ts); the proxy takes the token, finds the claim's upload
 // pod (the importer serving its upload server) and streams the image to it
-// with that pod's own key, then passes its answer back. The body is never
+// with that pod's own key (from the DataVolume's Secret, which the proxy reads
+// with virt-api's account and no `view` user can), then passes its answer back. The body is never
 // held here: it flows through as it comes, for as long as it takes.
 
 export interface UploadProxyServices {
@@ -44,9 +45,21 @@ async function uploadTarget(own: KubeClient, namespace: string, pvcName: string)
   if (!(CLAIM_UPLOAD_TARGET in annotations)) throw new Refusal(400, `the claim ${namespace}/${pvcName} is not an upload target: upload to a DataVolume whose spec.source is upload`);
   if (annotations[CLAIM_POD_PHASE] === "Succeeded") throw new Refusal(409, `the claim ${namespace}/${pvcName} already holds its uploaded disk`);
   const pod = await own.find<Pod>(resources.pods, namespace, uploadPodName(pvcName));
-  const key = pod?.metadata.annotations?.[UPLOAD_KEY_ANNOTATION];
-  if (!pod || !podReady(pod) || !pod.status?.podIP || !key) throw new Refusal(503, `the upload server of ${namespace}/${pvcName} is not ready yet: wait for the DataVolume's phase UploadReady`);
+  if (!pod || !podReady(pod) || !pod.status?.podIP) throw new Refusal(503, `the upload server of ${namespace}/${pvcName} is not ready yet: wait for the DataVolume's phase UploadReady`);
+  const key = await uploadKey(own, namespace, pvcName, claim);
   return { ip: pod.status.podIP, key };
+}
+
+/** The upload pod's key: in the Secret the controller made for it, controlled by the DataVolume that controls the claim. */
+async function uploadKey(own: KubeClient, namespace: string, pvcName: string, claim: PersistentVolumeClaim): Promise<string> {
+  const name = uploadKeySecretName(pvcName);
+  const secret = await own.find<Secret>(resources.secrets, namespace, name);
+  const owner = (o: { metadata: PersistentVolumeClaim["metadata"] }) => o.metadata.ownerReferences?.find((r) => r.controller === true)?.uid;
+  const encoded = secret?.data?.[UPLOAD_KEY_SECRET_KEY];
+  if (!secret || owner(secret) === undefined || owner(secret) !== owner(claim) || !encoded) {
+    throw new Refusal(503, `the upload server of ${namespace}/${pvcName} has no key yet (the Secret ${namespace}/${name}, made by the DataVolume controller): wait for the DataVolume's phase UploadReady; if it stays, delete the upload pod ${uploadPodName(pvcName)} and the Secret, and the controller makes both again`);
+  }
+  return Buffer.from(encoded, "base64").toString("utf8");
 }
 
 export function createUploadProxy(services: UploadProxyServices): (req: IncomingMessage, res: ServerResponse) => void {

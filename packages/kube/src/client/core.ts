@@ -32,6 +32,12 @@ export interface Node extends KubeObject {
   status?: Wire<V1NodeStatus>;
 }
 
+/** A core/v1 Secret: `data`'s values are base64, as the API server keeps them. */
+export interface Secret extends KubeObject {
+  type?: string;
+  data?: Record<string, string>;
+}
+
 type EventFields = Wire<Omit<CoreV1Event, "apiVersion" | "kind" | "metadata">>;
 
 /** A core/v1 Event (what `kubectl describe` shows under Events). */

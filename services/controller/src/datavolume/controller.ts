@@ -5,8 +5,9 @@ import {
 } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { controllerOf } from "../common/owner.ts";
-import { type DataVolumeAction, type DataVolumeObservation, decideDataVolume, deriveDataVolumeStatus } from "./decide.ts";
-import { type ImporterConfig, claimNode, dataVolumeClaim, importDiskBytes, importerPod, importerPodName } from "./importer-pod.ts";
+import { fetchBoundedText } from "../common/bounded-fetch.ts";
+import { type DataVolumeAction, type DataVolumeObservation, FOREIGN_POD_REASON, decideDataVolume, deriveDataVolumeStatus, foreignPodMessage } from "./decide.ts";
+import { type ImporterConfig, claimNode, dataVolumeClaim, importDiskBytes, importerPod, importerPodMismatch, importerPodName, uploadKeySecret } from "./importer-pod.ts";
 
 // kubevirt-ts's DataVolume controller, for clusters without CDI: for each
 // DataVolume, its claim, then an importer pod that fills the claim, then
@@ -28,15 +29,17 @@ export interface DataVolumeControllerDeps {
 /** How often a running import's progress is read. */
 const PROGRESS_MS = 3_000;
 
-/** An importer's /metrics text, or undefined while it does not answer. */
+/**
+ * The most of an importer's /metrics read, in bytes, and how long the read may take. The importer serves about 7.5 KiB
+ * (Node's default metrics, its progress line last); a peer that sends more, or streams for ever, is cut off there.
+ */
+const IMPORTER_METRICS_MAX_BYTES = 16 * 1024;
+const IMPORTER_METRICS_TIMEOUT_MS = 2_000;
+
+/** An importer's /metrics text, or undefined while it does not answer (starting or ending: its progress stays as last read). */
 async function fetchMetrics(url: string): Promise<string | undefined> {
-  try {
-    const response = await fetch(url, { signal: AbortSignal.timeout(2_000) });
-    return response.ok ? await response.text() : undefined;
-  } catch {
-    // A pod that is starting or ending: its progress stays as last read.
-    return undefined;
-  }
+  const read = await fetchBoundedText(url, { maxBytes: IMPORTER_METRICS_MAX_BYTES, timeoutMs: IMPORTER_METRICS_TIMEOUT_MS });
+  return "text" in read ? read.text : undefined;
 }
 
 export function createDataVolumeReconciler(deps: DataVolumeControllerDeps): Reconcile {
@@ -90,11 +93,16 @@ export function createDataVolumeReconciler(deps: DataVolumeControllerDeps): Reco
       case "createPod": {
         const bytes = importDiskBytes(dv, source);
         if (bytes === undefined) return;
-        // An upload pod's key, which the upload proxy presents to it: made here, at random, for this pod alone.
-        const uploadKey = dv.spec.source?.upload ? randomBytes(32).toString("base64url") : undefined;
+        // An upload pod's key, which the upload proxy presents to it: made here, at random, kept in a Secret the
+        // DataVolume owns (one left by an earlier pod of the DataVolume is kept).
+        if (dv.spec.source?.upload) {
+          await client.create(resources.secrets, namespace, uploadKeySecret(dv, randomBytes(32).toString("base64url"))).catch((error: unknown) => {
+            if (!isAlreadyExists(error)) throw error;
+          });
+        }
         // A source claim binds the pod to its node already; otherwise it goes where the VM's other claims are.
         const node = source ? undefined : await nodeOfVmClaims(dv);
-        await client.create(resources.pods, namespace, importerPod(dv, bytes, deps.importer, uploadKey, node)).catch((error: unknown) => {
+        await client.create(resources.pods, namespace, importerPod(dv, bytes, deps.importer, node)).catch((error: unknown) => {
           if (!isAlreadyExists(error)) throw error;
         });
         return;
@@ -114,11 +122,15 @@ export function createDataVolumeReconciler(deps: DataVolumeControllerDeps): Reco
         await client.update(resources.persistentVolumeClaims, { ...claim, metadata: { ...claim.metadata, annotations: { ...claim.metadata.annotations, ...action.annotations } } });
         return;
       }
-      case "deletePod":
-        await client.delete(resources.pods, namespace, action.pod.metadata.name ?? "", { uid: action.pod.metadata.uid }).catch((error: unknown) => {
+      case "deletePod": {
+        const gone = (error: unknown) => {
           if (!isNotFound(error)) throw error;
-        });
+        };
+        await client.delete(resources.pods, namespace, action.pod.metadata.name ?? "", { uid: action.pod.metadata.uid }).catch(gone);
+        // The upload is in: its key opens nothing any more.
+        if (dv.spec.source?.upload) await client.delete(resources.secrets, namespace, uploadKeySecret(dv, "").metadata.name ?? "").catch(gone);
         return;
+      }
     }
   }
 
@@ -132,8 +144,14 @@ export function createDataVolumeReconciler(deps: DataVolumeControllerDeps): Reco
     if (written.isStale(key, dv.metadata.resourceVersion)) return undefined;
     const namespace = dv.metadata.namespace ?? "";
     const claim = claims.get(key);
-    const owned = pods.get(`${namespace}/${importerPodName(dv)}`);
-    const pod = owned && controllerOf(owned)?.uid === dv.metadata.uid ? owned : undefined;
+    // Only the pod the controller made is the importer (importerPodMismatch says how it is told apart); another in its
+    // place is reported on the DataVolume, and nothing is read from it.
+    const named = pods.get(`${namespace}/${importerPodName(dv)}`);
+    const source = dv.spec.source?.pvc ? claims.get(`${namespace}/${dv.spec.source.pvc.name}`) : undefined;
+    const why = !named ? undefined : controllerOf(named)?.uid !== dv.metadata.uid ? "the DataVolume does not control it" : importerPodMismatch(named, importerPod(dv, importDiskBytes(dv, source) ?? 0, deps.importer));
+    const pod = named && why === undefined ? named : undefined;
+    const foreignPod = named && why !== undefined ? { name: `${namespace}/${named.metadata.name ?? ""}`, why } : undefined;
+    if (foreignPod && !dv.status?.conditions?.some((c) => c.reason === FOREIGN_POD_REASON)) recorder.record(dv, "Warning", FOREIGN_POD_REASON, foreignPodMessage(foreignPod));
     const running = pod?.status?.phase === "Running" && pod.status.podIP;
     const progress = running ? importProgress((await fetchMetrics(`http://${pod.status?.podIP ?? ""}:${String(IMPORTER_PROGRESS_PORT)}/metrics`)) ?? "") : undefined;
     const observation: DataVolumeObservation = {
@@ -142,6 +160,7 @@ export function createDataVolumeReconciler(deps: DataVolumeControllerDeps): Reco
       claimOwned: claim !== undefined && controllerOf(claim)?.uid === dv.metadata.uid,
       adoptionAllowed: dv.metadata.annotations?.[ALLOW_CLAIM_ADOPTION] === "true",
       pod,
+      foreignPod,
       blocked: blocked(dv),
       progress,
       now: now(),

@@ -27,6 +27,16 @@ describe("decideDataVolume", () => {
   });
 });
 
+describe("a pod in the importer's place that the controller did not make", () => {
+  it("is left alone (no importer made beside it, nothing marked from it) and named on the Running condition with what to do", () => {
+    const foreignPod = { name: "ns/importer-root", why: "its container importer is not the importer's (image, command, environment or mounts differ)" };
+    expect(decideDataVolume(observe({ claim: claim(), foreignPod }))).toEqual({ kind: "none" });
+    const running = deriveDataVolumeStatus(observe({ claim: claim(), foreignPod })).conditions?.find((c) => c.type === "Running");
+    expect(running).toMatchObject({ status: "False", reason: "ImporterPodNotOurs" });
+    expect(running?.message).toBe("the pod ns/importer-root has the importer's name and owner but is not the importer the controller made (its container importer is not the importer's (image, command, environment or mounts differ)); nothing is read from it: delete it, and the controller makes its own");
+  });
+});
+
 describe("deriveDataVolumeStatus", () => {
   it("goes through CDI's phases with the importer's progress", () => {
     expect(deriveDataVolumeStatus(observe({}))).toMatchObject({ phase: "Pending", progress: "N/A", claimName: "root" });

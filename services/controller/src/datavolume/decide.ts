@@ -24,8 +24,10 @@ export interface DataVolumeObservation {
   claimOwned: boolean;
   /** Whether the DataVolume may take over a claim of its name it did not make (cdi.kubevirt.io/allowClaimAdoption). */
   adoptionAllowed: boolean;
-  /** The DataVolume's importer pod, if there is one. */
+  /** The DataVolume's importer pod, if there is one: the pod the controller made (importerPodMismatch), never another. */
   pod: Pod | undefined;
+  /** A pod of the importer's name that is not the controller's, and why (importerPodMismatch); it stands in the importer's way. */
+  foreignPod?: { name: string; why: string } | undefined;
   /** Why the importer cannot be made yet (its source claim is missing, say), if so. */
   blocked: string | undefined;
   /** The progress the importer last reported, as 45.12%. */
@@ -41,7 +43,7 @@ export function decideDataVolume(o: DataVolumeObservation): DataVolumeAction {
   // A claim the DataVolume did not make is taken over as it is (its disk already in) when the DataVolume allows it.
   if (!o.claimOwned) return o.adoptionAllowed ? { kind: "adoptClaim" } : { kind: "none" };
   if (claimSucceeded(o.claim)) return o.pod ? { kind: "deletePod", pod: o.pod } : { kind: "none" };
-  if (!o.pod) return o.blocked ? { kind: "none" } : { kind: "createPod" };
+  if (!o.pod) return o.blocked || o.foreignPod ? { kind: "none" } : { kind: "createPod" };
   if (o.pod.status?.phase === "Succeeded") return { kind: "markSucceeded" };
   // An upload's claim says, as CDI's, whether its upload server takes an upload (virtctl image-upload waits for it).
   if (isUpload(o.dv)) {
@@ -57,6 +59,13 @@ const isUpload = (dv: DataVolume) => dv.spec.source?.upload !== undefined;
 
 /** CDI's annotations on an upload's claim: its upload pod's phase, and whether it is ready. */
 export const uploadClaimAnnotations = (pod: Pod): Record<string, string> => ({ [CLAIM_POD_PHASE]: pod.status?.phase ?? "Pending", [CLAIM_POD_READY]: String(podReady(pod)) });
+
+/** The reason, on the Running condition and a Warning event, of a pod in the importer's place that the controller did not make. */
+export const FOREIGN_POD_REASON = "ImporterPodNotOurs";
+
+/** What the DataVolume says of a pod in its importer's place that the controller did not make, and what to do. */
+export const foreignPodMessage = (foreign: { name: string; why: string }): string =>
+  `the pod ${foreign.name} has the importer's name and owner but is not the importer the controller made (${foreign.why}); nothing is read from it: delete it, and the controller makes its own`;
 
 /** Why the importer is not running: an image it cannot pull, or the reason its last run ended with. */
 function importerTrouble(pod: Pod): { reason: string; message: string } | undefined {
@@ -110,9 +119,11 @@ export function deriveDataVolumeStatus(o: DataVolumeObservation): DataVolumeStat
     ? setCondition<Condition>(conditions, { type: DataVolumeConditionType.Running, status: "False", ...trouble }, now)
     : pod?.status?.phase === "Running"
       ? setCondition<Condition>(conditions, { type: DataVolumeConditionType.Running, status: "True", reason: "Pod is running", message: "" }, now)
-      : o.blocked
-        ? setCondition<Condition>(conditions, { type: DataVolumeConditionType.Running, status: "False", reason: "Blocked", message: o.blocked }, now)
-        : removeCondition(conditions, DataVolumeConditionType.Running);
+      : o.foreignPod
+        ? setCondition<Condition>(conditions, { type: DataVolumeConditionType.Running, status: "False", reason: FOREIGN_POD_REASON, message: foreignPodMessage(o.foreignPod) }, now)
+        : o.blocked
+          ? setCondition<Condition>(conditions, { type: DataVolumeConditionType.Running, status: "False", reason: "Blocked", message: o.blocked }, now)
+          : removeCondition(conditions, DataVolumeConditionType.Running);
   conditions = setCondition<Condition>(conditions, { type: DataVolumeConditionType.Ready, status: "False", reason: "", message: "" }, now);
   status.conditions = conditions;
   return status;

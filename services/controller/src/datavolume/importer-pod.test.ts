@@ -1,7 +1,7 @@
-import type { PersistentVolumeClaim } from "@kubevirt-ts/kube";
+import type { PersistentVolumeClaim, Pod } from "@kubevirt-ts/kube";
 import type { DataVolume, DataVolumeSpec } from "@kubevirt-ts/kubevirt-api";
 import { describe, expect, it } from "vitest";
-import { claimNode, dataVolumeClaim, importDiskBytes, importerPod } from "./importer-pod.ts";
+import { claimNode, dataVolumeClaim, importDiskBytes, importerPod, importerPodMismatch, uploadKeySecret } from "./importer-pod.ts";
 
 const dv = (spec: DataVolumeSpec): DataVolume => ({ apiVersion: "cdi.kubevirt.io/v1beta1", kind: "DataVolume", metadata: { name: "root", namespace: "ns", uid: "dv-uid" }, spec });
 const config = { importerImage: "kubevirt-ts.local/importer:1", imagePullPolicy: "IfNotPresent" as const };
@@ -69,21 +69,82 @@ describe("the importer pod", () => {
   it("serves an upload from cdi-upload-<claim> with its own key, ready once it listens, its claim marked as an upload target", () => {
     const upload = dv({ source: { upload: {} }, storage: { resources: { requests: { storage: "1Gi" } } } });
     expect(dataVolumeClaim(upload, undefined)?.metadata.annotations).toMatchObject({ "cdi.kubevirt.io/storage.upload.target": "" });
-    const pod = importerPod(upload, GI, config, "the-key");
+    const pod = importerPod(upload, GI, config);
     expect(pod.metadata.name).toBe("cdi-upload-root");
-    expect(pod.metadata.annotations).toEqual({ "kubevirt-ts.io/upload-key": "the-key" });
     const container = pod.spec?.containers[0];
     expect(container?.env).toContainEqual({ name: "IMPORTER_SOURCE", value: "upload" });
-    expect(container?.env).toContainEqual({ name: "IMPORTER_UPLOAD_KEY", valueFrom: { fieldRef: { fieldPath: "metadata.annotations['kubevirt-ts.io/upload-key']" } } });
     expect(container?.readinessProbe).toMatchObject({ tcpSocket: { port: 8444 } });
+  });
+
+  it("keeps an upload's key in a Secret the DataVolume owns, which the pod names by secretKeyRef: the pod a viewer reads holds no key", () => {
+    const upload = dv({ source: { upload: {} }, storage: { resources: { requests: { storage: "1Gi" } } } });
+    const secret = uploadKeySecret(upload, "the-key");
+    expect(secret.metadata).toMatchObject({ name: "cdi-upload-root", namespace: "ns", ownerReferences: [{ kind: "DataVolume", name: "root", uid: "dv-uid", controller: true }] });
+    expect(secret.data).toEqual({ uploadKey: Buffer.from("the-key").toString("base64") });
+    const pod = importerPod(upload, GI, config);
+    expect(pod.spec?.containers[0]?.env).toContainEqual({ name: "IMPORTER_UPLOAD_KEY", valueFrom: { secretKeyRef: { name: "cdi-upload-root", key: "uploadKey" } } });
+    expect(JSON.stringify(pod)).not.toContain("the-key");
+    expect(pod.metadata.annotations).toBeUndefined();
   });
 });
 
 describe("the importer pod of a VM's DataVolume on local storage", () => {
   it("runs on the node of the VM's other claims, when one is bound, so that its claim is bound where the VM can mount both", () => {
-    const pod = importerPod(dv({ source: { blank: {} }, storage: {} }), GI, config, undefined, "node-2");
+    const pod = importerPod(dv({ source: { blank: {} }, storage: {} }), GI, config, "node-2");
     expect(pod.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms).toEqual([{ matchFields: [{ key: "metadata.name", operator: "In", values: ["node-2"] }] }]);
     expect(claimNode({ metadata: { name: "iso", annotations: { "volume.kubernetes.io/selected-node": "node-2" } } })).toBe("node-2");
     expect(claimNode({ metadata: { name: "iso" } })).toBeUndefined();
+  });
+});
+
+describe("whether a pod in the importer's place is the one the controller made", () => {
+  const http = dv({ source: { http: { url: "https://images.example/disk.qcow2" } }, storage: {} });
+  const expected = importerPod(http, GI, config);
+  /** The pod as the API server hands it back: its defaults filled in, its status, and the tag of the image of its time. */
+  const stored = (change: (pod: Pod) => void = () => undefined): Pod => {
+    const pod = structuredClone(expected);
+    pod.metadata.uid = "pod-uid";
+    const spec = pod.spec ?? { containers: [] };
+    spec.dnsPolicy = "ClusterFirst";
+    spec.serviceAccountName = "default";
+    for (const c of spec.containers) Object.assign(c, { terminationMessagePath: "/dev/termination-log" });
+    change(pod);
+    return pod;
+  };
+  const container = (pod: Pod) => {
+    const first = pod.spec?.containers[0];
+    if (!first) throw new Error("the importer pod has no container");
+    return first;
+  };
+
+  it("is the controller's as the API server keeps it, made before an upgrade of the importer image, or for a disk size that moved since", () => {
+    expect(importerPodMismatch(stored(), expected)).toBeUndefined();
+    expect(importerPodMismatch(stored((p) => { container(p).image = "kubevirt-ts.local/importer:0"; }), expected)).toBeUndefined();
+    expect(importerPodMismatch(stored(), importerPod(http, 2 * GI, config))).toBeUndefined();
+  });
+
+  it("is not the controller's when it runs other code: another image, command, arguments or environment", () => {
+    expect(importerPodMismatch(stored((p) => { container(p).image = "attacker.example/streams-forever:1"; }), expected)).toBe("its container importer is not the importer's (image, command, environment or mounts differ)");
+    expect(importerPodMismatch(stored((p) => { container(p).command = ["sh", "-c", "yes | nc -l -p 8443"]; }), expected)).toMatch(/container importer is not the importer's/);
+    expect(importerPodMismatch(stored((p) => { container(p).args = ["--inspect"]; }), expected)).toMatch(/container importer is not the importer's/);
+    expect(importerPodMismatch(stored((p) => { container(p).env?.push({ name: "NODE_OPTIONS", value: "--require /tmp/x.js" }); }), expected)).toMatch(/container importer is not the importer's/);
+    expect(importerPodMismatch(stored((p) => { container(p).volumeMounts?.push({ name: "target", mountPath: "/tmp" }); }), expected)).toMatch(/container importer is not the importer's/);
+  });
+
+  it("is not the controller's with a container added, an ephemeral container, a shared namespace or other volumes", () => {
+    expect(importerPodMismatch(stored((p) => { p.spec?.containers.push({ name: "sidecar", image: "attacker.example/streams-forever:1" }); }), expected)).toBe("its containers are [importer, sidecar], not [importer]");
+    expect(importerPodMismatch(stored((p) => { Object.assign(p.spec ?? {}, { ephemeralContainers: [{ name: "debugger", image: "busybox" }] }); }), expected)).toBe("an ephemeral container was added to it");
+    expect(importerPodMismatch(stored((p) => { Object.assign(p.spec ?? {}, { shareProcessNamespace: true }); }), expected)).toBe("it shares a process or host namespace");
+    expect(importerPodMismatch(stored((p) => { Object.assign(p.spec ?? {}, { hostNetwork: true }); }), expected)).toBe("it shares a process or host namespace");
+    expect(importerPodMismatch(stored((p) => { p.spec?.volumes?.splice(0, 1, { name: "target", persistentVolumeClaim: { claimName: "someone-elses" } }); }), expected)).toBe("its volumes are not the importer's");
+  });
+
+  it("is not the controller's when an upload pod takes its key from anywhere but the DataVolume's Secret (a pod of the annotation days)", () => {
+    const upload = dv({ source: { upload: {} }, storage: {} });
+    const legacy = structuredClone(importerPod(upload, GI, config));
+    const env = legacy.spec?.containers[0]?.env ?? [];
+    env.splice(env.findIndex((e) => e.name === "IMPORTER_UPLOAD_KEY"), 1, { name: "IMPORTER_UPLOAD_KEY", valueFrom: { fieldRef: { fieldPath: "metadata.annotations['kubevirt-ts.io/upload-key']" } } });
+    expect(importerPodMismatch(legacy, importerPod(upload, GI, config))).toMatch(/container importer is not the importer's/);
+    expect(importerPodMismatch(importerPod(upload, GI, config), importerPod(upload, GI, config))).toBeUndefined();
   });
 });

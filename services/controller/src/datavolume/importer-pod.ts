@@ -1,7 +1,7 @@
-import type { PersistentVolumeClaim, Pod, PodSpec } from "@kubevirt-ts/kube";
+import type { PersistentVolumeClaim, Pod, PodSpec, Secret } from "@kubevirt-ts/kube";
 import {
   CLAIM_POPULATED_FOR, CLAIM_UPLOAD_TARGET, type DataVolume, IMPORTER_CONTAINER, IMPORTER_PROGRESS_PORT, ImporterDir, ImporterEnv, type ImporterSource, LAUNCHER_UID, Label, LabelValue,
-  UPLOAD_KEY_ANNOTATION, UPLOAD_SERVER_PORT, claimRequestBytes, controllerRef, dataVolumeDiskBytes, parseQuantity, uploadPodName,
+  UPLOAD_KEY_SECRET_KEY, UPLOAD_SERVER_PORT, claimRequestBytes, controllerRef, dataVolumeDiskBytes, parseQuantity, uploadKeySecretName, uploadPodName,
 } from "@kubevirt-ts/kubevirt-api";
 import { diskCopyInitContainers, restrictedContainer } from "../common/disk-copy.ts";
 
@@ -66,10 +66,6 @@ export function importerSource(dv: DataVolume): ImporterSource {
 export const importerPodName = (dv: DataVolume): string => (dv.spec.source?.upload ? uploadPodName(dv.metadata.name ?? "") : `importer-${dv.metadata.name ?? ""}`);
 
 /**
- * The importer pod. An upload's (`uploadKey` given) serves the upload server: it takes the key the upload proxy presents
- * from its own annotation, and is ready once it listens.
- */
-/**
  * The node a claim of local storage is bound to (WaitForFirstConsumer): the scheduler's choice for its first pod, as it
  * annotates the claim; undefined while it has none.
  */
@@ -80,7 +76,7 @@ export const claimNode = (claim: PersistentVolumeClaim | undefined): string | un
  * that owns the DataVolume, so that on local storage its claim is bound where the VM's pod can mount them all (CDI
  * reaches the same by waiting for the VM's pod as the claim's first consumer).
  */
-export function importerPod(dv: DataVolume, diskBytes: number, config: ImporterConfig, uploadKey?: string, node?: string): Pod {
+export function importerPod(dv: DataVolume, diskBytes: number, config: ImporterConfig, node?: string): Pod {
   const source = dv.spec.source ?? {};
   const kind = importerSource(dv);
   const env: NonNullable<NonNullable<PodSpec["containers"]>[number]["env"]> = [
@@ -99,7 +95,8 @@ export function importerPod(dv: DataVolume, diskBytes: number, config: ImporterC
       );
     }
   }
-  if (kind === "upload") env.push({ name: ImporterEnv.uploadKey, valueFrom: { fieldRef: { fieldPath: `metadata.annotations['${UPLOAD_KEY_ANNOTATION}']` } } });
+  // An upload's pod serves the upload server, with the key the upload proxy presents (uploadKeySecret), and is ready once it listens.
+  if (kind === "upload") env.push({ name: ImporterEnv.uploadKey, valueFrom: { secretKeyRef: { name: uploadKeySecretName(dv.metadata.name ?? ""), key: UPLOAD_KEY_SECRET_KEY } } });
   const volumes: NonNullable<PodSpec["volumes"]> = [{ name: TARGET, persistentVolumeClaim: { claimName: dv.metadata.name ?? "" } }];
   const mounts: { name: string; mountPath: string; readOnly?: boolean }[] = [{ name: TARGET, mountPath: TARGET_DIR }];
   if (source.pvc) {
@@ -125,7 +122,6 @@ export function importerPod(dv: DataVolume, diskBytes: number, config: ImporterC
       name: importerPodName(dv),
       namespace: dv.metadata.namespace,
       labels: { [Label.App]: LabelValue.Importer },
-      ...(kind === "upload" ? { annotations: { [UPLOAD_KEY_ANNOTATION]: uploadKey ?? "" } } : {}),
       ownerReferences: [controllerRef(dv)],
     },
     spec: {
@@ -152,4 +148,67 @@ export function importerPod(dv: DataVolume, diskBytes: number, config: ImporterC
       volumes,
     },
   };
+}
+
+/**
+ * The Secret of an upload pod's key (`key`, made at random by the controller), owned by the DataVolume. Only the pod
+ * (by secretKeyRef: its spec shows the Secret's name, not the key) and virt-api's upload proxy read it; a `view` user
+ * reads the pod but no Secret.
+ */
+export function uploadKeySecret(dv: DataVolume, key: string): Secret {
+  return {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { name: uploadKeySecretName(dv.metadata.name ?? ""), namespace: dv.metadata.namespace, labels: { [Label.App]: LabelValue.Importer }, ownerReferences: [controllerRef(dv)] },
+    type: "Opaque",
+    data: { [UPLOAD_KEY_SECRET_KEY]: Buffer.from(key).toString("base64") },
+  };
+}
+
+/** An image without its tag or digest: the repository it is pulled from. */
+const repository = (image: string | undefined): string => (image ?? "").replace(/@.*$/, "").replace(/:[^:/]*$/, "");
+
+/**
+ * What decides the code a container runs and what it reaches, as the API server keeps it (its defaults aside): the
+ * image's repository, command, arguments, environment and mounts. The disk size's value is left out: it is fixed when
+ * the pod is made from claim sizes that may move since, and only sizes the namespace's own disk.
+ */
+function whatRuns(c: NonNullable<PodSpec["containers"]>[number]): string {
+  const env = (c.env ?? []).map((e) => {
+    const from = e.valueFrom;
+    const source = from?.secretKeyRef ? `secret ${from.secretKeyRef.name}/${from.secretKeyRef.key}` : from?.fieldRef ? `field ${from.fieldRef.fieldPath}` : from ? JSON.stringify(from) : "";
+    return `${e.name}=${e.name === ImporterEnv.diskBytes ? "" : (e.value ?? "")}${source}`;
+  });
+  const mounts = (c.volumeMounts ?? []).map((m) => `${m.name}:${m.mountPath}:${String(m.readOnly ?? false)}:${m.subPath ?? ""}`);
+  return JSON.stringify({ image: repository(c.image), command: c.command ?? [], args: c.args ?? [], workingDir: c.workingDir ?? "", env, envFrom: c.envFrom ?? [], mounts });
+}
+
+/**
+ * Why a pod named as the DataVolume's importer, and controlled by it, is not the importer this controller made; or
+ * undefined when it is. A tenant with `edit` in the namespace can make a pod of that name, label and owner reference
+ * (and once made by anyone, only its metadata can change), so those prove nothing. What the tenant cannot do is run
+ * other code under the importer's layout: the pod is the controller's when its containers are exactly the ones
+ * importerPod() makes for the DataVolume (names, image repository, command, arguments, environment, mounts, the claims
+ * its volumes name) and nothing was added to it (an ephemeral container, a shared process namespace, the host's
+ * namespaces). The image's tag is not compared, so that a pod made before an upgrade of the importer image is still
+ * the controller's. (A recorded uid was the other way; there is no place for it a tenant with `edit` cannot write but
+ * the DataVolume's status, whose schema is CDI's.) A pod that is not the controller's is not read from: the
+ * controller reads its progress only from its own, and then at most a few KiB (controller.ts).
+ */
+export function importerPodMismatch(pod: Pod, expected: Pod): string | undefined {
+  const spec = pod.spec ?? { containers: [] };
+  const want = expected.spec ?? { containers: [] };
+  if ((spec.ephemeralContainers ?? []).length > 0) return "an ephemeral container was added to it";
+  if (spec.shareProcessNamespace === true || spec.hostNetwork === true || spec.hostPID === true || spec.hostIPC === true) return "it shares a process or host namespace";
+  for (const [kind, have, wanted] of [["container", spec.containers, want.containers], ["init container", spec.initContainers ?? [], want.initContainers ?? []]] as const) {
+    if (have.map((c) => c.name).join() !== wanted.map((c) => c.name).join()) return `its ${kind}s are [${have.map((c) => c.name).join(", ")}], not [${wanted.map((c) => c.name).join(", ")}]`;
+    const differs = have.find((c, i) => {
+      const ours = wanted[i];
+      return ours === undefined || whatRuns(c) !== whatRuns(ours);
+    });
+    if (differs) return `its ${kind} ${differs.name} is not the importer's (image, command, environment or mounts differ)`;
+  }
+  const claims = (s: PodSpec) => JSON.stringify((s.volumes ?? []).map((v) => [v.name, v.persistentVolumeClaim?.claimName ?? "", v.emptyDir ? "emptyDir" : ""]));
+  if (claims(spec) !== claims(want)) return "its volumes are not the importer's";
+  return undefined;
 }
