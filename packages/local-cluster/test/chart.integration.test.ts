@@ -1,9 +1,11 @@
 import { execFile } from "node:child_process";
 import { X509Certificate } from "node:crypto";
+import { mkdtemp, readFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { KubeConfig, VersionApi } from "@kubernetes/client-node";
-import { REPO_ROOT, ensureBinaries } from "@kubevirt-ts/control-plane";
+import { Pki, REPO_ROOT, ensureBinaries } from "@kubevirt-ts/control-plane";
 import { test } from "@kubevirt-ts/control-plane/testing";
 import { beforeAll, describe, expect, inject } from "vitest";
 import { parseAllDocuments } from "yaml";
@@ -84,6 +86,28 @@ describe("the Helm chart", () => {
     ]));
     const error = await render("metrics.prometheusUrl=prometheus:9090").then(() => undefined, (e: unknown) => String(e));
     expect(error).toMatch(/metrics\.prometheusUrl/);
+  });
+
+  test("gives virt-api the API server's webhook client CA when set, may read nodes, and refuses a CA that is not PEM", async () => {
+    const pki = new Pki(await mkdtemp(join(tmpdir(), "chart-webhook-ca-")));
+    await pki.createCa("webhook-client-ca");
+    const objects = parseAllDocuments(await helm("template", "kubevirt-ts", CHART, "--kube-version", kubeVersion, "--namespace", "kubevirt-ts", "--set-file", `webhooks.clientCA=${pki.ca.cert}`, "--set-json", 'webhooks.clientNames=["kube-apiserver-webhook-client"]'))
+      .map((d) => d.toJS() as K8sObject | null)
+      .filter((o): o is K8sObject => o !== null);
+    const caMap = objects.find((o) => o.kind === "ConfigMap" && o.metadata.name === "kubevirt-ts-webhook-client-ca") as unknown as { data: Record<string, string> } | undefined;
+    expect(caMap?.data["ca.crt"]).toBe(await readFile(pki.ca.cert, "utf8"));
+    const apiOf = (all: K8sObject[]) => all.find((o) => o.kind === "Deployment" && o.metadata.name === "virt-api") as unknown as { spec: { template: { spec: { containers: { env: { name: string; value?: string }[] }[] } } } };
+    expect(apiOf(objects).spec.template.spec.containers[0]?.env).toEqual(expect.arrayContaining([
+      { name: "WEBHOOK_CLIENT_CA_FILE", value: "/etc/kubevirt-ts/webhook-client-ca/ca.crt" },
+      { name: "WEBHOOK_CLIENT_NAMES", value: "kube-apiserver-webhook-client" },
+    ]));
+    // Without it, virt-api answers any caller, and the eviction webhook reads the pod's node (ADR 7).
+    const plain = await render();
+    expect(apiOf(plain).spec.template.spec.containers[0]?.env.map((e) => e.name)).not.toContain("WEBHOOK_CLIENT_CA_FILE");
+    const role = plain.find((o) => o.kind === "ClusterRole" && o.metadata.name === "kubevirt-ts-api-subresources") as unknown as { rules: { resources: string[]; verbs: string[] }[] };
+    expect(role.rules).toEqual(expect.arrayContaining([{ apiGroups: [""], resources: ["nodes"], verbs: ["get"] }]));
+    const error = await render("webhooks.clientCA=not-a-pem").then(() => undefined, (e: unknown) => String(e));
+    expect(error).toMatch(/webhooks\/clientCA/);
   });
 
   test("gives KubeVirt's aggregated roles, with consoles for edit but not for view", async () => {
