@@ -1,6 +1,10 @@
 // Every bound on what the API reads from the network, in one place. A
 // request past a bound is refused before it is parsed or authenticated:
-// 413 for bodies, 431 for headers, close code 1009 for websocket frames.
+// 413 for bodies, 431 for headers, close code 1009 for websocket frames;
+// tRPC requests past their batch size get 400 and past their concurrency 429,
+// before their body is read (trpc-gate.ts).
+
+import { TRPC_MAX_BATCH } from "@kubevirt-ts/kubevirt-api";
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -23,6 +27,23 @@ export const limits = {
    * (itself at most 1.5 MiB once stored).
    */
   trpcBodyBytes: 2 * MiB,
+  /** The most procedures one tRPC request names (the dashboard's client splits its batches at it); refused with 400 past it, before anything runs. */
+  trpcBatchSize: TRPC_MAX_BATCH,
+  /**
+   * tRPC requests (queries and mutations) in flight at once: in all, and per caller (a bearer token; the address
+   * for the public health check). Past either, 429 with Retry-After, before the body is read. A caller's own limit
+   * is the dashboard's busiest moment (a bulk action on a page of 100 VMs is 7 batches) with room to spare.
+   */
+  trpcInFlight: 64,
+  trpcInFlightPerCaller: 16,
+  /**
+   * tRPC subscriptions (SSE streams, each a watch on the API server, held open) at once, counted apart from the
+   * requests above: in all, and per caller (a dashboard tab holds two or three; a few tabs fit).
+   */
+  trpcSubscriptions: 512,
+  trpcSubscriptionsPerCaller: 16,
+  /** What a refused caller is told to wait before trying again (Retry-After). */
+  trpcRetryAfterSeconds: 1,
   /** The options of a subresource request (StartOptions, StopOptions, ...): a few fields. */
   subresourceBodyBytes: 64 * KiB,
   /**

@@ -9,6 +9,7 @@ import type { ApiServices } from "./trpc/init.ts";
 import { appRouter } from "./trpc/router.ts";
 import { limits } from "./limits.ts";
 import { readBody } from "./read-body.ts";
+import { createTrpcGate } from "./trpc-gate.ts";
 import { kubeStatus } from "./subresources/api.ts";
 import type { KubeClient } from "@kubevirt-ts/kube";
 import { type EvictionStrategy, SERVER_KEEP_ALIVE_MS } from "@kubevirt-ts/kubevirt-api";
@@ -35,16 +36,23 @@ const bounded = (requestTimeout: number) => ({
 /** Where a subscription's token must not be: the URL, which proxies and browsers log and keep. */
 const TOKEN_IN_URL = "Send the bearer token in the Authorization header: a token in the URL (connectionParams) is refused, since URLs end up in logs and history.";
 
+/** The procedures of appRouter that take no token (router.ts builds them from publicProcedure). */
+const PUBLIC_PROCEDURES: ReadonlySet<string> = new Set(["health"]);
+const procedures = appRouter._def.procedures as unknown as Record<string, { _def: { type: string } } | undefined>;
+
 export function createApiServer(services: ApiServices): Server {
   const trpc = createHTTPHandler({
     router: appRouter,
     basePath: "/trpc/",
     maxBodySize: limits.trpcBodyBytes,
+    maxBatchSize: limits.trpcBatchSize,
     createContext: ({ req }) => ({ ...services, token: bearerToken(req) }),
     onError: ({ error, path }) => {
       if (error.code === "INTERNAL_SERVER_ERROR") services.log.error("procedure failed", { path, error: error.cause ?? error });
     },
   });
+  // Batch size, a token and a place in flight, before a body is read (trpc-gate.ts).
+  const gate = createTrpcGate({ publicProcedures: PUBLIC_PROCEDURES, isSubscription: (name) => procedures[name]?._def.type === "subscription" });
   const consoles = createConsoleProxy({ own: services.own, handlers: services.handlers, log: services.log });
   const server = createServer(bounded(limits.requestTimeoutMs), (req, res) => {
     if (req.url?.startsWith("/trpc/")) {
@@ -52,7 +60,7 @@ export function createApiServer(services: ApiServices): Server {
         res.writeHead(400, { "content-type": "text/plain; charset=utf-8" }).end(`${TOKEN_IN_URL}\n`);
         return;
       }
-      trpc(req, res);
+      if (gate(req, res)) trpc(req, res);
       return;
     }
     res.writeHead(404, { "content-type": "text/plain; charset=utf-8" }).end("not found: the API serves /trpc/ and KubeVirt's console and VNC subresources\n");

@@ -22,10 +22,14 @@ export interface StartedApi {
   stop(): Promise<void>;
 }
 
-/** The API's HTTP server on a free loopback port, its own client the test control plane's admin; `metrics`, the graphs' source. */
-export async function startApi(log: Logger, services: Pick<ApiServices, "metrics"> = {}): Promise<StartedApi> {
+/**
+ * The API's HTTP server on a free loopback port, its own client the test control plane's admin; `metrics`, the graphs'
+ * source; `apiServer`, an address to reach the API server at instead of its own (a proxy that watches the calls).
+ */
+export async function startApi(log: Logger, services: Pick<ApiServices, "metrics"> = {}, apiServer?: string): Promise<StartedApi> {
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromString(inject("kubeconfig"));
+  if (apiServer) kubeConfig.clusters = kubeConfig.clusters.map((cluster) => ({ ...cluster, server: apiServer }));
   const own = await KubeClient.fromKubeConfig(kubeConfig);
   const empty = Buffer.alloc(0);
   const server = createApiServer({ own, handlers: new HandlerDialer({ own, namespace: "kubevirt-ts", port: 8186, tls: { ca: empty, cert: empty, key: empty } }), guestImages: [{ name: "debian-12", image: "example/debian:12", description: "Debian", boot: "disk" }], log, ...services });

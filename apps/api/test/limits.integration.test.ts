@@ -2,12 +2,13 @@ import { once } from "node:events";
 import { readFile } from "node:fs/promises";
 import { type IncomingMessage, request } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
-import { type AddressInfo, connect } from "node:net";
+import { type AddressInfo, type Server as NetServer, type Socket, connect, createServer as createTcpServer } from "node:net";
 import { join } from "node:path";
 import { test, tlsSecretDir } from "@kubevirt-ts/control-plane/testing";
+import { KubeConfig } from "@kubernetes/client-node";
 import { KubeClient } from "@kubevirt-ts/kube";
 import { createLogger } from "@kubevirt-ts/runtime";
-import { afterAll, beforeAll, describe, expect } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject } from "vitest";
 import { WebSocket } from "ws";
 import { limits } from "../src/limits.ts";
 import { createWebhookServer } from "../src/server.ts";
@@ -74,6 +75,139 @@ describe("the API's HTTP port", () => {
       });
     expect(await status("/trpc/whoami", {})).toBe(431);
     expect(await status(consolePath(namespace), { connection: "Upgrade", upgrade: "websocket", "sec-websocket-version": "13", "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==" })).toBe(431);
+  });
+});
+
+/** A TCP pass-through to the control plane's API server that counts the bytes sent to it: 0 means no call was made. */
+async function countingProxy(): Promise<{ url: string; bytes: () => number; close: () => void }> {
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromString(inject("kubeconfig"));
+  const target = new URL(kubeConfig.getCurrentCluster()?.server ?? "");
+  let bytes = 0;
+  const sockets = new Set<Socket>();
+  const proxy: NetServer = createTcpServer((client) => {
+    const upstream = connect(Number(target.port), target.hostname);
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.on("error", () => { client.destroy(); upstream.destroy(); });
+      socket.on("close", () => sockets.delete(socket));
+    }
+    client.on("data", (chunk: Buffer) => { bytes += chunk.length; });
+    client.pipe(upstream).pipe(client);
+  });
+  proxy.listen(0, "127.0.0.1");
+  await once(proxy, "listening");
+  return {
+    url: `https://127.0.0.1:${String((proxy.address() as AddressInfo).port)}`,
+    bytes: () => bytes,
+    close: () => {
+      for (const socket of sockets) socket.destroy();
+      proxy.close();
+    },
+  };
+}
+
+/** A request to the API held in flight: its headers sent, its declared body never finished. */
+function held(token: string, path = "/trpc/vms.create"): ReturnType<typeof request> {
+  const req = request(`${api.url}${path}`, { method: "POST", agent: false, headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "content-length": "1024" } });
+  req.on("error", () => undefined);
+  req.write("{");
+  return req;
+}
+
+/** The status, Retry-After and body of a GET. */
+async function get(path: string, token?: string): Promise<{ status: number; retryAfter: string | null; body: string }> {
+  const res = await fetch(`${api.url}${path}`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
+  return { status: res.status, retryAfter: res.headers.get("retry-after"), body: await res.text() };
+}
+
+describe("the API's tRPC gate", () => {
+  test("refuses a batch past its size with 400 naming the bound, making no call to the API server; a batch within it is served", async ({ kubeConfig, namespace }) => {
+    const { editor } = await users(kubeConfig, namespace);
+    const proxy = await countingProxy();
+    const counted = await startApi(log, {}, proxy.url);
+    try {
+      const batch = (n: number, token?: string) => fetch(`${counted.url}/trpc/${Array.from({ length: n }, () => "namespaces").join(",")}?batch=1`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
+      for (const token of [editor, undefined]) {
+        const refused = await batch(1_300, token);
+        expect(refused.status).toBe(400);
+        expect(await refused.text()).toContain(`at most ${String(limits.trpcBatchSize)} procedures; this one names 1300`);
+      }
+      expect(proxy.bytes()).toBe(0);
+      const served = await batch(limits.trpcBatchSize, editor);
+      expect(served.status).toBe(200);
+      expect(proxy.bytes()).toBeGreaterThan(0);
+    } finally {
+      await counted.stop();
+      proxy.close();
+    }
+  });
+
+  test("refuses a request without a token with 401 before reading its body, while the client is still sending; the health check needs none", async () => {
+    const req = request(`${api.url}/trpc/vms.create`, { method: "POST", agent: false, headers: { "content-type": "application/json", "content-length": String(limits.trpcBodyBytes) } });
+    req.on("error", () => undefined);
+    // A quarter of the declared 2 MiB, and the rest never: an answer can only come from a server that did not wait for the body.
+    req.write(Buffer.alloc(limits.trpcBodyBytes / 4, 0x20));
+    const [res] = (await once(req, "response")) as [IncomingMessage];
+    res.resume();
+    req.destroy();
+    expect(res.statusCode).toBe(401);
+    expect(res.headers.connection).toBe("close");
+    expect((await get("/trpc/whoami")).status).toBe(401);
+    expect(await get("/trpc/health")).toMatchObject({ status: 200 });
+    expect((await get("/trpc/health,whoami?batch=1")).status).toBe(401);
+  });
+
+  test(`answers the ${String(limits.trpcInFlight + 1)}th request in flight, and a caller's ${String(limits.trpcInFlightPerCaller + 1)}th, with 429 and Retry-After; places come back when requests end`, async () => {
+    const callers = Array.from({ length: limits.trpcInFlight / limits.trpcInFlightPerCaller }, (_, i) => `caller-${String(i)}`);
+    const settle = () => new Promise((resolve) => setTimeout(resolve, 500));
+    const inFlight = Array.from({ length: limits.trpcInFlightPerCaller }, () => held("caller-0"));
+    try {
+      // A caller at its own bound, while the API's is not reached yet, then any caller once the API's is.
+      await settle();
+      const own = await get("/trpc/whoami", "caller-0");
+      expect(own).toMatchObject({ status: 429, retryAfter: String(limits.trpcRetryAfterSeconds) });
+      expect(own.body).toContain(`one caller may have at most ${String(limits.trpcInFlightPerCaller)} in flight`);
+      inFlight.push(...callers.slice(1).flatMap((caller) => Array.from({ length: limits.trpcInFlightPerCaller }, () => held(caller))));
+      await settle();
+      const all = await get("/trpc/whoami", "another-caller");
+      expect(all).toMatchObject({ status: 429, retryAfter: String(limits.trpcRetryAfterSeconds) });
+      expect(all.body).toContain(`the API serves at most ${String(limits.trpcInFlight)} in flight`);
+    } finally {
+      for (const req of inFlight) req.destroy();
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    // Given back: the same callers are served again (the cluster refuses their made-up tokens).
+    expect((await get("/trpc/whoami", "caller-0")).status).toBe(401);
+    expect((await get("/trpc/whoami", "another-caller")).status).toBe(401);
+  });
+
+  test("counts a caller's subscriptions apart from its requests, with a bound of their own", async ({ kubeConfig, namespace }) => {
+    const { editor } = await users(kubeConfig, namespace);
+    const watch = `/trpc/vms.watch?input=${encodeURIComponent(JSON.stringify({ namespace }))}`;
+    const streams: AbortController[] = [];
+    // A fresh API server answers 429 for a while after a CRD is made ("storage is (re)initializing"), which ends a watch.
+    for (let tries = 0; (await get(`/trpc/vms.list?input=${encodeURIComponent(JSON.stringify({ namespace }))}`, editor)).status !== 200; tries++) {
+      expect(tries, "the VM list is served").toBeLessThan(60);
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+    }
+    const inFlight = Array.from({ length: limits.trpcInFlightPerCaller }, () => held(editor));
+    try {
+      // The caller's requests are at their bound, yet its subscriptions are served, up to theirs.
+      for (let i = 0; i < limits.trpcSubscriptionsPerCaller; i++) {
+        const controller = new AbortController();
+        streams.push(controller);
+        const res = await fetch(`${api.url}${watch}`, { headers: { authorization: `Bearer ${editor}` }, signal: controller.signal });
+        expect(res.status).toBe(200);
+      }
+      // Bounded in time: were a stream counted no more (ended), this one would be served, and never end.
+      const refused = await fetch(`${api.url}${watch}`, { headers: { authorization: `Bearer ${editor}` }, signal: AbortSignal.timeout(10_000) });
+      expect({ status: refused.status, retryAfter: refused.headers.get("retry-after") }).toEqual({ status: 429, retryAfter: String(limits.trpcRetryAfterSeconds) });
+      expect(await refused.text()).toContain(`Too many subscriptions (live lists) at once: one caller may have at most ${String(limits.trpcSubscriptionsPerCaller)}`);
+    } finally {
+      for (const controller of streams) controller.abort();
+      for (const req of inFlight) req.destroy();
+    }
   });
 });
 

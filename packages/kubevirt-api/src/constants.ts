@@ -237,6 +237,13 @@ export const ConsoleServer = {
  */
 export const SERVER_KEEP_ALIVE_MS = 120_000;
 
+/**
+ * The most procedures one tRPC request may name (a batch): the dashboard's client splits its batches at it, and
+ * virt-api refuses a longer one with 400 before any procedure runs. The dashboard's largest page asks a handful at
+ * once; a bulk action on a page of VMs is split into requests of this many.
+ */
+export const TRPC_MAX_BATCH = 16;
+
 export type ConsoleKind = "console" | "vnc";
 /** A websocket of raw bytes to a VMI: its serial console, its display, or a port of the guest (portforward). */
 export type StreamKind = ConsoleKind | "portforward";

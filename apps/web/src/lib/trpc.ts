@@ -1,6 +1,7 @@
 "use client";
 
 import type { AppRouter } from "@kubevirt-ts/api/router";
+import { TRPC_MAX_BATCH } from "@kubevirt-ts/kubevirt-api";
 import { TRPCClientError, createTRPCClient, httpBatchLink, httpSubscriptionLink, splitLink } from "@trpc/client";
 import { createTRPCContext } from "@trpc/tanstack-react-query";
 import { EventSource } from "eventsource";
@@ -26,7 +27,8 @@ export function makeClient(token: string, base = "") {
           EventSource,
           eventSourceOptions: () => ({ fetch: (input, init) => fetch(input, { ...init, headers: { ...init.headers, authorization } }) }),
         }),
-        false: httpBatchLink({ url: `${base}/trpc`, headers: () => ({ authorization }) }),
+        // The API refuses a longer batch: a bigger one (a bulk action on many VMs) goes as several requests.
+        false: httpBatchLink({ url: `${base}/trpc`, maxItems: TRPC_MAX_BATCH, headers: () => ({ authorization }) }),
       }),
     ],
   });
