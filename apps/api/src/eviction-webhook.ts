@@ -69,7 +69,8 @@ export async function reviewEviction(review: AdmissionReview, own: KubeClient, c
     ], "json");
   }
   if (!decision.allow) {
-    const message = unmarked === undefined ? decision.message : `${decision.message}; ${unmarked}`;
+    // Unmarked, the VMI stays where it is: the eviction is refused still, since the VMI must not stop.
+    const message = unmarked === undefined ? decision.message : `The launcher pod of VMI ${namespace}/${owner.name} is not evicted, since its evictionStrategy has it migrate instead, but ${unmarked}: cordon the node first (kubectl drain does) to have it migrated`;
     return admissionAnswer(request.uid, { allowed: false, status: { code: 429, reason: "TooManyRequests", message, details: { causes: [] } } });
   }
   return allow(request.uid);
