@@ -88,6 +88,17 @@ describe("the Helm chart", () => {
     expect(error).toMatch(/metrics\.prometheusUrl/);
   });
 
+  test("runs two virt-api replicas on different nodes where it can, one kept through a drain; one replica, no budget", async () => {
+    const objects = await render();
+    const api = objects.find((o) => o.kind === "Deployment" && o.metadata.name === "virt-api") as unknown as { spec: { replicas: number; selector: { matchLabels: Record<string, string> }; template: { spec: { affinity?: unknown } } } };
+    expect(api.spec.replicas).toBe(2);
+    const selector = api.spec.selector.matchLabels;
+    expect(api.spec.template.spec.affinity).toEqual({ podAntiAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, podAffinityTerm: { topologyKey: "kubernetes.io/hostname", labelSelector: { matchLabels: selector } } }] } });
+    const budget = objects.find((o) => o.kind === "PodDisruptionBudget" && o.metadata.name === "virt-api") as unknown as { apiVersion: string; spec: unknown } | undefined;
+    expect(budget).toMatchObject({ apiVersion: "policy/v1", spec: { minAvailable: 1, selector: { matchLabels: selector } } });
+    expect((await render("api.replicas=1")).filter((o) => o.kind === "PodDisruptionBudget" && o.metadata.name === "virt-api")).toEqual([]);
+  });
+
   test("gives virt-api the API server's webhook client CA when set, may read nodes, and refuses a CA that is not PEM", async () => {
     const pki = new Pki(await mkdtemp(join(tmpdir(), "chart-webhook-ca-")));
     await pki.createCa("webhook-client-ca");
