@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { TRPC_ERROR_CODES_BY_KEY, type TRPC_ERROR_CODE_KEY } from "@trpc/server/rpc";
 import { bearerToken } from "./console-proxy.ts";
 import { limits } from "./limits.ts";
+import { SIGN_IN_FIRST } from "./trpc/init.ts";
 
 // What a tRPC request passes before its body is read and any procedure runs
 // (issue 30): at most limits.trpcBatchSize procedures named in its path; a
@@ -72,7 +73,7 @@ export function createTrpcGate({ publicProcedures, isSubscription }: TrpcGateOpt
     }
     const token = bearerToken(req);
     if (!token && !procedures.every((p) => publicProcedures.has(p))) {
-      refuse(req, res, 401, "UNAUTHORIZED", "Sign in with a Kubernetes bearer token first (Authorization: Bearer <token>).", procedures.length);
+      refuse(req, res, 401, "UNAUTHORIZED", SIGN_IN_FIRST, procedures.length);
       return false;
     }
     const subscription = procedures.length === 1 && isSubscription(path);

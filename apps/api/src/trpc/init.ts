@@ -61,9 +61,12 @@ function fromKubernetes(error: unknown): TRPCError {
   return new TRPCError({ code: CODES[error.code] ?? "INTERNAL_SERVER_ERROR", message, cause: error });
 }
 
+/** What a caller without a token is told (here, and by the gate before a body is read: trpc-gate.ts). */
+export const SIGN_IN_FIRST = "Sign in with a Kubernetes bearer token first.";
+
 /** A procedure run as the signed-in user, with a client that carries their token. */
 export const userProcedure = t.procedure.use(async ({ ctx, next }) => {
-  if (!ctx.token) throw new TRPCError({ code: "UNAUTHORIZED", message: "Sign in with a Kubernetes bearer token first." });
+  if (!ctx.token) throw new TRPCError({ code: "UNAUTHORIZED", message: SIGN_IN_FIRST });
   const client = ctx.own.withBearerToken(ctx.token);
   const result = await next({ ctx: { ...ctx, client } });
   if (!result.ok && result.error.cause instanceof ApiError) throw fromKubernetes(result.error.cause);
