@@ -7,6 +7,7 @@ import { KubeConfig, Watch } from "@kubernetes/client-node";
 import { ensureBinaries } from "@kubevirt-ts/control-plane";
 import { KUBECONFIG_PATH, NAMESPACE } from "@kubevirt-ts/local-cluster";
 import { coordination, core, undefinedIfNotFound } from "../cluster/cluster.ts";
+import { podMetrics } from "../cluster/metrics.ts";
 import { delta, parseMetrics, type Sample, sumBy } from "./prometheus.ts";
 
 // What the benchmark reads from the local cluster: the API server's and our
@@ -55,7 +56,7 @@ export async function apiserverWrites(): Promise<Map<string, number>> {
   return sumBy(parseMetrics(await kubectl("get", "--raw", "/metrics")), "apiserver_request_total", (l) => (WRITE_VERBS.has(l.verb ?? "") ? `${l.verb ?? ""} ${resourceOf(l)}` : undefined));
 }
 
-export const COMPONENTS = { controller: { label: "virt-controller", port: 9100 }, handler: { label: "virt-handler", port: 9101 } } as const;
+export const COMPONENTS = { controller: { label: "virt-controller" }, handler: { label: "virt-handler" } } as const;
 export type Component = keyof typeof COMPONENTS;
 
 export async function componentPods(component: Component) {
@@ -63,13 +64,13 @@ export async function componentPods(component: Component) {
   return pods.filter((p) => p.status?.phase === "Running" && p.status.podIP && !p.metadata?.deletionTimestamp);
 }
 
-/** One component's /metrics, from each of its running pods on its ops port. */
+/** One component's /metrics, from each of its running pods on its ops port, with the chart's scraper token. */
 export async function componentMetrics(component: Component): Promise<{ pod: string; uid: string; samples: Sample[] }[]> {
-  return Promise.all((await componentPods(component)).map(async (pod) => {
-    const res = await fetch(`http://${pod.status?.podIP ?? ""}:${String(COMPONENTS[component].port)}/metrics`);
-    if (!res.ok) throw new Error(`${pod.metadata?.name ?? ""} /metrics answered ${String(res.status)}`);
-    return { pod: pod.metadata?.name ?? "", uid: pod.metadata?.uid ?? "", samples: parseMetrics(await res.text()) };
-  }));
+  return Promise.all((await componentPods(component)).map(async (pod) => ({
+    pod: pod.metadata?.name ?? "",
+    uid: pod.metadata?.uid ?? "",
+    samples: parseMetrics(await podMetrics(pod, COMPONENTS[component].label)),
+  })));
 }
 
 /** Our components' writes so far (kubevirt_rest_client_requests_total), by "component verb resource", summed over replicas. */

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tinyVm } from "../manifests.ts";
 import { core, custom, imageOf, suiteNamespace, undefinedIfNotFound } from "./cluster.ts";
 import { openConsole } from "./console.ts";
+import { podMetrics } from "./metrics.ts";
 
 // Pods anyone allowed to create pods could plant: the launcher labels and a
 // running VMI's uid, in another namespace and in the VMI's own, held by a
@@ -47,11 +48,11 @@ async function componentPods(component: "virt-controller" | "virt-handler"): Pro
   return (await core.listNamespacedPod({ namespace: "kubevirt-ts", labelSelector: `app.kubernetes.io/name=${component}` })).items.filter((p) => !p.metadata?.deletionTimestamp);
 }
 
-/** The highest kubevirt_ts_unowned_launcher_pods among a component's pods, from their /metrics. */
-async function unownedGauge(component: "virt-controller" | "virt-handler", port: number): Promise<number> {
+/** The highest kubevirt_ts_unowned_launcher_pods among a component's pods, from their /metrics (read with the scraper's token). */
+async function unownedGauge(component: "virt-controller" | "virt-handler"): Promise<number> {
   const values = await Promise.all(
     (await componentPods(component)).map(async (pod) => {
-      const text = await kubectl("get", "--raw", `/api/v1/namespaces/kubevirt-ts/pods/${pod.metadata?.name ?? ""}:${String(port)}/proxy/metrics`);
+      const text = await podMetrics(pod, component);
       return Number(/^kubevirt_ts_unowned_launcher_pods (\d+)/m.exec(text)?.[1] ?? Number.NaN);
     }),
   );
@@ -93,8 +94,8 @@ describe("decoy launcher pods", () => {
     // Running on the VMI's node, where its handler sees them.
     for (const pod of decoys.slice(0, 2)) await expect.poll(async () => (await readPod(pod))?.status?.phase, poll).toBe("Running");
     for (const pod of decoys) await expect.poll(() => unownedEvents(pod), poll).toBe(1);
-    await expect.poll(() => unownedGauge("virt-controller", 9100), poll).toBeGreaterThanOrEqual(3);
-    await expect.poll(() => unownedGauge("virt-handler", 9101), poll).toBeGreaterThanOrEqual(2);
+    await expect.poll(() => unownedGauge("virt-controller"), poll).toBeGreaterThanOrEqual(3);
+    await expect.poll(() => unownedGauge("virt-handler"), poll).toBeGreaterThanOrEqual(2);
 
     // Some handler polls and a controller resync later, still one event each, and the VMI on its own pod alone.
     await new Promise((resolve) => setTimeout(resolve, 15_000));

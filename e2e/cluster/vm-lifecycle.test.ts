@@ -2,6 +2,7 @@ import { join } from "node:path";
 import { REPO_ROOT } from "@kubevirt-ts/control-plane";
 import { describe, expect, it } from "vitest";
 import { core, nodeNames, phaseHistory, suiteNamespace } from "./cluster.ts";
+import { podMetrics } from "./metrics.ts";
 
 // A KubeVirt VM manifest applied with kubectl, on the real node: the
 // controller gives it a VMI and a launcher pod that the scheduler places and
@@ -38,7 +39,9 @@ describe("a KubeVirt VM applied with kubectl", () => {
 
     // The node's handler exposes the running VMI's figures under KubeVirt's names, labels and units, read from libvirt through the launcher.
     const handler = (await core.listNamespacedPod({ namespace: "kubevirt-ts", labelSelector: "app.kubernetes.io/name=virt-handler", fieldSelector: `spec.nodeName=${nodeName}` })).items[0];
-    const handlerMetrics = () => kubectl("get", "--raw", `/api/v1/namespaces/kubevirt-ts/pods/${handler?.metadata?.name ?? ""}:9101/proxy/metrics`);
+    if (!handler) throw new Error(`no virt-handler pod on ${nodeName}`);
+    // With the chart's scraper token, as Prometheus reads it: /metrics answers no one else.
+    const handlerMetrics = () => podMetrics(handler, "virt-handler");
     const figure = (text: string, metric: string, extra = "") => Number(new RegExp(`^${metric}\\{node="${nodeName}",namespace="${namespace}",name="testvm"${extra}\\} (\\S+)$`, "m").exec(text)?.[1] ?? "NaN");
     // A launcher that does not answer within the sampler's 5 s (a busy machine) is left out of that one scrape: scraped again until it answers.
     let first = "";
@@ -68,7 +71,7 @@ describe("a KubeVirt VM applied with kubectl", () => {
     const leaderMetrics = async () => {
       const controllers = (await core.listNamespacedPod({ namespace: "kubevirt-ts", labelSelector: "app.kubernetes.io/name=virt-controller" })).items.filter((p) => !p.metadata?.deletionTimestamp);
       const metrics = await Promise.all(
-        controllers.map((pod) => kubectl("get", "--raw", `/api/v1/namespaces/kubevirt-ts/pods/${pod.metadata?.name ?? ""}:9100/proxy/metrics`).catch(() => "")),
+        controllers.map((pod) => podMetrics(pod, "virt-controller").catch(() => "")),
       );
       return { replicas: controllers.length, leader: metrics.find((text) => /kubevirt_rest_client_requests_total\{[^}]*verb="create"[^}]*resource="virtualmachineinstances"/.test(text)) };
     };
