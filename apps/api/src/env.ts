@@ -1,5 +1,5 @@
 import { ConsoleServer, EVICTION_STRATEGIES } from "@kubevirt-ts/kubevirt-api";
-import { baseEnv, parseEnv } from "@kubevirt-ts/runtime";
+import { baseEnv, metricsAuthorizationEnv, parseEnv } from "@kubevirt-ts/runtime";
 import { z } from "zod";
 
 const guestImage = z.object({
@@ -14,6 +14,7 @@ export type GuestImage = z.infer<typeof guestImage>;
 export const env = parseEnv(
   z.object({
     ...baseEnv(9103),
+    ...metricsAuthorizationEnv,
     /** tRPC (with SSE subscriptions) and the console and VNC websockets. */
     PORT: z.coerce.number().int().min(0).max(65535).default(8080),
     HOST: z.string().default("0.0.0.0"),

@@ -1,7 +1,7 @@
 import { once } from "node:events";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { KubeClient, apiResourceCheck, createRestClientMetrics, loadKubeConfig } from "@kubevirt-ts/kube";
+import { KubeClient, apiResourceCheck, componentMetricsAccess, createRestClientMetrics, loadKubeConfig } from "@kubevirt-ts/kube";
 import { kubevirtResources } from "@kubevirt-ts/kubevirt-api";
 import { runService } from "@kubevirt-ts/runtime";
 import { env } from "./env.ts";
@@ -49,6 +49,8 @@ await runService({
   opsPort: env.OPS_PORT,
   logLevel: env.LOG_LEVEL,
   checks: () => ({ apiServer: apiResourceCheck(kubeConfig, kubevirtResources.virtualMachineInstances) }),
+  // /metrics only for a token allowed to get it (the chart's scraper account).
+  metricsAccess: componentMetricsAccess(kubeConfig, env.METRICS_REQUIRE_AUTHORIZATION),
   start: async ({ log, registry }) => {
     const own = await KubeClient.fromKubeConfig(kubeConfig, createRestClientMetrics(registry));
     const [ca, cert, key] = await readDir(env.CONSOLE_TLS_DIR, ["ca.crt", "tls.crt", "tls.key"], "the console client certificate (CONSOLE_TLS_DIR)");

@@ -88,6 +88,18 @@ describe("the Helm chart", () => {
     expect(error).toMatch(/metrics\.prometheusUrl/);
   });
 
+  test("has virt-controller, virt-handler and virt-api answer /metrics only to an allowed token unless metrics.requireAuthorization is false", async () => {
+    const flags = async (...set: string[]) =>
+      (await render(...set))
+        .filter((o) => (o.kind === "Deployment" || o.kind === "DaemonSet") && ["virt-controller", "virt-handler", "virt-api"].includes(o.metadata.name))
+        .map((o) => [o.metadata.name, (o.spec?.template?.spec?.containers?.[0]?.env as { name: string; value?: string }[] | undefined)?.find((e) => e.name === "METRICS_REQUIRE_AUTHORIZATION")?.value])
+        .sort(([a = ""], [b = ""]) => a.localeCompare(b));
+    expect(await flags()).toEqual([["virt-api", "true"], ["virt-controller", "true"], ["virt-handler", "true"]]);
+    expect(await flags("metrics.requireAuthorization=false")).toEqual([["virt-api", "false"], ["virt-controller", "false"], ["virt-handler", "false"]]);
+    const error = await render("metrics.requireAuthorization=maybe").then(() => undefined, (e: unknown) => String(e));
+    expect(error).toMatch(/requireAuthorization/);
+  });
+
   test("runs two virt-api replicas on different nodes where it can, one kept through a drain; one replica, no budget", async () => {
     const objects = await render();
     const api = objects.find((o) => o.kind === "Deployment" && o.metadata.name === "virt-api") as unknown as { spec: { replicas: number; selector: { matchLabels: Record<string, string> }; template: { spec: { affinity?: unknown } } } };

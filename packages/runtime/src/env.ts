@@ -13,6 +13,16 @@ export function baseEnv(defaultOpsPort: number) {
   };
 }
 
+/**
+ * Whether /metrics answers only a token allowed to get it (the chart's
+ * metrics.requireAuthorization): virt-controller, virt-handler and virt-api.
+ * "false" is for a Prometheus that cannot send a token; /metrics then lists
+ * every tenant's VMs to anyone who reaches the ops port.
+ */
+export const metricsAuthorizationEnv = {
+  METRICS_REQUIRE_AUTHORIZATION: z.enum(["true", "false"], { error: 'must be "true" or "false" (the chart\'s metrics.requireAuthorization)' }).default("true").transform((v) => v === "true"),
+};
+
 /** Parses the environment, or throws one error naming every bad variable. */
 export function parseEnv<T extends z.ZodType>(schema: T, source: Record<string, string | undefined> = process.env): z.infer<T> {
   const result = schema.safeParse(source);

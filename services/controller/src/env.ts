@@ -2,12 +2,13 @@ import { hostname } from "node:os";
 import {
   DEFAULT_COMPLETION_TIMEOUT_PER_GIB, DEFAULT_PROGRESS_TIMEOUT_SECONDS, DEFAULT_PARALLEL_MIGRATIONS_PER_CLUSTER, DEFAULT_PARALLEL_OUTBOUND_MIGRATIONS_PER_NODE, DEFAULT_PENDING_TARGET_TIMEOUT_SECONDS, DEFAULT_UNSCHEDULABLE_TARGET_TIMEOUT_SECONDS, EVICTION_STRATEGIES,
 } from "@kubevirt-ts/kubevirt-api";
-import { baseEnv, parseEnv } from "@kubevirt-ts/runtime";
+import { baseEnv, metricsAuthorizationEnv, parseEnv } from "@kubevirt-ts/runtime";
 import { z } from "zod";
 
 export const env = parseEnv(
   z.object({
     ...baseEnv(9100),
+    ...metricsAuthorizationEnv,
     LAUNCHER_IMAGE: z.string().min(1, "must name the virt-launcher image, e.g. kubevirt-ts.local/virt-launcher:<tag>"),
     LAUNCHER_PULL_POLICY: z.enum(["Always", "IfNotPresent", "Never"]).default("IfNotPresent"),
     /** This replica's name in leader election: its pod's name. */

@@ -1,4 +1,4 @@
-import { type ControllerManager, KubeClient, LeaderElector, createRestClientMetrics, loadKubeConfig } from "@kubevirt-ts/kube";
+import { type ControllerManager, KubeClient, LeaderElector, componentMetricsAccess, createRestClientMetrics, loadKubeConfig } from "@kubevirt-ts/kube";
 import { kubevirtResources } from "@kubevirt-ts/kubevirt-api";
 import { runService } from "@kubevirt-ts/runtime";
 import { createControllers } from "./controllers.ts";
@@ -17,6 +17,8 @@ await runService({
   checks: () => ({
     caches: () => (controllers?.hasSynced() ? undefined : "the VM, VMI and pod caches have not synced yet"),
   }),
+  // /metrics only for a token allowed to get it (the chart's scraper account): the figures name every tenant's VMs.
+  metricsAccess: componentMetricsAccess(loadKubeConfig(), env.METRICS_REQUIRE_AUTHORIZATION),
   start: async ({ log, registry, signal }) => {
     const client = await KubeClient.fromKubeConfig(loadKubeConfig(), createRestClientMetrics(registry));
     const created = createControllers({

@@ -1,10 +1,11 @@
 import { ConsoleServer } from "@kubevirt-ts/kubevirt-api";
-import { baseEnv, parseEnv } from "@kubevirt-ts/runtime";
+import { baseEnv, metricsAuthorizationEnv, parseEnv } from "@kubevirt-ts/runtime";
 import { z } from "zod";
 
 export const env = parseEnv(
   z.object({
     ...baseEnv(9101),
+    ...metricsAuthorizationEnv,
     /** The node this handler serves: the DaemonSet passes its pod's spec.nodeName. */
     NODE_NAME: z.string().min(1, "must name this handler's node (the chart passes spec.nodeName)"),
     /** The kubelet's pod folders, mounted from the node. */

@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { KubeClient, createRestClientMetrics, loadKubeConfig } from "@kubevirt-ts/kube";
+import { KubeClient, componentMetricsAccess, createRestClientMetrics, loadKubeConfig } from "@kubevirt-ts/kube";
 import { ConsoleServer } from "@kubevirt-ts/kubevirt-api";
 import { runService } from "@kubevirt-ts/runtime";
 import { startConsoleServer } from "./console-server.ts";
@@ -30,6 +30,8 @@ await runService({
   opsPort: env.OPS_PORT,
   logLevel: env.LOG_LEVEL,
   checks: () => ({ caches: () => (synced() ? undefined : "the VMI and pod caches have not synced yet"), threadpool: threadpoolCheck() }),
+  // /metrics only for a token allowed to get it (the chart's scraper account): it lists every VM on the node, by namespace and name.
+  metricsAccess: componentMetricsAccess(loadKubeConfig(), env.METRICS_REQUIRE_AUTHORIZATION),
   start: async ({ log, registry }) => {
     const client = await KubeClient.fromKubeConfig(loadKubeConfig(), createRestClientMetrics(registry));
     const launchers = new Launchers(env.KUBELET_PODS_DIR, log);

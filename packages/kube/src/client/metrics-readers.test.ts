@@ -1,5 +1,8 @@
+import { KubeConfig } from "@kubernetes/client-node";
+import { Registry } from "prom-client";
+import { createLogger } from "@kubevirt-ts/runtime";
 import { describe, expect, it } from "vitest";
-import { metricsReaders } from "./metrics-readers.ts";
+import { componentMetricsAccess, metricsReaders } from "./metrics-readers.ts";
 import type { KubeClient } from "./rest.ts";
 
 /** An API server stand-in that accepts every token as the user of that name, lets "prometheus" in, and counts the token reviews. */
@@ -49,5 +52,32 @@ describe("metricsReaders", () => {
     gate.resolve(undefined);
     expect((await Promise.all(first)).map((refusal) => refusal?.status)).toEqual([403, 403, 403]);
     expect(api.reviewed).toEqual(["a", "b"]);
+  });
+
+  describe("componentMetricsAccess", () => {
+    // A kubeconfig naming no cluster: any client made of it fails, so an answer given shows no client was needed.
+    const nowhere = new KubeConfig();
+    const context = () => {
+      const lines: string[] = [];
+      const log = createLogger({ component: "test", write: (line) => lines.push(line) });
+      return { lines, ctx: { log, registry: new Registry(), signal: new AbortController().signal } };
+    };
+
+    it("when required, refuses a caller without a token before it asks the API server, and says it cannot check one with a token", async () => {
+      const { lines, ctx } = context();
+      const access = componentMetricsAccess(nowhere, true)(ctx);
+      expect((await access(undefined))?.status).toBe(401);
+      expect(await access("Bearer prometheus")).toEqual({ status: 503, reason: expect.stringMatching(/cannot check the caller.*no current cluster/) as string });
+      expect(lines).toEqual([]);
+    });
+
+    it("when not required, lets anyone in and warns once that /metrics lists every tenant's VMs", async () => {
+      const { lines, ctx } = context();
+      const access = componentMetricsAccess(nowhere, false)(ctx);
+      expect(await access(undefined)).toBeUndefined();
+      expect(await access("Bearer anything")).toBeUndefined();
+      expect(lines).toHaveLength(1);
+      expect(JSON.parse(lines[0] ?? "{}")).toMatchObject({ level: "warn", msg: expect.stringMatching(/METRICS_REQUIRE_AUTHORIZATION=false.*every tenant's VMs/) as string });
+    });
   });
 });

@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
-import type { MetricsAccess, MetricsRefusal } from "@kubevirt-ts/runtime";
+import type { KubeConfig } from "@kubernetes/client-node";
+import type { MetricsAccess, MetricsRefusal, ServiceContext } from "@kubevirt-ts/runtime";
 import { resources } from "./resources.ts";
-import type { KubeClient } from "./rest.ts";
+import { KubeClient } from "./rest.ts";
 import type { KubeObject } from "./types.ts";
 
 // Who may read a component's /metrics, decided as kube-rbac-proxy decides:
@@ -104,5 +105,18 @@ export function metricsReaders(client: () => Promise<KubeClient>, options: Metri
       reviewing.set(key, pending);
     }
     return pending;
+  };
+}
+
+/**
+ * A component's metricsAccess (virt-controller, virt-handler, virt-api): metricsReaders with a client of
+ * the component's own kubeconfig, or, where the operator turned it off (METRICS_REQUIRE_AUTHORIZATION=false,
+ * the chart's metrics.requireAuthorization), anyone, which the log says once at start.
+ */
+export function componentMetricsAccess(kubeConfig: KubeConfig, required: boolean): (ctx: ServiceContext) => MetricsAccess {
+  return ({ log }) => {
+    if (required) return metricsReaders(() => KubeClient.fromKubeConfig(kubeConfig));
+    log.warn("metrics.requireAuthorization is off (METRICS_REQUIRE_AUTHORIZATION=false): /metrics answers anyone who reaches the ops port, and lists every tenant's VMs");
+    return () => Promise.resolve(undefined);
   };
 }
