@@ -21,6 +21,8 @@ export const env = parseEnv(
     USE_EMULATION: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
     /** kubevirt-ts serves DataVolumes itself (the chart's dataVolumes.serve, where CDI is not installed): its importer image. */
     IMPORTER_IMAGE: z.string().optional(),
+    /** The upload master key's file (the chart's Secret kubevirt-ts-upload-master-key), each upload pod's key derived from it: needed with IMPORTER_IMAGE. */
+    UPLOAD_MASTER_KEY_FILE: z.string().min(1).optional(),
     /** The cluster's eviction strategy, for VMIs that name none: KubeVirt's CR setting, the chart's evictionStrategy. */
     EVICTION_STRATEGY: z.enum(EVICTION_STRATEGIES).default("None"),
     /** The StorageClass of VMs' backend-storage claims: KubeVirt's vmStateStorageClass, the chart's. Empty: KubeVirt's rule. */
@@ -40,5 +42,8 @@ export const env = parseEnv(
     /** Seconds without progress before a migration is aborted; 0: no limit. */
     MIGRATION_PROGRESS_TIMEOUT_SECONDS: z.coerce.number().int().min(0).default(DEFAULT_PROGRESS_TIMEOUT_SECONDS),
     VM_STATE_STORAGE_CLASS: z.string().optional().transform((v) => (v === "" ? undefined : v)),
+  }).refine((e) => e.IMPORTER_IMAGE === undefined || e.UPLOAD_MASTER_KEY_FILE !== undefined, {
+    path: ["UPLOAD_MASTER_KEY_FILE"],
+    message: "must name the upload master key's file when IMPORTER_IMAGE is set (the chart mounts its Secret kubevirt-ts-upload-master-key at /etc/kubevirt-ts/upload-master-key/key)",
   }),
 );

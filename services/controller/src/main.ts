@@ -1,6 +1,6 @@
 import { type ControllerManager, KubeClient, LeaderElector, componentMetricsAccess, createRestClientMetrics, loadKubeConfig } from "@kubevirt-ts/kube";
 import { kubevirtResources } from "@kubevirt-ts/kubevirt-api";
-import { runService } from "@kubevirt-ts/runtime";
+import { readUploadMasterKey, runService } from "@kubevirt-ts/runtime";
 import { createControllers } from "./controllers.ts";
 import { env } from "./env.ts";
 
@@ -25,7 +25,9 @@ await runService({
       client,
       // Where the chart serves DataVolumes, its CRD may still be on its way: the informer waits for it.
       dataVolumes: env.IMPORTER_IMAGE !== undefined || (await client.serves(kubevirtResources.dataVolumes)),
-      importer: env.IMPORTER_IMAGE ? { importerImage: env.IMPORTER_IMAGE, imagePullPolicy: env.LAUNCHER_PULL_POLICY } : undefined,
+      importer: env.IMPORTER_IMAGE
+        ? { importerImage: env.IMPORTER_IMAGE, imagePullPolicy: env.LAUNCHER_PULL_POLICY, uploadMasterKey: await readUploadMasterKey(env.UPLOAD_MASTER_KEY_FILE ?? "", "UPLOAD_MASTER_KEY_FILE") }
+        : undefined,
       log,
       registry,
       workers: env.WORKERS,

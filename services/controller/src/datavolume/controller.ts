@@ -1,7 +1,6 @@
-import { randomBytes } from "node:crypto";
 import { type EventRecorder, type Informer, type KubeClient, type PersistentVolumeClaim, type Pod, type Reconcile, WrittenVersions, isAlreadyExists, isNotFound, resources, writeStatusIfChanged } from "@kubevirt-ts/kube";
 import {
-  ALLOW_CLAIM_ADOPTION, CLAIM_POD_PHASE, CLAIM_POD_READY, CLAIM_POPULATED_FOR, type DataVolume, DataVolumePhase, EventReason, Kind, type VirtualMachine, IMPORTER_PROGRESS_PORT, importProgress, kubevirtResources, controllerRef
+  ALLOW_CLAIM_ADOPTION, CLAIM_POD_PHASE, CLAIM_POD_READY, CLAIM_POPULATED_FOR, type DataVolume, DataVolumePhase, EventReason, Kind, type VirtualMachine, IMPORTER_PROGRESS_PORT, importProgress, kubevirtResources, controllerRef, uploadKeySecretName
 } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { controllerOf } from "../common/owner.ts";
@@ -93,10 +92,10 @@ export function createDataVolumeReconciler(deps: DataVolumeControllerDeps): Reco
       case "createPod": {
         const bytes = importDiskBytes(dv, source);
         if (bytes === undefined) return;
-        // An upload pod's key, which the upload proxy presents to it: made here, at random, kept in a Secret the
-        // DataVolume owns (one left by an earlier pod of the DataVolume is kept).
+        // An upload pod's key, which the upload proxy presents to it: derived from the master key and the DataVolume's
+        // uid (virt-api derives it again), kept in a Secret the DataVolume owns (one left by an earlier pod is kept).
         if (dv.spec.source?.upload) {
-          await client.create(resources.secrets, namespace, uploadKeySecret(dv, randomBytes(32).toString("base64url"))).catch((error: unknown) => {
+          await client.create(resources.secrets, namespace, uploadKeySecret(dv, deps.importer.uploadMasterKey)).catch((error: unknown) => {
             if (!isAlreadyExists(error)) throw error;
           });
         }
@@ -128,7 +127,7 @@ export function createDataVolumeReconciler(deps: DataVolumeControllerDeps): Reco
         };
         await client.delete(resources.pods, namespace, action.pod.metadata.name ?? "", { uid: action.pod.metadata.uid }).catch(gone);
         // The upload is in: its key opens nothing any more.
-        if (dv.spec.source?.upload) await client.delete(resources.secrets, namespace, uploadKeySecret(dv, "").metadata.name ?? "").catch(gone);
+        if (dv.spec.source?.upload) await client.delete(resources.secrets, namespace, uploadKeySecretName(dv.metadata.name ?? "")).catch(gone);
         return;
       }
     }

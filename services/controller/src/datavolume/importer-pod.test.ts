@@ -1,10 +1,11 @@
 import type { PersistentVolumeClaim, Pod } from "@kubevirt-ts/kube";
 import type { DataVolume, DataVolumeSpec } from "@kubevirt-ts/kubevirt-api";
+import { deriveUploadKey } from "@kubevirt-ts/runtime";
 import { describe, expect, it } from "vitest";
 import { claimNode, dataVolumeClaim, importDiskBytes, importerPod, importerPodMismatch, uploadKeySecret } from "./importer-pod.ts";
 
 const dv = (spec: DataVolumeSpec): DataVolume => ({ apiVersion: "cdi.kubevirt.io/v1beta1", kind: "DataVolume", metadata: { name: "root", namespace: "ns", uid: "dv-uid" }, spec });
-const config = { importerImage: "kubevirt-ts.local/importer:1", imagePullPolicy: "IfNotPresent" as const };
+const config = { importerImage: "kubevirt-ts.local/importer:1", imagePullPolicy: "IfNotPresent" as const, uploadMasterKey: Buffer.alloc(32, 5) };
 const GI = 1024 ** 3;
 const envOf = (spec: DataVolumeSpec) => Object.fromEntries((importerPod(dv(spec), GI, config).spec?.containers[0]?.env ?? []).map((e) => [e.name, e.value ?? e.valueFrom]));
 
@@ -76,14 +77,17 @@ describe("the importer pod", () => {
     expect(container?.readinessProbe).toMatchObject({ tcpSocket: { port: 8444 } });
   });
 
-  it("keeps an upload's key in a Secret the DataVolume owns, which the pod names by secretKeyRef: the pod a viewer reads holds no key", () => {
+  it("keeps an upload's key, derived from the master key and the DataVolume's uid, in a Secret the DataVolume owns, which the pod names by secretKeyRef: the pod a viewer reads holds no key", () => {
     const upload = dv({ source: { upload: {} }, storage: { resources: { requests: { storage: "1Gi" } } } });
-    const secret = uploadKeySecret(upload, "the-key");
+    const secret = uploadKeySecret(upload, config.uploadMasterKey);
+    const key = deriveUploadKey(config.uploadMasterKey, "dv-uid");
     expect(secret.metadata).toMatchObject({ name: "cdi-upload-root", namespace: "ns", ownerReferences: [{ kind: "DataVolume", name: "root", uid: "dv-uid", controller: true }] });
-    expect(secret.data).toEqual({ uploadKey: Buffer.from("the-key").toString("base64") });
+    expect(secret.data).toEqual({ uploadKey: Buffer.from(key).toString("base64") });
+    // Another DataVolume of the same name (deleted and made again) has another uid, and another key.
+    expect(uploadKeySecret({ ...upload, metadata: { ...upload.metadata, uid: "dv-uid-2" } }, config.uploadMasterKey).data).not.toEqual(secret.data);
     const pod = importerPod(upload, GI, config);
     expect(pod.spec?.containers[0]?.env).toContainEqual({ name: "IMPORTER_UPLOAD_KEY", valueFrom: { secretKeyRef: { name: "cdi-upload-root", key: "uploadKey" } } });
-    expect(JSON.stringify(pod)).not.toContain("the-key");
+    expect(JSON.stringify(pod)).not.toContain(key);
     expect(pod.metadata.annotations).toBeUndefined();
   });
 });

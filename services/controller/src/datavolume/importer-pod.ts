@@ -3,6 +3,7 @@ import {
   CLAIM_POPULATED_FOR, CLAIM_UPLOAD_TARGET, type DataVolume, IMPORTER_CONTAINER, IMPORTER_PROGRESS_PORT, ImporterDir, ImporterEnv, type ImporterSource, LAUNCHER_UID, Label, LabelValue,
   UPLOAD_KEY_SECRET_KEY, UPLOAD_SERVER_PORT, claimRequestBytes, controllerRef, dataVolumeDiskBytes, parseQuantity, uploadKeySecretName, uploadPodName,
 } from "@kubevirt-ts/kubevirt-api";
+import { deriveUploadKey } from "@kubevirt-ts/runtime";
 import { diskCopyInitContainers, restrictedContainer } from "../common/disk-copy.ts";
 
 // The claim a DataVolume makes and the importer pod that fills it, as pure
@@ -14,6 +15,8 @@ import { diskCopyInitContainers, restrictedContainer } from "../common/disk-copy
 export interface ImporterConfig {
   importerImage: string;
   imagePullPolicy: "Always" | "IfNotPresent" | "Never";
+  /** The chart's upload master key (UPLOAD_MASTER_KEY_FILE), from which each upload pod's key is derived (uploadKeySecret). */
+  uploadMasterKey: Uint8Array;
 }
 
 const { tools: TOOLS_DIR, source: SOURCE_DIR, target: TARGET_DIR } = ImporterDir;
@@ -151,11 +154,13 @@ export function importerPod(dv: DataVolume, diskBytes: number, config: ImporterC
 }
 
 /**
- * The Secret of an upload pod's key (`key`, made at random by the controller), owned by the DataVolume. Only the pod
- * (by secretKeyRef: its spec shows the Secret's name, not the key) and virt-api's upload proxy read it; a `view` user
- * reads the pod but no Secret.
+ * The Secret of an upload pod's key, owned by the DataVolume: the key is derived from the upload master key and the
+ * DataVolume's uid (deriveUploadKey), which virt-api's upload proxy derives again, so virt-api reads no Secret. Only
+ * the pod reads it (by secretKeyRef: its spec shows the Secret's name, not the key); a `view` user reads the pod but
+ * no Secret, and the master key is in no object a tenant reads.
  */
-export function uploadKeySecret(dv: DataVolume, key: string): Secret {
+export function uploadKeySecret(dv: DataVolume, master: Uint8Array): Secret {
+  const key = deriveUploadKey(master, dv.metadata.uid ?? "");
   return {
     apiVersion: "v1",
     kind: "Secret",
