@@ -24,6 +24,8 @@ export const env = parseEnv(
     WEBHOOK_PORT: z.coerce.number().int().min(0).max(65535).default(8443),
     /** tls.crt and tls.key of the webhooks' and the subresource API's serving certificate; neither is served when unset. */
     WEBHOOK_TLS_DIR: z.string().optional(),
+    /** The upload master key's file (the chart's Secret kubevirt-ts-upload-master-key): the upload proxy derives each upload pod's key from it. Needed with WEBHOOK_TLS_DIR. */
+    UPLOAD_MASTER_KEY_FILE: z.string().min(1).optional(),
     /** The CA (PEM file) of the client certificate the API server presents to the webhooks (the chart's webhooks.clientCA); unset: any caller is answered (ADR 7). */
     WEBHOOK_CLIENT_CA_FILE: z.string().optional(),
     /** Common names that certificate may have, comma-separated (webhooks.clientNames); empty: any the CA signed. */
@@ -57,5 +59,8 @@ export const env = parseEnv(
           return z.NEVER;
         }
       }),
+  }).refine((e) => e.WEBHOOK_TLS_DIR === undefined || e.UPLOAD_MASTER_KEY_FILE !== undefined, {
+    path: ["UPLOAD_MASTER_KEY_FILE"],
+    message: "must name the upload master key's file when WEBHOOK_TLS_DIR is set (the upload proxy serves then; the chart mounts its Secret kubevirt-ts-upload-master-key at /etc/kubevirt-ts/upload-master-key/key)",
   }),
 );

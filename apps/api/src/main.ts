@@ -3,7 +3,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { KubeClient, apiResourceCheck, componentMetricsAccess, createRestClientMetrics, loadKubeConfig } from "@kubevirt-ts/kube";
 import { kubevirtResources } from "@kubevirt-ts/kubevirt-api";
-import { runService } from "@kubevirt-ts/runtime";
+import { readUploadMasterKey, runService } from "@kubevirt-ts/runtime";
 import { env } from "./env.ts";
 import { createSubresourceConsoles } from "./console-proxy.ts";
 import { MetricsStore, type VmRates } from "./metrics-store.ts";
@@ -85,7 +85,8 @@ await runService({
       webhooks.listen(env.WEBHOOK_PORT, env.HOST);
       await once(webhooks, "listening");
       log.info("admission webhooks, the subresource API and upload tokens listening", { port: env.WEBHOOK_PORT });
-      uploads = createUploadProxyServer(createUploadProxy({ own, tokens: uploadTokens, log }));
+      const uploadMasterKey = await readUploadMasterKey(env.UPLOAD_MASTER_KEY_FILE ?? "", "UPLOAD_MASTER_KEY_FILE");
+      uploads = createUploadProxyServer(createUploadProxy({ own, tokens: uploadTokens, uploadMasterKey, log }));
       uploads.listen(env.UPLOAD_PORT, env.HOST);
       await once(uploads, "listening");
       log.info("upload proxy listening", { port: env.UPLOAD_PORT });

@@ -1,7 +1,7 @@
 import { type IncomingMessage, type ServerResponse, request } from "node:http";
-import { type KubeClient, type PersistentVolumeClaim, type Pod, type Secret, podReady, resources } from "@kubevirt-ts/kube";
-import { CLAIM_POD_PHASE, CLAIM_UPLOAD_TARGET, UPLOAD_KEY_SECRET_KEY, UPLOAD_SERVER_PORT, UploadPath, uploadKeySecretName, uploadPodName } from "@kubevirt-ts/kubevirt-api";
-import type { Logger } from "@kubevirt-ts/runtime";
+import { type KubeClient, type PersistentVolumeClaim, type Pod, podReady, resources } from "@kubevirt-ts/kube";
+import { CLAIM_POD_PHASE, CLAIM_UPLOAD_TARGET, type DataVolume, UPLOAD_SERVER_PORT, UploadPath, kubevirtResources, uploadPodName } from "@kubevirt-ts/kubevirt-api";
+import { type Logger, deriveUploadKey } from "@kubevirt-ts/runtime";
 import { bearerToken } from "../console-proxy.ts";
 import type { UploadTokens } from "./token.ts";
 
@@ -9,13 +9,17 @@ import type { UploadTokens } from "./token.ts";
 // image-upload and the dashboard's Images page send an image here with an
 // upload token (token.ts); the proxy takes the token, finds the claim's upload
 // pod (the importer serving its upload server) and streams the image to it
-// with that pod's own key (from the DataVolume's Secret, which the proxy reads
-// with virt-api's account and no `view` user can), then passes its answer back. The body is never
-// held here: it flows through as it comes, for as long as it takes.
+// with that pod's own key, then passes its answer back. The key is derived
+// from the chart's upload master key and the uid of the DataVolume that
+// controls the claim (deriveUploadKey), as the controller derived it for the
+// pod's Secret: virt-api reads no Secret. The body is never held here: it
+// flows through as it comes, for as long as it takes.
 
 export interface UploadProxyServices {
   own: KubeClient;
   tokens: UploadTokens;
+  /** The chart's upload master key (UPLOAD_MASTER_KEY_FILE). */
+  uploadMasterKey: Uint8Array;
   log: Logger;
 }
 
@@ -38,7 +42,7 @@ const answer = (res: ServerResponse, status: number, text: string) => {
 };
 
 /** The upload pod of the token's claim, ready to take the image; or why not. */
-async function uploadTarget(own: KubeClient, namespace: string, pvcName: string): Promise<{ ip: string; key: string }> {
+async function uploadTarget(own: KubeClient, master: Uint8Array, namespace: string, pvcName: string): Promise<{ ip: string; key: string }> {
   const claim = await own.find<PersistentVolumeClaim>(resources.persistentVolumeClaims, namespace, pvcName);
   if (!claim) throw new Refusal(404, `no claim ${namespace}/${pvcName}: create a DataVolume with source upload first (virtctl image-upload dv ${pvcName} --size=... does)`);
   const annotations = claim.metadata.annotations ?? {};
@@ -46,24 +50,25 @@ async function uploadTarget(own: KubeClient, namespace: string, pvcName: string)
   if (annotations[CLAIM_POD_PHASE] === "Succeeded") throw new Refusal(409, `the claim ${namespace}/${pvcName} already holds its uploaded disk`);
   const pod = await own.find<Pod>(resources.pods, namespace, uploadPodName(pvcName));
   if (!pod || !podReady(pod) || !pod.status?.podIP) throw new Refusal(503, `the upload server of ${namespace}/${pvcName} is not ready yet: wait for the DataVolume's phase UploadReady`);
-  const key = await uploadKey(own, namespace, pvcName, claim);
-  return { ip: pod.status.podIP, key };
+  const dv = await uploadDataVolume(own, namespace, pvcName, claim);
+  return { ip: pod.status.podIP, key: deriveUploadKey(master, dv.metadata.uid ?? "") };
 }
 
-/** The upload pod's key: in the Secret the controller made for it, controlled by the DataVolume that controls the claim. */
-async function uploadKey(own: KubeClient, namespace: string, pvcName: string, claim: PersistentVolumeClaim): Promise<string> {
-  const name = uploadKeySecretName(pvcName);
-  const secret = await own.find<Secret>(resources.secrets, namespace, name);
-  const owner = (o: { metadata: PersistentVolumeClaim["metadata"] }) => o.metadata.ownerReferences?.find((r) => r.controller === true)?.uid;
-  const encoded = secret?.data?.[UPLOAD_KEY_SECRET_KEY];
-  if (!secret || owner(secret) === undefined || owner(secret) !== owner(claim) || !encoded) {
-    throw new Refusal(503, `the upload server of ${namespace}/${pvcName} has no key yet (the Secret ${namespace}/${name}, made by the DataVolume controller): wait for the DataVolume's phase UploadReady; if it stays, delete the upload pod ${uploadPodName(pvcName)} and the Secret, and the controller makes both again`);
-  }
-  return Buffer.from(encoded, "base64").toString("utf8");
+/**
+ * The DataVolume of the claim's name, in its namespace, that controls the claim: the uid the upload pod's key is
+ * derived from. The claim's owner reference alone is not trusted (a tenant with `edit` can name another namespace's
+ * DataVolume's uid in a claim of their own, and have that DataVolume's key sent to a pod of theirs).
+ */
+async function uploadDataVolume(own: KubeClient, namespace: string, pvcName: string, claim: PersistentVolumeClaim): Promise<DataVolume> {
+  const dv = await own.find<DataVolume>(kubevirtResources.dataVolumes, namespace, pvcName);
+  if (!dv) throw new Refusal(404, `no DataVolume ${namespace}/${pvcName}: upload to the claim of a DataVolume whose spec.source is upload (virtctl image-upload dv ${pvcName} --size=... makes one)`);
+  const controller = claim.metadata.ownerReferences?.find((r) => r.controller === true);
+  if (controller?.uid !== dv.metadata.uid) throw new Refusal(409, `the claim ${namespace}/${pvcName} is not controlled by the DataVolume ${namespace}/${pvcName}: delete the claim, and the DataVolume makes its own`);
+  return dv;
 }
 
 export function createUploadProxy(services: UploadProxyServices): (req: IncomingMessage, res: ServerResponse) => void {
-  const { own, tokens, log } = services;
+  const { own, tokens, uploadMasterKey, log } = services;
 
   async function serve(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
     if (path === "/healthz") { answer(res, 200, "ok"); return; }
@@ -74,7 +79,7 @@ export function createUploadProxy(services: UploadProxyServices): (req: Incoming
     // virtctl asks whether the async path is served before it uploads.
     if (req.method === "HEAD") { answer(res, 200, ""); return; }
     if (req.method !== "POST") throw new Refusal(405, "an image is uploaded with POST");
-    const pod = await uploadTarget(own, target.namespace, target.pvcName);
+    const pod = await uploadTarget(own, uploadMasterKey, target.namespace, target.pvcName);
     log.info("upload started", { namespace: target.namespace, pvcName: target.pvcName, bytes: req.headers["content-length"], path });
     await new Promise<void>((resolve) => {
       const upstream = request(
