@@ -5,3 +5,4 @@ export { type DeleteOptions, KubeClient, type ListOptions, type PatchType, type 
 export * from "./types.ts";
 export { apiResourceCheck, loadKubeConfig } from "./kubeconfig.ts";
 export { METRICS_READER_ROLE, METRICS_READERS_LIMITS, type MetricsReadersOptions, componentMetricsAccess, metricsReaders } from "./metrics-readers.ts";
+export { type ReviewedUser, TOKEN_REVIEW_LIMITS, type TokenReviewOptions, tokenReviews } from "./token-reviews.ts";
