@@ -27,11 +27,17 @@ export const limits = {
    * (itself at most 1.5 MiB once stored).
    */
   trpcBodyBytes: 2 * MiB,
+  /**
+   * tRPC request bodies being read at once, in all, whoever sends them: a request reserves its Content-Length (or
+   * trpcBodyBytes when it is chunked) before its body is read, until its response closes; past it, 429 with
+   * Retry-After and the body unread. Bounds virt-api's memory (256Mi) however many callers send bodies.
+   */
+  trpcBodyBytesInFlight: 16 * MiB,
   /** The most procedures one tRPC request names (the dashboard's client splits its batches at it); refused with 400 past it, before anything runs. */
   trpcBatchSize: TRPC_MAX_BATCH,
   /**
-   * tRPC requests (queries and mutations) in flight at once: in all, and per caller (a bearer token; the address
-   * for the public health check). Past either, 429 with Retry-After, before the body is read. A caller's own limit
+   * tRPC requests (queries and mutations) in flight at once: in all, and per caller (the user a TokenReview names
+   * its bearer token, so a user's tokens share its places; the address for the public health check). Past either, 429 with Retry-After, before the body is read. A caller's own limit
    * is the dashboard's busiest moment (a bulk action on a page of 100 VMs is 7 batches) with room to spare.
    */
   trpcInFlight: 64,

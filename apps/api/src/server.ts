@@ -11,7 +11,7 @@ import { limits } from "./limits.ts";
 import { readBody } from "./read-body.ts";
 import { createTrpcGate } from "./trpc-gate.ts";
 import { kubeStatus } from "./subresources/api.ts";
-import type { KubeClient } from "@kubevirt-ts/kube";
+import { type KubeClient, tokenReviews } from "@kubevirt-ts/kube";
 import { type EvictionStrategy, SERVER_KEEP_ALIVE_MS } from "@kubevirt-ts/kubevirt-api";
 import { type WebhookCaller, reviewEviction } from "./eviction-webhook.ts";
 import { type ClientTrust, clientCertRefusal } from "./client-cert.ts";
@@ -51,8 +51,12 @@ export function createApiServer(services: ApiServices): Server {
       if (error.code === "INTERNAL_SERVER_ERROR") services.log.error("procedure failed", { path, error: error.cause ?? error });
     },
   });
-  // Batch size, a token and a place in flight, before a body is read (trpc-gate.ts).
-  const gate = createTrpcGate({ publicProcedures: PUBLIC_PROCEDURES, isSubscription: (name) => procedures[name]?._def.type === "subscription" });
+  // Batch size, a token the API server accepts, a place in flight and room for the body, before a body is read (trpc-gate.ts).
+  const gate = createTrpcGate({
+    publicProcedures: PUBLIC_PROCEDURES,
+    isSubscription: (name) => procedures[name]?._def.type === "subscription",
+    authenticate: tokenReviews(() => Promise.resolve(services.own)),
+  });
   const consoles = createConsoleProxy({ own: services.own, handlers: services.handlers, log: services.log });
   const server = createServer(bounded(limits.requestTimeoutMs), (req, res) => {
     if (req.url?.startsWith("/trpc/")) {
@@ -60,7 +64,13 @@ export function createApiServer(services: ApiServices): Server {
         res.writeHead(400, { "content-type": "text/plain; charset=utf-8" }).end(`${TOKEN_IN_URL}\n`);
         return;
       }
-      if (gate(req, res)) trpc(req, res);
+      gate(req, res).then(
+        (admitted) => { if (admitted) trpc(req, res); },
+        (error: unknown) => {
+          services.log.error("tRPC gate failed", { error });
+          res.destroy();
+        },
+      );
       return;
     }
     res.writeHead(404, { "content-type": "text/plain; charset=utf-8" }).end("not found: the API serves /trpc/ and KubeVirt's console and VNC subresources\n");

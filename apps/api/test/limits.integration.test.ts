@@ -5,8 +5,8 @@ import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { type AddressInfo, type Server as NetServer, type Socket, connect, createServer as createTcpServer } from "node:net";
 import { join } from "node:path";
 import { test, tlsSecretDir } from "@kubevirt-ts/control-plane/testing";
-import { KubeConfig } from "@kubernetes/client-node";
-import { KubeClient } from "@kubevirt-ts/kube";
+import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
+import { KubeClient, TOKEN_REVIEW_LIMITS } from "@kubevirt-ts/kube";
 import { createLogger } from "@kubevirt-ts/runtime";
 import { afterAll, beforeAll, describe, expect, inject } from "vitest";
 import { WebSocket } from "ws";
@@ -107,13 +107,34 @@ async function countingProxy(): Promise<{ url: string; bytes: () => number; clos
   };
 }
 
-/** A request to the API held in flight: its headers sent, its declared body never finished. */
-function held(token: string, path = "/trpc/vms.create"): ReturnType<typeof request> {
-  const req = request(`${api.url}${path}`, { method: "POST", agent: false, headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "content-length": "1024" } });
+/** A request to the API held in flight: its headers sent, its declared body (`length` bytes) never finished. */
+function held(token: string, length = 1024): ReturnType<typeof request> {
+  const req = request(`${api.url}/trpc/vms.create`, { method: "POST", agent: false, headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "content-length": String(length) } });
   req.on("error", () => undefined);
   req.write("{");
   return req;
 }
+
+/** The status and body of the answer to a request (resolves once answered, whatever is left unsent). */
+async function answer(req: ReturnType<typeof request>): Promise<{ status: number; body: string }> {
+  const [res] = (await once(req, "response")) as [IncomingMessage];
+  let body = "";
+  for await (const chunk of res) body += String(chunk);
+  return { status: res.statusCode ?? 0, body };
+}
+
+/** `count` tokens of each of the service accounts `names` in `namespace` (no role: a token is all the gate looks at). */
+async function serviceAccountTokens(kubeConfig: KubeConfig, namespace: string, names: string[], count = 1): Promise<string[][]> {
+  const core = kubeConfig.makeApiClient(CoreV1Api);
+  return Promise.all(
+    names.map(async (name) => {
+      await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
+      return Promise.all(Array.from({ length: count }, async () => (await core.createNamespacedServiceAccountToken({ namespace, name, body: { spec: { audiences: [], expirationSeconds: 3600 } } })).status?.token ?? ""));
+    }),
+  );
+}
+
+const settle = () => new Promise((resolve) => setTimeout(resolve, 500));
 
 /** The status, Retry-After and body of a GET. */
 async function get(path: string, token?: string): Promise<{ status: number; retryAfter: string | null; body: string }> {
@@ -153,33 +174,88 @@ describe("the API's tRPC gate", () => {
     req.destroy();
     expect(res.statusCode).toBe(401);
     expect(res.headers.connection).toBe("close");
+    // A made-up token: refused the same way, once the API server said it does not know it (a TokenReview).
+    const madeUp = request(`${api.url}/trpc/vms.create`, { method: "POST", agent: false, headers: { authorization: "Bearer made-up", "content-type": "application/json", "content-length": String(limits.trpcBodyBytes) } });
+    madeUp.on("error", () => undefined);
+    madeUp.write(Buffer.alloc(limits.trpcBodyBytes / 4, 0x20));
+    const refused = await answer(madeUp);
+    madeUp.destroy();
+    expect(refused.status).toBe(401);
+    expect(refused.body).toContain("does not accept this bearer token");
     expect((await get("/trpc/whoami")).status).toBe(401);
     expect(await get("/trpc/health")).toMatchObject({ status: 200 });
     expect((await get("/trpc/health,whoami?batch=1")).status).toBe(401);
   });
 
-  test(`answers the ${String(limits.trpcInFlight + 1)}th request in flight, and a caller's ${String(limits.trpcInFlightPerCaller + 1)}th, with 429 and Retry-After; places come back when requests end`, async () => {
-    const callers = Array.from({ length: limits.trpcInFlight / limits.trpcInFlightPerCaller }, (_, i) => `caller-${String(i)}`);
-    const settle = () => new Promise((resolve) => setTimeout(resolve, 500));
-    const inFlight = Array.from({ length: limits.trpcInFlightPerCaller }, () => held("caller-0"));
+  test(`answers the ${String(limits.trpcInFlight + 1)}th request in flight, and a user's ${String(limits.trpcInFlightPerCaller + 1)}th whatever its token, with 429 and Retry-After; places come back when requests end`, async ({ kubeConfig, namespace }) => {
+    const names = Array.from({ length: limits.trpcInFlight / limits.trpcInFlightPerCaller }, (_, i) => `caller-${String(i)}`);
+    const [[first = "", second = ""] = [], ...others] = await serviceAccountTokens(kubeConfig, namespace, names, 2);
+    const [[another = ""] = []] = await serviceAccountTokens(kubeConfig, namespace, ["another-caller"]);
+    const inFlight = Array.from({ length: limits.trpcInFlightPerCaller }, () => held(first));
     try {
-      // A caller at its own bound, while the API's is not reached yet, then any caller once the API's is.
+      // A user at its own bound, asking with another of its tokens, while the API's is not reached yet.
       await settle();
-      const own = await get("/trpc/whoami", "caller-0");
+      const own = await get("/trpc/whoami", second);
       expect(own).toMatchObject({ status: 429, retryAfter: String(limits.trpcRetryAfterSeconds) });
       expect(own.body).toContain(`one caller may have at most ${String(limits.trpcInFlightPerCaller)} in flight`);
-      inFlight.push(...callers.slice(1).flatMap((caller) => Array.from({ length: limits.trpcInFlightPerCaller }, () => held(caller))));
+      // Then any user once the API's is.
+      inFlight.push(...others.flatMap(([token = ""]) => Array.from({ length: limits.trpcInFlightPerCaller }, () => held(token))));
       await settle();
-      const all = await get("/trpc/whoami", "another-caller");
+      const all = await get("/trpc/whoami", another);
       expect(all).toMatchObject({ status: 429, retryAfter: String(limits.trpcRetryAfterSeconds) });
       expect(all.body).toContain(`the API serves at most ${String(limits.trpcInFlight)} in flight`);
     } finally {
       for (const req of inFlight) req.destroy();
     }
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    // Given back: the same callers are served again (the cluster refuses their made-up tokens).
-    expect((await get("/trpc/whoami", "caller-0")).status).toBe(401);
-    expect((await get("/trpc/whoami", "another-caller")).status).toBe(401);
+    await settle();
+    // Given back: the same users are served again.
+    expect((await get("/trpc/whoami", second)).status).toBe(200);
+    expect((await get("/trpc/whoami", another)).status).toBe(200);
+  });
+
+  test("answers 100 made-up tokens at once with 401 (or 429 past the reviews under way), bodies unread and no place taken, while a signed-in user is served", async ({ kubeConfig, namespace }) => {
+    const [[user = ""] = []] = await serviceAccountTokens(kubeConfig, namespace, ["signed-in"]);
+    expect((await get("/trpc/whoami", user)).status).toBe(200);
+    // Each declares a body it never sends: only a refusal made before the body is read answers it.
+    const flood = Array.from({ length: 100 }, (_, i) => held(`made-up-${String(i)}`, limits.trpcBodyBytes));
+    try {
+      const [served, ...refused] = await Promise.all([get("/trpc/whoami", user), ...flood.map(answer)]);
+      expect(served.status).toBe(200);
+      const statuses = refused.map(({ status }) => status);
+      expect(statuses.filter((status) => status !== 401 && status !== 429)).toEqual([]);
+      expect(statuses.filter((status) => status === 401).length).toBeGreaterThanOrEqual(TOKEN_REVIEW_LIMITS.maxReviews);
+      expect(refused.find(({ status }) => status === 429)?.body ?? "signed in at once").toContain("signed in at once");
+    } finally {
+      for (const req of flood) req.destroy();
+    }
+  });
+
+  test(`keeps the bodies being read within ${String(limits.trpcBodyBytesInFlight)} bytes, whoever sends them: past it 429 with the body unread, within it read`, async ({ kubeConfig, namespace }) => {
+    const [[slow = "", fast = ""] = []] = await serviceAccountTokens(kubeConfig, namespace, ["sender"], 2);
+    const fits = limits.trpcBodyBytesInFlight / limits.trpcBodyBytes;
+    // A whole body of trpcBodyBytes, JSON that no procedure takes: read and parsed, then refused for what it says.
+    const whole = JSON.stringify({ padding: "x".repeat(limits.trpcBodyBytes - 64) });
+    const post = async (token: string) => {
+      const res = await fetch(`${api.url}/trpc/vms.create`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: whole });
+      return { status: res.status, body: await res.text() };
+    };
+    expect((await post(fast)).status).toBe(400);
+    const slowBodies = Array.from({ length: fits }, () => held(slow, limits.trpcBodyBytes));
+    try {
+      await settle();
+      const past = Array.from({ length: 4 }, () => held(slow, limits.trpcBodyBytes));
+      const answers = await Promise.all(past.map(answer));
+      for (const req of past) req.destroy();
+      expect(answers.map(({ status }) => status)).toEqual([429, 429, 429, 429]);
+      expect(answers[0]?.body).toContain(`the API reads at most ${String(limits.trpcBodyBytesInFlight)} bytes of bodies at a time`);
+      expect((await post(fast)).status).toBe(429);
+      // One slow body ends: its bytes come back, and a whole body is read again.
+      slowBodies.pop()?.destroy();
+      await settle();
+      expect((await post(fast)).status).toBe(400);
+    } finally {
+      for (const req of slowBodies) req.destroy();
+    }
   });
 
   test("counts a caller's subscriptions apart from its requests, with a bound of their own", async ({ kubeConfig, namespace }) => {
