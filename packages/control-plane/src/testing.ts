@@ -113,7 +113,8 @@ export function itRunsAsAService(entry: URL, readiness = "becomes ready", env: R
     const service = await startServiceProcess(fileURLToPath(entry), typeof env === "function" ? await env() : env);
     await expect.poll(() => service.probe("/readyz"), { timeout: 30_000 }).toBe(200);
     expect(await service.probe("/healthz")).toBe(200);
-    expect(await service.probe("/metrics")).toBe(200);
+    // /metrics is kept to callers allowed to get it (metrics.requireAuthorization, on by default): no token, 401.
+    expect(await service.probe("/metrics")).toBe(401);
     expect(await service.terminate(), service.output()).toBe(0);
     expect(service.output()).toContain('"msg":"stopped"');
   });
