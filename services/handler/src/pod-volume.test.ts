@@ -198,8 +198,10 @@ describe("threadpoolCheck", () => {
     await new Promise((resolve) => setTimeout(resolve, 200));
     const check = threadpoolCheck(300);
     expect(await check()).toMatch(/libuv's threadpool is stuck/);
-    // Writers, opened on the event loop's own thread, let the blocked opens return.
-    const writers = fifos.map((fifo) => openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK));
+    // Writers, opened on the event loop's own thread, let the blocked opens return. O_RDWR (Linux: it never waits)
+    // rather than a non-blocking O_WRONLY, which fails with ENXIO on a FIFO whose blocked open is still queued
+    // behind the pool's threads: the writer is then there when that open runs.
+    const writers = fifos.map((fifo) => openSync(fifo, constants.O_RDWR));
     for (const handle of await Promise.all(blocked)) await handle.close();
     for (const fd of writers) closeSync(fd);
     await expect.poll(() => check(), { timeout: 3_000 }).toBeUndefined();
