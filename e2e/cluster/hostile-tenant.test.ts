@@ -142,6 +142,8 @@ describe("a hostile tenant (edit in one namespace, or view)", () => {
       const left = (await attacker.core.listNamespacedPod({ namespace: attacker.namespace, labelSelector: "kubevirt.io=importer" })).items.length;
       // The controller takes no progress from a pod it did not make.
       expect(progress.filter((p) => p === "66.60%"), "DataVolumes whose progress came from the forged pods").toEqual([]);
+      // Gone before the next attack, so that its restarts are its own.
+      for (const name of names) await attacker.core.deleteNamespacedPod({ namespace: attacker.namespace, name: `importer-${name}`, gracePeriodSeconds: 0 });
       return `60 s of 4 forged pods; DV progress ${JSON.stringify(progress)}; forged pods left ${String(left)}/4`;
     });
   });
@@ -386,7 +388,13 @@ describe("a hostile tenant (edit in one namespace, or view)", () => {
       const asGuest = (command: string, expected: string) => inGuest(attacker.namespace, OWN_VM, command, expected, { timeout: 60_000, interval: 1_000 }, { token: attacker.token });
       await asGuest(`(while :; do nc -l -p ${String(PROBED_PORT)} </dev/null >/dev/null 2>&1; echo c >> /tmp/probed; done) >/dev/null 2>&1 & echo counting-$((2*3))`, "counting-6");
       const probed = async () => Number(/probed (\d{4})/.exec(await asGuest("echo \"probed $(( $(cat /tmp/probed 2>/dev/null | wc -l) + 1000 ))\"", "probed 1"))?.[1] ?? Number.NaN) - 1000;
+      // A check after the listener started makes the VMI Ready: the count then holds at least that one.
+      await until(async () => {
+        const vmi = (await attacker.custom.getNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace: attacker.namespace, plural: "virtualmachineinstances", name: OWN_VM })) as { status?: { conditions?: { type: string; status: string }[] } };
+        return vmi.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
+      }, 90_000, "the attacker's VMI did not become Ready once its probed port listened");
       const checksBefore = await probed();
+      expect(checksBefore, "connections the guest counted before the asks (the check that made it Ready)").toBeGreaterThanOrEqual(1);
       const answers = await nodeScript<{ name: string; statuses: (number | string)[] }>(attacker, nodeImage(), [
         `const targets = ${JSON.stringify([...metrics.map((m) => ({ ...m, times: 1 })), { ...probes, times: 30 }])};`,
         "const get = (url) => fetch(url, { signal: AbortSignal.timeout(5000) }).then((r) => r.status, (e) => 'error ' + (e.cause?.code ?? e.name));",
