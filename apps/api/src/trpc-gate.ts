@@ -13,8 +13,11 @@ import { SIGN_IN_FIRST } from "./trpc/init.ts";
 // many tokens of one user share one user's places), subscriptions (held-open
 // SSE streams) counted apart; and room for its body within the bytes of
 // bodies being read at once, whoever sends them. A refusal is tRPC's error
-// shape, so the dashboard shows its message, and closes the connection: what
-// the refused caller still sends is never read.
+// shape, so the dashboard shows its message. What the refused caller still
+// sends is read and dropped, never kept, up to limits.trpcBodyBytes (past it
+// the connection is cut): a connection closed on a body still arriving is
+// reset, and the reset can reach a proxy (the dashboard's gateway) before the
+// answer does, which then says 502 instead of the refusal.
 
 export interface TrpcGateOptions {
   /** Procedures anyone may call without a token (the health check). */
@@ -55,12 +58,19 @@ class InFlight {
   }
 }
 
-/** Answers with tRPC's error shape (one per procedure of a batch) and closes the connection, unread. */
+/** Answers with tRPC's error shape (one per procedure of a batch); the rest of the body is dropped as it comes, within a bound. */
 function refuse(req: IncomingMessage, res: ServerResponse, status: number, code: TRPC_ERROR_CODE_KEY, message: string, count: number, headers: Record<string, string> = {}): void {
   const error = { error: { message, code: TRPC_ERROR_CODES_BY_KEY[code], data: { code, httpStatus: status } } };
   const batch = new URL(req.url ?? "/", "http://api").searchParams.get("batch") === "1";
   const body = JSON.stringify(batch ? Array.from({ length: Math.min(count, limits.trpcBatchSize) }, () => error) : error);
-  res.writeHead(status, { "content-type": "application/json", connection: "close", ...headers }).end(body);
+  // Dropped before the answer is written: Node closes a connection whose request is left unread when it answers.
+  let dropped = 0;
+  req.on("data", (chunk: Buffer) => {
+    dropped += chunk.length;
+    if (dropped > limits.trpcBodyBytes) req.socket.destroy();
+  });
+  req.resume();
+  res.writeHead(status, { "content-type": "application/json", ...headers }).end(body);
 }
 
 /** The bytes of request bodies being read at once: a request reserves its declared length before its body is read. */
