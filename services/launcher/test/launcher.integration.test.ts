@@ -44,8 +44,10 @@ const vmi: VirtualMachineInstance = {
     volumes: [{ name: "data", persistentVolumeClaim: { claimName: "data" } }, { name: "golden", ephemeral: { persistentVolumeClaim: { claimName: "golden" } } }],
     terminationGracePeriodSeconds: 3,
     // Checked when the test asks, as the kubelet would: a TCP port and an HTTP path the test serves in the guest.
-    readinessProbe: { tcpSocket: { port: 8080 }, timeoutSeconds: 5 },
-    livenessProbe: { httpGet: { port: 8080, path: "/alive", httpHeaders: [{ name: "X-Probe", value: "kubevirt-ts" }] }, timeoutSeconds: 5 },
+    // A period of 1 s: the launcher checks the guest at most once a period whoever asks, and the test asks again
+    // as soon as it changed the guest.
+    readinessProbe: { tcpSocket: { port: 8080 }, timeoutSeconds: 5, periodSeconds: 1 },
+    livenessProbe: { httpGet: { port: 8080, path: "/alive", httpHeaders: [{ name: "X-Probe", value: "kubevirt-ts" }] }, timeoutSeconds: 5, periodSeconds: 1 },
   }),
   // What the controller reports of the claim before the launcher starts.
   status: {
@@ -221,11 +223,16 @@ describe("the launcher", () => {
     ].join("\n");
     await readUntil(serial, "serving", script);
     await waitFor(async () => (await probe("readiness")).status === 200, "the TCP probe to pass", 20_000);
+    // Past the probe's period since its last check, so that the answer is a new check of the guest.
+    const nextPeriod = () => new Promise((resolve) => setTimeout(resolve, 1_000));
+    await nextPeriod();
     expect(await probe("liveness")).toEqual({ status: 200 });
     await readUntil(serial, "sick-now", "touch /tmp/sick && echo sick-''now\n");
+    await nextPeriod();
     expect(await probe("liveness")).toEqual({ status: 503, reason: "http GET port 8080/alive: HTTP 500" });
     expect((await probe("readiness")).status).toBe(200);
     await readUntil(serial, "well-again", "rm /tmp/sick && echo well-''again\n");
+    await nextPeriod();
     expect(await probe("liveness")).toEqual({ status: 200 });
   });
 

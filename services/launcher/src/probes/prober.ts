@@ -95,8 +95,11 @@ export class Prober {
 
   private async checkOnce(kind: ProbeKind): Promise<string | undefined> {
     const startedAt = this.now();
-    const result = await this.judge(kind);
-    this.last.set(kind, { startedAt, result });
+    const { result, checkedGuest } = await this.judge(kind);
+    // Only a check that reached the guest counts against the period: an answer about its state alone (not started,
+    // paused, stopped) costs the guest nothing, and the next ask sees a change at once.
+    if (checkedGuest) this.last.set(kind, { startedAt, result });
+    else this.last.delete(kind);
     if (kind === "liveness") {
       if (result !== undefined && this.livenessFailures.count === 0) this.log.warn("the guest failed its liveness probe", { reason: result });
       this.livenessFailures = result === undefined ? { count: 0, reason: "" } : { count: this.livenessFailures.count + 1, reason: result };
@@ -104,26 +107,28 @@ export class Prober {
     return result;
   }
 
-  private async judge(kind: ProbeKind): Promise<string | undefined> {
+  /** Why the guest fails the probe (undefined: it passes), and whether the guest itself was checked to know. */
+  private async judge(kind: ProbeKind): Promise<{ result: string | undefined; checkedGuest: boolean }> {
+    const unchecked = (result: string | undefined) => ({ result, checkedGuest: false });
     const vmi = this.guest.vmi();
     const probe = vmi ? probeOf(vmi.spec, kind) : undefined;
     // Before the handler sent the VMI there is no guest to judge: not ready, and not dead either.
-    if (!vmi || !probe) return kind === "readiness" ? "the guest has not started yet" : undefined;
+    if (!vmi || !probe) return unchecked(kind === "readiness" ? "the guest has not started yet" : undefined);
     const deadline = Date.now() + probeTiming(probe).timeoutSeconds * 1000;
     const { state } = await beforeDeadline(this.guest.state(), deadline);
-    if (state === "NoDomain") return kind === "readiness" ? "the guest has not started yet" : undefined;
+    if (state === "NoDomain") return unchecked(kind === "readiness" ? "the guest has not started yet" : undefined);
     // A guest its user paused answers nothing, and is not dead for it.
-    if (state === "Paused") return kind === "readiness" ? "the guest is paused" : undefined;
+    if (state === "Paused") return unchecked(kind === "readiness" ? "the guest is paused" : undefined);
     // A guest that has stopped is ending its launcher anyway: that is no liveness failure to report.
-    if (state !== "Running" && state !== "Blocked") return kind === "readiness" ? `the guest is ${state}` : undefined;
+    if (state !== "Running" && state !== "Blocked") return unchecked(kind === "readiness" ? `the guest is ${state}` : undefined);
     const check = probeCheck(vmi.spec, probe);
     try {
       // Each check keeps its timeout itself (the kubelet gives up a second later); should libvirt or QEMU's monitor stall,
       // the check fails some time after, so that it is never shared by every later ask for ever.
       await beforeDeadline(this.run(check, deadline), deadline + STALLED_MS);
-      return undefined;
+      return { result: undefined, checkedGuest: true };
     } catch (error) {
-      return `${describe(check)}: ${error instanceof Error ? error.message : String(error)}`;
+      return { result: `${describe(check)}: ${error instanceof Error ? error.message : String(error)}`, checkedGuest: true };
     }
   }
 
