@@ -404,8 +404,10 @@ describe("a hostile tenant (edit in one namespace, or view)", () => {
       const probes = { name: "launcher /probes/readiness", url: `${launcherOps}/probes/readiness` };
       // The guest counts the connections its readiness port takes: one line each in /tmp/probed.
       const asGuest = (command: string, expected: string) => inGuest(attacker.namespace, OWN_VM, command, expected, { timeout: 60_000, interval: 1_000 }, { token: attacker.token });
-      // busybox's nc keeps listening (-ll) and runs the counter for each connection, as vm-probes.test.ts relays.
-      await asGuest(`printf '#!/bin/sh\\necho c >> /tmp/probed\\n' > /bin/count-probe && chmod +x /bin/count-probe && (nc -ll -p ${String(PROBED_PORT)} -e /bin/count-probe >/dev/null 2>&1 &) && echo counting-$((2*3))`, "counting-6");
+      // busybox's nc keeps listening (-ll) and runs the counter for each connection, as vm-probes.test.ts relays; the
+      // counter holds the connection a while, since the launcher's TCP check sees the guest accept by the connection
+      // turning ESTABLISHED in QEMU's user network (one closed at once reads as refused).
+      await asGuest(`printf '#!/bin/sh\\necho c >> /tmp/probed\\nsleep 3\\n' > /bin/count-probe && chmod +x /bin/count-probe && (nc -ll -p ${String(PROBED_PORT)} -e /bin/count-probe >/dev/null 2>&1 &) && echo counting-$((2*3))`, "counting-6");
       const probed = async () => Number(/probed (\d{4})/.exec(await asGuest("echo \"probed $(( $(cat /tmp/probed 2>/dev/null | wc -l) + 1000 ))\"", "probed 1"))?.[1] ?? Number.NaN) - 1000;
       // A check after the listener started makes the VMI Ready: the count then holds at least that one.
       await until(async () => {
