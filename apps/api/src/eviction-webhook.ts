@@ -29,16 +29,32 @@ import { type AdmissionReview, admissionAnswer } from "./webhooks.ts";
 /** Who sent an admission review: the API server, by its client certificate, or a caller nobody verified. */
 export type WebhookCaller = "verified" | "unverified";
 
-/** Whether a node is being drained: cordoned (kubectl drain, cordon), or tainted NoSchedule or NoExecute (the autoscalers' and the node controller's). */
+/**
+ * The taints that say a node is being emptied, by the tools that drain nodes: cordon's own, the cluster
+ * autoscaler's and Karpenter's before they remove a node, KubeVirt's drain taint (its default nodeDrainTaintKey), and
+ * the node controller's for a node that stopped answering. Any other NoSchedule taint (a dedicated or a GPU node's)
+ * is a node's standing, not a drain, and does not count.
+ */
+export const DRAIN_TAINT_KEYS: ReadonlySet<string> = new Set([
+  "node.kubernetes.io/unschedulable",
+  "ToBeDeletedByClusterAutoscaler",
+  "karpenter.sh/disrupted",
+  "karpenter.sh/disruption",
+  "kubevirt.io/drain",
+  "node.kubernetes.io/unreachable",
+  "node.kubernetes.io/not-ready",
+]);
+
+/** Whether a node is being drained: cordoned (kubectl drain, cordon), or tainted by a tool that empties nodes (DRAIN_TAINT_KEYS). */
 export function nodeDraining(node: Pick<Node, "spec"> | undefined): boolean {
   if (!node) return false;
-  return node.spec?.unschedulable === true || (node.spec?.taints ?? []).some((t) => t.effect === "NoSchedule" || t.effect === "NoExecute");
+  return node.spec?.unschedulable === true || (node.spec?.taints ?? []).some((t) => DRAIN_TAINT_KEYS.has(t.key) && (t.effect === "NoSchedule" || t.effect === "NoExecute"));
 }
 
 /** Why the VMI on `nodeName` is not marked for evacuation at this caller's word, or undefined when it is. */
 export function markRefusal(caller: WebhookCaller, nodeName: string, node: Pick<Node, "spec"> | undefined): string | undefined {
   if (caller === "verified" || nodeDraining(node)) return undefined;
-  return `it was not marked for evacuation: node ${nodeName} is not being drained (not cordoned, no NoSchedule or NoExecute taint), and the webhook's caller is not the API server verified by webhooks.clientCA`;
+  return `it was not marked for evacuation: node ${nodeName} is not being drained (not cordoned, no drain taint such as the autoscaler's), and the webhook's caller is not the API server verified by webhooks.clientCA`;
 }
 
 const allow = (uid: string): AdmissionReview => admissionAnswer(uid, { allowed: true });
