@@ -39,7 +39,7 @@ export function metricsReaders(client: () => Promise<KubeClient>, options: Metri
     });
     if (access.status?.allowed) return undefined;
     return { status: 403, reason: `${user.username} may not get /metrics: bind it to the ClusterRole ${METRICS_READER_ROLE}` };
-  }, options);
+  }, options, (refusal) => refusal?.status !== 401);
 
   return async (authorization) => {
     const token = bearer(authorization);

@@ -13,7 +13,7 @@ import type { KubeObject } from "./types.ts";
 export const TOKEN_REVIEW_LIMITS = {
   /** How long a decision (either way) is kept. */
   ttlMs: 60_000,
-  /** The most decisions kept; the oldest goes first. */
+  /** The most decisions kept of each kind (tokens accepted, tokens refused); the oldest of its kind goes first. */
   maxEntries: 1024,
   /** The most reviews under way at once; a caller beyond them is told to retry (429). */
   maxReviews: 8,
@@ -25,6 +25,9 @@ export interface TokenReviewOptions {
   maxReviews?: number;
   now?: () => number;
 }
+
+/** Which decisions are a token accepted: they are kept apart, so that made-up tokens push out only each other. */
+type Accepted<T> = (decision: T) => boolean;
 
 /** Who a token authenticates as (TokenReview's status.user). */
 export interface ReviewedUser {
@@ -58,21 +61,24 @@ export async function reviewToken(api: KubeClient, token: string): Promise<Revie
  * the review already under way for that token, or a new one; "busy" when maxReviews are under way for other tokens.
  * A review that fails (the API server unreachable) is not kept: its promise rejects, and the next caller asks again.
  */
-export function reviewCache<T>(review: (token: string) => Promise<T>, options: TokenReviewOptions = {}): (token: string) => Promise<T> | "busy" {
+export function reviewCache<T>(review: (token: string) => Promise<T>, options: TokenReviewOptions = {}, accepted: Accepted<T> = () => true): (token: string) => Promise<T> | "busy" {
   const { ttlMs, maxEntries, maxReviews } = { ...TOKEN_REVIEW_LIMITS, ...options };
   const now = options.now ?? Date.now;
-  const decided = new Map<string, { until: number; decision: T }>();
+  // Two bounded maps: a flood of made-up tokens fills the refused ones' and never pushes out a signed-in user's.
+  const kinds = { accepted: new Map<string, { until: number; decision: T }>(), refused: new Map<string, { until: number; decision: T }>() };
   const reviewing = new Map<string, Promise<T>>();
   return (token) => {
     const key = createHash("sha256").update(token).digest("hex");
-    const kept = decided.get(key);
+    const kept = kinds.accepted.get(key) ?? kinds.refused.get(key);
     if (kept && kept.until > now()) return Promise.resolve(kept.decision);
-    decided.delete(key);
+    kinds.accepted.delete(key);
+    kinds.refused.delete(key);
     let pending = reviewing.get(key);
     if (!pending) {
       if (reviewing.size >= maxReviews) return "busy";
       pending = review(token)
         .then((decision) => {
+          const decided = accepted(decision) ? kinds.accepted : kinds.refused;
           decided.set(key, { until: now() + ttlMs, decision });
           for (const oldest of decided.keys()) {
             if (decided.size <= maxEntries) break;
@@ -90,7 +96,7 @@ export function reviewCache<T>(review: (token: string) => Promise<T>, options: T
 /** Cached TokenReviews with the client `client()` gives (made when first needed, made again after it failed). */
 export function tokenReviews(client: () => Promise<KubeClient>, options: TokenReviewOptions = {}): (token: string) => Promise<ReviewedUser | undefined> | "busy" {
   const own = ownClient(client);
-  return reviewCache(async (token) => reviewToken(await own(), token), options);
+  return reviewCache(async (token) => reviewToken(await own(), token), options, (user) => user !== undefined);
 }
 
 /** `client` made once when first needed, and made again after it failed. */
