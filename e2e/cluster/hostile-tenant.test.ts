@@ -138,10 +138,12 @@ describe("a hostile tenant (edit in one namespace, or view)", () => {
         });
       }
       await sleep(60_000);
-      const progress = await Promise.all(names.map(async (name) => ((await attacker.custom.getNamespacedCustomObject({ ...dvs(attacker.namespace), name })) as DataVolumeStatus).status?.progress));
+      const statuses = await Promise.all(names.map(async (name) => ((await attacker.custom.getNamespacedCustomObject({ ...dvs(attacker.namespace), name })) as DataVolumeStatus).status));
+      const progress = statuses.map((status) => status?.progress);
       const left = (await attacker.core.listNamespacedPod({ namespace: attacker.namespace, labelSelector: "kubevirt.io=importer" })).items.length;
-      // The controller takes no progress from a pod it did not make.
-      expect(progress.filter((p) => p === "66.60%"), "DataVolumes whose progress came from the forged pods").toEqual([]);
+      // The controller told each forged pod from its own importer, read nothing from it, and says so on the DataVolume.
+      const told = statuses.map((status) => status?.conditions?.find((c) => c.type === "Running")?.reason);
+      expect(told, `each DataVolume's Running condition (progress ${JSON.stringify(progress)})`).toEqual(names.map(() => "ImporterPodNotOurs"));
       // Gone before the next attack, so that its restarts are its own.
       for (const name of names) await attacker.core.deleteNamespacedPod({ namespace: attacker.namespace, name: `importer-${name}`, gracePeriodSeconds: 0 });
       return `60 s of 4 forged pods; DV progress ${JSON.stringify(progress)}; forged pods left ${String(left)}/4`;
@@ -296,6 +298,9 @@ describe("a hostile tenant (edit in one namespace, or view)", () => {
           "});",
           "req.on('error', (e) => console.log(JSON.stringify({ error: e.code ?? e.message }))); req.on('timeout', () => req.destroy(new Error('timeout'))); req.end(body);",
         ]);
+        // make up's API server presents its webhook client certificate and the chart has its CA (webhooks.clientCA): a
+        // caller without it is refused before anything is read, rather than answered at all.
+        expect([401, 403], `the webhook's answer to a caller without the API server's certificate: ${JSON.stringify(answer)}`).toContain(answer?.status);
         // For 15 s after, the other tenant's VMI is not marked and no migration of it is made.
         for (let i = 0; i < 15; i++) {
           const vmi = (await victim.custom.getNamespacedCustomObject({ ...vmis, name: "target" })) as { status?: { evacuationNodeName?: string } };
@@ -414,6 +419,7 @@ describe("a hostile tenant (edit in one namespace, or view)", () => {
         const vmi = (await attacker.custom.getNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace: attacker.namespace, plural: "virtualmachineinstances", name: OWN_VM })) as { status?: { conditions?: { type: string; status: string }[] } };
         return vmi.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
       }, 90_000, "the attacker's VMI did not become Ready once its probed port listened");
+      const windowStart = Date.now();
       const checksBefore = await probed();
       expect(checksBefore, "connections the guest counted before the asks (the check that made it Ready)").toBeGreaterThanOrEqual(1);
       const answers = await nodeScript<{ name: string; statuses: (number | string)[] }>(attacker, nodeImage(), [
@@ -422,12 +428,15 @@ describe("a hostile tenant (edit in one namespace, or view)", () => {
         "(async () => { for (const t of targets) { const statuses = []; for (let i = 0; i < t.times; i++) statuses.push(await get(t.url)); console.log(JSON.stringify({ name: t.name, statuses })); } })();",
       ]);
       const checks = (await probed()) - checksBefore;
+      // Whoever asks (the kubelet every 20 s, the attacker 30 times), the launcher checks the guest at most once per
+      // period less its tenth: so many checks fit in the time the counts were read apart, and one more at its edge.
+      const allowed = Math.ceil((Date.now() - windowStart) / 18_000) + 1;
       const outcome = `${answers.map((a) => `${a.name}: ${statusText(a.statuses)}`).join("; ")}; the guest's probed port saw ${String(checks)} connections for 30 asks`;
       expect(answers.length, `answers for every target: ${outcome}`).toBe(metrics.length + 1);
       for (const answer of answers.filter((a) => a.name !== probes.name)) expect([401, 403], `${answer.name}'s /metrics without a token: ${outcome}`).toContain(answer.statuses[0]);
-      // 30 asks within seconds: refused, or the guest checked at most once per period (20 s), with the kubelet's own check besides.
+      // 30 asks within seconds: refused, or the guest checked at most once per period (20 s), counting the kubelet's own.
       const refused = answers.find((a) => a.name === probes.name)?.statuses.every((s) => s === 401 || s === 403 || s === 429) ?? false;
-      expect(refused || checks <= 2, `the guest was checked for every ask: ${outcome}`).toBe(true);
+      expect(refused || checks <= allowed, `the guest was checked more than once a period (at most ${String(allowed)}): ${outcome}`).toBe(true);
       return outcome;
     });
   });

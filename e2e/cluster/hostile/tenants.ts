@@ -104,7 +104,10 @@ export async function toDashboard(method: string, path: string, { token, body, h
       let text = "";
       res.setEncoding("utf8").on("data", (c: string) => {
         if (text.length < KEPT_BYTES) text += c;
-      }).on("end", () => { resolve({ status: res.statusCode ?? 0, text: text.slice(0, KEPT_BYTES), ms: Date.now() - started }); });
+      });
+      // The answer as far as it came: "end", or a connection cut after the headers (which sends no "end").
+      const done = () => { resolve({ status: res.statusCode ?? 0, text: text.slice(0, KEPT_BYTES), ms: Date.now() - started }); };
+      res.on("end", done).on("close", done).on("error", done);
     });
     req.on("timeout", () => req.destroy(new Error(`${method} ${path.slice(0, 80)} had no answer within ${String(timeoutMs / 1000)} s`)));
     req.on("error", (error) => {
