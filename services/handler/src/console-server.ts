@@ -16,6 +16,7 @@ import { type WebSocket, WebSocketServer } from "ws";
 import { SERIAL_LOG_NAME, SocketName, openPodSocket, readPodFileTail } from "./pod-volume.ts";
 import { SharedConsole, SharedDisplay, type SharedSession, pipeToViewer, writeToGuest } from "./shared-console.ts";
 import type { VmiStats } from "./vm-metrics.ts";
+import { limits } from "./limits.ts";
 
 // The handler's console server, KubeVirt's port 8186: the serial console and
 // VNC of this node's VMIs as websockets of raw bytes, the serial log, and the
@@ -71,14 +72,11 @@ export interface ConsoleServerHandle {
   close(): Promise<void>;
 }
 
-/** The largest screenshot served: a 4K display's PNG stays well under it. */
-export const SCREENSHOT_MAX_BYTES = 32 * 1024 * 1024;
+/** The largest screenshot served: as much as the handler reads of a pod's file (limits.podFileReadBytes). */
+export const SCREENSHOT_MAX_BYTES = limits.podFileReadBytes;
 
-/**
- * The largest websocket frame the handler takes from the API: above the API's own bound on a client's frame
- * (apps/api's limits.consoleFrameBytes, 1 MiB), so that nothing it forwards is refused; a larger one closes its session (1009).
- */
-export const CONSOLE_MAX_FRAME_BYTES = 4 * 1024 * 1024;
+/** The largest websocket frame the handler takes from the API: limits.consoleFrameBytes. */
+export const CONSOLE_MAX_FRAME_BYTES = limits.consoleFrameBytes;
 
 /** What a client gets of the serial log: its last 512 KiB. */
 export const SERIAL_LOG_TAIL_BYTES = 512 * 1024;

@@ -16,4 +16,32 @@ export const limits = {
    * behind the console's output is cut off rather than holding the others back or growing the handler's memory.
    */
   sharedConsoleBehindBytes: 4 * MiB,
+  /**
+   * The longest clipboard a viewer may send (ClientCutText's text, or its extended form's payload): QEMU's own cap,
+   * 1 MiB, past which QEMU drops the client. Every other client message's length is bounded by its format (at most
+   * SetEncodings' 4 + 4 × 65535 bytes), so this bounds what a viewer's filter holds (rfb-input.ts).
+   */
+  clientCutTextBytes: 1 * MiB,
+  /**
+   * The most the handler reads of one file in a pod's sockets volume, and so the largest screenshot served (a 4K
+   * display's PNG stays well under it; the serial log is read by its tail): the launcher writes these files, so their
+   * size is the tenant's (pod-volume.ts).
+   */
+  podFileReadBytes: 32 * MiB,
+  /** How long a stat of "/" may take before libuv's threadpool is taken for stuck and the handler not ready (threadpool.ts). */
+  threadpoolCanaryMs: 5_000,
+  /**
+   * The largest websocket frame the handler takes from the API: above the API's own bound on a client's frame
+   * (apps/api's limits.consoleFrameBytes, 1 MiB), so that nothing it forwards is refused; a larger one closes its
+   * session (1009).
+   */
+  consoleFrameBytes: 4 * MiB,
+  /**
+   * What a launcher's names may add to /metrics, each VMI: the interfaces and drives labelled (the first ones the
+   * launcher answered; a VMI's spec has far fewer), and the length of a name as a label value. The launcher is the
+   * tenant's, and every label set is a series the node's scraper keeps; the launcher protocol's ANSWER_BOUNDS already
+   * bound its answer (vm-metrics.ts).
+   */
+  metricDevicesPerVmi: 64,
+  metricLabelLength: 128,
 } as const;

@@ -3,6 +3,7 @@ import type { Stats } from "node:fs";
 import { type FileHandle, lstat, open } from "node:fs/promises";
 import { join, relative, sep } from "node:path";
 import { LAUNCHER_UID, SOCKETS_VOLUME_ON_NODE, SocketsVolume } from "@kubevirt-ts/kubevirt-api";
+import { limits } from "./limits.ts";
 
 // The way into a launcher pod: its sockets volume, under the kubelet's
 // folders on this node, holds the launcher's RPC socket, the serial console
@@ -27,11 +28,8 @@ export function podVolumePath(podsDir: string, podUid: string, name: string): st
 
 type Kind = "socket" | "file" | "directory";
 
-/**
- * The most the handler reads of one file in a pod's sockets volume (the screenshot's PNG is the largest; the serial
- * log is read by its tail): the launcher writes these files, so their size is the tenant's.
- */
-export const POD_FILE_MAX_READ_BYTES = 32 * 1024 * 1024;
+/** The most the handler reads of one file in a pod's sockets volume: limits.podFileReadBytes. */
+export const POD_FILE_MAX_READ_BYTES = limits.podFileReadBytes;
 
 /** Checks each part of the path below podsDir with lstat; throws what is wrong, else answers what lstat saw of the entry. */
 export async function verifyPodVolumePath(podsDir: string, path: string, kind: Kind): Promise<Stats> {

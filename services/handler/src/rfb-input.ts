@@ -7,6 +7,8 @@
 // cut the others off. A message this framer does not know cannot be cut
 // safely, so it ends the viewer's session.
 
+import { limits } from "./limits.ts";
+
 /** The client-to-server messages by type (RFC 6143 §7.5, and the registered extensions QEMU and noVNC use). */
 const MessageType = {
   SetPixelFormat: 0,
@@ -31,12 +33,8 @@ const SecurityType = { None: 1, VncAuthentication: 2 } as const;
 /** The RFB protocol version's 12 bytes, "RFB 003.008\n". */
 const VERSION_BYTES = 12;
 
-/**
- * The longest clipboard a viewer may send (ClientCutText's text, or its extended form's payload): QEMU's own cap, 1 MiB,
- * past which QEMU drops the client. Every other client message's length is bounded by its format (at most SetEncodings'
- * 4 + 4 × 65535 bytes), so this bounds what a viewer's filter holds.
- */
-export const MAX_CLIENT_CUT_TEXT_BYTES = 1024 * 1024;
+/** The longest clipboard a viewer may send: limits.clientCutTextBytes. */
+export const MAX_CLIENT_CUT_TEXT_BYTES = limits.clientCutTextBytes;
 
 export class RfbProtocolError extends Error {}
 

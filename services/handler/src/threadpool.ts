@@ -1,4 +1,5 @@
 import { stat } from "node:fs/promises";
+import { limits } from "./limits.ts";
 
 // libuv runs every file operation on a pool of four threads. An open or read
 // that never returns (a FIFO, a hung mount) holds one for good, and four of
@@ -7,11 +8,11 @@ import { stat } from "node:fs/promises";
 // is out longer than the bound, the pool is taken for stuck and the handler
 // not ready. It never queues a second stat behind a stuck one.
 
-/** How long a stat of "/" may take before the threadpool is taken for stuck. */
-export const THREADPOOL_CANARY_TIMEOUT_MS = 5_000;
+/** How long a stat of "/" may take before the threadpool is taken for stuck: limits.threadpoolCanaryMs. */
+export const THREADPOOL_CANARY_TIMEOUT_MS = limits.threadpoolCanaryMs;
 
 /** A readiness check (ReadinessCheck): why the threadpool is stuck, or undefined when a stat completes in time. */
-export function threadpoolCheck(timeoutMs = THREADPOOL_CANARY_TIMEOUT_MS): () => Promise<string | undefined> {
+export function threadpoolCheck(timeoutMs: number = THREADPOOL_CANARY_TIMEOUT_MS): () => Promise<string | undefined> {
   let outstanding: { since: number; done: Promise<void> } | undefined;
   return async () => {
     if (!outstanding) {

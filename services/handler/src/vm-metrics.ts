@@ -2,6 +2,7 @@ import type { DomainStats } from "@kubevirt-ts/launcher-protocol";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { Counter, Gauge, type Registry } from "prom-client";
 import type { ConsoleTarget } from "./console-server.ts";
+import { limits } from "./limits.ts";
 
 // KubeVirt's VM metrics, with its names, labels and units, from libvirt's
 // domain stats of each running VMI on this node (its launcher's
@@ -22,13 +23,9 @@ interface Family {
   values: (stats: DomainStats) => Sample[];
 }
 
-/**
- * What a launcher's names may add to /metrics, each VMI: the interfaces and drives labelled (the first ones the launcher
- * answered; a VMI's spec has far fewer), and the length of a name as a label value. The launcher is the tenant's, and
- * every label set is a series the node's scraper keeps; the launcher protocol's ANSWER_BOUNDS already bound its answer.
- */
-export const METRIC_DEVICES_PER_VMI = 64;
-export const METRIC_LABEL_MAX_LENGTH = 128;
+/** What a launcher's names may add to /metrics, each VMI: limits.metricDevicesPerVmi and limits.metricLabelLength. */
+export const METRIC_DEVICES_PER_VMI = limits.metricDevicesPerVmi;
+export const METRIC_LABEL_MAX_LENGTH = limits.metricLabelLength;
 
 /** A launcher's device name as a label value: cut to METRIC_LABEL_MAX_LENGTH (prom-client escapes quotes, backslashes and newlines). */
 const labelValue = (name: string): string => name.slice(0, METRIC_LABEL_MAX_LENGTH);
