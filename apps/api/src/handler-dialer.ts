@@ -5,6 +5,7 @@ import { ConsoleServer, HANDLER_STATS_PATH, type ConsoleKind, type FreezeAction,
 import { type DomainStats, type MigrationReport, migrationReport } from "@kubevirt-ts/launcher-protocol";
 import { StatusError } from "@kubevirt-ts/runtime";
 import { type ClientOptions, WebSocket } from "ws";
+import { limits } from "./limits.ts";
 
 // The API's way to the handler of a node: the handler pod on that node, its
 // console server reached over mutual TLS with the API's client certificate,
@@ -38,7 +39,7 @@ export class HandlerDialer {
   }
 
   private options(): ClientOptions & ConnectionOptions {
-    return { ca: this.tls.ca, cert: this.tls.cert, key: this.tls.key, servername: ConsoleServer.handlerIdentity, perMessageDeflate: false };
+    return { ca: this.tls.ca, cert: this.tls.cert, key: this.tls.key, servername: ConsoleServer.handlerIdentity, perMessageDeflate: false, maxPayload: limits.handlerFrameBytes };
   }
 
   /** The ready handlers, on one node or on all. */

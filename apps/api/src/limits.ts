@@ -64,6 +64,11 @@ export const limits = {
    */
   consoleEarlyBytes: 64 * KiB,
   /**
+   * One websocket frame from a handler (a console's or display's bytes, as the handler read them from QEMU's socket,
+   * at most 64 KiB at a time): well above that, far below ws's default of 100 MiB. A larger one closes the session.
+   */
+  handlerFrameBytes: 4 * MiB,
+  /**
    * A console session's pipe, each way (handler to client, client to handler): reading from one side pauses while
    * the other holds more than highBytes unsent and resumes at lowBytes; a peer past maxBytes, or above highBytes
    * for stallMs (it stopped reading: 768 KiB not drained in 10 s, slower than any link a VNC session is usable on),
