@@ -16,6 +16,7 @@ import { cutTextHeader, fullUpdateRequest, rawEncoding, rfbClient } from "./host
 import { type Tenant, WATCHED, type Watched, restartCounts, restartsBetween, tenant, toDashboard, trpcQuery } from "./hostile/tenants.ts";
 import { until, victimCycle } from "./hostile/victim.ts";
 import { inGuest } from "./console.ts";
+import { OPS_PORTS } from "./metrics.ts";
 
 // Issue 30: one tenant cannot take the cluster down. An attacker holding
 // only `edit` in its own namespace (and a second account with only `view`)
@@ -397,11 +398,10 @@ describe("a hostile tenant (edit in one namespace, or view)", () => {
   it("10. the launcher's /probes and every component's /metrics without a token, from a pod: refused or rate-limited", async () => {
     await underAttack("10. ops ports from a pod", "virt-handler", async () => {
       const ready = (pod: V1Pod) => !pod.metadata?.deletionTimestamp && pod.status?.podIP;
-      const ops = { "virt-controller": 9100, "virt-handler": 9101, "virt-api": 9103 } satisfies Record<Watched, number>;
       const metrics: { name: string; url: string }[] = [];
       for (const component of WATCHED) {
         const pods = (await core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: `app.kubernetes.io/name=${component}` })).items.filter(ready);
-        metrics.push(...pods.map((p) => ({ name: p.metadata?.name ?? "", url: `http://${p.status?.podIP ?? ""}:${String(ops[component])}/metrics` })));
+        metrics.push(...pods.map((p) => ({ name: p.metadata?.name ?? "", url: `http://${p.status?.podIP ?? ""}:${String(OPS_PORTS[component])}/metrics` })));
       }
       const [launcher] = (await attacker.core.listNamespacedPod({ namespace: attacker.namespace, labelSelector: "kubevirt.io=virt-launcher" })).items;
       const launcherOps = `http://${launcher?.status?.podIP ?? ""}:${String(LAUNCHER_OPS_PORT)}`;
