@@ -16,7 +16,7 @@ import { type EvictionStrategy, SERVER_KEEP_ALIVE_MS } from "@kubevirt-ts/kubevi
 import { type WebhookCaller, reviewEviction } from "./eviction-webhook.ts";
 import { type ClientTrust, clientCertRefusal } from "./client-cert.ts";
 import { reviewMigration } from "./migration-webhook.ts";
-import { type AdmissionReview, type WebhookKind, inferVmDefaults, mutate, validate, vmValidationContext } from "./webhooks.ts";
+import { type AdmissionReview, type WebhookKind, asStoredVersion, inferVmDefaults, mutate, validate, vmValidationContext } from "./webhooks.ts";
 
 // The API's listeners: tRPC and the console websockets on one HTTP port
 // (the dashboard's server proxies both), and on a TLS port of their own,
@@ -159,7 +159,7 @@ export function createWebhookServer(
         return;
       }
       try {
-        const answer = await review(JSON.parse(body.toString("utf8")) as AdmissionReview, { own, evictionStrategy, caller });
+        const answer = await review(asStoredVersion(JSON.parse(body.toString("utf8")) as AdmissionReview), { own, evictionStrategy, caller });
         res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(answer));
       } catch (error) {
         log.error("could not review an admission request", { url: req.url, error });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type AdmissionReview, inferVmDefaults, mutate, validate } from "./webhooks.ts";
+import { type AdmissionReview, asStoredVersion, inferVmDefaults, mutate, validate } from "./webhooks.ts";
 
 const vm = (spec: Record<string, unknown>) => ({
   apiVersion: "kubevirt.io/v1",
@@ -131,5 +131,26 @@ describe("the mutating webhook on a new VMI with a status (say, exported from a 
     const patch = JSON.parse(Buffer.from(mutate(review("CREATE", object), "virtualmachineinstances").response?.patch ?? "", "base64").toString()) as unknown[];
     expect(patch).toContainEqual({ op: "add", path: "/status", value: { phase: "Pending", phaseTransitionTimestamps: [{ phase: "Pending", phaseTransitionTimestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/) as unknown }] } });
     expect(patch).toContainEqual({ op: "remove", path: "/metadata/labels/kubevirt.io~1nodeName" });
+  });
+});
+
+describe("the webhooks on an object sent as kubevirt.io/v1alpha3", () => {
+  const old = { ...vm({}), apiVersion: "kubevirt.io/v1alpha3" };
+  const sent = (operation: string, object: unknown, oldObject?: unknown): AdmissionReview => {
+    const kind = { group: "kubevirt.io", version: "v1alpha3", kind: "VirtualMachine" };
+    return { apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", request: { uid: "u-1", kind, operation, object, oldObject } };
+  };
+
+  it("validates and defaults it as v1, whose schema it has, with the same patch", () => {
+    expect(validate(review("CREATE", old), "virtualmachines").response?.allowed).toBe(false);
+    expect(validate(asStoredVersion(sent("CREATE", old)), "virtualmachines").response).toEqual({ uid: "u-1", allowed: true });
+    expect(mutate(asStoredVersion(sent("CREATE", old)), "virtualmachines").response).toEqual(mutate(review("CREATE", vm({})), "virtualmachines").response);
+    const invalid = validate(asStoredVersion(sent("UPDATE", { ...vm({ volumes: [] }), apiVersion: "kubevirt.io/v1alpha3" }, old)), "virtualmachines").response;
+    expect(invalid?.status?.details.causes[0]?.field).toBe("spec.template.spec.domain.devices.disks[0].name");
+  });
+
+  it("leaves any other group's version alone", () => {
+    const policy = { apiVersion: "migrations.kubevirt.io/v1alpha3", kind: "MigrationPolicy", metadata: { name: "p" }, spec: {} };
+    expect(asStoredVersion(review("CREATE", policy)).request?.object).toBe(policy);
   });
 });

@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from "node:util";
 import {
-  type Cause, CauseType, type ExpansionSources, Finalizer, type InferenceRefusal, Label, type Lookup, VmiPhase, defaultVirtualMachine, defaultVirtualMachineInstance, expansionSources, findInstancetypeAndPreference,
+  API_VERSION, type Cause, CauseType, DEPRECATED_API_VERSION, type ExpansionSources, Finalizer, type InferenceRefusal, Label, type Lookup, VmiPhase, defaultVirtualMachine, defaultVirtualMachineInstance, expansionSources, findInstancetypeAndPreference,
   inferFromVolumes, parseVirtualMachine, summarize, validateDataVolume, validateMigrationPolicy, validateVirtualMachine, validateVirtualMachineInstance, withPhase,
 } from "@kubevirt-ts/kubevirt-api";
 import { kubeTime } from "@kubevirt-ts/kube";
@@ -19,7 +19,7 @@ import { kubeTime } from "@kubevirt-ts/kube";
 export interface AdmissionReview {
   apiVersion: "admission.k8s.io/v1";
   kind: "AdmissionReview";
-  request?: { uid: string; operation: string; object?: unknown; oldObject?: unknown; namespace?: string; name?: string; dryRun?: boolean };
+  request?: { uid: string; kind?: { group: string; version: string; kind: string }; operation: string; object?: unknown; oldObject?: unknown; namespace?: string; name?: string; dryRun?: boolean };
   response?: AdmissionResponse;
 }
 
@@ -35,6 +35,19 @@ interface AdmissionResponse {
 type JsonPatch = ({ op: "add" | "replace"; path: string; value: unknown } | { op: "remove"; path: string })[];
 
 export type WebhookKind = "virtualmachines" | "virtualmachineinstances" | "datavolumes" | "migrationpolicies";
+
+/**
+ * The review with its objects read as kubevirt.io/v1: KubeVirt's webhooks admit v1alpha3 too, whose schema is v1's (the
+ * request's kind names the version it was sent in). Only apiVersion differs, which no patch touches, so a patch made
+ * for the v1 object is right for the v1alpha3 one.
+ */
+export function asStoredVersion(review: AdmissionReview): AdmissionReview {
+  const request = review.request;
+  if (!request) return review;
+  const v1 = (object: unknown) =>
+    typeof object === "object" && object !== null && (object as { apiVersion?: unknown }).apiVersion === DEPRECATED_API_VERSION ? { ...object, apiVersion: API_VERSION } : object;
+  return { ...review, request: { ...request, object: v1(request.object), oldObject: v1(request.oldObject) } };
+}
 
 /** The AdmissionReview that answers the request of that uid. */
 export function admissionAnswer(uid: string, response: Omit<AdmissionResponse, "uid">): AdmissionReview {

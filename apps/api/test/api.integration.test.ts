@@ -331,7 +331,7 @@ describe("the admission webhooks, registered with the real API server", () => {
       failurePolicy: "Fail",
       clientConfig: { url: `${webhooks.url}/${verb}-virtualmachines`, caBundle },
       namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": namespace } },
-      rules: [{ apiGroups: ["kubevirt.io"], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["virtualmachines"] }],
+      rules: [{ apiGroups: ["kubevirt.io"], apiVersions: ["v1", "v1alpha3"], operations: ["CREATE", "UPDATE"], resources: ["virtualmachines"] }],
     });
     await admission.createValidatingWebhookConfiguration({ body: { metadata: { name: namespace }, webhooks: [hook("validate")] } });
     await admission.createMutatingWebhookConfiguration({ body: { metadata: { name: namespace }, webhooks: [hook("mutate")] } });
@@ -348,6 +348,16 @@ describe("the admission webhooks, registered with the real API server", () => {
       plain.spec.template.spec.domain.devices.disks[0] = { name: "root", disk: {} } as never;
       const created = (await create(plain)) as { spec: { template: { spec: { domain: { devices: { disks: { disk: { bus: string } }[] } } } } } };
       expect(created.spec.template.spec.domain.devices.disks[0]?.disk.bus).toBe("sata");
+
+      // kubevirt.io/v1alpha3, as KubeVirt still serves and admits it: refused and defaulted the same, read back as v1.
+      const asV1alpha3 = (body: { metadata: { name: string } }) =>
+        custom.createNamespacedCustomObject({ group: "kubevirt.io", version: "v1alpha3", namespace, plural: "virtualmachines", body: { ...body, apiVersion: "kubevirt.io/v1alpha3" } });
+      const oldRefusal = await asV1alpha3(bad).then(() => "created", (e: unknown) => String((e as { body?: string }).body));
+      expect(JSON.parse(oldRefusal)).toMatchObject({ code: 422, details: { causes: [{ field: "spec.template.spec.domain.devices.disks[0].name" }] } });
+      await asV1alpha3({ ...plain, metadata: { name: "written-as-v1alpha3" } });
+      const readAsV1 = (await custom.getNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachines", name: "written-as-v1alpha3" })) as typeof created & { apiVersion: string };
+      expect(readAsV1.apiVersion).toBe("kubevirt.io/v1");
+      expect(readAsV1.spec.template.spec.domain.devices.disks[0]?.disk.bus).toBe("sata");
 
       // Instancetypes and preferences: looked up with the API's own account, conflicts refused by path, requirements
       // checked, and the template left as written (no defaults that would conflict).

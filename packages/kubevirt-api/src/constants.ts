@@ -4,6 +4,12 @@
 export const GROUP = "kubevirt.io";
 export const VERSION = "v1";
 export const API_VERSION = `${GROUP}/${VERSION}`;
+/**
+ * The kubevirt.io version KubeVirt still serves for older clients: the same schema as v1, never stored, deprecated
+ * with KubeVirt's warning; its webhooks admit both.
+ */
+export const DEPRECATED_VERSION = { name: "v1alpha3", warning: "kubevirt.io/v1alpha3 is now deprecated and will be removed in a future release." } as const;
+export const DEPRECATED_API_VERSION = `${GROUP}/${DEPRECATED_VERSION.name}`;
 export const SUBRESOURCE_GROUP = "subresources.kubevirt.io";
 
 export const Kind = {
@@ -18,6 +24,10 @@ export const Resource = {
   VirtualMachineInstance: { plural: "virtualmachineinstances", singular: "virtualmachineinstance", shortNames: ["vmi", "vmis"] },
   VirtualMachineInstanceMigration: { plural: "virtualmachineinstancemigrations", singular: "virtualmachineinstancemigration", shortNames: ["vmim", "vmims"] },
 } as const;
+
+/** KubeVirt's installation CR (kubevirt.io/v1 KubeVirt): the cluster's live configuration, one per cluster. */
+export const KUBEVIRT_KIND = "KubeVirt";
+export const KubeVirtResource = { plural: "kubevirts", singular: "kubevirt", shortNames: ["kv", "kvs"] } as const;
 
 /** Migration policies: KubeVirt's group for the migration settings of the VMIs a policy selects. */
 export const MIGRATIONS_GROUP = "migrations.kubevirt.io";

@@ -1,6 +1,8 @@
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { DEPRECATED_VERSION } from "../constants.ts";
+import { virtualMachineCrd, virtualMachineInstanceCrd, virtualMachineInstanceMigrationCrd } from "./crds.ts";
 import { CRD_DIR, OPTIONAL_CRD_DIR, renderCrdYamlFiles, renderOptionalCrdYamlFiles } from "./files.ts";
 
 describe("generated CRDs", () => {
@@ -24,5 +26,20 @@ describe("generated CRDs", () => {
 
   it("contain no references, which structural schemas forbid", () => {
     for (const content of generated.values()) expect(content).not.toMatch(/\$ref|\$defs|additionalProperties: false/);
+  });
+
+  it.each([virtualMachineCrd, virtualMachineInstanceCrd, virtualMachineInstanceMigrationCrd])("serve kubevirt.io/v1alpha3 as KubeVirt does: deprecated, not stored, v1's schema and columns", (crd) => {
+    const [v1, v1alpha3, ...more] = (crd as { spec: { versions: Record<string, unknown>[] } }).spec.versions;
+    expect(more).toEqual([]);
+    expect(v1).toMatchObject({ name: "v1", served: true, storage: true });
+    expect(v1).not.toHaveProperty("deprecated");
+    expect(v1alpha3).toMatchObject({ name: "v1alpha3", served: true, storage: false, deprecated: true, deprecationWarning: "kubevirt.io/v1alpha3 is now deprecated and will be removed in a future release." });
+    expect(DEPRECATED_VERSION.warning).toBe(v1alpha3?.deprecationWarning);
+    const properties = (v: Record<string, unknown> | undefined) => (v as { schema: { openAPIV3Schema: { properties: Record<string, unknown> } } }).schema.openAPIV3Schema.properties;
+    const { apiVersion: _one, ...v1Schema } = properties(v1);
+    const { apiVersion: _other, ...v1alpha3Schema } = properties(v1alpha3);
+    expect(v1alpha3Schema).toEqual(v1Schema);
+    expect(v1alpha3?.additionalPrinterColumns).toEqual(v1?.additionalPrinterColumns);
+    expect(v1alpha3?.subresources).toEqual(v1?.subresources);
   });
 });

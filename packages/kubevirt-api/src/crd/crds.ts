@@ -1,6 +1,6 @@
 import type { z } from "zod";
 import {
-  GROUP, INSTANCETYPE_API_VERSION, INSTANCETYPE_GROUP, INSTANCETYPE_VERSION, InstancetypeKind, InstancetypeResource, Kind, MIGRATIONS_GROUP, MIGRATIONS_VERSION, MIGRATION_POLICY_KIND,
+  DEPRECATED_VERSION, GROUP, KUBEVIRT_KIND, KubeVirtResource, INSTANCETYPE_API_VERSION, INSTANCETYPE_GROUP, INSTANCETYPE_VERSION, InstancetypeKind, InstancetypeResource, Kind, MIGRATIONS_GROUP, MIGRATIONS_VERSION, MIGRATION_POLICY_KIND,
   MigrationPolicyResource, Resource, VERSION,
 } from "../constants.ts";
 import { CDI_GROUP, CDI_VERSION, dataVolumeSpec, dataVolumeStatus } from "../schema/datavolume.ts";
@@ -9,6 +9,7 @@ import { vmSpec, vmStatus } from "../schema/vm.ts";
 import { vmiSpec, vmiStatus } from "../schema/vmi.ts";
 import { migrationSpec, migrationStatus } from "../schema/migration.ts";
 import { migrationPolicySpec } from "../schema/migration-policy.ts";
+import { kubeVirtSpec, kubeVirtStatus } from "../schema/kubevirt.ts";
 import { kubevirtResources } from "../resources.ts";
 import { type OpenApiSchema, toStructuralSchema } from "./openapi.ts";
 
@@ -40,11 +41,12 @@ interface CrdInput {
   statusSubresource: boolean;
   specValidations?: { rule: string; message: string }[];
   annotations?: Record<string, string>;
+  /** Older versions served with the same schema, never stored (KubeVirt's v1alpha3), each with its deprecation warning. */
+  deprecatedVersions?: readonly { name: string; warning: string }[];
 }
 
 function crd(input: CrdInput): Record<string, unknown> {
   const { names, group } = input;
-  const apiVersion = `${group}/${input.version}`;
   const specSchema: OpenApiSchema = toStructuralSchema(input.spec);
   if (input.specValidations) specSchema["x-kubernetes-validations"] = input.specValidations;
   return {
@@ -66,11 +68,13 @@ function crd(input: CrdInput): Record<string, unknown> {
         categories: input.scope === "Namespaced" && (group === GROUP || group === CDI_GROUP) ? ["all"] : [],
       },
       scope: input.scope,
-      versions: [
-        {
-          name: input.version,
+      versions: [input.version, ...(input.deprecatedVersions ?? []).map((v) => v.name)].map((name) => {
+        const deprecated = input.deprecatedVersions?.find((v) => v.name === name);
+        return {
+          name,
           served: true,
-          storage: true,
+          storage: name === input.version,
+          ...(deprecated ? { deprecated: true, deprecationWarning: deprecated.warning } : {}),
           subresources: input.statusSubresource ? { status: {} } : {},
           additionalPrinterColumns: input.columns,
           schema: {
@@ -79,7 +83,7 @@ function crd(input: CrdInput): Record<string, unknown> {
               description: input.description,
               required: ["spec"],
               properties: {
-                apiVersion: { type: "string", description: `Always ${apiVersion}.` },
+                apiVersion: { type: "string", description: `Always ${group}/${name}.` },
                 kind: { type: "string", description: `Always ${input.kind}.` },
                 metadata: { type: "object" },
                 spec: specSchema,
@@ -87,13 +91,13 @@ function crd(input: CrdInput): Record<string, unknown> {
               },
             },
           },
-        },
-      ],
+        };
+      }),
     },
   };
 }
 
-const kubevirtKind = (kind: Kind) => ({ kind, names: Resource[kind], group: GROUP, version: VERSION, scope: "Namespaced" as const });
+const kubevirtKind = (kind: Kind) => ({ kind, names: Resource[kind], group: GROUP, version: VERSION, deprecatedVersions: [DEPRECATED_VERSION], scope: "Namespaced" as const });
 
 export const virtualMachineCrd = crd({
   ...kubevirtKind(Kind.VirtualMachine),
@@ -136,6 +140,21 @@ export const virtualMachineInstanceMigrationCrd = crd({
     { name: "Phase", type: "string", jsonPath: ".status.phase" },
     { name: "VMI", type: "string", jsonPath: ".spec.vmiName" },
   ],
+});
+
+/** KubeVirt's installation CR: the cluster's live configuration (cluster-config.ts), its status from virt-controller. */
+export const kubeVirtCrd = crd({
+  kind: KUBEVIRT_KIND,
+  names: KubeVirtResource,
+  group: GROUP,
+  version: VERSION,
+  deprecatedVersions: [DEPRECATED_VERSION],
+  scope: "Namespaced",
+  description: "The kubevirt-ts installation: the cluster's configuration, which every component applies live, and how its components are.",
+  spec: kubeVirtSpec,
+  status: kubeVirtStatus,
+  statusSubresource: kubevirtResources.kubeVirts.statusSubresource,
+  columns: [age, { name: "Phase", type: "string", jsonPath: ".status.phase" }],
 });
 
 /** KubeVirt's MigrationPolicy: cluster-scoped, its status empty. */
@@ -203,7 +222,7 @@ const HEADER = "# Generated from packages/kubevirt-api by `npm run generate`; do
 
 /** The generated files, by path relative to the chart's crds/ folder. */
 export function renderCrdFiles(toYaml: (value: unknown) => string): Map<string, string> {
-  return new Map([virtualMachineCrd, virtualMachineInstanceCrd, virtualMachineInstanceMigrationCrd, migrationPolicyCrd, ...instancetypeCrds].map((c) => [crdFileName(c), HEADER + toYaml(c)]));
+  return new Map([virtualMachineCrd, virtualMachineInstanceCrd, virtualMachineInstanceMigrationCrd, kubeVirtCrd, migrationPolicyCrd, ...instancetypeCrds].map((c) => [crdFileName(c), HEADER + toYaml(c)]));
 }
 
 /** The CRDs the chart installs only when no one else serves them, by path relative to its files/ folder. */
