@@ -129,7 +129,7 @@ describe("the mutating webhook on a new VMI with a status (say, exported from a 
       status: { phase: "Running", nodeName: "node-1" },
     };
     const patch = JSON.parse(Buffer.from(mutate(review("CREATE", object), "virtualmachineinstances").response?.patch ?? "", "base64").toString()) as unknown[];
-    expect(patch).toContainEqual({ op: "add", path: "/status", value: { phase: "Pending", phaseTransitionTimestamps: [{ phase: "Pending", phaseTransitionTimestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/) as unknown }] } });
+    expect(patch).toContainEqual({ op: "add", path: "/status", value: { guestOSInfo: {}, runtimeUser: 107, phase: "Pending", phaseTransitionTimestamps: [{ phase: "Pending", phaseTransitionTimestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/) as unknown }] } });
     expect(patch).toContainEqual({ op: "remove", path: "/metadata/labels/kubevirt.io~1nodeName" });
   });
 });

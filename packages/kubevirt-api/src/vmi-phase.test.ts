@@ -71,16 +71,26 @@ describe("the VMI phase state machine", () => {
 describe("withPhase", () => {
   const stamped = { phase: VmiPhase.Scheduled, phaseTransitionTimestamps: [{ phase: VmiPhase.Scheduled, phaseTransitionTimestamp: "2026-01-01T00:00:00Z" }] };
 
+  const alwaysSerialized = { guestOSInfo: {}, runtimeUser: 107 };
+
   it("records the time of a change of phase", () => {
     expect(withPhase(stamped, VmiPhase.Running, "2026-01-01T00:00:07Z")).toEqual({
+      ...alwaysSerialized,
       phase: VmiPhase.Running,
       phaseTransitionTimestamps: [...stamped.phaseTransitionTimestamps, { phase: VmiPhase.Running, phaseTransitionTimestamp: "2026-01-01T00:00:07Z" }],
     });
   });
 
   it("records nothing when the phase stays, and gives the first phase its time", () => {
-    expect(withPhase(stamped, VmiPhase.Scheduled, "2026-01-01T00:00:07Z")).toEqual(stamped);
+    expect(withPhase(stamped, VmiPhase.Scheduled, "2026-01-01T00:00:07Z")).toEqual({ ...alwaysSerialized, ...stamped });
     expect(withPhase({}, VmiPhase.Pending, "2026-01-01T00:00:07Z").phaseTransitionTimestamps).toEqual([{ phase: VmiPhase.Pending, phaseTransitionTimestamp: "2026-01-01T00:00:07Z" }]);
+  });
+
+  it("writes what KubeVirt's Go types always write: guestOSInfo ({} without an agent) and runtimeUser, keeping what is known", () => {
+    const json = JSON.parse(JSON.stringify(withPhase({}, VmiPhase.Pending, "2026-01-01T00:00:07Z"))) as Record<string, unknown>;
+    expect(json).toMatchObject({ guestOSInfo: {}, runtimeUser: 107 });
+    const known = { ...stamped, guestOSInfo: { id: "debian" }, runtimeUser: 0 };
+    expect(withPhase(known, VmiPhase.Running, "2026-01-01T00:00:07Z")).toMatchObject({ guestOSInfo: { id: "debian" }, runtimeUser: 0 });
   });
 
   it("leaves the status it was given as it was", () => {

@@ -1,4 +1,4 @@
-import { VmiPhase } from "./constants.ts";
+import { LAUNCHER_UID, VmiPhase } from "./constants.ts";
 import type { VmiStatus } from "./schema/vmi.ts";
 
 // The phase of a VMI, as one state machine with two owners.
@@ -88,6 +88,16 @@ export function isAllowedTransition(from: VmiPhase | undefined, to: VmiPhase, ow
  * time in seconds, as Kubernetes writes them).
  */
 export function withPhase(status: VmiStatus, phase: VmiPhase, time: string): VmiStatus {
-  if (status.phase === phase) return { ...status, phase };
-  return { ...status, phase, phaseTransitionTimestamps: [...(status.phaseTransitionTimestamps ?? []), { phase, phaseTransitionTimestamp: time }] };
+  if (status.phase === phase) return withAlwaysSerialized({ ...status, phase });
+  return withAlwaysSerialized({ ...status, phase, phaseTransitionTimestamps: [...(status.phaseTransitionTimestamps ?? []), { phase, phaseTransitionTimestamp: time }] });
+}
+
+/**
+ * The status with the fields KubeVirt's Go types always write, which clients read unguarded: guestOSInfo, a struct
+ * value (so {} without a guest agent), and runtimeUser, an integer without omitempty (the launcher's user). Every
+ * writer of a VMI's status goes through withPhase, and so through this. (A VM's and a migration's status have no
+ * such field: KubeVirt leaves out every empty one.)
+ */
+function withAlwaysSerialized(status: VmiStatus): VmiStatus {
+  return { ...status, guestOSInfo: status.guestOSInfo ?? {}, runtimeUser: status.runtimeUser ?? LAUNCHER_UID };
 }

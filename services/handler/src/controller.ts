@@ -71,7 +71,9 @@ export function createHandler(config: HandlerConfig) {
   // When each VMI's guest agent was last asked in vain, by VMI uid.
   const agentSilentSince = new Map<string, number>();
   const guestOs = async (vmi: VirtualMachineInstance, launcher: Awaited<ReturnType<Launchers["get"]>>): Promise<GuestOsInfo | undefined> => {
-    if (vmi.status?.guestOSInfo) return vmi.status.guestOSInfo;
+    // {} until an agent answers: KubeVirt always writes the field (withPhase).
+    const known = vmi.status?.guestOSInfo;
+    if (known && Object.keys(known).length > 0) return known;
     const uid = vmi.metadata.uid ?? "";
     if (Date.now() - (agentSilentSince.get(uid) ?? 0) < AGENT_RETRY_MS) return undefined;
     try {

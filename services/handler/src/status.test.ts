@@ -74,8 +74,14 @@ describe("handlerStatus", () => {
     expect(running.guestOSInfo).toEqual(os);
     expect(running.conditions?.find((c) => c.type === "AgentConnected")).toMatchObject({ status: "True" });
     const stopped = handlerStatus({ ...vmi("Running"), status: running }, { state: "Shutoff" }, pod, now);
-    expect(stopped.guestOSInfo).toBeUndefined();
+    expect(stopped.guestOSInfo).toEqual({});
     expect(stopped.conditions?.find((c) => c.type === "AgentConnected")).toBeUndefined();
+  });
+
+  it("writes guestOSInfo as {} on a running guest without an agent, as KubeVirt's struct value always is", () => {
+    const noAgent = handlerStatus(vmi("Running"), { state: "Running" }, pod, now);
+    expect(JSON.parse(JSON.stringify(noAgent))).toMatchObject({ guestOSInfo: {}, runtimeUser: 107 });
+    expect(noAgent.conditions?.some((c) => c.type === "AgentConnected")).toBe(false);
   });
 
   it("reports frozen file systems while the launcher says so, and nothing once they thaw", () => {

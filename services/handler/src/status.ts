@@ -65,7 +65,7 @@ export function handlerStatus(vmi: VirtualMachineInstance, domain: ObservedDomai
     status.guestOSInfo = guestOs;
     conditions = setCondition<Condition>(conditions, { type: VmiConditionType.AgentConnected, status: "True" }, now);
   } else if (!running) {
-    delete status.guestOSInfo;
+    status.guestOSInfo = {};
     conditions = removeCondition(conditions, VmiConditionType.AgentConnected);
   }
   // As KubeVirt's reasons (its events' names): whether the guest has the access credentials given through its agent.
