@@ -1,6 +1,7 @@
 import { ConsoleServer } from "@kubevirt-ts/kubevirt-api";
 import { baseEnv, metricsAuthorizationEnv, parseEnv } from "@kubevirt-ts/runtime";
 import { z } from "zod";
+import { DEFAULT_HEARTBEAT_INTERVAL_SECONDS } from "./heartbeat.ts";
 
 export const env = parseEnv(
   z.object({
@@ -22,5 +23,13 @@ export const env = parseEnv(
     HANDLER_ADDRESS: z.string().optional(),
     /** The migration proxy's port (mutual TLS with the console server's certificate, which every handler shares). */
     MIGRATION_PORT: z.coerce.number().int().min(1).max(65535).default(8187),
+    /** How often the handler labels its node schedulable and stamps its heartbeat (KubeVirt's 60 s; chart: nodeHeartbeat.intervalSeconds). */
+    NODE_HEARTBEAT_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(3600).default(DEFAULT_HEARTBEAT_INTERVAL_SECONDS),
+    /** Where the node labeller's init container wrote libvirt's capabilities (the chart mounts an emptyDir); nothing there, no CPU labels. */
+    NODE_LABELLER_DIR: z.string().default("/var/lib/kubevirt-ts/node-labeller"),
+    /** The kubelet's device-plugins folder, mounted from the node: the handler serves devices.kubevirt.io/kvm, tun and vhost-net there. Unset: no device plugins. */
+    DEVICE_PLUGINS_DIR: z.string().min(1).optional(),
+    /** The node's /dev, mounted read-only: where the device plugins look for the node's devices. */
+    NODE_DEV_DIR: z.string().min(1).default("/node/dev"),
   }),
 );

@@ -5,9 +5,12 @@ import { ConsoleServer } from "@kubevirt-ts/kubevirt-api";
 import { runService } from "@kubevirt-ts/runtime";
 import { startConsoleServer } from "./console-server.ts";
 import { createHandler } from "./controller.ts";
+import { startDevicePlugins } from "./device-plugin/plugin.ts";
 import { env } from "./env.ts";
+import { startHeartbeat } from "./heartbeat.ts";
 import { Launchers } from "./launchers.ts";
 import { MigrationDriver } from "./migration/wiring.ts";
+import { readNodeLabellerLabels } from "./node-labeller.ts";
 import { threadpoolCheck } from "./threadpool.ts";
 import { createStatsSampler, registerVmMetrics } from "./vm-metrics.ts";
 
@@ -74,10 +77,17 @@ await runService({
       log,
       registry,
     });
+    // devices.kubevirt.io/kvm, tun and vhost-net for the kubelet, as KubeVirt's handler serves them.
+    const devicePlugins = env.DEVICE_PLUGINS_DIR === undefined ? undefined : await startDevicePlugins({ pluginsDir: env.DEVICE_PLUGINS_DIR, nodeDevDir: env.NODE_DEV_DIR, log });
+    if (!devicePlugins) log.warn("DEVICE_PLUGINS_DIR is unset: this node offers no devices.kubevirt.io resources, so no VMI that needs KVM can run on it");
     const abort = new AbortController();
     const running = handler.manager.run(abort.signal);
+    // The node says it takes VMIs, and what CPUs it runs, once this handler serves them.
+    const heartbeat = startHeartbeat({ client, nodeName: env.NODE_NAME, intervalMs: env.NODE_HEARTBEAT_INTERVAL_SECONDS * 1000, log, labels: () => readNodeLabellerLabels(env.NODE_LABELLER_DIR) });
     return async () => {
+      await heartbeat.stop();
       await consoles.close();
+      await devicePlugins?.close();
       await migrations?.close();
       abort.abort();
       await running;
