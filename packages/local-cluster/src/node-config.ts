@@ -17,8 +17,8 @@ state = "${node.containerdState}"
 [${cri}]
   sandbox_image = "${PAUSE_IMAGE}"
   enable_selinux = false
-  # A Block-mode volume's device belongs to the container's runAsUser/runAsGroup, as KubeVirt asks of its nodes:
-  # the launcher runs as 107, not root.
+  # A Block-mode volume's device, and a device plugin's (/dev/kvm), belong to the container's runAsUser/runAsGroup,
+  # as KubeVirt asks of its nodes: the launcher runs as 107, not root, and the node's /dev/kvm is root's, 0600 (ADR 23).
   device_ownership_from_security_context = true
 
 [${cri}.containerd]

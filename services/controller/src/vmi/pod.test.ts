@@ -43,6 +43,12 @@ describe("launcherPod", () => {
     expect(launcherPod(given, config).spec.containers[0]?.resources?.limits).toEqual(limits);
   });
 
+  it("asks for devices.kubevirt.io/kvm in its limits when emulation is not allowed, and for no device when it is", () => {
+    expect(launcherPod(vmi(), { ...config, allowEmulation: false }).spec.containers[0]?.resources?.limits).toEqual({ "devices.kubevirt.io/kvm": "1" });
+    expect(launcherPod(vmi((v) => (v.spec.domain.resources = { limits: { cpu: "2" } })), { ...config, allowEmulation: false }).spec.containers[0]?.resources?.limits).toEqual({ cpu: "2", "devices.kubevirt.io/kvm": "1" });
+    expect(launcherPod(vmi(), config).spec.containers[0]?.resources?.limits).toBeUndefined();
+  });
+
   it("asks for the guest's memory alone when the VMI overcommits its overhead, and still allows for the overhead in a limit", () => {
     const overcommitted = (limit: boolean) => launcherPod(vmi((v) => (v.spec.domain.resources = { overcommitGuestOverhead: true, ...(limit ? { limits: { memory: "1Gi" } } : {}) })), config).spec.containers[0]?.resources;
     expect(overcommitted(false)?.requests?.memory).toBe("1024Mi");

@@ -1,7 +1,7 @@
 import type { Pod, PodSpec } from "@kubevirt-ts/kube";
 import {
   type ClaimObject, type EvictionStrategy, API_VERSION, Annotation, DEFAULT_GRACE_PERIOD_SECONDS, GUEST_CONSOLE_LOG_CONTAINER, Kind, LAUNCHER_CONTAINER, SocketsVolume, keepsSerialLog, LAUNCHER_OPS_PORT, LAUNCHER_UID, Label, LabelValue, LauncherDir, LauncherVolume,
-  LAUNCHER_OPS_PORT_NAME, UNPRIVILEGED_PORT_START, type VirtualMachineInstance, accessCredentialMounts, backendStorageClaimName, claimDevicePath, claimVolumes, cloudInitSecretMounts, configVolumes, launcherServiceAccount, launcherContainerProbe, launcherEnv, podNetworkPorts, controllerRef, needsBackendStorage
+  LAUNCHER_OPS_PORT_NAME, UNPRIVILEGED_PORT_START, type VirtualMachineInstance, accessCredentialMounts, backendStorageClaimName, claimDevicePath, claimVolumes, cloudInitSecretMounts, configVolumes, launcherDeviceLimits, launcherServiceAccount, launcherContainerProbe, launcherEnv, podNetworkPorts, controllerRef, needsBackendStorage
 } from "@kubevirt-ts/kubevirt-api";
 import { type DiskCopy, diskCopyInitContainers } from "../common/disk-copy.ts";
 import { guestMemoryBytes, memoryOverheadBytes, toMebibytes } from "./resources.ts";
@@ -241,8 +241,8 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
           ports: [{ name: LAUNCHER_OPS_PORT_NAME, containerPort: LAUNCHER_OPS_PORT }, ...guestPorts.map((p) => ({ ...(p.name !== undefined ? { name: p.name } : {}), containerPort: p.port, protocol: p.protocol }))],
           resources: {
             requests: { memory: toMebibytes(memoryRequest), ...(cpuRequest !== undefined ? { cpu: String(cpuRequest) } : {}) },
-            ...(memoryLimit !== undefined || limits?.cpu !== undefined
-              ? { limits: { ...(memoryLimit !== undefined ? { memory: toMebibytes(memoryLimit) } : {}), ...(limits?.cpu !== undefined ? { cpu: String(limits.cpu) } : {}) } }
+            ...(memoryLimit !== undefined || limits?.cpu !== undefined || !config.allowEmulation
+              ? { limits: { ...(memoryLimit !== undefined ? { memory: toMebibytes(memoryLimit) } : {}), ...(limits?.cpu !== undefined ? { cpu: String(limits.cpu) } : {}), ...launcherDeviceLimits(config.allowEmulation) } }
               : {}),
           },
           // No startup probe: the VMI is handed to its node once this container runs, and the handler waits for the

@@ -1,11 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { AllocationRefused, NODE_DEVICES, type NodeDevice, allocate, deviceUnits, preferredAllocation, resourceName, socketName } from "./devices.ts";
+import { deviceResourceName } from "@kubevirt-ts/kubevirt-api";
+import { AllocationRefused, NODE_DEVICES, type NodeDevice, allocate, deviceUnits, preferredAllocation, socketName } from "./devices.ts";
 
 const [kvm, , vhost] = NODE_DEVICES as [NodeDevice, NodeDevice, NodeDevice];
 
 describe("the node devices", () => {
   it("are KubeVirt's three, by resource name, socket and path", () => {
-    expect(NODE_DEVICES.map((d) => [resourceName(d), socketName(d), d.path])).toEqual([
+    expect(NODE_DEVICES.map((d) => [deviceResourceName(d), socketName(d), d.path])).toEqual([
       ["devices.kubevirt.io/kvm", "kubevirt-kvm.sock", "/dev/kvm"],
       ["devices.kubevirt.io/tun", "kubevirt-tun.sock", "/dev/net/tun"],
       ["devices.kubevirt.io/vhost-net", "kubevirt-vhost-net.sock", "/dev/vhost-net"],

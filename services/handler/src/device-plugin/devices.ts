@@ -1,3 +1,4 @@
+import { type NodeDevice, NodeDevices, deviceResourceName } from "@kubevirt-ts/kubevirt-api";
 import { type AllocateRequest, type ContainerAllocateResponse, type Device, HEALTHY, type PreferredAllocationRequest, UNHEALTHY } from "./api.ts";
 
 // What the handler's device plugins advertise and hand out, as KubeVirt's
@@ -5,31 +6,19 @@ import { type AllocateRequest, type ContainerAllocateResponse, type Device, HEAL
 // resource devices.kubevirt.io/<name> of many interchangeable units, since
 // any number of launchers may share the one device node. Every unit is
 // Healthy while the node has the character device and Unhealthy while it has
-// not, so the node's allocatable count is 0 where the device is missing.
+// not, so the node's allocatable count is 0 where the device is missing. The
+// devices and their resource names are kubevirt-api's (node-devices.ts).
 
-/** A device of the node, at the same path on the node and in the container. */
-export interface NodeDevice {
-  /** The resource is devices.kubevirt.io/<name>. */
-  name: string;
-  path: string;
-}
+export type { NodeDevice };
 
-export const DEVICE_NAMESPACE = "devices.kubevirt.io";
-
-/** KubeVirt's permanent device plugins: KVM for the guest's CPU, tun and vhost-net for tap-backed networks. */
-export const NODE_DEVICES: readonly NodeDevice[] = [
-  { name: "kvm", path: "/dev/kvm" },
-  { name: "tun", path: "/dev/net/tun" },
-  { name: "vhost-net", path: "/dev/vhost-net" },
-];
+/** KubeVirt's permanent device plugins, in the order they are started. */
+export const NODE_DEVICES: readonly NodeDevice[] = [NodeDevices.kvm, NodeDevices.tun, NodeDevices.vhostNet];
 
 /** How many units each resource has: KubeVirt's default (virt-handler's --max-devices), i.e. launchers per node. */
 export const UNITS_PER_DEVICE = 1000;
 
 /** Most containers one Allocate or GetPreferredAllocation request may name (a pod's containers). */
 export const MAX_CONTAINER_REQUESTS = 64;
-
-export const resourceName = (device: NodeDevice) => `${DEVICE_NAMESPACE}/${device.name}`;
 
 /** The file name of the device's plugin socket in the kubelet's device-plugins folder, as KubeVirt's. */
 export const socketName = (device: NodeDevice) => `kubevirt-${device.name}.sock`;
@@ -54,7 +43,7 @@ function checkIds(device: NodeDevice, ids: readonly string[], field: string, uni
   const known = new RegExp(`^${device.name.replace(/[^a-z0-9]/g, "\\$&")}(\\d{1,7})$`);
   for (const id of ids) {
     const index = known.exec(id)?.[1];
-    if (index === undefined || Number(index) >= units) throw new AllocationRefused(`${field}: ${JSON.stringify(id.slice(0, 64))} is not a unit of ${resourceName(device)} (${device.name}0 to ${device.name}${String(units - 1)})`);
+    if (index === undefined || Number(index) >= units) throw new AllocationRefused(`${field}: ${JSON.stringify(id.slice(0, 64))} is not a unit of ${deviceResourceName(device)} (${device.name}0 to ${device.name}${String(units - 1)})`);
   }
 }
 

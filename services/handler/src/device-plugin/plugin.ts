@@ -1,9 +1,10 @@
 import { stat, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { type ServerWritableStream, Server, ServerCredentials, type ServiceError, credentials, status } from "@grpc/grpc-js";
+import { deviceResourceName } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { type AllocateRequest, DEVICE_PLUGIN_API_VERSION, DevicePluginService, type Device, KUBELET_SOCKET, type PreferredAllocationRequest, type RegisterRequest, RegistrationService } from "./api.ts";
-import { AllocationRefused, NODE_DEVICES, type NodeDevice, UNITS_PER_DEVICE, allocate, deviceUnits, preferredAllocation, resourceName, socketName } from "./devices.ts";
+import { AllocationRefused, NODE_DEVICES, type NodeDevice, UNITS_PER_DEVICE, allocate, deviceUnits, preferredAllocation, socketName } from "./devices.ts";
 
 // The handler's device plugins: one gRPC server per node device on a unix
 // socket in the kubelet's device-plugins folder, registered with the kubelet
@@ -72,7 +73,7 @@ export class DevicePlugin {
   async start(): Promise<void> {
     await this.check();
     this.timer = setInterval(() => {
-      this.checking = this.checking.then(() => this.check()).catch((error: unknown) => { this.o.log.warn("device plugin check failed", { resource: resourceName(this.o.device), error: String(error) }); });
+      this.checking = this.checking.then(() => this.check()).catch((error: unknown) => { this.o.log.warn("device plugin check failed", { resource: deviceResourceName(this.o.device), error: String(error) }); });
     }, this.o.checkIntervalMs);
     this.timer.unref();
   }
@@ -88,7 +89,7 @@ export class DevicePlugin {
     if (this.closed) return;
     const present = await nodeHas(this.o.nodeDevDir, this.o.device);
     if (present !== this.present) {
-      if (this.present !== undefined) this.o.log.info(present ? "node device appeared" : "node device is gone", { resource: resourceName(this.o.device), path: this.o.device.path });
+      if (this.present !== undefined) this.o.log.info(present ? "node device appeared" : "node device is gone", { resource: deviceResourceName(this.o.device), path: this.o.device.path });
       this.present = present;
       for (const stream of this.streams) stream.write({ devices: this.units() });
     }
@@ -125,10 +126,10 @@ export class DevicePlugin {
       Allocate: (call: { request: AllocateRequest }, done: (e: Partial<ServiceError> | null, v?: unknown) => void) => {
         try {
           const answer = allocate(device, call.request, units);
-          this.o.log.info("device allocated", { resource: resourceName(device), containers: answer.container_responses.length });
+          this.o.log.info("device allocated", { resource: deviceResourceName(device), containers: answer.container_responses.length });
           done(null, answer);
         } catch (error) {
-          this.o.log.warn("device allocation refused", { resource: resourceName(device), error: String(error) });
+          this.o.log.warn("device allocation refused", { resource: deviceResourceName(device), error: String(error) });
           done(refused(error));
         }
       },
@@ -156,7 +157,7 @@ export class DevicePlugin {
     const request: RegisterRequest = {
       version: DEVICE_PLUGIN_API_VERSION,
       endpoint: socketName(this.o.device),
-      resource_name: resourceName(this.o.device),
+      resource_name: deviceResourceName(this.o.device),
       options: { pre_start_required: false, get_preferred_allocation_available: true },
     };
     try {
@@ -164,10 +165,10 @@ export class DevicePlugin {
         client.Register(request, { deadline: Date.now() + REGISTER_TIMEOUT_MS }, (error: ServiceError | null) => { if (error) reject(error); else resolve(); });
       });
       this.registeredWith = kubelet;
-      this.o.log.info("device plugin registered with the kubelet", { resource: resourceName(this.o.device), present: this.present });
+      this.o.log.info("device plugin registered with the kubelet", { resource: deviceResourceName(this.o.device), present: this.present });
     } catch (error) {
       // Retried at the next check.
-      this.o.log.warn("device plugin registration failed", { resource: resourceName(this.o.device), error: error instanceof Error ? error.message : String(error) });
+      this.o.log.warn("device plugin registration failed", { resource: deviceResourceName(this.o.device), error: error instanceof Error ? error.message : String(error) });
     } finally {
       client.close();
     }
