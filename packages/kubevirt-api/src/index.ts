@@ -36,4 +36,5 @@ export * from "./launcher-layout.ts";
 export * from "./vmi-phase.ts";
 export * from "./vm-requests.ts";
 export * from "./guest-agent.ts";
+export * from "./node-labels.ts";
 export * from "./node-devices.ts";

@@ -1,6 +1,6 @@
-import { ControllerManager, type EventHandler, Expectations, type Informer, type KubeClient, type KubeObject, type PersistentVolumeClaim, type Pod, type WorkQueue, createEventRecorder, keyOf, resources } from "@kubevirt-ts/kube";
+import { ControllerManager, type EventHandler, Expectations, type Informer, type KubeClient, type KubeObject, type Node, type PersistentVolumeClaim, type Pod, type WorkQueue, createEventRecorder, keyOf, resources } from "@kubevirt-ts/kube";
 import {
-  type DataVolume, Kind, LAUNCHER_PODS_BY_VMI, type MigrationPolicy, Label, LabelValue, type VirtualMachine, type VirtualMachineInstance, type VirtualMachineInstanceMigration, kubevirtResources, launcherPodIndex, migrationJobOf,
+  type DataVolume, DEFAULT_HEARTBEAT_TIMEOUT_SECONDS, Kind, LAUNCHER_PODS_BY_VMI, type MigrationPolicy, Label, LabelValue, type VirtualMachine, type VirtualMachineInstance, type VirtualMachineInstanceMigration, kubevirtResources, launcherPodIndex, migrationJobOf,
 } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
 import type { Registry } from "prom-client";
@@ -9,6 +9,7 @@ import { createDataVolumeReconciler } from "./datavolume/controller.ts";
 import type { ImporterConfig } from "./datavolume/importer-pod.ts";
 import { type MigrationConfig, createMigrationReconciler } from "./migration/controller.ts";
 import { MIGRATIONS_BY_VMI, createEvacuationReconciler, migrationsByVmi } from "./migration/evacuation.ts";
+import { VMIS_BY_NODE, createNodeReconciler, vmisByNode } from "./node/controller.ts";
 import { createVmReconciler } from "./vm/controller.ts";
 import { createVmiReconciler } from "./vmi/controller.ts";
 import { observePhaseTransitions } from "./vmi/phase-metrics.ts";
@@ -38,6 +39,8 @@ export interface ControllersConfig {
   importer?: ImporterConfig | undefined;
   /** KubeVirt's limits on migrations in flight and its target pods' timeouts. */
   migrations: MigrationConfig;
+  /** How long a node's handler may go without a heartbeat before the node is unschedulable and its orphaned VMIs Failed (KubeVirt's 5 min). */
+  nodeHeartbeatTimeoutMs?: number;
   /** Watch one namespace only (tests); all namespaces when unset. */
   namespace?: string;
   /** How often every VM, VMI and launcher pod is looked at again without a change (tests shorten it). */
@@ -125,7 +128,7 @@ export function createControllers(config: ControllersConfig): ControllerManager 
   const { namespace } = config;
   const resyncMs = config.resyncMs ?? RESYNC_MS;
   const vms = manager.informer<VirtualMachine>({ client, type: kubevirtResources.virtualMachines, namespace, resyncMs, indexers: { [BY_CLAIM]: vmsByClaim } });
-  const vmis = manager.informer<VirtualMachineInstance>({ client, type: kubevirtResources.virtualMachineInstances, namespace, resyncMs, indexers: { [VMIS_BY_UID]: vmisByUid, [BY_CLAIM]: vmisByClaim } });
+  const vmis = manager.informer<VirtualMachineInstance>({ client, type: kubevirtResources.virtualMachineInstances, namespace, resyncMs, indexers: { [VMIS_BY_UID]: vmisByUid, [BY_CLAIM]: vmisByClaim, [VMIS_BY_NODE]: vmisByNode } });
   const pods = manager.informer<Pod>({
     client,
     type: resources.pods,
@@ -143,6 +146,8 @@ export function createControllers(config: ControllersConfig): ControllerManager 
     resyncMs,
     indexers: { [MIGRATIONS_BY_VMI]: migrationsByVmi, [MIGRATIONS_BY_UID]: (m) => [`${m.metadata.namespace ?? ""}/${m.metadata.uid ?? ""}`] },
   });
+  // Cluster-scoped: the nodes, whose handlers' heartbeats and CPU labels the node and migration controllers read.
+  const nodes = manager.informer<Node>({ client, type: resources.nodes, resyncMs });
   // Cluster-scoped: the migration settings of the VMIs they select, read when a migration is handed over.
   const policies = manager.informer<MigrationPolicy>({ client, type: kubevirtResources.migrationPolicies, resyncMs });
   const unowned = unownedLauncherPods({ client, pods, vmis, recorder, log, registry });
@@ -190,7 +195,7 @@ export function createControllers(config: ControllersConfig): ControllerManager 
     primary: migrations,
     queue: migrationQueue,
     workers,
-    reconcile: createMigrationReconciler({ client, migrations, vmis, pods, claims, policies, expectations: migrationExpectations, recorder, log, now, pod: config.pod, config: config.migrations }),
+    reconcile: createMigrationReconciler({ client, migrations, vmis, pods, claims, policies, nodeLabels: (name) => nodes.get(name)?.metadata.labels, expectations: migrationExpectations, recorder, log, now, pod: config.pod, config: config.migrations }),
   });
   manager.controller({
     name: "evacuation",
@@ -198,6 +203,20 @@ export function createControllers(config: ControllersConfig): ControllerManager 
     queue: evacuationQueue,
     workers,
     reconcile: createEvacuationReconciler({ client, vmis, migrations, expectations: evacuationExpectations, recorder, evictionStrategy: config.pod.evictionStrategy, now }),
+  });
+  // Nodes: the heartbeat of each one's handler, and its VMIs when it stops (KubeVirt's node controller).
+  const nodeQueue = manager.queue("nodes");
+  nodes.addHandler(enqueueSelf<Node>(nodeQueue));
+  const nodeOfVmi = (vmi: VirtualMachineInstance) => {
+    if (vmi.status?.nodeName) nodeQueue.add(vmi.status.nodeName);
+  };
+  vmis.addHandler({ add: nodeOfVmi, update: (_, vmi) => { nodeOfVmi(vmi); }, delete: () => undefined });
+  manager.controller({
+    name: "node",
+    primary: nodes,
+    queue: nodeQueue,
+    workers,
+    reconcile: createNodeReconciler({ client, nodes, vmis, pods, recorder, log, now, timeoutMs: config.nodeHeartbeatTimeoutMs ?? DEFAULT_HEARTBEAT_TIMEOUT_SECONDS * 1000 }),
   });
   if (dataVolumes && config.importer) {
     const dataVolumeQueue = manager.queue("datavolumes");

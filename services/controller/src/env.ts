@@ -1,6 +1,6 @@
 import { hostname } from "node:os";
 import {
-  DEFAULT_COMPLETION_TIMEOUT_PER_GIB, DEFAULT_PROGRESS_TIMEOUT_SECONDS, DEFAULT_PARALLEL_MIGRATIONS_PER_CLUSTER, DEFAULT_PARALLEL_OUTBOUND_MIGRATIONS_PER_NODE, DEFAULT_PENDING_TARGET_TIMEOUT_SECONDS, DEFAULT_UNSCHEDULABLE_TARGET_TIMEOUT_SECONDS, EVICTION_STRATEGIES,
+  DEFAULT_HEARTBEAT_TIMEOUT_SECONDS, DEFAULT_COMPLETION_TIMEOUT_PER_GIB, DEFAULT_PROGRESS_TIMEOUT_SECONDS, DEFAULT_PARALLEL_MIGRATIONS_PER_CLUSTER, DEFAULT_PARALLEL_OUTBOUND_MIGRATIONS_PER_NODE, DEFAULT_PENDING_TARGET_TIMEOUT_SECONDS, DEFAULT_UNSCHEDULABLE_TARGET_TIMEOUT_SECONDS, EVICTION_STRATEGIES,
 } from "@kubevirt-ts/kubevirt-api";
 import { baseEnv, metricsAuthorizationEnv, parseEnv } from "@kubevirt-ts/runtime";
 import { z } from "zod";
@@ -32,6 +32,8 @@ export const env = parseEnv(
     /** How long a migration's target pod may be unschedulable, and pending for any reason, before the migration fails (KubeVirt's 5 and 15 minutes). */
     MIGRATION_UNSCHEDULABLE_TIMEOUT_SECONDS: z.coerce.number().int().min(1).default(DEFAULT_UNSCHEDULABLE_TARGET_TIMEOUT_SECONDS),
     MIGRATION_PENDING_TIMEOUT_SECONDS: z.coerce.number().int().min(1).default(DEFAULT_PENDING_TARGET_TIMEOUT_SECONDS),
+    /** How long a node's handler may go without a heartbeat before the node is unschedulable (KubeVirt's 5 min; chart: nodeHeartbeat.timeoutSeconds). */
+    NODE_HEARTBEAT_TIMEOUT_SECONDS: z.coerce.number().int().min(1).default(DEFAULT_HEARTBEAT_TIMEOUT_SECONDS),
     // The rest of the cluster's migration configuration, as KubeVirt's, which each migration's MigrationPolicy may override.
     MIGRATION_ALLOW_POST_COPY: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
     MIGRATION_ALLOW_AUTO_CONVERGE: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),

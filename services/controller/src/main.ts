@@ -32,6 +32,7 @@ await runService({
       registry,
       workers: env.WORKERS,
       pod: { launcherImage: env.LAUNCHER_IMAGE, imagePullPolicy: env.LAUNCHER_PULL_POLICY, allowEmulation: env.USE_EMULATION, evictionStrategy: env.EVICTION_STRATEGY },
+      nodeHeartbeatTimeoutMs: env.NODE_HEARTBEAT_TIMEOUT_SECONDS * 1000,
       vmStateStorageClass: env.VM_STATE_STORAGE_CLASS,
       migrations: {
         timeouts: { unschedulableSeconds: env.MIGRATION_UNSCHEDULABLE_TIMEOUT_SECONDS, pendingSeconds: env.MIGRATION_PENDING_TIMEOUT_SECONDS },

@@ -44,4 +44,11 @@ export const limits = {
    */
   metricDevicesPerVmi: 64,
   metricLabelLength: 128,
+  /**
+   * The most the handler reads of each file the node labeller's init container writes (libvirt's domain capabilities,
+   * the host model's features, the host's capabilities: some 10 to 30 KiB each): a larger one is refused, not read.
+   */
+  nodeLabellerFileBytes: 1 * MiB,
+  /** The most node labeller labels the handler puts on its node: libvirt lists some 60 models and 100 features. */
+  nodeLabellerLabels: 1024,
 } as const;

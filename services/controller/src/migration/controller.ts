@@ -34,6 +34,8 @@ export interface MigrationControllerDeps {
   pods: Informer<Pod>;
   claims: Informer<PersistentVolumeClaim>;
   policies: Informer<MigrationPolicy>;
+  /** A node's labels from the nodes' cache: a host-model VMI's target must run its source node's host model. */
+  nodeLabels?: (nodeName: string) => Record<string, string> | undefined;
   expectations: Expectations;
   recorder: EventRecorder;
   log: Logger;
@@ -145,7 +147,7 @@ export function createMigrationReconciler(deps: MigrationControllerDeps): Reconc
       started.add(uid);
       expectations.expectCreations(key, 1);
       try {
-        const pod = await client.create<Pod>(resources.pods, vmi.metadata.namespace, migrationTargetPod(vmi, migration, deps.pod, claimsOf(vmi, deps.claims)));
+        const pod = await client.create<Pod>(resources.pods, vmi.metadata.namespace, migrationTargetPod(vmi, migration, deps.pod, claimsOf(vmi, deps.claims), deps.nodeLabels?.(vmi.status?.nodeName ?? "")));
         recorder.record(migration, "Normal", "SuccessfulCreate", `Created the migration target pod ${pod.metadata.name ?? ""}`);
       } catch (error) {
         started.delete(uid);

@@ -1,12 +1,14 @@
 import type { Pod, PodSpec } from "@kubevirt-ts/kube";
-import { type ClaimObject, Label, type VirtualMachineInstance, type VirtualMachineInstanceMigration } from "@kubevirt-ts/kubevirt-api";
+import { type ClaimObject, Label, type VirtualMachineInstance, type VirtualMachineInstanceMigration, followsHostModel, hostModelTargetSelector } from "@kubevirt-ts/kubevirt-api";
 import { type LauncherPodConfig, launcherPod } from "../vmi/pod.ts";
 
 // A migration's target pod: the VMI's launcher pod as the VMI controller
 // makes it (one builder, vmi/pod.ts), labelled with the migration's uid, kept
 // off every node where a pod of the VMI runs (a required anti-affinity by
 // kubernetes.io/hostname, as KubeVirt's), and held to the migration's
-// addedNodeSelector besides the VMI's own.
+// addedNodeSelector besides the VMI's own. A VMI with the host's CPU model
+// (host-model, or none) goes only to a node that can run the source node's
+// host model with every feature that model needs there (KubeVirt's).
 
 const HOSTNAME = "kubernetes.io/hostname";
 
@@ -18,9 +20,16 @@ function withAntiAffinity(affinity: Affinity | undefined, vmiUid: string): Affin
   return { ...affinity, podAntiAffinity: { ...anti, requiredDuringSchedulingIgnoredDuringExecution: [...(anti?.requiredDuringSchedulingIgnoredDuringExecution ?? []), term] } };
 }
 
-export function migrationTargetPod(vmi: VirtualMachineInstance, migration: VirtualMachineInstanceMigration, config: LauncherPodConfig, claims: ReadonlyMap<string, ClaimObject>): Pod & { spec: PodSpec } {
+export function migrationTargetPod(
+  vmi: VirtualMachineInstance,
+  migration: VirtualMachineInstanceMigration,
+  config: LauncherPodConfig,
+  claims: ReadonlyMap<string, ClaimObject>,
+  sourceNodeLabels?: Readonly<Record<string, string>>,
+): Pod & { spec: PodSpec } {
   const pod = launcherPod(vmi, config, claims);
-  const nodeSelector = { ...pod.spec.nodeSelector, ...migration.spec.addedNodeSelector };
+  const hostModel = followsHostModel(vmi.spec.domain.cpu?.model) && sourceNodeLabels ? hostModelTargetSelector(sourceNodeLabels) : undefined;
+  const nodeSelector = { ...pod.spec.nodeSelector, ...hostModel, ...migration.spec.addedNodeSelector };
   return {
     ...pod,
     metadata: { ...pod.metadata, labels: { ...pod.metadata.labels, [Label.MigrationJobUid]: migration.metadata.uid ?? "" } },

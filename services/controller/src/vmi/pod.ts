@@ -1,7 +1,7 @@
 import type { Pod, PodSpec } from "@kubevirt-ts/kube";
 import {
   type ClaimObject, type EvictionStrategy, API_VERSION, Annotation, DEFAULT_GRACE_PERIOD_SECONDS, GUEST_CONSOLE_LOG_CONTAINER, Kind, LAUNCHER_CONTAINER, SocketsVolume, keepsSerialLog, LAUNCHER_OPS_PORT, LAUNCHER_UID, Label, LabelValue, LauncherDir, LauncherVolume,
-  LAUNCHER_OPS_PORT_NAME, UNPRIVILEGED_PORT_START, type VirtualMachineInstance, accessCredentialMounts, backendStorageClaimName, claimDevicePath, claimVolumes, cloudInitSecretMounts, configVolumes, launcherDeviceLimits, launcherServiceAccount, launcherContainerProbe, launcherEnv, podNetworkPorts, controllerRef, needsBackendStorage
+  LAUNCHER_OPS_PORT_NAME, UNPRIVILEGED_PORT_START, type VirtualMachineInstance, accessCredentialMounts, backendStorageClaimName, launcherNodeSelector, claimDevicePath, claimVolumes, cloudInitSecretMounts, configVolumes, launcherDeviceLimits, launcherServiceAccount, launcherContainerProbe, launcherEnv, podNetworkPorts, controllerRef, needsBackendStorage
 } from "@kubevirt-ts/kubevirt-api";
 import { type DiskCopy, diskCopyInitContainers } from "../common/disk-copy.ts";
 import { guestMemoryBytes, memoryOverheadBytes, toMebibytes } from "./resources.ts";
@@ -213,7 +213,8 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
       enableServiceLinks: false,
       hostname: spec.hostname ?? name,
       ...(spec.subdomain ? { subdomain: spec.subdomain } : {}),
-      ...(spec.nodeSelector ? { nodeSelector: { ...spec.nodeSelector } } : {}),
+      // A node whose handler beats and, for a named CPU model, whose labeller found it usable (KubeVirt's); the VMI's own on top.
+      nodeSelector: { ...launcherNodeSelector(spec.domain.cpu?.model), ...spec.nodeSelector },
       ...(spec.tolerations ? { tolerations: spec.tolerations.map((t) => ({ ...t })) } : {}),
       ...(spec.affinity ? { affinity: structuredClone(spec.affinity) } : {}),
       ...(spec.topologySpreadConstraints ? { topologySpreadConstraints: structuredClone(spec.topologySpreadConstraints) } : {}),
