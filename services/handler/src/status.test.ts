@@ -52,6 +52,14 @@ describe("handlerStatus", () => {
     expect(status.interfaces).toEqual([{ name: "default", ipAddress: "198.18.0.7", ipAddresses: ["198.18.0.7"], infoSource: "domain" }]);
   });
 
+  it("reports no software emulation for a KVM domain, and drops it once the domain runs with KVM", () => {
+    expect(handlerStatus(vmi("Scheduled"), { state: "Running", domainType: "kvm" }, pod, now).conditions?.map((c) => c.type)).toEqual(["Ready"]);
+    const emulated = handlerStatus(vmi("Scheduled"), { state: "Running", domainType: "qemu" }, pod, now);
+    // A domain whose type the launcher did not say keeps what was reported.
+    expect(handlerStatus({ ...vmi("Running"), status: emulated }, { state: "Running" }, pod, now).conditions?.map((c) => c.type)).toContain("SoftwareEmulation");
+    expect(handlerStatus({ ...vmi("Running"), status: emulated }, { state: "Running", domainType: "kvm" }, pod, now).conditions?.map((c) => c.type)).toEqual(["Ready"]);
+  });
+
   it("with a readiness probe, reports the guest Ready only while its launcher pod is, whose readiness the kubelet takes from the probe", () => {
     const probed = { ...vmi("Running"), spec: { ...vmi("Running").spec, readinessProbe: { tcpSocket: { port: 22 } } } };
     const notReady = handlerStatus(probed, { state: "Running" }, { ...pod, conditions: [{ type: "Ready", status: "False", reason: "ContainersNotReady" }] }, now);

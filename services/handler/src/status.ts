@@ -58,8 +58,11 @@ export function handlerStatus(vmi: VirtualMachineInstance, domain: ObservedDomai
   conditions = paused
     ? setCondition<Condition>(conditions, { type: VmiConditionType.Paused, status: "True", reason: "PausedByUser", message: "The VMI was paused." }, now)
     : removeCondition(conditions, VmiConditionType.Paused);
+  // From the domain the launcher defined: emulated only when it is, and no longer once a domain runs with KVM (a migration's target).
   if (domain.domainType === "qemu") {
     conditions = setCondition<Condition>(conditions, { type: VmiConditionType.SoftwareEmulation, status: "True", reason: "SoftwareEmulation", message: "KVM is unusable on the node: the guest runs with QEMU's software emulation." }, now);
+  } else if (domain.domainType === "kvm") {
+    conditions = removeCondition(conditions, VmiConditionType.SoftwareEmulation);
   }
   if (running && guestOs) {
     status.guestOSInfo = guestOs;

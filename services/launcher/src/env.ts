@@ -1,4 +1,4 @@
-import { DEFAULT_GRACE_PERIOD_SECONDS, LAUNCHER_OPS_PORT, LauncherDir, LauncherEnv, parseIpv4Network } from "@kubevirt-ts/kubevirt-api";
+import { DEFAULT_GRACE_PERIOD_SECONDS, LAUNCHER_OPS_PORT, LauncherDir, LauncherEnv, NodeDevices, parseIpv4Network } from "@kubevirt-ts/kubevirt-api";
 import { baseEnv, parseEnv } from "@kubevirt-ts/runtime";
 import { z } from "zod";
 
@@ -24,7 +24,8 @@ export const env = parseEnv(
     [LauncherEnv.stateDir]: z.string().default(LauncherDir.state),
     [LauncherEnv.allowEmulation]: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
     [LauncherEnv.gracePeriodSeconds]: z.coerce.number().int().min(0).default(DEFAULT_GRACE_PERIOD_SECONDS),
-    KVM_DEVICE: z.string().default("/dev/kvm"),
+    /** Where the kubelet puts the KVM device the handler's device plugin allocates (tests point it elsewhere). */
+    KVM_DEVICE: z.string().default(NodeDevices.kvm.path),
     /** The guest side of masquerade interfaces; kept out of the private ranges. */
     GUEST_NETWORK: cidr.prefault("198.19.254.0/24"),
   }),

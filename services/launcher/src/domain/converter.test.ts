@@ -1,6 +1,6 @@
 import { type VirtualMachineInstance, type VmiSpec, defaultVmiSpec } from "@kubevirt-ts/kubevirt-api";
 import { describe, expect, it } from "vitest";
-import { type DomainContext, chooseDomainType, domainName, domainXml, firmwareUuid } from "./converter.ts";
+import { type DomainContext, type KvmProbe, chooseDomainType, domainName, domainXml, firmwareUuid, kvmUnusableReason } from "./converter.ts";
 
 function vmi(mutate: (spec: VmiSpec) => void = () => undefined): VirtualMachineInstance {
   const spec: VmiSpec = {
@@ -269,16 +269,27 @@ describe("domainXml", () => {
 });
 
 describe("chooseDomainType", () => {
+  const usable = { state: "usable" } as const;
+  const missing = { state: "missing" } as const;
+  const denied = { state: "denied", code: "EACCES", mode: 0o20600, uid: 0, gid: 0 } as const;
+  const choose = (kvm: KvmProbe, allowEmulation: boolean) => chooseDomainType({ kvm, allowEmulation, path: "/dev/kvm", uid: 107 });
+
   it.each([
-    [{ kvmUsable: true, allowEmulation: false }, "kvm"],
-    [{ kvmUsable: true, allowEmulation: true }, "kvm"],
-    [{ kvmUsable: false, allowEmulation: true }, "qemu"],
-  ])("%j gives %s", (options, type) => {
-    expect(chooseDomainType(options)).toBe(type);
+    [usable, false, "kvm"],
+    [usable, true, "kvm"],
+    [missing, true, "qemu"],
+    [denied, true, "qemu"],
+  ] as const)("%j with emulation allowed: %s gives %s", (kvm, allowEmulation, type) => {
+    expect(choose(kvm, allowEmulation)).toBe(type);
   });
 
   it("fails clearly without KVM when emulation is not allowed", () => {
-    expect(() => chooseDomainType({ kvmUsable: false, allowEmulation: false })).toThrow(/software emulation is not allowed: enable useEmulation/);
+    expect(() => choose(missing, false)).toThrow(/^KVM is unusable and software emulation is not allowed \(useEmulation is off\): \/dev\/kvm is not in the launcher's container: .*devices\.kubevirt\.io\/kvm.*; or enable useEmulation in the KubeVirt CR/);
+  });
+
+  it("says when /dev/kvm is there but the launcher's user may not open it, and what fixes it", () => {
+    expect(() => choose(denied, false)).toThrow(/\/dev\/kvm is in the launcher's container but its user 107 cannot open it read-write \(EACCES, the device being mode 0600 and owned by 0:0\): .*mode 0666 .*device_ownership_from_security_context = true/);
+    expect(kvmUnusableReason({ state: "denied", code: "EPERM" }, "/dev/kvm", 107)).toMatch(/cannot open it read-write \(EPERM\)/);
   });
 });
 

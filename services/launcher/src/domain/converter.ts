@@ -48,11 +48,32 @@ export interface DomainContext {
   guestNetwork: Ipv4Network;
 }
 
+/**
+ * What the launcher found at /dev/kvm: a device it opened read-write, nothing, or a device its user may not open
+ * (the error's code, and the device's mode and owner as the container sees them).
+ */
+export type KvmProbe = { state: "usable" } | { state: "missing" } | { state: "denied"; code: string; mode?: number; uid?: number; gid?: number };
+
+/** Why KVM cannot be used, and what fixes it; undefined when it can. */
+export function kvmUnusableReason(kvm: KvmProbe, path: string, uid: number): string | undefined {
+  switch (kvm.state) {
+    case "usable":
+      return undefined;
+    case "missing":
+      return `${path} is not in the launcher's container: the node's handler gives it to pods that ask for devices.kubevirt.io/kvm, which it advertises only where the node has ${path}`;
+    case "denied": {
+      const device = kvm.mode === undefined ? "" : `, the device being mode ${(kvm.mode & 0o777).toString(8).padStart(4, "0")} and owned by ${String(kvm.uid)}:${String(kvm.gid)}`;
+      return `${path} is in the launcher's container but its user ${String(uid)} cannot open it read-write (${kvm.code}${device}): let that user open it, with the node's ${path} at mode 0666 (a udev rule, as most distributions ship) or with containerd's device_ownership_from_security_context = true, which gives a pod's devices to its runAsUser`;
+    }
+  }
+}
+
 /** Whether the domain can run, and how: KVM when it works, QEMU's emulation only where allowed. */
-export function chooseDomainType(options: { kvmUsable: boolean; allowEmulation: boolean }): DomainType {
-  if (options.kvmUsable) return "kvm";
+export function chooseDomainType(options: { kvm: KvmProbe; allowEmulation: boolean; path: string; uid: number }): DomainType {
+  const unusable = kvmUnusableReason(options.kvm, options.path, options.uid);
+  if (unusable === undefined) return "kvm";
   if (options.allowEmulation) return "qemu";
-  throw new Error("/dev/kvm is missing or unusable on this node and software emulation is not allowed: enable useEmulation in the kubevirt-ts configuration, or run the VM on a node with KVM");
+  throw new Error(`KVM is unusable and software emulation is not allowed (useEmulation is off): ${unusable}; or enable useEmulation in the KubeVirt CR's developerConfiguration`);
 }
 
 /** libvirt's name for the domain of a VMI, as KubeVirt's: namespace_name. */

@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { access, constants, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { open, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import type { Server } from "node:net";
 import { basename, join } from "node:path";
 import { promisify } from "node:util";
@@ -7,7 +7,7 @@ import { type Domain, DomainState, type Hypervisor } from "@unraid/libvirt";
 import { type GuestAgentInfo, type GuestOsInfo, type Ipv4Network, SocketsVolume, type VirtualMachineInstance, diskTargets, podNetworkInterface, podNetworkPorts } from "@kubevirt-ts/kubevirt-api";
 import { type DomainStats, type DomainStatus, MIGRATION_SOCKETS, type MigrationOptions, type MigrationStatus, RpcError } from "@kubevirt-ts/launcher-protocol";
 import type { Logger } from "@kubevirt-ts/runtime";
-import { type DomainType, chooseDomainType, domainName, domainXml, firmwareUuid, interfaceNetdev } from "../domain/converter.ts";
+import { type DomainType, type KvmProbe, chooseDomainType, domainName, kvmUnusableReason, domainXml, firmwareUuid, interfaceNetdev } from "../domain/converter.ts";
 import { disksToCopy } from "../migration/job-stats.ts";
 import { OutgoingMigration } from "../migration/outgoing.ts";
 import { relayUnixSocket } from "../migration/relay.ts";
@@ -63,11 +63,17 @@ const STATE_NAMES: Record<number, DomainStatus["state"]> = {
   [DomainState.PMSUSPENDED]: "PMSuspended",
 };
 
-async function usable(device: string): Promise<boolean> {
-  return access(device, constants.R_OK | constants.W_OK).then(
-    () => true,
-    () => false,
-  );
+/** Whether this process may use the KVM device: opened read-write, as QEMU opens it, and closed again. */
+async function probeKvm(device: string): Promise<KvmProbe> {
+  try {
+    await (await open(device, "r+")).close();
+    return { state: "usable" };
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? String(error);
+    if (code === "ENOENT") return { state: "missing" };
+    const s = await stat(device).catch(() => undefined);
+    return s ? { state: "denied", code, mode: s.mode, uid: s.uid, gid: s.gid } : { state: "denied", code };
+  }
 }
 
 export class DomainManager {
@@ -190,7 +196,10 @@ export class DomainManager {
   /** Makes the domain's disks and state, at the launcher pod's paths; the domain's XML. */
   private async prepare(vmi: VirtualMachineInstance): Promise<string> {
     const { layout } = this.o;
-    this.domainType = chooseDomainType({ kvmUsable: await usable(this.o.kvmDevice), allowEmulation: this.o.allowEmulation });
+    const kvm = await probeKvm(this.o.kvmDevice);
+    const uid = process.getuid?.() ?? -1;
+    this.domainType = chooseDomainType({ kvm, allowEmulation: this.o.allowEmulation, path: this.o.kvmDevice, uid });
+    if (this.domainType === "qemu") this.o.log.info("the guest runs with QEMU's software emulation", { reason: kvmUnusableReason(kvm, this.o.kvmDevice, uid) });
     const disks = await prepareDisks(vmi, layout);
     const uuid = firmwareUuid(vmi);
     const vmState = await prepareVmState(vmi, layout.vmStateDir, this.o.swtpmStorageDir, uuid);
