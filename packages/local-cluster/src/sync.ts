@@ -56,6 +56,9 @@ export async function clusterSync(binDir: string): Promise<void> {
     ...tagValues(images),
     // /dev/kvm here cannot run ordinary guests: VMs run with emulation.
     "--set", "useEmulation=true",
+    // Heartbeats every 10 s, a silent handler noticed after 40 s (KubeVirt's 60 s and 5 min): the e2e tests stop one.
+    "--set", "nodeHeartbeat.intervalSeconds=10",
+    "--set", "nodeHeartbeat.timeoutSeconds=40",
     "--set-json", `guestImages=${JSON.stringify(guestImages(images))}`,
     // The dashboard's certificate names the address `make up` prints.
     "--set-json", `web.tls.hosts=${JSON.stringify([NODE_IP])}`,

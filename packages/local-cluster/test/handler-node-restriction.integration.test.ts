@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { type CoreV1Api, CustomObjectsApi, KubeConfig, VersionApi } from "@kubernetes/client-node";
+import { CoreV1Api, CustomObjectsApi, KubeConfig, VersionApi } from "@kubernetes/client-node";
 import { REPO_ROOT, ensureBinaries } from "@kubevirt-ts/control-plane";
 import { test } from "@kubevirt-ts/control-plane/testing";
 import { afterAll, beforeAll, describe, expect, inject } from "vitest";
@@ -11,7 +11,8 @@ import { afterAll, beforeAll, describe, expect, inject } from "vitest";
 // RBAC for the handler and the controller: a handler's token bound to a pod
 // on node A updates the status of a VMI on node A, and is refused one on node
 // B; only those two accounts change a VMI's status or node label (a VMI has
-// no status subresource, as KubeVirt's).
+// no status subresource, as KubeVirt's). And the handler writes its own
+// node's heartbeat and CPU labels only: no other node, no other key.
 
 const CHART = join(REPO_ROOT, "charts/kubevirt-ts");
 const exec = promisify(execFile);
@@ -158,6 +159,54 @@ describe("the handlers' node restriction", () => {
     // The controller, another account, is not restricted by it.
     const current2 = (await custom.getNamespacedCustomObject({ ...vmis, name: "on-b" })) as Vmi;
     await expect(controller.replaceNamespacedCustomObject({ ...vmis, name: "on-b", body: running(current2) })).resolves.toBeDefined();
+    await core.deleteNode({ name: nodeA });
+    await core.deleteNode({ name: nodeB });
+  });
+
+  test("lets a handler label its own node with kubevirt.io's keys only", async ({ kubeConfig, core }) => {
+    const nodeA = `${release}-label-a`;
+    const nodeB = `${release}-label-b`;
+    for (const name of [nodeA, nodeB]) await core.createNode({ body: { metadata: { name, labels: { team: "infra" }, annotations: { owner: "ops" } } } });
+    await core.createNamespacedPod({
+      namespace: release,
+      body: { metadata: { name: "virt-handler-label-a" }, spec: { serviceAccountName: "virt-handler", nodeName: nodeA, containers: [{ name: "c", image: "none" }] } },
+    });
+    const pod = await core.readNamespacedPod({ namespace: release, name: "virt-handler-label-a" });
+    const { token } = await accountClient(kubeConfig, core, "virt-handler", { name: "virt-handler-label-a", uid: pod.metadata?.uid });
+    const cluster = kubeConfig.getCurrentCluster();
+    if (!cluster) throw new Error("no cluster in the test kubeconfig");
+    const config = new KubeConfig();
+    config.loadFromClusterAndUser(cluster, { name: "virt-handler-label", token });
+    const handler = config.makeApiClient(CoreV1Api);
+    const escape = (key: string) => key.replaceAll("~", "~0").replaceAll("/", "~1");
+    const label = (key: string, value: string) => ({ op: "add", path: `/metadata/labels/${escape(key)}`, value });
+    const heartbeat = [label("kubevirt.io/schedulable", "true"), label("cpu-model.node.kubevirt.io/Westmere", "true"), { op: "add", path: "/metadata/annotations/kubevirt.io~1heartbeat", value: "2026-01-02T03:04:05Z" }];
+    // The API server applies a new policy within moments: wait for it with a dry run, which changes nothing.
+    await expect.poll(() => refusal(handler.patchNode({ name: nodeB, body: heartbeat, dryRun: "All" })), { timeout: 30_000 }).toMatch(/^403 /);
+
+    const patched = await handler.patchNode({ name: nodeA, body: heartbeat });
+    expect(patched.metadata?.labels).toMatchObject({ "kubevirt.io/schedulable": "true", "cpu-model.node.kubevirt.io/Westmere": "true", team: "infra" });
+    expect(patched.metadata?.annotations?.["kubevirt.io/heartbeat"]).toBe("2026-01-02T03:04:05Z");
+    // A stale labeller label goes.
+    await handler.patchNode({ name: nodeA, body: [{ op: "remove", path: "/metadata/labels/cpu-model.node.kubevirt.io~1Westmere" }] });
+
+    const other = await refusal(handler.patchNode({ name: nodeB, body: heartbeat }));
+    expect(other).toMatch(/^403 /);
+    expect(other).toContain(`the handler of node ${nodeA} may only update its own node, not update node ${nodeB}`);
+    const keys = `the handler of node ${nodeA} may only change the node's labels and annotations under kubevirt.io/ and *.node.kubevirt.io/`;
+    expect(await refusal(handler.patchNode({ name: nodeA, body: [label("team", "tenant")] }))).toContain(keys);
+    expect(await refusal(handler.patchNode({ name: nodeA, body: [label("node-role.kubernetes.io/control-plane", "")] }))).toContain(keys);
+    expect(await refusal(handler.patchNode({ name: nodeA, body: [{ op: "remove", path: "/metadata/labels/team" }] }))).toContain(keys);
+    expect(await refusal(handler.patchNode({ name: nodeA, body: [{ op: "remove", path: "/metadata/annotations/owner" }] }))).toContain(keys);
+    expect(await refusal(handler.patchNode({ name: nodeA, body: [{ op: "add", path: "/spec/unschedulable", value: true }] }))).toContain(
+      `the handler of node ${nodeA} may only change the node's kubevirt.io labels and annotations, not its spec, owners or finalizers`,
+    );
+    expect(await refusal(handler.deleteNode({ name: nodeA }))).toMatch(/^403 /);
+    const stored = await core.readNode({ name: nodeA });
+    expect(stored.metadata?.labels).toMatchObject({ team: "infra", "kubevirt.io/schedulable": "true" });
+    expect(stored.metadata?.labels).not.toHaveProperty(["cpu-model.node.kubevirt.io/Westmere"]);
+    expect(stored.spec?.unschedulable).toBeUndefined();
+    expect((await core.readNode({ name: nodeB })).metadata?.labels).toEqual({ team: "infra" });
     await core.deleteNode({ name: nodeA });
     await core.deleteNode({ name: nodeB });
   });
