@@ -1,8 +1,8 @@
 import { once } from "node:events";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { KubeClient, apiResourceCheck, componentMetricsAccess, createRestClientMetrics, loadKubeConfig } from "@kubevirt-ts/kube";
-import { kubevirtResources } from "@kubevirt-ts/kubevirt-api";
+import { Informer, KubeClient, apiResourceCheck, componentMetricsAccess, createRestClientMetrics, loadKubeConfig } from "@kubevirt-ts/kube";
+import { KUBEVIRT_CR_NAME, type KubeVirt, LiveClusterConfig, defaultClusterConfig, followLogVerbosity, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
 import { readUploadMasterKey, runService } from "@kubevirt-ts/runtime";
 import { env } from "./env.ts";
 import { createSubresourceConsoles } from "./console-proxy.ts";
@@ -53,6 +53,13 @@ await runService({
   metricsAccess: componentMetricsAccess(kubeConfig, env.METRICS_REQUIRE_AUTHORIZATION),
   start: async ({ log, registry }) => {
     const own = await KubeClient.fromKubeConfig(kubeConfig, createRestClientMetrics(registry));
+    // The cluster's configuration: the chart's values, with the KubeVirt CR over them as it changes.
+    const cluster = new LiveClusterConfig(defaultClusterConfig({ evictionStrategy: env.EVICTION_STRATEGY }));
+    const following = new AbortController();
+    const kvs = new Informer<KubeVirt>({ client: own, type: kubevirtResources.kubeVirts, namespace: env.HANDLER_NAMESPACE, fieldSelector: `metadata.name=${KUBEVIRT_CR_NAME}`, log });
+    kvs.addHandler(cluster.informerHandler());
+    followLogVerbosity(cluster, "virtAPI", log, env.LOG_LEVEL);
+    const followingKubeVirt = kvs.run(following.signal);
     const [ca, cert, key] = await readDir(env.CONSOLE_TLS_DIR, ["ca.crt", "tls.crt", "tls.key"], "the console client certificate (CONSOLE_TLS_DIR)");
     const handlers = new HandlerDialer({ own, namespace: env.HANDLER_NAMESPACE, port: env.HANDLER_PORT, tls: { ca: ca ?? Buffer.alloc(0), cert: cert ?? Buffer.alloc(0), key: key ?? Buffer.alloc(0) } });
     // The serving certificate of the webhooks and the aggregated APIs; its key also signs upload tokens (upload/token.ts).
@@ -81,7 +88,7 @@ await runService({
       const subresources = createSubresourceApi({ own, handlers, frontProxy, log, version: env.VERSION });
       const tokenApi = createUploadTokenApi({ own, frontProxy, tokens: uploadTokens, log });
       const consoles = createSubresourceConsoles({ own, handlers, frontProxy, log });
-      webhooks = createWebhookServer({ cert: webhookCert ?? Buffer.alloc(0), key: webhookKey ?? Buffer.alloc(0) }, own, log, (req, res) => subresources(req, res) || tokenApi(req, res), consoles, env.EVICTION_STRATEGY, await webhookCallers());
+      webhooks = createWebhookServer({ cert: webhookCert ?? Buffer.alloc(0), key: webhookKey ?? Buffer.alloc(0) }, own, log, (req, res) => subresources(req, res) || tokenApi(req, res), consoles, () => cluster.get(), await webhookCallers(), env.HANDLER_NAMESPACE);
       webhooks.listen(env.WEBHOOK_PORT, env.HOST);
       await once(webhooks, "listening");
       log.info("admission webhooks, the subresource API and upload tokens listening", { port: env.WEBHOOK_PORT });
@@ -93,6 +100,8 @@ await runService({
     }
     return async () => {
       sampling.abort();
+      following.abort();
+      await followingKubeVirt;
       for (const server of [api, webhooks, uploads]) server?.closeAllConnections();
       const closing = [api, webhooks, uploads].flatMap((server) => (server ? [new Promise((resolve) => server.close(resolve))] : []));
       await Promise.all(closing);

@@ -12,11 +12,11 @@ import { readBody } from "./read-body.ts";
 import { createTrpcGate } from "./trpc-gate.ts";
 import { kubeStatus } from "./subresources/api.ts";
 import { type KubeClient, tokenReviews } from "@kubevirt-ts/kube";
-import { type EvictionStrategy, SERVER_KEEP_ALIVE_MS } from "@kubevirt-ts/kubevirt-api";
+import { type ClusterConfig, DEFAULTING_OPTIONS, type DefaultingOptions, SERVER_KEEP_ALIVE_MS, defaultClusterConfig } from "@kubevirt-ts/kubevirt-api";
 import { type WebhookCaller, reviewEviction } from "./eviction-webhook.ts";
 import { type ClientTrust, clientCertRefusal } from "./client-cert.ts";
 import { reviewMigration } from "./migration-webhook.ts";
-import { type AdmissionReview, type WebhookKind, asStoredVersion, inferVmDefaults, mutate, validate, vmValidationContext } from "./webhooks.ts";
+import { type AdmissionReview, type WebhookKind, asStoredVersion, inferVmDefaults, mutate, validate, validateKubeVirtReview, vmValidationContext } from "./webhooks.ts";
 
 // The API's listeners: tRPC and the console websockets on one HTTP port
 // (the dashboard's server proxies both), and on a TLS port of their own,
@@ -83,8 +83,10 @@ export function createApiServer(services: ApiServices): Server {
 
 interface WebhookOptions {
   own: KubeClient;
-  /** The cluster's eviction strategy, for VMIs that name none (the chart's evictionStrategy). */
-  evictionStrategy: EvictionStrategy;
+  /** The cluster's configuration now (the KubeVirt CR's over the chart's values): eviction strategy, machine type, CPU model. */
+  cluster: ClusterConfig;
+  /** The release namespace, where the one KubeVirt CR kubevirt-ts reads is. */
+  installNamespace: string;
   /** Whether the review came over the API server's verified client certificate (a side effect may depend on it). */
   caller: WebhookCaller;
 }
@@ -98,14 +100,18 @@ const validateWithContext = (kind: WebhookKind): Review => async (review, { own 
 const WEBHOOKS: Record<string, Review> = {
   "/validate-virtualmachines": validateWithContext("virtualmachines"),
   // inferFromVolume reads the volume's claim or DataVolume with the API's own account, as KubeVirt's virt-api does.
-  "/mutate-virtualmachines": async (review, { own }) => mutate(review, "virtualmachines", await inferVmDefaults(review.request?.object, (r, ns, name) => own.find(r, ns, name))),
+  "/mutate-virtualmachines": async (review, { own, cluster }) => mutate(review, "virtualmachines", await inferVmDefaults(review.request?.object, (r, ns, name) => own.find(r, ns, name)), defaultingOf(cluster)),
   "/validate-virtualmachineinstances": validateWithContext("virtualmachineinstances"),
-  "/mutate-virtualmachineinstances": (review) => mutate(review, "virtualmachineinstances"),
+  "/mutate-virtualmachineinstances": (review, { cluster }) => mutate(review, "virtualmachineinstances", undefined, defaultingOf(cluster)),
   "/validate-datavolumes": (review) => validate(review, "datavolumes"),
   "/validate-migrationpolicies": (review) => validate(review, "migrationpolicies"),
   "/validate-virtualmachineinstancemigrations": (review, { own }) => reviewMigration(review, own),
-  "/validate-pod-eviction": (review, { own, evictionStrategy, caller }) => reviewEviction(review, own, evictionStrategy, caller),
+  "/validate-pod-eviction": (review, { own, cluster, caller }) => reviewEviction(review, own, cluster.evictionStrategy, caller),
+  "/validate-kubevirts": (review, { installNamespace }) => validateKubeVirtReview(review, installNamespace),
 };
+
+/** KubeVirt's defaulting with the cluster's machine type and CPU model. */
+const defaultingOf = (cluster: ClusterConfig): DefaultingOptions => ({ ...DEFAULTING_OPTIONS, machineType: cluster.machineType, cpuModel: cluster.cpuModel });
 
 const WEBHOOK_CALLER_NAMES = { whose: "the API server's webhook client", ca: "webhooks.clientCA", namesFrom: "webhooks.clientNames" };
 
@@ -131,8 +137,9 @@ export function createWebhookServer(
   log: Logger,
   subresources?: (req: IncomingMessage, res: ServerResponse) => boolean,
   consoles?: UpgradeHandler,
-  evictionStrategy: EvictionStrategy = "None",
+  cluster: () => ClusterConfig = () => defaultClusterConfig(),
   callers?: ClientTrust,
+  installNamespace = "kubevirt-ts",
 ): Server {
   const server = createTlsServer({ ...tls, requestCert: true, rejectUnauthorized: false, ...bounded(limits.webhookRequestTimeoutMs) }, (req: IncomingMessage, res: ServerResponse) => {
     const websocket = consoles ? consoleTarget(req.url) : undefined;
@@ -159,7 +166,7 @@ export function createWebhookServer(
         return;
       }
       try {
-        const answer = await review(asStoredVersion(JSON.parse(body.toString("utf8")) as AdmissionReview), { own, evictionStrategy, caller });
+        const answer = await review(asStoredVersion(JSON.parse(body.toString("utf8")) as AdmissionReview), { own, cluster: cluster(), installNamespace, caller });
         res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(answer));
       } catch (error) {
         log.error("could not review an admission request", { url: req.url, error });

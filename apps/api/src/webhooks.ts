@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from "node:util";
 import {
   API_VERSION, type Cause, CauseType, DEPRECATED_API_VERSION, type ExpansionSources, Finalizer, type InferenceRefusal, Label, type Lookup, VmiPhase, defaultVirtualMachine, defaultVirtualMachineInstance, expansionSources, findInstancetypeAndPreference,
-  inferFromVolumes, parseVirtualMachine, summarize, validateDataVolume, validateMigrationPolicy, validateVirtualMachine, validateVirtualMachineInstance, withPhase,
+  DEFAULTING_OPTIONS, type DefaultingOptions, featureGateWarnings, inferFromVolumes, parseVirtualMachine, summarize, validateDataVolume, validateKubeVirt, validateMigrationPolicy, validateVirtualMachine, validateVirtualMachineInstance, withPhase,
 } from "@kubevirt-ts/kubevirt-api";
 import { kubeTime } from "@kubevirt-ts/kube";
 
@@ -102,6 +102,26 @@ export function validate(review: AdmissionReview, kind: WebhookKind, context: Vm
   });
 }
 
+/**
+ * The KubeVirt CR: refused by path where kubevirt-ts would not act on it (and when it is not the one CR kubevirt-ts
+ * reads); admitted with a warning for each feature gate kubevirt-ts ignores, with the reason.
+ */
+export function validateKubeVirtReview(review: AdmissionReview, installNamespace: string): AdmissionReview {
+  const request = review.request;
+  if (!request) throw new Error("the AdmissionReview has no request");
+  const answer = (response: Omit<AdmissionResponse, "uid">) => admissionAnswer(request.uid, response);
+  if (request.operation === "DELETE") return answer({ allowed: true });
+  const validated = validateKubeVirt(request.object, installNamespace);
+  if (!validated.ok) {
+    return answer({
+      allowed: false,
+      status: { code: 422, reason: "Invalid", message: summarize(validated.causes), details: { causes: validated.causes.map((c) => ({ reason: c.reason, field: c.field, message: c.message })) } },
+    });
+  }
+  const warnings = featureGateWarnings(validated.value.spec.configuration.developerConfiguration?.featureGates ?? []);
+  return answer({ allowed: true, ...(warnings.length > 0 ? { warnings } : {}) });
+}
+
 /** A VM with its instancetype and preference inferred from its volumes (inferFromVolume), looked up with `lookup`. */
 export async function inferVmDefaults(object: unknown, lookup: Lookup): Promise<InferredVm> {
   if (typeof object !== "object" || object === null) return { vm: object, refusals: [] };
@@ -131,7 +151,11 @@ function inferenceRefused(uid: string, refusals: InferenceRefusal[]): AdmissionR
   return admissionAnswer(uid, { allowed: false, status: { code: 422, reason: "Invalid", message: summarize(causes), details: { causes } } });
 }
 
-export function mutate(review: AdmissionReview, kind: WebhookKind, inferred?: InferredVm): AdmissionReview {
+/**
+ * The admission's defaulting: KubeVirt's, with the cluster's machine type; a new VMI also gets the cluster's CPU model
+ * when it names none (as KubeVirt's VMI mutator; a VM's template keeps none, so its next VMI takes the model then).
+ */
+export function mutate(review: AdmissionReview, kind: WebhookKind, inferred?: InferredVm, defaulting: DefaultingOptions = DEFAULTING_OPTIONS): AdmissionReview {
   const request = review.request;
   if (!request) throw new Error("the AdmissionReview has no request");
   const response: AdmissionResponse = { uid: request.uid, allowed: true };
@@ -142,11 +166,11 @@ export function mutate(review: AdmissionReview, kind: WebhookKind, inferred?: In
     const object = inferred?.vm ?? request.object;
     inferencePatch(patch, request.object as VmSpecLike, object as VmSpecLike);
     const parsed = validateVirtualMachine(object);
-    if (parsed.ok) replaceIfChanged(patch, "/spec/template/spec", parsed.value.spec.template.spec, defaultVirtualMachine(parsed.value).spec.template.spec);
+    if (parsed.ok) replaceIfChanged(patch, "/spec/template/spec", parsed.value.spec.template.spec, defaultVirtualMachine(parsed.value, { ...defaulting, cpuModel: undefined }).spec.template.spec);
   } else {
     const parsed = validateVirtualMachineInstance(request.object);
     if (parsed.ok) {
-      replaceIfChanged(patch, "/spec", parsed.value.spec, defaultVirtualMachineInstance(parsed.value).spec);
+      replaceIfChanged(patch, "/spec", parsed.value.spec, defaultVirtualMachineInstance(parsed.value, request.operation === "CREATE" ? defaulting : { ...defaulting, cpuModel: undefined }).spec);
       if (request.operation === "CREATE") createdVmi(patch, request.object as { metadata?: { finalizers?: string[]; labels?: Record<string, string> }; status?: unknown });
     }
   }

@@ -58,7 +58,7 @@ export async function startWebhooks(kubeConfig: KubeConfig, log: Logger, callers
   const pki = new Pki(await mkdtemp(join(tmpdir(), "webhook-tls-")));
   await pki.createCa("webhook-ca");
   const pair = await pki.issue({ name: "webhook", commonName: "127.0.0.1", usage: "server", hosts: ["127.0.0.1"] });
-  const webhooks = createWebhookServer({ cert: await readFile(pair.cert), key: await readFile(pair.key) }, await KubeClient.fromKubeConfig(kubeConfig), log, undefined, undefined, "None", callers);
+  const webhooks = createWebhookServer({ cert: await readFile(pair.cert), key: await readFile(pair.key) }, await KubeClient.fromKubeConfig(kubeConfig), log, undefined, undefined, undefined, callers);
   webhooks.listen(0, "127.0.0.1");
   await once(webhooks, "listening");
   const address = webhooks.address();

@@ -17,6 +17,8 @@ export interface DefaultingOptions {
   /** The bus of a disk that names none; KubeVirt uses sata on amd64. */
   defaultDiskBus: DiskBus;
   machineType: string;
+  /** The CPU model of a VMI that names none (the KubeVirt CR's cpuModel); unset: none. */
+  cpuModel?: string | undefined;
 }
 
 export const DEFAULTING_OPTIONS: DefaultingOptions = {
@@ -93,7 +95,8 @@ export function defaultVmiSpec(spec: VmiSpec, options: DefaultingOptions = DEFAU
   const result = withImplicitDevices(spec, options);
   const guest = spec.domain.memory?.guest ?? spec.domain.resources?.requests?.memory ?? spec.domain.resources?.limits?.memory;
 
-  result.domain.cpu = defaultCpu(spec);
+  const cpu = defaultCpu(spec);
+  result.domain.cpu = cpu?.model === undefined && options.cpuModel !== undefined ? { ...cpu, model: options.cpuModel } : cpu;
   if (guest !== undefined) result.domain.memory = { ...result.domain.memory, guest };
   const resources = defaultResources(spec);
   if (resources) result.domain.resources = resources;

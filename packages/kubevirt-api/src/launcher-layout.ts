@@ -1,3 +1,4 @@
+import { logLevelOf } from "./cluster-config.ts";
 import { CLOUD_INIT_SECRETS_DIR } from "./cloud-init-secrets.ts";
 import { ACCESS_CREDENTIALS_DIR } from "./access-credentials.ts";
 import { CLAIM_DEVICES_DIR, CLAIM_DISKS_DIR } from "./claims.ts";
@@ -101,6 +102,9 @@ export const LAUNCHER_OPS_PORT_NAME = "ops";
 /** The guest's grace period when the VMI names none. */
 export const DEFAULT_GRACE_PERIOD_SECONDS = 30;
 
+/** KubeVirt's default verbosity of a launcher. */
+const DEFAULT_LAUNCHER_VERBOSITY = 2;
+
 /** The environment variables the launcher reads; the controller sets each of them on the launcher container. */
 export const LauncherEnv = {
   /** The runtime's ops port variable (see @kubevirt-ts/runtime baseEnv). */
@@ -119,11 +123,24 @@ export const LauncherEnv = {
   allowEmulation: "ALLOW_EMULATION",
   /** How long the guest has to shut down when the pod is asked to stop, in seconds. */
   gracePeriodSeconds: "GRACE_PERIOD_SECONDS",
+  /** The runtime's log level (see @kubevirt-ts/runtime baseEnv): from the VMI's logVerbosity label or the KubeVirt CR's virtLauncher. */
+  logLevel: "LOG_LEVEL",
 } as const;
 
 export interface LauncherSettings {
   allowEmulation: boolean;
   gracePeriodSeconds: number;
+  /** KubeVirt's klog verbosity for this launcher (0-9); unset: info. */
+  verbosity?: number | undefined;
+}
+
+/** KubeVirt's label on a VM's template or a VMI: the verbosity (0-9) of its launcher, over the cluster's virtLauncher. */
+export const LOG_VERBOSITY_LABEL = "logVerbosity";
+
+/** The launcher's verbosity: the VMI's logVerbosity label when it is a number 0-9, else the cluster's. */
+export function launcherVerbosity(labels: Readonly<Record<string, string>> | undefined, cluster: number | undefined): number | undefined {
+  const label = labels?.[LOG_VERBOSITY_LABEL];
+  return label !== undefined && /^[0-9]$/.test(label) ? Number(label) : cluster;
 }
 
 /** The launcher container's environment: the layout above and the VMI's settings. */
@@ -142,6 +159,7 @@ export function launcherEnv(settings: LauncherSettings): { name: string; value: 
     vmStateDir: LauncherDir.vmState,
     allowEmulation: String(settings.allowEmulation),
     gracePeriodSeconds: String(settings.gracePeriodSeconds),
+    logLevel: logLevelOf(settings.verbosity ?? DEFAULT_LAUNCHER_VERBOSITY),
   };
   return Object.entries(LauncherEnv).map(([key, name]) => ({ name, value: values[key as keyof typeof LauncherEnv] }));
 }

@@ -1,5 +1,5 @@
 import { CDI_GROUP, CDI_VERSION } from "./schema/datavolume.ts";
-import { GROUP, INSTANCETYPE_GROUP, MIGRATIONS_GROUP, MIGRATIONS_VERSION, MigrationPolicyResource, INSTANCETYPE_VERSION, type InstancetypeKind, InstancetypeResource, Resource, VERSION } from "./constants.ts";
+import { GROUP, INSTANCETYPE_GROUP, KubeVirtResource, MIGRATIONS_GROUP, MIGRATIONS_VERSION, MigrationPolicyResource, INSTANCETYPE_VERSION, type InstancetypeKind, InstancetypeResource, Resource, VERSION } from "./constants.ts";
 
 // Where the kubevirt.io kinds live in the API, in the shape of
 // @kubevirt-ts/kube's ResourceType (group, version, plural, namespaced), for
@@ -14,6 +14,8 @@ export const kubevirtResources = {
   virtualMachineInstanceMigrations: { group: GROUP, version: VERSION, plural: Resource.VirtualMachineInstanceMigration.plural, namespaced: true, statusSubresource: true },
   // Cluster-scoped, as KubeVirt's: an administrator's settings for the migrations of the VMIs a policy selects.
   migrationPolicies: { group: MIGRATIONS_GROUP, version: MIGRATIONS_VERSION, plural: MigrationPolicyResource.plural, namespaced: false, statusSubresource: true },
+  // The installation's configuration, in the release namespace: its status written by virt-controller.
+  kubeVirts: { group: GROUP, version: VERSION, plural: KubeVirtResource.plural, namespaced: true, statusSubresource: true },
   // CDI's, served by CDI where it is installed and by kubevirt-ts where it is not (docs/storage.md).
   dataVolumes: { group: CDI_GROUP, version: CDI_VERSION, plural: "datavolumes", namespaced: true, statusSubresource: true },
 } as const;

@@ -59,6 +59,8 @@ export async function clusterSync(binDir: string): Promise<void> {
     // Heartbeats every 10 s, a silent handler noticed after 40 s (KubeVirt's 60 s and 5 min): the e2e tests stop one.
     "--set", "nodeHeartbeat.intervalSeconds=10",
     "--set", "nodeHeartbeat.timeoutSeconds=40",
+    // Two cores run dozens of mostly idle test guests at once: 10m per vCPU, not KubeVirt's 100m (cpuAllocationRatio 10).
+    "--set", "cpuAllocationRatio=100",
     "--set-json", `guestImages=${JSON.stringify(guestImages(images))}`,
     // The dashboard's certificate names the address `make up` prints.
     "--set-json", `web.tls.hosts=${JSON.stringify([NODE_IP])}`,

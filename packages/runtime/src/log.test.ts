@@ -26,4 +26,18 @@ describe("createLogger", () => {
     log.child({ vmi: "ns/a" }).error("failed", { error: new Error("boom") });
     expect(lines[0]).toMatchObject({ vmi: "ns/a", error: { message: "boom", name: "Error" } });
   });
+
+  it("changes the level of the whole family, children made before and after", () => {
+    const { lines, log } = collect();
+    const child = log.child({ vmi: "ns/a" });
+    child.debug("dropped");
+    child.setLevel("debug");
+    log.debug("parent");
+    child.debug("child");
+    log.child({ vmi: "ns/b" }).debug("later child");
+    log.setLevel("warn");
+    child.info("dropped again");
+    expect(lines.map((l) => l.msg)).toEqual(["parent", "child", "later child"]);
+    expect(child.level()).toBe("warn");
+  });
 });

@@ -13,6 +13,9 @@ export interface Logger {
   error(msg: string, fields?: LogFields): void;
   /** A logger that adds these fields to every line, e.g. `{ vmi: "ns/name" }`. */
   child(fields: LogFields): Logger;
+  /** Changes the level of this logger and of every logger made from it (and of the one it was made from): the process's. */
+  setLevel(level: LogLevel): void;
+  level(): LogLevel;
 }
 
 export interface LoggerOptions {
@@ -27,12 +30,16 @@ function serializeError(value: unknown): unknown {
   return value instanceof Error ? { message: value.message, name: value.name, stack: value.stack } : value;
 }
 
-export function createLogger(options: LoggerOptions, base: LogFields = {}): Logger {
-  const min = ORDER[options.level ?? "info"];
+/** A logger family's level, shared by a logger and its children so that a change reaches all of them. */
+interface SharedLevel {
+  level: LogLevel;
+}
+
+export function createLogger(options: LoggerOptions, base: LogFields = {}, shared: SharedLevel = { level: options.level ?? "info" }): Logger {
   const write = options.write ?? ((line: string) => process.stdout.write(`${line}\n`));
   const now = options.now ?? (() => new Date());
   const log = (level: LogLevel, msg: string, fields: LogFields = {}) => {
-    if (ORDER[level] < min) return;
+    if (ORDER[level] < ORDER[shared.level]) return;
     const entry: LogFields = { ts: now().toISOString(), level, component: options.component, msg, ...base };
     for (const [key, value] of Object.entries(fields)) entry[key] = serializeError(value);
     write(JSON.stringify(entry));
@@ -50,6 +57,10 @@ export function createLogger(options: LoggerOptions, base: LogFields = {}): Logg
     error: (msg, fields) => {
       log("error", msg, fields);
     },
-    child: (fields) => createLogger(options, { ...base, ...fields }),
+    child: (fields) => createLogger(options, { ...base, ...fields }, shared),
+    setLevel: (level) => {
+      shared.level = level;
+    },
+    level: () => shared.level,
   };
 }

@@ -1,6 +1,6 @@
 import { ControllerManager, type EventHandler, Expectations, type Informer, type KubeClient, type KubeObject, type Node, type PersistentVolumeClaim, type Pod, type WorkQueue, createEventRecorder, keyOf, resources } from "@kubevirt-ts/kube";
 import {
-  type DataVolume, DEFAULT_HEARTBEAT_TIMEOUT_SECONDS, Kind, LAUNCHER_PODS_BY_VMI, type MigrationPolicy, Label, LabelValue, type VirtualMachine, type VirtualMachineInstance, type VirtualMachineInstanceMigration, kubevirtResources, launcherPodIndex, migrationJobOf,
+  type DataVolume, DEFAULT_HEARTBEAT_TIMEOUT_SECONDS, Kind, type LiveClusterConfig, LAUNCHER_PODS_BY_VMI, type MigrationPolicy, Label, LabelValue, type VirtualMachine, type VirtualMachineInstance, type VirtualMachineInstanceMigration, kubevirtResources, launcherPodIndex, migrationJobOf,
 } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
 import type { Registry } from "prom-client";
@@ -16,6 +16,7 @@ import { observePhaseTransitions } from "./vmi/phase-metrics.ts";
 import { BY_CLAIM, claimEvents, vmisByClaim, vmsByClaim } from "./vmi/claim-events.ts";
 import { VMIS_BY_UID, launcherPodEvents, unownedLauncherPods, vmisByUid } from "./vmi/pod-events.ts";
 import type { LauncherPodConfig } from "./vmi/pod.ts";
+import { followKubeVirt, registerKubeVirtStatus } from "./kubevirt/controller.ts";
 
 // The controller process: informers for VMs, VMIs, launcher pods and claims that
 // only enqueue keys, and the VM and VMI controllers working off two queues.
@@ -30,15 +31,22 @@ export interface ControllersConfig {
   log: Logger;
   registry: Registry;
   workers: number;
-  pod: LauncherPodConfig;
-  /** The StorageClass of VMs' backend-storage claims (EFI variables, TPM state); unset, KubeVirt's rule picks one. */
-  vmStateStorageClass?: string | undefined;
+  launcherImage: string;
+  /**
+   * The cluster's configuration (the chart's values with the KubeVirt CR over them), read on every reconcile: with
+   * `installNamespace`, the controllers follow the CR there and the leader writes its status.
+   */
+  cluster: LiveClusterConfig;
+  /** The release namespace, where the KubeVirt CR and the components' workloads are; unset (tests), no CR is followed. */
+  installNamespace?: string | undefined;
+  /** The version the KubeVirt CR's status reports (the chart's appVersion). */
+  version?: string;
   /** Whether the cluster serves DataVolumes (CDI's, or kubevirt-ts's own): the controllers then watch them. */
   dataVolumes: boolean;
   /** Where kubevirt-ts serves DataVolumes itself (no CDI): its importer, and the DataVolume controller runs. */
   importer?: ImporterConfig | undefined;
-  /** KubeVirt's limits on migrations in flight and its target pods' timeouts. */
-  migrations: MigrationConfig;
+  /** KubeVirt's target pods' timeouts (the chart's; its other migration settings are the cluster configuration's). */
+  migrationTimeouts: MigrationConfig["timeouts"];
   /** How long a node's handler may go without a heartbeat before the node is unschedulable and its orphaned VMIs Failed (KubeVirt's 5 min). */
   nodeHeartbeatTimeoutMs?: number;
   /** Watch one namespace only (tests); all namespaces when unset. */
@@ -151,6 +159,25 @@ export function createControllers(config: ControllersConfig): ControllerManager 
   // Cluster-scoped: the migration settings of the VMIs they select, read when a migration is handed over.
   const policies = manager.informer<MigrationPolicy>({ client, type: kubevirtResources.migrationPolicies, resyncMs });
   const unowned = unownedLauncherPods({ client, pods, vmis, recorder, log, registry });
+  // The configuration each reconcile reads: the KubeVirt CR's, followed live, over the chart's values.
+  const live = config.cluster;
+  if (config.installNamespace !== undefined) {
+    const kvs = followKubeVirt(manager, client, config.installNamespace, live, resyncMs);
+    registerKubeVirtStatus(manager, kvs, { client, namespace: config.installNamespace, live, version: config.version ?? "dev", log, now });
+  }
+  const pod = (): LauncherPodConfig => {
+    const c = live.get();
+    return {
+      launcherImage: config.launcherImage,
+      imagePullPolicy: c.imagePullPolicy,
+      allowEmulation: c.useEmulation,
+      evictionStrategy: c.evictionStrategy,
+      cpuAllocationRatio: c.cpuAllocationRatio,
+      memoryOvercommit: c.memoryOvercommit,
+      ...(c.defaultRuntimeClass !== undefined ? { runtimeClassName: c.defaultRuntimeClass } : {}),
+      ...(c.logVerbosity.virtLauncher !== undefined ? { launcherVerbosity: c.logVerbosity.virtLauncher } : {}),
+    };
+  };
 
   vms.addHandler(enqueueSelf<VirtualMachine>(vmQueue));
   vmis.addHandler(enqueueSelf<VirtualMachineInstance>(vmiQueue));
@@ -189,20 +216,20 @@ export function createControllers(config: ControllersConfig): ControllerManager 
 
   manager.controller({ name: "vm", primary: vms, queue: vmQueue, workers, reconcile: createVmReconciler({ client, vms, vmis, claims, dataVolumes, expectations: vmExpectations, recorder, log, now }) });
   observePhaseTransitions(vmis, registry);
-  manager.controller({ name: "vmi", primary: vmis, queue: vmiQueue, workers, reconcile: createVmiReconciler({ client, vmis, pods, claims, dataVolumes, expectations: vmiExpectations, recorder, log, now, pod: config.pod, vmStateStorageClass: config.vmStateStorageClass }) });
+  manager.controller({ name: "vmi", primary: vmis, queue: vmiQueue, workers, reconcile: createVmiReconciler({ client, vmis, pods, claims, dataVolumes, expectations: vmiExpectations, recorder, log, now, pod, vmStateStorageClass: () => live.get().vmStateStorageClass }) });
   manager.controller({
     name: "migration",
     primary: migrations,
     queue: migrationQueue,
     workers,
-    reconcile: createMigrationReconciler({ client, migrations, vmis, pods, claims, policies, nodeLabels: (name) => nodes.get(name)?.metadata.labels, expectations: migrationExpectations, recorder, log, now, pod: config.pod, config: config.migrations }),
+    reconcile: createMigrationReconciler({ client, migrations, vmis, pods, claims, policies, nodeLabels: (name) => nodes.get(name)?.metadata.labels, expectations: migrationExpectations, recorder, log, now, pod, config: { timeouts: config.migrationTimeouts, cluster: () => live.get().migrations } }),
   });
   manager.controller({
     name: "evacuation",
     primary: vmis,
     queue: evacuationQueue,
     workers,
-    reconcile: createEvacuationReconciler({ client, vmis, migrations, expectations: evacuationExpectations, recorder, evictionStrategy: config.pod.evictionStrategy, now }),
+    reconcile: createEvacuationReconciler({ client, vmis, migrations, expectations: evacuationExpectations, recorder, evictionStrategy: () => live.get().evictionStrategy, now }),
   });
   // Nodes: the heartbeat of each one's handler, and its VMIs when it stops (KubeVirt's node controller).
   const nodeQueue = manager.queue("nodes");

@@ -44,6 +44,8 @@ export const env = parseEnv(
     /** Seconds without progress before a migration is aborted; 0: no limit. */
     MIGRATION_PROGRESS_TIMEOUT_SECONDS: z.coerce.number().int().min(0).default(DEFAULT_PROGRESS_TIMEOUT_SECONDS),
     VM_STATE_STORAGE_CLASS: z.string().optional().transform((v) => (v === "" ? undefined : v)),
+    /** The version the KubeVirt CR's status reports: the chart's appVersion. */
+    VERSION: z.string().default("dev"),
   }).refine((e) => e.IMPORTER_IMAGE === undefined || e.UPLOAD_MASTER_KEY_FILE !== undefined, {
     path: ["UPLOAD_MASTER_KEY_FILE"],
     message: "must name the upload master key's file when IMPORTER_IMAGE is set (the chart mounts its Secret kubevirt-ts-upload-master-key at /etc/kubevirt-ts/upload-master-key/key)",

@@ -1,5 +1,5 @@
 import { type ControllerManager, KubeClient, LeaderElector, componentMetricsAccess, createRestClientMetrics, loadKubeConfig } from "@kubevirt-ts/kube";
-import { kubevirtResources } from "@kubevirt-ts/kubevirt-api";
+import { LiveClusterConfig, defaultClusterConfig, followLogVerbosity, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
 import { readUploadMasterKey, runService } from "@kubevirt-ts/runtime";
 import { createControllers } from "./controllers.ts";
 import { env } from "./env.ts";
@@ -21,6 +21,25 @@ await runService({
   metricsAccess: componentMetricsAccess(loadKubeConfig(), env.METRICS_REQUIRE_AUTHORIZATION),
   start: async ({ log, registry, signal }) => {
     const client = await KubeClient.fromKubeConfig(loadKubeConfig(), createRestClientMetrics(registry));
+    // The chart's values (the environment), with the KubeVirt CR over them as it changes.
+    const cluster = new LiveClusterConfig(
+      defaultClusterConfig({
+        useEmulation: env.USE_EMULATION,
+        evictionStrategy: env.EVICTION_STRATEGY,
+        imagePullPolicy: env.LAUNCHER_PULL_POLICY,
+        vmStateStorageClass: env.VM_STATE_STORAGE_CLASS,
+        migrations: {
+          parallelMigrationsPerCluster: env.PARALLEL_MIGRATIONS_PER_CLUSTER,
+          parallelOutboundMigrationsPerNode: env.PARALLEL_OUTBOUND_MIGRATIONS_PER_NODE,
+          allowAutoConverge: env.MIGRATION_ALLOW_AUTO_CONVERGE,
+          allowPostCopy: env.MIGRATION_ALLOW_POST_COPY,
+          bandwidthPerMigration: `${String(env.MIGRATION_BANDWIDTH_MIB)}Mi`,
+          completionTimeoutPerGiB: env.MIGRATION_COMPLETION_TIMEOUT_PER_GIB,
+          progressTimeout: env.MIGRATION_PROGRESS_TIMEOUT_SECONDS,
+        },
+      }),
+    );
+    followLogVerbosity(cluster, "virtController", log, env.LOG_LEVEL);
     const created = createControllers({
       client,
       // Where the chart serves DataVolumes, its CRD may still be on its way: the informer waits for it.
@@ -31,21 +50,12 @@ await runService({
       log,
       registry,
       workers: env.WORKERS,
-      pod: { launcherImage: env.LAUNCHER_IMAGE, imagePullPolicy: env.LAUNCHER_PULL_POLICY, allowEmulation: env.USE_EMULATION, evictionStrategy: env.EVICTION_STRATEGY },
+      launcherImage: env.LAUNCHER_IMAGE,
+      cluster,
+      installNamespace: env.POD_NAMESPACE,
+      version: env.VERSION,
+      migrationTimeouts: { unschedulableSeconds: env.MIGRATION_UNSCHEDULABLE_TIMEOUT_SECONDS, pendingSeconds: env.MIGRATION_PENDING_TIMEOUT_SECONDS },
       nodeHeartbeatTimeoutMs: env.NODE_HEARTBEAT_TIMEOUT_SECONDS * 1000,
-      vmStateStorageClass: env.VM_STATE_STORAGE_CLASS,
-      migrations: {
-        timeouts: { unschedulableSeconds: env.MIGRATION_UNSCHEDULABLE_TIMEOUT_SECONDS, pendingSeconds: env.MIGRATION_PENDING_TIMEOUT_SECONDS },
-        cluster: {
-          parallelMigrationsPerCluster: env.PARALLEL_MIGRATIONS_PER_CLUSTER,
-          parallelOutboundMigrationsPerNode: env.PARALLEL_OUTBOUND_MIGRATIONS_PER_NODE,
-          allowAutoConverge: env.MIGRATION_ALLOW_AUTO_CONVERGE,
-          allowPostCopy: env.MIGRATION_ALLOW_POST_COPY,
-          bandwidthPerMigration: `${String(env.MIGRATION_BANDWIDTH_MIB)}Mi`,
-          completionTimeoutPerGiB: env.MIGRATION_COMPLETION_TIMEOUT_PER_GIB,
-          progressTimeout: env.MIGRATION_PROGRESS_TIMEOUT_SECONDS,
-        },
-      },
     });
     controllers = created;
     // The service aborts signal before it calls the function returned here.

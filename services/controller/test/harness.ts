@@ -1,6 +1,6 @@
 import { KubeConfig } from "@kubernetes/client-node";
 import { type ControllerManager, type KubeObject, KubeClient, type Pod, type ResourceType, createRestClientMetrics, isNotFound, resources } from "@kubevirt-ts/kube";
-import { type VirtualMachine, type VirtualMachineInstance, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
+import { type ClusterConfig, LiveClusterConfig, type VirtualMachine, type VirtualMachineInstance, defaultClusterConfig, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
 import { createLogger } from "@kubevirt-ts/runtime";
 import { Registry } from "prom-client";
 import { inject } from "vitest";
@@ -30,12 +30,13 @@ export interface RunningControllers {
 }
 
 /** Controllers watching one namespace, or every namespace when it is undefined. */
-export async function startControllers(namespace: string | undefined, options: { resyncMs?: number; migrations?: Partial<MigrationConfig> } = {}): Promise<RunningControllers> {
+export async function startControllers(namespace: string | undefined, options: { resyncMs?: number; migrations?: Partial<ClusterConfig["migrations"]> | undefined; timeouts?: MigrationConfig["timeouts"] | undefined } = {}): Promise<RunningControllers> {
   const registry = new Registry();
   const client = await testClient(registry);
   const log = createLogger({ component: "virt-controller-test", level: "warn" });
-  const controllers = createControllers({ client, log, registry, workers: 2, namespace, dataVolumes: true, resyncMs: options.resyncMs, pod: { launcherImage: LAUNCHER_IMAGE, imagePullPolicy: "IfNotPresent", allowEmulation: true, evictionStrategy: "None" },
-    migrations: { timeouts: { unschedulableSeconds: 300, pendingSeconds: 900 }, cluster: CLUSTER_MIGRATION_CONFIGURATION, ...options.migrations },
+  const cluster = new LiveClusterConfig(defaultClusterConfig({ useEmulation: true, migrations: { ...CLUSTER_MIGRATION_CONFIGURATION, ...options.migrations } }));
+  const controllers = createControllers({ client, log, registry, workers: 2, namespace, dataVolumes: true, resyncMs: options.resyncMs, launcherImage: LAUNCHER_IMAGE, cluster,
+    migrationTimeouts: options.timeouts ?? { unschedulableSeconds: 300, pendingSeconds: 900 },
   });
   const abort = new AbortController();
   const informers = controllers.runInformers(abort.signal);

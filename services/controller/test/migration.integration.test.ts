@@ -6,6 +6,7 @@ import { describe, expect } from "vitest";
 import { newVmi } from "./builders.ts";
 import { CLUSTER_MIGRATION_CONFIGURATION, getObject, getVmi, launcherPods, startControllers, testClient } from "./harness.ts";
 import type { MigrationConfig } from "../src/migration/controller.ts";
+import type { ClusterConfig } from "@kubevirt-ts/kubevirt-api";
 
 // The migration controller against a real kube-apiserver. There is no
 // scheduler, kubelet or handler here: the test binds pods to nodes (the
@@ -22,8 +23,8 @@ const withClient = kubeTest.extend<{ client: KubeClient }>({
 });
 
 /** Controllers for one test, with its own migration settings. */
-async function withControllers(namespace: string, migrations: Partial<MigrationConfig>, body: () => Promise<void>): Promise<void> {
-  const ctl = await startControllers(namespace, { migrations });
+async function withControllers(namespace: string, options: { cluster?: Partial<ClusterConfig["migrations"]>; timeouts?: MigrationConfig["timeouts"] }, body: () => Promise<void>): Promise<void> {
+  const ctl = await startControllers(namespace, { migrations: options.cluster, timeouts: options.timeouts });
   try {
     await body();
   } finally {
@@ -243,7 +244,7 @@ describe("timeouts and limits", () => {
   });
 
   withClient("migrations past the cluster's limit wait in Pending until one ends", async ({ client, core, namespace }) => {
-    await withControllers(namespace, { cluster: { ...CLUSTER_MIGRATION_CONFIGURATION, parallelMigrationsPerCluster: 1 } }, async () => {
+    await withControllers(namespace, { cluster: { parallelMigrationsPerCluster: 1 } }, async () => {
       await runningVmi(client, core, namespace, "one");
       await runningVmi(client, core, namespace, "two", "node-c");
       await client.create(migrations, namespace, newMigration("first", "one"));
@@ -259,7 +260,7 @@ describe("timeouts and limits", () => {
   });
 
   withClient("a node sends out no more migrations at once than its limit", async ({ client, core, namespace }) => {
-    await withControllers(namespace, { cluster: { ...CLUSTER_MIGRATION_CONFIGURATION, parallelOutboundMigrationsPerNode: 1 } }, async () => {
+    await withControllers(namespace, { cluster: { parallelOutboundMigrationsPerNode: 1 } }, async () => {
       await runningVmi(client, core, namespace, "one");
       await runningVmi(client, core, namespace, "two");
       await runningVmi(client, core, namespace, "three", "node-c");

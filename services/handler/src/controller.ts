@@ -1,6 +1,6 @@
-import { ControllerManager, type KubeClient, type Pod, type Reconcile, keyOf, resources, writeStatusIfChanged } from "@kubevirt-ts/kube";
+import { ControllerManager, type EventRecorder, type KubeClient, type Pod, type Reconcile, createEventRecorder, keyOf, resources, writeStatusIfChanged } from "@kubevirt-ts/kube";
 import {
-  type GuestOsInfo, LAUNCHER_CONTAINER, VmiPhase, LAUNCHER_PODS_BY_VMI, LAUNCHER_SOCKET_WAIT_SECONDS, Label, LabelValue, UNOWNED_LAUNCHER_PODS_METRIC, type VirtualMachineInstance, isHandedOver, launcherPodIndex, launcherPodOwnerKey, launcherPodsKeyOf, unownedLauncherPodReason, kubevirtResources,
+  type GuestOsInfo, LAUNCHER_CONTAINER, type VmiDomainAction, VmiPhase, LAUNCHER_PODS_BY_VMI, LAUNCHER_SOCKET_WAIT_SECONDS, Label, LabelValue, UNOWNED_LAUNCHER_PODS_METRIC, type VirtualMachineInstance, isHandedOver, launcherPodIndex, launcherPodOwnerKey, launcherPodsKeyOf, unownedLauncherPodReason, kubevirtResources,
 } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { Gauge, type Registry } from "prom-client";
@@ -11,6 +11,7 @@ import { LauncherCallError, LauncherError } from "@kubevirt-ts/launcher-protocol
 import { type ObservedDomain, handlerStatus, launcherFailedStatus, stopOverdue } from "./status.ts";
 import { type MigrationState, migratedAway, migrationStateOf, withMigrationState } from "./migration/decide.ts";
 import type { MigrationDriver } from "./migration/wiring.ts";
+import { type SyncEvent, domainActionEvent, domainDefined, domainKilled, launcherGoneEvents, migrationTargetEvents, nodeVmiEvents } from "./sync-events.ts";
 
 // The handler's loop over the VMIs of its node: for each VMI the controller
 // has handed over, it makes sure the launcher runs the domain, and reports
@@ -36,6 +37,8 @@ export interface HandlerConfig {
   workers: number;
   /** The handler's part in live migrations; none: this handler takes part in none. */
   migrations?: MigrationDriver;
+  /** Where KubeVirt's SyncEvents go (sync-events.ts); by default, Events written with the handler's client. */
+  recorder?: EventRecorder;
   now?: () => Date;
 }
 
@@ -45,6 +48,12 @@ const MIGRATION_POLL_MS = 1_000;
 export function createHandler(config: HandlerConfig) {
   const { client, log, registry, nodeName, launchers } = config;
   const now = config.now ?? (() => new Date());
+  const recorder = config.recorder ?? createEventRecorder(client, "virt-handler", log);
+  const record = (vmi: VirtualMachineInstance, events: SyncEvent[]) => {
+    for (const e of events) recorder.record(vmi, e.type, e.reason, e.message);
+  };
+  // The VMIs whose guest this handler turned off, by uid: that event once.
+  const killed = new Set<string>();
   const manager = new ControllerManager({ log, registry });
   const queue = manager.queue("handler-vmis");
   const vmis = manager.informer<VirtualMachineInstance>({
@@ -103,7 +112,17 @@ export function createHandler(config: HandlerConfig) {
     const key = launcherPodOwnerKey(pod);
     return key === undefined ? [] : vmis.byIndex(VMIS_BY_KEY, key);
   };
-  vmis.addHandler({ add: enqueue, update: (_, v) => { enqueue(v); }, delete: enqueue });
+  vmis.addHandler({
+    add: enqueue,
+    update: (old, v) => {
+      record(v, nodeVmiEvents(old, v, nodeName));
+      enqueue(v);
+    },
+    delete: (vmi) => {
+      killed.delete(vmi.metadata.uid ?? "");
+      enqueue(vmi);
+    },
+  });
   pods.addHandler({
     add: (pod) => {
       ownerOf(pod).forEach(enqueue);
@@ -114,6 +133,7 @@ export function createHandler(config: HandlerConfig) {
     delete: (pod) => {
       launchers.forget(pod.metadata.uid ?? "");
       for (const vmi of ownerOf(pod)) {
+        record(vmi, launcherGoneEvents(vmi, pod, nodeName));
         agentSilentSince.delete(vmi.metadata.uid ?? "");
         enqueue(vmi);
       }
@@ -131,9 +151,15 @@ export function createHandler(config: HandlerConfig) {
     if (vmi.metadata.deletionTimestamp) {
       const going = runningLauncherPod(vmi, true);
       if (!going || !stopOverdue(vmi, now())) return undefined;
-      await (await launchers.get(going.metadata.uid ?? "")).call("kill").catch((error: unknown) => {
+      const turnedOff = await (await launchers.get(going.metadata.uid ?? "")).call("kill").then(() => true, (error: unknown) => {
         log.warn("could not turn off a guest whose stop is overdue", { vmi: key, error });
+        return false;
       });
+      const uid = vmi.metadata.uid ?? "";
+      if (turnedOff && !killed.has(uid)) {
+        killed.add(uid);
+        record(vmi, [domainKilled()]);
+      }
       return undefined;
     }
     const pod = runningLauncherPod(vmi);
@@ -145,7 +171,10 @@ export function createHandler(config: HandlerConfig) {
     try {
       const launcher = await launchers.get(pod.metadata.uid ?? "");
       domain = await launcher.call("state");
-      if (domain.state === "NoDomain") domain = await launcher.call("sync", vmi);
+      if (domain.state === "NoDomain") {
+        domain = await launcher.call("sync", vmi);
+        if (domain.state !== "NoDomain") record(vmi, [domainDefined()]);
+      }
       // A migration from this node: the source's half, its state written with the rest of the status.
       if (config.migrations && migration?.migrationUid && migration.sourceNode === nodeName) migrationPatch = await config.migrations.sourceSide(vmi, migration, pod.metadata.uid ?? "");
       // The guest's agent is asked once the VMI says Running: that write is not held back by the question.
@@ -187,7 +216,10 @@ export function createHandler(config: HandlerConfig) {
     };
     targets.addHandler({
       add: enqueueTarget,
-      update: (_, v) => { enqueueTarget(v); },
+      update: (old, v) => {
+        record(v, migrationTargetEvents(old, v, nodeName));
+        enqueueTarget(v);
+      },
       delete: (vmi) => {
         const uid = migrationStateOf(vmi)?.migrationUid;
         if (uid !== undefined) migrating.forgetTarget(uid);
@@ -219,6 +251,13 @@ export function createHandler(config: HandlerConfig) {
       const pod = runningLauncherPod(vmi);
       if (!pod?.metadata.uid) throw new ConsoleRefusal(409, `the VMI ${namespace}/${name} has no running launcher pod; wait until it is Running`);
       return { vmi, podUid: pod.metadata.uid };
+    },
+    /** Carries out a domain action through the target's launcher, and records it on the VMI as KubeVirt's handler does. */
+    act: async (target: ConsoleTarget, action: VmiDomainAction): Promise<unknown> => {
+      // The launcher's methods carry the domain actions' names.
+      const answer = await (await launchers.get(target.podUid)).call(action);
+      record(target.vmi, [domainActionEvent(action)]);
+      return answer;
     },
     /** The VMIs running on this node, each with its running launcher pod (the VM metrics' sources). */
     running: (): ConsoleTarget[] =>

@@ -9,6 +9,8 @@ export const env = parseEnv(
     ...metricsAuthorizationEnv,
     /** The node this handler serves: the DaemonSet passes its pod's spec.nodeName. */
     NODE_NAME: z.string().min(1, "must name this handler's node (the chart passes spec.nodeName)"),
+    /** The release namespace, where the KubeVirt CR is: the chart passes the pod's namespace. */
+    POD_NAMESPACE: z.string().min(1).default("kubevirt-ts"),
     /** The kubelet's pod folders, mounted from the node. */
     KUBELET_PODS_DIR: z.string().default("/var/lib/kubelet/pods"),
     // Each VMI is looked at every few seconds and a sync waits for its domain to start: enough workers that the polls do not hold a new VMI back.

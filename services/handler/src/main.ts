@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { KubeClient, componentMetricsAccess, createRestClientMetrics, loadKubeConfig } from "@kubevirt-ts/kube";
-import { ConsoleServer } from "@kubevirt-ts/kubevirt-api";
+import { Informer, KubeClient, componentMetricsAccess, createRestClientMetrics, loadKubeConfig } from "@kubevirt-ts/kube";
+import { ConsoleServer, KUBEVIRT_CR_NAME, type KubeVirt, LiveClusterConfig, defaultClusterConfig, followLogVerbosity, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
 import { runService } from "@kubevirt-ts/runtime";
 import { startConsoleServer } from "./console-server.ts";
 import { createHandler } from "./controller.ts";
@@ -37,6 +37,13 @@ await runService({
   metricsAccess: componentMetricsAccess(loadKubeConfig(), env.METRICS_REQUIRE_AUTHORIZATION),
   start: async ({ log, registry }) => {
     const client = await KubeClient.fromKubeConfig(loadKubeConfig(), createRestClientMetrics(registry));
+    // The KubeVirt CR's virtHandler log verbosity, followed live (the handler reads nothing else of it).
+    const cluster = new LiveClusterConfig(defaultClusterConfig());
+    const kvs = new Informer<KubeVirt>({ client, type: kubevirtResources.kubeVirts, namespace: env.POD_NAMESPACE, fieldSelector: `metadata.name=${KUBEVIRT_CR_NAME}`, log });
+    kvs.addHandler(cluster.informerHandler());
+    followLogVerbosity(cluster, "virtHandler", log, env.LOG_LEVEL);
+    const following = new AbortController();
+    const followingKubeVirt = kvs.run(following.signal);
     const launchers = new Launchers(env.KUBELET_PODS_DIR, log);
     const tls = await readTls(env.CONSOLE_TLS_DIR);
     // Live migrations cross between handlers over mutual TLS, with the certificate every handler has (the console's).
@@ -63,8 +70,7 @@ await runService({
       allowedClients: env.CONSOLE_CLIENTS,
       podsDir: env.KUBELET_PODS_DIR,
       lookup: handler.consoleTarget,
-      // The launcher's methods carry the domain actions' names.
-      act: async (target, action) => (await launchers.get(target.podUid)).call(action),
+      act: handler.act,
       guestAgentInfo: async (target) => (await launchers.get(target.podUid)).call("guestAgentInfo"),
       screenshot: async (target) => (await launchers.get(target.podUid)).call("screenshot"),
       freeze: async (target, action, unfreezeTimeoutSeconds) => {
@@ -90,7 +96,8 @@ await runService({
       await devicePlugins?.close();
       await migrations?.close();
       abort.abort();
-      await running;
+      following.abort();
+      await Promise.all([running, followingKubeVirt]);
       launchers.closeAll();
     };
   },

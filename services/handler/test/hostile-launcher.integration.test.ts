@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort } from "@kubevirt-ts/control-plane";
 import { startServiceProcess, test, tlsSecretDir } from "@kubevirt-ts/control-plane/testing";
-import { KubeClient, type KubeObject, resources } from "@kubevirt-ts/kube";
+import { type Event, KubeClient, type KubeObject, resources } from "@kubevirt-ts/kube";
 import { ConsoleServer, LAUNCHER_UID, Label, LabelValue, type VirtualMachineInstance, defaultVmiSpec, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
 import { type DomainStatus, RpcError, serveConnection } from "@kubevirt-ts/launcher-protocol";
 import { expect } from "vitest";
@@ -22,6 +22,12 @@ import { SocketName, podVolumePath } from "../src/pod-volume.ts";
 const NODE = "test-node";
 
 let sockets = 0;
+
+/** The reasons of the events the handler recorded on a VMI, sorted (events within a second come in no order). */
+async function handlerEvents(client: KubeClient, namespace: string, name: string): Promise<string[]> {
+  const events = (await client.list<Event>(resources.events, namespace)).items;
+  return events.filter((e) => e.involvedObject.name === name && e.source?.component === "virt-handler").map((e) => `${e.type ?? ""} ${e.reason ?? ""}`).sort();
+}
 
 async function listen(path: string, onConnection: (socket: Socket) => void): Promise<Server> {
   await mkdir(join(path, ".."), { recursive: true });
@@ -170,6 +176,11 @@ test("a hostile launcher costs only its own VMI a condition: the other VMI runs 
     expect((await vmi("good")).status?.conditions?.find((c) => c.type === "AgentConnected")).toMatchObject({ status: "True" });
     expect((await vmi("good")).status?.interfaces).toEqual([expect.objectContaining({ name: "default", ipAddress: "198.18.0.9" })]);
     expect(await synchronized("good")).toBeUndefined();
+    // KubeVirt's SyncEvents: the good VMI's domain defined and started, once each; the hostile one's failure.
+    expect(await handlerEvents(client, namespace, "good")).toEqual(["Normal Created", "Normal Started"]);
+    const hostileEvents = await handlerEvents(client, namespace, "hostile");
+    expect(hostileEvents).toContain("Warning SyncFailed");
+    expect(hostileEvents.filter((e) => !e.endsWith("SyncFailed"))).toEqual([]);
     expect(await handler.probe("/healthz")).toBe(200);
     expect(handler.output()).not.toContain("uncaught");
     expect(handler.output()).not.toContain("unhandled");

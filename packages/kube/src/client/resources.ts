@@ -22,6 +22,8 @@ export const resources = {
   configMaps: { group: "", version: "v1", plural: "configmaps", namespaced: true },
   persistentVolumeClaims: { group: "", version: "v1", plural: "persistentvolumeclaims", namespaced: true },
   podDisruptionBudgets: { group: "policy", version: "v1", plural: "poddisruptionbudgets", namespaced: true },
+  deployments: { group: "apps", version: "v1", plural: "deployments", namespaced: true },
+  daemonSets: { group: "apps", version: "v1", plural: "daemonsets", namespaced: true },
   selfSubjectAccessReviews: { group: "authorization.k8s.io", version: "v1", plural: "selfsubjectaccessreviews", namespaced: false },
   subjectAccessReviews: { group: "authorization.k8s.io", version: "v1", plural: "subjectaccessreviews", namespaced: false },
   selfSubjectReviews: { group: "authentication.k8s.io", version: "v1", plural: "selfsubjectreviews", namespaced: false },

@@ -4,6 +4,8 @@ import { type DataVolume, dataVolume } from "../schema/datavolume.ts";
 import { type VirtualMachine, virtualMachine } from "../schema/vm.ts";
 import { type VirtualMachineInstanceMigration, virtualMachineInstanceMigration } from "../schema/migration.ts";
 import { type MigrationPolicy, migrationPolicy } from "../schema/migration-policy.ts";
+import { type KubeVirt, kubeVirt } from "../schema/kubevirt.ts";
+import { KUBEVIRT_CR_NAME } from "../cluster-config.ts";
 import { parseQuantity } from "../quantity.ts";
 import { type VirtualMachineInstance, type VmiSpec, virtualMachineInstance } from "../schema/vmi.ts";
 import { type ExpansionSources, expandVmiSpec } from "../instancetype/expand.ts";
@@ -198,6 +200,25 @@ export function validateMigrationPolicy(input: unknown): Validation<MigrationPol
   }
   if (spec.allowWorkloadDisruption === true && spec.allowPostCopy !== true) {
     causes.invalid("spec.allowWorkloadDisruption", "is true without allowPostCopy: true, which would have the guest paused to finish a late migration, and kubevirt-ts does not pause guests for that; set allowPostCopy: true as well (post-copy finishes it), or remove allowWorkloadDisruption");
+  }
+  return finish(parsed.value, causes);
+}
+
+/**
+ * Validates a KubeVirt CR: its shape (anything kubevirt-ts does not act on refused by path), and that it is the one
+ * kubevirt-ts reads, KUBEVIRT_CR_NAME in the release namespace: any other would have no effect.
+ */
+export function validateKubeVirt(input: unknown, installNamespace: string): Validation<KubeVirt> {
+  const parsed = parse(kubeVirt, input);
+  if (!parsed.ok) return parsed;
+  const { metadata, spec } = parsed.value;
+  const causes = new Causes();
+  if (metadata.name !== KUBEVIRT_CR_NAME || (metadata.namespace !== undefined && metadata.namespace !== installNamespace)) {
+    causes.invalid("metadata.name", `is ${metadata.namespace ?? installNamespace}/${metadata.name ?? ""}, but kubevirt-ts reads one KubeVirt CR, ${installNamespace}/${KUBEVIRT_CR_NAME} (the chart makes it): change that one instead`);
+  }
+  const bandwidth = spec.configuration.migrations?.bandwidthPerMigration;
+  if (bandwidth !== undefined && (parseQuantity(bandwidth) ?? -1) < 0) {
+    causes.invalid("spec.configuration.migrations.bandwidthPerMigration", `is ${String(bandwidth)}; give the bandwidth per second one migration may use, such as 64Mi, or 0 for no limit`);
   }
   return finish(parsed.value, causes);
 }

@@ -18,13 +18,16 @@ import { migrationTargetPod } from "./target-pod.ts";
 // the VMI, timeouts, cancellation by deletion, and KubeVirt's limits on
 // migrations in flight (kubevirt-api's migration.ts has the contract).
 
+/** The cluster's migration configuration: its parallel limits and what a matching MigrationPolicy overrides. */
+export type ClusterMigrationConfiguration = MigrationConfiguration & { parallelMigrationsPerCluster: number; parallelOutboundMigrationsPerNode: number };
+
 export interface MigrationConfig {
   timeouts: MigrationTimeouts;
   /**
    * The cluster's migration configuration (KubeVirt's MigrationConfiguration): its parallel limits (migrations in flight,
    * past Pending and not ended, in the cluster and out of one node), and what a matching MigrationPolicy overrides.
    */
-  cluster: MigrationConfiguration & { parallelMigrationsPerCluster: number; parallelOutboundMigrationsPerNode: number };
+  cluster: () => ClusterMigrationConfiguration;
 }
 
 export interface MigrationControllerDeps {
@@ -40,7 +43,8 @@ export interface MigrationControllerDeps {
   recorder: EventRecorder;
   log: Logger;
   now: () => Date;
-  pod: LauncherPodConfig;
+  /** The launcher pod's configuration now (it follows the KubeVirt CR). */
+  pod: () => LauncherPodConfig;
   config: MigrationConfig;
 }
 
@@ -57,7 +61,6 @@ export function endedMigrationsToDelete(migrations: readonly VirtualMachineInsta
 
 export function createMigrationReconciler(deps: MigrationControllerDeps): Reconcile {
   const { client, migrations, vmis, pods, expectations, recorder, now } = deps;
-  const limits = { perCluster: deps.config.cluster.parallelMigrationsPerCluster, outboundPerNode: deps.config.cluster.parallelOutboundMigrationsPerNode };
   // Migrations this process started whose start the cache may not show yet, so two workers never exceed the limits.
   const started = new Set<string>();
 
@@ -68,6 +71,8 @@ export function createMigrationReconciler(deps: MigrationControllerDeps): Reconc
     const [other] = otherTargets;
     if (other) return `VMI ${migration.spec.vmiName} has another migration in flight (target pod ${other.metadata.name ?? ""}); this one waits for it to end`;
     const flying = migrations.list().filter((m) => m.metadata.uid !== migration.metadata.uid && inFlight(m));
+    const cluster = deps.config.cluster();
+    const limits = { perCluster: cluster.parallelMigrationsPerCluster, outboundPerNode: cluster.parallelOutboundMigrationsPerNode };
     if (flying.length >= limits.perCluster) return `${String(flying.length)} migrations are in flight in the cluster, the most at once (parallelMigrationsPerCluster ${String(limits.perCluster)}); this one waits`;
     const node = vmi.status?.nodeName;
     const outbound = flying.filter((m) => vmis.get(vmiKeyOf(m))?.status?.nodeName === node).length;
@@ -92,7 +97,7 @@ export function createMigrationReconciler(deps: MigrationControllerDeps): Reconc
     if (decision.targetNodeLabel === undefined || !decision.vmiState) return decision;
     const namespace = await client.find<KubeObject>(resources.namespaces, undefined, vmi.metadata.namespace ?? "");
     const policy = matchMigrationPolicy(deps.policies.list(), vmi.metadata.labels, namespace?.metadata.labels);
-    const state: MigrationState = { ...decision.vmiState, ...migrationConfigurationFor(deps.config.cluster, policy) };
+    const state: MigrationState = { ...decision.vmiState, ...migrationConfigurationFor(deps.config.cluster(), policy) };
     const event = state.migrationPolicyName === undefined || decision.event ? {} : { event: { type: "Normal" as const, reason: "MigrationPolicy", message: `The migration runs under MigrationPolicy ${state.migrationPolicyName}` } };
     return { ...decision, vmiState: state, status: { ...decision.status, migrationState: state }, ...event };
   }
@@ -147,7 +152,7 @@ export function createMigrationReconciler(deps: MigrationControllerDeps): Reconc
       started.add(uid);
       expectations.expectCreations(key, 1);
       try {
-        const pod = await client.create<Pod>(resources.pods, vmi.metadata.namespace, migrationTargetPod(vmi, migration, deps.pod, claimsOf(vmi, deps.claims), deps.nodeLabels?.(vmi.status?.nodeName ?? "")));
+        const pod = await client.create<Pod>(resources.pods, vmi.metadata.namespace, migrationTargetPod(vmi, migration, deps.pod(), claimsOf(vmi, deps.claims), deps.nodeLabels?.(vmi.status?.nodeName ?? "")));
         recorder.record(migration, "Normal", "SuccessfulCreate", `Created the migration target pod ${pod.metadata.name ?? ""}`);
       } catch (error) {
         started.delete(uid);

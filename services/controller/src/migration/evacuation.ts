@@ -40,7 +40,8 @@ export interface EvacuationDeps {
   migrations: Informer<VirtualMachineInstanceMigration>;
   expectations: Expectations;
   recorder: EventRecorder;
-  evictionStrategy: EvictionStrategy;
+  /** The cluster's eviction strategy now (the KubeVirt CR's or the chart's), for VMIs that name none. */
+  evictionStrategy: () => EvictionStrategy;
   now: () => Date;
 }
 
@@ -64,7 +65,7 @@ export function createEvacuationReconciler(deps: EvacuationDeps): Reconcile {
       expectations.deleteExpectations(key);
       return undefined;
     }
-    if (!expectations.satisfied(key) || !needsEvacuation(vmi, deps.evictionStrategy)) return undefined;
+    if (!expectations.satisfied(key) || !needsEvacuation(vmi, deps.evictionStrategy())) return undefined;
     const previous = migrations.byIndex(MIGRATIONS_BY_VMI, key);
     if (previous.some((m) => !isFinalMigrationPhase(m.status?.phase) && !m.metadata.deletionTimestamp)) return undefined;
     const backoff = evacuationBackoffMs(previous, deps.now());

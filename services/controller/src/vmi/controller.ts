@@ -30,9 +30,10 @@ export interface VmiControllerDeps {
   recorder: EventRecorder;
   log: Logger;
   now: () => Date;
-  pod: LauncherPodConfig;
-  /** The StorageClass of VMs' backend-storage claims (the chart's vmStateStorageClass); unset, KubeVirt's rule picks one. */
-  vmStateStorageClass?: string | undefined;
+  /** The launcher pod's configuration now (it follows the KubeVirt CR). */
+  pod: () => LauncherPodConfig;
+  /** The StorageClass of VMs' backend-storage claims now (the CR's or the chart's vmStateStorageClass); unset, KubeVirt's rule picks one. */
+  vmStateStorageClass?: () => string | undefined;
 }
 
 export function createVmiReconciler(deps: VmiControllerDeps): Reconcile {
@@ -46,7 +47,7 @@ export function createVmiReconciler(deps: VmiControllerDeps): Reconcile {
   const budgeted = new Set<string>();
   async function ensureDisruptionBudget(vmi: VirtualMachineInstance): Promise<void> {
     const uid = vmi.metadata.uid ?? "";
-    if (budgeted.has(uid) || !needsDisruptionBudget(vmi, deps.pod.evictionStrategy)) return;
+    if (budgeted.has(uid) || !needsDisruptionBudget(vmi, deps.pod().evictionStrategy)) return;
     await client.create(resources.podDisruptionBudgets, vmi.metadata.namespace, launcherDisruptionBudget(vmi)).catch((error: unknown) => {
       if (!isAlreadyExists(error)) throw error;
     });
@@ -61,7 +62,7 @@ export function createVmiReconciler(deps: VmiControllerDeps): Reconcile {
     if (!needsBackendStorage(vmi.spec)) return;
     const name = backendStorageClaimName(vmi);
     if (deps.claims.get(`${vmi.metadata.namespace ?? ""}/${name}`)) return;
-    const claim = backendStorageClaim(vmi, backendStorageClass(vmi, claims, deps.vmStateStorageClass));
+    const claim = backendStorageClaim(vmi, backendStorageClass(vmi, claims, deps.vmStateStorageClass?.()));
     await client.create(resources.persistentVolumeClaims, vmi.metadata.namespace, claim).then(
       () => { recorder.record(vmi, "Normal", EventReason.SuccessfulCreate, `Created the backend-storage claim ${name} for the VM's EFI variables and TPM state`); },
       (error: unknown) => { if (!isAlreadyExists(error)) throw error; },
@@ -77,7 +78,7 @@ export function createVmiReconciler(deps: VmiControllerDeps): Reconcile {
       await ensureBackendStorage(vmi, o.claims);
       expectations.expectCreations(key, 1);
       try {
-        const pod = await client.create<Pod>(resources.pods, vmi.metadata.namespace, launcherPod(vmi, deps.pod, o.claims));
+        const pod = await client.create<Pod>(resources.pods, vmi.metadata.namespace, launcherPod(vmi, deps.pod(), o.claims));
         recorder.record(vmi, "Normal", EventReason.SuccessfulCreate, `Created virtual machine pod ${pod.metadata.name ?? ""}`);
         return pod;
       } catch (error) {

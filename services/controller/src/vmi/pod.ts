@@ -1,10 +1,10 @@
 import type { Pod, PodSpec } from "@kubevirt-ts/kube";
 import {
   type ClaimObject, type EvictionStrategy, API_VERSION, Annotation, DEFAULT_GRACE_PERIOD_SECONDS, GUEST_CONSOLE_LOG_CONTAINER, Kind, LAUNCHER_CONTAINER, SocketsVolume, keepsSerialLog, LAUNCHER_OPS_PORT, LAUNCHER_UID, Label, LabelValue, LauncherDir, LauncherVolume,
-  LAUNCHER_OPS_PORT_NAME, UNPRIVILEGED_PORT_START, type VirtualMachineInstance, accessCredentialMounts, backendStorageClaimName, launcherNodeSelector, claimDevicePath, claimVolumes, cloudInitSecretMounts, configVolumes, launcherDeviceLimits, launcherServiceAccount, launcherContainerProbe, launcherEnv, podNetworkPorts, controllerRef, needsBackendStorage
+  LAUNCHER_OPS_PORT_NAME, UNPRIVILEGED_PORT_START, DEFAULT_CPU_ALLOCATION_RATIO, DEFAULT_MEMORY_OVERCOMMIT, launcherCpuRequest, launcherVerbosity, overcommittedGuestBytes, type VirtualMachineInstance, accessCredentialMounts, backendStorageClaimName, launcherNodeSelector, claimDevicePath, claimVolumes, cloudInitSecretMounts, configVolumes, launcherDeviceLimits, launcherServiceAccount, launcherContainerProbe, launcherEnv, podNetworkPorts, controllerRef, needsBackendStorage
 } from "@kubevirt-ts/kubevirt-api";
 import { type DiskCopy, diskCopyInitContainers } from "../common/disk-copy.ts";
-import { guestMemoryBytes, memoryOverheadBytes, toMebibytes } from "./resources.ts";
+import { guestMemoryBytes, memoryOverheadBytes, toMebibytes, vcpus } from "./resources.ts";
 
 // The launcher pod of a VMI, as a pure function of the VMI and the
 // controller's configuration. Its folders, volumes, sockets, environment and
@@ -18,6 +18,14 @@ export interface LauncherPodConfig {
   allowEmulation: boolean;
   /** The cluster's eviction strategy, for VMIs that name none (whether a PodDisruptionBudget protects the pod). */
   evictionStrategy: EvictionStrategy;
+  /** KubeVirt's cpuAllocationRatio: vCPUs per requested CPU, for a VMI that requests none (10 when unset). */
+  cpuAllocationRatio?: number;
+  /** KubeVirt's memoryOvercommit: the guest's memory against the pod's request, in percent (100 when unset). */
+  memoryOvercommit?: number;
+  /** KubeVirt's defaultRuntimeClass: the pod's RuntimeClass. */
+  runtimeClassName?: string;
+  /** The cluster's virtLauncher log verbosity; a VMI's logVerbosity label wins. */
+  launcherVerbosity?: number;
 }
 
 const { tools: TOOLS_DIR, containerDisks: CONTAINER_DISKS_DIR, kernelBoot: KERNEL_BOOT_DIR } = LauncherDir;
@@ -174,10 +182,13 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
   const spec = vmi.spec;
   // overcommitGuestOverhead: the pod asks for the guest's memory alone, betting the overhead is there; a limit still allows for it.
   const memoryNeeded = guestMemoryBytes(vmi) + memoryOverheadBytes(vmi);
-  const memoryRequest = spec.domain.resources?.overcommitGuestOverhead === true ? guestMemoryBytes(vmi) : memoryNeeded;
+  // memoryOvercommit: the pod asks for a share of the guest's memory, betting the guest does not touch all of it.
+  const guestRequest = overcommittedGuestBytes(guestMemoryBytes(vmi), config.memoryOvercommit ?? DEFAULT_MEMORY_OVERCOMMIT);
+  const memoryRequest = spec.domain.resources?.overcommitGuestOverhead === true ? guestRequest : guestRequest + memoryOverheadBytes(vmi);
   const limits = spec.domain.resources?.limits;
   const memoryLimit = limits?.memory !== undefined ? memoryNeeded : undefined;
-  const cpuRequest = spec.domain.resources?.requests?.cpu;
+  // A VMI that requests no CPU gets KubeVirt's share of one per vCPU (cpuAllocationRatio).
+  const cpuRequest = spec.domain.resources?.requests?.cpu ?? launcherCpuRequest(vcpus(vmi), config.cpuAllocationRatio ?? DEFAULT_CPU_ALLOCATION_RATIO);
   const grace = spec.terminationGracePeriodSeconds ?? DEFAULT_GRACE_PERIOD_SECONDS;
   // cloud-init Secrets reach the launcher as Secret volumes: the kubelet reads them in the VMI's namespace, no component's account does.
   const secrets = cloudInitSecretMounts(spec);
@@ -220,6 +231,7 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
       ...(spec.topologySpreadConstraints ? { topologySpreadConstraints: structuredClone(spec.topologySpreadConstraints) } : {}),
       ...(spec.priorityClassName !== undefined ? { priorityClassName: spec.priorityClassName } : {}),
       ...(spec.schedulerName !== undefined ? { schedulerName: spec.schedulerName } : {}),
+      ...(config.runtimeClassName !== undefined ? { runtimeClassName: config.runtimeClassName } : {}),
       ...(spec.dnsPolicy !== undefined ? { dnsPolicy: spec.dnsPolicy } : {}),
       ...(spec.dnsConfig ? { dnsConfig: structuredClone(spec.dnsConfig) } : {}),
       securityContext: {
@@ -237,11 +249,11 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
           name: LAUNCHER_CONTAINER,
           image: config.launcherImage,
           imagePullPolicy: config.imagePullPolicy,
-          env: launcherEnv({ allowEmulation: config.allowEmulation, gracePeriodSeconds: grace }),
+          env: launcherEnv({ allowEmulation: config.allowEmulation, gracePeriodSeconds: grace, verbosity: launcherVerbosity(vmi.metadata.labels, config.launcherVerbosity) }),
           // The guest's declared ports on the pod's address, named as the VMI names them, so a Service can target them.
           ports: [{ name: LAUNCHER_OPS_PORT_NAME, containerPort: LAUNCHER_OPS_PORT }, ...guestPorts.map((p) => ({ ...(p.name !== undefined ? { name: p.name } : {}), containerPort: p.port, protocol: p.protocol }))],
           resources: {
-            requests: { memory: toMebibytes(memoryRequest), ...(cpuRequest !== undefined ? { cpu: String(cpuRequest) } : {}) },
+            requests: { memory: toMebibytes(memoryRequest), cpu: String(cpuRequest) },
             ...(memoryLimit !== undefined || limits?.cpu !== undefined || !config.allowEmulation
               ? { limits: { ...(memoryLimit !== undefined ? { memory: toMebibytes(memoryLimit) } : {}), ...(limits?.cpu !== undefined ? { cpu: String(limits.cpu) } : {}), ...launcherDeviceLimits(config.allowEmulation) } }
               : {}),
