@@ -92,7 +92,7 @@ describe("a migration, from its target pod to its end", () => {
       await expect.poll(() => phaseOf(client, namespace, "move"), poll).toBe("Scheduling");
       const [target] = (await podsOf(client, namespace, "web")).targets;
       expect(target?.metadata.labels?.["kubevirt.io/migrationJobUID"]).toBe(created.metadata.uid);
-      expect(target?.spec?.nodeSelector).toEqual({ "kubernetes.io/hostname": "node-b" });
+      expect(target?.spec?.nodeSelector).toEqual({ "kubernetes.io/hostname": "node-b", "kubevirt.io/schedulable": "true" });
       expect(target?.spec?.affinity?.podAntiAffinity?.requiredDuringSchedulingIgnoredDuringExecution).toEqual([
         { labelSelector: { matchExpressions: [{ key: "kubevirt.io/created-by", operator: "In", values: [vmi.metadata.uid] }] }, topologyKey: "kubernetes.io/hostname" },
       ]);

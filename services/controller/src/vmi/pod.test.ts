@@ -67,10 +67,22 @@ describe("launcherPod", () => {
       v.spec.affinity = { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: {} } };
     });
     expect(launcherPod(given, config).spec).toMatchObject({
-      nodeSelector: { "kubernetes.io/hostname": "node-1" },
+      nodeSelector: { "kubernetes.io/hostname": "node-1", "kubevirt.io/schedulable": "true" },
       tolerations: [{ key: "dedicated", operator: "Equal", value: "vms", effect: "NoSchedule" }],
       affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: {} } },
     });
+  });
+
+  it("selects a node whose handler beats, and one whose labeller found the VMI's named CPU model (KubeVirt's)", () => {
+    expect(launcherPod(vmi(), config).spec.nodeSelector).toEqual({ "kubevirt.io/schedulable": "true" });
+    const named = vmi((v) => {
+      v.spec.domain.cpu = { model: "Westmere" };
+    });
+    expect(launcherPod(named, config).spec.nodeSelector).toEqual({ "kubevirt.io/schedulable": "true", "cpu-model.node.kubevirt.io/Westmere": "true" });
+    const host = vmi((v) => {
+      v.spec.domain.cpu = { model: "host-model" };
+    });
+    expect(launcherPod(host, config).spec.nodeSelector).toEqual({ "kubevirt.io/schedulable": "true" });
   });
 
   it("names the pod's host as the VMI asks, in its subdomain, and keeps a toleration's seconds", () => {
