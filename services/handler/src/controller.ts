@@ -11,7 +11,7 @@ import { LauncherCallError, LauncherError } from "@kubevirt-ts/launcher-protocol
 import { type ObservedDomain, handlerStatus, launcherFailedStatus, stopOverdue } from "./status.ts";
 import { type MigrationState, migratedAway, migrationStateOf, withMigrationState } from "./migration/decide.ts";
 import type { MigrationDriver } from "./migration/wiring.ts";
-import { type SyncEvent, domainActionEvent, domainDefined, domainKilled, launcherGoneEvents, migrationTargetEvents, nodeVmiEvents } from "./sync-events.ts";
+import { type SyncEvent, domainActionEvent, domainDefined, domainKilled, launcherEndEvents, migrationTargetEvents, nodeVmiEvents } from "./sync-events.ts";
 
 // The handler's loop over the VMIs of its node: for each VMI the controller
 // has handed over, it makes sure the launcher runs the domain, and reports
@@ -127,13 +127,16 @@ export function createHandler(config: HandlerConfig) {
     add: (pod) => {
       ownerOf(pod).forEach(enqueue);
     },
-    update: (_, pod) => {
-      ownerOf(pod).forEach(enqueue);
+    update: (old, pod) => {
+      for (const vmi of ownerOf(pod)) {
+        record(vmi, launcherEndEvents(vmi, old, pod, nodeName));
+        enqueue(vmi);
+      }
     },
     delete: (pod) => {
       launchers.forget(pod.metadata.uid ?? "");
       for (const vmi of ownerOf(pod)) {
-        record(vmi, launcherGoneEvents(vmi, pod, nodeName));
+        record(vmi, launcherEndEvents(vmi, pod, "deleted", nodeName));
         agentSilentSince.delete(vmi.metadata.uid ?? "");
         enqueue(vmi);
       }

@@ -1,7 +1,7 @@
 import type { Pod } from "@kubevirt-ts/kube";
 import type { MigrationState, VirtualMachineInstance, VmiStatus } from "@kubevirt-ts/kubevirt-api";
 import { describe, expect, it } from "vitest";
-import { MAX_EVENT_MESSAGE, type SyncEvent, domainActionEvent, domainDefined, domainKilled, launcherGoneEvents, migrationTargetEvents, nodeVmiEvents } from "./sync-events.ts";
+import { MAX_EVENT_MESSAGE, type SyncEvent, domainActionEvent, domainDefined, domainKilled, launcherEndEvents, migrationTargetEvents, nodeVmiEvents } from "./sync-events.ts";
 
 const vmi = (status: VmiStatus, deleting = false): VirtualMachineInstance => ({
   apiVersion: "kubevirt.io/v1",
@@ -10,7 +10,7 @@ const vmi = (status: VmiStatus, deleting = false): VirtualMachineInstance => ({
   spec: { domain: { devices: {} } },
   status: { nodeName: "node-1", activePods: { "pod-uid": "node-1" }, ...status },
 });
-const launcherPod = (phase: string, exitCode: number, labels: Record<string, string> = {}): Pod => ({
+const launcherPod = (phase: string, exitCode?: number, labels: Record<string, string> = {}): Pod => ({
   metadata: {
     name: "virt-launcher-vm-abcde",
     namespace: "ns",
@@ -19,7 +19,7 @@ const launcherPod = (phase: string, exitCode: number, labels: Record<string, str
     ownerReferences: [{ apiVersion: "kubevirt.io/v1", kind: "VirtualMachineInstance", name: "vm", uid: "vmi-uid", controller: true }],
   },
   spec: { nodeName: "node-1", containers: [] },
-  status: { phase, containerStatuses: [{ name: "compute", ready: false, restartCount: 0, image: "", imageID: "", state: { terminated: { exitCode } } }] },
+  status: { phase, containerStatuses: [{ name: "compute", ready: false, restartCount: 0, image: "", imageID: "", state: exitCode === undefined ? { running: {} } : { terminated: { exitCode } } }] },
 });
 const reasons = (events: SyncEvent[]) => events.map((e) => `${e.type} ${e.reason}: ${e.message}`);
 
@@ -39,7 +39,9 @@ describe("KubeVirt's SyncEvents, as the handler records them", () => {
       ...nodeVmiEvents(paused, running, "node-1"),
       ...nodeVmiEvents(running, deleting, "node-1"),
       ...nodeVmiEvents(deleting, deleting, "node-1"),
-      ...launcherGoneEvents(deleting, launcherPod("Succeeded", 0), "node-1"),
+      ...launcherEndEvents(deleting, launcherPod("Running"), launcherPod("Running", 0), "node-1"),
+      ...launcherEndEvents(deleting, launcherPod("Running", 0), launcherPod("Succeeded", 0), "node-1"),
+      ...launcherEndEvents(deleting, launcherPod("Succeeded", 0), "deleted", "node-1"),
     ];
     expect(reasons(events)).toEqual([
       "Normal Created: VirtualMachineInstance defined.",
@@ -55,16 +57,19 @@ describe("KubeVirt's SyncEvents, as the handler records them", () => {
     const running = vmi({ phase: "Running" });
     expect(reasons(nodeVmiEvents(running, vmi({ phase: "Succeeded" }), "node-1"))).toEqual(["Normal Stopped: The VirtualMachineInstance was shut down."]);
     expect(reasons(nodeVmiEvents(running, vmi({ phase: "Failed" }), "node-1"))).toEqual(["Warning Stopped: The VirtualMachineInstance crashed."]);
-    expect(reasons(launcherGoneEvents(vmi({ phase: "Running" }, true), launcherPod("Failed", 137), "node-1"))).toEqual(["Warning Stopped: The VirtualMachineInstance crashed."]);
+    expect(reasons(launcherEndEvents(vmi({ phase: "Running" }, true), launcherPod("Running"), launcherPod("Failed", 137), "node-1"))).toEqual(["Warning Stopped: The VirtualMachineInstance crashed."]);
+    // A pod gone before its end was seen: the guest stopped all the same.
+    expect(reasons(launcherEndEvents(vmi({ phase: "Running" }, true), launcherPod("Running"), "deleted", "node-1"))).toEqual(["Normal Stopped: The VirtualMachineInstance was shut down."]);
     // A VMI failed before it reached a node is not the handler's to report.
     expect(nodeVmiEvents(vmi({ phase: "Scheduling" }), vmi({ phase: "Failed" }), "node-1")).toEqual([]);
   });
 
   it("records nothing for another node's VMI, a finished VMI's launcher, a migration's target pod, or a forced stop's deletion", () => {
     expect(nodeVmiEvents(vmi({ phase: "Scheduled" }), vmi({ phase: "Running" }), "node-2")).toEqual([]);
-    expect(launcherGoneEvents(vmi({ phase: "Succeeded" }, true), launcherPod("Succeeded", 0), "node-1")).toEqual([]);
-    expect(launcherGoneEvents(vmi({ phase: "Running" }, false), launcherPod("Succeeded", 0), "node-1")).toEqual([]);
-    expect(launcherGoneEvents(vmi({ phase: "Running" }, true), launcherPod("Succeeded", 0, { "kubevirt.io/migrationJobUID": "m" }), "node-1")).toEqual([]);
+    expect(launcherEndEvents(vmi({ phase: "Succeeded" }, true), launcherPod("Running"), launcherPod("Succeeded", 0), "node-1")).toEqual([]);
+    expect(launcherEndEvents(vmi({ phase: "Running" }, false), launcherPod("Running"), launcherPod("Succeeded", 0), "node-1")).toEqual([]);
+    expect(launcherEndEvents(vmi({ phase: "Running" }, true), launcherPod("Running"), launcherPod("Running", undefined, { "kubevirt.io/migrationJobUID": "m" }), "node-1")).toEqual([]);
+    expect(launcherEndEvents(vmi({ phase: "Running" }, true), launcherPod("Running", undefined, { "kubevirt.io/migrationJobUID": "m" }), "deleted", "node-1")).toEqual([]);
     const forced = { ...vmi({ phase: "Running" }, true), spec: { domain: { devices: {} }, terminationGracePeriodSeconds: 0 } };
     expect(nodeVmiEvents(vmi({ phase: "Running" }), forced, "node-1")).toEqual([]);
     expect(reasons([domainKilled()])).toEqual(["Normal Deleted: VirtualMachineInstance stopping"]);

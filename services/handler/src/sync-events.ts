@@ -1,6 +1,6 @@
 import type { EventType, Pod } from "@kubevirt-ts/kube";
 import {
-  type Condition, EventReason, Label, type MigrationState, type VirtualMachineInstance, VmiConditionType, VmiPhase, type VmiDomainAction, isFinalPhase, isHandedOver, isLauncherPodOf,
+  type Condition, EventReason, LAUNCHER_CONTAINER, Label, type MigrationState, type VirtualMachineInstance, VmiConditionType, VmiPhase, type VmiDomainAction, isFinalPhase, isHandedOver, isLauncherPodOf,
 } from "@kubevirt-ts/kubevirt-api";
 
 // KubeVirt's SyncEvents, which its handler records on a VMI as its life on
@@ -95,16 +95,22 @@ export function migrationTargetEvents(before: VirtualMachineInstance, after: Vir
   return events;
 }
 
+const launcherTermination = (pod: Pod) => pod.status?.containerStatuses?.find((c) => c.name === LAUNCHER_CONTAINER)?.state?.terminated;
+const launcherEnded = (pod: Pod) => pod.status?.phase === "Succeeded" || pod.status?.phase === "Failed" || launcherTermination(pod) !== undefined;
+
 /**
- * The event of a launcher pod that went away while its VMI was being deleted: the guest stopped (a launcher exits
- * cleanly only once its guest has shut off). No other writer moves a deleted VMI to a final phase, so this is where
- * KubeVirt's Stopped of a stop is recorded. None for a migration's target pod, nor a VMI that ended before.
+ * The event of a launcher that ended, or whose pod went away ("deleted") before it was seen to end, while its VMI was
+ * being deleted: the guest stopped (a launcher exits cleanly only once its guest has shut off). No writer moves a
+ * deleted VMI to a final phase, so this is where KubeVirt's Stopped of a stop is recorded; once, at the first sign.
+ * None for a migration's target pod, nor a VMI that ended before.
  */
-export function launcherGoneEvents(vmi: VirtualMachineInstance, pod: Pod, nodeName: string): SyncEvent[] {
+export function launcherEndEvents(vmi: VirtualMachineInstance, before: Pod, after: Pod | "deleted", nodeName: string): SyncEvent[] {
+  const pod = after === "deleted" ? before : after;
+  if (launcherEnded(before) || !(after === "deleted" || launcherEnded(after))) return [];
   const phase = vmi.status?.phase;
   const uid = pod.metadata.uid ?? "";
-  if (!vmi.metadata.deletionTimestamp || !isHandedOver(phase) || isFinalPhase(phase) || vmi.status?.nodeName !== nodeName) return [];
+  if (!vmi.metadata.deletionTimestamp || !isHandedOver(phase) || vmi.status?.nodeName !== nodeName) return [];
   if (!isLauncherPodOf(pod, vmi) || vmi.status.activePods?.[uid] !== nodeName || pod.metadata.labels?.[Label.MigrationJobUid] !== undefined) return [];
-  const exit = pod.status?.containerStatuses?.find((c) => c.state?.terminated)?.state?.terminated?.exitCode;
+  const exit = launcherTermination(pod)?.exitCode;
   return [stopped(pod.status?.phase === "Failed" || (exit !== undefined && exit !== 0))];
 }
