@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type AdmissionReview, asStoredVersion, inferVmDefaults, mutate, validate } from "./webhooks.ts";
+import { type AdmissionReview, asStoredVersion, inferVmDefaults, mutate, validate, validateKubeVirtReview } from "./webhooks.ts";
 
 const vm = (spec: Record<string, unknown>) => ({
   apiVersion: "kubevirt.io/v1",
@@ -56,6 +56,25 @@ describe("the validating webhook on a MigrationPolicy", () => {
     expect(pause?.status).toMatchObject({ code: 422, details: { causes: [{ field: "spec.allowWorkloadDisruption" }] } });
     const downtime = validate(review("UPDATE", policy({ maxDowntimeMs: 100 }), policy({})), "migrationpolicies").response;
     expect(downtime?.status?.details.causes[0]).toMatchObject({ field: "spec.maxDowntimeMs" });
+  });
+});
+
+describe("the validating webhook on the KubeVirt CR", () => {
+  const kv = (name: string, spec: Record<string, unknown>) => ({ apiVersion: "kubevirt.io/v1", kind: "KubeVirt", metadata: { name, namespace: "kubevirt-ts" }, spec });
+
+  it("admits KubeVirt's shipped CR and warns of each feature gate kubevirt-ts ignores", () => {
+    const shipped = kv("kubevirt-ts", { certificateRotateStrategy: {}, configuration: { developerConfiguration: { featureGates: ["HotplugVolumes"] } }, customizeComponents: {}, imagePullPolicy: "IfNotPresent", workloadUpdateStrategy: {} });
+    expect(validateKubeVirtReview(review("CREATE", shipped), "kubevirt-ts").response).toEqual({
+      uid: "u-1", allowed: true, warnings: ["spec.configuration.developerConfiguration.featureGates[0] (HotplugVolumes): kubevirt-ts does not have this feature yet; the gate is ignored"],
+    });
+  });
+
+  it("refuses a field kubevirt-ts does not act on by its path, and a second CR that would have no effect", () => {
+    const unknown = validateKubeVirtReview(review("UPDATE", kv("kubevirt-ts", { configuration: { vmRolloutStrategy: "LiveUpdate" }, workloadUpdateStrategy: { workloadUpdateMethods: ["LiveMigrate"] } })), "kubevirt-ts").response;
+    expect(unknown?.allowed).toBe(false);
+    expect(unknown?.status?.details.causes.map((c) => c.field)).toEqual(expect.arrayContaining(["spec.configuration.vmRolloutStrategy", "spec.workloadUpdateStrategy.workloadUpdateMethods"]));
+    const second = validateKubeVirtReview(review("CREATE", kv("kubevirt", { configuration: {} })), "kubevirt-ts").response;
+    expect(second?.status?.details.causes).toEqual([expect.objectContaining({ field: "metadata.name", message: expect.stringContaining("kubevirt-ts reads one KubeVirt CR, kubevirt-ts/kubevirt-ts") })]);
   });
 });
 

@@ -36,6 +36,16 @@ describe("defaultVmiSpec", () => {
     expect(select(defaultVmiSpec(spec))).toEqual(expected);
   });
 
+  it("takes the cluster's machine type and CPU model where the VMI names none, and keeps the ones it names", () => {
+    const options = { defaultNetworkInterface: "masquerade" as const, defaultDiskBus: "sata" as const, machineType: "pc-q35-8.2", cpuModel: "Haswell" };
+    expect(defaultVmiSpec(newVmiSpec(), options).domain).toMatchObject({ machine: { type: "pc-q35-8.2" }, cpu: { model: "Haswell" } });
+    const named = newVmiSpec((s) => {
+      s.domain.machine = { type: "q35" };
+      s.domain.cpu = { model: "host-passthrough" };
+    });
+    expect(defaultVmiSpec(named, options).domain).toMatchObject({ machine: { type: "q35" }, cpu: { model: "host-passthrough" } });
+  });
+
   it("does not change its input", () => {
     const spec = newVmiSpec((s) => (s.domain.devices.disks = [{ name: "containerdisk" }]));
     const before = structuredClone(spec);

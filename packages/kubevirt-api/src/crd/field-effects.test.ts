@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { instancetypeSpec, preferenceSpec } from "../schema/instancetype.ts";
 import { migrationSpec } from "../schema/migration.ts";
 import { migrationPolicySpec } from "../schema/migration-policy.ts";
+import { kubeVirtSpec } from "../schema/kubevirt.ts";
 import { vmSpec } from "../schema/vm.ts";
 import { vmiSpec } from "../schema/vmi.ts";
 import { FIELD_EFFECTS, type TestRef, VM_TEMPLATE_SPEC } from "./field-effects.ts";
@@ -40,6 +41,7 @@ const allLeaves = new Set([
   ...leaves(toStructuralSchema(preferenceSpec), "preference:spec"),
   ...leaves(toStructuralSchema(migrationSpec), "migration:spec"),
   ...leaves(toStructuralSchema(migrationPolicySpec), "migrationpolicy:spec"),
+  ...leaves(toStructuralSchema(kubeVirtSpec), "kubevirt:spec"),
 ]);
 
 describe("the registry of field effects", () => {

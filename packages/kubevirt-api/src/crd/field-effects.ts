@@ -417,4 +417,44 @@ const migrationPolicyEffects: Record<string, FieldEffect> = {
   "migrationpolicy:spec.bandwidthPerMigration": effect("e2e/cluster/vm-migration.test.ts", "is cancelled by deleting its migration"),
 };
 
-export const FIELD_EFFECTS: Readonly<Record<string, FieldEffect>> = { ...vmEffects, ...instancetypeEffects, ...preferenceEffects, ...migrationEffects, ...migrationPolicyEffects };
+// The KubeVirt CR (kubevirt:spec.X): the cluster's configuration over the chart's values (cluster-config.ts).
+const CLUSTER_CONFIG = "packages/kubevirt-api/src/cluster-config.test.ts";
+const E2E_KUBEVIRT = "e2e/cluster/kubevirt-cr.test.ts";
+const KV_WEBHOOK = "apps/api/src/webhooks.test.ts";
+const crOverChart = effect(CLUSTER_CONFIG, "takes each field the CR sets over the chart's value, and only those");
+const verbosity = effect(E2E_KUBEVIRT, "takes virtctl adm log-verbosity --all=5 and --reset");
+const crMigrations = effect(CLUSTER_CONFIG, "takes each field the CR sets over the chart's value, and only those");
+const kubevirtEffects: Record<string, FieldEffect> = {
+  "kubevirt:spec.configuration.developerConfiguration.featureGates[]": effect(E2E_KUBEVIRT, "warns of a feature gate it ignores"),
+  "kubevirt:spec.configuration.developerConfiguration.useEmulation": effect(POD, "asks for devices.kubevirt.io/kvm in its limits when emulation is not allowed"),
+  "kubevirt:spec.configuration.developerConfiguration.memoryOvercommit": effect(POD, "asks for a share of the guest's memory under the cluster's memoryOvercommit"),
+  "kubevirt:spec.configuration.developerConfiguration.cpuAllocationRatio": effect(E2E_KUBEVIRT, "gives the next launcher pod the CPU request of a changed cpuAllocationRatio"),
+  "kubevirt:spec.configuration.developerConfiguration.logVerbosity.virtAPI": verbosity,
+  "kubevirt:spec.configuration.developerConfiguration.logVerbosity.virtController": verbosity,
+  "kubevirt:spec.configuration.developerConfiguration.logVerbosity.virtHandler": verbosity,
+  "kubevirt:spec.configuration.developerConfiguration.logVerbosity.virtLauncher": effect(POD, "tells the launcher its log level from the VMI's logVerbosity label or the cluster's"),
+  // No operator runs in kubevirt-ts: virtctl sets it with the others, and it is kept for virtctl to show.
+  "kubevirt:spec.configuration.developerConfiguration.logVerbosity.virtOperator": verbosity,
+  "kubevirt:spec.configuration.evictionStrategy": crOverChart,
+  "kubevirt:spec.configuration.migrations.parallelMigrationsPerCluster": crMigrations,
+  "kubevirt:spec.configuration.migrations.parallelOutboundMigrationsPerNode": crMigrations,
+  "kubevirt:spec.configuration.migrations.allowAutoConverge": crMigrations,
+  "kubevirt:spec.configuration.migrations.allowPostCopy": crMigrations,
+  "kubevirt:spec.configuration.migrations.bandwidthPerMigration": crMigrations,
+  "kubevirt:spec.configuration.migrations.completionTimeoutPerGiB": crMigrations,
+  "kubevirt:spec.configuration.migrations.progressTimeout": crMigrations,
+  "kubevirt:spec.configuration.machineType": effect(DEFAULTS, "takes the cluster's machine type and CPU model where the VMI names none"),
+  "kubevirt:spec.configuration.architectureConfiguration.defaultArchitecture": refused(KV_WEBHOOK, "refuses a field kubevirt-ts does not act on by its path"),
+  "kubevirt:spec.configuration.architectureConfiguration.amd64.machineType": effect(DEFAULTS, "takes the cluster's machine type and CPU model where the VMI names none"),
+  "kubevirt:spec.configuration.cpuModel": effect(DEFAULTS, "takes the cluster's machine type and CPU model where the VMI names none"),
+  "kubevirt:spec.configuration.defaultRuntimeClass": effect(POD, "runs in the cluster's defaultRuntimeClass"),
+  "kubevirt:spec.configuration.vmRolloutStrategy": refused(KV_WEBHOOK, "refuses a field kubevirt-ts does not act on by its path"),
+  "kubevirt:spec.configuration.imagePullPolicy": effect(CLUSTER_CONFIG, "prefers configuration.imagePullPolicy to the operator's spec.imagePullPolicy"),
+  "kubevirt:spec.configuration.vmStateStorageClass": crOverChart,
+  "kubevirt:spec.imagePullPolicy": effect(CLUSTER_CONFIG, "prefers configuration.imagePullPolicy to the operator's spec.imagePullPolicy"),
+  "kubevirt:spec.certificateRotateStrategy": refused(KV_WEBHOOK, "refuses a field kubevirt-ts does not act on by its path"),
+  "kubevirt:spec.customizeComponents": refused(KV_WEBHOOK, "refuses a field kubevirt-ts does not act on by its path"),
+  "kubevirt:spec.workloadUpdateStrategy": refused(KV_WEBHOOK, "refuses a field kubevirt-ts does not act on by its path"),
+};
+
+export const FIELD_EFFECTS: Readonly<Record<string, FieldEffect>> = { ...vmEffects, ...instancetypeEffects, ...preferenceEffects, ...migrationEffects, ...migrationPolicyEffects, ...kubevirtEffects };

@@ -49,6 +49,25 @@ describe("launcherPod", () => {
     expect(launcherPod(vmi(), config).spec.containers[0]?.resources?.limits).toBeUndefined();
   });
 
+  it("asks for KubeVirt's share of a CPU per vCPU (cpuAllocationRatio) when the VMI asks for none, and the VMI's request when it does", () => {
+    expect(compute.resources?.requests?.cpu).toBe("200m");
+    expect(launcherPod(vmi(), { ...config, cpuAllocationRatio: 4 }).spec.containers[0]?.resources?.requests?.cpu).toBe("500m");
+    expect(launcherPod(vmi((v) => (v.spec.domain.resources = { requests: { cpu: "1500m" } })), { ...config, cpuAllocationRatio: 4 }).spec.containers[0]?.resources?.requests?.cpu).toBe("1500m");
+  });
+
+  it("asks for a share of the guest's memory under the cluster's memoryOvercommit, plus the whole overhead", () => {
+    // 1 GiB at 200 %: 512 MiB + the 223 MiB overhead.
+    expect(launcherPod(vmi(), { ...config, memoryOvercommit: 200 }).spec.containers[0]?.resources?.requests?.memory).toBe("735Mi");
+  });
+
+  it("runs in the cluster's defaultRuntimeClass, and tells the launcher its log level from the VMI's logVerbosity label or the cluster's", () => {
+    expect(spec.runtimeClassName).toBeUndefined();
+    expect(launcherPod(vmi(), { ...config, runtimeClassName: "kata" }).spec.runtimeClassName).toBe("kata");
+    expect(compute.env).toContainEqual({ name: "LOG_LEVEL", value: "info" });
+    expect(launcherPod(vmi(), { ...config, launcherVerbosity: 6 }).spec.containers[0]?.env).toContainEqual({ name: "LOG_LEVEL", value: "debug" });
+    expect(launcherPod(vmi((v) => (v.metadata.labels = { logVerbosity: "3" })), { ...config, launcherVerbosity: 6 }).spec.containers[0]?.env).toContainEqual({ name: "LOG_LEVEL", value: "info" });
+  });
+
   it("asks for the guest's memory alone when the VMI overcommits its overhead, and still allows for the overhead in a limit", () => {
     const overcommitted = (limit: boolean) => launcherPod(vmi((v) => (v.spec.domain.resources = { overcommitGuestOverhead: true, ...(limit ? { limits: { memory: "1Gi" } } : {}) })), config).spec.containers[0]?.resources;
     expect(overcommitted(false)?.requests?.memory).toBe("1024Mi");
