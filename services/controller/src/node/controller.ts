@@ -74,7 +74,7 @@ export function createNodeReconciler(deps: NodeControllerDeps): Reconcile {
     const left = beat ? beat.getTime() + timeoutMs - now().getTime() : -1;
     if (left > 0) return { requeueAfterMs: Math.min(RECHECK_MS, left + 1_000) };
     if (node?.metadata.labels?.[NodeLabel.Schedulable] === "true") {
-      recorder.record(node, "Normal", NODE_UNRESPONSIVE_REASON, `the handler of this node has not beaten since ${beat?.toISOString() ?? "ever"}: the node takes no new VMIs`);
+      recorder.record({ ...node, apiVersion: "v1", kind: "Node" }, "Normal", NODE_UNRESPONSIVE_REASON, `the handler of this node has not beaten since ${beat?.toISOString() ?? "ever"}: the node takes no new VMIs`);
       await client.patch(resources.nodes, undefined, nodeName, { metadata: { labels: { [NodeLabel.Schedulable]: "false" } } }, "strategic");
       log.info("a node whose handler stopped beating is unschedulable", { node: nodeName, lastHeartbeat: beat?.toISOString() });
     }

@@ -1,0 +1,124 @@
+import { existsSync } from "node:fs";
+import type { V1Pod } from "@kubernetes/client-node";
+import { LAUNCHER_CONTAINER, LAUNCHER_UID, LauncherDir, NodeDevices, deviceResourceName, parseQuantity } from "@kubevirt-ts/kubevirt-api";
+import { afterAll, describe, expect, it } from "vitest";
+import { core, custom, imageOf, nodeNames, suiteNamespace } from "./cluster.ts";
+import { tinyVm } from "../manifests.ts";
+
+// KVM through the handler's device plugin (ADR 23). Each node advertises
+// devices.kubevirt.io/kvm (and tun, vhost-net) as the machine has them; with
+// useEmulation off in the KubeVirt CR, a launcher pod asks for the kvm
+// device, its container gets /dev/kvm, and libvirt starts QEMU with KVM
+// acceleration (the domain is type kvm, QEMU's query-kvm says enabled). This
+// machine's /dev/kvm cannot run an ordinary guest, so the VMI starts Paused:
+// its guest never runs an instruction, and nothing here asserts its progress.
+// With emulation on again (the local cluster's default), a VMI is emulated.
+
+const { name: namespace, kubectl, get } = suiteNamespace("e2e-kvm");
+const poll = { timeout: 180_000, interval: 1_000 };
+const tinyGuest = imageOf("tiny-guest");
+const KVM = deviceResourceName(NodeDevices.kvm);
+/** The launcher's libvirt (session mode, its socket under the launcher's state folder). */
+const LIBVIRT_URI = `qemu+unix:///session?socket=${LauncherDir.state}/libvirt/run/libvirt/libvirt-sock`;
+/** The cluster's live configuration, which the chart creates. */
+const KUBEVIRT_CR = ["kubevirt", "kubevirt-ts", "-n", "kubevirt-ts"] as const;
+
+interface Condition {
+  type: string;
+  status: string;
+}
+
+/** A VMI of the tiny guest, created with its CPUs stopped (startStrategy Paused). */
+function pausedVmi(name: string) {
+  const template = tinyVm(name, tinyGuest, namespace).spec.template;
+  return { apiVersion: "kubevirt.io/v1", kind: "VirtualMachineInstance", metadata: { name, namespace }, spec: { ...template.spec, startStrategy: "Paused" } };
+}
+
+async function launcherPodOf(vmi: string): Promise<V1Pod | undefined> {
+  const pods = await core.listNamespacedPod({ namespace, labelSelector: "kubevirt.io=virt-launcher" });
+  return pods.items.find((p) => p.metadata?.ownerReferences?.some((o) => o.kind === "VirtualMachineInstance" && o.name === vmi));
+}
+
+const kvmLimit = (pod: V1Pod | undefined) => pod?.spec?.containers.find((c) => c.name === LAUNCHER_CONTAINER)?.resources?.limits?.[KVM];
+
+async function deleteVmi(name: string) {
+  await kubectl("delete", "vmi", name, "-n", namespace, "--ignore-not-found", "--wait=true", "--timeout=120s");
+}
+
+/**
+ * A paused VMI whose launcher pod was rendered with the configuration wanted: the components apply a change to the
+ * KubeVirt CR as they see it, so a VMI created just before may still get the old one; it is deleted and made again.
+ */
+async function vmiRenderedWith(prefix: string, wantsKvm: boolean): Promise<{ name: string; pod: V1Pod }> {
+  const end = Date.now() + 120_000;
+  for (let attempt = 0; ; attempt++) {
+    const name = `${prefix}-${String(attempt)}`;
+    await custom.createNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachineinstances", body: pausedVmi(name) });
+    await expect.poll(() => launcherPodOf(name), poll).toBeDefined();
+    const pod = await launcherPodOf(name);
+    if (pod && (kvmLimit(pod) === "1") === wantsKvm) return { name, pod };
+    await deleteVmi(name);
+    if (Date.now() > end) throw new Error(`no launcher pod was rendered ${wantsKvm ? "with" : "without"} ${KVM} within 2 minutes of the KubeVirt CR's change`);
+    await new Promise((r) => setTimeout(r, 2000));
+  }
+}
+
+async function setUseEmulation(value: boolean | null) {
+  await kubectl("patch", ...KUBEVIRT_CR, "--type=merge", "-p", JSON.stringify({ spec: { configuration: { developerConfiguration: { useEmulation: value } } } }));
+}
+
+/** The CR's useEmulation before the suite changed it (undefined: unset), restored after it. */
+let useEmulationBefore: boolean | undefined;
+let changed = false;
+afterAll(async () => {
+  if (changed) await setUseEmulation(useEmulationBefore ?? null);
+});
+
+describe("KVM through the device plugin", () => {
+  it("each node advertises devices.kubevirt.io/kvm, tun and vhost-net as the machine has them", async () => {
+    for (const device of [NodeDevices.kvm, NodeDevices.tun, NodeDevices.vhostNet]) {
+      // The nodes are namespaces on this machine and share its /dev (ADR 21): a device the machine lacks has no units.
+      const units = existsSync(device.path) ? 1000 : 0;
+      for (const node of nodeNames) {
+        // The API server writes 1000 as "1k".
+        await expect
+          .poll(async () => parseQuantity((await core.readNode({ name: node })).status?.allocatable?.[deviceResourceName(device)] ?? "absent"), poll)
+          .toBe(units);
+      }
+    }
+    expect(existsSync(NodeDevices.kvm.path)).toBe(true);
+  });
+
+  it("with useEmulation off, a launcher gets /dev/kvm and its domain runs with KVM acceleration", async () => {
+    const cr = JSON.parse(await kubectl("get", ...KUBEVIRT_CR, "-o", "json")) as { spec?: { configuration?: { developerConfiguration?: { useEmulation?: boolean } } } };
+    useEmulationBefore = cr.spec?.configuration?.developerConfiguration?.useEmulation;
+    changed = true;
+    await setUseEmulation(false);
+
+    const { name, pod } = await vmiRenderedWith("kvm", true);
+    expect(kvmLimit(pod)).toBe("1");
+    await expect.poll(async () => (await get("virtualmachineinstances", name))?.status?.phase, poll).toBe("Running");
+    const vmi = await get("virtualmachineinstances", name);
+    const conditions = (vmi?.status?.conditions ?? []) as Condition[];
+    expect(conditions.find((c) => c.type === "Paused")?.status).toBe("True");
+    expect(conditions.find((c) => c.type === "SoftwareEmulation")).toBeUndefined();
+
+    const podName = pod.metadata?.name ?? "";
+    const exec = (...command: string[]) => kubectl("exec", "-n", namespace, podName, "-c", LAUNCHER_CONTAINER, "--", ...command);
+    // The kubelet put the node's device in the container, owned by the launcher's user (containerd's device_ownership_from_security_context).
+    expect((await exec("stat", "-c", "%F %u", NodeDevices.kvm.path)).trim()).toBe(`character special file ${String(LAUNCHER_UID)}`);
+    const domain = `${namespace}_${name}`;
+    expect(await exec("virsh", "-c", LIBVIRT_URI, "dumpxml", domain)).toMatch(/^<domain type='kvm'/);
+    const queryKvm = JSON.parse(await exec("virsh", "-c", LIBVIRT_URI, "qemu-monitor-command", domain, JSON.stringify({ execute: "query-kvm" }))) as { return?: { enabled?: boolean; present?: boolean } };
+    expect(queryKvm.return).toEqual({ enabled: true, present: true });
+    await deleteVmi(name);
+  });
+
+  it("with useEmulation on again, a launcher asks for no device and its guest is emulated", async () => {
+    await setUseEmulation(true);
+    const { name, pod } = await vmiRenderedWith("emulated", false);
+    expect(kvmLimit(pod)).toBeUndefined();
+    await expect.poll(async () => ((await get("virtualmachineinstances", name))?.status?.conditions as Condition[] | undefined)?.find((c) => c.type === "SoftwareEmulation")?.status, poll).toBe("True");
+    await deleteVmi(name);
+  });
+});
