@@ -60,6 +60,7 @@ describe("KubeVirt's resource rules", () => {
     expect(launcherCpuRequest(4, 10)).toBe("400m");
     expect(launcherCpuRequest(1, 100)).toBe("10m");
     expect(launcherCpuRequest(1, 1000)).toBe("1m");
+    expect(launcherCpuRequest(2, 2)).toBe("1");
   });
 
   it("requests the guest's memory scaled by memoryOvercommit", () => {

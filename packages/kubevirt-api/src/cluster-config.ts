@@ -118,10 +118,12 @@ export function logLevelOf(verbosity: number): "debug" | "info" {
 
 /**
  * The launcher pod's CPU request for a VMI that requests none: KubeVirt's vCPUs / cpuAllocationRatio, in millicores
- * (at least 1m).
+ * (at least 1m), whole CPUs as plain numbers.
  */
 export function launcherCpuRequest(vcpus: number, cpuAllocationRatio: number): string {
-  return `${String(Math.max(1, Math.ceil((vcpus * 1000) / cpuAllocationRatio)))}m`;
+  const millis = Math.max(1, Math.ceil((vcpus * 1000) / cpuAllocationRatio));
+  // Whole CPUs as the API server writes them back.
+  return millis % 1000 === 0 ? String(millis / 1000) : `${String(millis)}m`;
 }
 
 /** The launcher pod's memory request for the guest's memory under memoryOvercommit (percent), in bytes. */

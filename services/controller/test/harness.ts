@@ -30,12 +30,12 @@ export interface RunningControllers {
 }
 
 /** Controllers watching one namespace, or every namespace when it is undefined. */
-export async function startControllers(namespace: string | undefined, options: { resyncMs?: number; migrations?: Partial<ClusterConfig["migrations"]> | undefined; timeouts?: MigrationConfig["timeouts"] | undefined } = {}): Promise<RunningControllers> {
+export async function startControllers(namespace: string | undefined, options: { resyncMs?: number; migrations?: Partial<ClusterConfig["migrations"]> | undefined; timeouts?: MigrationConfig["timeouts"] | undefined; installNamespace?: string } = {}): Promise<RunningControllers> {
   const registry = new Registry();
   const client = await testClient(registry);
   const log = createLogger({ component: "virt-controller-test", level: "warn" });
   const cluster = new LiveClusterConfig(defaultClusterConfig({ useEmulation: true, migrations: { ...CLUSTER_MIGRATION_CONFIGURATION, ...options.migrations } }));
-  const controllers = createControllers({ client, log, registry, workers: 2, namespace, dataVolumes: true, resyncMs: options.resyncMs, launcherImage: LAUNCHER_IMAGE, cluster,
+  const controllers = createControllers({ client, log, registry, workers: 2, namespace, dataVolumes: true, resyncMs: options.resyncMs, launcherImage: LAUNCHER_IMAGE, cluster, installNamespace: options.installNamespace, version: "test",
     migrationTimeouts: options.timeouts ?? { unschedulableSeconds: 300, pendingSeconds: 900 },
   });
   const abort = new AbortController();
