@@ -93,6 +93,14 @@ describe("live migration between the two nodes", () => {
     const state = after.status?.migrationState;
     expect([state?.sourceNode, state?.targetNode, state?.completed, state?.failed ?? false, state?.mode]).toEqual([source, otherNode(source), true, false, "PreCopy"]);
     expect(Date.parse(state?.endTimestamp ?? "")).toBeGreaterThanOrEqual(Date.parse(state?.startTimestamp ?? ""));
+    // KubeVirt's handler events on both nodes: the source's migrating, the target's prepared and migrated to.
+    const handlerEvents = async () =>
+      (await core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.uid=${after.metadata.uid ?? ""}` })).items
+        .filter((e) => e.source?.component === "virt-handler" && ["Migrating", "PreparingTarget", "Migrated"].includes(e.reason ?? ""))
+        .map((e) => `${e.source?.host ?? ""} ${e.type ?? ""} ${e.reason ?? ""}`)
+        .sort();
+    const target = otherNode(source);
+    await expect.poll(handlerEvents, poll).toEqual([`${source ?? ""} Normal Migrating`, `${target} Normal Migrated`, `${target} Normal PreparingTarget`].sort());
     // The source pod goes; the target pod is the VMI's one launcher pod, on the new node.
     await expect.poll(async () => (await launcherPods()).filter((p) => !p.metadata?.deletionTimestamp).map((p) => p.spec?.nodeName), poll).toEqual([otherNode(source)]);
     await expect.poll(async () => (await launcherPods()).some((p) => p.metadata?.uid === sourcePod?.metadata?.uid), poll).toBe(false);

@@ -48,7 +48,7 @@ const MIGRATION_POLL_MS = 1_000;
 export function createHandler(config: HandlerConfig) {
   const { client, log, registry, nodeName, launchers } = config;
   const now = config.now ?? (() => new Date());
-  const recorder = config.recorder ?? createEventRecorder(client, "virt-handler", log);
+  const recorder = config.recorder ?? createEventRecorder(client, { component: "virt-handler", host: nodeName }, log);
   const record = (vmi: VirtualMachineInstance, events: SyncEvent[]) => {
     for (const e of events) recorder.record(vmi, e.type, e.reason, e.message);
   };

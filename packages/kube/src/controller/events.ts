@@ -14,7 +14,12 @@ export interface EventRecorder {
   record(object: KubeObject, type: EventType, reason: string, message: string): void;
 }
 
-export function createEventRecorder(client: KubeClient, component: string, log: Logger, now: () => Date = () => new Date()): EventRecorder {
+/**
+ * A recorder whose events name `source`: a component, or a component and the node it records from (a DaemonSet's,
+ * as KubeVirt's handler names its node).
+ */
+export function createEventRecorder(client: KubeClient, source: string | { component: string; host: string }, log: Logger, now: () => Date = () => new Date()): EventRecorder {
+  const { component, host } = typeof source === "string" ? { component: source, host: undefined } : source;
   return {
     record(object, type, reason, message) {
       const { namespace = "default", name = "", uid, resourceVersion } = object.metadata;
@@ -28,8 +33,9 @@ export function createEventRecorder(client: KubeClient, component: string, log: 
           type,
           reason,
           message,
-          source: { component },
+          source: host === undefined ? { component } : { component, host },
           reportingComponent: component,
+          ...(host === undefined ? {} : { reportingInstance: host }),
           firstTimestamp: time,
           lastTimestamp: time,
           count: 1,
