@@ -1,4 +1,6 @@
 import { execFile } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { ensureBinaries } from "@kubevirt-ts/control-plane";
@@ -80,8 +82,12 @@ describe("the KubeVirt CR", () => {
   });
 
   it("refuses a field kubevirt-ts does not act on by its path, and warns of a feature gate it ignores", async () => {
-    const refused = kubectl("patch", "kubevirt", "-n", INSTALL, CR, "--type=merge", "-p", JSON.stringify({ spec: { configuration: { network: { defaultNetworkInterface: "bridge" } } } }));
-    await expect(refused).rejects.toThrow(/spec\.configuration\.network/);
+    // As kubectl apply or replace send it (strict field validation; a patch's unknown fields are pruned, as for any CRD).
+    const changed = JSON.parse((await kubectl("get", "kubevirt", "-n", INSTALL, CR, "-o", "json")).stdout) as { spec: { configuration: Record<string, unknown> } };
+    changed.spec.configuration.network = { defaultNetworkInterface: "bridge" };
+    const file = join(mkdtempSync(join(tmpdir(), "kv-")), "kubevirt.json");
+    writeFileSync(file, JSON.stringify(changed));
+    await expect(kubectl("replace", "-f", file)).rejects.toThrow(/spec\.configuration\.network/);
     const { stderr } = await kubectl("patch", "kubevirt", "-n", INSTALL, CR, "--type=merge", "-p", JSON.stringify({ spec: { configuration: { developerConfiguration: { featureGates: ["Snapshot"] } } } }));
     expect(stderr).toContain("featureGates[0] (Snapshot): kubevirt-ts does not have this feature yet; the gate is ignored");
   });
