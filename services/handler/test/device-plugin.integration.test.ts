@@ -1,4 +1,4 @@
-import { mkdtemp, rm, symlink, unlink } from "node:fs/promises";
+import { mkdtemp, rm, stat, symlink, unlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type ClientReadableStream, Server, ServerCredentials, type ServiceError, credentials, status } from "@grpc/grpc-js";
@@ -105,6 +105,10 @@ describe("the kvm device plugin", () => {
     // A request larger than any the kubelet sends is refused before the plugin reads it.
     const huge = await allocate(c, ["k".repeat(MAX_KUBELET_MESSAGE_BYTES)]).then(() => undefined, (e: unknown) => e as ServiceError);
     expect(huge?.code).toBe(status.RESOURCE_EXHAUSTED);
+    // Closing, while the kubelet's side still holds its connection and stream, takes the socket away.
+    await plugin.close();
+    plugin = undefined;
+    await expect(stat(join(pluginsDir, "kubevirt-kvm.sock"))).rejects.toMatchObject({ code: "ENOENT" });
     stream.cancel();
     c.close();
     await kubelet.stop();

@@ -147,7 +147,7 @@ export class DevicePlugin {
     this.registeredWith = undefined;
     for (const stream of this.streams) stream.end();
     this.streams.clear();
-    await new Promise<void>((resolve) => { server.tryShutdown(() => { resolve(); }); });
+    // Not tryShutdown: it waits for the kubelet to close its connection, which it keeps open.
     server.forceShutdown();
     await rm(this.socketPath, { force: true });
   }
