@@ -37,7 +37,7 @@ async function identity(path: string): Promise<string | undefined> {
 }
 
 /** Whether the node has the device: a character device at its path under the node's /dev. */
-export async function nodeHas(nodeDevDir: string, device: NodeDevice): Promise<boolean> {
+async function nodeHas(nodeDevDir: string, device: NodeDevice): Promise<boolean> {
   const s = await stat(join(nodeDevDir, device.path.replace(/^\/dev\//, ""))).catch(() => undefined);
   return s?.isCharacterDevice() ?? false;
 }
@@ -62,11 +62,6 @@ export class DevicePlugin {
 
   get socketPath(): string {
     return join(this.o.pluginsDir, socketName(this.o.device));
-  }
-
-  /** Whether the node had the device at the last check. */
-  get healthy(): boolean {
-    return this.present ?? false;
   }
 
   /** Serves the plugin and registers it; a kubelet that is not there yet is registered with at the next check. */
