@@ -73,12 +73,17 @@ describe("the KubeVirt CR", () => {
 
   it("gives the next launcher pod the CPU request of a changed cpuAllocationRatio", async () => {
     await kubectl("patch", "kubevirt", "-n", INSTALL, CR, "--type=merge", "-p", JSON.stringify({ spec: { configuration: { developerConfiguration: { cpuAllocationRatio: 4 } } } }));
-    const vm = tinyVm("ratio", imageOf("tiny-guest"), namespace);
-    await custom.createNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachines", body: vm });
-    await expect.poll(async () => (await launcherPods())[0]?.spec?.containers.find((c) => c.name === "compute")?.resources?.requests?.cpu, poll).toBeDefined();
-    const [pod] = await launcherPods();
-    // 1 vCPU at 4 vCPUs per CPU: 250m, where the local cluster's 100 gives 10m.
-    expect(pod?.spec?.containers.find((c) => c.name === "compute")?.resources?.requests?.cpu).toBe("250m");
+    // The controller follows the CR through its watch; a VM made before the change reached it would keep the old share,
+    // so VMs are made until one's pod is rendered after it (the first, but for a race).
+    const cpuOf = async (vm: string) => (await launcherPods()).find((p) => p.metadata?.labels?.["vm.kubevirt.io/name"] === vm)?.spec?.containers.find((c) => c.name === "compute")?.resources?.requests?.cpu;
+    let made = 0;
+    await expect.poll(async () => {
+      const vm = `ratio-${String(made++)}`;
+      await custom.createNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachines", body: tinyVm(vm, imageOf("tiny-guest"), namespace) });
+      await expect.poll(() => cpuOf(vm), poll).toBeDefined();
+      // 1 vCPU at 4 vCPUs per CPU: 250m, where the local cluster's 100 gives 10m.
+      return cpuOf(vm);
+    }, poll).toBe("250m");
   });
 
   it("refuses a field kubevirt-ts does not act on by its path, and warns of a feature gate it ignores", async () => {

@@ -44,11 +44,17 @@ async function webhookCallers(): Promise<ClientTrust | undefined> {
   return { cas, allowedNames: env.WEBHOOK_CLIENT_NAMES };
 }
 
+/** Whether the KubeVirt CR has been read: until then the webhooks would default and decide with the chart's values alone. */
+let configRead = (): boolean => false;
+
 await runService({
   name: "virt-api",
   opsPort: env.OPS_PORT,
   logLevel: env.LOG_LEVEL,
-  checks: () => ({ apiServer: apiResourceCheck(kubeConfig, kubevirtResources.virtualMachineInstances) }),
+  checks: () => ({
+    apiServer: apiResourceCheck(kubeConfig, kubevirtResources.virtualMachineInstances),
+    kubevirtConfig: () => (configRead() ? undefined : "the KubeVirt CR (the cluster's configuration) has not been read yet"),
+  }),
   // /metrics only for a token allowed to get it (the chart's scraper account).
   metricsAccess: componentMetricsAccess(kubeConfig, env.METRICS_REQUIRE_AUTHORIZATION),
   start: async ({ log, registry }) => {
@@ -60,6 +66,7 @@ await runService({
     kvs.addHandler(cluster.informerHandler());
     followLogVerbosity(cluster, "virtAPI", log, env.LOG_LEVEL);
     const followingKubeVirt = kvs.run(following.signal);
+    configRead = () => kvs.hasSynced();
     const [ca, cert, key] = await readDir(env.CONSOLE_TLS_DIR, ["ca.crt", "tls.crt", "tls.key"], "the console client certificate (CONSOLE_TLS_DIR)");
     const handlers = new HandlerDialer({ own, namespace: env.HANDLER_NAMESPACE, port: env.HANDLER_PORT, tls: { ca: ca ?? Buffer.alloc(0), cert: cert ?? Buffer.alloc(0), key: key ?? Buffer.alloc(0) } });
     // The serving certificate of the webhooks and the aggregated APIs; its key also signs upload tokens (upload/token.ts).

@@ -89,7 +89,11 @@ await runService({
     const abort = new AbortController();
     const running = handler.manager.run(abort.signal);
     // The node says it takes VMIs, and what CPUs it runs, once this handler serves them.
-    const heartbeat = startHeartbeat({ client, nodeName: env.NODE_NAME, intervalMs: env.NODE_HEARTBEAT_INTERVAL_SECONDS * 1000, log, labels: () => readNodeLabellerLabels(env.NODE_LABELLER_DIR) });
+    const heartbeat = startHeartbeat({
+      client, nodeName: env.NODE_NAME, intervalMs: env.NODE_HEARTBEAT_INTERVAL_SECONDS * 1000, log, labels: () => readNodeLabellerLabels(env.NODE_LABELLER_DIR),
+      // As KubeVirt's: schedulable once the kubelet took the device plugins, whose resources launcher pods may ask for.
+      schedulable: () => devicePlugins === undefined || devicePlugins.plugins.every((p) => p.registered()),
+    });
     return async () => {
       await heartbeat.stop();
       await consoles.close();

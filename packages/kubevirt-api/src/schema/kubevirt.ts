@@ -64,7 +64,7 @@ export const kubeVirtConfiguration = z
       .literal("Stage")
       .optional()
       .describe("Stage: a change to a running VM's template takes effect at its next start (LiveUpdate needs hotplug, which kubevirt-ts does not have)."),
-    imagePullPolicy: pullPolicy.optional().describe("The pull policy of the launcher and importer images."),
+    imagePullPolicy: pullPolicy.optional().describe("The pull policy of the launcher image (the importer's is the chart's image.pullPolicy)."),
     vmStateStorageClass: z.string().max(253).optional().describe("The StorageClass of VMs' backend-storage claims (persistent EFI variables and TPM state)."),
   })
   .describe("The cluster's configuration: applied live by every component.");
@@ -72,7 +72,7 @@ export const kubeVirtConfiguration = z
 export const kubeVirtSpec = z
   .strictObject({
     configuration: kubeVirtConfiguration.default({}).describe("The cluster's configuration."),
-    imagePullPolicy: pullPolicy.optional().describe("In KubeVirt the components' pull policy; in kubevirt-ts (installed by Helm) that of the launcher and importer images when configuration.imagePullPolicy is unset."),
+    imagePullPolicy: pullPolicy.optional().describe("In KubeVirt the components' pull policy; in kubevirt-ts (installed by Helm) that of the launcher image when configuration.imagePullPolicy is unset."),
     // KubeVirt's shipped kubevirt-cr.yaml writes these empty: accepted empty, refused by path with content.
     certificateRotateStrategy: z.strictObject({}).optional().describe("Only {}: the chart makes and renews the certificates."),
     customizeComponents: z.strictObject({}).optional().describe("Only {}: the chart's values shape the components."),

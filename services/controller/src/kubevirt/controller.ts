@@ -46,7 +46,7 @@ export function registerKubeVirtStatus(manager: ControllerManager, kvs: Informer
     reconcile: async (k) => {
       const kv = kvs.get(k);
       if (!kv) return undefined;
-      const gates = kv.spec.configuration?.developerConfiguration?.featureGates ?? [];
+      const gates = kv.spec.configuration.developerConfiguration?.featureGates ?? [];
       if (gates.join(",") !== gatesSaid) {
         gatesSaid = gates.join(",");
         for (const warning of featureGateWarnings(gates)) log.warn(warning);

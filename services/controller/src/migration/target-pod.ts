@@ -29,7 +29,8 @@ export function migrationTargetPod(
 ): Pod & { spec: PodSpec } {
   const pod = launcherPod(vmi, config, claims);
   const hostModel = followsHostModel(vmi.spec.domain.cpu?.model) && sourceNodeLabels ? hostModelTargetSelector(sourceNodeLabels) : undefined;
-  const nodeSelector = { ...pod.spec.nodeSelector, ...hostModel, ...migration.spec.addedNodeSelector };
+  // addedNodeSelector narrows where the target may go, never lifts the VMI's or KubeVirt's own selectors (as KubeVirt's).
+  const nodeSelector = { ...migration.spec.addedNodeSelector, ...pod.spec.nodeSelector, ...hostModel };
   return {
     ...pod,
     metadata: { ...pod.metadata, labels: { ...pod.metadata.labels, [Label.MigrationJobUid]: migration.metadata.uid ?? "" } },

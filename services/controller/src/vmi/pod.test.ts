@@ -55,9 +55,11 @@ describe("launcherPod", () => {
     expect(launcherPod(vmi((v) => (v.spec.domain.resources = { requests: { cpu: "1500m" } })), { ...config, cpuAllocationRatio: 4 }).spec.containers[0]?.resources?.requests?.cpu).toBe("1500m");
   });
 
-  it("asks for a share of the guest's memory under the cluster's memoryOvercommit, plus the whole overhead", () => {
+  it("asks for a share of the guest's memory under the cluster's memoryOvercommit, plus the whole overhead, unless the VMI asks for its memory", () => {
     // 1 GiB at 200 %: 512 MiB + the 223 MiB overhead.
     expect(launcherPod(vmi(), { ...config, memoryOvercommit: 200 }).spec.containers[0]?.resources?.requests?.memory).toBe("735Mi");
+    // A VMI that asks for its memory itself gets what it asks for.
+    expect(launcherPod(vmi((v) => (v.spec.domain.resources = { requests: { memory: "1Gi" } })), { ...config, memoryOvercommit: 200 }).spec.containers[0]?.resources?.requests?.memory).toBe("1247Mi");
   });
 
   it("runs in the cluster's defaultRuntimeClass, and tells the launcher its log level from the VMI's logVerbosity label or the cluster's", () => {
@@ -94,6 +96,11 @@ describe("launcherPod", () => {
 
   it("selects a node whose handler beats, and one whose labeller found the VMI's named CPU model (KubeVirt's)", () => {
     expect(launcherPod(vmi(), config).spec.nodeSelector).toEqual({ "kubevirt.io/schedulable": "true" });
+    // A VMI's own selector cannot lift KubeVirt's: onto a node whose handler stopped beating, say.
+    const lifting = vmi((v) => {
+      v.spec.nodeSelector = { "kubevirt.io/schedulable": "false", zone: "a" };
+    });
+    expect(launcherPod(lifting, config).spec.nodeSelector).toEqual({ "kubevirt.io/schedulable": "true", zone: "a" });
     const named = vmi((v) => {
       v.spec.domain.cpu = { model: "Westmere" };
     });

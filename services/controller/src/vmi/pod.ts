@@ -182,8 +182,10 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
   const spec = vmi.spec;
   // overcommitGuestOverhead: the pod asks for the guest's memory alone, betting the overhead is there; a limit still allows for it.
   const memoryNeeded = guestMemoryBytes(vmi) + memoryOverheadBytes(vmi);
-  // memoryOvercommit: the pod asks for a share of the guest's memory, betting the guest does not touch all of it.
-  const guestRequest = overcommittedGuestBytes(guestMemoryBytes(vmi), config.memoryOvercommit ?? DEFAULT_MEMORY_OVERCOMMIT);
+  // memoryOvercommit: the pod asks for a share of the guest's memory, betting the guest does not touch all of it; as
+  // KubeVirt's mutator, only where the VMI asks for no memory itself.
+  const overcommit = spec.domain.resources?.requests?.memory === undefined ? (config.memoryOvercommit ?? DEFAULT_MEMORY_OVERCOMMIT) : DEFAULT_MEMORY_OVERCOMMIT;
+  const guestRequest = overcommittedGuestBytes(guestMemoryBytes(vmi), overcommit);
   const memoryRequest = spec.domain.resources?.overcommitGuestOverhead === true ? guestRequest : guestRequest + memoryOverheadBytes(vmi);
   const limits = spec.domain.resources?.limits;
   const memoryLimit = limits?.memory !== undefined ? memoryNeeded : undefined;
@@ -225,7 +227,8 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
       hostname: spec.hostname ?? name,
       ...(spec.subdomain ? { subdomain: spec.subdomain } : {}),
       // A node whose handler beats and, for a named CPU model, whose labeller found it usable (KubeVirt's); the VMI's own on top.
-      nodeSelector: { ...launcherNodeSelector(spec.domain.cpu?.model), ...spec.nodeSelector },
+      // KubeVirt's own selectors last, as its template renders them: a VMI cannot lift them (e.g. onto a node whose handler is gone).
+      nodeSelector: { ...spec.nodeSelector, ...launcherNodeSelector(spec.domain.cpu?.model) },
       ...(spec.tolerations ? { tolerations: spec.tolerations.map((t) => ({ ...t })) } : {}),
       ...(spec.affinity ? { affinity: structuredClone(spec.affinity) } : {}),
       ...(spec.topologySpreadConstraints ? { topologySpreadConstraints: structuredClone(spec.topologySpreadConstraints) } : {}),

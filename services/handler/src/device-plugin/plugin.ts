@@ -64,6 +64,11 @@ export class DevicePlugin {
     return join(this.o.pluginsDir, socketName(this.o.device));
   }
 
+  /** Whether the kubelet took this plugin's registration (and has not restarted since). */
+  registered(): boolean {
+    return this.registeredWith !== undefined;
+  }
+
   /** Serves the plugin and registers it; a kubelet that is not there yet is registered with at the next check. */
   async start(): Promise<void> {
     await this.check();
@@ -173,6 +178,12 @@ export class DevicePlugin {
 /** KubeVirt's three permanent device plugins, started; closing the result stops them and removes their sockets. */
 export async function startDevicePlugins(options: Omit<DevicePluginOptions, "device">): Promise<{ plugins: DevicePlugin[]; close: () => Promise<void> }> {
   const plugins = NODE_DEVICES.map((device) => new DevicePlugin({ ...options, device }));
-  await Promise.all(plugins.map((p) => p.start()));
+  // A plugin that cannot start must not leave the others serving with nothing to close them.
+  const started = await Promise.allSettled(plugins.map((p) => p.start()));
+  const failed = started.find((s): s is PromiseRejectedResult => s.status === "rejected");
+  if (failed) {
+    await Promise.allSettled(plugins.map((p) => p.close()));
+    throw failed.reason;
+  }
   return { plugins, close: async () => { await Promise.all(plugins.map((p) => p.close())); } };
 }
