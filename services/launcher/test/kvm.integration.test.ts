@@ -1,3 +1,4 @@
+import { once } from "node:events";
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { chown, link, mkdir, rm, stat } from "node:fs/promises";
@@ -105,10 +106,17 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
-  for (const launcher of launchers) if (launcher.exitCode === null) launcher.kill("SIGKILL");
+  // Each launcher gone before its folders: its libvirt daemon, which dies with it, still removes its files on the way.
+  await Promise.all(launchers.map(async (launcher) => {
+    if (launcher.exitCode !== null || launcher.signalCode !== null) return;
+    const exited = once(launcher, "exit");
+    launcher.kill("SIGKILL");
+    await exited;
+  }));
   if (!hasKvm) return;
   await killQemuUnder(folder.dir);
-  await rm(folder.dir, { recursive: true, force: true });
+  // A daemon's last files may still go while the folder is removed (ENOTEMPTY): tried again a few times.
+  await rm(folder.dir, { recursive: true, force: true, maxRetries: 20, retryDelay: 100 });
 });
 
 describe.skipIf(!hasKvm)("the launcher with KVM and no emulation allowed", () => {
