@@ -2,7 +2,7 @@ import { once } from "node:events";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Informer, KubeClient, apiResourceCheck, componentMetricsAccess, createRestClientMetrics, loadKubeConfig } from "@kubevirt-ts/kube";
-import { KUBEVIRT_CR_NAME, type KubeVirt, LiveClusterConfig, defaultClusterConfig, followLogVerbosity, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
+import { type KubeVirt, LiveClusterConfig, defaultClusterConfig, followLogVerbosity, kubeVirtInformerOptions, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
 import { readUploadMasterKey, runService } from "@kubevirt-ts/runtime";
 import { env } from "./env.ts";
 import { createSubresourceConsoles } from "./console-proxy.ts";
@@ -62,7 +62,7 @@ await runService({
     // The cluster's configuration: the chart's values, with the KubeVirt CR over them as it changes.
     const cluster = new LiveClusterConfig(defaultClusterConfig({ evictionStrategy: env.EVICTION_STRATEGY }));
     const following = new AbortController();
-    const kvs = new Informer<KubeVirt>({ client: own, type: kubevirtResources.kubeVirts, namespace: env.HANDLER_NAMESPACE, fieldSelector: `metadata.name=${KUBEVIRT_CR_NAME}`, log });
+    const kvs = new Informer<KubeVirt>({ client: own, ...kubeVirtInformerOptions(env.HANDLER_NAMESPACE), log });
     kvs.addHandler(cluster.informerHandler());
     followLogVerbosity(cluster, "virtAPI", log, env.LOG_LEVEL);
     const followingKubeVirt = kvs.run(following.signal);

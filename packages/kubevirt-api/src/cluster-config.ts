@@ -1,5 +1,6 @@
 import type { EvictionStrategy } from "./constants.ts";
 import { DEFAULTING_OPTIONS } from "./defaults.ts";
+import { kubevirtResources } from "./resources.ts";
 import { DEFAULT_COMPLETION_TIMEOUT_PER_GIB, DEFAULT_PARALLEL_MIGRATIONS_PER_CLUSTER, DEFAULT_PARALLEL_OUTBOUND_MIGRATIONS_PER_NODE, DEFAULT_PROGRESS_TIMEOUT_SECONDS } from "./migration.ts";
 import type { KubeVirt } from "./schema/kubevirt.ts";
 import type { MigrationConfiguration } from "./schema/migration-policy.ts";
@@ -74,34 +75,29 @@ export function defaultClusterConfig(overrides: Partial<ClusterConfig> = {}): Cl
 /** The name the chart gives the KubeVirt CR, in the release namespace; components watch this one. */
 export const KUBEVIRT_CR_NAME = "kubevirt-ts";
 
+/** `base` with each field `over` sets (one left undefined keeps base's), as the CR's sections lie over the chart's. */
+function definedOver<T extends object>(base: T, over: Partial<T> | undefined): T {
+  return { ...base, ...Object.fromEntries(Object.entries(over ?? {}).filter(([, value]) => value !== undefined)) };
+}
+
+/** Where a component finds the one KubeVirt CR it follows: an informer's type, namespace and selector, the same for all. */
+export function kubeVirtInformerOptions(namespace: string): { type: typeof kubevirtResources.kubeVirts; namespace: string; fieldSelector: string } {
+  return { type: kubevirtResources.kubeVirts, namespace, fieldSelector: `metadata.name=${KUBEVIRT_CR_NAME}` };
+}
+
 /** The configuration: `base` (the chart's values, from the environment) with the CR's fields over it. */
 export function clusterConfig(base: ClusterConfig, kv: Pick<KubeVirt, "spec"> | undefined): ClusterConfig {
   const c = kv?.spec.configuration;
   if (c === undefined) return base;
   const dev = c.developerConfiguration ?? {};
-  const m = c.migrations ?? {};
-  const lv = dev.logVerbosity ?? {};
   return {
     useEmulation: dev.useEmulation ?? base.useEmulation,
     featureGates: dev.featureGates ?? base.featureGates,
     memoryOvercommit: dev.memoryOvercommit ?? base.memoryOvercommit,
     cpuAllocationRatio: dev.cpuAllocationRatio ?? base.cpuAllocationRatio,
-    logVerbosity: {
-      virtAPI: lv.virtAPI ?? base.logVerbosity.virtAPI,
-      virtController: lv.virtController ?? base.logVerbosity.virtController,
-      virtHandler: lv.virtHandler ?? base.logVerbosity.virtHandler,
-      virtLauncher: lv.virtLauncher ?? base.logVerbosity.virtLauncher,
-    },
+    logVerbosity: definedOver(base.logVerbosity, dev.logVerbosity),
     evictionStrategy: c.evictionStrategy ?? base.evictionStrategy,
-    migrations: {
-      parallelMigrationsPerCluster: m.parallelMigrationsPerCluster ?? base.migrations.parallelMigrationsPerCluster,
-      parallelOutboundMigrationsPerNode: m.parallelOutboundMigrationsPerNode ?? base.migrations.parallelOutboundMigrationsPerNode,
-      allowAutoConverge: m.allowAutoConverge ?? base.migrations.allowAutoConverge,
-      allowPostCopy: m.allowPostCopy ?? base.migrations.allowPostCopy,
-      bandwidthPerMigration: m.bandwidthPerMigration ?? base.migrations.bandwidthPerMigration,
-      completionTimeoutPerGiB: m.completionTimeoutPerGiB ?? base.migrations.completionTimeoutPerGiB,
-      progressTimeout: m.progressTimeout ?? base.migrations.progressTimeout,
-    },
+    migrations: definedOver(base.migrations, c.migrations),
     // KubeVirt: the architecture's machine type wins over the deprecated top-level one.
     machineType: c.architectureConfiguration?.amd64?.machineType ?? c.machineType ?? base.machineType,
     cpuModel: c.cpuModel ?? base.cpuModel,

@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Informer, KubeClient, componentMetricsAccess, createRestClientMetrics, loadKubeConfig } from "@kubevirt-ts/kube";
-import { ConsoleServer, KUBEVIRT_CR_NAME, type KubeVirt, LiveClusterConfig, defaultClusterConfig, followLogVerbosity, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
+import { ConsoleServer, type KubeVirt, LiveClusterConfig, defaultClusterConfig, followLogVerbosity, kubeVirtInformerOptions } from "@kubevirt-ts/kubevirt-api";
 import { runService } from "@kubevirt-ts/runtime";
 import { startConsoleServer } from "./console-server.ts";
 import { createHandler } from "./controller.ts";
@@ -39,7 +39,7 @@ await runService({
     const client = await KubeClient.fromKubeConfig(loadKubeConfig(), createRestClientMetrics(registry));
     // The KubeVirt CR's virtHandler log verbosity, followed live (the handler reads nothing else of it).
     const cluster = new LiveClusterConfig(defaultClusterConfig());
-    const kvs = new Informer<KubeVirt>({ client, type: kubevirtResources.kubeVirts, namespace: env.POD_NAMESPACE, fieldSelector: `metadata.name=${KUBEVIRT_CR_NAME}`, log });
+    const kvs = new Informer<KubeVirt>({ client, ...kubeVirtInformerOptions(env.POD_NAMESPACE), log });
     kvs.addHandler(cluster.informerHandler());
     followLogVerbosity(cluster, "virtHandler", log, env.LOG_LEVEL);
     const following = new AbortController();

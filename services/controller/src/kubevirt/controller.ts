@@ -1,5 +1,5 @@
 import { type ControllerManager, type Informer, type KubeClient, keyOf, resources, writeStatusIfChanged } from "@kubevirt-ts/kube";
-import { KUBEVIRT_CR_NAME, type KubeVirt, type LiveClusterConfig, featureGateWarnings, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
+import { KUBEVIRT_CR_NAME, type KubeVirt, type LiveClusterConfig, featureGateWarnings, kubeVirtInformerOptions, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { COMPONENTS, type ComponentWorkload, kubeVirtStatus } from "./status.ts";
 
@@ -20,7 +20,7 @@ export interface KubeVirtDeps {
 
 /** An informer of the one CR kubevirt-ts reads (KUBEVIRT_CR_NAME in the release namespace), handed to the live configuration. */
 export function followKubeVirt(manager: ControllerManager, client: KubeClient, namespace: string, live: LiveClusterConfig, resyncMs?: number): Informer<KubeVirt> {
-  const kvs = manager.informer<KubeVirt>({ client, type: kubevirtResources.kubeVirts, namespace, fieldSelector: `metadata.name=${KUBEVIRT_CR_NAME}`, ...(resyncMs !== undefined ? { resyncMs } : {}) });
+  const kvs = manager.informer<KubeVirt>({ client, ...kubeVirtInformerOptions(namespace), ...(resyncMs !== undefined ? { resyncMs } : {}) });
   kvs.addHandler(live.informerHandler());
   return kvs;
 }
