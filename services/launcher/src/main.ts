@@ -114,16 +114,22 @@ await runService({
 
     // The launcher's life is its domain's: once the guest has stopped, the pod is done.
     let crashed = false;
+    // The end is decided once: a slow read of the state can still be under way when the next look starts, and a second
+    // SIGTERM during the graceful stop would end the process by the signal's default instead.
+    let ending = false;
     const watch = setInterval(() => {
-      if (!manager.hasDomain()) return;
+      if (!manager.hasDomain() || ending) return;
       manager.state().then(
         (status) => {
+          if (ending) return;
           if (status.reason === "Migrated") {
+            ending = true;
             // The guest runs on the target now: the launcher stays a while for its handler to read the migration's end.
             log.info("the domain has migrated away; exiting shortly", { lingerMs: MIGRATED_LINGER_MS });
             clearInterval(watch);
             setTimeout(() => process.kill(process.pid, "SIGTERM"), MIGRATED_LINGER_MS).unref();
           } else if (status.state === "Shutoff" || status.state === "Crashed") {
+            ending = true;
             log.info("the domain is gone; exiting", { state: status.state });
             // The pod's end says how the guest ended: a clean exit (the pod Succeeded) only for a guest that shut off.
             if (status.state === "Crashed") crashed = true;
