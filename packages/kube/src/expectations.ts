@@ -7,6 +7,14 @@ import { type Clock, realClock } from "./workqueue/clock.ts";
 // the key until the informer has observed them all, or until the record is so
 // old that an event was surely missed.
 
+/**
+ * How long a controller waits before it looks again at a key whose expectations
+ * are not met. The informer's event for the awaited child normally brings the key
+ * back sooner; this is the fallback when that event is late, one value for every
+ * controller so none polls harder than the others.
+ */
+export const EXPECTATIONS_RECHECK_MS = 2_000;
+
 interface ExpectationRecord {
   adds: number;
   dels: number;

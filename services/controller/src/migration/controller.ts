@@ -1,5 +1,5 @@
 import {
-  type EventRecorder, type Expectations, type Informer, type KubeClient, type KubeObject, type PersistentVolumeClaim, type Pod, type Reconcile, WrittenVersions, addFinalizer, isNotFound, removeFinalizer, resources, writeStatusIfChanged,
+  EXPECTATIONS_RECHECK_MS, type EventRecorder, type Expectations, type Informer, type KubeClient, type KubeObject, type PersistentVolumeClaim, type Pod, type Reconcile, WrittenVersions, addFinalizer, isNotFound, removeFinalizer, resources, writeStatusIfChanged,
 } from "@kubevirt-ts/kube";
 import {
   Finalizer, LAUNCHER_PODS_BY_VMI, Label, type MigrationConfiguration, MigrationPhase, type MigrationPolicy, type MigrationState, type MigrationStatus, type VirtualMachineInstance, type VirtualMachineInstanceMigration,
@@ -130,7 +130,7 @@ export function createMigrationReconciler(deps: MigrationControllerDeps): Reconc
     const uid = cached.metadata.uid ?? "";
     // Past Pending in the cache: the cache counts it from now on.
     if ((cached.status?.phase ?? MigrationPhase.Pending) !== MigrationPhase.Pending) started.delete(uid);
-    if (!expectations.satisfied(key)) return { requeueAfterMs: 1_000 };
+    if (!expectations.satisfied(key)) return { requeueAfterMs: EXPECTATIONS_RECHECK_MS };
     const migration = cached.metadata.deletionTimestamp ? cached : await addFinalizer(client, kubevirtResources.virtualMachineInstanceMigrations, cached, Finalizer.Migration);
     const vmi = vmis.get(vmiKeyOf(migration));
     const owned = vmi ? pods.byIndex(LAUNCHER_PODS_BY_VMI, launcherPodsKeyOf(vmi)).filter((p) => isLauncherPodOf(p, vmi)) : [];

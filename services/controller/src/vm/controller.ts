@@ -1,5 +1,5 @@
 import {
-  type EventRecorder, type Expectations, type Informer, type KubeClient, type PersistentVolumeClaim, type Reconcile, WrittenVersions, addFinalizer, isAlreadyExists, isNotFound, kubeTime, removeFinalizer, writeStatusIfChanged,
+  EXPECTATIONS_RECHECK_MS, type EventRecorder, type Expectations, type Informer, type KubeClient, type PersistentVolumeClaim, type Reconcile, WrittenVersions, addFinalizer, isAlreadyExists, isNotFound, kubeTime, removeFinalizer, writeStatusIfChanged,
 } from "@kubevirt-ts/kube";
 import {
   API_VERSION, type DataVolume, EventReason, Finalizer, Kind, Label, PrintableStatus, type VirtualMachine, type VirtualMachineInstance, type VmStatus, VmiPhase, claimVolumes, defaultVmiSpec, runStrategyOf, kubevirtResources, controllerRef
@@ -141,7 +141,7 @@ export function createVmReconciler(deps: VmControllerDeps): Reconcile {
     // Our own last write has not reached the cache yet: its watch event brings the VM back here.
     if (written.isStale(key, cached.metadata.resourceVersion)) return undefined;
     // The cache may not show the VMI just created or deleted yet; deciding now could do it twice.
-    if (!expectations.satisfied(key)) return { requeueAfterMs: 2_000 };
+    if (!expectations.satisfied(key)) return { requeueAfterMs: EXPECTATIONS_RECHECK_MS };
     // A VM's VMI has its name: the same key.
     let vmi = vmis.get(key);
     if (vmi && controllerOf(vmi)?.uid !== cached.metadata.uid) {

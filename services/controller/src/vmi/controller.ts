@@ -1,5 +1,5 @@
 import {
-  type EventRecorder, type Expectations, type Informer, type KubeClient, type PersistentVolumeClaim, type Pod, type Reconcile, WrittenVersions, addFinalizer, findCondition, isAlreadyExists, isNotFound, keyOf, removeFinalizer, resources, writeStatusIfChanged,
+  EXPECTATIONS_RECHECK_MS, type EventRecorder, type Expectations, type Informer, type KubeClient, type PersistentVolumeClaim, type Pod, type Reconcile, WrittenVersions, addFinalizer, findCondition, isAlreadyExists, isNotFound, keyOf, removeFinalizer, resources, writeStatusIfChanged,
 } from "@kubevirt-ts/kube";
 import {
   type ClaimObject, type DataVolume, EventReason, backendStorageClaimName, needsBackendStorage, Finalizer, LAUNCHER_PODS_BY_VMI, Label, type VirtualMachineInstance, VmiConditionType, isLauncherPodOf, launcherPodsKeyOf, isFinalPhase, isMigrating, launcherPodRoles, needsDisruptionBudget, summarize, validateVirtualMachineInstance, kubevirtResources,
@@ -114,7 +114,7 @@ export function createVmiReconciler(deps: VmiControllerDeps): Reconcile {
     // Our own last write has not reached the cache yet: its watch event brings the VMI back here.
     if (written.isStale(key, cached.metadata.resourceVersion)) return undefined;
     // A pod created with generateName may not be in the cache yet: deciding now could create a second one.
-    if (!expectations.satisfied(key)) return { requeueAfterMs: 2_000 };
+    if (!expectations.satisfied(key)) return { requeueAfterMs: EXPECTATIONS_RECHECK_MS };
     // Only the pods this VMI controls: a pod that merely carries its uid in a label never counts, nor blocks its deletion.
     const owned = pods
       .byIndex(LAUNCHER_PODS_BY_VMI, launcherPodsKeyOf(cached))
