@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { readFile, readdir } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
@@ -8,6 +8,7 @@ import { ensureBinaries } from "@kubevirt-ts/control-plane";
 import { KUBECONFIG_PATH, NAMESPACE } from "@kubevirt-ts/local-cluster";
 import { coordination, core, undefinedIfNotFound } from "../cluster/cluster.ts";
 import { podMetrics } from "../cluster/metrics.ts";
+import { podProcesses } from "./proc.ts";
 import { delta, parseMetrics, type Sample, sumBy } from "./prometheus.ts";
 
 // What the benchmark reads from the local cluster: the API server's and our
@@ -127,14 +128,10 @@ export async function restartController(timeoutMs = 180_000): Promise<void> {
 
 /** Resident memory (bytes) of the processes on this node that run in the pod, from /proc, by their cgroup's pod uid. */
 export async function podRss(uid: string): Promise<{ total: number; byCommand: Map<string, number> }> {
-  const pattern = new RegExp(`pod${uid.replaceAll("-", "[-_]")}`);
   const byCommand = new Map<string, number>();
   let total = 0;
-  for (const entry of await readdir("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    const cgroup = await readFile(`/proc/${entry}/cgroup`, "utf8").catch(() => "");
-    if (!pattern.test(cgroup)) continue;
-    const status = await readFile(`/proc/${entry}/status`, "utf8").catch(() => "");
+  for (const pid of (await podProcesses([uid])).get(uid) ?? []) {
+    const status = await readFile(`/proc/${String(pid)}/status`, "utf8").catch(() => "");
     const kib = Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1] ?? "0");
     const command = /^Name:\s+(.*)$/m.exec(status)?.[1] ?? "?";
     total += kib * 1024;
@@ -145,10 +142,30 @@ export async function podRss(uid: string): Promise<{ total: number; byCommand: M
 
 interface Phased {
   metadata?: { name?: string; creationTimestamp?: string };
-  status?: { phase?: string; phaseTransitionTimestamps?: { phase: string; phaseTransitionTimestamp: string }[] };
+  status?: {
+    phase?: string;
+    phaseTransitionTimestamps?: { phase: string; phaseTransitionTimestamp: string }[];
+    conditions?: { type: string; status: string }[];
+  };
 }
 
-/** A watch on the VMIs of a namespace that notes when (client time, performance.now() ms) each first showed each phase. */
+/** What a watch follows: a namespace's VMIs by phase, or its pods by phase, "Ready" once their Ready condition is. */
+const WATCHED = {
+  vmis: {
+    path: (ns: string) => `/apis/kubevirt.io/v1/namespaces/${ns}/virtualmachineinstances`,
+    phase: (o: Phased) => o.status?.phase,
+  },
+  pods: {
+    path: (ns: string) => `/api/v1/namespaces/${ns}/pods`,
+    phase: (o: Phased) =>
+      o.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ? "Ready" : o.status?.phase,
+  },
+} as const;
+
+/**
+ * A watch on the VMIs (or pods) of a namespace that notes when (client time, performance.now() ms) each first showed
+ * each phase.
+ */
 export class VmiPhases {
   readonly seen = new Map<string, Map<string, number>>();
   readonly latest = new Map<string, Phased>();
@@ -157,9 +174,9 @@ export class VmiPhases {
   private abort: AbortController | undefined;
   private stopped = false;
 
-  static async start(namespace: string): Promise<VmiPhases> {
+  static async start(namespace: string, kind: keyof typeof WATCHED = "vmis"): Promise<VmiPhases> {
     const watcher = new VmiPhases();
-    await watcher.watch(namespace);
+    await watcher.watch(namespace, WATCHED[kind]);
     return watcher;
   }
 
@@ -167,18 +184,18 @@ export class VmiPhases {
    * Watches the namespace's VMIs until stopped: a watch that ends is started again at once (a new watch begins with
    * every VMI as it is, so a phase reached meanwhile is seen then, a little late, never lost).
    */
-  private async watch(namespace: string): Promise<void> {
+  private async watch(namespace: string, watched: (typeof WATCHED)[keyof typeof WATCHED]): Promise<void> {
     const again = () => {
       if (this.stopped) return;
       this.restarts++;
-      setTimeout(() => { void this.watch(namespace).catch(again); }, 500);
+      setTimeout(() => { void this.watch(namespace, watched).catch(again); }, 500);
     };
-    this.abort = await new Watch(kubeConfig).watch(`/apis/kubevirt.io/v1/namespaces/${namespace}/virtualmachineinstances`, {}, (_type, object: Phased) => {
+    this.abort = await new Watch(kubeConfig).watch(watched.path(namespace), {}, (_type, object: Phased) => {
       const now = performance.now();
       const name = object.metadata?.name ?? "";
       this.latest.set(name, object);
       const phases = this.seen.get(name) ?? new Map<string, number>();
-      const phase = object.status?.phase;
+      const phase = watched.phase(object);
       if (phase && !phases.has(phase)) phases.set(phase, now);
       this.seen.set(name, phases);
     }, again);

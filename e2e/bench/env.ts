@@ -19,6 +19,8 @@ export const benchEnv = {
   kwokVmis: count("BENCH_KWOK_VMIS", 5000),
   /** Seconds the KWOK run may take from its first create until every VMI is Scheduled. */
   kwokTimeoutS: count("BENCH_KWOK_TIMEOUT", 1200),
+  /** Seconds the idle group measures its idle VMs' CPU over (5 minutes; less for trying it). */
+  idleSeconds: count("BENCH_IDLE_SECONDS", 300),
   /** The run's name in the history, e.g. "before" or "after". */
   label: read("BENCH_LABEL", "run"),
   /** BENCH_RECORD=0: print only, keep nothing. */

@@ -9,6 +9,9 @@ import { migrationFigures } from "./figures/migration.ts";
 import { listFigure, sseFigure } from "./figures/dashboard.ts";
 import { kwokFigures } from "./figures/kwok.ts";
 import { startFigures } from "./figures/start.ts";
+import { capacityFigures } from "./figures/capacity.ts";
+import { idleFigures } from "./figures/idle.ts";
+import { ratioFigures } from "./figures/ratio.ts";
 import { benchEnv } from "./env.ts";
 import { type Row, type Run, text } from "./results.ts";
 import { readRun, runFiles, saveRun } from "./store.ts";
@@ -18,6 +21,7 @@ import { readRun, runFiles, saveRun } from "./store.ts";
 // the table, keeps the run (.local/bench/*.json, docs/benchmarks.md) and the
 // change against the last recorded run. Environment:
 //   BENCH_ONLY=start-1,start-20,...  only these groups (names below)
+//   BENCH_IDLE_SECONDS=300           the idle group's window
 //   BENCH_KWOK=1                     also the KWOK scale run (hack/bench.sh builds KWOK and sets BENCH_KWOK_DIR)
 //   BENCH_KWOK_NODES=50 BENCH_KWOK_VMIS=5000 BENCH_KWOK_TIMEOUT=1200 (seconds)
 //   BENCH_LABEL=before               the run's name in the history
@@ -27,6 +31,11 @@ const groups: Record<string, () => Promise<Row[]>> = {
   "start-1": () => startFigures(1, { memory: false }),
   "start-20": () => startFigures(20, { memory: true }),
   "start-50": () => startFigures(50, { memory: false }),
+  // A VMI against a plain pod of its launcher pod's shape, in the same run.
+  "ratio-1": () => ratioFigures(1),
+  "ratio-20": () => ratioFigures(20),
+  idle: () => idleFigures(20, benchEnv.idleSeconds),
+  capacity: capacityFigures,
   debian: debianFigure,
   console: consoleEchoFigure,
   sse: () => sseFigure(),

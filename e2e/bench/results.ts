@@ -56,3 +56,35 @@ export function text(run: Run): string {
   const width = Math.min(60, Math.max(...run.rows.map((r) => r.figure.length)));
   return run.rows.map((r) => `${r.figure.padEnd(width)}  ${formatValues(r)}${r.note ? `  (${r.note})` : ""}\n${"".padEnd(width)}  method: ${r.method}`).join("\n");
 }
+
+/** The figures the summary atop docs/benchmarks.md shows: what a VM costs against a pod, idle and in memory. */
+const SUMMARY_IDS = /^(ratio|idle|capacity)\./;
+export const SUMMARY_START = "<!-- summary: kept current by make bench (e2e/bench/results.ts) -->";
+export const SUMMARY_END = "<!-- end of summary -->";
+const SUMMARY_HEAD = ["| figure | now | run | id |", "| --- | --- | --- | --- |"];
+
+/**
+ * The history document with its summary brought up to date: each summary figure this run measured replaces its line
+ * (matched by id), the others keep theirs and the run that measured them. Without a summary yet, one is put below the
+ * first heading.
+ */
+export function summarized(doc: string, run: Run): string {
+  const start = doc.indexOf(SUMMARY_START);
+  const end = doc.indexOf(SUMMARY_END);
+  const lines = new Map<string, string>();
+  if (start >= 0 && end > start) {
+    for (const line of doc.slice(start, end).split("\n")) {
+      const id = /\| `([^`]+)` \|$/.exec(line)?.[1];
+      if (id) lines.set(id, line);
+    }
+  }
+  for (const r of run.rows.filter((row) => SUMMARY_IDS.test(row.id))) {
+    const result = `${formatValues(r)}${r.note ? ` (${r.note})` : ""}`;
+    const measured = `${run.date.slice(0, 10)} ${cell(run.label)}`;
+    lines.set(r.id, `| ${cell(r.figure)} | ${cell(result)} | ${measured} | \`${r.id}\` |`);
+  }
+  const block = [SUMMARY_START, "", ...SUMMARY_HEAD, ...lines.values(), "", SUMMARY_END].join("\n");
+  if (start >= 0 && end > start) return `${doc.slice(0, start)}${block}${doc.slice(end + SUMMARY_END.length)}`;
+  const heading = doc.indexOf("\n") + 1;
+  return `${doc.slice(0, heading)}\n${block}\n${doc.slice(heading)}`;
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { percentile, summarize } from "./stats.ts";
+import { percentile, ratio, summarize } from "./stats.ts";
 
 describe("percentiles", () => {
   it("are nearest-rank: always a value that was observed", () => {
@@ -20,5 +20,12 @@ describe("percentiles", () => {
     expect(() => percentile([], 50)).toThrow(/no samples/);
     expect(() => percentile([1], 0)).toThrow(/outside/);
     expect(() => percentile([1], 101)).toThrow(/outside/);
+  });
+});
+
+describe("ratios", () => {
+  it("divide, and have no value against zero", () => {
+    expect(ratio(23, 9)).toBeCloseTo(2.556, 3);
+    expect(ratio(5, 0)).toBeNull();
   });
 });

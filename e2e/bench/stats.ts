@@ -19,3 +19,6 @@ export function percentile(samples: readonly number[], p: number): number {
 export function summarize(samples: readonly number[]): Summary {
   return { n: samples.length, p50: percentile(samples, 50), p95: percentile(samples, 95), max: Math.max(...samples) };
 }
+
+/** a ÷ b, or null when b is zero: a ratio to nothing is not a figure. */
+export const ratio = (a: number, b: number): number | null => (b === 0 ? null : a / b);

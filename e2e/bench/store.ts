@@ -1,8 +1,8 @@
-import { appendFile, mkdir, readFile, readdir, writeFile } from "node:fs/promises";
+import { mkdir, readFile, readdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { REPO_ROOT } from "@kubevirt-ts/control-plane";
 import { LOCAL_DIR } from "@kubevirt-ts/local-cluster";
-import { type Run, markdown } from "./results.ts";
+import { type Run, markdown, summarized } from "./results.ts";
 
 // Where runs are kept: one JSON file per run under .local/bench/ (named by
 // its date, so they sort in time), and the dated tables in docs/benchmarks.md.
@@ -20,11 +20,16 @@ export async function readRun(file: string): Promise<Run> {
   return JSON.parse(await readFile(file, "utf8")) as Run;
 }
 
-/** Writes the run's JSON and appends its table to the history; resolves with the JSON's path. */
+/**
+ * Writes the run's JSON, brings the summary up to date and appends the run's table to the history; resolves with the
+ * JSON's path.
+ */
 export async function saveRun(run: Run, options: { history: boolean }): Promise<string> {
   await mkdir(RESULTS_DIR, { recursive: true });
   const file = join(RESULTS_DIR, `${run.date.replaceAll(":", "-")}.json`);
   await writeFile(file, `${JSON.stringify(run, null, 2)}\n`);
-  if (options.history) await appendFile(HISTORY_FILE, `\n${markdown(run)}`);
+  if (options.history) {
+    await writeFile(HISTORY_FILE, `${summarized(await readFile(HISTORY_FILE, "utf8"), run)}\n${markdown(run)}`);
+  }
   return file;
 }

@@ -1,5 +1,7 @@
 import { ApiException } from "@kubernetes/client-node";
-import { custom, installedImages } from "../cluster/cluster.ts";
+import { parseQuantity } from "@kubevirt-ts/kubevirt-api";
+import { custom, imageOf, installedImages } from "../cluster/cluster.ts";
+import { tinyVm } from "../manifests.ts";
 
 // What the benchmark runs: the minimal VMI (the blank containerDisk of
 // examples/vm-blank-disk.yaml, 64Mi of guest memory, no cloud-init; its
@@ -27,6 +29,19 @@ export function minimalVmi(name: string, namespace: string, image: string, extra
     },
   };
 }
+
+/** The e2e suites' tiny guest (manifests.ts: a kernel and an initrd booted to a shell) as a VMI of its own. */
+export function tinyVmi(name: string, namespace: string) {
+  const { spec } = tinyVm(name, imageOf("tiny-guest"), namespace).spec.template;
+  return {
+    apiVersion: "kubevirt.io/v1",
+    kind: "VirtualMachineInstance",
+    metadata: { name, namespace, labels: { "kubevirt-ts.io/bench": "true" } },
+    spec,
+  };
+}
+
+export const TINY_GUEST_MEMORY = parseQuantity(tinyVmi("tiny", "default").spec.domain.memory.guest) ?? 0;
 
 /**
  * Creates a VMI, trying again (at most three times, a second apart) when the API server answers 429 or 5xx: under the
