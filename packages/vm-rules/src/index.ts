@@ -1,1 +1,2 @@
 export {};
+export * from "./memory-overhead.ts";
