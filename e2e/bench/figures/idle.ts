@@ -159,7 +159,11 @@ export async function idleFigures(count: number, seconds: number): Promise<Row[]
           `(${restPerS.toFixed(2)} CPU-s/s over ${String(REST_S)} s before the VMIs were made) and less QEMU's ` +
           `vCPU threads, ÷ ${String(count)}, in CPU-ms per second`,
       },
-      row(`${id}.vcpu.per-vm`, `${label}: the guest's own vCPU threads per VM (emulated)`, vcpu, cpuMethod),
+      {
+        ...row(`${id}.vcpu.per-vm`, `${label}: the guest's own vCPU threads per VM (emulated)`, vcpu, cpuMethod),
+        // libvirt names QEMU's threads (debug-threads=on); without names the guest's CPU is in QEMU's other threads.
+        ...(split.vcpu === 0 && split.qemu > 0 ? { note: "no QEMU thread named as a vCPU: see QEMU's others" } : {}),
+      },
       row(`${id}.qemu.per-vm`, `${label}: QEMU's other threads per VM`, per(split.qemu), cpuMethod),
       {
         id: `${id}.launcher.per-vm`,
