@@ -70,8 +70,9 @@ export function residency(smaps: string, guestBytes: number): Residency {
       continue;
     }
     r.rss += bytes;
-    if (size === guestBytes) r.guest += bytes;
-    else if (executable) r.tbCache += bytes;
+    // The guest's RAM is never executable; the cache may be as large as the guest.
+    if (executable) r.tbCache += bytes;
+    else if (size === guestBytes) r.guest += bytes;
   }
   return r;
 }
