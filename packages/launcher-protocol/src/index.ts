@@ -1,6 +1,6 @@
 export {
-  type CheckedParams, type DomainStatus, type ErrorCode, ERROR_CODES, MAX_ERROR_MESSAGE_LENGTH, MAX_REQUEST_LINE_BYTES, MAX_RESPONSE_LINE_BYTES, METHODS, type Method,
-  PROTOCOL_VERSION, type Params, type Request, type Response, type Result, type DomainStats, domainStats, domainStatus, launcherMethods,
+  type CheckedParams, type DomainChange, type DomainStatus, type ErrorCode, ERROR_CODES, MAX_ERROR_MESSAGE_LENGTH, MAX_REQUEST_LINE_BYTES, MAX_RESPONSE_LINE_BYTES, METHODS, type Method,
+  PROTOCOL_VERSION, type Params, type Request, type Response, type Result, type DomainStats, domainChange, domainStats, domainStatus, launcherMethods, MAX_WATCH_SECONDS,
   type MigrationOptions, type MigrationProgress, type MigrationReport, type MigrationStatus, KEPT_MIGRATION_REPORTS, MIGRATION_REPORT_RETENTION_MS, migrationOptions, migrationProgress, migrationReport, migrationStatus,
 } from "./protocol.ts";
 export {

@@ -82,6 +82,16 @@ export type DomainStats = z.infer<typeof domainStats>;
 
 const noParams = z.undefined();
 
+/** The longest a `watch` waits for a change before it answers anyway, seconds. */
+export const MAX_WATCH_SECONDS = 60;
+
+/**
+ * What a `watch` answers: the launcher's revision of its domain (it counts up on each change: libvirt's domain
+ * events, the guest agent's coming and going, a call that changed the domain) and the domain's status then.
+ */
+export const domainChange = z.strictObject({ revision: z.number().int().nonnegative(), status: domainStatus });
+export type DomainChange = z.infer<typeof domainChange>;
+
 /** How the source launcher migrates its domain (KubeVirt's migration options, as the handler takes them from the migration's policy). */
 const migrationUid = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9-]{0,62}$/, "must be a migration's uid");
 
@@ -150,7 +160,7 @@ export type MigrationStatus = z.infer<typeof migrationStatus>;
 
 /**
  * What the source node's handler last read of a migration from its launcher, kept after the launcher is gone (the
- * switch-over's downtime is only known then): the handler answers it at handlerMigrationPath for the API to show.
+ * switch-over's downtime is only known then): the handler answers it on its migration route (node-contract's handlerRoutes) for the API to show.
  */
 export const migrationReport = z.strictObject({
   namespace: z.string(),
@@ -178,6 +188,17 @@ export const launcherMethods = {
   /** Defines and starts the domain of the VMI sent, if it is not running yet; idempotent. */
   sync: { params: virtualMachineInstance, result: bounded(domainStatus), timeoutMs: 60_000 },
   state: { params: noParams, result: bounded(domainStatus), timeoutMs: 10_000 },
+  /**
+   * Waits for the domain to change (KubeVirt's launcher pushes its domain's events to its handler): answers at once
+   * when the launcher's revision is past `since`, else on the next change, or after `timeoutSeconds` with the same
+   * revision. Added within version 1: a launcher from before it answers BadRequest (an unknown method), and its
+   * handler asks for its state at an interval instead.
+   */
+  watch: {
+    params: z.strictObject({ since: z.number().int().nonnegative(), timeoutSeconds: z.number().int().min(1).max(MAX_WATCH_SECONDS) }),
+    result: bounded(domainChange),
+    timeoutMs: (MAX_WATCH_SECONDS + 15) * 1000,
+  },
   pause: { params: noParams, result: bounded(domainStatus), timeoutMs: 30_000 },
   unpause: { params: noParams, result: bounded(domainStatus), timeoutMs: 30_000 },
   /** Turns the domain off at once, as pulling its power (KubeVirt's KillVMI): a stop whose grace period ran out, or was cut to 0. */

@@ -28,6 +28,7 @@ const handlers: Handlers = {
     return Promise.resolve(running);
   },
   state: () => Promise.resolve(running),
+  watch: ({ since }) => Promise.resolve({ revision: since + 1, status: running }),
   pause: () => Promise.reject(new RpcError("NotDefined", "no domain yet: sync the VMI first")),
   unpause: () => Promise.reject(new Error(`virsh failed: ${"x".repeat(10_000)}`)),
   softReboot: () => Promise.resolve(running),

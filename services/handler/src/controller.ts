@@ -7,6 +7,7 @@ import { Gauge, type Registry } from "prom-client";
 import { ConsoleRefusal, type ConsoleTarget } from "./console-server.ts";
 import { launcherPodFor } from "./launcher-pod.ts";
 import { LauncherNotListeningError, type Launchers } from "./launchers.ts";
+import { DomainWatches } from "./domain-watch.ts";
 import { LauncherCallError, LauncherError } from "@kubevirt-ts/launcher-protocol";
 import { type ObservedDomain, handlerStatus, launcherFailedStatus, stopOverdue } from "./status.ts";
 import { type MigrationState, migratedAway, migrationStateOf, withMigrationState } from "./migration/decide.ts";
@@ -16,9 +17,13 @@ import { type SyncEvent, domainActionEvent, domainDefined, domainKilled, launche
 // The handler's loop over the VMIs of its node: for each VMI the controller
 // has handed over, it makes sure the launcher runs the domain, and reports
 // the domain's state in the VMI's status. The domain's state is one more
-// input: every VMI is looked at again every few seconds, and every cached
-// VMI at each resync, whatever its state.
+// input: its launcher pushes each change (domain-watch.ts), which puts the
+// VMI in the queue; a VMI is looked at again at DOMAIN_RESYNC_MS all the
+// same, and every cached VMI at each informer resync, whatever its state.
 
+/** How often a VMI is looked at whose launcher pushes its domain's changes: a safety net, not the way news comes. */
+const DOMAIN_RESYNC_MS = 60_000;
+/** How often a VMI is looked at whose launcher cannot push (one from before `watch`), or whose watch is not up yet. */
 const DOMAIN_POLL_MS = 2_000;
 /** How soon a VMI whose launcher has not opened its socket is looked at again when its socket cannot be watched. */
 const SOCKET_RECHECK_MS = 1_000;
@@ -79,6 +84,17 @@ export function createHandler(config: HandlerConfig) {
   });
   // When each VMI's guest agent was last asked in vain, by VMI uid.
   const agentSilentSince = new Map<string, number>();
+  const watches = new DomainWatches({
+    changed: (key) => {
+      // A change may be the guest's agent connecting: it is asked again at once.
+      agentSilentSince.delete(vmis.get(key)?.metadata.uid ?? "");
+      queue.add(key);
+    },
+    lost: (key) => {
+      queue.addAfter(key, DOMAIN_POLL_MS);
+    },
+    log,
+  });
   const guestOs = async (vmi: VirtualMachineInstance, launcher: Awaited<ReturnType<Launchers["get"]>>): Promise<GuestOsInfo | undefined> => {
     // {} until an agent answers: KubeVirt always writes the field (withPhase).
     const known = vmi.status?.guestOSInfo;
@@ -135,6 +151,7 @@ export function createHandler(config: HandlerConfig) {
     },
     delete: (pod) => {
       launchers.forget(pod.metadata.uid ?? "");
+      watches.forget(pod.metadata.uid ?? "");
       for (const vmi of ownerOf(pod)) {
         record(vmi, launcherEndEvents(vmi, pod, "deleted", nodeName));
         agentSilentSince.delete(vmi.metadata.uid ?? "");
@@ -171,6 +188,7 @@ export function createHandler(config: HandlerConfig) {
     let os: GuestOsInfo | undefined;
     const migration = migrationStateOf(vmi);
     let migrationPatch: Partial<MigrationState> | undefined;
+    let pushed: boolean;
     try {
       const launcher = await launchers.get(pod.metadata.uid ?? "");
       domain = await launcher.call("state");
@@ -178,6 +196,7 @@ export function createHandler(config: HandlerConfig) {
         domain = await launcher.call("sync", vmi);
         if (domain.state !== "NoDomain") record(vmi, [domainDefined()]);
       }
+      pushed = watches.ensure(pod.metadata.uid ?? "", key, launcher);
       // A migration from this node: the source's half, its state written with the rest of the status.
       if (config.migrations && migration?.migrationUid && migration.sourceNode === nodeName) migrationPatch = await config.migrations.sourceSide(vmi, migration, pod.metadata.uid ?? "");
       // The guest's agent is asked once the VMI says Running: that write is not held back by the question.
@@ -206,7 +225,7 @@ export function createHandler(config: HandlerConfig) {
     const status = migratedAway(domain) ? vmi.status : handlerStatus(vmi, domain, pod.status ?? {}, now(), os);
     await writeStatusIfChanged(client, kubevirtResources.virtualMachineInstances, vmi, withMigrationState(status, migration, migrationPatch));
     const moving = migration?.migrationUid !== undefined && migration.completed !== true && migration.failed !== true;
-    return { requeueAfterMs: moving ? MIGRATION_POLL_MS : DOMAIN_POLL_MS };
+    return { requeueAfterMs: moving ? MIGRATION_POLL_MS : pushed ? DOMAIN_RESYNC_MS : DOMAIN_POLL_MS };
   };
 
   // The target's half of the migrations coming to this node: VMIs the controller labelled with this node as their target.

@@ -7,7 +7,7 @@ import { freePort } from "@kubevirt-ts/control-plane";
 import { startServiceProcess, test, tlsSecretDir } from "@kubevirt-ts/control-plane/testing";
 import { type Event, KubeClient, type KubeObject, resources } from "@kubevirt-ts/kube";
 import { ConsoleServer, LAUNCHER_UID, Label, LabelValue, type VirtualMachineInstance, defaultVmiSpec, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
-import { type DomainStatus, RpcError, serveConnection } from "@kubevirt-ts/launcher-protocol";
+import { type DomainChange, type DomainStatus, RpcError, serveConnection } from "@kubevirt-ts/launcher-protocol";
 import { expect } from "vitest";
 import { SocketName, podVolumePath } from "../src/pod-volume.ts";
 
@@ -73,26 +73,57 @@ const GUEST_OS = {
   kernelRelease: "6.1.0-28-cloud-amd64", kernelVersion: "#1 SMP PREEMPT_DYNAMIC Debian 6.1.119-1", machine: "x86_64",
 };
 
-/** A launcher that keeps to the protocol: no domain until the VMI is synced, then a running one. */
-function correct(calls: { state: number; synced: string[] }) {
-  let domain: DomainStatus = { state: "NoDomain" };
+/** A stand-in launcher's domain: its status, its revision, and the watches waiting for its next change. */
+class StandInDomain {
+  status: DomainStatus = { state: "NoDomain" };
+  private revision = 1;
+  private readonly waiting = new Set<() => void>();
+
+  set(status: DomainStatus): void {
+    this.status = status;
+    this.revision++;
+    for (const answer of this.waiting) answer();
+    this.waiting.clear();
+  }
+
+  watch(since: number, timeoutSeconds: number): Promise<DomainChange> {
+    return new Promise((resolve) => {
+      const answer = () => {
+        clearTimeout(timer);
+        this.waiting.delete(answer);
+        resolve({ revision: this.revision, status: this.status });
+      };
+      const timer = setTimeout(answer, timeoutSeconds * 1000);
+      if (since !== this.revision) answer();
+      else this.waiting.add(answer);
+    });
+  }
+}
+
+/**
+ * A launcher that keeps to the protocol: no domain until the VMI is synced, then a running one. With `pushes`, it
+ * answers `watch` as today's launcher does; without, as one from before `watch` (an unknown method is a BadRequest).
+ */
+function correct(calls: { state: number; synced: string[] }, domain = new StandInDomain(), pushes = false) {
   const running: DomainStatus = { state: "Running", domainType: "qemu" };
   return (socket: Socket) => {
     serveConnection(socket, {
       sync: (vmi) => {
         calls.synced.push(vmi.metadata.name ?? "");
-        domain = running;
-        return Promise.resolve(domain);
+        domain.set(running);
+        return Promise.resolve(domain.status);
       },
       state: () => {
         calls.state++;
-        return Promise.resolve(domain);
+        return Promise.resolve(domain.status);
       },
-      pause: () => Promise.resolve(domain),
-      unpause: () => Promise.resolve(domain),
-      softReboot: () => Promise.resolve(domain),
-      reset: () => Promise.resolve(domain),
-      kill: () => Promise.resolve(domain),
+      watch: ({ since, timeoutSeconds }) =>
+        pushes ? domain.watch(since, timeoutSeconds) : Promise.reject(new RpcError("BadRequest", "not a request: request.method: Invalid option")),
+      pause: () => Promise.resolve(domain.status),
+      unpause: () => Promise.resolve(domain.status),
+      softReboot: () => Promise.resolve(domain.status),
+      reset: () => Promise.resolve(domain.status),
+      kill: () => Promise.resolve(domain.status),
       guestOsInfo: () => Promise.resolve(GUEST_OS),
       guestAgentInfo: () => Promise.reject(new RpcError("Failed", "the guest has no agent")),
       screenshot: () => Promise.reject(new RpcError("Failed", "no display")),
@@ -221,6 +252,41 @@ test("a VMI whose launcher is still starting waits for its socket without a fail
   } finally {
     expect(await handler.terminate(), handler.output()).toBe(0);
     server?.close();
+    await rm(podsDir, { recursive: true, force: true });
+  }
+});
+
+test("a launcher that pushes: the VMI says its guest powered itself off within 1 s, with no polling", { timeout: 120_000 }, async ({ kubeConfig, namespace }) => {
+  const client = await KubeClient.fromKubeConfig(kubeConfig);
+  const podsDir = await mkdtemp(join(tmpdir(), "kubelet-pods-"));
+  const calls = { state: 0, synced: [] as string[] };
+  const domain = new StandInDomain();
+  const server = await listen(podVolumePath(podsDir, await scheduledVmi(client, namespace, "pushed"), SocketName.Launcher), correct(calls, domain, true));
+  const handler = await startServiceProcess(fileURLToPath(new URL("../src/main.ts", import.meta.url)), {
+    NODE_NAME: NODE,
+    KUBELET_PODS_DIR: podsDir,
+    CONSOLE_TLS_DIR: await tlsSecretDir(ConsoleServer.handlerIdentity, "server", [ConsoleServer.handlerIdentity]),
+    CONSOLE_PORT: String(await freePort()),
+  });
+  const phase = async () => (await client.get<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, namespace, "pushed")).status?.phase;
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  try {
+    await expect.poll(phase, { timeout: 60_000 }).toBe("Running");
+    // Once the watch is up the handler stops asking: the domain's state is not read again for a minute.
+    await sleep(3_000);
+    const states = calls.state;
+    await sleep(5_000);
+    expect(calls.state).toBe(states);
+    // The guest turns itself off: the launcher's answer to the outstanding watch is the only way the handler learns it.
+    const pushed = performance.now();
+    domain.set({ state: "Shutoff", domainType: "qemu" });
+    while ((await phase()) !== "Succeeded" && performance.now() - pushed < 5_000) await sleep(20);
+    expect(await phase()).toBe("Succeeded");
+    expect(performance.now() - pushed).toBeLessThan(1_000);
+    expect(handler.output()).not.toContain("cannot push");
+  } finally {
+    expect(await handler.terminate(), handler.output()).toBe(0);
+    server.close();
     await rm(podsDir, { recursive: true, force: true });
   }
 });

@@ -6,9 +6,11 @@ import { runService } from "@kubevirt-ts/runtime";
 import { env } from "./env.ts";
 import { AgentCredentials } from "./libvirt/access-credentials.ts";
 import { DomainManager } from "./libvirt/domain-manager.ts";
+import { DomainEvents, changesStatus } from "./libvirt/domain-events.ts";
 import { type LibvirtDaemon, startLibvirtd } from "./libvirt/daemon.ts";
 import { PortForwarder } from "./libvirt/port-forward.ts";
 import { Prober } from "./probes/prober.ts";
+import { Revision } from "./rpc/revision.ts";
 import { startRpcServer } from "./rpc/server.ts";
 
 // virt-launcher: one per VMI, in the VMI's pod. It runs libvirt as its own
@@ -16,6 +18,8 @@ import { startRpcServer } from "./rpc/server.ts";
 // runs the domain, shuts the guest down when the pod is asked to stop, and
 // exits once the domain is gone. The kubelet asks it, on its operations
 // port, to probe the guest for the VMI's liveness and readiness probes.
+// Idle, it waits: libvirt's events tell it and its handler (through `watch`)
+// that the domain changed; a look at a long interval is only a safety net.
 
 let ready = false;
 let prober: Prober | undefined;
@@ -23,6 +27,8 @@ let prober: Prober | undefined;
 const TERMINATION_MESSAGE = "/dev/termination-log";
 /** How long a launcher whose domain migrated away stays, for its handler to read how the migration ended. */
 const MIGRATED_LINGER_MS = 30_000;
+/** How often the launcher looks whether its domain is gone, should libvirt's event for it have been missed. */
+const END_SAFETY_NET_MS = 60_000;
 
 await runService({
   name: "virt-launcher",
@@ -41,6 +47,8 @@ await runService({
     const daemon: LibvirtDaemon = await startLibvirtd({ stateDir: join(env.STATE_DIR, "libvirt"), log });
     const hypervisor = new Hypervisor({ uri: daemon.uri });
     await hypervisor.connectOpen();
+    // Every change of what the launcher reports of its domain counts up; a `watch` from the handler waits for it.
+    const revision = new Revision();
     const manager = new DomainManager({
       hypervisor,
       uri: daemon.uri,
@@ -52,6 +60,9 @@ await runService({
       kvmDevice: env.KVM_DEVICE,
       guestNetwork: env.GUEST_NETWORK,
       swtpmStorageDir: daemon.swtpmStorageDir,
+      changed: () => {
+        revision.bump();
+      },
       log,
     });
     // Off the start's critical path: QEMU's capabilities are probed while the handler comes with the VMI.
@@ -72,41 +83,55 @@ await runService({
     // Access credentials through the guest agent: given once its agent answers, and again whenever their Secrets change.
     const credentials = new AgentCredentials({ dir: env.ACCESS_CREDENTIALS_DIR, agent: (command, args) => manager.agent(command, args), log });
     let syncingCredentials = false;
-    const credentialsTimer = setInterval(() => {
+    const syncCredentials = () => {
       const vmi = manager.runningVmi();
       if (!vmi || !manager.hasDomain() || syncingCredentials) return;
       syncingCredentials = true;
-      void credentials.sync(vmi).finally(() => (syncingCredentials = false));
-    }, 5_000);
+      const before = JSON.stringify(credentials.status());
+      void credentials.sync(vmi).finally(() => {
+        syncingCredentials = false;
+        if (JSON.stringify(credentials.status()) !== before) revision.bump();
+      });
+    };
+    // Also the moment the guest's agent connects (its lifecycle event, below).
+    const credentialsTimer = setInterval(syncCredentials, 5_000);
     const withCredentials = async () => {
       const status = await manager.state();
       const synced = credentials.status();
       return synced ? { ...status, accessCredentials: synced } : status;
     };
+    /** A call that may change the domain counts as a change, whatever libvirt says of it. */
+    const changing = <T>(call: Promise<T>): Promise<T> => call.finally(() => {
+        revision.bump();
+      });
     const server = await startRpcServer(
       join(env.SOCKETS_DIR, SocketsVolume.launcher),
       {
-        sync: (vmi) => manager.sync(vmi),
+        sync: (vmi) => changing(manager.sync(vmi)),
         state: withCredentials,
-        pause: () => manager.pause(),
-        unpause: () => manager.unpause(),
-        softReboot: () => manager.softReboot(),
-        reset: () => manager.reset(),
-        kill: () => manager.kill(),
+        watch: async ({ since, timeoutSeconds }) => {
+          const current = await revision.next(since, timeoutSeconds * 1000);
+          return { revision: current, status: await withCredentials() };
+        },
+        pause: () => changing(manager.pause()),
+        unpause: () => changing(manager.unpause()),
+        softReboot: () => changing(manager.softReboot()),
+        reset: () => changing(manager.reset()),
+        kill: () => changing(manager.kill()),
         guestOsInfo: () => manager.guestOsInfo(),
         guestAgentInfo: () => manager.guestAgentInfo(),
         screenshot: () => manager.screenshot(),
         domainStats: () => manager.domainStats(),
-        freeze: ({ unfreezeTimeoutSeconds }) => manager.freeze(unfreezeTimeoutSeconds),
-        unfreeze: () => manager.unfreeze(),
+        freeze: ({ unfreezeTimeoutSeconds }) => changing(manager.freeze(unfreezeTimeoutSeconds)),
+        unfreeze: () => changing(manager.unfreeze()),
         portForward: async (forward) => {
           await forwarder.open(forward);
           return {};
         },
-        prepareMigrationTarget: (vmi) => manager.prepareMigrationTarget(vmi),
-        migrate: (options) => manager.migrate(options),
+        prepareMigrationTarget: (vmi) => changing(manager.prepareMigrationTarget(vmi)),
+        migrate: (options) => changing(manager.migrate(options)),
         migrationState: () => manager.migrationState(),
-        abortMigration: () => manager.abortMigration(),
+        abortMigration: () => changing(manager.abortMigration()),
       },
       log,
     );
@@ -117,7 +142,7 @@ await runService({
     // The end is decided once: a slow read of the state can still be under way when the next look starts, and a second
     // SIGTERM during the graceful stop would end the process by the signal's default instead.
     let ending = false;
-    const watch = setInterval(() => {
+    const lookForEnd = () => {
       if (!manager.hasDomain() || ending) return;
       manager.state().then(
         (status) => {
@@ -126,14 +151,14 @@ await runService({
             ending = true;
             // The guest runs on the target now: the launcher stays a while for its handler to read the migration's end.
             log.info("the domain has migrated away; exiting shortly", { lingerMs: MIGRATED_LINGER_MS });
-            clearInterval(watch);
+            clearInterval(endSafetyNet);
             setTimeout(() => process.kill(process.pid, "SIGTERM"), MIGRATED_LINGER_MS).unref();
           } else if (status.state === "Shutoff" || status.state === "Crashed") {
             ending = true;
             log.info("the domain is gone; exiting", { state: status.state });
             // The pod's end says how the guest ended: a clean exit (the pod Succeeded) only for a guest that shut off.
             if (status.state === "Crashed") crashed = true;
-            clearInterval(watch);
+            clearInterval(endSafetyNet);
             process.kill(process.pid, "SIGTERM");
           }
         },
@@ -141,11 +166,25 @@ await runService({
           log.warn("could not read the domain's state", { error });
         },
       );
-    }, 1_000);
+    };
+    // libvirt's events drive both the handler's watch and the launcher's own end; the interval only catches a missed one.
+    const events = new DomainEvents({
+      uri: daemon.uri,
+      onEvent: (event) => {
+        if (!changesStatus(event)) return;
+        revision.bump();
+        if (event.type === "agent-lifecycle") syncCredentials();
+        lookForEnd();
+      },
+      log,
+    });
+    const endSafetyNet = setInterval(lookForEnd, END_SAFETY_NET_MS);
 
     return async () => {
-      clearInterval(watch);
+      clearInterval(endSafetyNet);
       clearInterval(credentialsTimer);
+      events.close();
+      revision.close();
       ready = false;
       // Stopped after the guest failed its liveness probe (the kubelet stops a container for that), or its guest
       // crashed: the pod fails, saying why.

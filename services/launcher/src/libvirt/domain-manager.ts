@@ -49,6 +49,8 @@ export interface DomainManagerOptions {
   guestNetwork: Ipv4Network;
   /** The daemon's swtpm folder (LibvirtDaemon.swtpmStorageDir), which a persistent TPM's state is kept behind. */
   swtpmStorageDir: string;
+  /** Called when the domain's status changes by the launcher's own doing, with no libvirt event (a timed thaw). */
+  changed?: () => void;
   log: Logger;
 }
 
@@ -154,6 +156,7 @@ export class DomainManager {
     await this.virsh("domfsthaw");
     if (this.frozen?.thaw) clearTimeout(this.frozen.thaw);
     this.frozen = undefined;
+    this.o.changed?.();
     return this.state();
   }
 
