@@ -1,7 +1,9 @@
 import { once } from "node:events";
 import { request } from "node:https";
 import type { ConnectionOptions } from "node:tls";
-import { ConsoleServer, type ConsoleKind, SHARED_CONSOLE_QUERY, consoleServerPath } from "@kubevirt-ts/kubevirt-api";
+import { ConsoleServer, consoleServerPath } from "@kubevirt-ts/node-contract";
+import type { ConsoleKind } from "@kubevirt-ts/kubevirt-api";
+import { SHARED_CONSOLE_QUERY } from "@kubevirt-ts/vm-rules";
 import { type ClientOptions, WebSocket } from "ws";
 import { tokenOf } from "../tests/cluster-users.ts";
 import { core, custom } from "./cluster.ts";

@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import type { V1Pod } from "@kubernetes/client-node";
-import { LAUNCHER_CONTAINER, LAUNCHER_UID, LauncherDir, NodeDevices, deviceResourceName, parseQuantity } from "@kubevirt-ts/kubevirt-api";
+import { LAUNCHER_CONTAINER, LauncherDir, NodeDevices, deviceResourceName } from "@kubevirt-ts/node-contract";
+import { LAUNCHER_UID, parseQuantity } from "@kubevirt-ts/kubevirt-api";
 import { afterAll, describe, expect, it } from "vitest";
 import { core, custom, imageOf, nodeNames, suiteNamespace } from "./cluster.ts";
 import { tinyVm } from "../manifests.ts";

@@ -1,7 +1,7 @@
 import { open } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { claimDevicePath } from "@kubevirt-ts/kubevirt-api";
+import { claimDevicePath } from "@kubevirt-ts/vm-rules";
 import { core, custom, imageOf, suiteNamespace, volumeOnMachine } from "./cluster.ts";
 import { tinyVmOnClaim } from "../manifests.ts";
 import { inGuest as inGuestOf } from "./console.ts";

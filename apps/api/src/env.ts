@@ -1,4 +1,5 @@
-import { ConsoleServer, EVICTION_STRATEGIES } from "@kubevirt-ts/kubevirt-api";
+import { ConsoleServer } from "@kubevirt-ts/node-contract";
+import { EVICTION_STRATEGIES } from "@kubevirt-ts/kubevirt-api";
 import { baseEnv, metricsAuthorizationEnv, parseEnv } from "@kubevirt-ts/runtime";
 import { z } from "zod";
 

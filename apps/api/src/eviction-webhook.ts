@@ -1,14 +1,14 @@
 import { type KubeClient, type Node, type Pod, resources } from "@kubevirt-ts/kube";
-import {
-  type EvictionStrategy, Kind, type VirtualMachineInstance, evictionDecision, kubevirtResources, launcherPodOwnerKey,
-} from "@kubevirt-ts/kubevirt-api";
+import { type EvictionStrategy, Kind, type VirtualMachineInstance, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
+import { evictionDecision } from "@kubevirt-ts/vm-rules";
+import { launcherPodOwnerKey } from "@kubevirt-ts/node-contract";
 import { type AdmissionReview, admissionAnswer } from "./webhooks.ts";
 
 // KubeVirt's pod-eviction webhook: every eviction in the cluster (kubectl
 // drain, the descheduler) passes here before the API server checks it
 // against PodDisruptionBudgets. An eviction of anything but a launcher pod
 // of a VMI is allowed at once; for a launcher pod, the VMI's eviction
-// strategy decides (kubevirt-api's eviction.ts): allowed, allowed with the
+// strategy decides (vm-rules' eviction.ts): allowed, allowed with the
 // VMI marked for evacuation (status.evacuationNodeName), or refused with
 // 429 and the reason; a VMI that can be migrated is marked and the eviction
 // refused with 429, as KubeVirt's: the controller migrates it, and the

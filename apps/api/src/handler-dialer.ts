@@ -1,7 +1,8 @@
 import { request } from "node:https";
 import type { ConnectionOptions } from "node:tls";
 import { type KubeClient, type Pod, resources } from "@kubevirt-ts/kube";
-import { ConsoleServer, HANDLER_STATS_PATH, type ConsoleKind, type FreezeAction, type GuestAgentQuery, type PortForwardSegment, type VmiDomainAction, consoleServerPath, handlerMigrationPath } from "@kubevirt-ts/kubevirt-api";
+import { ConsoleServer, HANDLER_STATS_PATH, consoleServerPath, handlerMigrationPath } from "@kubevirt-ts/node-contract";
+import type { ConsoleKind, FreezeAction, GuestAgentQuery, PortForwardSegment, VmiDomainAction } from "@kubevirt-ts/kubevirt-api";
 import { type DomainStats, type MigrationReport, migrationReport } from "@kubevirt-ts/launcher-protocol";
 import { StatusError } from "@kubevirt-ts/runtime";
 import { type ClientOptions, WebSocket } from "ws";

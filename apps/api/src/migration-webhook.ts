@@ -1,8 +1,7 @@
 import { isDeepStrictEqual } from "node:util";
 import type { KubeClient } from "@kubevirt-ts/kube";
-import {
-  type Cause, CauseType, type VirtualMachineInstance, type VirtualMachineInstanceMigration, isFinalMigrationPhase, kubevirtResources, migrationRefusal, summarize, validateMigration,
-} from "@kubevirt-ts/kubevirt-api";
+import { type Cause, CauseType, type VirtualMachineInstance, type VirtualMachineInstanceMigration, kubevirtResources, summarize, validateMigration } from "@kubevirt-ts/kubevirt-api";
+import { isFinalMigrationPhase, migrationRefusal } from "@kubevirt-ts/vm-rules";
 import { type AdmissionReview, admissionAnswer } from "./webhooks.ts";
 
 // The validating webhook of VirtualMachineInstanceMigrations, as KubeVirt's

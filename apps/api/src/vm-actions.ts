@@ -1,8 +1,6 @@
 import { ApiError, type KubeClient } from "@kubevirt-ts/kube";
-import {
-  API_VERSION, DOMAIN_ACTION_SUBRESOURCE, Kind, MIGRATE_VM_GENERATE_NAME, MIGRATION_SUBRESOURCE, type FreezeAction, type VirtualMachineInstanceMigration, migrationRefusal, type GuestAgentQuery, SUBRESOURCE_GROUP, type VirtualMachine, type VirtualMachineInstance, type VmRequestAction, type VmRequestOptions, type VmiDomainAction,
-  guestAgentRefusal, kubevirtResources, parseDurationSeconds, planVmRequest, vmiActionAvailability,
-} from "@kubevirt-ts/kubevirt-api";
+import { API_VERSION, DOMAIN_ACTION_SUBRESOURCE, Kind, type FreezeAction, type VirtualMachineInstanceMigration, type GuestAgentQuery, SUBRESOURCE_GROUP, type VirtualMachine, type VirtualMachineInstance, type VmiDomainAction, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
+import { MIGRATE_VM_GENERATE_NAME, MIGRATION_SUBRESOURCE, migrationRefusal, type VmRequestAction, type VmRequestOptions, guestAgentRefusal, parseDurationSeconds, planVmRequest, vmiActionAvailability } from "@kubevirt-ts/vm-rules";
 import { StatusError } from "@kubevirt-ts/runtime";
 import { type Check, type Requester, describeCheck } from "./access.ts";
 import { type HandlerDialer, HandlerError } from "./handler-dialer.ts";
@@ -67,7 +65,7 @@ export async function authorize(requester: Requester, target: ActionTarget, chec
   if (!answer.allowed) throw new ActionRefusal(403, requester.refusal(target.namespace, check, target.name, answer.reason));
 }
 
-/** start, stop or restart of a VM: kubevirt-api's planVmRequest, written with the API's own account. */
+/** start, stop or restart of a VM: vm-rules' planVmRequest, written with the API's own account. */
 export async function requestVmAction(services: Pick<ActionServices, "own">, requester: Requester, target: ActionTarget, action: VmRequestAction, readOptions: ReadOptions<VmRequestOptions> = noOptions): Promise<void> {
   await authorize(requester, target, { ...vmActionCheck(action), ...(target.version ? { version: target.version } : {}) });
   const options = await readOptions();

@@ -1,8 +1,6 @@
 import { isDeepStrictEqual } from "node:util";
-import {
-  API_VERSION, type Cause, CauseType, DEPRECATED_API_VERSION, type ExpansionSources, Finalizer, type InferenceRefusal, Label, type Lookup, VmiPhase, defaultVirtualMachine, defaultVirtualMachineInstance, expansionSources, findInstancetypeAndPreference,
-  DEFAULTING_OPTIONS, type DefaultingOptions, featureGateWarnings, inferFromVolumes, parseVirtualMachine, summarize, validateDataVolume, validateKubeVirt, validateMigrationPolicy, validateVirtualMachine, validateVirtualMachineInstance, withPhase,
-} from "@kubevirt-ts/kubevirt-api";
+import { API_VERSION, type Cause, CauseType, DEPRECATED_API_VERSION, type ExpansionSources, Finalizer, type InferenceRefusal, Label, type Lookup, VmiPhase, defaultVirtualMachine, defaultVirtualMachineInstance, expansionSources, findInstancetypeAndPreference, DEFAULTING_OPTIONS, type DefaultingOptions, featureGateWarnings, inferFromVolumes, parseVirtualMachine, summarize, validateDataVolume, validateKubeVirt, validateMigrationPolicy, validateVirtualMachine, validateVirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import { withPhase } from "@kubevirt-ts/vm-rules";
 import { kubeTime } from "@kubevirt-ts/kube";
 
 // The admission webhooks for VirtualMachines and VirtualMachineInstances

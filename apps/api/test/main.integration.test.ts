@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "@kubevirt-ts/control-plane";
 import { itRunsAsAService, tlsSecretDir } from "@kubevirt-ts/control-plane/testing";
-import { ConsoleServer } from "@kubevirt-ts/kubevirt-api";
+import { ConsoleServer } from "@kubevirt-ts/node-contract";
 
 // The API as its own process, with the certificates the chart mounts: its
 // client certificate for the handlers, the webhooks' serving certificate and the upload master key.

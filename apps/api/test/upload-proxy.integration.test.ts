@@ -10,7 +10,7 @@ import { type CoreV1Api, KubeConfig, RbacAuthorizationV1Api, type V1ClusterRole,
 import { REPO_ROOT, ensureBinaries } from "@kubevirt-ts/control-plane";
 import { test } from "@kubevirt-ts/control-plane/testing";
 import { KubeClient, type Pod, resources } from "@kubevirt-ts/kube";
-import { UPLOAD_SERVER_PORT } from "@kubevirt-ts/kubevirt-api";
+import { UPLOAD_SERVER_PORT } from "@kubevirt-ts/node-contract";
 import { createLogger, deriveUploadKey } from "@kubevirt-ts/runtime";
 import { afterAll, beforeAll, describe, expect } from "vitest";
 import { createUploadProxyServer } from "../src/server.ts";

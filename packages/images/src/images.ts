@@ -3,7 +3,8 @@ import { chmod, copyFile, cp, mkdir, mkdtemp, rm, stat, writeFile } from "node:f
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { REPO_ROOT } from "@kubevirt-ts/control-plane";
-import { DISK_COPY_NAME, DISK_COPY_PATH, LAUNCHER_UID } from "@kubevirt-ts/kubevirt-api";
+import { DISK_COPY_NAME, DISK_COPY_PATH } from "@kubevirt-ts/node-contract";
+import { LAUNCHER_UID } from "@kubevirt-ts/kubevirt-api";
 import { type ImageConfig, type Layer, contentTag, tarDirectory, writeDockerArchive } from "./archive.ts";
 import { env } from "./env.ts";
 import { exists, log, run } from "./exec.ts";

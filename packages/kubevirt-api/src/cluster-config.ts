@@ -1,7 +1,6 @@
 import type { EvictionStrategy } from "./constants.ts";
 import { DEFAULTING_OPTIONS } from "./defaults.ts";
 import { kubevirtResources } from "./resources.ts";
-import { DEFAULT_COMPLETION_TIMEOUT_PER_GIB, DEFAULT_PARALLEL_MIGRATIONS_PER_CLUSTER, DEFAULT_PARALLEL_OUTBOUND_MIGRATIONS_PER_NODE, DEFAULT_PROGRESS_TIMEOUT_SECONDS } from "./migration.ts";
 import type { KubeVirt } from "./schema/kubevirt.ts";
 import type { MigrationConfiguration } from "./schema/migration-policy.ts";
 
@@ -9,6 +8,14 @@ import type { MigrationConfiguration } from "./schema/migration-policy.ts";
 // (each component's environment) with the KubeVirt CR over them, field by
 // field; the CR wins wherever it speaks. Components watch the CR and take the
 // result of `clusterConfig` again on every change, without a restart.
+
+/** KubeVirt's defaults (MigrationConfiguration): migrations in flight in the cluster and out of one node. */
+export const DEFAULT_PARALLEL_MIGRATIONS_PER_CLUSTER = 5;
+export const DEFAULT_PARALLEL_OUTBOUND_MIGRATIONS_PER_NODE = 2;
+/** KubeVirt's default seconds a migration may take per GiB copied before it is aborted (or switched to post-copy). */
+export const DEFAULT_COMPLETION_TIMEOUT_PER_GIB = 150;
+/** KubeVirt's default seconds a migration may go without progress (the data left going down) before it is aborted. */
+export const DEFAULT_PROGRESS_TIMEOUT_SECONDS = 150;
 
 export type PullPolicy = "Always" | "IfNotPresent" | "Never";
 

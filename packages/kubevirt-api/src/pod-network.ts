@@ -38,3 +38,8 @@ export function parseIpv4Network(cidr: string): Ipv4Network | undefined {
 
 /** The lowest port an unprivileged process may bind; the launcher pod lowers it when the guest takes a port below it. */
 export const UNPRIVILEGED_PORT_START = 1024;
+
+/** The launcher's operations port (health, metrics, and the VMI's probes, which the kubelet asks there). */
+export const LAUNCHER_OPS_PORT = 9102;
+/** The name the launcher container gives its operations port, which its probes target. */
+export const LAUNCHER_OPS_PORT_NAME = "ops";

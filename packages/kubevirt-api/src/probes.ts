@@ -1,5 +1,4 @@
-import { LAUNCHER_OPS_PORT_NAME } from "./launcher-layout.ts";
-import { podNetworkPorts } from "./pod-network.ts";
+import { LAUNCHER_OPS_PORT_NAME, podNetworkPorts } from "./pod-network.ts";
 import type { Probe, VirtualMachineInstance } from "./schema/vmi.ts";
 
 // A VMI's liveness and readiness probes, as KubeVirt runs them: the kubelet

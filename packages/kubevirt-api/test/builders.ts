@@ -1,5 +1,6 @@
 // Builders for test objects: plain data, no logic, no client calls.
-import type { VirtualMachine, VirtualMachineInstance, VmiSpec } from "../src/index.ts";
+import type { VirtualMachine } from "../src/schema/vm.ts";
+import type { VirtualMachineInstance, VmiSpec } from "../src/schema/vmi.ts";
 
 type Mutator<T> = (value: T) => void;
 

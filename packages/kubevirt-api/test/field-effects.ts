@@ -59,14 +59,14 @@ const LAUNCHER = "services/launcher/test/launcher.integration.test.ts";
 const E2E_DATA_VOLUMES = "e2e/cluster/vm-datavolume.test.ts";
 const E2E_UPLOAD = "e2e/cluster/vm-upload.test.ts";
 const IMPORTER_POD = "services/controller/src/datavolume/importer-pod.test.ts";
-const DATA_VOLUMES = "packages/kubevirt-api/src/data-volumes.test.ts";
+const DATA_VOLUMES = "packages/vm-rules/src/data-volumes.test.ts";
 const claimOfDataVolume = effect(IMPORTER_POD, "makes the claim CDI's way");
 const pvcClaimOfDataVolume = effect(IMPORTER_POD, "takes a pvc request as the claim's size");
 const httpSource = effect(IMPORTER_POD, "passes the http source's URL, headers and secret to the importer");
 const CONFIG_DISK = "services/launcher/test/config-disk.integration.test.ts";
 const configDisks = effect(E2E_DEBIAN, "presents a ConfigMap and the downward API to its guest as labelled disks");
 const configPodVolumes = effect(POD, "are the same kinds of pod volume, mounted read-only where the launcher makes their disks");
-const configLabels = effect("packages/kubevirt-api/src/config-volumes.test.ts", "labels each disk with its volume's label");
+const configLabels = effect("packages/node-contract/src/config-volumes.test.ts", "labels each disk with its volume's label");
 const E2E_PROBES = "e2e/cluster/vm-probes.test.ts";
 const probeSchedule = effect(POD, "runs the VMI's probes through the launcher, on the VMI's schedule");
 const probeHost = (kind: string) => refused(VALIDATION_CASES, kind === "httpGet" ? "a probe that reaches another host" : "a TCP probe's host");
@@ -404,7 +404,7 @@ const migrationEffects: Record<string, FieldEffect> = {
 // A policy's selectors choose the configuration the controller hands a migration over with; each of its settings
 // becomes the source launcher's option (the handler's test), which becomes virsh's (the launcher's migrateArgs test).
 // Matched as KubeVirt does (the unit test); handed over by the controller (its integration test, "moves a VMI to the target pod's node").
-const POLICY_MATCH = "packages/kubevirt-api/src/migration-policy.test.ts";
+const POLICY_MATCH = "packages/vm-rules/src/migration-policy.test.ts";
 const POLICY_OPTIONS = effect("services/handler/src/migration/decide.test.ts", "take each field of the MigrationPolicy's configuration");
 const migrationPolicyEffects: Record<string, FieldEffect> = {
   "migrationpolicy:spec.selectors.namespaceSelector": effect(POLICY_MATCH, "applies a policy only when the VMI and its namespace have every label of its selectors"),

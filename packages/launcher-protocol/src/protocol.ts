@@ -1,9 +1,10 @@
-import { PORT_FORWARD_PROTOCOLS, guestAgentInfo, guestOsInfo, virtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import { PORT_FORWARD_PROTOCOLS, guestOsInfo, virtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import { guestAgentInfo } from "@kubevirt-ts/vm-rules";
 import { z } from "zod";
 import { bounded } from "./bounds.ts";
 
 // The protocol the handler speaks with each launcher over the unix socket in
-// the launcher pod's sockets volume (SocketsVolume in kubevirt-api's
+// the launcher pod's sockets volume (SocketsVolume in node-contract's
 // launcher-layout.ts): one JSON object per line each way, a version on
 // every request so that a handler and a launcher of different
 // releases can tell they do not understand each other. Every method is

@@ -1,4 +1,4 @@
-import type { VmiSpec } from "./schema/vmi.ts";
+import type { VmiSpec } from "@kubevirt-ts/kubevirt-api";
 
 // KubeVirt's access credentials: SSH public keys and passwords held in
 // Secrets. As with cloud-init's own Secrets, no component reads them with its

@@ -1,4 +1,4 @@
-import type { VmiSpec, Volume } from "./schema/vmi.ts";
+import type { VmiSpec, Volume } from "@kubevirt-ts/kubevirt-api";
 
 // cloud-init data held in Secrets (cloudInitNoCloud's or cloudInitConfigDrive's secretRef and
 // networkDataSecretRef). No component reads them with its own account: the

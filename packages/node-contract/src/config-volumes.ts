@@ -1,4 +1,4 @@
-import type { VmiSpec, Volume } from "./schema/vmi.ts";
+import type { VmiSpec, Volume } from "@kubevirt-ts/kubevirt-api";
 
 // Volumes whose files the kubelet provides: a ConfigMap's or a Secret's
 // keys, a ServiceAccount's token, fields of the pod (downwardAPI). As in

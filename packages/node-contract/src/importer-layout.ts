@@ -1,4 +1,4 @@
-import { CDI_GROUP } from "./schema/datavolume.ts";
+import { CDI_GROUP } from "@kubevirt-ts/kubevirt-api";
 
 // The importer pod that fills a DataVolume's claim where kubevirt-ts serves
 // DataVolumes: its folders, environment and port, shared by the controller

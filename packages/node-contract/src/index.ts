@@ -1,1 +1,9 @@
-export {};
+export * from "./launcher-layout.ts";
+export * from "./launcher-pod.ts";
+export * from "./importer-layout.ts";
+export * from "./node-devices.ts";
+export * from "./node-labels.ts";
+export * from "./access-credentials.ts";
+export * from "./cloud-init-secrets.ts";
+export * from "./config-volumes.ts";
+export * from "./handler-paths.ts";

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { LAUNCHER_OPS_PORT, LauncherDir, LauncherEnv, LauncherVolume, SOCKETS_VOLUME_ON_NODE, launcherEnv } from "./launcher-layout.ts";
+import { LAUNCHER_OPS_PORT } from "@kubevirt-ts/kubevirt-api";
+import { LauncherDir, LauncherEnv, LauncherVolume, SOCKETS_VOLUME_ON_NODE, launcherEnv } from "./launcher-layout.ts";
 
 describe("the launcher pod's layout", () => {
   const env = launcherEnv({ allowEmulation: true, gracePeriodSeconds: 45 });

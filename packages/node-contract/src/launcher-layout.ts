@@ -1,9 +1,8 @@
-import { logLevelOf } from "./cluster-config.ts";
+import { LAUNCHER_OPS_PORT, logLevelOf, type PortForward } from "@kubevirt-ts/kubevirt-api";
 import { CLOUD_INIT_SECRETS_DIR } from "./cloud-init-secrets.ts";
 import { ACCESS_CREDENTIALS_DIR } from "./access-credentials.ts";
-import { CLAIM_DEVICES_DIR, CLAIM_DISKS_DIR } from "./claims.ts";
+import { CLAIM_DEVICES_DIR, CLAIM_DISKS_DIR } from "@kubevirt-ts/vm-rules";
 import { CONFIG_VOLUMES_DIR } from "./config-volumes.ts";
-import type { PortForward } from "./constants.ts";
 
 // The launcher pod's layout: the folders, volumes, sockets, environment and
 // port that the controller builds into the pod, the launcher uses inside it,
@@ -89,16 +88,12 @@ export const GUEST_CONSOLE_LOG_CONTAINER = "guest-console-log";
 export function keepsSerialLog(spec: { domain: { devices: { autoattachSerialConsole?: boolean | undefined; logSerialConsole?: boolean | undefined } } }): boolean {
   return spec.domain.devices.autoattachSerialConsole !== false && spec.domain.devices.logSerialConsole !== false;
 }
-/** The launcher's operations port (health, metrics, and the VMI's probes, which the kubelet asks there). */
-export const LAUNCHER_OPS_PORT = 9102;
 /**
  * How long after its container started a launcher may take to open its socket (start Node, then libvirtd, which it
  * gives 30 s) before its handler reports it unreachable on the VMI. The VMI is handed to its node as soon as the
  * container runs, as KubeVirt's; the handler waits for the socket meanwhile, watching for it.
  */
 export const LAUNCHER_SOCKET_WAIT_SECONDS = 120;
-/** The name the launcher container gives its operations port, which its probes target. */
-export const LAUNCHER_OPS_PORT_NAME = "ops";
 /** The guest's grace period when the VMI names none. */
 export const DEFAULT_GRACE_PERIOD_SECONDS = 30;
 

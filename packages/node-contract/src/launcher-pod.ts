@@ -1,4 +1,4 @@
-import { API_VERSION, Kind, Label, LabelValue } from "./constants.ts";
+import { API_VERSION, Kind, Label, LabelValue } from "@kubevirt-ts/kubevirt-api";
 
 // Which VMI a launcher pod belongs to. Labels are only a claim: anyone who
 // may create pods can put `kubevirt.io=virt-launcher` and

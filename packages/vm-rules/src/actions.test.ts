@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { VM_ACTIONS, type VmActionName, availableActions, vmiActionAvailability } from "./actions.ts";
-import { parseIpv4Network, podNetworkInterface } from "./pod-network.ts";
-import { DOMAIN_ACTION_SUBRESOURCE, PRINTABLE_STATUSES, type PrintableStatus, VMI_DOMAIN_ACTIONS, consoleServerPath, domainActionOf, parsePortForward, portForwardSegment } from "./constants.ts";
+import { parseIpv4Network, podNetworkInterface, PRINTABLE_STATUSES, type PrintableStatus } from "@kubevirt-ts/kubevirt-api";
 
 type Vm = Parameters<typeof availableActions>[0];
 type Vmi = NonNullable<Parameters<typeof availableActions>[1]>;
@@ -131,16 +130,6 @@ describe("port forwards", () => {
     expect(vmiActionAvailability(onPodNetwork("Scheduled"), "portforward")).toMatchObject({ available: false, by: "state" });
     expect(vmiActionAvailability(vmi("Running"), "portforward")).toMatchObject({ available: false, by: "spec", reason: expect.stringContaining("no interface on the pod network") as unknown });
   });
-
-  it("name a port from 1 to 65535 and tcp, the protocol a path without one means", () => {
-    expect(parsePortForward("22", undefined)).toEqual({ port: 22, protocol: "tcp" });
-    expect(parsePortForward("65535", "TCP")).toEqual({ port: 65535, protocol: "tcp" });
-    expect(parsePortForward("65536", "tcp")).toBe("port 65536 is not a port number: give one from 1 to 65535");
-    expect(parsePortForward("2e3", "tcp")).toBe("port 2e3 is not a port number: give one from 1 to 65535");
-    expect(parsePortForward("53", "udp")).toBe("protocol udp is not forwarded yet: only tcp is");
-    expect(parsePortForward("22", "sctp")).toBe("protocol sctp is not known: give tcp (or udp, which is not forwarded yet)");
-    expect(consoleServerPath("ns", "web", portForwardSegment({ port: 22, protocol: "tcp" }))).toBe("/v1/namespaces/ns/virtualmachineinstances/web/portforward/22/tcp");
-  });
 });
 
 describe("IPv4 networks", () => {
@@ -148,14 +137,5 @@ describe("IPv4 networks", () => {
     expect(parseIpv4Network("198.18.77.9/26")).toEqual({ address: "198.18.77.0", prefix: 26 });
     expect(parseIpv4Network("198.19.254.0/24")).toEqual({ address: "198.19.254.0", prefix: 24 });
     for (const bad of ["198.19.254.0", "198.19.256.0/24", "198.19.254.0/33", "a.b.c.d/8"]) expect(parseIpv4Network(bad)).toBeUndefined();
-  });
-});
-
-describe("domain actions on the wire", () => {
-  it("keep KubeVirt's subresource names in the handler's paths, and come back by them", () => {
-    expect(consoleServerPath("ns", "web", "softReboot")).toBe("/v1/namespaces/ns/virtualmachineinstances/web/softreboot");
-    expect(consoleServerPath("ns", "web", "console")).toBe("/v1/namespaces/ns/virtualmachineinstances/web/console");
-    expect(VMI_DOMAIN_ACTIONS.map((action) => domainActionOf(DOMAIN_ACTION_SUBRESOURCE[action]))).toEqual(VMI_DOMAIN_ACTIONS);
-    expect(domainActionOf("softReboot")).toBeUndefined();
   });
 });

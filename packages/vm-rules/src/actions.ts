@@ -1,7 +1,4 @@
-import { PrintableStatus, type StreamKind, VmiConditionType, VmiPhase, type VmiDomainAction } from "./constants.ts";
-import { podNetworkInterface } from "./pod-network.ts";
-import type { VirtualMachineInstance } from "./schema/vmi.ts";
-import type { VirtualMachine } from "./schema/vm.ts";
+import { PrintableStatus, type StreamKind, VmiConditionType, VmiPhase, type VmiDomainAction, podNetworkInterface, type VirtualMachineInstance, type VirtualMachine } from "@kubevirt-ts/kubevirt-api";
 import { statusInWords, statusTone } from "./vm-view.ts";
 import { isFinalPhase } from "./vmi-phase.ts";
 import { type VmRequestAction, type VmRequestOptions, alreadyRunning, planVmRequest } from "./vm-requests.ts";

@@ -1,4 +1,4 @@
-import type { VirtualMachineInstance, VmiSpec } from "./schema/vmi.ts";
+import type { VirtualMachineInstance, VmiSpec } from "@kubevirt-ts/kubevirt-api";
 
 // KubeVirt's backend storage: a small claim per VM that keeps what QEMU's helpers write outside the guest's disks and
 // that must outlive the launcher pod: the EFI variables (OVMF's VARS file) when firmware.bootloader.efi.persistent,

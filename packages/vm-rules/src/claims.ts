@@ -1,4 +1,4 @@
-import type { VmiSpec, VolumeStatus } from "./schema/vmi.ts";
+import type { VmiSpec, VolumeStatus } from "@kubevirt-ts/kubevirt-api";
 
 // Volumes on PersistentVolumeClaims, as KubeVirt has them. The claim is
 // always in the VMI's own namespace: a pod can mount no other. The

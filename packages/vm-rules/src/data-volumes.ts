@@ -1,9 +1,5 @@
 import { DEFAULT_FILESYSTEM_OVERHEAD, alignUpToMiB, diskBytesOnClaim } from "./claims.ts";
-import { Label } from "./constants.ts";
-import { controllerRef } from "./owner.ts";
-import { parseQuantity } from "./quantity.ts";
-import { CDI_API_VERSION, CDI_GROUP, type DataVolume, DataVolumeConditionType, DataVolumePhase, type DataVolumeSpec, type DataVolumeTemplate } from "./schema/datavolume.ts";
-import type { VmiSpec } from "./schema/vmi.ts";
+import { Label, controllerRef, parseQuantity, CDI_API_VERSION, CDI_GROUP, type DataVolume, DataVolumeConditionType, DataVolumePhase, type DataVolumeSpec, type DataVolumeTemplate, type VmiSpec } from "@kubevirt-ts/kubevirt-api";
 
 // KubeVirt's rules for the DataVolumes a VM names, and CDI's for the claim a
 // DataVolume makes: shared by the VM and VMI controllers (which create a VM's

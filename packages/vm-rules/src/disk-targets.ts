@@ -1,4 +1,4 @@
-import type { VmiSpec } from "./schema/vmi.ts";
+import type { VmiSpec } from "@kubevirt-ts/kubevirt-api";
 
 // The guest's device name of each disk, as libvirt's target: virtio disks
 // are vda, vdb, ...; sata and scsi disks sda, sdb, ..., in the order of the

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { EvictionStrategy } from "./constants.ts";
+import type { EvictionStrategy } from "@kubevirt-ts/kubevirt-api";
 import { evictionDecision, needsDisruptionBudget } from "./eviction.ts";
 
 const vmi = (evictionStrategy?: EvictionStrategy, migratable?: boolean) => ({

@@ -1,6 +1,5 @@
-import type { EvictionStrategy } from "./constants.ts";
+import type { EvictionStrategy, VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 import { isLiveMigratable } from "./migration.ts";
-import type { VirtualMachineInstance } from "./schema/vmi.ts";
 
 // What an eviction of a VMI's launcher pod (kubectl drain, the descheduler:
 // Kubernetes' API-initiated eviction) does to the VMI, by its eviction

@@ -1,7 +1,5 @@
 import { z } from "zod";
-import { type GuestAgentQuery, VmiConditionType, VmiPhase } from "./constants.ts";
-import { guestOsInfo } from "./schema/vmi.ts";
-import type { VirtualMachineInstance } from "./schema/vmi.ts";
+import { type GuestAgentQuery, VmiConditionType, VmiPhase, guestOsInfo, type VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 
 // What a guest's QEMU agent tells of it, in KubeVirt's types: the answer of
 // the guestosinfo subresource (VirtualMachineInstanceGuestAgentInfo) and the

@@ -1,2 +1,14 @@
-export {};
+export * from "./actions.ts";
+export * from "./vm-view.ts";
+export * from "./vmi-phase.ts";
+export * from "./vm-requests.ts";
+export * from "./migration.ts";
+export * from "./migration-policy.ts";
+export * from "./eviction.ts";
+export * from "./claims.ts";
+export * from "./data-volumes.ts";
+export * from "./disk-targets.ts";
+export * from "./guest-agent.ts";
+export * from "./console-sharing.ts";
+export * from "./backend-storage.ts";
 export * from "./memory-overhead.ts";

@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { bandwidthMiB, matchMigrationPolicy, migrationConfigurationFor, switchesToPostCopy } from "./migration-policy.ts";
-import type { MigrationPolicy, MigrationPolicySpec } from "./schema/migration-policy.ts";
-import { validateMigrationPolicy } from "./validation/index.ts";
+import { type MigrationPolicy, type MigrationPolicySpec, validateMigrationPolicy } from "@kubevirt-ts/kubevirt-api";
 
 const policy = (name: string, spec: Partial<MigrationPolicySpec> & Pick<MigrationPolicySpec, "selectors">): MigrationPolicy => ({
   apiVersion: "migrations.kubevirt.io/v1alpha1",

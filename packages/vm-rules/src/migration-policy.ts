@@ -1,5 +1,4 @@
-import { parseQuantity } from "./quantity.ts";
-import type { MigrationConfiguration, MigrationPolicy } from "./schema/migration-policy.ts";
+import { parseQuantity, type MigrationConfiguration, type MigrationPolicy } from "@kubevirt-ts/kubevirt-api";
 
 // Which MigrationPolicy applies to a VMI's migration, and the configuration
 // it runs with: KubeVirt's rules. A policy matches a VMI when the VMI has

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { ClaimObject } from "./claims.ts";
 import { handedOffPhase, launcherPodRoles, liveMigratability, migrationRefusal, withMigrationPhase } from "./migration.ts";
-import type { VirtualMachineInstance, VmiSpec } from "./schema/vmi.ts";
+import type { VirtualMachineInstance, VmiSpec } from "@kubevirt-ts/kubevirt-api";
 
 const claim = (name: string, ...accessModes: string[]): [string, ClaimObject] => [name, { metadata: { name }, spec: { accessModes } }];
 const spec = (volumes: VmiSpec["volumes"], extra: Partial<VmiSpec> = {}): VmiSpec => ({ domain: { devices: {} }, volumes, ...extra });

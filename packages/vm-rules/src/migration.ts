@@ -1,10 +1,6 @@
-import { ConditionStatus, Label, MigrationPhase, VmiConditionType, VmiPhase } from "./constants.ts";
-import type { ClaimObject } from "./claims.ts";
-import { claimVolumes } from "./claims.ts";
+import { ConditionStatus, Label, MigrationPhase, VmiConditionType, VmiPhase, podNetworkInterface, type MigrationState, type MigrationStatus, type VirtualMachineInstance, type VmiSpec } from "@kubevirt-ts/kubevirt-api";
+import { type ClaimObject, claimVolumes } from "./claims.ts";
 import { hasPersistentEfi, hasPersistentTpm } from "./backend-storage.ts";
-import { podNetworkInterface } from "./pod-network.ts";
-import type { MigrationState, MigrationStatus } from "./schema/migration.ts";
-import type { VirtualMachineInstance, VmiSpec } from "./schema/vmi.ts";
 
 // Live migration: the one place its rules and the contract between its
 // three actors are written down (ADR 19).
@@ -71,13 +67,6 @@ import type { VirtualMachineInstance, VmiSpec } from "./schema/vmi.ts";
 
 export const MIGRATION_SUBRESOURCE = "migrate";
 
-/** KubeVirt's defaults (MigrationConfiguration): migrations in flight in the cluster and out of one node. */
-export const DEFAULT_PARALLEL_MIGRATIONS_PER_CLUSTER = 5;
-export const DEFAULT_PARALLEL_OUTBOUND_MIGRATIONS_PER_NODE = 2;
-/** KubeVirt's default seconds a migration may take per GiB copied before it is aborted (or switched to post-copy). */
-export const DEFAULT_COMPLETION_TIMEOUT_PER_GIB = 150;
-/** KubeVirt's default seconds a migration may go without progress (the data left going down) before it is aborted. */
-export const DEFAULT_PROGRESS_TIMEOUT_SECONDS = 150;
 /** KubeVirt's timeouts for a target pod: unschedulable (PodScheduled=False, Unschedulable), and pending for any reason. */
 export const DEFAULT_UNSCHEDULABLE_TARGET_TIMEOUT_SECONDS = 5 * 60;
 export const DEFAULT_PENDING_TARGET_TIMEOUT_SECONDS = 15 * 60;

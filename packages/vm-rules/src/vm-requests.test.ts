@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { VirtualMachine } from "./schema/vm.ts";
-import type { VirtualMachineInstance } from "./schema/vmi.ts";
+import type { VirtualMachine, VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 import { planVmRequest } from "./vm-requests.ts";
 
 const vm = (spec: Partial<VirtualMachine["spec"]>, status?: VirtualMachine["status"]) => ({ spec: { template: { spec: {} }, ...spec } as VirtualMachine["spec"], ...(status ? { status } : {}) });

@@ -1,8 +1,5 @@
-import { RunStrategy, VmiPhase } from "./constants.ts";
-import { runStrategyOf } from "./defaults.ts";
+import { RunStrategy, VmiPhase, runStrategyOf, type StateChangeRequest, type VirtualMachine, type VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 import { isFinalPhase } from "./vmi-phase.ts";
-import type { StateChangeRequest, VirtualMachine } from "./schema/vm.ts";
-import type { VirtualMachineInstance } from "./schema/vmi.ts";
 
 // KubeVirt's start, stop and restart of a VM, as its virt-api's subresources
 // (PUT .../virtualmachines/<name>/start|stop|restart) carry them out for each

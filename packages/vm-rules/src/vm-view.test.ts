@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { PRINTABLE_STATUSES } from "./constants.ts";
+import { PRINTABLE_STATUSES } from "@kubevirt-ts/kubevirt-api";
 import { conditionsInWords, matchesStatusFilter, statusInWords, statusReason, statusTone } from "./vm-view.ts";
 
 type Vm = Parameters<typeof statusReason>[0];

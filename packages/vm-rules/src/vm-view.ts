@@ -1,6 +1,4 @@
-import { PrintableStatus, VmConditionType, VmiConditionType, VmiPhase } from "./constants.ts";
-import type { Condition, VirtualMachineInstance } from "./schema/vmi.ts";
-import type { VirtualMachine } from "./schema/vm.ts";
+import { PrintableStatus, VmConditionType, VmiConditionType, VmiPhase, type Condition, type VirtualMachineInstance, type VirtualMachine } from "@kubevirt-ts/kubevirt-api";
 
 // How a VM's state reads to a person, derived once from the VM and its VMI:
 // its printable status in words, a tone the dashboard gives a colour and an

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { VmiPhase } from "./constants.ts";
+import { VmiPhase } from "@kubevirt-ts/kubevirt-api";
 import { PhaseOwner, VMI_PHASE_TRANSITIONS, isAllowedTransition, isFinalPhase, isHandedOver, phaseOwner, withPhase } from "./vmi-phase.ts";
 
 const { Controller, Handler } = PhaseOwner;

@@ -1,5 +1,4 @@
-import { LAUNCHER_UID, VmiPhase } from "./constants.ts";
-import type { VmiStatus } from "./schema/vmi.ts";
+import { LAUNCHER_UID, VmiPhase, type VmiStatus } from "@kubevirt-ts/kubevirt-api";
 
 // The phase of a VMI, as one state machine with two owners.
 //

@@ -1,7 +1,7 @@
 import { ControllerManager, type EventHandler, Expectations, type Informer, type KubeClient, type KubeObject, type Node, type PersistentVolumeClaim, type Pod, type WorkQueue, createEventRecorder, keyOf, resources } from "@kubevirt-ts/kube";
-import {
-  type DataVolume, DEFAULT_HEARTBEAT_TIMEOUT_SECONDS, Kind, type LiveClusterConfig, LAUNCHER_PODS_BY_VMI, type MigrationPolicy, Label, LabelValue, type VirtualMachine, type VirtualMachineInstance, type VirtualMachineInstanceMigration, kubevirtResources, launcherPodIndex, migrationJobOf,
-} from "@kubevirt-ts/kubevirt-api";
+import { type DataVolume, Kind, type LiveClusterConfig, type MigrationPolicy, Label, LabelValue, type VirtualMachine, type VirtualMachineInstance, type VirtualMachineInstanceMigration, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
+import { DEFAULT_HEARTBEAT_TIMEOUT_SECONDS, LAUNCHER_PODS_BY_VMI, launcherPodIndex } from "@kubevirt-ts/node-contract";
+import { migrationJobOf } from "@kubevirt-ts/vm-rules";
 import type { Logger } from "@kubevirt-ts/runtime";
 import type { Registry } from "prom-client";
 import { controllerOf } from "./common/owner.ts";

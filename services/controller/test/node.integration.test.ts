@@ -1,5 +1,6 @@
 import { ControllerManager, type Node, type Pod, createEventRecorder, keyOf, resources } from "@kubevirt-ts/kube";
-import { LAUNCHER_PODS_BY_VMI, Label, LabelValue, type VirtualMachineInstance, kubevirtResources, launcherPodIndex } from "@kubevirt-ts/kubevirt-api";
+import { LAUNCHER_PODS_BY_VMI, launcherPodIndex } from "@kubevirt-ts/node-contract";
+import { Label, LabelValue, type VirtualMachineInstance, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
 import { test } from "@kubevirt-ts/control-plane/testing";
 import { createLogger } from "@kubevirt-ts/runtime";
 import { Registry } from "prom-client";

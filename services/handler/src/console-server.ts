@@ -4,11 +4,9 @@ import { type Server, createServer } from "node:https";
 import { type Socket, connect } from "node:net";
 import type { Duplex } from "node:stream";
 import type { PeerCertificate, TLSSocket } from "node:tls";
-import {
-  CONSOLE_VIEWER_QUERY, HANDLER_MIGRATIONS_PATH, HANDLER_STATS_PATH, SHARED_CONSOLE_QUERY,
-  type ConsoleKind, DOMAIN_ACTION_SUBRESOURCE, type PortForward, type StreamKind, FREEZE_ACTIONS, type FreezeAction, GUEST_AGENT_QUERIES, type GuestAgentInfo, type VmiDomainAction, type VirtualMachineInstance, domainActionOf, guestAgentAnswer, guestAgentRefusal,
-  SocketsVolume, isFreezeAction, isGuestAgentQuery, parsePortForward, portForwardSocket, vmiActionAvailability,
-} from "@kubevirt-ts/kubevirt-api";
+import { CONSOLE_VIEWER_QUERY, SHARED_CONSOLE_QUERY, type GuestAgentInfo, guestAgentAnswer, guestAgentRefusal, vmiActionAvailability } from "@kubevirt-ts/vm-rules";
+import { HANDLER_MIGRATIONS_PATH, HANDLER_STATS_PATH, SocketsVolume, portForwardSocket } from "@kubevirt-ts/node-contract";
+import { type ConsoleKind, DOMAIN_ACTION_SUBRESOURCE, type PortForward, type StreamKind, FREEZE_ACTIONS, type FreezeAction, GUEST_AGENT_QUERIES, type VmiDomainAction, type VirtualMachineInstance, domainActionOf, isFreezeAction, isGuestAgentQuery, parsePortForward } from "@kubevirt-ts/kubevirt-api";
 import type { MigrationReport } from "@kubevirt-ts/launcher-protocol";
 import { type Logger, StatusError, keepAlive } from "@kubevirt-ts/runtime";
 import { Gauge, type Registry } from "prom-client";

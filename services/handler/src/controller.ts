@@ -1,7 +1,7 @@
 import { ControllerManager, type EventRecorder, type KubeClient, type Pod, type Reconcile, createEventRecorder, keyOf, resources, writeStatusIfChanged } from "@kubevirt-ts/kube";
-import {
-  type GuestOsInfo, LAUNCHER_CONTAINER, type VmiDomainAction, VmiPhase, LAUNCHER_PODS_BY_VMI, LAUNCHER_SOCKET_WAIT_SECONDS, Label, LabelValue, UNOWNED_LAUNCHER_PODS_METRIC, type VirtualMachineInstance, isHandedOver, launcherPodIndex, launcherPodOwnerKey, launcherPodsKeyOf, unownedLauncherPodReason, kubevirtResources,
-} from "@kubevirt-ts/kubevirt-api";
+import { type GuestOsInfo, type VmiDomainAction, VmiPhase, Label, LabelValue, type VirtualMachineInstance, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
+import { LAUNCHER_CONTAINER, LAUNCHER_PODS_BY_VMI, LAUNCHER_SOCKET_WAIT_SECONDS, UNOWNED_LAUNCHER_PODS_METRIC, launcherPodIndex, launcherPodOwnerKey, launcherPodsKeyOf, unownedLauncherPodReason } from "@kubevirt-ts/node-contract";
+import { isHandedOver } from "@kubevirt-ts/vm-rules";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { Gauge, type Registry } from "prom-client";
 import { ConsoleRefusal, type ConsoleTarget } from "./console-server.ts";
@@ -30,7 +30,7 @@ const SOCKET_RECHECK_MS = 1_000;
 /** How long to wait before asking a guest's agent again after it did not answer. */
 const AGENT_RETRY_MS = 20_000;
 const RESYNC_MS = 5 * 60_000;
-/** The VMI informer's index by kubevirt-api's launcherPodsKeyOf, the key launcher pods are indexed by too. */
+/** The VMI informer's index by node-contract's launcherPodsKeyOf, the key launcher pods are indexed by too. */
 const VMIS_BY_KEY = "launcherPodsKey";
 
 export interface HandlerConfig {

@@ -1,4 +1,4 @@
-import { ConsoleServer } from "@kubevirt-ts/kubevirt-api";
+import { ConsoleServer } from "@kubevirt-ts/node-contract";
 import { baseEnv, metricsAuthorizationEnv, parseEnv } from "@kubevirt-ts/runtime";
 import { z } from "zod";
 import { DEFAULT_HEARTBEAT_INTERVAL_SECONDS } from "./heartbeat.ts";

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { type KubeClient, type Node, resources } from "@kubevirt-ts/kube";
-import { NodeAnnotation, NodeLabel, isNodeLabellerLabel } from "@kubevirt-ts/kubevirt-api";
+import { NodeAnnotation, NodeLabel, isNodeLabellerLabel } from "@kubevirt-ts/node-contract";
 import type { Logger } from "@kubevirt-ts/runtime";
 
 // The handler's heartbeat, as KubeVirt's: its node labelled

@@ -1,5 +1,6 @@
 import type { Pod } from "@kubevirt-ts/kube";
-import { type VirtualMachineInstance, isLauncherPodOf } from "@kubevirt-ts/kubevirt-api";
+import type { VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import { isLauncherPodOf } from "@kubevirt-ts/node-contract";
 
 // Which pod the handler drives (sync, state, console, VNC) for a VMI: only
 // one the VMI owns (kubevirt-api's rule: same namespace, the VMI as its

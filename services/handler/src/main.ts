@@ -1,7 +1,8 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Informer, KubeClient, componentMetricsAccess, createRestClientMetrics, loadKubeConfig } from "@kubevirt-ts/kube";
-import { ConsoleServer, type KubeVirt, LiveClusterConfig, defaultClusterConfig, followLogVerbosity, kubeVirtInformerOptions } from "@kubevirt-ts/kubevirt-api";
+import { ConsoleServer } from "@kubevirt-ts/node-contract";
+import { type KubeVirt, LiveClusterConfig, defaultClusterConfig, followLogVerbosity, kubeVirtInformerOptions } from "@kubevirt-ts/kubevirt-api";
 import { runService } from "@kubevirt-ts/runtime";
 import { startConsoleServer } from "./console-server.ts";
 import { createHandler } from "./controller.ts";

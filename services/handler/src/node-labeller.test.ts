@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { NodeAnnotation, NodeLabel } from "@kubevirt-ts/kubevirt-api";
+import { NodeAnnotation, NodeLabel } from "@kubevirt-ts/node-contract";
 import { heartbeatPatch } from "./heartbeat.ts";
 import { limits } from "./limits.ts";
 import { LabellerFile, nodeLabellerLabels, readNodeLabellerLabels } from "./node-labeller.ts";

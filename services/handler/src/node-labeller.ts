@@ -1,6 +1,6 @@
 import { open } from "node:fs/promises";
 import { join } from "node:path";
-import { NodeLabelPrefix } from "@kubevirt-ts/kubevirt-api";
+import { NodeLabelPrefix } from "@kubevirt-ts/node-contract";
 import { limits } from "./limits.ts";
 
 // KubeVirt's node labeller: the CPU models, features, vendor and machine types

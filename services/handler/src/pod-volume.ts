@@ -2,7 +2,8 @@ import { constants } from "node:fs";
 import type { Stats } from "node:fs";
 import { type FileHandle, lstat, open } from "node:fs/promises";
 import { join, relative, sep } from "node:path";
-import { LAUNCHER_UID, SOCKETS_VOLUME_ON_NODE, SocketsVolume } from "@kubevirt-ts/kubevirt-api";
+import { LAUNCHER_UID } from "@kubevirt-ts/kubevirt-api";
+import { SOCKETS_VOLUME_ON_NODE, SocketsVolume } from "@kubevirt-ts/node-contract";
 import { limits } from "./limits.ts";
 
 // The way into a launcher pod: its sockets volume, under the kubelet's

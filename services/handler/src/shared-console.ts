@@ -1,5 +1,5 @@
 import type { Socket } from "node:net";
-import { type ConsoleSharingMessage, parseSharingCommand } from "@kubevirt-ts/kubevirt-api";
+import { type ConsoleSharingMessage, parseSharingCommand } from "@kubevirt-ts/vm-rules";
 import { type PipeBounds, SLOW_PEER_CLOSE_CODE, endSession, sendWithBackpressure } from "@kubevirt-ts/runtime";
 import type { WebSocket } from "ws";
 import { limits } from "./limits.ts";
@@ -10,7 +10,7 @@ import { RfbInputFilter, RfbProtocolError } from "./rfb-input.ts";
 // a viewer types reaches the guest only from the one who holds the keyboard.
 // The first to come holds it; a viewer may ask for it, and the holder gives
 // it; when the holder leaves, the viewer who came first after them takes it.
-// Messages: kubevirt-api's console-sharing.ts.
+// Messages: vm-rules' console-sharing.ts.
 //
 // The serial console is one connection to QEMU's socket (it takes one client
 // at a time), its output sent to every viewer. The display is a connection

@@ -1,4 +1,5 @@
-import { PhaseOwner, type VirtualMachineInstance, isAllowedTransition } from "@kubevirt-ts/kubevirt-api";
+import { PhaseOwner, isAllowedTransition } from "@kubevirt-ts/vm-rules";
+import type { VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 import { domainStatus } from "@kubevirt-ts/launcher-protocol";
 import { describe, expect, it } from "vitest";
 import { handlerStatus, launcherFailedStatus, stopOverdue } from "./status.ts";

@@ -1,10 +1,11 @@
 import { type PodStatus, findCondition, kubeTime, removeCondition, setCondition } from "@kubevirt-ts/kube";
 import type { DomainStatus } from "@kubevirt-ts/launcher-protocol";
-import { type Condition, type GuestOsInfo, type VirtualMachineInstance, VmiConditionType, VmiPhase, type VmiStatus, diskTargets, withPhase } from "@kubevirt-ts/kubevirt-api";
+import { type Condition, type GuestOsInfo, type VirtualMachineInstance, VmiConditionType, VmiPhase, type VmiStatus } from "@kubevirt-ts/kubevirt-api";
+import { diskTargets, withPhase } from "@kubevirt-ts/vm-rules";
 
 // The VMI status the handler reports from its launcher's domain: a pure
 // function of the VMI, the domain's state and the launcher pod's addresses.
-// phaseOf is the handler's part of the VMI phase state machine (kubevirt-api's
+// phaseOf is the handler's part of the VMI phase state machine (vm-rules'
 // vmi-phase.ts): from Scheduled on, by the domain's state.
 
 /** The domain as its launcher reports it. */

@@ -1,7 +1,7 @@
 import type { EventType, Pod } from "@kubevirt-ts/kube";
-import {
-  type Condition, EventReason, LAUNCHER_CONTAINER, Label, type MigrationState, type VirtualMachineInstance, VmiConditionType, VmiPhase, type VmiDomainAction, isFinalPhase, isHandedOver, isLauncherPodOf,
-} from "@kubevirt-ts/kubevirt-api";
+import { type Condition, EventReason, Label, type MigrationState, type VirtualMachineInstance, VmiConditionType, VmiPhase, type VmiDomainAction } from "@kubevirt-ts/kubevirt-api";
+import { LAUNCHER_CONTAINER, isLauncherPodOf } from "@kubevirt-ts/node-contract";
+import { isFinalPhase, isHandedOver } from "@kubevirt-ts/vm-rules";
 
 // KubeVirt's SyncEvents, which its handler records on a VMI as its life on
 // the node goes on, with KubeVirt's reasons, types and messages: `kubectl

@@ -1,6 +1,6 @@
 import { freePort } from "@kubevirt-ts/control-plane";
 import { itRunsAsAService, tlsSecretDir } from "@kubevirt-ts/control-plane/testing";
-import { ConsoleServer } from "@kubevirt-ts/kubevirt-api";
+import { ConsoleServer } from "@kubevirt-ts/node-contract";
 
 // The handler as its own process, with the console server's certificate in
 // place as the chart mounts it.

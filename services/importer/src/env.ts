@@ -1,8 +1,8 @@
-import { IMPORTER_PROGRESS_PORT, IMPORTER_SOURCES, ImporterDir, ImporterEnv } from "@kubevirt-ts/kubevirt-api";
+import { IMPORTER_PROGRESS_PORT, IMPORTER_SOURCES, ImporterDir, ImporterEnv } from "@kubevirt-ts/node-contract";
 import { baseEnv, parseEnv } from "@kubevirt-ts/runtime";
 import { z } from "zod";
 
-// What the controller tells the importer (kubevirt-api's importer-layout.ts).
+// What the controller tells the importer (node-contract's importer-layout.ts).
 export const env = parseEnv(
   z.object({
     ...baseEnv(IMPORTER_PROGRESS_PORT),

@@ -6,7 +6,8 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { createGunzip } from "node:zlib";
 import { type ImageInfo, ImageRefused, QEMU_IMG_LIMITS, createSparseFile, entryAt, growFile, imagePath, probeImage, qemuImg } from "@kubevirt-ts/runtime";
-import { CLAIM_DISK_FILE, type ImporterSource } from "@kubevirt-ts/kubevirt-api";
+import { CLAIM_DISK_FILE } from "@kubevirt-ts/vm-rules";
+import type { ImporterSource } from "@kubevirt-ts/node-contract";
 import { ImportError } from "./errors.ts";
 import { httpGet } from "./http-source.ts";
 

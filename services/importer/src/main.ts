@@ -1,5 +1,5 @@
 import { writeFile } from "node:fs/promises";
-import { IMPORT_PROGRESS_METRIC, ImporterEnv, UPLOAD_SERVER_PORT } from "@kubevirt-ts/kubevirt-api";
+import { IMPORT_PROGRESS_METRIC, ImporterEnv, UPLOAD_SERVER_PORT } from "@kubevirt-ts/node-contract";
 import { runService } from "@kubevirt-ts/runtime";
 import { Gauge } from "prom-client";
 import { env } from "./env.ts";

@@ -6,7 +6,7 @@ import { once } from "node:events";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { UploadPath } from "@kubevirt-ts/kubevirt-api";
+import { UploadPath } from "@kubevirt-ts/node-contract";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { DOWNLOAD_FILE, ImportError, bounded, checkFits, decompressed, diskIsIn, imageInfo, sourceLimit, writeDisk } from "./import.ts";
 

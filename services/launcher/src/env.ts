@@ -1,4 +1,5 @@
-import { DEFAULT_GRACE_PERIOD_SECONDS, LAUNCHER_OPS_PORT, LauncherDir, LauncherEnv, NodeDevices, parseIpv4Network } from "@kubevirt-ts/kubevirt-api";
+import { DEFAULT_GRACE_PERIOD_SECONDS, LauncherDir, LauncherEnv, NodeDevices } from "@kubevirt-ts/node-contract";
+import { LAUNCHER_OPS_PORT, parseIpv4Network } from "@kubevirt-ts/kubevirt-api";
 import { baseEnv, parseEnv } from "@kubevirt-ts/runtime";
 import { z } from "zod";
 
@@ -10,7 +11,7 @@ const cidr = z.string().transform((value, ctx) => {
 
 export const env = parseEnv(
   z.object({
-    // The launcher pod's layout (kubevirt-api's launcher-layout.ts): the controller sets each; the defaults are the same layout.
+    // The launcher pod's layout (node-contract's launcher-layout.ts): the controller sets each; the defaults are the same layout.
     ...baseEnv(LAUNCHER_OPS_PORT),
     [LauncherEnv.socketsDir]: z.string().default(LauncherDir.sockets),
     [LauncherEnv.containerDisksDir]: z.string().default(LauncherDir.containerDisks),

@@ -1,7 +1,8 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Hypervisor } from "@unraid/libvirt";
-import { PROBE_PATH, SocketsVolume } from "@kubevirt-ts/kubevirt-api";
+import { PROBE_PATH } from "@kubevirt-ts/kubevirt-api";
+import { SocketsVolume } from "@kubevirt-ts/node-contract";
 import { runService } from "@kubevirt-ts/runtime";
 import { env } from "./env.ts";
 import { AgentCredentials } from "./libvirt/access-credentials.ts";

@@ -4,7 +4,8 @@ import { chown, link, mkdir, readFile, readdir, rm, stat, writeFile } from "node
 import { connect } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { defaultVmiSpec, LAUNCHER_UID, PROBE_PATH, SocketsVolume, type VirtualMachineInstance, portForwardSocket } from "@kubevirt-ts/kubevirt-api";
+import { defaultVmiSpec, LAUNCHER_UID, PROBE_PATH, type VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import { SocketsVolume, portForwardSocket } from "@kubevirt-ts/node-contract";
 import { freePort } from "@kubevirt-ts/control-plane";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { killQemuUnder } from "../src/libvirt/daemon.ts";

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { ApiError, type KubeClient } from "@kubevirt-ts/kube";
-import { DOMAIN_ACTION_SUBRESOURCE, FREEZE_ACTIONS, GUEST_AGENT_QUERIES, MIGRATION_SUBRESOURCE, SUBRESOURCE_GROUP, type VmRequestAction, type VmRequestOptions, domainActionOf, isFreezeAction, isGuestAgentQuery } from "@kubevirt-ts/kubevirt-api";
+import { DOMAIN_ACTION_SUBRESOURCE, FREEZE_ACTIONS, GUEST_AGENT_QUERIES, SUBRESOURCE_GROUP, domainActionOf, isFreezeAction, isGuestAgentQuery } from "@kubevirt-ts/kubevirt-api";
+import { MIGRATION_SUBRESOURCE, type VmRequestAction, type VmRequestOptions } from "@kubevirt-ts/vm-rules";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { remoteRequester } from "../access.ts";
 import type { HandlerDialer } from "../handler-dialer.ts";

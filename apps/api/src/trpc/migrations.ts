@@ -1,6 +1,5 @@
-import {
-  type VirtualMachineInstance, type VirtualMachineInstanceMigration, dnsLabelProblem, isFinalMigrationPhase, kubevirtResources, migrationRefusal,
-} from "@kubevirt-ts/kubevirt-api";
+import { type VirtualMachineInstance, type VirtualMachineInstanceMigration, dnsLabelProblem, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
+import { isFinalMigrationPhase, migrationRefusal } from "@kubevirt-ts/vm-rules";
 import { MIGRATION_REPORT_RETENTION_MS, type MigrationReport } from "@kubevirt-ts/launcher-protocol";
 import { TRPCError } from "@trpc/server";
 import { z } from "zod";

@@ -1,8 +1,6 @@
 import { type Event, type KubeClient, type KubeObject, resources } from "@kubevirt-ts/kube";
-import {
-  type DataVolume, MAX_CLOUD_INIT_BYTES, SUBRESOURCE_GROUP, type VirtualMachine, dnsLabelProblem, type VirtualMachineInstance, type VmRequestAction, type VmRequestOptions, type VmiDomainAction, summarize, validateVirtualMachine, kubevirtResources, inferFromVolumes,
-  ACTION_WORDS, MIGRATION_SUBRESOURCE, type ActionAvailability, type VmActionName, availableActions, type InstancetypeSpec, type PreferenceSpec, instancetypeResources, parseQuantity,
-} from "@kubevirt-ts/kubevirt-api";
+import { type DataVolume, MAX_CLOUD_INIT_BYTES, SUBRESOURCE_GROUP, type VirtualMachine, dnsLabelProblem, type VirtualMachineInstance, type VmiDomainAction, summarize, validateVirtualMachine, kubevirtResources, inferFromVolumes, type InstancetypeSpec, type PreferenceSpec, instancetypeResources, parseQuantity } from "@kubevirt-ts/kubevirt-api";
+import { type VmRequestAction, type VmRequestOptions, ACTION_WORDS, MIGRATION_SUBRESOURCE, type ActionAvailability, type VmActionName, availableActions } from "@kubevirt-ts/vm-rules";
 import { TRPCError } from "@trpc/server";
 import { z } from "zod";
 import { type Check, describeCheck, mayI, tokenRequester, whoAmI } from "../access.ts";

@@ -1,6 +1,7 @@
 import { type IncomingMessage, type ServerResponse, request } from "node:http";
 import { type KubeClient, type PersistentVolumeClaim, type Pod, podReady, resources } from "@kubevirt-ts/kube";
-import { CLAIM_POD_PHASE, CLAIM_UPLOAD_TARGET, type DataVolume, UPLOAD_SERVER_PORT, UploadPath, kubevirtResources, uploadPodName } from "@kubevirt-ts/kubevirt-api";
+import { CLAIM_POD_PHASE, CLAIM_UPLOAD_TARGET, UPLOAD_SERVER_PORT, UploadPath, uploadPodName } from "@kubevirt-ts/node-contract";
+import { type DataVolume, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
 import { type Logger, deriveUploadKey } from "@kubevirt-ts/runtime";
 import { bearerToken } from "../console-proxy.ts";
 import type { UploadTokens } from "./token.ts";

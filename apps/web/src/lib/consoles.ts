@@ -1,4 +1,4 @@
-import { SHARED_CONSOLE_QUERY } from "@kubevirt-ts/kubevirt-api";
+import { SHARED_CONSOLE_QUERY } from "@kubevirt-ts/vm-rules";
 
 // The URL and subprotocols of a VMI's console or VNC websocket on the
 // dashboard's own origin, as KubeVirt's virtctl and noVNC use them: the

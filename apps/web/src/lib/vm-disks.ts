@@ -1,4 +1,5 @@
-import { type VirtualMachine, type VirtualMachineInstance, type Volume, claimVolumes } from "@kubevirt-ts/kubevirt-api";
+import type { VirtualMachine, VirtualMachineInstance, Volume } from "@kubevirt-ts/kubevirt-api";
+import { claimVolumes } from "@kubevirt-ts/vm-rules";
 
 // A VM's disks as its page lists them: each disk of its template, where it
 // comes from in words, whether it outlives the VM's runs, and what the

@@ -1,6 +1,6 @@
-import type { ActionAvailability } from "@kubevirt-ts/kubevirt-api";
+import type { ActionAvailability } from "@kubevirt-ts/vm-rules";
 
-// How a VM's state reads to a person, besides kubevirt-api's vm-view.ts (the
+// How a VM's state reads to a person, besides vm-rules' vm-view.ts (the
 // status in words, its tone and reason, conditions in words): whether an
 // action's button is enabled and why not, and how long ago something happened.
 

@@ -6,7 +6,7 @@ import { migrationPolicySpec } from "../schema/migration-policy.ts";
 import { kubeVirtSpec } from "../schema/kubevirt.ts";
 import { vmSpec } from "../schema/vm.ts";
 import { vmiSpec } from "../schema/vmi.ts";
-import { FIELD_EFFECTS, type TestRef, VM_TEMPLATE_SPEC } from "./field-effects.ts";
+import { FIELD_EFFECTS, type TestRef, VM_TEMPLATE_SPEC } from "../../test/field-effects.ts";
 import { type OpenApiSchema, toStructuralSchema } from "./openapi.ts";
 
 // No field is accepted without effect: every leaf of the schemas the CRDs

@@ -1,5 +1,4 @@
-import { LAUNCHER_OPS_PORT } from "../launcher-layout.ts";
-import { parseIpv4Network } from "../pod-network.ts";
+import { LAUNCHER_OPS_PORT, parseIpv4Network } from "../pod-network.ts";
 import type { VmiSpec } from "../schema/vmi.ts";
 import type { Causes } from "./causes.ts";
 

@@ -1,5 +1,5 @@
 import type { PodSpec } from "@kubevirt-ts/kube";
-import { DISK_COPY_NAME, DISK_COPY_PATH } from "@kubevirt-ts/kubevirt-api";
+import { DISK_COPY_NAME, DISK_COPY_PATH } from "@kubevirt-ts/node-contract";
 
 // The init containers that copy disks out of images that hold nothing else
 // (containerDisks, kernel boot images, a DataVolume's registry source): the

@@ -1,7 +1,7 @@
 import { type EventRecorder, type Informer, type KubeClient, type PersistentVolumeClaim, type Pod, type Reconcile, WrittenVersions, isAlreadyExists, isNotFound, resources, writeStatusIfChanged } from "@kubevirt-ts/kube";
-import {
-  ALLOW_CLAIM_ADOPTION, CLAIM_POD_PHASE, CLAIM_POD_READY, CLAIM_POPULATED_FOR, type DataVolume, DataVolumePhase, EventReason, Kind, type VirtualMachine, IMPORTER_PROGRESS_PORT, importProgress, kubevirtResources, controllerRef, uploadKeySecretName
-} from "@kubevirt-ts/kubevirt-api";
+import { ALLOW_CLAIM_ADOPTION } from "@kubevirt-ts/vm-rules";
+import { CLAIM_POD_PHASE, CLAIM_POD_READY, CLAIM_POPULATED_FOR, IMPORTER_PROGRESS_PORT, importProgress, uploadKeySecretName } from "@kubevirt-ts/node-contract";
+import { type DataVolume, DataVolumePhase, EventReason, Kind, type VirtualMachine, kubevirtResources, controllerRef } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { controllerOf } from "../common/owner.ts";
 import { fetchBoundedText } from "../common/bounded-fetch.ts";

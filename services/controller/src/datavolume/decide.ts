@@ -1,5 +1,6 @@
 import { type PersistentVolumeClaim, type Pod, podReady, removeCondition, setCondition } from "@kubevirt-ts/kube";
-import { CLAIM_POD_PHASE, CLAIM_POD_READY, type Condition, type DataVolume, DataVolumeConditionType, DataVolumePhase, type DataVolumeStatus, IMPORTER_CONTAINER } from "@kubevirt-ts/kubevirt-api";
+import { CLAIM_POD_PHASE, CLAIM_POD_READY, IMPORTER_CONTAINER } from "@kubevirt-ts/node-contract";
+import { type Condition, type DataVolume, DataVolumeConditionType, DataVolumePhase, type DataVolumeStatus } from "@kubevirt-ts/kubevirt-api";
 
 // What the DataVolume controller does about one DataVolume, and the status
 // that follows, decided from what it observes alone (pure, so CDI's phases

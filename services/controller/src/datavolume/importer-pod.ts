@@ -1,8 +1,7 @@
 import type { PersistentVolumeClaim, Pod, PodSpec, Secret } from "@kubevirt-ts/kube";
-import {
-  CLAIM_POPULATED_FOR, CLAIM_UPLOAD_TARGET, type DataVolume, IMPORTER_CONTAINER, IMPORTER_PROGRESS_PORT, ImporterDir, ImporterEnv, type ImporterSource, LAUNCHER_UID, Label, LabelValue,
-  UPLOAD_KEY_SECRET_KEY, UPLOAD_SERVER_PORT, claimRequestBytes, controllerRef, dataVolumeDiskBytes, parseQuantity, uploadKeySecretName, uploadPodName,
-} from "@kubevirt-ts/kubevirt-api";
+import { CLAIM_POPULATED_FOR, CLAIM_UPLOAD_TARGET, IMPORTER_CONTAINER, IMPORTER_PROGRESS_PORT, ImporterDir, ImporterEnv, type ImporterSource, UPLOAD_KEY_SECRET_KEY, UPLOAD_SERVER_PORT, uploadKeySecretName, uploadPodName } from "@kubevirt-ts/node-contract";
+import { type DataVolume, LAUNCHER_UID, Label, LabelValue, controllerRef, parseQuantity } from "@kubevirt-ts/kubevirt-api";
+import { claimRequestBytes, dataVolumeDiskBytes } from "@kubevirt-ts/vm-rules";
 import { deriveUploadKey } from "@kubevirt-ts/runtime";
 import { diskCopyInitContainers, restrictedContainer } from "../common/disk-copy.ts";
 

@@ -1,10 +1,9 @@
 import {
   EXPECTATIONS_RECHECK_MS, type EventRecorder, type Expectations, type Informer, type KubeClient, type KubeObject, type PersistentVolumeClaim, type Pod, type Reconcile, WrittenVersions, addFinalizer, isNotFound, removeFinalizer, resources, writeStatusIfChanged,
 } from "@kubevirt-ts/kube";
-import {
-  Finalizer, LAUNCHER_PODS_BY_VMI, Label, type MigrationConfiguration, MigrationPhase, type MigrationPolicy, type MigrationState, type MigrationStatus, type VirtualMachineInstance, type VirtualMachineInstanceMigration,
-  isFinalMigrationPhase, isLauncherPodOf, kubevirtResources, launcherPodRoles, launcherPodsKeyOf, matchMigrationPolicy, migrationConfigurationFor, migrationJobOf,
-} from "@kubevirt-ts/kubevirt-api";
+import { Finalizer, Label, type MigrationConfiguration, MigrationPhase, type MigrationPolicy, type MigrationState, type MigrationStatus, type VirtualMachineInstance, type VirtualMachineInstanceMigration, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
+import { LAUNCHER_PODS_BY_VMI, isLauncherPodOf, launcherPodsKeyOf } from "@kubevirt-ts/node-contract";
+import { isFinalMigrationPhase, launcherPodRoles, matchMigrationPolicy, migrationConfigurationFor, migrationJobOf } from "@kubevirt-ts/vm-rules";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { claimsOf } from "../vmi/claim-events.ts";
 import { launcherDisruptionBudgetName } from "../vmi/disruption-budget.ts";
@@ -16,7 +15,7 @@ import { migrationTargetPod } from "./target-pod.ts";
 // The VirtualMachineInstanceMigration controller: the target pod, the
 // hand-over to the handlers, the migration's phase from what they write in
 // the VMI, timeouts, cancellation by deletion, and KubeVirt's limits on
-// migrations in flight (kubevirt-api's migration.ts has the contract).
+// migrations in flight (vm-rules' migration.ts has the contract).
 
 /** The cluster's migration configuration: its parallel limits and what a matching MigrationPolicy overrides. */
 export type ClusterMigrationConfiguration = MigrationConfiguration & { parallelMigrationsPerCluster: number; parallelOutboundMigrationsPerNode: number };
@@ -91,7 +90,7 @@ export function createMigrationReconciler(deps: MigrationControllerDeps): Reconc
 
   /**
    * A hand-over with the configuration its migration runs with, as KubeVirt's controller hands it over: the cluster's,
-   * under the MigrationPolicy that matches the VMI and its namespace (kubevirt-api's migration-policy.ts).
+   * under the MigrationPolicy that matches the VMI and its namespace (vm-rules' migration-policy.ts).
    */
   async function configured(decision: MigrationDecision, vmi: VirtualMachineInstance): Promise<MigrationDecision> {
     if (decision.targetNodeLabel === undefined || !decision.vmiState) return decision;

@@ -1,11 +1,9 @@
 import { type Pod, kubeTime } from "@kubevirt-ts/kube";
-import {
-  MIGRATION_ABORTED_REASON, MigrationPhase, type MigrationState, type MigrationStatus, type VirtualMachineInstance, type VirtualMachineInstanceMigration, handedOffPhase, isFinalMigrationPhase, isFinalPhase, isMigrating,
-  migrationRefusal, migrationStateOf, withMigrationPhase,
-} from "@kubevirt-ts/kubevirt-api";
+import { MIGRATION_ABORTED_REASON, handedOffPhase, isFinalMigrationPhase, isFinalPhase, isMigrating, migrationRefusal, migrationStateOf, withMigrationPhase } from "@kubevirt-ts/vm-rules";
+import { MigrationPhase, type MigrationState, type MigrationStatus, type VirtualMachineInstance, type VirtualMachineInstanceMigration } from "@kubevirt-ts/kubevirt-api";
 
 // What the migration controller should do about one VirtualMachineInstanceMigration, decided from what is observed
-// alone: the controller's part of the contract in kubevirt-api's migration.ts (target pod, hand-over, timeouts,
+// alone: the controller's part of the contract in vm-rules' migration.ts (target pod, hand-over, timeouts,
 // cancellation), and the migration's phase, which follows from the target pod and the VMI's migrationState.
 
 export interface MigrationTimeouts {

@@ -1,8 +1,6 @@
 import type { EventRecorder, Expectations, Informer, KubeClient, Reconcile } from "@kubevirt-ts/kube";
-import {
-  API_VERSION, Annotation, EVACUATION_GENERATE_NAME, type EvictionStrategy, Kind, type VirtualMachineInstance, type VirtualMachineInstanceMigration, evictionStrategyOf, isFinalMigrationPhase, isLiveMigratable,
-  isMigrating, kubevirtResources,
-} from "@kubevirt-ts/kubevirt-api";
+import { API_VERSION, Annotation, type EvictionStrategy, Kind, type VirtualMachineInstance, type VirtualMachineInstanceMigration, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
+import { EVACUATION_GENERATE_NAME, evictionStrategyOf, isFinalMigrationPhase, isLiveMigratable, isMigrating } from "@kubevirt-ts/vm-rules";
 
 // KubeVirt's evacuation controller: a VMI whose launcher pod's eviction was
 // asked for (virt-api's eviction webhook wrote status.evacuationNodeName, its

@@ -1,5 +1,7 @@
 import type { Pod, PodSpec } from "@kubevirt-ts/kube";
-import { type ClaimObject, Label, type VirtualMachineInstance, type VirtualMachineInstanceMigration, followsHostModel, hostModelTargetSelector } from "@kubevirt-ts/kubevirt-api";
+import type { ClaimObject } from "@kubevirt-ts/vm-rules";
+import { Label, type VirtualMachineInstance, type VirtualMachineInstanceMigration } from "@kubevirt-ts/kubevirt-api";
+import { followsHostModel, hostModelTargetSelector } from "@kubevirt-ts/node-contract";
 import { type LauncherPodConfig, launcherPod } from "../vmi/pod.ts";
 
 // A migration's target pod: the VMI's launcher pod as the VMI controller

@@ -1,7 +1,7 @@
 import { type EventRecorder, type Informer, type KubeClient, type Node, type Pod, type Reconcile, isNotFound, resources } from "@kubevirt-ts/kube";
-import {
-  LAUNCHER_PODS_BY_VMI, NODE_UNRESPONSIVE_REASON, NodeAnnotation, NodeLabel, type VirtualMachineInstance, isFinalPhase, kubevirtResources, launcherPodsKeyOf, withPhase,
-} from "@kubevirt-ts/kubevirt-api";
+import { LAUNCHER_PODS_BY_VMI, NODE_UNRESPONSIVE_REASON, NodeAnnotation, NodeLabel, launcherPodsKeyOf } from "@kubevirt-ts/node-contract";
+import { type VirtualMachineInstance, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
+import { isFinalPhase, withPhase } from "@kubevirt-ts/vm-rules";
 import type { Logger } from "@kubevirt-ts/runtime";
 
 // KubeVirt's node controller: a node whose handler has not beaten for the

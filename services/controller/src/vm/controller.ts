@@ -1,9 +1,8 @@
 import {
   EXPECTATIONS_RECHECK_MS, type EventRecorder, type Expectations, type Informer, type KubeClient, type PersistentVolumeClaim, type Reconcile, WrittenVersions, addFinalizer, isAlreadyExists, isNotFound, kubeTime, removeFinalizer, writeStatusIfChanged,
 } from "@kubevirt-ts/kube";
-import {
-  API_VERSION, type DataVolume, EventReason, Finalizer, Kind, Label, PrintableStatus, type VirtualMachine, type VirtualMachineInstance, type VmStatus, VmiPhase, claimVolumes, defaultVmiSpec, runStrategyOf, kubevirtResources, controllerRef
-} from "@kubevirt-ts/kubevirt-api";
+import { API_VERSION, type DataVolume, EventReason, Finalizer, Kind, Label, PrintableStatus, type VirtualMachine, type VirtualMachineInstance, type VmStatus, VmiPhase, defaultVmiSpec, runStrategyOf, kubevirtResources, controllerRef } from "@kubevirt-ts/kubevirt-api";
+import { claimVolumes } from "@kubevirt-ts/vm-rules";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { controllerOf } from "../common/owner.ts";
 
@@ -161,7 +160,7 @@ export function createVmReconciler(deps: VmControllerDeps): Reconcile {
     const decision = decide({
       runStrategy,
       previousRunStrategy: vm.status?.runStrategy,
-      // Written by the API's start, stop and restart (kubevirt-api's planVmRequest), as KubeVirt's virt-api writes them.
+      // Written by the API's start, stop and restart (vm-rules' planVmRequest), as KubeVirt's virt-api writes them.
       requests: vm.status?.stateChangeRequests ?? [],
       vmi: vmi
         ? { uid: vmi.metadata.uid ?? "", phase: vmi.status?.phase, deleting: Boolean(vmi.metadata.deletionTimestamp), ran: (vmi.status?.phaseTransitionTimestamps ?? []).some((t) => t.phase === VmiPhase.Running) }

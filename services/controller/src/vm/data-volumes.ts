@@ -1,5 +1,6 @@
 import { type EventRecorder, type Informer, type KubeClient, isAlreadyExists } from "@kubevirt-ts/kube";
-import { type DataVolume, EventReason, type VirtualMachine, dataVolumeFromTemplate, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
+import { type DataVolume, EventReason, type VirtualMachine, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
+import { dataVolumeFromTemplate } from "@kubevirt-ts/vm-rules";
 
 // A VM's DataVolumes, as KubeVirt's VM controller keeps them: each of its
 // dataVolumeTemplates is created (named as the template, owned by the VM) on

@@ -1,4 +1,5 @@
-import { type RunStrategy, type StateChangeRequest, type VmStatus, VmiPhase, isFinalPhase } from "@kubevirt-ts/kubevirt-api";
+import { type RunStrategy, type StateChangeRequest, type VmStatus, VmiPhase } from "@kubevirt-ts/kubevirt-api";
+import { isFinalPhase } from "@kubevirt-ts/vm-rules";
 
 // What a VirtualMachine's controller should do about its VMI, decided from
 // what it observes alone: the run strategy, the pending start/stop requests,

@@ -1,8 +1,6 @@
 import { findCondition, removeCondition, setCondition } from "@kubevirt-ts/kube";
-import {
-  type Condition, type DataVolumesState, PrintableStatus, type RunStrategy, type StateChangeRequest, type VirtualMachine, type VirtualMachineInstance, type VmStatus,
-  VmConditionType, VmiConditionType, VmiPhase, isFinalPhase, isMigrating,
-} from "@kubevirt-ts/kubevirt-api";
+import { type Condition, PrintableStatus, type RunStrategy, type StateChangeRequest, type VirtualMachine, type VirtualMachineInstance, type VmStatus, VmConditionType, VmiConditionType, VmiPhase } from "@kubevirt-ts/kubevirt-api";
+import { type DataVolumesState, isFinalPhase, isMigrating } from "@kubevirt-ts/vm-rules";
 import type { VmAction } from "./decide.ts";
 
 // A VirtualMachine's status, derived from what was observed and from what the

@@ -1,4 +1,5 @@
-import type { ClaimObject, VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import type { ClaimObject } from "@kubevirt-ts/vm-rules";
+import type { VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 import { describe, expect, it } from "vitest";
 import { backendStorageClaim, backendStorageClass } from "./backend-storage.ts";
 

@@ -1,5 +1,6 @@
 import type { PersistentVolumeClaim } from "@kubevirt-ts/kube";
-import { API_VERSION, BACKEND_STORAGE_SIZE, type ClaimObject, Kind, type VirtualMachineInstance, backendStorageClaimName, claimVolumes, controllerRef } from "@kubevirt-ts/kubevirt-api";
+import { API_VERSION, Kind, type VirtualMachineInstance, controllerRef } from "@kubevirt-ts/kubevirt-api";
+import { BACKEND_STORAGE_SIZE, type ClaimObject, backendStorageClaimName, claimVolumes } from "@kubevirt-ts/vm-rules";
 
 /**
  * The StorageClass of a VMI's backend-storage claim, by KubeVirt's rule: the one the cluster names for VM state (the

@@ -1,5 +1,6 @@
 import { type EventHandler, type Informer, type KubeObject, type PersistentVolumeClaim, type WorkQueue, keyOf } from "@kubevirt-ts/kube";
-import { type ClaimObject, type DataVolume, type DataVolumesState, type VirtualMachine, type VirtualMachineInstance, type VmiSpec, claimVolumes, dataVolumeNames, dataVolumesState } from "@kubevirt-ts/kubevirt-api";
+import { type ClaimObject, type DataVolumesState, claimVolumes, dataVolumeNames, dataVolumesState } from "@kubevirt-ts/vm-rules";
+import type { DataVolume, VirtualMachine, VirtualMachineInstance, VmiSpec } from "@kubevirt-ts/kubevirt-api";
 
 // What a change to a PersistentVolumeClaim or a DataVolume means for the
 // controllers: the VMIs and VMs whose volumes name it look again (a VMI that

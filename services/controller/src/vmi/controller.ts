@@ -1,9 +1,9 @@
 import {
   EXPECTATIONS_RECHECK_MS, type EventRecorder, type Expectations, type Informer, type KubeClient, type PersistentVolumeClaim, type Pod, type Reconcile, WrittenVersions, addFinalizer, findCondition, isAlreadyExists, isNotFound, keyOf, removeFinalizer, resources, writeStatusIfChanged,
 } from "@kubevirt-ts/kube";
-import {
-  type ClaimObject, type DataVolume, EventReason, backendStorageClaimName, needsBackendStorage, Finalizer, LAUNCHER_PODS_BY_VMI, Label, type VirtualMachineInstance, VmiConditionType, isLauncherPodOf, launcherPodsKeyOf, isFinalPhase, isMigrating, launcherPodRoles, needsDisruptionBudget, summarize, validateVirtualMachineInstance, kubevirtResources,
-} from "@kubevirt-ts/kubevirt-api";
+import { type ClaimObject, backendStorageClaimName, needsBackendStorage, isFinalPhase, isMigrating, launcherPodRoles, needsDisruptionBudget } from "@kubevirt-ts/vm-rules";
+import { type DataVolume, EventReason, Finalizer, Label, type VirtualMachineInstance, VmiConditionType, summarize, validateVirtualMachineInstance, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
+import { LAUNCHER_PODS_BY_VMI, isLauncherPodOf, launcherPodsKeyOf } from "@kubevirt-ts/node-contract";
 import type { Logger } from "@kubevirt-ts/runtime";
 
 import { claimsOf, dataVolumesOf } from "./claim-events.ts";

@@ -1,4 +1,5 @@
-import { type ClaimObject, PhaseOwner, type VirtualMachineInstance, VmiPhase, isAllowedTransition, isHandedOver } from "@kubevirt-ts/kubevirt-api";
+import { type ClaimObject, PhaseOwner, isAllowedTransition, isHandedOver } from "@kubevirt-ts/vm-rules";
+import { type VirtualMachineInstance, VmiPhase } from "@kubevirt-ts/kubevirt-api";
 import { describe, expect, it } from "vitest";
 import { type VmiObservation, decideVmi, deriveVmiStatus } from "./decide.ts";
 import type { Pod } from "@kubevirt-ts/kube";

@@ -1,13 +1,12 @@
 import { type Pod, kubeTime, removeCondition, setCondition } from "@kubevirt-ts/kube";
-import {
-  type ClaimObject, type Condition, type DataVolumesState, LAUNCHER_CONTAINER, type VirtualMachineInstance, VmiConditionType, VmiPhase, type VmiStatus, backendStorageClaimName, claimsProblem, isFinalPhase, isHandedOver, liveMigratability,
-  volumeStatuses, withPhase,
-} from "@kubevirt-ts/kubevirt-api";
+import { type ClaimObject, type DataVolumesState, backendStorageClaimName, claimsProblem, isFinalPhase, isHandedOver, liveMigratability, volumeStatuses, withPhase } from "@kubevirt-ts/vm-rules";
+import { type Condition, type VirtualMachineInstance, VmiConditionType, VmiPhase, type VmiStatus } from "@kubevirt-ts/kubevirt-api";
+import { LAUNCHER_CONTAINER } from "@kubevirt-ts/node-contract";
 import { launcherDeletionGrace, secretsWaitMessage } from "./pod.ts";
 
 // What a VMI's controller should do about its launcher pod, and the VMI
 // status that follows from the pod, decided from what is observed alone.
-// The controller's part of the VMI phase state machine (kubevirt-api's
+// The controller's part of the VMI phase state machine (vm-rules'
 // vmi-phase.ts): the phases up to Scheduled; from there the handler on the
 // VMI's node moves the phase, and the controller only notices the pod's end.
 

@@ -2,7 +2,7 @@ import type { KubeObject } from "@kubevirt-ts/kube";
 import { API_VERSION, Kind, Label, type VirtualMachineInstance, controllerRef } from "@kubevirt-ts/kubevirt-api";
 
 // The PodDisruptionBudget that keeps a VMI's launcher pod from being evicted
-// when the VMI's eviction strategy asks so (kubevirt-api's
+// when the VMI's eviction strategy asks so (vm-rules'
 // needsDisruptionBudget), as KubeVirt's disruption budget controller makes
 // it: one per VMI, selecting its launcher pods by the VMI's uid, owned by
 // the VMI so that it goes with it. It holds even while virt-api's eviction

@@ -1,7 +1,6 @@
 import { type EventHandler, type EventRecorder, type Expectations, type Informer, type KubeClient, type Pod, type WorkQueue, isNotFound, keyOf } from "@kubevirt-ts/kube";
-import {
-  EventReason, Kind, Label, UNOWNED_LAUNCHER_PODS_METRIC, type VirtualMachineInstance, isLauncherPodOf, launcherPodProblem, unownedLauncherPodReason, kubevirtResources,
-} from "@kubevirt-ts/kubevirt-api";
+import { EventReason, Kind, Label, type VirtualMachineInstance, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
+import { UNOWNED_LAUNCHER_PODS_METRIC, isLauncherPodOf, launcherPodProblem, unownedLauncherPodReason } from "@kubevirt-ts/node-contract";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { Gauge, type Registry } from "prom-client";
 import { controllerOf } from "../common/owner.ts";

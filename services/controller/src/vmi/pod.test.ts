@@ -1,4 +1,5 @@
-import { LauncherEnv, type VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import { LauncherEnv } from "@kubevirt-ts/node-contract";
+import type { VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 import { describe, expect, it } from "vitest";
 import type { Pod, PodSpec } from "@kubevirt-ts/kube";
 import { defaultPullPolicy, launcherDeletionGrace, launcherPod, secretsWaitMessage } from "./pod.ts";

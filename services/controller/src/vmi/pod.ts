@@ -1,14 +1,13 @@
 import type { Pod, PodSpec } from "@kubevirt-ts/kube";
-import {
-  type ClaimObject, type EvictionStrategy, API_VERSION, Annotation, DEFAULT_GRACE_PERIOD_SECONDS, GUEST_CONSOLE_LOG_CONTAINER, Kind, LAUNCHER_CONTAINER, SocketsVolume, keepsSerialLog, LAUNCHER_OPS_PORT, LAUNCHER_UID, Label, LabelValue, LauncherDir, LauncherVolume,
-  LAUNCHER_OPS_PORT_NAME, UNPRIVILEGED_PORT_START, DEFAULT_CPU_ALLOCATION_RATIO, DEFAULT_MEMORY_OVERCOMMIT, launcherCpuRequest, launcherVerbosity, overcommittedGuestBytes, type VirtualMachineInstance, accessCredentialMounts, backendStorageClaimName, launcherNodeSelector, claimDevicePath, claimVolumes, cloudInitSecretMounts, configVolumes, launcherDeviceLimits, launcherServiceAccount, launcherContainerProbe, launcherEnv, podNetworkPorts, controllerRef, needsBackendStorage
-} from "@kubevirt-ts/kubevirt-api";
+import { type ClaimObject, backendStorageClaimName, claimDevicePath, claimVolumes, needsBackendStorage } from "@kubevirt-ts/vm-rules";
+import { type EvictionStrategy, API_VERSION, Annotation, Kind, LAUNCHER_OPS_PORT, LAUNCHER_UID, Label, LabelValue, LAUNCHER_OPS_PORT_NAME, UNPRIVILEGED_PORT_START, DEFAULT_CPU_ALLOCATION_RATIO, DEFAULT_MEMORY_OVERCOMMIT, launcherCpuRequest, overcommittedGuestBytes, type VirtualMachineInstance, launcherContainerProbe, podNetworkPorts, controllerRef } from "@kubevirt-ts/kubevirt-api";
+import { DEFAULT_GRACE_PERIOD_SECONDS, GUEST_CONSOLE_LOG_CONTAINER, LAUNCHER_CONTAINER, SocketsVolume, keepsSerialLog, LauncherDir, LauncherVolume, launcherVerbosity, accessCredentialMounts, launcherNodeSelector, cloudInitSecretMounts, configVolumes, launcherDeviceLimits, launcherServiceAccount, launcherEnv } from "@kubevirt-ts/node-contract";
 import { type DiskCopy, diskCopyInitContainers } from "../common/disk-copy.ts";
 import { guestMemoryBytes, memoryOverheadBytes, toMebibytes, vcpus } from "./resources.ts";
 
 // The launcher pod of a VMI, as a pure function of the VMI and the
 // controller's configuration. Its folders, volumes, sockets, environment and
-// port are kubevirt-api's launcher layout (launcher-layout.ts), which the
+// port are node-contract's launcher layout (launcher-layout.ts), which the
 // launcher and the handler use too.
 
 export interface LauncherPodConfig {
@@ -103,7 +102,7 @@ const TOKEN_SECONDS = 3607;
 
 /**
  * The pod volumes of the VMI's configMap, secret, serviceAccount and downwardAPI volumes, each the same kind of pod
- * volume, for the kubelet to fill (kubevirt-api's config-volumes.ts).
+ * volume, for the kubelet to fill (node-contract's config-volumes.ts).
  */
 function configPodVolumes(vmi: VirtualMachineInstance): NonNullable<PodSpec["volumes"]> {
   const volumes = new Map((vmi.spec.volumes ?? []).map((v) => [v.name, v]));

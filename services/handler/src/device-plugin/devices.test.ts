@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { deviceResourceName } from "@kubevirt-ts/kubevirt-api";
+import { deviceResourceName } from "@kubevirt-ts/node-contract";
 import { AllocationRefused, NODE_DEVICES, type NodeDevice, allocate, deviceUnits, preferredAllocation, socketName } from "./devices.ts";
 
 const [kvm, , vhost] = NODE_DEVICES as [NodeDevice, NodeDevice, NodeDevice];

@@ -1,4 +1,4 @@
-import { type NodeDevice, NodeDevices, deviceResourceName } from "@kubevirt-ts/kubevirt-api";
+import { type NodeDevice, NodeDevices, deviceResourceName } from "@kubevirt-ts/node-contract";
 import { type AllocateRequest, type ContainerAllocateResponse, type Device, HEALTHY, type PreferredAllocationRequest, UNHEALTHY } from "./api.ts";
 
 // What the handler's device plugins advertise and hand out, as KubeVirt's

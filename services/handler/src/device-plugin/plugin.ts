@@ -1,7 +1,7 @@
 import { stat, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { type ServerWritableStream, Server, ServerCredentials, type ServiceError, credentials, status } from "@grpc/grpc-js";
-import { deviceResourceName } from "@kubevirt-ts/kubevirt-api";
+import { deviceResourceName } from "@kubevirt-ts/node-contract";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { type AllocateRequest, DEVICE_PLUGIN_API_VERSION, DevicePluginService, type Device, KUBELET_SOCKET, type PreferredAllocationRequest, type RegisterRequest, RegistrationService } from "./api.ts";
 import { AllocationRefused, NODE_DEVICES, type NodeDevice, UNITS_PER_DEVICE, allocate, deviceUnits, preferredAllocation, socketName } from "./devices.ts";

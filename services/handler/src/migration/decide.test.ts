@@ -1,6 +1,7 @@
 import type { MigrationStatus } from "@kubevirt-ts/launcher-protocol";
 import { describe, expect, it } from "vitest";
-import { MIGRATION_ABORTED_REASON, type MigrationState } from "@kubevirt-ts/kubevirt-api";
+import { MIGRATION_ABORTED_REASON } from "@kubevirt-ts/vm-rules";
+import type { MigrationState } from "@kubevirt-ts/kubevirt-api";
 import { changes, migrationOptionsOf, migrationStateOf, sourceStep, targetProxyAddress, targetStep } from "./decide.ts";
 
 const now = new Date("2026-11-26T18:00:00Z");

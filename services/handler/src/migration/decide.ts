@@ -1,6 +1,5 @@
-import {
-  DEFAULT_COMPLETION_TIMEOUT_PER_GIB, DEFAULT_PROGRESS_TIMEOUT_SECONDS, MIGRATION_ABORTED_REASON, type MigrationState, bandwidthMiB, migrationConfiguration, switchesToPostCopy,
-} from "@kubevirt-ts/kubevirt-api";
+import { DEFAULT_COMPLETION_TIMEOUT_PER_GIB, DEFAULT_PROGRESS_TIMEOUT_SECONDS, type MigrationState, migrationConfiguration } from "@kubevirt-ts/kubevirt-api";
+import { MIGRATION_ABORTED_REASON, bandwidthMiB, switchesToPostCopy } from "@kubevirt-ts/vm-rules";
 import type { DomainStatus, MigrationOptions, MigrationStatus } from "@kubevirt-ts/launcher-protocol";
 
 export type { MigrationState };
@@ -8,7 +7,7 @@ export type { MigrationState };
 // What each handler does for a live migration, decided from the VMI's
 // status.migrationState (written by the controller and the two handlers)
 // and what the launcher says: pure functions, the wiring (wiring.ts) only
-// carries their steps out. The contract, as KubeVirt's and kubevirt-api's
+// carries their steps out. The contract, as KubeVirt's and vm-rules'
 // migration.ts: the target node's handler prepares the target launcher,
 // opens its proxy to it and writes targetNodeAddress; the source node's
 // handler then opens its proxy, has the source launcher migrate, and writes

@@ -1,5 +1,7 @@
 import { createHash } from "node:crypto";
-import { type Clock, type Disk, type Features, type Ipv4Network, type VirtualMachineInstance, diskBus, diskTargets, hasPersistentTpm, keepsSerialLog, parseIpv4Network, parseQuantity } from "@kubevirt-ts/kubevirt-api";
+import { type Clock, type Disk, type Features, type Ipv4Network, type VirtualMachineInstance, parseIpv4Network, parseQuantity } from "@kubevirt-ts/kubevirt-api";
+import { diskBus, diskTargets, hasPersistentTpm } from "@kubevirt-ts/vm-rules";
+import { keepsSerialLog } from "@kubevirt-ts/node-contract";
 import { type XmlElement, el, renderXml } from "./xml.ts";
 
 // The libvirt domain of a VMI: a pure function of the VMI's (defaulted) spec

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { join } from "node:path";
-import { type VirtualMachineInstance, accessCredentialMounts } from "@kubevirt-ts/kubevirt-api";
+import type { VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import { accessCredentialMounts } from "@kubevirt-ts/node-contract";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { keysIn, mountedSecret } from "../storage/cloud-init.ts";
 

@@ -1,4 +1,5 @@
-import type { GuestAgentInfo, GuestOsInfo } from "@kubevirt-ts/kubevirt-api";
+import type { GuestAgentInfo } from "@kubevirt-ts/vm-rules";
+import type { GuestOsInfo } from "@kubevirt-ts/kubevirt-api";
 
 // The QEMU guest agent's answers, in KubeVirt's names: each command's
 // `return` as the agent gives it (qemu-ga's QAPI schema), mapped here, pure,

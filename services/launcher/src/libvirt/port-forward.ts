@@ -2,7 +2,8 @@ import { once } from "node:events";
 import { chmod, rm } from "node:fs/promises";
 import { type Server, connect, createServer } from "node:net";
 import { join } from "node:path";
-import { type PortForward, portForwardSocket } from "@kubevirt-ts/kubevirt-api";
+import type { PortForward } from "@kubevirt-ts/kubevirt-api";
+import { portForwardSocket } from "@kubevirt-ts/node-contract";
 import { RpcError, joinStreams } from "@kubevirt-ts/launcher-protocol";
 import type { Logger } from "@kubevirt-ts/runtime";
 

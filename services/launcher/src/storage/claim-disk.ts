@@ -1,7 +1,8 @@
 import { stat, statfs } from "node:fs/promises";
 import { join } from "node:path";
 import { createSparseFile, entryAt, growFile } from "@kubevirt-ts/runtime";
-import { CLAIM_DISK_FILE, MIB, type VolumeStatus, alignDownToMiB, diskBytesOnClaim, parseQuantity } from "@kubevirt-ts/kubevirt-api";
+import { CLAIM_DISK_FILE, MIB, alignDownToMiB, diskBytesOnClaim } from "@kubevirt-ts/vm-rules";
+import { type VolumeStatus, parseQuantity } from "@kubevirt-ts/kubevirt-api";
 
 // The disk on a PersistentVolumeClaim, as KubeVirt's launcher and handler
 // make it. A Block-mode claim is its device. A Filesystem-mode claim holds

@@ -2,7 +2,8 @@ import { execFile } from "node:child_process";
 import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { type CloudInitSecretKind, CloudInitSecretKeys, MAX_CLOUD_INIT_BYTES, type VirtualMachineInstance, accessCredentialMounts, cloudInitSecretMounts, cloudInitSourceOf } from "@kubevirt-ts/kubevirt-api";
+import { type CloudInitSecretKind, CloudInitSecretKeys, accessCredentialMounts, cloudInitSecretMounts, cloudInitSourceOf } from "@kubevirt-ts/node-contract";
+import { MAX_CLOUD_INIT_BYTES, type VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 
 // A VMI's cloud-init data, inline, base64 or from the Secrets the kubelet
 // mounted into the launcher pod (the launcher reads files; it has no

@@ -1,9 +1,10 @@
 import { lstat, mkdir, readlink, rmdir, symlink } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { type VirtualMachineInstance, VmStateDir, hasPersistentEfi, hasPersistentTpm } from "@kubevirt-ts/kubevirt-api";
+import type { VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import { VmStateDir, hasPersistentEfi, hasPersistentTpm } from "@kubevirt-ts/vm-rules";
 import { domainName } from "../domain/converter.ts";
 
-// The VM's state outside its disks, on its backend-storage claim (kubevirt-api's backend-storage.ts), which the pod
+// The VM's state outside its disks, on its backend-storage claim (vm-rules' backend-storage.ts), which the pod
 // mounts at the layout's vmStateDir: OVMF's variables as <claim>/nvram/<domain>_VARS.fd, named in the domain's
 // <nvram>, which libvirt copies from the firmware's template only when it is absent; and swtpm's state in
 // <claim>/swtpm, where libvirt's folder for this domain's TPM (<its swtpm folder>/<domain UUID>, the UUID stable for a

@@ -1,6 +1,6 @@
-import { type StatusTone, statusInWords, statusTone } from "@kubevirt-ts/kubevirt-api";
+import { type StatusTone, statusInWords, statusTone } from "@kubevirt-ts/vm-rules";
 
-// A VM's status as a badge: an icon and a colour by its tone (kubevirt-api's
+// A VM's status as a badge: an icon and a colour by its tone (vm-rules'
 // statusTone), and the status in words, so that colour is never the only
 // sign. The icon is decoration: the words carry the meaning.
 

@@ -1,6 +1,7 @@
 "use client";
 
-import { STATUS_FILTERS, type VirtualMachine, type VirtualMachineInstance, availableActions, matchesStatusFilter, statusInWords } from "@kubevirt-ts/kubevirt-api";
+import { STATUS_FILTERS, availableActions, matchesStatusFilter, statusInWords } from "@kubevirt-ts/vm-rules";
+import type { VirtualMachine, VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 import { useMutation, useQueries, useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useEffect, useMemo, useRef, useState } from "react";

@@ -1,6 +1,6 @@
 "use client";
 
-import type { ActionAvailability } from "@kubevirt-ts/kubevirt-api";
+import type { ActionAvailability } from "@kubevirt-ts/vm-rules";
 import { useEffect, useRef, useState } from "react";
 import { sentence } from "../../../../lib/vm-status";
 import { SerialConsole } from "./serial-console";

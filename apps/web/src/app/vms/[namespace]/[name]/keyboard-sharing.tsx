@@ -1,7 +1,7 @@
 "use client";
 
 import { useCallback, useRef, useState } from "react";
-import type { ConsoleSharingCommand, ConsoleSharingMessage } from "@kubevirt-ts/kubevirt-api";
+import type { ConsoleSharingCommand, ConsoleSharingMessage } from "@kubevirt-ts/vm-rules";
 
 // The sharing of a serial console or display among its viewers, as the
 // page shows it: who holds the keyboard and how many watch, "Ask for the

@@ -1,6 +1,7 @@
 "use client";
 
-import { type Condition, type VirtualMachine, type VirtualMachineInstance, availableActions, conditionsInWords, statusReason } from "@kubevirt-ts/kubevirt-api";
+import type { Condition, VirtualMachine, VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import { availableActions, conditionsInWords, statusReason } from "@kubevirt-ts/vm-rules";
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { useRouter, useSearchParams } from "next/navigation";
 import Link from "next/link";
@@ -25,7 +26,7 @@ import { SerialLog } from "./serial-log";
 
 const TABS = ["Overview", "Metrics", "YAML", "Events", "Log", "Console", "VNC"] as const;
 
-/** One object's conditions in words (kubevirt-api's conditionsInWords), under a heading of its own. */
+/** One object's conditions in words (vm-rules' conditionsInWords), under a heading of its own. */
 function Conditions({ title, conditions, testId }: { title: string; conditions: readonly Condition[] | undefined; testId: string }) {
   const words = conditionsInWords(conditions);
   return (

@@ -1,6 +1,6 @@
 "use client";
 
-import { availableActions } from "@kubevirt-ts/kubevirt-api";
+import { availableActions } from "@kubevirt-ts/vm-rules";
 import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useSearchParams } from "next/navigation";
