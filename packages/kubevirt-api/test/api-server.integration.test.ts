@@ -4,7 +4,7 @@ import { promisify } from "node:util";
 import { ApiException, type CustomObjectsApi } from "@kubernetes/client-node";
 import { test } from "@kubevirt-ts/control-plane/testing";
 import { describe, expect, inject } from "vitest";
-import { GROUP, Resource, VERSION } from "../src/constants.ts";
+import { GROUP, Resource, VERSION } from "../src/index.ts";
 import { type ValidationCase, validationCases } from "./validation-cases.ts";
 
 const kubectl = (...args: string[]) =>

@@ -1,6 +1,5 @@
 // Builders for test objects: plain data, no logic, no client calls.
-import type { VirtualMachine } from "../src/schema/vm.ts";
-import type { VirtualMachineInstance, VmiSpec } from "../src/schema/vmi.ts";
+import type { VirtualMachine, VirtualMachineInstance, VmiSpec } from "../src/index.ts";
 
 type Mutator<T> = (value: T) => void;
 

@@ -2,8 +2,7 @@
 // and the integration test (what the real API server accepts and refuses).
 import { readFileSync } from "node:fs";
 import { parseAllDocuments } from "yaml";
-import type { DataVolumeSpec } from "../src/schema/datavolume.ts";
-import type { VirtualMachine } from "../src/schema/vm.ts";
+import type { DataVolumeSpec, VirtualMachine } from "../src/index.ts";
 import { newVm, newVmi, newVmiSpec } from "./builders.ts";
 
 export interface ValidationCase {
