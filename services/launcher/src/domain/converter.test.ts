@@ -147,7 +147,7 @@ describe("domainXml", () => {
     [
       "an EFI firmware without secure boot",
       () => domainXml(vmi((s) => (s.domain.firmware = { bootloader: { efi: { secureBoot: false } } })), ctx),
-      ['<os firmware="efi">', '<feature enabled="no" name="enrolled-keys"/>', '<feature enabled="no" name="secure-boot"/>', "<features>\n    <acpi/>\n    <apic/>\n  </features>"],
+      ['<os firmware="efi">', '<feature enabled="no" name="enrolled-keys"/>', '<feature enabled="no" name="secure-boot"/>', "<features>\n    <acpi/>\n    <apic/>\n    <tcg>\n      <tb-cache unit=\"MiB\">64</tb-cache>\n    </tcg>\n  </features>"],
     ],
     [
       "a Windows-style guest: Hyper-V enlightenments, SMM, local time with its timers, EFI with secure boot",
@@ -181,11 +181,22 @@ describe("domainXml", () => {
     [
       "no ACPI or APIC when turned off, and SMM off when asked without secure boot",
       () => domainXml(vmi((s) => (s.domain.features = { acpi: { enabled: false }, apic: { enabled: false }, smm: { enabled: false } })), ctx),
-      ['<features>\n    <smm state="off"/>\n  </features>'],
+      ['<features>\n    <smm state="off"/>\n    <tcg>\n      <tb-cache unit="MiB">64</tb-cache>\n    </tcg>\n  </features>'],
     ],
   ])("renders %s", (_name, render, fragments) => {
     const xml = render();
     for (const fragment of fragments) expect(xml).toContain(fragment);
+  });
+
+  it.each([
+    ["256Mi", 64],
+    ["1Gi", 128],
+    ["2Gi", 256],
+    ["8Gi", 256],
+  ])("gives an emulated guest of %s a translation cache of %i MiB, not QEMU's 1 GiB, and a KVM domain none", (memory, mib) => {
+    const guest = vmi((s) => (s.domain.memory = { guest: memory }));
+    expect(domainXml(guest, ctx)).toContain(`<tcg>\n      <tb-cache unit="MiB">${String(mib)}</tb-cache>\n    </tcg>`);
+    expect(domainXml(guest, { ...ctx, domainType: "kvm" })).not.toContain("<tcg>");
   });
 
   it("leaves out VNC, video and the tablet when there is no graphics device", () => {

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { type Clock, type Disk, type Features, type Ipv4Network, type VirtualMachineInstance, parseIpv4Network, parseQuantity } from "@kubevirt-ts/kubevirt-api";
-import { diskBus, diskTargets, hasPersistentTpm } from "@kubevirt-ts/vm-rules";
+import { diskBus, diskTargets, hasPersistentTpm, tbCacheBytes } from "@kubevirt-ts/vm-rules";
 import { keepsSerialLog } from "@kubevirt-ts/node-contract";
 import { type XmlElement, el, renderXml } from "./xml.ts";
 
@@ -141,6 +141,8 @@ function interfaceElements(vmi: VirtualMachineInstance, ctx: DomainContext): Xml
   });
 }
 
+const MiB = 2 ** 20;
+
 function memoryBytes(vmi: VirtualMachineInstance): number {
   const domain = vmi.spec.domain;
   const value = domain.memory?.guest ?? domain.resources?.requests?.memory ?? domain.resources?.limits?.memory;
@@ -184,8 +186,11 @@ function hypervElement(hyperv: NonNullable<Features["hyperv"]>): XmlElement {
   );
 }
 
-/** ACPI and the APIC unless turned off (KubeVirt's defaults), SMM when asked or for secure boot, and the rest when listed. */
-function featuresElement(features: Features | undefined, secureBoot: boolean): XmlElement {
+/**
+ * ACPI and the APIC unless turned off (KubeVirt's defaults), SMM when asked or for secure boot, and the rest when
+ * listed; under emulation, QEMU's translation cache at `tbCacheMiB` (libvirt gives QEMU `-accel tcg,tb-size=`).
+ */
+function featuresElement(features: Features | undefined, secureBoot: boolean, tbCacheMiB: number | undefined): XmlElement {
   const on = (feature: { enabled?: boolean | undefined } | undefined) => feature?.enabled !== false;
   const apic = features?.apic;
   const smm = features?.smm;
@@ -198,6 +203,7 @@ function featuresElement(features: Features | undefined, secureBoot: boolean): X
     features?.pvspinlock && el("pvspinlock", state(isOn(features.pvspinlock))),
     features?.kvm?.hidden !== undefined && el("kvm", {}, el("hidden", { state: features.kvm.hidden ? "on" : "off" })),
     (secureBoot || smm !== undefined) && el("smm", state(secureBoot || isOn(smm))),
+    tbCacheMiB !== undefined && el("tcg", {}, el("tb-cache", { unit: "MiB" }, String(tbCacheMiB))),
   );
 }
 
@@ -254,7 +260,8 @@ export function domainXml(vmi: VirtualMachineInstance, ctx: DomainContext): stri
       { type: "smbios" },
       el("system", {}, el("entry", { name: "uuid" }, domain.firmware?.uuid ?? ctx.uuid), domain.firmware?.serial !== undefined && el("entry", { name: "serial" }, domain.firmware.serial)),
     ),
-    featuresElement(domain.features, secureBoot),
+    // libvirt takes TCG's settings for an emulated domain only.
+    featuresElement(domain.features, secureBoot, ctx.domainType === "qemu" ? tbCacheBytes(memory) / MiB : undefined),
     clockElement(domain.clock),
     el("on_poweroff", {}, "destroy"),
     el("on_reboot", {}, "restart"),
