@@ -1,9 +1,9 @@
 import type { Pod, PodSpec } from "@kubevirt-ts/kube";
-import { type ClaimObject, backendStorageClaimName, claimDevicePath, claimVolumes, needsBackendStorage } from "@kubevirt-ts/vm-rules";
+import { type ClaimObject, backendStorageClaimName, claimDevicePath, claimVolumes, guestMemoryBytes, memoryOverheadBytes, needsBackendStorage } from "@kubevirt-ts/vm-rules";
 import { type EvictionStrategy, API_VERSION, Annotation, Kind, LAUNCHER_OPS_PORT, LAUNCHER_UID, Label, LabelValue, LAUNCHER_OPS_PORT_NAME, UNPRIVILEGED_PORT_START, DEFAULT_CPU_ALLOCATION_RATIO, DEFAULT_MEMORY_OVERCOMMIT, launcherCpuRequest, overcommittedGuestBytes, type VirtualMachineInstance, launcherContainerProbe, podNetworkPorts, controllerRef } from "@kubevirt-ts/kubevirt-api";
 import { DEFAULT_GRACE_PERIOD_SECONDS, GUEST_CONSOLE_LOG_CONTAINER, LAUNCHER_CONTAINER, SocketsVolume, keepsSerialLog, LauncherDir, LauncherVolume, launcherVerbosity, accessCredentialMounts, launcherNodeSelector, cloudInitSecretMounts, configVolumes, launcherDeviceLimits, launcherServiceAccount, launcherEnv } from "@kubevirt-ts/node-contract";
 import { type DiskCopy, diskCopyInitContainers } from "../common/disk-copy.ts";
-import { guestMemoryBytes, memoryOverheadBytes, toMebibytes, vcpus } from "./resources.ts";
+import { toMebibytes, vcpus } from "./resources.ts";
 
 // The launcher pod of a VMI, as a pure function of the VMI and the
 // controller's configuration. Its folders, volumes, sockets, environment and
@@ -179,13 +179,16 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
   // The disks are copied before the sidecar starts, and the sidecar before the launcher.
   const initContainers = [...diskCopies, ...guestConsoleLogSidecar(vmi, config)];
   const spec = vmi.spec;
+  // What QEMU, libvirt and the launcher use besides the guest: KubeVirt's estimate with KVM, the launcher's measured
+  // share and QEMU's translation cache where the cluster allows emulation (then no pod has KVM: ADR 23).
+  const overhead = memoryOverheadBytes(vmi, config.allowEmulation);
   // overcommitGuestOverhead: the pod asks for the guest's memory alone, betting the overhead is there; a limit still allows for it.
-  const memoryNeeded = guestMemoryBytes(vmi) + memoryOverheadBytes(vmi);
+  const memoryNeeded = guestMemoryBytes(vmi) + overhead;
   // memoryOvercommit: the pod asks for a share of the guest's memory, betting the guest does not touch all of it; as
   // KubeVirt's mutator, only where the VMI asks for no memory itself.
   const overcommit = spec.domain.resources?.requests?.memory === undefined ? (config.memoryOvercommit ?? DEFAULT_MEMORY_OVERCOMMIT) : DEFAULT_MEMORY_OVERCOMMIT;
   const guestRequest = overcommittedGuestBytes(guestMemoryBytes(vmi), overcommit);
-  const memoryRequest = spec.domain.resources?.overcommitGuestOverhead === true ? guestRequest : guestRequest + memoryOverheadBytes(vmi);
+  const memoryRequest = spec.domain.resources?.overcommitGuestOverhead === true ? guestRequest : guestRequest + overhead;
   const limits = spec.domain.resources?.limits;
   const memoryLimit = limits?.memory !== undefined ? memoryNeeded : undefined;
   // A VMI that requests no CPU gets KubeVirt's share of one per vCPU (cpuAllocationRatio).
