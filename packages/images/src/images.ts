@@ -3,7 +3,7 @@ import { chmod, copyFile, cp, mkdir, mkdtemp, rm, stat, writeFile } from "node:f
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { REPO_ROOT } from "@kubevirt-ts/control-plane";
-import { DISK_COPY_NAME, DISK_COPY_PATH } from "@kubevirt-ts/node-contract";
+import { DISK_COPY_NAME, DISK_COPY_PATH, LAUNCHER_NODE_FLAGS } from "@kubevirt-ts/node-contract";
 import { LAUNCHER_UID } from "@kubevirt-ts/kubevirt-api";
 import { type ImageConfig, type Layer, contentTag, tarDirectory, writeDockerArchive } from "./archive.ts";
 import { env } from "./env.ts";
@@ -136,7 +136,7 @@ export const COMPONENTS: NodeComponent[] = [
     // zombies, and libvirt waits on each until it gives up (about 20 s apiece) before a domain starts.
     // tini reaps them (KubeVirt's virt-launcher-monitor does the same) and passes signals to Node alone,
     // so SIGTERM still means an ACPI shutdown, not a signal to QEMU.
-    entrypoint: ["/usr/bin/tini", "--", "node", "/app/main.js"],
+    entrypoint: ["/usr/bin/tini", "--", "node", ...LAUNCHER_NODE_FLAGS, "/app/main.js"],
     launcherBase: true,
     user: LAUNCHER_USER,
   },
