@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { LauncherCallError, type LauncherClient, MAX_WATCH_SECONDS } from "@kubevirt-ts/launcher-protocol";
 import type { Logger } from "@kubevirt-ts/runtime";
 
@@ -12,6 +13,11 @@ import type { Logger } from "@kubevirt-ts/runtime";
 
 /** How long each watch waits at the launcher before it is answered unchanged and asked again. */
 export const WATCH_SECONDS = MAX_WATCH_SECONDS;
+/**
+ * How long after a change the next watch is sent: changes within it come in one answer. A launcher that answers
+ * every watch at once with a new revision gets at most one call in that time, not a loop as fast as it can answer.
+ */
+export const WATCH_GAP_MS = 100;
 
 interface Watch {
   client: LauncherClient;
@@ -75,6 +81,7 @@ export class DomainWatches {
         if (change.revision === since) continue;
         since = change.revision;
         this.o.changed(key);
+        await sleep(WATCH_GAP_MS);
       }
     } catch (error) {
       if (!current()) return;
