@@ -81,6 +81,9 @@ export const VmiPhase = {
 export type VmiPhase = (typeof VmiPhase)[keyof typeof VmiPhase];
 export const VMI_PHASES = Object.values(VmiPhase);
 
+/** KubeVirt's default of a VMI's spec.terminationGracePeriodSeconds: the seconds its guest has to shut down. */
+export const DEFAULT_GRACE_PERIOD_SECONDS = 30;
+
 /** KubeVirt's phases of a VirtualMachineInstanceMigration, in their order (migration.ts says who moves each). */
 export const MigrationPhase = {
   Pending: "Pending",

@@ -100,8 +100,11 @@ export function keepsSerialLog(spec: { domain: { devices: { autoattachSerialCons
  * container runs, as KubeVirt's; the handler waits for the socket meanwhile, watching for it.
  */
 export const LAUNCHER_SOCKET_WAIT_SECONDS = 120;
-/** The guest's grace period when the VMI names none. */
-export const DEFAULT_GRACE_PERIOD_SECONDS = 30;
+/**
+ * What a launcher has past its guest's grace period to clean up after it (KubeVirt's padding of the launcher pod's
+ * grace period): the pod's grace period is the guest's plus this, and the launcher gives its own shutdown as long.
+ */
+export const LAUNCHER_CLEANUP_SECONDS = 15;
 
 /** KubeVirt's default verbosity of a launcher. */
 const DEFAULT_LAUNCHER_VERBOSITY = 2;

@@ -1,4 +1,4 @@
-import { PrintableStatus, VmConditionType, VmiConditionType, VmiPhase, type Condition, type VirtualMachineInstance, type VirtualMachine } from "@kubevirt-ts/kubevirt-api";
+import { DEFAULT_GRACE_PERIOD_SECONDS, PrintableStatus, VmConditionType, VmiConditionType, VmiPhase, type Condition, type VirtualMachineInstance, type VirtualMachine } from "@kubevirt-ts/kubevirt-api";
 
 // How a VM's state reads to a person, derived once from the VM and its VMI:
 // its printable status in words, a tone the dashboard gives a colour and an
@@ -90,7 +90,7 @@ export function statusReason(vm: Pick<VirtualMachine, "metadata" | "status">, vm
       return failed ?? STARTING_PHASE[vmi?.status?.phase ?? VmiPhase.Pending];
     case PrintableStatus.Stopping:
       return vmi?.metadata.deletionTimestamp
-        ? `The guest is shutting down; it has ${String(vmi.spec.terminationGracePeriodSeconds ?? 30)} s before it is turned off. Force stop turns it off now.`
+        ? `The guest is shutting down; it has ${String(vmi.spec.terminationGracePeriodSeconds ?? DEFAULT_GRACE_PERIOD_SECONDS)} s before it is turned off. Force stop turns it off now.`
         : "The guest is asked to shut down.";
     case PrintableStatus.Terminating:
       return "The VM is being deleted, and its instance with it.";

@@ -1,6 +1,6 @@
 import { type PodStatus, findCondition, kubeTime, removeCondition, setCondition } from "@kubevirt-ts/kube";
 import type { DomainStatus } from "@kubevirt-ts/launcher-protocol";
-import { type Condition, type GuestOsInfo, type VirtualMachineInstance, VmiConditionType, VmiPhase, type VmiStatus } from "@kubevirt-ts/kubevirt-api";
+import { type Condition, DEFAULT_GRACE_PERIOD_SECONDS, type GuestOsInfo, type VirtualMachineInstance, VmiConditionType, VmiPhase, type VmiStatus } from "@kubevirt-ts/kubevirt-api";
 import { diskTargets, withPhase } from "@kubevirt-ts/vm-rules";
 
 // The VMI status the handler reports from its launcher's domain: a pure
@@ -123,12 +123,9 @@ export function launcherFailedStatus(vmi: VirtualMachineInstance, failure: Launc
   return { ...previous, conditions: setCondition<Condition>(previous.conditions, { type: VmiConditionType.Synchronized, status: "False", reason: failure.reason, message }, now) };
 }
 
-/** KubeVirt's default grace period for a guest's shutdown, when a VMI names none. */
-const DEFAULT_GRACE_SECONDS = 30;
-
 /** Whether a VMI being deleted has had its whole grace period to shut down (0 after a forced stop): its guest is then turned off. */
 export function stopOverdue(vmi: Pick<VirtualMachineInstance, "metadata" | "spec">, now: Date): boolean {
   const since = Date.parse(vmi.metadata.deletionTimestamp ?? "");
   if (Number.isNaN(since)) return false;
-  return now.getTime() >= since + (vmi.spec.terminationGracePeriodSeconds ?? DEFAULT_GRACE_SECONDS) * 1000;
+  return now.getTime() >= since + (vmi.spec.terminationGracePeriodSeconds ?? DEFAULT_GRACE_PERIOD_SECONDS) * 1000;
 }

@@ -1,5 +1,5 @@
-import { DEFAULT_GRACE_PERIOD_SECONDS, LauncherDir, LauncherEnv, NodeDevices } from "@kubevirt-ts/node-contract";
-import { LAUNCHER_OPS_PORT, parseIpv4Network } from "@kubevirt-ts/kubevirt-api";
+import { LauncherDir, LauncherEnv, NodeDevices } from "@kubevirt-ts/node-contract";
+import { DEFAULT_GRACE_PERIOD_SECONDS, LAUNCHER_OPS_PORT, parseIpv4Network } from "@kubevirt-ts/kubevirt-api";
 import { baseEnv, parseEnv } from "@kubevirt-ts/runtime";
 import { z } from "zod";
 

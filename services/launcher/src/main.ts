@@ -2,7 +2,7 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Hypervisor } from "@unraid/libvirt";
 import { PROBE_PATH } from "@kubevirt-ts/kubevirt-api";
-import { SocketsVolume } from "@kubevirt-ts/node-contract";
+import { LAUNCHER_CLEANUP_SECONDS, SocketsVolume } from "@kubevirt-ts/node-contract";
 import { runService } from "@kubevirt-ts/runtime";
 import { env } from "./env.ts";
 import { AgentCredentials } from "./libvirt/access-credentials.ts";
@@ -35,7 +35,7 @@ await runService({
   name: "virt-launcher",
   opsPort: env.OPS_PORT,
   logLevel: env.LOG_LEVEL,
-  shutdownTimeoutMs: (env.GRACE_PERIOD_SECONDS + 15) * 1000,
+  shutdownTimeoutMs: (env.GRACE_PERIOD_SECONDS + LAUNCHER_CLEANUP_SECONDS) * 1000,
   checks: () => ({ launcher: () => (ready ? undefined : "libvirt and the launcher socket are not up yet") }),
   endpoints: () => ({
     [PROBE_PATH.liveness]: () => prober?.check("liveness"),

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { DISK_BUSES, EVICTION_STRATEGIES, INTERFACE_MODELS, VMI_PHASES } from "../constants.ts";
+import { DEFAULT_GRACE_PERIOD_SECONDS, DISK_BUSES, EVICTION_STRATEGIES, INTERFACE_MODELS, VMI_PHASES } from "../constants.ts";
 import { condition, objectMeta, opaqueObject, quantity, resourceList } from "./common.ts";
 import { migrationState } from "./migration.ts";
 
@@ -380,7 +380,7 @@ export const vmiSpec = z
     nodeSelector: z.record(z.string(), z.string()).optional(),
     affinity: opaqueObject.optional().describe("Pod affinity rules, passed to the launcher pod as they are."),
     tolerations: z.array(toleration).optional(),
-    terminationGracePeriodSeconds: z.number().int().optional().describe("Seconds the guest has to shut down; 30 unless set."),
+    terminationGracePeriodSeconds: z.number().int().optional().describe(`Seconds the guest has to shut down; ${String(DEFAULT_GRACE_PERIOD_SECONDS)} unless set.`),
     hostname: z.string().optional(),
     subdomain: z.string().optional(),
     accessCredentials: z.array(accessCredential).optional().describe("SSH public keys from Secrets, given to the guest by cloud-init."),

@@ -1,7 +1,7 @@
 import type { Pod, PodSpec } from "@kubevirt-ts/kube";
 import { type ClaimObject, backendStorageClaimName, claimDevicePath, claimVolumes, guestMemoryBytes, memoryOverheadBytes, needsBackendStorage } from "@kubevirt-ts/vm-rules";
-import { type EvictionStrategy, API_VERSION, Annotation, Kind, LAUNCHER_OPS_PORT, LAUNCHER_UID, Label, LabelValue, LAUNCHER_OPS_PORT_NAME, UNPRIVILEGED_PORT_START, DEFAULT_CPU_ALLOCATION_RATIO, DEFAULT_MEMORY_OVERCOMMIT, launcherCpuRequest, overcommittedGuestBytes, type VirtualMachineInstance, launcherContainerProbe, podNetworkPorts, controllerRef } from "@kubevirt-ts/kubevirt-api";
-import { DEFAULT_GRACE_PERIOD_SECONDS, GUEST_CONSOLE_LOG_CONTAINER, LAUNCHER_CONTAINER, SocketsVolume, keepsSerialLog, LauncherDir, LauncherVolume, launcherVerbosity, accessCredentialMounts, launcherNodeSelector, cloudInitSecretMounts, configVolumes, launcherDeviceLimits, launcherServiceAccount, launcherEnv } from "@kubevirt-ts/node-contract";
+import { type EvictionStrategy, API_VERSION, DEFAULT_GRACE_PERIOD_SECONDS, Annotation, Kind, LAUNCHER_OPS_PORT, LAUNCHER_UID, Label, LabelValue, LAUNCHER_OPS_PORT_NAME, UNPRIVILEGED_PORT_START, DEFAULT_CPU_ALLOCATION_RATIO, DEFAULT_MEMORY_OVERCOMMIT, launcherCpuRequest, overcommittedGuestBytes, type VirtualMachineInstance, launcherContainerProbe, podNetworkPorts, controllerRef } from "@kubevirt-ts/kubevirt-api";
+import { GUEST_CONSOLE_LOG_CONTAINER, LAUNCHER_CLEANUP_SECONDS, LAUNCHER_CONTAINER, SocketsVolume, keepsSerialLog, LauncherDir, LauncherVolume, launcherVerbosity, accessCredentialMounts, launcherNodeSelector, cloudInitSecretMounts, configVolumes, launcherDeviceLimits, launcherServiceAccount, launcherEnv } from "@kubevirt-ts/node-contract";
 import { type DiskCopy, diskCopyInitContainers } from "../common/disk-copy.ts";
 import { toMebibytes, vcpus } from "./resources.ts";
 
@@ -138,9 +138,6 @@ function configPodVolumes(vmi: VirtualMachineInstance): NonNullable<PodSpec["vol
     return [];
   });
 }
-
-/** What the launcher needs, past its guest's grace period, to clean up after it. */
-const LAUNCHER_CLEANUP_SECONDS = 15;
 
 /**
  * The grace period a launcher pod is deleted with: its own (undefined), unless the VMI's was shortened after the pod
