@@ -7,6 +7,7 @@ describe("the launcher pod's layout", () => {
 
   it("gives the launcher every variable it reads, once, and nothing else", () => {
     expect(env.map((e) => e.name).sort()).toEqual(Object.values(LauncherEnv).sort());
+    expect(new Set(Object.values(LauncherEnv)).size).toBe(Object.values(LauncherEnv).length);
   });
 
   it.each([

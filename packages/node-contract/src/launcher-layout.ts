@@ -17,40 +17,64 @@ const ROOT = "/var/run/kubevirt-ts";
 export const DISK_COPY_NAME = "kubevirt-ts-disk-copy";
 export const DISK_COPY_PATH = `/usr/local/bin/${DISK_COPY_NAME}`;
 
-/** Where the launcher container finds each folder. */
-export const LauncherDir = {
+/**
+ * One folder of the launcher pod: where the launcher container finds it, the pod volume it is when it is one of its
+ * own, and the variable that tells the launcher where it is when the launcher reads one.
+ */
+export interface LauncherFolder {
+  readonly dir: string;
+  readonly volume?: string;
+  readonly env?: string;
+}
+
+/**
+ * The launcher pod's folders, each spelled here once: LauncherDir, LauncherVolume, the launcher's environment
+ * (launcherEnv) and the launcher's own defaults (services/launcher/src/env.ts) are read from this table.
+ */
+export const LauncherFolders = {
   /** The launcher's sockets (see SocketsVolume); the handler reaches them through the pod's volume on the node. */
-  sockets: `${ROOT}/sockets`,
+  sockets: { dir: `${ROOT}/sockets`, volume: "sockets", env: "SOCKETS_DIR" },
   /** The launcher's own writable folder: libvirt's state, disk overlays, seed ISOs. */
-  state: `${ROOT}/launcher`,
+  state: { dir: `${ROOT}/launcher`, volume: "launcher-state", env: "STATE_DIR" },
   /** Where the containerDisk copier is put for the containerDisk images to run. */
-  tools: `${ROOT}/tools`,
+  tools: { dir: `${ROOT}/tools`, volume: "tools" },
   /** Where each containerDisk's files land, one folder per volume, for the launcher to boot from. */
-  containerDisks: `${ROOT}/container-disks`,
+  containerDisks: { dir: `${ROOT}/container-disks`, volume: "container-disks", env: "CONTAINER_DISKS_DIR" },
   /** Where a kernel boot's kernel and initrd land. */
-  kernelBoot: `${ROOT}/kernel-boot`,
+  kernelBoot: { dir: `${ROOT}/kernel-boot`, volume: "kernel-boot", env: "KERNEL_BOOT_DIR" },
   /** Where the cloud-init Secrets are mounted (see cloud-init-secrets.ts). */
-  cloudInitSecrets: CLOUD_INIT_SECRETS_DIR,
+  cloudInitSecrets: { dir: CLOUD_INIT_SECRETS_DIR, env: "CLOUD_INIT_SECRETS_DIR" },
   /** Where ConfigMaps, Secrets, a ServiceAccount's token and downwardAPI files are mounted (see config-volumes.ts). */
-  configVolumes: CONFIG_VOLUMES_DIR,
+  configVolumes: { dir: CONFIG_VOLUMES_DIR, env: "CONFIG_VOLUMES_DIR" },
   /** Where the access credentials' Secrets are mounted (see access-credentials.ts). */
-  accessCredentials: ACCESS_CREDENTIALS_DIR,
+  accessCredentials: { dir: ACCESS_CREDENTIALS_DIR, env: "ACCESS_CREDENTIALS_DIR" },
   /** Where Filesystem-mode claims are mounted, and where Block-mode claims' devices are (see claims.ts). */
-  claimDisks: CLAIM_DISKS_DIR,
-  claimDevices: CLAIM_DEVICES_DIR,
+  claimDisks: { dir: CLAIM_DISKS_DIR, env: "CLAIM_DISKS_DIR" },
+  claimDevices: { dir: CLAIM_DEVICES_DIR, env: "CLAIM_DEVICES_DIR" },
   /** Where the VM's backend-storage claim is mounted, when it has one (see backend-storage.ts). */
-  vmState: `${ROOT}/vm-state`,
-} as const;
+  vmState: { dir: `${ROOT}/vm-state`, volume: "vm-state", env: "VM_STATE_DIR" },
+} as const satisfies Record<string, LauncherFolder>;
+
+type Folders = typeof LauncherFolders;
+/** The folders that have a volume, or a variable, of their own. */
+type FolderWith<F extends "volume" | "env"> = { [K in keyof Folders]: Folders[K] extends Record<F, string> ? K : never }[keyof Folders];
+/** The variables that tell the launcher where its folders are. */
+export type LauncherFolderEnv = Folders[FolderWith<"env">]["env"];
+
+/** One field of each folder that has it, by folder. */
+function folderField(field: keyof LauncherFolder): Record<string, string> {
+  const folders: [string, LauncherFolder][] = Object.entries(LauncherFolders);
+  return Object.fromEntries(folders.flatMap(([key, folder]) => (folder[field] === undefined ? [] : [[key, folder[field]]])));
+}
+
+/** Where the launcher container finds each folder. */
+export const LauncherDir = folderField("dir") as Readonly<Record<keyof Folders, string>>;
 
 /** The pod's volume names. */
-export const LauncherVolume = {
-  sockets: "sockets",
-  state: "launcher-state",
-  tools: "tools",
-  containerDisks: "container-disks",
-  kernelBoot: "kernel-boot",
-  vmState: "vm-state",
-} as const;
+export const LauncherVolume = folderField("volume") as Readonly<Record<FolderWith<"volume">, string>>;
+
+/** The variable of each folder the launcher reads. */
+const FolderEnv = folderField("env") as Readonly<Record<FolderWith<"env">, string>>;
 
 /**
  * The sockets volume's folder below a pod's folder on the node
@@ -113,16 +137,8 @@ const DEFAULT_LAUNCHER_VERBOSITY = 2;
 export const LauncherEnv = {
   /** The runtime's ops port variable (see @kubevirt-ts/runtime baseEnv). */
   opsPort: "OPS_PORT",
-  socketsDir: "SOCKETS_DIR",
-  stateDir: "STATE_DIR",
-  containerDisksDir: "CONTAINER_DISKS_DIR",
-  kernelBootDir: "KERNEL_BOOT_DIR",
-  cloudInitSecretsDir: "CLOUD_INIT_SECRETS_DIR",
-  configVolumesDir: "CONFIG_VOLUMES_DIR",
-  accessCredentialsDir: "ACCESS_CREDENTIALS_DIR",
-  claimDisksDir: "CLAIM_DISKS_DIR",
-  claimDevicesDir: "CLAIM_DEVICES_DIR",
-  vmStateDir: "VM_STATE_DIR",
+  /** Each folder's, by folder (LauncherFolders). */
+  ...FolderEnv,
   /** KubeVirt's useEmulation: "true" lets the guest run with QEMU's emulation where KVM is unusable. */
   allowEmulation: "ALLOW_EMULATION",
   /** How long the guest has to shut down when the pod is asked to stop, in seconds. */
@@ -151,16 +167,7 @@ export function launcherVerbosity(labels: Readonly<Record<string, string>> | und
 export function launcherEnv(settings: LauncherSettings): { name: string; value: string }[] {
   const values: Record<keyof typeof LauncherEnv, string> = {
     opsPort: String(LAUNCHER_OPS_PORT),
-    socketsDir: LauncherDir.sockets,
-    stateDir: LauncherDir.state,
-    containerDisksDir: LauncherDir.containerDisks,
-    kernelBootDir: LauncherDir.kernelBoot,
-    cloudInitSecretsDir: LauncherDir.cloudInitSecrets,
-    configVolumesDir: LauncherDir.configVolumes,
-    accessCredentialsDir: LauncherDir.accessCredentials,
-    claimDisksDir: LauncherDir.claimDisks,
-    claimDevicesDir: LauncherDir.claimDevices,
-    vmStateDir: LauncherDir.vmState,
+    ...(Object.fromEntries(Object.keys(FolderEnv).map((key) => [key, LauncherDir[key as FolderWith<"env">]])) as Record<FolderWith<"env">, string>),
     allowEmulation: String(settings.allowEmulation),
     gracePeriodSeconds: String(settings.gracePeriodSeconds),
     logLevel: logLevelOf(settings.verbosity ?? DEFAULT_LAUNCHER_VERBOSITY),
