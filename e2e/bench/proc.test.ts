@@ -26,7 +26,9 @@ describe("a process's stat line", () => {
   it("gives utime + stime, with a name holding spaces and parentheses", () => {
     // Fields after the name: state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime ...
     const stat = "4242 (CPU 0/TCG) S 1 2 3 0 -1 4194560 10 0 0 0 1234 56 0 0 20 0 3 0 100 0 0\n";
-    expect(taskTicks(stat)).toEqual({ comm: "CPU 0/TCG", ticks: 1290 });
+    expect(taskTicks(stat)).toEqual({ comm: "CPU 0/TCG", ticks: 1290, children: 0 });
+    const parent = "9 (containerd-shim) S 1 2 3 0 -1 0 0 0 0 0 10 20 300 400 20 0 3 0 100 0 0";
+    expect(taskTicks(parent)).toEqual({ comm: "containerd-shim", ticks: 30, children: 700 });
     expect(taskTicks("7 (a (b) c) R 1 2 3 0 -1 0 0 0 0 0 5 6 0 0").comm).toBe("a (b) c");
   });
 

@@ -25,14 +25,18 @@ export function machineBusyTicks(procStat: string): number {
   return user + nice + system + irq + softirq + steal;
 }
 
-/** A process's or thread's name and CPU ticks (utime + stime) from its stat line; the name may hold spaces and ( ). */
-export function taskTicks(stat: string): { comm: string; ticks: number } {
+/**
+ * A process's or thread's name and CPU ticks (utime + stime) from its stat line, and those of its children it has
+ * waited for (cutime + cstime); the name may hold spaces and ( ).
+ */
+export function taskTicks(stat: string): { comm: string; ticks: number; children: number } {
   const open = stat.indexOf("(");
   const close = stat.lastIndexOf(")");
   if (open < 0 || close < open) throw new Error(`not a /proc stat line: ${stat.slice(0, 80)}`);
-  // After the name: field 3 (state) onwards; utime and stime are fields 14 and 15.
-  const fields = stat.slice(close + 2).trim().split(/\s+/);
-  return { comm: stat.slice(open + 1, close), ticks: Number(fields[11] ?? 0) + Number(fields[12] ?? 0) };
+  // After the name: field 3 (state) onwards; utime, stime, cutime and cstime are fields 14 to 17.
+  const fields = stat.slice(close + 2).trim().split(/\s+/).map(Number);
+  const [utime = 0, stime = 0, cutime = 0, cstime = 0] = fields.slice(11, 15);
+  return { comm: stat.slice(open + 1, close), ticks: utime + stime, children: cutime + cstime };
 }
 
 /** QEMU's vCPU threads are named "CPU <n>/TCG" under emulation and "CPU <n>/KVM" with KVM. */
@@ -145,7 +149,9 @@ export async function processCpu(pid: number): Promise<ProcessCpu | undefined> {
   const threads = new Map<number, { comm: string; ticks: number }>();
   for (const tid of await numeric(`/proc/${String(pid)}/task`)) {
     const text = await readFile(`/proc/${String(pid)}/task/${String(tid)}/stat`, "utf8").catch(() => undefined);
-    if (text !== undefined) threads.set(tid, taskTicks(text));
+    if (text === undefined) continue;
+    const thread = taskTicks(text);
+    threads.set(tid, { comm: thread.comm, ticks: thread.ticks });
   }
   return { pid, comm, ticks, threads };
 }
@@ -207,3 +213,48 @@ export async function samplePods(uids: readonly string[]): Promise<Map<number, {
   }
   return sampled;
 }
+
+/** The local cluster's own daemons on this machine, by command (as /proc shows it: 15 characters at most). */
+const CLUSTER_DAEMONS = new Set([
+  "etcd",
+  "kube-apiserver",
+  "kube-controller",
+  "kube-scheduler",
+  "containerd",
+  "containerd-shim",
+  "kubelet",
+  "kube-proxy",
+  "coredns",
+]);
+const CPUACCT = "/sys/fs/cgroup/cpuacct";
+
+export interface ClusterCpu {
+  /** Nanoseconds of every pod on every local node: the cpuacct usage of each node's kubepods cgroup. */
+  podsNs: number;
+  /** Each daemon's ticks, its reaped children's (a shim's runc, a kubelet's mount) included, by pid. */
+  daemons: Map<number, number>;
+}
+
+/**
+ * The CPU the local cluster has used: its pods' (cgroup v1 cpuacct of kubepods, the first node's at the root, the
+ * others' under their own folder) and its daemons'. Unlike /proc/stat, other work on this machine is left out.
+ */
+export async function clusterCpu(): Promise<ClusterCpu> {
+  const nodes = (await readdir(CPUACCT, { withFileTypes: true })).filter((e) => e.isDirectory());
+  let podsNs = 0;
+  for (const folder of [CPUACCT, ...nodes.map((e) => `${CPUACCT}/${e.name}`)]) {
+    podsNs += Number(await readFile(`${folder}/kubepods/cpuacct.usage`, "utf8").catch(() => "0"));
+  }
+  const daemons = new Map<number, number>();
+  for (const pid of await numeric("/proc")) {
+    const stat = await readFile(`/proc/${String(pid)}/stat`, "utf8").catch(() => undefined);
+    if (stat === undefined) continue;
+    const { comm, ticks, children } = taskTicks(stat);
+    if (CLUSTER_DAEMONS.has(comm)) daemons.set(pid, ticks + children);
+  }
+  return { podsNs, daemons };
+}
+
+/** CPU-seconds the local cluster used from one reading to the next. */
+export const clusterSecondsBetween = (before: ClusterCpu, after: ClusterCpu) =>
+  (after.podsNs - before.podsNs) / 1e9 + ticksBetween(before.daemons, after.daemons) / CLOCK_TICKS;

@@ -5,8 +5,8 @@ import { core } from "../../cluster/cluster.ts";
 import { VmiPhases, componentPods, createNamespace, deleteNamespace, waitFor } from "../cluster.ts";
 import {
   CLOCK_TICKS,
-  machineBusySeconds,
-  machineRestRate,
+  clusterCpu,
+  clusterSecondsBetween,
   podProcesses,
   podRequest,
   processResidency,
@@ -19,7 +19,7 @@ import { summarize } from "../stats.ts";
 import { TINY_GUEST_MEMORY, createVmi, inParallel, tinyVmi } from "../workload.ts";
 
 // What idle VMs cost: N tiny guests (the e2e suites' kernel and initrd booted
-// to a shell) left running, then the CPU of this machine, of each launcher
+// to a shell) left running, then the CPU of the local cluster, of each launcher
 // pod's processes and threads and of the handlers over a window
 // (BENCH_IDLE_SECONDS), from /proc; and each launcher pod's memory by mapping.
 
@@ -113,7 +113,11 @@ export async function idleFigures(count: number, seconds: number): Promise<Row[]
   const namespace = await createNamespace(`idle-${String(count)}`);
   const watch = await VmiPhases.start(namespace);
   try {
-    const restPerS = await machineRestRate(REST_S);
+    // What the cluster spends with none of these VMs: its pods and daemons over REST_S.
+    const rest0 = await clusterCpu();
+    const r0 = performance.now();
+    await sleep(REST_S * 1000);
+    const restPerS = clusterSecondsBetween(rest0, await clusterCpu()) / ((performance.now() - r0) / 1000);
     const names = Array.from({ length: count }, (_, i) => `tiny-${String(i).padStart(3, "0")}`);
     await inParallel(names, count, async (name) => {
       await createVmi(namespace, tinyVmi(name, namespace));
@@ -129,19 +133,19 @@ export async function idleFigures(count: number, seconds: number): Promise<Row[]
     const handlerUids = new Set(handlers.map((p) => p.metadata?.uid ?? ""));
     const uids = [...pods, ...handlers].map((p) => p.metadata?.uid ?? "");
     const before = await samplePods(uids);
-    const machine0 = await machineBusySeconds();
+    const cluster0 = await clusterCpu();
     const t0 = performance.now();
     await sleep(seconds * 1000);
-    const machine = (await machineBusySeconds()) - machine0;
+    const cluster = clusterSecondsBetween(cluster0, await clusterCpu());
     const windowS = (performance.now() - t0) / 1000;
     const split = splitCpu(before, await samplePods(uids), handlerUids);
     const id = `idle.${String(count)}`;
     const label = `${String(count)} idle tiny VMs`;
     const per = (ticks: number) => mcpu(ticks, windowS, count);
-    const machinePerVm = ((machine - restPerS * windowS) / windowS / count) * 1000;
+    const clusterPerVm = ((cluster - restPerS * windowS) / windowS / count) * 1000;
     const vcpu = per(split.vcpu);
     const launcher = [...split.launcher.values()].reduce((s, v) => s + v, 0);
-    const ownNet = machinePerVm - vcpu;
+    const ownNet = clusterPerVm - vcpu;
     const cpuMethod =
       `over ${windowS.toFixed(0)} s, ${String(SETTLE_S)} s after the last was Running: utime + stime from ` +
       "/proc/<pid>/stat " +
@@ -151,12 +155,13 @@ export async function idleFigures(count: number, seconds: number): Promise<Row[]
     const rows: Row[] = [
       {
         id: `${id}.node.per-vm`,
-        figure: `${label}: machine CPU per idle VM, the guest's own vCPUs excluded`,
+        figure: `${label}: node CPU per idle VM, the guest's own vCPUs excluded`,
         unit: "mCPU",
-        values: { value: ownNet },
+        values: { value: ownNet, "with vCPUs": clusterPerVm },
         method:
-          "/proc/stat busy ticks of this machine over the window, less its rate at rest " +
-          `(${restPerS.toFixed(2)} CPU-s/s over ${String(REST_S)} s before the VMIs were made) and less QEMU's ` +
+          "the local cluster's CPU over the window (cpuacct of both nodes' kubepods cgroups + its daemons from " +
+          "/proc: etcd, kube-*, kubelet, containerd and its shims), less its rate before the VMIs were made " +
+          `(${restPerS.toFixed(2)} CPU-s/s over ${String(REST_S)} s) and less QEMU's ` +
           `vCPU threads, ÷ ${String(count)}, in CPU-ms per second`,
       },
       {
@@ -182,10 +187,10 @@ export async function idleFigures(count: number, seconds: number): Promise<Row[]
       },
       {
         id: `${id}.handler-launcher.share`,
-        figure: `${label}: handler + launcher's share of the machine's CPU per idle VM`,
+        figure: `${label}: handler + launcher's share of the node's CPU per idle VM`,
         unit: "%",
         values: { value: ownNet > 0 ? (per(split.handler + launcher + split.qemu) / ownNet) * 100 : null },
-        method: "the row above ÷ the machine's CPU per idle VM, the guest's own vCPUs excluded",
+        method: "the row above ÷ the node's CPU per idle VM, the guest's own vCPUs excluded",
       },
     ];
     rows.push(...(await memoryRows(id, pods)));
