@@ -7,7 +7,7 @@ const row = (id: string, value: number) => ({ id, figure: `figure ${id}`, unit: 
 describe("the summary at the top of the history", () => {
   const doc = "# Benchmarks\n\nIntro.\n\n## Runs\n";
 
-  it("is put below the first heading, with the run's ratio, idle and capacity figures only", () => {
+  it("is put below the first heading, with the run's summary figures only", () => {
     const out = summarized(doc, run("2026-11-27T10:00:00Z", [row("ratio.20.start", 2.6), row("start.20.running", 23)]));
     expect(out.startsWith(`# Benchmarks\n\n${SUMMARY_START}\n`)).toBe(true);
     expect(out).toContain("| figure ratio.20.start | 2.60 × | 2026-11-27 run | `ratio.20.start` |");
@@ -23,6 +23,7 @@ describe("the summary at the top of the history", () => {
     expect(second).not.toContain("2.60 ×");
     expect(second).toContain("| figure idle.20.node.per-vm | 40.0 × | 2026-11-27 run | `idle.20.node.per-vm` |");
     expect(second.split(SUMMARY_START)).toHaveLength(2);
+    expect(second.indexOf("`ratio.20.start`")).toBeLessThan(second.indexOf("`idle.20.node.per-vm`"));
     expect(second.endsWith("Intro.\n\n## Runs\n")).toBe(true);
   });
 });

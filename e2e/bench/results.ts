@@ -57,8 +57,23 @@ export function text(run: Run): string {
   return run.rows.map((r) => `${r.figure.padEnd(width)}  ${formatValues(r)}${r.note ? `  (${r.note})` : ""}\n${"".padEnd(width)}  method: ${r.method}`).join("\n");
 }
 
-/** The figures the summary atop docs/benchmarks.md shows: what a VM costs against a pod, idle and in memory. */
-const SUMMARY_IDS = /^(ratio|idle|capacity)\./;
+/** The figures the summary atop docs/benchmarks.md shows, in order: what a VM costs against a pod, idle, in memory. */
+const SUMMARY_IDS = [
+  "ratio.1.start",
+  "ratio.20.start",
+  "ratio.20.vmi.running",
+  "ratio.20.pod.running",
+  "ratio.1.cpu",
+  "ratio.20.cpu",
+  "idle.20.node.per-vm",
+  "idle.20.handler-launcher.per-vm",
+  "idle.20.vcpu.per-vm",
+  "idle.20.memory.overhead",
+  "idle.20.memory.tb-cache",
+  "idle.20.memory.over-request",
+  "capacity.tiny.node",
+  "capacity.tiny.machine-memory",
+];
 export const SUMMARY_START = "<!-- summary: kept current by make bench (e2e/bench/results.ts) -->";
 export const SUMMARY_END = "<!-- end of summary -->";
 const SUMMARY_HEAD = ["| figure | now | run | id |", "| --- | --- | --- | --- |"];
@@ -78,12 +93,14 @@ export function summarized(doc: string, run: Run): string {
       if (id) lines.set(id, line);
     }
   }
-  for (const r of run.rows.filter((row) => SUMMARY_IDS.test(row.id))) {
+  for (const r of run.rows.filter((row) => SUMMARY_IDS.includes(row.id))) {
     const result = `${formatValues(r)}${r.note ? ` (${r.note})` : ""}`;
     const measured = `${run.date.slice(0, 10)} ${cell(run.label)}`;
     lines.set(r.id, `| ${cell(r.figure)} | ${cell(result)} | ${measured} | \`${r.id}\` |`);
   }
-  const block = [SUMMARY_START, "", ...SUMMARY_HEAD, ...lines.values(), "", SUMMARY_END].join("\n");
+  const order = (id: string) => (SUMMARY_IDS.includes(id) ? SUMMARY_IDS.indexOf(id) : SUMMARY_IDS.length);
+  const sorted = [...lines].sort(([a], [b]) => order(a) - order(b)).map(([, line]) => line);
+  const block = [SUMMARY_START, "", ...SUMMARY_HEAD, ...sorted, "", SUMMARY_END].join("\n");
   if (start >= 0 && end > start) return `${doc.slice(0, start)}${block}${doc.slice(end + SUMMARY_END.length)}`;
   const heading = doc.indexOf("\n") + 1;
   return `${doc.slice(0, heading)}\n${block}\n${doc.slice(heading)}`;
