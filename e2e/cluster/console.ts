@@ -1,7 +1,7 @@
 import { once } from "node:events";
 import { request } from "node:https";
 import type { ConnectionOptions } from "node:tls";
-import { ConsoleServer, consoleServerPath } from "@kubevirt-ts/node-contract";
+import { ConsoleServer, handlerPath } from "@kubevirt-ts/node-contract";
 import type { ConsoleKind } from "@kubevirt-ts/kubevirt-api";
 import { SHARED_CONSOLE_QUERY } from "@kubevirt-ts/vm-rules";
 import { type ClientOptions, WebSocket } from "ws";
@@ -62,7 +62,7 @@ export async function serialLog(namespace: string, name: string): Promise<string
   const [host = "", port] = (await handlerAddress(namespace, name)).split(":");
   const options = await apiCredentials();
   return new Promise((resolve, reject) => {
-    const req = request({ ...options, host, port: Number(port), path: consoleServerPath(namespace, name, "serial-log") }, (res) => {
+    const req = request({ ...options, host, port: Number(port), path: handlerPath("serialLog", { namespace, name }) }, (res) => {
       let text = "";
       res.setEncoding("utf8").on("data", (c: string) => (text += c)).on("end", () => {
         if (res.statusCode === 200) resolve(text);

@@ -2,12 +2,12 @@ import { type IncomingMessage, STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
 import type { TLSSocket } from "node:tls";
 import { ApiError, type KubeClient } from "@kubevirt-ts/kube";
-import { ACTION_WORDS, CONSOLE_VIEWER_QUERY, SHARED_CONSOLE_QUERY, vmiActionAvailability } from "@kubevirt-ts/vm-rules";
-import { type ConsoleKind, type PortForward, type PortForwardSegment, SUBRESOURCE_GROUP, type StreamKind, type VirtualMachineInstance, kubevirtResources, parsePortForward, portForwardSegment } from "@kubevirt-ts/kubevirt-api";
+import { ACTION_WORDS, SHARED_CONSOLE_QUERY, vmiActionAvailability } from "@kubevirt-ts/vm-rules";
+import { type PortForward, SUBRESOURCE_GROUP, type StreamKind, type VirtualMachineInstance, kubevirtResources, parsePortForward } from "@kubevirt-ts/kubevirt-api";
 import { type Logger, type PipeBounds, SLOW_PEER_CLOSE_CODE, StatusError, endSession, keepAlive, sendWithBackpressure } from "@kubevirt-ts/runtime";
 import { type WebSocket, WebSocketServer } from "ws";
 import { type Check, mayI, remoteRequester, whoAmI } from "./access.ts";
-import { type HandlerDialer, HandlerError } from "./handler-dialer.ts";
+import { type HandlerDialer, HandlerError, type HandlerStream } from "./handler-dialer.ts";
 import { limits } from "./limits.ts";
 import { SUBRESOURCE_VERSIONS, kubeStatus } from "./subresources/api.ts";
 import { type FrontProxy, frontProxyRefusal, remoteUser } from "./subresources/front-proxy.ts";
@@ -89,10 +89,11 @@ export function consoleTarget(url: string | undefined): ConsoleTarget | undefine
 }
 
 /** What the handler is asked to open for a target; a Refusal (400) when its path's port or protocol cannot be had. */
-function handlerStream(target: ConsoleTarget): ConsoleKind | PortForwardSegment {
-  if (target.kind !== "portforward") return target.kind;
+function handlerStream(target: ConsoleTarget): HandlerStream {
+  const params = { namespace: target.namespace, name: target.name };
+  if (target.kind !== "portforward") return { route: target.kind, params };
   if (typeof target.forward !== "object") throw new Refusal(400, target.forward ?? "a port forward names its port: portforward/<port>[/<protocol>]");
-  return portForwardSegment(target.forward);
+  return { route: "portForward", params: { ...params, port: String(target.forward.port), protocol: target.forward.protocol } };
 }
 
 /** What a session is, in words: "open the serial console of", "forward port 22 of". */
@@ -188,8 +189,8 @@ function consoleSessions(options: ConsoleProxyOptions) {
     if (!availability.available) throw requester.unavailable(target, availability.by === "spec" ? 400 : 409, availability.reason);
     if (!vmi.status?.nodeName) throw requester.unavailable(target, 409, "its VMI has no node yet");
     try {
-      const sharing = target.shared ? { [SHARED_CONSOLE_QUERY]: "true", [CONSOLE_VIEWER_QUERY]: await requester.who() } : undefined;
-      return await handlers.open(vmi.status.nodeName, target.namespace, target.name, stream, sharing);
+      const shared = target.shared === true && stream.route !== "portForward" ? { ...stream, query: { shared: true, viewer: await requester.who() } } : stream;
+      return await handlers.open(vmi.status.nodeName, shared);
     } catch (error) {
       if (error instanceof HandlerError) throw new Refusal(error.status >= 500 ? 503 : error.status, error.message);
       throw error;

@@ -1,16 +1,21 @@
 import { request } from "node:https";
 import type { ConnectionOptions } from "node:tls";
 import { type KubeClient, type Pod, resources } from "@kubevirt-ts/kube";
-import { ConsoleServer, HANDLER_STATS_PATH, consoleServerPath, handlerMigrationPath } from "@kubevirt-ts/node-contract";
-import type { ConsoleKind, FreezeAction, GuestAgentQuery, PortForwardSegment, VmiDomainAction } from "@kubevirt-ts/kubevirt-api";
-import { type DomainStats, type MigrationReport, migrationReport } from "@kubevirt-ts/launcher-protocol";
+import {
+  ConsoleServer, type HandlerAnswer, type HandlerRequestRoute, type HandlerRouteParams, type HandlerRouteQueryInput, type HandlerRouteResult, HandlerRouteRefusal, type HandlerStreamRoute,
+  handlerAnswerMaxBytes, handlerPath, handlerRoutes, readHandlerAnswer,
+} from "@kubevirt-ts/node-contract";
+import { DOMAIN_ACTION_SUBRESOURCE, type FreezeAction, type GuestAgentQuery, type VmiDomainAction } from "@kubevirt-ts/kubevirt-api";
+import type { MigrationReport } from "@kubevirt-ts/launcher-protocol";
 import { StatusError } from "@kubevirt-ts/runtime";
 import { type ClientOptions, WebSocket } from "ws";
 import { limits } from "./limits.ts";
 
 // The API's way to the handler of a node: the handler pod on that node, its
 // console server reached over mutual TLS with the API's client certificate,
-// and the handler's certificate checked to name the handler.
+// and the handler's certificate checked to name the handler. Every path comes
+// from the handler's route table (node-contract's handlerRoutes), and every
+// answer is held to the route's bounds and schema.
 
 export interface HandlerTls {
   ca: Buffer;
@@ -18,10 +23,11 @@ export interface HandlerTls {
   key: Buffer;
 }
 
-/** What a handler's HANDLER_STATS_PATH answers: the launchers' domain stats of the VMIs on its node. */
-export interface NodeStats {
-  vmis: { namespace: string; name: string; stats: DomainStats }[];
-}
+/** What a handler's stats route answers: the launchers' domain stats of the VMIs on its node. */
+export type NodeStats = HandlerRouteResult<"stats">;
+
+/** A websocket the handler opens: its route, params and query. */
+export type HandlerStream = { [R in HandlerStreamRoute]: { route: R; params: HandlerRouteParams<R>; query?: HandlerRouteQueryInput<R> } }[HandlerStreamRoute];
 
 /** What the handler answered, or why it could not be reached (5xx). */
 export class HandlerError extends StatusError {}
@@ -65,8 +71,7 @@ export class HandlerDialer {
     return Promise.all(handlers.map(async (pod) => {
       const node = pod.spec?.nodeName ?? "";
       try {
-        const body = await this.requestAt({ host: pod.status?.podIP ?? "", port: this.port }, node, "GET", HANDLER_STATS_PATH);
-        return JSON.parse(body.toString("utf8")) as NodeStats;
+        return await this.requestAt({ host: pod.status?.podIP ?? "", port: this.port }, node, "stats", {});
       } catch (error) {
         failed(node, error);
         return { vmis: [] };
@@ -78,10 +83,10 @@ export class HandlerDialer {
    * Opens a console or VNC session, or a port forward, with the handler; resolves once it is open, paused: what the handler sends at once
    * (QEMU's VNC server speaks first) waits until the caller has its listener on and calls resume().
    */
-  async open(nodeName: string, namespace: string, name: string, kind: ConsoleKind | PortForwardSegment, query?: Record<string, string>): Promise<WebSocket> {
+  async open(nodeName: string, stream: HandlerStream): Promise<WebSocket> {
     const { host, port } = await this.address(nodeName);
-    const search = query ? `?${new URLSearchParams(query).toString()}` : "";
-    const ws = new WebSocket(`wss://${host}:${String(port)}${consoleServerPath(namespace, name, kind)}${search}`, this.options());
+    const path = (handlerPath as (route: HandlerStreamRoute, params: HandlerStream["params"], query: HandlerStream["query"]) => string)(stream.route, stream.params, stream.query);
+    const ws = new WebSocket(`wss://${host}:${String(port)}${path}`, this.options());
     return new Promise((resolve, reject) => {
       ws.once("open", () => {
         ws.pause();
@@ -97,17 +102,17 @@ export class HandlerDialer {
 
   /** Asks the handler to carry out an action on the VMI's domain. */
   async act(nodeName: string, namespace: string, name: string, action: VmiDomainAction): Promise<void> {
-    await this.request(nodeName, "PUT", consoleServerPath(namespace, name, action));
+    await this.request(nodeName, "domainAction", { namespace, name, action: DOMAIN_ACTION_SUBRESOURCE[action] });
   }
 
   /** What the VMI's guest agent tells, in KubeVirt's shape of the query asked. */
   async guestAgent(nodeName: string, namespace: string, name: string, query: GuestAgentQuery): Promise<unknown> {
-    return JSON.parse((await this.request(nodeName, "GET", consoleServerPath(namespace, name, query))).toString("utf8"));
+    return this.request(nodeName, "guestAgent", { namespace, name, query });
   }
 
   /** Freezes (thawing by itself after the timeout, 0: never) or thaws the guest's file systems. */
   async freeze(nodeName: string, namespace: string, name: string, action: FreezeAction, unfreezeTimeoutSeconds: number): Promise<void> {
-    await this.request(nodeName, "PUT", `${consoleServerPath(namespace, name, action)}${action === "freeze" ? `?unfreezeTimeoutSeconds=${String(unfreezeTimeoutSeconds)}` : ""}`);
+    await this.request(nodeName, "fileSystems", { namespace, name, action }, action === "freeze" ? { unfreezeTimeoutSeconds } : undefined);
   }
 
   /**
@@ -115,38 +120,48 @@ export class HandlerDialer {
    * downtime); undefined when that handler answers it sent none by that uid (404), as after it restarted.
    */
   async migrationReport(nodeName: string, migrationUid: string): Promise<MigrationReport | undefined> {
-    const body = await this.request(nodeName, "GET", handlerMigrationPath(migrationUid)).catch((error: unknown) => {
+    return this.request(nodeName, "migration", { uid: migrationUid }).catch((error: unknown) => {
       if (error instanceof HandlerError && error.status === 404) return undefined;
       throw error;
     });
-    return body === undefined ? undefined : migrationReport.parse(JSON.parse(body.toString("utf8")));
   }
 
   /** The VMI's display, as PNG. */
   async screenshot(nodeName: string, namespace: string, name: string): Promise<Buffer> {
-    return this.request(nodeName, "GET", consoleServerPath(namespace, name, "vnc/screenshot"));
+    return this.request(nodeName, "screenshot", { namespace, name });
   }
 
   /** What the VMI's guest printed on its serial console since boot: the last 512 KiB the handler keeps. */
   async serialLog(nodeName: string, namespace: string, name: string): Promise<Buffer> {
-    return this.request(nodeName, "GET", consoleServerPath(namespace, name, "serial-log"));
+    return this.request(nodeName, "serialLog", { namespace, name });
   }
 
-  /** One HTTP request to the handler on a node: its body when it answers 200, else a HandlerError with its status and words. */
-  private async request(nodeName: string, method: "GET" | "PUT", path: string): Promise<Buffer> {
-    return this.requestAt(await this.address(nodeName), nodeName, method, path);
+  /** One request of a route to the handler on a node: its answer when it answers 200, else a HandlerError with its status and words. */
+  private async request<R extends HandlerRequestRoute>(nodeName: string, route: R, params: HandlerRouteParams<R>, query?: HandlerRouteQueryInput<R>): Promise<HandlerAnswer<R>> {
+    return this.requestAt(await this.address(nodeName), nodeName, route, params, query);
   }
 
-  /** One HTTP request to a handler found already. */
-  private requestAt({ host, port }: { host: string; port: number }, nodeName: string, method: "GET" | "PUT", path: string): Promise<Buffer> {
-    return new Promise<Buffer>((resolve, reject) => {
+  /** One request of a route to a handler found already; an answer past the route's bounds is a HandlerError (502). */
+  private requestAt<R extends HandlerRequestRoute>({ host, port }: { host: string; port: number }, nodeName: string, route: R, params: HandlerRouteParams<R>, query?: HandlerRouteQueryInput<R>): Promise<HandlerAnswer<R>> {
+    const maxBytes = handlerAnswerMaxBytes(route);
+    return new Promise<HandlerAnswer<R>>((resolve, reject) => {
       const { ca, cert, key, servername } = this.options();
-      const req = request({ ca, cert, key, servername, method, host, port, path }, (res) => {
+      const req = request({ ca, cert, key, servername, method: handlerRoutes[route].method, host, port, path: handlerPath(route, params, query) }, (res) => {
         const chunks: Buffer[] = [];
-        res.on("data", (c: Buffer) => chunks.push(c)).on("end", () => {
+        let bytes = 0;
+        res.on("data", (c: Buffer) => {
+          bytes += c.length;
+          if (bytes <= maxBytes) { chunks.push(c); return; }
+          reject(new HandlerError(502, `the handler on node ${nodeName} answered ${route} with more than ${String(maxBytes)} bytes`));
+          req.destroy();
+        }).on("end", () => {
           const body = Buffer.concat(chunks);
-          if (res.statusCode === 200) resolve(body);
-          else reject(new HandlerError(res.statusCode ?? 502, body.toString("utf8").trim()));
+          if (res.statusCode !== 200) { reject(new HandlerError(res.statusCode ?? 502, body.toString("utf8").trim())); return; }
+          try {
+            resolve(readHandlerAnswer(route, params, body));
+          } catch (error) {
+            reject(error instanceof HandlerRouteRefusal ? new HandlerError(error.status, `${error.message} (node ${nodeName})`) : error as Error);
+          }
         });
       });
       req.on("error", (error) => { reject(new HandlerError(502, `could not reach the handler on node ${nodeName}: ${error.message}`)); });

@@ -7,3 +7,4 @@ export * from "./access-credentials.ts";
 export * from "./cloud-init-secrets.ts";
 export * from "./config-volumes.ts";
 export * from "./handler-paths.ts";
+export * from "./handler-routes.ts";

@@ -7,8 +7,6 @@
 
 /** The query a console's or display's websocket carries to share it (the dashboard's); without it, a new session takes over. */
 export const SHARED_CONSOLE_QUERY = "shared";
-/** The query virt-api adds towards the handler: who the viewer is, as the API server authenticated them. */
-export const CONSOLE_VIEWER_QUERY = "viewer";
 
 /** From the handler to each viewer. */
 export type ConsoleSharingMessage =

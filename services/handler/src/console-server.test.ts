@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { Pki } from "@kubevirt-ts/control-plane";
 import type { MigrationReport } from "@kubevirt-ts/launcher-protocol";
-import { ConsoleServer, HANDLER_STATS_PATH, handlerMigrationPath, SocketsVolume, consoleServerPath, portForwardSocket } from "@kubevirt-ts/node-contract";
+import { ConsoleServer, SocketsVolume, handlerPath, portForwardSocket } from "@kubevirt-ts/node-contract";
 import { LAUNCHER_UID, type PortForwardSegment, type VirtualMachineInstance, defaultVmiSpec } from "@kubevirt-ts/kubevirt-api";
 import { createLogger } from "@kubevirt-ts/runtime";
 import { Registry } from "prom-client";
@@ -158,7 +158,7 @@ afterAll(async () => {
 
 function open(name: string, what: "console" | "vnc" | PortForwardSegment = "console", client: string = ConsoleServer.apiIdentity, search = ""): WebSocket {
   const options: ClientOptions & ConnectionOptions = { ca, ...tls[client], servername: ConsoleServer.handlerIdentity };
-  return new WebSocket(`wss://127.0.0.1:${String(server.port)}${consoleServerPath("ns", name, what)}${search}`, options);
+  return new WebSocket(`wss://127.0.0.1:${String(server.port)}${vmiPath(name, what)}${search}`, options);
 }
 
 /** A viewer of the shared serial console or display: the bytes it got, and its sharing messages. */
@@ -184,8 +184,11 @@ function refusal(ws: WebSocket): Promise<{ status: number; body: string }> {
   });
 }
 
-function call(method: string, name: string, what: "serial-log" | "pause" | "unpause" | "softReboot" | "reset" | "guestosinfo" | "userlist" | "vnc/screenshot" | "freeze" | "unfreeze", search = ""): Promise<string> {
-  return callPath(method, `${consoleServerPath("ns", name, what)}${search}`);
+/** A VMI's path on the wire, as virt-api sends it (node-contract's handlerRoutes). */
+const vmiPath = (name: string, word: string) => `/v1/namespaces/ns/virtualmachineinstances/${name}/${word}`;
+
+function call(method: string, name: string, what: "serial-log" | "pause" | "unpause" | "softreboot" | "reset" | "guestosinfo" | "userlist" | "vnc/screenshot" | "freeze" | "unfreeze", search = ""): Promise<string> {
+  return callPath(method, `${vmiPath(name, what)}${search}`);
 }
 
 function callPath(method: string, path: string): Promise<string> {
@@ -244,14 +247,14 @@ describe("the handler's console server", { timeout: 30_000 }, () => {
   });
 
   it("answers the last figures of a migration the node sent, by its uid; 404 for one it did not, to GET only", async () => {
-    expect(await callPath("GET", handlerMigrationPath("uid-1"))).toBe(`200 ${JSON.stringify(SENT)}`);
-    expect(await callPath("GET", handlerMigrationPath("uid-2"))).toMatch(/^404 this node sent no migration uid-2/);
-    expect(await callPath("PUT", handlerMigrationPath("uid-1"))).toMatch(/^405 /);
+    expect(await callPath("GET", handlerPath("migration", { uid: "uid-1" }))).toBe(`200 ${JSON.stringify(SENT)}`);
+    expect(await callPath("GET", handlerPath("migration", { uid: "uid-2" }))).toMatch(/^404 this node sent no migration uid-2/);
+    expect(await callPath("PUT", handlerPath("migration", { uid: "uid-1" }))).toMatch(/^405 /);
   });
 
   it("answers the domain stats of every VMI on the node, to GET only", async () => {
-    expect(await callPath("GET", HANDLER_STATS_PATH)).toBe(`200 ${JSON.stringify({ vmis: [{ namespace: "ns", name: "running", stats: { cpu: { timeNs: 5e9 }, vcpus: [], memory: { rssKiB: 100 }, interfaces: [], disks: [] } }] })}`);
-    expect(await callPath("PUT", HANDLER_STATS_PATH)).toMatch(/^405 /);
+    expect(await callPath("GET", handlerPath("stats", {}))).toBe(`200 ${JSON.stringify({ vmis: [{ namespace: "ns", name: "running", stats: { cpu: { timeNs: 5e9 }, vcpus: [], memory: { rssKiB: 100 }, interfaces: [], disks: [] } }] })}`);
+    expect(await callPath("PUT", handlerPath("stats", {}))).toMatch(/^405 /);
   });
 
   it("shares a console among viewers: all see the output, only the holder's keys reach the guest, the holder gives the keyboard to who asks", async () => {
@@ -341,7 +344,7 @@ describe("the handler's console server", { timeout: 30_000 }, () => {
 
   it("refuses a client without a certificate in the TLS handshake", async () => {
     const options: ClientOptions & ConnectionOptions = { ca, servername: ConsoleServer.handlerIdentity };
-    const ws = new WebSocket(`wss://127.0.0.1:${String(server.port)}${consoleServerPath("ns", "running", "console")}`, options);
+    const ws = new WebSocket(`wss://127.0.0.1:${String(server.port)}${vmiPath("running", "console")}`, options);
     ws.on("unexpected-response", () => { throw new Error("got an HTTP answer"); });
     const [error] = (await once(ws, "error")) as [Error];
     expect(error.message).toMatch(/certificate required|socket hang up|ECONNRESET/);
@@ -360,14 +363,14 @@ describe("the handler's console server", { timeout: 30_000 }, () => {
   it("carries out pause, unpause, soft reboot and reset on a domain in a state that allows them", async () => {
     expect(await call("PUT", "running", "pause")).toBe('200 {"state":"Paused"}');
     expect(await call("PUT", "paused", "unpause")).toBe('200 {"state":"Running"}');
-    expect(await call("PUT", "running", "softReboot")).toBe('200 {"state":"Running"}');
+    expect(await call("PUT", "running", "softreboot")).toBe('200 {"state":"Running"}');
     expect(await call("PUT", "running", "reset")).toBe('200 {"state":"Running"}');
     expect(acted).toEqual(["pause running", "unpause paused", "softReboot running", "reset running"]);
     expect(await call("PUT", "running", "unpause")).toBe("409 the VMI is not paused\n");
     expect(await call("PUT", "paused", "reset")).toBe("409 the VMI is paused; unpause it before reset\n");
     expect(await call("PUT", "scheduled", "pause")).toBe("409 the VMI is not running (phase Scheduled); pause needs a running VMI\n");
     expect(await call("PUT", "paused", "pause")).toBe("409 the VMI is already paused\n");
-    expect(await call("PUT", "paused", "softReboot")).toBe("409 the VMI is paused; unpause it before soft reboot\n");
+    expect(await call("PUT", "paused", "softreboot")).toBe("409 the VMI is paused; unpause it before soft reboot\n");
     expect(await call("GET", "running", "pause")).toBe("405 pause is done with PUT\n");
     expect(acted).toHaveLength(4);
   });

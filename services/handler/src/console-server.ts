@@ -4,9 +4,11 @@ import { type Server, createServer } from "node:https";
 import { type Socket, connect } from "node:net";
 import type { Duplex } from "node:stream";
 import type { PeerCertificate, TLSSocket } from "node:tls";
-import { CONSOLE_VIEWER_QUERY, SHARED_CONSOLE_QUERY, type GuestAgentInfo, guestAgentAnswer, guestAgentRefusal, vmiActionAvailability } from "@kubevirt-ts/vm-rules";
-import { HANDLER_MIGRATIONS_PATH, HANDLER_STATS_PATH, SocketsVolume, portForwardSocket } from "@kubevirt-ts/node-contract";
-import { type ConsoleKind, DOMAIN_ACTION_SUBRESOURCE, type PortForward, type StreamKind, FREEZE_ACTIONS, type FreezeAction, GUEST_AGENT_QUERIES, type VmiDomainAction, type VirtualMachineInstance, domainActionOf, isFreezeAction, isGuestAgentQuery, parsePortForward } from "@kubevirt-ts/kubevirt-api";
+import { type GuestAgentInfo, guestAgentAnswer, guestAgentRefusal, vmiActionAvailability } from "@kubevirt-ts/vm-rules";
+import {
+  type HandlerRequestRoute, type HandlerRoute, type HandlerRouteMatch, HandlerRouteRefusal, type HandlerStreamRoute, SocketsVolume, handlerAnswerMaxBytes, matchHandlerRoute, portForwardSocket,
+} from "@kubevirt-ts/node-contract";
+import { type ConsoleKind, type PortForward, type StreamKind, type FreezeAction, type VmiDomainAction, type VirtualMachineInstance, domainActionOf, parsePortForward } from "@kubevirt-ts/kubevirt-api";
 import type { MigrationReport } from "@kubevirt-ts/launcher-protocol";
 import { type Logger, StatusError, keepAlive } from "@kubevirt-ts/runtime";
 import { Gauge, type Registry } from "prom-client";
@@ -26,7 +28,9 @@ import { limits } from "./limits.ts";
 // and one VNC session; a new one takes over from the old, as in KubeVirt,
 // unless the clients ask to share (?shared=true): then several watch one
 // console or display and one holds the keyboard (shared-console.ts).
-// Port forwards are as many as the clients open.
+// Port forwards are as many as the clients open. The routes, their methods,
+// queries and answers are node-contract's handlerRoutes (virt-api builds its
+// requests from the same table); each is one small function here.
 
 export interface ConsoleTarget {
   vmi: VirtualMachineInstance;
@@ -56,9 +60,9 @@ export interface ConsoleServerOptions {
   screenshot: (target: ConsoleTarget) => Promise<{ bytes: number }>;
   /** Has the target's launcher open its tunnel to the guest's port (portForwardSocket). */
   portForward: (target: ConsoleTarget, forward: PortForward) => Promise<unknown>;
-  /** The domain stats of every VMI running on this node (HANDLER_STATS_PATH). */
+  /** The domain stats of every VMI running on this node (the stats route). */
   stats: () => Promise<VmiStats[]>;
-  /** The last figures of a migration this node sent (handlerMigrationPath); undefined when it sent none by that uid. */
+  /** The last figures of a migration this node sent (the migration route); undefined when it sent none by that uid. */
   migrationReport: (migrationUid: string) => MigrationReport | undefined;
   log: Logger;
   registry: Registry;
@@ -70,24 +74,25 @@ export interface ConsoleServerHandle {
   close(): Promise<void>;
 }
 
-/** The largest screenshot served: as much as the handler reads of a pod's file (limits.podFileReadBytes). */
-export const SCREENSHOT_MAX_BYTES = limits.podFileReadBytes;
+/** The largest screenshot served: what the API reads of one (the route's bound), no more than the handler reads of a pod's file (limits.podFileReadBytes). */
+export const SCREENSHOT_MAX_BYTES = Math.min(handlerAnswerMaxBytes("screenshot"), limits.podFileReadBytes);
 
 /** The largest websocket frame the handler takes from the API: limits.consoleFrameBytes. */
 export const CONSOLE_MAX_FRAME_BYTES = limits.consoleFrameBytes;
 
 /** What a client gets of the serial log: its last 512 KiB. */
-export const SERIAL_LOG_TAIL_BYTES = 512 * 1024;
+export const SERIAL_LOG_TAIL_BYTES = handlerAnswerMaxBytes("serialLog");
 
-const ROUTE = new RegExp(`^/v1/namespaces/([^/]+)/virtualmachineinstances/([^/]+)/(console|vnc|vnc/screenshot|serial-log|portforward/[^/]+/[^/]+|${[...Object.values(DOMAIN_ACTION_SUBRESOURCE), ...GUEST_AGENT_QUERIES, ...FREEZE_ACTIONS].join("|")})$`);
+/** A request of one route, its params and query read (matchHandlerRoute). */
+type Matched<R extends HandlerRoute> = Extract<HandlerRouteMatch, { route: R }>;
 
-/** The request's VMI and what it asks for: a console kind, the serial log, or a domain action (`action`, by its name; `what` is the path's word). */
-function parse(req: IncomingMessage): { namespace: string; name: string; what: string; action: VmiDomainAction | undefined; query: URLSearchParams } {
-  const url = new URL(req.url ?? "/", "https://handler");
-  const match = ROUTE.exec(url.pathname);
-  if (!match) throw new ConsoleRefusal(404, `no such path: ${url.pathname}`);
-  const what = match[3] ?? "";
-  return { namespace: decodeURIComponent(match[1] ?? ""), name: decodeURIComponent(match[2] ?? ""), what, action: domainActionOf(what), query: url.searchParams };
+/** The route a request asks for (the table's), or a ConsoleRefusal with the table's status and words. */
+function route(req: IncomingMessage, upgrade: boolean): HandlerRouteMatch {
+  try {
+    return matchHandlerRoute(req.method, req.url, upgrade);
+  } catch (error) {
+    throw error instanceof HandlerRouteRefusal ? new ConsoleRefusal(error.status, error.message) : error;
+  }
 }
 
 /** Why a domain action or console cannot be had on the VMI now (availableActions' rules), with its HTTP status; undefined when it can. */
@@ -130,75 +135,65 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
     return false;
   };
 
-  const serveHttp = async (req: IncomingMessage, res: ServerResponse) => {
-    try {
-      if (!authorized(req)) throw new ConsoleRefusal(403, "this client may not use the console server");
-      const path = new URL(req.url ?? "/", "https://handler").pathname;
-      if (path.startsWith(`${HANDLER_MIGRATIONS_PATH}/`)) {
-        if (req.method !== "GET") throw new ConsoleRefusal(405, "a migration's figures are read with GET");
-        const uid = decodeURIComponent(path.slice(HANDLER_MIGRATIONS_PATH.length + 1));
-        const report = options.migrationReport(uid);
-        if (!report) throw new ConsoleRefusal(404, `this node sent no migration ${uid} (or no longer keeps its figures)`);
-        res.writeHead(200, { "content-type": "application/json", "cache-control": "no-store" }).end(JSON.stringify(report));
-        return;
-      }
-      if (path === HANDLER_STATS_PATH) {
-        if (req.method !== "GET") throw new ConsoleRefusal(405, "stats are read with GET");
-        res.writeHead(200, { "content-type": "application/json", "cache-control": "no-store" }).end(JSON.stringify({ vmis: await options.stats() }));
-        return;
-      }
-      const { namespace, name, what, action, query } = parse(req);
-      if (action) {
-        if (req.method !== "PUT") throw new ConsoleRefusal(405, `${what} is done with PUT`);
-        const target = lookup(namespace, name);
-        const refusal = actionUnavailable(target.vmi, action);
-        if (refusal) throw refusal;
-        const domain = await options.act(target, action).catch((error: unknown) => {
-          throw new ConsoleRefusal(409, `the launcher could not ${what} the VMI: ${error instanceof Error ? error.message : String(error)}`);
-        });
-        log.info("domain action", { namespace, vmi: name, action });
-        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(domain));
-        return;
-      }
-      if (isFreezeAction(what)) {
-        if (req.method !== "PUT") throw new ConsoleRefusal(405, `${what} is done with PUT`);
-        const timeout = Number(query.get("unfreezeTimeoutSeconds") ?? "0");
-        if (!Number.isInteger(timeout) || timeout < 0) throw new ConsoleRefusal(400, "unfreezeTimeoutSeconds is a whole number of seconds, 0 or more");
-        const target = lookup(namespace, name);
-        const refusal = guestAgentRefusal(target.vmi);
-        if (refusal) throw new ConsoleRefusal(409, refusal);
-        const domain = await options.freeze(target, what, timeout).catch((error: unknown) => {
-          throw new ConsoleRefusal(409, `the guest agent could not ${what} the file systems: ${error instanceof Error ? error.message : String(error)}`);
-        });
-        log.info("file systems", { namespace, vmi: name, action: what, unfreezeTimeoutSeconds: timeout });
-        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(domain));
-        return;
-      }
-      if (isGuestAgentQuery(what)) {
-        if (req.method !== "GET") throw new ConsoleRefusal(405, `${what} is read with GET`);
-        const target = lookup(namespace, name);
-        const refusal = guestAgentRefusal(target.vmi);
-        if (refusal) throw new ConsoleRefusal(409, refusal);
-        const info = await options.guestAgentInfo(target).catch((error: unknown) => {
-          throw new ConsoleRefusal(409, `the guest agent did not answer: ${error instanceof Error ? error.message : String(error)}`);
-        });
-        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(guestAgentAnswer(info, what)));
-        return;
-      }
-      if (what === "vnc/screenshot") {
-        if (req.method !== "GET") throw new ConsoleRefusal(405, "vnc/screenshot is read with GET");
-        const target = lookup(namespace, name);
-        const refusal = actionUnavailable(target.vmi, "vnc");
-        if (refusal) throw refusal;
-        const { bytes } = await options.screenshot(target).catch((error: unknown) => {
-          throw new ConsoleRefusal(409, `the launcher could not take a screenshot: ${error instanceof Error ? error.message : String(error)}`);
-        });
-        if (bytes > SCREENSHOT_MAX_BYTES) throw new ConsoleRefusal(500, `the screenshot is ${String(bytes)} bytes, more than the ${String(SCREENSHOT_MAX_BYTES)} served`);
-        const png = await readPodFileTail(podsDir, target.podUid, SocketsVolume.screenshot, bytes);
-        res.writeHead(200, { "content-type": "image/png", "cache-control": "no-store" }).end(png);
-        return;
-      }
-      if (what !== "serial-log" || req.method !== "GET") throw new ConsoleRefusal(405, `${what} is a websocket; serial-log is read with GET`);
+  const json = (res: ServerResponse, body: unknown, headers: Record<string, string> = {}) => {
+    res.writeHead(200, { "content-type": "application/json", ...headers }).end(JSON.stringify(body));
+  };
+  const noStore = { "cache-control": "no-store" };
+  const failure = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+  /** Each plain route of the table (node-contract's handlerRoutes), as a small function. */
+  const requests: { [R in HandlerRequestRoute]: (res: ServerResponse, request: Matched<R>) => Promise<void> | void } = {
+    migration: (res, { params: { uid } }) => {
+      const report = options.migrationReport(uid);
+      if (!report) throw new ConsoleRefusal(404, `this node sent no migration ${uid} (or no longer keeps its figures)`);
+      json(res, report, noStore);
+    },
+    stats: async (res) => {
+      json(res, { vmis: await options.stats() }, noStore);
+    },
+    domainAction: async (res, { params: { namespace, name, action: subresource }, word }) => {
+      const action = domainActionOf(subresource);
+      if (!action) throw new ConsoleRefusal(404, `no such action: ${word}`);
+      const target = lookup(namespace, name);
+      const refusal = actionUnavailable(target.vmi, action);
+      if (refusal) throw refusal;
+      const domain = await options.act(target, action).catch((error: unknown) => {
+        throw new ConsoleRefusal(409, `the launcher could not ${word} the VMI: ${failure(error)}`);
+      });
+      log.info("domain action", { namespace, vmi: name, action });
+      json(res, domain);
+    },
+    fileSystems: async (res, { params: { namespace, name, action }, query: { unfreezeTimeoutSeconds } }) => {
+      const target = lookup(namespace, name);
+      const refusal = guestAgentRefusal(target.vmi);
+      if (refusal) throw new ConsoleRefusal(409, refusal);
+      const domain = await options.freeze(target, action, unfreezeTimeoutSeconds).catch((error: unknown) => {
+        throw new ConsoleRefusal(409, `the guest agent could not ${action} the file systems: ${failure(error)}`);
+      });
+      log.info("file systems", { namespace, vmi: name, action, unfreezeTimeoutSeconds });
+      json(res, domain);
+    },
+    guestAgent: async (res, { params: { namespace, name, query } }) => {
+      const target = lookup(namespace, name);
+      const refusal = guestAgentRefusal(target.vmi);
+      if (refusal) throw new ConsoleRefusal(409, refusal);
+      const info = await options.guestAgentInfo(target).catch((error: unknown) => {
+        throw new ConsoleRefusal(409, `the guest agent did not answer: ${failure(error)}`);
+      });
+      json(res, guestAgentAnswer(info, query));
+    },
+    screenshot: async (res, { params: { namespace, name } }) => {
+      const target = lookup(namespace, name);
+      const refusal = actionUnavailable(target.vmi, "vnc");
+      if (refusal) throw refusal;
+      const { bytes } = await options.screenshot(target).catch((error: unknown) => {
+        throw new ConsoleRefusal(409, `the launcher could not take a screenshot: ${failure(error)}`);
+      });
+      if (bytes > SCREENSHOT_MAX_BYTES) throw new ConsoleRefusal(500, `the screenshot is ${String(bytes)} bytes, more than the ${String(SCREENSHOT_MAX_BYTES)} served`);
+      const png = await readPodFileTail(podsDir, target.podUid, SocketsVolume.screenshot, bytes);
+      res.writeHead(200, { "content-type": "image/png", ...noStore }).end(png);
+    },
+    serialLog: async (res, { params: { namespace, name } }) => {
       const { podUid } = lookup(namespace, name);
       const current = await readPodFileTail(podsDir, podUid, SERIAL_LOG_NAME, SERIAL_LOG_TAIL_BYTES);
       // virtlogd rotates the log into serial0.log.0: the older part comes from there.
@@ -207,7 +202,15 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
         if ((e as NodeJS.ErrnoException).code === "ENOENT") return Buffer.alloc(0);
         throw e;
       }) : Buffer.alloc(0);
-      res.writeHead(200, { "content-type": "application/octet-stream", "cache-control": "no-store" }).end(Buffer.concat([older, current]));
+      res.writeHead(200, { "content-type": "application/octet-stream", ...noStore }).end(Buffer.concat([older, current]));
+    },
+  };
+
+  const serveHttp = async (req: IncomingMessage, res: ServerResponse) => {
+    try {
+      if (!authorized(req)) throw new ConsoleRefusal(403, "this client may not use the console server");
+      const request = route(req, false);
+      await (requests[request.route as HandlerRequestRoute] as (res: ServerResponse, request: HandlerRouteMatch) => Promise<void> | void)(res, request);
     } catch (error) {
       const status = error instanceof ConsoleRefusal ? error.status : (error as NodeJS.ErrnoException).code === "ENOENT" ? 404 : 500;
       if (status === 500) log.error("could not answer a request", { url: req.url, error });
@@ -285,76 +288,78 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
     }
   };
 
-  /** A tunnel to a port of the guest: the launcher opens its socket for that port, and the websocket is joined to it. */
-  const forwardPort = async (req: IncomingMessage, socket: Duplex, head: Buffer, namespace: string, name: string, what: string) => {
-    const [, port = "", protocol] = what.split("/");
-    const forward = parsePortForward(port, protocol);
-    if (typeof forward === "string") throw new ConsoleRefusal(400, forward);
-    const target = lookup(namespace, name);
-    const refusal = actionUnavailable(target.vmi, "portforward");
+  /** A console or display: one session that takes over from the last, or (shared) one viewer more of a shared one. */
+  const openConsole = async (req: IncomingMessage, socket: Duplex, head: Buffer, what: ConsoleKind, { namespace, name }: { namespace: string; name: string }, query: { shared: boolean; viewer: string | undefined; preserveSession?: boolean }) => {
+    const { vmi, podUid } = lookup(namespace, name);
+    const refusal = actionUnavailable(vmi, what);
     if (refusal) throw refusal;
-    await options.portForward(target, forward).catch((error: unknown) => {
-      throw new ConsoleRefusal(409, `the launcher could not forward port ${String(forward.port)}: ${error instanceof Error ? error.message : String(error)}`);
-    });
-    const unix = await connectPodSocket(target.podUid, portForwardSocket(forward));
+    const key = `${vmi.metadata.uid ?? ""}/${what}`;
+    if (query.shared) {
+      const labels = { namespace, vmi: name };
+      const who = (query.viewer ?? "") || "someone";
+      let join: (ws: WebSocket) => SharedSession;
+      if (what === "console") {
+        const group = await sharedSession(key, async (ended) => new SharedConsole(await connectPodSocket(podUid, SocketName.Serial), ended));
+        join = (ws) => { group.join(ws, who); return group; };
+      } else {
+        const group = await sharedSession(key, (ended) => Promise.resolve(new SharedDisplay(ended)));
+        // QEMU's VNC server takes many clients: each viewer has its own connection.
+        const unix = await connectPodSocket(podUid, SocketName.Vnc);
+        join = (ws) => { group.join(ws, who, unix); return group; };
+      }
+      websockets.handleUpgrade(req, socket, head, (ws) => {
+        active[what].inc(labels);
+        keepAlive(ws, pingIntervalMs);
+        endOnError(ws);
+        ws.on("close", () => { active[what].dec(labels); });
+        const group = join(ws);
+        log.info("shared session viewer joined", { ...labels, kind: what, viewers: group.size });
+      });
+      return;
+    }
+    // A session that does not share takes over from every viewer of a shared one, as a new KubeVirt session does.
+    const group = await shared.get(key);
+    if (group) {
+      shared.delete(key);
+      group.close("a newer session took over this console");
+    }
+    if (query.preserveSession === true && sessions.has(key)) {
+      throw new ConsoleRefusal(503, "another VNC session is open and preserveSession was asked for");
+    }
+    // The previous session lets go of QEMU's socket first: it takes one client at a time.
+    await letGo(key, "a newer session took over this console");
+    const unix = await connectPodSocket(podUid, what === "vnc" ? SocketName.Vnc : SocketName.Serial);
     websockets.handleUpgrade(req, socket, head, (ws) => {
-      bridge(ws, unix, undefined, { namespace, vmi: name }, "portforward");
+      bridge(ws, unix, key, { namespace, vmi: name }, what);
     });
+  };
+
+  /** Each websocket route of the table, as a small function. */
+  const streams: { [R in HandlerStreamRoute]: (req: IncomingMessage, socket: Duplex, head: Buffer, request: Matched<R>) => Promise<void> } = {
+    console: (req, socket, head, { params, query }) => openConsole(req, socket, head, "console", params, query),
+    vnc: (req, socket, head, { params, query }) => openConsole(req, socket, head, "vnc", params, query),
+    /** A tunnel to a port of the guest: the launcher opens its socket for that port, and the websocket is joined to it. */
+    portForward: async (req, socket, head, { params: { namespace, name, port, protocol } }) => {
+      const forward = parsePortForward(port, protocol);
+      if (typeof forward === "string") throw new ConsoleRefusal(400, forward);
+      const target = lookup(namespace, name);
+      const refusal = actionUnavailable(target.vmi, "portforward");
+      if (refusal) throw refusal;
+      await options.portForward(target, forward).catch((error: unknown) => {
+        throw new ConsoleRefusal(409, `the launcher could not forward port ${String(forward.port)}: ${failure(error)}`);
+      });
+      const unix = await connectPodSocket(target.podUid, portForwardSocket(forward));
+      websockets.handleUpgrade(req, socket, head, (ws) => {
+        bridge(ws, unix, undefined, { namespace, vmi: name }, "portforward");
+      });
+    },
   };
 
   const upgrade = async (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     try {
       if (!authorized(req)) throw new ConsoleRefusal(403, "this client may not use the console server");
-      const parsed = parse(req);
-      const { namespace, name, query } = parsed;
-      if (parsed.what.startsWith("portforward/")) {
-        await forwardPort(req, socket, head, namespace, name, parsed.what);
-        return;
-      }
-      if (parsed.what !== "console" && parsed.what !== "vnc") throw new ConsoleRefusal(400, `${parsed.what} is a plain request, not a websocket`);
-      const what: ConsoleKind = parsed.what;
-      const { vmi, podUid } = lookup(namespace, name);
-      const refusal = actionUnavailable(vmi, what);
-      if (refusal) throw refusal;
-      const key = `${vmi.metadata.uid ?? ""}/${what}`;
-      if (query.get(SHARED_CONSOLE_QUERY) === "true") {
-        const labels = { namespace, vmi: name };
-        const who = (query.get(CONSOLE_VIEWER_QUERY) ?? "") || "someone";
-        let join: (ws: WebSocket) => SharedSession;
-        if (what === "console") {
-          const group = await sharedSession(key, async (ended) => new SharedConsole(await connectPodSocket(podUid, SocketName.Serial), ended));
-          join = (ws) => { group.join(ws, who); return group; };
-        } else {
-          const group = await sharedSession(key, (ended) => Promise.resolve(new SharedDisplay(ended)));
-          // QEMU's VNC server takes many clients: each viewer has its own connection.
-          const unix = await connectPodSocket(podUid, SocketName.Vnc);
-          join = (ws) => { group.join(ws, who, unix); return group; };
-        }
-        websockets.handleUpgrade(req, socket, head, (ws) => {
-          active[what].inc(labels);
-          keepAlive(ws, pingIntervalMs);
-          endOnError(ws);
-          ws.on("close", () => { active[what].dec(labels); });
-          const group = join(ws);
-          log.info("shared session viewer joined", { ...labels, kind: what, viewers: group.size });
-        });
-        return;
-      }
-      // A session that does not share takes over from every viewer of a shared one, as a new KubeVirt session does.
-      const group = await shared.get(key);
-      if (group) {
-        shared.delete(key);
-        group.close("a newer session took over this console");
-      }
-      if (what === "vnc" && query.get("preserveSession") === "true" && sessions.has(key)) {
-        throw new ConsoleRefusal(503, "another VNC session is open and preserveSession was asked for");
-      }
-      // The previous session lets go of QEMU's socket first: it takes one client at a time.
-      await letGo(key, "a newer session took over this console");
-      const unix = await connectPodSocket(podUid, what === "vnc" ? SocketName.Vnc : SocketName.Serial);
-      websockets.handleUpgrade(req, socket, head, (ws) => {
-        bridge(ws, unix, key, { namespace, vmi: name }, what);
-      });
+      const request = route(req, true);
+      await (streams[request.route as HandlerStreamRoute] as (req: IncomingMessage, socket: Duplex, head: Buffer, request: HandlerRouteMatch) => Promise<void>)(req, socket, head, request);
     } catch (error) {
       if (!(error instanceof ConsoleRefusal)) log.error("could not open a console", { url: req.url, error });
       refuseUpgrade(socket, error);

@@ -96,7 +96,7 @@ export interface StatsSamplerOptions {
 
 /**
  * The domain stats of every running VMI on this node, each launcher asked at most once a second (each given 5 s),
- * whoever reads them: /metrics and the API's store (the console server's HANDLER_STATS_PATH).
+ * whoever reads them: /metrics and the API's store (the console server's stats route, node-contract's handlerRoutes).
  */
 export function createStatsSampler(options: StatsSamplerOptions): () => Promise<VmiStats[]> {
   let last: { at: number; samples: Promise<VmiStats[]> } | undefined;
