@@ -167,8 +167,8 @@ export async function ratioFigures(count: number): Promise<Row[]> {
       "create request sent → first watch event Running (VMI) or Ready (pod), client clock in ms: " +
         "p50 ÷ p50, p95 ÷ p95",
     ),
-    cpuRow(`${id}.vmi.cpu`, `${label}: machine CPU per VMI start`, vmis, count),
-    cpuRow(`${id}.pod.cpu`, `${label}: machine CPU per plain pod start`, pods, count),
+    cpuRow(`${id}.vmi.cpu`, `${label}: CPU per VMI start`, vmis, count),
+    cpuRow(`${id}.pod.cpu`, `${label}: CPU per plain pod start`, pods, count),
     {
       id: `${id}.cpu`,
       figure: `${label}: CPU per VMI start ÷ per pod start`,
