@@ -91,8 +91,8 @@ const cpuRow = (id: string, figure: string, b: Batch, count: number): Row => ({
     `from the first create until all ${String(count)} were seen (${b.windowS.toFixed(1)} s), ÷ ${String(count)}; ` +
     "cluster: cpuacct of both nodes' kubepods cgroups + the local cluster's daemons (etcd, kube-*, kubelet, " +
     "containerd and its shims, with their reaped children) from /proc; machine: /proc/stat busy ticks of this " +
-    `machine (user, nice, system, irq, softirq, steal), other work on it included: it was busy ${b.restPerS.toFixed(2)} ` +
-    `CPU-s/s in the ${String(REST_S)} s before`,
+    "machine (user, nice, system, irq, softirq, steal), other work on it included: it was busy " +
+    `${b.restPerS.toFixed(2)} CPU-s/s in the ${String(REST_S)} s before`,
 });
 
 interface Listed {
@@ -134,7 +134,7 @@ export async function ratioFigures(count: number): Promise<Row[]> {
   const { vmis, pods, pattern } = await batches(count);
   const label = `${String(count)} at once`;
   const containers = [...(pattern.spec?.initContainers ?? []), ...(pattern.spec?.containers ?? [])];
-  const shape = `the launcher pod's shape (${containers.map((c) => c.name).join(", ")})`;
+  const shape = `the launcher pod's containers: ${containers.map((c) => c.name).join(", ")}`;
   const summary = (s: number[]) => (s.length > 0 ? summarize(s) : undefined);
   const id = `ratio.${String(count)}`;
   const server = "server clocks, 1 s resolution";
@@ -147,10 +147,10 @@ export async function ratioFigures(count: number): Promise<Row[]> {
     ),
     times(
       `${id}.pod.running`,
-      `${label}: plain pod of ${shape}, create → Ready`,
+      `${label}: plain pod of the launcher pod's shape, create → Ready`,
       pods.server,
       `pod creationTimestamp → its Ready condition's lastTransitionTime (${server}); ` +
-        "true/sleep in the launcher's image",
+        `true/sleep in the launcher's image, in ${shape}`,
     ),
     ratioRow(
       `${id}.start`,
