@@ -180,8 +180,12 @@ describe("every component killed under load", () => {
     const table = [
       "| component | kills | back after (s) | converged after (s) | lost | duplicated | orphans |",
       "| --- | --- | --- | --- | --- | --- | --- |",
-      ...rows.map((r) =>
-        `| ${r.component} | ${String(r.kills)} | ${r.backSeconds.toFixed(1)} | ${r.convergeSeconds === undefined ? `not within ${String(CONVERGE_MS / 1000)}` : r.convergeSeconds.toFixed(1)} | ${String(r.verdict.lost.length)} | ${String(r.verdict.duplicated.length)} | ${String(r.verdict.orphans.length)} |`),
+      ...rows.map((r) => {
+        const converged = r.convergeSeconds === undefined ? `not within ${String(CONVERGE_MS / 1000)}` : r.convergeSeconds.toFixed(1);
+        const { lost, duplicated, orphans } = r.verdict;
+        const cells = [r.component, String(r.kills), r.backSeconds.toFixed(1), converged, String(lost.length), String(duplicated.length), String(orphans.length)];
+        return `| ${cells.join(" | ")} |`;
+      }),
     ].join("\n");
     process.stdout.write(`\nChaos: ${String(FIRST_VMS)} tiny-guest VMs; per component one SIGKILL during a churn of one VM deleted, one created and one started or stopped\n${table}\n`);
     await writeFile(

@@ -37,8 +37,11 @@ import { type FrontProxy, frontProxyRefusal, remoteUser } from "./subresources/f
 //   before the upgrade, as KubeVirt's virt-api answers, which the API server
 //   passes back to the client.
 
+const VMI_CONSOLE_SUBRESOURCE = "virtualmachineinstances/([a-z0-9.-]+)/(console|vnc|portforward)";
+const VM_CONSOLE_SUBRESOURCE = "virtualmachines/([a-z0-9.-]+)/(portforward)";
 export const CONSOLE_PATH = new RegExp(
-  `^/apis/subresources\\.kubevirt\\.io/(${SUBRESOURCE_VERSIONS.join("|")})/namespaces/([a-z0-9-]+)/(?:virtualmachineinstances/([a-z0-9.-]+)/(console|vnc|portforward)|virtualmachines/([a-z0-9.-]+)/(portforward))(?:/([^/]+)(?:/([^/]+))?)?$`,
+  `^/apis/subresources\\.kubevirt\\.io/(${SUBRESOURCE_VERSIONS.join("|")})/namespaces/([a-z0-9-]+)/` +
+    `(?:${VMI_CONSOLE_SUBRESOURCE}|${VM_CONSOLE_SUBRESOURCE})(?:/([^/]+)(?:/([^/]+))?)?$`,
 );
 const PLAIN_PROTOCOL = "plain.kubevirt.io";
 const BEARER_PROTOCOL_PREFIX = "base64url.bearer.authorization.k8s.io.";

@@ -315,7 +315,8 @@ describe("the console proxy", () => {
   test("closes with 1009 when small frames sent with the upgrade, before the session is authorized, add up past their bound", async ({ kubeConfig, namespace }) => {
     const { editor } = await users(kubeConfig, namespace);
     // One write: the upgrade request and, right behind it, more small frames than the bound allows.
-    const frame = Buffer.concat([Buffer.from([0x82, 0x80 | 126, 0x04, 0x00, 0, 0, 0, 0]), Buffer.alloc(1024)]); // binary, 1 KiB, masked with zeros
+    // A binary frame of 1 KiB, masked with zeros.
+    const frame = Buffer.concat([Buffer.from([0x82, 0x80 | 126, 0x04, 0x00, 0, 0, 0, 0]), Buffer.alloc(1024)]);
     const frames = Math.ceil(limits.consoleEarlyBytes / 1024) + 1;
     const { port } = new URL(api.url);
     const socket = connect(Number(port), "127.0.0.1");

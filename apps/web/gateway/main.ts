@@ -18,7 +18,8 @@ pointNextAt(env.nextPort);
 // @ts-expect-error -- Next's generated standalone server has no types.
 await import("../server.js");
 const gateway = startGateway({ port: env.port, host: env.host, next: new URL(`http://127.0.0.1:${String(env.nextPort)}`), api: env.api, upload: env.upload, tls });
-process.stdout.write(`${JSON.stringify({ level: "info", component: "web", msg: "gateway listening", port: env.port, https: tls !== undefined, api: env.api.href })}\n`);
+const listening = { level: "info", component: "web", msg: "gateway listening", port: env.port, https: tls !== undefined, api: env.api.href };
+process.stdout.write(`${JSON.stringify(listening)}\n`);
 process.on("SIGTERM", () => {
   gateway.stop();
 });

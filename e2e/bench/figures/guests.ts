@@ -37,7 +37,7 @@ export async function debianFigure(): Promise<Row[]> {
     }
     return [{
       id: "debian.login",
-      figure: "Debian guest (examples/vm-debian.yaml, 1 vCPU, 1Gi, emulated): create → login prompt on the serial console",
+      figure: "Debian guest (examples/vm-debian.yaml, 1 vCPU, 1Gi, emulated): " + "create → login prompt on the serial console",
       unit: "s",
       values: { value: loginAt === undefined ? null : (loginAt - created) / 1000 },
       method: "VM creationTimestamp → the serial console websocket (or the handler's serial log, polled) shows \"Debian GNU/Linux 12 … ttyS0 … login:\"",

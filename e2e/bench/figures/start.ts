@@ -61,7 +61,10 @@ export async function startFigures(count: number, options: { memory: boolean }):
     });
     const label = `${String(count)} minimal VMI${count > 1 ? "s" : ""} at once`;
     const serverMethod = "VMI creationTimestamp → status.phaseTransitionTimestamps (server clocks, 1 s resolution)";
-    const clientMethod = `create request sent → first watch event in that phase (client clock, ms)${watch.restarts > 0 ? `; the watch ended and was started again ${String(watch.restarts)} time(s), a phase reached meanwhile seen late` : ""}`;
+    const restarts = watch.restarts > 0
+      ? `; the watch ended and was started again ${String(watch.restarts)} time(s), ` + "a phase reached meanwhile seen late"
+      : "";
+    const clientMethod = `create request sent → first watch event in that phase (client clock, ms)${restarts}`;
     const rows: Row[] = [
       timing(`start.${String(count)}.scheduled`, `${label}: create → Scheduled`, server("Scheduled"), count, serverMethod, deadlineS),
       timing(`start.${String(count)}.running`, `${label}: create → Running`, server("Running"), count, serverMethod, deadlineS),

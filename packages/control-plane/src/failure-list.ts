@@ -23,7 +23,8 @@ export class VitestFailureList implements Reporter {
 
   onTestCaseResult(testCase: TestCase): void {
     const result = testCase.result();
-    if (result.state === "failed") recordFailure(this.file, `${testCase.module.relativeModuleId} › ${testCase.fullName}`, result.errors[0]?.message);
+    const name = `${testCase.module.relativeModuleId} › ${testCase.fullName}`;
+    if (result.state === "failed") recordFailure(this.file, name, result.errors[0]?.message);
   }
 }
 

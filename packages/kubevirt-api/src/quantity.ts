@@ -1,9 +1,9 @@
 // Kubernetes resource quantities ("128Mi", "1G", "500m", 2): the format the
 // API server accepts, and a parser for the comparisons validation needs.
 
+const DECIMAL = "(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))";
 /** The pattern the Kubernetes API server publishes for quantities. */
-export const QUANTITY_PATTERN =
-  "^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$";
+export const QUANTITY_PATTERN = `^(\\+|-)?${DECIMAL}(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?${DECIMAL}))?$`;
 
 const quantityRegExp = new RegExp(QUANTITY_PATTERN);
 

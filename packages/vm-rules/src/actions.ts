@@ -68,7 +68,8 @@ export function vmiActionAvailability(vmi: VmiFacts | undefined, action: VmiDoma
   const phase = vmi.status?.phase ?? VmiPhase.Pending;
   if (phase !== VmiPhase.Running) {
     const comingUp = phase === VmiPhase.Pending || phase === VmiPhase.Scheduling || phase === VmiPhase.Scheduled;
-    return notNow(`the VMI is not running (phase ${phase}); ${console ? (comingUp ? "wait until it is Running" : "start it and try again") : `${ACTION_WORDS[action]} needs a running VMI`}`);
+    const detail = console ? (comingUp ? "wait until it is Running" : "start it and try again") : `${ACTION_WORDS[action]} needs a running VMI`;
+    return notNow(`the VMI is not running (phase ${phase}); ${detail}`);
   }
   const paused = isPaused(vmi);
   if (action === "pause" && paused) return notNow("the VMI is already paused");

@@ -178,7 +178,10 @@ export function migrationRefusal(vmi: Pick<VirtualMachineInstance, "status" | "m
   const name = vmi.metadata.name ?? "";
   if (vmi.status?.phase !== VmiPhase.Running) return `VMI ${name} is not running (its phase is ${vmi.status?.phase ?? "Pending"}): only a running VMI can be migrated`;
   const condition = vmi.status.conditions?.find((c) => c.type === VmiConditionType.LiveMigratable);
-  if (condition?.status !== ConditionStatus.True) return `VMI ${name} is not live migratable: ${condition ? `${condition.reason ?? ""}: ${condition.message ?? ""}` : "its LiveMigratable condition is not there yet"}`;
+  if (condition?.status !== ConditionStatus.True) {
+    const why = condition ? `${condition.reason ?? ""}: ${condition.message ?? ""}` : "its LiveMigratable condition is not there yet";
+    return `VMI ${name} is not live migratable: ${why}`;
+  }
   if (isMigrating(vmi)) return `VMI ${name} is already migrating (migration uid ${vmi.status.migrationState?.migrationUid ?? ""}); wait for it to end, or delete that VirtualMachineInstanceMigration to cancel it`;
   return undefined;
 }

@@ -84,7 +84,8 @@ export function statusReason(vm: Pick<VirtualMachine, "metadata" | "status">, vm
       return falseWith(vmiConditions, VmiConditionType.DataVolumesReady)?.message ?? failed;
     case PrintableStatus.CrashLoopBackOff: {
       const start = vm.status?.startFailure;
-      return start ? `It failed to start ${String(start.consecutiveFailCount ?? 1)} time(s) in a row; the next try is at ${start.retryAfterTimestamp ? new Date(start.retryAfterTimestamp).toLocaleTimeString() : "once the pause ends"}.` : failed;
+      const nextTry = start?.retryAfterTimestamp ? new Date(start.retryAfterTimestamp).toLocaleTimeString() : "once the pause ends";
+      return start ? `It failed to start ${String(start.consecutiveFailCount ?? 1)} time(s) in a row; the next try is at ${nextTry}.` : failed;
     }
     case PrintableStatus.Starting:
       return failed ?? STARTING_PHASE[vmi?.status?.phase ?? VmiPhase.Pending];

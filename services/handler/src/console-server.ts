@@ -214,7 +214,8 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
     } catch (error) {
       const status = error instanceof ConsoleRefusal ? error.status : (error as NodeJS.ErrnoException).code === "ENOENT" ? 404 : 500;
       if (status === 500) log.error("could not answer a request", { url: req.url, error });
-      res.writeHead(status, { "content-type": "text/plain; charset=utf-8" }).end(`${status === 404 && !(error instanceof ConsoleRefusal) ? "the VMI has no serial log yet" : (error as Error).message}\n`);
+      const message = status === 404 && !(error instanceof ConsoleRefusal) ? "the VMI has no serial log yet" : (error as Error).message;
+      res.writeHead(status, { "content-type": "text/plain; charset=utf-8" }).end(`${message}\n`);
     }
   };
 

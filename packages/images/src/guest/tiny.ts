@@ -54,8 +54,10 @@ esac
 exit 0
 `;
 
+const MODULE_PATHS = MODULES.map((m) => `/modules/${m.slice(m.lastIndexOf("/") + 1)}`).join(" ");
 /** Loads the guest's kernel modules, which its initramfs holds under /modules (a line of its init). */
-export const LOAD_MODULES = `for m in ${MODULES.map((m) => `/modules/${m.slice(m.lastIndexOf("/") + 1)}`).join(" ")}; do insmod "$m" 2>/dev/null; done`;
+export const LOAD_MODULES = `for m in ${MODULE_PATHS}; do insmod "$m" 2>/dev/null; done`;
+const DHCP = "udhcpc -q -f -n -t 10 -i eth0 -s /bin/dhcp-script >/dev/null 2>&1";
 
 // The guest's network comes up in the background: its shell is there at once, and a test that needs the network waits for it.
 const INIT = `#!/bin/busybox sh
@@ -64,7 +66,7 @@ mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 ${LOAD_MODULES}
-(ip link set lo up; ip link set eth0 up 2>/dev/null && udhcpc -q -f -n -t 10 -i eth0 -s /bin/dhcp-script >/dev/null 2>&1) &
+(ip link set lo up; ip link set eth0 up 2>/dev/null && ${DHCP}) &
 echo "${TINY_GUEST_READY}"
 while true; do
   setsid cttyhack sh -l

@@ -19,12 +19,15 @@ export function EventsView() {
   const [warningsOnly, setWarningsOnly] = useState(false);
   const events = useQuery({ ...trpc.events.queryOptions({ namespace }), refetchInterval: 5_000 });
   const shown = (events.data ?? []).filter((e) => !warningsOnly || e.type === "Warning");
+  const count = events.data
+    ? `${String(shown.length)} of ${String(events.data.length)} events in ${namespace}`
+    : "Loading…";
   return (
     <Shell title="Events">
       <div className="toolbar" role="group" aria-label="Filters">
         <label className="inline"><input type="checkbox" checked={warningsOnly} onChange={(e) => { setWarningsOnly(e.target.checked); }} /> Warnings only</label>
         <span className="spacer" />
-        <span className="muted" data-testid="events-count">{events.data ? `${String(shown.length)} of ${String(events.data.length)} events in ${namespace}` : "Loading…"}</span>
+        <span className="muted" data-testid="events-count">{count}</span>
       </div>
       {events.error && <p className="error" role="alert">{describeError(events.error).message}</p>}
       <table className="vms" data-testid="events">

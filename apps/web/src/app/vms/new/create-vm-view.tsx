@@ -65,6 +65,9 @@ export function CreateVmView() {
   }
   const largest: LargestNode | undefined = nodes.data?.nodes.reduce<LargestNode | undefined>((best, n) => (best && best.memoryBytes >= n.allocatable.memory ? best : { name: n.name, memoryBytes: n.allocatable.memory }), undefined);
   const sizeMemory = form.size ? instancetypes.data?.sizes.find((i) => i.name === form.size)?.memory : form.memory;
+  const largestNodeNote = largest
+    ? ` The largest node, ${largest.name}, has ${(largest.memoryBytes / 1024 ** 3).toFixed(1)} GiB for pods.`
+    : "";
   const warnings = formWarnings(form, sizeMemory === undefined ? undefined : parseQuantity(sizeMemory.trim()), largest);
 
   function switchMode(next: "form" | "yaml"): void {
@@ -113,7 +116,7 @@ export function CreateVmView() {
             <Field id="vm-name" label="Name" hint="Lower-case letters, digits and '-'; it becomes the guest's hostname." errors={errors.name}>
               {(d, invalid) => <input id="vm-name" value={form.name} onChange={set("name")} aria-describedby={d} aria-invalid={invalid} autoComplete="off" />}
             </Field>
-            <Field id="vm-size" label="Size" hint="An instancetype of the cluster (u1: general purpose, o1: memory overcommitted), or your own CPU and memory." errors={errors.size} warning={warnings.size}>
+            <Field id="vm-size" label="Size" hint={"An instancetype of the cluster (u1: general purpose, o1: memory overcommitted), " + "or your own CPU and memory."} errors={errors.size} warning={warnings.size}>
               {(d, invalid) => (
                 <select id="vm-size" value={form.size} onChange={set("size")} aria-describedby={d} aria-invalid={invalid}>
                   <option value="">Custom: CPU cores and memory below</option>
@@ -126,12 +129,12 @@ export function CreateVmView() {
                 <Field id="vm-cpu" label="CPU cores" errors={errors.cpu}>
                   {(d, invalid) => <input id="vm-cpu" type="number" min={1} max={64} value={form.cpu} onChange={set("cpu")} aria-describedby={d} aria-invalid={invalid} />}
                 </Field>
-                <Field id="vm-memory" label="Memory" hint={`A Kubernetes quantity, such as 512Mi or 2Gi.${largest ? ` The largest node, ${largest.name}, has ${(largest.memoryBytes / 1024 ** 3).toFixed(1)} GiB for pods.` : ""}`} errors={errors.memory} warning={warnings.memory}>
+                <Field id="vm-memory" label="Memory" hint={`A Kubernetes quantity, such as 512Mi or 2Gi.${largestNodeNote}`} errors={errors.memory} warning={warnings.memory}>
                   {(d, invalid) => <input id="vm-memory" value={form.memory} onChange={set("memory")} aria-describedby={d} aria-invalid={invalid} />}
                 </Field>
               </>
             )}
-            <Field id="vm-preference" label="Guest OS" hint="A preference of the cluster: the devices and firmware the guest's OS prefers, and the least it needs." errors={errors.preference}>
+            <Field id="vm-preference" label="Guest OS" hint={"A preference of the cluster: the devices and firmware the guest's OS prefers, " + "and the least it needs."} errors={errors.preference}>
               {(d, invalid) => (
                 <select id="vm-preference" value={form.preference} onChange={set("preference")} aria-describedby={d} aria-invalid={invalid}>
                   <option value="">No preference</option>
@@ -179,7 +182,7 @@ export function CreateVmView() {
             <Field id="vm-user" label="Cloud-init user" hint="Created in the guest at first boot; leave empty for none." errors={errors.user} warning={warnings.user}>
               {(d, invalid) => <input id="vm-user" value={form.user} onChange={set("user")} aria-describedby={d} aria-invalid={invalid} autoComplete="off" />}
             </Field>
-            <Field id="vm-password" label="Password" hint="For logging in on the serial console or VNC. Kept with the SSH key in a Secret of the VM, not in its spec." warning={warnings.password}>
+            <Field id="vm-password" label="Password" hint={"For logging in on the serial console or VNC. " + "Kept with the SSH key in a Secret of the VM, not in its spec."} warning={warnings.password}>
               {(d) => <input id="vm-password" type="password" value={form.password} onChange={set("password")} aria-describedby={d} autoComplete="new-password" />}
             </Field>
             <Field id="vm-ssh" label="SSH public key" hint="Optional: ssh-ed25519 AAAA…">

@@ -33,6 +33,8 @@ export function MigrationPanel({ namespace, name, permission }: { namespace: str
   const current = status.data?.node;
   const latest = status.data?.migrations[0];
   const inFlight = latest !== undefined && !latest.ended;
+  const startedAt = latest?.phases[0]?.time;
+  const endedAt = latest?.ended ? latest.phases.at(-1)?.time : undefined;
   const others = (nodes.data?.nodes ?? []).map((n) => n.name).filter((n) => n !== current);
   const available = status.data?.migratable;
   const allowed = permission?.allowed === true && available?.available === true && !inFlight;
@@ -83,7 +85,7 @@ export function MigrationPanel({ namespace, name, permission }: { namespace: str
             {latest.sourceNode ? ` from ${latest.sourceNode}` : ""}
             {latest.targetNode ? ` to ${latest.targetNode}` : ""}
             {latest.mode ? `, ${latest.mode === "PostCopy" ? "post-copy" : "pre-copy"}` : ""}
-            {latest.phases.length > 0 ? `, ${seconds(latest.phases[0]?.time, latest.ended ? latest.phases.at(-1)?.time : undefined)}${latest.ended ? " in all" : " so far"}` : ""}
+            {latest.phases.length > 0 ? `, ${seconds(startedAt, endedAt)}${latest.ended ? " in all" : " so far"}` : ""}
             {latest.evacuation ? ` (moved off ${latest.evacuation} by a drain)` : ""}
             {latest.policy ? `, under MigrationPolicy ${latest.policy}` : ""}
           </p>
