@@ -240,7 +240,8 @@ describe("a hostile tenant (edit in one namespace, or view)", () => {
           () => 200,
           (e: unknown) => ((e as { stderr?: string }).stderr ?? String(e)).trim().slice(0, 160),
         )));
-      const outcome = `serial log through virt-api: ${statusText(serialLogs)}; screenshot: ${statusText(screenshots)}`;
+      const serialLogText = statusText(serialLogs);
+      const outcome = `serial log through virt-api: ${serialLogText}; screenshot: ${statusText(screenshots)}`;
       // Refused with an answer, never held: a FIFO is no serial log.
       expect(serialLogs.every((s) => typeof s === "number" && s >= 400), outcome).toBe(true);
       expect(screenshots.every((s) => typeof s === "string" && !/timeout|timed out|deadline/i.test(s)), outcome).toBe(true);
@@ -360,7 +361,8 @@ describe("a hostile tenant (edit in one namespace, or view)", () => {
       const server = [
         "const fs = require('node:fs');",
         // Written with a data file in /tmp, then renamed in place to a file every container has.
-        "const datafile = Buffer.from(fs.readFileSync('/tmp/datafile.qcow2').toString('latin1').replace('/tmp/abcdefgh', '/etc/hostname'), 'latin1');",
+        "const datafile = Buffer.from(fs.readFileSync('/tmp/datafile.qcow2').toString('latin1')" +
+          ".replace('/tmp/abcdefgh', '/etc/hostname'), 'latin1');",
         "const backing = fs.readFileSync('/tmp/backing.qcow2');",
         "require('node:http').createServer((q, s) => {",
         "  if (q.url === '/redirect') { s.writeHead(302, { location: `https://${process.env.KUBERNETES_SERVICE_HOST}:${process.env.KUBERNETES_SERVICE_PORT}/version` }); return s.end(); }",

@@ -77,7 +77,8 @@ describe("a KubeVirt VM applied with kubectl", () => {
     };
     await expect.poll(async () => { const { replicas, leader } = await leaderMetrics(); return { replicas, created: leader !== undefined }; }, poll).toEqual({ replicas: 2, created: true });
     const { leader } = await leaderMetrics();
-    expect(leader).toMatch(/kubevirt_rest_client_requests_total\{verb="update",method="PUT",resource="virtualmachineinstances",code="200"\} \d+/);
+    const vmiUpdates = 'verb="update",method="PUT",resource="virtualmachineinstances",code="200"';
+    expect(leader).toMatch(new RegExp(`kubevirt_rest_client_requests_total\\{${vmiUpdates}\\} \\d+`));
     expect(leader).toMatch(/workqueue_adds_total\{name="virtualmachineinstances"\} \d+/);
     // KubeVirt's histogram of how long after its creation a VMI reached each phase.
     expect(leader).toMatch(/kubevirt_vmi_phase_transition_time_from_creation_seconds_count\{phase="Running"\} [1-9]/);

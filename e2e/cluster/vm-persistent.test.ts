@@ -158,6 +158,6 @@ describe("a VM that infers its instancetype and preference from its disk's claim
   it("is refused, naming inferFromVolume, when its claim names no instancetype and the policy is Reject", async () => {
     await labelledClaim("plain", {});
     const refused = await createVm(inferring("not-inferred", "plain")).then(() => "created", (error: unknown) => String((error as { body?: unknown }).body ?? error));
-    expect(refused).toMatch(/spec\.instancetype\.inferFromVolume cannot infer the instancetype from volume data: the PersistentVolumeClaim .*\/plain has no instancetype\.kubevirt\.io\/default-instancetype label/);
+    expect(refused).toMatch(/spec\.instancetype\.inferFromVolume cannot infer .*\/plain has no .*\/default-instancetype label/);
   });
 });

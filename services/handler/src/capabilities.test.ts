@@ -32,7 +32,10 @@ const [podsDir, uid, socketName, logName] = process.argv.slice(1);
 const result = {};
 try {
   const socket = await openPodSocket(podsDir, uid, socketName);
-  await new Promise((resolve, reject) => { const c = connect(socket.path, () => { c.end(); resolve(); }); c.on("error", reject); });
+  await new Promise((resolve, reject) => {
+    const c = connect(socket.path, () => { c.end(); resolve(); });
+    c.on("error", reject);
+  });
   await socket.close();
   result.connect = "ok";
 } catch (error) { result.connect = error.code ?? error.message; }

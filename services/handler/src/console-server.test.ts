@@ -253,7 +253,8 @@ describe("the handler's console server", { timeout: 30_000 }, () => {
   });
 
   it("answers the domain stats of every VMI on the node, to GET only", async () => {
-    expect(await callPath("GET", handlerPath("stats", {}))).toBe(`200 ${JSON.stringify({ vmis: [{ namespace: "ns", name: "running", stats: { cpu: { timeNs: 5e9 }, vcpus: [], memory: { rssKiB: 100 }, interfaces: [], disks: [] } }] })}`);
+    const stats = { cpu: { timeNs: 5e9 }, vcpus: [], memory: { rssKiB: 100 }, interfaces: [], disks: [] };
+    expect(await callPath("GET", handlerPath("stats", {}))).toBe(`200 ${JSON.stringify({ vmis: [{ namespace: "ns", name: "running", stats }] })}`);
     expect(await callPath("PUT", handlerPath("stats", {}))).toMatch(/^405 /);
   });
 

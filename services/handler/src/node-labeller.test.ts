@@ -40,7 +40,8 @@ describe("the node labeller's labels from libvirt's capabilities", async () => {
 
   it("keeps out a name Kubernetes would refuse as a label, and keeps to its bound", () => {
     const hostile = `<domainCapabilities><cpu><mode name='custom' supported='yes'>
-      <model usable='yes' vendor='x'>ok-model</model><model usable='yes' vendor='x'>bad/name</model><model usable='yes' vendor='x'>${"a".repeat(64)}</model>
+      <model usable='yes' vendor='x'>ok-model</model><model usable='yes' vendor='x'>bad/name</model>
+      <model usable='yes' vendor='x'>${"a".repeat(64)}</model>
       ${Array.from({ length: 2000 }, (_, i) => `<model usable='yes' vendor='x'>m${String(i)}</model>`).join("")}
       </mode></cpu></domainCapabilities>`;
     const got = nodeLabellerLabels({ domCapabilities: hostile });

@@ -132,7 +132,11 @@ describe.skipIf(!hasKvm)("the launcher with KVM and no emulation allowed", () =>
 
   it("says the device is there but not openable by its user, with its mode, owner and the fix", async () => {
     const { client } = await startLauncher("d", await kvmNode("kvm-root", 0, "0600"));
-    await expect(client.call("sync", vmi)).rejects.toThrow(/cannot open it read-write \(EACCES, the device being mode 0600 and owned by 0:0\): .*mode 0666.*device_ownership_from_security_context = true.*enable useEmulation/);
+    const denial = new RegExp(
+      "cannot open it read-write \\(EACCES, the device being mode 0600 and owned by 0:0\\): " +
+        ".*mode 0666.*device_ownership_from_security_context = true.*enable useEmulation",
+    );
+    await expect(client.call("sync", vmi)).rejects.toThrow(denial);
     expect(await client.call("state")).toEqual({ state: "NoDomain" });
     client.close();
   });

@@ -275,7 +275,11 @@ describe("domainXml", () => {
   });
 
   it("gives the guest agent its virtio port, as KubeVirt does", () => {
-    expect(domainXml(vmi(), ctx)).toMatch(/<channel type="unix">\s*<source mode="bind" path="\/var\/run\/kubevirt-ts\/sockets\/guest-agent\.sock"\/>\s*<target type="virtio" name="org\.qemu\.guest_agent\.0"\/>\s*<\/channel>/);
+    const channel = new RegExp(
+      `<channel type="unix">\\s*<source mode="bind" path="${ctx.guestAgentSocket}"/>\\s*` +
+        '<target type="virtio" name="org\\.qemu\\.guest_agent\\.0"/>\\s*</channel>',
+    );
+    expect(domainXml(vmi(), ctx)).toMatch(channel);
   });
 });
 
@@ -295,11 +299,19 @@ describe("chooseDomainType", () => {
   });
 
   it("fails clearly without KVM when emulation is not allowed", () => {
-    expect(() => choose(missing, false)).toThrow(/^KVM is unusable and software emulation is not allowed \(useEmulation is off\): \/dev\/kvm is not in the launcher's container: .*devices\.kubevirt\.io\/kvm.*; or enable useEmulation in the KubeVirt CR/);
+    const refusal = new RegExp(
+      "^KVM is unusable and software emulation is not allowed \\(useEmulation is off\\): /dev/kvm is not in the " +
+        "launcher's container: .*devices\\.kubevirt\\.io/kvm.*; or enable useEmulation in the KubeVirt CR",
+    );
+    expect(() => choose(missing, false)).toThrow(refusal);
   });
 
   it("says when /dev/kvm is there but the launcher's user may not open it, and what fixes it", () => {
-    expect(() => choose(denied, false)).toThrow(/\/dev\/kvm is in the launcher's container but its user 107 cannot open it read-write \(EACCES, the device being mode 0600 and owned by 0:0\): .*mode 0666 .*device_ownership_from_security_context = true/);
+    const denial = new RegExp(
+      "/dev/kvm is in the launcher's container but its user 107 cannot open it read-write \\(EACCES, " +
+        "the device being mode 0600 and owned by 0:0\\): .*mode 0666 .*device_ownership_from_security_context = true",
+    );
+    expect(() => choose(denied, false)).toThrow(denial);
     expect(kvmUnusableReason({ state: "denied", code: "EPERM" }, "/dev/kvm", 107)).toMatch(/cannot open it read-write \(EPERM\)/);
   });
 });
@@ -310,9 +322,10 @@ describe("names", () => {
   });
 
   it("takes the domain's UUID from firmware.uuid, or else derives a stable one from namespace and name", () => {
-    const own = vmi((s) => (s.domain.firmware = { uuid: "0a8f3d52-1111-4222-8333-444455556666" }));
-    expect(firmwareUuid(own)).toBe("0a8f3d52-1111-4222-8333-444455556666");
-    expect(domainXml(own, { ...ctx, uuid: firmwareUuid(own) })).toMatch(/<uuid>0a8f3d52-1111-4222-8333-444455556666<\/uuid>[\s\S]*<entry name="uuid">0a8f3d52-1111-4222-8333-444455556666<\/entry>/);
+    const uuid = "0a8f3d52-1111-4222-8333-444455556666";
+    const own = vmi((s) => (s.domain.firmware = { uuid }));
+    expect(firmwareUuid(own)).toBe(uuid);
+    expect(domainXml(own, { ...ctx, uuid: firmwareUuid(own) })).toMatch(new RegExp(`<uuid>${uuid}</uuid>[\\s\\S]*<entry name="uuid">${uuid}</entry>`));
     const derived = firmwareUuid(vmi());
     expect(derived).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(firmwareUuid(vmi())).toBe(derived);

@@ -18,11 +18,21 @@ describe("libvirt's job stats", () => {
 
 describe("the disks a migration copies", () => {
   const xml = `<domain><devices>
-    <disk type='file' device='disk'><driver name='qemu' type='qcow2'/><source file='/var/run/kubevirt-ts/launcher/disks/containerdisk.qcow2'/><target dev='vda' bus='virtio'/></disk>
-    <disk type='file' device='disk'><driver name='qemu' type='raw'/><source file='/var/run/kubevirt-ts/launcher/disks/cloudinit.iso'/><target dev='vdb' bus='virtio'/><readonly/></disk>
-    <disk type='file' device='cdrom'><source file='/var/run/kubevirt-ts/launcher/disks/config.iso'/><target dev='sda' bus='sata'/></disk>
-    <disk type='file' device='disk'><source file='/var/run/kubevirt-ts/claims/data/disk.img'/><target dev='vdc' bus='virtio'/></disk>
-    <disk type='block' device='disk'><source dev='/var/run/kubevirt-ts/devices/block'/><target dev='vdd' bus='virtio'/></disk>
+    <disk type='file' device='disk'><driver name='qemu' type='qcow2'/>
+      <source file='/var/run/kubevirt-ts/launcher/disks/containerdisk.qcow2'/>
+      <target dev='vda' bus='virtio'/></disk>
+    <disk type='file' device='disk'><driver name='qemu' type='raw'/>
+      <source file='/var/run/kubevirt-ts/launcher/disks/cloudinit.iso'/>
+      <target dev='vdb' bus='virtio'/><readonly/></disk>
+    <disk type='file' device='cdrom'>
+      <source file='/var/run/kubevirt-ts/launcher/disks/config.iso'/>
+      <target dev='sda' bus='sata'/></disk>
+    <disk type='file' device='disk'>
+      <source file='/var/run/kubevirt-ts/claims/data/disk.img'/>
+      <target dev='vdc' bus='virtio'/></disk>
+    <disk type='block' device='disk'>
+      <source dev='/var/run/kubevirt-ts/devices/block'/>
+      <target dev='vdd' bus='virtio'/></disk>
   </devices></domain>`;
 
   it("are the writable disks in the launcher's own folder, which the target made afresh", () => {

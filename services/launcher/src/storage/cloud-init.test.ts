@@ -96,7 +96,11 @@ describe("cloudInitData", () => {
     await mountSecret("cloudinitdisk/userdata", { userdata: "#cloud-config\n" });
     const script = `import { cloudInitData } from ${JSON.stringify(new URL("./cloud-init.ts", import.meta.url).href)};
 const vmi = ${JSON.stringify(vmiWith({ secretRef: { name: "user" } }))};
-try { console.log(JSON.stringify((await cloudInitData(vmi, process.argv[1])).get("cloudinitdisk"))); } catch (e) { console.log(JSON.stringify(e.message)); }`;
+try {
+  console.log(JSON.stringify((await cloudInitData(vmi, process.argv[1])).get("cloudinitdisk")));
+} catch (e) {
+  console.log(JSON.stringify(e.message));
+}`;
     const as = async (uid: number, gid: number) =>
       JSON.parse((await exec("setpriv", [`--reuid=${String(uid)}`, `--regid=${String(gid)}`, "--clear-groups", process.execPath, "--input-type=module", "-e", script, secretsDir])).stdout) as unknown;
     expect(await as(LAUNCHER_UID, LAUNCHER_UID)).toEqual({ userdata: "#cloud-config\n" });
