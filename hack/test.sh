@@ -31,6 +31,8 @@ step "Prometheus, for the graphs' integration tests (built from its Go module on
 hack/build-prometheus.sh >/dev/null
 
 step "lint, typecheck and unit tests"
+# The code as the formatter lays it out (npm run format), then each package's lint, typecheck and unit tests.
+hack/run.sh npx prettier --check . --log-level warn
 # At most three at once: more only slices two cores finer, and stretches the timing of every test.
 hack/run.sh npx turbo run lint typecheck test --concurrency=3 --output-logs=errors-only
 
