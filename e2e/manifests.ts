@@ -12,7 +12,12 @@ export function tinyVm(name: string, image: string, namespace?: string) {
         spec: {
           domain: {
             memory: { guest: "128Mi" },
-            firmware: { kernelBoot: { kernelArgs: "console=ttyS0", container: { image, kernelPath: "/boot/vmlinuz", initrdPath: "/boot/initrd.gz" } } },
+            firmware: {
+              kernelBoot: {
+                kernelArgs: "console=ttyS0",
+                container: { image, kernelPath: "/boot/vmlinuz", initrdPath: "/boot/initrd.gz" },
+              },
+            },
             devices: { interfaces: [{ name: "default", masquerade: {} }] },
           },
           networks: [{ name: "default", pod: {} }],
@@ -26,7 +31,12 @@ export function tinyVm(name: string, image: string, namespace?: string) {
 type TinySpec = ReturnType<typeof tinyVm>["spec"]["template"]["spec"];
 
 /** The tiny guest with its template's spec changed. */
-export function tinyVmWithSpec(name: string, image: string, namespace: string | undefined, change: (spec: TinySpec) => Record<string, unknown>) {
+export function tinyVmWithSpec(
+  name: string,
+  image: string,
+  namespace: string | undefined,
+  change: (spec: TinySpec) => Record<string, unknown>,
+) {
   const vm = tinyVm(name, image, namespace);
   return { ...vm, spec: { ...vm.spec, template: { spec: change(vm.spec.template.spec) } } };
 }
@@ -46,7 +56,15 @@ export function tinyVmOnClaim(name: string, image: string, claimName: string, na
 }
 
 /** The tiny guest with one more disk, vda, on the DataVolume of its one dataVolumeTemplate, named <name>-disk. */
-export function tinyVmOnDataVolume(name: string, image: string, dataVolumeSpec: Record<string, unknown>, namespace?: string) {
+export function tinyVmOnDataVolume(
+  name: string,
+  image: string,
+  dataVolumeSpec: Record<string, unknown>,
+  namespace?: string,
+) {
   const vm = tinyVmWithDisk(name, image, { dataVolume: { name: `${name}-disk` } }, namespace);
-  return { ...vm, spec: { ...vm.spec, dataVolumeTemplates: [{ metadata: { name: `${name}-disk` }, spec: dataVolumeSpec }] } };
+  return {
+    ...vm,
+    spec: { ...vm.spec, dataVolumeTemplates: [{ metadata: { name: `${name}-disk` }, spec: dataVolumeSpec }] },
+  };
 }

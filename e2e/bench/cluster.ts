@@ -20,11 +20,17 @@ kubeConfig.loadFromFile(KUBECONFIG_PATH);
 
 export async function kubectl(...args: string[]): Promise<string> {
   const bin = join(await ensureBinaries(["kubectl"]), "kubectl");
-  return (await promisify(execFile)(bin, [`--kubeconfig=${KUBECONFIG_PATH}`, ...args], { maxBuffer: 256 * 1024 * 1024 })).stdout;
+  return (
+    await promisify(execFile)(bin, [`--kubeconfig=${KUBECONFIG_PATH}`, ...args], { maxBuffer: 256 * 1024 * 1024 })
+  ).stdout;
 }
 
 /** Polls until the check answers true; false when the time is up. */
-export async function waitFor(check: () => Promise<boolean> | boolean, timeoutMs: number, intervalMs = 500): Promise<boolean> {
+export async function waitFor(
+  check: () => Promise<boolean> | boolean,
+  timeoutMs: number,
+  intervalMs = 500,
+): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await check()) return true;
@@ -43,43 +49,78 @@ export async function createNamespace(prefix: string): Promise<string> {
 export async function deleteNamespace(name: string, timeoutMs = 300_000): Promise<number> {
   const started = performance.now();
   await core.deleteNamespace({ name }).catch(undefinedIfNotFound);
-  const gone = await waitFor(async () => (await core.readNamespace({ name }).catch(undefinedIfNotFound)) === undefined, timeoutMs, 250);
-  if (!gone) throw new Error(`namespace ${name} is still there ${String(timeoutMs / 1000)} s after its deletion; look at its VMIs' finalizers and launcher pods`);
+  const gone = await waitFor(
+    async () => (await core.readNamespace({ name }).catch(undefinedIfNotFound)) === undefined,
+    timeoutMs,
+    250,
+  );
+  if (!gone)
+    throw new Error(
+      `namespace ${name} is still there ${String(timeoutMs / 1000)} s after its deletion; ` +
+        "look at its VMIs' finalizers and launcher pods",
+    );
   return performance.now() - started;
 }
 
 // Requests that change something, as the API server names its verbs.
-const WRITE_VERBS = new Set(["POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION", "create", "update", "patch", "delete"]);
+const WRITE_VERBS = new Set([
+  "POST",
+  "PUT",
+  "PATCH",
+  "APPLY",
+  "DELETE",
+  "DELETECOLLECTION",
+  "create",
+  "update",
+  "patch",
+  "delete",
+]);
 const resourceOf = (l: Record<string, string>) => `${l.resource ?? ""}${l.subresource ? `/${l.subresource}` : ""}`;
 
 /** The API server's writes so far, by "VERB resource[/subresource]". */
 export async function apiserverWrites(): Promise<Map<string, number>> {
-  return sumBy(parseMetrics(await kubectl("get", "--raw", "/metrics")), "apiserver_request_total", (l) => (WRITE_VERBS.has(l.verb ?? "") ? `${l.verb ?? ""} ${resourceOf(l)}` : undefined));
+  return sumBy(parseMetrics(await kubectl("get", "--raw", "/metrics")), "apiserver_request_total", (l) =>
+    WRITE_VERBS.has(l.verb ?? "") ? `${l.verb ?? ""} ${resourceOf(l)}` : undefined,
+  );
 }
 
 export const COMPONENTS = { controller: { label: "virt-controller" }, handler: { label: "virt-handler" } } as const;
 export type Component = keyof typeof COMPONENTS;
 
 export async function componentPods(component: Component) {
-  const pods = (await core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: `app.kubernetes.io/name=${COMPONENTS[component].label}` })).items;
+  const pods = (
+    await core.listNamespacedPod({
+      namespace: NAMESPACE,
+      labelSelector: `app.kubernetes.io/name=${COMPONENTS[component].label}`,
+    })
+  ).items;
   return pods.filter((p) => p.status?.phase === "Running" && p.status.podIP && !p.metadata?.deletionTimestamp);
 }
 
 /** One component's /metrics, from each of its running pods on its ops port, with the chart's scraper token. */
-export async function componentMetrics(component: Component): Promise<{ pod: string; uid: string; samples: Sample[] }[]> {
-  return Promise.all((await componentPods(component)).map(async (pod) => ({
-    pod: pod.metadata?.name ?? "",
-    uid: pod.metadata?.uid ?? "",
-    samples: parseMetrics(await podMetrics(pod, COMPONENTS[component].label)),
-  })));
+export async function componentMetrics(
+  component: Component,
+): Promise<{ pod: string; uid: string; samples: Sample[] }[]> {
+  return Promise.all(
+    (await componentPods(component)).map(async (pod) => ({
+      pod: pod.metadata?.name ?? "",
+      uid: pod.metadata?.uid ?? "",
+      samples: parseMetrics(await podMetrics(pod, COMPONENTS[component].label)),
+    })),
+  );
 }
 
-/** Our components' writes so far (kubevirt_rest_client_requests_total), by "component verb resource", summed over replicas. */
+/**
+ * Our components' writes so far (kubevirt_rest_client_requests_total), by "component verb resource", summed over
+ * replicas.
+ */
 export async function componentWrites(): Promise<Map<string, number>> {
   const totals = new Map<string, number>();
   for (const component of Object.keys(COMPONENTS) as Component[]) {
     for (const { samples } of await componentMetrics(component)) {
-      const writes = sumBy(samples, "kubevirt_rest_client_requests_total", (l) => (WRITE_VERBS.has(l.verb ?? "") ? `${component} ${l.verb ?? ""} ${l.resource ?? ""}` : undefined));
+      const writes = sumBy(samples, "kubevirt_rest_client_requests_total", (l) =>
+        WRITE_VERBS.has(l.verb ?? "") ? `${component} ${l.verb ?? ""} ${l.resource ?? ""}` : undefined,
+      );
       for (const [key, value] of writes) totals.set(key, (totals.get(key) ?? 0) + value);
     }
   }
@@ -97,7 +138,10 @@ export async function writeCounters(): Promise<WriteCounters> {
 }
 
 export function writesSince(before: WriteCounters, after: WriteCounters): WriteCounters {
-  return { apiserver: delta(before.apiserver, after.apiserver), components: delta(before.components, after.components) };
+  return {
+    apiserver: delta(before.apiserver, after.apiserver),
+    components: delta(before.components, after.components),
+  };
 }
 
 /** The pod of the controller replica that holds the leader lease. */
@@ -118,11 +162,24 @@ export async function restartController(timeoutMs = 180_000): Promise<void> {
   const since = Date.now();
   const selector = `app.kubernetes.io/name=${COMPONENTS.controller.label}`;
   await kubectl("-n", NAMESPACE, "rollout", "restart", "deployment", "-l", selector);
-  await kubectl("-n", NAMESPACE, "rollout", "status", "deployment", "-l", selector, `--timeout=${String(Math.round(timeoutMs / 1000))}s`);
-  const led = await waitFor(async () => {
-    const leader = await controllerLeader().catch(() => undefined);
-    return new Date(leader?.metadata?.creationTimestamp ?? 0).getTime() >= since - 1_000;
-  }, timeoutMs, 1_000);
+  await kubectl(
+    "-n",
+    NAMESPACE,
+    "rollout",
+    "status",
+    "deployment",
+    "-l",
+    selector,
+    `--timeout=${String(Math.round(timeoutMs / 1000))}s`,
+  );
+  const led = await waitFor(
+    async () => {
+      const leader = await controllerLeader().catch(() => undefined);
+      return new Date(leader?.metadata?.creationTimestamp ?? 0).getTime() >= since - 1_000;
+    },
+    timeoutMs,
+    1_000,
+  );
   if (!led) throw new Error(`no restarted controller pod took the lease within ${String(timeoutMs / 1000)} s`);
 }
 
@@ -188,17 +245,24 @@ export class VmiPhases {
     const again = () => {
       if (this.stopped) return;
       this.restarts++;
-      setTimeout(() => { void this.watch(namespace, watched).catch(again); }, 500);
+      setTimeout(() => {
+        void this.watch(namespace, watched).catch(again);
+      }, 500);
     };
-    this.abort = await new Watch(kubeConfig).watch(watched.path(namespace), {}, (_type, object: Phased) => {
-      const now = performance.now();
-      const name = object.metadata?.name ?? "";
-      this.latest.set(name, object);
-      const phases = this.seen.get(name) ?? new Map<string, number>();
-      const phase = watched.phase(object);
-      if (phase && !phases.has(phase)) phases.set(phase, now);
-      this.seen.set(name, phases);
-    }, again);
+    this.abort = await new Watch(kubeConfig).watch(
+      watched.path(namespace),
+      {},
+      (_type, object: Phased) => {
+        const now = performance.now();
+        const name = object.metadata?.name ?? "";
+        this.latest.set(name, object);
+        const phases = this.seen.get(name) ?? new Map<string, number>();
+        const phase = watched.phase(object);
+        if (phase && !phases.has(phase)) phases.set(phase, now);
+        this.seen.set(name, phases);
+      },
+      again,
+    );
   }
 
   /** How many VMIs have shown the phase (or a later one that implies it). */
@@ -212,7 +276,9 @@ export class VmiPhases {
   }
 }
 
-/** Seconds from the object's creationTimestamp to its first transition into the phase, by the server's own timestamps. */
+/**
+ * Seconds from the object's creationTimestamp to its first transition into the phase, by the server's own timestamps.
+ */
 export function serverSeconds(vmi: Phased | undefined, phase: string): number | undefined {
   const created = Date.parse(vmi?.metadata?.creationTimestamp ?? "");
   const entered = vmi?.status?.phaseTransitionTimestamps?.find((t) => t.phase === phase)?.phaseTransitionTimestamp;

@@ -26,7 +26,13 @@ export function compareRuns(before: Run, after: Run): { changes: Change[]; added
     }
     for (const [key, value] of Object.entries(row.values)) {
       const was = old.values[key] ?? null;
-      changes.push({ id: row.id, key, before: was, after: value, relative: was !== null && value !== null && was !== 0 ? value / was - 1 : null });
+      changes.push({
+        id: row.id,
+        key,
+        before: was,
+        after: value,
+        relative: was !== null && value !== null && was !== 0 ? value / was - 1 : null,
+      });
     }
   }
   return { changes, added, removed: before.rows.filter((r) => !current.has(r.id)).map((r) => r.id) };
@@ -40,7 +46,10 @@ export function formatComparison(before: Run, after: Run): string {
   const lines = [`${before.date} (${before.label}) → ${after.date} (${after.label})`];
   for (const c of changes) {
     const change = c.relative === null ? "" : `${c.relative >= 0 ? "+" : ""}${(c.relative * 100).toFixed(1)} %`;
-    lines.push(`  ${`${c.id} ${c.key}`.padEnd(44)} ${show(c.before).padStart(10)} → ${show(c.after).padStart(10)} ${(units.get(c.id) ?? "").padEnd(12)} ${change}`);
+    lines.push(
+      `  ${`${c.id} ${c.key}`.padEnd(44)} ${show(c.before).padStart(10)} ` +
+        `→ ${show(c.after).padStart(10)} ${(units.get(c.id) ?? "").padEnd(12)} ${change}`,
+    );
   }
   for (const id of added) lines.push(`  ${id}: new in this run`);
   for (const id of removed) lines.push(`  ${id}: not measured in this run`);

@@ -4,13 +4,16 @@ const read = (name: string, fallback: string) => process.env[name] ?? fallback;
 
 function count(name: string, fallback: number): number {
   const value = Number(read(name, String(fallback)));
-  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a whole number of at least 1, not ${JSON.stringify(process.env[name])}`);
+  if (!Number.isInteger(value) || value < 1)
+    throw new Error(`${name} must be a whole number of at least 1, not ${JSON.stringify(process.env[name])}`);
   return value;
 }
 
 export const benchEnv = {
   /** BENCH_ONLY=start-1,sse: only these groups. */
-  only: process.env.BENCH_ONLY?.split(",").map((g) => g.trim()).filter((g) => g !== ""),
+  only: process.env.BENCH_ONLY?.split(",")
+    .map((g) => g.trim())
+    .filter((g) => g !== ""),
   /** BENCH_KWOK=1: also the controller at scale on KWOK's fake nodes. */
   kwok: read("BENCH_KWOK", "0") === "1",
   /** The folder hack/build-kwok.sh printed: the kwok binary and its stages. */

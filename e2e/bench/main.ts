@@ -46,7 +46,11 @@ const groups: Record<string, () => Promise<Row[]>> = {
 if (benchEnv.kwok) {
   const dir = benchEnv.kwokDir;
   groups.kwok = () => {
-    if (!dir) throw new Error("BENCH_KWOK_DIR is not set: run the KWOK figures through `make bench BENCH_KWOK=1`, which builds KWOK (hack/build-kwok.sh)");
+    if (!dir)
+      throw new Error(
+        "BENCH_KWOK_DIR is not set: run the KWOK figures through `make bench " +
+          "BENCH_KWOK=1`, which builds KWOK (hack/build-kwok.sh)",
+      );
     return kwokFigures(dir, { nodes: benchEnv.kwokNodes, vmis: benchEnv.kwokVmis, timeoutS: benchEnv.kwokTimeoutS });
   };
 }
@@ -54,7 +58,10 @@ if (benchEnv.kwok) {
 const only = benchEnv.only;
 const unknown = only?.filter((g) => !(g in groups)) ?? [];
 if (unknown.length > 0) {
-  console.error(`BENCH_ONLY names no such group: ${unknown.join(", ")}; the groups are ${Object.keys(groups).join(", ")} (kwok with BENCH_KWOK=1)`);
+  console.error(
+    `BENCH_ONLY names no such group: ${unknown.join(", ")}; the groups ` +
+      `are ${Object.keys(groups).join(", ")} (kwok with BENCH_KWOK=1)`,
+  );
   process.exit(2);
 }
 if (!existsSync(KUBECONFIG_PATH)) {
@@ -66,7 +73,9 @@ const git = (...args: string[]) => execFileSync("git", args, { cwd: REPO_ROOT, e
 const run: Run = {
   date: new Date().toISOString().replace(/\.\d+Z$/, "Z"),
   label: benchEnv.label,
-  commit: `${git("rev-parse", "--short", "HEAD")}${git("status", "--porcelain", "--untracked-files=no") === "" ? "" : " (with uncommitted changes)"}`,
+  commit:
+    git("rev-parse", "--short", "HEAD") +
+    (git("status", "--porcelain", "--untracked-files=no") === "" ? "" : " (with uncommitted changes)"),
   host: `${hostname()}, ${String(cpus().length)} CPUs`,
   rows: [],
 };
@@ -84,7 +93,14 @@ for (const [name, measure] of Object.entries(groups)) {
     failed++;
     const message = error instanceof Error ? error.message : String(error);
     console.error(`[bench] ${name} failed: ${message}`);
-    run.rows.push({ id: `${name}.failed`, figure: `${name}: not measured`, unit: "", values: { value: null }, method: "", note: message });
+    run.rows.push({
+      id: `${name}.failed`,
+      figure: `${name}: not measured`,
+      unit: "",
+      values: { value: null },
+      method: "",
+      note: message,
+    });
   }
   console.log(`   (${String(Math.round((Date.now() - started) / 1000))} s)`);
 }
@@ -94,6 +110,7 @@ if (benchEnv.record) {
   const previous = (await runFiles()).at(-1);
   const file = await saveRun(run, { history: true });
   console.log(`\nrecorded: ${file} and docs/benchmarks.md`);
-  if (previous) console.log(`\nchange against the last recorded run:\n${formatComparison(await readRun(previous), run)}`);
+  if (previous)
+    console.log(`\nchange against the last recorded run:\n${formatComparison(await readRun(previous), run)}`);
 }
 process.exit(failed > 0 ? 1 : 0);

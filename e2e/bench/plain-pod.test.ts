@@ -26,15 +26,20 @@ const launcher: V1Pod = {
       { name: "volume-containerdisk", image: "blank-disk:1", command: ["/tools/copy", "/disk"], resources: small },
       { name: "guest-console-log", image: "launcher:1", restartPolicy: "Always", command: ["tail"], resources: tiny },
     ],
-    containers: [{
-      name: "compute",
-      image: "launcher:1",
-      imagePullPolicy: "IfNotPresent",
-      env: [{ name: "A", value: "1" }],
-      resources: compute,
-      readinessProbe: { exec: { command: ["x"] } },
-      volumeMounts: [{ name: "disks", mountPath: "/disks" }, { name: "cloud-init", mountPath: "/ci" }],
-    }],
+    containers: [
+      {
+        name: "compute",
+        image: "launcher:1",
+        imagePullPolicy: "IfNotPresent",
+        env: [{ name: "A", value: "1" }],
+        resources: compute,
+        readinessProbe: { exec: { command: ["x"] } },
+        volumeMounts: [
+          { name: "disks", mountPath: "/disks" },
+          { name: "cloud-init", mountPath: "/ci" },
+        ],
+      },
+    ],
   },
 };
 
@@ -48,10 +53,11 @@ describe("a plain pod of the launcher pod's shape", () => {
       ["guest-console-log", "launcher:1", ["sleep", "100000"], tiny, "Always"],
     ]);
     const main = pod.spec?.containers.map((c) => [c.name, c.image, c.command, c.resources, c.readinessProbe, c.env]);
-    expect(main).toEqual([
-      ["compute", "launcher:1", ["sleep", "100000"], compute, undefined, undefined],
+    expect(main).toEqual([["compute", "launcher:1", ["sleep", "100000"], compute, undefined, undefined]]);
+    expect(pod.spec?.volumes).toEqual([
+      { name: "tools", emptyDir: {} },
+      { name: "disks", emptyDir: {} },
     ]);
-    expect(pod.spec?.volumes).toEqual([{ name: "tools", emptyDir: {} }, { name: "disks", emptyDir: {} }]);
     expect(pod.spec?.containers[0]?.volumeMounts).toEqual([{ name: "disks", mountPath: "/disks" }]);
     expect(pod.spec?.nodeSelector).toEqual({ "kubevirt.io/schedulable": "true" });
     expect(pod.spec?.securityContext).toEqual({ runAsUser: 107, runAsNonRoot: true });

@@ -42,7 +42,18 @@ describe("a process's stat line", () => {
 
 describe("CPU between samples", () => {
   it("counts a new key from zero and a gone key not at all", () => {
-    expect(ticksBetween(new Map([[1, 10], [2, 50]]), new Map([[1, 25], [3, 7]]))).toBe(15 + 7);
+    expect(
+      ticksBetween(
+        new Map([
+          [1, 10],
+          [2, 50],
+        ]),
+        new Map([
+          [1, 25],
+          [3, 7],
+        ]),
+      ),
+    ).toBe(15 + 7);
   });
 
   const proc = (pid: number, comm: string, ticks: number, threads: [number, string, number][] = []): ProcessCpu => ({
@@ -55,13 +66,31 @@ describe("CPU between samples", () => {
   it("puts the handler apart, QEMU's vCPU threads apart from its others, the launcher's processes by command", () => {
     const before = new Map([
       [1, { uid: "handler", cpu: proc(1, "node", 100) }],
-      [2, { uid: "vm-a", cpu: proc(2, "qemu-system-x86", 1000, [[2, "qemu-system-x86", 100], [5, "CPU 0/TCG", 800]]) }],
+      [
+        2,
+        {
+          uid: "vm-a",
+          cpu: proc(2, "qemu-system-x86", 1000, [
+            [2, "qemu-system-x86", 100],
+            [5, "CPU 0/TCG", 800],
+          ]),
+        },
+      ],
       [3, { uid: "vm-a", cpu: proc(3, "node", 40) }],
       [4, { uid: "vm-a", cpu: proc(4, "libvirtd", 10) }],
     ]);
     const after = new Map([
       [1, { uid: "handler", cpu: proc(1, "node", 130) }],
-      [2, { uid: "vm-a", cpu: proc(2, "qemu-system-x86", 1600, [[2, "qemu", 150], [5, "CPU 0/TCG", 1300]]) }],
+      [
+        2,
+        {
+          uid: "vm-a",
+          cpu: proc(2, "qemu-system-x86", 1600, [
+            [2, "qemu", 150],
+            [5, "CPU 0/TCG", 1300],
+          ]),
+        },
+      ],
       [3, { uid: "vm-a", cpu: proc(3, "node", 45) }],
       [6, { uid: "vm-a", cpu: proc(6, "node", 2) }],
     ]);

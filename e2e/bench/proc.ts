@@ -19,7 +19,7 @@ export const CLOCK_TICKS = 100;
  */
 export function machineBusyTicks(procStat: string): number {
   const line = procStat.split("\n").find((l) => l.startsWith("cpu "));
-  if (!line) throw new Error("/proc/stat has no \"cpu\" line");
+  if (!line) throw new Error('/proc/stat has no "cpu" line');
   const fields = line.trim().split(/\s+/).slice(1).map(Number);
   const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = fields;
   return user + nice + system + irq + softirq + steal;
@@ -34,7 +34,11 @@ export function taskTicks(stat: string): { comm: string; ticks: number; children
   const close = stat.lastIndexOf(")");
   if (open < 0 || close < open) throw new Error(`not a /proc stat line: ${stat.slice(0, 80)}`);
   // After the name: field 3 (state) onwards; utime, stime, cutime and cstime are fields 14 to 17.
-  const fields = stat.slice(close + 2).trim().split(/\s+/).map(Number);
+  const fields = stat
+    .slice(close + 2)
+    .trim()
+    .split(/\s+/)
+    .map(Number);
   const [utime = 0, stime = 0, cutime = 0, cstime = 0] = fields.slice(11, 15);
   return { comm: stat.slice(open + 1, close), ticks: utime + stime, children: cutime + cstime };
 }

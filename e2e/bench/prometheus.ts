@@ -17,14 +17,19 @@ export function parseMetrics(text: string): Sample[] {
     const match = LINE.exec(line);
     if (!match) continue;
     const labels: Record<string, string> = {};
-    for (const [, key = "", value = ""] of (match[2] ?? "").matchAll(LABEL)) labels[key] = value.replace(/\\(.)/g, (_, c: string) => (c === "n" ? "\n" : c));
+    for (const [, key = "", value = ""] of (match[2] ?? "").matchAll(LABEL))
+      labels[key] = value.replace(/\\(.)/g, (_, c: string) => (c === "n" ? "\n" : c));
     samples.push({ name: match[1] ?? "", labels, value: Number(match[3]) });
   }
   return samples;
 }
 
 /** A counter's total by the given labels' values (joined with a space), e.g. by verb and resource. */
-export function sumBy(samples: readonly Sample[], name: string, by: (labels: Record<string, string>) => string | undefined): Map<string, number> {
+export function sumBy(
+  samples: readonly Sample[],
+  name: string,
+  by: (labels: Record<string, string>) => string | undefined,
+): Map<string, number> {
   const totals = new Map<string, number>();
   for (const s of samples) {
     if (s.name !== name) continue;
@@ -45,7 +50,12 @@ export function delta(before: ReadonlyMap<string, number>, after: ReadonlyMap<st
 }
 
 /** The bucketed quantile of a Prometheus histogram (linear within a bucket, as histogram_quantile does). */
-export function histogramQuantile(samples: readonly Sample[], name: string, match: Record<string, string>, q: number): number | undefined {
+export function histogramQuantile(
+  samples: readonly Sample[],
+  name: string,
+  match: Record<string, string>,
+  q: number,
+): number | undefined {
   const buckets = samples
     .filter((s) => s.name === `${name}_bucket` && Object.entries(match).every(([k, v]) => s.labels[k] === v))
     .map((s) => ({ le: s.labels.le === "+Inf" ? Number.POSITIVE_INFINITY : Number(s.labels.le), count: s.value }))
@@ -57,7 +67,10 @@ export function histogramQuantile(samples: readonly Sample[], name: string, matc
   for (const bucket of buckets) {
     if (bucket.count >= rank) {
       if (bucket.le === Number.POSITIVE_INFINITY) return previous.le;
-      return previous.le + ((bucket.le - previous.le) * (rank - previous.count)) / Math.max(bucket.count - previous.count, 1e-9);
+      return (
+        previous.le +
+        ((bucket.le - previous.le) * (rank - previous.count)) / Math.max(bucket.count - previous.count, 1e-9)
+      );
     }
     previous = bucket;
   }
@@ -66,7 +79,11 @@ export function histogramQuantile(samples: readonly Sample[], name: string, matc
 
 /** The samples of `after` less the same series in `before`: a histogram or counter over an interval. */
 export function sampleDelta(before: readonly Sample[], after: readonly Sample[]): Sample[] {
-  const key = (s: Sample) => `${s.name}{${Object.entries(s.labels).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `${k}=${v}`).join(",")}}`;
+  const key = (s: Sample) =>
+    `${s.name}{${Object.entries(s.labels)
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([k, v]) => `${k}=${v}`)
+      .join(",")}}`;
   const old = new Map(before.map((s) => [key(s), s.value]));
   return after.map((s) => ({ ...s, value: s.value - (old.get(key(s)) ?? 0) }));
 }

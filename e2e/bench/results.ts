@@ -24,12 +24,19 @@ export interface Run {
   rows: Row[];
 }
 
-export const distribution = (summary: Summary): Record<string, number> => ({ p50: summary.p50, p95: summary.p95, max: summary.max });
+export const distribution = (summary: Summary): Record<string, number> => ({
+  p50: summary.p50,
+  p95: summary.p95,
+  max: summary.max,
+});
 
-const round = (value: number) => (Math.abs(value) >= 100 ? value.toFixed(0) : Math.abs(value) >= 10 ? value.toFixed(1) : value.toFixed(2));
+const round = (value: number) =>
+  Math.abs(value) >= 100 ? value.toFixed(0) : Math.abs(value) >= 10 ? value.toFixed(1) : value.toFixed(2);
 
 export function formatValues(row: Row): string {
-  const parts = Object.entries(row.values).map(([key, value]) => (value === null ? `${key} —` : key === "value" ? `${round(value)} ${row.unit}` : `${key} ${round(value)}`));
+  const parts = Object.entries(row.values).map(([key, value]) =>
+    value === null ? `${key} —` : key === "value" ? `${round(value)} ${row.unit}` : `${key} ${round(value)}`,
+  );
   const text = parts.join(" · ");
   return Object.keys(row.values).some((k) => k !== "value") ? `${text} ${row.unit}` : text;
 }
@@ -45,7 +52,10 @@ export function markdown(run: Run): string {
     "",
     "| figure | result | method |",
     "| --- | --- | --- |",
-    ...run.rows.map((r) => `| ${cell(r.figure)} | ${cell(formatValues(r))}${r.note ? ` (${cell(r.note)})` : ""} | ${cell(r.method)} |`),
+    ...run.rows.map(
+      (r) =>
+        `| ${cell(r.figure)} | ${cell(formatValues(r))}${r.note ? ` (${cell(r.note)})` : ""} | ${cell(r.method)} |`,
+    ),
     "",
   ];
   return lines.join("\n");
@@ -54,7 +64,14 @@ export function markdown(run: Run): string {
 /** The run as a plain table for the terminal. */
 export function text(run: Run): string {
   const width = Math.min(60, Math.max(...run.rows.map((r) => r.figure.length)));
-  return run.rows.map((r) => `${r.figure.padEnd(width)}  ${formatValues(r)}${r.note ? `  (${r.note})` : ""}\n${"".padEnd(width)}  method: ${r.method}`).join("\n");
+  return run.rows
+    .map(
+      (r) =>
+        `${r.figure.padEnd(width)} ` +
+        ` ${formatValues(r)}${r.note ? `  (${r.note})` : ""}\n${"".padEnd(width)}  ` +
+        `method: ${r.method}`,
+    )
+    .join("\n");
 }
 
 /** The figures the summary atop docs/benchmarks.md shows, in order: what a VM costs against a pod, idle, in memory. */

@@ -13,7 +13,10 @@ export const HISTORY_FILE = join(REPO_ROOT, "docs", "benchmarks.md");
 /** The recorded runs' files, oldest first. */
 export async function runFiles(): Promise<string[]> {
   const names = await readdir(RESULTS_DIR).catch(() => [] as string[]);
-  return names.filter((n) => n.endsWith(".json")).sort().map((n) => join(RESULTS_DIR, n));
+  return names
+    .filter((n) => n.endsWith(".json"))
+    .sort()
+    .map((n) => join(RESULTS_DIR, n));
 }
 
 export async function readRun(file: string): Promise<Run> {

@@ -50,7 +50,13 @@ export const TINY_GUEST_MEMORY = parseQuantity(tinyVmi("tiny", "default").spec.d
 export async function createVmi(namespace: string, body: unknown): Promise<void> {
   for (let attempt = 1; ; attempt++) {
     try {
-      await custom.createNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachineinstances", body });
+      await custom.createNamespacedCustomObject({
+        group: "kubevirt.io",
+        version: "v1",
+        namespace,
+        plural: "virtualmachineinstances",
+        body,
+      });
       return;
     } catch (error) {
       const code = error instanceof ApiException ? error.code : 0;
@@ -61,10 +67,20 @@ export async function createVmi(namespace: string, body: unknown): Promise<void>
 }
 
 export const createVm = (namespace: string, body: unknown) =>
-  custom.createNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachines", body });
+  custom.createNamespacedCustomObject({
+    group: "kubevirt.io",
+    version: "v1",
+    namespace,
+    plural: "virtualmachines",
+    body,
+  });
 
 /** Runs the task for each item with at most `limit` at a time. */
-export async function inParallel<T>(items: readonly T[], limit: number, task: (item: T, index: number) => Promise<void>): Promise<void> {
+export async function inParallel<T>(
+  items: readonly T[],
+  limit: number,
+  task: (item: T, index: number) => Promise<void>,
+): Promise<void> {
   let next = 0;
   const worker = async () => {
     while (next < items.length) {

@@ -1,7 +1,13 @@
 import { writeFile } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ApiException, type V1Pod } from "@kubernetes/client-node";
-import { NAMESPACE, type HostComponent, hostComponentServes, killAndRestartHostComponent, killContainer } from "@kubevirt-ts/local-cluster";
+import {
+  NAMESPACE,
+  type HostComponent,
+  hostComponentServes,
+  killAndRestartHostComponent,
+  killContainer,
+} from "@kubevirt-ts/local-cluster";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { coordination, core, custom, imageOf, suiteNamespace } from "../cluster/cluster.ts";
 import { tinyVm } from "../manifests.ts";
@@ -39,7 +45,8 @@ async function persist<T>(what: string, call: () => Promise<T>, timeoutMs = 120_
       return await call();
     } catch (error) {
       if (error instanceof ApiException && (error.code === 404 || error.code === 409)) return undefined;
-      if (Date.now() > deadline) throw new Error(`${what} did not succeed within ${String(timeoutMs / 1000)} s`, { cause: error });
+      if (Date.now() > deadline)
+        throw new Error(`${what} did not succeed within ${String(timeoutMs / 1000)} s`, { cause: error });
       await sleep(500);
     }
   }
@@ -63,7 +70,11 @@ async function deleteVm(name: string): Promise<void> {
 async function setStrategy(name: string, strategy: RunStrategy): Promise<void> {
   expected.set(name, strategy);
   await persist(`setting ${name} to ${strategy}`, () =>
-    custom.patchNamespacedCustomObject({ ...vms, name, body: [{ op: "replace", path: "/spec/runStrategy", value: strategy }] }),
+    custom.patchNamespacedCustomObject({
+      ...vms,
+      name,
+      body: [{ op: "replace", path: "/spec/runStrategy", value: strategy }],
+    }),
   );
 }
 
@@ -90,27 +101,41 @@ async function waitConverged(timeoutMs = CONVERGE_MS): Promise<{ ms: number | un
 }
 
 async function componentPods(name: string): Promise<V1Pod[]> {
-  return (await core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: `app.kubernetes.io/name=${name}` })).items;
+  return (await core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: `app.kubernetes.io/name=${name}` }))
+    .items;
 }
 
 const containerId = (pod: V1Pod | undefined) => pod?.status?.containerStatuses?.[0]?.containerID ?? "";
 const restarts = (pod: V1Pod | undefined) => pod?.status?.containerStatuses?.[0]?.restartCount ?? 0;
-const ready = (pod: V1Pod | undefined) => pod?.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
+const ready = (pod: V1Pod | undefined) =>
+  pod?.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
 
 /** Kills the one container of a component's pod and waits until the kubelet has it running and Ready again. */
 async function killPodComponent(pod: V1Pod): Promise<void> {
   const { name = "", namespace: podNamespace = "" } = pod.metadata ?? {};
   await killContainer(containerId(pod));
   await expect
-    .poll(async () => {
-      const now = await core.readNamespacedPod({ name, namespace: podNamespace });
-      return restarts(now) > restarts(pod) && ready(now);
-    }, { timeout: 120_000, interval: 500 })
+    .poll(
+      async () => {
+        const now = await core.readNamespacedPod({ name, namespace: podNamespace });
+        return restarts(now) > restarts(pod) && ready(now);
+      },
+      { timeout: 120_000, interval: 500 },
+    )
     .toBe(true);
 }
 
 async function apiServerAnswers(): Promise<void> {
-  await expect.poll(() => core.listNamespace({ limit: 1 }).then(() => true, () => false), { timeout: 120_000, interval: 500 }).toBe(true);
+  await expect
+    .poll(
+      () =>
+        core.listNamespace({ limit: 1 }).then(
+          () => true,
+          () => false,
+        ),
+      { timeout: 120_000, interval: 500 },
+    )
+    .toBe(true);
 }
 
 const kills: Record<string, () => Promise<void>> = {
@@ -125,12 +150,15 @@ const kills: Record<string, () => Promise<void>> = {
     // restarts in the same pod and so under the same identity (its pod's name), takes its own lease back at once.
     // Either way the lease is renewed after the kill by a process that was not killed.
     await expect
-      .poll(async () => {
-        const spec = (await coordination.readNamespacedLease({ name: "virt-controller", namespace: NAMESPACE })).spec;
-        if (!spec?.renewTime || new Date(spec.renewTime).getTime() <= killedAt + 500) return false;
-        const holder = (await componentPods("virt-controller")).find((p) => p.metadata?.name === spec.holderIdentity);
-        return holder !== undefined && (spec.holderIdentity !== leader || restarts(holder) > restarts(pod));
-      }, { timeout: 120_000, interval: 500 })
+      .poll(
+        async () => {
+          const spec = (await coordination.readNamespacedLease({ name: "virt-controller", namespace: NAMESPACE })).spec;
+          if (!spec?.renewTime || new Date(spec.renewTime).getTime() <= killedAt + 500) return false;
+          const holder = (await componentPods("virt-controller")).find((p) => p.metadata?.name === spec.holderIdentity);
+          return holder !== undefined && (spec.holderIdentity !== leader || restarts(holder) > restarts(pod));
+        },
+        { timeout: 120_000, interval: 500 },
+      )
       .toBe(true);
   },
   handler: async () => {
@@ -141,7 +169,9 @@ const kills: Record<string, () => Promise<void>> = {
   launcher: async () => {
     const running = [...expected].filter(([, s]) => s === "Always").map(([n]) => n);
     const pods = (await core.listNamespacedPod({ namespace, labelSelector: "kubevirt.io=virt-launcher" })).items;
-    const pod = pods.find((p) => p.status?.phase === "Running" && running.some((n) => p.metadata?.name?.startsWith(`virt-launcher-${n}-`)));
+    const pod = pods.find(
+      (p) => p.status?.phase === "Running" && running.some((n) => p.metadata?.name?.startsWith(`virt-launcher-${n}-`)),
+    );
     if (!pod) throw new Error("no running launcher pod to kill");
     // The launcher's pod does not restart: its VMI fails, and the VM's run strategy makes a new one.
     await killContainer(containerId(pod));
@@ -159,7 +189,10 @@ const kills: Record<string, () => Promise<void>> = {
         await killAndRestartHostComponent(component, 1_000);
         await apiServerAnswers();
         // Back means serving: etcd takes a write, containerd answers on its socket, the kubelet's healthz is ok.
-        if (component === "etcd") await persist("a write through etcd", () => core.createNamespacedConfigMap({ namespace, body: { metadata: { generateName: "etcd-back-" } } }));
+        if (component === "etcd")
+          await persist("a write through etcd", () =>
+            core.createNamespacedConfigMap({ namespace, body: { metadata: { generateName: "etcd-back-" } } }),
+          );
         if (component === "containerd" || component === "kubelet") {
           await expect.poll(() => hostComponentServes(component), { timeout: 120_000, interval: 250 }).toBe(true);
         }
@@ -181,31 +214,59 @@ describe("every component killed under load", () => {
       "| component | kills | back after (s) | converged after (s) | lost | duplicated | orphans |",
       "| --- | --- | --- | --- | --- | --- | --- |",
       ...rows.map((r) => {
-        const converged = r.convergeSeconds === undefined ? `not within ${String(CONVERGE_MS / 1000)}` : r.convergeSeconds.toFixed(1);
+        const converged =
+          r.convergeSeconds === undefined ? `not within ${String(CONVERGE_MS / 1000)}` : r.convergeSeconds.toFixed(1);
         const { lost, duplicated, orphans } = r.verdict;
-        const cells = [r.component, String(r.kills), r.backSeconds.toFixed(1), converged, String(lost.length), String(duplicated.length), String(orphans.length)];
+        const cells = [
+          r.component,
+          String(r.kills),
+          r.backSeconds.toFixed(1),
+          converged,
+          String(lost.length),
+          String(duplicated.length),
+          String(orphans.length),
+        ];
         return `| ${cells.join(" | ")} |`;
       }),
     ].join("\n");
-    process.stdout.write(`\nChaos: ${String(FIRST_VMS)} tiny-guest VMs; per component one SIGKILL during a churn of one VM deleted, one created and one started or stopped\n${table}\n`);
+    process.stdout.write(
+      `\nChaos: ${String(FIRST_VMS)} tiny-guest VMs; per component one SIGKILL during a churn of one VM ` +
+        `deleted, one created and one started or stopped\n${table}\n`,
+    );
     await writeFile(
       new URL("./RESULTS.md", import.meta.url),
-      `# Chaos results\n\nWritten by \`e2e/chaos/chaos.test.ts\` on ${new Date().toISOString()} (\`make test\` runs it). Method: ${String(FIRST_VMS)} VMs with the tiny guest (8 Always, 2 Halted); for each component, one VM is deleted, one created and one started or stopped while the component's process is killed with SIGKILL (host processes are started again after 1 s, as a supervisor would; containers are restarted by the kubelet). "Back after" is from the kill until the component serves again; "converged after" is from then until every VM matches its run strategy (VMI Running and Ready with QEMU running in its one launcher pod, or no VMI and Stopped) with nothing orphaned.\n\n${table}\n`,
+      `# Chaos results\n\nWritten by \`e2e/chaos/chaos.test.ts\` on ${new Date().toISOString()} (\`make ` +
+        `test\` runs it). Method: ${String(FIRST_VMS)} VMs with the tiny guest (8 Always, 2 Halted); for each ` +
+        "component, one VM is deleted, one created and one started or stopped while the component's process is " +
+        "killed with SIGKILL (host processes are started again after 1 s, as a supervisor would; containers " +
+        `are restarted by the kubelet). "Back after" is from the kill until the component serves again; ` +
+        `"converged after" is from then until every VM matches its run strategy (VMI Running and Ready with ` +
+        `QEMU running in its one launcher pod, or no VMI and Stopped) with nothing orphaned.\n\n${table}\n`,
     );
   });
 
   for (const [component, kill] of Object.entries(kills)) {
-    it(`${component}: killed during a churn, nothing lost or orphaned, and every VM converges within 60 s`, async () => {
-      const started = Date.now();
-      const load = churn();
-      await sleep(1_000);
-      await kill();
-      const backSeconds = (Date.now() - started - 1_000) / 1000;
-      await load;
-      const { ms, verdict } = await waitConverged();
-      rows.push({ component, kills: 1, backSeconds, convergeSeconds: ms === undefined ? undefined : ms / 1000, verdict });
-      expect(verdict).toEqual(CONVERGED);
-    }, 360_000);
+    it(
+      `${component}: killed during a churn, nothing lost or orphaned, and ` + "every VM converges within 60 s",
+      async () => {
+        const started = Date.now();
+        const load = churn();
+        await sleep(1_000);
+        await kill();
+        const backSeconds = (Date.now() - started - 1_000) / 1000;
+        await load;
+        const { ms, verdict } = await waitConverged();
+        rows.push({
+          component,
+          kills: 1,
+          backSeconds,
+          convergeSeconds: ms === undefined ? undefined : ms / 1000,
+          verdict,
+        });
+        expect(verdict).toEqual(CONVERGED);
+      },
+      360_000,
+    );
   }
 
   it("at the end, deleting every VM leaves nothing behind", async () => {

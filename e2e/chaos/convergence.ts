@@ -8,7 +8,12 @@ import { core, custom } from "../cluster/cluster.ts";
 export type RunStrategy = "Always" | "Halted";
 
 interface Owned {
-  metadata?: { name?: string; uid?: string; deletionTimestamp?: unknown; ownerReferences?: { controller?: boolean; kind: string; uid: string; name: string }[] };
+  metadata?: {
+    name?: string;
+    uid?: string;
+    deletionTimestamp?: unknown;
+    ownerReferences?: { controller?: boolean; kind: string; uid: string; name: string }[];
+  };
 }
 interface Vm extends Owned {
   spec?: { runStrategy?: string };
@@ -33,7 +38,12 @@ export interface Verdict {
 const controllerUid = (o: Owned) => o.metadata?.ownerReferences?.find((r) => r.controller)?.uid;
 
 async function listAll<T>(plural: "virtualmachines" | "virtualmachineinstances", namespace: string): Promise<T[]> {
-  const list = (await custom.listNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural })) as { items: T[] };
+  const list = (await custom.listNamespacedCustomObject({
+    group: "kubevirt.io",
+    version: "v1",
+    namespace,
+    plural,
+  })) as { items: T[] };
   return list.items;
 }
 
@@ -49,15 +59,23 @@ export async function judge(namespace: string, expected: ReadonlyMap<string, Run
   const verdict: Verdict = { converged: false, lost: [], duplicated: [], orphans: [], pending: [] };
   const vmByName = new Map(vms.map((vm) => [vm.metadata?.name ?? "", vm]));
   for (const name of expected.keys()) if (!vmByName.has(name)) verdict.lost.push(`VM ${name}`);
-  for (const vm of vms) if (!expected.has(vm.metadata?.name ?? "")) verdict.pending.push(`VM ${vm.metadata?.name ?? ""} was deleted but is still there`);
+  for (const vm of vms)
+    if (!expected.has(vm.metadata?.name ?? ""))
+      verdict.pending.push(`VM ${vm.metadata?.name ?? ""} was deleted but is still there`);
 
   const vmUids = new Set(vms.map((vm) => vm.metadata?.uid));
   const vmiUids = new Set(vmis.map((vmi) => vmi.metadata?.uid));
-  for (const vmi of vmis) if (!vmUids.has(controllerUid(vmi))) verdict.orphans.push(`VMI ${vmi.metadata?.name ?? ""} without its VM`);
-  const livePods = pods.filter((p) => !p.metadata?.deletionTimestamp && p.status?.phase !== "Succeeded" && p.status?.phase !== "Failed");
-  for (const pod of pods) if (!vmiUids.has(controllerUid(pod))) verdict.orphans.push(`launcher pod ${pod.metadata?.name ?? ""} without its VMI`);
+  for (const vmi of vmis)
+    if (!vmUids.has(controllerUid(vmi))) verdict.orphans.push(`VMI ${vmi.metadata?.name ?? ""} without its VM`);
+  const livePods = pods.filter(
+    (p) => !p.metadata?.deletionTimestamp && p.status?.phase !== "Succeeded" && p.status?.phase !== "Failed",
+  );
+  for (const pod of pods)
+    if (!vmiUids.has(controllerUid(pod)))
+      verdict.orphans.push(`launcher pod ${pod.metadata?.name ?? ""} without its VMI`);
   const launcherUids = new Set(allPods.filter((p) => p.status?.phase === "Running").map((p) => p.metadata?.uid));
-  for (const uid of qemu) if (!launcherUids.has(uid)) verdict.orphans.push(`QEMU of pod ${uid}, which no running launcher pod is`);
+  for (const uid of qemu)
+    if (!launcherUids.has(uid)) verdict.orphans.push(`QEMU of pod ${uid}, which no running launcher pod is`);
 
   for (const [name, strategy] of expected) {
     const vm = vmByName.get(name);
@@ -67,7 +85,8 @@ export async function judge(namespace: string, expected: ReadonlyMap<string, Run
     const vmi = own[0];
     if (strategy === "Halted") {
       if (vmi) verdict.pending.push(`${name} is Halted but has a VMI (${vmi.status?.phase ?? "no phase"})`);
-      if (vm.status?.printableStatus !== "Stopped") verdict.pending.push(`${name} is Halted but shows ${vm.status?.printableStatus ?? "nothing"}`);
+      if (vm.status?.printableStatus !== "Stopped")
+        verdict.pending.push(`${name} is Halted but shows ${vm.status?.printableStatus ?? "nothing"}`);
       continue;
     }
     if (!vmi) {
@@ -77,10 +96,14 @@ export async function judge(namespace: string, expected: ReadonlyMap<string, Run
     const vmiPods = livePods.filter((p) => controllerUid(p) === vmi.metadata?.uid);
     if (vmiPods.length > 1) verdict.duplicated.push(`${name}: ${String(vmiPods.length)} live launcher pods`);
     const ready = vmi.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
-    if (vmi.status?.phase !== "Running" || !ready) verdict.pending.push(`${name}'s VMI is ${vmi.status?.phase ?? "new"}${ready ? "" : ", not Ready"}`);
-    else if (!vmiPods.some((p) => qemu.includes(p.metadata?.uid ?? ""))) verdict.pending.push(`${name}'s VMI says Running but no QEMU runs in its pod`);
-    if (vm.status?.printableStatus !== "Running") verdict.pending.push(`${name} shows ${vm.status?.printableStatus ?? "nothing"}`);
+    if (vmi.status?.phase !== "Running" || !ready)
+      verdict.pending.push(`${name}'s VMI is ${vmi.status?.phase ?? "new"}${ready ? "" : ", not Ready"}`);
+    else if (!vmiPods.some((p) => qemu.includes(p.metadata?.uid ?? "")))
+      verdict.pending.push(`${name}'s VMI says Running but no QEMU runs in its pod`);
+    if (vm.status?.printableStatus !== "Running")
+      verdict.pending.push(`${name} shows ${vm.status?.printableStatus ?? "nothing"}`);
   }
-  verdict.converged = verdict.lost.length + verdict.duplicated.length + verdict.orphans.length + verdict.pending.length === 0;
+  verdict.converged =
+    verdict.lost.length + verdict.duplicated.length + verdict.orphans.length + verdict.pending.length === 0;
   return verdict;
 }

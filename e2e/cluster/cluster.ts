@@ -2,7 +2,20 @@ import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { readFileSync } from "node:fs";
-import { AdmissionregistrationV1Api, ApiException, AppsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, DiscoveryV1Api, PolicyV1Api, KubeConfig, RbacAuthorizationV1Api, type V1PersistentVolume, type V1Pod } from "@kubernetes/client-node";
+import {
+  AdmissionregistrationV1Api,
+  ApiException,
+  AppsV1Api,
+  CoordinationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  DiscoveryV1Api,
+  PolicyV1Api,
+  KubeConfig,
+  RbacAuthorizationV1Api,
+  type V1PersistentVolume,
+  type V1Pod,
+} from "@kubernetes/client-node";
 import { ensureBinaries } from "@kubevirt-ts/control-plane";
 import { IMAGES_FILE, KUBECONFIG_PATH, machinePath, readClusterNodes } from "@kubevirt-ts/local-cluster";
 import { afterAll, beforeAll } from "vitest";
@@ -32,13 +45,20 @@ const clusterNodes = await readClusterNodes();
 /** The names of the cluster's nodes, as cluster-up made them (one, or NODES=n). */
 export const nodeNames = clusterNodes.map((node) => node.name);
 
-/** Where a local volume's folder or device is on this machine: on the node its affinity names, which may keep its own copy of the path. */
+/**
+ * Where a local volume's folder or device is on this machine: on the node its affinity names, which may keep its own
+ * copy of the path.
+ */
 export function volumeOnMachine(volume: V1PersistentVolume): string {
   const path = volume.spec?.hostPath?.path ?? volume.spec?.local?.path ?? "";
   const terms = volume.spec?.nodeAffinity?.required?.nodeSelectorTerms ?? [];
-  const nodeName = terms.flatMap((t) => t.matchExpressions ?? []).find((e) => e.key === "kubernetes.io/hostname")?.values?.[0];
+  const nodeName = terms.flatMap((t) => t.matchExpressions ?? []).find((e) => e.key === "kubernetes.io/hostname")
+    ?.values?.[0];
   const node = clusterNodes.find((n) => n.name === nodeName);
-  if (!node) throw new Error(`volume ${volume.metadata?.name ?? ""} is on no node of this cluster (${nodeName ?? "no hostname affinity"})`);
+  if (!node)
+    throw new Error(
+      `volume ${volume.metadata?.name ?? ""} is on no node of this cluster (${nodeName ?? "no hostname affinity"})`,
+    );
   return machinePath(node, path);
 }
 
@@ -51,23 +71,49 @@ export function imageOf(name: string): string {
 
 export type KubevirtObject = { metadata: { uid?: string }; status?: Record<string, unknown> } | undefined;
 
-/** A service account bound to Kubernetes' edit role in a namespace (which aggregates kubevirt.io:edit), and a new token of it. */
+/**
+ * A service account bound to Kubernetes' edit role in a namespace (which aggregates kubevirt.io:edit), and a new token
+ * of it.
+ */
 export const editorToken = (namespace: string): Promise<string> => roleToken(namespace, "editor", "edit");
 
-/** A service account of a namespace bound to a ClusterRole (edit, view) there and in the other namespaces named, and a new token of it. */
-export async function roleToken(namespace: string, account: string, role: string, alsoIn: string[] = []): Promise<string> {
+/**
+ * A service account of a namespace bound to a ClusterRole (edit, view) there and in the other namespaces named, and a
+ * new token of it.
+ */
+export async function roleToken(
+  namespace: string,
+  account: string,
+  role: string,
+  alsoIn: string[] = [],
+): Promise<string> {
   // Asked for again in the same namespace, the account and its binding are there already: only a 409 means so.
-  const unlessPresent = (create: Promise<unknown>) => create.catch((error: unknown) => {
-    if ((error as { code?: number }).code !== 409) throw error;
-  });
+  const unlessPresent = (create: Promise<unknown>) =>
+    create.catch((error: unknown) => {
+      if ((error as { code?: number }).code !== 409) throw error;
+    });
   await unlessPresent(core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: account } } }));
   for (const bindingNamespace of [namespace, ...alsoIn]) {
-    await unlessPresent(rbac.createNamespacedRoleBinding({
-      namespace: bindingNamespace,
-      body: { metadata: { name: `${namespace}-${account}` }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role }, subjects: [{ kind: "ServiceAccount", name: account, namespace }] },
-    }));
+    await unlessPresent(
+      rbac.createNamespacedRoleBinding({
+        namespace: bindingNamespace,
+        body: {
+          metadata: { name: `${namespace}-${account}` },
+          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role },
+          subjects: [{ kind: "ServiceAccount", name: account, namespace }],
+        },
+      }),
+    );
   }
-  return (await core.createNamespacedServiceAccountToken({ namespace, name: account, body: { spec: { audiences: [], expirationSeconds: 3600 } } })).status?.token ?? "";
+  return (
+    (
+      await core.createNamespacedServiceAccountToken({
+        namespace,
+        name: account,
+        body: { spec: { audiences: [], expirationSeconds: 3600 } },
+      })
+    ).status?.token ?? ""
+  );
 }
 
 /** A VMI's phases so far, in order and comma-separated (its status.phaseTransitionTimestamps). */
@@ -78,7 +124,10 @@ export function phaseHistory(vmi: KubevirtObject): string {
 export interface SuiteNamespace {
   name: string;
   kubectl: (...args: string[]) => Promise<string>;
-  get: (plural: "virtualmachines" | "virtualmachineinstances" | "virtualmachineinstancemigrations", name: string) => Promise<KubevirtObject>;
+  get: (
+    plural: "virtualmachines" | "virtualmachineinstances" | "virtualmachineinstancemigrations",
+    name: string,
+  ) => Promise<KubevirtObject>;
   launcherPods: () => Promise<V1Pod[]>;
 }
 
@@ -95,9 +144,13 @@ export function suiteNamespace(prefix: string): SuiteNamespace {
   });
   return {
     name,
-    kubectl: async (...args) => (await promisify(execFile)(join(binDir, "kubectl"), [`--kubeconfig=${KUBECONFIG_PATH}`, ...args])).stdout,
+    kubectl: async (...args) =>
+      (await promisify(execFile)(join(binDir, "kubectl"), [`--kubeconfig=${KUBECONFIG_PATH}`, ...args])).stdout,
     get: (plural, object) =>
-      custom.getNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace: name, plural, name: object }).then((o) => o as KubevirtObject, undefinedIfNotFound),
-    launcherPods: async () => (await core.listNamespacedPod({ namespace: name, labelSelector: "kubevirt.io=virt-launcher" })).items,
+      custom
+        .getNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace: name, plural, name: object })
+        .then((o) => o as KubevirtObject, undefinedIfNotFound),
+    launcherPods: async () =>
+      (await core.listNamespacedPod({ namespace: name, labelSelector: "kubevirt.io=virt-launcher" })).items,
   };
 }

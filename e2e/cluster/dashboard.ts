@@ -27,17 +27,24 @@ export async function mutate(user: "admin" | "viewer", procedure: string, input:
   const tls = await dashboardTls();
   const body = JSON.stringify(input);
   return new Promise((resolve, reject) => {
-    const req = request(new URL(`/trpc/${procedure}`, DASHBOARD_URL), {
-      method: "POST",
-      ...tls,
-      headers: { "content-type": "application/json", authorization: `Bearer ${tokenOf(user)}` },
-    }, (res) => {
-      let text = "";
-      res.setEncoding("utf8").on("data", (c: string) => (text += c)).on("end", () => {
-        if (res.statusCode === 200) resolve((JSON.parse(text) as { result?: { data?: unknown } }).result?.data);
-        else reject(new Error(`${procedure} answered ${String(res.statusCode)}: ${text}`));
-      });
-    });
+    const req = request(
+      new URL(`/trpc/${procedure}`, DASHBOARD_URL),
+      {
+        method: "POST",
+        ...tls,
+        headers: { "content-type": "application/json", authorization: `Bearer ${tokenOf(user)}` },
+      },
+      (res) => {
+        let text = "";
+        res
+          .setEncoding("utf8")
+          .on("data", (c: string) => (text += c))
+          .on("end", () => {
+            if (res.statusCode === 200) resolve((JSON.parse(text) as { result?: { data?: unknown } }).result?.data);
+            else reject(new Error(`${procedure} answered ${String(res.statusCode)}: ${text}`));
+          });
+      },
+    );
     req.on("error", reject).end(body);
   });
 }

@@ -10,22 +10,46 @@ import { DASHBOARD_URL, dashboardTls } from "./dashboard.ts";
 // namespace editor, and the image sent with its token to the upload proxy at
 // the dashboard's address (virtctl's --uploadproxy-url).
 
-export interface DataVolume { metadata: { ownerReferences?: object[] }; status?: { phase?: string } }
+export interface DataVolume {
+  metadata: { ownerReferences?: object[] };
+  status?: { phase?: string };
+}
 
 export const dataVolume = (namespace: string, name: string) =>
-  custom.getNamespacedCustomObject({ group: "cdi.kubevirt.io", version: "v1beta1", namespace, plural: "datavolumes", name }).then((o) => o as DataVolume, undefinedIfNotFound);
+  custom
+    .getNamespacedCustomObject({ group: "cdi.kubevirt.io", version: "v1beta1", namespace, plural: "datavolumes", name })
+    .then((o) => o as DataVolume, undefinedIfNotFound);
 
 /** What virtctl image-upload dv <name> --size=<size> creates. */
-export const uploadDataVolume = (namespace: string, name: string, size: string) => ({ apiVersion: "cdi.kubevirt.io/v1beta1", kind: "DataVolume", metadata: { name, namespace }, spec: { source: { upload: {} }, storage: { resources: { requests: { storage: size } } } } });
+export const uploadDataVolume = (namespace: string, name: string, size: string) => ({
+  apiVersion: "cdi.kubevirt.io/v1beta1",
+  kind: "DataVolume",
+  metadata: { name, namespace },
+  spec: { source: { upload: {} }, storage: { resources: { requests: { storage: size } } } },
+});
 
 /** An UploadTokenRequest, created as a namespace editor with kubectl as virtctl creates it; its token. */
-export async function uploadToken(namespace: string, kubectl: (...args: string[]) => Promise<string>, pvcName: string): Promise<string> {
+export async function uploadToken(
+  namespace: string,
+  kubectl: (...args: string[]) => Promise<string>,
+  pvcName: string,
+): Promise<string> {
   const token = await editorToken(namespace);
   const dir = mkdtempSync(join(tmpdir(), "e2e-upload-token-"));
   const file = join(dir, "request.json");
-  writeFileSync(file, JSON.stringify({ apiVersion: "upload.cdi.kubevirt.io/v1beta1", kind: "UploadTokenRequest", metadata: { name: "token-for-virtctl", namespace }, spec: { pvcName } }));
+  writeFileSync(
+    file,
+    JSON.stringify({
+      apiVersion: "upload.cdi.kubevirt.io/v1beta1",
+      kind: "UploadTokenRequest",
+      metadata: { name: "token-for-virtctl", namespace },
+      spec: { pvcName },
+    }),
+  );
   try {
-    const created = JSON.parse(await kubectl(`--token=${token}`, "create", "-f", file, "-o", "json")) as { status?: { token?: string } };
+    const created = JSON.parse(await kubectl(`--token=${token}`, "create", "-f", file, "-o", "json")) as {
+      status?: { token?: string };
+    };
     return created.status?.token ?? "";
   } finally {
     rmSync(dir, { recursive: true });
@@ -33,13 +57,35 @@ export async function uploadToken(namespace: string, kubectl: (...args: string[]
 }
 
 /** A request to the upload proxy at the dashboard's address; its status and text. */
-export async function toUploadProxy(method: "HEAD" | "POST", path: string, token: string, body?: Buffer): Promise<{ status: number; text: string }> {
+export async function toUploadProxy(
+  method: "HEAD" | "POST",
+  path: string,
+  token: string,
+  body?: Buffer,
+): Promise<{ status: number; text: string }> {
   const tls = await dashboardTls();
   return new Promise((resolve, reject) => {
-    const req = request(new URL(path, DASHBOARD_URL), { method, ...tls, headers: { authorization: `Bearer ${token}`, "content-type": "application/octet-stream", ...(body ? { "content-length": String(body.length) } : {}) } }, (res) => {
-      let text = "";
-      res.setEncoding("utf8").on("data", (c: string) => (text += c)).on("end", () => { resolve({ status: res.statusCode ?? 0, text }); });
-    });
+    const req = request(
+      new URL(path, DASHBOARD_URL),
+      {
+        method,
+        ...tls,
+        headers: {
+          authorization: `Bearer ${token}`,
+          "content-type": "application/octet-stream",
+          ...(body ? { "content-length": String(body.length) } : {}),
+        },
+      },
+      (res) => {
+        let text = "";
+        res
+          .setEncoding("utf8")
+          .on("data", (c: string) => (text += c))
+          .on("end", () => {
+            resolve({ status: res.statusCode ?? 0, text });
+          });
+      },
+    );
     req.on("error", reject).end(body);
   });
 }

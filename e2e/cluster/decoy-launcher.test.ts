@@ -19,14 +19,33 @@ const poll = { timeout: 180_000, interval: 1_000 };
 const FINALIZER = "e2e.kubevirt-ts.io/decoy";
 const planted: V1Pod[] = [];
 
-function decoy(name: string, podNamespace: string, vmiUid: string, nodeName: string, ownerReferences?: V1OwnerReference[]): V1Pod {
+function decoy(
+  name: string,
+  podNamespace: string,
+  vmiUid: string,
+  nodeName: string,
+  ownerReferences?: V1OwnerReference[],
+): V1Pod {
   return {
-    metadata: { name, namespace: podNamespace, labels: { "kubevirt.io": "virt-launcher", "kubevirt.io/created-by": vmiUid }, finalizers: [FINALIZER], ownerReferences },
+    metadata: {
+      name,
+      namespace: podNamespace,
+      labels: { "kubevirt.io": "virt-launcher", "kubevirt.io/created-by": vmiUid },
+      finalizers: [FINALIZER],
+      ownerReferences,
+    },
     spec: {
       nodeName,
       terminationGracePeriodSeconds: 1,
       securityContext: { runAsNonRoot: true, runAsUser: 65535, seccompProfile: { type: "RuntimeDefault" } },
-      containers: [{ name: "compute", image: PAUSE_IMAGE, imagePullPolicy: "Never", securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } } }],
+      containers: [
+        {
+          name: "compute",
+          image: PAUSE_IMAGE,
+          imagePullPolicy: "Never",
+          securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } },
+        },
+      ],
     },
   };
 }
@@ -37,18 +56,29 @@ async function plant(pod: V1Pod): Promise<V1Pod> {
   return created;
 }
 
-const readPod = (pod: V1Pod) => core.readNamespacedPod({ name: pod.metadata?.name ?? "", namespace: pod.metadata?.namespace ?? "" }).catch(undefinedIfNotFound);
+const readPod = (pod: V1Pod) =>
+  core
+    .readNamespacedPod({ name: pod.metadata?.name ?? "", namespace: pod.metadata?.namespace ?? "" })
+    .catch(undefinedIfNotFound);
 
 async function unownedEvents(pod: V1Pod): Promise<number> {
-  const events = await core.listNamespacedEvent({ namespace: pod.metadata?.namespace ?? "", fieldSelector: `involvedObject.uid=${pod.metadata?.uid ?? ""}` });
+  const events = await core.listNamespacedEvent({
+    namespace: pod.metadata?.namespace ?? "",
+    fieldSelector: `involvedObject.uid=${pod.metadata?.uid ?? ""}`,
+  });
   return events.items.filter((e) => e.reason === "UnownedLauncherPod").reduce((sum, e) => sum + (e.count ?? 1), 0);
 }
 
 async function componentPods(component: "virt-controller" | "virt-handler"): Promise<V1Pod[]> {
-  return (await core.listNamespacedPod({ namespace: "kubevirt-ts", labelSelector: `app.kubernetes.io/name=${component}` })).items.filter((p) => !p.metadata?.deletionTimestamp);
+  return (
+    await core.listNamespacedPod({ namespace: "kubevirt-ts", labelSelector: `app.kubernetes.io/name=${component}` })
+  ).items.filter((p) => !p.metadata?.deletionTimestamp);
 }
 
-/** The highest kubevirt_ts_unowned_launcher_pods among a component's pods, from their /metrics (read with the scraper's token). */
+/**
+ * The highest kubevirt_ts_unowned_launcher_pods among a component's pods, from their /metrics (read with the scraper's
+ * token).
+ */
 async function unownedGauge(component: "virt-controller" | "virt-handler"): Promise<number> {
   const values = await Promise.all(
     (await componentPods(component)).map(async (pod) => {
@@ -66,7 +96,16 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const pod of planted) {
     const { name = "", namespace: podNamespace = "" } = pod.metadata ?? {};
-    await kubectl("patch", "pod", name, "-n", podNamespace, "--type=merge", "-p", '{"metadata":{"finalizers":null}}').catch(() => undefined);
+    await kubectl(
+      "patch",
+      "pod",
+      name,
+      "-n",
+      podNamespace,
+      "--type=merge",
+      "-p",
+      '{"metadata":{"finalizers":null}}',
+    ).catch(() => undefined);
     await core.deleteNamespacedPod({ name, namespace: podNamespace }).catch(undefinedIfNotFound);
   }
   await core.deleteNamespace({ name: other });
@@ -77,7 +116,13 @@ describe("decoy launcher pods", () => {
   let decoys: V1Pod[] = [];
 
   it("are ignored: the VMI runs on its own pod, and each decoy gets one UnownedLauncherPod event", async () => {
-    await custom.createNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachines", body: tinyVm("tiny", imageOf("tiny-guest"), namespace) });
+    await custom.createNamespacedCustomObject({
+      group: "kubevirt.io",
+      version: "v1",
+      namespace,
+      plural: "virtualmachines",
+      body: tinyVm("tiny", imageOf("tiny-guest"), namespace),
+    });
     await expect.poll(async () => (await get("virtualmachineinstances", "tiny"))?.status?.phase, poll).toBe("Running");
     const vmi = await get("virtualmachineinstances", "tiny");
     const uid = vmi?.metadata.uid ?? "";
@@ -92,7 +137,8 @@ describe("decoy launcher pods", () => {
       await plant(decoy("decoy-forged-owner", other, uid, node, real?.metadata?.ownerReferences)),
     ];
     // Running on the VMI's node, where its handler sees them.
-    for (const pod of decoys.slice(0, 2)) await expect.poll(async () => (await readPod(pod))?.status?.phase, poll).toBe("Running");
+    for (const pod of decoys.slice(0, 2))
+      await expect.poll(async () => (await readPod(pod))?.status?.phase, poll).toBe("Running");
     for (const pod of decoys) await expect.poll(() => unownedEvents(pod), poll).toBe(1);
     await expect.poll(() => unownedGauge("virt-controller"), poll).toBeGreaterThanOrEqual(3);
     await expect.poll(() => unownedGauge("virt-handler"), poll).toBeGreaterThanOrEqual(2);
@@ -104,7 +150,9 @@ describe("decoy launcher pods", () => {
     expect(after?.status?.phase).toBe("Running");
     expect(Object.keys(after?.status?.activePods as Record<string, string>)).toEqual([real?.metadata?.uid]);
     expect((after?.status?.interfaces as { ipAddress: string }[])[0]?.ipAddress).toBe(real?.status?.podIP);
-    expect((await launcherPods()).map((p) => p.metadata?.uid).sort()).toEqual([real?.metadata?.uid, decoys[1]?.metadata?.uid].sort());
+    expect((await launcherPods()).map((p) => p.metadata?.uid).sort()).toEqual(
+      [real?.metadata?.uid, decoys[1]?.metadata?.uid].sort(),
+    );
     // The handler never tried a decoy's sockets: its log names none of them.
     for (const handler of await componentPods("virt-handler")) {
       const log = await kubectl("logs", "-n", "kubevirt-ts", handler.metadata?.name ?? "");
@@ -123,7 +171,9 @@ describe("decoy launcher pods", () => {
     await kubectl("delete", "vm", "tiny", "-n", namespace, "--wait=true", "--timeout=150s");
     expect(await get("virtualmachines", "tiny")).toBeUndefined();
     expect(await get("virtualmachineinstances", "tiny")).toBeUndefined();
-    await expect.poll(async () => (await launcherPods()).map((p) => p.metadata?.uid), poll).toEqual([decoys[1]?.metadata?.uid]);
+    await expect
+      .poll(async () => (await launcherPods()).map((p) => p.metadata?.uid), poll)
+      .toEqual([decoys[1]?.metadata?.uid]);
     for (const pod of decoys.slice(0, 2)) expect((await readPod(pod))?.metadata?.deletionTimestamp).toBeUndefined();
   });
 });

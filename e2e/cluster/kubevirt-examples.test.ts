@@ -43,7 +43,9 @@ const EXPECTED: Record<string, Outcome> = {
   "vm-pool-cirros.yaml": { skipped: "VirtualMachinePool: not served" },
   "vmi-preset-small.yaml": { skipped: "VirtualMachineInstancePreset: not served (deprecated in KubeVirt)" },
   "vmi-replicaset-cirros.yaml": { skipped: "VirtualMachineInstanceReplicaSet: not served" },
-  "vm-alpine-datavolume.yaml": { stored: "its DataVolume imports an image from the internet, which this machine cannot reach" },
+  "vm-alpine-datavolume.yaml": {
+    stored: "its DataVolume imports an image from the internet, which this machine cannot reach",
+  },
   "vm-alpine-multipvc.yaml": runs(["disk-alpine", "disk-custom"]),
   "vm-cirros-clarge-virtio.yaml": memoryConflict,
   "vm-cirros-clarge-windows.yaml": memoryConflict,
@@ -54,7 +56,9 @@ const EXPECTED: Record<string, Outcome> = {
   "vm-cirros-sata.yaml": runs(),
   "vm-cirros.yaml": runs(),
   "vm-priorityclass.yaml": runs(),
-  "vm-cirros-with-sidecar-hook-configmap.yaml": { refused: "spec.template.metadata.annotations.hooks.kubevirt.io/hookSidecars" },
+  "vm-cirros-with-sidecar-hook-configmap.yaml": {
+    refused: "spec.template.metadata.annotations.hooks.kubevirt.io/hookSidecars",
+  },
   "vmi-alpine-efi.yaml": runs(),
   "vmi-arm.yaml": runs(),
   "vmi-ephemeral.yaml": runs(),
@@ -105,26 +109,48 @@ async function create(file: string): Promise<string> {
   );
 }
 
-const CLUSTER_KINDS = new Set(["VirtualMachineClusterInstancetype", "VirtualMachineClusterPreference", "PriorityClass", "MigrationPolicy"]);
+const CLUSTER_KINDS = new Set([
+  "VirtualMachineClusterInstancetype",
+  "VirtualMachineClusterPreference",
+  "PriorityClass",
+  "MigrationPolicy",
+]);
 
 beforeAll(async () => {
   const dir = await kubevirtExamples();
-  for (const file of readdirSync(dir).filter((f) => f.endsWith(".yaml")).sort()) {
-    const documents = parseAllDocuments(readFileSync(join(dir, file), "utf8")).map((d) => d.toJSON() as { kind: string; metadata: { name: string } } | null).filter((d) => d !== null);
+  for (const file of readdirSync(dir)
+    .filter((f) => f.endsWith(".yaml"))
+    .sort()) {
+    const documents = parseAllDocuments(readFileSync(join(dir, file), "utf8"))
+      .map((d) => d.toJSON() as { kind: string; metadata: { name: string } } | null)
+      .filter((d) => d !== null);
     const [object] = documents;
-    if (!object || documents.length !== 1) throw new Error(`${file}: expected one object, found ${String(documents.length)}`);
+    if (!object || documents.length !== 1)
+      throw new Error(`${file}: expected one object, found ${String(documents.length)}`);
     const local = join(workDir, file);
     writeFileSync(local, stringify(withLocalImages(object)));
-    examples[file] = { kind: object.kind, name: object.metadata.name, clusterScoped: CLUSTER_KINDS.has(object.kind), file: local };
+    examples[file] = {
+      kind: object.kind,
+      name: object.metadata.name,
+      clusterScoped: CLUSTER_KINDS.has(object.kind),
+      file: local,
+    };
   }
   for (const claim of ["disk-alpine", "disk-custom", "disk-windows"]) {
-    await core.createNamespacedPersistentVolumeClaim({ namespace, body: { metadata: { name: claim }, spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } } } });
+    await core.createNamespacedPersistentVolumeClaim({
+      namespace,
+      body: {
+        metadata: { name: claim },
+        spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } },
+      },
+    });
   }
 }, 300_000);
 
 afterAll(async () => {
   // Cluster-scoped examples go with the suite; the namespace takes the rest.
-  for (const example of Object.values(examples).filter((e) => e.clusterScoped)) await kubectl("delete", "--ignore-not-found", "-f", example.file).catch(() => undefined);
+  for (const example of Object.values(examples).filter((e) => e.clusterScoped))
+    await kubectl("delete", "--ignore-not-found", "-f", example.file).catch(() => undefined);
 });
 
 describe(`KubeVirt's examples at ${KUBEVIRT_EXAMPLES_VERSION}`, () => {
@@ -140,7 +166,9 @@ describe(`KubeVirt's examples at ${KUBEVIRT_EXAMPLES_VERSION}`, () => {
   });
 
   it("what kubevirt-ts refuses: refused by kubectl's create, naming the field", async () => {
-    const refusals = Object.entries(EXPECTED).filter((entry): entry is [string, { refused: string }] => "refused" in entry[1]);
+    const refusals = Object.entries(EXPECTED).filter(
+      (entry): entry is [string, { refused: string }] => "refused" in entry[1],
+    );
     for (const [file, { refused }] of refusals) {
       const answer = await create(file);
       expect(answer, file).not.toBe("created");
@@ -153,58 +181,94 @@ describe(`KubeVirt's examples at ${KUBEVIRT_EXAMPLES_VERSION}`, () => {
     expect(await get("virtualmachines", examples["vm-alpine-datavolume.yaml"]?.name ?? "")).toBeDefined();
   });
 
-  it("what kubevirt-ts accepts: created unchanged and Running, a VM once started as virtctl start does", { timeout: 1_200_000 }, async () => {
-    const runnable = Object.entries(EXPECTED).filter(([, outcome]) => "runs" in outcome).map(([file]) => file);
-    // Those on the same claim one after the other (a disk image is opened by one QEMU at a time); the rest three at a time.
-    const lanes: string[][] = [[], [], [], runnable.filter((f) => f === "vm-alpine-multipvc.yaml" || f === "vmi-pvc.yaml")];
-    runnable.filter((f) => !(lanes[3] ?? []).includes(f)).forEach((f, i) => lanes[i % 3]?.push(f));
-    /** The example's way to Running; what went wrong, or undefined. */
-    const run = async (file: string): Promise<string | undefined> => {
-      const example = examples[file];
-      if (!example) return `${file}: no such example`;
-      const created = await create(file);
-      if (created !== "created") return `${file}: ${created}`;
-      if (example.kind === "VirtualMachine") {
-        await kubectl("replace", "--raw", `/apis/subresources.kubevirt.io/v1/namespaces/${namespace}/virtualmachines/${example.name}/start`, "-f", writeOptions());
-      }
-      const deadline = Date.now() + poll.timeout;
-      let vmi = await get("virtualmachineinstances", example.name);
-      while (vmi?.status?.phase !== "Running" && Date.now() < deadline) {
-        await new Promise((resolve) => setTimeout(resolve, poll.interval));
-        vmi = await get("virtualmachineinstances", example.name);
-      }
-      const outcome = vmi?.status?.phase === "Running" ? undefined : `${file}: ${String(vmi?.status?.phase)}: ${JSON.stringify(vmi?.status?.conditions ?? [])}`;
-      await kubectl("delete", "-n", namespace, "--wait=true", "-f", example.file);
-      await expect.poll(() => get("virtualmachineinstances", example.name), poll).toBeUndefined();
-      return outcome;
-    };
-    const failures: string[] = [];
-    await Promise.all(lanes.map(async (lane) => {
-      for (const file of lane) {
-        const failure = await run(file);
-        if (failure !== undefined) failures.push(failure);
-      }
-    }));
-    expect(failures).toEqual([]);
-  });
+  it(
+    "what kubevirt-ts accepts: created unchanged and Running, a VM once started as virtctl start does",
+    { timeout: 1_200_000 },
+    async () => {
+      const runnable = Object.entries(EXPECTED)
+        .filter(([, outcome]) => "runs" in outcome)
+        .map(([file]) => file);
+      // Those on the same claim one after the other (a disk image is opened by one QEMU at a time); the rest three at a
+      // time.
+      const lanes: string[][] = [
+        [],
+        [],
+        [],
+        runnable.filter((f) => f === "vm-alpine-multipvc.yaml" || f === "vmi-pvc.yaml"),
+      ];
+      runnable.filter((f) => !(lanes[3] ?? []).includes(f)).forEach((f, i) => lanes[i % 3]?.push(f));
+      /** The example's way to Running; what went wrong, or undefined. */
+      const run = async (file: string): Promise<string | undefined> => {
+        const example = examples[file];
+        if (!example) return `${file}: no such example`;
+        const created = await create(file);
+        if (created !== "created") return `${file}: ${created}`;
+        if (example.kind === "VirtualMachine") {
+          await kubectl(
+            "replace",
+            "--raw",
+            `/apis/subresources.kubevirt.io/v1/namespaces/${namespace}/virtualmachines/${example.name}/start`,
+            "-f",
+            writeOptions(),
+          );
+        }
+        const deadline = Date.now() + poll.timeout;
+        let vmi = await get("virtualmachineinstances", example.name);
+        while (vmi?.status?.phase !== "Running" && Date.now() < deadline) {
+          await new Promise((resolve) => setTimeout(resolve, poll.interval));
+          vmi = await get("virtualmachineinstances", example.name);
+        }
+        const outcome =
+          vmi?.status?.phase === "Running"
+            ? undefined
+            : `${file}: ${String(vmi?.status?.phase)}: ${JSON.stringify(vmi?.status?.conditions ?? [])}`;
+        await kubectl("delete", "-n", namespace, "--wait=true", "-f", example.file);
+        await expect.poll(() => get("virtualmachineinstances", example.name), poll).toBeUndefined();
+        return outcome;
+      };
+      const failures: string[] = [];
+      await Promise.all(
+        lanes.map(async (lane) => {
+          for (const file of lane) {
+            const failure = await run(file);
+            if (failure !== undefined) failures.push(failure);
+          }
+        }),
+      );
+      expect(failures).toEqual([]);
+    },
+  );
 });
 
 describe(`KubeVirt's migration example at ${KUBEVIRT_EXAMPLES_VERSION}`, () => {
   it("moves the VMI it names, vmi-migratable, to the other node", { timeout: 600_000 }, async () => {
-    const migrating = Object.entries(EXPECTED).flatMap(([file, o]) => ("migrates" in o ? [{ job: file, vmiFile: o.migrates }] : []));
+    const migrating = Object.entries(EXPECTED).flatMap(([file, o]) =>
+      "migrates" in o ? [{ job: file, vmiFile: o.migrates }] : [],
+    );
     expect(migrating).toHaveLength(1);
     const { job = "", vmiFile = "" } = migrating[0] ?? {};
     const name = examples[vmiFile]?.name ?? "";
     expect(await create(vmiFile)).toBe("created");
     await expect.poll(async () => (await get("virtualmachineinstances", name))?.status?.phase, poll).toBe("Running");
-    const liveMigratable = async () => ((await get("virtualmachineinstances", name))?.status?.conditions as { type: string; status: string }[] | undefined)?.find((c) => c.type === "LiveMigratable")?.status;
+    const liveMigratable = async () =>
+      (
+        (await get("virtualmachineinstances", name))?.status?.conditions as
+          { type: string; status: string }[] | undefined
+      )?.find((c) => c.type === "LiveMigratable")?.status;
     await expect.poll(liveMigratable, poll).toBe("True");
     const source = (await get("virtualmachineinstances", name))?.status?.nodeName as string;
 
     expect(await create(job)).toBe("created");
     const migration = examples[job]?.name ?? "";
-    await expect.poll(async () => (await get("virtualmachineinstancemigrations", migration))?.status?.phase, { timeout: 300_000, interval: 2_000 }).toBe("Succeeded");
-    await expect.poll(async () => (await get("virtualmachineinstances", name))?.status?.nodeName, poll).not.toBe(source);
+    await expect
+      .poll(async () => (await get("virtualmachineinstancemigrations", migration))?.status?.phase, {
+        timeout: 300_000,
+        interval: 2_000,
+      })
+      .toBe("Succeeded");
+    await expect
+      .poll(async () => (await get("virtualmachineinstances", name))?.status?.nodeName, poll)
+      .not.toBe(source);
     expect((await get("virtualmachineinstances", name))?.status?.phase).toBe("Running");
     await kubectl("delete", "-n", namespace, "--wait=true", "-f", examples[vmiFile]?.file ?? "");
   });

@@ -15,9 +15,13 @@ export const KUBEVIRT_EXAMPLES_VERSION = "v1.8.0";
 export async function kubevirtExamples(version = KUBEVIRT_EXAMPLES_VERSION): Promise<string> {
   const module = `kubevirt.io/kubevirt@${version}`;
   process.stderr.write(`[e2e] KubeVirt's examples: go mod download ${module}\n`);
-  const { stdout } = await promisify(execFile)("go", ["mod", "download", "-json", module], { maxBuffer: 1024 * 1024 }).catch((error: unknown) => {
+  const { stdout } = await promisify(execFile)("go", ["mod", "download", "-json", module], {
+    maxBuffer: 1024 * 1024,
+  }).catch((error: unknown) => {
     const output = (error as { stdout?: string }).stdout ?? "";
-    throw new Error(`go mod download ${module} failed: the Go module proxy must serve it. ${output || (error as Error).message}`);
+    throw new Error(
+      `go mod download ${module} failed: the Go module proxy must serve it. ${output || (error as Error).message}`,
+    );
   });
   const { Dir: dir } = JSON.parse(stdout) as { Dir?: string };
   if (!dir) throw new Error(`go mod download ${module} named no folder: ${stdout}`);

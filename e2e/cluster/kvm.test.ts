@@ -35,9 +35,16 @@ interface Condition {
  * models do not carry it.
  */
 async function namedCpuModel(): Promise<string> {
-  const labels = await Promise.all(nodeNames.map(async (node) => (await core.readNode({ name: node })).metadata?.labels ?? {}));
-  const model = ["Nehalem", "Westmere", "Penryn"].find((m) => labels.every((l) => l[`cpu-model.node.kubevirt.io/${m}`] === "true"));
-  if (model === undefined) throw new Error("no node labels cpu-model.node.kubevirt.io/Nehalem, Westmere or Penryn: the handlers' node labeller has not run");
+  const labels = await Promise.all(
+    nodeNames.map(async (node) => (await core.readNode({ name: node })).metadata?.labels ?? {}),
+  );
+  const model = ["Nehalem", "Westmere", "Penryn"].find((m) =>
+    labels.every((l) => l[`cpu-model.node.kubevirt.io/${m}`] === "true"),
+  );
+  if (model === undefined)
+    throw new Error(
+      "no node labels cpu-model.node.kubevirt.io/Nehalem, Westmere or Penryn: the handlers' node labeller has not run",
+    );
   return model;
 }
 
@@ -45,15 +52,23 @@ async function namedCpuModel(): Promise<string> {
 function pausedVmi(name: string, cpuModel?: string) {
   const template = tinyVm(name, tinyGuest, namespace).spec.template;
   const domain = cpuModel === undefined ? template.spec.domain : { ...template.spec.domain, cpu: { model: cpuModel } };
-  return { apiVersion: "kubevirt.io/v1", kind: "VirtualMachineInstance", metadata: { name, namespace }, spec: { ...template.spec, domain, startStrategy: "Paused" } };
+  return {
+    apiVersion: "kubevirt.io/v1",
+    kind: "VirtualMachineInstance",
+    metadata: { name, namespace },
+    spec: { ...template.spec, domain, startStrategy: "Paused" },
+  };
 }
 
 async function launcherPodOf(vmi: string): Promise<V1Pod | undefined> {
   const pods = await core.listNamespacedPod({ namespace, labelSelector: "kubevirt.io=virt-launcher" });
-  return pods.items.find((p) => p.metadata?.ownerReferences?.some((o) => o.kind === "VirtualMachineInstance" && o.name === vmi));
+  return pods.items.find((p) =>
+    p.metadata?.ownerReferences?.some((o) => o.kind === "VirtualMachineInstance" && o.name === vmi),
+  );
 }
 
-const kvmLimit = (pod: V1Pod | undefined) => pod?.spec?.containers.find((c) => c.name === LAUNCHER_CONTAINER)?.resources?.limits?.[KVM];
+const kvmLimit = (pod: V1Pod | undefined) =>
+  pod?.spec?.containers.find((c) => c.name === LAUNCHER_CONTAINER)?.resources?.limits?.[KVM];
 
 async function deleteVmi(name: string) {
   await kubectl("delete", "vmi", name, "-n", namespace, "--ignore-not-found", "--wait=true", "--timeout=120s");
@@ -63,22 +78,42 @@ async function deleteVmi(name: string) {
  * A paused VMI whose launcher pod was rendered with the configuration wanted: the components apply a change to the
  * KubeVirt CR as they see it, so a VMI created just before may still get the old one; it is deleted and made again.
  */
-async function vmiRenderedWith(prefix: string, wantsKvm: boolean, cpuModel?: string): Promise<{ name: string; pod: V1Pod }> {
+async function vmiRenderedWith(
+  prefix: string,
+  wantsKvm: boolean,
+  cpuModel?: string,
+): Promise<{ name: string; pod: V1Pod }> {
   const end = Date.now() + 120_000;
   for (let attempt = 0; ; attempt++) {
     const name = `${prefix}-${String(attempt)}`;
-    await custom.createNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachineinstances", body: pausedVmi(name, cpuModel) });
+    await custom.createNamespacedCustomObject({
+      group: "kubevirt.io",
+      version: "v1",
+      namespace,
+      plural: "virtualmachineinstances",
+      body: pausedVmi(name, cpuModel),
+    });
     await expect.poll(() => launcherPodOf(name), poll).toBeDefined();
     const pod = await launcherPodOf(name);
     if (pod && (kvmLimit(pod) === "1") === wantsKvm) return { name, pod };
     await deleteVmi(name);
-    if (Date.now() > end) throw new Error(`no launcher pod was rendered ${wantsKvm ? "with" : "without"} ${KVM} within 2 minutes of the KubeVirt CR's change`);
+    if (Date.now() > end)
+      throw new Error(
+        `no launcher pod was rendered ${wantsKvm ? "with" : "without"} ${KVM} within ` +
+          "2 minutes of the KubeVirt CR's change",
+      );
     await new Promise((r) => setTimeout(r, 2000));
   }
 }
 
 async function setUseEmulation(value: boolean | null) {
-  await kubectl("patch", ...KUBEVIRT_CR, "--type=merge", "-p", JSON.stringify({ spec: { configuration: { developerConfiguration: { useEmulation: value } } } }));
+  await kubectl(
+    "patch",
+    ...KUBEVIRT_CR,
+    "--type=merge",
+    "-p",
+    JSON.stringify({ spec: { configuration: { developerConfiguration: { useEmulation: value } } } }),
+  );
 }
 
 /** The CR's useEmulation before the suite changed it (undefined: unset), restored after it. */
@@ -96,7 +131,13 @@ describe("KVM through the device plugin", () => {
       for (const node of nodeNames) {
         // The API server writes 1000 as "1k".
         await expect
-          .poll(async () => parseQuantity((await core.readNode({ name: node })).status?.allocatable?.[deviceResourceName(device)] ?? "absent"), poll)
+          .poll(
+            async () =>
+              parseQuantity(
+                (await core.readNode({ name: node })).status?.allocatable?.[deviceResourceName(device)] ?? "absent",
+              ),
+            poll,
+          )
           .toBe(units);
       }
     }
@@ -104,7 +145,9 @@ describe("KVM through the device plugin", () => {
   });
 
   it("with useEmulation off, a launcher gets /dev/kvm and its domain runs with KVM acceleration", async () => {
-    const cr = JSON.parse(await kubectl("get", ...KUBEVIRT_CR, "-o", "json")) as { spec?: { configuration?: { developerConfiguration?: { useEmulation?: boolean } } } };
+    const cr = JSON.parse(await kubectl("get", ...KUBEVIRT_CR, "-o", "json")) as {
+      spec?: { configuration?: { developerConfiguration?: { useEmulation?: boolean } } };
+    };
     useEmulationBefore = cr.spec?.configuration?.developerConfiguration?.useEmulation;
     changed = true;
     await setUseEmulation(false);
@@ -118,12 +161,18 @@ describe("KVM through the device plugin", () => {
     expect(conditions.find((c) => c.type === "SoftwareEmulation")).toBeUndefined();
 
     const podName = pod.metadata?.name ?? "";
-    const exec = (...command: string[]) => kubectl("exec", "-n", namespace, podName, "-c", LAUNCHER_CONTAINER, "--", ...command);
-    // The kubelet put the node's device in the container, owned by the launcher's user (containerd's device_ownership_from_security_context).
-    expect((await exec("stat", "-c", "%F %u", NodeDevices.kvm.path)).trim()).toBe(`character special file ${String(LAUNCHER_UID)}`);
+    const exec = (...command: string[]) =>
+      kubectl("exec", "-n", namespace, podName, "-c", LAUNCHER_CONTAINER, "--", ...command);
+    // The kubelet put the node's device in the container, owned by the launcher's user (containerd's
+    // device_ownership_from_security_context).
+    expect((await exec("stat", "-c", "%F %u", NodeDevices.kvm.path)).trim()).toBe(
+      `character special file ${String(LAUNCHER_UID)}`,
+    );
     const domain = `${namespace}_${name}`;
     expect(await exec("virsh", "-c", LIBVIRT_URI, "dumpxml", domain)).toMatch(/^<domain type='kvm'/);
-    const queryKvm = JSON.parse(await exec("virsh", "-c", LIBVIRT_URI, "qemu-monitor-command", domain, JSON.stringify({ execute: "query-kvm" }))) as { return?: { enabled?: boolean; present?: boolean } };
+    const queryKvm = JSON.parse(
+      await exec("virsh", "-c", LIBVIRT_URI, "qemu-monitor-command", domain, JSON.stringify({ execute: "query-kvm" })),
+    ) as { return?: { enabled?: boolean; present?: boolean } };
     expect(queryKvm.return).toEqual({ enabled: true, present: true });
     await deleteVmi(name);
   });
@@ -132,7 +181,15 @@ describe("KVM through the device plugin", () => {
     await setUseEmulation(true);
     const { name, pod } = await vmiRenderedWith("emulated", false);
     expect(kvmLimit(pod)).toBeUndefined();
-    await expect.poll(async () => ((await get("virtualmachineinstances", name))?.status?.conditions as Condition[] | undefined)?.find((c) => c.type === "SoftwareEmulation")?.status, poll).toBe("True");
+    await expect
+      .poll(
+        async () =>
+          ((await get("virtualmachineinstances", name))?.status?.conditions as Condition[] | undefined)?.find(
+            (c) => c.type === "SoftwareEmulation",
+          )?.status,
+        poll,
+      )
+      .toBe("True");
     await deleteVmi(name);
   });
 });

@@ -23,7 +23,11 @@ let token: Promise<string> | undefined;
 async function readScraperToken(): Promise<string> {
   const secret = await core.readNamespacedSecret({ name: SCRAPER_TOKEN_SECRET, namespace: NAMESPACE });
   const data = secret.data?.token;
-  if (!data) throw new Error(`the Secret ${NAMESPACE}/${SCRAPER_TOKEN_SECRET} holds no token: the API server's token controller fills it for the account kubevirt-ts-metrics-scraper; see that the chart installed both`);
+  if (!data)
+    throw new Error(
+      `the Secret ${NAMESPACE}/${SCRAPER_TOKEN_SECRET} holds no token: the API server's token controller ` +
+        "fills it for the account kubevirt-ts-metrics-scraper; see that the chart installed both",
+    );
   return Buffer.from(data, "base64").toString("utf8");
 }
 
@@ -36,7 +40,10 @@ export function scraperToken(): Promise<string> {
   return token;
 }
 
-/** A component pod's /metrics text, read with the scraper's token; any answer but 200 throws, naming the pod and the answer. */
+/**
+ * A component pod's /metrics text, read with the scraper's token; any answer but 200 throws, naming the pod and the
+ * answer.
+ */
 export async function podMetrics(pod: V1Pod, component: MetricsComponent): Promise<string> {
   const name = pod.metadata?.name ?? "";
   const ip = pod.status?.podIP;
@@ -46,6 +53,7 @@ export async function podMetrics(pod: V1Pod, component: MetricsComponent): Promi
     signal: AbortSignal.timeout(30_000),
   });
   const text = await res.text();
-  if (!res.ok) throw new Error(`${component} pod ${name}'s /metrics answered ${String(res.status)}: ${text.slice(0, 300)}`);
+  if (!res.ok)
+    throw new Error(`${component} pod ${name}'s /metrics answered ${String(res.status)}: ${text.slice(0, 300)}`);
   return text;
 }

@@ -22,7 +22,10 @@ const tinyGuest = imageOf("tiny-guest");
 const STOP_POLICY = `${namespace}-stop-heartbeat`;
 
 const labels = async (node: string) => (await core.readNode({ name: node })).metadata?.labels ?? {};
-const withPrefix = (nodeLabels: Record<string, string>, prefix: string) => Object.keys(nodeLabels).filter((k) => k.startsWith(prefix)).map((k) => k.slice(prefix.length));
+const withPrefix = (nodeLabels: Record<string, string>, prefix: string) =>
+  Object.keys(nodeLabels)
+    .filter((k) => k.startsWith(prefix))
+    .map((k) => k.slice(prefix.length));
 
 const vmWithModel = (name: string, model: string) =>
   tinyVmWithSpec(name, tinyGuest, namespace, (spec) => ({ ...spec, domain: { ...spec.domain, cpu: { model } } }));
@@ -52,59 +55,111 @@ describe("nodes that say what they can run", () => {
     }
   });
 
-  it("a VM whose CPU model no node has waits unschedulable, saying why; one with a model the nodes have runs", async () => {
-    const create = (body: unknown) => custom.createNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachines", body });
-    await create(vmWithModel("nowhere", "NoSuchModel-kubevirt-ts"));
-    const everywhere = (await Promise.all(nodeNames.map(async (n) => new Set(withPrefix(await labels(n), "cpu-model.node.kubevirt.io/"))))).reduce((a, b) => new Set([...a].filter((m) => b.has(m))));
-    const model = [...everywhere].sort()[0];
-    if (model === undefined) throw new Error("the nodes have no CPU model label in common");
-    await create(vmWithModel("somewhere", model));
+  it(
+    "a VM whose CPU model no node has waits unschedulable, saying why; one " + "with a model the nodes have runs",
+    async () => {
+      const create = (body: unknown) =>
+        custom.createNamespacedCustomObject({
+          group: "kubevirt.io",
+          version: "v1",
+          namespace,
+          plural: "virtualmachines",
+          body,
+        });
+      await create(vmWithModel("nowhere", "NoSuchModel-kubevirt-ts"));
+      const everywhere = (
+        await Promise.all(
+          nodeNames.map(async (n) => new Set(withPrefix(await labels(n), "cpu-model.node.kubevirt.io/"))),
+        )
+      ).reduce((a, b) => new Set([...a].filter((m) => b.has(m))));
+      const model = [...everywhere].sort()[0];
+      if (model === undefined) throw new Error("the nodes have no CPU model label in common");
+      await create(vmWithModel("somewhere", model));
 
-    await expect.poll(async () => (await get("virtualmachineinstances", "somewhere"))?.status?.phase, poll).toBe("Running");
-    const pods = await launcherPods();
-    const placed = pods.find((p) => p.metadata?.labels?.["vm.kubevirt.io/name"] === "somewhere");
-    expect(placed?.spec?.nodeSelector).toMatchObject({ "kubevirt.io/schedulable": "true", [`cpu-model.node.kubevirt.io/${model}`]: "true" });
+      await expect
+        .poll(async () => (await get("virtualmachineinstances", "somewhere"))?.status?.phase, poll)
+        .toBe("Running");
+      const pods = await launcherPods();
+      const placed = pods.find((p) => p.metadata?.labels?.["vm.kubevirt.io/name"] === "somewhere");
+      expect(placed?.spec?.nodeSelector).toMatchObject({
+        "kubevirt.io/schedulable": "true",
+        [`cpu-model.node.kubevirt.io/${model}`]: "true",
+      });
 
-    // The scheduler's reason, on the VMI's PodScheduled condition and the VM's printable status.
-    const scheduled = async () => ((await get("virtualmachineinstances", "nowhere"))?.status?.conditions as { type: string; status: string; reason?: string; message?: string }[] | undefined)?.find((c) => c.type === "PodScheduled");
-    await expect.poll(scheduled, poll).toMatchObject({ status: "False", reason: "Unschedulable", message: expect.stringMatching(/node\(s\) didn't match Pod's node affinity\/selector/) as unknown });
-    expect((await get("virtualmachineinstances", "nowhere"))?.status?.phase).toMatch(/^(Pending|Scheduling)$/);
-    await expect.poll(async () => (await get("virtualmachines", "nowhere"))?.status?.printableStatus, poll).toBe("ErrorUnschedulable");
-    const waiting = pods.find((p) => p.metadata?.labels?.["vm.kubevirt.io/name"] === "nowhere");
-    expect(waiting?.spec?.nodeName).toBeUndefined();
-  });
+      // The scheduler's reason, on the VMI's PodScheduled condition and the VM's printable status.
+      const scheduled = async () =>
+        (
+          (await get("virtualmachineinstances", "nowhere"))?.status?.conditions as
+            { type: string; status: string; reason?: string; message?: string }[] | undefined
+        )?.find((c) => c.type === "PodScheduled");
+      await expect.poll(scheduled, poll).toMatchObject({
+        status: "False",
+        reason: "Unschedulable",
+        message: expect.stringMatching(/node\(s\) didn't match Pod's node affinity\/selector/) as unknown,
+      });
+      expect((await get("virtualmachineinstances", "nowhere"))?.status?.phase).toMatch(/^(Pending|Scheduling)$/);
+      await expect
+        .poll(async () => (await get("virtualmachines", "nowhere"))?.status?.printableStatus, poll)
+        .toBe("ErrorUnschedulable");
+      const waiting = pods.find((p) => p.metadata?.labels?.["vm.kubevirt.io/name"] === "nowhere");
+      expect(waiting?.spec?.nodeName).toBeUndefined();
+    },
+  );
 
-  it("a node whose handler stops beating is unschedulable within the timeout, and schedulable once it beats again", async () => {
-    const node = nodeNames[nodeNames.length - 1] ?? "";
-    // The handler of that node may no longer write it: its heartbeat stops, the handler itself runs on.
-    await admission.createValidatingAdmissionPolicy({
-      body: {
-        metadata: { name: STOP_POLICY },
-        spec: {
-          failurePolicy: "Fail",
-          matchConstraints: { resourceRules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["UPDATE"], resources: ["nodes"] }] },
-          matchConditions: [{ name: "the-handler-on-the-node", expression: `request.userInfo.username == "system:serviceaccount:kubevirt-ts:virt-handler" && request.name == "${node}"` }],
-          validations: [{ expression: "false", message: "e2e: this node's handler is kept from beating" }],
+  it(
+    "a node whose handler stops beating is unschedulable within the timeout, " + "and schedulable once it beats again",
+    async () => {
+      const node = nodeNames[nodeNames.length - 1] ?? "";
+      // The handler of that node may no longer write it: its heartbeat stops, the handler itself runs on.
+      await admission.createValidatingAdmissionPolicy({
+        body: {
+          metadata: { name: STOP_POLICY },
+          spec: {
+            failurePolicy: "Fail",
+            matchConstraints: {
+              resourceRules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["UPDATE"], resources: ["nodes"] }],
+            },
+            matchConditions: [
+              {
+                name: "the-handler-on-the-node",
+                expression:
+                  "request.userInfo.username == " +
+                  `"system:serviceaccount:kubevirt-ts:virt-handler" && request.name == ` +
+                  `"${node}"`,
+              },
+            ],
+            validations: [{ expression: "false", message: "e2e: this node's handler is kept from beating" }],
+          },
         },
-      },
-    });
-    await admission.createValidatingAdmissionPolicyBinding({ body: { metadata: { name: STOP_POLICY }, spec: { policyName: STOP_POLICY, validationActions: ["Deny"] } } });
-    const stoppedAt = Date.now();
-    const schedulable = async () => (await labels(node))["kubevirt.io/schedulable"];
-    // 40 s of timeout after a last beat at most 22 s before, and the controller's look at it.
-    await expect.poll(schedulable, { timeout: 150_000, interval: 1_000 }).toBe("false");
-    const heartbeat = Date.parse((await core.readNode({ name: node })).metadata?.annotations?.["kubevirt.io/heartbeat"] ?? "");
-    expect(Date.now() - heartbeat).toBeGreaterThanOrEqual(40_000);
-    expect(Date.now() - stoppedAt).toBeLessThan(150_000);
-    const events = await core.listNamespacedEvent({ namespace: "default", fieldSelector: `involvedObject.name=${node},reason=NodeUnresponsive` });
-    expect(events.items.length).toBeGreaterThan(0);
-    // The other node still takes VMIs.
-    for (const other of nodeNames.filter((n) => n !== node)) expect((await labels(other))["kubevirt.io/schedulable"]).toBe("true");
+      });
+      await admission.createValidatingAdmissionPolicyBinding({
+        body: { metadata: { name: STOP_POLICY }, spec: { policyName: STOP_POLICY, validationActions: ["Deny"] } },
+      });
+      const stoppedAt = Date.now();
+      const schedulable = async () => (await labels(node))["kubevirt.io/schedulable"];
+      // 40 s of timeout after a last beat at most 22 s before, and the controller's look at it.
+      await expect.poll(schedulable, { timeout: 150_000, interval: 1_000 }).toBe("false");
+      const heartbeat = Date.parse(
+        (await core.readNode({ name: node })).metadata?.annotations?.["kubevirt.io/heartbeat"] ?? "",
+      );
+      expect(Date.now() - heartbeat).toBeGreaterThanOrEqual(40_000);
+      expect(Date.now() - stoppedAt).toBeLessThan(150_000);
+      const events = await core.listNamespacedEvent({
+        namespace: "default",
+        fieldSelector: `involvedObject.name=${node},reason=NodeUnresponsive`,
+      });
+      expect(events.items.length).toBeGreaterThan(0);
+      // The other node still takes VMIs.
+      for (const other of nodeNames.filter((n) => n !== node))
+        expect((await labels(other))["kubevirt.io/schedulable"]).toBe("true");
 
-    await admission.deleteValidatingAdmissionPolicyBinding({ name: STOP_POLICY });
-    await admission.deleteValidatingAdmissionPolicy({ name: STOP_POLICY });
-    await expect.poll(schedulable, { timeout: 60_000, interval: 1_000 }).toBe("true");
-    const beating: V1Node = await core.readNode({ name: node });
-    expect(Date.now() - Date.parse(beating.metadata?.annotations?.["kubevirt.io/heartbeat"] ?? "")).toBeLessThan(60_000);
-  });
+      await admission.deleteValidatingAdmissionPolicyBinding({ name: STOP_POLICY });
+      await admission.deleteValidatingAdmissionPolicy({ name: STOP_POLICY });
+      await expect.poll(schedulable, { timeout: 60_000, interval: 1_000 }).toBe("true");
+      const beating: V1Node = await core.readNode({ name: node });
+      expect(Date.now() - Date.parse(beating.metadata?.annotations?.["kubevirt.io/heartbeat"] ?? "")).toBeLessThan(
+        60_000,
+      );
+    },
+  );
 });

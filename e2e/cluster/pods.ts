@@ -28,7 +28,10 @@ export async function runPod(core: CoreV1Api, run: PodRun): Promise<string> {
   });
   try {
     await expect
-      .poll(async () => (await core.readNamespacedPod({ name, namespace: run.namespace })).status?.phase, { timeout: 90_000, interval: 500 })
+      .poll(async () => (await core.readNamespacedPod({ name, namespace: run.namespace })).status?.phase, {
+        timeout: 90_000,
+        interval: 500,
+      })
       .toMatch(/^(Succeeded|Failed)$/);
     const log = await core.readNamespacedPodLog({ name, namespace: run.namespace });
     const phase = (await core.readNamespacedPod({ name, namespace: run.namespace })).status?.phase;

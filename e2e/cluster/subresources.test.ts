@@ -20,12 +20,17 @@ import { serialLog } from "./console.ts";
 // cluster's viewer (the view role); they use kubectl with their own tokens.
 
 const ns = suiteNamespace("e2e-subresources");
-const vmPath = (name: string, sub: string) => `/apis/subresources.kubevirt.io/v1/namespaces/${ns.name}/virtualmachines/${name}/${sub}`;
-const vmiPath = (name: string, sub: string) => `/apis/subresources.kubevirt.io/v1/namespaces/${ns.name}/virtualmachineinstances/${name}/${sub}`;
+const vmPath = (name: string, sub: string) =>
+  `/apis/subresources.kubevirt.io/v1/namespaces/${ns.name}/virtualmachines/${name}/${sub}`;
+const vmiPath = (name: string, sub: string) =>
+  `/apis/subresources.kubevirt.io/v1/namespaces/${ns.name}/virtualmachineinstances/${name}/${sub}`;
 
 const kubeconfigs = new Map<string, Promise<string>>();
 
-/** A kubeconfig of the local cluster with the user's token alone (the admin's client certificate would authenticate first), written once per token. */
+/**
+ * A kubeconfig of the local cluster with the user's token alone (the admin's client certificate would authenticate
+ * first), written once per token.
+ */
 function userKubeconfig(token: string): Promise<string> {
   let file = kubeconfigs.get(token);
   if (!file) kubeconfigs.set(token, (file = writeUserKubeconfig(token)));
@@ -49,7 +54,14 @@ async function put(token: string, path: string, body = "{}"): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), "options-"));
   await writeFile(join(dir, "options.json"), body);
   const kubectl = join(await ensureBinaries(["kubectl"]), "kubectl");
-  return promisify(execFile)(kubectl, [`--kubeconfig=${await userKubeconfig(token)}`, "replace", "--raw", path, "-f", join(dir, "options.json")]).then(
+  return promisify(execFile)(kubectl, [
+    `--kubeconfig=${await userKubeconfig(token)}`,
+    "replace",
+    "--raw",
+    path,
+    "-f",
+    join(dir, "options.json"),
+  ]).then(
     () => "done",
     (error: unknown) => (error as { stderr?: string }).stderr ?? String(error),
   );
@@ -64,84 +76,159 @@ async function getRaw(token: string, path: string): Promise<string> {
   );
 }
 
-const vmiPhase = async (name: string) => (await ns.get("virtualmachineinstances", name))?.status?.phase as string | undefined;
-const conditions = async (name: string) => ((await ns.get("virtualmachineinstances", name))?.status?.conditions ?? []) as { type: string; status: string }[];
+const vmiPhase = async (name: string) =>
+  (await ns.get("virtualmachineinstances", name))?.status?.phase as string | undefined;
+const conditions = async (name: string) =>
+  ((await ns.get("virtualmachineinstances", name))?.status?.conditions ?? []) as { type: string; status: string }[];
 
 describe("KubeVirt's subresource API through the Kubernetes API server", () => {
   it("is an available APIService whose discovery lists the subresources", async () => {
     for (const version of ["v1", "v1alpha3"]) {
       await expect
-        .poll(async () => ns.kubectl("get", "apiservice", `${version}.subresources.kubevirt.io`, "-o", "jsonpath={.status.conditions[?(@.type=='Available')].status}"), { timeout: 90_000, interval: 1_000 })
+        .poll(
+          async () =>
+            ns.kubectl(
+              "get",
+              "apiservice",
+              `${version}.subresources.kubevirt.io`,
+              "-o",
+              "jsonpath={.status.conditions[?(@.type=='Available')].status}",
+            ),
+          { timeout: 90_000, interval: 1_000 },
+        )
         .toBe("True");
     }
-    const list = JSON.parse(await ns.kubectl("get", "--raw", "/apis/subresources.kubevirt.io/v1")) as { groupVersion: string; resources: { name: string }[] };
+    const list = JSON.parse(await ns.kubectl("get", "--raw", "/apis/subresources.kubevirt.io/v1")) as {
+      groupVersion: string;
+      resources: { name: string }[];
+    };
     expect(list.groupVersion).toBe("subresources.kubevirt.io/v1");
-    expect(list.resources.map((r) => r.name)).toEqual(expect.arrayContaining(["virtualmachines/start", "virtualmachines/stop", "virtualmachines/restart", "virtualmachineinstances/pause", "virtualmachineinstances/unpause", "virtualmachineinstances/softreboot", "virtualmachineinstances/reset"]));
+    expect(list.resources.map((r) => r.name)).toEqual(
+      expect.arrayContaining([
+        "virtualmachines/start",
+        "virtualmachines/stop",
+        "virtualmachines/restart",
+        "virtualmachineinstances/pause",
+        "virtualmachineinstances/unpause",
+        "virtualmachineinstances/softreboot",
+        "virtualmachineinstances/reset",
+      ]),
+    );
   });
 
-  it("starts, pauses, unpauses and stops a Manual VM for an editor, and refuses a viewer with 403", { timeout: 240_000 }, async () => {
-    const editor = await editorToken(ns.name);
-    const viewer = tokenOf("viewer");
-    const body = tinyVm("manual", imageOf("tiny-guest"), ns.name);
-    body.spec.runStrategy = "Manual";
-    await custom.createNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace: ns.name, plural: "virtualmachines", body });
+  it(
+    "starts, pauses, unpauses and stops a Manual VM for an editor, and refuses a viewer with 403",
+    { timeout: 240_000 },
+    async () => {
+      const editor = await editorToken(ns.name);
+      const viewer = tokenOf("viewer");
+      const body = tinyVm("manual", imageOf("tiny-guest"), ns.name);
+      body.spec.runStrategy = "Manual";
+      await custom.createNamespacedCustomObject({
+        group: "kubevirt.io",
+        version: "v1",
+        namespace: ns.name,
+        plural: "virtualmachines",
+        body,
+      });
 
-    // The viewer is refused by the API server itself, which authorizes before it passes the request on.
-    const refused = await put(viewer, vmPath("manual", "start"));
-    expect(refused).toMatch(/Forbidden|forbidden/);
-    expect(refused).toContain("virtualmachines/start");
-    await sleep(2_000);
-    expect(await vmiPhase("manual")).toBeUndefined();
+      // The viewer is refused by the API server itself, which authorizes before it passes the request on.
+      const refused = await put(viewer, vmPath("manual", "start"));
+      expect(refused).toMatch(/Forbidden|forbidden/);
+      expect(refused).toContain("virtualmachines/start");
+      await sleep(2_000);
+      expect(await vmiPhase("manual")).toBeUndefined();
 
-    // A Manual VM starts on request: the request goes into the VM's status, which the controller carries out.
-    expect(await put(editor, vmPath("manual", "start"))).toBe("done");
-    await expect.poll(() => vmiPhase("manual"), { timeout: 120_000, interval: 1_000 }).toBe("Running");
-    expect(await put(editor, vmPath("manual", "start"))).toContain("VM is already running");
+      // A Manual VM starts on request: the request goes into the VM's status, which the controller carries out.
+      expect(await put(editor, vmPath("manual", "start"))).toBe("done");
+      await expect.poll(() => vmiPhase("manual"), { timeout: 120_000, interval: 1_000 }).toBe("Running");
+      expect(await put(editor, vmPath("manual", "start"))).toContain("VM is already running");
 
-    expect(await put(viewer, vmiPath("manual", "pause"))).toMatch(/forbidden/i);
-    expect(await put(editor, vmiPath("manual", "pause"))).toBe("done");
-    await expect.poll(async () => (await conditions("manual")).find((c) => c.type === "Paused")?.status, { timeout: 30_000, interval: 500 }).toBe("True");
-    expect(await put(editor, vmiPath("manual", "pause"))).toContain("VMI is already paused");
-    expect(await put(editor, vmiPath("manual", "unpause"))).toBe("done");
-    await expect.poll(async () => (await conditions("manual")).some((c) => c.type === "Paused"), { timeout: 30_000, interval: 500 }).toBe(false);
+      expect(await put(viewer, vmiPath("manual", "pause"))).toMatch(/forbidden/i);
+      expect(await put(editor, vmiPath("manual", "pause"))).toBe("done");
+      await expect
+        .poll(async () => (await conditions("manual")).find((c) => c.type === "Paused")?.status, {
+          timeout: 30_000,
+          interval: 500,
+        })
+        .toBe("True");
+      expect(await put(editor, vmiPath("manual", "pause"))).toContain("VMI is already paused");
+      expect(await put(editor, vmiPath("manual", "unpause"))).toBe("done");
+      await expect
+        .poll(async () => (await conditions("manual")).some((c) => c.type === "Paused"), {
+          timeout: 30_000,
+          interval: 500,
+        })
+        .toBe(false);
 
-    expect(await put(viewer, vmPath("manual", "stop"))).toMatch(/forbidden/i);
-    expect(await vmiPhase("manual")).toBe("Running");
-    expect(await put(editor, vmPath("manual", "stop"))).toBe("done");
-    await expect.poll(() => vmiPhase("manual"), { timeout: 60_000, interval: 1_000 }).toBeUndefined();
-    const vm = (await ns.get("virtualmachines", "manual")) as { spec?: { runStrategy?: string }; status?: { printableStatus?: string } } | undefined;
-    expect(vm?.spec?.runStrategy).toBe("Manual");
-    await expect.poll(async () => (await ns.get("virtualmachines", "manual"))?.status?.printableStatus, { timeout: 30_000, interval: 1_000 }).toBe("Stopped");
-  });
+      expect(await put(viewer, vmPath("manual", "stop"))).toMatch(/forbidden/i);
+      expect(await vmiPhase("manual")).toBe("Running");
+      expect(await put(editor, vmPath("manual", "stop"))).toBe("done");
+      await expect.poll(() => vmiPhase("manual"), { timeout: 60_000, interval: 1_000 }).toBeUndefined();
+      const vm = (await ns.get("virtualmachines", "manual")) as
+        { spec?: { runStrategy?: string }; status?: { printableStatus?: string } } | undefined;
+      expect(vm?.spec?.runStrategy).toBe("Manual");
+      await expect
+        .poll(async () => (await ns.get("virtualmachines", "manual"))?.status?.printableStatus, {
+          timeout: 30_000,
+          interval: 1_000,
+        })
+        .toBe("Stopped");
+    },
+  );
 
-  it("starts a VM paused as virtctl start --paused asks, its guest unpaused only on request", { timeout: 240_000 }, async () => {
-    const editor = await editorToken(ns.name);
-    expect(await put(editor, vmPath("manual", "start"), JSON.stringify({ paused: true }))).toBe("done");
-    await expect.poll(() => vmiPhase("manual"), { timeout: 120_000, interval: 1_000 }).toBe("Running");
-    const vmi = (await ns.get("virtualmachineinstances", "manual")) as { spec?: { startStrategy?: string } } | undefined;
-    expect(vmi?.spec?.startStrategy).toBe("Paused");
-    await expect.poll(async () => (await conditions("manual")).find((c) => c.type === "Paused")?.status, { timeout: 60_000, interval: 500 }).toBe("True");
-    await expect.poll(async () => (await ns.get("virtualmachines", "manual"))?.status?.printableStatus, { timeout: 30_000, interval: 1_000 }).toBe("Paused");
-    // Created paused, the guest has not run an instruction: its serial log holds nothing yet.
-    // Nothing printed yet may mean no log at all yet (404); any other failure to read it is the test's.
-    const before = await serialLog(ns.name, "manual").catch((error: unknown) => {
-      if (String(error).includes("answered 404")) return "";
-      throw error;
-    });
-    expect(before).not.toContain("Linux version");
-    expect(await put(editor, vmiPath("manual", "unpause"))).toBe("done");
-    await expect.poll(async () => (await conditions("manual")).some((c) => c.type === "Paused"), { timeout: 30_000, interval: 500 }).toBe(false);
-    await expect.poll(() => serialLog(ns.name, "manual"), { timeout: 120_000, interval: 1_000 }).toContain("Linux version");
-    expect(await put(editor, vmPath("manual", "stop"))).toBe("done");
-    await expect.poll(() => vmiPhase("manual"), { timeout: 60_000, interval: 1_000 }).toBeUndefined();
-  });
+  it(
+    "starts a VM paused as virtctl start --paused asks, its guest unpaused only on request",
+    { timeout: 240_000 },
+    async () => {
+      const editor = await editorToken(ns.name);
+      expect(await put(editor, vmPath("manual", "start"), JSON.stringify({ paused: true }))).toBe("done");
+      await expect.poll(() => vmiPhase("manual"), { timeout: 120_000, interval: 1_000 }).toBe("Running");
+      const vmi = (await ns.get("virtualmachineinstances", "manual")) as
+        { spec?: { startStrategy?: string } } | undefined;
+      expect(vmi?.spec?.startStrategy).toBe("Paused");
+      await expect
+        .poll(async () => (await conditions("manual")).find((c) => c.type === "Paused")?.status, {
+          timeout: 60_000,
+          interval: 500,
+        })
+        .toBe("True");
+      await expect
+        .poll(async () => (await ns.get("virtualmachines", "manual"))?.status?.printableStatus, {
+          timeout: 30_000,
+          interval: 1_000,
+        })
+        .toBe("Paused");
+      // Created paused, the guest has not run an instruction: its serial log holds nothing yet.
+      // Nothing printed yet may mean no log at all yet (404); any other failure to read it is the test's.
+      const before = await serialLog(ns.name, "manual").catch((error: unknown) => {
+        if (String(error).includes("answered 404")) return "";
+        throw error;
+      });
+      expect(before).not.toContain("Linux version");
+      expect(await put(editor, vmiPath("manual", "unpause"))).toBe("done");
+      await expect
+        .poll(async () => (await conditions("manual")).some((c) => c.type === "Paused"), {
+          timeout: 30_000,
+          interval: 500,
+        })
+        .toBe(false);
+      await expect
+        .poll(() => serialLog(ns.name, "manual"), { timeout: 120_000, interval: 1_000 })
+        .toContain("Linux version");
+      expect(await put(editor, vmPath("manual", "stop"))).toBe("done");
+      await expect.poll(() => vmiPhase("manual"), { timeout: 60_000, interval: 1_000 }).toBeUndefined();
+    },
+  );
 });
 
 describe("a VM as `virtctl create vm --instancetype u1.medium --preference debian` writes it", () => {
   // virtctl's shape: no kinds (the cluster-wide ones, which the chart ships), no memory or CPU in the template. The
   // tiny guest's kernel boot stands in for the container disk, and a short grace period for virtctl's 180 s.
   const vm = () => {
-    const body = tinyVm("sized", imageOf("tiny-guest"), ns.name) as ReturnType<typeof tinyVm> & { spec: Record<string, unknown> };
+    const body = tinyVm("sized", imageOf("tiny-guest"), ns.name) as ReturnType<typeof tinyVm> & {
+      spec: Record<string, unknown>;
+    };
     body.spec.instancetype = { name: "u1.medium" };
     body.spec.preference = { name: "debian" };
     const domain = body.spec.template.spec.domain as Record<string, unknown>;
@@ -153,35 +240,69 @@ describe("a VM as `virtctl create vm --instancetype u1.medium --preference debia
     return body;
   };
 
-  it("runs sized by the instancetype, with the preference's devices and EFI firmware, captured in ControllerRevisions", { timeout: 240_000 }, async () => {
-    await custom.createNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace: ns.name, plural: "virtualmachines", body: vm() });
-    await expect.poll(() => vmiPhase("sized"), { timeout: 180_000, interval: 1_000 }).toBe("Running");
-    const vmi = (await ns.get("virtualmachineinstances", "sized")) as unknown as { spec: { domain: { cpu: object; memory: { guest: string }; firmware: { bootloader: unknown }; devices: { interfaces: { model: string }[]; rng: object } } } };
-    expect(vmi.spec.domain.cpu).toMatchObject({ sockets: 1, cores: 1, threads: 1 });
-    expect(vmi.spec.domain.memory.guest).toBe("4Gi");
-    expect(vmi.spec.domain.firmware.bootloader).toEqual({ efi: { secureBoot: false } });
-    expect(vmi.spec.domain.devices.interfaces[0]?.model).toBe("virtio");
-    expect(vmi.spec.domain.devices.rng).toEqual({});
-    // It boots through OVMF.
-    await expect.poll(() => serialLog(ns.name, "sized"), { timeout: 120_000, interval: 2_000 }).toContain("kubevirt-ts tiny guest: init reached");
-    const status = (await ns.get("virtualmachines", "sized"))?.status as { instancetypeRef?: { controllerRevisionRef?: { name?: string } } } | undefined;
-    expect(status?.instancetypeRef?.controllerRevisionRef?.name).toMatch(/^sized-u1\.medium-v1beta1-/);
-    expect(await ns.kubectl("get", "controllerrevisions", "-n", ns.name, "-o", "name")).toContain("controllerrevision.apps/sized-debian-v1beta1-");
+  it(
+    "runs sized by the instancetype, with the preference's devices and EFI firmware, captured in ControllerRevisions",
+    { timeout: 240_000 },
+    async () => {
+      await custom.createNamespacedCustomObject({
+        group: "kubevirt.io",
+        version: "v1",
+        namespace: ns.name,
+        plural: "virtualmachines",
+        body: vm(),
+      });
+      await expect.poll(() => vmiPhase("sized"), { timeout: 180_000, interval: 1_000 }).toBe("Running");
+      const vmi = (await ns.get("virtualmachineinstances", "sized")) as unknown as {
+        spec: {
+          domain: {
+            cpu: object;
+            memory: { guest: string };
+            firmware: { bootloader: unknown };
+            devices: { interfaces: { model: string }[]; rng: object };
+          };
+        };
+      };
+      expect(vmi.spec.domain.cpu).toMatchObject({ sockets: 1, cores: 1, threads: 1 });
+      expect(vmi.spec.domain.memory.guest).toBe("4Gi");
+      expect(vmi.spec.domain.firmware.bootloader).toEqual({ efi: { secureBoot: false } });
+      expect(vmi.spec.domain.devices.interfaces[0]?.model).toBe("virtio");
+      expect(vmi.spec.domain.devices.rng).toEqual({});
+      // It boots through OVMF.
+      await expect
+        .poll(() => serialLog(ns.name, "sized"), { timeout: 120_000, interval: 2_000 })
+        .toContain("kubevirt-ts tiny guest: init reached");
+      const status = (await ns.get("virtualmachines", "sized"))?.status as
+        { instancetypeRef?: { controllerRevisionRef?: { name?: string } } } | undefined;
+      expect(status?.instancetypeRef?.controllerRevisionRef?.name).toMatch(/^sized-u1\.medium-v1beta1-/);
+      expect(await ns.kubectl("get", "controllerrevisions", "-n", ns.name, "-o", "name")).toContain(
+        "controllerrevision.apps/sized-debian-v1beta1-",
+      );
 
-    // virtctl expand: the editor reads the VM as it runs, through the API server.
-    const expanded = JSON.parse(await getRaw(await editorToken(ns.name), vmPath("sized", "expand-spec"))) as { spec: { instancetype?: unknown; template: { spec: { domain: { memory: { guest: string } } } } } };
-    expect(expanded.spec.instancetype).toBeUndefined();
-    expect(expanded.spec.template.spec.domain.memory.guest).toBe("4Gi");
-  });
+      // virtctl expand: the editor reads the VM as it runs, through the API server.
+      const expanded = JSON.parse(await getRaw(await editorToken(ns.name), vmPath("sized", "expand-spec"))) as {
+        spec: { instancetype?: unknown; template: { spec: { domain: { memory: { guest: string } } } } };
+      };
+      expect(expanded.spec.instancetype).toBeUndefined();
+      expect(expanded.spec.template.spec.domain.memory.guest).toBe("4Gi");
+    },
+  );
 
   it("is refused by path when its template sets what the instancetype sets", async () => {
     const conflicting = vm();
     conflicting.metadata.name = "conflicting";
     (conflicting.spec.template.spec.domain as Record<string, unknown>).memory = { guest: "4Gi" };
-    const refusal = await custom.createNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace: ns.name, plural: "virtualmachines", body: conflicting }).then(
-      () => "created",
-      (e: unknown) => String((e as { body?: string }).body),
-    );
+    const refusal = await custom
+      .createNamespacedCustomObject({
+        group: "kubevirt.io",
+        version: "v1",
+        namespace: ns.name,
+        plural: "virtualmachines",
+        body: conflicting,
+      })
+      .then(
+        () => "created",
+        (e: unknown) => String((e as { body?: string }).body),
+      );
     expect(refusal).toContain("spec.template.spec.domain.memory.guest conflicts with selected instance type u1.medium");
   });
 });

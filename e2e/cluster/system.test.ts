@@ -16,22 +16,33 @@ describe("the local cluster", () => {
   it("has every node cluster-up made, Ready", async () => {
     const nodes = (await core.listNode()).items;
     expect(nodes.map((n) => n.metadata?.name).sort()).toEqual([...nodeNames].sort());
-    for (const node of nodes) expect(node.status?.conditions?.find((c) => c.type === "Ready")?.status, node.metadata?.name).toBe("True");
+    for (const node of nodes)
+      expect(node.status?.conditions?.find((c) => c.type === "Ready")?.status, node.metadata?.name).toBe("True");
   });
 
   it("runs every kubevirt-ts pod Running and Ready from the locally built images", async () => {
     // Waited for, not read once: a component the suites before this one killed or restarted may still be coming back.
     const problems = async () => {
-      const pods = (await core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: releaseSelector })).items.filter((p) => !p.metadata?.deletionTimestamp);
+      const pods = (
+        await core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: releaseSelector })
+      ).items.filter((p) => !p.metadata?.deletionTimestamp);
       const components = [...new Set(pods.map((p) => p.metadata?.labels?.["app.kubernetes.io/name"]))].sort().join(",");
       return [
-        ...(components === "kubevirt-ts-web,virt-api,virt-controller,virt-handler" ? [] : [`components: ${components}`]),
+        ...(components === "kubevirt-ts-web,virt-api,virt-controller,virt-handler"
+          ? []
+          : [`components: ${components}`]),
         ...pods.flatMap((pod) => [
           ...(pod.status?.phase === "Running" ? [] : [`${pod.metadata?.name ?? ""} is ${pod.status?.phase ?? "?"}`]),
-          ...(pod.status?.conditions?.find((c) => c.type === "Ready")?.status === "True" ? [] : [`${pod.metadata?.name ?? ""} is not Ready`]),
+          ...(pod.status?.conditions?.find((c) => c.type === "Ready")?.status === "True"
+            ? []
+            : [`${pod.metadata?.name ?? ""} is not Ready`]),
           ...(pod.spec?.containers ?? []).flatMap((container) => [
-            ...(installedImages.some((i) => i.reference === container.image) ? [] : [`${pod.metadata?.name ?? ""} runs ${container.image ?? ""}, not a locally built image`]),
-            ...(container.imagePullPolicy === "IfNotPresent" ? [] : [`${pod.metadata?.name ?? ""} pulls ${container.imagePullPolicy ?? "?"}`]),
+            ...(installedImages.some((i) => i.reference === container.image)
+              ? []
+              : [`${pod.metadata?.name ?? ""} runs ${container.image ?? ""}, not a locally built image`]),
+            ...(container.imagePullPolicy === "IfNotPresent"
+              ? []
+              : [`${pod.metadata?.name ?? ""} pulls ${container.imagePullPolicy ?? "?"}`]),
           ]),
         ]),
       ];
@@ -40,54 +51,77 @@ describe("the local cluster", () => {
   });
 
   it("runs the handler DaemonSet with a ready pod on every node", async () => {
-    await expect.poll(async () => {
-      const handler = await apps.readNamespacedDaemonSet({ name: "virt-handler", namespace: NAMESPACE });
-      return [handler.status?.desiredNumberScheduled, handler.status?.numberReady];
-    }, { timeout: 120_000, interval: 2_000 }).toEqual([nodeNames.length, nodeNames.length]);
-    const pods = (await core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: "app.kubernetes.io/name=virt-handler" })).items.filter((p) => !p.metadata?.deletionTimestamp);
+    await expect
+      .poll(
+        async () => {
+          const handler = await apps.readNamespacedDaemonSet({ name: "virt-handler", namespace: NAMESPACE });
+          return [handler.status?.desiredNumberScheduled, handler.status?.numberReady];
+        },
+        { timeout: 120_000, interval: 2_000 },
+      )
+      .toEqual([nodeNames.length, nodeNames.length]);
+    const pods = (
+      await core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: "app.kubernetes.io/name=virt-handler" })
+    ).items.filter((p) => !p.metadata?.deletionTimestamp);
     expect(pods.map((p) => p.spec?.nodeName).sort()).toEqual([...nodeNames].sort());
   });
 });
 
 /** Runs a Node script, given as its lines, in a pod of ours (the controller's image has Node); its log. */
 function nodeInPod(lines: string[], serviceAccountName?: string): Promise<string> {
-  return runPod(core, { namespace: NAMESPACE, image: imageOf("virt-controller"), command: ["node", "-e", lines.join("\n")], serviceAccountName });
+  return runPod(core, {
+    namespace: NAMESPACE,
+    image: imageOf("virt-controller"),
+    command: ["node", "-e", lines.join("\n")],
+    serviceAccountName,
+  });
 }
 
 describe("a pod of ours", () => {
   it("reaches the API server through the kubernetes Service (kube-proxy works)", async () => {
     // The service account's token and CA are mounted; the Service's address comes from the environment, as for any pod.
-    const log = await nodeInPod([
-      "const fs = require('node:fs'), https = require('node:https');",
-      "const dir = '/var/run/secrets/kubernetes.io/serviceaccount/';",
-      "https.get({ host: process.env.KUBERNETES_SERVICE_HOST, port: process.env.KUBERNETES_SERVICE_PORT, path: '/version',",
-      "  ca: fs.readFileSync(dir + 'ca.crt'), headers: { authorization: 'Bearer ' + fs.readFileSync(dir + 'token', 'utf8') } },",
-      "  (res) => { let body = ''; res.on('data', (c) => body += c); res.on('end', () => console.log(process.env.KUBERNETES_SERVICE_HOST, res.statusCode, JSON.parse(body).gitVersion)); })",
-      "  .on('error', (e) => { console.error(e.message); process.exit(1); });",
-    ], "virt-controller");
+    const log = await nodeInPod(
+      [
+        "const fs = require('node:fs'), https = require('node:https');",
+        "const dir = '/var/run/secrets/kubernetes.io/serviceaccount/';",
+        "https.get({ host: process.env.KUBERNETES_SERVICE_HOST, port: " +
+          "process.env.KUBERNETES_SERVICE_PORT, path: '/version',",
+        "  ca: fs.readFileSync(dir + 'ca.crt'), headers: { authorization: 'Bearer ' + " +
+          "fs.readFileSync(dir + 'token', 'utf8') } },",
+        "  (res) => { let body = ''; res.on('data', (c) => body += c); res.on('end', () => " +
+          "console.log(process.env.KUBERNETES_SERVICE_HOST, res.statusCode, JSON.parse(body).gitVersion)); })",
+        "  .on('error', (e) => { console.error(e.message); process.exit(1); });",
+      ],
+      "virt-controller",
+    );
     expect(log.trim()).toMatch(/^198\.19\.0\.1 200 v1\.34\.\d+$/);
   });
 });
 
 describe("the cluster's DNS", () => {
-  it("resolves Services by name in a pod, with the namespace's search domains, and the kubelet no longer warns of a missing cluster DNS", async () => {
-    const log = await nodeInPod([
-      "const dns = require('node:dns').promises, fs = require('node:fs');",
-      "(async () => {",
-      "  console.log(fs.readFileSync('/etc/resolv.conf', 'utf8').match(/^nameserver .*$/m)[0]);",
-      "  for (const name of ['kubernetes.default.svc.cluster.local', 'kubernetes.default']) console.log(name, (await dns.lookup(name)).address);",
-      "  console.log('reverse', (await dns.reverse(process.env.KUBERNETES_SERVICE_HOST)).join(','));",
-      "})().catch((e) => { console.error(e.message); process.exit(1); });",
-    ]);
-    expect(log.trim().split("\n")).toEqual([
-      "nameserver 198.19.0.10",
-      "kubernetes.default.svc.cluster.local 198.19.0.1",
-      "kubernetes.default 198.19.0.1",
-      "reverse kubernetes.default.svc.cluster.local",
-    ]);
-    const warnings = (await core.listEventForAllNamespaces({ fieldSelector: "reason=MissingClusterDNS" })).items;
-    expect(warnings.map((e) => `${e.involvedObject.namespace ?? ""}/${e.involvedObject.name ?? ""}`)).toEqual([]);
-  });
+  it(
+    "resolves Services by name in a pod, with the namespace's search domains, and the " +
+      "kubelet no longer warns of a missing cluster DNS",
+    async () => {
+      const log = await nodeInPod([
+        "const dns = require('node:dns').promises, fs = require('node:fs');",
+        "(async () => {",
+        "  console.log(fs.readFileSync('/etc/resolv.conf', 'utf8').match(/^nameserver .*$/m)[0]);",
+        "  for (const name of ['kubernetes.default.svc.cluster.local', 'kubernetes.default']) " +
+          "console.log(name, (await dns.lookup(name)).address);",
+        "  console.log('reverse', (await dns.reverse(process.env.KUBERNETES_SERVICE_HOST)).join(','));",
+        "})().catch((e) => { console.error(e.message); process.exit(1); });",
+      ]);
+      expect(log.trim().split("\n")).toEqual([
+        "nameserver 198.19.0.10",
+        "kubernetes.default.svc.cluster.local 198.19.0.1",
+        "kubernetes.default 198.19.0.1",
+        "reverse kubernetes.default.svc.cluster.local",
+      ]);
+      const warnings = (await core.listEventForAllNamespaces({ fieldSelector: "reason=MissingClusterDNS" })).items;
+      expect(warnings.map((e) => `${e.involvedObject.namespace ?? ""}/${e.involvedObject.name ?? ""}`)).toEqual([]);
+    },
+  );
 });
 
 describe("the launcher image", () => {
@@ -96,9 +130,11 @@ describe("the launcher image", () => {
       namespace: NAMESPACE,
       image: imageOf("virt-launcher"),
       command: [
-        "sh", "-c",
+        "sh",
+        "-c",
         "qemu-system-x86_64 --version | head -1 && libvirtd --version && virtlogd --version && " +
-          "node --input-type=module -e \"const { Hypervisor } = await import('@unraid/libvirt'); console.log('addon', typeof Hypervisor)\"",
+          'node --input-type=module -e "const { Hypervisor } = await ' +
+          "import('@unraid/libvirt'); console.log('addon', typeof Hypervisor)\"",
       ],
     });
     expect(log).toMatch(/QEMU emulator version 7\./);
@@ -110,32 +146,81 @@ describe("the launcher image", () => {
 
 describe("uninstalling the chart", () => {
   async function installedObjects(): Promise<string[]> {
-    const names = (kind: string, items: { metadata?: { name?: string } }[]) => items.map((i) => `${kind}/${i.metadata?.name ?? ""}`);
+    const names = (kind: string, items: { metadata?: { name?: string } }[]) =>
+      items.map((i) => `${kind}/${i.metadata?.name ?? ""}`);
     return [
-      ...names("Deployment", (await apps.listNamespacedDeployment({ namespace: NAMESPACE, labelSelector: releaseSelector })).items),
-      ...names("DaemonSet", (await apps.listNamespacedDaemonSet({ namespace: NAMESPACE, labelSelector: releaseSelector })).items),
-      ...names("Service", (await core.listNamespacedService({ namespace: NAMESPACE, labelSelector: releaseSelector })).items),
-      ...names("ServiceAccount", (await core.listNamespacedServiceAccount({ namespace: NAMESPACE, labelSelector: releaseSelector })).items),
+      ...names(
+        "Deployment",
+        (await apps.listNamespacedDeployment({ namespace: NAMESPACE, labelSelector: releaseSelector })).items,
+      ),
+      ...names(
+        "DaemonSet",
+        (await apps.listNamespacedDaemonSet({ namespace: NAMESPACE, labelSelector: releaseSelector })).items,
+      ),
+      ...names(
+        "Service",
+        (await core.listNamespacedService({ namespace: NAMESPACE, labelSelector: releaseSelector })).items,
+      ),
+      ...names(
+        "ServiceAccount",
+        (await core.listNamespacedServiceAccount({ namespace: NAMESPACE, labelSelector: releaseSelector })).items,
+      ),
       ...names("ClusterRole", (await rbac.listClusterRole({ labelSelector: releaseSelector })).items),
       ...names("ClusterRoleBinding", (await rbac.listClusterRoleBinding({ labelSelector: releaseSelector })).items),
-      ...names("Secret", (await core.listNamespacedSecret({ namespace: NAMESPACE, labelSelector: releaseSelector })).items),
-      ...names("ValidatingWebhookConfiguration", (await admission.listValidatingWebhookConfiguration({ labelSelector: releaseSelector })).items),
-      ...names("MutatingWebhookConfiguration", (await admission.listMutatingWebhookConfiguration({ labelSelector: releaseSelector })).items),
+      ...names(
+        "Secret",
+        (await core.listNamespacedSecret({ namespace: NAMESPACE, labelSelector: releaseSelector })).items,
+      ),
+      ...names(
+        "ValidatingWebhookConfiguration",
+        (await admission.listValidatingWebhookConfiguration({ labelSelector: releaseSelector })).items,
+      ),
+      ...names(
+        "MutatingWebhookConfiguration",
+        (await admission.listMutatingWebhookConfiguration({ labelSelector: releaseSelector })).items,
+      ),
     ];
   }
 
   // Last, since it takes the system away; it is installed again afterwards.
   it("removes everything it installed but the CRDs", async () => {
     const binDir = await ensureBinaries(["kubectl", "helm"]);
-    expect(await installedObjects()).toEqual(expect.arrayContaining(["Deployment/virt-controller", "DaemonSet/virt-handler", "ClusterRole/kubevirt.io:view", "Secret/kubevirt-ts-handler-console-tls", "ValidatingWebhookConfiguration/kubevirt-ts-validating", "MutatingWebhookConfiguration/kubevirt-ts-mutating"]));
+    expect(await installedObjects()).toEqual(
+      expect.arrayContaining([
+        "Deployment/virt-controller",
+        "DaemonSet/virt-handler",
+        "ClusterRole/kubevirt.io:view",
+        "Secret/kubevirt-ts-handler-console-tls",
+        "ValidatingWebhookConfiguration/kubevirt-ts-validating",
+        "MutatingWebhookConfiguration/kubevirt-ts-mutating",
+      ]),
+    );
     try {
-      await exec(join(binDir, "helm"), [`--kubeconfig=${KUBECONFIG_PATH}`, "uninstall", RELEASE, "--namespace", NAMESPACE, "--wait"]);
+      await exec(join(binDir, "helm"), [
+        `--kubeconfig=${KUBECONFIG_PATH}`,
+        "uninstall",
+        RELEASE,
+        "--namespace",
+        NAMESPACE,
+        "--wait",
+      ]);
       expect(await installedObjects()).toEqual([]);
       await expect
-        .poll(async () => (await core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: releaseSelector })).items.length, { timeout: 60_000 })
+        .poll(
+          async () =>
+            (await core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: releaseSelector })).items.length,
+          { timeout: 60_000 },
+        )
         .toBe(0);
       // Helm keeps CRDs by design, so that uninstalling never deletes users' VMs.
-      const crds = await exec(join(binDir, "kubectl"), [`--kubeconfig=${KUBECONFIG_PATH}`, "get", "crd", "virtualmachines.kubevirt.io", "-o", "name"]);
+      const crds = await exec(join(binDir, "kubectl"), [
+        `--kubeconfig=${KUBECONFIG_PATH}`,
+        "get",
+        "crd",
+        "virtualmachines.kubevirt.io",
+        "-o",
+        "name",
+      ]);
       expect(crds.stdout.trim()).toBe("customresourcedefinition.apiextensions.k8s.io/virtualmachines.kubevirt.io");
     } finally {
       await clusterSync(binDir);

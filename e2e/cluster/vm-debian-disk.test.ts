@@ -26,9 +26,19 @@ const debianVm = (name: string, root: object, dataVolumeTemplates?: object[]) =>
     ...(dataVolumeTemplates ? { dataVolumeTemplates } : {}),
     template: {
       spec: {
-        domain: { devices: { disks: [{ name: "root", disk: { bus: "virtio" } }, { name: "cloudinit", disk: { bus: "virtio" } }] } },
+        domain: {
+          devices: {
+            disks: [
+              { name: "root", disk: { bus: "virtio" } },
+              { name: "cloudinit", disk: { bus: "virtio" } },
+            ],
+          },
+        },
         terminationGracePeriodSeconds: 120,
-        volumes: [{ name: "root", ...root }, { name: "cloudinit", cloudInitNoCloud: { secretRef: { name: "debian-cloud-init" } } }],
+        volumes: [
+          { name: "root", ...root },
+          { name: "cloudinit", cloudInitNoCloud: { secretRef: { name: "debian-cloud-init" } } },
+        ],
       },
     },
   },
@@ -36,7 +46,17 @@ const debianVm = (name: string, root: object, dataVolumeTemplates?: object[]) =>
 
 const cloudInitSecret = {
   metadata: { name: "debian-cloud-init", namespace },
-  stringData: { userdata: ["#cloud-config", "users:", "  - name: tester", "    lock_passwd: false", `    plain_text_passwd: ${password}`, "    shell: /bin/bash", ""].join("\n") },
+  stringData: {
+    userdata: [
+      "#cloud-config",
+      "users:",
+      "  - name: tester",
+      "    lock_passwd: false",
+      `    plain_text_passwd: ${password}`,
+      "    shell: /bin/bash",
+      "",
+    ].join("\n"),
+  },
 };
 
 const dataVolume = (name: string) => dataVolumeIn(namespace, name);
@@ -51,8 +71,20 @@ const stopped = async (vm: string) => {
 describe("the Debian guest on a persistent root disk", () => {
   it("keeps a file it wrote across a stop and a start, and gives it to a new VM on the same claim", async () => {
     await core.createNamespacedSecret({ namespace, body: cloudInitSecret });
-    const template = { metadata: { name: "debian-root" }, spec: { source: { registry: { url: `docker://${imageOf("debian-guest")}` } }, storage: { resources: { requests: { storage: "4Gi" } } } } };
-    await custom.createNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachines", body: debianVm("debian", { dataVolume: { name: "debian-root" } }, [template]) });
+    const template = {
+      metadata: { name: "debian-root" },
+      spec: {
+        source: { registry: { url: `docker://${imageOf("debian-guest")}` } },
+        storage: { resources: { requests: { storage: "4Gi" } } },
+      },
+    };
+    await custom.createNamespacedCustomObject({
+      group: "kubevirt.io",
+      version: "v1",
+      namespace,
+      plural: "virtualmachines",
+      body: debianVm("debian", { dataVolume: { name: "debian-root" } }, [template]),
+    });
     await expect.poll(async () => (await dataVolume("debian-root"))?.status?.phase, boot).toBe("Succeeded");
     await running("debian");
 
@@ -68,13 +100,34 @@ describe("the Debian guest on a persistent root disk", () => {
     shell.close();
 
     // Deleted keeping its disk, as the dashboard's "keep its disks" does: the VM's owner reference comes off first.
-    await kubectl("patch", "datavolume", "debian-root", "-n", namespace, "--type=json", "-p", '[{"op":"remove","path":"/metadata/ownerReferences"}]');
-    await custom.deleteNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachines", name: "debian" });
+    await kubectl(
+      "patch",
+      "datavolume",
+      "debian-root",
+      "-n",
+      namespace,
+      "--type=json",
+      "-p",
+      '[{"op":"remove","path":"/metadata/ownerReferences"}]',
+    );
+    await custom.deleteNamespacedCustomObject({
+      group: "kubevirt.io",
+      version: "v1",
+      namespace,
+      plural: "virtualmachines",
+      name: "debian",
+    });
     await expect.poll(() => get("virtualmachineinstances", "debian"), boot).toBeUndefined();
     await expect.poll(() => get("virtualmachines", "debian"), boot).toBeUndefined();
     expect((await dataVolume("debian-root"))?.status?.phase).toBe("Succeeded");
 
-    await custom.createNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachines", body: debianVm("debian-again", { persistentVolumeClaim: { claimName: "debian-root" } }) });
+    await custom.createNamespacedCustomObject({
+      group: "kubevirt.io",
+      version: "v1",
+      namespace,
+      plural: "virtualmachines",
+      body: debianVm("debian-again", { persistentVolumeClaim: { claimName: "debian-root" } }),
+    });
     await running("debian-again");
     shell = await serialLogin(namespace, "debian-again", "tester", password, boot);
     await shell.run("cat ~/kept.txt; echo read-$((40+4))", new RegExp(`${MARKER}\\s+read-44`));

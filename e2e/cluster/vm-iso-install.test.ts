@@ -28,7 +28,12 @@ const installVm = {
   metadata: { name: "installed", namespace },
   spec: {
     runStrategy: "RerunOnFailure",
-    dataVolumeTemplates: [{ metadata: { name: "installed-root" }, spec: { source: { blank: {} }, storage: { resources: { requests: { storage: "64Mi" } } } } }],
+    dataVolumeTemplates: [
+      {
+        metadata: { name: "installed-root" },
+        spec: { source: { blank: {} }, storage: { resources: { requests: { storage: "64Mi" } } } },
+      },
+    ],
     template: {
       spec: {
         domain: {
@@ -74,45 +79,84 @@ async function newVmiRunning(previousUid: string | undefined) {
 }
 
 describe("an OS installed from an ISO", () => {
-  it("installs from an uploaded ISO onto a blank DataVolume, then boots from that disk, with the ISO and without it", async () => {
-    const iso = readFileSync(await buildTinyInstallerIso());
-    await custom.createNamespacedCustomObject({ group: "cdi.kubevirt.io", version: "v1beta1", namespace, plural: "datavolumes", body: uploadDataVolume(namespace, "installer-iso", "64Mi") });
-    await expect.poll(async () => (await dataVolume(namespace, "installer-iso"))?.status?.phase, poll).toBe("UploadReady");
-    const token = await uploadToken(namespace, kubectl, "installer-iso");
-    expect(await toUploadProxy("POST", "/v1beta1/upload", token, iso)).toMatchObject({ status: 200 });
-    await expect.poll(async () => (await dataVolume(namespace, "installer-iso"))?.status?.phase, poll).toBe("Succeeded");
-
-    await custom.createNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachines", body: installVm });
-    await expect.poll(async () => (await get("virtualmachineinstances", "installed"))?.status?.phase, poll).toBe("Running");
-    const installer = await get("virtualmachineinstances", "installed");
-    // Powered off by its guest once it has installed: the VMI succeeded, so RerunOnFailure deletes it (as KubeVirt's)
-    // and starts no other. An installer that fails stays up, and its serial output says why.
-    await expect
-      .poll(async () => (await get("virtualmachineinstances", "installed"))?.metadata.uid, poll)
-      .toBeUndefined()
-      .catch(async (error: unknown) => {
-        throw new Error(`the installer did not power off: ${String(error)}\n${(await serialLog(namespace, "installed").catch(String)).slice(-3000)}`);
+  it(
+    "installs from an uploaded ISO onto a blank DataVolume, then boots from " +
+      "that disk, with the ISO and without it",
+    async () => {
+      const iso = readFileSync(await buildTinyInstallerIso());
+      await custom.createNamespacedCustomObject({
+        group: "cdi.kubevirt.io",
+        version: "v1beta1",
+        namespace,
+        plural: "datavolumes",
+        body: uploadDataVolume(namespace, "installer-iso", "64Mi"),
       });
-    expect(await get("virtualmachines", "installed")).toMatchObject({ status: { printableStatus: "Stopped", created: false } });
+      await expect
+        .poll(async () => (await dataVolume(namespace, "installer-iso"))?.status?.phase, poll)
+        .toBe("UploadReady");
+      const token = await uploadToken(namespace, kubectl, "installer-iso");
+      expect(await toUploadProxy("POST", "/v1beta1/upload", token, iso)).toMatchObject({ status: 200 });
+      await expect
+        .poll(async () => (await dataVolume(namespace, "installer-iso"))?.status?.phase, poll)
+        .toBe("Succeeded");
 
-    // Started as virtctl start does: the installed disk boots first now, though the ISO is still there.
-    await putSubresource("start");
-    const bootedFromDisk = await newVmiRunning(installer?.metadata.uid);
-    await inGuest(namespace, "installed", "cat /proc/cmdline", INSTALLED_BOOT_ARG);
+      await custom.createNamespacedCustomObject({
+        group: "kubevirt.io",
+        version: "v1",
+        namespace,
+        plural: "virtualmachines",
+        body: installVm,
+      });
+      await expect
+        .poll(async () => (await get("virtualmachineinstances", "installed"))?.status?.phase, poll)
+        .toBe("Running");
+      const installer = await get("virtualmachineinstances", "installed");
+      // Powered off by its guest once it has installed: the VMI succeeded, so RerunOnFailure deletes it (as KubeVirt's)
+      // and starts no other. An installer that fails stays up, and its serial output says why.
+      await expect
+        .poll(async () => (await get("virtualmachineinstances", "installed"))?.metadata.uid, poll)
+        .toBeUndefined()
+        .catch(async (error: unknown) => {
+          throw new Error(
+            "the installer did not power " +
+              `off: ${String(error)}\n` +
+              (await serialLog(namespace, "installed").catch(String)).slice(-3000),
+          );
+        });
+      expect(await get("virtualmachines", "installed")).toMatchObject({
+        status: { printableStatus: "Stopped", created: false },
+      });
 
-    // Stopped, and the ISO comes out (its disk and its volume): the VM boots from its disk alone.
-    await putSubresource("stop");
-    await expect.poll(async () => (await get("virtualmachineinstances", "installed"))?.metadata.uid, poll).toBeUndefined();
-    await kubectl("patch", "vm", "installed", "-n", namespace, "--type=json", "-p", JSON.stringify([
-      { op: "test", path: "/spec/template/spec/domain/devices/disks/1/name", value: "installer" },
-      { op: "remove", path: "/spec/template/spec/domain/devices/disks/1" },
-      { op: "test", path: "/spec/template/spec/volumes/1/name", value: "installer" },
-      { op: "remove", path: "/spec/template/spec/volumes/1" },
-    ]));
-    await putSubresource("start");
-    await newVmiRunning(bootedFromDisk?.metadata.uid);
-    const booted = await get("virtualmachineinstances", "installed");
-    expect((booted?.status?.volumeStatus as { name: string }[] | undefined)?.map((v) => v.name)).toEqual(["root"]);
-    await inGuest(namespace, "installed", "cat /proc/cmdline", INSTALLED_BOOT_ARG);
-  });
+      // Started as virtctl start does: the installed disk boots first now, though the ISO is still there.
+      await putSubresource("start");
+      const bootedFromDisk = await newVmiRunning(installer?.metadata.uid);
+      await inGuest(namespace, "installed", "cat /proc/cmdline", INSTALLED_BOOT_ARG);
+
+      // Stopped, and the ISO comes out (its disk and its volume): the VM boots from its disk alone.
+      await putSubresource("stop");
+      await expect
+        .poll(async () => (await get("virtualmachineinstances", "installed"))?.metadata.uid, poll)
+        .toBeUndefined();
+      await kubectl(
+        "patch",
+        "vm",
+        "installed",
+        "-n",
+        namespace,
+        "--type=json",
+        "-p",
+        JSON.stringify([
+          { op: "test", path: "/spec/template/spec/domain/devices/disks/1/name", value: "installer" },
+          { op: "remove", path: "/spec/template/spec/domain/devices/disks/1" },
+          { op: "test", path: "/spec/template/spec/volumes/1/name", value: "installer" },
+          { op: "remove", path: "/spec/template/spec/volumes/1" },
+        ]),
+      );
+      await putSubresource("start");
+      await newVmiRunning(bootedFromDisk?.metadata.uid);
+      const booted = await get("virtualmachineinstances", "installed");
+      expect((booted?.status?.volumeStatus as { name: string }[] | undefined)?.map((v) => v.name)).toEqual(["root"]);
+      await inGuest(namespace, "installed", "cat /proc/cmdline", INSTALLED_BOOT_ARG);
+    },
+  );
 });

@@ -18,10 +18,18 @@ const vm = tinyVm("tiny", tinyGuest, namespace);
 describe("a VM with the tiny guest", () => {
   it("runs: Running with software emulation, its pod's address, and its boot output in the serial log", async () => {
     expect(tinyGuest).toMatch(/^kubevirt-ts\.local\/tiny-guest:/);
-    await custom.createNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachines", body: vm });
+    await custom.createNamespacedCustomObject({
+      group: "kubevirt.io",
+      version: "v1",
+      namespace,
+      plural: "virtualmachines",
+      body: vm,
+    });
 
     await expect.poll(async () => (await get("virtualmachineinstances", "tiny"))?.status?.phase, poll).toBe("Running");
-    await expect.poll(async () => (await get("virtualmachines", "tiny"))?.status?.printableStatus, poll).toBe("Running");
+    await expect
+      .poll(async () => (await get("virtualmachines", "tiny"))?.status?.printableStatus, poll)
+      .toBe("Running");
     const vmi = await get("virtualmachineinstances", "tiny");
     const conditions = vmi?.status?.conditions as { type: string; status: string }[];
     expect(conditions.find((c) => c.type === "Ready")?.status).toBe("True");
@@ -35,7 +43,21 @@ describe("a VM with the tiny guest", () => {
     expect((await get("virtualmachines", "tiny"))?.status?.ready).toBe(true);
 
     await expect
-      .poll(() => kubectl("exec", "-n", namespace, pod?.metadata?.name ?? "", "-c", "compute", "--", "cat", "/var/run/kubevirt-ts/sockets/serial0.log"), poll)
+      .poll(
+        () =>
+          kubectl(
+            "exec",
+            "-n",
+            namespace,
+            pod?.metadata?.name ?? "",
+            "-c",
+            "compute",
+            "--",
+            "cat",
+            "/var/run/kubevirt-ts/sockets/serial0.log",
+          ),
+        poll,
+      )
       .toContain("kubevirt-ts tiny guest: init reached");
     // As KubeVirt's: the serial log is the launcher pod's guest-console-log container's log.
     await expect
@@ -50,10 +72,20 @@ describe("a VM with the tiny guest", () => {
     ws.close();
   });
 
-  it("resolves the cluster's Service names: QEMU's user network asks the pod's resolver, the cluster's DNS", async () => {
-    // The guest's DHCP client writes its resolver once the network is up, in the background of its boot (waited for a minute at most: the shell is the next tests').
-    await inGuest(namespace, "tiny", "for i in $(seq 60); do [ -s /etc/resolv.conf ] && break; sleep 1; done; nslookup kubernetes.default.svc.cluster.local", "Address: 198.19.0.1");
-  });
+  it(
+    "resolves the cluster's Service names: QEMU's user network asks the " + "pod's resolver, the cluster's DNS",
+    async () => {
+      // The guest's DHCP client writes its resolver once the network is up, in the background of its boot (waited for a
+      // minute at most: the shell is the next tests').
+      await inGuest(
+        namespace,
+        "tiny",
+        "for i in $(seq 60); do [ -s /etc/resolv.conf ] && break; sleep 1; done; " +
+          "nslookup kubernetes.default.svc.cluster.local",
+        "Address: 198.19.0.1",
+      );
+    },
+  );
 
   it("answers RFB on its VNC socket through the handler", async () => {
     const { ws, received } = await openConsole(namespace, "tiny", "vnc");
@@ -71,14 +103,31 @@ describe("a VM with the tiny guest", () => {
     const [launcherBefore] = await launcherPods();
     const phasesBefore = phaseHistory(await get("virtualmachineinstances", "tiny"));
     // The handler of the VM's own node (on two nodes, the other one's would be ready all along).
-    const handlersOfNode = async () => (await core.listNamespacedPod({
-      namespace: "kubevirt-ts", labelSelector: "app.kubernetes.io/name=virt-handler", fieldSelector: `spec.nodeName=${launcherBefore?.spec?.nodeName ?? ""}`,
-    })).items;
+    const handlersOfNode = async () =>
+      (
+        await core.listNamespacedPod({
+          namespace: "kubevirt-ts",
+          labelSelector: "app.kubernetes.io/name=virt-handler",
+          fieldSelector: `spec.nodeName=${launcherBefore?.spec?.nodeName ?? ""}`,
+        })
+      ).items;
     const [handler] = await handlersOfNode();
     expect(handler, "a handler on the VM's node").toBeDefined();
-    await core.deleteNamespacedPod({ name: handler?.metadata?.name ?? "", namespace: "kubevirt-ts", gracePeriodSeconds: 0 });
+    await core.deleteNamespacedPod({
+      name: handler?.metadata?.name ?? "",
+      namespace: "kubevirt-ts",
+      gracePeriodSeconds: 0,
+    });
     await expect
-      .poll(async () => (await handlersOfNode()).some((p) => p.metadata?.uid !== handler?.metadata?.uid && p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")), poll)
+      .poll(
+        async () =>
+          (await handlersOfNode()).some(
+            (p) =>
+              p.metadata?.uid !== handler?.metadata?.uid &&
+              p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"),
+          ),
+        poll,
+      )
       .toBe(true);
     const [launcherAfter] = await launcherPods();
     expect(launcherAfter?.metadata?.uid).toBe(launcherBefore?.metadata?.uid);
@@ -87,12 +136,16 @@ describe("a VM with the tiny guest", () => {
     expect(vmi?.status?.phase).toBe("Running");
     expect(phaseHistory(vmi)).toBe(phasesBefore);
 
-    // The new handler really serves: a console session reaches the guest, and a pause and unpause go through it to the domain.
+    // The new handler really serves: a console session reaches the guest, and a pause and unpause go through it to the
+    // domain.
     const { ws, received } = await openConsole(namespace, "tiny", "console");
     ws.send(Buffer.from("echo after-restart=$((6*8))\n"));
     await expect.poll(() => received().toString(), poll).toContain("after-restart=48");
     ws.close();
-    const paused = async () => ((await get("virtualmachineinstances", "tiny"))?.status?.conditions as { type: string; status: string }[]).find((c) => c.type === "Paused")?.status;
+    const paused = async () =>
+      ((await get("virtualmachineinstances", "tiny"))?.status?.conditions as { type: string; status: string }[]).find(
+        (c) => c.type === "Paused",
+      )?.status;
     await mutate("admin", "vms.pause", { namespace, name: "tiny" });
     await expect.poll(paused, poll).toBe("True");
     await mutate("admin", "vms.unpause", { namespace, name: "tiny" });
@@ -108,23 +161,42 @@ describe("a VM with the tiny guest", () => {
     expect(launcherZombies).toEqual([]);
   });
 
-  it("ends when its guest powers itself off: the launcher pod finishes though its guest-console-log sidecar was running", async () => {
-    await kubectl("patch", "vm", "tiny", "-n", namespace, "--type=merge", "-p", '{"spec":{"runStrategy":"RerunOnFailure"}}');
-    const { ws } = await openConsole(namespace, "tiny", "console");
-    ws.send(Buffer.from("poweroff -f\n"));
-    // RerunOnFailure: a VMI that Succeeded is removed and not started again.
-    await expect.poll(() => get("virtualmachineinstances", "tiny"), poll).toBeUndefined();
-    await expect.poll(async () => (await launcherPods()).length, poll).toBe(0);
-    await expect.poll(async () => (await get("virtualmachines", "tiny"))?.status?.printableStatus, poll).toBe("Stopped");
-    ws.close();
-    await kubectl("patch", "vm", "tiny", "-n", namespace, "--type=merge", "-p", '{"spec":{"runStrategy":"Always"}}');
-    await expect.poll(async () => (await get("virtualmachineinstances", "tiny"))?.status?.phase, poll).toBe("Running");
-  });
+  it(
+    "ends when its guest powers itself off: the launcher pod finishes though its " +
+      "guest-console-log sidecar was running",
+    async () => {
+      await kubectl(
+        "patch",
+        "vm",
+        "tiny",
+        "-n",
+        namespace,
+        "--type=merge",
+        "-p",
+        '{"spec":{"runStrategy":"RerunOnFailure"}}',
+      );
+      const { ws } = await openConsole(namespace, "tiny", "console");
+      ws.send(Buffer.from("poweroff -f\n"));
+      // RerunOnFailure: a VMI that Succeeded is removed and not started again.
+      await expect.poll(() => get("virtualmachineinstances", "tiny"), poll).toBeUndefined();
+      await expect.poll(async () => (await launcherPods()).length, poll).toBe(0);
+      await expect
+        .poll(async () => (await get("virtualmachines", "tiny"))?.status?.printableStatus, poll)
+        .toBe("Stopped");
+      ws.close();
+      await kubectl("patch", "vm", "tiny", "-n", namespace, "--type=merge", "-p", '{"spec":{"runStrategy":"Always"}}');
+      await expect
+        .poll(async () => (await get("virtualmachineinstances", "tiny"))?.status?.phase, poll)
+        .toBe("Running");
+    },
+  );
 
   it("stops: the guest, its launcher pod and its VMI go, and the VM shows Stopped", async () => {
     await kubectl("patch", "vm", "tiny", "-n", namespace, "--type=merge", "-p", '{"spec":{"runStrategy":"Halted"}}');
     await expect.poll(() => get("virtualmachineinstances", "tiny"), poll).toBeUndefined();
     await expect.poll(async () => (await launcherPods()).length, poll).toBe(0);
-    await expect.poll(async () => (await get("virtualmachines", "tiny"))?.status?.printableStatus, poll).toBe("Stopped");
+    await expect
+      .poll(async () => (await get("virtualmachines", "tiny"))?.status?.printableStatus, poll)
+      .toBe("Stopped");
   });
 });

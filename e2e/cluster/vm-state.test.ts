@@ -15,9 +15,13 @@ const VM = "stateful";
 const CLAIM = `persistent-state-for-${VM}`;
 const VARIABLE = "/sys/firmware/efi/efivars/KubevirtTsE2e-7d3c1b2a-9e8f-4a6b-8c5d-1e2f3a4b5c6d";
 const VALUE = `kept-${Date.now().toString(36)}`;
-// TPM2_ReadClock, written whole from a file: its reply's resetCount (bytes 26 to 29) counts the TPM's power-ons since it was made.
+// TPM2_ReadClock, written whole from a file: its reply's resetCount (bytes 26 to 29) counts the TPM's power-ons since
+// it was made.
 const READ_CLOCK =
-  "mount -t efivarfs efivarfs /sys/firmware/efi/efivars 2>/dev/null; printf '\\200\\001\\000\\000\\000\\012\\000\\000\\001\\201' > /tmp/read-clock; exec 3<>/dev/tpmrm0; dd if=/tmp/read-clock bs=10 count=1 >&3 2>/dev/null; reply=$(dd bs=64 count=1 <&3 2>/dev/null | od -An -tx1 | tr -d ' \\n'); exec 3>&-; echo tpm-reply=$reply";
+  "mount -t efivarfs efivarfs /sys/firmware/efi/efivars 2>/dev/null; printf " +
+  "'\\200\\001\\000\\000\\000\\012\\000\\000\\001\\201' > /tmp/read-clock; exec 3<>/dev/tpmrm0; dd " +
+  "if=/tmp/read-clock bs=10 count=1 >&3 2>/dev/null; reply=$(dd bs=64 count=1 <&3 2>/dev/null | od -An -tx1 " +
+  "| tr -d ' \\n'); exec 3>&-; echo tpm-reply=$reply";
 
 function statefulVm() {
   return tinyVmWithSpec(VM, imageOf("tiny-guest"), namespace, (spec) => ({
@@ -47,30 +51,75 @@ const runningUid = async () => {
 };
 
 describe("a VM's EFI variables and TPM state", () => {
-  it("live on the VM's backend-storage claim, and are there after a stop and a start; the claim goes with the VM", async () => {
-    const vm = (await custom.createNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachines", body: statefulVm() })) as { metadata: { uid: string } };
-    const firstUid = await runningUid();
+  it(
+    "live on the VM's backend-storage claim, and are there after a stop and a " + "start; the claim goes with the VM",
+    async () => {
+      const vm = (await custom.createNamespacedCustomObject({
+        group: "kubevirt.io",
+        version: "v1",
+        namespace,
+        plural: "virtualmachines",
+        body: statefulVm(),
+      })) as { metadata: { uid: string } };
+      const firstUid = await runningUid();
 
-    const claim = await core.readNamespacedPersistentVolumeClaim({ namespace, name: CLAIM });
-    expect(claim.status?.phase).toBe("Bound");
-    expect(claim.spec).toMatchObject({ accessModes: ["ReadWriteOnce"], volumeMode: "Filesystem", storageClassName: "local-path", resources: { requests: { storage: "10Mi" } } });
-    expect(claim.metadata?.ownerReferences).toEqual([expect.objectContaining({ kind: "VirtualMachine", name: VM, uid: vm.metadata.uid, controller: true })]);
+      const claim = await core.readNamespacedPersistentVolumeClaim({ namespace, name: CLAIM });
+      expect(claim.status?.phase).toBe("Bound");
+      expect(claim.spec).toMatchObject({
+        accessModes: ["ReadWriteOnce"],
+        volumeMode: "Filesystem",
+        storageClassName: "local-path",
+        resources: { requests: { storage: "10Mi" } },
+      });
+      expect(claim.metadata?.ownerReferences).toEqual([
+        expect.objectContaining({ kind: "VirtualMachine", name: VM, uid: vm.metadata.uid, controller: true }),
+      ]);
 
-    const first = await inGuest(`printf '\\007\\000\\000\\000${VALUE}' > ${VARIABLE} && echo wrote-$((40+2))`, "wrote-42");
-    // OVMF's VARS file and swtpm's state are on the claim, as the launcher sees it.
-    const pod = (await core.listNamespacedPod({ namespace, labelSelector: `kubevirt.io/created-by=${firstUid ?? ""}` })).items[0]?.metadata?.name ?? "";
-    expect(await kubectl("exec", "-n", namespace, pod, "-c", "compute", "--", "ls", "/var/run/kubevirt-ts/vm-state/nvram", "/var/run/kubevirt-ts/vm-state/swtpm/tpm2")).toMatch(/_VARS\.fd[\s\S]*tpm2-00\.permall/);
+      const first = await inGuest(
+        `printf '\\007\\000\\000\\000${VALUE}' > ${VARIABLE} && echo wrote-$((40+2))`,
+        "wrote-42",
+      );
+      // OVMF's VARS file and swtpm's state are on the claim, as the launcher sees it.
+      const pod =
+        (await core.listNamespacedPod({ namespace, labelSelector: `kubevirt.io/created-by=${firstUid ?? ""}` }))
+          .items[0]?.metadata?.name ?? "";
+      expect(
+        await kubectl(
+          "exec",
+          "-n",
+          namespace,
+          pod,
+          "-c",
+          "compute",
+          "--",
+          "ls",
+          "/var/run/kubevirt-ts/vm-state/nvram",
+          "/var/run/kubevirt-ts/vm-state/swtpm/tpm2",
+        ),
+      ).toMatch(/_VARS\.fd[\s\S]*tpm2-00\.permall/);
 
-    await kubectl("patch", "vm", VM, "-n", namespace, "--type=merge", "-p", '{"spec":{"runStrategy":"Halted"}}');
-    await expect.poll(() => get("virtualmachineinstances", VM), poll).toBeUndefined();
-    await kubectl("patch", "vm", VM, "-n", namespace, "--type=merge", "-p", '{"spec":{"runStrategy":"Always"}}');
-    expect(await runningUid()).not.toBe(firstUid);
+      await kubectl("patch", "vm", VM, "-n", namespace, "--type=merge", "-p", '{"spec":{"runStrategy":"Halted"}}');
+      await expect.poll(() => get("virtualmachineinstances", VM), poll).toBeUndefined();
+      await kubectl("patch", "vm", VM, "-n", namespace, "--type=merge", "-p", '{"spec":{"runStrategy":"Always"}}');
+      expect(await runningUid()).not.toBe(firstUid);
 
-    const second = await inGuest(`echo variable=$(tail -c +5 ${VARIABLE})`, `variable=${VALUE}`);
-    // The same TPM, powered on again: a new one would have counted as many power-ons as the first run's.
-    expect(second.resetCount).toBeGreaterThan(first.resetCount);
+      const second = await inGuest(`echo variable=$(tail -c +5 ${VARIABLE})`, `variable=${VALUE}`);
+      // The same TPM, powered on again: a new one would have counted as many power-ons as the first run's.
+      expect(second.resetCount).toBeGreaterThan(first.resetCount);
 
-    await custom.deleteNamespacedCustomObject({ group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachines", name: VM });
-    await expect.poll(() => core.readNamespacedPersistentVolumeClaim({ namespace, name: CLAIM }).catch(undefinedIfNotFound), poll).toBeUndefined();
-  });
+      await custom.deleteNamespacedCustomObject({
+        group: "kubevirt.io",
+        version: "v1",
+        namespace,
+        plural: "virtualmachines",
+        name: VM,
+      });
+      await expect
+        .poll(
+          () => core.readNamespacedPersistentVolumeClaim({ namespace, name: CLAIM }).catch(undefinedIfNotFound),
+          poll,
+        )
+        .toBeUndefined();
+    },
+  );
 });

@@ -20,7 +20,12 @@ test.beforeAll(() => {
   const halted = tinyVm("db-1", imageOf("tiny-guest"), namespace);
   halted.spec.runStrategy = "Halted";
   createObject(halted);
-  createObject(tinyVmWithSpec("too-big", imageOf("tiny-guest"), namespace, (spec) => ({ ...spec, domain: { ...spec.domain, memory: { guest: "10Ti" } } })));
+  createObject(
+    tinyVmWithSpec("too-big", imageOf("tiny-guest"), namespace, (spec) => ({
+      ...spec,
+      domain: { ...spec.domain, memory: { guest: "10Ti" } },
+    })),
+  );
 });
 test.afterAll(() => {
   deleteNamespace(namespace);
@@ -28,7 +33,11 @@ test.afterAll(() => {
 
 for (const scheme of ["light", "dark"] as const) {
   test(`the list, a VM's page and the node view, ${scheme}`, async ({ browser }) => {
-    const context = await browser.newContext({ colorScheme: scheme, viewport: { width: 1280, height: 800 }, ignoreHTTPSErrors: true });
+    const context = await browser.newContext({
+      colorScheme: scheme,
+      viewport: { width: 1280, height: 800 },
+      ignoreHTTPSErrors: true,
+    });
     const page = await context.newPage();
     await signIn(page);
     await page.goto(`/vms?ns=${namespace}`);

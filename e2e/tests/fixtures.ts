@@ -20,7 +20,11 @@ export async function signIn(page: Page, user: "admin" | "viewer" = "admin"): Pr
   await expect(page.getByRole("heading", { name: "Virtual machines" })).toBeVisible();
 }
 
-export const test = base.extend<{ signInPage: SignInPage; virtualMachinesPage: VirtualMachinesPage; cspViolations: string[] }>({
+export const test = base.extend<{
+  signInPage: SignInPage;
+  virtualMachinesPage: VirtualMachinesPage;
+  cspViolations: string[];
+}>({
   // Every test fails when the page broke the dashboard's Content-Security-Policy
   // (Chromium reports each refused script, style, image or connection).
   cspViolations: [

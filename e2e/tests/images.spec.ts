@@ -17,7 +17,8 @@ test.describe.configure({ mode: "serial", timeout: 300_000 });
 
 const slow = { timeout: 240_000 };
 /** The row of an image, by its name in the first cell. */
-const imageRow = (page: Page, name: string) => page.getByRole("row").filter({ has: page.getByRole("cell", { name, exact: true }) });
+const imageRow = (page: Page, name: string) =>
+  page.getByRole("row").filter({ has: page.getByRole("cell", { name, exact: true }) });
 let namespace = "";
 let dir = "";
 
@@ -85,8 +86,13 @@ test("a file that is not a disk image is refused with the reason, and nothing is
   await page.getByLabel("File", { exact: true }).setInputFiles(join(dir, "notes.txt"));
   await expect(page.getByLabel("Name", { exact: true })).toHaveValue("notes-txt");
   await page.getByRole("button", { name: "Upload", exact: true }).click();
-  await expect(page.getByRole("alert").filter({ hasText: "Upload of notes-txt failed" })).toContainText("the upload is not a disk image", slow);
-  await expect(page.getByRole("alert").filter({ hasText: "Upload of notes-txt failed" })).toContainText("The DataVolume notes-txt was removed.");
+  await expect(page.getByRole("alert").filter({ hasText: "Upload of notes-txt failed" })).toContainText(
+    "the upload is not a disk image",
+    slow,
+  );
+  await expect(page.getByRole("alert").filter({ hasText: "Upload of notes-txt failed" })).toContainText(
+    "The DataVolume notes-txt was removed.",
+  );
   await expect(imageRow(page, "notes-txt")).toHaveCount(0, slow);
 });
 
@@ -94,7 +100,10 @@ test("an image is deleted from the list", async ({ page }) => {
   const row = imageRow(page, "tiny-disk");
   await expect(row).toHaveCount(1);
   await row.getByRole("button", { name: "Delete tiny-disk" }).click();
-  await page.getByRole("dialog", { name: "Delete tiny-disk?" }).getByRole("button", { name: "Delete tiny-disk" }).click();
+  await page
+    .getByRole("dialog", { name: "Delete tiny-disk?" })
+    .getByRole("button", { name: "Delete tiny-disk" })
+    .click();
   await expect(page.getByRole("status").filter({ hasText: "Deleted tiny-disk." })).toBeVisible();
   await expect(row).toHaveCount(0, slow);
 });

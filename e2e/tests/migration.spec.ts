@@ -22,7 +22,9 @@ test.afterAll(() => {
 
 const nodeOf = (name: string) => kubectl("get", "vmi", name, "-n", namespace, "-o", "jsonpath={.status.nodeName}");
 
-test("Migrate moves a running VM to the node picked, and the page follows its phases to Succeeded", async ({ page }) => {
+test("Migrate moves a running VM to the node picked, and the page follows its phases to Succeeded", async ({
+  page,
+}) => {
   createObject(tinyVm("roamer", imageOf("tiny-guest"), namespace));
   await signIn(page);
   await page.goto(`/vms/${namespace}/roamer?ns=${namespace}`);
@@ -42,20 +44,29 @@ test("Migrate moves a running VM to the node picked, and the page follows its ph
   await expect(page.getByRole("status").filter({ hasText: "Migrate roamer:" })).toBeVisible();
   // The phases as they come, then the end; Migrate is disabled while it runs.
   const progress = panel.getByTestId("migration-progress");
-  await expect(progress.getByTestId("migration-phase")).toHaveText(/Pending|Scheduling|Scheduled|PreparingTarget|TargetReady|Running|Succeeded/);
+  await expect(progress.getByTestId("migration-phase")).toHaveText(
+    /Pending|Scheduling|Scheduled|PreparingTarget|TargetReady|Running|Succeeded/,
+  );
   await expect(progress.getByTestId("migration-phase")).toHaveText("Succeeded", slow);
   await expect(progress).toContainText(`from ${source} to ${other ?? ""}, pre-copy`);
   // libvirt's figures of the finished job, from the handler of the node it left: what was sent, and the real downtime.
   await expect(progress.getByTestId("migration-figures")).toContainText(/Sent [\d.]+ [KMG]iB in [\d.]+ m?s\./);
   await expect(progress.getByTestId("migration-downtime")).toHaveText(/^\d+ ms$/);
-  await expect(progress.getByRole("list", { name: "Migration phases" }).getByRole("listitem")).toContainText(["Pending", "Scheduling", "Succeeded"]);
+  await expect(progress.getByRole("list", { name: "Migration phases" }).getByRole("listitem")).toContainText([
+    "Pending",
+    "Scheduling",
+    "Succeeded",
+  ]);
   await expect.poll(() => nodeOf("roamer"), slow).toBe(other);
   // The overview's node follows the VM.
   await expect(page.getByRole("link", { name: other ?? "", exact: true })).toBeVisible();
   await expect(page.getByTestId("vm-status")).toHaveText("Running");
 });
 
-test("a console open during a migration opens again by itself on the VM's new node, to the same guest", async ({ context, page }) => {
+test("a console open during a migration opens again by itself on the VM's new node, to the same guest", async ({
+  context,
+  page,
+}) => {
   await signIn(page);
   // The serial console in a page of its own, the migration started from the overview in another.
   await page.goto(`/vms/${namespace}/roamer?ns=${namespace}&tab=console`);
@@ -77,11 +88,16 @@ test("a console open during a migration opens again by itself on the VM's new no
 
   // The console followed: connected again, to the guest that kept its file.
   // (Typed again until it is answered: the page may not have seen the VM move yet, and its first session go nowhere.)
-  await expect.poll(async () => {
-    await page.getByTestId("serial-console").click();
-    await page.keyboard.type("cat /tmp/mark; echo after-$((40+2))\n");
-    return rows.textContent();
-  }, { ...slow, intervals: [3_000] }).toContain("after-42");
+  await expect
+    .poll(
+      async () => {
+        await page.getByTestId("serial-console").click();
+        await page.keyboard.type("cat /tmp/mark; echo after-$((40+2))\n");
+        return rows.textContent();
+      },
+      { ...slow, intervals: [3_000] },
+    )
+    .toContain("after-42");
   await expect(page.getByTestId("console-state")).toHaveText("Connected");
   await expect(rows).toContainText("marked");
   await overview.close();
@@ -93,5 +109,7 @@ test("a viewer sees the migrations but may not start one, and is told why", asyn
   const panel = page.getByRole("region", { name: "Live migration" });
   await expect(panel.getByTestId("migration-phase")).toHaveText("Succeeded", slow);
   await expect(panel.getByRole("button", { name: "Migrate", exact: true })).toBeDisabled();
-  await expect(panel.getByRole("button", { name: "Migrate", exact: true })).toHaveAccessibleDescription(/You may not migrate VMs in/);
+  await expect(panel.getByRole("button", { name: "Migrate", exact: true })).toHaveAccessibleDescription(
+    /You may not migrate VMs in/,
+  );
 });

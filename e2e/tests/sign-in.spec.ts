@@ -16,7 +16,11 @@ test.describe("signing in with a bearer token", () => {
     await expect(signInPage.signInButton).toBeVisible();
   });
 
-  test("signing in keeps the token in the tab and lands on the VM page", async ({ page, signInPage, virtualMachinesPage }) => {
+  test("signing in keeps the token in the tab and lands on the VM page", async ({
+    page,
+    signInPage,
+    virtualMachinesPage,
+  }) => {
     const token = tokenOf("viewer");
     await signInPage.goto();
 
@@ -50,7 +54,11 @@ test.describe("signing in with a bearer token", () => {
     expect(await storedToken(page)).toBeNull();
   });
 
-  test("a session whose token the cluster stops accepting returns to sign-in, saying why", async ({ page, signInPage, virtualMachinesPage }) => {
+  test("a session whose token the cluster stops accepting returns to sign-in, saying why", async ({
+    page,
+    signInPage,
+    virtualMachinesPage,
+  }) => {
     // Up to a minute for the API server's token cache, within the test's own time.
     test.setTimeout(120_000);
     const session = revocableToken("viewer");
@@ -70,7 +78,11 @@ test.describe("signing in with a bearer token", () => {
     expect(await storedToken(page)).toBeNull();
   });
 
-  test("signing out forgets the token and returns to the sign-in page", async ({ page, signInPage, virtualMachinesPage }) => {
+  test("signing out forgets the token and returns to the sign-in page", async ({
+    page,
+    signInPage,
+    virtualMachinesPage,
+  }) => {
     await signInPage.goto();
     await signInPage.signIn(tokenOf("viewer"));
     await virtualMachinesPage.expectShown();
@@ -103,7 +115,11 @@ test.describe("signing in with a bearer token", () => {
 
     await virtualMachinesPage.expectShown();
     // Sign out is reached with Tab alone, past the navigation before it.
-    for (let presses = 0; presses < 10 && !(await virtualMachinesPage.signOutButton.evaluate((b) => b === document.activeElement)); presses++) {
+    for (
+      let presses = 0;
+      presses < 10 && !(await virtualMachinesPage.signOutButton.evaluate((b) => b === document.activeElement));
+      presses++
+    ) {
       await page.keyboard.press("Tab");
     }
     await expect(virtualMachinesPage.signOutButton).toBeFocused();

@@ -5,7 +5,15 @@ import { NODE_IP } from "@kubevirt-ts/local-cluster";
 import type { Browser, BrowserContext, Locator, Page } from "@playwright/test";
 import { WebSocket } from "ws";
 import { tinyVm, tinyVmOnClaim, tinyVmOnDataVolume, tinyVmWithSpec } from "../manifests.ts";
-import { createNamespace, createObject, dashboardCertificate, deleteNamespace, imageOf, kubectl, tokenOf } from "./cluster-users.ts";
+import {
+  createNamespace,
+  createObject,
+  dashboardCertificate,
+  deleteNamespace,
+  imageOf,
+  kubectl,
+  tokenOf,
+} from "./cluster-users.ts";
 import { expect, signIn, test } from "./fixtures.ts";
 
 // A VM's state as the dashboard shows it, one printable status at a time:
@@ -29,18 +37,33 @@ test.afterAll(() => {
   deleteNamespace(namespace);
 });
 
-const ACTIONS = ["Start", "Stop", "Restart", "Pause", "Unpause", "Soft reboot", "Reset", "Force stop", "Delete"] as const;
+const ACTIONS = [
+  "Start",
+  "Stop",
+  "Restart",
+  "Pause",
+  "Unpause",
+  "Soft reboot",
+  "Reset",
+  "Force stop",
+  "Delete",
+] as const;
 type ActionLabel = (typeof ACTIONS)[number];
 
 /** Exactly these actions are enabled; the others are disabled, with these reasons where given. */
-async function expectActions(page: Page, enabled: ActionLabel[], reasons: Partial<Record<ActionLabel, string | RegExp>> = {}): Promise<void> {
+async function expectActions(
+  page: Page,
+  enabled: ActionLabel[],
+  reasons: Partial<Record<ActionLabel, string | RegExp>> = {},
+): Promise<void> {
   const group = page.getByRole("group", { name: "Actions" });
   for (const label of ACTIONS) {
     const button = group.getByRole("button", { name: label, exact: true });
     if (enabled.includes(label)) await expect(button, `${label} is enabled`).toBeEnabled();
     else await expect(button, `${label} is disabled`).toBeDisabled();
   }
-  for (const [label, reason] of Object.entries(reasons)) await expect(group.getByRole("button", { name: label, exact: true })).toHaveAccessibleDescription(reason);
+  for (const [label, reason] of Object.entries(reasons))
+    await expect(group.getByRole("button", { name: label, exact: true })).toHaveAccessibleDescription(reason);
 }
 
 const status = (page: Page): Locator => page.getByTestId("vm-status-line");
@@ -49,7 +72,9 @@ async function open(page: Page, name: string): Promise<void> {
   await page.goto(`/vms/${namespace}/${name}?ns=${namespace}`);
 }
 
-test("a stopped VM: Start and Delete only, and its conditions say it is not running, not that it runs", async ({ page }) => {
+test("a stopped VM: Start and Delete only, and its conditions say it is not running, not that it runs", async ({
+  page,
+}) => {
   const vm = tinyVm("halted", imageOf("tiny-guest"), namespace);
   vm.spec.runStrategy = "Halted";
   createObject(vm);
@@ -57,73 +82,110 @@ test("a stopped VM: Start and Delete only, and its conditions say it is not runn
   await open(page, "halted");
   await expect(page.getByTestId("vm-status")).toHaveText("Stopped");
   await expect(status(page).locator("[data-tone]")).toHaveAttribute("data-tone", "stopped");
-  await expectActions(page, ["Start", "Delete"], { Stop: "VM is not running.", Pause: "The VM is not running; start it first." });
+  await expectActions(page, ["Start", "Delete"], {
+    Stop: "VM is not running.",
+    Pause: "The VM is not running; start it first.",
+  });
   await expect(page.getByTestId("vm-conditions")).toContainText("Not running");
   await expect(page.getByTestId("vm-conditions")).not.toContainText(/guest is running|Ready/);
-  await expect(page.getByRole("region", { name: "Its running instance" })).toContainText("None: the VM is not running.");
+  await expect(page.getByRole("region", { name: "Its running instance" })).toContainText(
+    "None: the VM is not running.",
+  );
 });
 
-test("running, paused, stopping and force stopped: the actions follow each state, and Force stop does not wait for the guest", async ({ page }) => {
-  // The tiny guest has no ACPI daemon: it ignores the shutdown request, so it stops only when its grace period ends or it is forced.
-  createObject(tinyVmWithSpec("cycle", imageOf("tiny-guest"), namespace, (spec) => ({ ...spec, terminationGracePeriodSeconds: 600 })));
-  await signIn(page);
-  await open(page, "cycle");
-  await expect(page.getByTestId("vm-status")).toHaveText("Running", slow);
-  await expect(status(page).locator("[data-tone]")).toHaveAttribute("data-tone", "running");
-  await expectActions(page, ["Stop", "Restart", "Pause", "Soft reboot", "Reset", "Force stop", "Delete"], { Start: "The VM is already running.", Unpause: "The VMI is not paused." });
-  await expect(page.getByTestId("vm-conditions")).toContainText("Ready");
-  await expect(page.getByTestId("vm-conditions")).not.toContainText(/not ready/i);
-  await expect(page.getByTestId("vmi-conditions")).toContainText("Ready");
+test(
+  "running, paused, stopping and force stopped: the actions follow each state, " +
+    "and Force stop does not wait for the guest",
+  async ({ page }) => {
+    // The tiny guest has no ACPI daemon: it ignores the shutdown request, so it stops only when its grace period ends
+    // or it is forced.
+    createObject(
+      tinyVmWithSpec("cycle", imageOf("tiny-guest"), namespace, (spec) => ({
+        ...spec,
+        terminationGracePeriodSeconds: 600,
+      })),
+    );
+    await signIn(page);
+    await open(page, "cycle");
+    await expect(page.getByTestId("vm-status")).toHaveText("Running", slow);
+    await expect(status(page).locator("[data-tone]")).toHaveAttribute("data-tone", "running");
+    await expectActions(page, ["Stop", "Restart", "Pause", "Soft reboot", "Reset", "Force stop", "Delete"], {
+      Start: "The VM is already running.",
+      Unpause: "The VMI is not paused.",
+    });
+    await expect(page.getByTestId("vm-conditions")).toContainText("Ready");
+    await expect(page.getByTestId("vm-conditions")).not.toContainText(/not ready/i);
+    await expect(page.getByTestId("vmi-conditions")).toContainText("Ready");
 
-  const actions = page.getByRole("group", { name: "Actions" });
-  await actions.getByRole("button", { name: "Pause", exact: true }).click();
-  await expect(page.getByRole("status").filter({ hasText: "Pause cycle: asked" })).toBeVisible();
-  await expect(page.getByTestId("vm-status")).toHaveText("Paused", slow);
-  await expectActions(page, ["Stop", "Restart", "Unpause", "Force stop", "Delete"], { Start: "The VM is running, paused; Unpause resumes it.", Reset: "The VMI is paused; unpause it before reset." });
-  // Paused once for the VM and once for its instance, each in its own list.
-  await expect(page.getByTestId("vm-conditions").locator('[data-type="Paused"]')).toHaveCount(1);
-  await expect(page.getByTestId("vmi-conditions").locator('[data-type="Paused"]')).toHaveCount(1);
-  await actions.getByRole("button", { name: "Unpause", exact: true }).click();
-  await expect(page.getByTestId("vm-status")).toHaveText("Running", slow);
+    const actions = page.getByRole("group", { name: "Actions" });
+    await actions.getByRole("button", { name: "Pause", exact: true }).click();
+    await expect(page.getByRole("status").filter({ hasText: "Pause cycle: asked" })).toBeVisible();
+    await expect(page.getByTestId("vm-status")).toHaveText("Paused", slow);
+    await expectActions(page, ["Stop", "Restart", "Unpause", "Force stop", "Delete"], {
+      Start: "The VM is running, paused; Unpause resumes it.",
+      Reset: "The VMI is paused; unpause it before reset.",
+    });
+    // Paused once for the VM and once for its instance, each in its own list.
+    await expect(page.getByTestId("vm-conditions").locator('[data-type="Paused"]')).toHaveCount(1);
+    await expect(page.getByTestId("vmi-conditions").locator('[data-type="Paused"]')).toHaveCount(1);
+    await actions.getByRole("button", { name: "Unpause", exact: true }).click();
+    await expect(page.getByTestId("vm-status")).toHaveText("Running", slow);
 
-  // Stop asks first, in the page, naming the VM.
-  await actions.getByRole("button", { name: "Stop", exact: true }).click();
-  const dialog = page.getByRole("dialog", { name: "Stop cycle?" });
-  await expect(dialog).toBeVisible();
-  await dialog.getByRole("button", { name: "Cancel" }).click();
-  await expect(dialog).toBeHidden();
-  await expect(page.getByTestId("vm-status")).toHaveText("Running");
-  await actions.getByRole("button", { name: "Stop", exact: true }).click();
-  await dialog.getByRole("button", { name: "Stop cycle" }).click();
-  const asked = page.getByRole("status").filter({ hasText: "Stop cycle: asked" });
-  await expect(asked).toBeVisible();
-  await asked.getByRole("button", { name: /Dismiss/ }).click();
-  await expect(asked).toBeHidden();
-  await expect(page.getByTestId("vm-status")).toHaveText("Stopping", slow);
-  await expect(status(page).locator("[data-tone]")).toHaveAttribute("data-tone", "transition");
-  await expect(page.getByTestId("vm-status-reason")).toContainText("600 s");
-  await expectActions(page, ["Force stop", "Delete"], { Stop: "The VM is already stopping; Force stop turns it off now.", Restart: "The VM is stopping; Force stop turns it off now.", Start: "The VM is stopping; start it again once it has stopped." });
+    // Stop asks first, in the page, naming the VM.
+    await actions.getByRole("button", { name: "Stop", exact: true }).click();
+    const dialog = page.getByRole("dialog", { name: "Stop cycle?" });
+    await expect(dialog).toBeVisible();
+    await dialog.getByRole("button", { name: "Cancel" }).click();
+    await expect(dialog).toBeHidden();
+    await expect(page.getByTestId("vm-status")).toHaveText("Running");
+    await actions.getByRole("button", { name: "Stop", exact: true }).click();
+    await dialog.getByRole("button", { name: "Stop cycle" }).click();
+    const asked = page.getByRole("status").filter({ hasText: "Stop cycle: asked" });
+    await expect(asked).toBeVisible();
+    await asked.getByRole("button", { name: /Dismiss/ }).click();
+    await expect(asked).toBeHidden();
+    await expect(page.getByTestId("vm-status")).toHaveText("Stopping", slow);
+    await expect(status(page).locator("[data-tone]")).toHaveAttribute("data-tone", "transition");
+    await expect(page.getByTestId("vm-status-reason")).toContainText("600 s");
+    await expectActions(page, ["Force stop", "Delete"], {
+      Stop: "The VM is already stopping; Force stop turns it off now.",
+      Restart: "The VM is stopping; Force stop turns it off now.",
+      Start: "The VM is stopping; start it again once it has stopped.",
+    });
 
-  await actions.getByRole("button", { name: "Force stop", exact: true }).click();
-  await page.getByRole("dialog", { name: "Force stop cycle?" }).getByRole("button", { name: "Force stop cycle" }).click();
-  // Well within the 600 s the guest would otherwise have.
-  await expect(page.getByTestId("vm-status")).toHaveText("Stopped", { timeout: 120_000 });
-  await expectActions(page, ["Start", "Delete"]);
-});
+    await actions.getByRole("button", { name: "Force stop", exact: true }).click();
+    await page
+      .getByRole("dialog", { name: "Force stop cycle?" })
+      .getByRole("button", { name: "Force stop cycle" })
+      .click();
+    // Well within the 600 s the guest would otherwise have.
+    await expect(page.getByTestId("vm-status")).toHaveText("Stopped", { timeout: 120_000 });
+    await expectActions(page, ["Start", "Delete"]);
+  },
+);
 
-test("a VM that fits no node says why in the scheduler's words, and may be stopped but not started again", async ({ page }) => {
-  const huge = tinyVmWithSpec("huge", imageOf("tiny-guest"), namespace, (spec) => ({ ...spec, domain: { ...spec.domain, memory: { guest: "10Ti" } } }));
+test("a VM that fits no node says why in the scheduler's words, and may be stopped but not started again", async ({
+  page,
+}) => {
+  const huge = tinyVmWithSpec("huge", imageOf("tiny-guest"), namespace, (spec) => ({
+    ...spec,
+    domain: { ...spec.domain, memory: { guest: "10Ti" } },
+  }));
   createObject({ ...huge, metadata: { ...huge.metadata, labels: { app: "big" } } });
   await signIn(page);
   await open(page, "huge");
   await expect(page.getByTestId("vm-status")).toHaveText("Cannot be placed on a node", slow);
   await expect(status(page).locator("[data-tone]")).toHaveAttribute("data-tone", "problem");
   await expect(page.getByTestId("vm-status-reason")).toContainText(/Insufficient memory/);
-  await expectActions(page, ["Stop", "Restart", "Force stop", "Delete"], { Start: /already starting, but cannot be placed on a node/ });
+  await expectActions(page, ["Stop", "Restart", "Force stop", "Delete"], {
+    Start: /already starting, but cannot be placed on a node/,
+  });
   await expect(page.getByTestId("vmi-conditions")).toContainText("Not placed on a node");
 });
 
-test("a VM whose image cannot be pulled, and one whose claim is missing, are problems with their reason", async ({ page }) => {
+test("a VM whose image cannot be pulled, and one whose claim is missing, are problems with their reason", async ({
+  page,
+}) => {
   // Nothing listens on port 1 of the node's loopback: the pull fails at once.
   createObject(tinyVm("no-image", "127.0.0.1:1/kubevirt-ts/missing:v0", namespace));
   createObject(tinyVmOnClaim("no-claim", imageOf("tiny-guest"), "nowhere", namespace));
@@ -145,32 +207,41 @@ test("a VM whose image cannot be pulled, and one whose claim is missing, are pro
   await expect(page.getByRole("table").getByRole("link", { name: "halted", exact: true })).toHaveCount(0);
 });
 
-test("a VM whose disk is being filled is Provisioning, one whose disk's source cannot be read is a problem; neither may be started, both stopped", async ({ page }) => {
-  // The disks' source: an image that never comes (the import waits) and one that is not there (404).
-  const server: Server = createServer((req, res) => {
-    if (req.url === "/missing.qcow2") res.writeHead(404, "Not Found").end();
-  });
-  await new Promise<void>((resolve) => server.listen(0, NODE_IP, resolve));
-  const source = (file: string) => ({ source: { http: { url: `http://${NODE_IP}:${String((server.address() as AddressInfo).port)}/${file}` } }, storage: { resources: { requests: { storage: "32Mi" } } } });
-  try {
-    createObject(tinyVmOnDataVolume("filling", imageOf("tiny-guest"), source("never.qcow2"), namespace));
-    createObject(tinyVmOnDataVolume("unfillable", imageOf("tiny-guest"), source("missing.qcow2"), namespace));
-    await signIn(page);
-    await open(page, "filling");
-    await expect(page.getByTestId("vm-status")).toHaveText("Preparing its disks", slow);
-    await expect(status(page).locator("[data-tone]")).toHaveAttribute("data-tone", "transition");
-    await expectActions(page, ["Stop", "Force stop", "Delete"], { Start: /Always does not support manual start requests/ });
+test(
+  "a VM whose disk is being filled is Provisioning, one whose disk's source cannot be read " +
+    "is a problem; neither may be started, both stopped",
+  async ({ page }) => {
+    // The disks' source: an image that never comes (the import waits) and one that is not there (404).
+    const server: Server = createServer((req, res) => {
+      if (req.url === "/missing.qcow2") res.writeHead(404, "Not Found").end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, NODE_IP, resolve));
+    const source = (file: string) => ({
+      source: { http: { url: `http://${NODE_IP}:${String((server.address() as AddressInfo).port)}/${file}` } },
+      storage: { resources: { requests: { storage: "32Mi" } } },
+    });
+    try {
+      createObject(tinyVmOnDataVolume("filling", imageOf("tiny-guest"), source("never.qcow2"), namespace));
+      createObject(tinyVmOnDataVolume("unfillable", imageOf("tiny-guest"), source("missing.qcow2"), namespace));
+      await signIn(page);
+      await open(page, "filling");
+      await expect(page.getByTestId("vm-status")).toHaveText("Preparing its disks", slow);
+      await expect(status(page).locator("[data-tone]")).toHaveAttribute("data-tone", "transition");
+      await expectActions(page, ["Stop", "Force stop", "Delete"], {
+        Start: /Always does not support manual start requests/,
+      });
 
-    await open(page, "unfillable");
-    await expect(page.getByTestId("vm-status")).toHaveText("Its disk could not be filled", slow);
-    await expect(status(page).locator("[data-tone]")).toHaveAttribute("data-tone", "problem");
-    await expectActions(page, ["Stop", "Force stop", "Delete"]);
-  } finally {
-    server.closeAllConnections();
-    server.close();
-    kubectl("delete", "vm", "filling", "unfillable", "-n", namespace, "--wait=false");
-  }
-});
+      await open(page, "unfillable");
+      await expect(page.getByTestId("vm-status")).toHaveText("Its disk could not be filled", slow);
+      await expect(status(page).locator("[data-tone]")).toHaveAttribute("data-tone", "problem");
+      await expectActions(page, ["Stop", "Force stop", "Delete"]);
+    } finally {
+      server.closeAllConnections();
+      server.close();
+      kubectl("delete", "vm", "filling", "unfillable", "-n", namespace, "--wait=false");
+    }
+  },
+);
 
 test("a VM being deleted reads Deleting, and nothing more can be done to it", async ({ page }) => {
   // A finalizer of the test's own holds the VM in its deletion.
@@ -185,11 +256,22 @@ test("a VM being deleted reads Deleting, and nothing more can be done to it", as
     await expect(status(page).locator("[data-tone]")).toHaveAttribute("data-tone", "transition");
     await expectActions(page, [], { Delete: /already being deleted/ });
   } finally {
-    kubectl("patch", "vm", "held", "-n", namespace, "--type=json", "-p", '[{"op":"remove","path":"/metadata/finalizers"}]');
+    kubectl(
+      "patch",
+      "vm",
+      "held",
+      "-n",
+      namespace,
+      "--type=json",
+      "-p",
+      '[{"op":"remove","path":"/metadata/finalizers"}]',
+    );
   }
 });
 
-test("the Log tab shows what the guest printed since boot, and the console shows it when it opens", async ({ page }) => {
+test("the Log tab shows what the guest printed since boot, and the console shows it when it opens", async ({
+  page,
+}) => {
   createObject(tinyVm("logged", imageOf("tiny-guest"), namespace));
   await signIn(page);
   await page.goto(`/vms/${namespace}/logged?ns=${namespace}&tab=log`);
@@ -202,17 +284,23 @@ test("the Log tab shows what the guest printed since boot, and the console shows
   await expect(page.getByTestId("serial-console").locator(".xterm-rows")).toContainText("/ #", slow);
 });
 
-test("the Metrics tab draws CPU, memory, network and disk, and the CPU figure rises when the guest works", async ({ page }) => {
+test("the Metrics tab draws CPU, memory, network and disk, and the CPU figure rises when the guest works", async ({
+  page,
+}) => {
   await signIn(page);
   await page.goto(`/vms/${namespace}/logged?ns=${namespace}&tab=metrics`);
   // The first rate comes once the API has sampled the VM twice.
-  for (const graph of ["cpu", "memory", "network", "disk"]) await expect(page.getByTestId(`graph-${graph}`).locator("canvas"), graph).toBeVisible(slow);
+  for (const graph of ["cpu", "memory", "network", "disk"])
+    await expect(page.getByTestId(`graph-${graph}`).locator("canvas"), graph).toBeVisible(slow);
   await page.getByText("The figures as a table").click();
-  const newestCpu = async () => Number(await page.getByTestId("metrics-table").locator("tbody tr").first().getByRole("cell").nth(1).textContent());
+  const newestCpu = async () =>
+    Number(await page.getByTestId("metrics-table").locator("tbody tr").first().getByRole("cell").nth(1).textContent());
   const idle = await newestCpu();
   // The guest's own view of its memory, through its balloon driver (KubeVirt attaches the balloon by default).
   await expect(page.getByTestId("graph-memory")).toContainText("Used by the guest", slow);
-  await expect(page.getByTestId("metrics-table").locator("tbody tr").first().getByRole("cell").nth(3)).toHaveText(/^[\d.]+ MiB$/);
+  await expect(page.getByTestId("metrics-table").locator("tbody tr").first().getByRole("cell").nth(3)).toHaveText(
+    /^[\d.]+ MiB$/,
+  );
 
   // The guest works: a busy loop in its shell, started on its console.
   await page.getByRole("tab", { name: "Console" }).click();
@@ -230,9 +318,18 @@ test("the Metrics tab draws CPU, memory, network and disk, and the CPU figure ri
   await page.keyboard.type("kill %1\n");
 });
 
-/** Two people on one VM's shared console or display (the tab), each in a browser of their own: the first holds the keyboard, the second watches. */
-async function twoViewers(browser: Browser, tab: "console" | "vnc"): Promise<{ first: Page; second: Page; contexts: BrowserContext[] }> {
-  const contexts = await Promise.all([browser.newContext({ ignoreHTTPSErrors: true }), browser.newContext({ ignoreHTTPSErrors: true })]);
+/**
+ * Two people on one VM's shared console or display (the tab), each in a browser of their own: the first holds the
+ * keyboard, the second watches.
+ */
+async function twoViewers(
+  browser: Browser,
+  tab: "console" | "vnc",
+): Promise<{ first: Page; second: Page; contexts: BrowserContext[] }> {
+  const contexts = await Promise.all([
+    browser.newContext({ ignoreHTTPSErrors: true }),
+    browser.newContext({ ignoreHTTPSErrors: true }),
+  ]);
   const [first, second] = await Promise.all(contexts.map((c) => c.newPage()));
   if (!first || !second) throw new Error("no pages");
   const url = `/vms/${namespace}/logged?ns=${namespace}&tab=${tab}`;
@@ -242,7 +339,10 @@ async function twoViewers(browser: Browser, tab: "console" | "vnc"): Promise<{ f
   await expect(first.getByTestId(keyboard)).toHaveText("You have the keyboard.", slow);
   await signIn(second);
   await second.goto(url);
-  await expect(second.getByTestId(keyboard)).toHaveText(/^Watching: system:serviceaccount:default:kubevirt-ts-admin has the keyboard\.$/, slow);
+  await expect(second.getByTestId(keyboard)).toHaveText(
+    /^Watching: system:serviceaccount:default:kubevirt-ts-admin has the keyboard\.$/,
+    slow,
+  );
   await expect(first.getByTestId(keyboard)).toHaveText("You have the keyboard (1 more watching).");
   return { first, second, contexts };
 }
@@ -256,67 +356,85 @@ async function handOver(first: Page, second: Page, tab: "console" | "vnc"): Prom
   await expect(first.getByTestId(`${tab}-keyboard`)).toHaveText(/^Watching: /);
 }
 
-test("two people on one console: both see the guest, only the holder's keys reach it, and the keyboard changes hands on request", async ({ browser }) => {
-  const { first, second, contexts } = await twoViewers(browser, "console");
-  const rows = (p: Page) => p.getByTestId("serial-console").locator(".xterm-rows");
-  const type = async (p: Page, line: string) => {
-    await p.getByTestId("serial-console").click();
-    await p.keyboard.type(`${line}\n`);
-  };
-  await type(second, "echo from-second-$((2*3))");
-  await type(first, "echo from-first-$((2*2))");
-  await expect(rows(second)).toContainText("from-first-4", slow);
-  await expect(rows(first)).toContainText("from-first-4");
-  await expect(rows(first)).not.toContainText("from-second");
+test(
+  "two people on one console: both see the guest, only the holder's keys reach it, " +
+    "and the keyboard changes hands on request",
+  async ({ browser }) => {
+    const { first, second, contexts } = await twoViewers(browser, "console");
+    const rows = (p: Page) => p.getByTestId("serial-console").locator(".xterm-rows");
+    const type = async (p: Page, line: string) => {
+      await p.getByTestId("serial-console").click();
+      await p.keyboard.type(`${line}\n`);
+    };
+    await type(second, "echo from-second-$((2*3))");
+    await type(first, "echo from-first-$((2*2))");
+    await expect(rows(second)).toContainText("from-first-4", slow);
+    await expect(rows(first)).toContainText("from-first-4");
+    await expect(rows(first)).not.toContainText("from-second");
 
-  await handOver(first, second, "console");
-  await type(second, "echo now-second-$((3*3))");
-  await expect(rows(first)).toContainText("now-second-9", slow);
-  await Promise.all(contexts.map((c) => c.close()));
-});
+    await handOver(first, second, "console");
+    await type(second, "echo now-second-$((3*3))");
+    await expect(rows(first)).toContainText("now-second-9", slow);
+    await Promise.all(contexts.map((c) => c.close()));
+  },
+);
 
-test("two people on one display: both see it, only the holder's keys reach the guest, and the keyboard changes hands on request", async ({ browser, page }) => {
-  // What reaches the guest's first virtual terminal (the display's keyboard) comes back on its serial console, watched in a page of its own.
-  await signIn(page);
-  await page.goto(`/vms/${namespace}/logged?ns=${namespace}&tab=console`);
-  await expect(page.getByTestId("console-state")).toHaveText("Connected", slow);
-  await page.getByTestId("serial-console").click();
-  await page.keyboard.type("cat /dev/tty1 &\n");
-  const printed = page.getByTestId("serial-console").locator(".xterm-rows");
+test(
+  "two people on one display: both see it, only the holder's keys reach the guest, " +
+    "and the keyboard changes hands on request",
+  async ({ browser, page }) => {
+    // What reaches the guest's first virtual terminal (the display's keyboard) comes back on its serial console,
+    // watched in a page of its own.
+    await signIn(page);
+    await page.goto(`/vms/${namespace}/logged?ns=${namespace}&tab=console`);
+    await expect(page.getByTestId("console-state")).toHaveText("Connected", slow);
+    await page.getByTestId("serial-console").click();
+    await page.keyboard.type("cat /dev/tty1 &\n");
+    const printed = page.getByTestId("serial-console").locator(".xterm-rows");
 
-  const { first, second, contexts } = await twoViewers(browser, "vnc");
-  const type = async (p: Page, line: string) => {
-    await p.getByTestId("vnc-screen").locator("canvas").click();
-    await p.keyboard.type(`${line}\n`);
-  };
-  for (const p of [first, second]) await expect(p.getByTestId("vnc-screen").locator("canvas")).toBeVisible();
-  await expect(second.getByLabel("Send keys")).toBeDisabled();
-  await type(second, "from-second-display");
-  await type(first, "from-first-display");
-  await expect(printed).toContainText("from-first-display", slow);
-  await expect(printed).not.toContainText("from-second-display");
+    const { first, second, contexts } = await twoViewers(browser, "vnc");
+    const type = async (p: Page, line: string) => {
+      await p.getByTestId("vnc-screen").locator("canvas").click();
+      await p.keyboard.type(`${line}\n`);
+    };
+    for (const p of [first, second]) await expect(p.getByTestId("vnc-screen").locator("canvas")).toBeVisible();
+    await expect(second.getByLabel("Send keys")).toBeDisabled();
+    await type(second, "from-second-display");
+    await type(first, "from-first-display");
+    await expect(printed).toContainText("from-first-display", slow);
+    await expect(printed).not.toContainText("from-second-display");
 
-  await handOver(first, second, "vnc");
-  await expect(second.getByLabel("Send keys")).toBeEnabled();
-  await type(second, "now-second-display");
-  await expect(printed).toContainText("now-second-display", slow);
+    await handOver(first, second, "vnc");
+    await expect(second.getByLabel("Send keys")).toBeEnabled();
+    await type(second, "now-second-display");
+    await expect(printed).toContainText("now-second-display", slow);
 
-  // A client that does not ask to share (virtctl vnc) takes the display over from both, as KubeVirt's; they read why.
-  const takeover = new WebSocket(`wss://${NODE_IP}:30080/apis/subresources.kubevirt.io/v1/namespaces/${namespace}/virtualmachineinstances/logged/vnc`, ["plain.kubevirt.io"], {
-    ca: dashboardCertificate().ca,
-    headers: { authorization: `Bearer ${tokenOf("admin")}` },
-  });
-  await once(takeover, "open");
-  for (const p of [first, second]) await expect(p.getByTestId("vnc-state")).toHaveText("Disconnected: a newer session took over this console", slow);
-  takeover.close();
-  await Promise.all(contexts.map((c) => c.close()));
-});
+    // A client that does not ask to share (virtctl vnc) takes the display over from both, as KubeVirt's; they read why.
+    const takeover = new WebSocket(
+      `wss://${NODE_IP}:30080/apis/subresources.kubevirt.io/v1/namespaces/` +
+        `${namespace}/virtualmachineinstances/logged/vnc`,
+      ["plain.kubevirt.io"],
+      {
+        ca: dashboardCertificate().ca,
+        headers: { authorization: `Bearer ${tokenOf("admin")}` },
+      },
+    );
+    await once(takeover, "open");
+    for (const p of [first, second])
+      await expect(p.getByTestId("vnc-state")).toHaveText("Disconnected: a newer session took over this console", slow);
+    takeover.close();
+    await Promise.all(contexts.map((c) => c.close()));
+  },
+);
 
 test("a console pops out into a window of its own, and comes back when that window closes", async ({ page }) => {
   await signIn(page);
   await page.goto(`/vms/${namespace}/logged?ns=${namespace}&tab=console`);
   await expect(page.getByTestId("console-state")).toHaveText("Connected", slow);
-  const [popup] = await Promise.all([page.waitForEvent("popup"), page.getByRole("button", { name: "Open in a new window" }).click()]);
+  const [popup] = await Promise.all([
+    page.waitForEvent("popup"),
+    page.getByRole("button", { name: "Open in a new window" }).click(),
+  ]);
   // The window has the tab's session (no second sign-in) and the console alone.
   await expect(popup.getByRole("heading", { name: "logged", level: 1 })).toBeVisible();
   await expect(popup.getByTestId("console-state")).toHaveText("Connected", slow);
@@ -334,7 +452,10 @@ test("a console pops out into a window of its own, and comes back when that wind
 test("the list of every namespace shows each VM with its namespace, linked to it", async ({ page }) => {
   const other = createNamespace("e2e-states-b");
   try {
-    for (const [name, where] of [["elsewhere", other], ["local-one", namespace]] as const) {
+    for (const [name, where] of [
+      ["elsewhere", other],
+      ["local-one", namespace],
+    ] as const) {
       const vm = tinyVm(name, imageOf("tiny-guest"), where);
       vm.spec.runStrategy = "Halted";
       createObject(vm);
@@ -351,7 +472,9 @@ test("the list of every namespace shows each VM with its namespace, linked to it
     await page.getByLabel("Filter by name or label").fill("local-one");
     await expect(table.getByRole("row").nth(1).getByRole("cell").nth(1)).toHaveText(namespace);
     // Creating takes a namespace: the button says so.
-    await expect(page.getByRole("button", { name: "Create VM" })).toHaveAccessibleDescription("Choose the namespace to create it in.");
+    await expect(page.getByRole("button", { name: "Create VM" })).toHaveAccessibleDescription(
+      "Choose the namespace to create it in.",
+    );
     await page.getByLabel("Filter by name or label").fill("elsewhere");
     await table.getByRole("link", { name: "elsewhere", exact: true }).click();
     await expect(page).toHaveURL(new RegExp(`/vms/${other}/elsewhere`));
@@ -378,7 +501,9 @@ test("the node view lists the node's capacity and the VMs on it, linked both way
   await expect(page).toHaveURL(new RegExp(`/vms/${namespace}/logged`));
 });
 
-test("the Events page lists the namespace's events, warnings alone on request, each VM's linked to its page", async ({ page }) => {
+test("the Events page lists the namespace's events, warnings alone on request, each VM's linked to its page", async ({
+  page,
+}) => {
   await signIn(page);
   await page.goto(`/vms?ns=${namespace}`);
   await page.getByRole("heading", { name: "Virtual machines" }).click();
@@ -386,7 +511,10 @@ test("the Events page lists the namespace's events, warnings alone on request, e
   await page.keyboard.press("e");
   await expect(page.getByRole("heading", { name: "Events", level: 1 })).toBeVisible();
   const events = page.getByTestId("events");
-  const created = events.getByRole("row").filter({ hasText: "Created virtual machine pod" }).filter({ has: page.getByRole("link", { name: "logged", exact: true }) });
+  const created = events
+    .getByRole("row")
+    .filter({ hasText: "Created virtual machine pod" })
+    .filter({ has: page.getByRole("link", { name: "logged", exact: true }) });
   await expect(created.first()).toContainText("VirtualMachineInstance");
   // The VM that fits no node has the scheduler's warning; with warnings alone, nothing else is listed.
   await page.getByLabel("Warnings only").check();
@@ -397,7 +525,9 @@ test("the Events page lists the namespace's events, warnings alone on request, e
   await expect(page).toHaveURL(new RegExp(`/vms/${namespace}/logged\\?ns=${namespace}&tab=events`));
 });
 
-test("the list sorts by any column and searches names and labels; / goes to the search, ? shows the shortcuts", async ({ page }) => {
+test("the list sorts by any column and searches names and labels; / goes to the search, ? shows the shortcuts", async ({
+  page,
+}) => {
   await signIn(page);
   await page.goto(`/vms?ns=${namespace}`);
   const table = page.getByRole("table");

@@ -16,12 +16,19 @@ function where(baseURL: string | undefined): { dashboard: URL; port: number } {
   return { dashboard, port: Number(dashboard.port || 443) };
 }
 
-test("the dashboard is served over HTTPS with the chart's certificate, which is valid for its address", async ({ baseURL }) => {
+test("the dashboard is served over HTTPS with the chart's certificate, which is valid for its address", async ({
+  baseURL,
+}) => {
   const { dashboard, port } = where(baseURL);
   expect(dashboard.protocol).toBe("https:");
   const { cert, ca } = dashboardCertificate();
   // Trusting only the Secret's CA: the handshake succeeds, and the host name is checked.
-  const socket = connect({ host: dashboard.hostname, port, ca, servername: /^[\d.]+$/.test(dashboard.hostname) ? undefined : dashboard.hostname });
+  const socket = connect({
+    host: dashboard.hostname,
+    port,
+    ca,
+    servername: /^[\d.]+$/.test(dashboard.hostname) ? undefined : dashboard.hostname,
+  });
   await once(socket, "secureConnect");
   const served = socket.getPeerX509Certificate();
   socket.destroy();
@@ -43,7 +50,10 @@ test("plain HTTP on the dashboard's port sends the browser to https:// and refus
   expect(call.statusCode).toBe(400);
 });
 
-test("pages and API answers carry a strict Content-Security-Policy, nosniff and no referrer", async ({ page, request: api }) => {
+test("pages and API answers carry a strict Content-Security-Policy, nosniff and no referrer", async ({
+  page,
+  request: api,
+}) => {
   const response = await page.goto("/");
   for (const headers of [response?.headers() ?? {}, (await api.get("/trpc/whoami")).headers()]) {
     expect(headers["content-security-policy"]).toContain("frame-ancestors 'none'");
@@ -55,7 +65,11 @@ test("pages and API answers carry a strict Content-Security-Policy, nosniff and 
   await expect(page.getByRole("button", { name: "Sign in" })).toBeEnabled();
 });
 
-test("a signed-in session never puts the token in a URL, live streams included", async ({ page, signInPage, virtualMachinesPage }) => {
+test("a signed-in session never puts the token in a URL, live streams included", async ({
+  page,
+  signInPage,
+  virtualMachinesPage,
+}) => {
   const token = tokenOf("viewer");
   const urls: string[] = [];
   page.on("request", (req) => urls.push(req.url()));

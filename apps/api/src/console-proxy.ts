@@ -3,8 +3,23 @@ import type { Duplex } from "node:stream";
 import type { TLSSocket } from "node:tls";
 import { ApiError, type KubeClient } from "@kubevirt-ts/kube";
 import { ACTION_WORDS, SHARED_CONSOLE_QUERY, vmiActionAvailability } from "@kubevirt-ts/vm-rules";
-import { type PortForward, SUBRESOURCE_GROUP, type StreamKind, type VirtualMachineInstance, kubevirtResources, parsePortForward } from "@kubevirt-ts/kubevirt-api";
-import { type Logger, type PipeBounds, SLOW_PEER_CLOSE_CODE, StatusError, endSession, keepAlive, sendWithBackpressure } from "@kubevirt-ts/runtime";
+import {
+  type PortForward,
+  SUBRESOURCE_GROUP,
+  type StreamKind,
+  type VirtualMachineInstance,
+  kubevirtResources,
+  parsePortForward,
+} from "@kubevirt-ts/kubevirt-api";
+import {
+  type Logger,
+  type PipeBounds,
+  SLOW_PEER_CLOSE_CODE,
+  StatusError,
+  endSession,
+  keepAlive,
+  sendWithBackpressure,
+} from "@kubevirt-ts/runtime";
 import { type WebSocket, WebSocketServer } from "ws";
 import { type Check, mayI, remoteRequester, whoAmI } from "./access.ts";
 import { type HandlerDialer, HandlerError, type HandlerStream } from "./handler-dialer.ts";
@@ -86,7 +101,13 @@ export function consoleTarget(url: string | undefined): ConsoleTarget | undefine
   const kind = (vmiKind ?? "portforward") as StreamKind;
   // Only a port forward has more to its path: the port, and the protocol.
   if ((kind === "portforward") !== (port !== undefined)) return undefined;
-  const target: ConsoleTarget = { version, namespace, name: vmiName ?? vmName ?? "", resource: vmName === undefined ? "virtualmachineinstances" : "virtualmachines", kind };
+  const target: ConsoleTarget = {
+    version,
+    namespace,
+    name: vmiName ?? vmName ?? "",
+    resource: vmName === undefined ? "virtualmachineinstances" : "virtualmachines",
+    kind,
+  };
   if (kind !== "portforward" && parsed.searchParams.get(SHARED_CONSOLE_QUERY) === "true") target.shared = true;
   return port === undefined ? target : { ...target, forward: parsePortForward(port, protocol) };
 }
@@ -95,8 +116,12 @@ export function consoleTarget(url: string | undefined): ConsoleTarget | undefine
 function handlerStream(target: ConsoleTarget): HandlerStream {
   const params = { namespace: target.namespace, name: target.name };
   if (target.kind !== "portforward") return { route: target.kind, params };
-  if (typeof target.forward !== "object") throw new Refusal(400, target.forward ?? "a port forward names its port: portforward/<port>[/<protocol>]");
-  return { route: "portForward", params: { ...params, port: String(target.forward.port), protocol: target.forward.protocol } };
+  if (typeof target.forward !== "object")
+    throw new Refusal(400, target.forward ?? "a port forward names its port: portforward/<port>[/<protocol>]");
+  return {
+    route: "portForward",
+    params: { ...params, port: String(target.forward.port), protocol: target.forward.protocol },
+  };
 }
 
 /** What a session is, in words: "open the serial console of", "forward port 22 of". */
@@ -126,8 +151,17 @@ interface Requester {
   who(): Promise<string>;
 }
 
-/** The permission a session takes: get on virtualmachineinstances/console, /vnc or /portforward (or virtualmachines/portforward), as KubeVirt's roles grant it. */
-const consoleCheck = (target: ConsoleTarget): Check => ({ verb: "get", group: SUBRESOURCE_GROUP, version: target.version, resource: target.resource, subresource: target.kind });
+/**
+ * The permission a session takes: get on virtualmachineinstances/console, /vnc or /portforward (or
+ * virtualmachines/portforward), as KubeVirt's roles grant it.
+ */
+const consoleCheck = (target: ConsoleTarget): Check => ({
+  verb: "get",
+  group: SUBRESOURCE_GROUP,
+  version: target.version,
+  resource: target.resource,
+  subresource: target.kind,
+});
 
 export interface ConsoleProxyOptions {
   own: KubeClient;
@@ -146,7 +180,11 @@ export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer
  * side pauses while the other is behind, so that a client that stops reading holds virt-api to a few MiB and, past
  * the stall bound, ends its own session (close code 1013) rather than the process.
  */
-export function pipeConsole(client: WebSocket, handler: WebSocket, options: { log: Logger; labels: Record<string, string>; pingIntervalMs: number; bounds: PipeBounds }): void {
+export function pipeConsole(
+  client: WebSocket,
+  handler: WebSocket,
+  options: { log: Logger; labels: Record<string, string>; pingIntervalMs: number; bounds: PipeBounds },
+): void {
   const { log, labels, bounds } = options;
   const cutOff = (side: string) => (why: string) => {
     log.warn("console session cut off: a side fell behind", { ...labels, side, why });
@@ -155,21 +193,28 @@ export function pipeConsole(client: WebSocket, handler: WebSocket, options: { lo
   // Bytes are binary frames; a shared console's messages are text frames, passed on as they are.
   const toHandler = sendWithBackpressure(client, handler, bounds, cutOff("VM's console"));
   const toClient = sendWithBackpressure(handler, client, bounds, cutOff("console client"));
-  client.on("message", (data: Buffer, binary: boolean) => { toHandler(data, binary); });
-  handler.on("message", (data: Buffer, binary: boolean) => { toClient(data, binary); });
+  client.on("message", (data: Buffer, binary: boolean) => {
+    toHandler(data, binary);
+  });
+  handler.on("message", (data: Buffer, binary: boolean) => {
+    toClient(data, binary);
+  });
   // The handler's session was opened paused (HandlerDialer.open): nothing it sent is lost before this listener.
   handler.resume();
   keepAlive(client, options.pingIntervalMs);
   const reason = (buffer: Buffer) => buffer.toString().slice(0, 120);
   handler.on("close", (code, why) => {
-    if (client.readyState === client.OPEN) client.close(code === 1005 || code === 1006 ? 1000 : code, reason(why) || "the VM's console closed");
+    if (client.readyState === client.OPEN)
+      client.close(code === 1005 || code === 1006 ? 1000 : code, reason(why) || "the VM's console closed");
   });
   client.on("close", () => {
     // A handler that stopped reading does not hold the session past the grace either.
     endSession(handler, 1000, "the console client left", bounds.closeGraceMs);
     log.info("console session ended", labels);
   });
-  handler.on("error", (error) => { log.warn("handler console error", { ...labels, error }); });
+  handler.on("error", (error) => {
+    log.warn("handler console error", { ...labels, error });
+  });
 }
 
 /** The session code both callers share: the websocket server, connecting to the handler, and piping the bytes. */
@@ -189,10 +234,14 @@ function consoleSessions(options: ConsoleProxyOptions) {
     await requester.authorize(target);
     const vmi = await requester.vmi(target);
     const availability = vmiActionAvailability(vmi, target.kind);
-    if (!availability.available) throw requester.unavailable(target, availability.by === "spec" ? 400 : 409, availability.reason);
+    if (!availability.available)
+      throw requester.unavailable(target, availability.by === "spec" ? 400 : 409, availability.reason);
     if (!vmi.status?.nodeName) throw requester.unavailable(target, 409, "its VMI has no node yet");
     try {
-      const shared = target.shared === true && stream.route !== "portForward" ? { ...stream, query: { shared: true, viewer: await requester.who() } } : stream;
+      const shared =
+        target.shared === true && stream.route !== "portForward"
+          ? { ...stream, query: { shared: true, viewer: await requester.who() } }
+          : stream;
       return await handlers.open(vmi.status.nodeName, shared);
     } catch (error) {
       if (error instanceof HandlerError) throw new Refusal(error.status >= 500 ? 503 : error.status, error.message);
@@ -223,17 +272,32 @@ export function createConsoleProxy(options: ConsoleProxyOptions): UpgradeHandler
         try {
           allowed = await mayI(client, target.namespace, consoleCheck(target), target.name);
         } catch (error) {
-          if (error instanceof ApiError && error.code === 401) throw new Refusal(401, "Your token was not accepted by the cluster: sign in again.");
+          if (error instanceof ApiError && error.code === 401)
+            throw new Refusal(401, "Your token was not accepted by the cluster: sign in again.");
           throw error;
         }
-        if (!allowed) throw new Refusal(403, `You may not ${streamWords(target)} ${target.namespace}/${target.name}: it takes get on ${target.resource}/${target.kind} (${SUBRESOURCE_GROUP}).`);
+        if (!allowed)
+          throw new Refusal(
+            403,
+            `You may not ${streamWords(target)} ${target.namespace}/${target.name}: it takes get ` +
+              `on ${target.resource}/${target.kind} (${SUBRESOURCE_GROUP}).`,
+          );
       },
       vmi: async (target) => {
-        const vmi = await client?.find<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, target.namespace, target.name);
-        if (!vmi) throw new Refusal(404, `The VM ${target.name} is not running (it has no VMI in ${target.namespace}); start it first.`);
+        const vmi = await client?.find<VirtualMachineInstance>(
+          kubevirtResources.virtualMachineInstances,
+          target.namespace,
+          target.name,
+        );
+        if (!vmi)
+          throw new Refusal(
+            404,
+            `The VM ${target.name} is not running (it has no VMI in ${target.namespace}); start it first.`,
+          );
         return vmi;
       },
-      unavailable: (target, status, reason) => new Refusal(status, `Cannot ${streamWords(target)} ${target.name}: ${reason}.`),
+      unavailable: (target, status, reason) =>
+        new Refusal(status, `Cannot ${streamWords(target)} ${target.name}: ${reason}.`),
       who: async () => (client ? (await whoAmI(client)).username : ""),
     };
   };
@@ -244,15 +308,19 @@ export function createConsoleProxy(options: ConsoleProxyOptions): UpgradeHandler
     const requester = tokenRequester(upgradeToken(req));
     server.handleUpgrade(req, socket, head, (client) => {
       const labels = { namespace: target.namespace, vmi: target.name, kind: target.kind };
-      // From the first byte: a frame past its bound is an error of this socket (ws closes it with 1009), never of the process.
-      client.on("error", (error) => { log.warn("client console error", { ...labels, error }); });
+      // From the first byte: a frame past its bound is an error of this socket (ws closes it with 1009), never of the
+      // process.
+      client.on("error", (error) => {
+        log.warn("client console error", { ...labels, error });
+      });
       // What the browser sends before the handler answers waits here, bounded.
       const early: Buffer[] = [];
       let earlyBytes = 0;
       const hold = (data: Buffer) => {
         earlyBytes += data.length;
         if (earlyBytes <= limits.consoleEarlyBytes) early.push(data);
-        else if (client.readyState === client.OPEN) client.close(1009, `At most ${String(limits.consoleEarlyBytes)} bytes before the console is connected.`);
+        else if (client.readyState === client.OPEN)
+          client.close(1009, `At most ${String(limits.consoleEarlyBytes)} bytes before the console is connected.`);
       };
       client.on("message", hold);
       connect(requester, target).then(
@@ -268,7 +336,10 @@ export function createConsoleProxy(options: ConsoleProxyOptions): UpgradeHandler
         },
         (error: unknown) => {
           if (!(error instanceof Refusal)) log.error("could not open a console", { ...labels, error });
-          const [code, reason] = error instanceof Refusal ? [4000 + error.status, error.message] : [1011, "The console could not be opened; the API logged why."];
+          const [code, reason] =
+            error instanceof Refusal
+              ? [4000 + error.status, error.message]
+              : [1011, "The console could not be opened; the API logged why."];
           client.close(code, reason.slice(0, 120));
         },
       );
@@ -284,7 +355,11 @@ export interface SubresourceConsoleOptions extends ConsoleProxyOptions {
 /** Answers an upgrade request with a Kubernetes Status instead of the upgrade, and hangs up. */
 function refuseUpgrade(socket: Duplex, code: number, message: string, details?: { name: string; kind: string }): void {
   const body = JSON.stringify(kubeStatus(code, message, details));
-  socket.end(`HTTP/1.1 ${String(code)} ${STATUS_CODES[code] ?? "Error"}\r\nContent-Type: application/json\r\nContent-Length: ${String(Buffer.byteLength(body))}\r\nConnection: close\r\n\r\n${body}`);
+  socket.end(
+    `HTTP/1.1 ${String(code)} ${STATUS_CODES[code] ?? "Error"}\r\nContent-Type: ` +
+      `application/json\r\nContent-Length: ${String(Buffer.byteLength(body))}\r\nConnection: ` +
+      `close\r\n\r\n${body}`,
+  );
 }
 
 /**
@@ -298,7 +373,9 @@ export function createSubresourceConsoles(options: SubresourceConsoleOptions): U
   const { own, frontProxy } = options;
   const details = (target: ConsoleTarget) => ({ name: target.name, kind: "virtualmachineinstance" });
 
-  /** The user the front proxy names, and how they are authorized; a Refusal (401) when no front proxy sent the request. */
+  /**
+   * The user the front proxy names, and how they are authorized; a Refusal (401) when no front proxy sent the request.
+   */
   const requesterOf = async (req: IncomingMessage): Promise<{ user: string; requester: Requester }> => {
     const config = await frontProxy.config();
     const refused = frontProxyRefusal(config, (req.socket as TLSSocket).getPeerX509Certificate());
@@ -310,16 +387,28 @@ export function createSubresourceConsoles(options: SubresourceConsoleOptions): U
       authorize: async (target) => {
         const check = consoleCheck(target);
         const answer = await access.may(target.namespace, check, target.name);
-        if (!answer.allowed) throw new Refusal(403, access.refusal(target.namespace, check, target.name, answer.reason));
+        if (!answer.allowed)
+          throw new Refusal(403, access.refusal(target.namespace, check, target.name, answer.reason));
       },
       vmi: async (target) => {
-        const vmi = await own.find<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, target.namespace, target.name);
-        if (!vmi) throw new Refusal(404, `virtualmachineinstance.kubevirt.io "${target.name}" not found`, details(target));
+        const vmi = await own.find<VirtualMachineInstance>(
+          kubevirtResources.virtualMachineInstances,
+          target.namespace,
+          target.name,
+        );
+        if (!vmi)
+          throw new Refusal(404, `virtualmachineinstance.kubevirt.io "${target.name}" not found`, details(target));
         return vmi;
       },
       // KubeVirt's words: a conflict names the object; a missing device is a bad request.
       unavailable: (target, status, reason) =>
-        new Refusal(status, status === 409 ? `Operation cannot be fulfilled on virtualmachineinstance.kubevirt.io "${target.name}": ${reason}` : reason, details(target)),
+        new Refusal(
+          status,
+          status === 409
+            ? `Operation cannot be fulfilled on virtualmachineinstance.kubevirt.io "${target.name}": ${reason}`
+            : reason,
+          details(target),
+        ),
       who: () => Promise.resolve(who.user),
     };
     return { user: who.user, requester };
@@ -330,36 +419,47 @@ export function createSubresourceConsoles(options: SubresourceConsoleOptions): U
     if (!target) return false;
     const labels = { namespace: target.namespace, vmi: target.name, kind: target.kind };
     // Until ws takes the socket, its errors (a client gone while the session is set up) are this request's alone.
-    const ignore = (error: Error) => { log.debug("a console client went away before its session was up", { ...labels, error }); };
+    const ignore = (error: Error) => {
+      log.debug("a console client went away before its session was up", { ...labels, error });
+    };
     socket.on("error", ignore);
-    requesterOf(req).then(async ({ user, requester }) => ({ user, handler: await connect(requester, target) })).then(
-      ({ user, handler }) => {
-        if (socket.destroyed || !socket.writable) {
-          handler.close();
-          return;
-        }
-        socket.off("error", ignore);
-        // ws answers the upgrade, or refuses a malformed one with 400, before it returns: a session it did not take is closed.
-        const upgraded = { taken: false };
-        server.handleUpgrade(req, socket, head, (client) => {
-          upgraded.taken = true;
-          client.on("error", (error) => { log.warn("client console error", { ...labels, error }); });
-          pipe(client, handler, { ...labels, user });
-          log.info("console session started", { ...labels, user });
-        });
-        if (!upgraded.taken) handler.close();
-      },
-      (error: unknown) => {
-        if (error instanceof Refusal) {
-          refuseUpgrade(socket, error.status, error.message, error.details);
-        } else if (error instanceof ApiError) {
-          refuseUpgrade(socket, error.code, error.status.message ?? `the API server answered ${String(error.code)}`);
-        } else {
-          log.error("could not open a console", { ...labels, error });
-          refuseUpgrade(socket, 500, `Internal error occurred: ${error instanceof Error ? error.message : String(error)}`);
-        }
-      },
-    );
+    requesterOf(req)
+      .then(async ({ user, requester }) => ({ user, handler: await connect(requester, target) }))
+      .then(
+        ({ user, handler }) => {
+          if (socket.destroyed || !socket.writable) {
+            handler.close();
+            return;
+          }
+          socket.off("error", ignore);
+          // ws answers the upgrade, or refuses a malformed one with 400, before it returns: a session it did not take
+          // is closed.
+          const upgraded = { taken: false };
+          server.handleUpgrade(req, socket, head, (client) => {
+            upgraded.taken = true;
+            client.on("error", (error) => {
+              log.warn("client console error", { ...labels, error });
+            });
+            pipe(client, handler, { ...labels, user });
+            log.info("console session started", { ...labels, user });
+          });
+          if (!upgraded.taken) handler.close();
+        },
+        (error: unknown) => {
+          if (error instanceof Refusal) {
+            refuseUpgrade(socket, error.status, error.message, error.details);
+          } else if (error instanceof ApiError) {
+            refuseUpgrade(socket, error.code, error.status.message ?? `the API server answered ${String(error.code)}`);
+          } else {
+            log.error("could not open a console", { ...labels, error });
+            refuseUpgrade(
+              socket,
+              500,
+              `Internal error occurred: ${error instanceof Error ? error.message : String(error)}`,
+            );
+          }
+        },
+      );
     return true;
   };
 }

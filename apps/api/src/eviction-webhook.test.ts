@@ -9,20 +9,32 @@ describe("nodeDraining", () => {
     expect(nodeDraining({ spec: { unschedulable: true } })).toBe(true);
   });
 
-  test("a node tainted by a tool that empties nodes is being drained (autoscalers, KubeVirt's drain key, the node controller)", () => {
-    expect(nodeDraining({ spec: { taints: [{ key: "ToBeDeletedByClusterAutoscaler", effect: "NoSchedule" }] } })).toBe(true);
-    expect(nodeDraining({ spec: { taints: [{ key: "kubevirt.io/drain", effect: "NoSchedule" }] } })).toBe(true);
-    expect(nodeDraining({ spec: { taints: [{ key: "node.kubernetes.io/unreachable", effect: "NoExecute" }] } })).toBe(true);
-  });
+  test(
+    "a node tainted by a tool that empties nodes is being drained (autoscalers, " +
+      "KubeVirt's drain key, the node controller)",
+    () => {
+      expect(
+        nodeDraining({ spec: { taints: [{ key: "ToBeDeletedByClusterAutoscaler", effect: "NoSchedule" }] } }),
+      ).toBe(true);
+      expect(nodeDraining({ spec: { taints: [{ key: "kubevirt.io/drain", effect: "NoSchedule" }] } })).toBe(true);
+      expect(nodeDraining({ spec: { taints: [{ key: "node.kubernetes.io/unreachable", effect: "NoExecute" }] } })).toBe(
+        true,
+      );
+    },
+  );
 
   test("a node's standing NoSchedule or NoExecute taint (a dedicated node, a GPU node) is no drain", () => {
-    expect(nodeDraining({ spec: { taints: [{ key: "dedicated", value: "kubevirt", effect: "NoSchedule" }] } })).toBe(false);
+    expect(nodeDraining({ spec: { taints: [{ key: "dedicated", value: "kubevirt", effect: "NoSchedule" }] } })).toBe(
+      false,
+    );
     expect(nodeDraining({ spec: { taints: [{ key: "nvidia.com/gpu", effect: "NoExecute" }] } })).toBe(false);
   });
 
   test("a schedulable node, one only PreferNoSchedule, and a node that does not exist are not", () => {
     expect(nodeDraining({ spec: {} })).toBe(false);
-    expect(nodeDraining({ spec: { unschedulable: false, taints: [{ key: "busy", effect: "PreferNoSchedule" }] } })).toBe(false);
+    expect(
+      nodeDraining({ spec: { unschedulable: false, taints: [{ key: "busy", effect: "PreferNoSchedule" }] } }),
+    ).toBe(false);
     expect(nodeDraining(undefined)).toBe(false);
   });
 });

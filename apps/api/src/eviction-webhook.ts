@@ -45,21 +45,42 @@ export const DRAIN_TAINT_KEYS: ReadonlySet<string> = new Set([
   "node.kubernetes.io/not-ready",
 ]);
 
-/** Whether a node is being drained: cordoned (kubectl drain, cordon), or tainted by a tool that empties nodes (DRAIN_TAINT_KEYS). */
+/**
+ * Whether a node is being drained: cordoned (kubectl drain, cordon), or tainted by a tool that empties nodes
+ * (DRAIN_TAINT_KEYS).
+ */
 export function nodeDraining(node: Pick<Node, "spec"> | undefined): boolean {
   if (!node) return false;
-  return node.spec?.unschedulable === true || (node.spec?.taints ?? []).some((t) => DRAIN_TAINT_KEYS.has(t.key) && (t.effect === "NoSchedule" || t.effect === "NoExecute"));
+  return (
+    node.spec?.unschedulable === true ||
+    (node.spec?.taints ?? []).some(
+      (t) => DRAIN_TAINT_KEYS.has(t.key) && (t.effect === "NoSchedule" || t.effect === "NoExecute"),
+    )
+  );
 }
 
 /** Why the VMI on `nodeName` is not marked for evacuation at this caller's word, or undefined when it is. */
-export function markRefusal(caller: WebhookCaller, nodeName: string, node: Pick<Node, "spec"> | undefined): string | undefined {
+export function markRefusal(
+  caller: WebhookCaller,
+  nodeName: string,
+  node: Pick<Node, "spec"> | undefined,
+): string | undefined {
   if (caller === "verified" || nodeDraining(node)) return undefined;
-  return `it was not marked for evacuation: node ${nodeName} is not being drained (not cordoned, no drain taint such as the autoscaler's), and the webhook's caller is not the API server verified by webhooks.clientCA`;
+  return (
+    `it was not marked for evacuation: node ${nodeName} is not being drained (not cordoned, no drain taint ` +
+    "such as the autoscaler's), and the webhook's caller is not the API server verified by " +
+    "webhooks.clientCA"
+  );
 }
 
 const allow = (uid: string): AdmissionReview => admissionAnswer(uid, { allowed: true });
 
-export async function reviewEviction(review: AdmissionReview, own: KubeClient, clusterDefault: EvictionStrategy, caller: WebhookCaller): Promise<AdmissionReview> {
+export async function reviewEviction(
+  review: AdmissionReview,
+  own: KubeClient,
+  clusterDefault: EvictionStrategy,
+  caller: WebhookCaller,
+): Promise<AdmissionReview> {
   const request = review.request;
   if (!request) throw new Error("the AdmissionReview has no request");
   // For pods/eviction, the request names the pod being evicted.
@@ -67,7 +88,9 @@ export async function reviewEviction(review: AdmissionReview, own: KubeClient, c
   if (!namespace || !name) return allow(request.uid);
   const pod = await own.find<Pod>(resources.pods, namespace, name);
   if (!pod || launcherPodOwnerKey(pod) === undefined) return allow(request.uid);
-  const owner = pod.metadata.ownerReferences?.find((r) => r.controller === true && r.kind === Kind.VirtualMachineInstance);
+  const owner = pod.metadata.ownerReferences?.find(
+    (r) => r.controller === true && r.kind === Kind.VirtualMachineInstance,
+  );
   if (!owner) return allow(request.uid);
   const vmi = await own.find<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, namespace, owner.name);
   if (vmi?.metadata.uid !== owner.uid) return allow(request.uid);
@@ -76,18 +99,34 @@ export async function reviewEviction(review: AdmissionReview, own: KubeClient, c
   const decision = evictionDecision(vmi, clusterDefault);
   // A dry run (kubectl drain --dry-run=server) changes nothing, as the webhook's sideEffects (NoneOnDryRun) promise.
   const wanted = decision.evacuate && node !== undefined && !request.dryRun && vmi.status?.evacuationNodeName !== node;
-  const unmarked = wanted && caller === "unverified" ? markRefusal(caller, node, await own.find<Node>(resources.nodes, undefined, node)) : undefined;
+  const unmarked =
+    wanted && caller === "unverified"
+      ? markRefusal(caller, node, await own.find<Node>(resources.nodes, undefined, node))
+      : undefined;
   if (wanted && unmarked === undefined) {
     // A VMI keeps its status in the object (ADR 8): the mark is a patch of the VMI, guarded by its uid.
-    await own.patch(kubevirtResources.virtualMachineInstances, namespace, owner.name, [
-      { op: "test", path: "/metadata/uid", value: owner.uid },
-      { op: "add", path: "/status/evacuationNodeName", value: node },
-    ], "json");
+    await own.patch(
+      kubevirtResources.virtualMachineInstances,
+      namespace,
+      owner.name,
+      [
+        { op: "test", path: "/metadata/uid", value: owner.uid },
+        { op: "add", path: "/status/evacuationNodeName", value: node },
+      ],
+      "json",
+    );
   }
   if (!decision.allow) {
     // Unmarked, the VMI stays where it is: the eviction is refused still, since the VMI must not stop.
-    const message = unmarked === undefined ? decision.message : `The launcher pod of VMI ${namespace}/${owner.name} is not evicted, since its evictionStrategy has it migrate instead, but ${unmarked}: cordon the node first (kubectl drain does) to have it migrated`;
-    return admissionAnswer(request.uid, { allowed: false, status: { code: 429, reason: "TooManyRequests", message, details: { causes: [] } } });
+    const message =
+      unmarked === undefined
+        ? decision.message
+        : `The launcher pod of VMI ${namespace}/${owner.name} is not evicted, since its evictionStrategy has ` +
+          `it migrate instead, but ${unmarked}: cordon the node first (kubectl drain does) to have it migrated`;
+    return admissionAnswer(request.uid, {
+      allowed: false,
+      status: { code: 429, reason: "TooManyRequests", message, details: { causes: [] } },
+    });
   }
   return allow(request.uid);
 }

@@ -2,10 +2,25 @@ import { request } from "node:https";
 import type { ConnectionOptions } from "node:tls";
 import { type KubeClient, type Pod, resources } from "@kubevirt-ts/kube";
 import {
-  ConsoleServer, type HandlerAnswer, type HandlerRequestRoute, type HandlerRouteParams, type HandlerRouteQueryInput, type HandlerRouteResult, HandlerRouteRefusal, type HandlerStreamRoute,
-  handlerAnswerMaxBytes, handlerPath, handlerRoutes, readHandlerAnswer,
+  ConsoleServer,
+  type HandlerAnswer,
+  type HandlerRequestRoute,
+  type HandlerRouteParams,
+  type HandlerRouteQueryInput,
+  type HandlerRouteResult,
+  HandlerRouteRefusal,
+  type HandlerStreamRoute,
+  handlerAnswerMaxBytes,
+  handlerPath,
+  handlerRoutes,
+  readHandlerAnswer,
 } from "@kubevirt-ts/node-contract";
-import { DOMAIN_ACTION_SUBRESOURCE, type FreezeAction, type GuestAgentQuery, type VmiDomainAction } from "@kubevirt-ts/kubevirt-api";
+import {
+  DOMAIN_ACTION_SUBRESOURCE,
+  type FreezeAction,
+  type GuestAgentQuery,
+  type VmiDomainAction,
+} from "@kubevirt-ts/kubevirt-api";
 import type { MigrationReport } from "@kubevirt-ts/launcher-protocol";
 import { StatusError } from "@kubevirt-ts/runtime";
 import { type ClientOptions, WebSocket } from "ws";
@@ -27,7 +42,9 @@ export interface HandlerTls {
 export type NodeStats = HandlerRouteResult<"stats">;
 
 /** A websocket the handler opens: its route, params and query. */
-export type HandlerStream = { [R in HandlerStreamRoute]: { route: R; params: HandlerRouteParams<R>; query?: HandlerRouteQueryInput<R> } }[HandlerStreamRoute];
+export type HandlerStream = {
+  [R in HandlerStreamRoute]: { route: R; params: HandlerRouteParams<R>; query?: HandlerRouteQueryInput<R> };
+}[HandlerStreamRoute];
 
 /** What the handler answered, or why it could not be reached (5xx). */
 export class HandlerError extends StatusError {}
@@ -46,19 +63,39 @@ export class HandlerDialer {
   }
 
   private options(): ClientOptions & ConnectionOptions {
-    return { ca: this.tls.ca, cert: this.tls.cert, key: this.tls.key, servername: ConsoleServer.handlerIdentity, perMessageDeflate: false, maxPayload: limits.handlerFrameBytes };
+    return {
+      ca: this.tls.ca,
+      cert: this.tls.cert,
+      key: this.tls.key,
+      servername: ConsoleServer.handlerIdentity,
+      perMessageDeflate: false,
+      maxPayload: limits.handlerFrameBytes,
+    };
   }
 
   /** The ready handlers, on one node or on all. */
   private async readyHandlers(nodeName?: string): Promise<Pod[]> {
-    const pods = await this.own.list<Pod>(resources.pods, this.namespace, { labelSelector: "app.kubernetes.io/name=virt-handler", ...(nodeName ? { fieldSelector: `spec.nodeName=${nodeName}` } : {}) });
-    return pods.items.filter((p) => !p.metadata.deletionTimestamp && p.status?.podIP && p.spec?.nodeName && p.status.conditions?.some((c) => c.type === "Ready" && c.status === "True"));
+    const pods = await this.own.list<Pod>(resources.pods, this.namespace, {
+      labelSelector: "app.kubernetes.io/name=virt-handler",
+      ...(nodeName ? { fieldSelector: `spec.nodeName=${nodeName}` } : {}),
+    });
+    return pods.items.filter(
+      (p) =>
+        !p.metadata.deletionTimestamp &&
+        p.status?.podIP &&
+        p.spec?.nodeName &&
+        p.status.conditions?.some((c) => c.type === "Ready" && c.status === "True"),
+    );
   }
 
   /** Where the ready handler on a node listens. */
   private async address(nodeName: string): Promise<{ host: string; port: number }> {
     const ready = (await this.readyHandlers(nodeName))[0];
-    if (!ready?.status?.podIP) throw new HandlerError(503, `no ready handler runs on node ${nodeName}; the VM's console and actions are unavailable until it is back`);
+    if (!ready?.status?.podIP)
+      throw new HandlerError(
+        503,
+        `no ready handler runs on node ${nodeName}; the VM's console and actions are unavailable until it is back`,
+      );
     return { host: ready.status.podIP, port: this.port };
   }
 
@@ -68,24 +105,33 @@ export class HandlerDialer {
    */
   async statsOfEveryNode(failed: (node: string, error: unknown) => void): Promise<NodeStats[]> {
     const handlers = await this.readyHandlers();
-    return Promise.all(handlers.map(async (pod) => {
-      const node = pod.spec?.nodeName ?? "";
-      try {
-        return await this.requestAt({ host: pod.status?.podIP ?? "", port: this.port }, node, "stats", {});
-      } catch (error) {
-        failed(node, error);
-        return { vmis: [] };
-      }
-    }));
+    return Promise.all(
+      handlers.map(async (pod) => {
+        const node = pod.spec?.nodeName ?? "";
+        try {
+          return await this.requestAt({ host: pod.status?.podIP ?? "", port: this.port }, node, "stats", {});
+        } catch (error) {
+          failed(node, error);
+          return { vmis: [] };
+        }
+      }),
+    );
   }
 
   /**
-   * Opens a console or VNC session, or a port forward, with the handler; resolves once it is open, paused: what the handler sends at once
-   * (QEMU's VNC server speaks first) waits until the caller has its listener on and calls resume().
+   * Opens a console or VNC session, or a port forward, with the handler; resolves once it is open, paused: what the
+   * handler sends at once (QEMU's VNC server speaks first) waits until the caller has its listener on and calls
+   * resume().
    */
   async open(nodeName: string, stream: HandlerStream): Promise<WebSocket> {
     const { host, port } = await this.address(nodeName);
-    const path = (handlerPath as (route: HandlerStreamRoute, params: HandlerStream["params"], query: HandlerStream["query"]) => string)(stream.route, stream.params, stream.query);
+    const path = (
+      handlerPath as (
+        route: HandlerStreamRoute,
+        params: HandlerStream["params"],
+        query: HandlerStream["query"],
+      ) => string
+    )(stream.route, stream.params, stream.query);
     const ws = new WebSocket(`wss://${host}:${String(port)}${path}`, this.options());
     return new Promise((resolve, reject) => {
       ws.once("open", () => {
@@ -94,9 +140,18 @@ export class HandlerDialer {
       });
       ws.once("unexpected-response", (_req, res) => {
         let body = "";
-        res.setEncoding("utf8").on("data", (c: string) => (body += c)).on("end", () => { reject(new HandlerError(res.statusCode ?? 502, body.trim() || `the handler answered ${String(res.statusCode)}`)); });
+        res
+          .setEncoding("utf8")
+          .on("data", (c: string) => (body += c))
+          .on("end", () => {
+            reject(
+              new HandlerError(res.statusCode ?? 502, body.trim() || `the handler answered ${String(res.statusCode)}`),
+            );
+          });
       });
-      ws.once("error", (error) => { reject(new HandlerError(502, `could not reach the handler on node ${nodeName}: ${error.message}`)); });
+      ws.once("error", (error) => {
+        reject(new HandlerError(502, `could not reach the handler on node ${nodeName}: ${error.message}`));
+      });
     });
   }
 
@@ -111,8 +166,19 @@ export class HandlerDialer {
   }
 
   /** Freezes (thawing by itself after the timeout, 0: never) or thaws the guest's file systems. */
-  async freeze(nodeName: string, namespace: string, name: string, action: FreezeAction, unfreezeTimeoutSeconds: number): Promise<void> {
-    await this.request(nodeName, "fileSystems", { namespace, name, action }, action === "freeze" ? { unfreezeTimeoutSeconds } : undefined);
+  async freeze(
+    nodeName: string,
+    namespace: string,
+    name: string,
+    action: FreezeAction,
+    unfreezeTimeoutSeconds: number,
+  ): Promise<void> {
+    await this.request(
+      nodeName,
+      "fileSystems",
+      { namespace, name, action },
+      action === "freeze" ? { unfreezeTimeoutSeconds } : undefined,
+    );
   }
 
   /**
@@ -136,35 +202,80 @@ export class HandlerDialer {
     return this.request(nodeName, "serialLog", { namespace, name });
   }
 
-  /** One request of a route to the handler on a node: its answer when it answers 200, else a HandlerError with its status and words. */
-  private async request<R extends HandlerRequestRoute>(nodeName: string, route: R, params: HandlerRouteParams<R>, query?: HandlerRouteQueryInput<R>): Promise<HandlerAnswer<R>> {
+  /**
+   * One request of a route to the handler on a node: its answer when it answers 200, else a HandlerError with its
+   * status and words.
+   */
+  private async request<R extends HandlerRequestRoute>(
+    nodeName: string,
+    route: R,
+    params: HandlerRouteParams<R>,
+    query?: HandlerRouteQueryInput<R>,
+  ): Promise<HandlerAnswer<R>> {
     return this.requestAt(await this.address(nodeName), nodeName, route, params, query);
   }
 
   /** One request of a route to a handler found already; an answer past the route's bounds is a HandlerError (502). */
-  private requestAt<R extends HandlerRequestRoute>({ host, port }: { host: string; port: number }, nodeName: string, route: R, params: HandlerRouteParams<R>, query?: HandlerRouteQueryInput<R>): Promise<HandlerAnswer<R>> {
+  private requestAt<R extends HandlerRequestRoute>(
+    { host, port }: { host: string; port: number },
+    nodeName: string,
+    route: R,
+    params: HandlerRouteParams<R>,
+    query?: HandlerRouteQueryInput<R>,
+  ): Promise<HandlerAnswer<R>> {
     const maxBytes = handlerAnswerMaxBytes(route);
     return new Promise<HandlerAnswer<R>>((resolve, reject) => {
       const { ca, cert, key, servername } = this.options();
-      const req = request({ ca, cert, key, servername, method: handlerRoutes[route].method, host, port, path: handlerPath(route, params, query) }, (res) => {
-        const chunks: Buffer[] = [];
-        let bytes = 0;
-        res.on("data", (c: Buffer) => {
-          bytes += c.length;
-          if (bytes <= maxBytes) { chunks.push(c); return; }
-          reject(new HandlerError(502, `the handler on node ${nodeName} answered ${route} with more than ${String(maxBytes)} bytes`));
-          req.destroy();
-        }).on("end", () => {
-          const body = Buffer.concat(chunks);
-          if (res.statusCode !== 200) { reject(new HandlerError(res.statusCode ?? 502, body.toString("utf8").trim())); return; }
-          try {
-            resolve(readHandlerAnswer(route, params, body));
-          } catch (error) {
-            reject(error instanceof HandlerRouteRefusal ? new HandlerError(error.status, `${error.message} (node ${nodeName})`) : error as Error);
-          }
-        });
+      const req = request(
+        {
+          ca,
+          cert,
+          key,
+          servername,
+          method: handlerRoutes[route].method,
+          host,
+          port,
+          path: handlerPath(route, params, query),
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          let bytes = 0;
+          res
+            .on("data", (c: Buffer) => {
+              bytes += c.length;
+              if (bytes <= maxBytes) {
+                chunks.push(c);
+                return;
+              }
+              reject(
+                new HandlerError(
+                  502,
+                  `the handler on node ${nodeName} answered ${route} with more than ${String(maxBytes)} bytes`,
+                ),
+              );
+              req.destroy();
+            })
+            .on("end", () => {
+              const body = Buffer.concat(chunks);
+              if (res.statusCode !== 200) {
+                reject(new HandlerError(res.statusCode ?? 502, body.toString("utf8").trim()));
+                return;
+              }
+              try {
+                resolve(readHandlerAnswer(route, params, body));
+              } catch (error) {
+                reject(
+                  error instanceof HandlerRouteRefusal
+                    ? new HandlerError(error.status, `${error.message} (node ${nodeName})`)
+                    : (error as Error),
+                );
+              }
+            });
+        },
+      );
+      req.on("error", (error) => {
+        reject(new HandlerError(502, `could not reach the handler on node ${nodeName}: ${error.message}`));
       });
-      req.on("error", (error) => { reject(new HandlerError(502, `could not reach the handler on node ${nodeName}: ${error.message}`)); });
       req.end();
     });
   }

@@ -33,12 +33,16 @@ export const limits = {
    * Retry-After and the body unread. Bounds virt-api's memory (256Mi) however many callers send bodies.
    */
   trpcBodyBytesInFlight: 16 * MiB,
-  /** The most procedures one tRPC request names (the dashboard's client splits its batches at it); refused with 400 past it, before anything runs. */
+  /**
+   * The most procedures one tRPC request names (the dashboard's client splits its batches at it); refused with 400 past
+   * it, before anything runs.
+   */
   trpcBatchSize: TRPC_MAX_BATCH,
   /**
    * tRPC requests (queries and mutations) in flight at once: in all, and per caller (the user a TokenReview names
-   * its bearer token, so a user's tokens share its places; the address for the public health check). Past either, 429 with Retry-After, before the body is read. A caller's own limit
-   * is the dashboard's busiest moment (a bulk action on a page of 100 VMs is 7 batches) with room to spare.
+   * its bearer token, so a user's tokens share its places; the address for the public health check). Past either, 429
+   * with Retry-After, before the body is read. A caller's own limit is the dashboard's busiest moment (a bulk action on
+   * a page of 100 VMs is 7 batches) with room to spare.
    */
   trpcInFlight: 64,
   trpcInFlightPerCaller: 16,
@@ -83,6 +87,9 @@ export const limits = {
   watchQueue: { events: 1_000, bytes: 16 * MiB },
   /** How long an HTTP request may take to arrive, headers and body (slow senders are cut off). */
   requestTimeoutMs: 30_000,
-  /** How long an admission request may take to arrive: the API server gives up on a webhook after its timeoutSeconds (10). */
+  /**
+   * How long an admission request may take to arrive: the API server gives up on a webhook after its timeoutSeconds
+   * (10).
+   */
   webhookRequestTimeoutMs: 10_000,
 } as const;

@@ -64,7 +64,10 @@ export function pointOf(t: number, stats: DomainStats): Point {
     t,
     cpuSeconds: stats.cpu.timeNs / 1e9,
     rssBytes: (memory.rssKiB ?? 0) * 1024,
-    usedBytes: memory.availableKiB !== undefined && memory.unusedKiB !== undefined ? (memory.availableKiB - memory.unusedKiB) * 1024 : undefined,
+    usedBytes:
+      memory.availableKiB !== undefined && memory.unusedKiB !== undefined
+        ? (memory.availableKiB - memory.unusedKiB) * 1024
+        : undefined,
     rxBytes: sum(stats.interfaces, (i) => i.rxBytes),
     txBytes: sum(stats.interfaces, (i) => i.txBytes),
     readBytes: sum(stats.disks, (d) => d.readBytes),
@@ -82,10 +85,29 @@ export function ratesOf(points: readonly Point[]): Rate[] {
     if (!a || !b) continue;
     const seconds = (b.t - a.t) / 1000;
     const per = (pick: (p: Point) => number) => (pick(b) - pick(a)) / seconds;
-    const deltas = [per((p) => p.cpuSeconds), per((p) => p.rxBytes), per((p) => p.txBytes), per((p) => p.readBytes), per((p) => p.writeBytes), per((p) => p.readOps), per((p) => p.writeOps)];
+    const deltas = [
+      per((p) => p.cpuSeconds),
+      per((p) => p.rxBytes),
+      per((p) => p.txBytes),
+      per((p) => p.readBytes),
+      per((p) => p.writeBytes),
+      per((p) => p.readOps),
+      per((p) => p.writeOps),
+    ];
     if (seconds <= 0 || deltas.some((d) => d < 0)) continue;
     const [cpuCores = 0, rx = 0, tx = 0, rd = 0, wr = 0, rdOps = 0, wrOps = 0] = deltas;
-    rates.push({ t: b.t, cpuCores, memoryBytes: b.rssBytes, guestUsedBytes: b.usedBytes, rxBytesPerSecond: rx, txBytesPerSecond: tx, readBytesPerSecond: rd, writeBytesPerSecond: wr, readIops: rdOps, writeIops: wrOps });
+    rates.push({
+      t: b.t,
+      cpuCores,
+      memoryBytes: b.rssBytes,
+      guestUsedBytes: b.usedBytes,
+      rxBytesPerSecond: rx,
+      txBytesPerSecond: tx,
+      readBytesPerSecond: rd,
+      writeBytesPerSecond: wr,
+      readIops: rdOps,
+      writeIops: wrOps,
+    });
   }
   return rates;
 }
@@ -147,7 +169,9 @@ export class MetricsStore implements VmRates {
   run(handlers: Pick<HandlerDialer, "statsOfEveryNode">, log: Logger, signal: AbortSignal): void {
     const sample = async () => {
       try {
-        const answers = await handlers.statsOfEveryNode((node, error) => { log.debug("no stats from a node's handler", { node, error }); });
+        const answers = await handlers.statsOfEveryNode((node, error) => {
+          log.debug("no stats from a node's handler", { node, error });
+        });
         this.record(Date.now(), answers);
       } catch (error) {
         log.warn("could not sample the handlers for the VM graphs", { error });
@@ -155,7 +179,13 @@ export class MetricsStore implements VmRates {
     };
     const timer = setInterval(() => void sample(), this.options.sampleSeconds * 1000);
     timer.unref();
-    signal.addEventListener("abort", () => { clearInterval(timer); }, { once: true });
+    signal.addEventListener(
+      "abort",
+      () => {
+        clearInterval(timer);
+      },
+      { once: true },
+    );
     void sample();
   }
 }

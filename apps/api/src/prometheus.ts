@@ -27,11 +27,17 @@ export const PROMQL: Record<Figure, (selector: string, window: string) => string
 const quoted = (value: string) => `"${value.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`;
 
 /** The label selector of one VMI, by the labels the handlers put on every kubevirt_vmi_ series. */
-export const vmiSelector = (namespace: string, name: string): string => `namespace=${quoted(namespace)},name=${quoted(name)}`;
+export const vmiSelector = (namespace: string, name: string): string =>
+  `namespace=${quoted(namespace)},name=${quoted(name)}`;
 
-/** Every figure in one query: each figure's sum labelled `figure` with its name, joined with `or` (one request, not nine). */
+/**
+ * Every figure in one query: each figure's sum labelled `figure` with its name, joined with `or` (one request, not
+ * nine).
+ */
 export function figuresQuery(selector: string, window: string): string {
-  return (Object.keys(PROMQL) as Figure[]).map((f) => `label_replace(${PROMQL[f](selector, window)}, "figure", "${f}", "", "")`).join(" or ");
+  return (Object.keys(PROMQL) as Figure[])
+    .map((f) => `label_replace(${PROMQL[f](selector, window)}, "figure", "${f}", "", "")`)
+    .join(" or ");
 }
 
 /** Prometheus's range answer for one query: [unix seconds, value as text] pairs (empty when the series has none). */
@@ -43,23 +49,28 @@ export type Samples = readonly (readonly [number, string])[];
  */
 export function ratesFromSamples(samples: Partial<Record<Figure, Samples>>): Rate[] {
   const at = (figure: Figure) => new Map((samples[figure] ?? []).map(([t, v]) => [t, Number(v)]));
-  const figures = Object.fromEntries((Object.keys(PROMQL) as Figure[]).map((f) => [f, at(f)])) as Record<Figure, Map<number, number>>;
+  const figures = Object.fromEntries((Object.keys(PROMQL) as Figure[]).map((f) => [f, at(f)])) as Record<
+    Figure,
+    Map<number, number>
+  >;
   const value = (figure: Figure, t: number) => {
     const v = figures[figure].get(t);
     return v === undefined || Number.isNaN(v) ? 0 : v;
   };
-  return [...figures.cpuCores.keys()].sort((a, b) => a - b).map((t) => ({
-    t: t * 1000,
-    cpuCores: value("cpuCores", t),
-    memoryBytes: value("memoryBytes", t),
-    guestUsedBytes: figures.guestUsedBytes.get(t),
-    rxBytesPerSecond: value("rxBytesPerSecond", t),
-    txBytesPerSecond: value("txBytesPerSecond", t),
-    readBytesPerSecond: value("readBytesPerSecond", t),
-    writeBytesPerSecond: value("writeBytesPerSecond", t),
-    readIops: value("readIops", t),
-    writeIops: value("writeIops", t),
-  }));
+  return [...figures.cpuCores.keys()]
+    .sort((a, b) => a - b)
+    .map((t) => ({
+      t: t * 1000,
+      cpuCores: value("cpuCores", t),
+      memoryBytes: value("memoryBytes", t),
+      guestUsedBytes: figures.guestUsedBytes.get(t),
+      rxBytesPerSecond: value("rxBytesPerSecond", t),
+      txBytesPerSecond: value("txBytesPerSecond", t),
+      readBytesPerSecond: value("readBytesPerSecond", t),
+      writeBytesPerSecond: value("writeBytesPerSecond", t),
+      readIops: value("readIops", t),
+      writeIops: value("writeIops", t),
+    }));
 }
 
 interface RangeAnswer {
@@ -86,15 +97,26 @@ export class PrometheusRates {
   /** One range query's series, each by its `figure` label. */
   private async range(query: string, start: number, end: number): Promise<Partial<Record<Figure, Samples>>> {
     const address = new URL("api/v1/query_range", this.url.endsWith("/") ? this.url : `${this.url}/`);
-    const body = new URLSearchParams({ query, start: String(start), end: String(end), step: `${String(this.sampleSeconds)}s` });
+    const body = new URLSearchParams({
+      query,
+      start: String(start),
+      end: String(end),
+      step: `${String(this.sampleSeconds)}s`,
+    });
     let answer: RangeAnswer;
     try {
       const res = await fetch(address, { method: "POST", body, signal: AbortSignal.timeout(10_000) });
       answer = (await res.json()) as RangeAnswer;
     } catch (error) {
-      throw new Error(`Prometheus at ${this.url} did not answer: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+      throw new Error(
+        `Prometheus at ${this.url} did not answer: ${error instanceof Error ? error.message : String(error)}`,
+        { cause: error },
+      );
     }
-    if (answer.status !== "success") throw new Error(`Prometheus at ${this.url} refused the query ${query}: ${answer.errorType ?? ""} ${answer.error ?? ""}`.trim());
+    if (answer.status !== "success")
+      throw new Error(
+        `Prometheus at ${this.url} refused the query ${query}: ${answer.errorType ?? ""} ${answer.error ?? ""}`.trim(),
+      );
     return Object.fromEntries((answer.data?.result ?? []).map((series) => [series.metric.figure ?? "", series.values]));
   }
 

@@ -26,7 +26,9 @@ export function readBody(req: IncomingMessage, max: number): Promise<Buffer | un
       resolve(undefined);
     };
     req.on("data", onData);
-    req.on("end", () => { resolve(Buffer.concat(chunks)); });
+    req.on("end", () => {
+      resolve(Buffer.concat(chunks));
+    });
     req.on("error", reject);
   });
 }

@@ -12,11 +12,26 @@ import { readBody } from "./read-body.ts";
 import { createTrpcGate } from "./trpc-gate.ts";
 import { kubeStatus } from "./subresources/api.ts";
 import { type KubeClient, tokenReviews } from "@kubevirt-ts/kube";
-import { type ClusterConfig, DEFAULTING_OPTIONS, type DefaultingOptions, SERVER_KEEP_ALIVE_MS, defaultClusterConfig } from "@kubevirt-ts/kubevirt-api";
+import {
+  type ClusterConfig,
+  DEFAULTING_OPTIONS,
+  type DefaultingOptions,
+  SERVER_KEEP_ALIVE_MS,
+  defaultClusterConfig,
+} from "@kubevirt-ts/kubevirt-api";
 import { type WebhookCaller, reviewEviction } from "./eviction-webhook.ts";
 import { type ClientTrust, clientCertRefusal } from "./client-cert.ts";
 import { reviewMigration } from "./migration-webhook.ts";
-import { type AdmissionReview, type WebhookKind, asStoredVersion, inferVmDefaults, mutate, validate, validateKubeVirtReview, vmValidationContext } from "./webhooks.ts";
+import {
+  type AdmissionReview,
+  type WebhookKind,
+  asStoredVersion,
+  inferVmDefaults,
+  mutate,
+  validate,
+  validateKubeVirtReview,
+  vmValidationContext,
+} from "./webhooks.ts";
 
 // The API's listeners: tRPC and the console websockets on one HTTP port
 // (the dashboard's server proxies both), and on a TLS port of their own,
@@ -25,7 +40,10 @@ import { type AdmissionReview, type WebhookKind, asStoredVersion, inferVmDefault
 // before anything is parsed or authenticated.
 
 /** Node's own bounds on every request: its headers and how long it may take to arrive. */
-/** A server's bounds: headers within 10 s (and the request's timeout), idle connections kept past their clients'. requestTimeout 0: none. */
+/**
+ * A server's bounds: headers within 10 s (and the request's timeout), idle connections kept past their clients'.
+ * requestTimeout 0: none.
+ */
 const bounded = (requestTimeout: number) => ({
   maxHeaderSize: limits.headerBytes,
   requestTimeout,
@@ -34,7 +52,9 @@ const bounded = (requestTimeout: number) => ({
 });
 
 /** Where a subscription's token must not be: the URL, which proxies and browsers log and keep. */
-const TOKEN_IN_URL = "Send the bearer token in the Authorization header: a token in the URL (connectionParams) is refused, since URLs end up in logs and history.";
+const TOKEN_IN_URL =
+  "Send the bearer token in the Authorization header: a token in the URL (connectionParams) " +
+  "is refused, since URLs end up in logs and history.";
 
 /** The procedures of appRouter that take no token (router.ts builds them from publicProcedure). */
 const PUBLIC_PROCEDURES: ReadonlySet<string> = new Set(["health"]);
@@ -48,10 +68,12 @@ export function createApiServer(services: ApiServices): Server {
     maxBatchSize: limits.trpcBatchSize,
     createContext: ({ req }) => ({ ...services, token: bearerToken(req) }),
     onError: ({ error, path }) => {
-      if (error.code === "INTERNAL_SERVER_ERROR") services.log.error("procedure failed", { path, error: error.cause ?? error });
+      if (error.code === "INTERNAL_SERVER_ERROR")
+        services.log.error("procedure failed", { path, error: error.cause ?? error });
     },
   });
-  // Batch size, a token the API server accepts, a place in flight and room for the body, before a body is read (trpc-gate.ts).
+  // Batch size, a token the API server accepts, a place in flight and room for the body, before a body is read
+  // (trpc-gate.ts).
   const gate = createTrpcGate({
     publicProcedures: PUBLIC_PROCEDURES,
     isSubscription: (name) => procedures[name]?._def.type === "subscription",
@@ -65,7 +87,9 @@ export function createApiServer(services: ApiServices): Server {
         return;
       }
       gate(req, res).then(
-        (admitted) => { if (admitted) trpc(req, res); },
+        (admitted) => {
+          if (admitted) trpc(req, res);
+        },
         (error: unknown) => {
           services.log.error("tRPC gate failed", { error });
           res.destroy();
@@ -73,7 +97,9 @@ export function createApiServer(services: ApiServices): Server {
       );
       return;
     }
-    res.writeHead(404, { "content-type": "text/plain; charset=utf-8" }).end("not found: the API serves /trpc/ and KubeVirt's console and VNC subresources\n");
+    res
+      .writeHead(404, { "content-type": "text/plain; charset=utf-8" })
+      .end("not found: the API serves /trpc/ and KubeVirt's console and VNC subresources\n");
   });
   server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     if (!consoles(req, socket, head)) socket.end("HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n");
@@ -83,7 +109,10 @@ export function createApiServer(services: ApiServices): Server {
 
 interface WebhookOptions {
   own: KubeClient;
-  /** The cluster's configuration now (the KubeVirt CR's over the chart's values): eviction strategy, machine type, CPU model. */
+  /**
+   * The cluster's configuration now (the KubeVirt CR's over the chart's values): eviction strategy, machine type, CPU
+   * model.
+   */
   cluster: ClusterConfig;
   /** The release namespace, where the one KubeVirt CR kubevirt-ts reads is. */
   installNamespace: string;
@@ -93,35 +122,72 @@ interface WebhookOptions {
 
 type Review = (review: AdmissionReview, options: WebhookOptions) => Promise<AdmissionReview> | AdmissionReview;
 
-/** A VM's validation looks up its instancetype and preference with the API's own account, as KubeVirt's virt-api does. */
-const validateWithContext = (kind: WebhookKind): Review => async (review, { own }) =>
-  validate(review, kind, kind === "virtualmachines" ? await vmValidationContext(review.request?.object, (r, ns, name) => own.find(r, ns, name)) : undefined);
+/**
+ * A VM's validation looks up its instancetype and preference with the API's own account, as KubeVirt's virt-api does.
+ */
+const validateWithContext =
+  (kind: WebhookKind): Review =>
+  async (review, { own }) =>
+    validate(
+      review,
+      kind,
+      kind === "virtualmachines"
+        ? await vmValidationContext(review.request?.object, (r, ns, name) => own.find(r, ns, name))
+        : undefined,
+    );
 
 const WEBHOOKS: Record<string, Review> = {
   "/validate-virtualmachines": validateWithContext("virtualmachines"),
   // inferFromVolume reads the volume's claim or DataVolume with the API's own account, as KubeVirt's virt-api does.
-  "/mutate-virtualmachines": async (review, { own, cluster }) => mutate(review, "virtualmachines", await inferVmDefaults(review.request?.object, (r, ns, name) => own.find(r, ns, name)), defaultingOf(cluster)),
+  "/mutate-virtualmachines": async (review, { own, cluster }) =>
+    mutate(
+      review,
+      "virtualmachines",
+      await inferVmDefaults(review.request?.object, (r, ns, name) => own.find(r, ns, name)),
+      defaultingOf(cluster),
+    ),
   "/validate-virtualmachineinstances": validateWithContext("virtualmachineinstances"),
-  "/mutate-virtualmachineinstances": (review, { cluster }) => mutate(review, "virtualmachineinstances", undefined, defaultingOf(cluster)),
+  "/mutate-virtualmachineinstances": (review, { cluster }) =>
+    mutate(review, "virtualmachineinstances", undefined, defaultingOf(cluster)),
   "/validate-datavolumes": (review) => validate(review, "datavolumes"),
   "/validate-migrationpolicies": (review) => validate(review, "migrationpolicies"),
   "/validate-virtualmachineinstancemigrations": (review, { own }) => reviewMigration(review, own),
-  "/validate-pod-eviction": (review, { own, cluster, caller }) => reviewEviction(review, own, cluster.evictionStrategy, caller),
+  "/validate-pod-eviction": (review, { own, cluster, caller }) =>
+    reviewEviction(review, own, cluster.evictionStrategy, caller),
   "/validate-kubevirts": (review, { installNamespace }) => validateKubeVirtReview(review, installNamespace),
 };
 
 /** KubeVirt's defaulting with the cluster's machine type and CPU model. */
-const defaultingOf = (cluster: ClusterConfig): DefaultingOptions => ({ ...DEFAULTING_OPTIONS, machineType: cluster.machineType, cpuModel: cluster.cpuModel });
+const defaultingOf = (cluster: ClusterConfig): DefaultingOptions => ({
+  ...DEFAULTING_OPTIONS,
+  machineType: cluster.machineType,
+  cpuModel: cluster.cpuModel,
+});
 
-const WEBHOOK_CALLER_NAMES = { whose: "the API server's webhook client", ca: "webhooks.clientCA", namesFrom: "webhooks.clientNames" };
+const WEBHOOK_CALLER_NAMES = {
+  whose: "the API server's webhook client",
+  ca: "webhooks.clientCA",
+  namesFrom: "webhooks.clientNames",
+};
 
-/** Who calls the webhooks: anyone (no `callers`), or the API server by its client certificate; a refusal's code and message. */
-function webhookCaller(req: IncomingMessage, callers: ClientTrust | undefined): WebhookCaller | { code: 401 | 403; message: string } {
+/**
+ * Who calls the webhooks: anyone (no `callers`), or the API server by its client certificate; a refusal's code and
+ * message.
+ */
+function webhookCaller(
+  req: IncomingMessage,
+  callers: ClientTrust | undefined,
+): WebhookCaller | { code: 401 | 403; message: string } {
   if (!callers) return "unverified";
   const peer = (req.socket as TLSSocket).getPeerX509Certificate();
   const refused = clientCertRefusal(callers, WEBHOOK_CALLER_NAMES, peer);
   if (refused === undefined) return "verified";
-  return { code: peer ? 403 : 401, message: `${refused}: the admission webhooks answer only the Kubernetes API server (its admission configuration's client certificate)` };
+  return {
+    code: peer ? 403 : 401,
+    message:
+      `${refused}: the admission webhooks answer only the Kubernetes API server (its ` +
+      "admission configuration's client certificate)",
+  };
 }
 
 /**
@@ -141,42 +207,59 @@ export function createWebhookServer(
   callers?: ClientTrust,
   installNamespace = "kubevirt-ts",
 ): Server {
-  const server = createTlsServer({ ...tls, requestCert: true, rejectUnauthorized: false, ...bounded(limits.webhookRequestTimeoutMs) }, (req: IncomingMessage, res: ServerResponse) => {
-    const websocket = consoles ? consoleTarget(req.url) : undefined;
-    if (websocket) {
-      // A console without the upgrade: say how to ask for it, as KubeVirt's virt-api refuses a plain request there.
-      const message = `virtualmachineinstances/${websocket.kind} is a websocket: ask for it with GET and Upgrade: websocket (virtctl ${websocket.kind} does)`;
-      res.writeHead(400, { "content-type": "application/json" }).end(JSON.stringify(kubeStatus(400, message)));
-      return;
-    }
-    if (subresources?.(req, res)) return;
-    const review = WEBHOOKS[new URL(req.url ?? "/", "https://api").pathname];
-    if (!review || req.method !== "POST") {
-      res.writeHead(404).end();
-      return;
-    }
-    const caller = webhookCaller(req, callers);
-    if (typeof caller === "object") {
-      res.writeHead(caller.code, { "content-type": "text/plain", connection: "close" }).end(`${caller.message}\n`);
-      return;
-    }
-    void readBody(req, limits.webhookBodyBytes).then(async (body) => {
-      if (!body) {
-        res.writeHead(413, { "content-type": "text/plain", connection: "close" }).end(`an AdmissionReview is at most ${String(limits.webhookBodyBytes)} bytes\n`);
+  const server = createTlsServer(
+    { ...tls, requestCert: true, rejectUnauthorized: false, ...bounded(limits.webhookRequestTimeoutMs) },
+    (req: IncomingMessage, res: ServerResponse) => {
+      const websocket = consoles ? consoleTarget(req.url) : undefined;
+      if (websocket) {
+        // A console without the upgrade: say how to ask for it, as KubeVirt's virt-api refuses a plain request there.
+        const message =
+          `virtualmachineinstances/${websocket.kind} is a websocket: ask for it with GET and ` +
+          `Upgrade: websocket (virtctl ${websocket.kind} does)`;
+        res.writeHead(400, { "content-type": "application/json" }).end(JSON.stringify(kubeStatus(400, message)));
         return;
       }
-      try {
-        const answer = await review(asStoredVersion(JSON.parse(body.toString("utf8")) as AdmissionReview), { own, cluster: cluster(), installNamespace, caller });
-        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(answer));
-      } catch (error) {
-        log.error("could not review an admission request", { url: req.url, error });
-        res.writeHead(400, { "content-type": "text/plain" }).end(error instanceof Error ? error.message : String(error));
+      if (subresources?.(req, res)) return;
+      const review = WEBHOOKS[new URL(req.url ?? "/", "https://api").pathname];
+      if (!review || req.method !== "POST") {
+        res.writeHead(404).end();
+        return;
       }
-    }, (error: unknown) => {
-      log.warn("an admission request broke off", { url: req.url, error });
-      res.destroy();
-    });
-  });
+      const caller = webhookCaller(req, callers);
+      if (typeof caller === "object") {
+        res.writeHead(caller.code, { "content-type": "text/plain", connection: "close" }).end(`${caller.message}\n`);
+        return;
+      }
+      void readBody(req, limits.webhookBodyBytes).then(
+        async (body) => {
+          if (!body) {
+            res
+              .writeHead(413, { "content-type": "text/plain", connection: "close" })
+              .end(`an AdmissionReview is at most ${String(limits.webhookBodyBytes)} bytes\n`);
+            return;
+          }
+          try {
+            const answer = await review(asStoredVersion(JSON.parse(body.toString("utf8")) as AdmissionReview), {
+              own,
+              cluster: cluster(),
+              installNamespace,
+              caller,
+            });
+            res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(answer));
+          } catch (error) {
+            log.error("could not review an admission request", { url: req.url, error });
+            res
+              .writeHead(400, { "content-type": "text/plain" })
+              .end(error instanceof Error ? error.message : String(error));
+          }
+        },
+        (error: unknown) => {
+          log.warn("an admission request broke off", { url: req.url, error });
+          res.destroy();
+        },
+      );
+    },
+  );
   server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     if (!consoles?.(req, socket, head)) socket.end("HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n");
   });

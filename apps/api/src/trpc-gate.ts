@@ -24,7 +24,10 @@ export interface TrpcGateOptions {
   publicProcedures: ReadonlySet<string>;
   /** Whether the procedure named is a subscription. */
   isSubscription: (procedure: string) => boolean;
-  /** Who a token is (cached, bounded TokenReviews: @kubevirt-ts/kube's tokenReviews): undefined if no one, "busy" past its reviews under way. */
+  /**
+   * Who a token is (cached, bounded TokenReviews: @kubevirt-ts/kube's tokenReviews): undefined if no one, "busy" past
+   * its reviews under way.
+   */
   authenticate: (token: string) => Promise<ReviewedUser | undefined> | "busy";
 }
 
@@ -58,11 +61,24 @@ class InFlight {
   }
 }
 
-/** Answers with tRPC's error shape (one per procedure of a batch); the rest of the body is dropped as it comes, within a bound. */
-function refuse(req: IncomingMessage, res: ServerResponse, status: number, code: TRPC_ERROR_CODE_KEY, message: string, count: number, headers: Record<string, string> = {}): void {
+/**
+ * Answers with tRPC's error shape (one per procedure of a batch); the rest of the body is dropped as it comes, within a
+ * bound.
+ */
+function refuse(
+  req: IncomingMessage,
+  res: ServerResponse,
+  status: number,
+  code: TRPC_ERROR_CODE_KEY,
+  message: string,
+  count: number,
+  headers: Record<string, string> = {},
+): void {
   const error = { error: { message, code: TRPC_ERROR_CODES_BY_KEY[code], data: { code, httpStatus: status } } };
   const batch = new URL(req.url ?? "/", "http://api").searchParams.get("batch") === "1";
-  const body = JSON.stringify(batch ? Array.from({ length: Math.min(count, limits.trpcBatchSize) }, () => error) : error);
+  const body = JSON.stringify(
+    batch ? Array.from({ length: Math.min(count, limits.trpcBatchSize) }, () => error) : error,
+  );
   // Dropped before the answer is written: Node closes a connection whose request is left unread when it answers.
   let dropped = 0;
   req.on("data", (chunk: Buffer) => {
@@ -94,7 +110,9 @@ class BodyBudget {
   }
 }
 
-/** What a request's body may take while it is read: its Content-Length, trpcBodyBytes when chunked, 0 without a body. */
+/**
+ * What a request's body may take while it is read: its Content-Length, trpcBodyBytes when chunked, 0 without a body.
+ */
 function declaredBodyBytes(req: IncomingMessage): number {
   const length = req.headers["content-length"];
   if (length !== undefined) return Number(length);
@@ -108,7 +126,11 @@ const RETRY = `Retry after ${String(limits.trpcRetryAfterSeconds)} s.`;
  * The gate in front of tRPC's handler: admit(req, res) resolves true when the request may go on (its place and its
  * body's bytes are given back when its response closes), false when it was answered already (or its client left).
  */
-export function createTrpcGate({ publicProcedures, isSubscription, authenticate }: TrpcGateOptions): (req: IncomingMessage, res: ServerResponse) => Promise<boolean> {
+export function createTrpcGate({
+  publicProcedures,
+  isSubscription,
+  authenticate,
+}: TrpcGateOptions): (req: IncomingMessage, res: ServerResponse) => Promise<boolean> {
   const requests = new InFlight(limits.trpcInFlight, limits.trpcInFlightPerCaller);
   const subscriptions = new InFlight(limits.trpcSubscriptions, limits.trpcSubscriptionsPerCaller);
   const bodies = new BodyBudget(limits.trpcBodyBytesInFlight);
@@ -116,12 +138,28 @@ export function createTrpcGate({ publicProcedures, isSubscription, authenticate 
     const path = new URL(req.url ?? "/", "http://api").pathname.slice("/trpc/".length);
     const procedures = path.split(",");
     if (procedures.length > limits.trpcBatchSize) {
-      refuse(req, res, 400, "BAD_REQUEST", `A request names at most ${String(limits.trpcBatchSize)} procedures; this one names ${String(procedures.length)}: send them as several requests.`, 1);
+      refuse(
+        req,
+        res,
+        400,
+        "BAD_REQUEST",
+        `A request names at most ${String(limits.trpcBatchSize)} procedures; this one ` +
+          `names ${String(procedures.length)}: send them as several requests.`,
+        1,
+      );
       return false;
     }
     const bodyBytes = declaredBodyBytes(req);
     if (bodyBytes > limits.trpcBodyBytes) {
-      refuse(req, res, 413, "PAYLOAD_TOO_LARGE", `A request body is at most ${String(limits.trpcBodyBytes)} bytes; this one declares ${String(bodyBytes)}: send less (one VM at a time).`, procedures.length);
+      refuse(
+        req,
+        res,
+        413,
+        "PAYLOAD_TOO_LARGE",
+        `A request body is at most ${String(limits.trpcBodyBytes)} bytes; this one ` +
+          `declares ${String(bodyBytes)}: send less (one VM at a time).`,
+        procedures.length,
+      );
       return false;
     }
     let caller = `address:${req.socket.remoteAddress ?? ""}`;
@@ -133,18 +171,44 @@ export function createTrpcGate({ publicProcedures, isSubscription, authenticate 
       }
       const reviewing = authenticate(token);
       if (reviewing === "busy") {
-        refuse(req, res, 429, "TOO_MANY_REQUESTS", `Too many callers are being signed in at once: the API checks at most ${String(TOKEN_REVIEW_LIMITS.maxReviews)} new tokens at a time. ${RETRY}`, procedures.length, retryAfter);
+        refuse(
+          req,
+          res,
+          429,
+          "TOO_MANY_REQUESTS",
+          "Too many callers are being signed in at once: the API checks at " +
+            `most ${String(TOKEN_REVIEW_LIMITS.maxReviews)} new tokens at a time. ${RETRY}`,
+          procedures.length,
+          retryAfter,
+        );
         return false;
       }
       let user: ReviewedUser | undefined;
       try {
         user = await reviewing;
       } catch (error) {
-        refuse(req, res, 503, "SERVICE_UNAVAILABLE", `The API cannot check your token with the Kubernetes API server now (${error instanceof Error ? error.message : String(error)}). ${RETRY}`, procedures.length, retryAfter);
+        refuse(
+          req,
+          res,
+          503,
+          "SERVICE_UNAVAILABLE",
+          "The API cannot check your token with the Kubernetes API server now " +
+            `(${error instanceof Error ? error.message : String(error)}). ${RETRY}`,
+          procedures.length,
+          retryAfter,
+        );
         return false;
       }
       if (!user) {
-        refuse(req, res, 401, "UNAUTHORIZED", `The Kubernetes API server does not accept this bearer token (made up, expired or revoked): sign in again with a current token.`, procedures.length);
+        refuse(
+          req,
+          res,
+          401,
+          "UNAUTHORIZED",
+          "The Kubernetes API server does not accept this bearer token (made up, expired or " +
+            "revoked): sign in again with a current token.",
+          procedures.length,
+        );
         return false;
       }
       caller = `user:${user.username}`;
@@ -155,15 +219,38 @@ export function createTrpcGate({ publicProcedures, isSubscription, authenticate 
     const taken = (subscription ? subscriptions : requests).take(caller);
     if (typeof taken === "string") {
       const what = subscription ? "subscriptions (live lists)" : "requests";
-      const bound = subscription ? (taken === "all" ? limits.trpcSubscriptions : limits.trpcSubscriptionsPerCaller) : taken === "all" ? limits.trpcInFlight : limits.trpcInFlightPerCaller;
+      const bound = subscription
+        ? taken === "all"
+          ? limits.trpcSubscriptions
+          : limits.trpcSubscriptionsPerCaller
+        : taken === "all"
+          ? limits.trpcInFlight
+          : limits.trpcInFlightPerCaller;
       const whose = taken === "all" ? "the API serves" : "one caller may have";
-      refuse(req, res, 429, "TOO_MANY_REQUESTS", `Too many ${what} at once: ${whose} at most ${String(bound)} in flight. ${RETRY}`, procedures.length, retryAfter);
+      refuse(
+        req,
+        res,
+        429,
+        "TOO_MANY_REQUESTS",
+        `Too many ${what} at once: ${whose} at most ${String(bound)} in flight. ${RETRY}`,
+        procedures.length,
+        retryAfter,
+      );
       return false;
     }
     const reserved = bodies.reserve(bodyBytes);
     if (!reserved) {
       taken();
-      refuse(req, res, 429, "TOO_MANY_REQUESTS", `Too many request bodies at once: the API reads at most ${String(limits.trpcBodyBytesInFlight)} bytes of bodies at a time, and this one declares ${String(bodyBytes)}. ${RETRY}`, procedures.length, retryAfter);
+      refuse(
+        req,
+        res,
+        429,
+        "TOO_MANY_REQUESTS",
+        `Too many request bodies at once: the API reads at most ${String(limits.trpcBodyBytesInFlight)} ` +
+          `bytes of bodies at a time, and this one declares ${String(bodyBytes)}. ${RETRY}`,
+        procedures.length,
+        retryAfter,
+      );
       return false;
     }
     res.once("close", () => {

@@ -1,5 +1,31 @@
 import { isDeepStrictEqual } from "node:util";
-import { API_VERSION, type Cause, CauseType, DEPRECATED_API_VERSION, type ExpansionSources, Finalizer, type InferenceRefusal, Label, type Lookup, VmiPhase, defaultVirtualMachine, defaultVirtualMachineInstance, expansionSources, findInstancetypeAndPreference, DEFAULTING_OPTIONS, type DefaultingOptions, featureGateWarnings, inferFromVolumes, parseVirtualMachine, summarize, validateDataVolume, validateKubeVirt, validateMigrationPolicy, validateVirtualMachine, validateVirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import {
+  API_VERSION,
+  type Cause,
+  CauseType,
+  DEPRECATED_API_VERSION,
+  type ExpansionSources,
+  Finalizer,
+  type InferenceRefusal,
+  Label,
+  type Lookup,
+  VmiPhase,
+  defaultVirtualMachine,
+  defaultVirtualMachineInstance,
+  expansionSources,
+  findInstancetypeAndPreference,
+  DEFAULTING_OPTIONS,
+  type DefaultingOptions,
+  featureGateWarnings,
+  inferFromVolumes,
+  parseVirtualMachine,
+  summarize,
+  validateDataVolume,
+  validateKubeVirt,
+  validateMigrationPolicy,
+  validateVirtualMachine,
+  validateVirtualMachineInstance,
+} from "@kubevirt-ts/kubevirt-api";
 import { withPhase } from "@kubevirt-ts/vm-rules";
 import { kubeTime } from "@kubevirt-ts/kube";
 
@@ -17,7 +43,16 @@ import { kubeTime } from "@kubevirt-ts/kube";
 export interface AdmissionReview {
   apiVersion: "admission.k8s.io/v1";
   kind: "AdmissionReview";
-  request?: { uid: string; kind?: { group: string; version: string; kind: string }; operation: string; object?: unknown; oldObject?: unknown; namespace?: string; name?: string; dryRun?: boolean };
+  request?: {
+    uid: string;
+    kind?: { group: string; version: string; kind: string };
+    operation: string;
+    object?: unknown;
+    oldObject?: unknown;
+    namespace?: string;
+    name?: string;
+    dryRun?: boolean;
+  };
   response?: AdmissionResponse;
 }
 
@@ -25,7 +60,12 @@ interface AdmissionResponse {
   uid: string;
   allowed: boolean;
   warnings?: string[];
-  status?: { code: number; reason: string; message: string; details: { causes: { reason: string; field: string; message: string }[] } };
+  status?: {
+    code: number;
+    reason: string;
+    message: string;
+    details: { causes: { reason: string; field: string; message: string }[] };
+  };
   patchType?: "JSONPatch";
   patch?: string;
 }
@@ -43,7 +83,11 @@ export function asStoredVersion(review: AdmissionReview): AdmissionReview {
   const request = review.request;
   if (!request) return review;
   const v1 = (object: unknown) =>
-    typeof object === "object" && object !== null && (object as { apiVersion?: unknown }).apiVersion === DEPRECATED_API_VERSION ? { ...object, apiVersion: API_VERSION } : object;
+    typeof object === "object" &&
+    object !== null &&
+    (object as { apiVersion?: unknown }).apiVersion === DEPRECATED_API_VERSION
+      ? { ...object, apiVersion: API_VERSION }
+      : object;
   return { ...review, request: { ...request, object: v1(request.object), oldObject: v1(request.oldObject) } };
 }
 
@@ -60,12 +104,15 @@ const specOf = (object: unknown) => (object as { spec?: unknown } | undefined)?.
  */
 export async function vmValidationContext(object: unknown, lookup: Lookup): Promise<VmValidationContext> {
   const parsed = parseVirtualMachine(object);
-  if (!parsed.ok || (!parsed.value.spec.instancetype && !parsed.value.spec.preference)) return { sources: {}, warnings: [], refusals: [] };
+  if (!parsed.ok || (!parsed.value.spec.instancetype && !parsed.value.spec.preference))
+    return { sources: {}, warnings: [], refusals: [] };
   const found = await findInstancetypeAndPreference(parsed.value, lookup);
   return {
     sources: expansionSources(found),
     warnings: found.problems.filter((p) => !p.refused).map((p) => p.message),
-    refusals: found.problems.filter((p) => p.refused).map((p) => ({ reason: CauseType.NotSupported, field: p.field, message: p.message })),
+    refusals: found.problems
+      .filter((p) => p.refused)
+      .map((p) => ({ reason: CauseType.NotSupported, field: p.field, message: p.message })),
   };
 }
 
@@ -75,28 +122,56 @@ interface VmValidationContext {
   refusals: Cause[];
 }
 
-export function validate(review: AdmissionReview, kind: WebhookKind, context: VmValidationContext = { sources: {}, warnings: [], refusals: [] }): AdmissionReview {
+export function validate(
+  review: AdmissionReview,
+  kind: WebhookKind,
+  context: VmValidationContext = { sources: {}, warnings: [], refusals: [] },
+): AdmissionReview {
   const request = review.request;
   if (!request) throw new Error("the AdmissionReview has no request");
   const answer = (response: Omit<AdmissionResponse, "uid">) => admissionAnswer(request.uid, response);
-  if (request.operation === "UPDATE" && isDeepStrictEqual(specOf(request.object), specOf(request.oldObject))) return answer({ allowed: true });
+  if (request.operation === "UPDATE" && isDeepStrictEqual(specOf(request.object), specOf(request.oldObject)))
+    return answer({ allowed: true });
   // A DataVolume's spec is fixed once it is made, as CDI's webhook has it: its claim was made and filled from it.
   if (kind === "datavolumes" && request.operation === "UPDATE") {
-    return answer({ allowed: false, status: { code: 422, reason: "Invalid", message: "spec: a DataVolume's spec cannot change once it is made; delete it and make a new one", details: { causes: [{ reason: CauseType.Invalid, field: "spec", message: "a DataVolume's spec cannot change once it is made; delete it and make a new one" }] } } });
+    return answer({
+      allowed: false,
+      status: {
+        code: 422,
+        reason: "Invalid",
+        message: "spec: a DataVolume's spec cannot change once it is made; delete it and make a new one",
+        details: {
+          causes: [
+            {
+              reason: CauseType.Invalid,
+              field: "spec",
+              message: "a DataVolume's spec cannot change once it is made; delete it and make a new one",
+            },
+          ],
+        },
+      },
+    });
   }
-  const validated = kind === "virtualmachines"
-    ? validateVirtualMachine(request.object, context.sources)
-    : kind === "datavolumes"
-    ? validateDataVolume(request.object)
-    : kind === "migrationpolicies"
-    ? validateMigrationPolicy(request.object)
-    : validateVirtualMachineInstance(request.object);
+  const validated =
+    kind === "virtualmachines"
+      ? validateVirtualMachine(request.object, context.sources)
+      : kind === "datavolumes"
+        ? validateDataVolume(request.object)
+        : kind === "migrationpolicies"
+          ? validateMigrationPolicy(request.object)
+          : validateVirtualMachineInstance(request.object);
   const causes = [...context.refusals, ...(validated.ok ? [] : validated.causes)];
   const result = causes.length === 0 ? validated : { ok: false as const, causes };
-  if (result.ok) return answer({ allowed: true, ...(context.warnings.length > 0 ? { warnings: context.warnings } : {}) });
+  if (result.ok)
+    return answer({ allowed: true, ...(context.warnings.length > 0 ? { warnings: context.warnings } : {}) });
   return answer({
     allowed: false,
-    status: { code: 422, reason: "Invalid", message: summarize(result.causes), details: { causes: result.causes.map((c) => ({ reason: c.reason, field: c.field, message: c.message })) } },
+    status: {
+      code: 422,
+      reason: "Invalid",
+      message: summarize(result.causes),
+      details: { causes: result.causes.map((c) => ({ reason: c.reason, field: c.field, message: c.message })) },
+    },
   });
 }
 
@@ -113,7 +188,12 @@ export function validateKubeVirtReview(review: AdmissionReview, installNamespace
   if (!validated.ok) {
     return answer({
       allowed: false,
-      status: { code: 422, reason: "Invalid", message: summarize(validated.causes), details: { causes: validated.causes.map((c) => ({ reason: c.reason, field: c.field, message: c.message })) } },
+      status: {
+        code: 422,
+        reason: "Invalid",
+        message: summarize(validated.causes),
+        details: { causes: validated.causes.map((c) => ({ reason: c.reason, field: c.field, message: c.message })) },
+      },
     });
   }
   const warnings = featureGateWarnings(validated.value.spec.configuration.developerConfiguration?.featureGates ?? []);
@@ -131,29 +211,53 @@ interface InferredVm {
   refusals: InferenceRefusal[];
 }
 
-type VmSpecLike = { spec?: { instancetype?: unknown; preference?: unknown; template?: { spec?: { domain?: { memory?: unknown } } } } } | undefined;
+type VmSpecLike =
+  | { spec?: { instancetype?: unknown; preference?: unknown; template?: { spec?: { domain?: { memory?: unknown } } } } }
+  | undefined;
 
-/** The patch from the VM as sent to the VM with what was inferred: its matchers, and the memory an Ignore policy drops. */
+/**
+ * The patch from the VM as sent to the VM with what was inferred: its matchers, and the memory an Ignore policy drops.
+ */
 function inferencePatch(patch: JsonPatch, before: VmSpecLike, after: VmSpecLike): void {
   for (const which of ["instancetype", "preference"] as const) {
     const [was, is] = [before?.spec?.[which], after?.spec?.[which]];
     if (isDeepStrictEqual(was, is)) continue;
-    patch.push(is === undefined ? { op: "remove", path: `/spec/${which}` } : { op: "replace", path: `/spec/${which}`, value: is });
+    patch.push(
+      is === undefined
+        ? { op: "remove", path: `/spec/${which}` }
+        : { op: "replace", path: `/spec/${which}`, value: is },
+    );
   }
-  if (before?.spec?.template?.spec?.domain?.memory !== undefined && after?.spec?.template?.spec?.domain?.memory === undefined) patch.push({ op: "remove", path: "/spec/template/spec/domain/memory" });
+  if (
+    before?.spec?.template?.spec?.domain?.memory !== undefined &&
+    after?.spec?.template?.spec?.domain?.memory === undefined
+  )
+    patch.push({ op: "remove", path: "/spec/template/spec/domain/memory" });
 }
 
 /** A VM whose instancetype or preference cannot be inferred is refused, each cause at its matcher's inferFromVolume. */
 function inferenceRefused(uid: string, refusals: InferenceRefusal[]): AdmissionReview {
-  const causes: Cause[] = refusals.map((r) => ({ reason: CauseType.Invalid, field: r.field, message: `${r.field} ${r.message}` }));
-  return admissionAnswer(uid, { allowed: false, status: { code: 422, reason: "Invalid", message: summarize(causes), details: { causes } } });
+  const causes: Cause[] = refusals.map((r) => ({
+    reason: CauseType.Invalid,
+    field: r.field,
+    message: `${r.field} ${r.message}`,
+  }));
+  return admissionAnswer(uid, {
+    allowed: false,
+    status: { code: 422, reason: "Invalid", message: summarize(causes), details: { causes } },
+  });
 }
 
 /**
  * The admission's defaulting: KubeVirt's, with the cluster's machine type; a new VMI also gets the cluster's CPU model
  * when it names none (as KubeVirt's VMI mutator; a VM's template keeps none, so its next VMI takes the model then).
  */
-export function mutate(review: AdmissionReview, kind: WebhookKind, inferred?: InferredVm, defaulting: DefaultingOptions = DEFAULTING_OPTIONS): AdmissionReview {
+export function mutate(
+  review: AdmissionReview,
+  kind: WebhookKind,
+  inferred?: InferredVm,
+  defaulting: DefaultingOptions = DEFAULTING_OPTIONS,
+): AdmissionReview {
   const request = review.request;
   if (!request) throw new Error("the AdmissionReview has no request");
   const response: AdmissionResponse = { uid: request.uid, allowed: true };
@@ -164,12 +268,30 @@ export function mutate(review: AdmissionReview, kind: WebhookKind, inferred?: In
     const object = inferred?.vm ?? request.object;
     inferencePatch(patch, request.object as VmSpecLike, object as VmSpecLike);
     const parsed = validateVirtualMachine(object);
-    if (parsed.ok) replaceIfChanged(patch, "/spec/template/spec", parsed.value.spec.template.spec, defaultVirtualMachine(parsed.value, { ...defaulting, cpuModel: undefined }).spec.template.spec);
+    if (parsed.ok)
+      replaceIfChanged(
+        patch,
+        "/spec/template/spec",
+        parsed.value.spec.template.spec,
+        defaultVirtualMachine(parsed.value, { ...defaulting, cpuModel: undefined }).spec.template.spec,
+      );
   } else {
     const parsed = validateVirtualMachineInstance(request.object);
     if (parsed.ok) {
-      replaceIfChanged(patch, "/spec", parsed.value.spec, defaultVirtualMachineInstance(parsed.value, request.operation === "CREATE" ? defaulting : { ...defaulting, cpuModel: undefined }).spec);
-      if (request.operation === "CREATE") createdVmi(patch, request.object as { metadata?: { finalizers?: string[]; labels?: Record<string, string> }; status?: unknown });
+      replaceIfChanged(
+        patch,
+        "/spec",
+        parsed.value.spec,
+        defaultVirtualMachineInstance(
+          parsed.value,
+          request.operation === "CREATE" ? defaulting : { ...defaulting, cpuModel: undefined },
+        ).spec,
+      );
+      if (request.operation === "CREATE")
+        createdVmi(
+          patch,
+          request.object as { metadata?: { finalizers?: string[]; labels?: Record<string, string> }; status?: unknown },
+        );
     }
   }
   if (patch.length > 0) {
@@ -184,14 +306,25 @@ export function mutate(review: AdmissionReview, kind: WebhookKind, inferred?: In
  * the node label go, since only kubevirt-ts writes them (a VMI has no status subresource to drop them: a VMI exported
  * with its status applies as a new one).
  */
-function createdVmi(patch: JsonPatch, object: { metadata?: { finalizers?: string[]; labels?: Record<string, string> }; status?: unknown }): void {
+function createdVmi(
+  patch: JsonPatch,
+  object: { metadata?: { finalizers?: string[]; labels?: Record<string, string> }; status?: unknown },
+): void {
   const finalizers = object.metadata?.finalizers;
   if (!finalizers?.includes(Finalizer.VmiController)) {
-    patch.push(finalizers ? { op: "add", path: "/metadata/finalizers/-", value: Finalizer.VmiController } : { op: "add", path: "/metadata/finalizers", value: [Finalizer.VmiController] });
+    patch.push(
+      finalizers
+        ? { op: "add", path: "/metadata/finalizers/-", value: Finalizer.VmiController }
+        : { op: "add", path: "/metadata/finalizers", value: [Finalizer.VmiController] },
+    );
   }
   // Pending from the start, as KubeVirt's mutator writes it: no write of the controller's is needed to say so.
   patch.push({ op: "add", path: "/status", value: withPhase({}, VmiPhase.Pending, kubeTime(new Date())) });
-  if (object.metadata?.labels?.[Label.NodeName] !== undefined) patch.push({ op: "remove", path: `/metadata/labels/${Label.NodeName.replaceAll("~", "~0").replaceAll("/", "~1")}` });
+  if (object.metadata?.labels?.[Label.NodeName] !== undefined)
+    patch.push({
+      op: "remove",
+      path: `/metadata/labels/${Label.NodeName.replaceAll("~", "~0").replaceAll("/", "~1")}`,
+    });
 }
 
 function replaceIfChanged(patch: JsonPatch, path: string, before: unknown, after: unknown): void {

@@ -31,7 +31,10 @@ let prometheusUrl = "";
 let api: StartedApi | undefined;
 const started = Date.now();
 
-/** The figures of one VMI `seconds` after the test began: half a core busy, 1,000 B/s received, 64 KiB/s written, 60 MiB used in the guest. */
+/**
+ * The figures of one VMI `seconds` after the test began: half a core busy, 1,000 B/s received, 64 KiB/s written, 60 MiB
+ * used in the guest.
+ */
 function exposition(namespace: string, seconds: number): string {
   const labels = `node="node-1",namespace="${namespace}",name="web-1"`;
   return [
@@ -68,13 +71,30 @@ beforeAll(async () => {
   await once(exporter, "listening");
   const exporterPort = (exporter.address() as AddressInfo).port;
   dataDir = await mkdtemp(join(tmpdir(), "prometheus-"));
-  await writeFile(join(dataDir, "prometheus.yml"), `global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: handlers\n    static_configs:\n      - targets: ["127.0.0.1:${String(exporterPort)}"]\n`);
+  await writeFile(
+    join(dataDir, "prometheus.yml"),
+    "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: handlers\n    static_configs:\n " +
+      `     - targets: ["127.0.0.1:${String(exporterPort)}"]\n`,
+  );
   const port = await freePort();
   prometheusUrl = `http://127.0.0.1:${String(port)}`;
-  prometheus = spawn(binary, [`--config.file=${join(dataDir, "prometheus.yml")}`, `--storage.tsdb.path=${join(dataDir, "data")}`, `--web.listen-address=127.0.0.1:${String(port)}`], { stdio: "ignore" });
+  prometheus = spawn(
+    binary,
+    [
+      `--config.file=${join(dataDir, "prometheus.yml")}`,
+      `--storage.tsdb.path=${join(dataDir, "data")}`,
+      `--web.listen-address=127.0.0.1:${String(port)}`,
+    ],
+    { stdio: "ignore" },
+  );
   // Ready once it has opened its storage: a minute is plenty, a refusal after it says why.
-  for (let waited = 0; (await fetch(`${prometheusUrl}/-/ready`).catch(() => undefined))?.status !== 200; waited += 500) {
-    if (waited > 60_000 || prometheus.exitCode !== null) throw new Error(`Prometheus (${binary}) did not become ready at ${prometheusUrl}`);
+  for (
+    let waited = 0;
+    (await fetch(`${prometheusUrl}/-/ready`).catch(() => undefined))?.status !== 200;
+    waited += 500
+  ) {
+    if (waited > 60_000 || prometheus.exitCode !== null)
+      throw new Error(`Prometheus (${binary}) did not become ready at ${prometheusUrl}`);
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
   api = await startApi(log, { metrics: new PrometheusRates(prometheusUrl, { sampleSeconds: 1, scrapeSeconds: 1 }) });
@@ -89,24 +109,42 @@ afterAll(async () => {
 });
 
 describe("the graphs from Prometheus (metrics.prometheusUrl)", () => {
-  test("answer a VM's rates from KubeVirt's series, to who may read its VMI, and say where they come from", async ({ kubeConfig, namespace }) => {
+  test("answer a VM's rates from KubeVirt's series, to who may read its VMI, and say where they come from", async ({
+    kubeConfig,
+    namespace,
+  }) => {
     namespaceOfFigures = namespace;
     const { viewer } = await users(kubeConfig, namespace);
-    const client = createTRPCClient<AppRouter>({ links: [httpLink({ url: `${api?.url ?? ""}/trpc`, headers: { authorization: `Bearer ${viewer}` } })] });
+    const client = createTRPCClient<AppRouter>({
+      links: [httpLink({ url: `${api?.url ?? ""}/trpc`, headers: { authorization: `Bearer ${viewer}` } })],
+    });
     // The VMI is what the permission is asked on; nothing runs it here.
     const { CustomObjectsApi } = await import("@kubernetes/client-node");
     await kubeConfig.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
-      group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachineinstances",
-      body: { apiVersion: "kubevirt.io/v1", kind: "VirtualMachineInstance", metadata: { name: "web-1" }, spec: { domain: { memory: { guest: "128Mi" }, devices: {} } } },
+      group: "kubevirt.io",
+      version: "v1",
+      namespace,
+      plural: "virtualmachineinstances",
+      body: {
+        apiVersion: "kubevirt.io/v1",
+        kind: "VirtualMachineInstance",
+        metadata: { name: "web-1" },
+        spec: { domain: { memory: { guest: "128Mi" }, devices: {} } },
+      },
     });
     const query = () => client.vms.metrics.query({ namespace, name: "web-1", minutes: 15 });
     // A rate from the first scrapes, or from a scrape a loaded machine held back, is off its steady value: the
     // answer is asked again until its newest point is steady, and that answer is the one checked.
     let answer = await query();
-    await expect.poll(async () => {
-      answer = await query();
-      return Math.abs((answer.rates.at(-1)?.cpuCores ?? 0) - 0.5) < 0.05;
-    }, { timeout: 60_000, interval: 1_000 }).toBe(true);
+    await expect
+      .poll(
+        async () => {
+          answer = await query();
+          return Math.abs((answer.rates.at(-1)?.cpuCores ?? 0) - 0.5) < 0.05;
+        },
+        { timeout: 60_000, interval: 1_000 },
+      )
+      .toBe(true);
     expect(answer).toMatchObject({ source: "prometheus", sampleSeconds: 1 });
     const last = answer.rates.at(-1);
     expect(last?.cpuCores).toBeCloseTo(0.5, 1);
@@ -121,11 +159,18 @@ describe("the graphs from Prometheus (metrics.prometheusUrl)", () => {
     expect(times).toEqual([...times].sort((a, b) => a - b));
     expect((times.at(-1) ?? 0) - (times.at(-2) ?? 0)).toBe(1000);
     // Another VM's figures are not there; a VMI the user may not read is refused before Prometheus is asked.
-    expect(await client.vms.metrics.query({ namespace, name: "nothing-here", minutes: 15 }).catch((e: unknown) => String(e))).toContain("not found");
+    expect(
+      await client.vms.metrics.query({ namespace, name: "nothing-here", minutes: 15 }).catch((e: unknown) => String(e)),
+    ).toContain("not found");
   });
 
   test("say that Prometheus did not answer, naming it, when it is not there", async () => {
-    const gone = new PrometheusRates(`http://127.0.0.1:${String(await freePort())}`, { sampleSeconds: 1, scrapeSeconds: 1 });
-    await expect(gone.rates("any", "web-1", 15)).rejects.toThrow(/^Prometheus at http:\/\/127\.0\.0\.1:\d+ did not answer: /);
+    const gone = new PrometheusRates(`http://127.0.0.1:${String(await freePort())}`, {
+      sampleSeconds: 1,
+      scrapeSeconds: 1,
+    });
+    await expect(gone.rates("any", "web-1", 15)).rejects.toThrow(
+      /^Prometheus at http:\/\/127\.0\.0\.1:\d+ did not answer: /,
+    );
   });
 });

@@ -3,7 +3,8 @@
 
 function port(name: string, fallback: number): number {
   const value = Number(process.env[name] ?? String(fallback));
-  if (!Number.isInteger(value) || value < 1 || value > 65535) throw new Error(`${name} must be a port number (1-65535), got ${process.env[name] ?? ""}`);
+  if (!Number.isInteger(value) || value < 1 || value > 65535)
+    throw new Error(`${name} must be a port number (1-65535), got ${process.env[name] ?? ""}`);
   return value;
 }
 
@@ -18,9 +19,15 @@ export const env = {
   /** tls.crt and tls.key of the dashboard's certificate (the chart mounts its Secret); plain HTTP when unset. */
   tlsDir: process.env.TLS_DIR,
   /** virt-api: KUBEVIRT_TS_API_URL, else its Service's address as Kubernetes gives it to every pod. */
-  api: new URL(process.env.KUBEVIRT_TS_API_URL ?? (service ? `http://${service}:${process.env.VIRT_API_SERVICE_PORT_HTTP ?? "80"}` : "http://127.0.0.1:8080")),
+  api: new URL(
+    process.env.KUBEVIRT_TS_API_URL ??
+      (service ? `http://${service}:${process.env.VIRT_API_SERVICE_PORT_HTTP ?? "80"}` : "http://127.0.0.1:8080"),
+  ),
   /** virt-api's upload proxy: KUBEVIRT_TS_UPLOAD_URL, else its port of the same Service. */
-  upload: new URL(process.env.KUBEVIRT_TS_UPLOAD_URL ?? (service ? `http://${service}:${process.env.VIRT_API_SERVICE_PORT_UPLOAD ?? "8082"}` : "http://127.0.0.1:8082")),
+  upload: new URL(
+    process.env.KUBEVIRT_TS_UPLOAD_URL ??
+      (service ? `http://${service}:${process.env.VIRT_API_SERVICE_PORT_UPLOAD ?? "8082"}` : "http://127.0.0.1:8082"),
+  ),
 };
 
 /** Next.js's standalone server reads where to listen from these. */

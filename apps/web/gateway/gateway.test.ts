@@ -29,7 +29,9 @@ async function listen(server: Server): Promise<Server> {
 }
 
 beforeAll(async () => {
-  next = await listen(createServer((req, res) => res.end(`next ${req.url ?? ""} ${String(req.headers["content-security-policy"])}`)));
+  next = await listen(
+    createServer((req, res) => res.end(`next ${req.url ?? ""} ${String(req.headers["content-security-policy"])}`)),
+  );
   api = await listen(
     createServer((req, res) => {
       if (req.url?.startsWith("/trpc/stream")) {
@@ -42,12 +44,33 @@ beforeAll(async () => {
     }),
   );
   api.on("upgrade", (req, socket) => {
-    socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Protocol: ${String(req.headers["sec-websocket-protocol"])}\r\n\r\n`);
+    socket.write(
+      "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: " +
+        `Upgrade\r\nSec-WebSocket-Protocol: ${String(req.headers["sec-websocket-protocol"])}\r\n\r\n`,
+    );
     socket.on("data", (chunk: Buffer) => socket.write(chunk.toString().toUpperCase()));
   });
   // Self-signed, as the chart makes it: the certificate is its own CA.
   const dir = await mkdtemp(join(tmpdir(), "gateway-tls-"));
-  await promisify(execFile)("openssl", ["req", "-x509", "-nodes", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-days", "1", "-subj", "/CN=kubevirt-ts-web", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", join(dir, "tls.key"), "-out", join(dir, "tls.crt")]);
+  await promisify(execFile)("openssl", [
+    "req",
+    "-x509",
+    "-nodes",
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:prime256v1",
+    "-days",
+    "1",
+    "-subj",
+    "/CN=kubevirt-ts-web",
+    "-addext",
+    "subjectAltName=IP:127.0.0.1",
+    "-keyout",
+    join(dir, "tls.key"),
+    "-out",
+    join(dir, "tls.crt"),
+  ]);
   ca = await readFile(join(dir, "tls.crt"));
   gateway = startGateway({
     port: 0,
@@ -76,21 +99,34 @@ interface Answer {
 function answer(res: IncomingMessage): Promise<Answer> {
   return new Promise((resolve) => {
     let body = "";
-    res.setEncoding("utf8").on("data", (c: string) => (body += c)).on("end", () => { resolve({ status: res.statusCode ?? 0, headers: res.headers, body }); });
+    res
+      .setEncoding("utf8")
+      .on("data", (c: string) => (body += c))
+      .on("end", () => {
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body });
+      });
   });
 }
 
 /** A request over HTTPS, trusting only the test's CA. */
 function get(path: string, headers: Record<string, string> = {}): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    httpsRequest({ host: "127.0.0.1", port: port(gateway.server), path, headers, ca }, (res) => { void answer(res).then(resolve); }).on("error", reject).end();
+    httpsRequest({ host: "127.0.0.1", port: port(gateway.server), path, headers, ca }, (res) => {
+      void answer(res).then(resolve);
+    })
+      .on("error", reject)
+      .end();
   });
 }
 
 /** The same port, spoken to in clear. */
 function plain(path: string, method = "GET"): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    request({ host: "127.0.0.1", port: port(gateway.server), path, method }, (res) => { void answer(res).then(resolve); }).on("error", reject).end();
+    request({ host: "127.0.0.1", port: port(gateway.server), path, method }, (res) => {
+      void answer(res).then(resolve);
+    })
+      .on("error", reject)
+      .end();
   });
 }
 
@@ -150,7 +186,12 @@ describe("the dashboard's gateway", () => {
     const call = await plain("/trpc/vms.create", "POST");
     expect(call.status).toBe(400);
     expect(call.body).toContain("HTTPS only");
-    const upgrade = request({ host: "127.0.0.1", port: port(gateway.server), path: "/apis/subresources.kubevirt.io/v1/namespaces/ns/virtualmachineinstances/vm/console", headers: { connection: "Upgrade", upgrade: "websocket" } });
+    const upgrade = request({
+      host: "127.0.0.1",
+      port: port(gateway.server),
+      path: "/apis/subresources.kubevirt.io/v1/namespaces/ns/virtualmachineinstances/vm/console",
+      headers: { connection: "Upgrade", upgrade: "websocket" },
+    });
     upgrade.end();
     const [refused] = (await once(upgrade, "response")) as [IncomingMessage];
     expect(refused.statusCode).toBe(400);

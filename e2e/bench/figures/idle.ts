@@ -42,22 +42,24 @@ const mcpu = (ticks: number, seconds: number, vms: number) => (ticks / CLOCK_TIC
 
 async function memoryRows(id: string, pods: V1Pod[]): Promise<Row[]> {
   const processes = await podProcesses(pods.map((p) => p.metadata?.uid ?? ""));
-  const perPod = await Promise.all(pods.map(async (pod) => {
-    const pids = processes.get(pod.metadata?.uid ?? "") ?? [];
-    const all = await Promise.all(pids.map((pid) => processResidency(pid, TINY_GUEST_MEMORY)));
-    const qemu = pids.filter((_, i) => all[i]?.comm.startsWith("qemu"));
-    const cmdline = (pid: number) => readFile(`/proc/${String(pid)}/cmdline`, "utf8").catch(() => "");
-    const cmdlines = await Promise.all(qemu.map(cmdline));
-    const inQemu = all.filter((p) => p.comm.startsWith("qemu"));
-    return {
-      name: pod.metadata?.name ?? "?",
-      rss: all.reduce((s, p) => s + p.rss, 0),
-      guest: inQemu.reduce((s, p) => s + p.guest, 0),
-      tbCache: inQemu.reduce((s, p) => s + p.tbCache, 0),
-      tbSize: cmdlines.map(tbSizeBytes).find((t) => t !== undefined),
-      request: pod.spec ? podRequest(pod.spec, "memory") : 0,
-    };
-  }));
+  const perPod = await Promise.all(
+    pods.map(async (pod) => {
+      const pids = processes.get(pod.metadata?.uid ?? "") ?? [];
+      const all = await Promise.all(pids.map((pid) => processResidency(pid, TINY_GUEST_MEMORY)));
+      const qemu = pids.filter((_, i) => all[i]?.comm.startsWith("qemu"));
+      const cmdline = (pid: number) => readFile(`/proc/${String(pid)}/cmdline`, "utf8").catch(() => "");
+      const cmdlines = await Promise.all(qemu.map(cmdline));
+      const inQemu = all.filter((p) => p.comm.startsWith("qemu"));
+      return {
+        name: pod.metadata?.name ?? "?",
+        rss: all.reduce((s, p) => s + p.rss, 0),
+        guest: inQemu.reduce((s, p) => s + p.guest, 0),
+        tbCache: inQemu.reduce((s, p) => s + p.tbCache, 0),
+        tbSize: cmdlines.map(tbSizeBytes).find((t) => t !== undefined),
+        request: pod.spec ? podRequest(pod.spec, "memory") : 0,
+      };
+    }),
+  );
   const mib = (f: (p: (typeof perPod)[number]) => number) => distribution(summarize(perPod.map((p) => f(p) / MiB)));
   const method =
     "smaps of the processes on this machine whose cgroup is the pod's (by uid); shared pages count in each process";
@@ -150,7 +152,7 @@ export async function idleFigures(count: number, seconds: number): Promise<Row[]
       `over ${windowS.toFixed(0)} s, ${String(SETTLE_S)} s after the last was Running: utime + stime from ` +
       "/proc/<pid>/stat " +
       "of the processes whose cgroup is a launcher pod's or a handler pod's, and /proc/<pid>/task/*/stat for QEMU's " +
-      "vCPU threads (\"CPU n/TCG\" or \"CPU n/KVM\"); per VM: ÷ the VMs";
+      'vCPU threads ("CPU n/TCG" or "CPU n/KVM"); per VM: ÷ the VMs';
     const top = [...split.launcher].sort((a, b) => b[1] - a[1]);
     const rows: Row[] = [
       {

@@ -20,8 +20,16 @@ export interface RfbClient {
 export async function rfbClient(namespace: string, vm: string, token: string, shared: boolean): Promise<RfbClient> {
   const { ws, received } = await openConsole(namespace, vm, "vnc", { token }, { shared });
   const session = { ended: false };
-  const end = once(ws, "close").then(() => { session.ended = true; }, () => { session.ended = true; });
-  const bytes = (n: number, what: string) => until(() => Promise.resolve(received().length >= n || session.ended), 30_000, `no ${what} from the VNC server`, 50);
+  const end = once(ws, "close").then(
+    () => {
+      session.ended = true;
+    },
+    () => {
+      session.ended = true;
+    },
+  );
+  const bytes = (n: number, what: string) =>
+    until(() => Promise.resolve(received().length >= n || session.ended), 30_000, `no ${what} from the VNC server`, 50);
   await bytes(12, "protocol version");
   const version = received().subarray(0, 12).toString("latin1");
   if (version !== "RFB 003.008\n") throw new Error(`the VNC server speaks ${JSON.stringify(version)}, not RFB 3.8`);
@@ -29,7 +37,12 @@ export async function rfbClient(namespace: string, vm: string, token: string, sh
   await bytes(13, "security types");
   const count = received()[12] ?? 0;
   await bytes(13 + count, "security types");
-  if (!received().subarray(13, 13 + count).includes(1)) throw new Error("the VNC server offers no security type None");
+  if (
+    !received()
+      .subarray(13, 13 + count)
+      .includes(1)
+  )
+    throw new Error("the VNC server offers no security type None");
   ws.send(Buffer.from([1]));
   const result = 13 + count;
   await bytes(result + 4, "security result");

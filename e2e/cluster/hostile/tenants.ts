@@ -42,11 +42,14 @@ export async function tenant(namespace: string, token: string): Promise<Tenant> 
     token,
     core: config.makeApiClient(CoreV1Api),
     custom: config.makeApiClient(CustomObjectsApi),
-    kubectl: async (...args) => (await promisify(execFile)(bin, [`--kubeconfig=${file}`, ...args], { maxBuffer: 16 * 1024 * 1024 })).stdout,
+    kubectl: async (...args) =>
+      (await promisify(execFile)(bin, [`--kubeconfig=${file}`, ...args], { maxBuffer: 16 * 1024 * 1024 })).stdout,
   };
 }
 
-/** The components whose restarts every attack is judged by, by their pods' app.kubernetes.io/name label (the chart's). */
+/**
+ * The components whose restarts every attack is judged by, by their pods' app.kubernetes.io/name label (the chart's).
+ */
 export const WATCHED = ["virt-controller", "virt-api", "virt-handler"] as const;
 export type Watched = (typeof WATCHED)[number];
 
@@ -54,9 +57,14 @@ export type Watched = (typeof WATCHED)[number];
 export async function restartCounts(): Promise<Map<string, number>> {
   const counts = new Map<string, number>();
   for (const component of WATCHED) {
-    const pods = (await core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: `app.kubernetes.io/name=${component}` })).items;
+    const pods = (
+      await core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: `app.kubernetes.io/name=${component}` })
+    ).items;
     for (const pod of pods.filter((p) => !p.metadata?.deletionTimestamp)) {
-      counts.set(`${component}/${pod.metadata?.name ?? ""}`, (pod.status?.containerStatuses ?? []).reduce((sum, c) => sum + c.restartCount, 0));
+      counts.set(
+        `${component}/${pod.metadata?.name ?? ""}`,
+        (pod.status?.containerStatuses ?? []).reduce((sum, c) => sum + c.restartCount, 0),
+      );
     }
   }
   return counts;
@@ -88,34 +96,56 @@ const KEPT_BYTES = 1024 * 1024;
  * or rejects after the timeout. A body goes in 64 KiB pieces, and stops once the server has answered (a server that
  * refuses early may close before reading it all: what it answered counts, not the reset).
  */
-export async function toDashboard(method: string, path: string, { token, body, headers = {}, timeoutMs = 30_000 }: { token?: string; body?: Buffer; headers?: Record<string, string>; timeoutMs?: number } = {}): Promise<Answer> {
+export async function toDashboard(
+  method: string,
+  path: string,
+  {
+    token,
+    body,
+    headers = {},
+    timeoutMs = 30_000,
+  }: { token?: string; body?: Buffer; headers?: Record<string, string>; timeoutMs?: number } = {},
+): Promise<Answer> {
   const request = DASHBOARD_URL.startsWith("https:") ? httpsRequest : httpRequest;
   const tls = await dashboardTls();
   const started = Date.now();
   let answered = false;
   return new Promise((resolve, reject) => {
-    const req = request(new URL(path, DASHBOARD_URL), {
-      method,
-      ...tls,
-      timeout: timeoutMs,
-      headers: { ...headers, ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body ? { "content-length": String(body.length) } : {}) },
-    }, (res) => {
-      answered = true;
-      let text = "";
-      res.setEncoding("utf8").on("data", (c: string) => {
-        if (text.length < KEPT_BYTES) text += c;
-      });
-      // The answer as far as it came: "end", or a connection cut after the headers (which sends no "end").
-      const done = () => { resolve({ status: res.statusCode ?? 0, text: text.slice(0, KEPT_BYTES), ms: Date.now() - started }); };
-      res.on("end", done).on("close", done).on("error", done);
-    });
-    req.on("timeout", () => req.destroy(new Error(`${method} ${path.slice(0, 80)} had no answer within ${String(timeoutMs / 1000)} s`)));
+    const req = request(
+      new URL(path, DASHBOARD_URL),
+      {
+        method,
+        ...tls,
+        timeout: timeoutMs,
+        headers: {
+          ...headers,
+          ...(token ? { authorization: `Bearer ${token}` } : {}),
+          ...(body ? { "content-length": String(body.length) } : {}),
+        },
+      },
+      (res) => {
+        answered = true;
+        let text = "";
+        res.setEncoding("utf8").on("data", (c: string) => {
+          if (text.length < KEPT_BYTES) text += c;
+        });
+        // The answer as far as it came: "end", or a connection cut after the headers (which sends no "end").
+        const done = () => {
+          resolve({ status: res.statusCode ?? 0, text: text.slice(0, KEPT_BYTES), ms: Date.now() - started });
+        };
+        res.on("end", done).on("close", done).on("error", done);
+      },
+    );
+    req.on("timeout", () =>
+      req.destroy(new Error(`${method} ${path.slice(0, 80)} had no answer within ${String(timeoutMs / 1000)} s`)),
+    );
     req.on("error", (error) => {
       if (!answered) reject(error);
     });
     const send = async () => {
       for (let offset = 0; body && offset < body.length && !answered && !req.destroyed; offset += 64 * 1024) {
-        if (!req.write(body.subarray(offset, offset + 64 * 1024))) await Promise.race([once(req, "drain"), once(req, "close")]);
+        if (!req.write(body.subarray(offset, offset + 64 * 1024)))
+          await Promise.race([once(req, "drain"), once(req, "close")]);
       }
       if (!answered && !req.destroyed) req.end();
     };
@@ -125,5 +155,10 @@ export async function toDashboard(method: string, path: string, { token, body, h
 }
 
 /** A tRPC query as the dashboard sends it (GET, the input in the query string). */
-export const trpcQuery = (procedure: string, input: unknown, token: string | undefined, timeoutMs?: number): Promise<Answer> =>
+export const trpcQuery = (
+  procedure: string,
+  input: unknown,
+  token: string | undefined,
+  timeoutMs?: number,
+): Promise<Answer> =>
   toDashboard("GET", `/trpc/${procedure}?input=${encodeURIComponent(JSON.stringify(input))}`, { token, timeoutMs });

@@ -77,7 +77,16 @@ export async function createCertificates(dir: string, extraSans: string[] = []):
     pki.issue({
       name: "apiserver",
       commonName: "kube-apiserver",
-      hosts: ["kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", "localhost", "127.0.0.1", FIRST_SERVICE_IP, ...extraSans],
+      hosts: [
+        "kubernetes",
+        "kubernetes.default",
+        "kubernetes.default.svc",
+        "kubernetes.default.svc.cluster.local",
+        "localhost",
+        "127.0.0.1",
+        FIRST_SERVICE_IP,
+        ...extraSans,
+      ],
       usage: "server",
     }),
     pki.issue({ name: "admin", commonName: "kubevirt-ts-admin", organization: "system:masters", usage: "client" }),
@@ -86,11 +95,27 @@ export async function createCertificates(dir: string, extraSans: string[] = []):
   const frontProxyPki = new Pki(join(dir, "front-proxy"));
   await mkdir(frontProxyPki.dir, { recursive: true });
   await frontProxyPki.createCa("kubevirt-ts-front-proxy-ca");
-  const frontProxyClient = await frontProxyPki.issue({ name: FRONT_PROXY_CLIENT, commonName: FRONT_PROXY_CLIENT, usage: "client" });
-  return { pki, etcdServer, etcdClient, apiserver, admin, serviceAccount, frontProxy: { ca: frontProxyPki.ca.cert, client: frontProxyClient } };
+  const frontProxyClient = await frontProxyPki.issue({
+    name: FRONT_PROXY_CLIENT,
+    commonName: FRONT_PROXY_CLIENT,
+    usage: "client",
+  });
+  return {
+    pki,
+    etcdServer,
+    etcdClient,
+    apiserver,
+    admin,
+    serviceAccount,
+    frontProxy: { ca: frontProxyPki.ca.cert, client: frontProxyClient },
+  };
 }
 
-export async function kubeconfigFor(server: string, certs: { ca: string; cert: string; key: string }, user: string): Promise<string> {
+export async function kubeconfigFor(
+  server: string,
+  certs: { ca: string; cert: string; key: string },
+  user: string,
+): Promise<string> {
   const b64 = async (file: string) => (await readFile(file)).toString("base64");
   return [
     "apiVersion: v1",
@@ -130,7 +155,12 @@ function probe(url: string, tls: { ca: Buffer; cert: Buffer; key: Buffer }): Pro
   });
 }
 
-async function waitReady(server: string, certs: Certificates, processes: ManagedProcess[], timeoutMs: number): Promise<void> {
+async function waitReady(
+  server: string,
+  certs: Certificates,
+  processes: ManagedProcess[],
+  timeoutMs: number,
+): Promise<void> {
   const tls = {
     ca: await readFile(certs.pki.ca.cert),
     cert: await readFile(certs.admin.cert),
@@ -141,18 +171,28 @@ async function waitReady(server: string, certs: Certificates, processes: Managed
   while (Date.now() < deadline) {
     const exited = await Promise.race([...exits, sleep(500).then(() => undefined)]);
     if (exited) {
-      throw new Error(`${exited.p.name} stopped (${exited.how}) before the API server was ready; its log ${exited.p.logFile} ends with:\n${logTail(exited.p.logFile)}`);
+      throw new Error(
+        `${exited.p.name} stopped (${exited.how}) before the API server was ready; its ` +
+          `log ${exited.p.logFile} ends with:\n${logTail(exited.p.logFile)}`,
+      );
     }
     if ((await probe(`${server}/readyz`, tls)) === 200) return;
   }
   const apiserver = processes.find((p) => p.name === "kube-apiserver");
-  throw new Error(`the API server at ${server} was not ready after ${timeoutMs} ms; ${apiserver ? `its log ends with:\n${logTail(apiserver.logFile)}` : ""}`);
+  throw new Error(
+    `the API server at ${server} was not ready after ${timeoutMs} ` +
+      `ms; ${apiserver ? `its log ends with:\n${logTail(apiserver.logFile)}` : ""}`,
+  );
 }
 
 export async function startControlPlane(options: ControlPlaneOptions): Promise<ControlPlane> {
   const { dir, binDir, detached = false, address = "127.0.0.1" } = options;
   const logDir = options.logDir ?? join(dir, "logs");
-  await Promise.all([mkdir(join(dir, "pki"), { recursive: true }), mkdir(logDir, { recursive: true }), mkdir(join(dir, "etcd"), { recursive: true })]);
+  await Promise.all([
+    mkdir(join(dir, "pki"), { recursive: true }),
+    mkdir(logDir, { recursive: true }),
+    mkdir(join(dir, "etcd"), { recursive: true }),
+  ]);
   const certs = options.certificates ?? (await createCertificates(join(dir, "pki"), options.extraSans));
   const [etcdPort, etcdPeerPort, apiserverPort] = await Promise.all([
     options.etcdPort ?? freePort(),
@@ -175,12 +215,17 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
         detached,
         logFile: join(logDir, "etcd.log"),
         args: [
-          "--name=kubevirt-ts", `--data-dir=${join(dir, "etcd")}`,
-          `--listen-client-urls=${etcdUrl}`, `--advertise-client-urls=${etcdUrl}`,
-          `--listen-peer-urls=${peerUrl}`, `--initial-advertise-peer-urls=${peerUrl}`,
+          "--name=kubevirt-ts",
+          `--data-dir=${join(dir, "etcd")}`,
+          `--listen-client-urls=${etcdUrl}`,
+          `--advertise-client-urls=${etcdUrl}`,
+          `--listen-peer-urls=${peerUrl}`,
+          `--initial-advertise-peer-urls=${peerUrl}`,
           `--initial-cluster=kubevirt-ts=${peerUrl}`,
-          `--cert-file=${certs.etcdServer.cert}`, `--key-file=${certs.etcdServer.key}`,
-          "--client-cert-auth", `--trusted-ca-file=${certs.pki.ca.cert}`,
+          `--cert-file=${certs.etcdServer.cert}`,
+          `--key-file=${certs.etcdServer.key}`,
+          "--client-cert-auth",
+          `--trusted-ca-file=${certs.pki.ca.cert}`,
           // Test data is thrown away afterwards; syncing it to disk only slows tests down.
           ...(detached ? [] : ["--unsafe-no-fsync"]),
           "--log-level=warn",
@@ -194,10 +239,15 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
         detached,
         logFile: join(logDir, "kube-apiserver.log"),
         args: [
-          `--etcd-servers=${etcdUrl}`, `--etcd-cafile=${certs.pki.ca.cert}`,
-          `--etcd-certfile=${certs.etcdClient.cert}`, `--etcd-keyfile=${certs.etcdClient.key}`,
-          `--bind-address=${address}`, `--advertise-address=${address}`, `--secure-port=${apiserverPort}`,
-          `--tls-cert-file=${certs.apiserver.cert}`, `--tls-private-key-file=${certs.apiserver.key}`,
+          `--etcd-servers=${etcdUrl}`,
+          `--etcd-cafile=${certs.pki.ca.cert}`,
+          `--etcd-certfile=${certs.etcdClient.cert}`,
+          `--etcd-keyfile=${certs.etcdClient.key}`,
+          `--bind-address=${address}`,
+          `--advertise-address=${address}`,
+          `--secure-port=${apiserverPort}`,
+          `--tls-cert-file=${certs.apiserver.cert}`,
+          `--tls-private-key-file=${certs.apiserver.key}`,
           `--client-ca-file=${certs.pki.ca.cert}`,
           `--authorization-mode=${(options.authorizationModes ?? ["RBAC"]).join(",")}`,
           // As in kubeadm's clusters: the handler DaemonSet is privileged.

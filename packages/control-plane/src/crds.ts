@@ -1,7 +1,13 @@
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { ApiException, ApiextensionsV1Api, type KubeConfig, type V1CustomResourceDefinition, loadAllYaml } from "@kubernetes/client-node";
+import {
+  ApiException,
+  ApiextensionsV1Api,
+  type KubeConfig,
+  type V1CustomResourceDefinition,
+  loadAllYaml,
+} from "@kubernetes/client-node";
 
 // Installs CustomResourceDefinitions from YAML files and waits until the API
 // server serves them.
@@ -43,7 +49,8 @@ export async function installCrds(kubeConfig: KubeConfig, dir: string, timeoutMs
     for (;;) {
       const crd = await api.readCustomResourceDefinition({ name });
       if (crd.status?.conditions?.some((c) => c.type === "Established" && c.status === "True")) break;
-      if (Date.now() > deadline) throw new Error(`CustomResourceDefinition ${name} was not established within ${timeoutMs} ms`);
+      if (Date.now() > deadline)
+        throw new Error(`CustomResourceDefinition ${name} was not established within ${timeoutMs} ms`);
       await sleep(200);
     }
   }

@@ -37,7 +37,13 @@ export interface LauncherPod {
   output: () => string;
 }
 
-const FOLDERS = { sockets: "sockets", state: "state", containerDisks: "container-disks", claims: "claims", kernelBoot: "kernel-boot" } as const;
+const FOLDERS = {
+  sockets: "sockets",
+  state: "state",
+  containerDisks: "container-disks",
+  claims: "claims",
+  kernelBoot: "kernel-boot",
+} as const;
 
 /** Starts the launcher; resolves once it is ready (its ops port's /readyz). */
 export async function startLauncherPod(o: LauncherPodOptions): Promise<LauncherPod> {
@@ -46,14 +52,22 @@ export async function startLauncherPod(o: LauncherPodOptions): Promise<LauncherP
     await mkdir(path, { recursive: true });
     await chown(path, o.uid, o.uid);
   }
-  for (const [from, to] of [[o.kernelBoot.kernel, "vmlinuz"], [o.kernelBoot.initrd, "initrd.gz"]] as const) {
+  for (const [from, to] of [
+    [o.kernelBoot.kernel, "vmlinuz"],
+    [o.kernelBoot.initrd, "initrd.gz"],
+  ] as const) {
     const path = join(o.dir, FOLDERS.kernelBoot, to);
     await copyFile(from, path);
     await chown(path, o.uid, o.uid);
   }
   const opsPort = await freePort();
-  const binds = [`mount --bind ${o.dir} ${o.root}`, ...(o.socketsDir ? [`mount --bind ${o.socketsDir} ${join(o.root, FOLDERS.sockets)}`] : [])];
-  const script = `${binds.join(" && ")} && hostname ${o.name} && exec setpriv --pdeathsig KILL --reuid=${String(o.uid)} --regid=${String(o.uid)} --clear-groups ${o.node} ${o.main}`;
+  const binds = [
+    `mount --bind ${o.dir} ${o.root}`,
+    ...(o.socketsDir ? [`mount --bind ${o.socketsDir} ${join(o.root, FOLDERS.sockets)}`] : []),
+  ];
+  const script =
+    `${binds.join(" && ")} && hostname ${o.name} && exec setpriv --pdeathsig KILL ` +
+    `--reuid=${String(o.uid)} --regid=${String(o.uid)} --clear-groups ${o.node} ${o.main}`;
   const child = spawn("unshare", ["--mount", "--uts", "--propagation", "private", "sh", "-c", script], {
     env: {
       PATH: "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
@@ -77,7 +91,13 @@ export async function startLauncherPod(o: LauncherPodOptions): Promise<LauncherP
   const deadline = Date.now() + 60_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`launcher ${o.name} exited (${String(child.exitCode)}):\n${output}`);
-    if ((await fetch(`http://127.0.0.1:${String(opsPort)}/readyz`).then((r) => r.status, () => 0)) === 200) break;
+    if (
+      (await fetch(`http://127.0.0.1:${String(opsPort)}/readyz`).then(
+        (r) => r.status,
+        () => 0,
+      )) === 200
+    )
+      break;
     if (Date.now() > deadline) {
       child.kill("SIGKILL");
       throw new Error(`launcher ${o.name} was not ready within 60 s:\n${output}`);

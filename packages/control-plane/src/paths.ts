@@ -4,8 +4,12 @@ import { promisify } from "node:util";
 
 export const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 export const CHART_CRD_DIR = fileURLToPath(new URL("../../../charts/kubevirt-ts/crds/", import.meta.url));
-/** The CRDs the chart installs only where no one else serves them (CDI's DataVolume): the tests' API server serves them. */
-export const CHART_OPTIONAL_CRD_DIR = fileURLToPath(new URL("../../../charts/kubevirt-ts/files/crds/", import.meta.url));
+/**
+ * The CRDs the chart installs only where no one else serves them (CDI's DataVolume): the tests' API server serves them.
+ */
+export const CHART_OPTIONAL_CRD_DIR = fileURLToPath(
+  new URL("../../../charts/kubevirt-ts/files/crds/", import.meta.url),
+);
 
 /**
  * Builds (or finds in the cache) the Kubernetes binaries with

@@ -46,9 +46,26 @@ export class Pki {
 
   async createCa(commonName: string): Promise<void> {
     await openssl([
-      "req", "-x509", "-new", "-nodes", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-      "-keyout", this.ca.key, "-out", this.ca.cert, "-days", "3650", "-subj", `/CN=${commonName}`,
-      "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+      "req",
+      "-x509",
+      "-new",
+      "-nodes",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:prime256v1",
+      "-keyout",
+      this.ca.key,
+      "-out",
+      this.ca.cert,
+      "-days",
+      "3650",
+      "-subj",
+      `/CN=${commonName}`,
+      "-addext",
+      "basicConstraints=critical,CA:TRUE",
+      "-addext",
+      "keyUsage=critical,keyCertSign,cRLSign",
     ]);
   }
 
@@ -58,20 +75,49 @@ export class Pki {
     const ext = join(this.dir, `${request.name}.ext`);
     const subject = `/CN=${request.commonName}${request.organization ? `/O=${request.organization}` : ""}`;
     const usages = { server: "serverAuth", client: "clientAuth", both: "serverAuth,clientAuth" }[request.usage];
-    const lines = ["basicConstraints=critical,CA:FALSE", "keyUsage=critical,digitalSignature,keyEncipherment", `extendedKeyUsage=${usages}`];
+    const lines = [
+      "basicConstraints=critical,CA:FALSE",
+      "keyUsage=critical,digitalSignature,keyEncipherment",
+      `extendedKeyUsage=${usages}`,
+    ];
     if (request.hosts && request.hosts.length > 0) {
       const names = request.hosts.map((h) => (IP_PATTERN.test(h) ? `IP:${h}` : `DNS:${h}`));
       lines.push(`subjectAltName=${names.join(",")}`);
     }
     await writeFile(ext, `${lines.join("\n")}\n`);
     await openssl([
-      "req", "-new", "-nodes", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-      "-keyout", pair.key, "-out", csr, "-subj", subject,
+      "req",
+      "-new",
+      "-nodes",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:prime256v1",
+      "-keyout",
+      pair.key,
+      "-out",
+      csr,
+      "-subj",
+      subject,
     ]);
     await openssl([
       // A random serial per certificate: a shared serial file would race when certificates are issued in parallel.
-      "x509", "-req", "-in", csr, "-CA", this.ca.cert, "-CAkey", this.ca.key, "-set_serial", `0x${randomBytes(16).toString("hex")}`,
-      "-out", pair.cert, "-days", "3650", "-extfile", ext,
+      "x509",
+      "-req",
+      "-in",
+      csr,
+      "-CA",
+      this.ca.cert,
+      "-CAkey",
+      this.ca.key,
+      "-set_serial",
+      `0x${randomBytes(16).toString("hex")}`,
+      "-out",
+      pair.cert,
+      "-days",
+      "3650",
+      "-extfile",
+      ext,
     ]);
     return pair;
   }

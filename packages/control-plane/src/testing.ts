@@ -108,7 +108,11 @@ export async function startServiceProcess(entry: string, env: Record<string, str
  * The test every service's main module passes: as its own process it becomes
  * ready, serves its probes, and exits 0 on SIGTERM after stopping its work.
  */
-export function itRunsAsAService(entry: URL, readiness = "becomes ready", env: Record<string, string> | (() => Promise<Record<string, string>>) = {}): void {
+export function itRunsAsAService(
+  entry: URL,
+  readiness = "becomes ready",
+  env: Record<string, string> | (() => Promise<Record<string, string>>) = {},
+): void {
   it(`${readiness}, serves its probes and exits 0 on SIGTERM`, async () => {
     const service = await startServiceProcess(fileURLToPath(entry), typeof env === "function" ? await env() : env);
     await expect.poll(() => service.probe("/readyz"), { timeout: 30_000 }).toBe(200);

@@ -6,7 +6,10 @@
 import { parseArgs } from "node:util";
 import { build } from "esbuild";
 
-const { positionals, values } = parseArgs({ allowPositionals: true, options: { external: { type: "string", multiple: true } } });
+const { positionals, values } = parseArgs({
+  allowPositionals: true,
+  options: { external: { type: "string", multiple: true } },
+});
 const entry = positionals[0] ?? "src/main.ts";
 await build({
   entryPoints: [entry],
@@ -19,5 +22,9 @@ await build({
   logLevel: "warning",
   external: values.external ?? [],
   // Bundled CommonJS dependencies call require(); ESM output has none of its own.
-  banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
+  banner: {
+    js:
+      "import { createRequire as __createRequire } from 'node:module'; const " +
+      "require = __createRequire(import.meta.url);",
+  },
 });

@@ -41,10 +41,17 @@ describe("writeDockerArchive", { timeout: 30_000 }, () => {
     await mkdir(join(dir, "out"));
     await exec("tar", ["-xf", join(dir, "image.tar"), "-C", join(dir, "out")]);
 
-    const [manifest] = JSON.parse(await readFile(join(dir, "out/manifest.json"), "utf8")) as { Config: string; RepoTags: string[]; Layers: string[] }[];
+    const [manifest] = JSON.parse(await readFile(join(dir, "out/manifest.json"), "utf8")) as {
+      Config: string;
+      RepoTags: string[];
+      Layers: string[];
+    }[];
     expect(manifest?.RepoTags).toEqual(["kubevirt-ts.local/test:1"]);
     expect(manifest?.Layers).toEqual([`${layer.digest}/layer.tar`]);
-    const imageConfig = JSON.parse(await readFile(join(dir, "out", manifest?.Config ?? ""), "utf8")) as { rootfs: { diff_ids: string[] }; config: { Entrypoint: string[] } };
+    const imageConfig = JSON.parse(await readFile(join(dir, "out", manifest?.Config ?? ""), "utf8")) as {
+      rootfs: { diff_ids: string[] };
+      config: { Entrypoint: string[] };
+    };
     expect(imageConfig.rootfs.diff_ids).toEqual([`sha256:${layer.digest}`]);
     expect(imageConfig.config.Entrypoint).toEqual(["node", "/app/main.js"]);
     const { stdout } = await exec("tar", ["-tf", join(dir, "out", layer.digest, "layer.tar")]);

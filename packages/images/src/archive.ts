@@ -64,7 +64,12 @@ export function contentTag(layers: Layer[], config: ImageConfig): string {
 }
 
 /** Writes a docker-archive tar holding one image with the given references. */
-export async function writeDockerArchive(out: string, references: string[], layers: Layer[], config: ImageConfig): Promise<void> {
+export async function writeDockerArchive(
+  out: string,
+  references: string[],
+  layers: Layer[],
+  config: ImageConfig,
+): Promise<void> {
   await mkdir(dirname(out), { recursive: true });
   const work = await mkdtemp(`${out}.work-`);
   try {
@@ -79,8 +84,20 @@ export async function writeDockerArchive(out: string, references: string[], laye
       await link(layer.path, join(work, name)).catch(async () => run("cp", [layer.path, join(work, name)]));
       layerNames.push(name);
     }
-    await writeFile(join(work, "manifest.json"), JSON.stringify([{ Config: configName, RepoTags: references, Layers: layerNames }]));
-    await run("tar", ["--format=gnu", "-C", work, "-cf", `${out}.partial`, "manifest.json", configName, ...new Set(layers.map((l) => l.digest))]);
+    await writeFile(
+      join(work, "manifest.json"),
+      JSON.stringify([{ Config: configName, RepoTags: references, Layers: layerNames }]),
+    );
+    await run("tar", [
+      "--format=gnu",
+      "-C",
+      work,
+      "-cf",
+      `${out}.partial`,
+      "manifest.json",
+      configName,
+      ...new Set(layers.map((l) => l.digest)),
+    ]);
     await rename(`${out}.partial`, out);
   } finally {
     await rm(work, { recursive: true, force: true });

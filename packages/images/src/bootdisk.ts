@@ -31,7 +31,18 @@ export interface SyslinuxPartition {
 export async function makeSyslinuxBootable(raw: string, work: string, partition: SyslinuxPartition): Promise<void> {
   await run("dd", [`if=${MBR_BOOT_CODE}`, `of=${raw}`, "bs=440", "count=1", "conv=notrunc", "status=none"]);
   const offset = partition.startSector * SECTOR;
-  await run("mkfs.fat", ["-F", "16", "-n", "BOOT", "-h", String(partition.startSector), "--offset", String(partition.startSector), raw, String((partition.sectors * SECTOR) / 1024)]);
+  await run("mkfs.fat", [
+    "-F",
+    "16",
+    "-n",
+    "BOOT",
+    "-h",
+    String(partition.startSector),
+    "--offset",
+    String(partition.startSector),
+    raw,
+    String((partition.sectors * SECTOR) / 1024),
+  ]);
   const image = `${raw}@@${String(offset)}`;
   const config = join(work, "syslinux.cfg");
   await writeFile(config, partition.config);

@@ -31,6 +31,10 @@ describe("cpioArchive", { timeout: 30_000 }, () => {
   });
 
   it("gives the same bytes for the same files", () => {
-    expect(cpioArchive([{ path: "x", type: "file", data: Buffer.from("1") }]).equals(cpioArchive([{ path: "x", type: "file", data: Buffer.from("1") }]))).toBe(true);
+    expect(
+      cpioArchive([{ path: "x", type: "file", data: Buffer.from("1") }]).equals(
+        cpioArchive([{ path: "x", type: "file", data: Buffer.from("1") }]),
+      ),
+    ).toBe(true);
   });
 });

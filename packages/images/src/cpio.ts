@@ -12,13 +12,34 @@ const pad4 = (n: number) => (4 - (n % 4)) % 4;
 
 function header(ino: number, mode: number, size: number, nameLength: number): string {
   // magic, ino, mode, uid, gid, nlink, mtime, filesize, devmajor, devminor, rdevmajor, rdevminor, namesize, check
-  return ["070701", hex(ino), hex(mode), hex(0), hex(0), hex(1), hex(0), hex(size), hex(0), hex(0), hex(0), hex(0), hex(nameLength), hex(0)].join("");
+  return [
+    "070701",
+    hex(ino),
+    hex(mode),
+    hex(0),
+    hex(0),
+    hex(1),
+    hex(0),
+    hex(size),
+    hex(0),
+    hex(0),
+    hex(0),
+    hex(0),
+    hex(nameLength),
+    hex(0),
+  ].join("");
 }
 
 function record(ino: number, path: string, mode: number, data: Buffer): Buffer {
   const name = Buffer.from(`${path}\0`);
   const head = Buffer.from(header(ino, mode, data.length, name.length), "ascii");
-  return Buffer.concat([head, name, Buffer.alloc(pad4(head.length + name.length)), data, Buffer.alloc(pad4(data.length))]);
+  return Buffer.concat([
+    head,
+    name,
+    Buffer.alloc(pad4(head.length + name.length)),
+    data,
+    Buffer.alloc(pad4(data.length)),
+  ]);
 }
 
 export function cpioArchive(entries: CpioEntry[]): Buffer {

@@ -2,7 +2,11 @@ import { spawn } from "node:child_process";
 import { stat } from "node:fs/promises";
 
 /** Runs a command, streaming nothing; throws with the end of its output when it fails. */
-export function run(command: string, args: string[], options: { progress?: (line: string) => void } = {}): Promise<string> {
+export function run(
+  command: string,
+  args: string[],
+  options: { progress?: (line: string) => void } = {},
+): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
@@ -15,7 +19,13 @@ export function run(command: string, args: string[], options: { progress?: (line
     child.on("error", reject);
     child.on("close", (code) => {
       if (code === 0) resolve(stdout);
-      else reject(new Error(`${command} ${args.slice(0, 4).join(" ")}… exited with ${String(code)}: ${stderr.trim().split("\n").slice(-10).join("\n")}`));
+      else
+        reject(
+          new Error(
+            `${command} ${args.slice(0, 4).join(" ")}… exited ` +
+              `with ${String(code)}: ${stderr.trim().split("\n").slice(-10).join("\n")}`,
+          ),
+        );
     });
   });
 }

@@ -29,7 +29,10 @@ export interface BuiltImage {
 }
 
 const BASE_PACKAGES = ["ca-certificates"];
-/** What the launcher runs besides Node: QEMU, the libvirt daemons (libvirtd and virtlogd: bookworm ships no modular virtqemud), and tools for disks and seed ISOs. */
+/**
+ * What the launcher runs besides Node: QEMU, the libvirt daemons (libvirtd and virtlogd: bookworm ships no modular
+ * virtqemud), and tools for disks and seed ISOs.
+ */
 const LAUNCHER_PACKAGES = [
   ...BASE_PACKAGES,
   "qemu-system-x86",
@@ -48,9 +51,16 @@ const LAUNCHER_PACKAGES = [
 ];
 const LAUNCHER_USER = `${String(LAUNCHER_UID)}:${String(LAUNCHER_UID)}`;
 /** The launcher's user needs a name: libvirt's clients look it up. */
-const LAUNCHER_USER_HOOK = `echo 'kubevirt-ts-qemu:x:${LAUNCHER_USER}:kubevirt-ts launcher:/var/run/kubevirt-ts/launcher:/usr/sbin/nologin' >> "$1/etc/passwd" && echo 'kubevirt-ts-qemu:x:${String(LAUNCHER_UID)}:' >> "$1/etc/group"`;
+const LAUNCHER_USER_HOOK =
+  `echo 'kubevirt-ts-qemu:x:${LAUNCHER_USER}:kubevirt-ts ` +
+  `launcher:/var/run/kubevirt-ts/launcher:/usr/sbin/nologin' >> "$1/etc/passwd" && ` +
+  `echo 'kubevirt-ts-qemu:x:${String(LAUNCHER_UID)}:' >> "$1/etc/group"`;
 
-async function layerOf(name: string, build: (dir: string) => Promise<void>, options: { keepOwners?: boolean } = {}): Promise<Layer> {
+async function layerOf(
+  name: string,
+  build: (dir: string) => Promise<void>,
+  options: { keepOwners?: boolean } = {},
+): Promise<Layer> {
   const dir = await mkdtemp(join(tmpdir(), `kubevirt-ts-layer-${name}-`));
   try {
     await build(dir);
@@ -72,8 +82,18 @@ function nodeLayer(): Promise<Layer> {
  * The image's docker-archive, written only when no archive of the same
  * reference and content is in the cache yet.
  */
-async function archiveOnce(name: string, reference: string, layers: Layer[], config: ImageConfig, aliases: string[] = []): Promise<BuiltImage> {
-  const key = createHash("sha256").update([reference, ...aliases].join(" ")).update(contentTag(layers, config)).digest("hex").slice(0, 16);
+async function archiveOnce(
+  name: string,
+  reference: string,
+  layers: Layer[],
+  config: ImageConfig,
+  aliases: string[] = [],
+): Promise<BuiltImage> {
+  const key = createHash("sha256")
+    .update([reference, ...aliases].join(" "))
+    .update(contentTag(layers, config))
+    .digest("hex")
+    .slice(0, 16);
   const archive = join(env.KUBEVIRT_TS_CACHE, "images", `${name}-${key}.tar`);
   if (!(await exists(archive))) {
     log(`writing ${reference}`);
@@ -118,10 +138,28 @@ const DISK_COPY_BUILT = join(REPO_ROOT, "packages/images/build", DISK_COPY_NAME)
 const diskCopyFile = { from: `../../packages/images/build/${DISK_COPY_NAME}`, to: DISK_COPY_PATH.slice(1) };
 
 export const COMPONENTS: NodeComponent[] = [
-  { name: "virt-controller", workspace: "services/controller", files: [{ from: "dist", to: "app" }], entrypoint: ["node", "/app/main.js"], user: SERVICE_USER },
-  { name: "virt-api", workspace: "apps/api", files: [{ from: "dist", to: "app" }], entrypoint: ["node", "/app/main.js"], user: SERVICE_USER },
+  {
+    name: "virt-controller",
+    workspace: "services/controller",
+    files: [{ from: "dist", to: "app" }],
+    entrypoint: ["node", "/app/main.js"],
+    user: SERVICE_USER,
+  },
+  {
+    name: "virt-api",
+    workspace: "apps/api",
+    files: [{ from: "dist", to: "app" }],
+    entrypoint: ["node", "/app/main.js"],
+    user: SERVICE_USER,
+  },
   // The handler runs privileged as root: it reaches into launcher pods' sockets on the node.
-  { name: "virt-handler", workspace: "services/handler", files: [{ from: "dist", to: "app" }], entrypoint: ["node", "/app/main.js"], user: "0:0" },
+  {
+    name: "virt-handler",
+    workspace: "services/handler",
+    files: [{ from: "dist", to: "app" }],
+    entrypoint: ["node", "/app/main.js"],
+    user: "0:0",
+  },
   // As KubeVirt's launcher, it runs as the qemu user.
   {
     name: "virt-launcher",
@@ -130,7 +168,10 @@ export const COMPONENTS: NodeComponent[] = [
       { from: "dist", to: "app" },
       diskCopyFile,
       // The libvirt addon, compiled against Debian bookworm's libvirt like the image's, and what it loads.
-      ...["@unraid/libvirt", "xml2js", "sax", "xmlbuilder"].map((pkg) => ({ from: `../../node_modules/${pkg}`, to: `app/node_modules/${pkg}` })),
+      ...["@unraid/libvirt", "xml2js", "sax", "xmlbuilder"].map((pkg) => ({
+        from: `../../node_modules/${pkg}`,
+        to: `app/node_modules/${pkg}`,
+      })),
     ],
     // Node as PID 1 never reaps orphans: libvirt's QEMU capability probes, re-parented to it, stay
     // zombies, and libvirt waits on each until it gives up (about 20 s apiece) before a domain starts.
@@ -144,10 +185,7 @@ export const COMPONENTS: NodeComponent[] = [
   {
     name: "importer",
     workspace: "services/importer",
-    files: [
-      { from: "dist", to: "app" },
-      diskCopyFile,
-    ],
+    files: [{ from: "dist", to: "app" }, diskCopyFile],
     entrypoint: ["node", "/app/main.js"],
     launcherBase: true,
     user: LAUNCHER_USER,
@@ -194,14 +232,27 @@ export async function buildComponentImage(component: NodeComponent, base: Layer,
  * A KubeVirt containerDisk image: one layer holding the disk under /disk/,
  * readable by the launcher's user, as KubeVirt's containerdisks are.
  */
-export async function buildContainerDiskImage(reference: string, writeDisk: (path: string) => Promise<void>, fileName = "disk.img", aliases: string[] = []): Promise<BuiltImage> {
-  const name = reference.split("/").pop()?.replace(/[:@].*$/, "") ?? "containerdisk";
-  const layer = await layerOf(`containerdisk-${name}`, async (dir) => {
-    await mkdir(join(dir, "disk"));
-    await writeDisk(join(dir, "disk", fileName));
-    await run("chown", ["-R", LAUNCHER_USER, join(dir, "disk")]);
-    await chmod(join(dir, "disk", fileName), 0o440);
-  }, { keepOwners: true });
+export async function buildContainerDiskImage(
+  reference: string,
+  writeDisk: (path: string) => Promise<void>,
+  fileName = "disk.img",
+  aliases: string[] = [],
+): Promise<BuiltImage> {
+  const name =
+    reference
+      .split("/")
+      .pop()
+      ?.replace(/[:@].*$/, "") ?? "containerdisk";
+  const layer = await layerOf(
+    `containerdisk-${name}`,
+    async (dir) => {
+      await mkdir(join(dir, "disk"));
+      await writeDisk(join(dir, "disk", fileName));
+      await run("chown", ["-R", LAUNCHER_USER, join(dir, "disk")]);
+      await chmod(join(dir, "disk", fileName), 0o440);
+    },
+    { keepOwners: true },
+  );
   return archiveOnce(name, reference, [layer], {}, aliases);
 }
 
@@ -211,8 +262,14 @@ export const DEBIAN_GUEST_IMAGE = `${REGISTRY}/debian-guest:12`;
 /** The Debian guest (systemd, cloud-init, a serial getty) as a containerDisk, tagged by its disk's content. */
 export async function buildDebianGuestImage(): Promise<BuiltImage> {
   const disk = await buildDebianGuestDisk();
-  const tag = disk.split("/").pop()?.replace(/^debian-|\.qcow2$/g, "") ?? "latest";
-  return buildContainerDiskImage(`${REGISTRY}/debian-guest:${tag}`, (path) => copyFile(disk, path), "disk.qcow2", [DEBIAN_GUEST_IMAGE]);
+  const tag =
+    disk
+      .split("/")
+      .pop()
+      ?.replace(/^debian-|\.qcow2$/g, "") ?? "latest";
+  return buildContainerDiskImage(`${REGISTRY}/debian-guest:${tag}`, (path) => copyFile(disk, path), "disk.qcow2", [
+    DEBIAN_GUEST_IMAGE,
+  ]);
 }
 
 /**
@@ -221,13 +278,17 @@ export async function buildDebianGuestImage(): Promise<BuiltImage> {
  */
 export async function buildTinyGuestImage(): Promise<BuiltImage> {
   const guest = await buildTinyGuest();
-  const layer = await layerOf("tiny-guest", async (dir) => {
-    await mkdir(join(dir, "boot"));
-    await copyFile(guest.kernel, join(dir, "boot", "vmlinuz"));
-    await copyFile(guest.initrd, join(dir, "boot", "initrd.gz"));
-    await run("chown", ["-R", LAUNCHER_USER, join(dir, "boot")]);
-    for (const file of ["vmlinuz", "initrd.gz"]) await chmod(join(dir, "boot", file), 0o440);
-  }, { keepOwners: true });
+  const layer = await layerOf(
+    "tiny-guest",
+    async (dir) => {
+      await mkdir(join(dir, "boot"));
+      await copyFile(guest.kernel, join(dir, "boot", "vmlinuz"));
+      await copyFile(guest.initrd, join(dir, "boot", "initrd.gz"));
+      await run("chown", ["-R", LAUNCHER_USER, join(dir, "boot")]);
+      for (const file of ["vmlinuz", "initrd.gz"]) await chmod(join(dir, "boot", file), 0o440);
+    },
+    { keepOwners: true },
+  );
   return save("tiny-guest", [layer], {});
 }
 
@@ -253,12 +314,16 @@ export async function buildImages(names: string[] = []): Promise<BuiltImage[]> {
   await buildTools();
   const [base, launcherBase, node] = await Promise.all([
     buildRootfs({ name: "base", packages: BASE_PACKAGES }),
-    wanted.some((c) => c.launcherBase) ? buildRootfs({ name: "launcher", packages: LAUNCHER_PACKAGES, hooks: [LAUNCHER_USER_HOOK] }) : undefined,
+    wanted.some((c) => c.launcherBase)
+      ? buildRootfs({ name: "launcher", packages: LAUNCHER_PACKAGES, hooks: [LAUNCHER_USER_HOOK] })
+      : undefined,
     nodeLayer(),
   ]);
   const images: BuiltImage[] = [];
   for (const component of wanted) {
-    images.push(await buildComponentImage(component, component.launcherBase && launcherBase ? launcherBase : base, node));
+    images.push(
+      await buildComponentImage(component, component.launcherBase && launcherBase ? launcherBase : base, node),
+    );
   }
   return images;
 }

@@ -21,7 +21,9 @@ describe("mbrPartitionTable", { timeout: 30_000 }, () => {
   it("refuses more than four partitions and partitions out of reach", () => {
     const p = { type: 0x83, startSector: 1, sectors: 1 };
     expect(() => mbrPartitionTable([p, p, p, p, p])).toThrow(/at most 4 partitions/);
-    expect(() => mbrPartitionTable([{ type: 0x83, startSector: 2 ** 32 - 1, sectors: 2 }])).toThrow(/partition 1 lies outside/);
+    expect(() => mbrPartitionTable([{ type: 0x83, startSector: 2 ** 32 - 1, sectors: 2 }])).toThrow(
+      /partition 1 lies outside/,
+    );
   });
 
   it("is read back by a real partition reader (busybox fdisk)", async () => {
@@ -30,7 +32,15 @@ describe("mbrPartitionTable", { timeout: 30_000 }, () => {
       const disk = join(dir, "disk.img");
       const file = await open(disk, "w");
       await file.truncate(64 * 2 ** 20);
-      await file.write(mbrPartitionTable([{ type: 0x0e, startSector: 2048, sectors: 32768, bootable: true }, { type: 0x83, startSector: 34816, sectors: 96256 }]), 0, 66, 446);
+      await file.write(
+        mbrPartitionTable([
+          { type: 0x0e, startSector: 2048, sectors: 32768, bootable: true },
+          { type: 0x83, startSector: 34816, sectors: 96256 },
+        ]),
+        0,
+        66,
+        446,
+      );
       await file.close();
       const { stdout } = await promisify(execFile)("busybox", ["fdisk", "-l", "-u", disk]);
       expect(stdout).toMatch(new RegExp(`disk\\.img1 \\*\\s+.*2048\\s+34815\\s.*\\be\\s`));

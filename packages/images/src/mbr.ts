@@ -18,7 +18,8 @@ export function mbrPartitionTable(partitions: MbrPartition[]): Buffer {
   if (partitions.length > 4) throw new Error(`an MBR holds at most 4 partitions, not ${String(partitions.length)}`);
   const table = Buffer.alloc(66);
   for (const [i, p] of partitions.entries()) {
-    if (p.startSector < 1 || p.sectors < 1 || p.startSector + p.sectors > 2 ** 32) throw new Error(`partition ${String(i + 1)} lies outside what an MBR can address`);
+    if (p.startSector < 1 || p.sectors < 1 || p.startSector + p.sectors > 2 ** 32)
+      throw new Error(`partition ${String(i + 1)} lies outside what an MBR can address`);
     const entry = i * 16;
     table[entry] = p.bootable ? 0x80 : 0x00;
     table.set([0xfe, 0xff, 0xff], entry + 1);

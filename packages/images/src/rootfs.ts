@@ -10,7 +10,13 @@ import { exists, log, run } from "./exec.ts";
 
 export const DEBIAN_SUITE = "bookworm";
 
-const EXCLUDED_PATHS = ["/usr/share/doc/*", "/usr/share/man/*", "/usr/share/info/*", "/usr/share/locale/*", "/usr/share/lintian/*"];
+const EXCLUDED_PATHS = [
+  "/usr/share/doc/*",
+  "/usr/share/man/*",
+  "/usr/share/info/*",
+  "/usr/share/locale/*",
+  "/usr/share/lintian/*",
+];
 
 export interface RootfsSpec {
   name: string;
@@ -21,14 +27,24 @@ export interface RootfsSpec {
 
 export async function buildRootfs(spec: RootfsSpec): Promise<Layer> {
   const key = createHash("sha256")
-    .update(JSON.stringify({ suite: DEBIAN_SUITE, packages: [...spec.packages].sort(), hooks: spec.hooks ?? [], excluded: EXCLUDED_PATHS, mirror: env.DEBIAN_MIRROR }))
+    .update(
+      JSON.stringify({
+        suite: DEBIAN_SUITE,
+        packages: [...spec.packages].sort(),
+        hooks: spec.hooks ?? [],
+        excluded: EXCLUDED_PATHS,
+        mirror: env.DEBIAN_MIRROR,
+      }),
+    )
     .digest("hex")
     .slice(0, 16);
   const dir = join(env.KUBEVIRT_TS_CACHE, "rootfs");
   const out = join(dir, `${spec.name}-${DEBIAN_SUITE}-${key}.tar`);
   if (!(await exists(out))) {
     await mkdir(dir, { recursive: true });
-    log(`building the ${spec.name} root filesystem with mmdebstrap (${spec.packages.length} packages; minutes when cold)`);
+    log(
+      `building the ${spec.name} root filesystem with mmdebstrap (${spec.packages.length} packages; minutes when cold)`,
+    );
     await rm(`${out}.partial`, { force: true });
     let lines = 0;
     await run(
@@ -39,7 +55,7 @@ export async function buildRootfs(spec: RootfsSpec): Promise<Layer> {
         "--format=tar",
         `--include=${spec.packages.join(",")}`,
         ...EXCLUDED_PATHS.map((p) => `--dpkgopt=path-exclude=${p}`),
-        "--customize-hook=rm -rf \"$1\"/var/lib/apt/lists/* \"$1\"/var/cache/apt/*",
+        '--customize-hook=rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*',
         ...(spec.hooks ?? []).map((hook) => `--customize-hook=${hook}`),
         DEBIAN_SUITE,
         `${out}.partial`,

@@ -14,7 +14,11 @@ describe("apiResourceCheck", () => {
 
   test("needs no permission: an account without any role passes", async ({ kubeConfig, core, namespace }) => {
     await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: "no-roles" } } });
-    const { status } = await core.createNamespacedServiceAccountToken({ namespace, name: "no-roles", body: { spec: { audiences: [], expirationSeconds: 600 } } });
+    const { status } = await core.createNamespacedServiceAccountToken({
+      namespace,
+      name: "no-roles",
+      body: { spec: { audiences: [], expirationSeconds: 600 } },
+    });
     const cluster = kubeConfig.getCurrentCluster();
     if (!cluster || !status?.token) throw new Error("no cluster in the test kubeconfig, or no token issued");
     const unprivileged = new KubeConfig();
@@ -29,7 +33,12 @@ describe("apiResourceCheck", () => {
 
   test("says what it cannot reach", async () => {
     const unreachable = new KubeConfig();
-    unreachable.loadFromClusterAndUser({ name: "nowhere", server: "https://127.0.0.1:1", skipTLSVerify: true }, { name: "nobody" });
-    expect(await vmiCheck(unreachable)()).toMatch(/^cannot discover virtualmachineinstances.kubevirt.io\/v1 at https:\/\/127.0.0.1:1: /);
+    unreachable.loadFromClusterAndUser(
+      { name: "nowhere", server: "https://127.0.0.1:1", skipTLSVerify: true },
+      { name: "nobody" },
+    );
+    expect(await vmiCheck(unreachable)()).toMatch(
+      /^cannot discover virtualmachineinstances.kubevirt.io\/v1 at https:\/\/127.0.0.1:1: /,
+    );
   });
 });

@@ -28,7 +28,11 @@ async function clientFor(cp: ControlPlane): Promise<KubeClient> {
   return KubeClient.fromKubeConfig(kubeConfig);
 }
 
-const configMap = (name: string): KubeObject => ({ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: "default" } });
+const configMap = (name: string): KubeObject => ({
+  apiVersion: "v1",
+  kind: "ConfigMap",
+  metadata: { name, namespace: "default" },
+});
 
 beforeAll(async () => {
   binDir = await ensureBinaries();
@@ -46,7 +50,13 @@ describe("an informer", () => {
   it("catches up after the API server restarts", async () => {
     const client = await clientFor(controlPlane);
     await client.create(configMaps, "default", configMap("before"));
-    const informer = new Informer<KubeObject>({ client, type: configMaps, namespace: "default", log, backoff: { initialMs: 100, maxMs: 1_000 } });
+    const informer = new Informer<KubeObject>({
+      client,
+      type: configMaps,
+      namespace: "default",
+      log,
+      backoff: { initialMs: 100, maxMs: 1_000 },
+    });
     const seen: string[] = [];
     informer.addHandler({ add: (o) => seen.push(`add ${keyOf(o)}`), delete: (o) => seen.push(`delete ${keyOf(o)}`) });
     const abort = new AbortController();
@@ -60,7 +70,16 @@ describe("an informer", () => {
     await after.create(configMaps, "default", configMap("after"));
     await after.delete(configMaps, "default", "before");
 
-    await expect.poll(() => informer.list().map(keyOf).filter((k) => k.startsWith("default/be") || k.startsWith("default/af")), { timeout: 30_000 }).toEqual(["default/after"]);
+    await expect
+      .poll(
+        () =>
+          informer
+            .list()
+            .map(keyOf)
+            .filter((k) => k.startsWith("default/be") || k.startsWith("default/af")),
+        { timeout: 30_000 },
+      )
+      .toEqual(["default/after"]);
     expect(seen).toEqual(expect.arrayContaining(["add default/before", "add default/after", "delete default/before"]));
     abort.abort();
     await running;
@@ -85,11 +104,17 @@ describe("an informer", () => {
     await client.create(configMaps, "default", configMap("resynced"));
     const cms = new Informer<KubeObject>({ client, type: configMaps, namespace: "default", log, resyncMs: 200 });
     const resyncs: string[] = [];
-    cms.addHandler({ update: (previous, current) => { if (previous === current) resyncs.push(keyOf(current)); } });
+    cms.addHandler({
+      update: (previous, current) => {
+        if (previous === current) resyncs.push(keyOf(current));
+      },
+    });
     const abort = new AbortController();
     const running = cms.run(abort.signal);
     await cms.waitForSync();
-    await expect.poll(() => resyncs.filter((k) => k === "default/resynced").length, { timeout: 5_000 }).toBeGreaterThanOrEqual(3);
+    await expect
+      .poll(() => resyncs.filter((k) => k === "default/resynced").length, { timeout: 5_000 })
+      .toBeGreaterThanOrEqual(3);
     abort.abort();
     await running;
     const after = resyncs.length;
@@ -102,7 +127,11 @@ describe("an informer", () => {
     await client.create(configMaps, "default", configMap("quiet"));
     const cms = new Informer<KubeObject>({ client, type: configMaps, namespace: "default", log });
     let updates = 0;
-    cms.addHandler({ update: () => { updates++; } });
+    cms.addHandler({
+      update: () => {
+        updates++;
+      },
+    });
     const abort = new AbortController();
     const running = cms.run(abort.signal);
     await cms.waitForSync();

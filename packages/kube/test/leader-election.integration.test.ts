@@ -13,7 +13,16 @@ async function client(): Promise<KubeClient> {
 }
 
 function candidate(kube: KubeClient, namespace: string, identity: string) {
-  const elector = new LeaderElector({ client: kube, log, namespace, name: "test-lease", identity, leaseDurationMs: 2_000, renewDeadlineMs: 1_500, retryPeriodMs: 200 });
+  const elector = new LeaderElector({
+    client: kube,
+    log,
+    namespace,
+    name: "test-lease",
+    identity,
+    leaseDurationMs: 2_000,
+    renewDeadlineMs: 1_500,
+    retryPeriodMs: 200,
+  });
   const stop = new AbortController();
   let leading = false;
   const done = elector.run(
@@ -21,15 +30,25 @@ function candidate(kube: KubeClient, namespace: string, identity: string) {
       onStartedLeading: (signal) =>
         new Promise<void>((resolve) => {
           leading = true;
-          signal.addEventListener("abort", () => {
-            leading = false;
-            resolve();
-          }, { once: true });
+          signal.addEventListener(
+            "abort",
+            () => {
+              leading = false;
+              resolve();
+            },
+            { once: true },
+          );
         }),
     },
     stop.signal,
   );
-  return { isLeading: () => leading, stop: async () => { stop.abort(); await done; } };
+  return {
+    isLeading: () => leading,
+    stop: async () => {
+      stop.abort();
+      await done;
+    },
+  };
 }
 
 describe("leader election on a Lease", () => {

@@ -10,14 +10,31 @@ import { ControllerManager, KubeClient, type KubeObject, type ResourceType } fro
 
 const log = createLogger({ component: "manager-test", level: "error" });
 const configMaps = { group: "", version: "v1", plural: "configmaps", namespaced: true } as const satisfies ResourceType;
-const serviceAccounts = { group: "", version: "v1", plural: "serviceaccounts", namespaced: true } as const satisfies ResourceType;
+const serviceAccounts = {
+  group: "",
+  version: "v1",
+  plural: "serviceaccounts",
+  namespaced: true,
+} as const satisfies ResourceType;
 /** A resource no API server serves: its informer's list fails (404) and it never syncs. */
-const unserved = { group: "example.com", version: "v1", plural: "nothings", namespaced: true } as const satisfies ResourceType;
+const unserved = {
+  group: "example.com",
+  version: "v1",
+  plural: "nothings",
+  namespaced: true,
+} as const satisfies ResourceType;
 
-const configMap = (namespace: string, name: string): KubeObject => ({ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace } });
+const configMap = (namespace: string, name: string): KubeObject => ({
+  apiVersion: "v1",
+  kind: "ConfigMap",
+  metadata: { name, namespace },
+});
 
 describe("a ControllerManager", () => {
-  test("queues every primary object once all caches have synced, then runs the workers", async ({ kubeConfig, namespace }) => {
+  test("queues every primary object once all caches have synced, then runs the workers", async ({
+    kubeConfig,
+    namespace,
+  }) => {
     const client = await KubeClient.fromKubeConfig(kubeConfig);
     for (const name of ["a", "b", "c"]) await client.create(configMaps, namespace, configMap(namespace, name));
     const registry = new Registry();
@@ -34,7 +51,11 @@ describe("a ControllerManager", () => {
       queue,
       workers: 2,
       reconcile: (key) => {
-        if (reconciled.length === 0) order.push(`first reconcile, synced ${String(manager.hasSynced())}, accounts cached ${String(accounts.get(`${namespace}/default`) !== undefined)}`);
+        if (reconciled.length === 0)
+          order.push(
+            `first reconcile, synced ${String(manager.hasSynced())}, accounts ` +
+              `cached ${String(accounts.get(`${namespace}/default`) !== undefined)}`,
+          );
         reconciled.push(key);
         return Promise.resolve(undefined);
       },
@@ -43,7 +64,9 @@ describe("a ControllerManager", () => {
     const abort = new AbortController();
     const running = manager.run(abort.signal);
 
-    await expect.poll(() => reconciled.toSorted(), { timeout: 10_000 }).toEqual(["a", "b", "c"].map((n) => `${namespace}/${n}`));
+    await expect
+      .poll(() => reconciled.toSorted(), { timeout: 10_000 })
+      .toEqual(["a", "b", "c"].map((n) => `${namespace}/${n}`));
     expect(order).toEqual(["onSynced, queued 3", "first reconcile, synced true, accounts cached true"]);
     const metrics = await registry.getSingleMetricAsString("kubevirt_ts_reconcile_total");
     expect(metrics).toContain('kubevirt_ts_reconcile_total{controller="cm",result="success"} 3');
@@ -59,11 +82,21 @@ describe("a ControllerManager", () => {
     const cms = manager.informer<KubeObject>({ client, type: configMaps, namespace });
     const queue = manager.queue("configmaps");
     const reconciled: string[] = [];
-    manager.controller({ name: "cm", primary: cms, queue, workers: 1, reconcile: (key) => {
-      reconciled.push(key);
-      return Promise.resolve(undefined);
-    } });
-    cms.addHandler({ add: (o) => { queue.add(`${o.metadata.namespace ?? ""}/${o.metadata.name ?? ""}`); } });
+    manager.controller({
+      name: "cm",
+      primary: cms,
+      queue,
+      workers: 1,
+      reconcile: (key) => {
+        reconciled.push(key);
+        return Promise.resolve(undefined);
+      },
+    });
+    cms.addHandler({
+      add: (o) => {
+        queue.add(`${o.metadata.namespace ?? ""}/${o.metadata.name ?? ""}`);
+      },
+    });
     const abort = new AbortController();
     const informers = manager.runInformers(abort.signal);
     await expect.poll(() => manager.hasSynced(), { timeout: 10_000 }).toBe(true);
@@ -80,18 +113,32 @@ describe("a ControllerManager", () => {
     await informers;
   });
 
-  test("an abort before every cache has synced ends runControllers without a reconcile", async ({ kubeConfig, namespace }) => {
+  test("an abort before every cache has synced ends runControllers without a reconcile", async ({
+    kubeConfig,
+    namespace,
+  }) => {
     const client = await KubeClient.fromKubeConfig(kubeConfig);
     await client.create(configMaps, namespace, configMap(namespace, "never"));
     const manager = new ControllerManager({ log, registry: new Registry() });
     const cms = manager.informer<KubeObject>({ client, type: configMaps, namespace });
-    const nothing = manager.informer<KubeObject>({ client, type: unserved, namespace, backoff: { initialMs: 50, maxMs: 200 } });
+    const nothing = manager.informer<KubeObject>({
+      client,
+      type: unserved,
+      namespace,
+      backoff: { initialMs: 50, maxMs: 200 },
+    });
     const queue = manager.queue("configmaps");
     let reconciles = 0;
-    manager.controller({ name: "cm", primary: cms, queue, workers: 1, reconcile: () => {
-      reconciles++;
-      return Promise.resolve(undefined);
-    } });
+    manager.controller({
+      name: "cm",
+      primary: cms,
+      queue,
+      workers: 1,
+      reconcile: () => {
+        reconciles++;
+        return Promise.resolve(undefined);
+      },
+    });
     const abort = new AbortController();
     const running = manager.run(abort.signal);
     await expect.poll(() => cms.hasSynced(), { timeout: 10_000 }).toBe(true);
@@ -106,7 +153,10 @@ describe("a ControllerManager", () => {
     expect(queue.shuttingDown()).toBe(true);
   });
 
-  test("on abort the queues take no more keys and the workers finish the keys they hold", async ({ kubeConfig, namespace }) => {
+  test("on abort the queues take no more keys and the workers finish the keys they hold", async ({
+    kubeConfig,
+    namespace,
+  }) => {
     const client = await KubeClient.fromKubeConfig(kubeConfig);
     await client.create(configMaps, namespace, configMap(namespace, "held"));
     const manager = new ControllerManager({ log, registry: new Registry() });

@@ -9,18 +9,31 @@ import { KubeClient, METRICS_READER_ROLE, metricsReaders } from "../src/index.ts
 
 async function accountToken(core: CoreV1Api, namespace: string, name: string): Promise<string> {
   await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
-  const { status } = await core.createNamespacedServiceAccountToken({ namespace, name, body: { spec: { audiences: [], expirationSeconds: 600 } } });
+  const { status } = await core.createNamespacedServiceAccountToken({
+    namespace,
+    name,
+    body: { spec: { audiences: [], expirationSeconds: 600 } },
+  });
   if (!status?.token) throw new Error("the API server issued no token");
   return status.token;
 }
 
-/** The chart's ClusterRole (charts/kubevirt-ts/templates/metrics-reader.yaml), bound to one account of the test's namespace. */
+/**
+ * The chart's ClusterRole (charts/kubevirt-ts/templates/metrics-reader.yaml), bound to one account of the test's
+ * namespace.
+ */
 async function allowMetrics(kubeConfig: KubeConfig, namespace: string, account: string): Promise<() => Promise<void>> {
   const rbac = kubeConfig.makeApiClient(RbacAuthorizationV1Api);
   const role = `${METRICS_READER_ROLE}-${namespace}`;
-  await rbac.createClusterRole({ body: { metadata: { name: role }, rules: [{ nonResourceURLs: ["/metrics"], verbs: ["get"] }] } });
+  await rbac.createClusterRole({
+    body: { metadata: { name: role }, rules: [{ nonResourceURLs: ["/metrics"], verbs: ["get"] }] },
+  });
   await rbac.createClusterRoleBinding({
-    body: { metadata: { name: role }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role }, subjects: [{ kind: "ServiceAccount", name: account, namespace }] },
+    body: {
+      metadata: { name: role },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role },
+      subjects: [{ kind: "ServiceAccount", name: account, namespace }],
+    },
   });
   return async () => {
     await rbac.deleteClusterRoleBinding({ name: role });
@@ -29,24 +42,47 @@ async function allowMetrics(kubeConfig: KubeConfig, namespace: string, account: 
 }
 
 describe("metricsReaders", () => {
-  test("lets in a token allowed to get /metrics, and refuses none, an unknown one and one not allowed", async ({ kubeConfig, core, namespace }) => {
+  test("lets in a token allowed to get /metrics, and refuses none, an unknown one and one not allowed", async ({
+    kubeConfig,
+    core,
+    namespace,
+  }) => {
     const prometheus = await accountToken(core, namespace, "prometheus");
     const tenant = await accountToken(core, namespace, "tenant");
     const disallow = await allowMetrics(kubeConfig, namespace, "prometheus");
     try {
       const access = metricsReaders(() => KubeClient.fromKubeConfig(kubeConfig));
       // RBAC's authorizer sees a new binding within moments: a fresh access each time, so that no refusal is kept.
-      await expect.poll(() => metricsReaders(() => KubeClient.fromKubeConfig(kubeConfig))(`Bearer ${prometheus}`), { timeout: 10_000 }).toBeUndefined();
+      await expect
+        .poll(() => metricsReaders(() => KubeClient.fromKubeConfig(kubeConfig))(`Bearer ${prometheus}`), {
+          timeout: 10_000,
+        })
+        .toBeUndefined();
       expect(await access(`Bearer ${prometheus}`)).toBeUndefined();
-      expect(await access(`Bearer ${tenant}`)).toEqual({ status: 403, reason: `system:serviceaccount:${namespace}:tenant may not get /metrics: bind it to the ClusterRole ${METRICS_READER_ROLE}` });
-      expect(await access("Bearer not-a-token")).toEqual({ status: 401, reason: expect.stringMatching(/does not accept this token/) as string });
-      expect(await access(undefined)).toEqual({ status: 401, reason: expect.stringMatching(/needs a bearer token/) as string });
+      expect(await access(`Bearer ${tenant}`)).toEqual({
+        status: 403,
+        reason:
+          `system:serviceaccount:${namespace}:tenant may not get /metrics: bind it to ` +
+          `the ClusterRole ${METRICS_READER_ROLE}`,
+      });
+      expect(await access("Bearer not-a-token")).toEqual({
+        status: 401,
+        reason: expect.stringMatching(/does not accept this token/) as string,
+      });
+      expect(await access(undefined)).toEqual({
+        status: 401,
+        reason: expect.stringMatching(/needs a bearer token/) as string,
+      });
     } finally {
       await disallow();
     }
   });
 
-  test("keeps a decision: the same token is reviewed once a minute, not once a scrape", async ({ kubeConfig, core, namespace }) => {
+  test("keeps a decision: the same token is reviewed once a minute, not once a scrape", async ({
+    kubeConfig,
+    core,
+    namespace,
+  }) => {
     const prometheus = await accountToken(core, namespace, "prometheus");
     let clients = 0;
     let requests = 0;

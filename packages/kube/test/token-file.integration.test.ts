@@ -13,7 +13,11 @@ interface SelfSubjectReview extends KubeObject {
   status?: { userInfo?: { username?: string } };
 }
 
-const review = (): SelfSubjectReview => ({ apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview", metadata: {} });
+const review = (): SelfSubjectReview => ({
+  apiVersion: "authentication.k8s.io/v1",
+  kind: "SelfSubjectReview",
+  metadata: {},
+});
 
 async function whoAmI(client: KubeClient): Promise<string | undefined> {
   const answer = await client.create<SelfSubjectReview>(resources.selfSubjectReviews, undefined, review());
@@ -26,7 +30,13 @@ async function boundToken(core: CoreV1Api, namespace: string, account: string, s
   const { status } = await core.createNamespacedServiceAccountToken({
     namespace,
     name: account,
-    body: { spec: { audiences: [], expirationSeconds: 3600, boundObjectRef: { apiVersion: "v1", kind: "Secret", name: secret, uid: metadata?.uid } } },
+    body: {
+      spec: {
+        audiences: [],
+        expirationSeconds: 3600,
+        boundObjectRef: { apiVersion: "v1", kind: "Secret", name: secret, uid: metadata?.uid },
+      },
+    },
   });
   if (!status?.token) throw new Error("the API server issued no token");
   return status.token;
@@ -42,7 +52,11 @@ async function refusal(call: Promise<unknown>): Promise<number | string> {
 }
 
 describe("a client whose credentials are a token file", () => {
-  test("keeps working after its first token is revoked, once the file holds a new one", async ({ kubeConfig, core, namespace }) => {
+  test("keeps working after its first token is revoked, once the file holds a new one", async ({
+    kubeConfig,
+    core,
+    namespace,
+  }) => {
     await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: "rotating" } } });
     const first = await boundToken(core, namespace, "rotating", "first");
     const second = await boundToken(core, namespace, "rotating", "second");
@@ -54,7 +68,10 @@ describe("a client whose credentials are a token file", () => {
       if (!cluster) throw new Error("no cluster in the test kubeconfig");
       const inPod = new KubeConfig();
       // What KubeConfig.loadFromCluster() makes of a pod's service account.
-      inPod.loadFromClusterAndUser(cluster, { name: "rotating", authProvider: { name: "tokenFile", config: { tokenFile: file } } });
+      inPod.loadFromClusterAndUser(cluster, {
+        name: "rotating",
+        authProvider: { name: "tokenFile", config: { tokenFile: file } },
+      });
       const client = await KubeClient.fromKubeConfig(inPod);
       const username = `system:serviceaccount:${namespace}:rotating`;
       expect(await whoAmI(client)).toBe(username);
@@ -83,7 +100,10 @@ describe("a client whose credentials are a token file", () => {
       const file = join(dir, "token");
       await writeFile(file, "not-a-token");
       const inPod = new KubeConfig();
-      inPod.loadFromClusterAndUser(cluster, { name: "gone", authProvider: { name: "tokenFile", config: { tokenFile: file } } });
+      inPod.loadFromClusterAndUser(cluster, {
+        name: "gone",
+        authProvider: { name: "tokenFile", config: { tokenFile: file } },
+      });
       const client = await KubeClient.fromKubeConfig(inPod);
       await rm(file);
       await expect(whoAmI(client)).rejects.toThrow(`cannot read the service-account token file ${file}`);

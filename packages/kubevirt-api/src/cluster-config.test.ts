@@ -1,11 +1,26 @@
 import { describe, expect, it } from "vitest";
-import { LiveClusterConfig, clusterConfig, defaultClusterConfig, featureGateWarnings, followLogVerbosity, launcherCpuRequest, overcommittedGuestBytes } from "./cluster-config.ts";
+import {
+  LiveClusterConfig,
+  clusterConfig,
+  defaultClusterConfig,
+  featureGateWarnings,
+  followLogVerbosity,
+  launcherCpuRequest,
+  overcommittedGuestBytes,
+} from "./cluster-config.ts";
 import type { KubeVirt } from "./schema/kubevirt.ts";
 
-const kv = (configuration: KubeVirt["spec"]["configuration"], rest: Partial<KubeVirt["spec"]> = {}): Pick<KubeVirt, "spec"> => ({ spec: { configuration, ...rest } });
+const kv = (
+  configuration: KubeVirt["spec"]["configuration"],
+  rest: Partial<KubeVirt["spec"]> = {},
+): Pick<KubeVirt, "spec"> => ({ spec: { configuration, ...rest } });
 
 describe("the cluster configuration", () => {
-  const base = defaultClusterConfig({ useEmulation: true, evictionStrategy: "LiveMigrate", vmStateStorageClass: "fast" });
+  const base = defaultClusterConfig({
+    useEmulation: true,
+    evictionStrategy: "LiveMigrate",
+    vmStateStorageClass: "fast",
+  });
 
   it("is the chart's values where there is no CR, or the CR names nothing", () => {
     expect(clusterConfig(base, undefined)).toEqual(base);
@@ -13,34 +28,53 @@ describe("the cluster configuration", () => {
   });
 
   it("takes each field the CR sets over the chart's value, and only those", () => {
-    const config = clusterConfig(base, kv({
-      developerConfiguration: { useEmulation: false, cpuAllocationRatio: 20, logVerbosity: { virtHandler: 5 } },
-      migrations: { parallelMigrationsPerCluster: 1 },
-      architectureConfiguration: { amd64: { machineType: "pc-q35-8.2" } },
-      machineType: "ignored-for-the-architecture's",
-      cpuModel: "Haswell",
-    }, { imagePullPolicy: "Always" }));
+    const config = clusterConfig(
+      base,
+      kv(
+        {
+          developerConfiguration: { useEmulation: false, cpuAllocationRatio: 20, logVerbosity: { virtHandler: 5 } },
+          migrations: { parallelMigrationsPerCluster: 1 },
+          architectureConfiguration: { amd64: { machineType: "pc-q35-8.2" } },
+          machineType: "ignored-for-the-architecture's",
+          cpuModel: "Haswell",
+        },
+        { imagePullPolicy: "Always" },
+      ),
+    );
     expect(config).toMatchObject({
-      useEmulation: false, cpuAllocationRatio: 20, memoryOvercommit: 100, evictionStrategy: "LiveMigrate", vmStateStorageClass: "fast",
-      logVerbosity: { virtHandler: 5 }, machineType: "pc-q35-8.2", cpuModel: "Haswell", imagePullPolicy: "Always",
+      useEmulation: false,
+      cpuAllocationRatio: 20,
+      memoryOvercommit: 100,
+      evictionStrategy: "LiveMigrate",
+      vmStateStorageClass: "fast",
+      logVerbosity: { virtHandler: 5 },
+      machineType: "pc-q35-8.2",
+      cpuModel: "Haswell",
+      imagePullPolicy: "Always",
     });
     expect(config.migrations).toEqual({ ...base.migrations, parallelMigrationsPerCluster: 1 });
   });
 
   it("prefers configuration.imagePullPolicy to the operator's spec.imagePullPolicy", () => {
-    expect(clusterConfig(base, kv({ imagePullPolicy: "Never" }, { imagePullPolicy: "Always" })).imagePullPolicy).toBe("Never");
+    expect(clusterConfig(base, kv({ imagePullPolicy: "Never" }, { imagePullPolicy: "Always" })).imagePullPolicy).toBe(
+      "Never",
+    );
   });
 
-  it("tells listeners of a change that makes a difference, once, and goes back to the chart's values when the CR goes", () => {
-    const live = new LiveClusterConfig(base);
-    const seen: number[] = [];
-    live.onChange((c) => seen.push(c.cpuAllocationRatio));
-    live.observe(kv({ developerConfiguration: { cpuAllocationRatio: 4 } }));
-    live.observe(kv({ developerConfiguration: { cpuAllocationRatio: 4 } }));
-    live.informerHandler().delete();
-    expect(seen).toEqual([4, 10]);
-    expect(live.get()).toEqual(base);
-  });
+  it(
+    "tells listeners of a change that makes a difference, once, and goes back to " +
+      "the chart's values when the CR goes",
+    () => {
+      const live = new LiveClusterConfig(base);
+      const seen: number[] = [];
+      live.onChange((c) => seen.push(c.cpuAllocationRatio));
+      live.observe(kv({ developerConfiguration: { cpuAllocationRatio: 4 } }));
+      live.observe(kv({ developerConfiguration: { cpuAllocationRatio: 4 } }));
+      live.informerHandler().delete();
+      expect(seen).toEqual([4, 10]);
+      expect(live.get()).toEqual(base);
+    },
+  );
 
   it("sets a component's log level from its verbosity, and back to its own level when it is unset", () => {
     const live = new LiveClusterConfig(base);
@@ -72,9 +106,12 @@ describe("KubeVirt's resource rules", () => {
 describe("feature gates", () => {
   it("warns of each gate kubevirt-ts ignores, with why and where", () => {
     expect(featureGateWarnings(["LiveMigration", "Snapshot", "Snapshott"])).toEqual([
-      "spec.configuration.developerConfiguration.featureGates[0] (LiveMigration): kubevirt-ts has this feature always on; the gate changes nothing",
-      "spec.configuration.developerConfiguration.featureGates[1] (Snapshot): kubevirt-ts does not have this feature yet; the gate is ignored",
-      "spec.configuration.developerConfiguration.featureGates[2] (Snapshott): not a KubeVirt feature gate kubevirt-ts knows; it is ignored (check its spelling)",
+      "spec.configuration.developerConfiguration.featureGates[0] (LiveMigration): kubevirt-ts " +
+        "has this feature always on; the gate changes nothing",
+      "spec.configuration.developerConfiguration.featureGates[1] (Snapshot): kubevirt-ts does " +
+        "not have this feature yet; the gate is ignored",
+      "spec.configuration.developerConfiguration.featureGates[2] (Snapshott): not a KubeVirt feature " +
+        "gate kubevirt-ts knows; it is ignored (check its spelling)",
     ]);
   });
 });

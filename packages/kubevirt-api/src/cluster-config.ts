@@ -19,7 +19,10 @@ export const DEFAULT_PROGRESS_TIMEOUT_SECONDS = 150;
 
 export type PullPolicy = "Always" | "IfNotPresent" | "Never";
 
-/** KubeVirt's per-component log verbosity (klog levels 0-9); unset: the component's own LOG_LEVEL (the chart's logLevel). */
+/**
+ * KubeVirt's per-component log verbosity (klog levels 0-9); unset: the component's own LOG_LEVEL (the chart's
+ * logLevel).
+ */
 export interface LogVerbosity {
   virtAPI?: number | undefined;
   virtController?: number | undefined;
@@ -37,7 +40,17 @@ export interface ClusterConfig {
   cpuAllocationRatio: number;
   logVerbosity: LogVerbosity;
   evictionStrategy: EvictionStrategy;
-  migrations: Required<Pick<MigrationConfiguration, "parallelMigrationsPerCluster" | "parallelOutboundMigrationsPerNode" | "allowAutoConverge" | "allowPostCopy" | "completionTimeoutPerGiB" | "progressTimeout">> & {
+  migrations: Required<
+    Pick<
+      MigrationConfiguration,
+      | "parallelMigrationsPerCluster"
+      | "parallelOutboundMigrationsPerNode"
+      | "allowAutoConverge"
+      | "allowPostCopy"
+      | "completionTimeoutPerGiB"
+      | "progressTimeout"
+    >
+  > & {
     bandwidthPerMigration: string | number;
   };
   machineType: string;
@@ -87,8 +100,14 @@ function definedOver<T extends object>(base: T, over: Partial<T> | undefined): T
   return { ...base, ...Object.fromEntries(Object.entries(over ?? {}).filter(([, value]) => value !== undefined)) };
 }
 
-/** Where a component finds the one KubeVirt CR it follows: an informer's type, namespace and selector, the same for all. */
-export function kubeVirtInformerOptions(namespace: string): { type: typeof kubevirtResources.kubeVirts; namespace: string; fieldSelector: string } {
+/**
+ * Where a component finds the one KubeVirt CR it follows: an informer's type, namespace and selector, the same for all.
+ */
+export function kubeVirtInformerOptions(namespace: string): {
+  type: typeof kubevirtResources.kubeVirts;
+  namespace: string;
+  fieldSelector: string;
+} {
   return { type: kubevirtResources.kubeVirts, namespace, fieldSelector: `metadata.name=${KUBEVIRT_CR_NAME}` };
 }
 
@@ -144,18 +163,71 @@ export const GATED_FEATURES: ReadonlySet<string> = new Set<string>();
 /** KubeVirt gates whose feature kubevirt-ts has always on: the gate changes nothing. */
 const ALWAYS_ON = new Set([
   // Graduated in KubeVirt, and on in kubevirt-ts.
-  "LiveMigration", "DataVolumes", "NonRoot", "PSA", "CPUNodeDiscovery", "CommonInstancetypesDeploymentGate", "VMPersistentState", "NodeRestriction",
-  "KubevirtSeccompProfile", "BochsDisplayForEFIGuests",
+  "LiveMigration",
+  "DataVolumes",
+  "NonRoot",
+  "PSA",
+  "CPUNodeDiscovery",
+  "CommonInstancetypesDeploymentGate",
+  "VMPersistentState",
+  "NodeRestriction",
+  "KubevirtSeccompProfile",
+  "BochsDisplayForEFIGuests",
 ]);
 
 /** KubeVirt gates for features kubevirt-ts does not have (yet). */
 const ABSENT = new Set([
-  "ExpandDisks", "CPUManager", "ExperimentalIgnitionSupport", "HypervStrictCheck", "Sidecar", "HostDevices", "Snapshot", "VMExport", "HostDisk", "HotplugVolumes",
-  "UtilityVolumes", "DownwardMetrics", "Root", "WorkloadEncryptionSEV", "WorkloadEncryptionTDX", "VSOCK", "DisableMDEVConfiguration", "PersistentReservation", "AlignCPUs",
-  "ImageVolume", "IncrementalBackup", "EnableVirtioFsStorageVolumes", "EnableVirtioFsConfigVolumes", "ExperimentalVirtiofsSupport", "GPUsWithDRA", "HostDevicesWithDRA",
-  "DecentralizedLiveMigration", "ObjectGraph", "DeclarativeHotplugVolumes", "SecureExecution", "VideoConfig", "PanicDevices", "PasstIPStackMigration", "MigrationPriorityQueue",
-  "GPU", "NUMA", "SRIOVLiveMigration", "HotplugNICs", "NetworkBindingPlugins", "DynamicPodInterfaceNaming", "VMLiveUpdateFeatures", "VolumesUpdateStrategy", "VolumeMigration",
-  "InstancetypeReferencePolicy", "AutoResourceLimitsGate", "Macvtap", "Passt", "ClusterProfiler", "MultiArchitecture", "VMStatsCollector", "Template",
+  "ExpandDisks",
+  "CPUManager",
+  "ExperimentalIgnitionSupport",
+  "HypervStrictCheck",
+  "Sidecar",
+  "HostDevices",
+  "Snapshot",
+  "VMExport",
+  "HostDisk",
+  "HotplugVolumes",
+  "UtilityVolumes",
+  "DownwardMetrics",
+  "Root",
+  "WorkloadEncryptionSEV",
+  "WorkloadEncryptionTDX",
+  "VSOCK",
+  "DisableMDEVConfiguration",
+  "PersistentReservation",
+  "AlignCPUs",
+  "ImageVolume",
+  "IncrementalBackup",
+  "EnableVirtioFsStorageVolumes",
+  "EnableVirtioFsConfigVolumes",
+  "ExperimentalVirtiofsSupport",
+  "GPUsWithDRA",
+  "HostDevicesWithDRA",
+  "DecentralizedLiveMigration",
+  "ObjectGraph",
+  "DeclarativeHotplugVolumes",
+  "SecureExecution",
+  "VideoConfig",
+  "PanicDevices",
+  "PasstIPStackMigration",
+  "MigrationPriorityQueue",
+  "GPU",
+  "NUMA",
+  "SRIOVLiveMigration",
+  "HotplugNICs",
+  "NetworkBindingPlugins",
+  "DynamicPodInterfaceNaming",
+  "VMLiveUpdateFeatures",
+  "VolumesUpdateStrategy",
+  "VolumeMigration",
+  "InstancetypeReferencePolicy",
+  "AutoResourceLimitsGate",
+  "Macvtap",
+  "Passt",
+  "ClusterProfiler",
+  "MultiArchitecture",
+  "VMStatsCollector",
+  "Template",
 ]);
 
 /** Why each gate that is not honoured is ignored, one sentence per gate, naming its place in the CR. */
@@ -192,7 +264,9 @@ export class LiveClusterConfig {
     this.listeners.push(listener);
   }
 
-  /** An informer's handlers (of the CR, KUBEVIRT_CR_NAME in the release namespace) that keep this configuration at it. */
+  /**
+   * An informer's handlers (of the CR, KUBEVIRT_CR_NAME in the release namespace) that keep this configuration at it.
+   */
   informerHandler(): { add(kv: KubeVirt): void; update(previous: KubeVirt, kv: KubeVirt): void; delete(): void } {
     return {
       add: (kv) => {

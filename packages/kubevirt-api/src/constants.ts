@@ -8,7 +8,10 @@ export const API_VERSION = `${GROUP}/${VERSION}`;
  * The kubevirt.io version KubeVirt still serves for older clients: the same schema as v1, never stored, deprecated
  * with KubeVirt's warning; its webhooks admit both.
  */
-export const DEPRECATED_VERSION = { name: "v1alpha3", warning: "kubevirt.io/v1alpha3 is now deprecated and will be removed in a future release." } as const;
+export const DEPRECATED_VERSION = {
+  name: "v1alpha3",
+  warning: "kubevirt.io/v1alpha3 is now deprecated and will be removed in a future release.",
+} as const;
 export const DEPRECATED_API_VERSION = `${GROUP}/${DEPRECATED_VERSION.name}`;
 export const SUBRESOURCE_GROUP = "subresources.kubevirt.io";
 
@@ -21,8 +24,16 @@ export type Kind = (typeof Kind)[keyof typeof Kind];
 
 export const Resource = {
   VirtualMachine: { plural: "virtualmachines", singular: "virtualmachine", shortNames: ["vm", "vms"] },
-  VirtualMachineInstance: { plural: "virtualmachineinstances", singular: "virtualmachineinstance", shortNames: ["vmi", "vmis"] },
-  VirtualMachineInstanceMigration: { plural: "virtualmachineinstancemigrations", singular: "virtualmachineinstancemigration", shortNames: ["vmim", "vmims"] },
+  VirtualMachineInstance: {
+    plural: "virtualmachineinstances",
+    singular: "virtualmachineinstance",
+    shortNames: ["vmi", "vmis"],
+  },
+  VirtualMachineInstanceMigration: {
+    plural: "virtualmachineinstancemigrations",
+    singular: "virtualmachineinstancemigration",
+    shortNames: ["vmim", "vmims"],
+  },
 } as const;
 
 /** KubeVirt's installation CR (kubevirt.io/v1 KubeVirt): the cluster's live configuration, one per cluster. */
@@ -33,7 +44,11 @@ export const KubeVirtResource = { plural: "kubevirts", singular: "kubevirt", sho
 export const MIGRATIONS_GROUP = "migrations.kubevirt.io";
 export const MIGRATIONS_VERSION = "v1alpha1";
 export const MIGRATION_POLICY_KIND = "MigrationPolicy";
-export const MigrationPolicyResource = { plural: "migrationpolicies", singular: "migrationpolicy", shortNames: [] } as const;
+export const MigrationPolicyResource = {
+  plural: "migrationpolicies",
+  singular: "migrationpolicy",
+  shortNames: [],
+} as const;
 
 /** Instancetypes and preferences: KubeVirt's group for a VM's size and its guest OS's preferred devices. */
 export const INSTANCETYPE_GROUP = "instancetype.kubevirt.io";
@@ -49,10 +64,30 @@ export const InstancetypeKind = {
 export type InstancetypeKind = (typeof InstancetypeKind)[keyof typeof InstancetypeKind];
 
 export const InstancetypeResource = {
-  VirtualMachineInstancetype: { plural: "virtualmachineinstancetypes", singular: "virtualmachineinstancetype", shortNames: ["vminstancetype", "vminstancetypes", "vmf", "vmfs"], namespaced: true },
-  VirtualMachineClusterInstancetype: { plural: "virtualmachineclusterinstancetypes", singular: "virtualmachineclusterinstancetype", shortNames: ["vmclusterinstancetype", "vmclusterinstancetypes", "vmcf", "vmcfs"], namespaced: false },
-  VirtualMachinePreference: { plural: "virtualmachinepreferences", singular: "virtualmachinepreference", shortNames: ["vmpref", "vmprefs", "vmp", "vmps"], namespaced: true },
-  VirtualMachineClusterPreference: { plural: "virtualmachineclusterpreferences", singular: "virtualmachineclusterpreference", shortNames: ["vmcpref", "vmcprefs", "vmcp", "vmcps"], namespaced: false },
+  VirtualMachineInstancetype: {
+    plural: "virtualmachineinstancetypes",
+    singular: "virtualmachineinstancetype",
+    shortNames: ["vminstancetype", "vminstancetypes", "vmf", "vmfs"],
+    namespaced: true,
+  },
+  VirtualMachineClusterInstancetype: {
+    plural: "virtualmachineclusterinstancetypes",
+    singular: "virtualmachineclusterinstancetype",
+    shortNames: ["vmclusterinstancetype", "vmclusterinstancetypes", "vmcf", "vmcfs"],
+    namespaced: false,
+  },
+  VirtualMachinePreference: {
+    plural: "virtualmachinepreferences",
+    singular: "virtualmachinepreference",
+    shortNames: ["vmpref", "vmprefs", "vmp", "vmps"],
+    namespaced: true,
+  },
+  VirtualMachineClusterPreference: {
+    plural: "virtualmachineclusterpreferences",
+    singular: "virtualmachineclusterpreference",
+    shortNames: ["vmcpref", "vmcprefs", "vmcp", "vmcps"],
+    namespaced: false,
+  },
 } as const;
 
 export const RunStrategy = {
@@ -175,7 +210,13 @@ export const Label = {
   MigrationTargetNodeName: "kubevirt.io/migrationTargetNodeName",
 } as const;
 
-export const LabelValue = { Launcher: "virt-launcher", Handler: "virt-handler", Controller: "virt-controller", Api: "virt-api", Importer: "importer" } as const;
+export const LabelValue = {
+  Launcher: "virt-launcher",
+  Handler: "virt-handler",
+  Controller: "virt-controller",
+  Api: "virt-api",
+  Importer: "importer",
+} as const;
 
 export const Annotation = {
   /** The domain name libvirt uses for a VMI, `<namespace>_<name>`. */
@@ -189,7 +230,10 @@ export const Finalizer = {
   VmiController: "kubevirt.io/virtualMachineControllerFinalize",
   /** Held on a VM until its VMI is gone. */
   VmController: "kubevirt.io/virtualMachineControllerFinalize",
-  /** Held by the controller on a VirtualMachineInstanceMigration until its VMI no longer moves by it (a deleted one aborts first). */
+  /**
+   * Held by the controller on a VirtualMachineInstanceMigration until its VMI no longer moves by it (a deleted one
+   * aborts first).
+   */
   Migration: "kubevirt.io/migrationJobFinalize",
 } as const;
 
@@ -245,7 +289,8 @@ export const DEFAULT_NETWORK_NAME = "default";
  * How long the project's HTTP servers (virt-api's ports, the dashboard's gateway) keep an idle kept-alive connection:
  * longer than their clients keep one (Go's HTTP client, the kube-apiserver's calls to webhooks and the aggregated API,
  * 90 s; browsers 60 s and more), so the client always closes it first. A server that closes first (Node's default is
- * 5 s) races the client's next request on that connection, which then fails ("connection reset by peer", "socket hang up").
+ * 5 s) races the client's next request on that connection, which then fails ("connection reset by peer", "socket hang
+ * up").
  */
 export const SERVER_KEEP_ALIVE_MS = 120_000;
 
@@ -273,13 +318,16 @@ export interface PortForward {
 }
 /** The handler's path segment of a port forward. */
 export type PortForwardSegment = `portforward/${number}/${PortForwardProtocol}`;
-export const portForwardSegment = (forward: PortForward): PortForwardSegment => `portforward/${forward.port}/${forward.protocol}`;
+export const portForwardSegment = (forward: PortForward): PortForwardSegment =>
+  `portforward/${forward.port}/${forward.protocol}`;
 
 /**
- * The port forward a path's `<port>[/<protocol>]` asks for, or why it cannot be had, in words that name the part at fault.
+ * The port forward a path's `<port>[/<protocol>]` asks for, or why it cannot be had, in words that name the part at
+ * fault.
  */
 export function parsePortForward(port: string, protocol: string | undefined): PortForward | string {
-  if (!/^[0-9]{1,5}$/.test(port) || Number(port) < 1 || Number(port) > 65535) return `port ${port} is not a port number: give one from 1 to 65535`;
+  if (!/^[0-9]{1,5}$/.test(port) || Number(port) < 1 || Number(port) > 65535)
+    return `port ${port} is not a port number: give one from 1 to 65535`;
   const wanted = (protocol ?? "tcp").toLowerCase();
   if (wanted === "udp") return "protocol udp is not forwarded yet: only tcp is";
   if (wanted !== "tcp") return `protocol ${protocol ?? ""} is not known: give tcp (or udp, which is not forwarded yet)`;
@@ -290,7 +338,12 @@ export function parsePortForward(port: string, protocol: string | undefined): Po
  * name (the API's, the dashboard's and the launcher's method) and KubeVirt's
  * name of its subresource (the path). The one place the two spellings meet.
  */
-export const DOMAIN_ACTION_SUBRESOURCE = { pause: "pause", unpause: "unpause", softReboot: "softreboot", reset: "reset" } as const;
+export const DOMAIN_ACTION_SUBRESOURCE = {
+  pause: "pause",
+  unpause: "unpause",
+  softReboot: "softreboot",
+  reset: "reset",
+} as const;
 export type VmiDomainAction = keyof typeof DOMAIN_ACTION_SUBRESOURCE;
 export const VMI_DOMAIN_ACTIONS = Object.keys(DOMAIN_ACTION_SUBRESOURCE) as VmiDomainAction[];
 
@@ -299,12 +352,19 @@ export function domainActionOf(subresource: string): VmiDomainAction | undefined
   return VMI_DOMAIN_ACTIONS.find((action) => DOMAIN_ACTION_SUBRESOURCE[action] === subresource);
 }
 
-/** What the guest's QEMU agent tells of it, each a GET of KubeVirt's subresource of that name, answered from one query of the agent. */
+/**
+ * What the guest's QEMU agent tells of it, each a GET of KubeVirt's subresource of that name, answered from one query
+ * of the agent.
+ */
 export const GUEST_AGENT_QUERIES = ["guestosinfo", "userlist", "filesystemlist"] as const;
 export type GuestAgentQuery = (typeof GUEST_AGENT_QUERIES)[number];
-export const isGuestAgentQuery = (subresource: string): subresource is GuestAgentQuery => (GUEST_AGENT_QUERIES as readonly string[]).includes(subresource);
+export const isGuestAgentQuery = (subresource: string): subresource is GuestAgentQuery =>
+  (GUEST_AGENT_QUERIES as readonly string[]).includes(subresource);
 
-/** Freezing and thawing the guest's file systems through its agent (PUT), each by KubeVirt's name of its subresource. */
+/**
+ * Freezing and thawing the guest's file systems through its agent (PUT), each by KubeVirt's name of its subresource.
+ */
 export const FREEZE_ACTIONS = ["freeze", "unfreeze"] as const;
 export type FreezeAction = (typeof FREEZE_ACTIONS)[number];
-export const isFreezeAction = (subresource: string): subresource is FreezeAction => (FREEZE_ACTIONS as readonly string[]).includes(subresource);
+export const isFreezeAction = (subresource: string): subresource is FreezeAction =>
+  (FREEZE_ACTIONS as readonly string[]).includes(subresource);

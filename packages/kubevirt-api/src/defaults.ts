@@ -38,7 +38,12 @@ function defaultDisk(disk: Disk, bus: DiskBus): Disk {
   if (result.disk) result.disk = { ...result.disk, bus: result.disk.bus ?? bus };
   if (result.lun) result.lun = { ...result.lun, bus: result.lun.bus ?? bus };
   if (result.cdrom) {
-    result.cdrom = { ...result.cdrom, bus: result.cdrom.bus ?? bus, readonly: result.cdrom.readonly ?? true, tray: result.cdrom.tray ?? "closed" };
+    result.cdrom = {
+      ...result.cdrom,
+      bus: result.cdrom.bus ?? bus,
+      readonly: result.cdrom.readonly ?? true,
+      tray: result.cdrom.tray ?? "closed",
+    };
   }
   return result;
 }
@@ -79,7 +84,10 @@ function defaultResources(spec: VmiSpec): VmiSpec["domain"]["resources"] {
   return { ...resources, requests: { ...resources.requests, cpu: limitCpu } };
 }
 
-function defaultNetworks(spec: VmiSpec, binding: DefaultingOptions["defaultNetworkInterface"]): Pick<VmiSpec, "networks"> & { interfaces: VmiSpec["domain"]["devices"]["interfaces"] } {
+function defaultNetworks(
+  spec: VmiSpec,
+  binding: DefaultingOptions["defaultNetworkInterface"],
+): Pick<VmiSpec, "networks"> & { interfaces: VmiSpec["domain"]["devices"]["interfaces"] } {
   const interfaces = spec.domain.devices.interfaces;
   const networks = spec.networks;
   const wantsPod = spec.domain.devices.autoattachPodInterface !== false;
@@ -93,10 +101,12 @@ function defaultNetworks(spec: VmiSpec, binding: DefaultingOptions["defaultNetwo
 /** A VMI spec with KubeVirt's defaults filled in. */
 export function defaultVmiSpec(spec: VmiSpec, options: DefaultingOptions = DEFAULTING_OPTIONS): VmiSpec {
   const result = withImplicitDevices(spec, options);
-  const guest = spec.domain.memory?.guest ?? spec.domain.resources?.requests?.memory ?? spec.domain.resources?.limits?.memory;
+  const guest =
+    spec.domain.memory?.guest ?? spec.domain.resources?.requests?.memory ?? spec.domain.resources?.limits?.memory;
 
   const cpu = defaultCpu(spec);
-  result.domain.cpu = cpu?.model === undefined && options.cpuModel !== undefined ? { ...cpu, model: options.cpuModel } : cpu;
+  result.domain.cpu =
+    cpu?.model === undefined && options.cpuModel !== undefined ? { ...cpu, model: options.cpuModel } : cpu;
   if (guest !== undefined) result.domain.memory = { ...result.domain.memory, guest };
   const resources = defaultResources(spec);
   if (resources) result.domain.resources = resources;
@@ -110,7 +120,10 @@ export function defaultVmiSpec(spec: VmiSpec, options: DefaultingOptions = DEFAU
   return result;
 }
 
-export function defaultVirtualMachineInstance(vmi: VirtualMachineInstance, options: DefaultingOptions = DEFAULTING_OPTIONS): VirtualMachineInstance {
+export function defaultVirtualMachineInstance(
+  vmi: VirtualMachineInstance,
+  options: DefaultingOptions = DEFAULTING_OPTIONS,
+): VirtualMachineInstance {
   return { ...structuredClone(vmi), spec: defaultVmiSpec(vmi.spec, options) };
 }
 
@@ -118,7 +131,10 @@ export function defaultVirtualMachineInstance(vmi: VirtualMachineInstance, optio
  * A VM with its template defaulted. A VM with an instancetype or preference keeps its template as written, as
  * KubeVirt's: defaults there would conflict with the instancetype or hide the preference; its VMI gets them.
  */
-export function defaultVirtualMachine(vm: VirtualMachine, options: DefaultingOptions = DEFAULTING_OPTIONS): VirtualMachine {
+export function defaultVirtualMachine(
+  vm: VirtualMachine,
+  options: DefaultingOptions = DEFAULTING_OPTIONS,
+): VirtualMachine {
   const result = structuredClone(vm);
   if (vm.spec.instancetype || vm.spec.preference) return result;
   result.spec.template.spec = defaultVmiSpec(vm.spec.template.spec, options);

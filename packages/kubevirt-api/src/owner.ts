@@ -12,6 +12,17 @@ export interface ControllerReference {
   blockOwnerDeletion: true;
 }
 
-export function controllerRef(owner: { apiVersion: string; kind: string; metadata: { name?: string; uid?: string } }): ControllerReference {
-  return { apiVersion: owner.apiVersion, kind: owner.kind, name: owner.metadata.name ?? "", uid: owner.metadata.uid ?? "", controller: true, blockOwnerDeletion: true };
+export function controllerRef(owner: {
+  apiVersion: string;
+  kind: string;
+  metadata: { name?: string; uid?: string };
+}): ControllerReference {
+  return {
+    apiVersion: owner.apiVersion,
+    kind: owner.kind,
+    name: owner.metadata.name ?? "",
+    uid: owner.metadata.uid ?? "",
+    controller: true,
+    blockOwnerDeletion: true,
+  };
 }

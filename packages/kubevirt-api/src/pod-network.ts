@@ -15,7 +15,11 @@ export function podNetworkInterface(spec: NetworkFacts): string | undefined {
 export function podNetworkPorts(spec: NetworkFacts): { name?: string; port: number; protocol: "TCP" | "UDP" }[] {
   const name = podNetworkInterface(spec);
   const ports = spec.domain.devices.interfaces?.find((i) => i.name === name)?.ports ?? [];
-  return ports.map((p) => ({ ...(p.name !== undefined ? { name: p.name } : {}), port: p.port, protocol: p.protocol ?? "TCP" }));
+  return ports.map((p) => ({
+    ...(p.name !== undefined ? { name: p.name } : {}),
+    port: p.port,
+    protocol: p.protocol ?? "TCP",
+  }));
 }
 
 /** An IPv4 network and its prefix length, the network's own address (the host bits cleared). */
@@ -36,7 +40,9 @@ export function parseIpv4Network(cidr: string): Ipv4Network | undefined {
   return { address: [24, 16, 8, 0].map((shift) => String(Math.floor(network / 2 ** shift) % 256)).join("."), prefix };
 }
 
-/** The lowest port an unprivileged process may bind; the launcher pod lowers it when the guest takes a port below it. */
+/**
+ * The lowest port an unprivileged process may bind; the launcher pod lowers it when the guest takes a port below it.
+ */
 export const UNPRIVILEGED_PORT_START = 1024;
 
 /** The launcher's operations port (health, metrics, and the VMI's probes, which the kubelet asks there). */

@@ -16,11 +16,17 @@ export type ProbeKind = "liveness" | "readiness";
 export const PROBE_PATH: Record<ProbeKind, string> = { liveness: "/probes/liveness", readiness: "/probes/readiness" };
 
 /** The VMI's probe of a kind, if it has one. */
-export function probeOf(spec: Pick<VirtualMachineInstance["spec"], "livenessProbe" | "readinessProbe">, kind: ProbeKind): Probe | undefined {
+export function probeOf(
+  spec: Pick<VirtualMachineInstance["spec"], "livenessProbe" | "readinessProbe">,
+  kind: ProbeKind,
+): Probe | undefined {
   return kind === "liveness" ? spec.livenessProbe : spec.readinessProbe;
 }
 
-/** What checks the guest: an HTTP GET or a TCP connection to a port of the guest, a command its agent runs, or a ping of its agent. */
+/**
+ * What checks the guest: an HTTP GET or a TCP connection to a port of the guest, a command its agent runs, or a ping of
+ * its agent.
+ */
 export type ProbeCheck =
   | { kind: "http"; port: number; path: string; scheme: "HTTP" | "HTTPS"; headers: { name: string; value: string }[] }
   | { kind: "tcp"; port: number }
@@ -33,21 +39,35 @@ export function probeHandlers(probe: Probe): string[] {
 }
 
 /** A probe's port as a number: itself, or the port the pod-network interface names so; undefined when none does. */
-export function probePort(spec: Pick<VirtualMachineInstance["spec"], "domain" | "networks">, port: number | string): number | undefined {
+export function probePort(
+  spec: Pick<VirtualMachineInstance["spec"], "domain" | "networks">,
+  port: number | string,
+): number | undefined {
   if (typeof port === "number") return port;
   return podNetworkPorts(spec).find((p) => p.name === port)?.port;
 }
 
 /** What the probe checks, for a VMI whose spec passed validation (one handler, ports that resolve). */
-export function probeCheck(spec: Pick<VirtualMachineInstance["spec"], "domain" | "networks">, probe: Probe): ProbeCheck {
+export function probeCheck(
+  spec: Pick<VirtualMachineInstance["spec"], "domain" | "networks">,
+  probe: Probe,
+): ProbeCheck {
   if (probe.httpGet) {
     const port = probePort(spec, probe.httpGet.port);
-    if (port === undefined) throw new Error(`the probe's port ${String(probe.httpGet.port)} is not one the pod-network interface names`);
-    return { kind: "http", port, path: probe.httpGet.path ?? "/", scheme: probe.httpGet.scheme ?? "HTTP", headers: probe.httpGet.httpHeaders ?? [] };
+    if (port === undefined)
+      throw new Error(`the probe's port ${String(probe.httpGet.port)} is not one the pod-network interface names`);
+    return {
+      kind: "http",
+      port,
+      path: probe.httpGet.path ?? "/",
+      scheme: probe.httpGet.scheme ?? "HTTP",
+      headers: probe.httpGet.httpHeaders ?? [],
+    };
   }
   if (probe.tcpSocket) {
     const port = probePort(spec, probe.tcpSocket.port);
-    if (port === undefined) throw new Error(`the probe's port ${String(probe.tcpSocket.port)} is not one the pod-network interface names`);
+    if (port === undefined)
+      throw new Error(`the probe's port ${String(probe.tcpSocket.port)} is not one the pod-network interface names`);
     return { kind: "tcp", port };
   }
   if (probe.exec) return { kind: "exec", command: probe.exec.command };
@@ -55,7 +75,13 @@ export function probeCheck(spec: Pick<VirtualMachineInstance["spec"], "domain" |
 }
 
 /** Kubernetes' defaults for a probe's schedule. */
-export function probeTiming(probe: Probe): { initialDelaySeconds: number; timeoutSeconds: number; periodSeconds: number; successThreshold: number; failureThreshold: number } {
+export function probeTiming(probe: Probe): {
+  initialDelaySeconds: number;
+  timeoutSeconds: number;
+  periodSeconds: number;
+  successThreshold: number;
+  failureThreshold: number;
+} {
   return {
     initialDelaySeconds: probe.initialDelaySeconds ?? 0,
     timeoutSeconds: probe.timeoutSeconds ?? 1,
@@ -71,5 +97,9 @@ export function probeTiming(probe: Probe): { initialDelaySeconds: number; timeou
  */
 export function launcherContainerProbe(probe: Probe, kind: ProbeKind) {
   const timing = probeTiming(probe);
-  return { httpGet: { path: PROBE_PATH[kind], port: LAUNCHER_OPS_PORT_NAME }, ...timing, timeoutSeconds: timing.timeoutSeconds + 1 };
+  return {
+    httpGet: { path: PROBE_PATH[kind], port: LAUNCHER_OPS_PORT_NAME },
+    ...timing,
+    timeoutSeconds: timing.timeoutSeconds + 1,
+  };
 }

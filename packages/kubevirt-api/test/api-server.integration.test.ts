@@ -29,7 +29,14 @@ function create(custom: CustomObjectsApi, namespace: string, object: unknown): P
 
 describe("the CRDs on a real kube-apiserver", () => {
   test("are established and listed by kubectl", async () => {
-    const { stdout } = await kubectl("get", "crd", "virtualmachines.kubevirt.io", "virtualmachineinstances.kubevirt.io", "-o", "name");
+    const { stdout } = await kubectl(
+      "get",
+      "crd",
+      "virtualmachines.kubevirt.io",
+      "virtualmachineinstances.kubevirt.io",
+      "-o",
+      "name",
+    );
     expect(stdout.trim().split("\n").sort()).toEqual([
       "customresourcedefinition.apiextensions.k8s.io/virtualmachineinstances.kubevirt.io",
       "customresourcedefinition.apiextensions.k8s.io/virtualmachines.kubevirt.io",
@@ -39,10 +46,15 @@ describe("the CRDs on a real kube-apiserver", () => {
   test("are explained by kubectl explain", async () => {
     // The API server publishes a new CRD's OpenAPI schema a moment after it is established.
     await expect
-      .poll(async () => (await kubectl("explain", "vm.spec.template.spec.domain").catch((e: unknown) => ({ stdout: String(e) }))).stdout, {
-        timeout: 30_000,
-        interval: 500,
-      })
+      .poll(
+        async () =>
+          (await kubectl("explain", "vm.spec.template.spec.domain").catch((e: unknown) => ({ stdout: String(e) })))
+            .stdout,
+        {
+          timeout: 30_000,
+          interval: 500,
+        },
+      )
       .toMatch(/The guest's virtual hardware[\s\S]*devices\s+<Object> -required-/);
     const { stdout } = await kubectl("explain", "vmi.spec.volumes.cloudInitNoCloud.userData");
     expect(stdout).toContain("cloud-init user data in clear text");
@@ -50,7 +62,8 @@ describe("the CRDs on a real kube-apiserver", () => {
 
   test("print KubeVirt's columns", async ({ custom, namespace }) => {
     for (const c of validationCases.slice(0, 2)) await create(custom, namespace, c.object);
-    const header = async (resource: string) => (await kubectl("get", resource, "-n", namespace)).stdout.split("\n")[0]?.split(/\s+/);
+    const header = async (resource: string) =>
+      (await kubectl("get", resource, "-n", namespace)).stdout.split("\n")[0]?.split(/\s+/);
     expect(await header("vm")).toEqual(["NAME", "AGE", "STATUS", "READY"]);
     expect(await header("vmi")).toEqual(["NAME", "AGE", "PHASE", "IP", "NODENAME", "READY"]);
   });
@@ -62,7 +75,13 @@ describe("KubeVirt manifests", () => {
   test.for(accepted)("$name is stored and read back unchanged", async ({ object }, { custom, namespace }) => {
     const created = await create(custom, namespace, object);
     const name = (created.metadata as { name: string }).name;
-    const read = (await custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: plural(object), name })) as Record<string, unknown>;
+    const read = (await custom.getNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace,
+      plural: plural(object),
+      name,
+    })) as Record<string, unknown>;
     const sent = object as { spec: unknown; metadata: { labels?: unknown } };
     expect(read.spec).toEqual(sent.spec);
     expect((read.metadata as { labels?: unknown }).labels).toEqual(sent.metadata.labels);
@@ -70,7 +89,10 @@ describe("KubeVirt manifests", () => {
 });
 
 describe("schema-invalid objects", () => {
-  const refused = validationCases.filter((c): c is ValidationCase & { invalid: NonNullable<ValidationCase["invalid"]> } => c.apiServer === "refuses" && c.invalid !== undefined);
+  const refused = validationCases.filter(
+    (c): c is ValidationCase & { invalid: NonNullable<ValidationCase["invalid"]> } =>
+      c.apiServer === "refuses" && c.invalid !== undefined,
+  );
 
   test.for(refused)("$name is refused by the API server", async ({ object, invalid }, { custom, namespace }) => {
     const error = await create(custom, namespace, object).then(
@@ -81,7 +103,11 @@ describe("schema-invalid objects", () => {
     const apiError = error as ApiException<unknown>;
     expect([400, 422]).toContain(apiError.code);
     // The API server's message names the offending field too.
-    const leaf = invalid.field.split(".").pop()?.replace(/\[\d+\]$/, "") ?? "";
+    const leaf =
+      invalid.field
+        .split(".")
+        .pop()
+        ?.replace(/\[\d+\]$/, "") ?? "";
     expect(JSON.stringify(apiError.body)).toContain(leaf);
   });
 });

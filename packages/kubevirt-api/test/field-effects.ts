@@ -47,13 +47,28 @@ const declaredPorts = effect(POD, "carries the guest's declared ports, named");
 const scheduling = effect(POD, "passes scheduling constraints through");
 // An interface connects to the network of its name; the case shows a name that matches none refused.
 const interfaceToNetwork = effect(VALIDATION_CASES, "an interface without a network");
-const agentCredentials = effect(E2E_DEBIAN, "gives a user SSH keys through its guest agent, follows a change of the key's Secret");
-const agentPassword = effect(E2E_DEBIAN, "gives a user the password of its access credentials' Secret through its guest agent");
+const agentCredentials = effect(
+  E2E_DEBIAN,
+  "gives a user SSH keys through its guest agent, follows a change of the key's Secret",
+);
+const agentPassword = effect(
+  E2E_DEBIAN,
+  "gives a user the password of its access credentials' Secret through its guest agent",
+);
 const lun = refused(VALIDATION_CASES, "a claim as a LUN, not supported yet");
 const claim = effect(POD, "are pod volumes of the same claims, read-only when the volume asks");
-const preferenceFillsIn = effect(EXPAND, "fills in the disks' cache, what is attached by default, the grace period, architecture and subdomain");
-const deprecatedFirmware = effect(EXPAND, "takes the deprecated preferredUseEfi and preferredUseSecureBoot, and preferredUseBios");
-const vmState = effect("e2e/cluster/vm-state.test.ts", "live on the VM's backend-storage claim, and are there after a stop and a start");
+const preferenceFillsIn = effect(
+  EXPAND,
+  "fills in the disks' cache, what is attached by default, the grace period, architecture and subdomain",
+);
+const deprecatedFirmware = effect(
+  EXPAND,
+  "takes the deprecated preferredUseEfi and preferredUseSecureBoot, and preferredUseBios",
+);
+const vmState = effect(
+  "e2e/cluster/vm-state.test.ts",
+  "live on the VM's backend-storage claim, and are there after a stop and a start",
+);
 const sized = effect(CONTROLLER, "size the VMI from a ControllerRevision owned by the VM");
 const LAUNCHER = "services/launcher/test/launcher.integration.test.ts";
 const E2E_DATA_VOLUMES = "e2e/cluster/vm-datavolume.test.ts";
@@ -65,11 +80,18 @@ const pvcClaimOfDataVolume = effect(IMPORTER_POD, "takes a pvc request as the cl
 const httpSource = effect(IMPORTER_POD, "passes the http source's URL, headers and secret to the importer");
 const CONFIG_DISK = "services/launcher/test/config-disk.integration.test.ts";
 const configDisks = effect(E2E_DEBIAN, "presents a ConfigMap and the downward API to its guest as labelled disks");
-const configPodVolumes = effect(POD, "are the same kinds of pod volume, mounted read-only where the launcher makes their disks");
-const configLabels = effect("packages/node-contract/src/config-volumes.test.ts", "labels each disk with its volume's label");
+const configPodVolumes = effect(
+  POD,
+  "are the same kinds of pod volume, mounted read-only where the launcher makes their disks",
+);
+const configLabels = effect(
+  "packages/node-contract/src/config-volumes.test.ts",
+  "labels each disk with its volume's label",
+);
 const E2E_PROBES = "e2e/cluster/vm-probes.test.ts";
 const probeSchedule = effect(POD, "runs the VMI's probes through the launcher, on the VMI's schedule");
-const probeHost = (kind: string) => refused(VALIDATION_CASES, kind === "httpGet" ? "a probe that reaches another host" : "a TCP probe's host");
+const probeHost = (kind: string) =>
+  refused(VALIDATION_CASES, kind === "httpGet" ? "a probe that reaches another host" : "a TCP probe's host");
 /** A probe's leaves, under readinessProbe or livenessProbe, each shown by one test or another. */
 function probeEffects(probe: "readinessProbe" | "livenessProbe"): Record<string, FieldEffect> {
   const httpGet = effect(LAUNCHER, "probes the guest as the kubelet asks");
@@ -80,14 +102,18 @@ function probeEffects(probe: "readinessProbe" | "livenessProbe"): Record<string,
     [`${probe}.httpGet.scheme`]: effect(E2E_PROBES, "is Ready while the guest's port answers over TLS"),
     [`${probe}.httpGet.httpHeaders[].name`]: httpGet,
     [`${probe}.httpGet.httpHeaders[].value`]: httpGet,
-    [`${probe}.tcpSocket.port`]: probe === "readinessProbe" ? effect(LAUNCHER, "probes the guest as the kubelet asks") : effect(E2E_PROBES, "has its VMI stopped by the kubelet, saying why"),
+    [`${probe}.tcpSocket.port`]:
+      probe === "readinessProbe"
+        ? effect(LAUNCHER, "probes the guest as the kubelet asks")
+        : effect(E2E_PROBES, "has its VMI stopped by the kubelet, saying why"),
     [`${probe}.tcpSocket.host`]: probeHost("tcpSocket"),
     [`${probe}.exec.command[]`]: effect(E2E_DEBIAN, "is Ready while its exec readiness probe passes in the guest"),
     [`${probe}.guestAgentPing`]: effect(E2E_DEBIAN, "its agent answers the liveness probe"),
     [`${probe}.initialDelaySeconds`]: probeSchedule,
     [`${probe}.timeoutSeconds`]: probeSchedule,
     [`${probe}.periodSeconds`]: probeSchedule,
-    [`${probe}.successThreshold`]: probe === "livenessProbe" ? refused(VALIDATION_CASES, "a liveness probe that must pass twice") : probeSchedule,
+    [`${probe}.successThreshold`]:
+      probe === "livenessProbe" ? refused(VALIDATION_CASES, "a liveness probe that must pass twice") : probeSchedule,
     [`${probe}.failureThreshold`]: probeSchedule,
   };
 }
@@ -96,7 +122,10 @@ function probeEffects(probe: "readinessProbe" | "livenessProbe"): Record<string,
 const vmiSpecEffects: Record<string, FieldEffect> = {
   "domain.resources.requests": effect(DEFAULTS, "guest memory comes from the memory request"),
   "domain.resources.limits": effect(POD, "passes a %s on"),
-  "domain.resources.overcommitGuestOverhead": effect(POD, "asks for the guest's memory alone when the VMI overcommits its overhead"),
+  "domain.resources.overcommitGuestOverhead": effect(
+    POD,
+    "asks for the guest's memory alone when the VMI overcommits its overhead",
+  ),
   "domain.cpu.cores": topology,
   "domain.cpu.sockets": topology,
   "domain.cpu.threads": effect(CONVERTER, "three threads per core"),
@@ -148,10 +177,16 @@ const vmiSpecEffects: Record<string, FieldEffect> = {
   "domain.clock.timer.kvm.present": windowsGuest,
   "domain.clock.timer.hyperv.present": windowsGuest,
   "domain.devices.disks[].name": effect(CONVERTER, "attaches the cloud-init disk as vdb, read-only"),
-  "domain.devices.disks[].disk.bus": effect(CONVERTER, "sata and scsi disks named sda, sdb, with a virtio-scsi controller"),
+  "domain.devices.disks[].disk.bus": effect(
+    CONVERTER,
+    "sata and scsi disks named sda, sdb, with a virtio-scsi controller",
+  ),
   "domain.devices.disks[].disk.readonly": effect(CONVERTER, "a read-only disk with writeback caching"),
   "domain.devices.disks[].cdrom.bus": effect(CONVERTER, "a writable CD-ROM on the SCSI bus"),
-  "domain.devices.disks[].cdrom.readonly": effect(CONVERTER, "makes a CD-ROM writable only when it says readonly: false"),
+  "domain.devices.disks[].cdrom.readonly": effect(
+    CONVERTER,
+    "makes a CD-ROM writable only when it says readonly: false",
+  ),
   "domain.devices.disks[].cdrom.tray": effect(CONVERTER, "a CD-ROM whose tray starts open"),
   "domain.devices.disks[].lun.bus": lun,
   "domain.devices.disks[].lun.readonly": lun,
@@ -159,7 +194,10 @@ const vmiSpecEffects: Record<string, FieldEffect> = {
   "domain.devices.disks[].serial": effect(CONVERTER, "escapes values, so a serial number cannot inject XML"),
   "domain.devices.disks[].cache": effect(CONVERTER, "a read-only disk with writeback caching"),
   "domain.devices.interfaces[].name": interfaceToNetwork,
-  "domain.devices.interfaces[].masquerade": effect(CONVERTER, "puts a masquerade interface behind NAT in the guest network"),
+  "domain.devices.interfaces[].masquerade": effect(
+    CONVERTER,
+    "puts a masquerade interface behind NAT in the guest network",
+  ),
   "domain.devices.interfaces[].bridge": refused(VALIDATION_CASES, "the bridge binding, not supported yet"),
   "domain.devices.interfaces[].model": nicModel,
   "domain.devices.interfaces[].macAddress": nicModel,
@@ -168,9 +206,16 @@ const vmiSpecEffects: Record<string, FieldEffect> = {
   "domain.devices.interfaces[].ports[].port": declaredPorts,
   "domain.devices.interfaces[].bootOrder": nicModel,
   "domain.devices.autoattachSerialConsole": effect(CONVERTER, "leaves out the serial console when it is not wanted"),
-  "domain.devices.autoattachGraphicsDevice": effect(CONVERTER, "leaves out VNC, video and the tablet when there is no graphics device"),
+  "domain.devices.autoattachGraphicsDevice": effect(
+    CONVERTER,
+    "leaves out VNC, video and the tablet when there is no graphics device",
+  ),
   "domain.devices.autoattachPodInterface": effect(DEFAULTS, "but not when autoattachPodInterface is false"),
-  "domain.devices.autoattachMemBalloon": effect(CONVERTER, "gives a virtio memory balloon that reports the guest's memory every 10 s, and none when autoattachMemBalloon is false"),
+  "domain.devices.autoattachMemBalloon": effect(
+    CONVERTER,
+    "gives a virtio memory balloon that reports the guest's memory every 10 s, and " +
+      "none when autoattachMemBalloon is false",
+  ),
   "domain.devices.rng": effect(CONVERTER, "a virtio RNG"),
   "domain.devices.tpm.enabled": effect(CONVERTER, "leaves out a TPM that is turned off"),
   "domain.devices.tpm.persistent": vmState,
@@ -186,23 +231,44 @@ const vmiSpecEffects: Record<string, FieldEffect> = {
   "volumes[].containerDisk.path": containerDiskCopy,
   "volumes[].cloudInitNoCloud.userData": effect(CLOUD_INIT, "takes inline user data as it is"),
   "volumes[].cloudInitNoCloud.userDataBase64": effect(CLOUD_INIT, "decodes inline base64 data as before"),
-  "volumes[].cloudInitNoCloud.secretRef.name": effect(E2E_DEBIAN, "lets the cloud-init user log in on the serial console"),
-  "volumes[].cloudInitNoCloud.networkData": effect(CLOUD_INIT, "combines a Secret's user data with inline network data"),
+  "volumes[].cloudInitNoCloud.secretRef.name": effect(
+    E2E_DEBIAN,
+    "lets the cloud-init user log in on the serial console",
+  ),
+  "volumes[].cloudInitNoCloud.networkData": effect(
+    CLOUD_INIT,
+    "combines a Secret's user data with inline network data",
+  ),
   "volumes[].cloudInitNoCloud.networkDataBase64": effect(CLOUD_INIT, "decodes inline base64 data as before"),
-  "volumes[].cloudInitNoCloud.networkDataSecretRef.name": effect(POD, "reach the launcher as Secret volumes of the pod"),
+  "volumes[].cloudInitNoCloud.networkDataSecretRef.name": effect(
+    POD,
+    "reach the launcher as Secret volumes of the pod",
+  ),
   // A config drive's data is read by the same code as NoCloud's (cloudInitSourceOf); its disk is OpenStack's.
   "volumes[].cloudInitConfigDrive.userData": effect(CONFIG_DISK, "is an OpenStack config drive"),
   "volumes[].cloudInitConfigDrive.userDataBase64": effect(CLOUD_INIT, "decodes a config drive's inline base64 data"),
   "volumes[].cloudInitConfigDrive.secretRef.name": effect(POD, "mounts a config drive's Secret as a NoCloud volume's"),
   "volumes[].cloudInitConfigDrive.networkData": effect(CONFIG_DISK, "is an OpenStack config drive"),
   "volumes[].cloudInitConfigDrive.networkDataBase64": effect(CLOUD_INIT, "decodes a config drive's inline base64 data"),
-  "volumes[].cloudInitConfigDrive.networkDataSecretRef.name": effect(POD, "mounts a config drive's Secret as a NoCloud volume's"),
-  "volumes[].emptyDisk.capacity": effect("services/launcher/src/storage/prepare.test.ts", "makes each emptyDisk a sparse qcow2 file of the capacity asked for"),
+  "volumes[].cloudInitConfigDrive.networkDataSecretRef.name": effect(
+    POD,
+    "mounts a config drive's Secret as a NoCloud volume's",
+  ),
+  "volumes[].emptyDisk.capacity": effect(
+    "services/launcher/src/storage/prepare.test.ts",
+    "makes each emptyDisk a sparse qcow2 file of the capacity asked for",
+  ),
   "volumes[].persistentVolumeClaim.claimName": claim,
   "volumes[].persistentVolumeClaim.readOnly": claim,
-  "volumes[].ephemeral.persistentVolumeClaim.claimName": effect(LAUNCHER, "gives an ephemeral claim's disk under an overlay"),
+  "volumes[].ephemeral.persistentVolumeClaim.claimName": effect(
+    LAUNCHER,
+    "gives an ephemeral claim's disk under an overlay",
+  ),
   "volumes[].ephemeral.persistentVolumeClaim.readOnly": effect(POD, "mounts an ephemeral volume's claim read-only"),
-  "volumes[].dataVolume.name": effect(E2E_DATA_VOLUMES, "boots the tiny guest from the DataVolume its template fills from a containerDisk image"),
+  "volumes[].dataVolume.name": effect(
+    E2E_DATA_VOLUMES,
+    "boots the tiny guest from the DataVolume its template fills from a containerDisk image",
+  ),
   "networks[].name": interfaceToNetwork,
   "networks[].pod.vmNetworkCIDR": effect(CONVERTER, "puts the guest in its pod network's vmNetworkCIDR"),
   nodeSelector: scheduling,
@@ -233,8 +299,14 @@ const vmiSpecEffects: Record<string, FieldEffect> = {
   "topologySpreadConstraints[].minDomains": podPassThrough,
   "topologySpreadConstraints[].matchLabelKeys[]": podPassThrough,
   // SSH keys from a Secret, given by cloud-init: the Debian guest's default user logs in with one over SSH.
-  "accessCredentials[].sshPublicKey.source.secret.secretName": effect(E2E_DEBIAN, "lets its default user in over SSH with the public key of its access credentials"),
-  "accessCredentials[].sshPublicKey.propagationMethod.noCloud": effect(E2E_DEBIAN, "lets its default user in over SSH with the public key of its access credentials"),
+  "accessCredentials[].sshPublicKey.source.secret.secretName": effect(
+    E2E_DEBIAN,
+    "lets its default user in over SSH with the public key of its access credentials",
+  ),
+  "accessCredentials[].sshPublicKey.propagationMethod.noCloud": effect(
+    E2E_DEBIAN,
+    "lets its default user in over SSH with the public key of its access credentials",
+  ),
   "accessCredentials[].sshPublicKey.propagationMethod.configDrive": effect(CONFIG_DISK, "is an OpenStack config drive"),
   "accessCredentials[].sshPublicKey.propagationMethod.qemuGuestAgent.users[]": agentCredentials,
   "accessCredentials[].userPassword.source.secret.secretName": agentPassword,
@@ -276,23 +348,60 @@ const vmEffects: Record<string, FieldEffect> = {
   "spec.preference.name": sized,
   "spec.preference.kind": sized,
   "spec.preference.revisionName": effect(CONTROLLER, "and which another VM can name"),
-  "spec.instancetype.inferFromVolume": effect(INFER, "names the instancetype and preference from the labels of a volume's claim, and drops inferFromVolume"),
-  "spec.instancetype.inferFromVolumeFailurePolicy": effect(INFER, "with Ignore, drops a matcher its volume does not name, and the memory when an instancetype is inferred"),
-  "spec.preference.inferFromVolume": effect(INFER, "names the instancetype and preference from the labels of a volume's claim, and drops inferFromVolume"),
-  "spec.preference.inferFromVolumeFailurePolicy": effect(INFER, "refuses, naming the field and what to do: no label under Reject, and a missing volume or claim whatever the policy"),
+  "spec.instancetype.inferFromVolume": effect(
+    INFER,
+    "names the instancetype and preference from the labels of a volume's claim, and drops inferFromVolume",
+  ),
+  "spec.instancetype.inferFromVolumeFailurePolicy": effect(
+    INFER,
+    "with Ignore, drops a matcher its volume does not name, and the memory when an instancetype is inferred",
+  ),
+  "spec.preference.inferFromVolume": effect(
+    INFER,
+    "names the instancetype and preference from the labels of a volume's claim, and drops inferFromVolume",
+  ),
+  "spec.preference.inferFromVolumeFailurePolicy": effect(
+    INFER,
+    "refuses, naming the field and what to do: no label under Reject, and a " +
+      "missing volume or claim whatever the policy",
+  ),
   "spec.dataVolumeTemplates[].apiVersion": refused(VALIDATION_CASES, "a DataVolume template of another API group"),
   "spec.dataVolumeTemplates[].kind": refused(VALIDATION_CASES, "a DataVolume template of another kind"),
-  "spec.dataVolumeTemplates[].metadata.name": effect(E2E_DATA_VOLUMES, "boots the tiny guest from the DataVolume its template fills from a containerDisk image"),
-  "spec.dataVolumeTemplates[].metadata.namespace": refused(VALIDATION_CASES, "a DataVolume template in another namespace"),
-  "spec.dataVolumeTemplates[].metadata.labels": effect(DATA_VOLUMES, "names the DataVolume as the template, in the VM's namespace"),
-  "spec.dataVolumeTemplates[].metadata.annotations": effect(DATA_VOLUMES, "names the DataVolume as the template, in the VM's namespace"),
+  "spec.dataVolumeTemplates[].metadata.name": effect(
+    E2E_DATA_VOLUMES,
+    "boots the tiny guest from the DataVolume its template fills from a containerDisk image",
+  ),
+  "spec.dataVolumeTemplates[].metadata.namespace": refused(
+    VALIDATION_CASES,
+    "a DataVolume template in another namespace",
+  ),
+  "spec.dataVolumeTemplates[].metadata.labels": effect(
+    DATA_VOLUMES,
+    "names the DataVolume as the template, in the VM's namespace",
+  ),
+  "spec.dataVolumeTemplates[].metadata.annotations": effect(
+    DATA_VOLUMES,
+    "names the DataVolume as the template, in the VM's namespace",
+  ),
   "spec.dataVolumeTemplates[].spec.source.http.url": effect(E2E_DATA_VOLUMES, "fills a DataVolume over HTTP"),
   "spec.dataVolumeTemplates[].spec.source.http.secretRef": httpSource,
   "spec.dataVolumeTemplates[].spec.source.http.extraHeaders[]": httpSource,
-  "spec.dataVolumeTemplates[].spec.source.registry.url": effect(E2E_DATA_VOLUMES, "boots the tiny guest from the DataVolume its template fills from a containerDisk image"),
-  "spec.dataVolumeTemplates[].spec.source.registry.pullMethod": effect(IMPORTER_POD, "pulls a registry source's image in the importer pod"),
-  "spec.dataVolumeTemplates[].spec.source.pvc.namespace": refused(VALIDATION_CASES, "a DataVolume template that clones a claim of another namespace, not supported"),
-  "spec.dataVolumeTemplates[].spec.source.pvc.name": effect(E2E_DATA_VOLUMES, "clones a claim with what the guest wrote on it"),
+  "spec.dataVolumeTemplates[].spec.source.registry.url": effect(
+    E2E_DATA_VOLUMES,
+    "boots the tiny guest from the DataVolume its template fills from a containerDisk image",
+  ),
+  "spec.dataVolumeTemplates[].spec.source.registry.pullMethod": effect(
+    IMPORTER_POD,
+    "pulls a registry source's image in the importer pod",
+  ),
+  "spec.dataVolumeTemplates[].spec.source.pvc.namespace": refused(
+    VALIDATION_CASES,
+    "a DataVolume template that clones a claim of another namespace, not supported",
+  ),
+  "spec.dataVolumeTemplates[].spec.source.pvc.name": effect(
+    E2E_DATA_VOLUMES,
+    "clones a claim with what the guest wrote on it",
+  ),
   "spec.dataVolumeTemplates[].spec.source.blank": effect(IMPORTER_POD, "makes a blank disk"),
   "spec.dataVolumeTemplates[].spec.source.upload": effect(E2E_UPLOAD, "takes a qcow2 image through the upload proxy"),
   "spec.dataVolumeTemplates[].spec.pvc.accessModes[]": pvcClaimOfDataVolume,
@@ -304,8 +413,14 @@ const vmEffects: Record<string, FieldEffect> = {
   "spec.dataVolumeTemplates[].spec.storage.storageClassName": claimOfDataVolume,
   "spec.dataVolumeTemplates[].spec.storage.resources.requests.storage": claimOfDataVolume,
   "spec.dataVolumeTemplates[].spec.contentType": refused(VALIDATION_CASES, "a DataVolume template of archive content"),
-  "spec.template.metadata.labels": effect("services/controller/src/vm/controller.test.ts", "gives the VMI the template's labels"),
-  "spec.template.metadata.annotations": effect(EXPAND, "gives the VMI the template's annotations over the instancetype's over the preference's"),
+  "spec.template.metadata.labels": effect(
+    "services/controller/src/vm/controller.test.ts",
+    "gives the VMI the template's labels",
+  ),
+  "spec.template.metadata.annotations": effect(
+    EXPAND,
+    "gives the VMI the template's annotations over the instancetype's over the preference's",
+  ),
   ...Object.fromEntries(Object.entries(vmiSpecEffects).map(([path, entry]) => [`${VM_TEMPLATE_SPEC}.${path}`, entry])),
 };
 
@@ -364,11 +479,17 @@ const PREFERENCE_COPIES = [
   "clock.preferredTimer.kvm.present",
   "clock.preferredTimer.hyperv.present",
 ];
-const preferenceCopy = effect(EXPAND, "gives a Windows preference's persistent TPM and EFI, features and clock where the template sets none");
+const preferenceCopy = effect(
+  EXPAND,
+  "gives a Windows preference's persistent TPM and EFI, features and clock where the template sets none",
+);
 
 const preferenceEffects: Record<string, FieldEffect> = {
   ...Object.fromEntries(PREFERENCE_COPIES.map((path) => [`preference:spec.${path}`, preferenceCopy])),
-  "preference:spec.cpu.preferredCPUTopology": effect(EXPAND, "lays vCPUs out as sockets unless the preference says otherwise"),
+  "preference:spec.cpu.preferredCPUTopology": effect(
+    EXPAND,
+    "lays vCPUs out as sockets unless the preference says otherwise",
+  ),
   "preference:spec.cpu.spreadOptions.across": spread,
   "preference:spec.cpu.spreadOptions.ratio": spread,
   "preference:spec.devices.preferredDiskBus": filledIn,
@@ -383,7 +504,10 @@ const preferenceEffects: Record<string, FieldEffect> = {
   "preference:spec.devices.preferredAutoattachMemBalloon": preferenceFillsIn,
   "preference:spec.firmware.preferredUseBios": deprecatedFirmware,
   "preference:spec.firmware.preferredEfi.secureBoot": filledIn,
-  "preference:spec.firmware.preferredEfi.persistent": effect(EXPAND, "gives a Windows preference's persistent TPM and EFI"),
+  "preference:spec.firmware.preferredEfi.persistent": effect(
+    EXPAND,
+    "gives a Windows preference's persistent TPM and EFI",
+  ),
   "preference:spec.firmware.preferredUseEfi": deprecatedFirmware,
   "preference:spec.firmware.preferredUseSecureBoot": deprecatedFirmware,
   "preference:spec.machine.preferredMachineType": filledIn,
@@ -392,7 +516,10 @@ const preferenceEffects: Record<string, FieldEffect> = {
   "preference:spec.preferredTerminationGracePeriodSeconds": preferenceFillsIn,
   "preference:spec.preferredArchitecture": preferenceFillsIn,
   "preference:spec.preferredSubdomain": preferenceFillsIn,
-  "preference:spec.annotations": effect(EXPAND, "gives the VMI the template's annotations over the instancetype's over the preference's"),
+  "preference:spec.annotations": effect(
+    EXPAND,
+    "gives the VMI the template's annotations over the instancetype's over the preference's",
+  ),
 };
 
 const MIGRATION = "services/controller/test/migration.integration.test.ts";
@@ -403,18 +530,31 @@ const migrationEffects: Record<string, FieldEffect> = {
 
 // A policy's selectors choose the configuration the controller hands a migration over with; each of its settings
 // becomes the source launcher's option (the handler's test), which becomes virsh's (the launcher's migrateArgs test).
-// Matched as KubeVirt does (the unit test); handed over by the controller (its integration test, "moves a VMI to the target pod's node").
+// Matched as KubeVirt does (the unit test); handed over by the controller (its integration test, "moves a VMI to the
+// target pod's node").
 const POLICY_MATCH = "packages/vm-rules/src/migration-policy.test.ts";
-const POLICY_OPTIONS = effect("services/handler/src/migration/decide.test.ts", "take each field of the MigrationPolicy's configuration");
+const POLICY_OPTIONS = effect(
+  "services/handler/src/migration/decide.test.ts",
+  "take each field of the MigrationPolicy's configuration",
+);
 const migrationPolicyEffects: Record<string, FieldEffect> = {
-  "migrationpolicy:spec.selectors.namespaceSelector": effect(POLICY_MATCH, "applies a policy only when the VMI and its namespace have every label of its selectors"),
-  "migrationpolicy:spec.selectors.virtualMachineInstanceSelector": effect(POLICY_MATCH, "applies a policy only when the VMI and its namespace have every label of its selectors"),
+  "migrationpolicy:spec.selectors.namespaceSelector": effect(
+    POLICY_MATCH,
+    "applies a policy only when the VMI and its namespace have every label of its selectors",
+  ),
+  "migrationpolicy:spec.selectors.virtualMachineInstanceSelector": effect(
+    POLICY_MATCH,
+    "applies a policy only when the VMI and its namespace have every label of its selectors",
+  ),
   "migrationpolicy:spec.allowAutoConverge": POLICY_OPTIONS,
   "migrationpolicy:spec.allowPostCopy": POLICY_OPTIONS,
   "migrationpolicy:spec.allowWorkloadDisruption": POLICY_OPTIONS,
   "migrationpolicy:spec.completionTimeoutPerGiB": POLICY_OPTIONS,
   // A real migration held to the policy's 1 MiB/s, slow enough to be cancelled under way.
-  "migrationpolicy:spec.bandwidthPerMigration": effect("e2e/cluster/vm-migration.test.ts", "is cancelled by deleting its migration"),
+  "migrationpolicy:spec.bandwidthPerMigration": effect(
+    "e2e/cluster/vm-migration.test.ts",
+    "is cancelled by deleting its migration",
+  ),
 };
 
 // The KubeVirt CR (kubevirt:spec.X): the cluster's configuration over the chart's values (cluster-config.ts).
@@ -425,14 +565,29 @@ const crOverChart = effect(CLUSTER_CONFIG, "takes each field the CR sets over th
 const verbosity = effect(E2E_KUBEVIRT, "takes virtctl adm log-verbosity --all=5 and --reset");
 const crMigrations = effect(CLUSTER_CONFIG, "takes each field the CR sets over the chart's value, and only those");
 const kubevirtEffects: Record<string, FieldEffect> = {
-  "kubevirt:spec.configuration.developerConfiguration.featureGates[]": effect(E2E_KUBEVIRT, "warns of a feature gate it ignores"),
-  "kubevirt:spec.configuration.developerConfiguration.useEmulation": effect(POD, "asks for devices.kubevirt.io/kvm in its limits when emulation is not allowed"),
-  "kubevirt:spec.configuration.developerConfiguration.memoryOvercommit": effect(POD, "asks for a share of the guest's memory under the cluster's memoryOvercommit"),
-  "kubevirt:spec.configuration.developerConfiguration.cpuAllocationRatio": effect(E2E_KUBEVIRT, "gives the next launcher pod the CPU request of a changed cpuAllocationRatio"),
+  "kubevirt:spec.configuration.developerConfiguration.featureGates[]": effect(
+    E2E_KUBEVIRT,
+    "warns of a feature gate it ignores",
+  ),
+  "kubevirt:spec.configuration.developerConfiguration.useEmulation": effect(
+    POD,
+    "asks for devices.kubevirt.io/kvm in its limits when emulation is not allowed",
+  ),
+  "kubevirt:spec.configuration.developerConfiguration.memoryOvercommit": effect(
+    POD,
+    "asks for a share of the guest's memory under the cluster's memoryOvercommit",
+  ),
+  "kubevirt:spec.configuration.developerConfiguration.cpuAllocationRatio": effect(
+    E2E_KUBEVIRT,
+    "gives the next launcher pod the CPU request of a changed cpuAllocationRatio",
+  ),
   "kubevirt:spec.configuration.developerConfiguration.logVerbosity.virtAPI": verbosity,
   "kubevirt:spec.configuration.developerConfiguration.logVerbosity.virtController": verbosity,
   "kubevirt:spec.configuration.developerConfiguration.logVerbosity.virtHandler": verbosity,
-  "kubevirt:spec.configuration.developerConfiguration.logVerbosity.virtLauncher": effect(POD, "tells the launcher its log level from the VMI's logVerbosity label or the cluster's"),
+  "kubevirt:spec.configuration.developerConfiguration.logVerbosity.virtLauncher": effect(
+    POD,
+    "tells the launcher its log level from the VMI's logVerbosity label or the cluster's",
+  ),
   // No operator runs in kubevirt-ts: virtctl sets it with the others, and it is kept for virtctl to show.
   "kubevirt:spec.configuration.developerConfiguration.logVerbosity.virtOperator": verbosity,
   "kubevirt:spec.configuration.evictionStrategy": crOverChart,
@@ -443,18 +598,52 @@ const kubevirtEffects: Record<string, FieldEffect> = {
   "kubevirt:spec.configuration.migrations.bandwidthPerMigration": crMigrations,
   "kubevirt:spec.configuration.migrations.completionTimeoutPerGiB": crMigrations,
   "kubevirt:spec.configuration.migrations.progressTimeout": crMigrations,
-  "kubevirt:spec.configuration.machineType": effect(DEFAULTS, "takes the cluster's machine type and CPU model where the VMI names none"),
-  "kubevirt:spec.configuration.architectureConfiguration.defaultArchitecture": refused(KV_WEBHOOK, "refuses a field kubevirt-ts does not act on by its path"),
-  "kubevirt:spec.configuration.architectureConfiguration.amd64.machineType": effect(DEFAULTS, "takes the cluster's machine type and CPU model where the VMI names none"),
-  "kubevirt:spec.configuration.cpuModel": effect(DEFAULTS, "takes the cluster's machine type and CPU model where the VMI names none"),
+  "kubevirt:spec.configuration.machineType": effect(
+    DEFAULTS,
+    "takes the cluster's machine type and CPU model where the VMI names none",
+  ),
+  "kubevirt:spec.configuration.architectureConfiguration.defaultArchitecture": refused(
+    KV_WEBHOOK,
+    "refuses a field kubevirt-ts does not act on by its path",
+  ),
+  "kubevirt:spec.configuration.architectureConfiguration.amd64.machineType": effect(
+    DEFAULTS,
+    "takes the cluster's machine type and CPU model where the VMI names none",
+  ),
+  "kubevirt:spec.configuration.cpuModel": effect(
+    DEFAULTS,
+    "takes the cluster's machine type and CPU model where the VMI names none",
+  ),
   "kubevirt:spec.configuration.defaultRuntimeClass": effect(POD, "runs in the cluster's defaultRuntimeClass"),
-  "kubevirt:spec.configuration.vmRolloutStrategy": refused(KV_WEBHOOK, "refuses a field kubevirt-ts does not act on by its path"),
-  "kubevirt:spec.configuration.imagePullPolicy": effect(CLUSTER_CONFIG, "prefers configuration.imagePullPolicy to the operator's spec.imagePullPolicy"),
+  "kubevirt:spec.configuration.vmRolloutStrategy": refused(
+    KV_WEBHOOK,
+    "refuses a field kubevirt-ts does not act on by its path",
+  ),
+  "kubevirt:spec.configuration.imagePullPolicy": effect(
+    CLUSTER_CONFIG,
+    "prefers configuration.imagePullPolicy to the operator's spec.imagePullPolicy",
+  ),
   "kubevirt:spec.configuration.vmStateStorageClass": crOverChart,
-  "kubevirt:spec.imagePullPolicy": effect(CLUSTER_CONFIG, "prefers configuration.imagePullPolicy to the operator's spec.imagePullPolicy"),
-  "kubevirt:spec.certificateRotateStrategy": refused(KV_WEBHOOK, "refuses a field kubevirt-ts does not act on by its path"),
+  "kubevirt:spec.imagePullPolicy": effect(
+    CLUSTER_CONFIG,
+    "prefers configuration.imagePullPolicy to the operator's spec.imagePullPolicy",
+  ),
+  "kubevirt:spec.certificateRotateStrategy": refused(
+    KV_WEBHOOK,
+    "refuses a field kubevirt-ts does not act on by its path",
+  ),
   "kubevirt:spec.customizeComponents": refused(KV_WEBHOOK, "refuses a field kubevirt-ts does not act on by its path"),
-  "kubevirt:spec.workloadUpdateStrategy": refused(KV_WEBHOOK, "refuses a field kubevirt-ts does not act on by its path"),
+  "kubevirt:spec.workloadUpdateStrategy": refused(
+    KV_WEBHOOK,
+    "refuses a field kubevirt-ts does not act on by its path",
+  ),
 };
 
-export const FIELD_EFFECTS: Readonly<Record<string, FieldEffect>> = { ...vmEffects, ...instancetypeEffects, ...preferenceEffects, ...migrationEffects, ...migrationPolicyEffects, ...kubevirtEffects };
+export const FIELD_EFFECTS: Readonly<Record<string, FieldEffect>> = {
+  ...vmEffects,
+  ...instancetypeEffects,
+  ...preferenceEffects,
+  ...migrationEffects,
+  ...migrationPolicyEffects,
+  ...kubevirtEffects,
+};

@@ -16,7 +16,9 @@ export interface ValidationCase {
 
 /** The KubeVirt object of an example (its other documents, a claim say, are the cluster's business). */
 function example(file: string): unknown {
-  const documents = parseAllDocuments(readFileSync(new URL(`../../../examples/${file}`, import.meta.url), "utf8")).map((d) => d.toJS() as { apiVersion?: string });
+  const documents = parseAllDocuments(readFileSync(new URL(`../../../examples/${file}`, import.meta.url), "utf8")).map(
+    (d) => d.toJS() as { apiVersion?: string },
+  );
   return documents.find((d) => d.apiVersion?.startsWith("kubevirt.io/"));
 }
 
@@ -37,42 +39,80 @@ function dataVolumeVm(spec: DataVolumeSpec, namespace?: string): VirtualMachine 
 
 export const validationCases: ValidationCase[] = [
   // Valid.
-  { name: "KubeVirt's example VM with a containerDisk and cloud-init", object: example("vm-containerdisk-cloudinit.yaml"), apiServer: "accepts" },
+  {
+    name: "KubeVirt's example VM with a containerDisk and cloud-init",
+    object: example("vm-containerdisk-cloudinit.yaml"),
+    apiServer: "accepts",
+  },
   { name: "a VMI with an emptyDisk", object: example("vmi-emptydisk.yaml"), apiServer: "accepts" },
   {
     name: "a VM with a disk on a claim, and an ISO on a read-only claim as a CD-ROM",
-    object: newVm(newVmiSpec((s) => {
-      s.domain.devices.disks?.push({ name: "data", disk: { bus: "virtio" } }, { name: "installer", cdrom: { bus: "sata" }, bootOrder: 2 });
-      s.volumes?.push({ name: "data", persistentVolumeClaim: { claimName: "data" } }, { name: "installer", persistentVolumeClaim: { claimName: "debian-iso", readOnly: true } });
-    })),
+    object: newVm(
+      newVmiSpec((s) => {
+        s.domain.devices.disks?.push(
+          { name: "data", disk: { bus: "virtio" } },
+          { name: "installer", cdrom: { bus: "sata" }, bootOrder: 2 },
+        );
+        s.volumes?.push(
+          { name: "data", persistentVolumeClaim: { claimName: "data" } },
+          { name: "installer", persistentVolumeClaim: { claimName: "debian-iso", readOnly: true } },
+        );
+      }),
+    ),
     apiServer: "accepts",
   },
   {
     name: "a VM with an ephemeral disk over a claim",
-    object: newVm(newVmiSpec((s) => {
-      s.domain.devices.disks?.push({ name: "scratch", disk: { bus: "virtio" } });
-      s.volumes?.push({ name: "scratch", ephemeral: { persistentVolumeClaim: { claimName: "golden-image", readOnly: true } } });
-    })),
+    object: newVm(
+      newVmiSpec((s) => {
+        s.domain.devices.disks?.push({ name: "scratch", disk: { bus: "virtio" } });
+        s.volumes?.push({
+          name: "scratch",
+          ephemeral: { persistentVolumeClaim: { claimName: "golden-image", readOnly: true } },
+        });
+      }),
+    ),
     apiServer: "accepts",
   },
   {
     name: "a VM with SSH keys and a password through the guest agent",
-    object: newVm(newVmiSpec((s) => (s.accessCredentials = [
-      { sshPublicKey: { source: { secret: { secretName: "my-keys" } }, propagationMethod: { qemuGuestAgent: { users: ["debian"] } } } },
-      { userPassword: { source: { secret: { secretName: "my-passwords" } }, propagationMethod: { qemuGuestAgent: {} } } },
-    ]))),
+    object: newVm(
+      newVmiSpec(
+        (s) =>
+          (s.accessCredentials = [
+            {
+              sshPublicKey: {
+                source: { secret: { secretName: "my-keys" } },
+                propagationMethod: { qemuGuestAgent: { users: ["debian"] } },
+              },
+            },
+            {
+              userPassword: {
+                source: { secret: { secretName: "my-passwords" } },
+                propagationMethod: { qemuGuestAgent: {} },
+              },
+            },
+          ]),
+      ),
+    ),
     apiServer: "accepts",
   },
   { name: "the Debian guest example with a cloud-init user", object: example("vm-debian.yaml"), apiServer: "accepts" },
-  { name: "the Debian guest example with a data disk on a claim", object: example("vm-debian-data-disk.yaml"), apiServer: "accepts" },
-  { name: "KubeVirt's vm-alpine-datavolume shape: the Debian guest on a DataVolume from a registry", object: example("vm-debian-datavolume.yaml"), apiServer: "accepts" },
-  ...(["Always", "RerunOnFailure", "Manual", "Halted", "Once"] as const).map(
-    (runStrategy): ValidationCase => ({
-      name: `runStrategy ${runStrategy}`,
-      object: newVm(undefined, (vm) => (vm.spec.runStrategy = runStrategy)),
-      apiServer: "accepts",
-    }),
-  ),
+  {
+    name: "the Debian guest example with a data disk on a claim",
+    object: example("vm-debian-data-disk.yaml"),
+    apiServer: "accepts",
+  },
+  {
+    name: "KubeVirt's vm-alpine-datavolume shape: the Debian guest on a DataVolume from a registry",
+    object: example("vm-debian-datavolume.yaml"),
+    apiServer: "accepts",
+  },
+  ...(["Always", "RerunOnFailure", "Manual", "Halted", "Once"] as const).map((runStrategy): ValidationCase => ({
+    name: `runStrategy ${runStrategy}`,
+    object: newVm(undefined, (vm) => (vm.spec.runStrategy = runStrategy)),
+    apiServer: "accepts",
+  })),
   {
     name: "the deprecated running: true",
     object: newVm(undefined, (vm) => {
@@ -81,18 +121,40 @@ export const validationCases: ValidationCase[] = [
     }),
     apiServer: "accepts",
   },
-  { name: "memory.guest without resources", object: newVm(newVmiSpec((s) => { delete s.domain.resources; s.domain.memory = { guest: "1Gi" }; })), apiServer: "accepts" },
-  { name: "a cpu topology of 2 sockets, 2 cores, 1 thread", object: newVm(newVmiSpec((s) => (s.domain.cpu = { sockets: 2, cores: 2, threads: 1 }))), apiServer: "accepts" },
   {
-    name: "named TCP and UDP ports of the pod's address forwarded to the guest, in its own vmNetworkCIDR",
-    object: newVm(newVmiSpec((s) => {
-      s.domain.devices.interfaces = [{ name: "default", masquerade: {}, ports: [{ name: "ssh", port: 22 }, { name: "dns", port: 53, protocol: "UDP" }, { port: 53 }] }];
-      s.networks = [{ name: "default", pod: { vmNetworkCIDR: "198.18.200.0/24" } }];
-    })),
+    name: "memory.guest without resources",
+    object: newVm(
+      newVmiSpec((s) => {
+        delete s.domain.resources;
+        s.domain.memory = { guest: "1Gi" };
+      }),
+    ),
     apiServer: "accepts",
   },
   {
-    // What `kubectl get vm -o yaml` gives on a KubeVirt cluster: its defaults written in, its finalizer, server-set metadata.
+    name: "a cpu topology of 2 sockets, 2 cores, 1 thread",
+    object: newVm(newVmiSpec((s) => (s.domain.cpu = { sockets: 2, cores: 2, threads: 1 }))),
+    apiServer: "accepts",
+  },
+  {
+    name: "named TCP and UDP ports of the pod's address forwarded to the guest, in its own vmNetworkCIDR",
+    object: newVm(
+      newVmiSpec((s) => {
+        s.domain.devices.interfaces = [
+          {
+            name: "default",
+            masquerade: {},
+            ports: [{ name: "ssh", port: 22 }, { name: "dns", port: 53, protocol: "UDP" }, { port: 53 }],
+          },
+        ];
+        s.networks = [{ name: "default", pod: { vmNetworkCIDR: "198.18.200.0/24" } }];
+      }),
+    ),
+    apiServer: "accepts",
+  },
+  {
+    // What `kubectl get vm -o yaml` gives on a KubeVirt cluster: its defaults written in, its finalizer, server-set
+    // metadata.
     name: "a VM as a KubeVirt cluster exports it",
     object: {
       apiVersion: "kubevirt.io/v1",
@@ -100,19 +162,28 @@ export const validationCases: ValidationCase[] = [
       metadata: {
         // Its namespace is left out here: each test creates it in a namespace of its own.
         name: "exported",
-        annotations: { "kubevirt.io/latest-observed-api-version": "v1", "kubevirt.io/storage-observed-api-version": "v1" },
+        annotations: {
+          "kubevirt.io/latest-observed-api-version": "v1",
+          "kubevirt.io/storage-observed-api-version": "v1",
+        },
         finalizers: ["kubevirt.io/virtualMachineControllerFinalize"],
         generation: 3,
       },
       spec: {
         runStrategy: "Always",
         template: {
-          metadata: { creationTimestamp: null, labels: { "kubevirt.io/domain": "exported", "kubevirt.io/size": "small" } },
+          metadata: {
+            creationTimestamp: null,
+            labels: { "kubevirt.io/domain": "exported", "kubevirt.io/size": "small" },
+          },
           spec: {
             architecture: "amd64",
             domain: {
               devices: {
-                disks: [{ name: "containerdisk", disk: { bus: "virtio" } }, { name: "cloudinitdisk", disk: { bus: "virtio" } }],
+                disks: [
+                  { name: "containerdisk", disk: { bus: "virtio" } },
+                  { name: "cloudinitdisk", disk: { bus: "virtio" } },
+                ],
                 interfaces: [{ name: "default", masquerade: {} }],
               },
               firmware: { uuid: "6f1a2b3c-4d5e-5f60-8a7b-9c0d1e2f3a4b" },
@@ -124,7 +195,10 @@ export const validationCases: ValidationCase[] = [
             terminationGracePeriodSeconds: 0,
             volumes: [
               { name: "containerdisk", containerDisk: { image: "kubevirt-ts.local/tiny-guest:1" } },
-              { name: "cloudinitdisk", cloudInitNoCloud: { userDataBase64: Buffer.from("#cloud-config\n").toString("base64") } },
+              {
+                name: "cloudinitdisk",
+                cloudInitNoCloud: { userDataBase64: Buffer.from("#cloud-config\n").toString("base64") },
+              },
             ],
           },
         },
@@ -139,19 +213,48 @@ export const validationCases: ValidationCase[] = [
     apiServer: "accepts",
   },
   {
-    name: "a Windows-style VM: Hyper-V enlightenments, SMM, EFI with secure boot, persistent EFI variables and TPM, local time and timers",
-    object: newVm(newVmiSpec((s) => {
-      s.domain.firmware = { bootloader: { efi: { secureBoot: true, persistent: true } } };
-      s.domain.devices.tpm = { persistent: true };
-      s.domain.features = { acpi: {}, apic: {}, smm: {}, hyperv: { relaxed: {}, vapic: {}, spinlocks: { spinlocks: 8191 }, synictimer: { direct: {} }, vendorid: { vendorid: "KVMKVMKVM" } } };
-      s.domain.clock = { timezone: "America/New_York", timer: { hpet: { present: false }, pit: { tickPolicy: "delay" }, rtc: { tickPolicy: "catchup" }, hyperv: {} } };
-    })),
+    name:
+      "a Windows-style VM: Hyper-V enlightenments, SMM, EFI with secure boot, persistent " +
+      "EFI variables and TPM, local time and timers",
+    object: newVm(
+      newVmiSpec((s) => {
+        s.domain.firmware = { bootloader: { efi: { secureBoot: true, persistent: true } } };
+        s.domain.devices.tpm = { persistent: true };
+        s.domain.features = {
+          acpi: {},
+          apic: {},
+          smm: {},
+          hyperv: {
+            relaxed: {},
+            vapic: {},
+            spinlocks: { spinlocks: 8191 },
+            synictimer: { direct: {} },
+            vendorid: { vendorid: "KVMKVMKVM" },
+          },
+        };
+        s.domain.clock = {
+          timezone: "America/New_York",
+          timer: { hpet: { present: false }, pit: { tickPolicy: "delay" }, rtc: { tickPolicy: "catchup" }, hyperv: {} },
+        };
+      }),
+    ),
     apiServer: "accepts",
   },
   {
     name: "a hook sidecar, which nothing would run",
-    object: newVm(undefined, (vm) => (vm.spec.template.metadata = { annotations: { "hooks.kubevirt.io/hookSidecars": '[{"image": "registry:5000/kubevirt/example-hook-sidecar:devel"}]' } })),
-    invalid: { field: `spec.template.metadata.annotations.hooks.kubevirt.io/hookSidecars`, message: /runs no hook sidecars/ },
+    object: newVm(
+      undefined,
+      (vm) =>
+        (vm.spec.template.metadata = {
+          annotations: {
+            "hooks.kubevirt.io/hookSidecars": '[{"image": "registry:5000/kubevirt/example-hook-sidecar:devel"}]',
+          },
+        }),
+    ),
+    invalid: {
+      field: `spec.template.metadata.annotations.hooks.kubevirt.io/hookSidecars`,
+      message: /runs no hook sidecars/,
+    },
     apiServer: "accepts",
   },
   {
@@ -162,69 +265,126 @@ export const validationCases: ValidationCase[] = [
   },
   {
     name: "probes of each kind, a port by its name",
-    object: newVm(newVmiSpec((s) => {
-      const [iface] = s.domain.devices.interfaces ?? [];
-      if (iface) iface.ports = [{ name: "http", port: 80 }];
-      s.readinessProbe = { httpGet: { port: "http", path: "/healthz", scheme: "HTTP", httpHeaders: [{ name: "X-Probe", value: "1" }] }, initialDelaySeconds: 5, periodSeconds: 3, timeoutSeconds: 2, successThreshold: 2, failureThreshold: 4 };
-      s.livenessProbe = { exec: { command: ["cat", "/tmp/healthy"] }, initialDelaySeconds: 120 };
-    })),
+    object: newVm(
+      newVmiSpec((s) => {
+        const [iface] = s.domain.devices.interfaces ?? [];
+        if (iface) iface.ports = [{ name: "http", port: 80 }];
+        s.readinessProbe = {
+          httpGet: { port: "http", path: "/healthz", scheme: "HTTP", httpHeaders: [{ name: "X-Probe", value: "1" }] },
+          initialDelaySeconds: 5,
+          periodSeconds: 3,
+          timeoutSeconds: 2,
+          successThreshold: 2,
+          failureThreshold: 4,
+        };
+        s.livenessProbe = { exec: { command: ["cat", "/tmp/healthy"] }, initialDelaySeconds: 120 };
+      }),
+    ),
     apiServer: "accepts",
   },
   {
     name: "ConfigMap, Secret, ServiceAccount and downward API disks",
-    object: newVm(newVmiSpec((s) => {
-      s.volumes = [
-        ...(s.volumes ?? []),
-        { name: "app", configMap: { name: "app", volumeLabel: "cfg" } },
-        { name: "creds", secret: { secretName: "db", optional: true } },
-        { name: "sa", serviceAccount: { serviceAccountName: "default" } },
-        { name: "meta", downwardAPI: { fields: [{ path: "labels", fieldRef: { fieldPath: "metadata.labels" } }] } },
-      ];
-      s.domain.devices.disks = [...(s.domain.devices.disks ?? []), ...["app", "creds", "sa", "meta"].map((name) => ({ name, disk: { bus: "virtio" as const } }))];
-    })),
+    object: newVm(
+      newVmiSpec((s) => {
+        s.volumes = [
+          ...(s.volumes ?? []),
+          { name: "app", configMap: { name: "app", volumeLabel: "cfg" } },
+          { name: "creds", secret: { secretName: "db", optional: true } },
+          { name: "sa", serviceAccount: { serviceAccountName: "default" } },
+          { name: "meta", downwardAPI: { fields: [{ path: "labels", fieldRef: { fieldPath: "metadata.labels" } }] } },
+        ];
+        s.domain.devices.disks = [
+          ...(s.domain.devices.disks ?? []),
+          ...["app", "creds", "sa", "meta"].map((name) => ({ name, disk: { bus: "virtio" as const } })),
+        ];
+      }),
+    ),
     apiServer: "accepts",
   },
   {
     name: "a cloud-init config drive",
-    object: newVm(newVmiSpec((s) => {
-      s.volumes = [...(s.volumes ?? []), { name: "drive", cloudInitConfigDrive: { userData: "#cloud-config\n" } }];
-      s.domain.devices.disks = [...(s.domain.devices.disks ?? []), { name: "drive", disk: { bus: "virtio" } }];
-    })),
+    object: newVm(
+      newVmiSpec((s) => {
+        s.volumes = [...(s.volumes ?? []), { name: "drive", cloudInitConfigDrive: { userData: "#cloud-config\n" } }];
+        s.domain.devices.disks = [...(s.domain.devices.disks ?? []), { name: "drive", disk: { bus: "virtio" } }];
+      }),
+    ),
     apiServer: "accepts",
   },
   {
     name: "a config drive without data",
-    object: newVm(newVmiSpec((s) => {
-      s.volumes = [...(s.volumes ?? []), { name: "drive", cloudInitConfigDrive: {} }];
-    })),
+    object: newVm(
+      newVmiSpec((s) => {
+        s.volumes = [...(s.volumes ?? []), { name: "drive", cloudInitConfigDrive: {} }];
+      }),
+    ),
     invalid: { field: `${tpl}.volumes[1].cloudInitConfigDrive`, message: /has no data/ },
     apiServer: "accepts",
   },
   {
     name: "SSH keys through the NoCloud disk",
-    object: newVm(newVmiSpec((s) => {
-      s.volumes = [...(s.volumes ?? []), { name: "cloudinit", cloudInitNoCloud: { userData: "#cloud-config\n" } }];
-      s.domain.devices.disks = [...(s.domain.devices.disks ?? []), { name: "cloudinit", disk: { bus: "virtio" } }];
-      s.accessCredentials = [{ sshPublicKey: { source: { secret: { secretName: "my-keys" } }, propagationMethod: { noCloud: {} } } }];
-    })),
+    object: newVm(
+      newVmiSpec((s) => {
+        s.volumes = [...(s.volumes ?? []), { name: "cloudinit", cloudInitNoCloud: { userData: "#cloud-config\n" } }];
+        s.domain.devices.disks = [...(s.domain.devices.disks ?? []), { name: "cloudinit", disk: { bus: "virtio" } }];
+        s.accessCredentials = [
+          { sshPublicKey: { source: { secret: { secretName: "my-keys" } }, propagationMethod: { noCloud: {} } } },
+        ];
+      }),
+    ),
     apiServer: "accepts",
   },
   {
     name: "SSH keys through a NoCloud disk the VM lacks",
-    object: newVm(newVmiSpec((s) => (s.accessCredentials = [{ sshPublicKey: { source: { secret: { secretName: "my-keys" } }, propagationMethod: { noCloud: {} } } }]))),
-    invalid: { field: `${tpl}.accessCredentials[0].sshPublicKey.propagationMethod.noCloud`, message: /needs a cloudInitNoCloud volume/ },
+    object: newVm(
+      newVmiSpec(
+        (s) =>
+          (s.accessCredentials = [
+            { sshPublicKey: { source: { secret: { secretName: "my-keys" } }, propagationMethod: { noCloud: {} } } },
+          ]),
+      ),
+    ),
+    invalid: {
+      field: `${tpl}.accessCredentials[0].sshPublicKey.propagationMethod.noCloud`,
+      message: /needs a cloudInitNoCloud volume/,
+    },
     apiServer: "accepts",
   },
   {
     name: "SSH keys through the guest agent for no user",
-    object: newVm(newVmiSpec((s) => (s.accessCredentials = [{ sshPublicKey: { source: { secret: { secretName: "my-keys" } }, propagationMethod: { qemuGuestAgent: { users: [] } } } }]))),
-    invalid: { field: `${tpl}.accessCredentials[0].sshPublicKey.propagationMethod.qemuGuestAgent.users`, message: /must name at least one user/ },
+    object: newVm(
+      newVmiSpec(
+        (s) =>
+          (s.accessCredentials = [
+            {
+              sshPublicKey: {
+                source: { secret: { secretName: "my-keys" } },
+                propagationMethod: { qemuGuestAgent: { users: [] } },
+              },
+            },
+          ]),
+      ),
+    ),
+    invalid: {
+      field: `${tpl}.accessCredentials[0].sshPublicKey.propagationMethod.qemuGuestAgent.users`,
+      message: /must name at least one user/,
+    },
     apiServer: "accepts",
   },
   {
     name: "a password with no way to the guest",
-    object: newVm(newVmiSpec((s) => (s.accessCredentials = [{ userPassword: { source: { secret: { secretName: "my-passwords" } }, propagationMethod: {} } }]))),
-    invalid: { field: `${tpl}.accessCredentials[0].userPassword.propagationMethod.qemuGuestAgent`, message: /passwords reach the guest through its QEMU guest agent/ },
+    object: newVm(
+      newVmiSpec(
+        (s) =>
+          (s.accessCredentials = [
+            { userPassword: { source: { secret: { secretName: "my-passwords" } }, propagationMethod: {} } },
+          ]),
+      ),
+    ),
+    invalid: {
+      field: `${tpl}.accessCredentials[0].userPassword.propagationMethod.qemuGuestAgent`,
+      message: /passwords reach the guest through its QEMU guest agent/,
+    },
     apiServer: "accepts",
   },
   {
@@ -235,26 +395,39 @@ export const validationCases: ValidationCase[] = [
   },
   {
     name: "a second serviceAccount volume",
-    object: newVm(newVmiSpec((s) => {
-      s.volumes = [...(s.volumes ?? []), { name: "sa1", serviceAccount: { serviceAccountName: "a" } }, { name: "sa2", serviceAccount: { serviceAccountName: "b" } }];
-    })),
+    object: newVm(
+      newVmiSpec((s) => {
+        s.volumes = [
+          ...(s.volumes ?? []),
+          { name: "sa1", serviceAccount: { serviceAccountName: "a" } },
+          { name: "sa2", serviceAccount: { serviceAccountName: "b" } },
+        ];
+      }),
+    ),
     invalid: { field: `${tpl}.volumes[2].serviceAccount`, message: /second serviceAccount volume/ },
     apiServer: "accepts",
   },
   {
     name: "a disk label ISO 9660 cannot hold",
-    object: newVm(newVmiSpec((s) => {
-      s.volumes = [...(s.volumes ?? []), { name: "app", configMap: { name: "app", volumeLabel: "a label with spaces" } }];
-    })),
+    object: newVm(
+      newVmiSpec((s) => {
+        s.volumes = [
+          ...(s.volumes ?? []),
+          { name: "app", configMap: { name: "app", volumeLabel: "a label with spaces" } },
+        ];
+      }),
+    ),
     invalid: { field: `${tpl}.volumes[1].configMap.volumeLabel`, message: /ISO 9660 label/ },
     apiServer: "accepts",
   },
   {
     name: "a paused start with a liveness probe",
-    object: newVm(newVmiSpec((s) => {
-      s.startStrategy = "Paused";
-      s.livenessProbe = { guestAgentPing: {} };
-    })),
+    object: newVm(
+      newVmiSpec((s) => {
+        s.startStrategy = "Paused";
+        s.livenessProbe = { guestAgentPing: {} };
+      }),
+    ),
     invalid: { field: `${tpl}.startStrategy`, message: /Paused together with a livenessProbe/ },
     apiServer: "accepts",
   },
@@ -279,7 +452,10 @@ export const validationCases: ValidationCase[] = [
   {
     name: "a probe's port by a name the interface does not give",
     object: newVm(newVmiSpec((s) => (s.readinessProbe = { tcpSocket: { port: "http" } }))),
-    invalid: { field: `${tpl}.readinessProbe.tcpSocket.port`, message: /no port of the pod-network interface is named/ },
+    invalid: {
+      field: `${tpl}.readinessProbe.tcpSocket.port`,
+      message: /no port of the pod-network interface is named/,
+    },
     apiServer: "accepts",
   },
   {
@@ -296,10 +472,12 @@ export const validationCases: ValidationCase[] = [
   },
   {
     name: "secure boot with SMM turned off",
-    object: newVm(newVmiSpec((s) => {
-      s.domain.firmware = { bootloader: { efi: {} } };
-      s.domain.features = { smm: { enabled: false } };
-    })),
+    object: newVm(
+      newVmiSpec((s) => {
+        s.domain.firmware = { bootloader: { efi: {} } };
+        s.domain.features = { smm: { enabled: false } };
+      }),
+    ),
     invalid: { field: `${tpl}.domain.features.smm.enabled`, message: /secure boot .* needs SMM/ },
     apiServer: "accepts",
   },
@@ -315,34 +493,68 @@ export const validationCases: ValidationCase[] = [
     invalid: { field: `${tpl}.domain.clock.timezone`, message: /time zone name/ },
     apiServer: "accepts",
   },
-  { name: "no interfaces and no networks (a default pod network is added)", object: newVm(newVmiSpec((s) => { delete s.domain.devices.interfaces; delete s.networks; })), apiServer: "accepts" },
+  {
+    name: "no interfaces and no networks (a default pod network is added)",
+    object: newVm(
+      newVmiSpec((s) => {
+        delete s.domain.devices.interfaces;
+        delete s.networks;
+      }),
+    ),
+    apiServer: "accepts",
+  },
   {
     name: "a cdrom on sata with cloud-init as base64",
-    object: newVm(newVmiSpec((s) => {
-      s.domain.devices.disks?.push({ name: "seed", cdrom: { bus: "sata" } });
-      s.volumes?.push({ name: "seed", cloudInitNoCloud: { userDataBase64: Buffer.from("#cloud-config\n").toString("base64") } });
-    })),
+    object: newVm(
+      newVmiSpec((s) => {
+        s.domain.devices.disks?.push({ name: "seed", cdrom: { bus: "sata" } });
+        s.volumes?.push({
+          name: "seed",
+          cloudInitNoCloud: { userDataBase64: Buffer.from("#cloud-config\n").toString("base64") },
+        });
+      }),
+    ),
     apiServer: "accepts",
   },
   {
     name: "cloud-init user and network data from Secrets (KubeVirt's secretRef and networkDataSecretRef)",
-    object: newVm(newVmiSpec((s) => {
-      s.domain.devices.disks?.push({ name: "seed", disk: { bus: "virtio" } });
-      s.volumes?.push({ name: "seed", cloudInitNoCloud: { secretRef: { name: "testvm-cloud-init" }, networkDataSecretRef: { name: "testvm-network" } } });
-    })),
+    object: newVm(
+      newVmiSpec((s) => {
+        s.domain.devices.disks?.push({ name: "seed", disk: { bus: "virtio" } });
+        s.volumes?.push({
+          name: "seed",
+          cloudInitNoCloud: {
+            secretRef: { name: "testvm-cloud-init" },
+            networkDataSecretRef: { name: "testvm-network" },
+          },
+        });
+      }),
+    ),
     apiServer: "accepts",
   },
   {
     name: "kernel boot from a container",
-    object: newVmi(newVmiSpec((s) => (s.domain.firmware = { kernelBoot: { kernelArgs: "console=ttyS0", container: { image: "example/kernel:1", kernelPath: "/boot/vmlinuz", initrdPath: "/boot/initrd" } } }))),
+    object: newVmi(
+      newVmiSpec(
+        (s) =>
+          (s.domain.firmware = {
+            kernelBoot: {
+              kernelArgs: "console=ttyS0",
+              container: { image: "example/kernel:1", kernelPath: "/boot/vmlinuz", initrdPath: "/boot/initrd" },
+            },
+          }),
+      ),
+    ),
     apiServer: "accepts",
   },
   {
     name: "a CD-ROM whose tray starts open",
-    object: newVm(newVmiSpec((s) => {
-      s.domain.devices.disks?.push({ name: "seed", cdrom: { bus: "sata", tray: "open" } });
-      s.volumes?.push({ name: "seed", containerDisk: { image: "kubevirt-ts.local/iso:1" } });
-    })),
+    object: newVm(
+      newVmiSpec((s) => {
+        s.domain.devices.disks?.push({ name: "seed", cdrom: { bus: "sata", tray: "open" } });
+        s.volumes?.push({ name: "seed", containerDisk: { image: "kubevirt-ts.local/iso:1" } });
+      }),
+    ),
     apiServer: "accepts",
   },
 
@@ -356,7 +568,10 @@ export const validationCases: ValidationCase[] = [
   {
     name: "neither running nor runStrategy",
     object: newVm(undefined, (vm) => delete vm.spec.runStrategy),
-    invalid: { field: "spec.runStrategy", message: /must be set to one of: Always, RerunOnFailure, Manual, Halted, Once/ },
+    invalid: {
+      field: "spec.runStrategy",
+      message: /must be set to one of: Always, RerunOnFailure, Manual, Halted, Once/,
+    },
   },
   {
     name: "an unknown runStrategy",
@@ -373,7 +588,10 @@ export const validationCases: ValidationCase[] = [
   {
     name: "a disk without a volume",
     object: newVm(newVmiSpec((s) => s.domain.devices.disks?.push({ name: "data", disk: {} }))),
-    invalid: { field: `${tpl}.domain.devices.disks[1].name`, message: /"data" matches no volume; add a volume named "data"/ },
+    invalid: {
+      field: `${tpl}.domain.devices.disks[1].name`,
+      message: /"data" matches no volume; add a volume named "data"/,
+    },
   },
   {
     name: "two disks with the same name (one volume used twice)",
@@ -388,12 +606,19 @@ export const validationCases: ValidationCase[] = [
   {
     name: "an unknown disk bus",
     object: newVm(newVmiSpec((s) => ((s.domain.devices.disks?.[0]?.disk as Record<string, unknown>).bus = "ide"))),
-    invalid: { field: `${tpl}.domain.devices.disks[0].disk.bus`, message: /unsupported value "ide"; use one of: virtio, sata, scsi, usb/ },
+    invalid: {
+      field: `${tpl}.domain.devices.disks[0].disk.bus`,
+      message: /unsupported value "ide"; use one of: virtio, sata, scsi, usb/,
+    },
     apiServer: "refuses",
   },
   {
     name: "a cdrom on virtio",
-    object: newVm(newVmiSpec((s) => { s.domain.devices.disks = [{ name: "containerdisk", cdrom: { bus: "virtio" } }]; })),
+    object: newVm(
+      newVmiSpec((s) => {
+        s.domain.devices.disks = [{ name: "containerdisk", cdrom: { bus: "virtio" } }];
+      }),
+    ),
     invalid: { field: `${tpl}.domain.devices.disks[0].cdrom.bus`, message: /CD-ROMs cannot use/ },
   },
   {
@@ -413,7 +638,12 @@ export const validationCases: ValidationCase[] = [
   },
   {
     name: "guest memory above the memory limit",
-    object: newVm(newVmiSpec((s) => { s.domain.memory = { guest: "2Gi" }; s.domain.resources = { limits: { memory: "1Gi" } }; })),
+    object: newVm(
+      newVmiSpec((s) => {
+        s.domain.memory = { guest: "2Gi" };
+        s.domain.resources = { limits: { memory: "1Gi" } };
+      }),
+    ),
     invalid: { field: `${tpl}.domain.memory.guest`, message: /must not exceed .*limits.memory/ },
   },
   {
@@ -434,27 +664,60 @@ export const validationCases: ValidationCase[] = [
   },
   {
     name: "a cloud-init volume without data",
-    object: newVm(newVmiSpec((s) => { s.volumes = [...(s.volumes ?? []), { name: "cloudinit", cloudInitNoCloud: {} }]; })),
+    object: newVm(
+      newVmiSpec((s) => {
+        s.volumes = [...(s.volumes ?? []), { name: "cloudinit", cloudInitNoCloud: {} }];
+      }),
+    ),
     invalid: { field: `${tpl}.volumes[1].cloudInitNoCloud`, message: /set userData, userDataBase64 or secretRef/ },
   },
   {
     name: "cloud-init userData and userDataBase64 together",
-    object: newVm(newVmiSpec((s) => s.volumes?.push({ name: "cloudinit", cloudInitNoCloud: { userData: "#cloud-config", userDataBase64: "I2Nsb3VkLWNvbmZpZw==" } }))),
+    object: newVm(
+      newVmiSpec((s) =>
+        s.volumes?.push({
+          name: "cloudinit",
+          cloudInitNoCloud: { userData: "#cloud-config", userDataBase64: "I2Nsb3VkLWNvbmZpZw==" },
+        }),
+      ),
+    ),
     invalid: { field: `${tpl}.volumes[1].cloudInitNoCloud.userDataBase64`, message: /set only one of them/ },
   },
   {
     name: "cloud-init userData and a secretRef together",
-    object: newVm(newVmiSpec((s) => s.volumes?.push({ name: "cloudinit", cloudInitNoCloud: { userData: "#cloud-config", secretRef: { name: "seed" } } }))),
-    invalid: { field: `${tpl}.volumes[1].cloudInitNoCloud.secretRef`, message: /is set together with userData; set only one of them/ },
+    object: newVm(
+      newVmiSpec((s) =>
+        s.volumes?.push({
+          name: "cloudinit",
+          cloudInitNoCloud: { userData: "#cloud-config", secretRef: { name: "seed" } },
+        }),
+      ),
+    ),
+    invalid: {
+      field: `${tpl}.volumes[1].cloudInitNoCloud.secretRef`,
+      message: /is set together with userData; set only one of them/,
+    },
   },
   {
     name: "a cloud-init networkDataSecretRef that names no valid Secret",
-    object: newVm(newVmiSpec((s) => s.volumes?.push({ name: "cloudinit", cloudInitNoCloud: { userData: "#cloud-config", networkDataSecretRef: { name: "Net_Config" } } }))),
-    invalid: { field: `${tpl}.volumes[1].cloudInitNoCloud.networkDataSecretRef.name`, message: /must be a DNS subdomain.*name a Secret in the VMI's namespace/ },
+    object: newVm(
+      newVmiSpec((s) =>
+        s.volumes?.push({
+          name: "cloudinit",
+          cloudInitNoCloud: { userData: "#cloud-config", networkDataSecretRef: { name: "Net_Config" } },
+        }),
+      ),
+    ),
+    invalid: {
+      field: `${tpl}.volumes[1].cloudInitNoCloud.networkDataSecretRef.name`,
+      message: /must be a DNS subdomain.*name a Secret in the VMI's namespace/,
+    },
   },
   {
     name: "cloud-init userDataBase64 that is not base64",
-    object: newVm(newVmiSpec((s) => s.volumes?.push({ name: "cloudinit", cloudInitNoCloud: { userDataBase64: "not base64!" } }))),
+    object: newVm(
+      newVmiSpec((s) => s.volumes?.push({ name: "cloudinit", cloudInitNoCloud: { userDataBase64: "not base64!" } })),
+    ),
     invalid: { field: `${tpl}.volumes[1].cloudInitNoCloud.userDataBase64`, message: /not valid base64/ },
   },
   {
@@ -470,91 +733,185 @@ export const validationCases: ValidationCase[] = [
   },
   {
     name: "a KubeVirt field kubevirt-ts does not support yet",
-    object: newVm(newVmiSpec((s) => ((s.domain.devices as Record<string, unknown>).gpus = [{ name: "gpu1", deviceName: "nvidia.com/GP102GL" }]))),
+    object: newVm(
+      newVmiSpec(
+        (s) =>
+          ((s.domain.devices as Record<string, unknown>).gpus = [{ name: "gpu1", deviceName: "nvidia.com/GP102GL" }]),
+      ),
+    ),
     invalid: { field: `${tpl}.domain.devices.gpus`, message: /is not a field kubevirt-ts supports/ },
     apiServer: "refuses",
   },
   {
     name: "an unsupported volume type",
-    object: newVm(newVmiSpec((s) => ((s.volumes?.[0] as Record<string, unknown>).hostDisk = { path: "/data/disk.img", type: "Disk" }))),
+    object: newVm(
+      newVmiSpec(
+        (s) => ((s.volumes?.[0] as Record<string, unknown>).hostDisk = { path: "/data/disk.img", type: "Disk" }),
+      ),
+    ),
     invalid: { field: `${tpl}.volumes[0].hostDisk`, message: /is not a field kubevirt-ts supports/ },
     apiServer: "refuses",
   },
   {
     name: "a DataVolume template that no volume names",
     object: newVm(newVmiSpec(), (vm) => {
-      vm.spec.dataVolumeTemplates = [{ metadata: { name: "orphan" }, spec: { source: { blank: {} }, storage: { resources: { requests: { storage: "1Gi" } } } } }];
+      vm.spec.dataVolumeTemplates = [
+        {
+          metadata: { name: "orphan" },
+          spec: { source: { blank: {} }, storage: { resources: { requests: { storage: "1Gi" } } } },
+        },
+      ];
     }),
-    invalid: { field: "spec.dataVolumeTemplates[0].metadata.name", message: /is named by no volume; add a volume with dataVolume.name: orphan/ },
+    invalid: {
+      field: "spec.dataVolumeTemplates[0].metadata.name",
+      message: /is named by no volume; add a volume with dataVolume.name: orphan/,
+    },
     apiServer: "accepts",
   },
   {
     name: "a DataVolume template in another namespace",
-    object: newVm(newVmiSpec((s) => (s.volumes = [{ name: "containerdisk", dataVolume: { name: "root-dv" } }])), (vm) => {
-      vm.metadata.namespace = "default";
-      vm.spec.dataVolumeTemplates = [{ metadata: { name: "root-dv", namespace: "other" }, spec: { source: { blank: {} }, storage: { resources: { requests: { storage: "1Gi" } } } } }];
-    }),
-    invalid: { field: "spec.dataVolumeTemplates[0].metadata.namespace", message: /a VM's DataVolumes are in its own namespace \(default\): remove it/ },
+    object: newVm(
+      newVmiSpec((s) => (s.volumes = [{ name: "containerdisk", dataVolume: { name: "root-dv" } }])),
+      (vm) => {
+        vm.metadata.namespace = "default";
+        vm.spec.dataVolumeTemplates = [
+          {
+            metadata: { name: "root-dv", namespace: "other" },
+            spec: { source: { blank: {} }, storage: { resources: { requests: { storage: "1Gi" } } } },
+          },
+        ];
+      },
+    ),
+    invalid: {
+      field: "spec.dataVolumeTemplates[0].metadata.namespace",
+      message: /a VM's DataVolumes are in its own namespace \(default\): remove it/,
+    },
   },
   {
     name: "a DataVolume template of another API group",
-    object: newVm(newVmiSpec((s) => (s.volumes = [{ name: "containerdisk", dataVolume: { name: "root-dv" } }])), (vm) => {
-      vm.spec.dataVolumeTemplates = [{ apiVersion: "v1", kind: "DataVolume", metadata: { name: "root-dv" }, spec: { source: { blank: {} }, storage: { resources: { requests: { storage: "1Gi" } } } } }];
-    }),
-    invalid: { field: "spec.dataVolumeTemplates[0].apiVersion", message: /a template makes a DataVolume of cdi.kubevirt.io\/v1beta1 or cdi.kubevirt.io\/v1alpha1/ },
+    object: newVm(
+      newVmiSpec((s) => (s.volumes = [{ name: "containerdisk", dataVolume: { name: "root-dv" } }])),
+      (vm) => {
+        vm.spec.dataVolumeTemplates = [
+          {
+            apiVersion: "v1",
+            kind: "DataVolume",
+            metadata: { name: "root-dv" },
+            spec: { source: { blank: {} }, storage: { resources: { requests: { storage: "1Gi" } } } },
+          },
+        ];
+      },
+    ),
+    invalid: {
+      field: "spec.dataVolumeTemplates[0].apiVersion",
+      message: /a template makes a DataVolume of cdi.kubevirt.io\/v1beta1 or cdi.kubevirt.io\/v1alpha1/,
+    },
   },
   {
     name: "a DataVolume template of another kind",
-    object: newVm(newVmiSpec((s) => (s.volumes = [{ name: "containerdisk", dataVolume: { name: "root-dv" } }])), (vm) => {
-      vm.spec.dataVolumeTemplates = [{ apiVersion: "cdi.kubevirt.io/v1beta1", kind: "PersistentVolumeClaim", metadata: { name: "root-dv" }, spec: { source: { blank: {} }, storage: { resources: { requests: { storage: "1Gi" } } } } }];
-    }),
+    object: newVm(
+      newVmiSpec((s) => (s.volumes = [{ name: "containerdisk", dataVolume: { name: "root-dv" } }])),
+      (vm) => {
+        vm.spec.dataVolumeTemplates = [
+          {
+            apiVersion: "cdi.kubevirt.io/v1beta1",
+            kind: "PersistentVolumeClaim",
+            metadata: { name: "root-dv" },
+            spec: { source: { blank: {} }, storage: { resources: { requests: { storage: "1Gi" } } } },
+          },
+        ];
+      },
+    ),
     invalid: { field: "spec.dataVolumeTemplates[0].kind", message: /set kind: DataVolume or leave it out/ },
   },
   {
     name: "a DataVolume template of archive content, which kubevirt-ts does not unpack",
-    object: newVm(newVmiSpec((s) => (s.volumes = [{ name: "containerdisk", dataVolume: { name: "root-dv" } }])), (vm) => {
-      vm.spec.dataVolumeTemplates = [{ metadata: { name: "root-dv" }, spec: { contentType: "archive" as "kubevirt", source: { blank: {} }, storage: { resources: { requests: { storage: "1Gi" } } } } }];
-    }),
+    object: newVm(
+      newVmiSpec((s) => (s.volumes = [{ name: "containerdisk", dataVolume: { name: "root-dv" } }])),
+      (vm) => {
+        vm.spec.dataVolumeTemplates = [
+          {
+            metadata: { name: "root-dv" },
+            spec: {
+              contentType: "archive" as "kubevirt",
+              source: { blank: {} },
+              storage: { resources: { requests: { storage: "1Gi" } } },
+            },
+          },
+        ];
+      },
+    ),
     invalid: { field: "spec.dataVolumeTemplates[0].spec.contentType", message: /kubevirt/ },
     apiServer: "refuses",
   },
   {
     name: "a DataVolume template with two sources",
-    object: dataVolumeVm({ source: { blank: {}, http: { url: "http://images.example/disk.qcow2" } }, storage: { resources: { requests: { storage: "1Gi" } } } }),
-    invalid: { field: "spec.dataVolumeTemplates[0].spec.source", message: /exactly one of http, registry, pvc, blank, upload; it has http and blank/ },
+    object: dataVolumeVm({
+      source: { blank: {}, http: { url: "http://images.example/disk.qcow2" } },
+      storage: { resources: { requests: { storage: "1Gi" } } },
+    }),
+    invalid: {
+      field: "spec.dataVolumeTemplates[0].spec.source",
+      message: /exactly one of http, registry, pvc, blank, upload; it has http and blank/,
+    },
     apiServer: "accepts",
   },
   {
     name: "a DataVolume template without a size",
     object: dataVolumeVm({ source: { blank: {} }, storage: {} }),
-    invalid: { field: "spec.dataVolumeTemplates[0].spec.storage.resources.requests.storage", message: /is required: give the disk's size/ },
+    invalid: {
+      field: "spec.dataVolumeTemplates[0].spec.storage.resources.requests.storage",
+      message: /is required: give the disk's size/,
+    },
     apiServer: "accepts",
   },
   {
     name: "a DataVolume template whose registry source is no docker:// URL",
-    object: dataVolumeVm({ source: { registry: { url: "kubevirt-ts.local/debian-guest:12" } }, storage: { resources: { requests: { storage: "4Gi" } } } }),
-    invalid: { field: "spec.dataVolumeTemplates[0].spec.source.registry.url", message: /give a containerDisk image as docker:\/\/<image>/ },
+    object: dataVolumeVm({
+      source: { registry: { url: "kubevirt-ts.local/debian-guest:12" } },
+      storage: { resources: { requests: { storage: "4Gi" } } },
+    }),
+    invalid: {
+      field: "spec.dataVolumeTemplates[0].spec.source.registry.url",
+      message: /give a containerDisk image as docker:\/\/<image>/,
+    },
     apiServer: "accepts",
   },
   {
     name: "a DataVolume template that clones a claim of another namespace, not supported",
     object: dataVolumeVm({ source: { pvc: { namespace: "golden-images", name: "debian" } }, storage: {} }, "default"),
-    invalid: { field: "spec.dataVolumeTemplates[0].spec.source.pvc.namespace", message: /copies claims within the DataVolume's own namespace \(default\) only/ },
+    invalid: {
+      field: "spec.dataVolumeTemplates[0].spec.source.pvc.namespace",
+      message: /copies claims within the DataVolume's own namespace \(default\) only/,
+    },
   },
   {
     name: "a DataVolume template with CDI's s3 source, which kubevirt-ts's importer does not read",
-    object: dataVolumeVm({ source: { s3: { url: "s3://bucket/disk.qcow2" } } as never, storage: { resources: { requests: { storage: "1Gi" } } } }),
+    object: dataVolumeVm({
+      source: { s3: { url: "s3://bucket/disk.qcow2" } } as never,
+      storage: { resources: { requests: { storage: "1Gi" } } },
+    }),
     invalid: { field: "spec.dataVolumeTemplates[0].spec.source.s3", message: /is not a field kubevirt-ts supports/ },
     apiServer: "refuses",
   },
   {
     name: "a volume with two sources",
-    object: newVm(newVmiSpec((s) => { const v = s.volumes?.[0]; if (v) v.emptyDisk = { capacity: "1Gi" }; })),
+    object: newVm(
+      newVmiSpec((s) => {
+        const v = s.volumes?.[0];
+        if (v) v.emptyDisk = { capacity: "1Gi" };
+      }),
+    ),
     invalid: { field: `${tpl}.volumes[0]`, message: /exactly one source .* it has containerDisk and emptyDisk/ },
   },
   {
     name: "a volume without a source",
-    object: newVm(newVmiSpec((s) => { s.domain.devices.disks?.push({ name: "empty" }); s.volumes?.push({ name: "empty" }); })),
+    object: newVm(
+      newVmiSpec((s) => {
+        s.domain.devices.disks?.push({ name: "empty" });
+        s.volumes?.push({ name: "empty" });
+      }),
+    ),
     invalid: { field: `${tpl}.volumes[1]`, message: /exactly one source .* it has none/ },
   },
   {
@@ -564,8 +921,15 @@ export const validationCases: ValidationCase[] = [
   },
   {
     name: "an interface with two bindings",
-    object: newVm(newVmiSpec((s) => { s.domain.devices.interfaces = [{ name: "default", masquerade: {}, bridge: {} }]; })),
-    invalid: { field: `${tpl}.domain.devices.interfaces[0]`, message: /exactly one binding method .* masquerade and bridge/ },
+    object: newVm(
+      newVmiSpec((s) => {
+        s.domain.devices.interfaces = [{ name: "default", masquerade: {}, bridge: {} }];
+      }),
+    ),
+    invalid: {
+      field: `${tpl}.domain.devices.interfaces[0]`,
+      message: /exactly one binding method .* masquerade and bridge/,
+    },
   },
   {
     name: "a network without a type",
@@ -574,15 +938,25 @@ export const validationCases: ValidationCase[] = [
   },
   {
     name: "a boot order of 0",
-    object: newVm(newVmiSpec((s) => { const d = s.domain.devices.disks?.[0]; if (d) d.bootOrder = 0; })),
+    object: newVm(
+      newVmiSpec((s) => {
+        const d = s.domain.devices.disks?.[0];
+        if (d) d.bootOrder = 0;
+      }),
+    ),
     invalid: { field: `${tpl}.domain.devices.disks[0].bootOrder`, message: /must be 1 or more/ },
   },
   {
     name: "a boot order used twice",
-    object: newVm(newVmiSpec((s) => {
-      s.domain.devices.disks = [{ name: "containerdisk", bootOrder: 1 }, { name: "scratch", bootOrder: 1 }];
-      s.volumes?.push({ name: "scratch", emptyDisk: { capacity: "1Gi" } });
-    })),
+    object: newVm(
+      newVmiSpec((s) => {
+        s.domain.devices.disks = [
+          { name: "containerdisk", bootOrder: 1 },
+          { name: "scratch", bootOrder: 1 },
+        ];
+        s.volumes?.push({ name: "scratch", emptyDisk: { capacity: "1Gi" } });
+      }),
+    ),
     invalid: { field: `${tpl}.domain.devices.disks[1].bootOrder`, message: /1 is already the boot order of/ },
   },
   {
@@ -597,12 +971,18 @@ export const validationCases: ValidationCase[] = [
   },
   {
     name: "a relative kernel path",
-    object: newVmi(newVmiSpec((s) => (s.domain.firmware = { kernelBoot: { container: { image: "k:1", kernelPath: "../vmlinuz" } } }))),
+    object: newVmi(
+      newVmiSpec(
+        (s) => (s.domain.firmware = { kernelBoot: { container: { image: "k:1", kernelPath: "../vmlinuz" } } }),
+      ),
+    ),
     invalid: { field: "spec.domain.firmware.kernelBoot.container.kernelPath", message: /absolute path/ },
   },
   {
     name: "a cpu request above the cpu limit",
-    object: newVm(newVmiSpec((s) => (s.domain.resources = { requests: { memory: "128Mi", cpu: "2" }, limits: { cpu: "1" } }))),
+    object: newVm(
+      newVmiSpec((s) => (s.domain.resources = { requests: { memory: "128Mi", cpu: "2" }, limits: { cpu: "1" } })),
+    ),
     invalid: { field: `${tpl}.domain.resources.requests.cpu`, message: /greater than .*limits.cpu/ },
   },
   {
@@ -613,54 +993,93 @@ export const validationCases: ValidationCase[] = [
   },
   {
     name: "a port out of range",
-    object: newVm(newVmiSpec((s) => { s.domain.devices.interfaces = [{ name: "default", masquerade: {}, ports: [{ port: 70000 }] }]; })),
+    object: newVm(
+      newVmiSpec((s) => {
+        s.domain.devices.interfaces = [{ name: "default", masquerade: {}, ports: [{ port: 70000 }] }];
+      }),
+    ),
     invalid: { field: `${tpl}.domain.devices.interfaces[0].ports[0].port`, message: /between 1 and 65535/ },
   },
   {
     name: "the launcher's own port as a forwarded port",
-    object: newVm(newVmiSpec((s) => { s.domain.devices.interfaces = [{ name: "default", masquerade: {}, ports: [{ port: 9102 }] }]; })),
+    object: newVm(
+      newVmiSpec((s) => {
+        s.domain.devices.interfaces = [{ name: "default", masquerade: {}, ports: [{ port: 9102 }] }];
+      }),
+    ),
     invalid: { field: `${tpl}.domain.devices.interfaces[0].ports[0].port`, message: /the launcher's own port/ },
   },
   {
     name: "a port forwarded twice",
-    object: newVm(newVmiSpec((s) => { s.domain.devices.interfaces = [{ name: "default", masquerade: {}, ports: [{ port: 22 }, { port: 80 }, { port: 22, protocol: "TCP" }] }]; })),
+    object: newVm(
+      newVmiSpec((s) => {
+        s.domain.devices.interfaces = [
+          { name: "default", masquerade: {}, ports: [{ port: 22 }, { port: 80 }, { port: 22, protocol: "TCP" }] },
+        ];
+      }),
+    ),
     invalid: { field: `${tpl}.domain.devices.interfaces[0].ports[2].port`, message: /TCP\/22 is forwarded already/ },
   },
   {
     name: "a port name a pod cannot carry",
-    object: newVm(newVmiSpec((s) => { s.domain.devices.interfaces = [{ name: "default", masquerade: {}, ports: [{ name: "Secure_Shell", port: 22 }] }]; })),
+    object: newVm(
+      newVmiSpec((s) => {
+        s.domain.devices.interfaces = [
+          { name: "default", masquerade: {}, ports: [{ name: "Secure_Shell", port: 22 }] },
+        ];
+      }),
+    ),
     invalid: { field: `${tpl}.domain.devices.interfaces[0].ports[0].name`, message: /must be a port name as a pod's/ },
   },
   {
     name: "the bridge binding, not supported yet",
-    object: newVm(newVmiSpec((s) => { s.domain.devices.interfaces = [{ name: "default", bridge: {} }]; })),
+    object: newVm(
+      newVmiSpec((s) => {
+        s.domain.devices.interfaces = [{ name: "default", bridge: {} }];
+      }),
+    ),
     invalid: { field: `${tpl}.domain.devices.interfaces[0].bridge`, message: /is not supported yet.*use masquerade/ },
   },
   {
     name: "a claim as a LUN, not supported yet",
-    object: newVm(newVmiSpec((s) => {
-      s.domain.devices.disks?.push({ name: "data", lun: { bus: "scsi" } });
-      s.volumes?.push({ name: "data", persistentVolumeClaim: { claimName: "data" } });
-    })),
-    invalid: { field: `${tpl}.domain.devices.disks[1].lun`, message: /is not supported yet: it passes a Block-mode claim's SCSI device through/ },
+    object: newVm(
+      newVmiSpec((s) => {
+        s.domain.devices.disks?.push({ name: "data", lun: { bus: "scsi" } });
+        s.volumes?.push({ name: "data", persistentVolumeClaim: { claimName: "data" } });
+      }),
+    ),
+    invalid: {
+      field: `${tpl}.domain.devices.disks[1].lun`,
+      message: /is not supported yet: it passes a Block-mode claim's SCSI device through/,
+    },
     apiServer: "accepts",
   },
   {
     name: "a claim whose name is no object name",
-    object: newVm(newVmiSpec((s) => {
-      s.domain.devices.disks?.push({ name: "data", disk: { bus: "virtio" } });
-      s.volumes?.push({ name: "data", persistentVolumeClaim: { claimName: "Data_Disk" } });
-    })),
-    invalid: { field: `${tpl}.volumes[1].persistentVolumeClaim.claimName`, message: /name a PersistentVolumeClaim in the VMI's namespace/ },
+    object: newVm(
+      newVmiSpec((s) => {
+        s.domain.devices.disks?.push({ name: "data", disk: { bus: "virtio" } });
+        s.volumes?.push({ name: "data", persistentVolumeClaim: { claimName: "Data_Disk" } });
+      }),
+    ),
+    invalid: {
+      field: `${tpl}.volumes[1].persistentVolumeClaim.claimName`,
+      message: /name a PersistentVolumeClaim in the VMI's namespace/,
+    },
     apiServer: "accepts",
   },
   {
     name: "an ephemeral volume whose claim's name is no object name",
-    object: newVm(newVmiSpec((s) => {
-      s.domain.devices.disks?.push({ name: "scratch", disk: { bus: "virtio" } });
-      s.volumes?.push({ name: "scratch", ephemeral: { persistentVolumeClaim: { claimName: "Golden_Image" } } });
-    })),
-    invalid: { field: `${tpl}.volumes[1].ephemeral.persistentVolumeClaim.claimName`, message: /name a PersistentVolumeClaim in the VMI's namespace/ },
+    object: newVm(
+      newVmiSpec((s) => {
+        s.domain.devices.disks?.push({ name: "scratch", disk: { bus: "virtio" } });
+        s.volumes?.push({ name: "scratch", ephemeral: { persistentVolumeClaim: { claimName: "Golden_Image" } } });
+      }),
+    ),
+    invalid: {
+      field: `${tpl}.volumes[1].ephemeral.persistentVolumeClaim.claimName`,
+      message: /name a PersistentVolumeClaim in the VMI's namespace/,
+    },
     apiServer: "accepts",
   },
   {

@@ -13,9 +13,15 @@ import type { z } from "zod";
 // call fails and the connection is dropped.
 
 export const ANSWER_BOUNDS = {
-  /** Any string not named below: the guest OS's names and versions, a host or user name, a device or interface name, a timestamp. */
+  /**
+   * Any string not named below: the guest OS's names and versions, a host or user name, a device or interface name, a
+   * timestamp.
+   */
   stringLength: 256,
-  /** Strings that are longer by nature, by their property's name: a failure's reason, a message, a guest's mount point (PATH_MAX). */
+  /**
+   * Strings that are longer by nature, by their property's name: a failure's reason, a message, a guest's mount point
+   * (PATH_MAX).
+   */
   longStrings: { failureReason: 2048, message: 1024, mountPoint: 4096 } as Readonly<Record<string, number>>,
   /**
    * Any list: a domain's interfaces and disks, the guest's file systems, users and agent commands, and its vCPUs (the
@@ -31,10 +37,21 @@ export function overBounds(value: unknown, most = 5): { path: (string | number)[
     if (found.length >= most) return;
     if (typeof v === "string") {
       const max = (key === undefined ? undefined : ANSWER_BOUNDS.longStrings[key]) ?? ANSWER_BOUNDS.stringLength;
-      if (v.length > max) found.push({ path, message: `is ${String(v.length)} characters long, over the ${String(max)} a launcher may answer` });
+      if (v.length > max)
+        found.push({
+          path,
+          message: `is ${String(v.length)} characters long, over the ${String(max)} a launcher may answer`,
+        });
     } else if (Array.isArray(v)) {
-      if (v.length > ANSWER_BOUNDS.items) found.push({ path, message: `has ${String(v.length)} items, over the ${String(ANSWER_BOUNDS.items)} a launcher may answer` });
-      else v.forEach((item, i) => { walk(item, [...path, i], key); });
+      if (v.length > ANSWER_BOUNDS.items)
+        found.push({
+          path,
+          message: `has ${String(v.length)} items, over the ${String(ANSWER_BOUNDS.items)} a launcher may answer`,
+        });
+      else
+        v.forEach((item, i) => {
+          walk(item, [...path, i], key);
+        });
     } else if (typeof v === "object" && v !== null) {
       for (const [k, item] of Object.entries(v)) walk(item, [...path, k], k);
     }

@@ -1,9 +1,23 @@
 import { type Socket, connect } from "node:net";
 import {
-  LauncherBusyError, LauncherCallError, type LauncherError, LauncherProtocolError, LauncherTimeoutError, LauncherUnreachableError
+  LauncherBusyError,
+  LauncherCallError,
+  type LauncherError,
+  LauncherProtocolError,
+  LauncherTimeoutError,
+  LauncherUnreachableError,
 } from "./errors.ts";
 import { InvalidUtf8Error, LineReader, LineTooLongError } from "./lines.ts";
-import { MAX_RESPONSE_LINE_BYTES, type Method, PROTOCOL_VERSION, type Params, type Result, describeIssues, launcherMethods, responseSchema } from "./protocol.ts";
+import {
+  MAX_RESPONSE_LINE_BYTES,
+  type Method,
+  PROTOCOL_VERSION,
+  type Params,
+  type Result,
+  describeIssues,
+  launcherMethods,
+  responseSchema,
+} from "./protocol.ts";
 
 // The handler's side of the launcher protocol. Whatever the launcher sends,
 // the client's memory stays bounded (one line of MAX_RESPONSE_LINE_BYTES at
@@ -24,7 +38,10 @@ export interface CallOptions {
   timeoutMs?: number;
 }
 
-type CallArgs<M extends Method> = undefined extends Params<M> ? [params?: Params<M>, options?: CallOptions] : [params: Params<M>, options?: CallOptions];
+type CallArgs<M extends Method> =
+  undefined extends Params<M>
+    ? [params?: Params<M>, options?: CallOptions]
+    : [params: Params<M>, options?: CallOptions];
 
 interface Waiter {
   method: Method;
@@ -51,7 +68,9 @@ export class LauncherClient {
       }
     });
     socket.on("error", (error) => {
-      this.fail(new LauncherUnreachableError(`the connection to the launcher failed: ${error.message}`, { cause: error }));
+      this.fail(
+        new LauncherUnreachableError(`the connection to the launcher failed: ${error.message}`, { cause: error }),
+      );
     });
     socket.on("close", () => {
       this.fail(new LauncherUnreachableError("the launcher closed the connection"));
@@ -142,14 +161,22 @@ export class LauncherClient {
     try {
       json = JSON.parse(line);
     } catch (error) {
-      return new LauncherProtocolError("InvalidJson", `a line that is not JSON (${error instanceof Error ? error.message : String(error)})`);
+      return new LauncherProtocolError(
+        "InvalidJson",
+        `a line that is not JSON (${error instanceof Error ? error.message : String(error)})`,
+      );
     }
     const parsed = responseSchema.safeParse(json);
     if (!parsed.success) return new LauncherProtocolError("InvalidResponse", describeIssues(parsed.error, "response"));
     const response = parsed.data;
     const waiter = this.pending.get(response.id);
     if (!waiter) {
-      return this.late.delete(response.id) ? undefined : new LauncherProtocolError("UnknownId", `an answer to call ${String(response.id)}, which is not waiting for one`);
+      return this.late.delete(response.id)
+        ? undefined
+        : new LauncherProtocolError(
+            "UnknownId",
+            `an answer to call ${String(response.id)}, which is not waiting for one`,
+          );
     }
     this.pending.delete(response.id);
     if ("error" in response) {
@@ -158,7 +185,10 @@ export class LauncherClient {
     }
     const result = launcherMethods[waiter.method].result.safeParse(response.result);
     if (!result.success) {
-      const violation = new LauncherProtocolError("InvalidResult", `the answer to ${waiter.method} is not its result: ${describeIssues(result.error, "result")}`);
+      const violation = new LauncherProtocolError(
+        "InvalidResult",
+        `the answer to ${waiter.method} is not its result: ${describeIssues(result.error, "result")}`,
+      );
       waiter.reject(violation);
       return violation;
     }

@@ -8,7 +8,8 @@ export abstract class LauncherError extends Error {
 }
 
 /** What a launcher broke in the protocol. */
-export type ProtocolViolation = "LineTooLong" | "InvalidUtf8" | "InvalidJson" | "InvalidResponse" | "UnknownId" | "InvalidResult";
+export type ProtocolViolation =
+  "LineTooLong" | "InvalidUtf8" | "InvalidJson" | "InvalidResponse" | "UnknownId" | "InvalidResult";
 
 /**
  * The launcher sent what the protocol does not allow: it is broken or

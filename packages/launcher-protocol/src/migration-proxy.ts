@@ -2,7 +2,14 @@ import { once } from "node:events";
 import { rm } from "node:fs/promises";
 import { type Server, type Socket, connect, createServer } from "node:net";
 import { join } from "node:path";
-import { type ConnectionOptions, type PeerCertificate, type TLSSocket, type Server as TlsServer, connect as tlsConnect, createServer as createTlsServer } from "node:tls";
+import {
+  type ConnectionOptions,
+  type PeerCertificate,
+  type TLSSocket,
+  type Server as TlsServer,
+  connect as tlsConnect,
+  createServer as createTlsServer,
+} from "node:tls";
 import { z } from "zod";
 import { MIGRATION_SOCKETS, type MigrationSocket } from "./migration.ts";
 
@@ -37,7 +44,10 @@ export const migrationProxyHeader = z.strictObject({
 });
 export type MigrationProxyHeader = z.infer<typeof migrationProxyHeader>;
 
-const answerSchema = z.union([z.strictObject({ ok: z.literal(true) }), z.strictObject({ error: z.string().max(MAX_HEADER_BYTES) })]);
+const answerSchema = z.union([
+  z.strictObject({ ok: z.literal(true) }),
+  z.strictObject({ error: z.string().max(MAX_HEADER_BYTES) }),
+]);
 
 export interface ProxyTls {
   ca: Buffer | string;
@@ -89,8 +99,10 @@ function readLine(socket: Socket): Promise<string> {
     const onData = (chunk: Buffer) => {
       buffered = Buffer.concat([buffered, chunk]);
       const newline = buffered.indexOf(10);
-      if (newline >= 0 && newline <= MAX_HEADER_BYTES) done(undefined, buffered.subarray(0, newline).toString("utf8"), buffered.subarray(newline + 1));
-      else if (newline > MAX_HEADER_BYTES || buffered.length > MAX_HEADER_BYTES) done(new Error(`a line over ${String(MAX_HEADER_BYTES)} bytes`));
+      if (newline >= 0 && newline <= MAX_HEADER_BYTES)
+        done(undefined, buffered.subarray(0, newline).toString("utf8"), buffered.subarray(newline + 1));
+      else if (newline > MAX_HEADER_BYTES || buffered.length > MAX_HEADER_BYTES)
+        done(new Error(`a line over ${String(MAX_HEADER_BYTES)} bytes`));
     };
     const onEnd = () => {
       done(new Error("the connection ended before its line"));
@@ -121,7 +133,10 @@ export interface MigrationTargetProxyOptions {
   log?: ProxyLog;
 }
 
-/** The target handler's side: a mutual-TLS port joining each allowed connection to a socket of a registered migration's target pod. */
+/**
+ * The target handler's side: a mutual-TLS port joining each allowed connection to a socket of a registered migration's
+ * target pod.
+ */
 export class MigrationTargetProxy {
   private readonly targets = new Map<string, (socket: MigrationSocket) => Promise<TargetSocket>>();
   private readonly server: TlsServer;
@@ -134,9 +149,12 @@ export class MigrationTargetProxy {
   private constructor(options: MigrationTargetProxyOptions) {
     this.o = options;
     this.log = options.log ?? (() => undefined);
-    this.server = createTlsServer({ ...options.tls, allowHalfOpen: true, requestCert: true, rejectUnauthorized: true, minVersion: "TLSv1.3" }, (socket) => {
-      this.accept(socket);
-    });
+    this.server = createTlsServer(
+      { ...options.tls, allowHalfOpen: true, requestCert: true, rejectUnauthorized: true, minVersion: "TLSv1.3" },
+      (socket) => {
+        this.accept(socket);
+      },
+    );
     // Every connection, from its first byte (a handshake under way too), to end at close.
     this.server.on("connection", (socket: Socket) => {
       this.connections.add(socket);
@@ -207,7 +225,11 @@ export class MigrationTargetProxy {
       try {
         target = await open(header.socket);
       } catch (error) {
-        refuse(`the target's ${header.socket} socket cannot be reached: ${error instanceof Error ? error.message : String(error)}`, { migration: header.migration });
+        refuse(
+          `the target's ${header.socket} socket cannot be ` +
+            `reached: ${error instanceof Error ? error.message : String(error)}`,
+          { migration: header.migration },
+        );
         return;
       }
       const upstream = connect({ path: target.path, allowHalfOpen: true });
@@ -222,7 +244,8 @@ export class MigrationTargetProxy {
       });
       upstream.once("error", (error) => {
         void target.close();
-        if (!joined) refuse(`the target's ${header.socket} socket refused: ${error.message}`, { migration: header.migration });
+        if (!joined)
+          refuse(`the target's ${header.socket} socket refused: ${error.message}`, { migration: header.migration });
       });
     })();
   }
@@ -253,10 +276,22 @@ export interface MigrationSourceProxy {
   close: () => Promise<void>;
 }
 
-/** Dials the target handler for one connection and has it joined to the socket; the TLS socket once the target said ok. */
-export async function dialMigrationTarget(o: Pick<MigrationSourceProxyOptions, "migration" | "target" | "tls" | "serverName">, socket: MigrationSocket): Promise<TLSSocket> {
+/**
+ * Dials the target handler for one connection and has it joined to the socket; the TLS socket once the target said ok.
+ */
+export async function dialMigrationTarget(
+  o: Pick<MigrationSourceProxyOptions, "migration" | "target" | "tls" | "serverName">,
+  socket: MigrationSocket,
+): Promise<TLSSocket> {
   // tls.connect takes allowHalfOpen as net.Socket does, which its types leave out.
-  const options: ConnectionOptions & { allowHalfOpen: boolean } = { host: o.target.host, port: o.target.port, ...o.tls, servername: o.serverName, minVersion: "TLSv1.3", allowHalfOpen: true };
+  const options: ConnectionOptions & { allowHalfOpen: boolean } = {
+    host: o.target.host,
+    port: o.target.port,
+    ...o.tls,
+    servername: o.serverName,
+    minVersion: "TLSv1.3",
+    allowHalfOpen: true,
+  };
   const tls = tlsConnect(options);
   try {
     await new Promise<void>((resolve, reject) => {
@@ -264,9 +299,14 @@ export async function dialMigrationTarget(o: Pick<MigrationSourceProxyOptions, "
     });
     const header: MigrationProxyHeader = { version: MIGRATION_PROXY_VERSION, migration: o.migration, socket };
     tls.write(`${JSON.stringify(header)}\n`);
-    // In TLS 1.3 the server checks the client's certificate after the client's handshake is done: a refused one shows here.
+    // In TLS 1.3 the server checks the client's certificate after the client's handshake is done: a refused one shows
+    // here.
     const line = await readLine(tls).catch((error: unknown) => {
-      throw new Error(`the target handler did not answer (a refused certificate?): ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+      throw new Error(
+        "the target handler did not answer (a refused " +
+          `certificate?): ${error instanceof Error ? error.message : String(error)}`,
+        { cause: error },
+      );
     });
     const answer = answerSchema.parse(JSON.parse(line));
     if ("error" in answer) throw new Error(`the target handler refused: ${answer.error}`);
@@ -305,13 +345,18 @@ export async function startMigrationSourceProxy(o: MigrationSourceProxyOptions):
             remote.resume();
           },
           (error: unknown) => {
-            log("warn", "could not carry a migration connection to the target", { migration: o.migration, socket: kind, error: error instanceof Error ? error.message : String(error) });
+            log("warn", "could not carry a migration connection to the target", {
+              migration: o.migration,
+              socket: kind,
+              error: error instanceof Error ? error.message : String(error),
+            });
             local.destroy();
           },
         );
       });
       await rm(path, { force: true });
-      // The socket is made writable by all as it is bound (no chmod by path afterwards, which a link swapped in could lead astray).
+      // The socket is made writable by all as it is bound (no chmod by path afterwards, which a link swapped in could
+      // lead astray).
       const umask = process.umask(0);
       try {
         server.listen(path);

@@ -6,7 +6,10 @@
 // target's unchanged, as KubeVirt's do with their migrationproxy folder.
 
 export const MIGRATION_SOCKETS = {
-  /** The target launcher's libvirt (it relays this socket to its session daemon's); the source's libvirt connects to it, peer to peer. */
+  /**
+   * The target launcher's libvirt (it relays this socket to its session daemon's); the source's libvirt connects to it,
+   * peer to peer.
+   */
   libvirt: "migration-libvirt.sock",
   /** QEMU's migration stream: the target's QEMU listens on it (libvirt's migration URI unix://). */
   memory: "migration-memory.sock",

@@ -34,7 +34,16 @@ export const ERROR_CODES = ["BadRequest", "UnsupportedVersion", "NotDefined", "F
 /** Why the launcher refused or failed a call. */
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
-const DOMAIN_STATES = ["NoDomain", "Running", "Blocked", "Paused", "Shutdown", "Shutoff", "Crashed", "PMSuspended"] as const;
+const DOMAIN_STATES = [
+  "NoDomain",
+  "Running",
+  "Blocked",
+  "Paused",
+  "Shutdown",
+  "Shutoff",
+  "Crashed",
+  "PMSuspended",
+] as const;
 
 /** What the launcher knows about its domain. */
 export const domainStatus = z.strictObject({
@@ -46,7 +55,10 @@ export const domainStatus = z.strictObject({
   domainType: z.enum(["kvm", "qemu"]).optional(),
   /** "frozen" while the guest's file systems are frozen through its agent (freeze). */
   fsFreezeStatus: z.literal("frozen").optional(),
-  /** Whether the access credentials given through the guest agent are in the guest, and if not why; absent before the agent answered. */
+  /**
+   * Whether the access credentials given through the guest agent are in the guest, and if not why; absent before the
+   * agent answered.
+   */
   accessCredentials: z.strictObject({ synchronized: z.boolean(), message: z.string() }).optional(),
 });
 export type DomainStatus = z.infer<typeof domainStatus>;
@@ -60,7 +72,15 @@ const count = z.number().nonnegative();
  */
 export const domainStats = z.strictObject({
   cpu: z.strictObject({ timeNs: count, userNs: count.optional(), systemNs: count.optional() }),
-  vcpus: z.array(z.strictObject({ id: z.number().int().nonnegative(), state: z.enum(["OFFLINE", "RUNNING", "BLOCKED"]), timeNs: count, waitNs: count.optional(), delayNs: count.optional() })),
+  vcpus: z.array(
+    z.strictObject({
+      id: z.number().int().nonnegative(),
+      state: z.enum(["OFFLINE", "RUNNING", "BLOCKED"]),
+      timeNs: count,
+      waitNs: count.optional(),
+      delayNs: count.optional(),
+    }),
+  ),
   memory: z.strictObject({
     /** The domain's memory (maximum) and its balloon's current size, KiB. */
     domainKiB: count.optional(),
@@ -76,8 +96,32 @@ export const domainStats = z.strictObject({
     majorFaults: count.optional(),
     minorFaults: count.optional(),
   }),
-  interfaces: z.array(z.strictObject({ name: z.string(), rxBytes: count, rxPackets: count, rxErrors: count, rxDrops: count, txBytes: count, txPackets: count, txErrors: count, txDrops: count })),
-  disks: z.array(z.strictObject({ name: z.string(), readBytes: count, readRequests: count, readTimeNs: count, writeBytes: count, writeRequests: count, writeTimeNs: count, flushRequests: count, flushTimeNs: count })),
+  interfaces: z.array(
+    z.strictObject({
+      name: z.string(),
+      rxBytes: count,
+      rxPackets: count,
+      rxErrors: count,
+      rxDrops: count,
+      txBytes: count,
+      txPackets: count,
+      txErrors: count,
+      txDrops: count,
+    }),
+  ),
+  disks: z.array(
+    z.strictObject({
+      name: z.string(),
+      readBytes: count,
+      readRequests: count,
+      readTimeNs: count,
+      writeBytes: count,
+      writeRequests: count,
+      writeTimeNs: count,
+      flushRequests: count,
+      flushTimeNs: count,
+    }),
+  ),
 });
 export type DomainStats = z.infer<typeof domainStats>;
 
@@ -93,21 +137,34 @@ export const MAX_WATCH_SECONDS = 60;
 export const domainChange = z.strictObject({ revision: z.number().int().nonnegative(), status: domainStatus });
 export type DomainChange = z.infer<typeof domainChange>;
 
-/** How the source launcher migrates its domain (KubeVirt's migration options, as the handler takes them from the migration's policy). */
+/**
+ * How the source launcher migrates its domain (KubeVirt's migration options, as the handler takes them from the
+ * migration's policy).
+ */
 const migrationUid = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9-]{0,62}$/, "must be a migration's uid");
 
 export const migrationOptions = z.strictObject({
   /** The VirtualMachineInstanceMigration's uid: one attempt per uid (asked again, the launcher answers its status). */
   migrationUid: migrationUid.optional(),
-  /** Allow switching to post-copy once the pre-copy has not finished within its completion time (VIR_MIGRATE_POSTCOPY). */
+  /**
+   * Allow switching to post-copy once the pre-copy has not finished within its completion time (VIR_MIGRATE_POSTCOPY).
+   */
   postCopy: z.boolean().default(false),
-  /** Have QEMU throttle the guest's vCPUs when its memory is dirtied faster than it is sent (VIR_MIGRATE_AUTO_CONVERGE). */
+  /**
+   * Have QEMU throttle the guest's vCPUs when its memory is dirtied faster than it is sent (VIR_MIGRATE_AUTO_CONVERGE).
+   */
   autoConverge: z.boolean().default(false),
   /** The bandwidth the migration may use, MiB/s; 0: unlimited. */
   bandwidthMiB: z.number().int().nonnegative().default(0),
-  /** Seconds allowed per GiB of memory and copied disks before the migration is aborted, or switched to post-copy (KubeVirt's 150 by default); 0: no limit. */
+  /**
+   * Seconds allowed per GiB of memory and copied disks before the migration is aborted, or switched to post-copy
+   * (KubeVirt's 150 by default); 0: no limit.
+   */
   completionTimeoutPerGiB: z.number().int().nonnegative().default(150),
-  /** Seconds the data left may go without going down before the migration is taken for stuck and aborted (KubeVirt's 150); 0: no limit. */
+  /**
+   * Seconds the data left may go without going down before the migration is taken for stuck and aborted (KubeVirt's
+   * 150); 0: no limit.
+   */
   progressTimeout: z.number().int().nonnegative().default(150),
   /** Also copy the disks of claims (which are otherwise taken for shared storage, ReadWriteMany, seen by both pods). */
   allowNonSharedDisks: z.boolean().default(false),
@@ -153,7 +210,9 @@ export const migrationStatus = z.strictObject({
   startTimestamp: z.string().optional(),
   endTimestamp: z.string().optional(),
   failureReason: z.string().optional(),
-  /** Set once an abort was asked for: InProgress, then Succeeded (the domain stays here) or Failed (it was too late). */
+  /**
+   * Set once an abort was asked for: InProgress, then Succeeded (the domain stays here) or Failed (it was too late).
+   */
   abortStatus: z.enum(["InProgress", "Succeeded", "Failed"]).optional(),
   progress: migrationProgress.optional(),
 });
@@ -161,7 +220,8 @@ export type MigrationStatus = z.infer<typeof migrationStatus>;
 
 /**
  * What the source node's handler last read of a migration from its launcher, kept after the launcher is gone (the
- * switch-over's downtime is only known then): the handler answers it on its migration route (node-contract's handlerRoutes) for the API to show.
+ * switch-over's downtime is only known then): the handler answers it on its migration route (node-contract's
+ * handlerRoutes) for the API to show.
  */
 export const migrationReport = z.strictObject({
   namespace: z.string(),
@@ -172,7 +232,9 @@ export const migrationReport = z.strictObject({
 });
 export type MigrationReport = z.infer<typeof migrationReport>;
 
-/** How many sent migrations' reports a handler keeps (the oldest go first), and for how long: after that it answers 404. */
+/**
+ * How many sent migrations' reports a handler keeps (the oldest go first), and for how long: after that it answers 404.
+ */
 export const KEPT_MIGRATION_REPORTS = 256;
 export const MIGRATION_REPORT_RETENTION_MS = 60 * 60 * 1000;
 
@@ -196,13 +258,19 @@ export const launcherMethods = {
    * handler asks for its state at an interval instead.
    */
   watch: {
-    params: z.strictObject({ since: z.number().int().nonnegative(), timeoutSeconds: z.number().int().min(1).max(MAX_WATCH_SECONDS) }),
+    params: z.strictObject({
+      since: z.number().int().nonnegative(),
+      timeoutSeconds: z.number().int().min(1).max(MAX_WATCH_SECONDS),
+    }),
     result: bounded(domainChange),
     timeoutMs: (MAX_WATCH_SECONDS + 15) * 1000,
   },
   pause: { params: noParams, result: bounded(domainStatus), timeoutMs: 30_000 },
   unpause: { params: noParams, result: bounded(domainStatus), timeoutMs: 30_000 },
-  /** Turns the domain off at once, as pulling its power (KubeVirt's KillVMI): a stop whose grace period ran out, or was cut to 0. */
+  /**
+   * Turns the domain off at once, as pulling its power (KubeVirt's KillVMI): a stop whose grace period ran out, or was
+   * cut to 0.
+   */
   kill: { params: noParams, result: bounded(domainStatus), timeoutMs: 30_000 },
   /** Asks the guest to reboot through ACPI. */
   softReboot: { params: noParams, result: bounded(domainStatus), timeoutMs: 30_000 },
@@ -210,21 +278,41 @@ export const launcherMethods = {
   reset: { params: noParams, result: bounded(domainStatus), timeoutMs: 30_000 },
   /** The guest's OS as its QEMU agent reports it; the launcher gives the agent 5 s. */
   guestOsInfo: { params: noParams, result: bounded(guestOsInfo), timeoutMs: 15_000 },
-  /** All the agent tells (KubeVirt's guestosinfo, userlist and filesystemlist); the launcher gives each of its queries 5 s. */
+  /**
+   * All the agent tells (KubeVirt's guestosinfo, userlist and filesystemlist); the launcher gives each of its queries 5
+   * s.
+   */
   guestAgentInfo: { params: noParams, result: bounded(guestAgentInfo), timeoutMs: 45_000 },
-  /** Freezes the guest's file systems through its agent; they thaw by themselves after unfreezeTimeoutSeconds (0: never). */
-  freeze: { params: z.strictObject({ unfreezeTimeoutSeconds: z.number().int().nonnegative() }), result: bounded(domainStatus), timeoutMs: 60_000 },
+  /**
+   * Freezes the guest's file systems through its agent; they thaw by themselves after unfreezeTimeoutSeconds (0:
+   * never).
+   */
+  freeze: {
+    params: z.strictObject({ unfreezeTimeoutSeconds: z.number().int().nonnegative() }),
+    result: bounded(domainStatus),
+    timeoutMs: 60_000,
+  },
   /** Thaws the guest's file systems. */
   unfreeze: { params: noParams, result: bounded(domainStatus), timeoutMs: 60_000 },
   /** What libvirt counts of the running domain: CPU, vCPUs, memory, network and disks (the handler's VM metrics). */
   domainStats: { params: noParams, result: bounded(domainStats), timeoutMs: 10_000 },
-  /** Writes the display's screenshot, as PNG, into the sockets volume (SocketsVolume.screenshot): too big for a line. */
-  screenshot: { params: noParams, result: bounded(z.strictObject({ bytes: z.number().int().positive() })), timeoutMs: 30_000 },
+  /**
+   * Writes the display's screenshot, as PNG, into the sockets volume (SocketsVolume.screenshot): too big for a line.
+   */
+  screenshot: {
+    params: noParams,
+    result: bounded(z.strictObject({ bytes: z.number().int().positive() })),
+    timeoutMs: 30_000,
+  },
   /**
    * Makes the launcher tunnel to a TCP port of its guest (on its pod-network interface) through the socket
    * portForwardSocket names in the sockets volume, one connection to the guest per connection to it; idempotent.
    */
-  portForward: { params: z.strictObject({ port: z.number().int().min(1).max(65535), protocol: z.enum(PORT_FORWARD_PROTOCOLS) }), result: bounded(z.strictObject({})), timeoutMs: 30_000 },
+  portForward: {
+    params: z.strictObject({ port: z.number().int().min(1).max(65535), protocol: z.enum(PORT_FORWARD_PROTOCOLS) }),
+    result: bounded(z.strictObject({})),
+    timeoutMs: 30_000,
+  },
   /**
    * Readies a new launcher to receive the VMI's running domain from another node: its disks made at the paths the
    * source's domain uses (the same in every launcher pod), its libvirt reachable through MIGRATION_SOCKETS.libvirt in
@@ -264,7 +352,10 @@ const id = z.number().int().nonnegative();
 /** One answer on the wire; the result's own shape is checked against its method's schema. */
 export const responseSchema = z.union([
   z.strictObject({ id, result: z.unknown().refine((value) => value !== undefined, "is missing") }),
-  z.strictObject({ id, error: z.strictObject({ code: z.enum(ERROR_CODES), message: z.string().max(MAX_ERROR_MESSAGE_LENGTH) }) }),
+  z.strictObject({
+    id,
+    error: z.strictObject({ code: z.enum(ERROR_CODES), message: z.string().max(MAX_ERROR_MESSAGE_LENGTH) }),
+  }),
 ]);
 export type Response = { id: number; result: unknown } | { id: number; error: { code: ErrorCode; message: string } };
 

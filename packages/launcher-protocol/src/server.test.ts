@@ -42,7 +42,8 @@ const handlers: Handlers = {
   unfreeze: () => Promise.resolve(running),
   portForward: () => Promise.resolve({}),
   prepareMigrationTarget: () => Promise.resolve({ role: "Target", phase: "Prepared" }),
-  migrate: (options) => Promise.resolve({ role: "Source", phase: "Running", mode: options.postCopy ? "PostCopy" : "PreCopy" }),
+  migrate: (options) =>
+    Promise.resolve({ role: "Source", phase: "Running", mode: options.postCopy ? "PostCopy" : "PreCopy" }),
   migrationState: () => Promise.resolve({ phase: "None" }),
   abortMigration: () => Promise.reject(new RpcError("BadRequest", "no outgoing migration to abort")),
 };
@@ -53,24 +54,64 @@ describe("the launcher's answer to a request line", () => {
   it("runs the method with its checked params", async () => {
     expect(await answer(request({ method: "sync", params: vmi }), handlers)).toEqual({ id: 3, result: running });
     expect(synced.at(-1)).toEqual(vmi);
-    expect(await answer(request({ method: "guestOsInfo" }), handlers)).toEqual({ id: 3, result: { id: "debian", prettyName: "Debian GNU/Linux 12" } });
+    expect(await answer(request({ method: "guestOsInfo" }), handlers)).toEqual({
+      id: 3,
+      result: { id: "debian", prettyName: "Debian GNU/Linux 12" },
+    });
   });
 
   it("fills in a migration's options with KubeVirt's defaults", async () => {
-    expect(await answer(request({ method: "migrate", params: {} }), handlers)).toEqual({ id: 3, result: { role: "Source", phase: "Running", mode: "PreCopy" } });
-    expect(await answer(request({ method: "migrate", params: { postCopy: true } }), handlers)).toEqual({ id: 3, result: { role: "Source", phase: "Running", mode: "PostCopy" } });
+    expect(await answer(request({ method: "migrate", params: {} }), handlers)).toEqual({
+      id: 3,
+      result: { role: "Source", phase: "Running", mode: "PreCopy" },
+    });
+    expect(await answer(request({ method: "migrate", params: { postCopy: true } }), handlers)).toEqual({
+      id: 3,
+      result: { role: "Source", phase: "Running", mode: "PostCopy" },
+    });
   });
 
   it.each([
-    ["a VMI without its spec", { method: "sync", params: { ...vmi, spec: undefined } }, "invalid params of sync: params.spec: "],
-    ["a VMI whose memory is an object", { method: "sync", params: { ...vmi, spec: { ...vmi.spec, domain: { ...vmi.spec.domain, memory: { guest: { much: true } } } } } }, "params.spec.domain.memory.guest: "],
-    ["a VMI with a field kubevirt-ts lacks", { method: "sync", params: { ...vmi, spec: { ...vmi.spec, hostDevices: [] } } }, "params.spec: Unrecognized key: \"hostDevices\""],
+    [
+      "a VMI without its spec",
+      { method: "sync", params: { ...vmi, spec: undefined } },
+      "invalid params of sync: params.spec: ",
+    ],
+    [
+      "a VMI whose memory is an object",
+      {
+        method: "sync",
+        params: { ...vmi, spec: { ...vmi.spec, domain: { ...vmi.spec.domain, memory: { guest: { much: true } } } } },
+      },
+      "params.spec.domain.memory.guest: ",
+    ],
+    [
+      "a VMI with a field kubevirt-ts lacks",
+      { method: "sync", params: { ...vmi, spec: { ...vmi.spec, hostDevices: [] } } },
+      'params.spec: Unrecognized key: "hostDevices"',
+    ],
     ["no VMI at all", { method: "sync" }, "invalid params of sync: params: "],
-    ["params to a method that takes none", { method: "state", params: { all: true } }, "invalid params of state: params: "],
+    [
+      "params to a method that takes none",
+      { method: "state", params: { all: true } },
+      "invalid params of state: params: ",
+    ],
     ["a method the protocol lacks", { method: "teleport" }, "not a request: request.method: "],
-    ["a migration whose bandwidth is not a whole number", { method: "migrate", params: { bandwidthMiB: 1.5 } }, "invalid params of migrate: params.bandwidthMiB: "],
-    ["a migration option the protocol lacks", { method: "migrate", params: { unsafe: true } }, "params: Unrecognized key: \"unsafe\""],
-    ["a request with fields the protocol lacks", { method: "state", extra: 1 }, "not a request: request: Unrecognized key: \"extra\""],
+    [
+      "a migration whose bandwidth is not a whole number",
+      { method: "migrate", params: { bandwidthMiB: 1.5 } },
+      "invalid params of migrate: params.bandwidthMiB: ",
+    ],
+    [
+      "a migration option the protocol lacks",
+      { method: "migrate", params: { unsafe: true } },
+      'params: Unrecognized key: "unsafe"',
+    ],
+    [
+      "a request with fields the protocol lacks",
+      { method: "state", extra: 1 },
+      'not a request: request: Unrecognized key: "extra"',
+    ],
   ])("refuses %s with BadRequest and the path", async (_, fields, message) => {
     const response = await answer(request(fields), handlers);
     expect(response).toMatchObject({ id: 3, error: { code: "BadRequest" } });
@@ -78,15 +119,24 @@ describe("the launcher's answer to a request line", () => {
   });
 
   it("refuses a line that is not JSON with id 0", async () => {
-    expect(await answer("{nope", handlers)).toMatchObject({ id: 0, error: { code: "BadRequest", message: expect.stringMatching(/^not JSON: /) as unknown } });
+    expect(await answer("{nope", handlers)).toMatchObject({
+      id: 0,
+      error: { code: "BadRequest", message: expect.stringMatching(/^not JSON: /) as unknown },
+    });
   });
 
   it("refuses another version, saying which it speaks", async () => {
-    expect(await answer(JSON.stringify({ version: 99, id: 7, method: "state" }), handlers)).toEqual({ id: 7, error: { code: "UnsupportedVersion", message: "this launcher speaks version 1, not 99" } });
+    expect(await answer(JSON.stringify({ version: 99, id: 7, method: "state" }), handlers)).toEqual({
+      id: 7,
+      error: { code: "UnsupportedVersion", message: "this launcher speaks version 1, not 99" },
+    });
   });
 
   it("answers a handler's failure with its code, and cuts a long message to the protocol's limit", async () => {
-    expect(await answer(request({ method: "pause" }), handlers)).toEqual({ id: 3, error: { code: "NotDefined", message: "no domain yet: sync the VMI first" } });
+    expect(await answer(request({ method: "pause" }), handlers)).toEqual({
+      id: 3,
+      error: { code: "NotDefined", message: "no domain yet: sync the VMI first" },
+    });
     const failed = await answer(request({ method: "unpause" }), handlers);
     expect(failed).toMatchObject({ id: 3, error: { code: "Failed" } });
     expect((failed as { error: { message: string } }).error.message).toHaveLength(MAX_ERROR_MESSAGE_LENGTH);
@@ -117,7 +167,9 @@ describe("a launcher connection", () => {
     const client = await LauncherClient.connect(await serve());
     expect(await client.call("sync", vmi)).toEqual(running);
     expect(await client.call("guestOsInfo")).toEqual({ id: "debian", prettyName: "Debian GNU/Linux 12" });
-    await expect(client.call("pause")).rejects.toEqual(new LauncherCallError("NotDefined", "no domain yet: sync the VMI first"));
+    await expect(client.call("pause")).rejects.toEqual(
+      new LauncherCallError("NotDefined", "no domain yet: sync the VMI first"),
+    );
     client.close();
   });
 
@@ -128,6 +180,9 @@ describe("a launcher connection", () => {
     socket.setEncoding("utf8").on("data", (chunk: string) => (received += chunk));
     socket.write("x".repeat(4096));
     await new Promise((resolve) => socket.once("close", resolve));
-    expect(JSON.parse(received)).toEqual({ id: 0, error: { code: "BadRequest", message: "a line longer than 1024 bytes; closing the connection" } });
+    expect(JSON.parse(received)).toEqual({
+      id: 0,
+      error: { code: "BadRequest", message: "a line longer than 1024 bytes; closing the connection" },
+    });
   });
 });

@@ -1,8 +1,17 @@
 import type { Socket } from "node:net";
 import { InvalidUtf8Error, LineReader, LineTooLongError } from "./lines.ts";
 import {
-  type CheckedParams, type ErrorCode, MAX_ERROR_MESSAGE_LENGTH, MAX_REQUEST_LINE_BYTES, type Method, PROTOCOL_VERSION, type Response, type Result, describeIssues,
-  launcherMethods, requestSchema,
+  type CheckedParams,
+  type ErrorCode,
+  MAX_ERROR_MESSAGE_LENGTH,
+  MAX_REQUEST_LINE_BYTES,
+  type Method,
+  PROTOCOL_VERSION,
+  type Response,
+  type Result,
+  describeIssues,
+  launcherMethods,
+  requestSchema,
 } from "./protocol.ts";
 
 // The launcher's side of the protocol, for one connection: each request
@@ -22,7 +31,14 @@ export class RpcError extends Error {
 }
 
 function failure(id: number, code: ErrorCode, message: string): Response {
-  return { id, error: { code, message: message.length > MAX_ERROR_MESSAGE_LENGTH ? `${message.slice(0, MAX_ERROR_MESSAGE_LENGTH - 1)}…` : message } };
+  return {
+    id,
+    error: {
+      code,
+      message:
+        message.length > MAX_ERROR_MESSAGE_LENGTH ? `${message.slice(0, MAX_ERROR_MESSAGE_LENGTH - 1)}…` : message,
+    },
+  };
 }
 
 /** Runs the method's handler with params its schema has checked. */
@@ -41,18 +57,35 @@ export async function answer(line: string, handlers: Handlers): Promise<Response
   const parsed = requestSchema.safeParse(json);
   if (!parsed.success) {
     const id = (json as { id?: unknown } | null)?.id;
-    return failure(typeof id === "number" && Number.isSafeInteger(id) && id > 0 ? id : 0, "BadRequest", `not a request: ${describeIssues(parsed.error, "request")}`);
+    return failure(
+      typeof id === "number" && Number.isSafeInteger(id) && id > 0 ? id : 0,
+      "BadRequest",
+      `not a request: ${describeIssues(parsed.error, "request")}`,
+    );
   }
   const request = parsed.data;
   if (request.version !== PROTOCOL_VERSION) {
-    return failure(request.id, "UnsupportedVersion", `this launcher speaks version ${String(PROTOCOL_VERSION)}, not ${String(request.version)}`);
+    return failure(
+      request.id,
+      "UnsupportedVersion",
+      `this launcher speaks version ${String(PROTOCOL_VERSION)}, not ${String(request.version)}`,
+    );
   }
   const params = launcherMethods[request.method].params.safeParse(request.params);
-  if (!params.success) return failure(request.id, "BadRequest", `invalid params of ${request.method}: ${describeIssues(params.error, "params")}`);
+  if (!params.success)
+    return failure(
+      request.id,
+      "BadRequest",
+      `invalid params of ${request.method}: ${describeIssues(params.error, "params")}`,
+    );
   try {
     return { id: request.id, result: await run(handlers, request.method, params.data) };
   } catch (error) {
-    return failure(request.id, error instanceof RpcError ? error.code : "Failed", error instanceof Error ? error.message : String(error));
+    return failure(
+      request.id,
+      error instanceof RpcError ? error.code : "Failed",
+      error instanceof Error ? error.message : String(error),
+    );
   }
 }
 

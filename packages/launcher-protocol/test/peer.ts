@@ -35,7 +35,10 @@ export async function startPeer(onConnection: (socket: Socket) => void): Promise
 }
 
 /** Calls back with each request line the peer receives, parsed. */
-export function onRequests(socket: Socket, handle: (request: { id: number; method: string; params?: unknown }) => void): void {
+export function onRequests(
+  socket: Socket,
+  handle: (request: { id: number; method: string; params?: unknown }) => void,
+): void {
   let buffer = "";
   socket.setEncoding("utf8").on("data", (chunk: string) => {
     buffer += chunk;

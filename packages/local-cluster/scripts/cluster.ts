@@ -28,6 +28,8 @@ if (command === "up" && binDir && provisioner && coredns) {
   const left = await leftovers();
   console.log(left.length === 0 ? "nothing" : left.join("\n"));
 } else {
-  console.error("usage: cluster.ts up <bin-dir> <local-path-provisioner> <coredns> [nodes] | sync <bin-dir> | down | leftovers");
+  console.error(
+    "usage: cluster.ts up <bin-dir> <local-path-provisioner> <coredns> [nodes] | sync <bin-dir> | down | leftovers",
+  );
   process.exitCode = 2;
 }

@@ -1,7 +1,16 @@
 import { readFile, readdir, rm, rmdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { BROWSER_LINK, BROWSER_NETNS, KUBELET_DIR, NODE_BRIDGE, NODE_NAME, POD_BRIDGE, RUN_DIR, STATE_DIR } from "./config.ts";
+import {
+  BROWSER_LINK,
+  BROWSER_NETNS,
+  KUBELET_DIR,
+  NODE_BRIDGE,
+  NODE_NAME,
+  POD_BRIDGE,
+  RUN_DIR,
+  STATE_DIR,
+} from "./config.ts";
 import { log, run, tryRun } from "./exec.ts";
 import { processesMatching } from "./proc.ts";
 
@@ -22,13 +31,20 @@ function clusterProcesses(): Promise<number[]> {
   return pidsMatching((cmdline) => OWN_PATHS.some((p) => cmdline.includes(p)));
 }
 
-/** The cgroups of the cluster's pods: the first node's kubepods, and each further node's cgroup root (config.ts's clusterNode). */
+/**
+ * The cgroups of the cluster's pods: the first node's kubepods, and each further node's cgroup root (config.ts's
+ * clusterNode).
+ */
 async function cgroupDirs(): Promise<string[]> {
   const dirs: string[] = [];
   for (const controller of await readdir(CGROUP_ROOT).catch(() => [])) {
     const hierarchy = join(CGROUP_ROOT, controller);
-    const roots = ["kubepods", ...(await readdir(hierarchy).catch(() => [])).filter((name) => name.startsWith(`${NODE_NAME}-`))];
-    for (const root of roots) if ((await readdir(join(hierarchy, root)).catch(() => undefined)) !== undefined) dirs.push(join(hierarchy, root));
+    const roots = [
+      "kubepods",
+      ...(await readdir(hierarchy).catch(() => [])).filter((name) => name.startsWith(`${NODE_NAME}-`)),
+    ];
+    for (const root of roots)
+      if ((await readdir(join(hierarchy, root)).catch(() => undefined)) !== undefined) dirs.push(join(hierarchy, root));
   }
   return dirs;
 }
@@ -36,7 +52,9 @@ async function cgroupDirs(): Promise<string[]> {
 /** Directories of a tree, deepest first. */
 async function treeDeepestFirst(dir: string): Promise<string[]> {
   const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
-  const children = await Promise.all(entries.filter((e) => e.isDirectory()).map((e) => treeDeepestFirst(join(dir, e.name))));
+  const children = await Promise.all(
+    entries.filter((e) => e.isDirectory()).map((e) => treeDeepestFirst(join(dir, e.name))),
+  );
   return [...children.flat(), dir];
 }
 
@@ -92,7 +110,9 @@ async function unmountAll(): Promise<void> {
     .split("\n")
     .map((line) => line.split(" ")[4] ?? "")
     .map((p) => p.replace(/\\040/g, " "))
-    .filter((p) => prefixes.some((prefix) => p === prefix || p.startsWith(prefix.endsWith("-") ? prefix : `${prefix}/`)));
+    .filter((p) =>
+      prefixes.some((prefix) => p === prefix || p.startsWith(prefix.endsWith("-") ? prefix : `${prefix}/`)),
+    );
   // Deepest first, so that nothing is busy because of a mount inside it.
   const unique = [...new Set(points)].sort((a, b) => b.length - a.length);
   if (unique.length > 0) log(`unmounting ${unique.length} mounts`);
@@ -109,7 +129,10 @@ async function deleteNetworkNamespaces(): Promise<void> {
   }
 }
 
-/** A further node's network namespace, and the machine's end of its link, are named kvts-node<n> (config.ts's clusterNode). */
+/**
+ * A further node's network namespace, and the machine's end of its link, are named kvts-node<n> (config.ts's
+ * clusterNode).
+ */
 const isNodeNamespace = (name: string) => /^kvts-node\d+$/.test(name);
 
 function isClusterNetns(name: string): boolean {
@@ -117,13 +140,21 @@ function isClusterNetns(name: string): boolean {
 }
 
 function isClusterLink(link: { ifname: string; master?: string }): boolean {
-  return [POD_BRIDGE, NODE_BRIDGE, BROWSER_LINK].includes(link.ifname) || link.master === POD_BRIDGE || isNodeNamespace(link.ifname);
+  return (
+    [POD_BRIDGE, NODE_BRIDGE, BROWSER_LINK].includes(link.ifname) ||
+    link.master === POD_BRIDGE ||
+    isNodeNamespace(link.ifname)
+  );
 }
 
 async function deleteLinks(): Promise<void> {
-  const links = JSON.parse((await tryRun("ip", ["-j", "link", "show"])) ?? "[]") as { ifname: string; master?: string }[];
+  const links = JSON.parse((await tryRun("ip", ["-j", "link", "show"])) ?? "[]") as {
+    ifname: string;
+    master?: string;
+  }[];
   for (const link of links) {
-    if (link.master === POD_BRIDGE || link.ifname === BROWSER_LINK || isNodeNamespace(link.ifname)) await tryRun("ip", ["link", "delete", link.ifname]);
+    if (link.master === POD_BRIDGE || link.ifname === BROWSER_LINK || isNodeNamespace(link.ifname))
+      await tryRun("ip", ["link", "delete", link.ifname]);
   }
   for (const bridge of [POD_BRIDGE, NODE_BRIDGE]) {
     if (links.some((l) => l.ifname === bridge)) await tryRun("ip", ["link", "delete", bridge]);
@@ -167,19 +198,25 @@ export async function applyHostSettings(settings: Record<string, string>): Promi
 async function restoreHostSettings(): Promise<void> {
   const saved = await readFile(HOST_SETTINGS, "utf8").catch(() => undefined);
   if (saved === undefined) return;
-  for (const [path, value] of Object.entries(JSON.parse(saved) as Record<string, string>)) await writeFile(path, `${value}\n`);
+  for (const [path, value] of Object.entries(JSON.parse(saved) as Record<string, string>))
+    await writeFile(path, `${value}\n`);
 }
 
-/** The loop devices backed by files under the folder: the kubelet's block-volume maps, or the block storage's volumes. */
+/**
+ * The loop devices backed by files under the folder: the kubelet's block-volume maps, or the block storage's volumes.
+ */
 async function loopDevicesUnder(dir: string): Promise<string[]> {
   const listed = (await tryRun("losetup", ["--json", "--list"])) ?? "";
-  const { loopdevices = [] } = (listed.trim() ? JSON.parse(listed) : {}) as { loopdevices?: { name: string; "back-file"?: string | null }[] };
+  const { loopdevices = [] } = (listed.trim() ? JSON.parse(listed) : {}) as {
+    loopdevices?: { name: string; "back-file"?: string | null }[];
+  };
   return loopdevices.filter((d) => (d["back-file"] ?? "").startsWith(`${dir}/`)).map((d) => d.name);
 }
 
 async function detachLoopDevices(): Promise<void> {
   // The kubelet's maps first: they hold the block storage's devices open.
-  for (const dir of [KUBELET_DIR, STATE_DIR]) for (const device of await loopDevicesUnder(dir)) await tryRun("losetup", ["--detach", device]);
+  for (const dir of [KUBELET_DIR, STATE_DIR])
+    for (const device of await loopDevicesUnder(dir)) await tryRun("losetup", ["--detach", device]);
 }
 
 export async function cleanUp(): Promise<void> {
@@ -201,15 +238,22 @@ export async function leftovers(): Promise<string[]> {
   const mountinfo = await readFile("/proc/self/mountinfo", "utf8");
   for (const line of mountinfo.split("\n")) {
     const point = line.split(" ")[4] ?? "";
-    if ([KUBELET_DIR, STATE_DIR, RUN_DIR].some((p) => point.startsWith(p)) || point.includes("/netns/cni-")) found.push(`mount ${point}`);
+    if ([KUBELET_DIR, STATE_DIR, RUN_DIR].some((p) => point.startsWith(p)) || point.includes("/netns/cni-"))
+      found.push(`mount ${point}`);
   }
   for (const name of await readdir("/run/netns").catch(() => [])) if (isClusterNetns(name)) found.push(`netns ${name}`);
-  for (const dir of [KUBELET_DIR, STATE_DIR]) for (const device of await loopDevicesUnder(dir)) found.push(`loop device ${device}`);
-  const links = JSON.parse((await tryRun("ip", ["-j", "link", "show"])) ?? "[]") as { ifname: string; master?: string }[];
+  for (const dir of [KUBELET_DIR, STATE_DIR])
+    for (const device of await loopDevicesUnder(dir)) found.push(`loop device ${device}`);
+  const links = JSON.parse((await tryRun("ip", ["-j", "link", "show"])) ?? "[]") as {
+    ifname: string;
+    master?: string;
+  }[];
   for (const link of links) if (isClusterLink(link)) found.push(`link ${link.ifname}`);
   for (const save of ["iptables-save", "ip6tables-save"]) {
     const dump = (await tryRun(save, [])) ?? "";
-    for (const line of dump.split("\n")) if (line.startsWith(":KUBE-") || line.startsWith(":CNI-")) found.push(`${save.replace("-save", "")} chain ${line.slice(1).split(" ")[0] ?? ""}`);
+    for (const line of dump.split("\n"))
+      if (line.startsWith(":KUBE-") || line.startsWith(":CNI-"))
+        found.push(`${save.replace("-save", "")} chain ${line.slice(1).split(" ")[0] ?? ""}`);
   }
   for (const root of await cgroupDirs()) found.push(`cgroup ${root}`);
   return found;

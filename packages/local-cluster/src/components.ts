@@ -24,16 +24,33 @@ interface HostProcess {
   logFile: string;
 }
 
-/** The running process of a host component of the first node: its binary's name, and one of the cluster's state folders, not a further node's, in its arguments. */
+/**
+ * The running process of a host component of the first node: its binary's name, and one of the cluster's state folders,
+ * not a further node's, in its arguments.
+ */
 async function hostProcess(component: HostComponent): Promise<HostProcess> {
   const ofCluster = (a: string) => a.includes(STATE_DIR) || a.includes(RUN_DIR);
   const ofFurtherNode = (a: string) => a.includes(NODES_DIR) || a.includes(NODES_RUN_DIR);
-  const [found] = await processesMatching((argv) => basename(argv[0] ?? "") === component && argv.some(ofCluster) && !argv.some(ofFurtherNode));
-  if (!found) throw new Error(`no ${component} process of the local cluster runs; is the cluster up (make cluster-up)?`);
+  const [found] = await processesMatching(
+    (argv) => basename(argv[0] ?? "") === component && argv.some(ofCluster) && !argv.some(ofFurtherNode),
+  );
+  if (!found)
+    throw new Error(`no ${component} process of the local cluster runs; is the cluster up (make cluster-up)?`);
   const { pid, argv } = found;
   const environ = await readFile(`/proc/${String(pid)}/environ`, "utf8");
-  const env = Object.fromEntries(environ.split("\0").filter((e) => e.includes("=")).map((e) => [e.slice(0, e.indexOf("=")), e.slice(e.indexOf("=") + 1)]));
-  return { pid, argv, env, cwd: await readlink(`/proc/${String(pid)}/cwd`), logFile: await readlink(`/proc/${String(pid)}/fd/1`) };
+  const env = Object.fromEntries(
+    environ
+      .split("\0")
+      .filter((e) => e.includes("="))
+      .map((e) => [e.slice(0, e.indexOf("=")), e.slice(e.indexOf("=") + 1)]),
+  );
+  return {
+    pid,
+    argv,
+    env,
+    cwd: await readlink(`/proc/${String(pid)}/cwd`),
+    logFile: await readlink(`/proc/${String(pid)}/fd/1`),
+  };
 }
 
 /** A process's state letter and parent from /proc/<pid>/stat (the command may hold spaces and parentheses). */
@@ -51,7 +68,8 @@ async function gone(pid: number, timeoutMs: number): Promise<void> {
     // A zombie is gone for this purpose: it holds no port, socket or lock any more.
     const stat = await procStat(String(pid));
     if (stat === undefined || stat.state === "Z") return;
-    if (Date.now() > deadline) throw new Error(`process ${String(pid)} still runs ${String(timeoutMs / 1000)} s after SIGKILL`);
+    if (Date.now() > deadline)
+      throw new Error(`process ${String(pid)} still runs ${String(timeoutMs / 1000)} s after SIGKILL`);
     await sleep(50);
   }
 }
@@ -74,10 +92,17 @@ export async function killAndRestartHostComponent(component: HostComponent, down
   }
 }
 
-/** Whether a host component serves again: containerd answers on its socket, the kubelet's healthz says ok; etcd and kube-apiserver are judged through the API. */
+/**
+ * Whether a host component serves again: containerd answers on its socket, the kubelet's healthz says ok; etcd and
+ * kube-apiserver are judged through the API.
+ */
 export async function hostComponentServes(component: "containerd" | "kubelet"): Promise<boolean> {
-  if (component === "containerd") return (await tryRun("ctr", ["--address", CONTAINERD_SOCKET, "version"])) !== undefined;
-  const answer = await fetch("http://127.0.0.1:10248/healthz").then((r) => r.text(), () => "");
+  if (component === "containerd")
+    return (await tryRun("ctr", ["--address", CONTAINERD_SOCKET, "version"])) !== undefined;
+  const answer = await fetch("http://127.0.0.1:10248/healthz").then(
+    (r) => r.text(),
+    () => "",
+  );
   return answer === "ok";
 }
 
@@ -90,7 +115,17 @@ export async function killContainer(containerId: string): Promise<void> {
   const refusals: string[] = [];
   for (const node of await readClusterNodes()) {
     try {
-      await run("ctr", ["--address", node.containerdSocket, "--namespace", "k8s.io", "task", "kill", "--signal", "SIGKILL", id]);
+      await run("ctr", [
+        "--address",
+        node.containerdSocket,
+        "--namespace",
+        "k8s.io",
+        "task",
+        "kill",
+        "--signal",
+        "SIGKILL",
+        id,
+      ]);
       return;
     } catch (error) {
       refusals.push(`${node.name}: ${error instanceof Error ? error.message : String(error)}`);

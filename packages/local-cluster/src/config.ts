@@ -25,7 +25,10 @@ export const CLUSTER_POD_CIDR = "198.18.0.0/20";
 export const POD_GATEWAY = "198.18.0.1";
 export const POD_BRIDGE = "kvts-cni0";
 export const CNI_NETWORK = "kubevirt-ts";
-/** The cluster's DNS domain, and the kube-dns Service's address in SERVICE_CIDR (control-plane's), which pods are given as their resolver. */
+/**
+ * The cluster's DNS domain, and the kube-dns Service's address in SERVICE_CIDR (control-plane's), which pods are given
+ * as their resolver.
+ */
 export const CLUSTER_DOMAIN = "cluster.local";
 export const CLUSTER_DNS_IP = "198.19.0.10";
 export const APISERVER_PORT = 6443;
@@ -41,7 +44,9 @@ export const KUBELET_DIR = "/var/lib/kubelet";
 export const CONTAINERD_SOCKET = join(RUN_DIR, "containerd", "containerd.sock");
 export const CNI_BIN_DIR = "/usr/lib/cni";
 export const CNI_CONF_DIR = join(STATE_DIR, "cni", "net.d");
-/** Where the local storage keeps its claims' folders on a node: with the cluster's state, so cluster-down removes them. */
+/**
+ * Where the local storage keeps its claims' folders on a node: with the cluster's state, so cluster-down removes them.
+ */
 export const LOCAL_PATH_DIR = join(STATE_DIR, "local-path");
 
 /** Files for the developer: kubeconfig and one log per component. */
@@ -64,9 +69,9 @@ export const NODES_FILE = join(STATE_DIR, "nodes.json");
 
 /**
  * A node of the local cluster. The first is the machine itself: its network, its mounts, the cgroup root. Every further
- * node is a kubelet, containerd and kube-proxy of its own in a network namespace (an address on the node bridge, its own
- * pod bridge and range) and a mount namespace, where its own folders stand in for the kubelet's root, the pods' logs
- * and the local storage: what is one node's there is not another's, as on separate machines.
+ * node is a kubelet, containerd and kube-proxy of its own in a network namespace (an address on the node bridge, its
+ * own pod bridge and range) and a mount namespace, where its own folders stand in for the kubelet's root, the pods'
+ * logs and the local storage: what is one node's there is not another's, as on separate machines.
  */
 export interface ClusterNode {
   /** 1 for the first node. */
@@ -103,21 +108,38 @@ export function machinePath(node: ClusterNode, path: string): string {
 }
 
 export function clusterNode(index: number): ClusterNode {
-  if (!Number.isInteger(index) || index < 1 || index > MAX_NODES) throw new Error(`a node's index is 1 to ${String(MAX_NODES)}, not ${String(index)}`);
+  if (!Number.isInteger(index) || index < 1 || index > MAX_NODES)
+    throw new Error(`a node's index is 1 to ${String(MAX_NODES)}, not ${String(index)}`);
   if (index === 1) {
     return {
-      index, name: NODE_NAME, ip: NODE_IP, podCidr: POD_CIDR, podGateway: POD_GATEWAY, stateDir: STATE_DIR,
-      containerdSocket: CONTAINERD_SOCKET, containerdRoot: join(STATE_DIR, "containerd"), containerdState: join(RUN_DIR, "containerd"),
-      cniConfDir: CNI_CONF_DIR, cgroupRoot: "/",
+      index,
+      name: NODE_NAME,
+      ip: NODE_IP,
+      podCidr: POD_CIDR,
+      podGateway: POD_GATEWAY,
+      stateDir: STATE_DIR,
+      containerdSocket: CONTAINERD_SOCKET,
+      containerdRoot: join(STATE_DIR, "containerd"),
+      containerdState: join(RUN_DIR, "containerd"),
+      cniConfDir: CNI_CONF_DIR,
+      cgroupRoot: "/",
     };
   }
   const name = `${NODE_NAME}-${String(index)}`;
   const stateDir = join(NODES_DIR, name);
   const runDir = join(NODES_RUN_DIR, name);
   return {
-    index, name, ip: `198.18.255.${String(index)}`, podCidr: `198.18.${String(index - 1)}.0/24`, podGateway: `198.18.${String(index - 1)}.1`, stateDir,
-    containerdSocket: join(runDir, "containerd.sock"), containerdRoot: join(stateDir, "containerd"), containerdState: join(runDir, "containerd"),
-    cniConfDir: join(stateDir, "cni", "net.d"), cgroupRoot: `/${name}`,
+    index,
+    name,
+    ip: `198.18.255.${String(index)}`,
+    podCidr: `198.18.${String(index - 1)}.0/24`,
+    podGateway: `198.18.${String(index - 1)}.1`,
+    stateDir,
+    containerdSocket: join(runDir, "containerd.sock"),
+    containerdRoot: join(stateDir, "containerd"),
+    containerdState: join(runDir, "containerd"),
+    cniConfDir: join(stateDir, "cni", "net.d"),
+    cgroupRoot: `/${name}`,
     namespaces: { net: `kvts-node${String(index)}`, mountFile: join(NODES_RUN_DIR, "mnt", name) },
   };
 }

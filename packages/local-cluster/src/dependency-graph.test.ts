@@ -20,10 +20,26 @@ interface Workspace {
 
 /** What may not depend on what, beyond the order of the folders. */
 const FORBIDDEN: { from: string; to: string; why: string }[] = [
-  { from: "@kubevirt-ts/kubevirt-api", to: "@kubevirt-ts/vm-rules", why: "the API contract is beneath the rules the components share" },
-  { from: "@kubevirt-ts/kubevirt-api", to: "@kubevirt-ts/node-contract", why: "the API contract is beneath the node's contract" },
-  { from: "@kubevirt-ts/vm-rules", to: "@kubevirt-ts/node-contract", why: "the shared rules are beneath the node's contract" },
-  { from: "@kubevirt-ts/web", to: "@kubevirt-ts/node-contract", why: "the dashboard runs in the browser and never reaches a node" },
+  {
+    from: "@kubevirt-ts/kubevirt-api",
+    to: "@kubevirt-ts/vm-rules",
+    why: "the API contract is beneath the rules the components share",
+  },
+  {
+    from: "@kubevirt-ts/kubevirt-api",
+    to: "@kubevirt-ts/node-contract",
+    why: "the API contract is beneath the node's contract",
+  },
+  {
+    from: "@kubevirt-ts/vm-rules",
+    to: "@kubevirt-ts/node-contract",
+    why: "the shared rules are beneath the node's contract",
+  },
+  {
+    from: "@kubevirt-ts/web",
+    to: "@kubevirt-ts/node-contract",
+    why: "the dashboard runs in the browser and never reaches a node",
+  },
 ];
 
 /** The folders' order: a workspace may depend on a lower one; packages on packages, apps on apps. */
@@ -40,7 +56,8 @@ function upwardDependencies(workspaces: readonly Workspace[]): string[] {
       if (target === undefined) continue;
       const from = levelOf(w.dir);
       const to = levelOf(target.dir);
-      if (to > from || (to === from && from === LEVEL.services)) problems.push(`${w.dir} depends on ${target.dir}: move what it needs into a package beneath both`);
+      if (to > from || (to === from && from === LEVEL.services))
+        problems.push(`${w.dir} depends on ${target.dir}: move what it needs into a package beneath both`);
       const rule = FORBIDDEN.find((f) => f.from === w.name && f.to === dep);
       if (rule) problems.push(`${w.dir} depends on ${target.dir}: ${rule.why}`);
     }
@@ -62,12 +79,16 @@ function upwardDependencies(workspaces: readonly Workspace[]): string[] {
 }
 
 function realWorkspaces(): Workspace[] {
-  const dirs = ["apps", "services", "packages"].flatMap((top) => readdirSync(join(REPO_ROOT, top)).map((d) => `${top}/${d}`));
+  const dirs = ["apps", "services", "packages"].flatMap((top) =>
+    readdirSync(join(REPO_ROOT, top)).map((d) => `${top}/${d}`),
+  );
   return [...dirs, "e2e"]
     .filter((dir) => existsSync(join(REPO_ROOT, dir, "package.json")))
     .map((dir) => {
       const pkg = JSON.parse(readFileSync(join(REPO_ROOT, dir, "package.json"), "utf8")) as Record<string, unknown>;
-      const deps = ["dependencies", "devDependencies", "peerDependencies"].flatMap((k) => Object.keys((pkg[k] ?? {}) as Record<string, string>));
+      const deps = ["dependencies", "devDependencies", "peerDependencies"].flatMap((k) =>
+        Object.keys((pkg[k] ?? {}) as Record<string, string>),
+      );
       return { dir, name: String(pkg.name), deps };
     });
 }
@@ -75,12 +96,23 @@ function realWorkspaces(): Workspace[] {
 describe("the workspaces' dependencies", () => {
   test("point downward only, and keep the dashboard off the node's contract", () => {
     const workspaces = realWorkspaces();
-    expect(workspaces.map((w) => w.name)).toEqual(expect.arrayContaining(["@kubevirt-ts/kubevirt-api", "@kubevirt-ts/vm-rules", "@kubevirt-ts/node-contract", "@kubevirt-ts/web"]));
+    expect(workspaces.map((w) => w.name)).toEqual(
+      expect.arrayContaining([
+        "@kubevirt-ts/kubevirt-api",
+        "@kubevirt-ts/vm-rules",
+        "@kubevirt-ts/node-contract",
+        "@kubevirt-ts/web",
+      ]),
+    );
     expect(upwardDependencies(workspaces)).toEqual([]);
   });
 
   test("an upward one is named with its reason", () => {
-    const ws = (dir: string, name: string, ...deps: string[]): Workspace => ({ dir, name: `@kubevirt-ts/${name}`, deps: deps.map((d) => `@kubevirt-ts/${d}`) });
+    const ws = (dir: string, name: string, ...deps: string[]): Workspace => ({
+      dir,
+      name: `@kubevirt-ts/${name}`,
+      deps: deps.map((d) => `@kubevirt-ts/${d}`),
+    });
     const graph = [
       ws("packages/kubevirt-api", "kubevirt-api", "vm-rules"),
       ws("packages/vm-rules", "vm-rules", "kubevirt-api"),

@@ -38,9 +38,15 @@ export function corefile(kubeconfig: string): string {
 `;
 }
 
-/** The objects behind the cluster's DNS: CoreDNS's rights (those of the add-on's system:coredns), the kube-dns Service and its endpoints. */
+/**
+ * The objects behind the cluster's DNS: CoreDNS's rights (those of the add-on's system:coredns), the kube-dns Service
+ * and its endpoints.
+ */
 export function dnsObjects(): object[] {
-  const ports = [{ name: "dns", port: DNS_PORT, protocol: "UDP" }, { name: "dns-tcp", port: DNS_PORT, protocol: "TCP" }];
+  const ports = [
+    { name: "dns", port: DNS_PORT, protocol: "UDP" },
+    { name: "dns-tcp", port: DNS_PORT, protocol: "TCP" },
+  ];
   const labels = { "k8s-app": "kube-dns", "kubernetes.io/name": "CoreDNS" };
   return [
     {
@@ -72,7 +78,11 @@ export function dnsObjects(): object[] {
         name: "kube-dns-node",
         namespace: "kube-system",
         // Ours: the EndpointSlice controller leaves a slice alone that another manager names.
-        labels: { ...labels, "kubernetes.io/service-name": "kube-dns", "endpointslice.kubernetes.io/managed-by": "local-cluster.kubevirt-ts.io" },
+        labels: {
+          ...labels,
+          "kubernetes.io/service-name": "kube-dns",
+          "endpointslice.kubernetes.io/managed-by": "local-cluster.kubevirt-ts.io",
+        },
       },
       addressType: "IPv4",
       endpoints: [{ addresses: [NODE_IP], conditions: { ready: true } }],
@@ -81,18 +91,36 @@ export function dnsObjects(): object[] {
   ];
 }
 
-/** Installs the DNS's objects and starts CoreDNS. `kubectl` is the cluster's kubectl with the admin's kubeconfig flag; `kubeconfig` is CoreDNS's own. */
+/**
+ * Installs the DNS's objects and starts CoreDNS. `kubectl` is the cluster's kubectl with the admin's kubeconfig flag;
+ * `kubeconfig` is CoreDNS's own.
+ */
 export async function startDns(options: { binary: string; kubectl: string[]; kubeconfig: string }): Promise<void> {
   const [command = "kubectl", ...args] = options.kubectl;
-  await run(command, [...args, "apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "List", items: dnsObjects() }));
+  await run(
+    command,
+    [...args, "apply", "--server-side", "-f", "-"],
+    JSON.stringify({ apiVersion: "v1", kind: "List", items: dnsObjects() }),
+  );
   const config = join(STATE_DIR, "Corefile");
   await writeFile(config, corefile(options.kubeconfig));
-  log(`CoreDNS: ${CLUSTER_DOMAIN} at ${CLUSTER_DNS_IP} (the kube-dns Service), served on ${NODE_IP}:${String(DNS_PORT)}`);
-  spawnManaged({ name: "coredns", command: options.binary, detached: true, logFile: join(LOG_DIR, "coredns.log"), args: ["-conf", config] });
+  log(
+    `CoreDNS: ${CLUSTER_DOMAIN} at ${CLUSTER_DNS_IP} (the kube-dns Service), served on ${NODE_IP}:${String(DNS_PORT)}`,
+  );
+  spawnManaged({
+    name: "coredns",
+    command: options.binary,
+    detached: true,
+    logFile: join(LOG_DIR, "coredns.log"),
+    args: ["-conf", config],
+  });
 }
 
 /** Whether CoreDNS has read the API and answers: its ready endpoint. */
 export async function dnsReady(): Promise<boolean> {
-  const answer = await fetch(`http://127.0.0.1:${String(READY_PORT)}/ready`).then((r) => r.status, () => 0);
+  const answer = await fetch(`http://127.0.0.1:${String(READY_PORT)}/ready`).then(
+    (r) => r.status,
+    () => 0,
+  );
   return answer === 200;
 }

@@ -56,7 +56,8 @@ export function problemsOf(file: string, markdown: string, repo: Repo): string[]
       if (!repo.makeTargets.has(target)) problems.push(`${file}: \`make ${target}\` is no target of the Makefile`);
     }
     for (const [, script = ""] of code.matchAll(/\bnpm run ([\w:-]+)/g)) {
-      if (!repo.npmScripts.has(script) && !(script in PENDING_SCRIPTS)) problems.push(`${file}: \`npm run ${script}\` is no script of package.json`);
+      if (!repo.npmScripts.has(script) && !(script in PENDING_SCRIPTS))
+        problems.push(`${file}: \`npm run ${script}\` is no script of package.json`);
     }
     for (const [, task = ""] of code.matchAll(/\bturbo run ([\w:-]+)/g)) {
       if (!repo.turboTasks.has(task)) problems.push(`${file}: \`turbo run ${task}\` is no task of turbo.json`);
@@ -66,7 +67,8 @@ export function problemsOf(file: string, markdown: string, repo: Repo): string[]
     }
     for (const word of code.split(/[\s"'=]+/)) {
       const path = word.replace(/[),;:.]+$/, "");
-      if (REPO_PATH.test(path) && !/^hack\/[\w.-]+\.sh$/.test(path) && !repo.exists(path)) problems.push(`${file}: the path ${path} does not exist`);
+      if (REPO_PATH.test(path) && !/^hack\/[\w.-]+\.sh$/.test(path) && !repo.exists(path))
+        problems.push(`${file}: the path ${path} does not exist`);
     }
   }
   return problems;
@@ -76,7 +78,9 @@ export function problemsOf(file: string, markdown: string, repo: Repo): string[]
 function docsFiles(): string[] {
   const docs = join(REPO_ROOT, "docs");
   const here = readdirSync(docs).filter((f) => f.endsWith(".md"));
-  const adrs = readdirSync(join(docs, "adr")).filter((f) => f.endsWith(".md")).map((f) => `adr/${f}`);
+  const adrs = readdirSync(join(docs, "adr"))
+    .filter((f) => f.endsWith(".md"))
+    .map((f) => `adr/${f}`);
   return [...here, ...adrs].filter((f) => f !== "index.md");
 }
 
@@ -97,15 +101,24 @@ describe("the README and the docs tree", () => {
     expect(docsFiles().filter((f) => !linked.has(f))).toEqual([]);
   });
 
-  test.each(Object.entries(PENDING_SCRIPTS))("the pending script %s is still missing (%s): once added, drop it from PENDING_SCRIPTS", (script) => {
-    expect(repo.npmScripts.has(script)).toBe(false);
-  });
+  test.each(Object.entries(PENDING_SCRIPTS))(
+    "the pending script %s is still missing (%s): once added, drop it from PENDING_SCRIPTS",
+    (script) => {
+      expect(repo.npmScripts.has(script)).toBe(false);
+    },
+  );
 
   test("a document naming what does not exist is caught", () => {
-    const fake: Repo = { exists: (path) => path === "docs/api.md" || path === "hack/up.sh", makeTargets: new Set(["up"]), npmScripts: new Set(["lint"]), turboTasks: new Set(["build"]) };
+    const fake: Repo = {
+      exists: (path) => path === "docs/api.md" || path === "hack/up.sh",
+      makeTargets: new Set(["up"]),
+      npmScripts: new Set(["lint"]),
+      turboTasks: new Set(["build"]),
+    };
     const markdown = [
       "[ok](docs/api.md) [gone](docs/gone.md#x) [web](https://kubevirt.io) [here](#top)",
-      "```sh\nmake up && make nothing\nhack/up.sh; hack/missing.sh\nhack/run.sh npm run lint && npm run absent && npx turbo run build && npx turbo run nothing\n```",
+      "```sh\nmake up && make nothing\nhack/up.sh; hack/missing.sh\nhack/run.sh npm run lint && npm run " +
+        "absent && npx turbo run build && npx turbo run nothing\n```",
       "See `services/nowhere/src/x.ts`, `docs/api.md`, and `src/relative.ts`.",
     ].join("\n");
     expect(problemsOf("README.md", markdown, fake)).toEqual([

@@ -3,4 +3,12 @@ export { cleanUp, leftovers } from "./cleanup.ts";
 export { importImages } from "./images.ts";
 export { clusterUp } from "./up.ts";
 export { NAMESPACE, RELEASE, clusterSync, tagValues } from "./sync.ts";
-export { HOST_COMPONENTS, type HostComponent, hostComponentServes, killAndRestartHostComponent, killContainer, qemuPodUids, zombies } from "./components.ts";
+export {
+  HOST_COMPONENTS,
+  type HostComponent,
+  hostComponentServes,
+  killAndRestartHostComponent,
+  killContainer,
+  qemuPodUids,
+  zombies,
+} from "./components.ts";

@@ -1,4 +1,13 @@
-import { CLUSTER_DNS_IP, CLUSTER_DOMAIN, CLUSTER_POD_CIDR, CNI_BIN_DIR, CNI_NETWORK, type ClusterNode, PAUSE_IMAGE, POD_BRIDGE } from "./config.ts";
+import {
+  CLUSTER_DNS_IP,
+  CLUSTER_DOMAIN,
+  CLUSTER_POD_CIDR,
+  CNI_BIN_DIR,
+  CNI_NETWORK,
+  type ClusterNode,
+  PAUSE_IMAGE,
+  POD_BRIDGE,
+} from "./config.ts";
 import { join } from "node:path";
 
 // The configuration files of a node's components, as pure functions of the
@@ -37,7 +46,9 @@ state = "${node.containerdState}"
 `;
 }
 
-/** A node's pod network: one bridge, host-local addresses from the node's pod range, masquerade for traffic leaving it. */
+/**
+ * A node's pod network: one bridge, host-local addresses from the node's pod range, masquerade for traffic leaving it.
+ */
 export function cniConfig(node: ClusterNode): string {
   return `${JSON.stringify(
     {

@@ -1,7 +1,17 @@
 import { chmod, copyFile, mkdir, readFile, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { spawnManaged } from "@kubevirt-ts/control-plane";
-import { CNI_NETWORK, type ClusterNode, LOG_DIR, NODE_BRIDGE, NODE_IP, NODE_OWN_FOLDERS, NODE_PREFIX, STATE_DIR, ownFolder } from "./config.ts";
+import {
+  CNI_NETWORK,
+  type ClusterNode,
+  LOG_DIR,
+  NODE_BRIDGE,
+  NODE_IP,
+  NODE_OWN_FOLDERS,
+  NODE_PREFIX,
+  STATE_DIR,
+  ownFolder,
+} from "./config.ts";
 import { log, run, tryRun } from "./exec.ts";
 import { importPauseImage } from "./images.ts";
 import { cniConfig, containerdConfig, kubeProxyConfig, kubeletConfig } from "./node-config.ts";
@@ -11,7 +21,9 @@ import { cniConfig, containerdConfig, kubeProxyConfig, kubeletConfig } from "./n
 // own (config.ts's ClusterNode). The control plane, DNS and storage are the
 // cluster's, started once (up.ts).
 
-/** What a node's components are given: the binaries' folder and the kubeconfigs and certificates cluster-up made for it. */
+/**
+ * What a node's components are given: the binaries' folder and the kubeconfigs and certificates cluster-up made for it.
+ */
 export interface NodeCredentials {
   binDir: string;
   caFile: string;
@@ -26,7 +38,10 @@ export interface NodeCredentials {
 /** A command as it runs on the node: in the node's namespaces, when it has its own. */
 export function onNode(node: ClusterNode, command: string, args: string[]): [string, string[]] {
   if (!node.namespaces) return [command, args];
-  return ["nsenter", [`--mount=${node.namespaces.mountFile}`, `--net=/run/netns/${node.namespaces.net}`, "--", command, ...args]];
+  return [
+    "nsenter",
+    [`--mount=${node.namespaces.mountFile}`, `--net=/run/netns/${node.namespaces.net}`, "--", command, ...args],
+  ];
 }
 
 /** Writes a kernel setting inside the node's network namespace (forwarding, bridge netfilter are per namespace). */
@@ -70,7 +85,8 @@ async function makeNodeNamespaces(node: ClusterNode): Promise<void> {
     await mkdir(own, { recursive: true });
     await mkdir(folder, { recursive: true });
     await run("nsenter", [`--mount=${mountFile}`, "--", "mount", "--bind", own, folder]);
-    // Shared, as a node's kubelet root must be for pods' mounts to reach containers that ask for them (the handler's HostToContainer).
+    // Shared, as a node's kubelet root must be for pods' mounts to reach containers that ask for them (the handler's
+    // HostToContainer).
     await run("nsenter", [`--mount=${mountFile}`, "--", "mount", "--make-rshared", folder]);
   }
 }
@@ -107,28 +123,57 @@ function logName(node: ClusterNode, component: string): string {
 }
 
 /** Starts the node's containerd, kubelet and kube-proxy; resolves once containerd answers and holds the pause image. */
-export async function startNode(node: ClusterNode, credentials: NodeCredentials, waitFor: (what: string, timeoutMs: number, check: () => Promise<boolean>) => Promise<void>): Promise<void> {
-  log(`node ${node.name}: ${node.ip}, pods ${node.podCidr}${node.namespaces ? `, namespaces ${node.namespaces.net}` : ""}`);
+export async function startNode(
+  node: ClusterNode,
+  credentials: NodeCredentials,
+  waitFor: (what: string, timeoutMs: number, check: () => Promise<boolean>) => Promise<void>,
+): Promise<void> {
+  log(
+    `node ${node.name}: ${node.ip}, ` +
+      `pods ${node.podCidr}` +
+      (node.namespaces ? `, namespaces ${node.namespaces.net}` : ""),
+  );
   await makeNodeNamespaces(node);
   await makeCgroupRoot(node);
   await mkdir(node.cniConfDir, { recursive: true });
   await writeFile(join(node.cniConfDir, `10-${CNI_NETWORK}.conflist`), cniConfig(node));
   const spawnOnNode = (component: string, command: string, args: string[]) => {
     const [onNodeCommand, onNodeArgs] = onNode(node, command, args);
-    spawnManaged({ name: `${component} (${node.name})`, command: onNodeCommand, args: onNodeArgs, detached: true, logFile: logName(node, component) });
+    spawnManaged({
+      name: `${component} (${node.name})`,
+      command: onNodeCommand,
+      args: onNodeArgs,
+      detached: true,
+      logFile: logName(node, component),
+    });
   };
 
   const containerdConfigPath = join(node.stateDir, "containerd.toml");
   await mkdir(node.stateDir, { recursive: true });
   await writeFile(containerdConfigPath, containerdConfig(node, credentials.runc));
   spawnOnNode("containerd", "containerd", ["--config", containerdConfigPath]);
-  await waitFor(`containerd of ${node.name} answering`, 30_000, async () => (await tryRun("ctr", ["--address", node.containerdSocket, "version"])) !== undefined);
+  await waitFor(
+    `containerd of ${node.name} answering`,
+    30_000,
+    async () => (await tryRun("ctr", ["--address", node.containerdSocket, "version"])) !== undefined,
+  );
   await importPauseImage(node);
 
   const kubeletConfigPath = join(node.stateDir, "kubelet.yaml");
-  await writeFile(kubeletConfigPath, kubeletConfig(node, { caFile: credentials.caFile, servingCert: credentials.servingCert, servingKey: credentials.servingKey }));
+  await writeFile(
+    kubeletConfigPath,
+    kubeletConfig(node, {
+      caFile: credentials.caFile,
+      servingCert: credentials.servingCert,
+      servingKey: credentials.servingKey,
+    }),
+  );
   spawnOnNode("kubelet", join(credentials.binDir, "kubelet"), [
-    `--config=${kubeletConfigPath}`, `--kubeconfig=${credentials.kubeletKubeconfig}`, `--node-ip=${node.ip}`, `--hostname-override=${node.name}`, "--v=1",
+    `--config=${kubeletConfigPath}`,
+    `--kubeconfig=${credentials.kubeletKubeconfig}`,
+    `--node-ip=${node.ip}`,
+    `--hostname-override=${node.name}`,
+    "--v=1",
   ]);
 
   const proxyConfigPath = join(node.stateDir, "kube-proxy.yaml");

@@ -3,7 +3,9 @@ import { readFile, readdir } from "node:fs/promises";
 // This node's processes, read from /proc: one scan for cleanup, chaos and checks.
 
 /** The processes (but this one) whose arguments the predicate accepts, with their arguments. */
-export async function processesMatching(predicate: (argv: string[]) => boolean): Promise<{ pid: number; argv: string[] }[]> {
+export async function processesMatching(
+  predicate: (argv: string[]) => boolean,
+): Promise<{ pid: number; argv: string[] }[]> {
   const found: { pid: number; argv: string[] }[] = [];
   for (const entry of await readdir("/proc")) {
     const pid = Number(entry);

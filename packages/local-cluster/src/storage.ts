@@ -29,9 +29,14 @@ export const PROVISIONER_USER = "kubevirt-ts:local-path-provisioner";
 const CONFIG_MAP = "local-path-config";
 const HELPER_ACCOUNT = "local-path-helper";
 /** The provisioner's configuration: every node keeps its claims under LOCAL_PATH_DIR. */
-const PROVISIONER_CONFIG = JSON.stringify({ nodePathMap: [{ node: "DEFAULT_PATH_FOR_NON_LISTED_NODES", paths: [LOCAL_PATH_DIR] }] });
+const PROVISIONER_CONFIG = JSON.stringify({
+  nodePathMap: [{ node: "DEFAULT_PATH_FOR_NON_LISTED_NODES", paths: [LOCAL_PATH_DIR] }],
+});
 
-/** The objects the provisioner needs: its namespace, its rights, its helper pod's template and scripts, and the StorageClass. */
+/**
+ * The objects the provisioner needs: its namespace, its rights, its helper pod's template and scripts, and the
+ * StorageClass.
+ */
 export function storageObjects(helperImage: string): object[] {
   // The helper pod makes and removes one claim's folder; the provisioner adds the host path and the command.
   const helperPod = {
@@ -41,19 +46,39 @@ export function storageObjects(helperImage: string): object[] {
     spec: {
       priorityClassName: "system-node-critical",
       tolerations: [{ key: "node.kubernetes.io/disk-pressure", operator: "Exists", effect: "NoSchedule" }],
-      containers: [{ name: "helper-pod", image: helperImage, imagePullPolicy: "Never", resources: { requests: { cpu: "10m", memory: "16Mi" }, limits: { memory: "32Mi" } } }],
+      containers: [
+        {
+          name: "helper-pod",
+          image: helperImage,
+          imagePullPolicy: "Never",
+          resources: { requests: { cpu: "10m", memory: "16Mi" }, limits: { memory: "32Mi" } },
+        },
+      ],
     },
   };
   return [
     { apiVersion: "v1", kind: "Namespace", metadata: { name: STORAGE_NAMESPACE } },
-    { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: HELPER_ACCOUNT, namespace: STORAGE_NAMESPACE }, automountServiceAccountToken: false },
+    {
+      apiVersion: "v1",
+      kind: "ServiceAccount",
+      metadata: { name: HELPER_ACCOUNT, namespace: STORAGE_NAMESPACE },
+      automountServiceAccountToken: false,
+    },
     {
       apiVersion: "rbac.authorization.k8s.io/v1",
       kind: "ClusterRole",
       metadata: { name: "local-path-provisioner" },
       rules: [
-        { apiGroups: [""], resources: ["nodes", "persistentvolumeclaims", "configmaps", "pods", "pods/log"], verbs: ["get", "list", "watch"] },
-        { apiGroups: [""], resources: ["persistentvolumes"], verbs: ["get", "list", "watch", "create", "patch", "update", "delete"] },
+        {
+          apiGroups: [""],
+          resources: ["nodes", "persistentvolumeclaims", "configmaps", "pods", "pods/log"],
+          verbs: ["get", "list", "watch"],
+        },
+        {
+          apiGroups: [""],
+          resources: ["persistentvolumes"],
+          verbs: ["get", "list", "watch", "create", "patch", "update", "delete"],
+        },
         { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },
         { apiGroups: ["storage.k8s.io"], resources: ["storageclasses"], verbs: ["get", "list", "watch"] },
       ],
@@ -69,7 +94,13 @@ export function storageObjects(helperImage: string): object[] {
       apiVersion: "rbac.authorization.k8s.io/v1",
       kind: "Role",
       metadata: { name: "local-path-provisioner", namespace: STORAGE_NAMESPACE },
-      rules: [{ apiGroups: [""], resources: ["pods"], verbs: ["get", "list", "watch", "create", "patch", "update", "delete"] }],
+      rules: [
+        {
+          apiGroups: [""],
+          resources: ["pods"],
+          verbs: ["get", "list", "watch", "create", "patch", "update", "delete"],
+        },
+      ],
     },
     {
       apiVersion: "rbac.authorization.k8s.io/v1",
@@ -110,7 +141,11 @@ export async function startStorage(options: { binary: string; kubectl: string[];
   const helper = await buildLocalPathHelperImage();
   await importImages([helper]);
   const [command = "kubectl", ...args] = options.kubectl;
-  await run(command, [...args, "apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "List", items: storageObjects(helper.reference) }));
+  await run(
+    command,
+    [...args, "apply", "--server-side", "-f", "-"],
+    JSON.stringify({ apiVersion: "v1", kind: "List", items: storageObjects(helper.reference) }),
+  );
   await mkdir(LOCAL_PATH_DIR, { recursive: true });
   // The provisioner reads its configuration from a file; the ConfigMap holds the same for its helper pods' scripts.
   const configFile = join(STATE_DIR, "local-path-config.json");
@@ -122,8 +157,14 @@ export async function startStorage(options: { binary: string; kubectl: string[];
     detached: true,
     logFile: join(LOG_DIR, "local-path-provisioner.log"),
     args: [
-      "start", `--kubeconfig=${options.kubeconfig}`, `--config=${configFile}`, `--namespace=${STORAGE_NAMESPACE}`,
-      `--configmap-name=${CONFIG_MAP}`, `--service-account-name=${HELPER_ACCOUNT}`, `--provisioner-name=${PROVISIONER}`, `--helper-image=${helper.reference}`,
+      "start",
+      `--kubeconfig=${options.kubeconfig}`,
+      `--config=${configFile}`,
+      `--namespace=${STORAGE_NAMESPACE}`,
+      `--configmap-name=${CONFIG_MAP}`,
+      `--service-account-name=${HELPER_ACCOUNT}`,
+      `--provisioner-name=${PROVISIONER}`,
+      `--helper-image=${helper.reference}`,
     ],
   });
 }
@@ -148,7 +189,13 @@ export function blockVolume(index: number, device: string): object {
       persistentVolumeReclaimPolicy: "Retain",
       storageClassName: BLOCK_STORAGE_CLASS,
       local: { path: device },
-      nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: "kubernetes.io/hostname", operator: "In", values: [NODE_NAME] }] }] } },
+      nodeAffinity: {
+        required: {
+          nodeSelectorTerms: [
+            { matchExpressions: [{ key: "kubernetes.io/hostname", operator: "In", values: [NODE_NAME] }] },
+          ],
+        },
+      },
     },
   };
 }
@@ -172,6 +219,13 @@ export async function startBlockStorage(kubectl: string[]): Promise<void> {
     volumeBindingMode: "WaitForFirstConsumer",
   };
   const [command = "kubectl", ...args] = kubectl;
-  await run(command, [...args, "apply", "--server-side", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "List", items: [storageClass, ...volumes] }));
-  log(`block storage: the StorageClass ${BLOCK_STORAGE_CLASS}, ${String(BLOCK_VOLUMES)} volumes of ${String(BLOCK_VOLUME_BYTES / 2 ** 20)} MiB on loop devices`);
+  await run(
+    command,
+    [...args, "apply", "--server-side", "-f", "-"],
+    JSON.stringify({ apiVersion: "v1", kind: "List", items: [storageClass, ...volumes] }),
+  );
+  log(
+    `block storage: the StorageClass ${BLOCK_STORAGE_CLASS}, ${String(BLOCK_VOLUMES)} volumes ` +
+      `of ${String(BLOCK_VOLUME_BYTES / 2 ** 20)} MiB on loop devices`,
+  );
 }

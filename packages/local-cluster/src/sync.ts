@@ -1,7 +1,13 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { REPO_ROOT } from "@kubevirt-ts/control-plane";
-import { type BuiltImage, buildBlankDiskImage, buildDebianGuestImage, buildImages, buildTinyGuestImage } from "@kubevirt-ts/images";
+import {
+  type BuiltImage,
+  buildBlankDiskImage,
+  buildDebianGuestImage,
+  buildImages,
+  buildTinyGuestImage,
+} from "@kubevirt-ts/images";
 import { IMAGES_FILE, KUBECONFIG_PATH, NODE_IP } from "./config.ts";
 import { log, run } from "./exec.ts";
 import { importImages } from "./images.ts";
@@ -33,40 +39,74 @@ export function tagValues(images: BuiltImage[]): string[] {
 }
 
 /** The guests the dashboard offers: those that boot from their own disk. */
-export function guestImages(images: BuiltImage[]): { name: string; image: string; description: string; boot: "disk" }[] {
+export function guestImages(
+  images: BuiltImage[],
+): { name: string; image: string; description: string; boot: "disk" }[] {
   return images
     .filter((image) => image.name === "debian-guest")
-    .map((image) => ({ name: "debian-12", image: image.reference, description: "Debian 12: systemd, cloud-init (NoCloud), DHCP, a login on the serial console", boot: "disk" }));
+    .map((image) => ({
+      name: "debian-12",
+      image: image.reference,
+      description: "Debian 12: systemd, cloud-init (NoCloud), DHCP, a login on the serial console",
+      boot: "disk",
+    }));
 }
 
 export async function clusterSync(binDir: string): Promise<void> {
   log("building images");
   // Guests come as images too: a blank containerDisk, the tiny guest for a kernel boot, and
   // the Debian guest (cloud-init, a serial getty) as a bootable containerDisk.
-  const images = [...(await buildImages()), await buildBlankDiskImage(), await buildTinyGuestImage(), await buildDebianGuestImage()];
+  const images = [
+    ...(await buildImages()),
+    await buildBlankDiskImage(),
+    await buildTinyGuestImage(),
+    await buildDebianGuestImage(),
+  ];
   await importImages(images);
   const kubeconfig = `--kubeconfig=${KUBECONFIG_PATH}`;
   // Helm installs CRDs only on first install and never upgrades them.
   log("applying the CRDs");
-  await run(join(binDir, "kubectl"), [kubeconfig, "apply", "--server-side", "--force-conflicts", "-f", join(CHART, "crds")]);
+  await run(join(binDir, "kubectl"), [
+    kubeconfig,
+    "apply",
+    "--server-side",
+    "--force-conflicts",
+    "-f",
+    join(CHART, "crds"),
+  ]);
   log("installing the chart and waiting for the rollout");
   await run(join(binDir, "helm"), [
-    kubeconfig, "upgrade", "--install", RELEASE, CHART,
-    "--namespace", NAMESPACE, "--create-namespace",
+    kubeconfig,
+    "upgrade",
+    "--install",
+    RELEASE,
+    CHART,
+    "--namespace",
+    NAMESPACE,
+    "--create-namespace",
     ...tagValues(images),
     // /dev/kvm here cannot run ordinary guests: VMs run with emulation.
-    "--set", "useEmulation=true",
+    "--set",
+    "useEmulation=true",
     // Heartbeats every 10 s, a silent handler noticed after 40 s (KubeVirt's 60 s and 5 min): the e2e tests stop one.
-    "--set", "nodeHeartbeat.intervalSeconds=10",
-    "--set", "nodeHeartbeat.timeoutSeconds=40",
-    // Two cores run dozens of mostly idle test guests at once: 10m per vCPU, not KubeVirt's 100m (cpuAllocationRatio 10).
-    "--set", "cpuAllocationRatio=100",
-    "--set-json", `guestImages=${JSON.stringify(guestImages(images))}`,
+    "--set",
+    "nodeHeartbeat.intervalSeconds=10",
+    "--set",
+    "nodeHeartbeat.timeoutSeconds=40",
+    // Two cores run dozens of mostly idle test guests at once: 10m per vCPU, not KubeVirt's 100m (cpuAllocationRatio
+    // 10).
+    "--set",
+    "cpuAllocationRatio=100",
+    "--set-json",
+    `guestImages=${JSON.stringify(guestImages(images))}`,
     // The dashboard's certificate names the address `make up` prints.
-    "--set-json", `web.tls.hosts=${JSON.stringify([NODE_IP])}`,
+    "--set-json",
+    `web.tls.hosts=${JSON.stringify([NODE_IP])}`,
     // virt-api's webhooks answer only the API server's client certificate, which cluster-up set up.
     ...(await webhookClientValues()),
-    "--wait", "--timeout", "5m",
+    "--wait",
+    "--timeout",
+    "5m",
   ]);
   await writeFile(IMAGES_FILE, `${JSON.stringify(images, null, 2)}\n`);
   log("synced");

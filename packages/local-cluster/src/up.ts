@@ -2,11 +2,34 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
-import { FIRST_SERVICE_IP, SERVICE_CIDR, createCertificates, kubeconfigFor, spawnManaged, startControlPlane } from "@kubevirt-ts/control-plane";
+import {
+  FIRST_SERVICE_IP,
+  SERVICE_CIDR,
+  createCertificates,
+  kubeconfigFor,
+  spawnManaged,
+  startControlPlane,
+} from "@kubevirt-ts/control-plane";
 import { cleanUp, applyHostSettings } from "./cleanup.ts";
 import {
-  APISERVER_PORT, BROWSER_IP, BROWSER_LINK, BROWSER_NETNS, ETCD_PEER_PORT, ETCD_PORT, KUBECONFIG_PATH, LOCAL_DIR, LOG_DIR, MAX_NODES,
-  NODES_FILE, NODE_BRIDGE, NODE_IP, NODE_NAME, NODE_PREFIX, RUN_DIR, STATE_DIR, clusterNodes,
+  APISERVER_PORT,
+  BROWSER_IP,
+  BROWSER_LINK,
+  BROWSER_NETNS,
+  ETCD_PEER_PORT,
+  ETCD_PORT,
+  KUBECONFIG_PATH,
+  LOCAL_DIR,
+  LOG_DIR,
+  MAX_NODES,
+  NODES_FILE,
+  NODE_BRIDGE,
+  NODE_IP,
+  NODE_NAME,
+  NODE_PREFIX,
+  RUN_DIR,
+  STATE_DIR,
+  clusterNodes,
 } from "./config.ts";
 import { log, run } from "./exec.ts";
 import { COREDNS_USER, dnsReady, startDns } from "./dns.ts";
@@ -25,7 +48,8 @@ const SERVER = `https://${NODE_IP}:${APISERVER_PORT}`;
 async function waitFor(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${timeoutMs / 1000} s; see the logs in ${LOG_DIR}`);
+    if (Date.now() > deadline)
+      throw new Error(`${what} did not happen within ${timeoutMs / 1000} s; see the logs in ${LOG_DIR}`);
     await sleep(500);
   }
 }
@@ -61,7 +85,10 @@ async function componentKubeconfig(name: string, caFile: string, pair: { cert: s
   return path;
 }
 
-/** Where cluster-up finds what it runs: Kubernetes' binaries (with kubectl), the storage provisioner's and CoreDNS's; and how many nodes to make. */
+/**
+ * Where cluster-up finds what it runs: Kubernetes' binaries (with kubectl), the storage provisioner's and CoreDNS's;
+ * and how many nodes to make.
+ */
 export interface ClusterOptions {
   binDir: string;
   provisioner: string;
@@ -70,7 +97,8 @@ export interface ClusterOptions {
 }
 
 export async function clusterUp({ binDir, provisioner, coredns, nodes: nodeCount }: ClusterOptions): Promise<void> {
-  if (!Number.isInteger(nodeCount) || nodeCount < 1 || nodeCount > MAX_NODES) throw new Error(`NODES must be a whole number from 1 to ${String(MAX_NODES)}, not ${String(nodeCount)}`);
+  if (!Number.isInteger(nodeCount) || nodeCount < 1 || nodeCount > MAX_NODES)
+    throw new Error(`NODES must be a whole number from 1 to ${String(MAX_NODES)}, not ${String(nodeCount)}`);
   const nodes = clusterNodes(nodeCount);
   log("removing whatever an earlier run left");
   await cleanUp();
@@ -84,14 +112,20 @@ export async function clusterUp({ binDir, provisioner, coredns, nodes: nodeCount
   const certs = await createCertificates(PKI, [NODE_IP, NODE_NAME]);
   const { pki } = certs;
   const ca = pki.ca.cert;
-  const [controllerManager, scheduler, kubeProxy, apiserverKubeletClient, provisionerClient, corednsClient] = await Promise.all([
-    pki.issue({ name: "kube-controller-manager", commonName: "system:kube-controller-manager", usage: "client" }),
-    pki.issue({ name: "kube-scheduler", commonName: "system:kube-scheduler", usage: "client" }),
-    pki.issue({ name: "kube-proxy", commonName: "system:kube-proxy", usage: "client" }),
-    pki.issue({ name: "apiserver-kubelet-client", commonName: "kube-apiserver-kubelet-client", organization: "system:masters", usage: "client" }),
-    pki.issue({ name: "local-path-provisioner", commonName: PROVISIONER_USER, usage: "client" }),
-    pki.issue({ name: "coredns", commonName: COREDNS_USER, usage: "client" }),
-  ]);
+  const [controllerManager, scheduler, kubeProxy, apiserverKubeletClient, provisionerClient, corednsClient] =
+    await Promise.all([
+      pki.issue({ name: "kube-controller-manager", commonName: "system:kube-controller-manager", usage: "client" }),
+      pki.issue({ name: "kube-scheduler", commonName: "system:kube-scheduler", usage: "client" }),
+      pki.issue({ name: "kube-proxy", commonName: "system:kube-proxy", usage: "client" }),
+      pki.issue({
+        name: "apiserver-kubelet-client",
+        commonName: "kube-apiserver-kubelet-client",
+        organization: "system:masters",
+        usage: "client",
+      }),
+      pki.issue({ name: "local-path-provisioner", commonName: PROVISIONER_USER, usage: "client" }),
+      pki.issue({ name: "coredns", commonName: COREDNS_USER, usage: "client" }),
+    ]);
 
   // The API server presents a client certificate to virt-api's webhooks, which take no other caller (ADR 7).
   const admissionConfig = await webhookClientSetup({ name: "virt-api", namespace: NAMESPACE });
@@ -128,11 +162,19 @@ export async function clusterUp({ binDir, provisioner, coredns, nodes: nodeCount
     detached: true,
     logFile: join(LOG_DIR, "kube-controller-manager.log"),
     args: [
-      `--kubeconfig=${cmKubeconfig}`, `--authentication-kubeconfig=${cmKubeconfig}`, `--authorization-kubeconfig=${cmKubeconfig}`,
-      "--bind-address=127.0.0.1", "--leader-elect=false", "--use-service-account-credentials=true",
-      `--cluster-signing-cert-file=${ca}`, `--cluster-signing-key-file=${pki.ca.key}`, `--root-ca-file=${ca}`,
+      `--kubeconfig=${cmKubeconfig}`,
+      `--authentication-kubeconfig=${cmKubeconfig}`,
+      `--authorization-kubeconfig=${cmKubeconfig}`,
+      "--bind-address=127.0.0.1",
+      "--leader-elect=false",
+      "--use-service-account-credentials=true",
+      `--cluster-signing-cert-file=${ca}`,
+      `--cluster-signing-key-file=${pki.ca.key}`,
+      `--root-ca-file=${ca}`,
       `--service-account-private-key-file=${certs.serviceAccount.privateKey}`,
-      `--service-cluster-ip-range=${SERVICE_CIDR}`, "--allocate-node-cidrs=false", "--v=1",
+      `--service-cluster-ip-range=${SERVICE_CIDR}`,
+      "--allocate-node-cidrs=false",
+      "--v=1",
     ],
   });
   const schedulerKubeconfig = await componentKubeconfig("kube-scheduler", ca, scheduler);
@@ -142,8 +184,12 @@ export async function clusterUp({ binDir, provisioner, coredns, nodes: nodeCount
     detached: true,
     logFile: join(LOG_DIR, "kube-scheduler.log"),
     args: [
-      `--kubeconfig=${schedulerKubeconfig}`, `--authentication-kubeconfig=${schedulerKubeconfig}`, `--authorization-kubeconfig=${schedulerKubeconfig}`,
-      "--bind-address=127.0.0.1", "--leader-elect=false", "--v=1",
+      `--kubeconfig=${schedulerKubeconfig}`,
+      `--authentication-kubeconfig=${schedulerKubeconfig}`,
+      `--authorization-kubeconfig=${schedulerKubeconfig}`,
+      "--bind-address=127.0.0.1",
+      "--leader-elect=false",
+      "--v=1",
     ],
   });
 
@@ -153,13 +199,32 @@ export async function clusterUp({ binDir, provisioner, coredns, nodes: nodeCount
   for (const node of nodes) {
     const suffix = node.index === 1 ? "" : `-${node.name}`;
     const [kubeletClient, kubeletServing] = await Promise.all([
-      pki.issue({ name: `kubelet-client${suffix}`, commonName: `system:node:${node.name}`, organization: "system:nodes", usage: "client" }),
-      pki.issue({ name: `kubelet-serving${suffix}`, commonName: node.name, hosts: [node.name, node.ip], usage: "server" }),
+      pki.issue({
+        name: `kubelet-client${suffix}`,
+        commonName: `system:node:${node.name}`,
+        organization: "system:nodes",
+        usage: "client",
+      }),
+      pki.issue({
+        name: `kubelet-serving${suffix}`,
+        commonName: node.name,
+        hosts: [node.name, node.ip],
+        usage: "server",
+      }),
     ]);
-    await startNode(node, {
-      binDir, caFile: ca, kubeProxyKubeconfig, servingCert: kubeletServing.cert, servingKey: kubeletServing.key, runc,
-      kubeletKubeconfig: await componentKubeconfig(`kubelet${suffix}`, ca, kubeletClient),
-    }, waitFor);
+    await startNode(
+      node,
+      {
+        binDir,
+        caFile: ca,
+        kubeProxyKubeconfig,
+        servingCert: kubeletServing.cert,
+        servingKey: kubeletServing.key,
+        runc,
+        kubeletKubeconfig: await componentKubeconfig(`kubelet${suffix}`, ca, kubeletClient),
+      },
+      waitFor,
+    );
   }
 
   log("cluster DNS: CoreDNS behind the kube-dns Service");
@@ -184,5 +249,8 @@ export async function clusterUp({ binDir, provisioner, coredns, nodes: nodeCount
     kubeconfig: await componentKubeconfig("local-path-provisioner", ca, provisionerClient),
   });
   await startBlockStorage(kubectl);
-  log(`the cluster is up: ${SERVER}, kubernetes Service at ${FIRST_SERVICE_IP}, nodes ${nodes.map((n) => n.name).join(", ")}`);
+  log(
+    `the cluster is up: ${SERVER}, kubernetes Service at ${FIRST_SERVICE_IP}, ` +
+      `nodes ${nodes.map((n) => n.name).join(", ")}`,
+  );
 }

@@ -18,7 +18,9 @@ export const WEBHOOK_CLIENT_CA = join(DIR, "ca.crt");
 /** The common name of that certificate, which the chart's webhooks.clientNames allows. */
 export const WEBHOOK_CLIENT_NAME = "kube-apiserver-webhook-client";
 
-/** The host name the API server calls a Service's webhook by (port 443 is left out): the kubeconfig's user name for it. */
+/**
+ * The host name the API server calls a Service's webhook by (port 443 is left out): the kubeconfig's user name for it.
+ */
 export const serviceWebhookHost = (service: string, namespace: string): string => `${service}.${namespace}.svc`;
 
 /** The admission configuration's kubeconfig: the client certificate for calls to `host`; other webhooks get none. */
@@ -44,10 +46,20 @@ export function admissionConfiguration(kubeconfigPath: string): string {
     "    kind: WebhookAdmissionConfiguration",
     `    kubeConfigFile: ${JSON.stringify(kubeconfigPath)}`,
   ];
-  return ["apiVersion: apiserver.config.k8s.io/v1", "kind: AdmissionConfiguration", "plugins:", ...plugin("ValidatingAdmissionWebhook"), ...plugin("MutatingAdmissionWebhook"), ""].join("\n");
+  return [
+    "apiVersion: apiserver.config.k8s.io/v1",
+    "kind: AdmissionConfiguration",
+    "plugins:",
+    ...plugin("ValidatingAdmissionWebhook"),
+    ...plugin("MutatingAdmissionWebhook"),
+    "",
+  ].join("\n");
 }
 
-/** Makes the CA, the certificate and the files in `dir` for calls to `host`; returns kube-apiserver's flag naming the admission configuration. */
+/**
+ * Makes the CA, the certificate and the files in `dir` for calls to `host`; returns kube-apiserver's flag naming the
+ * admission configuration.
+ */
 export async function writeWebhookClient(dir: string, host: string): Promise<string> {
   await mkdir(dir, { recursive: true });
   const pki = new Pki(dir);
@@ -61,17 +73,29 @@ export async function writeWebhookClient(dir: string, host: string): Promise<str
 }
 
 /** cluster-up's: the certificate for calls to `service`'s webhooks, its CA where cluster-sync finds it. */
-export const webhookClientSetup = (service: { name: string; namespace: string }): Promise<string> => writeWebhookClient(DIR, serviceWebhookHost(service.name, service.namespace));
+export const webhookClientSetup = (service: { name: string; namespace: string }): Promise<string> =>
+  writeWebhookClient(DIR, serviceWebhookHost(service.name, service.namespace));
 
 /**
  * The helm flags that make virt-api take only that certificate on its webhooks; none for a cluster made before
  * cluster-up set it up, whose webhooks then answer any caller (the drained-node check of ADR 7).
  */
 export async function webhookClientValues(): Promise<string[]> {
-  const made = await access(WEBHOOK_CLIENT_CA).then(() => true, () => false);
+  const made = await access(WEBHOOK_CLIENT_CA).then(
+    () => true,
+    () => false,
+  );
   if (!made) {
-    log(`${WEBHOOK_CLIENT_CA} is missing (a cluster from before its admission configuration): virt-api's webhooks will answer any caller; make cluster-up again to have them take only the API server`);
+    log(
+      `${WEBHOOK_CLIENT_CA} is missing (a cluster from before its admission configuration): virt-api's ` +
+        "webhooks will answer any caller; make cluster-up again to have them take only the API server",
+    );
     return [];
   }
-  return ["--set-file", `webhooks.clientCA=${WEBHOOK_CLIENT_CA}`, "--set-json", `webhooks.clientNames=${JSON.stringify([WEBHOOK_CLIENT_NAME])}`];
+  return [
+    "--set-file",
+    `webhooks.clientCA=${WEBHOOK_CLIENT_CA}`,
+    "--set-json",
+    `webhooks.clientNames=${JSON.stringify([WEBHOOK_CLIENT_NAME])}`,
+  ];
 }

@@ -23,15 +23,24 @@ test("kube-apiserver presents the webhook client certificate cluster-up makes, s
   await serving.createCa("webhook-serving-ca");
   const pair = await serving.issue({ name: "webhook", commonName: "127.0.0.1", hosts: ["127.0.0.1"], usage: "server" });
   const seen: (X509Certificate | undefined)[] = [];
-  const webhook: Server = createServer({ cert: await readFile(pair.cert), key: await readFile(pair.key), requestCert: true, rejectUnauthorized: false }, (req, res) => {
-    seen.push((req.socket as TLSSocket).getPeerX509Certificate());
-    const chunks: Buffer[] = [];
-    req.on("data", (chunk: Buffer) => chunks.push(chunk));
-    req.on("end", () => {
-      const review = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { request: { uid: string } };
-      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", response: { uid: review.request.uid, allowed: true } }));
-    });
-  });
+  const webhook: Server = createServer(
+    { cert: await readFile(pair.cert), key: await readFile(pair.key), requestCert: true, rejectUnauthorized: false },
+    (req, res) => {
+      seen.push((req.socket as TLSSocket).getPeerX509Certificate());
+      const chunks: Buffer[] = [];
+      req.on("data", (chunk: Buffer) => chunks.push(chunk));
+      req.on("end", () => {
+        const review = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { request: { uid: string } };
+        res.writeHead(200, { "content-type": "application/json" }).end(
+          JSON.stringify({
+            apiVersion: "admission.k8s.io/v1",
+            kind: "AdmissionReview",
+            response: { uid: review.request.uid, allowed: true },
+          }),
+        );
+      });
+    },
+  );
   webhook.listen(0, "127.0.0.1");
   await once(webhook, "listening");
   const address = webhook.address();
@@ -45,12 +54,20 @@ test("kube-apiserver presents the webhook client certificate cluster-up makes, s
     await kubeConfig.makeApiClient(AdmissionregistrationV1Api).createValidatingWebhookConfiguration({
       body: {
         metadata: { name: "webhook-client" },
-        webhooks: [{
-          name: "configmaps.webhook-client.kubevirt-ts.io", admissionReviewVersions: ["v1"], sideEffects: "None", failurePolicy: "Fail",
-          clientConfig: { url: `https://127.0.0.1:${String(port)}/validate`, caBundle: (await readFile(serving.ca.cert)).toString("base64") },
-          rules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["configmaps"] }],
-          namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "default" } },
-        }],
+        webhooks: [
+          {
+            name: "configmaps.webhook-client.kubevirt-ts.io",
+            admissionReviewVersions: ["v1"],
+            sideEffects: "None",
+            failurePolicy: "Fail",
+            clientConfig: {
+              url: `https://127.0.0.1:${String(port)}/validate`,
+              caBundle: (await readFile(serving.ca.cert)).toString("base64"),
+            },
+            rules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["configmaps"] }],
+            namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "default" } },
+          },
+        ],
       },
     });
     const core = kubeConfig.makeApiClient(CoreV1Api);
@@ -58,7 +75,10 @@ test("kube-apiserver presents the webhook client certificate cluster-up makes, s
     const deadline = Date.now() + 30_000;
     const called = () => seen.length > 0;
     for (let i = 0; !called() && Date.now() < deadline; i++) {
-      await core.createNamespacedConfigMap({ namespace: "default", body: { metadata: { name: `probe-${String(i)}` } } });
+      await core.createNamespacedConfigMap({
+        namespace: "default",
+        body: { metadata: { name: `probe-${String(i)}` } },
+      });
       if (!called()) await new Promise((resolve) => setTimeout(resolve, 500));
     }
     expect(seen.length).toBeGreaterThan(0);

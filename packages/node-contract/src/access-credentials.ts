@@ -34,12 +34,34 @@ export function accessCredentialMounts(spec: Pick<VmiSpec, "accessCredentials">)
     const key = credential.sshPublicKey;
     if (key) {
       const { noCloud, configDrive, qemuGuestAgent } = key.propagationMethod;
-      const propagation = noCloud ? "noCloud" : configDrive ? "configDrive" : qemuGuestAgent ? "qemuGuestAgent" : undefined;
+      const propagation = noCloud
+        ? "noCloud"
+        : configDrive
+          ? "configDrive"
+          : qemuGuestAgent
+            ? "qemuGuestAgent"
+            : undefined;
       if (!propagation) return [];
-      return [{ secretName: key.source.secret.secretName, kind: "sshPublicKey", propagation, ...(qemuGuestAgent ? { users: qemuGuestAgent.users } : {}), ...where }];
+      return [
+        {
+          secretName: key.source.secret.secretName,
+          kind: "sshPublicKey",
+          propagation,
+          ...(qemuGuestAgent ? { users: qemuGuestAgent.users } : {}),
+          ...where,
+        },
+      ];
     }
     const password = credential.userPassword;
-    if (password?.propagationMethod.qemuGuestAgent) return [{ secretName: password.source.secret.secretName, kind: "userPassword", propagation: "qemuGuestAgent", ...where }];
+    if (password?.propagationMethod.qemuGuestAgent)
+      return [
+        {
+          secretName: password.source.secret.secretName,
+          kind: "userPassword",
+          propagation: "qemuGuestAgent",
+          ...where,
+        },
+      ];
     return [];
   });
 }

@@ -42,7 +42,17 @@ export function cloudInitSecretMounts(spec: Pick<VmiSpec, "volumes">): CloudInit
       ["networkdata", source?.networkDataSecretRef?.name],
     ];
     return refs.flatMap(([kind, secretName]) =>
-      secretName === undefined ? [] : [{ volume: volume.name, kind, secretName, podVolume: `cloud-init-${String(i)}-${kind}`, relativeDir: `${volume.name}/${kind}` }],
+      secretName === undefined
+        ? []
+        : [
+            {
+              volume: volume.name,
+              kind,
+              secretName,
+              podVolume: `cloud-init-${String(i)}-${kind}`,
+              relativeDir: `${volume.name}/${kind}`,
+            },
+          ],
     );
   });
 }

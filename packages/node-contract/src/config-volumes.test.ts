@@ -16,7 +16,13 @@ describe("configVolumes", () => {
     expect(configVolumes(spec)).toEqual([
       { volume: "app", kind: "configMap", podVolume: "config-1-configmap", relativeDir: "app", label: "cfg" },
       { volume: "creds", kind: "secret", podVolume: "config-2-secret", relativeDir: "creds", label: "secrets" },
-      { volume: "sa", kind: "serviceAccount", podVolume: "config-3-serviceaccount", relativeDir: "sa", label: undefined },
+      {
+        volume: "sa",
+        kind: "serviceAccount",
+        podVolume: "config-3-serviceaccount",
+        relativeDir: "sa",
+        label: undefined,
+      },
       { volume: "meta", kind: "downwardAPI", podVolume: "config-4-downwardapi", relativeDir: "meta", label: "meta" },
     ]);
   });

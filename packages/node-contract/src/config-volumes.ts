@@ -39,7 +39,15 @@ export function configVolumes(spec: Pick<VmiSpec, "volumes">): ConfigVolume[] {
     const kind = kindOf(volume);
     if (!kind) return [];
     const label = volume.configMap?.volumeLabel ?? volume.secret?.volumeLabel ?? volume.downwardAPI?.volumeLabel;
-    return [{ volume: volume.name, kind, podVolume: `config-${String(i)}-${kind.toLowerCase()}`, relativeDir: volume.name, label }];
+    return [
+      {
+        volume: volume.name,
+        kind,
+        podVolume: `config-${String(i)}-${kind.toLowerCase()}`,
+        relativeDir: volume.name,
+        label,
+      },
+    ];
   });
 }
 

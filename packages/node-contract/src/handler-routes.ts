@@ -38,7 +38,8 @@ const wholeSeconds = (name: string): QueryParam<number> => ({
   encode: (value) => String(value),
   decode: (raw) => {
     const seconds = Number(raw ?? "0");
-    if (!Number.isInteger(seconds) || seconds < 0) throw new HandlerRouteRefusal(400, `${name} is a whole number of seconds, 0 or more`);
+    if (!Number.isInteger(seconds) || seconds < 0)
+      throw new HandlerRouteRefusal(400, `${name} is a whole number of seconds, 0 or more`);
     return seconds;
   },
 });
@@ -47,7 +48,12 @@ const wholeSeconds = (name: string): QueryParam<number> => ({
 type Answer =
   | { readonly kind: "websocket" }
   | { readonly kind: "bytes"; readonly contentType: string; readonly maxBytes: number }
-  | { readonly kind: "json"; readonly maxBytes: number; readonly result: z.ZodType | Readonly<Record<string, z.ZodType>>; readonly resultBy?: string };
+  | {
+      readonly kind: "json";
+      readonly maxBytes: number;
+      readonly result: z.ZodType | Readonly<Record<string, z.ZodType>>;
+      readonly resultBy?: string;
+    };
 
 interface RouteSpec {
   readonly method: "GET" | "PUT";
@@ -65,7 +71,8 @@ const noQuery = {};
 /** A domain's status, as the launcher answered it; the API only needs to know the call succeeded. */
 const domainAnswer = { kind: "json", maxBytes: 1 * MiB, result: bounded(domainStatus) } as const;
 /** KubeVirt's list of a guest agent's users or file systems. */
-const agentList = <T extends z.ZodType>(item: T) => bounded(z.strictObject({ metadata: z.strictObject({}), items: z.array(item) }));
+const agentList = <T extends z.ZodType>(item: T) =>
+  bounded(z.strictObject({ metadata: z.strictObject({}), items: z.array(item) }));
 
 /** Every route of the handler, by name. */
 export const handlerRoutes = {
@@ -73,62 +80,163 @@ export const handlerRoutes = {
    * The VMI's serial console: a websocket of raw bytes; shared=true joins the viewers of one session (vm-rules'
    * console-sharing.ts), viewer names who joins, as the API server authenticated them.
    */
-  console: { method: "GET", path: `${VMI}/console`, query: { [SHARED_CONSOLE_QUERY]: flag, viewer: text }, answer: { kind: "websocket" } },
-  /** The VMI's display (VNC): as the console; preserveSession=true refuses (503) while another session holds it, as KubeVirt's. */
-  vnc: { method: "GET", path: `${VMI}/vnc`, query: { [SHARED_CONSOLE_QUERY]: flag, viewer: text, preserveSession: flag }, answer: { kind: "websocket" } },
-  /** A tunnel to a port of the guest, through the launcher; the handler checks the port and protocol (parsePortForward). */
-  portForward: { method: "GET", path: `${VMI}/portforward/:port/:protocol`, query: noQuery, answer: { kind: "websocket" } },
+  console: {
+    method: "GET",
+    path: `${VMI}/console`,
+    query: { [SHARED_CONSOLE_QUERY]: flag, viewer: text },
+    answer: { kind: "websocket" },
+  },
+  /**
+   * The VMI's display (VNC): as the console; preserveSession=true refuses (503) while another session holds it, as
+   * KubeVirt's.
+   */
+  vnc: {
+    method: "GET",
+    path: `${VMI}/vnc`,
+    query: { [SHARED_CONSOLE_QUERY]: flag, viewer: text, preserveSession: flag },
+    answer: { kind: "websocket" },
+  },
+  /**
+   * A tunnel to a port of the guest, through the launcher; the handler checks the port and protocol (parsePortForward).
+   */
+  portForward: {
+    method: "GET",
+    path: `${VMI}/portforward/:port/:protocol`,
+    query: noQuery,
+    answer: { kind: "websocket" },
+  },
   /** The display's screenshot, PNG; the handler serves as much as it reads of a pod's file. */
-  screenshot: { method: "GET", path: `${VMI}/vnc/screenshot`, query: noQuery, answer: { kind: "bytes", contentType: "image/png", maxBytes: 32 * MiB } },
+  screenshot: {
+    method: "GET",
+    path: `${VMI}/vnc/screenshot`,
+    query: noQuery,
+    answer: { kind: "bytes", contentType: "image/png", maxBytes: 32 * MiB },
+  },
   /** The last 512 KiB the guest printed on its serial console. */
-  serialLog: { method: "GET", path: `${VMI}/serial-log`, query: noQuery, answer: { kind: "bytes", contentType: "application/octet-stream", maxBytes: 512 * KiB } },
+  serialLog: {
+    method: "GET",
+    path: `${VMI}/serial-log`,
+    query: noQuery,
+    answer: { kind: "bytes", contentType: "application/octet-stream", maxBytes: 512 * KiB },
+  },
   /** An action on the running domain, by KubeVirt's name of its subresource (DOMAIN_ACTION_SUBRESOURCE). */
-  domainAction: { method: "PUT", path: `${VMI}/:action`, words: { action: Object.values(DOMAIN_ACTION_SUBRESOURCE) }, query: noQuery, answer: domainAnswer },
+  domainAction: {
+    method: "PUT",
+    path: `${VMI}/:action`,
+    words: { action: Object.values(DOMAIN_ACTION_SUBRESOURCE) },
+    query: noQuery,
+    answer: domainAnswer,
+  },
   /** Freezes the guest's file systems (thawed by themselves after unfreezeTimeoutSeconds, 0: never), or thaws them. */
-  fileSystems: { method: "PUT", path: `${VMI}/:action`, words: { action: FREEZE_ACTIONS }, query: { unfreezeTimeoutSeconds: wholeSeconds("unfreezeTimeoutSeconds") }, answer: domainAnswer },
+  fileSystems: {
+    method: "PUT",
+    path: `${VMI}/:action`,
+    words: { action: FREEZE_ACTIONS },
+    query: { unfreezeTimeoutSeconds: wholeSeconds("unfreezeTimeoutSeconds") },
+    answer: domainAnswer,
+  },
   /** What the guest agent tells, in KubeVirt's shape of each query. */
   guestAgent: {
-    method: "GET", path: `${VMI}/:query`, words: { query: GUEST_AGENT_QUERIES }, query: noQuery,
-    answer: { kind: "json", maxBytes: 1 * MiB, resultBy: "query", result: { guestosinfo: bounded(guestAgentInfo), userlist: agentList(guestUser), filesystemlist: agentList(guestFileSystem) } },
+    method: "GET",
+    path: `${VMI}/:query`,
+    words: { query: GUEST_AGENT_QUERIES },
+    query: noQuery,
+    answer: {
+      kind: "json",
+      maxBytes: 1 * MiB,
+      resultBy: "query",
+      result: {
+        guestosinfo: bounded(guestAgentInfo),
+        userlist: agentList(guestUser),
+        filesystemlist: agentList(guestFileSystem),
+      },
+    },
   },
-  /** The domain stats of every VMI running on the node, read by the API's metrics store: a few KiB a VMI, 64 MiB far above a node's worth. */
+  /**
+   * The domain stats of every VMI running on the node, read by the API's metrics store: a few KiB a VMI, 64 MiB far
+   * above a node's worth.
+   */
   stats: {
-    method: "GET", path: "v1/stats", query: noQuery,
-    answer: { kind: "json", maxBytes: 64 * MiB, result: bounded(z.strictObject({ vmis: z.array(z.strictObject({ namespace: z.string(), name: z.string(), stats: domainStats })) })) },
+    method: "GET",
+    path: "v1/stats",
+    query: noQuery,
+    answer: {
+      kind: "json",
+      maxBytes: 64 * MiB,
+      result: bounded(
+        z.strictObject({
+          vmis: z.array(z.strictObject({ namespace: z.string(), name: z.string(), stats: domainStats })),
+        }),
+      ),
+    },
   },
-  /** The last figures of a migration the node's launchers sent, by its uid; 404 once the handler no longer keeps them. */
-  migration: { method: "GET", path: "v1/migrations/*uid", query: noQuery, answer: { kind: "json", maxBytes: 1 * MiB, result: bounded(migrationReport) } },
+  /**
+   * The last figures of a migration the node's launchers sent, by its uid; 404 once the handler no longer keeps them.
+   */
+  migration: {
+    method: "GET",
+    path: "v1/migrations/*uid",
+    query: noQuery,
+    answer: { kind: "json", maxBytes: 1 * MiB, result: bounded(migrationReport) },
+  },
 } as const satisfies Record<string, RouteSpec>;
 
 export type HandlerRoute = keyof typeof handlerRoutes;
 type Spec<R extends HandlerRoute> = (typeof handlerRoutes)[R];
 /** The routes answered over a websocket, and the plain requests. */
-export type HandlerStreamRoute = { [R in HandlerRoute]: Spec<R>["answer"]["kind"] extends "websocket" ? R : never }[HandlerRoute];
+export type HandlerStreamRoute = {
+  [R in HandlerRoute]: Spec<R>["answer"]["kind"] extends "websocket" ? R : never;
+}[HandlerRoute];
 export type HandlerRequestRoute = Exclude<HandlerRoute, HandlerStreamRoute>;
-export type HandlerJsonRoute = { [R in HandlerRoute]: Spec<R>["answer"]["kind"] extends "json" ? R : never }[HandlerRoute];
+export type HandlerJsonRoute = {
+  [R in HandlerRoute]: Spec<R>["answer"]["kind"] extends "json" ? R : never;
+}[HandlerRoute];
 
-type ParamNames<P extends string> = P extends `${string}:${infer Name}/${infer Rest}` ? Name | ParamNames<Rest> : P extends `${string}:${infer Name}` ? Name : P extends `${string}*${infer Name}` ? Name : never;
+type ParamNames<P extends string> = P extends `${string}:${infer Name}/${infer Rest}`
+  ? Name | ParamNames<Rest>
+  : P extends `${string}:${infer Name}`
+    ? Name
+    : P extends `${string}*${infer Name}`
+      ? Name
+      : never;
 type WordsOf<R extends HandlerRoute> = Spec<R> extends { words: infer W } ? W : object;
 /** A route's path params: each ":param" and "*param", a word of its list when the route has one. */
 export type HandlerRouteParams<R extends HandlerRoute> = {
-  [K in ParamNames<Spec<R>["path"]>]: K extends keyof WordsOf<R> ? (WordsOf<R>[K] extends readonly (infer W)[] ? W : string) : string;
+  [K in ParamNames<Spec<R>["path"]>]: K extends keyof WordsOf<R>
+    ? WordsOf<R>[K] extends readonly (infer W)[]
+      ? W
+      : string
+    : string;
 };
 type ValueOf<Q> = Q extends QueryParam<infer T> ? T : never;
 /** The query the handler reads of a request of the route. */
 export type HandlerRouteQuery<R extends HandlerRoute> = { [K in keyof Spec<R>["query"]]: ValueOf<Spec<R>["query"][K]> };
 /** The query a caller may give. */
 export type HandlerRouteQueryInput<R extends HandlerRoute> = Partial<HandlerRouteQuery<R>>;
-type ResultSchemas<R extends HandlerJsonRoute> = Spec<R>["answer"] extends { result: infer S } ? (S extends z.ZodType ? S : S[keyof S]) : never;
+type ResultSchemas<R extends HandlerJsonRoute> = Spec<R>["answer"] extends { result: infer S }
+  ? S extends z.ZodType
+    ? S
+    : S[keyof S]
+  : never;
 /** What a JSON route answers. */
 export type HandlerRouteResult<R extends HandlerJsonRoute> = z.output<ResultSchemas<R>>;
 
 const segmentsOf = (route: HandlerRoute): string[] => handlerRoutes[route].path.split("/");
-const wordsOf = (route: HandlerRoute): Readonly<Record<string, readonly string[]>> => ("words" in handlerRoutes[route] ? (handlerRoutes[route] as { words: Record<string, readonly string[]> }).words : {});
+const wordsOf = (route: HandlerRoute): Readonly<Record<string, readonly string[]>> =>
+  "words" in handlerRoutes[route] ? (handlerRoutes[route] as { words: Record<string, readonly string[]> }).words : {};
 
 /** The path (and query) of a request of the route. */
-export function handlerPath<R extends HandlerRoute>(route: R, params: HandlerRouteParams<R>, query?: HandlerRouteQueryInput<R>): string {
+export function handlerPath<R extends HandlerRoute>(
+  route: R,
+  params: HandlerRouteParams<R>,
+  query?: HandlerRouteQueryInput<R>,
+): string {
   const values = params as Record<string, string>;
-  const path = segmentsOf(route).map((segment) => (segment.startsWith(":") || segment.startsWith("*") ? encodeURIComponent(values[segment.slice(1)] ?? "") : segment)).join("/");
+  const path = segmentsOf(route)
+    .map((segment) =>
+      segment.startsWith(":") || segment.startsWith("*") ? encodeURIComponent(values[segment.slice(1)] ?? "") : segment,
+    )
+    .join("/");
   const search = new URLSearchParams();
   const codecs = handlerRoutes[route].query as Record<string, QueryParam<unknown>>;
   for (const [name, value] of Object.entries(query ?? {})) {
@@ -139,15 +247,22 @@ export function handlerPath<R extends HandlerRoute>(route: R, params: HandlerRou
   return `/${path}${searchText ? `?${searchText}` : ""}`;
 }
 
-/** A request matched to its route: its decoded params and query, and `word`, what its path asks of the VMI (the part after the VMI's name) for messages. */
-export type HandlerRouteMatch = { [R in HandlerRoute]: { route: R; params: HandlerRouteParams<R>; query: HandlerRouteQuery<R>; word: string } }[HandlerRoute];
+/**
+ * A request matched to its route: its decoded params and query, and `word`, what its path asks of the VMI (the part
+ * after the VMI's name) for messages.
+ */
+export type HandlerRouteMatch = {
+  [R in HandlerRoute]: { route: R; params: HandlerRouteParams<R>; query: HandlerRouteQuery<R>; word: string };
+}[HandlerRoute];
 
 const VMI_SEGMENTS = VMI.split("/").length;
 /** Whether the route is one of a VMI (rather than of the node). */
 const ofVmi = (route: HandlerRoute): boolean => handlerRoutes[route].path.startsWith(`${VMI}/`);
 
 /** The route and params of a path, by segments; undefined when no route has it. */
-function matchPath(pathname: string): { route: HandlerRoute; params: Record<string, string>; word: string } | undefined {
+function matchPath(
+  pathname: string,
+): { route: HandlerRoute; params: Record<string, string>; word: string } | undefined {
   const segments = pathname.split("/").slice(1);
   const matches = (route: HandlerRoute): Record<string, string> | undefined => {
     const pattern = segmentsOf(route);
@@ -180,10 +295,19 @@ function matchPath(pathname: string): { route: HandlerRoute; params: Record<stri
 /** Why a plain request came by the wrong method (405), in each route's words. */
 function wrongMethod(route: HandlerRoute, word: string): string {
   switch (route) {
-    case "stats": return "stats are read with GET";
-    case "migration": return "a migration's figures are read with GET";
-    case "console": case "vnc": case "portForward": case "serialLog": return `${word} is a websocket; serial-log is read with GET`;
-    default: return `${word} is ${handlerRoutes[route].method === "PUT" ? "done" : "read"} with ${handlerRoutes[route].method}`;
+    case "stats":
+      return "stats are read with GET";
+    case "migration":
+      return "a migration's figures are read with GET";
+    case "console":
+    case "vnc":
+    case "portForward":
+    case "serialLog":
+      return `${word} is a websocket; serial-log is read with GET`;
+    default:
+      return (
+        `${word} is ${handlerRoutes[route].method === "PUT" ? "done" : "read"} ` + `with ${handlerRoutes[route].method}`
+      );
   }
 }
 
@@ -193,28 +317,45 @@ function wrongMethod(route: HandlerRoute, word: string): string {
  * VMI's plain route or a query value the route cannot take. A websocket asked of a node's route (stats, migrations)
  * is a path no websocket has: 404.
  */
-export function matchHandlerRoute(method: string | undefined, url: string | undefined, upgrade: boolean): HandlerRouteMatch {
+export function matchHandlerRoute(
+  method: string | undefined,
+  url: string | undefined,
+  upgrade: boolean,
+): HandlerRouteMatch {
   const pathname = new URL(url ?? "/", "https://handler").pathname;
   const found = matchPath(pathname);
   if (!found || (upgrade && !ofVmi(found.route))) throw new HandlerRouteRefusal(404, `no such path: ${pathname}`);
   const spec: RouteSpec = handlerRoutes[found.route];
   const websocket = spec.answer.kind === "websocket";
   if (upgrade && !websocket) throw new HandlerRouteRefusal(400, `${found.word} is a plain request, not a websocket`);
-  if (!upgrade && (websocket || method !== spec.method)) throw new HandlerRouteRefusal(405, wrongMethod(found.route, found.word));
+  if (!upgrade && (websocket || method !== spec.method))
+    throw new HandlerRouteRefusal(405, wrongMethod(found.route, found.word));
   const search = new URL(url ?? "/", "https://handler").searchParams;
-  const query = Object.fromEntries(Object.entries(spec.query as Record<string, QueryParam<unknown>>).map(([name, codec]) => [name, codec.decode(search.get(name))]));
+  const query = Object.fromEntries(
+    Object.entries(spec.query as Record<string, QueryParam<unknown>>).map(([name, codec]) => [
+      name,
+      codec.decode(search.get(name)),
+    ]),
+  );
   return { route: found.route, params: found.params, query, word: found.word } as HandlerRouteMatch;
 }
 
 /** The schema of a JSON route's answer (for the guest agent, of the query asked). */
-export function handlerResultSchema<R extends HandlerJsonRoute>(route: R, params: HandlerRouteParams<R>): ResultSchemas<R> {
+export function handlerResultSchema<R extends HandlerJsonRoute>(
+  route: R,
+  params: HandlerRouteParams<R>,
+): ResultSchemas<R> {
   const answer = handlerRoutes[route].answer as { result: z.ZodType | Record<string, z.ZodType>; resultBy?: string };
-  const schema = answer.resultBy === undefined ? answer.result : (answer.result as Record<string, z.ZodType>)[(params as Record<string, string>)[answer.resultBy] ?? ""];
+  const schema =
+    answer.resultBy === undefined
+      ? answer.result
+      : (answer.result as Record<string, z.ZodType>)[(params as Record<string, string>)[answer.resultBy] ?? ""];
   return schema as ResultSchemas<R>;
 }
 
 /** The most bytes a plain route's answer may have. */
-export const handlerAnswerMaxBytes = (route: HandlerRequestRoute): number => (handlerRoutes[route].answer as { maxBytes: number }).maxBytes;
+export const handlerAnswerMaxBytes = (route: HandlerRequestRoute): number =>
+  (handlerRoutes[route].answer as { maxBytes: number }).maxBytes;
 
 /** What a plain route answers, once read: the JSON route's result, or the bytes. */
 export type HandlerAnswer<R extends HandlerRequestRoute> = R extends HandlerJsonRoute ? HandlerRouteResult<R> : Buffer;
@@ -223,7 +364,11 @@ export type HandlerAnswer<R extends HandlerRequestRoute> = R extends HandlerJson
  * A plain route's answer (a 200's body, at most handlerAnswerMaxBytes) as the caller takes it: the bytes, or the JSON
  * checked against the route's schema; a HandlerRouteRefusal (502) naming what is wrong when it is not one.
  */
-export function readHandlerAnswer<R extends HandlerRequestRoute>(route: R, params: HandlerRouteParams<R>, body: Buffer): HandlerAnswer<R> {
+export function readHandlerAnswer<R extends HandlerRequestRoute>(
+  route: R,
+  params: HandlerRouteParams<R>,
+  body: Buffer,
+): HandlerAnswer<R> {
   if (handlerRoutes[route].answer.kind !== "json") return body as HandlerAnswer<R>;
   let value: unknown;
   try {
@@ -231,7 +376,14 @@ export function readHandlerAnswer<R extends HandlerRequestRoute>(route: R, param
   } catch {
     throw new HandlerRouteRefusal(502, `the handler's answer to ${route} is not JSON`);
   }
-  const checked = handlerResultSchema(route as HandlerJsonRoute, params as HandlerRouteParams<HandlerJsonRoute>).safeParse(value);
-  if (!checked.success) throw new HandlerRouteRefusal(502, `the handler's answer to ${route} is not one: ${describeIssues(checked.error, route)}`);
+  const checked = handlerResultSchema(
+    route as HandlerJsonRoute,
+    params as HandlerRouteParams<HandlerJsonRoute>,
+  ).safeParse(value);
+  if (!checked.success)
+    throw new HandlerRouteRefusal(
+      502,
+      `the handler's answer to ${route} is not one: ${describeIssues(checked.error, route)}`,
+    );
   return checked.data as HandlerAnswer<R>;
 }

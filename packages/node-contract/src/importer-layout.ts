@@ -35,7 +35,9 @@ export const ImporterEnv = {
   diskBytes: "IMPORTER_DISK_BYTES",
   targetDir: "IMPORTER_TARGET_DIR",
   sourceDir: "IMPORTER_SOURCE_DIR",
-  /** The upload source's key, which the upload proxy presents (from the Secret uploadKeySecretName, by secretKeyRef). */
+  /**
+   * The upload source's key, which the upload proxy presents (from the Secret uploadKeySecretName, by secretKeyRef).
+   */
   uploadKey: "IMPORTER_UPLOAD_KEY",
 } as const;
 
@@ -46,12 +48,13 @@ export const IMPORT_PROGRESS_METRIC = "kubevirt_cdi_import_progress_total";
 
 /** The progress in an importer's /metrics text, as CDI's DataVolume status writes it (45.12%), or undefined. */
 export function importProgress(metrics: string): string | undefined {
-  const line = metrics.split("\n").find((l) => l.startsWith(`${IMPORT_PROGRESS_METRIC} `) || l.startsWith(`${IMPORT_PROGRESS_METRIC}{`));
+  const line = metrics
+    .split("\n")
+    .find((l) => l.startsWith(`${IMPORT_PROGRESS_METRIC} `) || l.startsWith(`${IMPORT_PROGRESS_METRIC}{`));
   const value = line === undefined ? NaN : Number(line.slice(line.lastIndexOf(" ") + 1));
   if (!Number.isFinite(value)) return undefined;
   return `${(Math.floor(Math.min(Math.max(value, 0), 100) * 100) / 100).toFixed(2)}%`;
 }
-
 
 /** CDI's annotation on a claim its importer filled: Succeeded once the disk is in; the importer pod's phase before. */
 export const CLAIM_POD_PHASE = `${CDI_GROUP}/storage.pod.phase`;
@@ -63,7 +66,10 @@ export const CLAIM_UPLOAD_TARGET = `${CDI_GROUP}/storage.upload.target`;
 /** CDI's annotation on an upload's claim: "true" while its upload server takes an upload (virtctl waits for it). */
 export const CLAIM_POD_READY = `${CDI_GROUP}/storage.pod.ready`;
 
-/** The upload server's port on an upload pod (the importer with the upload source), where the upload proxy sends the image. */
+/**
+ * The upload server's port on an upload pod (the importer with the upload source), where the upload proxy sends the
+ * image.
+ */
 export const UPLOAD_SERVER_PORT = 8444;
 /**
  * The key the upload proxy presents to an upload pod: made at random by the controller and kept in a Secret the
@@ -71,7 +77,10 @@ export const UPLOAD_SERVER_PORT = 8444;
  * virt-api reads it with its own account; a `view` user, who reads the pod, reads no Secret.
  */
 export const UPLOAD_KEY_SECRET_KEY = "uploadKey";
-/** CDI's upload paths, on the upload proxy and the upload server alike: sync answers once the disk is in, async once the image is received and checked. */
+/**
+ * CDI's upload paths, on the upload proxy and the upload server alike: sync answers once the disk is in, async once the
+ * image is received and checked.
+ */
 export const UploadPath = { sync: "/v1beta1/upload", async: "/v1beta1/upload-async" } as const;
 /** The upload pod's name, as CDI names it. */
 export const uploadPodName = (claim: string): string => `cdi-upload-${claim}`;

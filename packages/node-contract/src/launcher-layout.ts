@@ -57,14 +57,18 @@ export const LauncherFolders = {
 
 type Folders = typeof LauncherFolders;
 /** The folders that have a volume, or a variable, of their own. */
-type FolderWith<F extends "volume" | "env"> = { [K in keyof Folders]: Folders[K] extends Record<F, string> ? K : never }[keyof Folders];
+type FolderWith<F extends "volume" | "env"> = {
+  [K in keyof Folders]: Folders[K] extends Record<F, string> ? K : never;
+}[keyof Folders];
 /** The variables that tell the launcher where its folders are. */
 export type LauncherFolderEnv = Folders[FolderWith<"env">]["env"];
 
 /** One field of each folder that has it, by folder. */
 function folderField(field: keyof LauncherFolder): Record<string, string> {
   const folders: [string, LauncherFolder][] = Object.entries(LauncherFolders);
-  return Object.fromEntries(folders.flatMap(([key, folder]) => (folder[field] === undefined ? [] : [[key, folder[field]]])));
+  return Object.fromEntries(
+    folders.flatMap(([key, folder]) => (folder[field] === undefined ? [] : [[key, folder[field]]])),
+  );
 }
 
 /** Where the launcher container finds each folder. */
@@ -101,7 +105,8 @@ export const SocketsVolume = {
  * The socket through which the launcher tunnels to a port of its guest,
  * made when the handler first asks for that port (the launcher protocol's portForward).
  */
-export const portForwardSocket = (forward: PortForward): string => `portforward-${forward.protocol}-${String(forward.port)}.sock`;
+export const portForwardSocket = (forward: PortForward): string =>
+  `portforward-${forward.protocol}-${String(forward.port)}.sock`;
 
 /** The launcher container's name. */
 export const LAUNCHER_CONTAINER = "compute";
@@ -114,8 +119,13 @@ export const LAUNCHER_NODE_FLAGS: readonly string[] = ["--max-semi-space-size=1"
 /** The container that prints the serial log, so `kubectl logs -c guest-console-log` reads it, as KubeVirt's. */
 export const GUEST_CONSOLE_LOG_CONTAINER = "guest-console-log";
 
-/** Whether a VMI's serial console output is kept in the serial log: it has a serial console and does not turn the log off. */
-export function keepsSerialLog(spec: { domain: { devices: { autoattachSerialConsole?: boolean | undefined; logSerialConsole?: boolean | undefined } } }): boolean {
+/**
+ * Whether a VMI's serial console output is kept in the serial log: it has a serial console and does not turn the log
+ * off.
+ */
+export function keepsSerialLog(spec: {
+  domain: { devices: { autoattachSerialConsole?: boolean | undefined; logSerialConsole?: boolean | undefined } };
+}): boolean {
   return spec.domain.devices.autoattachSerialConsole !== false && spec.domain.devices.logSerialConsole !== false;
 }
 /**
@@ -143,7 +153,10 @@ export const LauncherEnv = {
   allowEmulation: "ALLOW_EMULATION",
   /** How long the guest has to shut down when the pod is asked to stop, in seconds. */
   gracePeriodSeconds: "GRACE_PERIOD_SECONDS",
-  /** The runtime's log level (see @kubevirt-ts/runtime baseEnv): from the VMI's logVerbosity label or the KubeVirt CR's virtLauncher. */
+  /**
+   * The runtime's log level (see @kubevirt-ts/runtime baseEnv): from the VMI's logVerbosity label or the KubeVirt CR's
+   * virtLauncher.
+   */
   logLevel: "LOG_LEVEL",
 } as const;
 
@@ -154,11 +167,16 @@ export interface LauncherSettings {
   verbosity?: number | undefined;
 }
 
-/** KubeVirt's label on a VM's template or a VMI: the verbosity (0-9) of its launcher, over the cluster's virtLauncher. */
+/**
+ * KubeVirt's label on a VM's template or a VMI: the verbosity (0-9) of its launcher, over the cluster's virtLauncher.
+ */
 export const LOG_VERBOSITY_LABEL = "logVerbosity";
 
 /** The launcher's verbosity: the VMI's logVerbosity label when it is a number 0-9, else the cluster's. */
-export function launcherVerbosity(labels: Readonly<Record<string, string>> | undefined, cluster: number | undefined): number | undefined {
+export function launcherVerbosity(
+  labels: Readonly<Record<string, string>> | undefined,
+  cluster: number | undefined,
+): number | undefined {
   const label = labels?.[LOG_VERBOSITY_LABEL];
   return label !== undefined && /^[0-9]$/.test(label) ? Number(label) : cluster;
 }
@@ -167,7 +185,10 @@ export function launcherVerbosity(labels: Readonly<Record<string, string>> | und
 export function launcherEnv(settings: LauncherSettings): { name: string; value: string }[] {
   const values: Record<keyof typeof LauncherEnv, string> = {
     opsPort: String(LAUNCHER_OPS_PORT),
-    ...(Object.fromEntries(Object.keys(FolderEnv).map((key) => [key, LauncherDir[key as FolderWith<"env">]])) as Record<FolderWith<"env">, string>),
+    ...(Object.fromEntries(Object.keys(FolderEnv).map((key) => [key, LauncherDir[key as FolderWith<"env">]])) as Record<
+      FolderWith<"env">,
+      string
+    >),
     allowEmulation: String(settings.allowEmulation),
     gracePeriodSeconds: String(settings.gracePeriodSeconds),
     logLevel: logLevelOf(settings.verbosity ?? DEFAULT_LAUNCHER_VERBOSITY),

@@ -1,9 +1,23 @@
 import { describe, expect, it } from "vitest";
-import { type LauncherPodMeta, isLauncherPodOf, launcherPodIndex, launcherPodProblem, launcherPodsKeyOf, unownedLauncherPodReason } from "./launcher-pod.ts";
+import {
+  type LauncherPodMeta,
+  isLauncherPodOf,
+  launcherPodIndex,
+  launcherPodProblem,
+  launcherPodsKeyOf,
+  unownedLauncherPodReason,
+} from "./launcher-pod.ts";
 
 const vmi = { metadata: { namespace: "victim", name: "vm", uid: "vmi-uid" } };
 const labels = { "kubevirt.io": "virt-launcher", "kubevirt.io/created-by": "vmi-uid" };
-const ownerRef = { apiVersion: "kubevirt.io/v1", kind: "VirtualMachineInstance", name: "vm", uid: "vmi-uid", controller: true, blockOwnerDeletion: true };
+const ownerRef = {
+  apiVersion: "kubevirt.io/v1",
+  kind: "VirtualMachineInstance",
+  name: "vm",
+  uid: "vmi-uid",
+  controller: true,
+  blockOwnerDeletion: true,
+};
 
 function pod(namespace: string, meta: Partial<LauncherPodMeta["metadata"]> = {}): LauncherPodMeta {
   return { metadata: { namespace, uid: "pod-uid", labels, ownerReferences: [ownerRef], ...meta } };
@@ -15,11 +29,34 @@ describe("a launcher pod belongs to a VMI", () => {
     ["a decoy in another namespace with the labels only", pod("attacker", { ownerReferences: undefined }), false],
     ["a decoy in another namespace with a forged controller reference", pod("attacker"), false],
     ["a decoy in the same namespace with the labels only", pod("victim", { ownerReferences: undefined }), false],
-    ["a pod owned, but not controlled, by the VMI", pod("victim", { ownerReferences: [{ ...ownerRef, controller: false }] }), false],
-    ["a pod controlled by another kind with the VMI's uid", pod("victim", { ownerReferences: [{ ...ownerRef, kind: "ReplicaSet", apiVersion: "apps/v1" }] }), false],
-    ["a pod controlled by another API version of the kind", pod("victim", { ownerReferences: [{ ...ownerRef, apiVersion: "kubevirt.io/v1alpha3" }] }), false],
-    ["a pod controlled by another VMI", pod("victim", { ownerReferences: [{ ...ownerRef, uid: "other" }], labels: { ...labels, "kubevirt.io/created-by": "other" } }), false],
-    ["a pod whose created-by label disagrees with its controller", pod("victim", { labels: { ...labels, "kubevirt.io/created-by": "other" } }), false],
+    [
+      "a pod owned, but not controlled, by the VMI",
+      pod("victim", { ownerReferences: [{ ...ownerRef, controller: false }] }),
+      false,
+    ],
+    [
+      "a pod controlled by another kind with the VMI's uid",
+      pod("victim", { ownerReferences: [{ ...ownerRef, kind: "ReplicaSet", apiVersion: "apps/v1" }] }),
+      false,
+    ],
+    [
+      "a pod controlled by another API version of the kind",
+      pod("victim", { ownerReferences: [{ ...ownerRef, apiVersion: "kubevirt.io/v1alpha3" }] }),
+      false,
+    ],
+    [
+      "a pod controlled by another VMI",
+      pod("victim", {
+        ownerReferences: [{ ...ownerRef, uid: "other" }],
+        labels: { ...labels, "kubevirt.io/created-by": "other" },
+      }),
+      false,
+    ],
+    [
+      "a pod whose created-by label disagrees with its controller",
+      pod("victim", { labels: { ...labels, "kubevirt.io/created-by": "other" } }),
+      false,
+    ],
     ["a pod without the launcher label", pod("victim", { labels: { "kubevirt.io/created-by": "vmi-uid" } }), false],
   ];
   it.each(cases)("%s", (_, p, expected) => {
@@ -28,7 +65,15 @@ describe("a launcher pod belongs to a VMI", () => {
   });
 
   it("never for a VMI without a uid", () => {
-    expect(isLauncherPodOf(pod("victim", { ownerReferences: [{ ...ownerRef, uid: "" }], labels: { ...labels, "kubevirt.io/created-by": "" } }), { metadata: { namespace: "victim" } })).toBe(false);
+    expect(
+      isLauncherPodOf(
+        pod("victim", {
+          ownerReferences: [{ ...ownerRef, uid: "" }],
+          labels: { ...labels, "kubevirt.io/created-by": "" },
+        }),
+        { metadata: { namespace: "victim" } },
+      ),
+    ).toBe(false);
   });
 });
 
@@ -40,16 +85,23 @@ describe("why a launcher-labelled pod is unowned", () => {
 
   it("names the claimed uid when no VMI controls the pod", () => {
     expect(unownedLauncherPodReason(pod("attacker", { ownerReferences: undefined }))).toBe(
-      "The pod carries the label kubevirt.io=virt-launcher and claims VMI uid vmi-uid, but no VirtualMachineInstance controls it (it has no controller ownerReference); kubevirt-ts ignores it.",
+      "The pod carries the label kubevirt.io=virt-launcher and claims VMI uid vmi-uid, but no " +
+        "VirtualMachineInstance controls it (it has no controller ownerReference); kubevirt-ts ignores it.",
     );
   });
 
   it("names the other controller", () => {
-    expect(unownedLauncherPodReason(pod("victim", { ownerReferences: [{ ...ownerRef, kind: "ReplicaSet", apiVersion: "apps/v1", name: "rs" }] }))).toContain("its controller is ReplicaSet rs (apps/v1)");
+    expect(
+      unownedLauncherPodReason(
+        pod("victim", { ownerReferences: [{ ...ownerRef, kind: "ReplicaSet", apiVersion: "apps/v1", name: "rs" }] }),
+      ),
+    ).toContain("its controller is ReplicaSet rs (apps/v1)");
   });
 
   it("names both uids when the label disagrees with the controller", () => {
-    expect(unownedLauncherPodReason(pod("victim", { labels: { ...labels, "kubevirt.io/created-by": "other" } }))).toContain("(other) does not name the VMI that controls it (vm, uid vmi-uid)");
+    expect(
+      unownedLauncherPodReason(pod("victim", { labels: { ...labels, "kubevirt.io/created-by": "other" } })),
+    ).toContain("(other) does not name the VMI that controls it (vm, uid vmi-uid)");
   });
 });
 
@@ -62,7 +114,10 @@ describe("a launcher pod's problem, knowing which VMIs exist", () => {
   });
 
   it("names the missing VMI for a forged reference in another namespace", () => {
-    expect(launcherPodProblem(pod("attacker"), vmiNamed)).toBe("The pod names VMI vm (uid vmi-uid) as its controller, but no such VMI exists in namespace attacker; kubevirt-ts ignores it.");
+    expect(launcherPodProblem(pod("attacker"), vmiNamed)).toBe(
+      "The pod names VMI vm (uid vmi-uid) as its controller, but no such VMI exists in " +
+        "namespace attacker; kubevirt-ts ignores it.",
+    );
   });
 
   it("names the missing VMI when one of that name exists with another uid", () => {

@@ -41,22 +41,36 @@ export function unownedLauncherPodReason(pod: LauncherPodMeta): string | undefin
   const controller = pod.metadata.ownerReferences?.find((r) => r.controller === true);
   const claimed = pod.metadata.labels[Label.CreatedBy];
   if (!controller) {
-    return `The pod carries the label ${Label.App}=${LabelValue.Launcher}${claimed ? ` and claims VMI uid ${claimed}` : ""}, but no VirtualMachineInstance controls it (it has no controller ownerReference); kubevirt-ts ignores it.`;
+    return (
+      "The pod carries the " +
+      `label ${Label.App}=${LabelValue.Launcher}${claimed ? ` and claims VMI uid ${claimed}` : ""}, but no ` +
+      "VirtualMachineInstance controls it (it has no controller ownerReference); kubevirt-ts ignores it."
+    );
   }
   if (controller.kind !== Kind.VirtualMachineInstance || controller.apiVersion !== API_VERSION || !controller.uid) {
-    return `The pod carries the label ${Label.App}=${LabelValue.Launcher}, but its controller is ${controller.kind} ${controller.name} (${controller.apiVersion}), not a ${API_VERSION} VirtualMachineInstance; kubevirt-ts ignores it.`;
+    return (
+      `The pod carries the label ${Label.App}=${LabelValue.Launcher}, but its controller ` +
+      `is ${controller.kind} ${controller.name} (${controller.apiVersion}), not a ${API_VERSION} ` +
+      "VirtualMachineInstance; kubevirt-ts ignores it."
+    );
   }
   if (claimed !== controller.uid) {
-    return `The pod's label ${Label.CreatedBy} (${claimed ?? "missing"}) does not name the VMI that controls it (${controller.name}, uid ${controller.uid}); kubevirt-ts ignores it.`;
+    return (
+      `The pod's label ${Label.CreatedBy} (${claimed ?? "missing"}) does not name the VMI that controls it ` +
+      `(${controller.name}, uid ${controller.uid}); kubevirt-ts ignores it.`
+    );
   }
   return undefined;
 }
 
 /** The index key of the VMI a launcher pod belongs to (see launcherPodsKeyOf), or undefined when it belongs to none. */
 export function launcherPodOwnerKey(pod: LauncherPodMeta): string | undefined {
-  if (pod.metadata.labels?.[Label.App] !== LabelValue.Launcher || unownedLauncherPodReason(pod) !== undefined) return undefined;
+  if (pod.metadata.labels?.[Label.App] !== LabelValue.Launcher || unownedLauncherPodReason(pod) !== undefined)
+    return undefined;
   const controller = pod.metadata.ownerReferences?.find((r) => r.controller === true);
-  return controller ? launcherPodsKeyOf({ metadata: { namespace: pod.metadata.namespace, uid: controller.uid } }) : undefined;
+  return controller
+    ? launcherPodsKeyOf({ metadata: { namespace: pod.metadata.namespace, uid: controller.uid } })
+    : undefined;
 }
 
 /** The name under which the controller's and the handler's pod informers index launcher pods with launcherPodIndex. */
@@ -80,18 +94,26 @@ export function isLauncherPodOf(pod: LauncherPodMeta, vmi: VmiIdentity): boolean
  * of a real pod's references planted in another namespace), a sentence
  * saying so. Undefined for a pod of a VMI that exists.
  */
-export function launcherPodProblem(pod: LauncherPodMeta, vmiNamed: (namespace: string, name: string) => VmiIdentity | undefined): string | undefined {
+export function launcherPodProblem(
+  pod: LauncherPodMeta,
+  vmiNamed: (namespace: string, name: string) => VmiIdentity | undefined,
+): string | undefined {
   const unowned = unownedLauncherPodReason(pod);
   const controller = pod.metadata.ownerReferences?.find((r) => r.controller === true);
   if (unowned !== undefined || !controller || launcherPodOwnerKey(pod) === undefined) return unowned;
   const namespace = pod.metadata.namespace ?? "";
   const owner = vmiNamed(namespace, controller.name);
   if (owner && isLauncherPodOf(pod, owner)) return undefined;
-  return `The pod names VMI ${controller.name} (uid ${controller.uid}) as its controller, but no such VMI exists in namespace ${namespace}; kubevirt-ts ignores it.`;
+  return (
+    `The pod names VMI ${controller.name} (uid ${controller.uid}) as its controller, but no such VMI ` +
+    `exists in namespace ${namespace}; kubevirt-ts ignores it.`
+  );
 }
 
 /** The metric both the controller and the handler expose: launcher-labelled pods in their caches that no VMI owns. */
 export const UNOWNED_LAUNCHER_PODS_METRIC = {
   name: "kubevirt_ts_unowned_launcher_pods",
-  help: "Pods labelled kubevirt.io=virt-launcher that no VirtualMachineInstance controls; they are ignored (see the UnownedLauncherPod events on them).",
+  help:
+    "Pods labelled kubevirt.io=virt-launcher that no VirtualMachineInstance controls; they are " +
+    "ignored (see the UnownedLauncherPod events on them).",
 } as const;

@@ -13,7 +13,9 @@ export const NodeAnnotation = {
   Heartbeat: "kubevirt.io/heartbeat",
 } as const;
 
-/** The node labeller's label prefixes (KubeVirt's): a key is the prefix and a model, feature, vendor or machine type. */
+/**
+ * The node labeller's label prefixes (KubeVirt's): a key is the prefix and a model, feature, vendor or machine type.
+ */
 export const NodeLabelPrefix = {
   CpuModel: "cpu-model.node.kubevirt.io/",
   CpuModelMigration: "cpu-model-migration.node.kubevirt.io/",
@@ -46,20 +48,28 @@ export function customCpuModel(model: string | undefined): string | undefined {
  */
 export function launcherNodeSelector(cpuModel: string | undefined): Record<string, string> {
   const model = customCpuModel(cpuModel);
-  return { [NodeLabel.Schedulable]: "true", ...(model !== undefined ? { [NodeLabelPrefix.CpuModel + model]: "true" } : {}) };
+  return {
+    [NodeLabel.Schedulable]: "true",
+    ...(model !== undefined ? { [NodeLabelPrefix.CpuModel + model]: "true" } : {}),
+  };
 }
 
 /**
  * A host-model VMI's migration target: a node that can run the source node's host CPU model and has every feature
  * that model needs there (KubeVirt's). Undefined when the source node carries no host-model label (no labeller ran).
  */
-export function hostModelTargetSelector(sourceNodeLabels: Readonly<Record<string, string>>): Record<string, string> | undefined {
+export function hostModelTargetSelector(
+  sourceNodeLabels: Readonly<Record<string, string>>,
+): Record<string, string> | undefined {
   const entries = Object.entries(sourceNodeLabels);
   const hostModel = entries.find(([key]) => key.startsWith(NodeLabelPrefix.HostModelCpu));
   if (!hostModel) return undefined;
-  const selector: Record<string, string> = { [NodeLabelPrefix.CpuModelMigration + hostModel[0].slice(NodeLabelPrefix.HostModelCpu.length)]: "true" };
+  const selector: Record<string, string> = {
+    [NodeLabelPrefix.CpuModelMigration + hostModel[0].slice(NodeLabelPrefix.HostModelCpu.length)]: "true",
+  };
   for (const [key] of entries) {
-    if (key.startsWith(NodeLabelPrefix.HostModelRequiredFeatures)) selector[NodeLabelPrefix.CpuFeature + key.slice(NodeLabelPrefix.HostModelRequiredFeatures.length)] = "true";
+    if (key.startsWith(NodeLabelPrefix.HostModelRequiredFeatures))
+      selector[NodeLabelPrefix.CpuFeature + key.slice(NodeLabelPrefix.HostModelRequiredFeatures.length)] = "true";
   }
   return selector;
 }

@@ -14,7 +14,9 @@ export interface PipeBounds {
   maxBytes: number;
   /** A websocket that stays above highBytes this long (its peer reads nothing) is cut off. */
   stallMs: number;
-  /** How long a peer that was cut off has to read what it was sent and the close frame before its socket is destroyed. */
+  /**
+   * How long a peer that was cut off has to read what it was sent and the close frame before its socket is destroyed.
+   */
   closeGraceMs: number;
 }
 
@@ -53,8 +55,12 @@ export interface Closable {
 export function endSession(ws: Closable, code: number, reason: string, graceMs: number): void {
   if (ws.readyState === ws.CLOSED) return;
   ws.close(code, reason.slice(0, 120));
-  const timer = setTimeout(() => { ws.terminate(); }, graceMs);
-  ws.on("close", () => { clearTimeout(timer); });
+  const timer = setTimeout(() => {
+    ws.terminate();
+  }, graceMs);
+  ws.on("close", () => {
+    clearTimeout(timer);
+  });
 }
 
 /**
@@ -62,7 +68,12 @@ export function endSession(ws: Closable, code: number, reason: string, graceMs: 
  * hard cap, or behind longer than the stall bound, `cutOff` is called once with why, in words ("read nothing for 30
  * s"), and nothing more is sent.
  */
-export function sendWithBackpressure(from: Pausable, to: BufferedSocket, bounds: PipeBounds, cutOff: (reason: string) => void): (data: Buffer, binary: boolean) => void {
+export function sendWithBackpressure(
+  from: Pausable,
+  to: BufferedSocket,
+  bounds: PipeBounds,
+  cutOff: (reason: string) => void,
+): (data: Buffer, binary: boolean) => void {
   let stalled: ReturnType<typeof setTimeout> | undefined;
   let ended = false;
   const end = (reason: string) => {
@@ -90,7 +101,9 @@ export function sendWithBackpressure(from: Pausable, to: BufferedSocket, bounds:
       end(`fell ${String(behind)} bytes behind (at most ${String(bounds.maxBytes)})`);
     } else if (behind > bounds.highBytes && stalled === undefined) {
       from.pause();
-      stalled = setTimeout(() => { end(`read nothing for ${String(Math.round(bounds.stallMs / 1000))} s`); }, bounds.stallMs);
+      stalled = setTimeout(() => {
+        end(`read nothing for ${String(Math.round(bounds.stallMs / 1000))} s`);
+      }, bounds.stallMs);
     }
   };
 }

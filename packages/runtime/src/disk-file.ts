@@ -17,7 +17,11 @@ export function entryAt(path: string): Promise<Stats | undefined> {
 
 /** Makes a sparse file of the size: O_EXCL, so made here and never an existing file or link; O_NOFOLLOW. */
 export async function createSparseFile(path: string, bytes: number): Promise<void> {
-  const file = await open(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o660);
+  const file = await open(
+    path,
+    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+    0o660,
+  );
   try {
     await file.truncate(bytes);
   } finally {

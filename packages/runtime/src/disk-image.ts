@@ -41,9 +41,15 @@ interface Limits {
   wallSeconds?: number;
 }
 
-/** Runs qemu-img under prlimit; its stdout (at most QEMU_IMG_LIMITS.outputBytes), each chunk's tail also handed to `onStdout`. */
+/**
+ * Runs qemu-img under prlimit; its stdout (at most QEMU_IMG_LIMITS.outputBytes), each chunk's tail also handed to
+ * `onStdout`.
+ */
 export function qemuImg(args: string[], limits: Limits, onStdout?: (text: string) => void): Promise<string> {
-  const prlimit = [`--as=${String(limits.addressSpaceBytes)}`, ...(limits.cpuSeconds ? [`--cpu=${String(limits.cpuSeconds)}`] : [])];
+  const prlimit = [
+    `--as=${String(limits.addressSpaceBytes)}`,
+    ...(limits.cpuSeconds ? [`--cpu=${String(limits.cpuSeconds)}`] : []),
+  ];
   return new Promise((resolve, reject) => {
     const child = spawn("prlimit", [...prlimit, "--", "qemu-img", ...args], { stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
@@ -53,10 +59,15 @@ export function qemuImg(args: string[], limits: Limits, onStdout?: (text: string
       stopped ??= why;
       child.kill("SIGKILL");
     };
-    const timer = limits.wallSeconds ? setTimeout(() => { stop(`it ran longer than ${String(limits.wallSeconds)} s`); }, limits.wallSeconds * 1000) : undefined;
+    const timer = limits.wallSeconds
+      ? setTimeout(() => {
+          stop(`it ran longer than ${String(limits.wallSeconds)} s`);
+        }, limits.wallSeconds * 1000)
+      : undefined;
     child.stdout.on("data", (chunk: Buffer) => {
       stdout += chunk.toString();
-      if (stdout.length > QEMU_IMG_LIMITS.outputBytes) stop(`it printed more than ${String(QEMU_IMG_LIMITS.outputBytes)} bytes`);
+      if (stdout.length > QEMU_IMG_LIMITS.outputBytes)
+        stop(`it printed more than ${String(QEMU_IMG_LIMITS.outputBytes)} bytes`);
       onStdout?.(stdout.slice(-200));
       if (onStdout) stdout = stdout.slice(-200);
     });
@@ -66,41 +77,67 @@ export function qemuImg(args: string[], limits: Limits, onStdout?: (text: string
     child.on("error", reject);
     child.on("close", (code, signal) => {
       clearTimeout(timer);
-      if (code === 0 && stopped === undefined) { resolve(stdout); return; }
+      if (code === 0 && stopped === undefined) {
+        resolve(stdout);
+        return;
+      }
       const over = limits.cpuSeconds ? `${String(limits.cpuSeconds)} s of CPU or ` : "";
-      const why = stopped ?? (signal ? `it was stopped by ${signal}, over its limits (${over}${String(limits.addressSpaceBytes / 1024 ** 2)} MiB of address space)` : stderr.trim().slice(0, 1000) || `exit ${String(code)}`);
+      const why =
+        stopped ??
+        (signal
+          ? `it was stopped by ${signal}, over its limits ` +
+            `(${over}${String(limits.addressSpaceBytes / 1024 ** 2)} MiB of address space)`
+          : stderr.trim().slice(0, 1000) || `exit ${String(code)}`);
       reject(new ImageRefused(`qemu-img ${args[0] ?? ""} failed: ${why}`));
     });
   });
 }
 
-/** The path qemu-img is given: absolute (so no part of it reads as a protocol), never a `json:` pseudo-protocol name. */
+/**
+ * The path qemu-img is given: absolute (so no part of it reads as a protocol), never a `json:` pseudo-protocol name.
+ */
 export function imagePath(path: string): string {
-  if (basename(path).startsWith("json:")) throw new ImageRefused(`the image's file name ${JSON.stringify(basename(path))} begins with "json:", which QEMU reads as options, not a file; rename it`);
+  if (basename(path).startsWith("json:"))
+    throw new ImageRefused(
+      `the image's file name ${JSON.stringify(basename(path))} begins with "json:", which ` +
+        "QEMU reads as options, not a file; rename it",
+    );
   return resolve(path);
 }
 
 /** Refuses an image that would make QEMU read any file besides itself, or whose format is not one of `formats`. */
 export function checkSelfContained(info: ImageInfo, formats: readonly string[] = IMAGE_FORMATS): void {
   const fix = "give a self-contained image (qemu-img convert it to one qcow2 or raw file first)";
-  if (!formats.includes(info.format)) throw new ImageRefused(`the image's format is ${info.format}, which is not taken here (only ${formats.join(", ")}); convert it to qcow2 or raw`);
+  if (!formats.includes(info.format))
+    throw new ImageRefused(
+      `the image's format is ${info.format}, which is not taken here ` +
+        `(only ${formats.join(", ")}); convert it to qcow2 or raw`,
+    );
   const backing = info["backing-filename"] ?? info["full-backing-filename"];
   if (backing !== undefined) throw new ImageRefused(`the image has a backing file (${backing}); ${fix}`);
   const data = info["format-specific"]?.data;
-  if (data?.["data-file"] !== undefined) throw new ImageRefused(`the qcow2 image has an external data file (${data["data-file"]}); ${fix}`);
+  if (data?.["data-file"] !== undefined)
+    throw new ImageRefused(`the qcow2 image has an external data file (${data["data-file"]}); ${fix}`);
   const outside = (data?.extents ?? []).find((extent) => extent.filename !== info.filename);
-  if (outside !== undefined) throw new ImageRefused(`the vmdk image has an extent in another file (${outside.filename}); ${fix}`);
+  if (outside !== undefined)
+    throw new ImageRefused(`the vmdk image has an extent in another file (${outside.filename}); ${fix}`);
 }
 
 /**
  * What qemu-img says of the image at `path`, after checkSelfContained: its format probed once here, or `raw` when the
  * caller knows it (a claim's disk is always raw: a guest that writes a qcow2 header into it must not make it one).
  */
-export async function probeImage(path: string, options: { format?: "raw"; formats?: readonly string[] } = {}): Promise<ImageInfo> {
+export async function probeImage(
+  path: string,
+  options: { format?: "raw"; formats?: readonly string[] } = {},
+): Promise<ImageInfo> {
   const file = imagePath(path);
   const entry = await lstat(file);
   if (!entry.isFile()) throw new ImageRefused(`${file} is not a regular file; give the image as a file`);
-  const out = await qemuImg(["info", "--output=json", ...(options.format ? ["-f", options.format] : []), file], QEMU_IMG_LIMITS.info);
+  const out = await qemuImg(
+    ["info", "--output=json", ...(options.format ? ["-f", options.format] : []), file],
+    QEMU_IMG_LIMITS.info,
+  );
   const info = JSON.parse(out) as ImageInfo;
   checkSelfContained(info, options.formats);
   return info;

@@ -20,11 +20,17 @@ export function baseEnv(defaultOpsPort: number) {
  * every tenant's VMs to anyone who reaches the ops port.
  */
 export const metricsAuthorizationEnv = {
-  METRICS_REQUIRE_AUTHORIZATION: z.enum(["true", "false"], { error: 'must be "true" or "false" (the chart\'s metrics.requireAuthorization)' }).default("true").transform((v) => v === "true"),
+  METRICS_REQUIRE_AUTHORIZATION: z
+    .enum(["true", "false"], { error: 'must be "true" or "false" (the chart\'s metrics.requireAuthorization)' })
+    .default("true")
+    .transform((v) => v === "true"),
 };
 
 /** Parses the environment, or throws one error naming every bad variable. */
-export function parseEnv<T extends z.ZodType>(schema: T, source: Record<string, string | undefined> = process.env): z.infer<T> {
+export function parseEnv<T extends z.ZodType>(
+  schema: T,
+  source: Record<string, string | undefined> = process.env,
+): z.infer<T> {
   const result = schema.safeParse(source);
   if (result.success) return result.data;
   const problems = result.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`);

@@ -3,7 +3,12 @@ import { createLogger } from "./log.ts";
 
 function collect() {
   const lines: Record<string, unknown>[] = [];
-  const log = createLogger({ component: "test", level: "info", write: (l) => lines.push(JSON.parse(l) as Record<string, unknown>), now: () => new Date(0) });
+  const log = createLogger({
+    component: "test",
+    level: "info",
+    write: (l) => lines.push(JSON.parse(l) as Record<string, unknown>),
+    now: () => new Date(0),
+  });
   return { lines, log };
 }
 
@@ -11,7 +16,9 @@ describe("createLogger", () => {
   it("writes one JSON object per line with time, level, component and fields", () => {
     const { lines, log } = collect();
     log.info("synced", { key: "ns/vm" });
-    expect(lines).toEqual([{ ts: "1970-01-01T00:00:00.000Z", level: "info", component: "test", msg: "synced", key: "ns/vm" }]);
+    expect(lines).toEqual([
+      { ts: "1970-01-01T00:00:00.000Z", level: "info", component: "test", msg: "synced", key: "ns/vm" },
+    ]);
   });
 
   it("drops lines below its level", () => {

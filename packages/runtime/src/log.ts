@@ -13,7 +13,9 @@ export interface Logger {
   error(msg: string, fields?: LogFields): void;
   /** A logger that adds these fields to every line, e.g. `{ vmi: "ns/name" }`. */
   child(fields: LogFields): Logger;
-  /** Changes the level of this logger and of every logger made from it (and of the one it was made from): the process's. */
+  /**
+   * Changes the level of this logger and of every logger made from it (and of the one it was made from): the process's.
+   */
   setLevel(level: LogLevel): void;
   level(): LogLevel;
 }
@@ -35,7 +37,11 @@ interface SharedLevel {
   level: LogLevel;
 }
 
-export function createLogger(options: LoggerOptions, base: LogFields = {}, shared: SharedLevel = { level: options.level ?? "info" }): Logger {
+export function createLogger(
+  options: LoggerOptions,
+  base: LogFields = {},
+  shared: SharedLevel = { level: options.level ?? "info" },
+): Logger {
   const write = options.write ?? ((line: string) => process.stdout.write(`${line}\n`));
   const now = options.now ?? (() => new Date());
   const log = (level: LogLevel, msg: string, fields: LogFields = {}) => {

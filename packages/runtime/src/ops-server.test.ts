@@ -27,7 +27,10 @@ describe("the operations endpoint", () => {
     expect(await get("/healthz")).toEqual({ status: 200, body: '{"status":"ok"}\n' });
     const notReady = await get("/readyz");
     expect(notReady.status).toBe(503);
-    expect(JSON.parse(notReady.body)).toEqual({ status: "not ready", failures: { apiServer: "cannot reach the API server" } });
+    expect(JSON.parse(notReady.body)).toEqual({
+      status: "not ready",
+      failures: { apiServer: "cannot reach the API server" },
+    });
 
     apiReachable = true;
     expect((await get("/readyz")).status).toBe(200);
@@ -46,13 +49,26 @@ describe("the operations endpoint", () => {
         },
       },
     });
-    expect(JSON.parse((await get("/readyz")).body)).toEqual({ status: "not ready", failures: { broken: "no connection" } });
+    expect(JSON.parse((await get("/readyz")).body)).toEqual({
+      status: "not ready",
+      failures: { broken: "no connection" },
+    });
   });
 
   it("answers its own paths by their checks, with the reason when one fails", async () => {
     let guestAnswers = false;
-    server = await startOpsServer({ port: 0, host: "127.0.0.1", registry: new Registry(), endpoints: { "/probes/readiness": () => (guestAnswers ? undefined : "tcp port 22: the guest refused the connection") } });
-    expect(await get("/probes/readiness")).toEqual({ status: 503, body: '{"status":"failing","reason":"tcp port 22: the guest refused the connection"}\n' });
+    server = await startOpsServer({
+      port: 0,
+      host: "127.0.0.1",
+      registry: new Registry(),
+      endpoints: {
+        "/probes/readiness": () => (guestAnswers ? undefined : "tcp port 22: the guest refused the connection"),
+      },
+    });
+    expect(await get("/probes/readiness")).toEqual({
+      status: 503,
+      body: '{"status":"failing","reason":"tcp port 22: the guest refused the connection"}\n',
+    });
     guestAnswers = true;
     expect((await get("/probes/readiness")).status).toBe(200);
     expect((await get("/probes/liveness")).status).toBe(404);
@@ -69,10 +85,13 @@ describe("the operations endpoint", () => {
       metricsAccess: (authorization) => {
         seen.push(authorization);
         if (authorization === undefined) return Promise.resolve({ status: 401, reason: "send a bearer token" });
-        return Promise.resolve(authorization === "Bearer prometheus" ? undefined : { status: 403, reason: "not allowed to get /metrics" });
+        return Promise.resolve(
+          authorization === "Bearer prometheus" ? undefined : { status: 403, reason: "not allowed to get /metrics" },
+        );
       },
     });
-    const metrics = (authorization?: string) => fetch(`http://127.0.0.1:${String(server?.port)}/metrics`, { headers: authorization ? { authorization } : {} });
+    const metrics = (authorization?: string) =>
+      fetch(`http://127.0.0.1:${String(server?.port)}/metrics`, { headers: authorization ? { authorization } : {} });
     const anonymous = await metrics();
     expect([anonymous.status, await anonymous.text()]).toEqual([401, "send a bearer token\n"]);
     const other = await metrics("Bearer tenant");

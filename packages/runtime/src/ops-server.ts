@@ -12,7 +12,9 @@ import type { Registry } from "prom-client";
 /** A named readiness check; it returns why it fails, or undefined when it passes. */
 export type ReadinessCheck = () => Promise<string | undefined> | string | undefined;
 
-/** Why a caller may not read /metrics: 401 (no or an unknown token), 403 (not allowed), 429 or 503 (cannot tell now). */
+/**
+ * Why a caller may not read /metrics: 401 (no or an unknown token), 403 (not allowed), 429 or 503 (cannot tell now).
+ */
 export interface MetricsRefusal {
   status: 401 | 403 | 429 | 503;
   reason: string;
@@ -66,11 +68,21 @@ async function handle(req: IncomingMessage, res: ServerResponse, options: OpsSer
   } else if (path === "/readyz") {
     const failures = await runChecks(options.checks ?? {});
     const ready = Object.keys(failures).length === 0;
-    send(res, ready ? 200 : 503, "application/json", `${JSON.stringify(ready ? { status: "ok" } : { status: "not ready", failures })}\n`);
+    send(
+      res,
+      ready ? 200 : 503,
+      "application/json",
+      `${JSON.stringify(ready ? { status: "ok" } : { status: "not ready", failures })}\n`,
+    );
   } else if (options.endpoints && Object.hasOwn(options.endpoints, path)) {
     const failures = await runChecks({ [path]: options.endpoints[path] ?? (() => undefined) });
     const failure = failures[path];
-    send(res, failure === undefined ? 200 : 503, "application/json", `${JSON.stringify(failure === undefined ? { status: "ok" } : { status: "failing", reason: failure })}\n`);
+    send(
+      res,
+      failure === undefined ? 200 : 503,
+      "application/json",
+      `${JSON.stringify(failure === undefined ? { status: "ok" } : { status: "failing", reason: failure })}\n`,
+    );
   } else if (path === "/metrics") {
     const refusal = await options.metricsAccess?.(req.headers.authorization);
     if (refusal) send(res, refusal.status, "text/plain", `${refusal.reason}\n`);

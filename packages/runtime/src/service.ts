@@ -48,7 +48,13 @@ export async function startService(definition: ServiceDefinition): Promise<Runni
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
   const abort = new AbortController();
   const ctx: ServiceContext = { log, registry, signal: abort.signal };
-  const ops = await startOpsServer({ port: definition.opsPort, registry, checks: definition.checks?.(ctx) ?? {}, endpoints: definition.endpoints?.(ctx) ?? {}, metricsAccess: definition.metricsAccess?.(ctx) });
+  const ops = await startOpsServer({
+    port: definition.opsPort,
+    registry,
+    checks: definition.checks?.(ctx) ?? {},
+    endpoints: definition.endpoints?.(ctx) ?? {},
+    metricsAccess: definition.metricsAccess?.(ctx),
+  });
   log.info("operations endpoint listening", { port: ops.port });
   const stopWork = (await definition.start?.(ctx)) ?? (() => Promise.resolve());
   let stopping: Promise<void> | undefined;
@@ -88,7 +94,8 @@ export function exitOnUncaughtErrors(log: Logger, exit: (code: number) => void =
 export async function runService(definition: ServiceDefinition): Promise<void> {
   exitOnUncaughtErrors(createLogger({ component: definition.name, level: definition.logLevel ?? "info" }));
   // The handlers are there before the service starts: a signal while it starts (a pod deleted at once) is kept and
-  // carried out once it has started, never left to Node's default, which would end the process without stopping the work.
+  // carried out once it has started, never left to Node's default, which would end the process without stopping the
+  // work.
   const state: { service?: RunningService; signalled?: NodeJS.Signals } = {};
   const onSignal = (signal: NodeJS.Signals) => {
     if (state.service) shutdown(state.service, signal);
@@ -106,7 +113,8 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
     }, definition.shutdownTimeoutMs ?? 20_000);
     timer.unref();
     started.stop(signal).then(
-      // The work may say it ended in failure (process.exitCode), as a launcher whose guest failed its liveness probe does.
+      // The work may say it ended in failure (process.exitCode), as a launcher whose guest failed its liveness probe
+      // does.
       () => process.exit(typeof process.exitCode === "number" ? process.exitCode : 0),
       (error: unknown) => {
         started.ctx.log.error("shutdown failed", { error });

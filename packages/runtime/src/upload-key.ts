@@ -12,8 +12,17 @@ export const UPLOAD_MASTER_KEY_MIN_BYTES = 32;
 
 /** HMAC-SHA256(master, "upload/" + the DataVolume's uid), base64url: the key of that DataVolume's upload pod. */
 export function deriveUploadKey(master: Uint8Array, dataVolumeUid: string): string {
-  if (master.length < UPLOAD_MASTER_KEY_MIN_BYTES) throw new Error(`the upload master key has ${String(master.length)} bytes, fewer than ${String(UPLOAD_MASTER_KEY_MIN_BYTES)}: give it at least ${String(UPLOAD_MASTER_KEY_MIN_BYTES)} random bytes`);
-  if (dataVolumeUid === "") throw new Error("an upload key is derived from the DataVolume's metadata.uid, and this DataVolume has none: read it from the API server");
+  if (master.length < UPLOAD_MASTER_KEY_MIN_BYTES)
+    throw new Error(
+      `the upload master key has ${String(master.length)} bytes, fewer ` +
+        `than ${String(UPLOAD_MASTER_KEY_MIN_BYTES)}: give it at least ${String(UPLOAD_MASTER_KEY_MIN_BYTES)} ` +
+        "random bytes",
+    );
+  if (dataVolumeUid === "")
+    throw new Error(
+      "an upload key is derived from the DataVolume's metadata.uid, and this " +
+        "DataVolume has none: read it from the API server",
+    );
   return createHmac("sha256", master).update(`upload/${dataVolumeUid}`).digest("base64url");
 }
 
@@ -23,8 +32,18 @@ export function deriveUploadKey(master: Uint8Array, dataVolumeUid: string): stri
  */
 export async function readUploadMasterKey(file: string, variable: string): Promise<Buffer> {
   const master = await readFile(file).catch((error: unknown) => {
-    throw new Error(`${variable} ${file} cannot be read (${error instanceof Error ? error.message : String(error)}): mount the chart's Secret kubevirt-ts-upload-master-key there, or point ${variable} at a file of at least ${String(UPLOAD_MASTER_KEY_MIN_BYTES)} random bytes`, { cause: error });
+    throw new Error(
+      `${variable} ${file} cannot be read (${error instanceof Error ? error.message : String(error)}): mount ` +
+        `the chart's Secret kubevirt-ts-upload-master-key there, or point ${variable} at a file of at ` +
+        `least ${String(UPLOAD_MASTER_KEY_MIN_BYTES)} random bytes`,
+      { cause: error },
+    );
   });
-  if (master.length < UPLOAD_MASTER_KEY_MIN_BYTES) throw new Error(`${variable} ${file} holds ${String(master.length)} bytes, fewer than ${String(UPLOAD_MASTER_KEY_MIN_BYTES)}: put at least ${String(UPLOAD_MASTER_KEY_MIN_BYTES)} random bytes in it (the chart's Secret kubevirt-ts-upload-master-key has 32)`);
+  if (master.length < UPLOAD_MASTER_KEY_MIN_BYTES)
+    throw new Error(
+      `${variable} ${file} holds ${String(master.length)} bytes, fewer ` +
+        `than ${String(UPLOAD_MASTER_KEY_MIN_BYTES)}: put at least ${String(UPLOAD_MASTER_KEY_MIN_BYTES)} ` +
+        "random bytes in it (the chart's Secret kubevirt-ts-upload-master-key has 32)",
+    );
   return master;
 }

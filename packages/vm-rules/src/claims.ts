@@ -32,7 +32,8 @@ export function filesystemOverhead(given: string | number | undefined): number {
 
 /**
  * The largest disk image a claim of `claimBytes` holds while leaving its file system's overhead free, in whole MiB: the
- * rule by which the launcher grows a disk.img and CDI (and kubevirt-ts's importer) sizes one on a claim of a given size.
+ * rule by which the launcher grows a disk.img and CDI (and kubevirt-ts's importer) sizes one on a claim of a given
+ * size.
  */
 export function diskBytesOnClaim(claimBytes: number, overhead?: string | number): number {
   return alignDownToMiB((1 - filesystemOverhead(overhead)) * claimBytes);
@@ -58,9 +59,28 @@ export interface ClaimVolume {
 export function claimVolumes(spec: Pick<VmiSpec, "volumes">): ClaimVolume[] {
   return (spec.volumes ?? []).flatMap((volume, i): ClaimVolume[] => {
     const podVolume = `claim-${String(i)}`;
-    if (volume.persistentVolumeClaim) return [{ volume: volume.name, claimName: volume.persistentVolumeClaim.claimName, readOnly: volume.persistentVolumeClaim.readOnly === true, ephemeral: false, podVolume }];
-    if (volume.dataVolume) return [{ volume: volume.name, claimName: volume.dataVolume.name, readOnly: false, ephemeral: false, podVolume }];
-    if (volume.ephemeral) return [{ volume: volume.name, claimName: volume.ephemeral.persistentVolumeClaim.claimName, readOnly: true, ephemeral: true, podVolume }];
+    if (volume.persistentVolumeClaim)
+      return [
+        {
+          volume: volume.name,
+          claimName: volume.persistentVolumeClaim.claimName,
+          readOnly: volume.persistentVolumeClaim.readOnly === true,
+          ephemeral: false,
+          podVolume,
+        },
+      ];
+    if (volume.dataVolume)
+      return [{ volume: volume.name, claimName: volume.dataVolume.name, readOnly: false, ephemeral: false, podVolume }];
+    if (volume.ephemeral)
+      return [
+        {
+          volume: volume.name,
+          claimName: volume.ephemeral.persistentVolumeClaim.claimName,
+          readOnly: true,
+          ephemeral: true,
+          podVolume,
+        },
+      ];
     return [];
   });
 }
@@ -73,7 +93,12 @@ export const claimDevicePath = (volume: string): string => `${CLAIM_DEVICES_DIR}
 /** The parts of a PersistentVolumeClaim these rules read. */
 export interface ClaimObject {
   metadata: { name?: string; annotations?: Record<string, string> };
-  spec?: { accessModes?: string[]; volumeMode?: string; storageClassName?: string; resources?: { requests?: Record<string, string | number> } };
+  spec?: {
+    accessModes?: string[];
+    volumeMode?: string;
+    storageClassName?: string;
+    resources?: { requests?: Record<string, string | number> };
+  };
   status?: { phase?: string; capacity?: Record<string, string | number> };
 }
 
@@ -82,14 +107,20 @@ const strings = (list: Record<string, string | number> | undefined): Record<stri
 
 /** Whether the claim's provisioner wrote its space out in full (CDI's preallocation annotations). */
 const preallocated = (claim: ClaimObject): boolean =>
-  Object.entries(claim.metadata.annotations ?? {}).some(([k, v]) => (k.endsWith("/storage.preallocation") || k.endsWith("/storage.thick-provisioned")) && v === "true");
+  Object.entries(claim.metadata.annotations ?? {}).some(
+    ([k, v]) => (k.endsWith("/storage.preallocation") || k.endsWith("/storage.thick-provisioned")) && v === "true",
+  );
 
 /**
  * status.volumeStatus for the VMI's volumes, sorted by name as KubeVirt's: each volume, and for a claim that exists
  * what the launcher needs of it (claim info). `claims` holds the claims found, by claim name. `targets` are the
  * guest's device names the handler reported (kept as they are); a volume without one has an empty target.
  */
-export function volumeStatuses(spec: Pick<VmiSpec, "volumes">, claims: ReadonlyMap<string, ClaimObject>, previous: readonly VolumeStatus[] = []): VolumeStatus[] {
+export function volumeStatuses(
+  spec: Pick<VmiSpec, "volumes">,
+  claims: ReadonlyMap<string, ClaimObject>,
+  previous: readonly VolumeStatus[] = [],
+): VolumeStatus[] {
   const byVolume = new Map(claimVolumes(spec).map((c) => [c.volume, c]));
   const targets = new Map(previous.map((s) => [s.name, s.target]));
   return (spec.volumes ?? [])
@@ -125,12 +156,20 @@ export function missingClaims(spec: Pick<VmiSpec, "volumes">, claims: ReadonlyMa
  * undefined when every claim is there: a claim that does not exist (KubeVirt's FailedPvcNotFound; the VMI starts
  * once it is made).
  */
-export function claimsProblem(vmi: { metadata: { namespace?: string }; spec: Pick<VmiSpec, "volumes"> }, claims: ReadonlyMap<string, ClaimObject>): { reason: string; message: string } | undefined {
+export function claimsProblem(
+  vmi: { metadata: { namespace?: string }; spec: Pick<VmiSpec, "volumes"> },
+  claims: ReadonlyMap<string, ClaimObject>,
+): { reason: string; message: string } | undefined {
   const namespace = vmi.metadata.namespace ?? "";
   const missing = missingClaims(vmi.spec, claims);
   if (missing.length > 0) {
     const names = missing.map((name) => `${namespace}/${name}`).join(", ");
-    return { reason: "FailedPvcNotFound", message: `PVC ${names} does not exist, waiting for it to appear; create the PersistentVolumeClaim in namespace ${namespace}, or change the volume's claimName` };
+    return {
+      reason: "FailedPvcNotFound",
+      message:
+        `PVC ${names} does not exist, waiting for it to appear; create the PersistentVolumeClaim in ` +
+        `namespace ${namespace}, or change the volume's claimName`,
+    };
   }
   return undefined;
 }

@@ -5,7 +5,10 @@
 // plain.kubevirt.io; the sharing's messages are text frames of JSON, one
 // each way, defined here for the handler and the dashboard alike.
 
-/** The query a console's or display's websocket carries to share it (the dashboard's); without it, a new session takes over. */
+/**
+ * The query a console's or display's websocket carries to share it (the dashboard's); without it, a new session takes
+ * over.
+ */
 export const SHARED_CONSOLE_QUERY = "shared";
 
 /** From the handler to each viewer. */

@@ -1,5 +1,17 @@
 import { DEFAULT_FILESYSTEM_OVERHEAD, alignUpToMiB, diskBytesOnClaim } from "./claims.ts";
-import { Label, controllerRef, parseQuantity, CDI_API_VERSION, CDI_GROUP, type DataVolume, DataVolumeConditionType, DataVolumePhase, type DataVolumeSpec, type DataVolumeTemplate, type VmiSpec } from "@kubevirt-ts/kubevirt-api";
+import {
+  Label,
+  controllerRef,
+  parseQuantity,
+  CDI_API_VERSION,
+  CDI_GROUP,
+  type DataVolume,
+  DataVolumeConditionType,
+  DataVolumePhase,
+  type DataVolumeSpec,
+  type DataVolumeTemplate,
+  type VmiSpec,
+} from "@kubevirt-ts/kubevirt-api";
 
 // KubeVirt's rules for the DataVolumes a VM names, and CDI's for the claim a
 // DataVolume makes: shared by the VM and VMI controllers (which create a VM's
@@ -9,8 +21,13 @@ import { Label, controllerRef, parseQuantity, CDI_API_VERSION, CDI_GROUP, type D
 /** CDI's annotation letting a DataVolume take over a claim of its name that already exists. */
 export const ALLOW_CLAIM_ADOPTION = `${CDI_GROUP}/allowClaimAdoption`;
 
-/** The DataVolume a VM creates from one of its dataVolumeTemplates, as KubeVirt's: the template's name, owned by the VM. */
-export function dataVolumeFromTemplate(vm: { apiVersion: string; kind: string; metadata: { name?: string; namespace?: string; uid?: string } }, template: DataVolumeTemplate): DataVolume {
+/**
+ * The DataVolume a VM creates from one of its dataVolumeTemplates, as KubeVirt's: the template's name, owned by the VM.
+ */
+export function dataVolumeFromTemplate(
+  vm: { apiVersion: string; kind: string; metadata: { name?: string; namespace?: string; uid?: string } },
+  template: DataVolumeTemplate,
+): DataVolume {
   return {
     apiVersion: CDI_API_VERSION,
     kind: "DataVolume",
@@ -30,17 +47,27 @@ export function dataVolumeNames(spec: Pick<VmiSpec, "volumes">): string[] {
   return [...new Set((spec.volumes ?? []).flatMap((v) => (v.dataVolume ? [v.dataVolume.name] : [])))];
 }
 
-/** Whether a VM may start on the DataVolume, as KubeVirt's: its disk is in, or it waits for the VM's pod to bind its claim. */
+/**
+ * Whether a VM may start on the DataVolume, as KubeVirt's: its disk is in, or it waits for the VM's pod to bind its
+ * claim.
+ */
 export function dataVolumeReady(dv: Pick<DataVolume, "status">): boolean {
   const phase = dv.status?.phase;
-  return phase === DataVolumePhase.Succeeded || phase === DataVolumePhase.WaitForFirstConsumer || phase === DataVolumePhase.PendingPopulation;
+  return (
+    phase === DataVolumePhase.Succeeded ||
+    phase === DataVolumePhase.WaitForFirstConsumer ||
+    phase === DataVolumePhase.PendingPopulation
+  );
 }
 
-/** Why the DataVolume failed (KubeVirt's DataVolumeError): its phase is Failed, or its importer stopped with an error. */
+/**
+ * Why the DataVolume failed (KubeVirt's DataVolumeError): its phase is Failed, or its importer stopped with an error.
+ */
 export function dataVolumeError(dv: Pick<DataVolume, "status">): string | undefined {
   const running = dv.status?.conditions?.find((c) => c.type === DataVolumeConditionType.Running);
   if (dv.status?.phase === DataVolumePhase.Failed) return running?.message ?? "the DataVolume failed";
-  if (running?.status === "False" && (running.reason === "Error" || running.reason === "ImagePullFailed")) return running.message ?? running.reason;
+  if (running?.status === "False" && (running.reason === "Error" || running.reason === "ImagePullFailed"))
+    return running.message ?? running.reason;
   return undefined;
 }
 
@@ -54,11 +81,19 @@ export interface DataVolumesState {
  * Whether a VMI's DataVolumes let it start (its DataVolumesReady condition, as KubeVirt's), or undefined when it names
  * none. `found` holds the DataVolumes of its namespace it names, by name.
  */
-export function dataVolumesState(spec: Pick<VmiSpec, "volumes">, found: ReadonlyMap<string, Pick<DataVolume, "status">>): DataVolumesState | undefined {
+export function dataVolumesState(
+  spec: Pick<VmiSpec, "volumes">,
+  found: ReadonlyMap<string, Pick<DataVolume, "status">>,
+): DataVolumesState | undefined {
   const names = dataVolumeNames(spec);
   if (names.length === 0) return undefined;
   const missing = names.filter((n) => !found.has(n));
-  if (missing.length > 0) return { ready: false, reason: "DataVolumeNotFound", message: `DataVolume ${missing.join(", ")} does not exist; create it, or name it in the VM's dataVolumeTemplates` };
+  if (missing.length > 0)
+    return {
+      ready: false,
+      reason: "DataVolumeNotFound",
+      message: `DataVolume ${missing.join(", ")} does not exist; create it, or name it in the VM's dataVolumeTemplates`,
+    };
   const failed = names.flatMap((n) => {
     const error = dataVolumeError(found.get(n) ?? {});
     return error ? [`${n}: ${error}`] : [];
@@ -68,9 +103,17 @@ export function dataVolumesState(spec: Pick<VmiSpec, "volumes">, found: Readonly
   if (waiting.length > 0) {
     const phases = waiting.map((n) => {
       const status = found.get(n)?.status;
-      return `${n} (${status?.phase ?? "Pending"}${status?.progress && status.progress !== "N/A" ? ` ${status.progress}` : ""})`;
+      return (
+        `${n} (${status?.phase ?? "Pending"}` +
+        (status?.progress && status.progress !== "N/A" ? ` ${status.progress}` : "") +
+        ")"
+      );
     });
-    return { ready: false, reason: "NotAllDVsReady", message: `Not all of the VMI's DataVolumes are populated yet: ${phases.join(", ")}` };
+    return {
+      ready: false,
+      reason: "NotAllDVsReady",
+      message: `Not all of the VMI's DataVolumes are populated yet: ${phases.join(", ")}`,
+    };
   }
   return { ready: true, reason: "AllDVsReady", message: "All of the VMI's DataVolumes are populated" };
 }
@@ -85,7 +128,10 @@ function requestedBytes(spec: DataVolumeSpec): number | undefined {
  * The size of the claim a DataVolume makes: with `pvc`, what it asks for; with `storage`, the disk's size (rounded up
  * to 1 MiB) plus room for the file system's overhead, as CDI inflates it; undefined without a size.
  */
-export function claimRequestBytes(spec: DataVolumeSpec, overhead = Number(DEFAULT_FILESYSTEM_OVERHEAD)): number | undefined {
+export function claimRequestBytes(
+  spec: DataVolumeSpec,
+  overhead = Number(DEFAULT_FILESYSTEM_OVERHEAD),
+): number | undefined {
   const bytes = requestedBytes(spec);
   if (bytes === undefined || spec.pvc) return bytes;
   return Math.ceil(alignUpToMiB(bytes) / (1 - overhead));

@@ -29,6 +29,12 @@ describe("diskTargets", () => {
         },
       },
     });
-    expect(Object.fromEntries(targets)).toEqual({ root: "vda", install: "sda", data: "vdb", legacy: "sdb", scsi: "sdc" });
+    expect(Object.fromEntries(targets)).toEqual({
+      root: "vda",
+      install: "sda",
+      data: "vdb",
+      legacy: "sdb",
+      scsi: "sdc",
+    });
   });
 });

@@ -5,7 +5,20 @@ import { evictionDecision, needsDisruptionBudget } from "./eviction.ts";
 const vmi = (evictionStrategy?: EvictionStrategy, migratable?: boolean) => ({
   metadata: { name: "web", namespace: "ns" },
   spec: { domain: { devices: {} }, ...(evictionStrategy ? { evictionStrategy } : {}) },
-  ...(migratable === undefined ? {} : { status: { conditions: [{ type: "LiveMigratable", status: migratable ? ("True" as const) : ("False" as const), reason: "DisksNotLiveMigratable", message: "PVC data is not shared" }] } }),
+  ...(migratable === undefined
+    ? {}
+    : {
+        status: {
+          conditions: [
+            {
+              type: "LiveMigratable",
+              status: migratable ? ("True" as const) : ("False" as const),
+              reason: "DisksNotLiveMigratable",
+              message: "PVC data is not shared",
+            },
+          ],
+        },
+      }),
 });
 
 describe("an eviction of a launcher pod, as KubeVirt decides it for a VMI that cannot be migrated", () => {
@@ -20,7 +33,13 @@ describe("an eviction of a launcher pod, as KubeVirt decides it for a VMI that c
 
   it("LiveMigrate: refused, saying why and what to do, and protected by a disruption budget", () => {
     const decision = evictionDecision(vmi("LiveMigrate", false), "None");
-    expect(decision).toMatchObject({ allow: false, evacuate: false, message: expect.stringMatching(/^VMI web has evictionStrategy LiveMigrate, .*cannot be live migrated \(PVC data is not shared.*virtctl stop/) as unknown });
+    expect(decision).toMatchObject({
+      allow: false,
+      evacuate: false,
+      message: expect.stringMatching(
+        /^VMI web has evictionStrategy LiveMigrate, .*cannot be live migrated \(PVC data is not shared.*virtctl stop/,
+      ) as unknown,
+    });
     expect(needsDisruptionBudget(vmi("LiveMigrate", false), "None")).toBe(true);
   });
 
@@ -32,10 +51,19 @@ describe("an eviction of a launcher pod, as KubeVirt decides it for a VMI that c
 });
 
 describe("an eviction of the launcher pod of a VMI that can be migrated", () => {
-  it.each(["LiveMigrate", "LiveMigrateIfPossible"] as const)("%s: marks the VMI for evacuation and refuses with 429 until it moved; a budget protects it", (strategy) => {
-    expect(evictionDecision(vmi(strategy, true), "None")).toEqual({ allow: false, evacuate: true, message: "Eviction triggered evacuation of VMI ns/web: it is migrated to another node, after which its launcher pod goes" });
-    expect(needsDisruptionBudget(vmi(strategy, true), "None")).toBe(true);
-  });
+  it.each(["LiveMigrate", "LiveMigrateIfPossible"] as const)(
+    "%s: marks the VMI for evacuation and refuses with 429 until it moved; a budget protects it",
+    (strategy) => {
+      expect(evictionDecision(vmi(strategy, true), "None")).toEqual({
+        allow: false,
+        evacuate: true,
+        message:
+          "Eviction triggered evacuation of VMI ns/web: it is migrated to another " +
+          "node, after which its launcher pod goes",
+      });
+      expect(needsDisruptionBudget(vmi(strategy, true), "None")).toBe(true);
+    },
+  );
 
   it.each([
     ["None", { allow: true, evacuate: false }],

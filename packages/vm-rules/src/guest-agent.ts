@@ -1,5 +1,11 @@
 import { z } from "zod";
-import { type GuestAgentQuery, VmiConditionType, VmiPhase, guestOsInfo, type VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import {
+  type GuestAgentQuery,
+  VmiConditionType,
+  VmiPhase,
+  guestOsInfo,
+  type VirtualMachineInstance,
+} from "@kubevirt-ts/kubevirt-api";
 
 // What a guest's QEMU agent tells of it, in KubeVirt's types: the answer of
 // the guestosinfo subresource (VirtualMachineInstanceGuestAgentInfo) and the
@@ -46,9 +52,12 @@ export function guestAgentAnswer(info: GuestAgentInfo, query: GuestAgentQuery): 
   }
 }
 
-/** A Go duration as KubeVirt's API takes one ("5m", "1h30m", "90s", "300ms") in whole seconds; undefined when it is none. */
+/**
+ * A Go duration as KubeVirt's API takes one ("5m", "1h30m", "90s", "300ms") in whole seconds; undefined when it is
+ * none.
+ */
 export function parseDurationSeconds(text: string): number | undefined {
-  const units: Record<string, number> = { h: 3600, m: 60, s: 1, ms: 1e-3, us: 1e-6, "µs": 1e-6, ns: 1e-9 };
+  const units: Record<string, number> = { h: 3600, m: 60, s: 1, ms: 1e-3, us: 1e-6, µs: 1e-6, ns: 1e-9 };
   if (text === "0") return 0;
   const parts = [...text.matchAll(/(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns)/gu)];
   if (parts.length === 0 || parts.map((p) => p[0]).join("") !== text) return undefined;
@@ -57,7 +66,10 @@ export function parseDurationSeconds(text: string): number | undefined {
 
 /** KubeVirt's refusal of a guest agent query, or undefined: the VMI must run and its agent be connected. */
 export function guestAgentRefusal(vmi: Pick<VirtualMachineInstance, "status">): string | undefined {
-  if (vmi.status?.phase !== VmiPhase.Running) return `VMI is not running (phase ${vmi.status?.phase ?? VmiPhase.Pending})`;
-  const connected = vmi.status.conditions?.some((c) => c.type === VmiConditionType.AgentConnected && c.status === "True");
+  if (vmi.status?.phase !== VmiPhase.Running)
+    return `VMI is not running (phase ${vmi.status?.phase ?? VmiPhase.Pending})`;
+  const connected = vmi.status.conditions?.some(
+    (c) => c.type === VmiConditionType.AgentConnected && c.status === "True",
+  );
   return connected ? undefined : "VMI does not have guest agent connected";
 }

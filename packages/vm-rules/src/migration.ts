@@ -1,4 +1,15 @@
-import { ConditionStatus, Label, MigrationPhase, VmiConditionType, VmiPhase, podNetworkInterface, type MigrationState, type MigrationStatus, type VirtualMachineInstance, type VmiSpec } from "@kubevirt-ts/kubevirt-api";
+import {
+  ConditionStatus,
+  Label,
+  MigrationPhase,
+  VmiConditionType,
+  VmiPhase,
+  podNetworkInterface,
+  type MigrationState,
+  type MigrationStatus,
+  type VirtualMachineInstance,
+  type VmiSpec,
+} from "@kubevirt-ts/kubevirt-api";
 import { type ClaimObject, claimVolumes } from "./claims.ts";
 import { hasPersistentEfi, hasPersistentTpm } from "./backend-storage.ts";
 
@@ -67,37 +78,59 @@ import { hasPersistentEfi, hasPersistentTpm } from "./backend-storage.ts";
 
 export const MIGRATION_SUBRESOURCE = "migrate";
 
-/** KubeVirt's timeouts for a target pod: unschedulable (PodScheduled=False, Unschedulable), and pending for any reason. */
+/**
+ * KubeVirt's timeouts for a target pod: unschedulable (PodScheduled=False, Unschedulable), and pending for any reason.
+ */
 export const DEFAULT_UNSCHEDULABLE_TARGET_TIMEOUT_SECONDS = 5 * 60;
 export const DEFAULT_PENDING_TARGET_TIMEOUT_SECONDS = 15 * 60;
 
-/** generateName of the migrations virtctl migrate (the migrate subresource) and a node's evacuation make, as KubeVirt's. */
+/**
+ * generateName of the migrations virtctl migrate (the migrate subresource) and a node's evacuation make, as KubeVirt's.
+ */
 export const MIGRATE_VM_GENERATE_NAME = "kubevirt-migrate-vm-";
 export const EVACUATION_GENERATE_NAME = "kubevirt-evacuation-";
 
 /** The failureReason the source's handler writes when it aborted a migration on request. */
 export const MIGRATION_ABORTED_REASON = "Migration aborted";
 
-export const isFinalMigrationPhase = (phase: string | undefined): boolean => phase === MigrationPhase.Succeeded || phase === MigrationPhase.Failed;
+export const isFinalMigrationPhase = (phase: string | undefined): boolean =>
+  phase === MigrationPhase.Succeeded || phase === MigrationPhase.Failed;
 
 /** Whether the migration has handed over to the handlers: past Scheduled. */
 export function isHandedOff(phase: string | undefined): boolean {
-  return phase !== undefined && phase !== MigrationPhase.Pending && phase !== MigrationPhase.Scheduling && phase !== MigrationPhase.Scheduled;
+  return (
+    phase !== undefined &&
+    phase !== MigrationPhase.Pending &&
+    phase !== MigrationPhase.Scheduling &&
+    phase !== MigrationPhase.Scheduled
+  );
 }
 
-/** The status in the given phase, its time added to phaseTransitionTimestamps when it changes (as withPhase for VMIs). */
+/**
+ * The status in the given phase, its time added to phaseTransitionTimestamps when it changes (as withPhase for VMIs).
+ */
 export function withMigrationPhase(status: MigrationStatus, phase: MigrationPhase, time: string): MigrationStatus {
   if (status.phase === phase) return status;
-  return { ...status, phase, phaseTransitionTimestamps: [...(status.phaseTransitionTimestamps ?? []), { phase, phaseTransitionTimestamp: time }] };
+  return {
+    ...status,
+    phase,
+    phaseTransitionTimestamps: [...(status.phaseTransitionTimestamps ?? []), { phase, phaseTransitionTimestamp: time }],
+  };
 }
 
 /** The VMI's migration state, when it is that of this migration. */
-export function migrationStateOf(vmi: Pick<VirtualMachineInstance, "status">, migrationUid: string | undefined): MigrationState | undefined {
+export function migrationStateOf(
+  vmi: Pick<VirtualMachineInstance, "status">,
+  migrationUid: string | undefined,
+): MigrationState | undefined {
   const state = vmi.status?.migrationState;
   return migrationUid !== undefined && state?.migrationUid === migrationUid ? state : undefined;
 }
 
-/** Whether the VMI is moving: a migration state that has ended neither way, or completed before the VMI is on its target's node. */
+/**
+ * Whether the VMI is moving: a migration state that has ended neither way, or completed before the VMI is on its
+ * target's node.
+ */
 export function isMigrating(vmi: Pick<VirtualMachineInstance, "status">): boolean {
   const state = vmi.status?.migrationState;
   if (state?.migrationUid === undefined || state.failed === true) return false;
@@ -141,17 +174,30 @@ const shared = (claim: ClaimObject | undefined, readOnly: boolean) =>
  * is ReadWriteOnce here (ADR 16); a pod-network interface must not be a bridge. Disks local to the pod
  * (containerDisk, emptyDisk, an ephemeral volume's overlay) make it a BlockMigration.
  */
-export function liveMigratability(spec: VmiSpec, claims: ReadonlyMap<string, ClaimObject>, backendStorageClaim?: string): LiveMigratability {
-  const local = (spec.volumes ?? []).some((v) => v.containerDisk !== undefined || v.emptyDisk !== undefined || v.ephemeral !== undefined);
+export function liveMigratability(
+  spec: VmiSpec,
+  claims: ReadonlyMap<string, ClaimObject>,
+  backendStorageClaim?: string,
+): LiveMigratability {
+  const local = (spec.volumes ?? []).some(
+    (v) => v.containerDisk !== undefined || v.emptyDisk !== undefined || v.ephemeral !== undefined,
+  );
   const method = local ? "BlockMigration" : "LiveMigration";
   const unshared = claimVolumes(spec).filter((c) => !shared(claims.get(c.claimName), c.readOnly));
-  const backendClaims = hasPersistentTpm(spec) || hasPersistentEfi(spec) ? [backendStorageClaim ?? "persistent-state-for-<VM>"] : [];
+  const backendClaims =
+    hasPersistentTpm(spec) || hasPersistentEfi(spec) ? [backendStorageClaim ?? "persistent-state-for-<VM>"] : [];
   if (unshared.length > 0 || backendClaims.length > 0) {
-    const names = [...unshared.map((c) => `${c.claimName} (volume ${c.volume})`), ...backendClaims.map((c) => `${c} (persistent EFI or TPM state, ReadWriteOnce)`)];
+    const names = [
+      ...unshared.map((c) => `${c.claimName} (volume ${c.volume})`),
+      ...backendClaims.map((c) => `${c} (persistent EFI or TPM state, ReadWriteOnce)`),
+    ];
     return {
       status: ConditionStatus.False,
       reason: LiveMigratableReason.DisksNotLiveMigratable,
-      message: `cannot migrate VMI: PVC ${names.join(", ")} ${names.length > 1 ? "are" : "is"} not shared; live migration needs every claim ReadWriteMany, which a target pod on another node can mount while the source's holds it`,
+      message:
+        `cannot migrate VMI: PVC ${names.join(", ")} ${names.length > 1 ? "are" : "is"} not shared; live ` +
+        "migration needs every claim ReadWriteMany, which a target pod on another node can mount while " +
+        "the source's holds it",
       method,
     };
   }
@@ -161,7 +207,9 @@ export function liveMigratability(spec: VmiSpec, claims: ReadonlyMap<string, Cla
     return {
       status: ConditionStatus.False,
       reason: LiveMigratableReason.InterfaceNotLiveMigratable,
-      message: `cannot migrate VMI: interface ${bridged.name} binds the pod network as a bridge, and the guest would keep the source pod's address; use masquerade`,
+      message:
+        `cannot migrate VMI: interface ${bridged.name} binds the pod network as a bridge, and the ` +
+        "guest would keep the source pod's address; use masquerade",
       method,
     };
   }
@@ -170,19 +218,33 @@ export function liveMigratability(spec: VmiSpec, claims: ReadonlyMap<string, Cla
 
 /** Whether the VMI's LiveMigratable condition says it can move (no condition: it cannot yet). */
 export function isLiveMigratable(vmi: Pick<VirtualMachineInstance, "status">): boolean {
-  return vmi.status?.conditions?.some((c) => c.type === VmiConditionType.LiveMigratable && c.status === ConditionStatus.True) === true;
+  return (
+    vmi.status?.conditions?.some(
+      (c) => c.type === VmiConditionType.LiveMigratable && c.status === ConditionStatus.True,
+    ) === true
+  );
 }
 
 /** Why a migration of this VMI cannot be asked for now, in a sentence; undefined when it can. */
 export function migrationRefusal(vmi: Pick<VirtualMachineInstance, "status" | "metadata">): string | undefined {
   const name = vmi.metadata.name ?? "";
-  if (vmi.status?.phase !== VmiPhase.Running) return `VMI ${name} is not running (its phase is ${vmi.status?.phase ?? "Pending"}): only a running VMI can be migrated`;
+  if (vmi.status?.phase !== VmiPhase.Running)
+    return (
+      `VMI ${name} is not running (its phase ` +
+      `is ${vmi.status?.phase ?? "Pending"}): only a running VMI can be migrated`
+    );
   const condition = vmi.status.conditions?.find((c) => c.type === VmiConditionType.LiveMigratable);
   if (condition?.status !== ConditionStatus.True) {
-    const why = condition ? `${condition.reason ?? ""}: ${condition.message ?? ""}` : "its LiveMigratable condition is not there yet";
+    const why = condition
+      ? `${condition.reason ?? ""}: ${condition.message ?? ""}`
+      : "its LiveMigratable condition is not there yet";
     return `VMI ${name} is not live migratable: ${why}`;
   }
-  if (isMigrating(vmi)) return `VMI ${name} is already migrating (migration uid ${vmi.status.migrationState?.migrationUid ?? ""}); wait for it to end, or delete that VirtualMachineInstanceMigration to cancel it`;
+  if (isMigrating(vmi))
+    return (
+      `VMI ${name} is already migrating (migration uid ${vmi.status.migrationState?.migrationUid ?? ""}); ` +
+      "wait for it to end, or delete that VirtualMachineInstanceMigration to cancel it"
+    );
   return undefined;
 }
 
@@ -200,7 +262,10 @@ export const migrationJobOf = (pod: PodFacts): string | undefined => pod.metadat
  * migration left behind, to be deleted. A target pod becomes current once its migration completed (and stays so: it
  * is then among status.activePods, as the next migration's source).
  */
-export function launcherPodRoles<P extends PodFacts>(vmi: Pick<VirtualMachineInstance, "status">, pods: readonly P[]): { current: P[]; targets: P[]; left: P[] } {
+export function launcherPodRoles<P extends PodFacts>(
+  vmi: Pick<VirtualMachineInstance, "status">,
+  pods: readonly P[],
+): { current: P[]; targets: P[]; left: P[] } {
   const state = vmi.status?.migrationState;
   const movedTo = state?.completed === true && state.targetPod ? state.targetPod : undefined;
   const active = new Set(Object.keys(vmi.status?.activePods ?? {}));

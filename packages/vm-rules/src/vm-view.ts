@@ -1,11 +1,23 @@
-import { DEFAULT_GRACE_PERIOD_SECONDS, PrintableStatus, VmConditionType, VmiConditionType, VmiPhase, type Condition, type VirtualMachineInstance, type VirtualMachine } from "@kubevirt-ts/kubevirt-api";
+import {
+  DEFAULT_GRACE_PERIOD_SECONDS,
+  PrintableStatus,
+  VmConditionType,
+  VmiConditionType,
+  VmiPhase,
+  type Condition,
+  type VirtualMachineInstance,
+  type VirtualMachine,
+} from "@kubevirt-ts/kubevirt-api";
 
 // How a VM's state reads to a person, derived once from the VM and its VMI:
 // its printable status in words, a tone the dashboard gives a colour and an
 // icon, the reason behind it in a sentence, and its conditions and the VMI's
 // in words, apart. What the user may do now is availableActions (actions.ts).
 
-/** The colour and icon a status is shown with: running, paused, on its way (starting or stopping), stopped, or a problem. */
+/**
+ * The colour and icon a status is shown with: running, paused, on its way (starting or stopping), stopped, or a
+ * problem.
+ */
 export type StatusTone = "running" | "paused" | "transition" | "stopped" | "problem";
 
 /** The statuses that are not already words. */
@@ -51,7 +63,8 @@ export function matchesStatusFilter(printableStatus: string | undefined, filter:
   return (printableStatus ?? PrintableStatus.Stopped) === filter;
 }
 
-const find = (conditions: readonly Condition[] | undefined, type: string): Condition | undefined => conditions?.find((c) => c.type === type);
+const find = (conditions: readonly Condition[] | undefined, type: string): Condition | undefined =>
+  conditions?.find((c) => c.type === type);
 const falseWith = (conditions: readonly Condition[] | undefined, type: string): Condition | undefined => {
   const c = find(conditions, type);
   return c?.status === "False" ? c : undefined;
@@ -65,7 +78,10 @@ const STARTING_PHASE: Partial<Record<string, string>> = {
 };
 
 /** The reason behind a status, in a sentence; undefined when the status says it all. */
-export function statusReason(vm: Pick<VirtualMachine, "metadata" | "status">, vmi: Pick<VirtualMachineInstance, "metadata" | "spec" | "status"> | undefined): string | undefined {
+export function statusReason(
+  vm: Pick<VirtualMachine, "metadata" | "status">,
+  vmi: Pick<VirtualMachineInstance, "metadata" | "spec" | "status"> | undefined,
+): string | undefined {
   const status = vm.status?.printableStatus ?? PrintableStatus.Stopped;
   const vmConditions = vm.status?.conditions;
   const vmiConditions = vmi?.status?.conditions;
@@ -84,20 +100,29 @@ export function statusReason(vm: Pick<VirtualMachine, "metadata" | "status">, vm
       return falseWith(vmiConditions, VmiConditionType.DataVolumesReady)?.message ?? failed;
     case PrintableStatus.CrashLoopBackOff: {
       const start = vm.status?.startFailure;
-      const nextTry = start?.retryAfterTimestamp ? new Date(start.retryAfterTimestamp).toLocaleTimeString() : "once the pause ends";
-      return start ? `It failed to start ${String(start.consecutiveFailCount ?? 1)} time(s) in a row; the next try is at ${nextTry}.` : failed;
+      const nextTry = start?.retryAfterTimestamp
+        ? new Date(start.retryAfterTimestamp).toLocaleTimeString()
+        : "once the pause ends";
+      return start
+        ? `It failed to start ${String(start.consecutiveFailCount ?? 1)} time(s) in a ` +
+            `row; the next try is at ${nextTry}.`
+        : failed;
     }
     case PrintableStatus.Starting:
       return failed ?? STARTING_PHASE[vmi?.status?.phase ?? VmiPhase.Pending];
     case PrintableStatus.Stopping:
       return vmi?.metadata.deletionTimestamp
-        ? `The guest is shutting down; it has ${String(vmi.spec.terminationGracePeriodSeconds ?? DEFAULT_GRACE_PERIOD_SECONDS)} s before it is turned off. Force stop turns it off now.`
+        ? "The guest is shutting down; it " +
+            `has ${String(vmi.spec.terminationGracePeriodSeconds ?? DEFAULT_GRACE_PERIOD_SECONDS)} s before it ` +
+            "is turned off. Force stop turns it off now."
         : "The guest is asked to shut down.";
     case PrintableStatus.Terminating:
       return "The VM is being deleted, and its instance with it.";
     case PrintableStatus.Paused: {
       const paused = find(vmiConditions, VmiConditionType.Paused);
-      return paused?.reason === "PausedIOError" ? "The guest was paused by an I/O error on a disk." : "The guest is paused: its CPUs do not run. Unpause resumes it where it was.";
+      return paused?.reason === "PausedIOError"
+        ? "The guest was paused by an I/O error on a disk."
+        : "The guest is paused: its CPUs do not run. Unpause resumes it where it was.";
     }
     default:
       return failed;
@@ -116,17 +141,36 @@ type Words = { label: string; tone: ConditionInWords["tone"] } | undefined;
 
 /** Each known condition's words by its status; undefined: not worth showing (a False Paused, an absent Failure). */
 const CONDITION_WORDS: Record<string, (c: Condition) => Words> = {
-  [VmConditionType.Ready]: (c) => (c.status === "True" ? { label: "Ready", tone: "good" } : { label: c.reason === "VMINotExists" ? "Not running" : "Not ready yet", tone: "neutral" }),
+  [VmConditionType.Ready]: (c) =>
+    c.status === "True"
+      ? { label: "Ready", tone: "good" }
+      : { label: c.reason === "VMINotExists" ? "Not running" : "Not ready yet", tone: "neutral" },
   [VmConditionType.Failure]: (c) => (c.status === "True" ? { label: "Failing", tone: "bad" } : undefined),
   [VmConditionType.Paused]: (c) => (c.status === "True" ? { label: "Paused", tone: "neutral" } : undefined),
-  [VmConditionType.RestartRequired]: (c) => (c.status === "True" ? { label: "Restart needed for changes to take effect", tone: "neutral" } : undefined),
-  [VmiConditionType.Synchronized]: (c) => (c.status === "True" ? { label: "In step with its launcher", tone: "good" } : { label: "Not in step with its launcher", tone: "bad" }),
-  [VmiConditionType.SoftwareEmulation]: (c) => (c.status === "True" ? { label: "Runs with software emulation (no KVM on its node)", tone: "neutral" } : undefined),
-  [VmiConditionType.AgentConnected]: (c) => (c.status === "True" ? { label: "Guest agent connected", tone: "good" } : { label: "No guest agent", tone: "neutral" }),
-  [VmiConditionType.AccessCredentialsSynchronized]: (c) => (c.status === "True" ? { label: "Access credentials in the guest", tone: "good" } : { label: "Access credentials not in the guest", tone: "bad" }),
-  [VmiConditionType.PodScheduled]: (c) => (c.status === "True" ? { label: "Placed on a node", tone: "good" } : { label: "Not placed on a node", tone: "bad" }),
-  [VmiConditionType.DataVolumesReady]: (c) => (c.status === "True" ? { label: "Disks ready", tone: "good" } : { label: "Disks not ready", tone: "neutral" }),
-  LiveMigratable: (c) => (c.status === "True" ? { label: "Can be live-migrated", tone: "neutral" } : { label: "Cannot be live-migrated", tone: "neutral" }),
+  [VmConditionType.RestartRequired]: (c) =>
+    c.status === "True" ? { label: "Restart needed for changes to take effect", tone: "neutral" } : undefined,
+  [VmiConditionType.Synchronized]: (c) =>
+    c.status === "True"
+      ? { label: "In step with its launcher", tone: "good" }
+      : { label: "Not in step with its launcher", tone: "bad" },
+  [VmiConditionType.SoftwareEmulation]: (c) =>
+    c.status === "True" ? { label: "Runs with software emulation (no KVM on its node)", tone: "neutral" } : undefined,
+  [VmiConditionType.AgentConnected]: (c) =>
+    c.status === "True"
+      ? { label: "Guest agent connected", tone: "good" }
+      : { label: "No guest agent", tone: "neutral" },
+  [VmiConditionType.AccessCredentialsSynchronized]: (c) =>
+    c.status === "True"
+      ? { label: "Access credentials in the guest", tone: "good" }
+      : { label: "Access credentials not in the guest", tone: "bad" },
+  [VmiConditionType.PodScheduled]: (c) =>
+    c.status === "True" ? { label: "Placed on a node", tone: "good" } : { label: "Not placed on a node", tone: "bad" },
+  [VmiConditionType.DataVolumesReady]: (c) =>
+    c.status === "True" ? { label: "Disks ready", tone: "good" } : { label: "Disks not ready", tone: "neutral" },
+  LiveMigratable: (c) =>
+    c.status === "True"
+      ? { label: "Can be live-migrated", tone: "neutral" }
+      : { label: "Cannot be live-migrated", tone: "neutral" },
 };
 
 /** Conditions in words, in their order, leaving out those that say nothing (a False Paused). */

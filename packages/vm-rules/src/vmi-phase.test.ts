@@ -1,6 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { VmiPhase } from "@kubevirt-ts/kubevirt-api";
-import { PhaseOwner, VMI_PHASE_TRANSITIONS, isAllowedTransition, isFinalPhase, isHandedOver, phaseOwner, withPhase } from "./vmi-phase.ts";
+import {
+  PhaseOwner,
+  VMI_PHASE_TRANSITIONS,
+  isAllowedTransition,
+  isFinalPhase,
+  isHandedOver,
+  phaseOwner,
+  withPhase,
+} from "./vmi-phase.ts";
 
 const { Controller, Handler } = PhaseOwner;
 
@@ -40,18 +48,22 @@ describe("the VMI phase state machine", () => {
     expect(isFinalPhase(phase)).toBe(final);
   });
 
-  it("moves a phase only by its owner, except the controller's end of a VMI by its pod's, and never out of a final phase", () => {
-    for (const t of VMI_PHASE_TRANSITIONS) {
-      expect(isFinalPhase(t.from)).toBe(false);
-      if (!isFinalPhase(t.to) || t.owner === Handler) expect(phaseOwner(t.from)).toBe(t.owner);
-    }
-    for (const to of Object.values(VmiPhase)) {
-      for (const owner of [Controller, Handler]) {
-        expect(isAllowedTransition(VmiPhase.Succeeded, to, owner)).toBe(false);
-        expect(isAllowedTransition(VmiPhase.Failed, to, owner)).toBe(false);
+  it(
+    "moves a phase only by its owner, except the controller's end of a VMI by its " +
+      "pod's, and never out of a final phase",
+    () => {
+      for (const t of VMI_PHASE_TRANSITIONS) {
+        expect(isFinalPhase(t.from)).toBe(false);
+        if (!isFinalPhase(t.to) || t.owner === Handler) expect(phaseOwner(t.from)).toBe(t.owner);
       }
-    }
-  });
+      for (const to of Object.values(VmiPhase)) {
+        for (const owner of [Controller, Handler]) {
+          expect(isAllowedTransition(VmiPhase.Succeeded, to, owner)).toBe(false);
+          expect(isAllowedTransition(VmiPhase.Failed, to, owner)).toBe(false);
+        }
+      }
+    },
+  );
 
   it.each([
     [undefined, VmiPhase.Scheduled, Controller, true],
@@ -69,7 +81,10 @@ describe("the VMI phase state machine", () => {
 });
 
 describe("withPhase", () => {
-  const stamped = { phase: VmiPhase.Scheduled, phaseTransitionTimestamps: [{ phase: VmiPhase.Scheduled, phaseTransitionTimestamp: "2026-01-01T00:00:00Z" }] };
+  const stamped = {
+    phase: VmiPhase.Scheduled,
+    phaseTransitionTimestamps: [{ phase: VmiPhase.Scheduled, phaseTransitionTimestamp: "2026-01-01T00:00:00Z" }],
+  };
 
   const alwaysSerialized = { guestOSInfo: {}, runtimeUser: 107 };
 
@@ -77,21 +92,36 @@ describe("withPhase", () => {
     expect(withPhase(stamped, VmiPhase.Running, "2026-01-01T00:00:07Z")).toEqual({
       ...alwaysSerialized,
       phase: VmiPhase.Running,
-      phaseTransitionTimestamps: [...stamped.phaseTransitionTimestamps, { phase: VmiPhase.Running, phaseTransitionTimestamp: "2026-01-01T00:00:07Z" }],
+      phaseTransitionTimestamps: [
+        ...stamped.phaseTransitionTimestamps,
+        { phase: VmiPhase.Running, phaseTransitionTimestamp: "2026-01-01T00:00:07Z" },
+      ],
     });
   });
 
   it("records nothing when the phase stays, and gives the first phase its time", () => {
     expect(withPhase(stamped, VmiPhase.Scheduled, "2026-01-01T00:00:07Z")).toEqual({ ...alwaysSerialized, ...stamped });
-    expect(withPhase({}, VmiPhase.Pending, "2026-01-01T00:00:07Z").phaseTransitionTimestamps).toEqual([{ phase: VmiPhase.Pending, phaseTransitionTimestamp: "2026-01-01T00:00:07Z" }]);
+    expect(withPhase({}, VmiPhase.Pending, "2026-01-01T00:00:07Z").phaseTransitionTimestamps).toEqual([
+      { phase: VmiPhase.Pending, phaseTransitionTimestamp: "2026-01-01T00:00:07Z" },
+    ]);
   });
 
-  it("writes what KubeVirt's Go types always write: guestOSInfo ({} without an agent) and runtimeUser, keeping what is known", () => {
-    const json = JSON.parse(JSON.stringify(withPhase({}, VmiPhase.Pending, "2026-01-01T00:00:07Z"))) as Record<string, unknown>;
-    expect(json).toMatchObject({ guestOSInfo: {}, runtimeUser: 107 });
-    const known = { ...stamped, guestOSInfo: { id: "debian" }, runtimeUser: 0 };
-    expect(withPhase(known, VmiPhase.Running, "2026-01-01T00:00:07Z")).toMatchObject({ guestOSInfo: { id: "debian" }, runtimeUser: 0 });
-  });
+  it(
+    "writes what KubeVirt's Go types always write: guestOSInfo ({} without an " +
+      "agent) and runtimeUser, keeping what is known",
+    () => {
+      const json = JSON.parse(JSON.stringify(withPhase({}, VmiPhase.Pending, "2026-01-01T00:00:07Z"))) as Record<
+        string,
+        unknown
+      >;
+      expect(json).toMatchObject({ guestOSInfo: {}, runtimeUser: 107 });
+      const known = { ...stamped, guestOSInfo: { id: "debian" }, runtimeUser: 0 };
+      expect(withPhase(known, VmiPhase.Running, "2026-01-01T00:00:07Z")).toMatchObject({
+        guestOSInfo: { id: "debian" },
+        runtimeUser: 0,
+      });
+    },
+  );
 
   it("leaves the status it was given as it was", () => {
     const before = structuredClone(stamped);

@@ -44,10 +44,29 @@ export const VMI_PHASE_TRANSITIONS: readonly PhaseTransition[] = Object.freeze([
   { from: Pending, to: Scheduling, owner: Controller, when: "its launcher pod exists and is not ready" },
   { from: Pending, to: Scheduled, owner: Controller, when: "its launcher pod is ready" },
   { from: Scheduling, to: Scheduled, owner: Controller, when: "its launcher pod is ready" },
-  ...[Pending, Scheduling, Scheduled, Running].map((from) => ({ from, to: Failed, owner: Controller, when: "its launcher pod ended, or is gone after it had one" })),
-  ...[Scheduled, Running].map((from) => ({ from, to: Succeeded, owner: Controller, when: "its launcher exited cleanly, which it does once its guest has shut off" })),
+  ...[Pending, Scheduling, Scheduled, Running].map((from) => ({
+    from,
+    to: Failed,
+    owner: Controller,
+    when: "its launcher pod ended, or is gone after it had one",
+  })),
+  ...[Scheduled, Running].map((from) => ({
+    from,
+    to: Succeeded,
+    owner: Controller,
+    when: "its launcher exited cleanly, which it does once its guest has shut off",
+  })),
   ...[Scheduled, Running].flatMap((from) => [
-    ...(from === Scheduled ? [{ from, to: Running, owner: Handler, when: "its domain runs (or is paused, blocked, suspended or shutting down)" }] : []),
+    ...(from === Scheduled
+      ? [
+          {
+            from,
+            to: Running,
+            owner: Handler,
+            when: "its domain runs (or is paused, blocked, suspended or shutting down)",
+          },
+        ]
+      : []),
     { from, to: Succeeded, owner: Handler, when: "its domain shut off" },
     { from, to: Failed, owner: Handler, when: "its domain crashed" },
   ]),
@@ -58,7 +77,10 @@ export function isFinalPhase(phase: string | undefined): boolean {
   return phase === Succeeded || phase === Failed;
 }
 
-/** Who moves a VMI on from this phase: the controller before Scheduled, the handler from Scheduled to the end, nobody once it is final. */
+/**
+ * Who moves a VMI on from this phase: the controller before Scheduled, the handler from Scheduled to the end, nobody
+ * once it is final.
+ */
 export function phaseOwner(phase: string | undefined): PhaseOwner | undefined {
   switch (phase ?? Pending) {
     case Pending:
@@ -88,7 +110,11 @@ export function isAllowedTransition(from: VmiPhase | undefined, to: VmiPhase, ow
  */
 export function withPhase(status: VmiStatus, phase: VmiPhase, time: string): VmiStatus {
   if (status.phase === phase) return withAlwaysSerialized({ ...status, phase });
-  return withAlwaysSerialized({ ...status, phase, phaseTransitionTimestamps: [...(status.phaseTransitionTimestamps ?? []), { phase, phaseTransitionTimestamp: time }] });
+  return withAlwaysSerialized({
+    ...status,
+    phase,
+    phaseTransitionTimestamps: [...(status.phaseTransitionTimestamps ?? []), { phase, phaseTransitionTimestamp: time }],
+  });
 }
 
 /**

@@ -1,5 +1,30 @@
-import { ControllerManager, type EventHandler, Expectations, type Informer, type KubeClient, type KubeObject, type Node, type PersistentVolumeClaim, type Pod, type WorkQueue, createEventRecorder, keyOf, resources } from "@kubevirt-ts/kube";
-import { type DataVolume, Kind, type LiveClusterConfig, type MigrationPolicy, Label, LabelValue, type VirtualMachine, type VirtualMachineInstance, type VirtualMachineInstanceMigration, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
+import {
+  ControllerManager,
+  type EventHandler,
+  Expectations,
+  type Informer,
+  type KubeClient,
+  type KubeObject,
+  type Node,
+  type PersistentVolumeClaim,
+  type Pod,
+  type WorkQueue,
+  createEventRecorder,
+  keyOf,
+  resources,
+} from "@kubevirt-ts/kube";
+import {
+  type DataVolume,
+  Kind,
+  type LiveClusterConfig,
+  type MigrationPolicy,
+  Label,
+  LabelValue,
+  type VirtualMachine,
+  type VirtualMachineInstance,
+  type VirtualMachineInstanceMigration,
+  kubevirtResources,
+} from "@kubevirt-ts/kubevirt-api";
 import { DEFAULT_HEARTBEAT_TIMEOUT_SECONDS, LAUNCHER_PODS_BY_VMI, launcherPodIndex } from "@kubevirt-ts/node-contract";
 import { migrationJobOf } from "@kubevirt-ts/vm-rules";
 import type { Logger } from "@kubevirt-ts/runtime";
@@ -37,7 +62,9 @@ export interface ControllersConfig {
    * `installNamespace`, the controllers follow the CR there and the leader writes its status.
    */
   cluster: LiveClusterConfig;
-  /** The release namespace, where the KubeVirt CR and the components' workloads are; unset (tests), no CR is followed. */
+  /**
+   * The release namespace, where the KubeVirt CR and the components' workloads are; unset (tests), no CR is followed.
+   */
   installNamespace?: string | undefined;
   /** The version the KubeVirt CR's status reports (the chart's appVersion). */
   version?: string;
@@ -47,7 +74,10 @@ export interface ControllersConfig {
   importer?: ImporterConfig | undefined;
   /** KubeVirt's target pods' timeouts (the chart's; its other migration settings are the cluster configuration's). */
   migrationTimeouts: MigrationConfig["timeouts"];
-  /** How long a node's handler may go without a heartbeat before the node is unschedulable and its orphaned VMIs Failed (KubeVirt's 5 min). */
+  /**
+   * How long a node's handler may go without a heartbeat before the node is unschedulable and its orphaned VMIs Failed
+   * (KubeVirt's 5 min).
+   */
   nodeHeartbeatTimeoutMs?: number;
   /** Watch one namespace only (tests); all namespaces when unset. */
   namespace?: string;
@@ -57,7 +87,11 @@ export interface ControllersConfig {
 }
 
 /** Enqueues the key of the object, or of its controlling owner of the given kind. */
-function enqueueOwner<T extends KubeObject>(queue: WorkQueue, kind: string, onEvent?: (ownerKey: string, type: "add" | "delete") => void): EventHandler<T> {
+function enqueueOwner<T extends KubeObject>(
+  queue: WorkQueue,
+  kind: string,
+  onEvent?: (ownerKey: string, type: "add" | "delete") => void,
+): EventHandler<T> {
   const ownerKey = (object: T) => {
     const ref = controllerOf(object);
     return ref?.kind === kind ? `${object.metadata.namespace ?? ""}/${ref.name}` : undefined;
@@ -100,7 +134,11 @@ function enqueueSelf<T extends KubeObject>(queue: WorkQueue): EventHandler<T> {
 const MIGRATIONS_BY_UID = "uid";
 
 /** Enqueues the migration a target pod is labelled with; its arrival meets the migration's expectation of it. */
-function targetPodEvents(queue: WorkQueue, migrations: Informer<VirtualMachineInstanceMigration>, expectations: Expectations): EventHandler<Pod> {
+function targetPodEvents(
+  queue: WorkQueue,
+  migrations: Informer<VirtualMachineInstanceMigration>,
+  expectations: Expectations,
+): EventHandler<Pod> {
   const enqueue = (pod: Pod, added: boolean) => {
     const uid = migrationJobOf(pod);
     if (uid === undefined) return;
@@ -135,8 +173,20 @@ export function createControllers(config: ControllersConfig): ControllerManager 
 
   const { namespace } = config;
   const resyncMs = config.resyncMs ?? RESYNC_MS;
-  const vms = manager.informer<VirtualMachine>({ client, type: kubevirtResources.virtualMachines, namespace, resyncMs, indexers: { [BY_CLAIM]: vmsByClaim } });
-  const vmis = manager.informer<VirtualMachineInstance>({ client, type: kubevirtResources.virtualMachineInstances, namespace, resyncMs, indexers: { [VMIS_BY_UID]: vmisByUid, [BY_CLAIM]: vmisByClaim, [VMIS_BY_NODE]: vmisByNode } });
+  const vms = manager.informer<VirtualMachine>({
+    client,
+    type: kubevirtResources.virtualMachines,
+    namespace,
+    resyncMs,
+    indexers: { [BY_CLAIM]: vmsByClaim },
+  });
+  const vmis = manager.informer<VirtualMachineInstance>({
+    client,
+    type: kubevirtResources.virtualMachineInstances,
+    namespace,
+    resyncMs,
+    indexers: { [VMIS_BY_UID]: vmisByUid, [BY_CLAIM]: vmisByClaim, [VMIS_BY_NODE]: vmisByNode },
+  });
   const pods = manager.informer<Pod>({
     client,
     type: resources.pods,
@@ -145,14 +195,24 @@ export function createControllers(config: ControllersConfig): ControllerManager 
     labelSelector: `${Label.App}=${LabelValue.Launcher}`,
     indexers: { [LAUNCHER_PODS_BY_VMI]: launcherPodIndex },
   });
-  const claims = manager.informer<PersistentVolumeClaim>({ client, type: resources.persistentVolumeClaims, namespace, resyncMs });
-  const dataVolumes = config.dataVolumes ? manager.informer<DataVolume>({ client, type: kubevirtResources.dataVolumes, namespace, resyncMs }) : undefined;
+  const claims = manager.informer<PersistentVolumeClaim>({
+    client,
+    type: resources.persistentVolumeClaims,
+    namespace,
+    resyncMs,
+  });
+  const dataVolumes = config.dataVolumes
+    ? manager.informer<DataVolume>({ client, type: kubevirtResources.dataVolumes, namespace, resyncMs })
+    : undefined;
   const migrations = manager.informer<VirtualMachineInstanceMigration>({
     client,
     type: kubevirtResources.virtualMachineInstanceMigrations,
     namespace,
     resyncMs,
-    indexers: { [MIGRATIONS_BY_VMI]: migrationsByVmi, [MIGRATIONS_BY_UID]: (m) => [`${m.metadata.namespace ?? ""}/${m.metadata.uid ?? ""}`] },
+    indexers: {
+      [MIGRATIONS_BY_VMI]: migrationsByVmi,
+      [MIGRATIONS_BY_UID]: (m) => [`${m.metadata.namespace ?? ""}/${m.metadata.uid ?? ""}`],
+    },
   });
   // Cluster-scoped: the nodes, whose handlers' heartbeats and CPU labels the node and migration controllers read.
   const nodes = manager.informer<Node>({ client, type: resources.nodes, resyncMs });
@@ -163,7 +223,14 @@ export function createControllers(config: ControllersConfig): ControllerManager 
   const live = config.cluster;
   if (config.installNamespace !== undefined) {
     const kvs = followKubeVirt(manager, client, config.installNamespace, live, resyncMs);
-    registerKubeVirtStatus(manager, kvs, { client, namespace: config.installNamespace, live, version: config.version ?? "dev", log, now });
+    registerKubeVirtStatus(manager, kvs, {
+      client,
+      namespace: config.installNamespace,
+      live,
+      version: config.version ?? "dev",
+      log,
+      now,
+    });
   }
   const pod = (): LauncherPodConfig => {
     const c = live.get();
@@ -195,7 +262,8 @@ export function createControllers(config: ControllersConfig): ControllerManager 
   dataVolumes?.addHandler(claimEvents<VirtualMachineInstance, DataVolume>(vmiQueue, vmis));
   dataVolumes?.addHandler(claimEvents<VirtualMachine, DataVolume>(vmQueue, vms));
 
-  // Migrations: a migration, its VMI and its target pod each make it look again; a VMI and its migrations, its evacuation.
+  // Migrations: a migration, its VMI and its target pod each make it look again; a VMI and its migrations, its
+  // evacuation.
   const migrationQueue = manager.queue("virtualmachineinstancemigrations");
   const evacuationQueue = manager.queue("evacuation");
   const migrationExpectations = new Expectations();
@@ -204,7 +272,13 @@ export function createControllers(config: ControllersConfig): ControllerManager 
   const migrationsOfVmi = (vmi: VirtualMachineInstance) => {
     for (const m of migrations.byIndex(MIGRATIONS_BY_VMI, keyOf(vmi))) migrationQueue.add(keyOf(m));
   };
-  vmis.addHandler({ add: migrationsOfVmi, update: (_, vmi) => { migrationsOfVmi(vmi); }, delete: migrationsOfVmi });
+  vmis.addHandler({
+    add: migrationsOfVmi,
+    update: (_, vmi) => {
+      migrationsOfVmi(vmi);
+    },
+    delete: migrationsOfVmi,
+  });
   pods.addHandler(targetPodEvents(migrationQueue, migrations, migrationExpectations));
   vmis.addHandler(enqueueSelf<VirtualMachineInstance>(evacuationQueue));
   const evacuationOf = (m: VirtualMachineInstanceMigration, added: boolean) => {
@@ -212,24 +286,90 @@ export function createControllers(config: ControllersConfig): ControllerManager 
     if (added) evacuationExpectations.creationObserved(key);
     evacuationQueue.add(key);
   };
-  migrations.addHandler({ add: (m) => { evacuationOf(m, true); }, update: (_, m) => { evacuationOf(m, false); }, delete: (m) => { evacuationOf(m, false); } });
+  migrations.addHandler({
+    add: (m) => {
+      evacuationOf(m, true);
+    },
+    update: (_, m) => {
+      evacuationOf(m, false);
+    },
+    delete: (m) => {
+      evacuationOf(m, false);
+    },
+  });
 
-  manager.controller({ name: "vm", primary: vms, queue: vmQueue, workers, reconcile: createVmReconciler({ client, vms, vmis, claims, dataVolumes, expectations: vmExpectations, recorder, log, now }) });
+  manager.controller({
+    name: "vm",
+    primary: vms,
+    queue: vmQueue,
+    workers,
+    reconcile: createVmReconciler({
+      client,
+      vms,
+      vmis,
+      claims,
+      dataVolumes,
+      expectations: vmExpectations,
+      recorder,
+      log,
+      now,
+    }),
+  });
   observePhaseTransitions(vmis, registry);
-  manager.controller({ name: "vmi", primary: vmis, queue: vmiQueue, workers, reconcile: createVmiReconciler({ client, vmis, pods, claims, dataVolumes, expectations: vmiExpectations, recorder, log, now, pod, vmStateStorageClass: () => live.get().vmStateStorageClass }) });
+  manager.controller({
+    name: "vmi",
+    primary: vmis,
+    queue: vmiQueue,
+    workers,
+    reconcile: createVmiReconciler({
+      client,
+      vmis,
+      pods,
+      claims,
+      dataVolumes,
+      expectations: vmiExpectations,
+      recorder,
+      log,
+      now,
+      pod,
+      vmStateStorageClass: () => live.get().vmStateStorageClass,
+    }),
+  });
   manager.controller({
     name: "migration",
     primary: migrations,
     queue: migrationQueue,
     workers,
-    reconcile: createMigrationReconciler({ client, migrations, vmis, pods, claims, policies, nodeLabels: (name) => nodes.get(name)?.metadata.labels, expectations: migrationExpectations, recorder, log, now, pod, config: { timeouts: config.migrationTimeouts, cluster: () => live.get().migrations } }),
+    reconcile: createMigrationReconciler({
+      client,
+      migrations,
+      vmis,
+      pods,
+      claims,
+      policies,
+      nodeLabels: (name) => nodes.get(name)?.metadata.labels,
+      expectations: migrationExpectations,
+      recorder,
+      log,
+      now,
+      pod,
+      config: { timeouts: config.migrationTimeouts, cluster: () => live.get().migrations },
+    }),
   });
   manager.controller({
     name: "evacuation",
     primary: vmis,
     queue: evacuationQueue,
     workers,
-    reconcile: createEvacuationReconciler({ client, vmis, migrations, expectations: evacuationExpectations, recorder, evictionStrategy: () => live.get().evictionStrategy, now }),
+    reconcile: createEvacuationReconciler({
+      client,
+      vmis,
+      migrations,
+      expectations: evacuationExpectations,
+      recorder,
+      evictionStrategy: () => live.get().evictionStrategy,
+      now,
+    }),
   });
   // Nodes: the heartbeat of each one's handler, and its VMIs when it stops (KubeVirt's node controller).
   const nodeQueue = manager.queue("nodes");
@@ -237,17 +377,38 @@ export function createControllers(config: ControllersConfig): ControllerManager 
   const nodeOfVmi = (vmi: VirtualMachineInstance) => {
     if (vmi.status?.nodeName) nodeQueue.add(vmi.status.nodeName);
   };
-  vmis.addHandler({ add: nodeOfVmi, update: (_, vmi) => { nodeOfVmi(vmi); }, delete: () => undefined });
+  vmis.addHandler({
+    add: nodeOfVmi,
+    update: (_, vmi) => {
+      nodeOfVmi(vmi);
+    },
+    delete: () => undefined,
+  });
   manager.controller({
     name: "node",
     primary: nodes,
     queue: nodeQueue,
     workers,
-    reconcile: createNodeReconciler({ client, nodes, vmis, pods, recorder, log, now, timeoutMs: config.nodeHeartbeatTimeoutMs ?? DEFAULT_HEARTBEAT_TIMEOUT_SECONDS * 1000 }),
+    reconcile: createNodeReconciler({
+      client,
+      nodes,
+      vmis,
+      pods,
+      recorder,
+      log,
+      now,
+      timeoutMs: config.nodeHeartbeatTimeoutMs ?? DEFAULT_HEARTBEAT_TIMEOUT_SECONDS * 1000,
+    }),
   });
   if (dataVolumes && config.importer) {
     const dataVolumeQueue = manager.queue("datavolumes");
-    const importerPods = manager.informer<Pod>({ client, type: resources.pods, namespace, resyncMs, labelSelector: `${Label.App}=${LabelValue.Importer}` });
+    const importerPods = manager.informer<Pod>({
+      client,
+      type: resources.pods,
+      namespace,
+      resyncMs,
+      labelSelector: `${Label.App}=${LabelValue.Importer}`,
+    });
     dataVolumes.addHandler(enqueueSelf<DataVolume>(dataVolumeQueue));
     // A DataVolume's claim has its name: the same key.
     claims.addHandler(enqueueSelf<PersistentVolumeClaim>(dataVolumeQueue));
@@ -257,7 +418,16 @@ export function createControllers(config: ControllersConfig): ControllerManager 
       primary: dataVolumes,
       queue: dataVolumeQueue,
       workers,
-      reconcile: createDataVolumeReconciler({ client, dataVolumes, claims, pods: importerPods, recorder: createEventRecorder(client, "datavolume-controller", log), log, now, importer: config.importer }),
+      reconcile: createDataVolumeReconciler({
+        client,
+        dataVolumes,
+        claims,
+        pods: importerPods,
+        recorder: createEventRecorder(client, "datavolume-controller", log),
+        log,
+        now,
+        importer: config.importer,
+      }),
     });
   }
   // Unowned pods are reported by the leader, beginning with those already cached.

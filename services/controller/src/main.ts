@@ -1,5 +1,17 @@
-import { type ControllerManager, KubeClient, LeaderElector, componentMetricsAccess, createRestClientMetrics, loadKubeConfig } from "@kubevirt-ts/kube";
-import { LiveClusterConfig, defaultClusterConfig, followLogVerbosity, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
+import {
+  type ControllerManager,
+  KubeClient,
+  LeaderElector,
+  componentMetricsAccess,
+  createRestClientMetrics,
+  loadKubeConfig,
+} from "@kubevirt-ts/kube";
+import {
+  LiveClusterConfig,
+  defaultClusterConfig,
+  followLogVerbosity,
+  kubevirtResources,
+} from "@kubevirt-ts/kubevirt-api";
 import { readUploadMasterKey, runService } from "@kubevirt-ts/runtime";
 import { createControllers } from "./controllers.ts";
 import { env } from "./env.ts";
@@ -45,7 +57,11 @@ await runService({
       // Where the chart serves DataVolumes, its CRD may still be on its way: the informer waits for it.
       dataVolumes: env.IMPORTER_IMAGE !== undefined || (await client.serves(kubevirtResources.dataVolumes)),
       importer: env.IMPORTER_IMAGE
-        ? { importerImage: env.IMPORTER_IMAGE, imagePullPolicy: env.LAUNCHER_PULL_POLICY, uploadMasterKey: await readUploadMasterKey(env.UPLOAD_MASTER_KEY_FILE ?? "", "UPLOAD_MASTER_KEY_FILE") }
+        ? {
+            importerImage: env.IMPORTER_IMAGE,
+            imagePullPolicy: env.LAUNCHER_PULL_POLICY,
+            uploadMasterKey: await readUploadMasterKey(env.UPLOAD_MASTER_KEY_FILE ?? "", "UPLOAD_MASTER_KEY_FILE"),
+          }
         : undefined,
       log,
       registry,
@@ -54,14 +70,23 @@ await runService({
       cluster,
       installNamespace: env.POD_NAMESPACE,
       version: env.VERSION,
-      migrationTimeouts: { unschedulableSeconds: env.MIGRATION_UNSCHEDULABLE_TIMEOUT_SECONDS, pendingSeconds: env.MIGRATION_PENDING_TIMEOUT_SECONDS },
+      migrationTimeouts: {
+        unschedulableSeconds: env.MIGRATION_UNSCHEDULABLE_TIMEOUT_SECONDS,
+        pendingSeconds: env.MIGRATION_PENDING_TIMEOUT_SECONDS,
+      },
       nodeHeartbeatTimeoutMs: env.NODE_HEARTBEAT_TIMEOUT_SECONDS * 1000,
     });
     controllers = created;
     // The service aborts signal before it calls the function returned here.
     const informers = created.runInformers(signal);
     const leading = env.LEADER_ELECTION
-      ? new LeaderElector({ client, log, namespace: env.POD_NAMESPACE, name: "virt-controller", identity: env.POD_NAME }).run(
+      ? new LeaderElector({
+          client,
+          log,
+          namespace: env.POD_NAMESPACE,
+          name: "virt-controller",
+          identity: env.POD_NAME,
+        }).run(
           {
             onStartedLeading: (leadership) => created.runControllers(leadership),
             onStoppedLeading: () => {

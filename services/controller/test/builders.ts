@@ -10,7 +10,12 @@ export function vmiSpec(): VmiSpec {
 }
 
 export function newVm(name: string, runStrategy: RunStrategy, namespace: string): VirtualMachine {
-  return { apiVersion: "kubevirt.io/v1", kind: "VirtualMachine", metadata: { name, namespace }, spec: { runStrategy, template: { spec: vmiSpec() } } };
+  return {
+    apiVersion: "kubevirt.io/v1",
+    kind: "VirtualMachine",
+    metadata: { name, namespace },
+    spec: { runStrategy, template: { spec: vmiSpec() } },
+  };
 }
 
 export function newVmi(name: string, namespace: string, spec: VmiSpec = vmiSpec()): VirtualMachineInstance {
@@ -25,7 +30,13 @@ export function decoyPod(name: string, namespace: string, vmiUid: string, ownerR
   return {
     apiVersion: "v1",
     kind: "Pod",
-    metadata: { name, namespace, labels: { "kubevirt.io": "virt-launcher", "kubevirt.io/created-by": vmiUid }, finalizers: [DECOY_FINALIZER], ownerReferences },
+    metadata: {
+      name,
+      namespace,
+      labels: { "kubevirt.io": "virt-launcher", "kubevirt.io/created-by": vmiUid },
+      finalizers: [DECOY_FINALIZER],
+      ownerReferences,
+    },
     spec: { containers: [{ name: "decoy", image: "kubevirt-ts.local/pause:test" }] },
   };
 }

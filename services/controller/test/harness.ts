@@ -1,6 +1,22 @@
 import { KubeConfig } from "@kubernetes/client-node";
-import { type ControllerManager, type KubeObject, KubeClient, type Pod, type ResourceType, createRestClientMetrics, isNotFound, resources } from "@kubevirt-ts/kube";
-import { type ClusterConfig, LiveClusterConfig, type VirtualMachine, type VirtualMachineInstance, defaultClusterConfig, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
+import {
+  type ControllerManager,
+  type KubeObject,
+  KubeClient,
+  type Pod,
+  type ResourceType,
+  createRestClientMetrics,
+  isNotFound,
+  resources,
+} from "@kubevirt-ts/kube";
+import {
+  type ClusterConfig,
+  LiveClusterConfig,
+  type VirtualMachine,
+  type VirtualMachineInstance,
+  defaultClusterConfig,
+  kubevirtResources,
+} from "@kubevirt-ts/kubevirt-api";
 import { createLogger } from "@kubevirt-ts/runtime";
 import { Registry } from "prom-client";
 import { inject } from "vitest";
@@ -14,7 +30,13 @@ export const LAUNCHER_IMAGE = "kubevirt-ts.local/virt-launcher:test";
 
 /** The cluster's migration configuration the test controllers run with: the chart's defaults. */
 export const CLUSTER_MIGRATION_CONFIGURATION = {
-  parallelMigrationsPerCluster: 5, parallelOutboundMigrationsPerNode: 2, allowAutoConverge: false, allowPostCopy: false, bandwidthPerMigration: "0Mi", completionTimeoutPerGiB: 150, progressTimeout: 150,
+  parallelMigrationsPerCluster: 5,
+  parallelOutboundMigrationsPerNode: 2,
+  allowAutoConverge: false,
+  allowPostCopy: false,
+  bandwidthPerMigration: "0Mi",
+  completionTimeoutPerGiB: 150,
+  progressTimeout: 150,
 } as const;
 
 export async function testClient(registry?: Registry): Promise<KubeClient> {
@@ -30,12 +52,36 @@ export interface RunningControllers {
 }
 
 /** Controllers watching one namespace, or every namespace when it is undefined. */
-export async function startControllers(namespace: string | undefined, options: { resyncMs?: number; migrations?: Partial<ClusterConfig["migrations"]> | undefined; timeouts?: MigrationConfig["timeouts"] | undefined; installNamespace?: string } = {}): Promise<RunningControllers> {
+export async function startControllers(
+  namespace: string | undefined,
+  options: {
+    resyncMs?: number;
+    migrations?: Partial<ClusterConfig["migrations"]> | undefined;
+    timeouts?: MigrationConfig["timeouts"] | undefined;
+    installNamespace?: string;
+  } = {},
+): Promise<RunningControllers> {
   const registry = new Registry();
   const client = await testClient(registry);
   const log = createLogger({ component: "virt-controller-test", level: "warn" });
-  const cluster = new LiveClusterConfig(defaultClusterConfig({ useEmulation: true, migrations: { ...CLUSTER_MIGRATION_CONFIGURATION, ...options.migrations } }));
-  const controllers = createControllers({ client, log, registry, workers: 2, namespace, dataVolumes: true, resyncMs: options.resyncMs, launcherImage: LAUNCHER_IMAGE, cluster, installNamespace: options.installNamespace, version: "test",
+  const cluster = new LiveClusterConfig(
+    defaultClusterConfig({
+      useEmulation: true,
+      migrations: { ...CLUSTER_MIGRATION_CONFIGURATION, ...options.migrations },
+    }),
+  );
+  const controllers = createControllers({
+    client,
+    log,
+    registry,
+    workers: 2,
+    namespace,
+    dataVolumes: true,
+    resyncMs: options.resyncMs,
+    launcherImage: LAUNCHER_IMAGE,
+    cluster,
+    installNamespace: options.installNamespace,
+    version: "test",
     migrationTimeouts: options.timeouts ?? { unschedulableSeconds: 300, pendingSeconds: 900 },
   });
   const abort = new AbortController();
@@ -55,11 +101,18 @@ export async function startControllers(namespace: string | undefined, options: {
 export async function metricValue(registry: Registry, name: string, labels: Record<string, string>): Promise<number> {
   const metric = (await registry.getMetricsAsJSON()).find((m) => m.name === name);
   const values = (metric?.values ?? []) as { value: number; labels: Record<string, string | number> }[];
-  return values.filter((v) => Object.entries(labels).every(([k, l]) => String(v.labels[k]) === l)).reduce((sum, v) => sum + v.value, 0);
+  return values
+    .filter((v) => Object.entries(labels).every(([k, l]) => String(v.labels[k]) === l))
+    .reduce((sum, v) => sum + v.value, 0);
 }
 
 /** The object, or undefined when the API server says it does not exist (404); any other error fails the test. */
-export async function getObject<T extends KubeObject>(client: KubeClient, type: ResourceType, namespace: string, name: string): Promise<T | undefined> {
+export async function getObject<T extends KubeObject>(
+  client: KubeClient,
+  type: ResourceType,
+  namespace: string,
+  name: string,
+): Promise<T | undefined> {
   try {
     return await client.get<T>(type, namespace, name);
   } catch (error) {
@@ -72,7 +125,11 @@ export async function getVm(client: KubeClient, namespace: string, name: string)
   return getObject<VirtualMachine>(client, kubevirtResources.virtualMachines, namespace, name);
 }
 
-export async function getVmi(client: KubeClient, namespace: string, name: string): Promise<VirtualMachineInstance | undefined> {
+export async function getVmi(
+  client: KubeClient,
+  namespace: string,
+  name: string,
+): Promise<VirtualMachineInstance | undefined> {
   return getObject<VirtualMachineInstance>(client, kubevirtResources.virtualMachineInstances, namespace, name);
 }
 

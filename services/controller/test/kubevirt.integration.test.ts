@@ -17,19 +17,37 @@ describe("the KubeVirt CR", () => {
   test("is followed into the next launcher pod, and reports the components' workloads", async ({ namespace }) => {
     const client = await testClient();
     const kv = await client.create<KubeVirt>(kubevirtResources.kubeVirts, namespace, {
-      apiVersion: "kubevirt.io/v1", kind: "KubeVirt", metadata: { name: KUBEVIRT_CR_NAME }, spec: { configuration: { developerConfiguration: { cpuAllocationRatio: 5 } } },
+      apiVersion: "kubevirt.io/v1",
+      kind: "KubeVirt",
+      metadata: { name: KUBEVIRT_CR_NAME },
+      spec: { configuration: { developerConfiguration: { cpuAllocationRatio: 5 } } },
     });
     // The API server's structural default: a configuration is always there for virtctl's patches to add into.
-    expect((await client.create<KubeVirt>(kubevirtResources.kubeVirts, namespace, { apiVersion: "kubevirt.io/v1", kind: "KubeVirt", metadata: { name: "bare" }, spec: {} as KubeVirt["spec"] })).spec.configuration).toEqual({});
+    expect(
+      (
+        await client.create<KubeVirt>(kubevirtResources.kubeVirts, namespace, {
+          apiVersion: "kubevirt.io/v1",
+          kind: "KubeVirt",
+          metadata: { name: "bare" },
+          spec: {} as KubeVirt["spec"],
+        })
+      ).spec.configuration,
+    ).toEqual({});
     const ctl = await startControllers(namespace, { installNamespace: namespace });
     try {
-      const status = async () => (await client.get<KubeVirt>(kubevirtResources.kubeVirts, namespace, KUBEVIRT_CR_NAME)).status;
+      const status = async () =>
+        (await client.get<KubeVirt>(kubevirtResources.kubeVirts, namespace, KUBEVIRT_CR_NAME)).status;
       await expect.poll(async () => (await status())?.phase, poll).toBe("Deploying");
-      expect((await status())?.conditions?.find((c) => c.type === "Available")).toMatchObject({ status: "False", message: "virt-api is not deployed; virt-controller is not deployed; virt-handler is not deployed." });
+      expect((await status())?.conditions?.find((c) => c.type === "Available")).toMatchObject({
+        status: "False",
+        message: "virt-api is not deployed; virt-controller is not deployed; virt-handler is not deployed.",
+      });
 
       // 2 vCPUs at 5 per CPU: 400m; at 2 per CPU, one CPU.
       const cpuOf = async (name: string) => {
-        const pods = (await launcherPods(client, namespace)).filter((p) => p.metadata.generateName === `virt-launcher-${name}-`);
+        const pods = (await launcherPods(client, namespace)).filter(
+          (p) => p.metadata.generateName === `virt-launcher-${name}-`,
+        );
         return pods[0]?.spec?.containers.find((c) => c.name === "compute")?.resources?.requests?.cpu;
       };
       const twoVcpus = () => {
@@ -37,34 +55,70 @@ describe("the KubeVirt CR", () => {
         vmi.spec.domain.cpu = { cores: 2 };
         return vmi.spec;
       };
-      await client.create(kubevirtResources.virtualMachineInstances, namespace, newVmi("before", namespace, twoVcpus()));
+      await client.create(
+        kubevirtResources.virtualMachineInstances,
+        namespace,
+        newVmi("before", namespace, twoVcpus()),
+      );
       await expect.poll(() => cpuOf("before"), poll).toBe("400m");
       // A change reaches the next pod without a restart.
-      await client.patch(kubevirtResources.kubeVirts, namespace, KUBEVIRT_CR_NAME, { spec: { configuration: { developerConfiguration: { cpuAllocationRatio: 2 } } } }, "merge");
-      await expect.poll(async () => {
-        const name = `after-${String(Date.now())}`;
-        await client.create(kubevirtResources.virtualMachineInstances, namespace, newVmi(name, namespace, twoVcpus()));
-        await expect.poll(() => cpuOf(name), poll).toBeDefined();
-        return cpuOf(name);
-      }, poll).toBe("1");
+      await client.patch(
+        kubevirtResources.kubeVirts,
+        namespace,
+        KUBEVIRT_CR_NAME,
+        { spec: { configuration: { developerConfiguration: { cpuAllocationRatio: 2 } } } },
+        "merge",
+      );
+      await expect
+        .poll(async () => {
+          const name = `after-${String(Date.now())}`;
+          await client.create(
+            kubevirtResources.virtualMachineInstances,
+            namespace,
+            newVmi(name, namespace, twoVcpus()),
+          );
+          await expect.poll(() => cpuOf(name), poll).toBeDefined();
+          return cpuOf(name);
+        }, poll)
+        .toBe("1");
       expect(await cpuOf("before")).toBe("400m");
 
       // The components, available: Deployed.
       const workload = (kind: "deployments" | "daemonSets", name: string) => ({
-        apiVersion: "apps/v1", kind: kind === "deployments" ? "Deployment" : "DaemonSet", metadata: { name },
+        apiVersion: "apps/v1",
+        kind: kind === "deployments" ? "Deployment" : "DaemonSet",
+        metadata: { name },
         spec: {
           ...(kind === "deployments" ? { replicas: 1 } : {}),
           selector: { matchLabels: { app: name } },
           template: { metadata: { labels: { app: name } }, spec: { containers: [{ name, image: "none" }] } },
         },
       });
-      const ready = { deployments: { observedGeneration: 1, replicas: 1, updatedReplicas: 1, availableReplicas: 1, readyReplicas: 1 }, daemonSets: { observedGeneration: 1, desiredNumberScheduled: 1, currentNumberScheduled: 1, updatedNumberScheduled: 1, numberAvailable: 1, numberReady: 1, numberMisscheduled: 0 } };
-      for (const [kind, name] of [["deployments", "virt-api"], ["deployments", "virt-controller"], ["daemonSets", "virt-handler"]] as const) {
+      const ready = {
+        deployments: { observedGeneration: 1, replicas: 1, updatedReplicas: 1, availableReplicas: 1, readyReplicas: 1 },
+        daemonSets: {
+          observedGeneration: 1,
+          desiredNumberScheduled: 1,
+          currentNumberScheduled: 1,
+          updatedNumberScheduled: 1,
+          numberAvailable: 1,
+          numberReady: 1,
+          numberMisscheduled: 0,
+        },
+      };
+      for (const [kind, name] of [
+        ["deployments", "virt-api"],
+        ["deployments", "virt-controller"],
+        ["daemonSets", "virt-handler"],
+      ] as const) {
         await client.create<KubeObject>(resources[kind], namespace, workload(kind, name));
         await client.patch(resources[kind], namespace, name, { status: ready[kind] }, "merge", "status");
       }
       await expect.poll(async () => (await status())?.phase, poll).toBe("Deployed");
-      expect((await status())?.conditions?.find((c) => c.type === "Available")).toMatchObject({ status: "True", reason: "AllComponentsReady" });
+      expect((await status())?.conditions?.find((c) => c.type === "Available")).toMatchObject({
+        status: "True",
+        reason: "AllComponentsReady",
+      });
       expect(await status()).toMatchObject({ observedKubeVirtVersion: "test", observedGeneration: 2 });
       expect(kv.metadata.generation).toBe(1);
     } finally {

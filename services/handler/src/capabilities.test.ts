@@ -20,9 +20,14 @@ const CHART_HANDLER = new URL("../../../charts/kubevirt-ts/templates/handler.yam
 const POD_VOLUME = new URL("./pod-volume.ts", import.meta.url).href;
 
 async function chartCapabilities(): Promise<string[]> {
-  const match = /capabilities:\s*\n\s*drop: \[ALL\]\s*\n\s*add: \[([A-Z_, ]*)\]/.exec(await readFile(CHART_HANDLER, "utf8"));
+  const match = /capabilities:\s*\n\s*drop: \[ALL\]\s*\n\s*add: \[([A-Z_, ]*)\]/.exec(
+    await readFile(CHART_HANDLER, "utf8"),
+  );
   if (!match?.[1]) throw new Error("the handler's DaemonSet in the chart names no added capabilities");
-  return match[1].split(",").map((c) => c.trim()).filter(Boolean);
+  return match[1]
+    .split(",")
+    .map((c) => c.trim())
+    .filter(Boolean);
 }
 
 const probe = `
@@ -48,7 +53,19 @@ console.log(JSON.stringify(result));
 /** Runs the probe as root holding only the given capabilities (none inherited, none ambient). */
 async function probeWith(capabilities: string[], podsDir: string): Promise<{ connect: string; log: string }> {
   const bounding = ["-all", ...capabilities.map((c) => `+${c.toLowerCase()}`)].join(",");
-  const { stdout } = await exec("setpriv", [`--bounding-set=${bounding}`, "--inh-caps=-all", "--", process.execPath, "--input-type=module", "-e", probe, podsDir, "pod-uid", SocketName.Launcher, SERIAL_LOG_NAME]);
+  const { stdout } = await exec("setpriv", [
+    `--bounding-set=${bounding}`,
+    "--inh-caps=-all",
+    "--",
+    process.execPath,
+    "--input-type=module",
+    "-e",
+    probe,
+    podsDir,
+    "pod-uid",
+    SocketName.Launcher,
+    SERIAL_LOG_NAME,
+  ]);
   return JSON.parse(stdout) as { connect: string; log: string };
 }
 

@@ -6,9 +6,26 @@ import type { Duplex } from "node:stream";
 import type { PeerCertificate, TLSSocket } from "node:tls";
 import { type GuestAgentInfo, guestAgentAnswer, guestAgentRefusal, vmiActionAvailability } from "@kubevirt-ts/vm-rules";
 import {
-  type HandlerRequestRoute, type HandlerRoute, type HandlerRouteMatch, HandlerRouteRefusal, type HandlerStreamRoute, SocketsVolume, handlerAnswerMaxBytes, matchHandlerRoute, portForwardSocket,
+  type HandlerRequestRoute,
+  type HandlerRoute,
+  type HandlerRouteMatch,
+  HandlerRouteRefusal,
+  type HandlerStreamRoute,
+  SocketsVolume,
+  handlerAnswerMaxBytes,
+  matchHandlerRoute,
+  portForwardSocket,
 } from "@kubevirt-ts/node-contract";
-import { type ConsoleKind, type PortForward, type StreamKind, type FreezeAction, type VmiDomainAction, type VirtualMachineInstance, domainActionOf, parsePortForward } from "@kubevirt-ts/kubevirt-api";
+import {
+  type ConsoleKind,
+  type PortForward,
+  type StreamKind,
+  type FreezeAction,
+  type VmiDomainAction,
+  type VirtualMachineInstance,
+  domainActionOf,
+  parsePortForward,
+} from "@kubevirt-ts/kubevirt-api";
 import type { MigrationReport } from "@kubevirt-ts/launcher-protocol";
 import { type Logger, StatusError, keepAlive } from "@kubevirt-ts/runtime";
 import { Gauge, type Registry } from "prom-client";
@@ -54,7 +71,9 @@ export interface ConsoleServerOptions {
   act: (target: ConsoleTarget, action: VmiDomainAction) => Promise<unknown>;
   /** What the guest's agent tells, asked through the target's launcher. */
   guestAgentInfo: (target: ConsoleTarget) => Promise<GuestAgentInfo>;
-  /** Freezes (for at most the timeout, 0: until thawed) or thaws the guest's file systems through the target's launcher. */
+  /**
+   * Freezes (for at most the timeout, 0: until thawed) or thaws the guest's file systems through the target's launcher.
+   */
   freeze: (target: ConsoleTarget, action: FreezeAction, unfreezeTimeoutSeconds: number) => Promise<unknown>;
   /** Has the target's launcher write its display's screenshot (SocketsVolume.screenshot); its size in bytes. */
   screenshot: (target: ConsoleTarget) => Promise<{ bytes: number }>;
@@ -74,7 +93,10 @@ export interface ConsoleServerHandle {
   close(): Promise<void>;
 }
 
-/** The largest screenshot served: what the API reads of one (the route's bound), no more than the handler reads of a pod's file (limits.podFileReadBytes). */
+/**
+ * The largest screenshot served: what the API reads of one (the route's bound), no more than the handler reads of a
+ * pod's file (limits.podFileReadBytes).
+ */
 export const SCREENSHOT_MAX_BYTES = Math.min(handlerAnswerMaxBytes("screenshot"), limits.podFileReadBytes);
 
 /** The largest websocket frame the handler takes from the API: limits.consoleFrameBytes. */
@@ -95,10 +117,18 @@ function route(req: IncomingMessage, upgrade: boolean): HandlerRouteMatch {
   }
 }
 
-/** Why a domain action or console cannot be had on the VMI now (availableActions' rules), with its HTTP status; undefined when it can. */
-export function actionUnavailable(vmi: VirtualMachineInstance, action: VmiDomainAction | StreamKind): ConsoleRefusal | undefined {
+/**
+ * Why a domain action or console cannot be had on the VMI now (availableActions' rules), with its HTTP status;
+ * undefined when it can.
+ */
+export function actionUnavailable(
+  vmi: VirtualMachineInstance,
+  action: VmiDomainAction | StreamKind,
+): ConsoleRefusal | undefined {
   const availability = vmiActionAvailability(vmi, action);
-  return availability.available ? undefined : new ConsoleRefusal(availability.by === "spec" ? 400 : 409, availability.reason);
+  return availability.available
+    ? undefined
+    : new ConsoleRefusal(availability.by === "spec" ? 400 : 409, availability.reason);
 }
 
 function peerName(req: IncomingMessage): string | undefined {
@@ -111,21 +141,47 @@ function peerName(req: IncomingMessage): string | undefined {
 function refuseUpgrade(socket: Duplex, error: unknown): void {
   const status = error instanceof ConsoleRefusal ? error.status : 500;
   const message = error instanceof Error ? error.message : String(error);
-  socket.end(`HTTP/1.1 ${String(status)} ${status === 500 ? "Internal Server Error" : "Refused"}\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n${message}\n`);
+  socket.end(
+    `HTTP/1.1 ${String(status)} ${status === 500 ? "Internal Server Error" : "Refused"}\r\nContent-Type: ` +
+      `text/plain; charset=utf-8\r\nConnection: close\r\n\r\n${message}\n`,
+  );
 }
 
 export async function startConsoleServer(options: ConsoleServerOptions): Promise<ConsoleServerHandle> {
   const { log, podsDir, lookup } = options;
   const active = {
-    console: new Gauge({ name: "kubevirt_console_active_connections", help: "Open serial console sessions.", labelNames: ["namespace", "vmi"], registers: [options.registry] }),
-    vnc: new Gauge({ name: "kubevirt_vnc_active_connections", help: "Open VNC sessions.", labelNames: ["namespace", "vmi"], registers: [options.registry] }),
-    portforward: new Gauge({ name: "kubevirt_portforward_active_tunnels", help: "Open port forwards into guests.", labelNames: ["namespace", "vmi"], registers: [options.registry] }),
+    console: new Gauge({
+      name: "kubevirt_console_active_connections",
+      help: "Open serial console sessions.",
+      labelNames: ["namespace", "vmi"],
+      registers: [options.registry],
+    }),
+    vnc: new Gauge({
+      name: "kubevirt_vnc_active_connections",
+      help: "Open VNC sessions.",
+      labelNames: ["namespace", "vmi"],
+      registers: [options.registry],
+    }),
+    portforward: new Gauge({
+      name: "kubevirt_portforward_active_tunnels",
+      help: "Open port forwards into guests.",
+      labelNames: ["namespace", "vmi"],
+      registers: [options.registry],
+    }),
   };
   const sessions = new Map<string, WebSocket>();
-  const websockets = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: CONSOLE_MAX_FRAME_BYTES });
+  const websockets = new WebSocketServer({
+    noServer: true,
+    perMessageDeflate: false,
+    maxPayload: CONSOLE_MAX_FRAME_BYTES,
+  });
   // ws reports a peer's broken or oversized frame as an "error" event on its websocket (and closes it, 1009 for a frame
   // over maxPayload): unlistened, the event would end the process.
-  const endOnError = (ws: WebSocket) => { ws.on("error", (error) => { log.warn("console websocket error", { error }); }); };
+  const endOnError = (ws: WebSocket) => {
+    ws.on("error", (error) => {
+      log.warn("console websocket error", { error });
+    });
+  };
   const pingIntervalMs = options.pingIntervalMs ?? 30_000;
 
   const authorized = (req: IncomingMessage): boolean => {
@@ -189,7 +245,11 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
       const { bytes } = await options.screenshot(target).catch((error: unknown) => {
         throw new ConsoleRefusal(409, `the launcher could not take a screenshot: ${failure(error)}`);
       });
-      if (bytes > SCREENSHOT_MAX_BYTES) throw new ConsoleRefusal(500, `the screenshot is ${String(bytes)} bytes, more than the ${String(SCREENSHOT_MAX_BYTES)} served`);
+      if (bytes > SCREENSHOT_MAX_BYTES)
+        throw new ConsoleRefusal(
+          500,
+          `the screenshot is ${String(bytes)} bytes, more than the ${String(SCREENSHOT_MAX_BYTES)} served`,
+        );
       const png = await readPodFileTail(podsDir, target.podUid, SocketsVolume.screenshot, bytes);
       res.writeHead(200, { "content-type": "image/png", ...noStore }).end(png);
     },
@@ -198,11 +258,16 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
       const current = await readPodFileTail(podsDir, podUid, SERIAL_LOG_NAME, SERIAL_LOG_TAIL_BYTES);
       // virtlogd rotates the log into serial0.log.0: the older part comes from there.
       const missing = SERIAL_LOG_TAIL_BYTES - current.length;
-      const older = missing > 0 ? await readPodFileTail(podsDir, podUid, `${SERIAL_LOG_NAME}.0`, missing).catch((e: unknown) => {
-        if ((e as NodeJS.ErrnoException).code === "ENOENT") return Buffer.alloc(0);
-        throw e;
-      }) : Buffer.alloc(0);
-      res.writeHead(200, { "content-type": "application/octet-stream", ...noStore }).end(Buffer.concat([older, current]));
+      const older =
+        missing > 0
+          ? await readPodFileTail(podsDir, podUid, `${SERIAL_LOG_NAME}.0`, missing).catch((e: unknown) => {
+              if ((e as NodeJS.ErrnoException).code === "ENOENT") return Buffer.alloc(0);
+              throw e;
+            })
+          : Buffer.alloc(0);
+      res
+        .writeHead(200, { "content-type": "application/octet-stream", ...noStore })
+        .end(Buffer.concat([older, current]));
     },
   };
 
@@ -210,17 +275,35 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
     try {
       if (!authorized(req)) throw new ConsoleRefusal(403, "this client may not use the console server");
       const request = route(req, false);
-      await (requests[request.route as HandlerRequestRoute] as (res: ServerResponse, request: HandlerRouteMatch) => Promise<void> | void)(res, request);
+      await (
+        requests[request.route as HandlerRequestRoute] as (
+          res: ServerResponse,
+          request: HandlerRouteMatch,
+        ) => Promise<void> | void
+      )(res, request);
     } catch (error) {
-      const status = error instanceof ConsoleRefusal ? error.status : (error as NodeJS.ErrnoException).code === "ENOENT" ? 404 : 500;
+      const status =
+        error instanceof ConsoleRefusal ? error.status : (error as NodeJS.ErrnoException).code === "ENOENT" ? 404 : 500;
       if (status === 500) log.error("could not answer a request", { url: req.url, error });
-      const message = status === 404 && !(error instanceof ConsoleRefusal) ? "the VMI has no serial log yet" : (error as Error).message;
+      const message =
+        status === 404 && !(error instanceof ConsoleRefusal)
+          ? "the VMI has no serial log yet"
+          : (error as Error).message;
       res.writeHead(status, { "content-type": "text/plain; charset=utf-8" }).end(`${message}\n`);
     }
   };
 
-  /** Joins a websocket to a socket of the launcher pod; `key` names the one session a console may have, none for a port forward. */
-  const bridge = (ws: WebSocket, unix: Socket, key: string | undefined, labels: { namespace: string; vmi: string }, kind: StreamKind) => {
+  /**
+   * Joins a websocket to a socket of the launcher pod; `key` names the one session a console may have, none for a port
+   * forward.
+   */
+  const bridge = (
+    ws: WebSocket,
+    unix: Socket,
+    key: string | undefined,
+    labels: { namespace: string; vmi: string },
+    kind: StreamKind,
+  ) => {
     if (key !== undefined) {
       sessions.get(key)?.close(1000, "a newer session took over this console");
       sessions.set(key, ws);
@@ -233,7 +316,13 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
       writeToGuest(unix, ws, Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer));
     });
     unix.on("close", () => {
-      if (ws.readyState === ws.OPEN) ws.close(1000, kind === "portforward" ? "the guest closed the connection" : `the VM's ${kind === "vnc" ? "display" : "console"} closed`);
+      if (ws.readyState === ws.OPEN)
+        ws.close(
+          1000,
+          kind === "portforward"
+            ? "the guest closed the connection"
+            : `the VM's ${kind === "vnc" ? "display" : "console"} closed`,
+        );
     });
     unix.on("error", (error) => {
       log.warn("console socket error", { ...labels, kind, error });
@@ -247,17 +336,27 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
     log.info("console session started", { ...labels, kind });
   };
 
-  /** Closes the session that holds a console, if any, and waits until it has let go; one that does not answer the close handshake in 2 s is cut off. */
+  /**
+   * Closes the session that holds a console, if any, and waits until it has let go; one that does not answer the close
+   * handshake in 2 s is cut off.
+   */
   const letGo = async (key: string, reason: string): Promise<void> => {
     const previous = sessions.get(key);
     if (!previous) return;
     const closed = once(previous, "close");
     previous.close(1000, reason);
-    const timer = setTimeout(() => { previous.terminate(); }, 2_000);
-    await closed.finally(() => { clearTimeout(timer); });
+    const timer = setTimeout(() => {
+      previous.terminate();
+    }, 2_000);
+    await closed.finally(() => {
+      clearTimeout(timer);
+    });
   };
 
-  /** The shared serial consoles and displays, by VMI and kind; made on the first viewer (one at a time, so two first viewers share one). */
+  /**
+   * The shared serial consoles and displays, by VMI and kind; made on the first viewer (one at a time, so two first
+   * viewers share one).
+   */
   const shared = new Map<string, Promise<SharedSession>>();
   const sharedSession = <S extends SharedSession>(key: string, make: (ended: () => void) => Promise<S>): Promise<S> => {
     const current = shared.get(key) as Promise<S> | undefined;
@@ -266,12 +365,16 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
       // A session that does not share lets go of QEMU's socket first.
       await letGo(key, "a shared session took over this console");
       const made: S = await make(() => {
-        void shared.get(key)?.then((now) => { if (now === made) shared.delete(key); });
+        void shared.get(key)?.then((now) => {
+          if (now === made) shared.delete(key);
+        });
       });
       return made;
     })();
     shared.set(key, group);
-    group.catch(() => { shared.delete(key); });
+    group.catch(() => {
+      shared.delete(key);
+    });
     return group;
   };
 
@@ -282,7 +385,9 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
       const unix = connect(target.path);
       await once(unix, "connect");
       // An error on a pod's socket ends its session (its close follows), never the handler, whoever listens to it.
-      unix.on("error", (error) => { log.warn("launcher pod socket error", { podUid, socket: socketName, error }); });
+      unix.on("error", (error) => {
+        log.warn("launcher pod socket error", { podUid, socket: socketName, error });
+      });
       return unix;
     } finally {
       await target.close();
@@ -290,7 +395,14 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
   };
 
   /** A console or display: one session that takes over from the last, or (shared) one viewer more of a shared one. */
-  const openConsole = async (req: IncomingMessage, socket: Duplex, head: Buffer, what: ConsoleKind, { namespace, name }: { namespace: string; name: string }, query: { shared: boolean; viewer: string | undefined; preserveSession?: boolean }) => {
+  const openConsole = async (
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    what: ConsoleKind,
+    { namespace, name }: { namespace: string; name: string },
+    query: { shared: boolean; viewer: string | undefined; preserveSession?: boolean },
+  ) => {
     const { vmi, podUid } = lookup(namespace, name);
     const refusal = actionUnavailable(vmi, what);
     if (refusal) throw refusal;
@@ -300,19 +412,30 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
       const who = (query.viewer ?? "") || "someone";
       let join: (ws: WebSocket) => SharedSession;
       if (what === "console") {
-        const group = await sharedSession(key, async (ended) => new SharedConsole(await connectPodSocket(podUid, SocketName.Serial), ended));
-        join = (ws) => { group.join(ws, who); return group; };
+        const group = await sharedSession(
+          key,
+          async (ended) => new SharedConsole(await connectPodSocket(podUid, SocketName.Serial), ended),
+        );
+        join = (ws) => {
+          group.join(ws, who);
+          return group;
+        };
       } else {
         const group = await sharedSession(key, (ended) => Promise.resolve(new SharedDisplay(ended)));
         // QEMU's VNC server takes many clients: each viewer has its own connection.
         const unix = await connectPodSocket(podUid, SocketName.Vnc);
-        join = (ws) => { group.join(ws, who, unix); return group; };
+        join = (ws) => {
+          group.join(ws, who, unix);
+          return group;
+        };
       }
       websockets.handleUpgrade(req, socket, head, (ws) => {
         active[what].inc(labels);
         keepAlive(ws, pingIntervalMs);
         endOnError(ws);
-        ws.on("close", () => { active[what].dec(labels); });
+        ws.on("close", () => {
+          active[what].dec(labels);
+        });
         const group = join(ws);
         log.info("shared session viewer joined", { ...labels, kind: what, viewers: group.size });
       });
@@ -336,10 +459,19 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
   };
 
   /** Each websocket route of the table, as a small function. */
-  const streams: { [R in HandlerStreamRoute]: (req: IncomingMessage, socket: Duplex, head: Buffer, request: Matched<R>) => Promise<void> } = {
+  const streams: {
+    [R in HandlerStreamRoute]: (
+      req: IncomingMessage,
+      socket: Duplex,
+      head: Buffer,
+      request: Matched<R>,
+    ) => Promise<void>;
+  } = {
     console: (req, socket, head, { params, query }) => openConsole(req, socket, head, "console", params, query),
     vnc: (req, socket, head, { params, query }) => openConsole(req, socket, head, "vnc", params, query),
-    /** A tunnel to a port of the guest: the launcher opens its socket for that port, and the websocket is joined to it. */
+    /**
+     * A tunnel to a port of the guest: the launcher opens its socket for that port, and the websocket is joined to it.
+     */
     portForward: async (req, socket, head, { params: { namespace, name, port, protocol } }) => {
       const forward = parsePortForward(port, protocol);
       if (typeof forward === "string") throw new ConsoleRefusal(400, forward);
@@ -360,14 +492,24 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
     try {
       if (!authorized(req)) throw new ConsoleRefusal(403, "this client may not use the console server");
       const request = route(req, true);
-      await (streams[request.route as HandlerStreamRoute] as (req: IncomingMessage, socket: Duplex, head: Buffer, request: HandlerRouteMatch) => Promise<void>)(req, socket, head, request);
+      await (
+        streams[request.route as HandlerStreamRoute] as (
+          req: IncomingMessage,
+          socket: Duplex,
+          head: Buffer,
+          request: HandlerRouteMatch,
+        ) => Promise<void>
+      )(req, socket, head, request);
     } catch (error) {
       if (!(error instanceof ConsoleRefusal)) log.error("could not open a console", { url: req.url, error });
       refuseUpgrade(socket, error);
     }
   };
 
-  const server: Server = createServer({ ...options.tls, requestCert: true, rejectUnauthorized: true, minVersion: "TLSv1.3" }, (req, res) => void serveHttp(req, res));
+  const server: Server = createServer(
+    { ...options.tls, requestCert: true, rejectUnauthorized: true, minVersion: "TLSv1.3" },
+    (req, res) => void serveHttp(req, res),
+  );
   server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => void upgrade(req, socket, head));
   server.listen(options.port, options.host);
   await once(server, "listening");
@@ -384,4 +526,3 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
     },
   };
 }
-

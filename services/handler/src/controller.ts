@@ -1,6 +1,33 @@
-import { ControllerManager, type EventRecorder, type KubeClient, type Pod, type Reconcile, createEventRecorder, keyOf, resources, writeStatusIfChanged } from "@kubevirt-ts/kube";
-import { type GuestOsInfo, type VmiDomainAction, VmiPhase, Label, LabelValue, type VirtualMachineInstance, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
-import { LAUNCHER_CONTAINER, LAUNCHER_PODS_BY_VMI, LAUNCHER_SOCKET_WAIT_SECONDS, UNOWNED_LAUNCHER_PODS_METRIC, launcherPodIndex, launcherPodOwnerKey, launcherPodsKeyOf, unownedLauncherPodReason } from "@kubevirt-ts/node-contract";
+import {
+  ControllerManager,
+  type EventRecorder,
+  type KubeClient,
+  type Pod,
+  type Reconcile,
+  createEventRecorder,
+  keyOf,
+  resources,
+  writeStatusIfChanged,
+} from "@kubevirt-ts/kube";
+import {
+  type GuestOsInfo,
+  type VmiDomainAction,
+  VmiPhase,
+  Label,
+  LabelValue,
+  type VirtualMachineInstance,
+  kubevirtResources,
+} from "@kubevirt-ts/kubevirt-api";
+import {
+  LAUNCHER_CONTAINER,
+  LAUNCHER_PODS_BY_VMI,
+  LAUNCHER_SOCKET_WAIT_SECONDS,
+  UNOWNED_LAUNCHER_PODS_METRIC,
+  launcherPodIndex,
+  launcherPodOwnerKey,
+  launcherPodsKeyOf,
+  unownedLauncherPodReason,
+} from "@kubevirt-ts/node-contract";
 import { isHandedOver } from "@kubevirt-ts/vm-rules";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { Gauge, type Registry } from "prom-client";
@@ -12,7 +39,15 @@ import { LauncherCallError, LauncherError } from "@kubevirt-ts/launcher-protocol
 import { type ObservedDomain, handlerStatus, launcherFailedStatus, stopOverdue } from "./status.ts";
 import { type MigrationState, migratedAway, migrationStateOf, withMigrationState } from "./migration/decide.ts";
 import type { MigrationDriver } from "./migration/wiring.ts";
-import { type SyncEvent, domainActionEvent, domainDefined, domainKilled, launcherEndEvents, migrationTargetEvents, nodeVmiEvents } from "./sync-events.ts";
+import {
+  type SyncEvent,
+  domainActionEvent,
+  domainDefined,
+  domainKilled,
+  launcherEndEvents,
+  migrationTargetEvents,
+  nodeVmiEvents,
+} from "./sync-events.ts";
 
 // The handler's loop over the VMIs of its node: for each VMI the controller
 // has handed over, it makes sure the launcher runs the domain, and reports
@@ -95,7 +130,10 @@ export function createHandler(config: HandlerConfig) {
     },
     log,
   });
-  const guestOs = async (vmi: VirtualMachineInstance, launcher: Awaited<ReturnType<Launchers["get"]>>): Promise<GuestOsInfo | undefined> => {
+  const guestOs = async (
+    vmi: VirtualMachineInstance,
+    launcher: Awaited<ReturnType<Launchers["get"]>>,
+  ): Promise<GuestOsInfo | undefined> => {
     // {} until an agent answers: KubeVirt always writes the field (withPhase).
     const known = vmi.status?.guestOSInfo;
     if (known && Object.keys(known).length > 0) return known;
@@ -106,20 +144,28 @@ export function createHandler(config: HandlerConfig) {
       agentSilentSince.delete(uid);
       return info;
     } catch (error) {
-      // A launcher that does not answer, or breaks the protocol, fails the reconcile; only its answer "no agent" is expected.
+      // A launcher that does not answer, or breaks the protocol, fails the reconcile; only its answer "no agent" is
+      // expected.
       if (!(error instanceof LauncherCallError && error.code === "Failed")) throw error;
       // Most guests have no agent, and a booting one has not started it yet.
       agentSilentSince.set(uid, Date.now());
       return undefined;
     }
   };
-  /** How much longer the pod's launcher may take to open its socket (LAUNCHER_SOCKET_WAIT_SECONDS from its container's start); 0 once it may not. */
+  /**
+   * How much longer the pod's launcher may take to open its socket (LAUNCHER_SOCKET_WAIT_SECONDS from its container's
+   * start); 0 once it may not.
+   */
   const socketWaitLeftMs = (pod: Pod) => {
-    const started = pod.status?.containerStatuses?.find((c) => c.name === LAUNCHER_CONTAINER)?.state?.running?.startedAt;
-    return started === undefined ? 0 : Math.max(0, new Date(started).getTime() + LAUNCHER_SOCKET_WAIT_SECONDS * 1000 - now().getTime());
+    const started = pod.status?.containerStatuses?.find((c) => c.name === LAUNCHER_CONTAINER)?.state?.running
+      ?.startedAt;
+    return started === undefined
+      ? 0
+      : Math.max(0, new Date(started).getTime() + LAUNCHER_SOCKET_WAIT_SECONDS * 1000 - now().getTime());
   };
   /** The launcher pod running the VMI's domain on this node: owned by the VMI and named in its activePods. */
-  const runningLauncherPod = (vmi: VirtualMachineInstance, evenTerminating = false) => launcherPodFor(vmi, pods.byIndex(LAUNCHER_PODS_BY_VMI, launcherPodsKeyOf(vmi)), nodeName, evenTerminating);
+  const runningLauncherPod = (vmi: VirtualMachineInstance, evenTerminating = false) =>
+    launcherPodFor(vmi, pods.byIndex(LAUNCHER_PODS_BY_VMI, launcherPodsKeyOf(vmi)), nodeName, evenTerminating);
   const enqueue = (vmi: VirtualMachineInstance) => {
     queue.add(keyOf(vmi));
   };
@@ -171,10 +217,13 @@ export function createHandler(config: HandlerConfig) {
     if (vmi.metadata.deletionTimestamp) {
       const going = runningLauncherPod(vmi, true);
       if (!going || !stopOverdue(vmi, now())) return undefined;
-      const turnedOff = await (await launchers.get(going.metadata.uid ?? "")).call("kill").then(() => true, (error: unknown) => {
-        log.warn("could not turn off a guest whose stop is overdue", { vmi: key, error });
-        return false;
-      });
+      const turnedOff = await (await launchers.get(going.metadata.uid ?? "")).call("kill").then(
+        () => true,
+        (error: unknown) => {
+          log.warn("could not turn off a guest whose stop is overdue", { vmi: key, error });
+          return false;
+        },
+      );
       const uid = vmi.metadata.uid ?? "";
       if (turnedOff && !killed.has(uid)) {
         killed.add(uid);
@@ -198,41 +247,67 @@ export function createHandler(config: HandlerConfig) {
       }
       pushed = watches.ensure(pod.metadata.uid ?? "", key, launcher);
       // A migration from this node: the source's half, its state written with the rest of the status.
-      if (config.migrations && migration?.migrationUid && migration.sourceNode === nodeName) migrationPatch = await config.migrations.sourceSide(vmi, migration, pod.metadata.uid ?? "");
+      if (config.migrations && migration?.migrationUid && migration.sourceNode === nodeName)
+        migrationPatch = await config.migrations.sourceSide(vmi, migration, pod.metadata.uid ?? "");
       // The guest's agent is asked once the VMI says Running: that write is not held back by the question.
-      os = domain.state === "Running" && vmi.status.phase === VmiPhase.Running ? await guestOs(vmi, launcher) : undefined;
+      os =
+        domain.state === "Running" && vmi.status.phase === VmiPhase.Running ? await guestOs(vmi, launcher) : undefined;
     } catch (error) {
       if (!(error instanceof LauncherError)) throw error;
       // A launcher still starting libvirt: the VMI comes back here the moment its socket appears, and once more when
-      // the wait is over, when a launcher that never opened it is reported. Without a watch, it is looked at every second.
+      // the wait is over, when a launcher that never opened it is reported. Without a watch, it is looked at every
+      // second.
       const waitLeftMs = error instanceof LauncherNotListeningError ? socketWaitLeftMs(pod) : 0;
       if (waitLeftMs > 0) {
         const uid = pod.metadata.uid ?? "";
-        return launchers.whenSocketAppears(uid, () => { enqueue(vmi); }).then(
-          () => ({ requeueAfterMs: waitLeftMs }),
-          (watchError: unknown) => {
-            log.warn("could not watch for a launcher's socket; looking again in a second", { pod: uid, error: watchError });
-            return { requeueAfterMs: SOCKET_RECHECK_MS };
-          },
-        );
+        return launchers
+          .whenSocketAppears(uid, () => {
+            enqueue(vmi);
+          })
+          .then(
+            () => ({ requeueAfterMs: waitLeftMs }),
+            (watchError: unknown) => {
+              log.warn("could not watch for a launcher's socket; looking again in a second", {
+                pod: uid,
+                error: watchError,
+              });
+              return { requeueAfterMs: SOCKET_RECHECK_MS };
+            },
+          );
       }
       // A launcher that fails, breaks the protocol or does not answer is this VMI's failure alone:
       // said on the VMI, and the VMI tried again with the queue's back-off while the others go on.
-      await writeStatusIfChanged(client, kubevirtResources.virtualMachineInstances, vmi, launcherFailedStatus(vmi, error, now()));
+      await writeStatusIfChanged(
+        client,
+        kubevirtResources.virtualMachineInstances,
+        vmi,
+        launcherFailedStatus(vmi, error, now()),
+      );
       throw error;
     }
     // A domain that left for its migration's target is no guest that stopped: the controller moves the VMI over.
     const status = migratedAway(domain) ? vmi.status : handlerStatus(vmi, domain, pod.status ?? {}, now(), os);
-    await writeStatusIfChanged(client, kubevirtResources.virtualMachineInstances, vmi, withMigrationState(status, migration, migrationPatch));
+    await writeStatusIfChanged(
+      client,
+      kubevirtResources.virtualMachineInstances,
+      vmi,
+      withMigrationState(status, migration, migrationPatch),
+    );
     const moving = migration?.migrationUid !== undefined && migration.completed !== true && migration.failed !== true;
     return { requeueAfterMs: moving ? MIGRATION_POLL_MS : pushed ? DOMAIN_RESYNC_MS : DOMAIN_POLL_MS };
   };
 
-  // The target's half of the migrations coming to this node: VMIs the controller labelled with this node as their target.
+  // The target's half of the migrations coming to this node: VMIs the controller labelled with this node as their
+  // target.
   const migrating = config.migrations;
   if (migrating) {
     const targetQueue = manager.queue("handler-migration-targets");
-    const targets = manager.informer<VirtualMachineInstance>({ client, type: kubevirtResources.virtualMachineInstances, labelSelector: `${Label.MigrationTargetNodeName}=${nodeName}`, resyncMs: RESYNC_MS });
+    const targets = manager.informer<VirtualMachineInstance>({
+      client,
+      type: kubevirtResources.virtualMachineInstances,
+      labelSelector: `${Label.MigrationTargetNodeName}=${nodeName}`,
+      resyncMs: RESYNC_MS,
+    });
     const enqueueTarget = (vmi: VirtualMachineInstance) => {
       targetQueue.add(keyOf(vmi));
     };
@@ -251,14 +326,37 @@ export function createHandler(config: HandlerConfig) {
       const vmi = targets.get(key);
       const state = vmi ? migrationStateOf(vmi) : undefined;
       if (!vmi || !state?.migrationUid || state.targetNode !== nodeName) return undefined;
-      // The migration's target pod: the VMI's launcher pod on this node, labelled with the migration, its launcher started.
-      const pod = pods.byIndex(LAUNCHER_PODS_BY_VMI, launcherPodsKeyOf(vmi)).find((p) => p.metadata.name === state.targetPod && p.metadata.labels?.[Label.MigrationJobUid] === state.migrationUid && p.spec?.nodeName === nodeName);
-      const started = pod?.status?.containerStatuses?.find((c) => c.name === LAUNCHER_CONTAINER)?.state?.running !== undefined ? pod : undefined;
+      // The migration's target pod: the VMI's launcher pod on this node, labelled with the migration, its launcher
+      // started.
+      const pod = pods
+        .byIndex(LAUNCHER_PODS_BY_VMI, launcherPodsKeyOf(vmi))
+        .find(
+          (p) =>
+            p.metadata.name === state.targetPod &&
+            p.metadata.labels?.[Label.MigrationJobUid] === state.migrationUid &&
+            p.spec?.nodeName === nodeName,
+        );
+      const started =
+        pod?.status?.containerStatuses?.find((c) => c.name === LAUNCHER_CONTAINER)?.state?.running !== undefined
+          ? pod
+          : undefined;
       const patch = await migrating.targetSide(vmi, state, started?.metadata.uid);
-      if (patch) await writeStatusIfChanged(client, kubevirtResources.virtualMachineInstances, vmi, withMigrationState(vmi.status, state, patch));
+      if (patch)
+        await writeStatusIfChanged(
+          client,
+          kubevirtResources.virtualMachineInstances,
+          vmi,
+          withMigrationState(vmi.status, state, patch),
+        );
       return state.completed === true || state.failed === true ? undefined : { requeueAfterMs: MIGRATION_POLL_MS };
     };
-    manager.controller({ name: "handler-migration-targets", primary: targets, queue: targetQueue, reconcile: targetReconcile, workers: 2 });
+    manager.controller({
+      name: "handler-migration-targets",
+      primary: targets,
+      queue: targetQueue,
+      reconcile: targetReconcile,
+      workers: 2,
+    });
   }
 
   // After a restart, every running guest is looked at again: nothing is restarted, only reported.
@@ -269,12 +367,19 @@ export function createHandler(config: HandlerConfig) {
     /** The VMI of this node with that name, and the launcher pod running it. */
     consoleTarget: (namespace: string, name: string): ConsoleTarget => {
       const vmi = vmis.get(`${namespace}/${name}`);
-      if (!vmi || vmi.status?.nodeName !== nodeName) throw new ConsoleRefusal(404, `no VMI ${namespace}/${name} runs on node ${nodeName}`);
+      if (!vmi || vmi.status?.nodeName !== nodeName)
+        throw new ConsoleRefusal(404, `no VMI ${namespace}/${name} runs on node ${nodeName}`);
       const pod = runningLauncherPod(vmi);
-      if (!pod?.metadata.uid) throw new ConsoleRefusal(409, `the VMI ${namespace}/${name} has no running launcher pod; wait until it is Running`);
+      if (!pod?.metadata.uid)
+        throw new ConsoleRefusal(
+          409,
+          `the VMI ${namespace}/${name} has no running launcher pod; wait until it is Running`,
+        );
       return { vmi, podUid: pod.metadata.uid };
     },
-    /** Carries out a domain action through the target's launcher, and records it on the VMI as KubeVirt's handler does. */
+    /**
+     * Carries out a domain action through the target's launcher, and records it on the VMI as KubeVirt's handler does.
+     */
     act: async (target: ConsoleTarget, action: VmiDomainAction): Promise<unknown> => {
       // The launcher's methods carry the domain actions' names.
       const answer = await (await launchers.get(target.podUid)).call(action);

@@ -3,7 +3,14 @@ import { type Server, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { type DomainChange, type Handlers, LauncherClient, METHODS, RpcError, serveConnection } from "@kubevirt-ts/launcher-protocol";
+import {
+  type DomainChange,
+  type Handlers,
+  LauncherClient,
+  METHODS,
+  RpcError,
+  serveConnection,
+} from "@kubevirt-ts/launcher-protocol";
 import { createLogger } from "@kubevirt-ts/runtime";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { DomainWatches, WATCH_GAP_MS } from "./domain-watch.ts";
@@ -17,7 +24,9 @@ let server: Server | undefined;
 let client: LauncherClient | undefined;
 
 async function launcher(watch: Handlers["watch"]): Promise<LauncherClient> {
-  const others = Object.fromEntries(METHODS.map((m) => [m, () => Promise.reject(new RpcError("Failed", `${m} is not part of this test`))]));
+  const others = Object.fromEntries(
+    METHODS.map((m) => [m, () => Promise.reject(new RpcError("Failed", `${m} is not part of this test`))]),
+  );
   const handlers = { ...others, watch } as Handlers;
   const path = join(dir, "launcher.sock");
   server = createServer((socket) => {

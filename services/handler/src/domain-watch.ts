@@ -88,7 +88,10 @@ export class DomainWatches {
       this.watches.delete(podUid);
       if (error instanceof LauncherCallError) {
         this.polled.add(podUid);
-        this.o.log.info("the launcher cannot push its domain's changes; asking it at an interval", { pod: podUid, error: error.message });
+        this.o.log.info("the launcher cannot push its domain's changes; asking it at an interval", {
+          pod: podUid,
+          error: error.message,
+        });
       }
       this.o.lost(key);
     }

@@ -31,16 +31,27 @@ export interface HeartbeatOptions {
   random?: () => number;
 }
 
-/** The merge patch of one beat: the heartbeat, and the labeller's labels replacing those of the node it no longer has. */
-export function heartbeatPatch(node: Node | undefined, options: { schedulable: boolean; now: Date; labels: Record<string, string> | undefined }): { metadata: { labels: Record<string, string | null>; annotations: Record<string, string> } } {
+/**
+ * The merge patch of one beat: the heartbeat, and the labeller's labels replacing those of the node it no longer has.
+ */
+export function heartbeatPatch(
+  node: Node | undefined,
+  options: { schedulable: boolean; now: Date; labels: Record<string, string> | undefined },
+): { metadata: { labels: Record<string, string | null>; annotations: Record<string, string> } } {
   const labels: Record<string, string | null> = {};
   if (options.labels) {
-    for (const key of Object.keys(node?.metadata.labels ?? {})) if (isNodeLabellerLabel(key) && !(key in options.labels)) labels[key] = null;
+    for (const key of Object.keys(node?.metadata.labels ?? {}))
+      if (isNodeLabellerLabel(key) && !(key in options.labels)) labels[key] = null;
     Object.assign(labels, options.labels);
   }
   labels[NodeLabel.Schedulable] = String(options.schedulable);
   // RFC 3339 to the second, as Kubernetes' metav1.Time writes it.
-  return { metadata: { labels, annotations: { [NodeAnnotation.Heartbeat]: options.now.toISOString().replace(/\.\d+Z$/, "Z") } } };
+  return {
+    metadata: {
+      labels,
+      annotations: { [NodeAnnotation.Heartbeat]: options.now.toISOString().replace(/\.\d+Z$/, "Z") },
+    },
+  };
 }
 
 export interface Heartbeat {
@@ -55,12 +66,23 @@ export function startHeartbeat(o: HeartbeatOptions): Heartbeat {
   const random = o.random ?? Math.random;
   const abort = new AbortController();
   const beat = async (schedulable: boolean, withLabels: boolean) => {
-    const labels = withLabels && o.labels ? await o.labels().catch((error: unknown) => {
-      o.log.warn("the node labeller's files could not be read; the node keeps its labels", { error: String(error) });
-      return undefined;
-    }) : undefined;
+    const labels =
+      withLabels && o.labels
+        ? await o.labels().catch((error: unknown) => {
+            o.log.warn("the node labeller's files could not be read; the node keeps its labels", {
+              error: String(error),
+            });
+            return undefined;
+          })
+        : undefined;
     const node = labels ? await o.client.get<Node>(resources.nodes, undefined, o.nodeName) : undefined;
-    await o.client.patch(resources.nodes, undefined, o.nodeName, heartbeatPatch(node, { schedulable, now: now(), labels }), "merge");
+    await o.client.patch(
+      resources.nodes,
+      undefined,
+      o.nodeName,
+      heartbeatPatch(node, { schedulable, now: now(), labels }),
+      "merge",
+    );
   };
   const once = () =>
     beat(o.schedulable?.() ?? true, true).then(
@@ -76,7 +98,9 @@ export function startHeartbeat(o: HeartbeatOptions): Heartbeat {
     await first;
     // Each wait ends early, rejected, when the handler stops.
     for (;;) {
-      const waited = await sleep(o.intervalMs * (1 + random() * JITTER), true, { signal: abort.signal }).catch(() => false);
+      const waited = await sleep(o.intervalMs * (1 + random() * JITTER), true, { signal: abort.signal }).catch(
+        () => false,
+      );
       if (!waited) break;
       await once();
     }
@@ -88,7 +112,10 @@ export function startHeartbeat(o: HeartbeatOptions): Heartbeat {
       await loop;
       await Promise.race([
         beat(false, false).catch((error: unknown) => {
-          o.log.warn("the node could not be labelled unschedulable on the way out", { node: o.nodeName, error: String(error) });
+          o.log.warn("the node could not be labelled unschedulable on the way out", {
+            node: o.nodeName,
+            error: String(error),
+          });
         }),
         sleep(5_000),
       ]);

@@ -15,9 +15,19 @@ const vmi: VirtualMachineInstance = {
   status: { phase: "Running", nodeName: NODE, activePods: { "real-uid": NODE } },
 };
 const labels = { "kubevirt.io": "virt-launcher", "kubevirt.io/created-by": "vmi-uid" };
-const controllerRef = { apiVersion: "kubevirt.io/v1", kind: "VirtualMachineInstance", name: "vm", uid: "vmi-uid", controller: true, blockOwnerDeletion: true };
+const controllerRef = {
+  apiVersion: "kubevirt.io/v1",
+  kind: "VirtualMachineInstance",
+  name: "vm",
+  uid: "vmi-uid",
+  controller: true,
+  blockOwnerDeletion: true,
+};
 
-function pod(uid: string, changes: { namespace?: string; owned?: boolean; node?: string; phase?: string; deleting?: boolean } = {}): Pod {
+function pod(
+  uid: string,
+  changes: { namespace?: string; owned?: boolean; node?: string; phase?: string; deleting?: boolean } = {},
+): Pod {
   return {
     metadata: {
       namespace: changes.namespace ?? "victim",
@@ -37,11 +47,32 @@ const real = pod("real-uid");
 describe("the pod the handler uses for a VMI", () => {
   const cases: [string, Pod[], Pod | undefined][] = [
     ["the controller's pod, named in activePods", [real], real],
-    ["the real pod, whatever decoys come first", [pod("decoy-1", { namespace: "attacker", owned: false }), pod("decoy-2", { owned: false }), pod("decoy-3", { namespace: "attacker" }), real], real],
-    ["not a decoy in another namespace with the labels only", [pod("decoy", { namespace: "attacker", owned: false })], undefined],
-    ["not a decoy in another namespace with a forged controller reference", [pod("decoy", { namespace: "attacker" })], undefined],
+    [
+      "the real pod, whatever decoys come first",
+      [
+        pod("decoy-1", { namespace: "attacker", owned: false }),
+        pod("decoy-2", { owned: false }),
+        pod("decoy-3", { namespace: "attacker" }),
+        real,
+      ],
+      real,
+    ],
+    [
+      "not a decoy in another namespace with the labels only",
+      [pod("decoy", { namespace: "attacker", owned: false })],
+      undefined,
+    ],
+    [
+      "not a decoy in another namespace with a forged controller reference",
+      [pod("decoy", { namespace: "attacker" })],
+      undefined,
+    ],
     ["not a decoy in the same namespace with the labels only", [pod("decoy", { owned: false })], undefined],
-    ["not a decoy in another namespace whose uid activePods names", [{ ...pod("real-uid", { namespace: "attacker", owned: false }) }], undefined],
+    [
+      "not a decoy in another namespace whose uid activePods names",
+      [{ ...pod("real-uid", { namespace: "attacker", owned: false }) }],
+      undefined,
+    ],
     ["not an owned pod that activePods does not name", [pod("second")], undefined],
     ["not the real pod when activePods names it on another node", [pod("real-uid", { node: "node-b" })], undefined],
     ["not the real pod while it is being deleted", [pod("real-uid", { deleting: true })], undefined],

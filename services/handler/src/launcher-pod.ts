@@ -8,7 +8,12 @@ import { isLauncherPodOf } from "@kubevirt-ts/node-contract";
 // names on this node, and that runs. Any other pod carrying the launcher
 // labels, wherever it is, never gets the VMI's spec nor its keystrokes.
 
-export function launcherPodFor(vmi: VirtualMachineInstance, candidates: readonly Pod[], nodeName: string, evenTerminating = false): Pod | undefined {
+export function launcherPodFor(
+  vmi: VirtualMachineInstance,
+  candidates: readonly Pod[],
+  nodeName: string,
+  evenTerminating = false,
+): Pod | undefined {
   const active = vmi.status?.activePods ?? {};
   return candidates.find((pod) => {
     const uid = pod.metadata.uid;

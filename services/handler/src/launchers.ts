@@ -39,8 +39,15 @@ export class Launchers {
     if (!client) {
       client = (async () => {
         const socket = await openPodSocket(this.podsDir, podUid, SocketName.Launcher).catch((error: unknown) => {
-          if (isMissing(error)) throw new LauncherNotListeningError(`the launcher has not opened its socket yet: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
-          throw new LauncherUnreachableError(`the launcher's socket cannot be used: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+          if (isMissing(error))
+            throw new LauncherNotListeningError(
+              `the launcher has not opened its socket yet: ${error instanceof Error ? error.message : String(error)}`,
+              { cause: error },
+            );
+          throw new LauncherUnreachableError(
+            `the launcher's socket cannot be used: ${error instanceof Error ? error.message : String(error)}`,
+            { cause: error },
+          );
         });
         let connected: LauncherClient;
         try {
@@ -80,7 +87,12 @@ export class Launchers {
     this.watchers.set(podUid, watcher);
     this.log.info("waiting for the launcher to open its socket", { pod: podUid });
     // The socket may have come between the caller's attempt and the watch.
-    if (await lstat(podVolumePath(this.podsDir, podUid, SocketName.Launcher)).then(() => true, () => false)) {
+    if (
+      await lstat(podVolumePath(this.podsDir, podUid, SocketName.Launcher)).then(
+        () => true,
+        () => false,
+      )
+    ) {
       this.stopWatching(podUid);
       appeared();
     }

@@ -28,7 +28,10 @@ export const limits = {
    * size is the tenant's (pod-volume.ts).
    */
   podFileReadBytes: 32 * MiB,
-  /** How long a stat of "/" may take before libuv's threadpool is taken for stuck and the handler not ready (threadpool.ts). */
+  /**
+   * How long a stat of "/" may take before libuv's threadpool is taken for stuck and the handler not ready
+   * (threadpool.ts).
+   */
   threadpoolCanaryMs: 5_000,
   /**
    * The largest websocket frame the handler takes from the API: above the API's own bound on a client's frame

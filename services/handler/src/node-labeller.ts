@@ -23,7 +23,23 @@ export const LabellerFile = {
 
 /** KubeVirt's default obsolete CPU models: never labelled, so no VMI asks for one and lands here. */
 export const OBSOLETE_CPU_MODELS: ReadonlySet<string> = new Set(
-  ["486", "pentium", "pentium2", "pentium3", "pentiumpro", "coreduo", "n270", "core2duo", "Conroe", "athlon", "phenom", "qemu64", "qemu32", "kvm64", "kvm32"].flatMap((m) => [m, `${m}-v1`]),
+  [
+    "486",
+    "pentium",
+    "pentium2",
+    "pentium3",
+    "pentiumpro",
+    "coreduo",
+    "n270",
+    "core2duo",
+    "Conroe",
+    "athlon",
+    "phenom",
+    "qemu64",
+    "qemu32",
+    "kvm64",
+    "kvm32",
+  ].flatMap((m) => [m, `${m}-v1`]),
 );
 
 /** KubeVirt's default emulated machines on amd64: the machine types it labels and accepts. */
@@ -40,7 +56,8 @@ export interface NodeCapabilities {
 
 function attributes(tag: string): Record<string, string> {
   const result: Record<string, string> = {};
-  for (const [, name, , value] of tag.matchAll(/([\w-]+)=(['"])(.*?)\2/g)) if (name !== undefined && value !== undefined) result[name] = value;
+  for (const [, name, , value] of tag.matchAll(/([\w-]+)=(['"])(.*?)\2/g))
+    if (name !== undefined && value !== undefined) result[name] = value;
   return result;
 }
 
@@ -55,7 +72,10 @@ function cpuMode(xml: string, name: string): string | undefined {
 }
 
 function requiredFeatures(xml: string): string[] {
-  return [...xml.matchAll(/<feature\b([^>]*)\/>/g)].map(([, a]) => attributes(a ?? "")).filter((a) => a.policy === "require" && a.name !== undefined).map((a) => a.name ?? "");
+  return [...xml.matchAll(/<feature\b([^>]*)\/>/g)]
+    .map(([, a]) => attributes(a ?? ""))
+    .filter((a) => a.policy === "require" && a.name !== undefined)
+    .map((a) => a.name ?? "");
 }
 
 function text(xml: string, tag: string): string | undefined {
@@ -71,7 +91,8 @@ function text(xml: string, tag: string): string | undefined {
 export function nodeLabellerLabels(caps: NodeCapabilities): Record<string, string> {
   const labels: Record<string, string> = {};
   const add = (prefix: string, name: string | undefined) => {
-    if (name !== undefined && LABEL_NAME.test(name) && Object.keys(labels).length < limits.nodeLabellerLabels) labels[prefix + name] = "true";
+    if (name !== undefined && LABEL_NAME.test(name) && Object.keys(labels).length < limits.nodeLabellerLabels)
+      labels[prefix + name] = "true";
   };
   const custom = cpuMode(caps.domCapabilities, "custom") ?? "";
   for (const [, open, model] of custom.matchAll(/<model\b([^>]*)>([^<]*)<\/model>/g)) {
@@ -93,12 +114,16 @@ export function nodeLabellerLabels(caps: NodeCapabilities): Record<string, strin
   const x86 = /<arch name=['"]x86_64['"]>([\s\S]*?)<\/arch>/.exec(caps.capabilities ?? "")?.[1] ?? "";
   for (const [, open, machine] of x86.matchAll(/<machine\b([^>]*)>([^<]*)<\/machine>/g)) {
     const name = machine?.trim() ?? "";
-    if (attributes(open ?? "").deprecated !== "yes" && MACHINE_TYPE_PATTERNS.some((p) => p.test(name))) add(NodeLabelPrefix.MachineType, name);
+    if (attributes(open ?? "").deprecated !== "yes" && MACHINE_TYPE_PATTERNS.some((p) => p.test(name)))
+      add(NodeLabelPrefix.MachineType, name);
   }
   return labels;
 }
 
-/** One file of the labeller's folder, read up to the bound: refused, naming the file, when larger; undefined when absent. */
+/**
+ * One file of the labeller's folder, read up to the bound: refused, naming the file, when larger; undefined when
+ * absent.
+ */
 async function readBounded(dir: string, name: string): Promise<string | undefined> {
   const path = join(dir, name);
   const handle = await open(path).catch((error: unknown) => {
@@ -113,7 +138,11 @@ async function readBounded(dir: string, name: string): Promise<string | undefine
       const { bytesRead } = await handle.read(buffer, length, buffer.length - length, null);
       if (bytesRead === 0) break;
       length += bytesRead;
-      if (length > limits.nodeLabellerFileBytes) throw new Error(`${path} is larger than ${String(limits.nodeLabellerFileBytes)} bytes: not libvirt's answer; the handler labels the node without it`);
+      if (length > limits.nodeLabellerFileBytes)
+        throw new Error(
+          `${path} is larger than ${String(limits.nodeLabellerFileBytes)} bytes: not libvirt's ` +
+            "answer; the handler labels the node without it",
+        );
     }
     return buffer.subarray(0, length).toString("utf8");
   } finally {

@@ -8,7 +8,18 @@ import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { LAUNCHER_UID } from "@kubevirt-ts/kubevirt-api";
-import { O_PATH, POD_FILE_MAX_READ_BYTES, SERIAL_LOG_NAME, SocketName, openChecked, openPodSocket, openPodSocketsDir, podVolumePath, readPodFileTail, verifyPodVolumePath } from "./pod-volume.ts";
+import {
+  O_PATH,
+  POD_FILE_MAX_READ_BYTES,
+  SERIAL_LOG_NAME,
+  SocketName,
+  openChecked,
+  openPodSocket,
+  openPodSocketsDir,
+  podVolumePath,
+  readPodFileTail,
+  verifyPodVolumePath,
+} from "./pod-volume.ts";
 import { threadpoolCheck } from "./threadpool.ts";
 
 let podsDir: string;
@@ -24,7 +35,12 @@ async function listen(path: string, uid = LAUNCHER_UID): Promise<() => Promise<v
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(path, resolve));
   await chown(path, uid, uid);
-  return () => new Promise((resolve) => server.close(() => { resolve(); }));
+  return () =>
+    new Promise((resolve) =>
+      server.close(() => {
+        resolve();
+      }),
+    );
 }
 
 const launcherSocketPath = (dir: string, uid: string) => podVolumePath(dir, uid, SocketName.Launcher);
@@ -44,7 +60,9 @@ describe("verifyPodVolumePath", () => {
     const volume = join(podsDir, "pod-uid", "volumes", "kubernetes.io~empty-dir");
     await mkdir(volume, { recursive: true });
     await symlink(elsewhere, join(volume, "sockets"));
-    await expect(verifyLauncherSocket(podsDir, launcherSocketPath(podsDir, "pod-uid"))).rejects.toThrow(/sockets is a symlink; refusing to follow it/);
+    await expect(verifyLauncherSocket(podsDir, launcherSocketPath(podsDir, "pod-uid"))).rejects.toThrow(
+      /sockets is a symlink; refusing to follow it/,
+    );
     await close();
     await rm(elsewhere, { recursive: true, force: true });
   });
@@ -115,17 +133,20 @@ describe("readPodFileTail", () => {
 });
 
 describe("openPodSocketsDir", () => {
-  it("opens the pod's sockets folder so that a socket made through its handle lands in it, and unlinks there", async () => {
-    const volume = dirname(launcherSocketPath(podsDir, "pod-uid"));
-    await mkdir(volume, { recursive: true });
-    const dir = await openPodSocketsDir(podsDir, "pod-uid");
-    const server = createServer();
-    await new Promise<void>((resolve) => server.listen(join(dir.path, "migration-memory.sock"), resolve));
-    expect((await lstat(join(volume, "migration-memory.sock"))).isSocket()).toBe(true);
-    await new Promise((resolve) => server.close(resolve));
-    await dir.close();
-    await expect(lstat(join(volume, "migration-memory.sock"))).rejects.toThrow(/ENOENT/);
-  });
+  it(
+    "opens the pod's sockets folder so that a socket made through its " + "handle lands in it, and unlinks there",
+    async () => {
+      const volume = dirname(launcherSocketPath(podsDir, "pod-uid"));
+      await mkdir(volume, { recursive: true });
+      const dir = await openPodSocketsDir(podsDir, "pod-uid");
+      const server = createServer();
+      await new Promise<void>((resolve) => server.listen(join(dir.path, "migration-memory.sock"), resolve));
+      expect((await lstat(join(volume, "migration-memory.sock"))).isSocket()).toBe(true);
+      await new Promise((resolve) => server.close(resolve));
+      await dir.close();
+      await expect(lstat(join(volume, "migration-memory.sock"))).rejects.toThrow(/ENOENT/);
+    },
+  );
 
   it("refuses a sockets folder that is a symlink out of the pod", async () => {
     const elsewhere = await mkdtemp(join(tmpdir(), "elsewhere-"));
@@ -149,7 +170,10 @@ describe("a file swapped in after its path was checked", () => {
     // More opens than libuv has threads: a blocking open of each would hold them all.
     const opens = Array.from({ length: 8 }, () => openChecked(log, constants.O_RDONLY, "file"));
     const settled = await Promise.allSettled(opens);
-    for (const outcome of settled) expect(outcome.status === "rejected" ? String(outcome.reason) : "opened").toMatch(/serial0.log is not a regular file/);
+    for (const outcome of settled)
+      expect(outcome.status === "rejected" ? String(outcome.reason) : "opened").toMatch(
+        /serial0.log is not a regular file/,
+      );
     expect(Date.now() - started).toBeLessThan(2_000);
     expect(await threadpoolCheck(1_000)()).toBeUndefined();
     await expect(readPodFileTail(podsDir, "pod-uid", SERIAL_LOG_NAME, 100)).rejects.toThrow(/not a regular file/);
@@ -159,7 +183,9 @@ describe("a file swapped in after its path was checked", () => {
     const log = podVolumePath(podsDir, "pod-uid", SERIAL_LOG_NAME);
     await mkdir(dirname(log), { recursive: true });
     await symlink("/etc/passwd", log);
-    await expect(openChecked(log, constants.O_RDONLY, "file")).rejects.toThrow(/serial0.log is a symlink; refusing to follow it/);
+    await expect(openChecked(log, constants.O_RDONLY, "file")).rejects.toThrow(
+      /serial0.log is a symlink; refusing to follow it/,
+    );
     await rm(log);
     await promisify(execFile)("mknod", [log, "c", "1", "3"]);
     await chown(log, LAUNCHER_UID, LAUNCHER_UID);
@@ -180,30 +206,38 @@ describe("a file swapped in after its path was checked", () => {
     await writeFile(`${log}.new`, "second");
     await chown(`${log}.new`, LAUNCHER_UID, LAUNCHER_UID);
     await rename(`${log}.new`, log);
-    await expect(openChecked(log, constants.O_RDONLY, "file", seen)).rejects.toThrow(/serial0.log was replaced while it was being opened/);
+    await expect(openChecked(log, constants.O_RDONLY, "file", seen)).rejects.toThrow(
+      /serial0.log was replaced while it was being opened/,
+    );
   });
 
   it("reads no more than its named bound", async () => {
-    await expect(readPodFileTail(podsDir, "pod-uid", SERIAL_LOG_NAME, POD_FILE_MAX_READ_BYTES + 1)).rejects.toThrow(/maxBytes must be a whole number from 0 to POD_FILE_MAX_READ_BYTES/);
+    await expect(readPodFileTail(podsDir, "pod-uid", SERIAL_LOG_NAME, POD_FILE_MAX_READ_BYTES + 1)).rejects.toThrow(
+      /maxBytes must be a whole number from 0 to POD_FILE_MAX_READ_BYTES/,
+    );
   });
 });
 
 describe("threadpoolCheck", () => {
-  it("says the threadpool is stuck while every thread waits on a FIFO's blocking open, and recovers once they return", async () => {
-    // More than libuv's threads (4 unless UV_THREADPOOL_SIZE says otherwise): those past them wait in its queue.
-    const fifos = Array.from({ length: 16 }, (_, i) => join(podsDir, `fifo-${String(i)}`));
-    for (const fifo of fifos) await promisify(execFile)("mkfifo", [fifo]);
-    // What the handler did before: a plain O_RDONLY open of a FIFO waits for a writer, on a threadpool thread.
-    const blocked = fifos.map((fifo) => open(fifo, constants.O_RDONLY));
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    const check = threadpoolCheck(300);
-    expect(await check()).toMatch(/libuv's threadpool is stuck/);
-    // Writers, opened on the event loop's own thread, let the blocked opens return. O_RDWR (Linux: it never waits)
-    // rather than a non-blocking O_WRONLY, which fails with ENXIO on a FIFO whose blocked open is still queued
-    // behind the pool's threads: the writer is then there when that open runs.
-    const writers = fifos.map((fifo) => openSync(fifo, constants.O_RDWR));
-    for (const handle of await Promise.all(blocked)) await handle.close();
-    for (const fd of writers) closeSync(fd);
-    await expect.poll(() => check(), { timeout: 3_000 }).toBeUndefined();
-  });
+  it(
+    "says the threadpool is stuck while every thread waits on a FIFO's blocking " +
+      "open, and recovers once they return",
+    async () => {
+      // More than libuv's threads (4 unless UV_THREADPOOL_SIZE says otherwise): those past them wait in its queue.
+      const fifos = Array.from({ length: 16 }, (_, i) => join(podsDir, `fifo-${String(i)}`));
+      for (const fifo of fifos) await promisify(execFile)("mkfifo", [fifo]);
+      // What the handler did before: a plain O_RDONLY open of a FIFO waits for a writer, on a threadpool thread.
+      const blocked = fifos.map((fifo) => open(fifo, constants.O_RDONLY));
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const check = threadpoolCheck(300);
+      expect(await check()).toMatch(/libuv's threadpool is stuck/);
+      // Writers, opened on the event loop's own thread, let the blocked opens return. O_RDWR (Linux: it never waits)
+      // rather than a non-blocking O_WRONLY, which fails with ENXIO on a FIFO whose blocked open is still queued
+      // behind the pool's threads: the writer is then there when that open runs.
+      const writers = fifos.map((fifo) => openSync(fifo, constants.O_RDWR));
+      for (const handle of await Promise.all(blocked)) await handle.close();
+      for (const fd of writers) closeSync(fd);
+      await expect.poll(() => check(), { timeout: 3_000 }).toBeUndefined();
+    },
+  );
 });

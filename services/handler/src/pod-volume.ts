@@ -20,7 +20,11 @@ import { limits } from "./limits.ts";
 export const O_PATH = 0o10000000;
 
 /** The sockets the handler uses, under the names the launcher gives them. */
-export const SocketName = { Launcher: SocketsVolume.launcher, Serial: SocketsVolume.serial, Vnc: SocketsVolume.vnc } as const;
+export const SocketName = {
+  Launcher: SocketsVolume.launcher,
+  Serial: SocketsVolume.serial,
+  Vnc: SocketsVolume.vnc,
+} as const;
 export const SERIAL_LOG_NAME = SocketsVolume.serialLog;
 
 export function podVolumePath(podsDir: string, podUid: string, name: string): string {
@@ -32,7 +36,10 @@ type Kind = "socket" | "file" | "directory";
 /** The most the handler reads of one file in a pod's sockets volume: limits.podFileReadBytes. */
 export const POD_FILE_MAX_READ_BYTES = limits.podFileReadBytes;
 
-/** Checks each part of the path below podsDir with lstat; throws what is wrong, else answers what lstat saw of the entry. */
+/**
+ * Checks each part of the path below podsDir with lstat; throws what is wrong, else answers what lstat saw of the
+ * entry.
+ */
 export async function verifyPodVolumePath(podsDir: string, path: string, kind: Kind): Promise<Stats> {
   const parts = relative(podsDir, path).split(sep);
   if (parts.some((p) => p === ".." || p === "")) throw new Error(`${path} is not inside ${podsDir}`);
@@ -41,7 +48,8 @@ export async function verifyPodVolumePath(podsDir: string, path: string, kind: K
   for (const [i, part] of parts.entries()) {
     current = join(current, part);
     stats = await lstat(current);
-    if (stats.isSymbolicLink()) throw new Error(`${current} is a symlink; refusing to follow it out of the pod's volume`);
+    if (stats.isSymbolicLink())
+      throw new Error(`${current} is a symlink; refusing to follow it out of the pod's volume`);
     if (i === parts.length - 1 && kind !== "directory") checkEntry(current, stats, kind);
     else if (!stats.isDirectory()) throw new Error(`${current} is not a directory`);
   }
@@ -52,8 +60,10 @@ export async function verifyPodVolumePath(podsDir: string, path: string, kind: K
 function checkEntry(path: string, stats: Stats, kind: Kind): void {
   if (stats.isSymbolicLink()) throw new Error(`${path} is a symlink; refusing to follow it out of the pod's volume`);
   if (kind === "socket" && !stats.isSocket()) throw new Error(`${path} is not a socket`);
-  if (kind === "file" && !stats.isFile()) throw new Error(`${path} is not a regular file (a FIFO, device or folder is refused)`);
-  if (stats.uid !== LAUNCHER_UID) throw new Error(`${path} belongs to uid ${String(stats.uid)}, not the launcher's (${String(LAUNCHER_UID)})`);
+  if (kind === "file" && !stats.isFile())
+    throw new Error(`${path} is not a regular file (a FIFO, device or folder is refused)`);
+  if (stats.uid !== LAUNCHER_UID)
+    throw new Error(`${path} belongs to uid ${String(stats.uid)}, not the launcher's (${String(LAUNCHER_UID)})`);
 }
 
 /**
@@ -63,15 +73,19 @@ function checkEntry(path: string, stats: Stats, kind: Kind): void {
  * does not become the handler's.
  */
 export async function openChecked(path: string, flags: number, kind: Kind, seen?: Stats): Promise<FileHandle> {
-  const handle = await open(path, flags | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY).catch((error: unknown) => {
-    // Without O_PATH, O_NOFOLLOW refuses a symlink itself, with ELOOP.
-    if ((error as NodeJS.ErrnoException).code === "ELOOP") throw new Error(`${path} is a symlink; refusing to follow it out of the pod's volume`, { cause: error });
-    throw error;
-  });
+  const handle = await open(path, flags | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY).catch(
+    (error: unknown) => {
+      // Without O_PATH, O_NOFOLLOW refuses a symlink itself, with ELOOP.
+      if ((error as NodeJS.ErrnoException).code === "ELOOP")
+        throw new Error(`${path} is a symlink; refusing to follow it out of the pod's volume`, { cause: error });
+      throw error;
+    },
+  );
   try {
     const stats = await handle.stat();
     checkEntry(path, stats, kind);
-    if (seen && (seen.dev !== stats.dev || seen.ino !== stats.ino)) throw new Error(`${path} was replaced while it was being opened; refusing it`);
+    if (seen && (seen.dev !== stats.dev || seen.ino !== stats.ino))
+      throw new Error(`${path} was replaced while it was being opened; refusing it`);
     return handle;
   } catch (error) {
     await handle.close();
@@ -112,9 +126,17 @@ export async function openPodSocketsDir(podsDir: string, podUid: string): Promis
 }
 
 /** Reads at most the last maxBytes (at most POD_FILE_MAX_READ_BYTES) of a regular file in the pod's sockets volume. */
-export async function readPodFileTail(podsDir: string, podUid: string, name: string, maxBytes: number): Promise<Buffer> {
+export async function readPodFileTail(
+  podsDir: string,
+  podUid: string,
+  name: string,
+  maxBytes: number,
+): Promise<Buffer> {
   if (!Number.isSafeInteger(maxBytes) || maxBytes < 0 || maxBytes > POD_FILE_MAX_READ_BYTES) {
-    throw new RangeError(`maxBytes must be a whole number from 0 to POD_FILE_MAX_READ_BYTES (${String(POD_FILE_MAX_READ_BYTES)}), not ${String(maxBytes)}`);
+    throw new RangeError(
+      "maxBytes must be a whole number from 0 to POD_FILE_MAX_READ_BYTES " +
+        `(${String(POD_FILE_MAX_READ_BYTES)}), not ${String(maxBytes)}`,
+    );
   }
   const path = podVolumePath(podsDir, podUid, name);
   const seen = await verifyPodVolumePath(podsDir, path, "file");

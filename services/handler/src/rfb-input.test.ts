@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import { MAX_CLIENT_CUT_TEXT_BYTES, RfbInputFilter, RfbProtocolError } from "./rfb-input.ts";
 
 const VERSION = Buffer.from("RFB 003.008\n", "latin1");
-const key = (down: number, keysym: number) => Buffer.from([4, down, 0, 0, (keysym >>> 24) & 0xff, (keysym >>> 16) & 0xff, (keysym >>> 8) & 0xff, keysym & 0xff]);
+const key = (down: number, keysym: number) =>
+  Buffer.from([4, down, 0, 0, (keysym >>> 24) & 0xff, (keysym >>> 16) & 0xff, (keysym >>> 8) & 0xff, keysym & 0xff]);
 const pointer = Buffer.from([5, 1, 0, 10, 0, 20]);
 const updateRequest = Buffer.from([3, 1, 0, 0, 0, 0, 4, 0, 3, 0]);
 const setEncodings = Buffer.from([2, 0, 0, 2, 0, 0, 0, 7, 0xff, 0xff, 0xfe, 0xfe]);
@@ -28,7 +29,9 @@ describe("RfbInputFilter", () => {
 
   it("follows RFB 3.3, where the server chooses the security type, and VNC authentication's 16-byte answer", () => {
     const old = new RfbInputFilter();
-    expect(old.push(Buffer.concat([Buffer.from("RFB 003.003\n"), Buffer.from([0])]), true)).toEqual(Buffer.concat([Buffer.from("RFB 003.003\n"), Buffer.from([1])]));
+    expect(old.push(Buffer.concat([Buffer.from("RFB 003.003\n"), Buffer.from([0])]), true)).toEqual(
+      Buffer.concat([Buffer.from("RFB 003.003\n"), Buffer.from([1])]),
+    );
     const auth = new RfbInputFilter();
     const answer = Buffer.alloc(16, 0x5a);
     const passed = auth.push(Buffer.concat([VERSION, Buffer.from([2]), answer, Buffer.from([0]), key(1, 0x61)]), false);
@@ -37,8 +40,22 @@ describe("RfbInputFilter", () => {
 
   it("keeps every kind of input of a viewer without the keyboard from the guest, and passes the rest", () => {
     const { filter } = handshaken();
-    const all = [pixelFormat, setEncodings, updateRequest, key(1, 0x61), pointer, qemuKey, cutText, extendedCutText, fence, desktopSize, Buffer.from([250, 0, 1, 4])];
-    expect(filter.push(Buffer.concat(all), false)).toEqual(Buffer.concat([pixelFormat, setEncodings, updateRequest, fence]));
+    const all = [
+      pixelFormat,
+      setEncodings,
+      updateRequest,
+      key(1, 0x61),
+      pointer,
+      qemuKey,
+      cutText,
+      extendedCutText,
+      fence,
+      desktopSize,
+      Buffer.from([250, 0, 1, 4]),
+    ];
+    expect(filter.push(Buffer.concat(all), false)).toEqual(
+      Buffer.concat([pixelFormat, setEncodings, updateRequest, fence]),
+    );
   });
 
   it("passes the holder's input as it came", () => {
@@ -59,37 +76,49 @@ describe("RfbInputFilter", () => {
     expect(Buffer.concat(cut)).toEqual(Buffer.concat([updateRequest, updateRequest]));
   });
 
-  it("ends a viewer whose bytes it cannot cut: no RFB version, a security type it cannot follow, an unknown message", () => {
-    expect(() => new RfbInputFilter().push(Buffer.from("GET / HTTP/1.1\r\n"), true)).toThrow(RfbProtocolError);
-    expect(() => new RfbInputFilter().push(Buffer.concat([VERSION, Buffer.from([19])]), true)).toThrow(/security type 19/);
-    expect(() => handshaken().filter.push(Buffer.from([7, 0, 0, 0]), true)).toThrow(/message type 7/);
-    expect(() => handshaken().filter.push(Buffer.from([255, 9, 0, 0]), true)).toThrow(/subtype 9/);
-  });
+  it(
+    "ends a viewer whose bytes it cannot cut: no RFB version, a security type " +
+      "it cannot follow, an unknown message",
+    () => {
+      expect(() => new RfbInputFilter().push(Buffer.from("GET / HTTP/1.1\r\n"), true)).toThrow(RfbProtocolError);
+      expect(() => new RfbInputFilter().push(Buffer.concat([VERSION, Buffer.from([19])]), true)).toThrow(
+        /security type 19/,
+      );
+      expect(() => handshaken().filter.push(Buffer.from([7, 0, 0, 0]), true)).toThrow(/message type 7/);
+      expect(() => handshaken().filter.push(Buffer.from([255, 9, 0, 0]), true)).toThrow(/subtype 9/);
+    },
+  );
 
-  it("takes a clipboard of up to QEMU's 1 MiB, joined once however small its chunks, and refuses a longer one from its header", () => {
-    const text = Buffer.alloc(MAX_CLIENT_CUT_TEXT_BYTES, 0x61);
-    const header = Buffer.from([6, 0, 0, 0, 0, 0, 0, 0]);
-    header.writeInt32BE(MAX_CLIENT_CUT_TEXT_BYTES, 4);
-    const { filter } = handshaken();
-    const message = Buffer.concat([header, text]);
-    const started = performance.now();
-    const out: Buffer[] = [];
-    // 64-byte chunks: joining what is held to each of them would copy 8 GiB.
-    for (let at = 0; at < message.length; at += 64) out.push(filter.push(message.subarray(at, at + 64), true));
-    expect(performance.now() - started).toBeLessThan(2_000);
-    expect(Buffer.concat(out).equals(message)).toBe(true);
-    expect(filter.push(updateRequest, true)).toEqual(updateRequest);
+  it(
+    "takes a clipboard of up to QEMU's 1 MiB, joined once however small its chunks, " +
+      "and refuses a longer one from its header",
+    () => {
+      const text = Buffer.alloc(MAX_CLIENT_CUT_TEXT_BYTES, 0x61);
+      const header = Buffer.from([6, 0, 0, 0, 0, 0, 0, 0]);
+      header.writeInt32BE(MAX_CLIENT_CUT_TEXT_BYTES, 4);
+      const { filter } = handshaken();
+      const message = Buffer.concat([header, text]);
+      const started = performance.now();
+      const out: Buffer[] = [];
+      // 64-byte chunks: joining what is held to each of them would copy 8 GiB.
+      for (let at = 0; at < message.length; at += 64) out.push(filter.push(message.subarray(at, at + 64), true));
+      expect(performance.now() - started).toBeLessThan(2_000);
+      expect(Buffer.concat(out).equals(message)).toBe(true);
+      expect(filter.push(updateRequest, true)).toEqual(updateRequest);
 
-    const over = (length: number) => {
-      const bytes = Buffer.from([6, 0, 0, 0, 0, 0, 0, 0]);
-      bytes.writeInt32BE(length, 4);
-      return bytes;
-    };
-    // Refused from the 8 bytes of its header: nothing of the 2 GiB it announces is held.
-    expect(() => handshaken().filter.push(over(0x7fffffff), true)).toThrow(/ClientCutText of 2147483647 bytes is over the 1048576 allowed/);
-    expect(() => handshaken().filter.push(over(MAX_CLIENT_CUT_TEXT_BYTES + 1), false)).toThrow(RfbProtocolError);
-    // The extended clipboard's negated length, at its extreme, and one too short for its flags.
-    expect(() => handshaken().filter.push(over(-0x80000000), true)).toThrow(/ClientCutText of 2147483648 bytes/);
-    expect(() => handshaken().filter.push(over(-2), true)).toThrow(/needs at least its 4 bytes of flags/);
-  });
+      const over = (length: number) => {
+        const bytes = Buffer.from([6, 0, 0, 0, 0, 0, 0, 0]);
+        bytes.writeInt32BE(length, 4);
+        return bytes;
+      };
+      // Refused from the 8 bytes of its header: nothing of the 2 GiB it announces is held.
+      expect(() => handshaken().filter.push(over(0x7fffffff), true)).toThrow(
+        /ClientCutText of 2147483647 bytes is over the 1048576 allowed/,
+      );
+      expect(() => handshaken().filter.push(over(MAX_CLIENT_CUT_TEXT_BYTES + 1), false)).toThrow(RfbProtocolError);
+      // The extended clipboard's negated length, at its extreme, and one too short for its flags.
+      expect(() => handshaken().filter.push(over(-0x80000000), true)).toThrow(/ClientCutText of 2147483648 bytes/);
+      expect(() => handshaken().filter.push(over(-2), true)).toThrow(/needs at least its 4 bytes of flags/);
+    },
+  );
 });

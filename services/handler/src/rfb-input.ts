@@ -27,7 +27,9 @@ const MessageType = {
 /** QEMU's client messages (type 255) by subtype: the extended key event, and audio. */
 const QemuSubtype = { ExtendedKeyEvent: 0, Audio: 1 } as const;
 
-/** Security types a viewer may choose on a shared display: none, and VNC's challenge (its 16-byte answer is skipped). */
+/**
+ * Security types a viewer may choose on a shared display: none, and VNC's challenge (its 16-byte answer is skipped).
+ */
 const SecurityType = { None: 1, VncAuthentication: 2 } as const;
 
 /** The RFB protocol version's 12 bytes, "RFB 003.008\n". */
@@ -48,12 +50,18 @@ function frame(buf: Buffer): { length: number; input: boolean; whole: boolean } 
   const type = buf[0];
   const need = (length: number, input: boolean) => ({ length, input, whole: buf.length >= length });
   switch (type) {
-    case MessageType.SetPixelFormat: return need(20, false);
-    case MessageType.FramebufferUpdateRequest: return need(10, false);
-    case MessageType.EnableContinuousUpdates: return need(10, false);
-    case MessageType.KeyEvent: return need(8, true);
-    case MessageType.PointerEvent: return need(6, true);
-    case MessageType.Xvp: return need(4, true);
+    case MessageType.SetPixelFormat:
+      return need(20, false);
+    case MessageType.FramebufferUpdateRequest:
+      return need(10, false);
+    case MessageType.EnableContinuousUpdates:
+      return need(10, false);
+    case MessageType.KeyEvent:
+      return need(8, true);
+    case MessageType.PointerEvent:
+      return need(6, true);
+    case MessageType.Xvp:
+      return need(4, true);
     case MessageType.SetEncodings:
       return buf.length < 4 ? undefined : need(4 + 4 * buf.readUInt16BE(2), false);
     case MessageType.ClientCutText: {
@@ -61,8 +69,12 @@ function frame(buf: Buffer): { length: number; input: boolean; whole: boolean } 
       // The extended clipboard sends its length negated; its payload starts with 4 bytes of flags.
       const signed = buf.readInt32BE(4);
       const length = Math.abs(signed);
-      if (length > MAX_CLIENT_CUT_TEXT_BYTES) throw new RfbProtocolError(`ClientCutText of ${String(length)} bytes is over the ${String(MAX_CLIENT_CUT_TEXT_BYTES)} allowed`);
-      if (signed < 0 && length < 4) throw new RfbProtocolError("an extended ClientCutText needs at least its 4 bytes of flags");
+      if (length > MAX_CLIENT_CUT_TEXT_BYTES)
+        throw new RfbProtocolError(
+          `ClientCutText of ${String(length)} bytes is over the ${String(MAX_CLIENT_CUT_TEXT_BYTES)} allowed`,
+        );
+      if (signed < 0 && length < 4)
+        throw new RfbProtocolError("an extended ClientCutText needs at least its 4 bytes of flags");
       return need(8 + length, true);
     }
     case MessageType.ClientFence:
@@ -85,13 +97,16 @@ function frame(buf: Buffer): { length: number; input: boolean; whole: boolean } 
 }
 
 /**
- * One viewer's bytes towards QEMU: push what the viewer sent, with whether it holds the keyboard now, and get what may go on.
- * Bytes of a message not yet whole are held until the rest comes. Throws RfbProtocolError for what it cannot cut.
+ * One viewer's bytes towards QEMU: push what the viewer sent, with whether it holds the keyboard now, and get what may
+ * go on. Bytes of a message not yet whole are held until the rest comes. Throws RfbProtocolError for what it cannot
+ * cut.
  */
 export class RfbInputFilter {
   private stage: Stage = "version";
   private pending: Buffer = Buffer.alloc(0);
-  /** Chunks come since the last look, not yet joined to `pending`: a long message sent in small chunks is joined once. */
+  /**
+   * Chunks come since the last look, not yet joined to `pending`: a long message sent in small chunks is joined once.
+   */
   private arrived: Buffer[] = [];
   private arrivedBytes = 0;
   /** How many bytes the message at the start of `pending` needs, once its header told; 0 before. */

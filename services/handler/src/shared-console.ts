@@ -18,17 +18,26 @@ import { RfbInputFilter, RfbProtocolError } from "./rfb-input.ts";
 // and pixel format), each viewer's input cut into RFB messages so that only
 // the holder's keys and pointer pass (rfb-input.ts).
 
-/** Sends QEMU's bytes to a viewer's websocket, pausing the socket while the viewer is behind (limits.viewerPipe); a viewer that stays behind is cut off. */
+/**
+ * Sends QEMU's bytes to a viewer's websocket, pausing the socket while the viewer is behind (limits.viewerPipe); a
+ * viewer that stays behind is cut off.
+ */
 export function pipeToViewer(from: Socket, ws: WebSocket, bounds: PipeBounds = limits.viewerPipe): void {
-  const send = sendWithBackpressure(from, ws, bounds, (why) => { endSession(ws, SLOW_PEER_CLOSE_CODE, `this viewer ${why}: its session ended`, bounds.closeGraceMs); });
-  from.on("data", (chunk: Buffer) => { send(chunk, true); });
+  const send = sendWithBackpressure(from, ws, bounds, (why) => {
+    endSession(ws, SLOW_PEER_CLOSE_CODE, `this viewer ${why}: its session ended`, bounds.closeGraceMs);
+  });
+  from.on("data", (chunk: Buffer) => {
+    send(chunk, true);
+  });
 }
 
 /** Writes a viewer's input to QEMU's socket, pausing the viewer's websocket while QEMU (the guest) takes no more. */
 export function writeToGuest(to: Socket, ws: WebSocket, bytes: Buffer): void {
   if (to.write(bytes) || ws.isPaused) return;
   ws.pause();
-  to.once("drain", () => { ws.resume(); });
+  to.once("drain", () => {
+    ws.resume();
+  });
 }
 
 interface Viewer {
@@ -63,13 +72,20 @@ class KeyboardSharing {
       if (command?.type === "request" && this.holder !== viewer) {
         this.asking = viewer;
         if (this.holder) this.send(this.holder, { type: "request", from: who });
-      } else if (command?.type === "grant" && this.holder === viewer && this.asking && this.viewers.includes(this.asking)) {
+      } else if (
+        command?.type === "grant" &&
+        this.holder === viewer &&
+        this.asking &&
+        this.viewers.includes(this.asking)
+      ) {
         this.holder = this.asking;
         this.asking = undefined;
         this.announce();
       }
     });
-    ws.on("close", () => { this.leave(viewer); });
+    ws.on("close", () => {
+      this.leave(viewer);
+    });
     this.announce();
   }
 
@@ -91,7 +107,13 @@ class KeyboardSharing {
   }
 
   private announce(): void {
-    for (const viewer of this.viewers) this.send(viewer, { type: "state", holder: this.holder?.who ?? "", you: this.holder === viewer, viewers: this.viewers.length });
+    for (const viewer of this.viewers)
+      this.send(viewer, {
+        type: "state",
+        holder: this.holder?.who ?? "",
+        you: this.holder === viewer,
+        viewers: this.viewers.length,
+      });
   }
 
   private send(viewer: Viewer, message: ConsoleSharingMessage): void {
@@ -114,11 +136,19 @@ export class SharedConsole implements SharedSession {
   /** `ended` is called once the last viewer has gone or the guest's socket closed. */
   constructor(unix: Socket, ended: () => void) {
     this.unix = unix;
-    this.sharing = new KeyboardSharing(() => { unix.destroy(); });
+    this.sharing = new KeyboardSharing(() => {
+      unix.destroy();
+    });
     unix.on("data", (chunk: Buffer) => {
       for (const viewer of [...this.sharing.viewers]) {
         if (viewer.ws.readyState !== viewer.ws.OPEN) continue;
-        if (viewer.ws.bufferedAmount > limits.sharedConsoleBehindBytes) endSession(viewer.ws, SLOW_PEER_CLOSE_CODE, "this viewer could not keep up with the console's output", limits.viewerPipe.closeGraceMs);
+        if (viewer.ws.bufferedAmount > limits.sharedConsoleBehindBytes)
+          endSession(
+            viewer.ws,
+            SLOW_PEER_CLOSE_CODE,
+            "this viewer could not keep up with the console's output",
+            limits.viewerPipe.closeGraceMs,
+          );
         else viewer.ws.send(chunk, { binary: true });
       }
     });
@@ -134,7 +164,9 @@ export class SharedConsole implements SharedSession {
 
   join(ws: WebSocket, who: string): void {
     // Keystrokes of anyone but the holder go nowhere.
-    this.sharing.join(ws, who, (bytes, holds) => { if (holds) writeToGuest(this.unix, ws, bytes); });
+    this.sharing.join(ws, who, (bytes, holds) => {
+      if (holds) writeToGuest(this.unix, ws, bytes);
+    });
   }
 
   close(reason: string): void {
@@ -160,9 +192,15 @@ export class SharedDisplay implements SharedSession {
   join(ws: WebSocket, who: string, unix: Socket): void {
     const filter = new RfbInputFilter();
     pipeToViewer(unix, ws);
-    unix.on("close", () => { if (ws.readyState === ws.OPEN) ws.close(1000, "the VM's display closed"); });
-    unix.on("error", () => { ws.terminate(); });
-    ws.on("close", () => { unix.destroy(); });
+    unix.on("close", () => {
+      if (ws.readyState === ws.OPEN) ws.close(1000, "the VM's display closed");
+    });
+    unix.on("error", () => {
+      ws.terminate();
+    });
+    ws.on("close", () => {
+      unix.destroy();
+    });
     let refused = false;
     this.sharing.join(ws, who, (bytes, holds) => {
       if (refused) return;
@@ -170,7 +208,8 @@ export class SharedDisplay implements SharedSession {
         const pass = filter.push(bytes, holds);
         if (pass.length > 0) writeToGuest(unix, ws, pass);
       } catch (error) {
-        // Whatever went wrong with this viewer's bytes (an allocation too), it ends this viewer's session, not the handler.
+        // Whatever went wrong with this viewer's bytes (an allocation too), it ends this viewer's session, not the
+        // handler.
         refused = true;
         unix.destroy();
         const reason = error instanceof RfbProtocolError ? error.message : "its input could not be handled";

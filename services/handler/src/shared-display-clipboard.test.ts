@@ -38,8 +38,12 @@ beforeEach(async () => {
 
 afterEach(async () => {
   display.close("the test ended");
-  await new Promise((resolve) => { wss.close(resolve); });
-  await new Promise((resolve) => { qemu.close(resolve); });
+  await new Promise((resolve) => {
+    wss.close(resolve);
+  });
+  await new Promise((resolve) => {
+    qemu.close(resolve);
+  });
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -56,7 +60,9 @@ describe("a shared display's viewer with an oversized clipboard", () => {
   it("ends that viewer's session when its clipboard announces more than QEMU's 1 MiB, and no other", async () => {
     const alice = await viewer("alice");
     const mallory = await viewer("mallory");
-    await vi.waitFor(() => { expect(got).toHaveLength(2); });
+    await vi.waitFor(() => {
+      expect(got).toHaveLength(2);
+    });
     alice.send(handshake);
     mallory.send(handshake);
     const cut = Buffer.from([6, 0, 0, 0, 0, 0, 0, 0]);
@@ -64,10 +70,16 @@ describe("a shared display's viewer with an oversized clipboard", () => {
     const closed = once(mallory, "close") as Promise<[number, Buffer]>;
     mallory.send(Buffer.concat([cut, Buffer.alloc(64 * 1024)]));
     const [code, reason] = await closed;
-    expect([code, reason.toString()]).toEqual([1008, `the display could not be shared: ClientCutText of 2147483647 bytes is over the ${String(MAX_CLIENT_CUT_TEXT_BYTES)} allowed`.slice(0, 120)]);
+    expect([code, reason.toString()]).toEqual([
+      1008,
+      "the display could not be shared: ClientCutText of 2147483647 bytes is over " +
+        `the ${String(MAX_CLIENT_CUT_TEXT_BYTES)} allowed`.slice(0, 120),
+    ]);
     // Alice, who holds the keyboard, still reaches QEMU.
     alice.send(key(0x61));
-    await vi.waitFor(() => { expect(Buffer.concat(got[0] ?? []).subarray(-8)).toEqual(key(0x61)); });
+    await vi.waitFor(() => {
+      expect(Buffer.concat(got[0] ?? []).subarray(-8)).toEqual(key(0x61));
+    });
     // Nothing of mallory's clipboard reached QEMU.
     expect(Buffer.concat(got[1] ?? [])).toEqual(Buffer.concat([handshake.subarray(0, 13), Buffer.from([1])]));
     alice.close();

@@ -17,14 +17,31 @@ export function threadpoolCheck(timeoutMs: number = THREADPOOL_CANARY_TIMEOUT_MS
   return async () => {
     if (!outstanding) {
       const since = Date.now();
-      const done = stat("/").then(() => undefined, () => undefined).finally(() => { outstanding = undefined; });
+      const done = stat("/")
+        .then(
+          () => undefined,
+          () => undefined,
+        )
+        .finally(() => {
+          outstanding = undefined;
+        });
       outstanding = { since, done };
     }
     const { since, done } = outstanding;
     const left = Math.max(0, since + timeoutMs - Date.now());
     let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<"late">((resolve) => { timer = setTimeout(() => { resolve("late"); }, left); });
-    const result = await Promise.race([done, late]).finally(() => { clearTimeout(timer); });
-    return result === "late" ? `a file operation has not completed in ${String(Math.round((Date.now() - since) / 1000))} s: libuv's threadpool is stuck` : undefined;
+    const late = new Promise<"late">((resolve) => {
+      timer = setTimeout(() => {
+        resolve("late");
+      }, left);
+    });
+    const result = await Promise.race([done, late]).finally(() => {
+      clearTimeout(timer);
+    });
+    return result === "late"
+      ? "a file operation has not completed " +
+          `in ${String(Math.round((Date.now() - since) / 1000))} s: libuv's threadpool is ` +
+          "stuck"
+      : undefined;
   };
 }

@@ -19,15 +19,25 @@ afterEach(() => {
   for (const socket of sockets.splice(0)) socket.destroy();
   for (const server of servers.splice(0)) server.close();
 });
-afterAll(() => { for (const server of servers) server.close(); });
+afterAll(() => {
+  for (const server of servers) server.close();
+});
 
-/** QEMU's socket: writes CHUNK-byte chunks to each client, every `everyMs` (0: as fast as its socket takes them); keeps what each sends unread while `reading` is false. */
+/**
+ * QEMU's socket: writes CHUNK-byte chunks to each client, every `everyMs` (0: as fast as its socket takes them); keeps
+ * what each sends unread while `reading` is false.
+ */
 async function qemu(options: { everyMs: number; reading: boolean }): Promise<{ port: number; received: () => number }> {
   let received = 0;
   const server = createServer((c) => {
     sockets.push(c);
-    c.on("error", () => { /* the handler's side went away */ });
-    if (options.reading) c.on("data", (d: Buffer) => { received += d.length; });
+    c.on("error", () => {
+      /* the handler's side went away */
+    });
+    if (options.reading)
+      c.on("data", (d: Buffer) => {
+        received += d.length;
+      });
     else c.pause();
     const write = () => {
       if (c.destroyed) return;
@@ -43,8 +53,13 @@ async function qemu(options: { everyMs: number; reading: boolean }): Promise<{ p
   return { port: (server.address() as AddressInfo).port, received: () => received };
 }
 
-/** A websocket server whose every connection is given to `take`; resolves with a way to open a viewer (the client, and the server's side of it). */
-async function viewers(take: (ws: WebSocket) => void): Promise<() => Promise<{ client: WebSocket; served: WebSocket }>> {
+/**
+ * A websocket server whose every connection is given to `take`; resolves with a way to open a viewer (the client, and
+ * the server's side of it).
+ */
+async function viewers(
+  take: (ws: WebSocket) => void,
+): Promise<() => Promise<{ client: WebSocket; served: WebSocket }>> {
   const server = new WebSocketServer({ host: "127.0.0.1", port: 0, perMessageDeflate: false });
   servers.push(server);
   const served: WebSocket[] = [];
@@ -54,10 +69,17 @@ async function viewers(take: (ws: WebSocket) => void): Promise<() => Promise<{ c
   });
   await once(server, "listening");
   return async () => {
-    const client = new WebSocket(`ws://127.0.0.1:${String((server.address() as AddressInfo).port)}`, { perMessageDeflate: false });
-    sockets.push({ destroy: () => { client.terminate(); } });
+    const client = new WebSocket(`ws://127.0.0.1:${String((server.address() as AddressInfo).port)}`, {
+      perMessageDeflate: false,
+    });
+    sockets.push({
+      destroy: () => {
+        client.terminate();
+      },
+    });
     await once(client, "open");
-    while (served.length === 0 || served.at(-1)?.readyState !== WebSocket.OPEN) await new Promise((resolve) => setTimeout(resolve, 5));
+    while (served.length === 0 || served.at(-1)?.readyState !== WebSocket.OPEN)
+      await new Promise((resolve) => setTimeout(resolve, 5));
     const last = served.at(-1);
     if (!last) throw new Error("no viewer was served");
     return { client, served: last };
@@ -74,7 +96,9 @@ async function connected(port: number): Promise<Socket> {
 /** Counts the bytes a viewer receives. */
 function counter(ws: WebSocket): () => number {
   let bytes = 0;
-  ws.on("message", (data: Buffer) => { bytes += data.length; });
+  ws.on("message", (data: Buffer) => {
+    bytes += data.length;
+  });
   return () => bytes;
 }
 
@@ -108,34 +132,55 @@ async function readsAgain(client: WebSocket): Promise<[number, string]> {
 }
 
 describe("a viewer that stops reading", { timeout: 30_000 }, () => {
-  it("pauses only its own connection to QEMU, holds at most the bound, and is cut off with 1013 past the stall bound while another viewer goes on", async () => {
-    const bounds: PipeBounds = { highBytes: 256 * 1024, lowBytes: 64 * 1024, maxBytes: 1024 * 1024, stallMs: 1_500, closeGraceMs: 10_000 };
-    const { port } = await qemu({ everyMs: 0, reading: true });
-    const open = await viewers((ws) => { void connected(port).then((unix) => { pipeToViewer(unix, ws, bounds); }); });
-    const fast = await open();
-    const slow = await open();
-    const fastBytes = counter(fast.client);
-    slow.client.pause();
-    const pausedAt = Date.now();
-    const fastBefore = fastBytes();
-    const { most, cutAt } = await watchUntilCut(slow.served);
-    expect(most).toBeGreaterThan(bounds.highBytes);
-    expect(most).toBeLessThanOrEqual(bounds.maxBytes);
-    expect(cutAt - pausedAt).toBeGreaterThanOrEqual(bounds.stallMs);
-    expect(cutAt - pausedAt).toBeLessThan(bounds.stallMs + 3_000);
-    // The other viewer was sent tens of MiB meanwhile, and still is.
-    expect(fastBytes() - fastBefore).toBeGreaterThan(8 * 1024 * 1024);
-    expect(await stillReceiving(fastBytes)).toBe(true);
-    // Within the grace the slow viewer reads again: what was held for it, then why it was cut off.
-    expect(await readsAgain(slow.client)).toEqual([SLOW_PEER_CLOSE_CODE, "this viewer read nothing for 2 s: its session ended"]);
-  });
+  it(
+    "pauses only its own connection to QEMU, holds at most the bound, and is cut off with 1013 " +
+      "past the stall bound while another viewer goes on",
+    async () => {
+      const bounds: PipeBounds = {
+        highBytes: 256 * 1024,
+        lowBytes: 64 * 1024,
+        maxBytes: 1024 * 1024,
+        stallMs: 1_500,
+        closeGraceMs: 10_000,
+      };
+      const { port } = await qemu({ everyMs: 0, reading: true });
+      const open = await viewers((ws) => {
+        void connected(port).then((unix) => {
+          pipeToViewer(unix, ws, bounds);
+        });
+      });
+      const fast = await open();
+      const slow = await open();
+      const fastBytes = counter(fast.client);
+      slow.client.pause();
+      const pausedAt = Date.now();
+      const fastBefore = fastBytes();
+      const { most, cutAt } = await watchUntilCut(slow.served);
+      expect(most).toBeGreaterThan(bounds.highBytes);
+      expect(most).toBeLessThanOrEqual(bounds.maxBytes);
+      expect(cutAt - pausedAt).toBeGreaterThanOrEqual(bounds.stallMs);
+      expect(cutAt - pausedAt).toBeLessThan(bounds.stallMs + 3_000);
+      // The other viewer was sent tens of MiB meanwhile, and still is.
+      expect(fastBytes() - fastBefore).toBeGreaterThan(8 * 1024 * 1024);
+      expect(await stillReceiving(fastBytes)).toBe(true);
+      // Within the grace the slow viewer reads again: what was held for it, then why it was cut off.
+      expect(await readsAgain(slow.client)).toEqual([
+        SLOW_PEER_CLOSE_CODE,
+        "this viewer read nothing for 2 s: its session ended",
+      ]);
+    },
+  );
 
   it("of a shared serial console is cut off once it falls behind, and the other viewers go on", async () => {
     // A console that writes 12.8 MB/s: a viewer that reads keeps up, one that stops is 4 MiB behind within a second.
     const { port } = await qemu({ everyMs: 5, reading: true });
     const unix = await connected(port);
-    const group = new SharedConsole(unix, () => { /* the test ends the group */ });
-    const open = await viewers((ws) => { group.join(ws, `viewer-${String(group.size)}`); });
+    const group = new SharedConsole(unix, () => {
+      /* the test ends the group */
+    });
+    const open = await viewers((ws) => {
+      group.join(ws, `viewer-${String(group.size)}`);
+    });
     const fast = await open();
     const slow = await open();
     const fastBytes = counter(fast.client);
@@ -146,33 +191,44 @@ describe("a viewer that stops reading", { timeout: 30_000 }, () => {
     expect(most).toBeLessThanOrEqual(limits.sharedConsoleBehindBytes + CHUNK);
     expect(fast.served.readyState).toBe(WebSocket.OPEN);
     expect(await stillReceiving(fastBytes)).toBe(true);
-    expect(await readsAgain(slow.client)).toEqual([SLOW_PEER_CLOSE_CODE, "this viewer could not keep up with the console's output"]);
+    expect(await readsAgain(slow.client)).toEqual([
+      SLOW_PEER_CLOSE_CODE,
+      "this viewer could not keep up with the console's output",
+    ]);
     group.close("the test is over");
   });
 
-  it("holding the keyboard of a guest that reads no input is paused: the handler holds a frame or so of it, not all it sends", async () => {
-    const { port, received } = await qemu({ everyMs: 1_000, reading: false });
-    const unix = await connected(port);
-    const group = new SharedConsole(unix, () => { /* the test ends the group */ });
-    const open = await viewers((ws) => { group.join(ws, "holder"); });
-    const holder = await open();
-    let most = 0;
-    let sent = 0;
-    // The holder types 32 MiB as fast as its own socket takes it; its client keeps at most 1 MiB of its own unsent.
-    const until = Date.now() + 3_000;
-    while (Date.now() < until && sent < 32 * 1024 * 1024) {
-      if (holder.client.bufferedAmount < 1024 * 1024) {
-        holder.client.send(Buffer.alloc(CHUNK, 0x61));
-        sent += CHUNK;
+  it(
+    "holding the keyboard of a guest that reads no input is paused: the handler " +
+      "holds a frame or so of it, not all it sends",
+    async () => {
+      const { port, received } = await qemu({ everyMs: 1_000, reading: false });
+      const unix = await connected(port);
+      const group = new SharedConsole(unix, () => {
+        /* the test ends the group */
+      });
+      const open = await viewers((ws) => {
+        group.join(ws, "holder");
+      });
+      const holder = await open();
+      let most = 0;
+      let sent = 0;
+      // The holder types 32 MiB as fast as its own socket takes it; its client keeps at most 1 MiB of its own unsent.
+      const until = Date.now() + 3_000;
+      while (Date.now() < until && sent < 32 * 1024 * 1024) {
+        if (holder.client.bufferedAmount < 1024 * 1024) {
+          holder.client.send(Buffer.alloc(CHUNK, 0x61));
+          sent += CHUNK;
+        }
+        most = Math.max(most, unix.writableLength);
+        await new Promise((resolve) => setTimeout(resolve, 1));
       }
-      most = Math.max(most, unix.writableLength);
-      await new Promise((resolve) => setTimeout(resolve, 1));
-    }
-    expect(received()).toBe(0);
-    // What the kernel's socket buffers take, the rest waits in the holder's client: far less than what it sent.
-    expect(sent).toBeGreaterThan(4 * 1024 * 1024);
-    expect(most).toBeLessThanOrEqual(unix.writableHighWaterMark + 2 * CHUNK);
-    expect(holder.served.isPaused).toBe(true);
-    group.close("the test is over");
-  });
+      expect(received()).toBe(0);
+      // What the kernel's socket buffers take, the rest waits in the holder's client: far less than what it sent.
+      expect(sent).toBeGreaterThan(4 * 1024 * 1024);
+      expect(most).toBeLessThanOrEqual(unix.writableHighWaterMark + 2 * CHUNK);
+      expect(holder.served.isPaused).toBe(true);
+      group.close("the test is over");
+    },
+  );
 });

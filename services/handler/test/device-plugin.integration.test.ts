@@ -1,10 +1,23 @@
 import { mkdtemp, rm, stat, symlink, unlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type ClientReadableStream, Server, ServerCredentials, type ServiceError, credentials, status } from "@grpc/grpc-js";
+import {
+  type ClientReadableStream,
+  Server,
+  ServerCredentials,
+  type ServiceError,
+  credentials,
+  status,
+} from "@grpc/grpc-js";
 import { createLogger } from "@kubevirt-ts/runtime";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type Device, DevicePluginService, KUBELET_SOCKET, type RegisterRequest, RegistrationService } from "../src/device-plugin/api.ts";
+import {
+  type Device,
+  DevicePluginService,
+  KUBELET_SOCKET,
+  type RegisterRequest,
+  RegistrationService,
+} from "../src/device-plugin/api.ts";
 import { DevicePlugin, MAX_KUBELET_MESSAGE_BYTES } from "../src/device-plugin/plugin.ts";
 import { NODE_DEVICES, type NodeDevice } from "../src/device-plugin/devices.ts";
 
@@ -27,8 +40,21 @@ async function fakeKubelet(dir: string) {
       done(null, {});
     },
   });
-  await new Promise<void>((resolve, reject) => { server.bindAsync(`unix://${join(dir, KUBELET_SOCKET)}`, ServerCredentials.createInsecure(), (e) => { if (e) reject(e); else resolve(); }); });
-  return { registered, stop: () => new Promise<void>((resolve) => { server.tryShutdown(() => { resolve(); }); }) };
+  await new Promise<void>((resolve, reject) => {
+    server.bindAsync(`unix://${join(dir, KUBELET_SOCKET)}`, ServerCredentials.createInsecure(), (e) => {
+      if (e) reject(e);
+      else resolve();
+    });
+  });
+  return {
+    registered,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.tryShutdown(() => {
+          resolve();
+        });
+      }),
+  };
 }
 
 async function until<T>(what: () => T | undefined | Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
@@ -41,7 +67,9 @@ async function until<T>(what: () => T | undefined | Promise<T | undefined>, time
   }
 }
 
-interface Allocated { container_responses: { devices: object[] }[] }
+interface Allocated {
+  container_responses: { devices: object[] }[];
+}
 interface PluginClient {
   ListAndWatch(request: object): ClientReadableStream<{ devices: Device[] }>;
   Allocate(request: object, done: (e: ServiceError | null, v?: Allocated) => void): void;
@@ -73,13 +101,24 @@ describe("the kvm device plugin", () => {
     await rm(nodeDev, { recursive: true, force: true });
   });
 
-  const client = () => new DevicePluginService(`unix://${join(pluginsDir, "kubevirt-kvm.sock")}`, credentials.createInsecure()) as unknown as PluginClient;
+  const client = () =>
+    new DevicePluginService(
+      `unix://${join(pluginsDir, "kubevirt-kvm.sock")}`,
+      credentials.createInsecure(),
+    ) as unknown as PluginClient;
 
   it("registers, lists its units as the node's device comes and goes, and allocates /dev/kvm", async () => {
     const kubelet = await fakeKubelet(pluginsDir);
     plugin = new DevicePlugin({ device: kvm, pluginsDir, nodeDevDir: nodeDev, units: 4, checkIntervalMs: 100, log });
     await plugin.start();
-    expect(kubelet.registered).toEqual([{ version: "v1beta1", endpoint: "kubevirt-kvm.sock", resource_name: "devices.kubevirt.io/kvm", options: { pre_start_required: false, get_preferred_allocation_available: true } }]);
+    expect(kubelet.registered).toEqual([
+      {
+        version: "v1beta1",
+        endpoint: "kubevirt-kvm.sock",
+        resource_name: "devices.kubevirt.io/kvm",
+        options: { pre_start_required: false, get_preferred_allocation_available: true },
+      },
+    ]);
 
     const c = client();
     const lists: Device[][] = [];
@@ -96,14 +135,22 @@ describe("the kvm device plugin", () => {
 
     const allocated = await allocate(c, ["kvm0"]);
     expect(allocated?.container_responses).toHaveLength(1);
-    expect(allocated?.container_responses[0]?.devices).toEqual([{ container_path: "/dev/kvm", host_path: "/dev/kvm", permissions: "rw" }]);
+    expect(allocated?.container_responses[0]?.devices).toEqual([
+      { container_path: "/dev/kvm", host_path: "/dev/kvm", permissions: "rw" },
+    ]);
 
-    const refused = await allocate(c, ["gpu0"]).then(() => undefined, (e: unknown) => e as ServiceError);
+    const refused = await allocate(c, ["gpu0"]).then(
+      () => undefined,
+      (e: unknown) => e as ServiceError,
+    );
     expect(refused?.code).toBe(status.INVALID_ARGUMENT);
     expect(refused?.details).toMatch(/devices_ids: "gpu0" is not a unit of devices.kubevirt.io\/kvm/);
 
     // A request larger than any the kubelet sends is refused before the plugin reads it.
-    const huge = await allocate(c, ["k".repeat(MAX_KUBELET_MESSAGE_BYTES)]).then(() => undefined, (e: unknown) => e as ServiceError);
+    const huge = await allocate(c, ["k".repeat(MAX_KUBELET_MESSAGE_BYTES)]).then(
+      () => undefined,
+      (e: unknown) => e as ServiceError,
+    );
     expect(huge?.code).toBe(status.RESOURCE_EXHAUSTED);
     // Closing, while the kubelet's side still holds its connection and stream, takes the socket away.
     await plugin.close();
@@ -133,7 +180,9 @@ describe("the kvm device plugin", () => {
         resolve(m.devices);
         stream.cancel();
       });
-      stream.on("error", (e: ServiceError) => { if (e.code !== status.CANCELLED) reject(e); });
+      stream.on("error", (e: ServiceError) => {
+        if (e.code !== status.CANCELLED) reject(e);
+      });
     });
     expect(first.map((d) => d.ID)).toEqual(["kvm0", "kvm1"]);
     c.close();

@@ -7,7 +7,14 @@ import { freePort } from "@kubevirt-ts/control-plane";
 import { startServiceProcess, test, tlsSecretDir } from "@kubevirt-ts/control-plane/testing";
 import { type Event, KubeClient, type KubeObject, resources } from "@kubevirt-ts/kube";
 import { ConsoleServer } from "@kubevirt-ts/node-contract";
-import { LAUNCHER_UID, Label, LabelValue, type VirtualMachineInstance, defaultVmiSpec, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
+import {
+  LAUNCHER_UID,
+  Label,
+  LabelValue,
+  type VirtualMachineInstance,
+  defaultVmiSpec,
+  kubevirtResources,
+} from "@kubevirt-ts/kubevirt-api";
 import { type DomainChange, type DomainStatus, RpcError, serveConnection } from "@kubevirt-ts/launcher-protocol";
 import { expect } from "vitest";
 import { SocketName, podVolumePath } from "../src/pod-volume.ts";
@@ -27,7 +34,10 @@ let sockets = 0;
 /** The reasons of the events the handler recorded on a VMI, sorted (events within a second come in no order). */
 async function handlerEvents(client: KubeClient, namespace: string, name: string): Promise<string[]> {
   const events = (await client.list<Event>(resources.events, namespace)).items;
-  return events.filter((e) => e.involvedObject.name === name && e.source?.component === "virt-handler").map((e) => `${e.type ?? ""} ${e.reason ?? ""}`).sort();
+  return events
+    .filter((e) => e.involvedObject.name === name && e.source?.component === "virt-handler")
+    .map((e) => `${e.type ?? ""} ${e.reason ?? ""}`)
+    .sort();
 }
 
 async function listen(path: string, onConnection: (socket: Socket) => void): Promise<Server> {
@@ -70,8 +80,14 @@ function hostile(connections: { count: number }) {
 
 /** What the good launcher's guest agent tells of its OS: every field the handler writes to guestOSInfo. */
 const GUEST_OS = {
-  id: "debian", name: "Debian GNU/Linux", prettyName: "Debian GNU/Linux 12 (bookworm)", version: "12 (bookworm)", versionId: "12",
-  kernelRelease: "6.1.0-28-cloud-amd64", kernelVersion: "#1 SMP PREEMPT_DYNAMIC Debian 6.1.119-1", machine: "x86_64",
+  id: "debian",
+  name: "Debian GNU/Linux",
+  prettyName: "Debian GNU/Linux 12 (bookworm)",
+  version: "12 (bookworm)",
+  versionId: "12",
+  kernelRelease: "6.1.0-28-cloud-amd64",
+  kernelVersion: "#1 SMP PREEMPT_DYNAMIC Debian 6.1.119-1",
+  machine: "x86_64",
 };
 
 /** A stand-in launcher's domain: its status, its revision, and the watches waiting for its next change. */
@@ -119,7 +135,9 @@ function correct(calls: { state: number; synced: string[] }, domain = new StandI
         return Promise.resolve(domain.status);
       },
       watch: ({ since, timeoutSeconds }) =>
-        pushes ? domain.watch(since, timeoutSeconds) : Promise.reject(new RpcError("BadRequest", "not a request: request.method: Invalid option")),
+        pushes
+          ? domain.watch(since, timeoutSeconds)
+          : Promise.reject(new RpcError("BadRequest", "not a request: request.method: Invalid option")),
       pause: () => Promise.resolve(domain.status),
       unpause: () => Promise.resolve(domain.status),
       softReboot: () => Promise.resolve(domain.status),
@@ -131,7 +149,8 @@ function correct(calls: { state: number; synced: string[] }, domain = new StandI
       domainStats: () => Promise.reject(new RpcError("Failed", "no stats")),
       freeze: () => Promise.reject(new RpcError("Failed", "the guest has no agent")),
       unfreeze: () => Promise.reject(new RpcError("Failed", "the guest has no agent")),
-      portForward: () => Promise.reject(new RpcError("BadRequest", "the VMI has no interface on the pod network to forward to")),
+      portForward: () =>
+        Promise.reject(new RpcError("BadRequest", "the VMI has no interface on the pod network to forward to")),
       prepareMigrationTarget: () => Promise.reject(new RpcError("BadRequest", "not a migration target")),
       migrate: () => Promise.reject(new RpcError("BadRequest", "no migration")),
       migrationState: () => Promise.resolve({ phase: "None" }),
@@ -159,135 +178,212 @@ async function scheduledVmi(client: KubeClient, namespace: string, name: string,
       name: `virt-launcher-${name}`,
       namespace,
       labels: { [Label.App]: LabelValue.Launcher, [Label.CreatedBy]: uid },
-      ownerReferences: [{ apiVersion: "kubevirt.io/v1", kind: "VirtualMachineInstance", name, uid, controller: true, blockOwnerDeletion: true }],
+      ownerReferences: [
+        {
+          apiVersion: "kubevirt.io/v1",
+          kind: "VirtualMachineInstance",
+          name,
+          uid,
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ],
     },
     spec: { nodeName: NODE, containers: [{ name: "compute", image: "kubevirt-ts.local/virt-launcher:test" }] },
   });
   const containerStatuses = startedAt
-    ? [{ name: "compute", image: "kubevirt-ts.local/virt-launcher:test", imageID: "", ready: true, restartCount: 0, started: true, state: { running: { startedAt: startedAt.toISOString().replace(/\.\d+Z$/, "Z") } } }]
+    ? [
+        {
+          name: "compute",
+          image: "kubevirt-ts.local/virt-launcher:test",
+          imageID: "",
+          ready: true,
+          restartCount: 0,
+          started: true,
+          state: { running: { startedAt: startedAt.toISOString().replace(/\.\d+Z$/, "Z") } },
+        },
+      ]
     : undefined;
-  await client.update(resources.pods, { ...pod, status: { phase: "Running", podIP: "198.18.0.9", podIPs: [{ ip: "198.18.0.9" }], ...(containerStatuses ? { containerStatuses } : {}) } }, "status");
+  await client.update(
+    resources.pods,
+    {
+      ...pod,
+      status: {
+        phase: "Running",
+        podIP: "198.18.0.9",
+        podIPs: [{ ip: "198.18.0.9" }],
+        ...(containerStatuses ? { containerStatuses } : {}),
+      },
+    },
+    "status",
+  );
   const podUid = pod.metadata.uid ?? "";
-  await client.update(kubevirtResources.virtualMachineInstances, { ...vmi, status: { phase: "Scheduled", nodeName: NODE, activePods: { [podUid]: NODE } } });
+  await client.update(kubevirtResources.virtualMachineInstances, {
+    ...vmi,
+    status: { phase: "Scheduled", nodeName: NODE, activePods: { [podUid]: NODE } },
+  });
   return podUid;
 }
 
-test("a hostile launcher costs only its own VMI a condition: the other VMI runs and the handler stays up", { timeout: 180_000 }, async ({ kubeConfig, namespace }) => {
-  const client = await KubeClient.fromKubeConfig(kubeConfig);
-  const podsDir = await mkdtemp(join(tmpdir(), "kubelet-pods-"));
-  const hostileConnections = { count: 0 };
-  const calls = { state: 0, synced: [] as string[] };
-  const servers: Server[] = [];
-  const handler = await (async () => {
-    servers.push(await listen(podVolumePath(podsDir, await scheduledVmi(client, namespace, "hostile"), SocketName.Launcher), hostile(hostileConnections)));
-    servers.push(await listen(podVolumePath(podsDir, await scheduledVmi(client, namespace, "good"), SocketName.Launcher), correct(calls)));
-    return startServiceProcess(fileURLToPath(new URL("../src/main.ts", import.meta.url)), {
+test(
+  "a hostile launcher costs only its own VMI a condition: the other VMI runs and the handler stays up",
+  { timeout: 180_000 },
+  async ({ kubeConfig, namespace }) => {
+    const client = await KubeClient.fromKubeConfig(kubeConfig);
+    const podsDir = await mkdtemp(join(tmpdir(), "kubelet-pods-"));
+    const hostileConnections = { count: 0 };
+    const calls = { state: 0, synced: [] as string[] };
+    const servers: Server[] = [];
+    const handler = await (async () => {
+      servers.push(
+        await listen(
+          podVolumePath(podsDir, await scheduledVmi(client, namespace, "hostile"), SocketName.Launcher),
+          hostile(hostileConnections),
+        ),
+      );
+      servers.push(
+        await listen(
+          podVolumePath(podsDir, await scheduledVmi(client, namespace, "good"), SocketName.Launcher),
+          correct(calls),
+        ),
+      );
+      return startServiceProcess(fileURLToPath(new URL("../src/main.ts", import.meta.url)), {
+        NODE_NAME: NODE,
+        KUBELET_PODS_DIR: podsDir,
+        CONSOLE_TLS_DIR: await tlsSecretDir(ConsoleServer.handlerIdentity, "server", [ConsoleServer.handlerIdentity]),
+        CONSOLE_PORT: String(await freePort()),
+      });
+    })();
+    const vmi = (name: string) =>
+      client.get<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, namespace, name);
+    const synchronized = async (name: string) =>
+      (await vmi(name)).status?.conditions?.find((c) => c.type === "Synchronized");
+    try {
+      // The protocol-correct launcher gets its VMI, which the handler reports Running.
+      await expect.poll(async () => (await vmi("good")).status?.phase, { timeout: 60_000 }).toBe("Running");
+      expect(calls.synced).toEqual(["good"]);
+      // The hostile one: its VMI says why, and stays Scheduled.
+      await expect
+        .poll(() => synchronized("hostile"), { timeout: 60_000 })
+        .toMatchObject({ status: "False", reason: "LauncherProtocolViolation" });
+      expect((await synchronized("hostile"))?.message).toMatch(
+        /^the launcher broke the protocol \((InvalidJson|LineTooLong|InvalidResult)\)/,
+      );
+      expect((await vmi("hostile")).status?.phase).toBe("Scheduled");
+      // The handler keeps coming back to it (every kind of garbage, with back-off), and keeps looking after the good
+      // VMI meanwhile.
+      await expect.poll(() => hostileConnections.count, { timeout: 60_000 }).toBeGreaterThanOrEqual(4);
+      const statesBefore = calls.state;
+      await expect.poll(() => calls.state, { timeout: 30_000 }).toBeGreaterThan(statesBefore + 2);
+      expect((await vmi("good")).status?.conditions?.find((c) => c.type === "Ready")).toMatchObject({ status: "True" });
+      // What the handler writes of the guest's OS comes back whole from the API server: no field is pruned by the CRD's
+      // schema.
+      await expect.poll(async () => (await vmi("good")).status?.guestOSInfo, { timeout: 30_000 }).toEqual(GUEST_OS);
+      expect((await vmi("good")).status?.conditions?.find((c) => c.type === "AgentConnected")).toMatchObject({
+        status: "True",
+      });
+      expect((await vmi("good")).status?.interfaces).toEqual([
+        expect.objectContaining({ name: "default", ipAddress: "198.18.0.9" }),
+      ]);
+      expect(await synchronized("good")).toBeUndefined();
+      // KubeVirt's SyncEvents: the good VMI's domain defined and started, once each; the hostile one's failure.
+      expect(await handlerEvents(client, namespace, "good")).toEqual(["Normal Created", "Normal Started"]);
+      const hostileEvents = await handlerEvents(client, namespace, "hostile");
+      expect(hostileEvents).toContain("Warning SyncFailed");
+      expect(hostileEvents.filter((e) => !e.endsWith("SyncFailed"))).toEqual([]);
+      expect(await handler.probe("/healthz")).toBe(200);
+      expect(handler.output()).not.toContain("uncaught");
+      expect(handler.output()).not.toContain("unhandled");
+    } finally {
+      expect(await handler.terminate(), handler.output()).toBe(0);
+      for (const server of servers) server.close();
+      await rm(podsDir, { recursive: true, force: true });
+    }
+  },
+);
+
+test(
+  "a VMI whose launcher is still starting waits for its socket without a failure, and runs once the socket appears",
+  { timeout: 120_000 },
+  async ({ kubeConfig, namespace }) => {
+    const client = await KubeClient.fromKubeConfig(kubeConfig);
+    const podsDir = await mkdtemp(join(tmpdir(), "kubelet-pods-"));
+    const calls = { state: 0, synced: [] as string[] };
+    // The kubelet makes the pod's volumes before its containers start; the launcher opens its socket later.
+    const podUid = await scheduledVmi(client, namespace, "late", new Date());
+    const socketPath = podVolumePath(podsDir, podUid, SocketName.Launcher);
+    await mkdir(join(socketPath, ".."), { recursive: true });
+    const handler = await startServiceProcess(fileURLToPath(new URL("../src/main.ts", import.meta.url)), {
       NODE_NAME: NODE,
       KUBELET_PODS_DIR: podsDir,
       CONSOLE_TLS_DIR: await tlsSecretDir(ConsoleServer.handlerIdentity, "server", [ConsoleServer.handlerIdentity]),
       CONSOLE_PORT: String(await freePort()),
     });
-  })();
-  const vmi = (name: string) => client.get<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, namespace, name);
-  const synchronized = async (name: string) => (await vmi(name)).status?.conditions?.find((c) => c.type === "Synchronized");
-  try {
-    // The protocol-correct launcher gets its VMI, which the handler reports Running.
-    await expect.poll(async () => (await vmi("good")).status?.phase, { timeout: 60_000 }).toBe("Running");
-    expect(calls.synced).toEqual(["good"]);
-    // The hostile one: its VMI says why, and stays Scheduled.
-    await expect.poll(() => synchronized("hostile"), { timeout: 60_000 }).toMatchObject({ status: "False", reason: "LauncherProtocolViolation" });
-    expect((await synchronized("hostile"))?.message).toMatch(/^the launcher broke the protocol \((InvalidJson|LineTooLong|InvalidResult)\)/);
-    expect((await vmi("hostile")).status?.phase).toBe("Scheduled");
-    // The handler keeps coming back to it (every kind of garbage, with back-off), and keeps looking after the good VMI meanwhile.
-    await expect.poll(() => hostileConnections.count, { timeout: 60_000 }).toBeGreaterThanOrEqual(4);
-    const statesBefore = calls.state;
-    await expect.poll(() => calls.state, { timeout: 30_000 }).toBeGreaterThan(statesBefore + 2);
-    expect((await vmi("good")).status?.conditions?.find((c) => c.type === "Ready")).toMatchObject({ status: "True" });
-    // What the handler writes of the guest's OS comes back whole from the API server: no field is pruned by the CRD's schema.
-    await expect.poll(async () => (await vmi("good")).status?.guestOSInfo, { timeout: 30_000 }).toEqual(GUEST_OS);
-    expect((await vmi("good")).status?.conditions?.find((c) => c.type === "AgentConnected")).toMatchObject({ status: "True" });
-    expect((await vmi("good")).status?.interfaces).toEqual([expect.objectContaining({ name: "default", ipAddress: "198.18.0.9" })]);
-    expect(await synchronized("good")).toBeUndefined();
-    // KubeVirt's SyncEvents: the good VMI's domain defined and started, once each; the hostile one's failure.
-    expect(await handlerEvents(client, namespace, "good")).toEqual(["Normal Created", "Normal Started"]);
-    const hostileEvents = await handlerEvents(client, namespace, "hostile");
-    expect(hostileEvents).toContain("Warning SyncFailed");
-    expect(hostileEvents.filter((e) => !e.endsWith("SyncFailed"))).toEqual([]);
-    expect(await handler.probe("/healthz")).toBe(200);
-    expect(handler.output()).not.toContain("uncaught");
-    expect(handler.output()).not.toContain("unhandled");
-  } finally {
-    expect(await handler.terminate(), handler.output()).toBe(0);
-    for (const server of servers) server.close();
-    await rm(podsDir, { recursive: true, force: true });
-  }
-});
+    const vmi = () => client.get<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, namespace, "late");
+    let server: Server | undefined;
+    try {
+      // The handler has looked at the VMI and found no socket: it says nothing on the VMI, which stays as the
+      // controller wrote it.
+      await expect
+        .poll(() => handler.output(), { timeout: 30_000 })
+        .toContain("waiting for the launcher to open its socket");
+      const waiting = await vmi();
+      expect(waiting.status?.phase).toBe("Scheduled");
+      expect(waiting.status?.conditions?.find((c) => c.type === "Synchronized")).toBeUndefined();
+      server = await listen(socketPath, correct(calls));
+      await expect.poll(async () => (await vmi()).status?.phase, { timeout: 30_000 }).toBe("Running");
+      expect(calls.synced).toEqual(["late"]);
+      expect((await vmi()).status?.conditions?.find((c) => c.type === "Synchronized")).toBeUndefined();
+      expect(handler.output()).not.toContain("could not watch");
+    } finally {
+      expect(await handler.terminate(), handler.output()).toBe(0);
+      server?.close();
+      await rm(podsDir, { recursive: true, force: true });
+    }
+  },
+);
 
-test("a VMI whose launcher is still starting waits for its socket without a failure, and runs once the socket appears", { timeout: 120_000 }, async ({ kubeConfig, namespace }) => {
-  const client = await KubeClient.fromKubeConfig(kubeConfig);
-  const podsDir = await mkdtemp(join(tmpdir(), "kubelet-pods-"));
-  const calls = { state: 0, synced: [] as string[] };
-  // The kubelet makes the pod's volumes before its containers start; the launcher opens its socket later.
-  const podUid = await scheduledVmi(client, namespace, "late", new Date());
-  const socketPath = podVolumePath(podsDir, podUid, SocketName.Launcher);
-  await mkdir(join(socketPath, ".."), { recursive: true });
-  const handler = await startServiceProcess(fileURLToPath(new URL("../src/main.ts", import.meta.url)), {
-    NODE_NAME: NODE,
-    KUBELET_PODS_DIR: podsDir,
-    CONSOLE_TLS_DIR: await tlsSecretDir(ConsoleServer.handlerIdentity, "server", [ConsoleServer.handlerIdentity]),
-    CONSOLE_PORT: String(await freePort()),
-  });
-  const vmi = () => client.get<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, namespace, "late");
-  let server: Server | undefined;
-  try {
-    // The handler has looked at the VMI and found no socket: it says nothing on the VMI, which stays as the controller wrote it.
-    await expect.poll(() => handler.output(), { timeout: 30_000 }).toContain("waiting for the launcher to open its socket");
-    const waiting = await vmi();
-    expect(waiting.status?.phase).toBe("Scheduled");
-    expect(waiting.status?.conditions?.find((c) => c.type === "Synchronized")).toBeUndefined();
-    server = await listen(socketPath, correct(calls));
-    await expect.poll(async () => (await vmi()).status?.phase, { timeout: 30_000 }).toBe("Running");
-    expect(calls.synced).toEqual(["late"]);
-    expect((await vmi()).status?.conditions?.find((c) => c.type === "Synchronized")).toBeUndefined();
-    expect(handler.output()).not.toContain("could not watch");
-  } finally {
-    expect(await handler.terminate(), handler.output()).toBe(0);
-    server?.close();
-    await rm(podsDir, { recursive: true, force: true });
-  }
-});
-
-test("a launcher that pushes: the VMI says its guest powered itself off within 1 s, with no polling", { timeout: 120_000 }, async ({ kubeConfig, namespace }) => {
-  const client = await KubeClient.fromKubeConfig(kubeConfig);
-  const podsDir = await mkdtemp(join(tmpdir(), "kubelet-pods-"));
-  const calls = { state: 0, synced: [] as string[] };
-  const domain = new StandInDomain();
-  const server = await listen(podVolumePath(podsDir, await scheduledVmi(client, namespace, "pushed"), SocketName.Launcher), correct(calls, domain, true));
-  const handler = await startServiceProcess(fileURLToPath(new URL("../src/main.ts", import.meta.url)), {
-    NODE_NAME: NODE,
-    KUBELET_PODS_DIR: podsDir,
-    CONSOLE_TLS_DIR: await tlsSecretDir(ConsoleServer.handlerIdentity, "server", [ConsoleServer.handlerIdentity]),
-    CONSOLE_PORT: String(await freePort()),
-  });
-  const phase = async () => (await client.get<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, namespace, "pushed")).status?.phase;
-  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-  try {
-    await expect.poll(phase, { timeout: 60_000 }).toBe("Running");
-    // Once the watch is up the handler stops asking: the domain's state is not read again for a minute.
-    await sleep(3_000);
-    const states = calls.state;
-    await sleep(5_000);
-    expect(calls.state).toBe(states);
-    // The guest turns itself off: the launcher's answer to the outstanding watch is the only way the handler learns it.
-    const pushed = performance.now();
-    domain.set({ state: "Shutoff", domainType: "qemu" });
-    while ((await phase()) !== "Succeeded" && performance.now() - pushed < 5_000) await sleep(20);
-    expect(await phase()).toBe("Succeeded");
-    expect(performance.now() - pushed).toBeLessThan(1_000);
-    expect(handler.output()).not.toContain("cannot push");
-  } finally {
-    expect(await handler.terminate(), handler.output()).toBe(0);
-    server.close();
-    await rm(podsDir, { recursive: true, force: true });
-  }
-});
+test(
+  "a launcher that pushes: the VMI says its guest powered itself off within 1 s, with no polling",
+  { timeout: 120_000 },
+  async ({ kubeConfig, namespace }) => {
+    const client = await KubeClient.fromKubeConfig(kubeConfig);
+    const podsDir = await mkdtemp(join(tmpdir(), "kubelet-pods-"));
+    const calls = { state: 0, synced: [] as string[] };
+    const domain = new StandInDomain();
+    const server = await listen(
+      podVolumePath(podsDir, await scheduledVmi(client, namespace, "pushed"), SocketName.Launcher),
+      correct(calls, domain, true),
+    );
+    const handler = await startServiceProcess(fileURLToPath(new URL("../src/main.ts", import.meta.url)), {
+      NODE_NAME: NODE,
+      KUBELET_PODS_DIR: podsDir,
+      CONSOLE_TLS_DIR: await tlsSecretDir(ConsoleServer.handlerIdentity, "server", [ConsoleServer.handlerIdentity]),
+      CONSOLE_PORT: String(await freePort()),
+    });
+    const phase = async () =>
+      (await client.get<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, namespace, "pushed")).status
+        ?.phase;
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    try {
+      await expect.poll(phase, { timeout: 60_000 }).toBe("Running");
+      // Once the watch is up the handler stops asking: the domain's state is not read again for a minute.
+      await sleep(3_000);
+      const states = calls.state;
+      await sleep(5_000);
+      expect(calls.state).toBe(states);
+      // The guest turns itself off: the launcher's answer to the outstanding watch is the only way the handler learns
+      // it.
+      const pushed = performance.now();
+      domain.set({ state: "Shutoff", domainType: "qemu" });
+      while ((await phase()) !== "Succeeded" && performance.now() - pushed < 5_000) await sleep(20);
+      expect(await phase()).toBe("Succeeded");
+      expect(performance.now() - pushed).toBeLessThan(1_000);
+      expect(handler.output()).not.toContain("cannot push");
+    } finally {
+      expect(await handler.terminate(), handler.output()).toBe(0);
+      server.close();
+      await rm(podsDir, { recursive: true, force: true });
+    }
+  },
+);

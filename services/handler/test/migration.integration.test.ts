@@ -65,7 +65,15 @@ function readUntil(path: string, text: string, send: string, timeoutMs = 60_000)
 
 /** The two handlers' drivers of one migration: the target's on node-b, the source's on node-a. */
 async function drivers2(registry: Registry): Promise<{ source: MigrationDriver; target: MigrationDriver }> {
-  const common = { address: "127.0.0.1", port: 0, tls, handlerIdentity: ConsoleServer.handlerIdentity, podsDir, launcher, log };
+  const common = {
+    address: "127.0.0.1",
+    port: 0,
+    tls,
+    handlerIdentity: ConsoleServer.handlerIdentity,
+    podsDir,
+    launcher,
+    log,
+  };
   const target = await MigrationDriver.start(common);
   const source = await MigrationDriver.start({ ...common, registry });
   drivers.push(target, source);
@@ -73,25 +81,44 @@ async function drivers2(registry: Registry): Promise<{ source: MigrationDriver; 
 }
 
 /** One round of both handlers, the state patched as the controller writes it. */
-async function round(state: MigrationState, d: { source: MigrationDriver; target: MigrationDriver }): Promise<MigrationState> {
+async function round(
+  state: MigrationState,
+  d: { source: MigrationDriver; target: MigrationDriver },
+): Promise<MigrationState> {
   const afterTarget = { ...state, ...(await d.target.targetSide(vmi, state, "pod-b")) };
   return { ...afterTarget, ...(await d.source.sourceSide(vmi, afterTarget, "pod-a")) };
 }
 
-async function until(state: MigrationState, d: { source: MigrationDriver; target: MigrationDriver }, done: (s: MigrationState) => boolean, what: string, timeoutMs = 120_000): Promise<MigrationState> {
+async function until(
+  state: MigrationState,
+  d: { source: MigrationDriver; target: MigrationDriver },
+  done: (s: MigrationState) => boolean,
+  what: string,
+  timeoutMs = 120_000,
+): Promise<MigrationState> {
   const deadline = Date.now() + timeoutMs;
   let current = state;
   while (!done(current)) {
-    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${String(timeoutMs)} ms; state: ${JSON.stringify(current)}`);
+    if (Date.now() > deadline)
+      throw new Error(`${what} did not happen within ${String(timeoutMs)} ms; state: ${JSON.stringify(current)}`);
     await new Promise((resolve) => setTimeout(resolve, 300));
     current = await round(current, d);
   }
   return current;
 }
 
-/** The VMI's migration state as the controller hands it over, with the configuration it writes (a MigrationPolicy's, say). */
+/**
+ * The VMI's migration state as the controller hands it over, with the configuration it writes (a MigrationPolicy's,
+ * say).
+ */
 const handedOver = (uid: string, migrationConfiguration: MigrationConfiguration = {}): MigrationState => ({
-  migrationUid: uid, sourceNode: "node-a", sourcePod: "launcher-a", targetNode: "node-b", targetPod: "launcher-b", startTimestamp: new Date().toISOString(), migrationConfiguration,
+  migrationUid: uid,
+  sourceNode: "node-a",
+  sourcePod: "launcher-a",
+  targetNode: "node-b",
+  targetPod: "launcher-b",
+  startTimestamp: new Date().toISOString(),
+  migrationConfiguration,
 });
 
 beforeAll(async () => {
@@ -107,12 +134,26 @@ beforeAll(async () => {
   await link(process.execPath, node);
   const main = fileURLToPath(new URL("../../launcher/src/main.ts", import.meta.url));
   const start = (name: string, podUid: string) =>
-    startLauncherPod({ name, root, dir: join(dir, name), socketsDir: dirname(podVolumePath(podsDir, podUid, "x")), kernelBoot: guest, uid: LAUNCHER_UID, node, main });
+    startLauncherPod({
+      name,
+      root,
+      dir: join(dir, name),
+      socketsDir: dirname(podVolumePath(podsDir, podUid, "x")),
+      kernelBoot: guest,
+      uid: LAUNCHER_UID,
+      node,
+      main,
+    });
   await Promise.all([start("a", "pod-a"), start("b", "pod-b")]);
   launchers = new Launchers(podsDir, log);
   const pki = new Pki(dir);
   await pki.createCa("kubevirt-ts-console-ca");
-  const pair = await pki.issue({ name: "handler", commonName: ConsoleServer.handlerIdentity, usage: "both", hosts: [ConsoleServer.handlerIdentity] });
+  const pair = await pki.issue({
+    name: "handler",
+    commonName: ConsoleServer.handlerIdentity,
+    usage: "both",
+    hosts: [ConsoleServer.handlerIdentity],
+  });
   tls = { ca: await readFile(pki.ca.cert), cert: await readFile(pair.cert), key: await readFile(pair.key) };
   expect(await (await launcher("pod-a")).call("sync", vmi)).toMatchObject({ state: "Running" });
   await readUntil(serialOf("pod-a"), "/ # ", "\n");
@@ -131,23 +172,41 @@ describe("the handlers' migration wiring", () => {
     const registry = new Registry();
     const d = await drivers2(registry);
     // A policy's bandwidth of 1 MiB/s keeps the copy going long enough to be cancelled.
-    let state = await until(handedOver("mig-0", { bandwidthPerMigration: "1Mi" }), d, (s) => s.mode !== undefined, "the migration's start");
+    let state = await until(
+      handedOver("mig-0", { bandwidthPerMigration: "1Mi" }),
+      d,
+      (s) => s.mode !== undefined,
+      "the migration's start",
+    );
     // The target wrote where to send the guest: its address and its proxy's port.
-    expect(state).toMatchObject({ targetNodeAddress: "127.0.0.1", targetDirectMigrationNodePorts: { [String(d.target.port)]: 0 }, mode: "PreCopy" });
+    expect(state).toMatchObject({
+      targetNodeAddress: "127.0.0.1",
+      targetDirectMigrationNodePorts: { [String(d.target.port)]: 0 },
+      mode: "PreCopy",
+    });
     // Its proxy's sockets are in the source pod's sockets volume, for the launcher's user.
     expect((await lstat(podVolumePath(podsDir, "pod-a", MIGRATION_SOCKETS.memory))).mode & 0o777).toBe(0o777);
     // The progress, from the source launcher's job stats, as KubeVirt's gauges.
     let processed = "";
-    for (const deadline = Date.now() + 60_000; Date.now() < deadline && !/\} [1-9]/.test(processed); ) {
+    for (const deadline = Date.now() + 60_000; Date.now() < deadline && !/\} [1-9]/.test(processed);) {
       state = await round(state, d);
       processed = await registry.getSingleMetricAsString("kubevirt_vmi_migration_data_processed_bytes");
       await new Promise((resolve) => setTimeout(resolve, 300));
     }
     expect(processed).toMatch(/kubevirt_vmi_migration_data_processed_bytes\{namespace="test",name="tiny"\} [1-9]\d*/);
     state = await until({ ...state, abortRequested: true }, d, (s) => s.failed === true, "the abort");
-    expect(state).toMatchObject({ failed: true, failureReason: MIGRATION_ABORTED_REASON, abortStatus: "Succeeded", endTimestamp: expect.any(String) as unknown });
+    expect(state).toMatchObject({
+      failed: true,
+      failureReason: MIGRATION_ABORTED_REASON,
+      abortStatus: "Succeeded",
+      endTimestamp: expect.any(String) as unknown,
+    });
     // The source's handler keeps what it last read of the migration, for the API; the target's sent none.
-    expect(d.source.report("mig-0")).toMatchObject({ namespace: "test", name: "tiny", status: { role: "Source", migrationUid: "mig-0", phase: "Failed" } });
+    expect(d.source.report("mig-0")).toMatchObject({
+      namespace: "test",
+      name: "tiny",
+      status: { role: "Source", migrationUid: "mig-0", phase: "Failed" },
+    });
     expect(d.target.report("mig-0")).toBeUndefined();
     // The proxy's sockets are gone with it; the guest runs on at the source.
     await expect(lstat(podVolumePath(podsDir, "pod-a", MIGRATION_SOCKETS.memory))).rejects.toThrow(/ENOENT/);
@@ -157,16 +216,32 @@ describe("the handlers' migration wiring", () => {
 
   it("moves the guest to the target pod and writes completed, then the target's detection", async () => {
     const d = await drivers2(new Registry());
-    const state = await until(handedOver("mig-1"), d, (s) => s.completed === true && s.targetNodeDomainDetected === true, "the migration's end", 180_000);
-    expect(state).toMatchObject({ completed: true, mode: "PreCopy", endTimestamp: expect.any(String) as unknown, targetNodeDomainReadyTimestamp: expect.any(String) as unknown });
+    const state = await until(
+      handedOver("mig-1"),
+      d,
+      (s) => s.completed === true && s.targetNodeDomainDetected === true,
+      "the migration's end",
+      180_000,
+    );
+    expect(state).toMatchObject({
+      completed: true,
+      mode: "PreCopy",
+      endTimestamp: expect.any(String) as unknown,
+      targetNodeDomainReadyTimestamp: expect.any(String) as unknown,
+    });
     expect(state.failed).toBeUndefined();
     // The finished job's figures outlive the source launcher's domain: the switch-over's real downtime among them.
     const report = d.source.report("mig-1");
-    expect(report?.status).toMatchObject({ phase: "Completed", progress: { elapsedMs: expect.any(Number) as unknown, downtimeMs: expect.any(Number) as unknown } });
+    expect(report?.status).toMatchObject({
+      phase: "Completed",
+      progress: { elapsedMs: expect.any(Number) as unknown, downtimeMs: expect.any(Number) as unknown },
+    });
     expect(report?.status.progress?.dataProcessed).toBeGreaterThan(0);
     expect(await (await launcher("pod-a")).call("state")).toMatchObject({ state: "Shutoff", reason: "Migrated" });
     expect(await (await launcher("pod-b")).call("state")).toMatchObject({ state: "Running" });
-    expect(await readUntil(serialOf("pod-b"), "ram=kept-in-ram", "echo ram=$(cat /tmp/mark)\n")).toContain("ram=kept-in-ram");
+    expect(await readUntil(serialOf("pod-b"), "ram=kept-in-ram", "echo ram=$(cat /tmp/mark)\n")).toContain(
+      "ram=kept-in-ram",
+    );
     await expect(lstat(podVolumePath(podsDir, "pod-a", MIGRATION_SOCKETS.libvirt))).rejects.toThrow(/ENOENT/);
   });
 });

@@ -8,11 +8,14 @@ export const env = parseEnv(
     ...baseEnv(IMPORTER_PROGRESS_PORT),
     [ImporterEnv.source]: z.enum(IMPORTER_SOURCES),
     [ImporterEnv.endpoint]: z.string().default(""),
-    [ImporterEnv.extraHeaders]: z.string().default("[]").transform((v, ctx) => {
-      const parsed = z.array(z.string()).safeParse(JSON.parse(v));
-      if (!parsed.success) ctx.addIssue({ code: "custom", message: "must be a JSON array of 'Name: value' strings" });
-      return parsed.data ?? [];
-    }),
+    [ImporterEnv.extraHeaders]: z
+      .string()
+      .default("[]")
+      .transform((v, ctx) => {
+        const parsed = z.array(z.string()).safeParse(JSON.parse(v));
+        if (!parsed.success) ctx.addIssue({ code: "custom", message: "must be a JSON array of 'Name: value' strings" });
+        return parsed.data ?? [];
+      }),
     [ImporterEnv.accessKeyId]: z.string().optional(),
     [ImporterEnv.secretKey]: z.string().optional(),
     [ImporterEnv.diskBytes]: z.coerce.number().int().positive(),

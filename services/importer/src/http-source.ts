@@ -15,26 +15,54 @@ import { ImportError } from "./errors.ts";
 
 export const MAX_REDIRECTS = 5;
 
-/** Where no redirect may lead: loopback, link-local (cloud metadata), private, shared and benchmarking ranges, and the API server (its address in KUBERNETES_SERVICE_HOST). */
+/**
+ * Where no redirect may lead: loopback, link-local (cloud metadata), private, shared and benchmarking ranges, and the
+ * API server (its address in KUBERNETES_SERVICE_HOST).
+ */
 export function redirectDenyList(apiServerHost?: string): BlockList {
   const list = new BlockList();
-  for (const [net, prefix] of [["0.0.0.0", 8], ["10.0.0.0", 8], ["100.64.0.0", 10], ["127.0.0.0", 8], ["169.254.0.0", 16], ["172.16.0.0", 12], ["192.168.0.0", 16], ["198.18.0.0", 15]] as const) list.addSubnet(net, prefix, "ipv4");
-  for (const [net, prefix] of [["::", 128], ["::1", 128], ["fc00::", 7], ["fe80::", 10]] as const) list.addSubnet(net, prefix, "ipv6");
+  for (const [net, prefix] of [
+    ["0.0.0.0", 8],
+    ["10.0.0.0", 8],
+    ["100.64.0.0", 10],
+    ["127.0.0.0", 8],
+    ["169.254.0.0", 16],
+    ["172.16.0.0", 12],
+    ["192.168.0.0", 16],
+    ["198.18.0.0", 15],
+  ] as const)
+    list.addSubnet(net, prefix, "ipv4");
+  for (const [net, prefix] of [
+    ["::", 128],
+    ["::1", 128],
+    ["fc00::", 7],
+    ["fe80::", 10],
+  ] as const)
+    list.addSubnet(net, prefix, "ipv6");
   if (apiServerHost && isIP(apiServerHost)) list.addAddress(apiServerHost, isIP(apiServerHost) === 6 ? "ipv6" : "ipv4");
   return list;
 }
 
 const denied = (list: BlockList, address: string) => list.check(address, isIP(address) === 6 ? "ipv6" : "ipv4");
 const deniedError = (url: URL, address: string) =>
-  new ImportError(`the http data source redirected to ${url.origin}, whose address ${address} is inside the cluster or a private range; give the image's final URL, outside the cluster, as the DataVolume's source`);
+  new ImportError(
+    `the http data source redirected to ${url.origin}, whose address ${address} is inside the cluster or a ` +
+      "private range; give the image's final URL, outside the cluster, as the DataVolume's source",
+  );
 
 /** A DNS lookup that fails for an address on the deny list. */
 function checkedLookup(url: URL, list: BlockList): LookupFunction {
   return (hostname, options, callback) => {
     dnsLookup(hostname, { ...options, all: true }, (error, addresses: LookupAddress[]) => {
-      if (error) { callback(error, "", 0); return; }
+      if (error) {
+        callback(error, "", 0);
+        return;
+      }
       const bad = addresses.find((a) => denied(list, a.address));
-      if (bad) { callback(deniedError(url, bad.address), "", 0); return; }
+      if (bad) {
+        callback(deniedError(url, bad.address), "", 0);
+        return;
+      }
       if (options.all) callback(null, addresses);
       else callback(null, addresses[0]?.address ?? "", addresses[0]?.family ?? 4);
     });
@@ -58,12 +86,20 @@ function get(url: URL, headers: Record<string, string>, list: BlockList | undefi
  * GETs the URL, following redirects by hand: at most MAX_REDIRECTS, none to an address on `denyList`, and the
  * Authorization header never sent to another origin. The answer is not a redirect.
  */
-export async function httpGet(endpoint: string, headers: Record<string, string>, denyList: BlockList): Promise<IncomingMessage> {
+export async function httpGet(
+  endpoint: string,
+  headers: Record<string, string>,
+  denyList: BlockList,
+): Promise<IncomingMessage> {
   let url = new URL(endpoint);
-  if (url.protocol !== "http:" && url.protocol !== "https:") throw new ImportError(`the http data source's URL ${endpoint} is not http or https; give an http(s) URL`);
+  if (url.protocol !== "http:" && url.protocol !== "https:")
+    throw new ImportError(`the http data source's URL ${endpoint} is not http or https; give an http(s) URL`);
   const origin = url.origin;
   for (let hop = 0; ; hop++) {
-    const sent = url.origin === origin ? headers : Object.fromEntries(Object.entries(headers).filter(([name]) => name.toLowerCase() !== "authorization"));
+    const sent =
+      url.origin === origin
+        ? headers
+        : Object.fromEntries(Object.entries(headers).filter(([name]) => name.toLowerCase() !== "authorization"));
     let response: IncomingMessage;
     try {
       response = await get(url, sent, hop === 0 ? undefined : denyList);
@@ -75,8 +111,13 @@ export async function httpGet(endpoint: string, headers: Record<string, string>,
     const location = response.headers.location;
     if (status < 300 || status >= 400 || location === undefined) return response;
     response.destroy();
-    if (hop >= MAX_REDIRECTS) throw new ImportError(`the http data source redirected more than ${String(MAX_REDIRECTS)} times (last to ${location}); give the image's final URL`);
+    if (hop >= MAX_REDIRECTS)
+      throw new ImportError(
+        `the http data source redirected more than ${String(MAX_REDIRECTS)} times (last ` +
+          `to ${location}); give the image's final URL`,
+      );
     url = new URL(location, url);
-    if (url.protocol !== "http:" && url.protocol !== "https:") throw new ImportError(`the http data source redirected to ${url.href}, which is not http or https`);
+    if (url.protocol !== "http:" && url.protocol !== "https:")
+      throw new ImportError(`the http data source redirected to ${url.href}, which is not http or https`);
   }
 }

@@ -7,7 +7,6 @@ import { redirectDenyList } from "./http-source.ts";
 import { ImportError, diskIsIn, importDisk } from "./import.ts";
 import { startUploadServer } from "./upload.ts";
 
-
 // The importer: one pod per DataVolume being filled, as CDI's. It fills the
 // claim (or, for an upload, serves the upload server of upload.ts until an
 // upload is in), serves its progress on its port's /metrics (the percentage, as CDI's
@@ -23,7 +22,11 @@ await runService({
   opsPort: env.OPS_PORT,
   logLevel: env.LOG_LEVEL,
   start: ({ log, registry }) => {
-    const progress = new Gauge({ name: IMPORT_PROGRESS_METRIC, help: "How much of the DataVolume's source is in, in percent.", registers: [registry] });
+    const progress = new Gauge({
+      name: IMPORT_PROGRESS_METRIC,
+      help: "How much of the DataVolume's source is in, in percent.",
+      registers: [registry],
+    });
     const started = Date.now();
     const succeeded = (outcome: string) => {
       log.info("the disk is in", { outcome, seconds: Math.round((Date.now() - started) / 1000) });
@@ -43,17 +46,37 @@ await runService({
     const target = { diskBytes: env[ImporterEnv.diskBytes], targetDir: env[ImporterEnv.targetDir] };
     if (source === "upload") {
       // Ready once it listens (the pod's readiness probe); it ends when an upload is in.
-      void diskIsIn(target.targetDir).then(async (already) => {
-        if (already) return succeeded("already there");
-        const key = env[ImporterEnv.uploadKey];
-        if (key === "") throw new ImportError(`the upload server has no key: ${ImporterEnv.uploadKey} is empty`);
-        await startUploadServer({ port: UPLOAD_SERVER_PORT, key, ...target, report, log, done: (outcome) => void (outcome.ok ? succeeded("uploaded") : failed(outcome.error)) });
-        log.info("the upload server is ready", { port: UPLOAD_SERVER_PORT });
-      }).catch(failed);
+      void diskIsIn(target.targetDir)
+        .then(async (already) => {
+          if (already) return succeeded("already there");
+          const key = env[ImporterEnv.uploadKey];
+          if (key === "") throw new ImportError(`the upload server has no key: ${ImporterEnv.uploadKey} is empty`);
+          await startUploadServer({
+            port: UPLOAD_SERVER_PORT,
+            key,
+            ...target,
+            report,
+            log,
+            done: (outcome) => void (outcome.ok ? succeeded("uploaded") : failed(outcome.error)),
+          });
+          log.info("the upload server is ready", { port: UPLOAD_SERVER_PORT });
+        })
+        .catch(failed);
     } else {
-      const basicAuth = env[ImporterEnv.accessKeyId] !== undefined ? { user: env[ImporterEnv.accessKeyId] ?? "", password: env[ImporterEnv.secretKey] ?? "" } : undefined;
+      const basicAuth =
+        env[ImporterEnv.accessKeyId] !== undefined
+          ? { user: env[ImporterEnv.accessKeyId] ?? "", password: env[ImporterEnv.secretKey] ?? "" }
+          : undefined;
       importDisk(
-        { source, endpoint: env[ImporterEnv.endpoint], headers: env[ImporterEnv.extraHeaders], ...(basicAuth ? { basicAuth } : {}), ...target, sourceDir: env[ImporterEnv.sourceDir], redirectDenyList: redirectDenyList(env.KUBERNETES_SERVICE_HOST) },
+        {
+          source,
+          endpoint: env[ImporterEnv.endpoint],
+          headers: env[ImporterEnv.extraHeaders],
+          ...(basicAuth ? { basicAuth } : {}),
+          ...target,
+          sourceDir: env[ImporterEnv.sourceDir],
+          redirectDenyList: redirectDenyList(env.KUBERNETES_SERVICE_HOST),
+        },
         report,
       ).then(succeeded, failed);
     }

@@ -8,7 +8,17 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { UploadPath } from "@kubevirt-ts/node-contract";
 import type { Logger } from "@kubevirt-ts/runtime";
-import { DOWNLOAD_FILE, ImportError, bounded, checkFits, decompressed, diskIsIn, imageInfo, sourceLimit, writeDisk } from "./import.ts";
+import {
+  DOWNLOAD_FILE,
+  ImportError,
+  bounded,
+  checkFits,
+  decompressed,
+  diskIsIn,
+  imageInfo,
+  sourceLimit,
+  writeDisk,
+} from "./import.ts";
 
 // The upload server, CDI's upload server role: the importer started for a
 // DataVolume whose source is `upload`. It takes one image at a time from the
@@ -42,7 +52,11 @@ const SECTOR = 512;
 export function checkIsDiskImage(info: { format: string }, bytes: number): void {
   if (bytes === 0) throw new ImportError("the upload is empty: upload a qcow2, raw or ISO image");
   if (info.format === "raw" && bytes % SECTOR !== 0) {
-    throw new ImportError(`the upload is not a disk image: qemu-img finds no image format in it, and its ${String(bytes)} bytes are not a whole number of ${String(SECTOR)}-byte sectors, as a raw disk's or an ISO's are; upload a qcow2, raw or ISO image`);
+    throw new ImportError(
+      `the upload is not a disk image: qemu-img finds no image format in it, and its ${String(bytes)} bytes ` +
+        `are not a whole number of ${String(SECTOR)}-byte sectors, as a raw disk's or an ISO's are; upload a ` +
+        "qcow2, raw or ISO image",
+    );
   }
 }
 
@@ -73,10 +87,14 @@ export async function startUploadServer(options: UploadServerOptions): Promise<S
         yield chunk;
       }
     };
-    const brokeOff = () => new ImportError(`the upload broke off after ${String(count)} of ${String(length)} bytes; upload it again`);
+    const brokeOff = () =>
+      new ImportError(`the upload broke off after ${String(count)} of ${String(length)} bytes; upload it again`);
     try {
       const limit = sourceLimit(options.diskBytes);
-      await pipeline(Readable.from(bounded(decompressed(bounded(counted(), limit, "the upload")), limit, "the uploaded image")), createWriteStream(received, { flags: "w", mode: 0o660 }));
+      await pipeline(
+        Readable.from(bounded(decompressed(bounded(counted(), limit, "the upload")), limit, "the uploaded image")),
+        createWriteStream(received, { flags: "w", mode: 0o660 }),
+      );
     } catch (error) {
       if (error instanceof ImportError || !(req.readableAborted || req.destroyed)) throw error;
       throw brokeOff();
@@ -86,8 +104,14 @@ export async function startUploadServer(options: UploadServerOptions): Promise<S
   }
 
   async function upload(req: IncomingMessage, res: ServerResponse, async: boolean): Promise<void> {
-    if (busy) { answer(res, 409, "an upload to this DataVolume is in progress; wait for it to end or cancel it"); return; }
-    if (await diskIsIn(targetDir)) { answer(res, 409, "the DataVolume's disk is already uploaded"); return; }
+    if (busy) {
+      answer(res, 409, "an upload to this DataVolume is in progress; wait for it to end or cancel it");
+      return;
+    }
+    if (await diskIsIn(targetDir)) {
+      answer(res, 409, "the DataVolume's disk is already uploaded");
+      return;
+    }
     busy = true;
     let accepted = false;
     try {
@@ -113,18 +137,31 @@ export async function startUploadServer(options: UploadServerOptions): Promise<S
         answer(res, refused ? 400 : 500, refused ? error.message : `the upload failed: ${String(error)}`);
         return;
       }
-      if (!async) answer(res, 500, `the upload's conversion failed: ${error instanceof Error ? error.message : String(error)}`);
+      if (!async)
+        answer(res, 500, `the upload's conversion failed: ${error instanceof Error ? error.message : String(error)}`);
       options.done({ ok: false, error });
     }
   }
 
   const server = createServer({ requestTimeout: 0 }, (req, res) => {
-    if (!bearerMatches(req, options.key)) { answer(res, 401, "the upload server takes uploads from the upload proxy only"); return; }
+    if (!bearerMatches(req, options.key)) {
+      answer(res, 401, "the upload server takes uploads from the upload proxy only");
+      return;
+    }
     const path = new URL(req.url ?? "/", "http://upload").pathname;
     const async = path === UploadPath.async;
-    if (path !== UploadPath.sync && !async) { answer(res, 404, `not found: uploads go to ${UploadPath.sync} or ${UploadPath.async}`); return; }
-    if (req.method === "HEAD") { answer(res, 200, ""); return; }
-    if (req.method !== "POST") { answer(res, 405, "an upload is sent with POST"); return; }
+    if (path !== UploadPath.sync && !async) {
+      answer(res, 404, `not found: uploads go to ${UploadPath.sync} or ${UploadPath.async}`);
+      return;
+    }
+    if (req.method === "HEAD") {
+      answer(res, 200, "");
+      return;
+    }
+    if (req.method !== "POST") {
+      answer(res, 405, "an upload is sent with POST");
+      return;
+    }
     void upload(req, res, async);
   });
   server.listen(options.port, options.host);

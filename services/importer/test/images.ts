@@ -8,7 +8,8 @@ const MIB = 1024 * 1024;
 export const qemuImg = (...args: string[]): string => execFileSync("qemu-img", args, { encoding: "utf8" });
 
 /** What qemu-img says of an image: its format and virtual size. */
-export const imageInfo = (path: string) => JSON.parse(qemuImg("info", "--output=json", path)) as { "virtual-size": number; format: string };
+export const imageInfo = (path: string) =>
+  JSON.parse(qemuImg("info", "--output=json", path)) as { "virtual-size": number; format: string };
 
 /** Writes a qcow2 image of `mib` MiB whose first sector holds the text at `path`; its bytes. */
 export function qcow2With(path: string, mib: number, text: string): Buffer {

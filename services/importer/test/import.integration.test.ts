@@ -23,7 +23,6 @@ let base: string;
 const served = new Map<string, Buffer>();
 const redirects = new Map<string, string>();
 
-
 async function target(): Promise<{ targetDir: string; sourceDir: string }> {
   const dir = await mkdtemp(join(root, "claim-"));
   await mkdir(join(dir, "target"));
@@ -31,7 +30,15 @@ async function target(): Promise<{ targetDir: string; sourceDir: string }> {
   return { targetDir: join(dir, "target"), sourceDir: join(dir, "source") };
 }
 
-const options = (dirs: { targetDir: string; sourceDir: string }, rest: Partial<ImportOptions>): ImportOptions => ({ source: "blank", endpoint: "", headers: [], diskBytes: 64 * MIB, redirectDenyList: redirectDenyList(), ...dirs, ...rest });
+const options = (dirs: { targetDir: string; sourceDir: string }, rest: Partial<ImportOptions>): ImportOptions => ({
+  source: "blank",
+  endpoint: "",
+  headers: [],
+  diskBytes: 64 * MIB,
+  redirectDenyList: redirectDenyList(),
+  ...dirs,
+  ...rest,
+});
 
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), "importer-"));
@@ -52,7 +59,14 @@ beforeAll(async () => {
     }
     // Under /chunked/ no length is announced, and the body is sent in 1 MiB pieces as the client reads.
     if (req.url?.startsWith("/chunked/")) {
-      void pipeline(Readable.from((function* () { for (let at = 0; at < body.length; at += MIB) yield body.subarray(at, at + MIB); })()), res).catch(() => undefined);
+      void pipeline(
+        Readable.from(
+          (function* () {
+            for (let at = 0; at < body.length; at += MIB) yield body.subarray(at, at + MIB);
+          })(),
+        ),
+        res,
+      ).catch(() => undefined);
       return;
     }
     res.writeHead(200, { "content-length": String(body.length) }).end(body);
@@ -77,24 +91,33 @@ describe("importDisk", () => {
     expect(progress.at(-1)).toBe(1);
   });
 
-  it("downloads a gzip-compressed qcow2 over HTTP with the headers asked for, converts it to raw and grows it to the disk's size", async () => {
-    const dirs = await target();
-    const image = join(root, "served.qcow2");
-    qcow2With(image, 8, "kubevirt-ts was here");
-    served.set("/private/disk.qcow2.gz", gzipSync(readFileSync(image)));
-    const progress: number[] = [];
-    await importDisk(options(dirs, { source: "http", endpoint: `${base}/private/disk.qcow2.gz`, headers: ["X-Token: secret"] }), (f) => progress.push(f));
-    const disk = join(dirs.targetDir, "disk.img");
-    expect(imageInfo(disk)).toMatchObject({ format: "raw", "virtual-size": 64 * MIB });
-    expect(readFileSync(disk).subarray(0, 20).toString()).toBe("kubevirt-ts was here");
-    expect(progress.some((f) => f > 0 && f < 1)).toBe(true);
-    // Nothing but the disk is left on the claim.
-    expect(await readdir(dirs.targetDir)).toEqual(["disk.img"]);
-  });
+  it(
+    "downloads a gzip-compressed qcow2 over HTTP with the headers asked for, converts " +
+      "it to raw and grows it to the disk's size",
+    async () => {
+      const dirs = await target();
+      const image = join(root, "served.qcow2");
+      qcow2With(image, 8, "kubevirt-ts was here");
+      served.set("/private/disk.qcow2.gz", gzipSync(readFileSync(image)));
+      const progress: number[] = [];
+      await importDisk(
+        options(dirs, { source: "http", endpoint: `${base}/private/disk.qcow2.gz`, headers: ["X-Token: secret"] }),
+        (f) => progress.push(f),
+      );
+      const disk = join(dirs.targetDir, "disk.img");
+      expect(imageInfo(disk)).toMatchObject({ format: "raw", "virtual-size": 64 * MIB });
+      expect(readFileSync(disk).subarray(0, 20).toString()).toBe("kubevirt-ts was here");
+      expect(progress.some((f) => f > 0 && f < 1)).toBe(true);
+      // Nothing but the disk is left on the claim.
+      expect(await readdir(dirs.targetDir)).toEqual(["disk.img"]);
+    },
+  );
 
   it("says what the server answered when the image is not there, and leaves no disk", async () => {
     const dirs = await target();
-    await expect(importDisk(options(dirs, { source: "http", endpoint: `${base}/missing.img` }), () => undefined)).rejects.toThrow(`the http data source answered 404 Not Found for ${base}/missing.img`);
+    await expect(
+      importDisk(options(dirs, { source: "http", endpoint: `${base}/missing.img` }), () => undefined),
+    ).rejects.toThrow(`the http data source answered 404 Not Found for ${base}/missing.img`);
     expect(await readdir(dirs.targetDir)).not.toContain("disk.img");
   });
 
@@ -103,7 +126,9 @@ describe("importDisk", () => {
     const image = join(root, "big.qcow2");
     qemuImg("create", "-f", "qcow2", image, "128M");
     served.set("/big.qcow2", readFileSync(image));
-    await expect(importDisk(options(dirs, { source: "http", endpoint: `${base}/big.qcow2` }), () => undefined)).rejects.toThrow(/virtual size is 0.13 GiB .* larger than the disk asked for, 0.06 GiB: ask for at least 1Gi/);
+    await expect(
+      importDisk(options(dirs, { source: "http", endpoint: `${base}/big.qcow2` }), () => undefined),
+    ).rejects.toThrow(/virtual size is 0.13 GiB .* larger than the disk asked for, 0.06 GiB: ask for at least 1Gi/);
     expect(await readdir(dirs.targetDir)).not.toContain("disk.img");
   });
 
@@ -112,22 +137,37 @@ describe("importDisk", () => {
     const backing = join(root, "backing.qcow2");
     qemuImg("create", "-f", "qcow2", backing, "8M");
     qemuImg("create", "-f", "qcow2", "-F", "qcow2", "-b", backing, join(dirs.sourceDir, "disk.qcow2"));
-    await expect(importDisk(options(dirs, { source: "registry" }), () => undefined)).rejects.toThrow(/has a backing file .*give a self-contained image/);
+    await expect(importDisk(options(dirs, { source: "registry" }), () => undefined)).rejects.toThrow(
+      /has a backing file .*give a self-contained image/,
+    );
   });
 
   it("refuses a qcow2 image with an external data file, naming the file", async () => {
     const dirs = await target();
     const outside = join(root, "outside.raw");
     qemuImg("create", "-f", "qcow2", "-o", `data_file=${outside}`, join(dirs.sourceDir, "disk.qcow2"), "8M");
-    await expect(importDisk(options(dirs, { source: "registry" }), () => undefined)).rejects.toThrow(`the qcow2 image has an external data file (${outside}); give a self-contained image`);
+    await expect(importDisk(options(dirs, { source: "registry" }), () => undefined)).rejects.toThrow(
+      `the qcow2 image has an external data file (${outside}); give a self-contained image`,
+    );
     expect(await readdir(dirs.targetDir)).not.toContain("disk.img");
   });
 
   it("refuses a VMDK whose extent is another file (/etc/passwd)", async () => {
     const dirs = await target();
-    const descriptor = ["# Disk DescriptorFile", "version=1", "CID=fffffffe", "parentCID=ffffffff", 'createType="monolithicFlat"', "", 'RW 2048 FLAT "/etc/passwd" 0', ""].join("\n");
+    const descriptor = [
+      "# Disk DescriptorFile",
+      "version=1",
+      "CID=fffffffe",
+      "parentCID=ffffffff",
+      'createType="monolithicFlat"',
+      "",
+      'RW 2048 FLAT "/etc/passwd" 0',
+      "",
+    ].join("\n");
     served.set("/passwd.vmdk", Buffer.from(descriptor));
-    await expect(importDisk(options(dirs, { source: "http", endpoint: `${base}/passwd.vmdk` }), () => undefined)).rejects.toThrow("the vmdk image has an extent in another file (/etc/passwd)");
+    await expect(
+      importDisk(options(dirs, { source: "http", endpoint: `${base}/passwd.vmdk` }), () => undefined),
+    ).rejects.toThrow("the vmdk image has an extent in another file (/etc/passwd)");
     expect(await readdir(dirs.targetDir)).not.toContain("disk.img");
   });
 
@@ -145,25 +185,35 @@ describe("importDisk", () => {
     const dirs = await target();
     const name = 'json:{"driver":"null-co","size":"1048576"}';
     await writeFile(join(dirs.sourceDir, name), Buffer.alloc(512));
-    await expect(importDisk(options(dirs, { source: "registry" }), () => undefined)).rejects.toThrow(/file name .*begins with "json:", which QEMU reads as options, not a file; rename it/);
+    await expect(importDisk(options(dirs, { source: "registry" }), () => undefined)).rejects.toThrow(
+      /file name .*begins with "json:", which QEMU reads as options, not a file; rename it/,
+    );
   });
 
-  it("copies a claim's disk as raw, whatever header a guest wrote into it: a qcow2 header naming a backing file is copied as bytes, never followed", async () => {
-    const dirs = await target();
-    const secret = join(root, "secret.raw");
-    await writeFile(secret, Buffer.concat([Buffer.from("another tenant's data"), Buffer.alloc(MIB)]));
-    qemuImg("create", "-f", "qcow2", "-F", "raw", "-b", secret, join(dirs.sourceDir, "disk.img"));
-    await importDisk(options(dirs, { source: "pvc" }), () => undefined);
-    const disk = readFileSync(join(dirs.targetDir, "disk.img"));
-    expect(disk.subarray(0, 4)).toEqual(Buffer.from([0x51, 0x46, 0x49, 0xfb]));
-    expect(disk.includes(Buffer.from("another tenant's data"))).toBe(false);
-  });
+  it(
+    "copies a claim's disk as raw, whatever header a guest wrote into it: a qcow2 header " +
+      "naming a backing file is copied as bytes, never followed",
+    async () => {
+      const dirs = await target();
+      const secret = join(root, "secret.raw");
+      await writeFile(secret, Buffer.concat([Buffer.from("another tenant's data"), Buffer.alloc(MIB)]));
+      qemuImg("create", "-f", "qcow2", "-F", "raw", "-b", secret, join(dirs.sourceDir, "disk.img"));
+      await importDisk(options(dirs, { source: "pvc" }), () => undefined);
+      const disk = readFileSync(join(dirs.targetDir, "disk.img"));
+      expect(disk.subarray(0, 4)).toEqual(Buffer.from([0x51, 0x46, 0x49, 0xfb]));
+      expect(disk.includes(Buffer.from("another tenant's data"))).toBe(false);
+    },
+  );
 
   it("runs qemu-img under its limits: with too little address space it is stopped, with a clear error", async () => {
     const image = join(root, "limited.qcow2");
     qemuImg("create", "-f", "qcow2", image, "1M");
-    await expect(qemuImgLimited(["info", "--output=json", image], { addressSpaceBytes: 16 * MIB })).rejects.toThrow(ImageRefused);
-    await expect(qemuImgLimited(["info", "--output=json", image], QEMU_IMG_LIMITS.info)).resolves.toContain('"format": "qcow2"');
+    await expect(qemuImgLimited(["info", "--output=json", image], { addressSpaceBytes: 16 * MIB })).rejects.toThrow(
+      ImageRefused,
+    );
+    await expect(qemuImgLimited(["info", "--output=json", image], QEMU_IMG_LIMITS.info)).resolves.toContain(
+      '"format": "qcow2"',
+    );
   });
 
   it("does not follow a redirect into a denied range (loopback here), nor more than five redirects", async () => {
@@ -171,35 +221,66 @@ describe("importDisk", () => {
     qcow2With(join(root, "redirected.qcow2"), 4, "redirected");
     served.set("/redirected.qcow2", readFileSync(join(root, "redirected.qcow2")));
     redirects.set("/to-inside", "/redirected.qcow2");
-    await expect(importDisk(options(dirs, { source: "http", endpoint: `${base}/to-inside` }), () => undefined)).rejects.toThrow(`the http data source redirected to ${base}, whose address 127.0.0.1 is inside the cluster or a private range`);
+    await expect(
+      importDisk(options(dirs, { source: "http", endpoint: `${base}/to-inside` }), () => undefined),
+    ).rejects.toThrow(
+      `the http data source redirected to ${base}, whose address 127.0.0.1 is inside the cluster or a private range`,
+    );
     expect(await readdir(dirs.targetDir)).toEqual([]);
     // Where the range is allowed, the same redirect is followed.
     const allowed = await target();
-    await importDisk(options(allowed, { source: "http", endpoint: `${base}/to-inside`, redirectDenyList: new BlockList() }), () => undefined);
+    await importDisk(
+      options(allowed, { source: "http", endpoint: `${base}/to-inside`, redirectDenyList: new BlockList() }),
+      () => undefined,
+    );
     expect(readFileSync(join(allowed.targetDir, "disk.img")).subarray(0, 10).toString()).toBe("redirected");
     for (let i = 0; i < 6; i++) redirects.set(`/loop${String(i)}`, `/loop${String(i + 1)}`);
-    await expect(importDisk(options(await target(), { source: "http", endpoint: `${base}/loop0`, redirectDenyList: new BlockList() }), () => undefined)).rejects.toThrow("the http data source redirected more than 5 times (last to /loop6)");
+    await expect(
+      importDisk(
+        options(await target(), { source: "http", endpoint: `${base}/loop0`, redirectDenyList: new BlockList() }),
+        () => undefined,
+      ),
+    ).rejects.toThrow("the http data source redirected more than 5 times (last to /loop6)");
   });
 
-  it("stops reading a body larger than the disk can take, announced or not, and a gzip bomb, never writing past the bound", async () => {
-    const diskBytes = 4 * MIB;
-    const limit = sourceLimit(diskBytes);
-    served.set("/announced.img", Buffer.alloc(8 * MIB));
-    const announced = await target();
-    await expect(importDisk(options(announced, { source: "http", endpoint: `${base}/announced.img`, diskBytes }), () => undefined)).rejects.toThrow(`the http data source announces ${String(8 * MIB)} bytes, more than an image of the disk asked for can hold (${String(limit)} bytes`);
-    expect(await readdir(announced.targetDir)).toEqual([]);
-    for (const [path, body] of [["/chunked/forever.img", Buffer.alloc(64 * MIB, 1)], ["/chunked/bomb.img.gz", gzipSync(Buffer.alloc(256 * MIB))]] as const) {
-      served.set(path, body);
-      const dirs = await target();
-      await expect(importDisk(options(dirs, { source: "http", endpoint: `${base}${path}`, diskBytes }), () => undefined)).rejects.toThrow(`holds more than ${String(limit)} bytes, more than an image of the disk asked for can`);
-      expect((await stat(join(dirs.targetDir, "disk.img.download"))).size).toBeLessThanOrEqual(limit);
-    }
-  });
+  it(
+    "stops reading a body larger than the disk can take, announced or not, and a " +
+      "gzip bomb, never writing past the bound",
+    async () => {
+      const diskBytes = 4 * MIB;
+      const limit = sourceLimit(diskBytes);
+      served.set("/announced.img", Buffer.alloc(8 * MIB));
+      const announced = await target();
+      await expect(
+        importDisk(
+          options(announced, { source: "http", endpoint: `${base}/announced.img`, diskBytes }),
+          () => undefined,
+        ),
+      ).rejects.toThrow(
+        `the http data source announces ${String(8 * MIB)} bytes, more than an image of the ` +
+          `disk asked for can hold (${String(limit)} bytes`,
+      );
+      expect(await readdir(announced.targetDir)).toEqual([]);
+      for (const [path, body] of [
+        ["/chunked/forever.img", Buffer.alloc(64 * MIB, 1)],
+        ["/chunked/bomb.img.gz", gzipSync(Buffer.alloc(256 * MIB))],
+      ] as const) {
+        served.set(path, body);
+        const dirs = await target();
+        await expect(
+          importDisk(options(dirs, { source: "http", endpoint: `${base}${path}`, diskBytes }), () => undefined),
+        ).rejects.toThrow(`holds more than ${String(limit)} bytes, more than an image of the disk asked for can`);
+        expect((await stat(join(dirs.targetDir, "disk.img.download"))).size).toBeLessThanOrEqual(limit);
+      }
+    },
+  );
 
   it("refuses an xz-compressed image by name", async () => {
     const dirs = await target();
     served.set("/disk.img.xz", Buffer.concat([Buffer.from([0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00]), Buffer.alloc(64)]));
-    await expect(importDisk(options(dirs, { source: "http", endpoint: `${base}/disk.img.xz` }), () => undefined)).rejects.toThrow(/xz-compressed.*uncompressed or gzip-compressed/);
+    await expect(
+      importDisk(options(dirs, { source: "http", endpoint: `${base}/disk.img.xz` }), () => undefined),
+    ).rejects.toThrow(/xz-compressed.*uncompressed or gzip-compressed/);
     expect(await readdir(dirs.targetDir)).not.toContain("disk.img");
   });
 
@@ -222,15 +303,19 @@ describe("importDisk", () => {
     expect(readFileSync(join(dirs.targetDir, "disk.img")).subarray(0, 15).toString()).toBe("from a registry");
   });
 
-  it("keeps a disk.img already there (an import finished before a restart), and removes what an interrupted one left", async () => {
-    const dirs = await target();
-    await writeFile(join(dirs.targetDir, "disk.img"), "the guest's data");
-    expect(await importDisk(options(dirs, { source: "blank" }), () => undefined)).toBe("already there");
-    expect(readFileSync(join(dirs.targetDir, "disk.img"), "utf8")).toBe("the guest's data");
+  it(
+    "keeps a disk.img already there (an import finished before a restart), and " +
+      "removes what an interrupted one left",
+    async () => {
+      const dirs = await target();
+      await writeFile(join(dirs.targetDir, "disk.img"), "the guest's data");
+      expect(await importDisk(options(dirs, { source: "blank" }), () => undefined)).toBe("already there");
+      expect(readFileSync(join(dirs.targetDir, "disk.img"), "utf8")).toBe("the guest's data");
 
-    const interrupted = await target();
-    await writeFile(join(interrupted.targetDir, "disk.img.partial"), "half");
-    await importDisk(options(interrupted, { source: "blank" }), () => undefined);
-    expect((await readdir(interrupted.targetDir)).sort()).toEqual(["disk.img"]);
-  });
+      const interrupted = await target();
+      await writeFile(join(interrupted.targetDir, "disk.img.partial"), "half");
+      await importDisk(options(interrupted, { source: "blank" }), () => undefined);
+      expect((await readdir(interrupted.targetDir)).sort()).toEqual(["disk.img"]);
+    },
+  );
 });

@@ -44,7 +44,12 @@ async function start(diskBytes = 64 * MIB): Promise<Running> {
   return { server, dir, outcomes, progress, url: (path) => `http://127.0.0.1:${String(port)}${path}` };
 }
 
-const post = (url: string, body: Buffer, key = KEY) => fetch(url, { method: "POST", body, headers: { authorization: `Bearer ${key}`, "content-type": "application/octet-stream" } });
+const post = (url: string, body: Buffer, key = KEY) =>
+  fetch(url, {
+    method: "POST",
+    body,
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/octet-stream" },
+  });
 
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), "upload-"));
@@ -69,28 +74,34 @@ describe("the upload server", () => {
     s.server.close();
   });
 
-  it("refuses what is not a disk image, an image larger than the disk, and a caller without the pod's key, and stays ready", async () => {
-    const s = await start(4 * MIB);
-    const text = await post(s.url("/v1beta1/upload"), Buffer.from("this is a text file, not a disk\n"));
-    expect(text.status).toBe(400);
-    expect(await text.text()).toMatch(/the upload is not a disk image: qemu-img finds no image format.*32 bytes are not a whole number of 512-byte/);
-    const large = await post(s.url("/v1beta1/upload"), qcow2With(join(root, "b.qcow2"), 8, "too large"));
-    expect(large.status).toBe(400);
-    expect(await large.text()).toMatch(/larger than the disk asked for/);
-    const stranger = await post(s.url("/v1beta1/upload"), Buffer.alloc(MIB), "not-the-key");
-    expect(stranger.status).toBe(401);
-    expect(await readdir(s.dir)).toEqual([]);
-    expect(s.outcomes).toEqual([]);
-    // Still ready: a gzip-compressed raw disk goes in.
-    const raw = Buffer.alloc(MIB);
-    raw.write("gzipped raw");
-    const async = await post(s.url("/v1beta1/upload-async"), gzipSync(raw));
-    expect(async.status).toBe(200);
-    await expect.poll(() => s.outcomes).toEqual([{ ok: true }]);
-    expect(readFileSync(join(s.dir, "disk.img")).subarray(0, 11).toString()).toBe("gzipped raw");
-    // The disk is in: another upload is refused.
-    const again = await post(s.url("/v1beta1/upload"), raw);
-    expect(again.status).toBe(409);
-    s.server.close();
-  });
+  it(
+    "refuses what is not a disk image, an image larger than the disk, and a caller " +
+      "without the pod's key, and stays ready",
+    async () => {
+      const s = await start(4 * MIB);
+      const text = await post(s.url("/v1beta1/upload"), Buffer.from("this is a text file, not a disk\n"));
+      expect(text.status).toBe(400);
+      expect(await text.text()).toMatch(
+        /the upload is not a disk image: qemu-img finds no image format.*32 bytes are not a whole number of 512-byte/,
+      );
+      const large = await post(s.url("/v1beta1/upload"), qcow2With(join(root, "b.qcow2"), 8, "too large"));
+      expect(large.status).toBe(400);
+      expect(await large.text()).toMatch(/larger than the disk asked for/);
+      const stranger = await post(s.url("/v1beta1/upload"), Buffer.alloc(MIB), "not-the-key");
+      expect(stranger.status).toBe(401);
+      expect(await readdir(s.dir)).toEqual([]);
+      expect(s.outcomes).toEqual([]);
+      // Still ready: a gzip-compressed raw disk goes in.
+      const raw = Buffer.alloc(MIB);
+      raw.write("gzipped raw");
+      const async = await post(s.url("/v1beta1/upload-async"), gzipSync(raw));
+      expect(async.status).toBe(200);
+      await expect.poll(() => s.outcomes).toEqual([{ ok: true }]);
+      expect(readFileSync(join(s.dir, "disk.img")).subarray(0, 11).toString()).toBe("gzipped raw");
+      // The disk is in: another upload is refused.
+      const again = await post(s.url("/v1beta1/upload"), raw);
+      expect(again.status).toBe(409);
+      s.server.close();
+    },
+  );
 });

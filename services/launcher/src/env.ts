@@ -1,4 +1,10 @@
-import { type LauncherFolder, type LauncherFolderEnv, LauncherFolders, LauncherEnv, NodeDevices } from "@kubevirt-ts/node-contract";
+import {
+  type LauncherFolder,
+  type LauncherFolderEnv,
+  LauncherFolders,
+  LauncherEnv,
+  NodeDevices,
+} from "@kubevirt-ts/node-contract";
 import { DEFAULT_GRACE_PERIOD_SECONDS, LAUNCHER_OPS_PORT, parseIpv4Network } from "@kubevirt-ts/kubevirt-api";
 import { baseEnv, parseEnv } from "@kubevirt-ts/runtime";
 import { z } from "zod";
@@ -11,14 +17,20 @@ const cidr = z.string().transform((value, ctx) => {
 
 /** Each folder's variable (node-contract's LauncherFolders): the controller sets it; unset, the layout's own place. */
 const folders: LauncherFolder[] = Object.values(LauncherFolders);
-const folderEnv = Object.fromEntries(folders.flatMap((f) => (f.env === undefined ? [] : [[f.env, z.string().default(f.dir)]]))) as Record<LauncherFolderEnv, z.ZodDefault<z.ZodString>>;
+const folderEnv = Object.fromEntries(
+  folders.flatMap((f) => (f.env === undefined ? [] : [[f.env, z.string().default(f.dir)]])),
+) as Record<LauncherFolderEnv, z.ZodDefault<z.ZodString>>;
 
 export const env = parseEnv(
   z.object({
-    // The launcher pod's layout (node-contract's launcher-layout.ts): the controller sets each; the defaults are the same layout.
+    // The launcher pod's layout (node-contract's launcher-layout.ts): the controller sets each; the defaults are the
+    // same layout.
     ...baseEnv(LAUNCHER_OPS_PORT),
     ...folderEnv,
-    [LauncherEnv.allowEmulation]: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
+    [LauncherEnv.allowEmulation]: z
+      .enum(["true", "false"])
+      .default("false")
+      .transform((v) => v === "true"),
     [LauncherEnv.gracePeriodSeconds]: z.coerce.number().int().min(0).default(DEFAULT_GRACE_PERIOD_SECONDS),
     /** Where the kubelet puts the KVM device the handler's device plugin allocates (tests point it elsewhere). */
     KVM_DEVICE: z.string().default(NodeDevices.kvm.path),

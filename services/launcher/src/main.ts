@@ -43,7 +43,11 @@ await runService({
   }),
   // The launcher has no API credentials to check a caller with, and nothing scrapes it: the VM's figures are
   // virt-handler's (read over the launcher's socket), so /metrics answers no one on a port any pod can reach.
-  metricsAccess: () => () => Promise.resolve({ status: 403, reason: "a launcher serves no /metrics: read the VM's metrics from virt-handler's /metrics" }),
+  metricsAccess: () => () =>
+    Promise.resolve({
+      status: 403,
+      reason: "a launcher serves no /metrics: read the VM's metrics from virt-handler's /metrics",
+    }),
   start: async ({ log }) => {
     const daemon: LibvirtDaemon = await startLibvirtd({ stateDir: join(env.STATE_DIR, "libvirt"), log });
     const hypervisor = new Hypervisor({ uri: daemon.uri });
@@ -54,8 +58,17 @@ await runService({
       hypervisor,
       uri: daemon.uri,
       libvirtSocket: daemon.socket,
-      layout: { socketsDir: env.SOCKETS_DIR, containerDisksDir: env.CONTAINER_DISKS_DIR, kernelBootDir: env.KERNEL_BOOT_DIR, disksDir: join(env.STATE_DIR, "disks"), cloudInitSecretsDir: env.CLOUD_INIT_SECRETS_DIR, configVolumesDir: env.CONFIG_VOLUMES_DIR, accessCredentialsDir: env.ACCESS_CREDENTIALS_DIR,
-        claimDisksDir: env.CLAIM_DISKS_DIR, claimDevicesDir: env.CLAIM_DEVICES_DIR, vmStateDir: env.VM_STATE_DIR,
+      layout: {
+        socketsDir: env.SOCKETS_DIR,
+        containerDisksDir: env.CONTAINER_DISKS_DIR,
+        kernelBootDir: env.KERNEL_BOOT_DIR,
+        disksDir: join(env.STATE_DIR, "disks"),
+        cloudInitSecretsDir: env.CLOUD_INIT_SECRETS_DIR,
+        configVolumesDir: env.CONFIG_VOLUMES_DIR,
+        accessCredentialsDir: env.ACCESS_CREDENTIALS_DIR,
+        claimDisksDir: env.CLAIM_DISKS_DIR,
+        claimDevicesDir: env.CLAIM_DEVICES_DIR,
+        vmStateDir: env.VM_STATE_DIR,
       },
       allowEmulation: env.ALLOW_EMULATION,
       kvmDevice: env.KVM_DEVICE,
@@ -80,9 +93,18 @@ await runService({
       },
       log,
     );
-    const forwarder = new PortForwarder({ socketsDir: env.SOCKETS_DIR, forwardToGuest: (hostPort, guestPort) => manager.forwardToGuest(hostPort, guestPort), log });
-    // Access credentials through the guest agent: given once its agent answers, and again whenever their Secrets change.
-    const credentials = new AgentCredentials({ dir: env.ACCESS_CREDENTIALS_DIR, agent: (command, args) => manager.agent(command, args), log });
+    const forwarder = new PortForwarder({
+      socketsDir: env.SOCKETS_DIR,
+      forwardToGuest: (hostPort, guestPort) => manager.forwardToGuest(hostPort, guestPort),
+      log,
+    });
+    // Access credentials through the guest agent: given once its agent answers, and again whenever their Secrets
+    // change.
+    const credentials = new AgentCredentials({
+      dir: env.ACCESS_CREDENTIALS_DIR,
+      agent: (command, args) => manager.agent(command, args),
+      log,
+    });
     let syncingCredentials = false;
     const syncCredentials = () => {
       const vmi = manager.runningVmi();
@@ -102,7 +124,8 @@ await runService({
       return synced ? { ...status, accessCredentials: synced } : status;
     };
     /** A call that may change the domain counts as a change, whatever libvirt says of it. */
-    const changing = <T>(call: Promise<T>): Promise<T> => call.finally(() => {
+    const changing = <T>(call: Promise<T>): Promise<T> =>
+      call.finally(() => {
         revision.bump();
       });
     const server = await startRpcServer(
@@ -168,7 +191,8 @@ await runService({
         },
       );
     };
-    // libvirt's events drive both the handler's watch and the launcher's own end; the interval only catches a missed one.
+    // libvirt's events drive both the handler's watch and the launcher's own end; the interval only catches a missed
+    // one.
     const events = new DomainEvents({
       uri: daemon.uri,
       onEvent: (event) => {
@@ -190,7 +214,12 @@ await runService({
       // Stopped after the guest failed its liveness probe (the kubelet stops a container for that), or its guest
       // crashed: the pod fails, saying why.
       const livenessFailure = prober?.livenessFailure();
-      const failure = livenessFailure !== undefined ? `The liveness probe failed: ${livenessFailure}` : crashed ? "The guest crashed." : undefined;
+      const failure =
+        livenessFailure !== undefined
+          ? `The liveness probe failed: ${livenessFailure}`
+          : crashed
+            ? "The guest crashed."
+            : undefined;
       if (failure !== undefined) {
         process.exitCode = 1;
         await writeFile(TERMINATION_MESSAGE, failure).catch((error: unknown) => {

@@ -22,7 +22,10 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** A folder as the kubelet fills it: the keys in a hidden, timestamped folder, ..data pointing at it, and a link per key. */
+/**
+ * A folder as the kubelet fills it: the keys in a hidden, timestamped folder, ..data pointing at it, and a link per
+ * key.
+ */
 async function kubeletFolder(name: string, files: Record<string, string>): Promise<string> {
   const root = join(dir, name);
   const stamped = join(root, "..2026_11_24_01_00_00.123456789");
@@ -39,7 +42,10 @@ const isoinfo = async (...args: string[]) => (await exec("isoinfo", args)).stdou
 
 describe("a config volume's disk", () => {
   it("holds each key as a plain file under the volume's label, and none of the kubelet's own entries", async () => {
-    const source = await kubeletFolder("app", { greeting: "hello from a ConfigMap\n", "app.properties": "mode=test\n" });
+    const source = await kubeletFolder("app", {
+      greeting: "hello from a ConfigMap\n",
+      "app.properties": "mode=test\n",
+    });
     const iso = join(dir, "app.iso");
     await configVolumeIso(iso, source, "app-config");
     expect(await isoinfo("-d", "-i", iso)).toMatch(/Volume id: app-config/);
@@ -59,17 +65,40 @@ describe("a config volume's disk", () => {
 });
 
 describe("a cloudInitConfigDrive volume's disk", () => {
-  it("is an OpenStack config drive: label config-2, with the metadata, user data and network data under openstack/latest", async () => {
-    const iso = join(dir, "config-drive.iso");
-    const networkData = JSON.stringify({ links: [], networks: [], services: [] });
-    await configDriveIso(iso, { userData: "#cloud-config\nhostname: web-1\n", networkData, instanceId: "c1f0a2d4-0000-4000-8000-00000000000a", hostname: "web-1", publicKeys: ["ssh-ed25519 AAAAC3Nza test@example"] });
-    expect(await isoinfo("-d", "-i", iso)).toMatch(/Volume id: config-2\n/);
-    const listed = (await isoinfo("-R", "-f", "-i", iso)).split("\n").filter((f) => f.startsWith("/openstack/latest/")).sort();
-    expect(listed).toEqual(["/openstack/latest/meta_data.json", "/openstack/latest/network_data.json", "/openstack/latest/user_data"]);
-    expect(JSON.parse(await isoinfo("-R", "-i", iso, "-x", "/openstack/latest/meta_data.json"))).toMatchObject({ uuid: "c1f0a2d4-0000-4000-8000-00000000000a", hostname: "web-1", public_keys: { "key-0": "ssh-ed25519 AAAAC3Nza test@example" } });
-    expect(await isoinfo("-R", "-i", iso, "-x", "/openstack/latest/user_data")).toBe("#cloud-config\nhostname: web-1\n");
-    expect(await isoinfo("-R", "-i", iso, "-x", "/openstack/latest/network_data.json")).toBe(networkData);
-  });
+  it(
+    "is an OpenStack config drive: label config-2, with the metadata, user data " +
+      "and network data under openstack/latest",
+    async () => {
+      const iso = join(dir, "config-drive.iso");
+      const networkData = JSON.stringify({ links: [], networks: [], services: [] });
+      await configDriveIso(iso, {
+        userData: "#cloud-config\nhostname: web-1\n",
+        networkData,
+        instanceId: "c1f0a2d4-0000-4000-8000-00000000000a",
+        hostname: "web-1",
+        publicKeys: ["ssh-ed25519 AAAAC3Nza test@example"],
+      });
+      expect(await isoinfo("-d", "-i", iso)).toMatch(/Volume id: config-2\n/);
+      const listed = (await isoinfo("-R", "-f", "-i", iso))
+        .split("\n")
+        .filter((f) => f.startsWith("/openstack/latest/"))
+        .sort();
+      expect(listed).toEqual([
+        "/openstack/latest/meta_data.json",
+        "/openstack/latest/network_data.json",
+        "/openstack/latest/user_data",
+      ]);
+      expect(JSON.parse(await isoinfo("-R", "-i", iso, "-x", "/openstack/latest/meta_data.json"))).toMatchObject({
+        uuid: "c1f0a2d4-0000-4000-8000-00000000000a",
+        hostname: "web-1",
+        public_keys: { "key-0": "ssh-ed25519 AAAAC3Nza test@example" },
+      });
+      expect(await isoinfo("-R", "-i", iso, "-x", "/openstack/latest/user_data")).toBe(
+        "#cloud-config\nhostname: web-1\n",
+      );
+      expect(await isoinfo("-R", "-i", iso, "-x", "/openstack/latest/network_data.json")).toBe(networkData);
+    },
+  );
 });
 
 describe("SSH public keys of access credentials", () => {
@@ -77,7 +106,10 @@ describe("SSH public keys of access credentials", () => {
     const credentials = join(dir, "access-credentials");
     await mkdir(credentials);
     // Mount 0 as the kubelet fills it: two values, one with two keys, a blank line and a comment.
-    await kubeletFolder("access-credentials/0", { alice: "ssh-ed25519 AAAAC3NzaA alice@laptop\n\n# old key below was removed\nssh-rsa AAAAB3NzaB alice@desk\n", bob: "ssh-ed25519 AAAAC3NzaC bob\n" });
+    await kubeletFolder("access-credentials/0", {
+      alice: "ssh-ed25519 AAAAC3NzaA alice@laptop\n\n# old key below was removed\nssh-rsa AAAAB3NzaB alice@desk\n",
+      bob: "ssh-ed25519 AAAAC3NzaC bob\n",
+    });
     const vmi = {
       apiVersion: "kubevirt.io/v1",
       kind: "VirtualMachineInstance",
@@ -85,17 +117,30 @@ describe("SSH public keys of access credentials", () => {
       spec: {
         domain: { devices: {} },
         volumes: [{ name: "cloudinit", cloudInitNoCloud: { userData: "#cloud-config\n" } }],
-        accessCredentials: [{ sshPublicKey: { source: { secret: { secretName: "keys" } }, propagationMethod: { noCloud: {} } } }],
+        accessCredentials: [
+          { sshPublicKey: { source: { secret: { secretName: "keys" } }, propagationMethod: { noCloud: {} } } },
+        ],
       },
     } satisfies VirtualMachineInstance;
     const keys = await sshPublicKeys(vmi, credentials, "noCloud");
-    expect(keys).toEqual(["ssh-ed25519 AAAAC3NzaA alice@laptop", "ssh-rsa AAAAB3NzaB alice@desk", "ssh-ed25519 AAAAC3NzaC bob"]);
+    expect(keys).toEqual([
+      "ssh-ed25519 AAAAC3NzaA alice@laptop",
+      "ssh-rsa AAAAB3NzaB alice@desk",
+      "ssh-ed25519 AAAAC3NzaC bob",
+    ]);
     expect(await sshPublicKeys(vmi, credentials, "configDrive")).toEqual([]);
     const iso = join(dir, "nocloud.iso");
-    await cloudInitIso(iso, { userData: "#cloud-config\n", networkData: undefined, instanceId: "uid-1", hostname: "web", publicKeys: keys });
+    await cloudInitIso(iso, {
+      userData: "#cloud-config\n",
+      networkData: undefined,
+      instanceId: "uid-1",
+      hostname: "web",
+      publicKeys: keys,
+    });
     expect(await isoinfo("-d", "-i", iso)).toMatch(/Volume id: cidata\n/);
     expect(await isoinfo("-R", "-i", iso, "-x", "/meta-data")).toBe(
-      'instance-id: "uid-1"\nlocal-hostname: "web"\npublic-keys:\n  - "ssh-ed25519 AAAAC3NzaA alice@laptop"\n  - "ssh-rsa AAAAB3NzaB alice@desk"\n  - "ssh-ed25519 AAAAC3NzaC bob"\n',
+      'instance-id: "uid-1"\nlocal-hostname: "web"\npublic-keys:\n  - "ssh-ed25519 AAAAC3NzaA ' +
+        'alice@laptop"\n  - "ssh-rsa AAAAB3NzaB alice@desk"\n  - "ssh-ed25519 AAAAC3NzaC bob"\n',
     );
   });
 });

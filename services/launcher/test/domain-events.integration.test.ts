@@ -30,7 +30,12 @@ const vmi: VirtualMachineInstance = {
   spec: defaultVmiSpec({
     domain: {
       memory: { guest: "128Mi" },
-      firmware: { kernelBoot: { kernelArgs: "console=ttyS0 quiet", container: { image: "tiny:1", kernelPath: "/boot/vmlinuz", initrdPath: "/boot/initrd.gz" } } },
+      firmware: {
+        kernelBoot: {
+          kernelArgs: "console=ttyS0 quiet",
+          container: { image: "tiny:1", kernelPath: "/boot/vmlinuz", initrdPath: "/boot/initrd.gz" },
+        },
+      },
       devices: {},
     },
     terminationGracePeriodSeconds: 3,
@@ -48,20 +53,32 @@ beforeAll(async () => {
   const node = join(folder.dir, "node");
   await link(process.execPath, node);
   const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
-  launcher = spawn("setpriv", ["--pdeathsig", "KILL", `--reuid=${String(LAUNCHER_UID)}`, `--regid=${String(LAUNCHER_UID)}`, "--clear-groups", node, main], {
-    env: {
-      PATH: "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
-      OPS_PORT: String(await freePort()),
-      LOG_LEVEL: "info",
-      SOCKETS_DIR: dirs.sockets,
-      STATE_DIR: dirs.state,
-      KERNEL_BOOT_DIR: join(folder.dir, "kernel-boot"),
-      ALLOW_EMULATION: "true",
-      KVM_DEVICE: join(folder.dir, "no-kvm"),
-      GRACE_PERIOD_SECONDS: "3",
+  launcher = spawn(
+    "setpriv",
+    [
+      "--pdeathsig",
+      "KILL",
+      `--reuid=${String(LAUNCHER_UID)}`,
+      `--regid=${String(LAUNCHER_UID)}`,
+      "--clear-groups",
+      node,
+      main,
+    ],
+    {
+      env: {
+        PATH: "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+        OPS_PORT: String(await freePort()),
+        LOG_LEVEL: "info",
+        SOCKETS_DIR: dirs.sockets,
+        STATE_DIR: dirs.state,
+        KERNEL_BOOT_DIR: join(folder.dir, "kernel-boot"),
+        ALLOW_EMULATION: "true",
+        KVM_DEVICE: join(folder.dir, "no-kvm"),
+        GRACE_PERIOD_SECONDS: "3",
+      },
+      stdio: ["ignore", "pipe", "pipe"],
     },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  );
   launcher.stdout?.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
   launcher.stderr?.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
   const socket = join(dirs.sockets, SocketsVolume.launcher);
@@ -72,7 +89,8 @@ beforeAll(async () => {
       client = connected;
       break;
     }
-    if (launcher.exitCode !== null || Date.now() > deadline) throw new Error(`the launcher did not open its socket:\n${output}`);
+    if (launcher.exitCode !== null || Date.now() > deadline)
+      throw new Error(`the launcher did not open its socket:\n${output}`);
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }, 300_000);
@@ -101,31 +119,35 @@ describe("the launcher's watch", () => {
     expect(idle).toMatchObject({ revision: settled, status: { state: "Running" } });
   });
 
-  it("answers within 1 s of the guest powering itself off, and the launcher ends by the same event", { timeout: 120_000 }, async () => {
-    const { revision } = await client.call("watch", { since: 0, timeoutSeconds: 60 });
-    // Each change answers: the domain is Shutdown (the guest has turned itself off) first, and Shutoff once libvirt
-    // has seen QEMU out, which takes libvirt a while of its own.
-    const changes: { at: number; state: string }[] = [];
-    const watched = (async () => {
-      for (let since = revision; changes.at(-1)?.state !== "Shutoff"; ) {
-        const change = await client.call("watch", { since, timeoutSeconds: 60 });
-        changes.push({ at: performance.now(), state: change.status.state });
-        since = change.revision;
-      }
-    })();
-    const serial = join(folder.dir, "k", SocketsVolume.serial);
-    // The kernel's last words before it turns the machine off, which "quiet" leaves in.
-    const poweredOff = await readUntil(serial, "Power down", "poweroff -f\n").then(() => performance.now());
-    await watched;
-    expect(changes[0]?.state).toMatch(/^(Shutdown|Shutoff)$/);
-    const seen = JSON.stringify(changes.map((c) => ({ ...c, at: Math.round(c.at - poweredOff) })));
-    expect((changes[0]?.at ?? Infinity) - poweredOff, seen).toBeLessThan(1_000);
-    expect(changes.at(-1)?.state).toBe("Shutoff");
-    // The launcher's own look at its domain comes from the event too (its interval is 60 s).
-    const code = launcher.exitCode ?? ((await once(launcher, "exit")) as [number | null])[0];
-    expect(performance.now() - poweredOff).toBeLessThan(15_000);
-    expect(code, output).toBe(0);
-    expect(output).toContain("the domain is gone; exiting");
-    expect(output).not.toContain("virsh stopped following");
-  });
+  it(
+    "answers within 1 s of the guest powering itself off, and the launcher ends by the same event",
+    { timeout: 120_000 },
+    async () => {
+      const { revision } = await client.call("watch", { since: 0, timeoutSeconds: 60 });
+      // Each change answers: the domain is Shutdown (the guest has turned itself off) first, and Shutoff once libvirt
+      // has seen QEMU out, which takes libvirt a while of its own.
+      const changes: { at: number; state: string }[] = [];
+      const watched = (async () => {
+        for (let since = revision; changes.at(-1)?.state !== "Shutoff";) {
+          const change = await client.call("watch", { since, timeoutSeconds: 60 });
+          changes.push({ at: performance.now(), state: change.status.state });
+          since = change.revision;
+        }
+      })();
+      const serial = join(folder.dir, "k", SocketsVolume.serial);
+      // The kernel's last words before it turns the machine off, which "quiet" leaves in.
+      const poweredOff = await readUntil(serial, "Power down", "poweroff -f\n").then(() => performance.now());
+      await watched;
+      expect(changes[0]?.state).toMatch(/^(Shutdown|Shutoff)$/);
+      const seen = JSON.stringify(changes.map((c) => ({ ...c, at: Math.round(c.at - poweredOff) })));
+      expect((changes[0]?.at ?? Infinity) - poweredOff, seen).toBeLessThan(1_000);
+      expect(changes.at(-1)?.state).toBe("Shutoff");
+      // The launcher's own look at its domain comes from the event too (its interval is 60 s).
+      const code = launcher.exitCode ?? ((await once(launcher, "exit")) as [number | null])[0];
+      expect(performance.now() - poweredOff).toBeLessThan(15_000);
+      expect(code, output).toBe(0);
+      expect(output).toContain("the domain is gone; exiting");
+      expect(output).not.toContain("virsh stopped following");
+    },
+  );
 });

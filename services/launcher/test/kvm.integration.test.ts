@@ -38,7 +38,12 @@ const vmi: VirtualMachineInstance = {
     domain: {
       cpu: { model: "Nehalem" },
       memory: { guest: "64Mi" },
-      firmware: { kernelBoot: { kernelArgs: "console=ttyS0 quiet", container: { image: "tiny:1", kernelPath: "/boot/vmlinuz", initrdPath: "/boot/initrd.gz" } } },
+      firmware: {
+        kernelBoot: {
+          kernelArgs: "console=ttyS0 quiet",
+          container: { image: "tiny:1", kernelPath: "/boot/vmlinuz", initrdPath: "/boot/initrd.gz" },
+        },
+      },
       devices: {},
     },
     terminationGracePeriodSeconds: 1,
@@ -50,7 +55,10 @@ const vmi: VirtualMachineInstance = {
  * in a mount namespace of its own where that node is /dev/kvm, as in its container (libvirt looks for KVM there and
  * nowhere else); without one, with a KVM_DEVICE that is not there.
  */
-async function startLauncher(name: string, kvm: string | undefined): Promise<{ client: LauncherClient; virsh: (...args: string[]) => Promise<string> }> {
+async function startLauncher(
+  name: string,
+  kvm: string | undefined,
+): Promise<{ client: LauncherClient; virsh: (...args: string[]) => Promise<string> }> {
   const dir = join(folder.dir, name);
   // Short names: QEMU's monitor socket lies deep under the state folder, and a unix socket's path has 108 bytes.
   const dirs = { sockets: join(dir, "k"), state: join(dir, "s") };
@@ -61,8 +69,31 @@ async function startLauncher(name: string, kvm: string | undefined): Promise<{ c
   const node = join(dir, "node");
   await link(process.execPath, node);
   let output = "";
-  const asLauncher = ["setpriv", "--pdeathsig", "KILL", `--reuid=${String(LAUNCHER_UID)}`, `--regid=${String(LAUNCHER_UID)}`, "--clear-groups", node, fileURLToPath(new URL("../src/main.ts", import.meta.url))];
-  const [command = "", ...args] = kvm === undefined ? asLauncher : ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", `mount --bind "$0" ${NodeDevices.kvm.path} && exec "$@"`, kvm, ...asLauncher];
+  const asLauncher = [
+    "setpriv",
+    "--pdeathsig",
+    "KILL",
+    `--reuid=${String(LAUNCHER_UID)}`,
+    `--regid=${String(LAUNCHER_UID)}`,
+    "--clear-groups",
+    node,
+    fileURLToPath(new URL("../src/main.ts", import.meta.url)),
+  ];
+  const [command = "", ...args] =
+    kvm === undefined
+      ? asLauncher
+      : [
+          "unshare",
+          "--mount",
+          "--propagation",
+          "private",
+          "--",
+          "sh",
+          "-c",
+          `mount --bind "$0" ${NodeDevices.kvm.path} && exec "$@"`,
+          kvm,
+          ...asLauncher,
+        ];
   const launcher = spawn(command, args, {
     env: {
       PATH: "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
@@ -83,11 +114,27 @@ async function startLauncher(name: string, kvm: string | undefined): Promise<{ c
   const socket = join(dirs.sockets, SocketsVolume.launcher);
   const deadline = Date.now() + 60_000;
   while (!existsSync(socket)) {
-    if (launcher.exitCode !== null || Date.now() > deadline) throw new Error(`the launcher did not open its socket:\n${output}`);
+    if (launcher.exitCode !== null || Date.now() > deadline)
+      throw new Error(`the launcher did not open its socket:\n${output}`);
     await new Promise((r) => setTimeout(r, 100));
   }
   const uri = `qemu+unix:///session?socket=${join(dirs.state, "libvirt", "run", "libvirt", "libvirt-sock")}`;
-  const virsh = async (...args: string[]) => (await exec("setpriv", [`--reuid=${String(LAUNCHER_UID)}`, `--regid=${String(LAUNCHER_UID)}`, "--clear-groups", "virsh", "-c", uri, ...args], { env: { HOME: dirs.state, PATH: "/usr/bin:/bin" } })).stdout;
+  const virsh = async (...args: string[]) =>
+    (
+      await exec(
+        "setpriv",
+        [
+          `--reuid=${String(LAUNCHER_UID)}`,
+          `--regid=${String(LAUNCHER_UID)}`,
+          "--clear-groups",
+          "virsh",
+          "-c",
+          uri,
+          ...args,
+        ],
+        { env: { HOME: dirs.state, PATH: "/usr/bin:/bin" } },
+      )
+    ).stdout;
   return { client: await LauncherClient.connect(socket), virsh };
 }
 
@@ -96,7 +143,14 @@ async function kvmNode(name: string, uid: number, mode: string): Promise<string>
   const { rdev } = await stat(NodeDevices.kvm.path);
   const path = join(folder.dir, name);
   // Linux's dev_t: major in bits 8-19, minor in 0-7 and 20-31.
-  await exec("mknod", ["-m", mode, path, "c", String((rdev >> 8) & 0xfff), String((rdev & 0xff) | ((rdev >> 12) & 0xfff00))]);
+  await exec("mknod", [
+    "-m",
+    mode,
+    path,
+    "c",
+    String((rdev >> 8) & 0xfff),
+    String((rdev & 0xff) | ((rdev >> 12) & 0xfff00)),
+  ]);
   await chown(path, uid, uid);
   return path;
 }
@@ -108,12 +162,14 @@ beforeAll(async () => {
 
 afterAll(async () => {
   // Each launcher gone before its folders: its libvirt daemon, which dies with it, still removes its files on the way.
-  await Promise.all(launchers.map(async (launcher) => {
-    if (launcher.exitCode !== null || launcher.signalCode !== null) return;
-    const exited = once(launcher, "exit");
-    launcher.kill("SIGKILL");
-    await exited;
-  }));
+  await Promise.all(
+    launchers.map(async (launcher) => {
+      if (launcher.exitCode !== null || launcher.signalCode !== null) return;
+      const exited = once(launcher, "exit");
+      launcher.kill("SIGKILL");
+      await exited;
+    }),
+  );
   if (!hasKvm) return;
   await killQemuUnder(folder.dir);
   // A daemon's last files may still go while the folder is removed (ENOTEMPTY): tried again a few times.
@@ -121,14 +177,19 @@ afterAll(async () => {
 });
 
 describe.skipIf(!hasKvm)("the launcher with KVM and no emulation allowed", () => {
-  it("starts QEMU with KVM acceleration when its user can open the device: a kvm domain, query-kvm enabled", async () => {
-    const { client, virsh } = await startLauncher("u", await kvmNode("kvm-107", LAUNCHER_UID, "0600"));
-    expect(await client.call("sync", vmi)).toMatchObject({ state: "Paused", domainType: "kvm" });
-    expect(await virsh("dumpxml", "test_kvm")).toMatch(/^<domain type='kvm'/);
-    const answer = JSON.parse(await virsh("qemu-monitor-command", "test_kvm", JSON.stringify({ execute: "query-kvm" }))) as { return?: unknown };
-    expect(answer.return).toEqual({ enabled: true, present: true });
-    client.close();
-  });
+  it(
+    "starts QEMU with KVM acceleration when its user can open the device: " + "a kvm domain, query-kvm enabled",
+    async () => {
+      const { client, virsh } = await startLauncher("u", await kvmNode("kvm-107", LAUNCHER_UID, "0600"));
+      expect(await client.call("sync", vmi)).toMatchObject({ state: "Paused", domainType: "kvm" });
+      expect(await virsh("dumpxml", "test_kvm")).toMatch(/^<domain type='kvm'/);
+      const answer = JSON.parse(
+        await virsh("qemu-monitor-command", "test_kvm", JSON.stringify({ execute: "query-kvm" })),
+      ) as { return?: unknown };
+      expect(answer.return).toEqual({ enabled: true, present: true });
+      client.close();
+    },
+  );
 
   it("says the device is there but not openable by its user, with its mode, owner and the fix", async () => {
     const { client } = await startLauncher("d", await kvmNode("kvm-root", 0, "0600"));
@@ -143,7 +204,9 @@ describe.skipIf(!hasKvm)("the launcher with KVM and no emulation allowed", () =>
 
   it("says the device is missing", async () => {
     const { client } = await startLauncher("m", undefined);
-    await expect(client.call("sync", vmi)).rejects.toThrow(/is not in the launcher's container: .*devices\.kubevirt\.io\/kvm/);
+    await expect(client.call("sync", vmi)).rejects.toThrow(
+      /is not in the launcher's container: .*devices\.kubevirt\.io\/kvm/,
+    );
     client.close();
   });
 });

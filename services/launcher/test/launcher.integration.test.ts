@@ -24,7 +24,12 @@ let output = "";
 let client: LauncherClient;
 let opsPort: number;
 let declaredPort: number;
-const dirs = () => ({ sockets: join(folder.dir, "sockets"), state: join(folder.dir, "state"), containerDisks: join(folder.dir, "container-disks"), claims: join(folder.dir, "claims") });
+const dirs = () => ({
+  sockets: join(folder.dir, "sockets"),
+  state: join(folder.dir, "state"),
+  containerDisks: join(folder.dir, "container-disks"),
+  claims: join(folder.dir, "claims"),
+});
 /** The size of the claim the guest's disk vda is on. */
 const CLAIM_BYTES = 64 * 1024 * 1024;
 /** What the ephemeral volume's claim holds at its start. */
@@ -37,24 +42,61 @@ const vmi: VirtualMachineInstance = {
   spec: defaultVmiSpec({
     domain: {
       memory: { guest: "128Mi" },
-      firmware: { kernelBoot: { kernelArgs: "console=ttyS0 quiet", container: { image: "tiny:1", kernelPath: "/boot/vmlinuz", initrdPath: "/boot/initrd.gz" } } },
+      firmware: {
+        kernelBoot: {
+          kernelArgs: "console=ttyS0 quiet",
+          container: { image: "tiny:1", kernelPath: "/boot/vmlinuz", initrdPath: "/boot/initrd.gz" },
+        },
+      },
       // A disk on a Filesystem-mode claim, whose folder the pod would mount: the launcher makes its disk.img.
       // And vdb, a claim's disk under an overlay (an ephemeral volume): the guest's writes never reach the claim.
-      devices: { disks: [{ name: "data", disk: { bus: "virtio" } }, { name: "golden", disk: { bus: "virtio" } }] },
+      devices: {
+        disks: [
+          { name: "data", disk: { bus: "virtio" } },
+          { name: "golden", disk: { bus: "virtio" } },
+        ],
+      },
     },
-    volumes: [{ name: "data", persistentVolumeClaim: { claimName: "data" } }, { name: "golden", ephemeral: { persistentVolumeClaim: { claimName: "golden" } } }],
+    volumes: [
+      { name: "data", persistentVolumeClaim: { claimName: "data" } },
+      { name: "golden", ephemeral: { persistentVolumeClaim: { claimName: "golden" } } },
+    ],
     terminationGracePeriodSeconds: 3,
     // Checked when the test asks, as the kubelet would: a TCP port and an HTTP path the test serves in the guest.
     // A period of 1 s: the launcher checks the guest at most once a period whoever asks, and the test asks again
     // as soon as it changed the guest.
     readinessProbe: { tcpSocket: { port: 8080 }, timeoutSeconds: 5, periodSeconds: 1 },
-    livenessProbe: { httpGet: { port: 8080, path: "/alive", httpHeaders: [{ name: "X-Probe", value: "kubevirt-ts" }] }, timeoutSeconds: 5, periodSeconds: 1 },
+    livenessProbe: {
+      httpGet: { port: 8080, path: "/alive", httpHeaders: [{ name: "X-Probe", value: "kubevirt-ts" }] },
+      timeoutSeconds: 5,
+      periodSeconds: 1,
+    },
   }),
   // What the controller reports of the claim before the launcher starts.
   status: {
     volumeStatus: [
-      { name: "data", target: "", persistentVolumeClaimInfo: { claimName: "data", volumeMode: "Filesystem", accessModes: ["ReadWriteOnce"], requests: { storage: "64Mi" }, capacity: { storage: "64Mi" } } },
-      { name: "golden", target: "", persistentVolumeClaimInfo: { claimName: "golden", volumeMode: "Filesystem", accessModes: ["ReadOnlyMany"], requests: { storage: "8Mi" }, capacity: { storage: "8Mi" } } },
+      {
+        name: "data",
+        target: "",
+        persistentVolumeClaimInfo: {
+          claimName: "data",
+          volumeMode: "Filesystem",
+          accessModes: ["ReadWriteOnce"],
+          requests: { storage: "64Mi" },
+          capacity: { storage: "64Mi" },
+        },
+      },
+      {
+        name: "golden",
+        target: "",
+        persistentVolumeClaimInfo: {
+          claimName: "golden",
+          volumeMode: "Filesystem",
+          accessModes: ["ReadOnlyMany"],
+          requests: { storage: "8Mi" },
+          capacity: { storage: "8Mi" },
+        },
+      },
     ],
   },
 };
@@ -69,7 +111,8 @@ async function probe(kind: "liveness" | "readiness"): Promise<{ status: number; 
 async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check().catch(() => false))) {
-    if (launcher.exitCode !== null) throw new Error(`the launcher exited (${String(launcher.exitCode)}) before ${what}:\n${output}`);
+    if (launcher.exitCode !== null)
+      throw new Error(`the launcher exited (${String(launcher.exitCode)}) before ${what}:\n${output}`);
     if (Date.now() > deadline) throw new Error(`${what} did not happen within ${String(timeoutMs)} ms:\n${output}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
@@ -97,7 +140,15 @@ beforeAll(async () => {
   iface.ports = [{ name: "test", port: declaredPort }];
   launcher = spawn(
     "setpriv",
-    ["--pdeathsig", "KILL", `--reuid=${String(LAUNCHER_UID)}`, `--regid=${String(LAUNCHER_UID)}`, "--clear-groups", node, fileURLToPath(new URL("../src/main.ts", import.meta.url))],
+    [
+      "--pdeathsig",
+      "KILL",
+      `--reuid=${String(LAUNCHER_UID)}`,
+      `--regid=${String(LAUNCHER_UID)}`,
+      "--clear-groups",
+      node,
+      fileURLToPath(new URL("../src/main.ts", import.meta.url)),
+    ],
     {
       env: {
         PATH: "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
@@ -138,7 +189,9 @@ describe("the launcher", () => {
   it("answers on its socket before it has a domain", async () => {
     expect(await client.call("state")).toEqual({ state: "NoDomain" });
     await expect(client.call("pause")).rejects.toThrow("NotDefined: no domain yet: sync the VMI first");
-    await expect(client.call("portForward", { port: 22, protocol: "tcp" })).rejects.toThrow("NotDefined: no domain yet: sync the VMI first");
+    await expect(client.call("portForward", { port: 22, protocol: "tcp" })).rejects.toThrow(
+      "NotDefined: no domain yet: sync the VMI first",
+    );
   });
 
   /** Sends one raw line to the launcher's socket and returns its answer. */
@@ -155,18 +208,32 @@ describe("the launcher", () => {
   it("has libvirt probe QEMU's capabilities before any domain is defined, off the start's path", async () => {
     // libvirt keeps what it probed in its session cache, one XML file per QEMU binary.
     const cache = join(dirs().state, "libvirt", "cache", "libvirt", "qemu", "cache", "capabilities");
-    await waitFor(async () => (await readdir(cache).catch(() => [])).some((f) => f.endsWith(".xml")), "QEMU's capabilities in libvirt's cache");
+    await waitFor(
+      async () => (await readdir(cache).catch(() => [])).some((f) => f.endsWith(".xml")),
+      "QEMU's capabilities in libvirt's cache",
+    );
     expect(await client.call("state")).toEqual({ state: "NoDomain" });
     expect(output).not.toContain("could not have libvirt probe");
   });
 
   it("refuses a request of another protocol version, saying which it speaks", async () => {
-    expect(await exchange('{"version":99,"id":7,"method":"state"}')).toEqual({ id: 7, error: { code: "UnsupportedVersion", message: "this launcher speaks version 1, not 99" } });
+    expect(await exchange('{"version":99,"id":7,"method":"state"}')).toEqual({
+      id: 7,
+      error: { code: "UnsupportedVersion", message: "this launcher speaks version 1, not 99" },
+    });
   });
 
   it("refuses a sync whose VMI is malformed, naming the field, and defines nothing", async () => {
-    const answer = await exchange(JSON.stringify({ version: 1, id: 8, method: "sync", params: { ...vmi, spec: { ...vmi.spec, domain: "big" } } }));
-    expect(answer).toMatchObject({ id: 8, error: { code: "BadRequest", message: expect.stringContaining("invalid params of sync: params.spec.domain: ") as unknown } });
+    const answer = await exchange(
+      JSON.stringify({ version: 1, id: 8, method: "sync", params: { ...vmi, spec: { ...vmi.spec, domain: "big" } } }),
+    );
+    expect(answer).toMatchObject({
+      id: 8,
+      error: {
+        code: "BadRequest",
+        message: expect.stringContaining("invalid params of sync: params.spec.domain: ") as unknown,
+      },
+    });
     expect(await client.call("state")).toEqual({ state: "NoDomain" });
   });
 
@@ -187,55 +254,93 @@ describe("the launcher", () => {
     expect(image.uid).toBe(LAUNCHER_UID);
     const serial = join(dirs().sockets, "virt-serial0");
     // The command's echo holds no number: only the guest's answer matches.
-    expect(await readUntil(serial, `vda-sectors=${String(CLAIM_BYTES / 512)}`, "echo vda-sectors=$(cat /sys/block/vda/size)\n")).toContain(`vda-sectors=${String(CLAIM_BYTES / 512)}`);
+    expect(
+      await readUntil(
+        serial,
+        `vda-sectors=${String(CLAIM_BYTES / 512)}`,
+        "echo vda-sectors=$(cat /sys/block/vda/size)\n",
+      ),
+    ).toContain(`vda-sectors=${String(CLAIM_BYTES / 512)}`);
   });
 
-  it("gives an ephemeral claim's disk under an overlay: the guest reads the claim and writes to the overlay alone", async () => {
-    const serial = join(dirs().sockets, "virt-serial0");
-    expect(await readUntil(serial, `golden=${GOLDEN}`, "echo golden=$(head -c 24 /dev/vdb)\n")).toContain(`golden=${GOLDEN}`);
-    expect(await readUntil(serial, "changed=kubevirt-ts-overlay", "printf kubevirt-ts-overlay | dd of=/dev/vdb conv=fsync 2>/dev/null; echo changed=$(head -c 19 /dev/vdb)\n")).toContain("changed=kubevirt-ts-overlay");
-    // The claim's disk is as it was: the write went to the overlay in the launcher's folder.
-    expect((await readFile(join(dirs().claims, "golden", "disk.img"))).subarray(0, GOLDEN.length).toString()).toBe(GOLDEN);
-  });
+  it(
+    "gives an ephemeral claim's disk under an overlay: the guest reads the " + "claim and writes to the overlay alone",
+    async () => {
+      const serial = join(dirs().sockets, "virt-serial0");
+      expect(await readUntil(serial, `golden=${GOLDEN}`, "echo golden=$(head -c 24 /dev/vdb)\n")).toContain(
+        `golden=${GOLDEN}`,
+      );
+      expect(
+        await readUntil(
+          serial,
+          "changed=kubevirt-ts-overlay",
+          "printf kubevirt-ts-overlay | dd of=/dev/vdb conv=fsync 2>/dev/null; echo changed=$(head -c 19 /dev/vdb)\n",
+        ),
+      ).toContain("changed=kubevirt-ts-overlay");
+      // The claim's disk is as it was: the write went to the overlay in the launcher's folder.
+      expect((await readFile(join(dirs().claims, "golden", "disk.img"))).subarray(0, GOLDEN.length).toString()).toBe(
+        GOLDEN,
+      );
+    },
+  );
 
-  it("probes the guest as the kubelet asks: TCP through QEMU's user network, which accepts for any guest, and HTTP with its headers", async () => {
-    const serial = join(dirs().sockets, "virt-serial0");
-    // The guest's network is up once DHCP gave it its address.
-    await waitFor(async () => (await readUntil(serial, "NET=", "ip -4 addr show eth0 | grep -q 'inet ' && echo NET''=up || echo NET''=down\n", 5_000)).includes("NET=up"), "the guest's network");
-    // Nothing listens on the port yet: the guest refuses the connection, which QEMU's side alone would have accepted.
-    expect(await probe("readiness")).toEqual({ status: 503, reason: "tcp port 8080: the guest refused the connection" });
-    expect((await probe("liveness")).reason).toMatch(/^http GET port 8080\/alive: no answer/);
-    // A web server of busybox's nc and a script: 200 for GET /alive with the probe's header, 500 once /tmp/sick exists.
-    const script = [
-      "cat > /bin/answer <<'EOF'",
-      "#!/bin/sh",
-      "ok=",
-      "while read -r line; do",
-      "  line=$(printf %s \"$line\" | tr -d '\\r')",
-      "  [ -z \"$line\" ] && break",
-      "  case \"$line\" in 'GET /alive '*) ok=\"${ok}path\";; [Xx]-[Pp]robe:\\ kubevirt-ts) ok=\"${ok}header\";; esac",
-      "done",
-      "if [ -e /tmp/sick ]; then printf 'HTTP/1.0 500 Sick\\r\\n\\r\\n'",
-      "elif [ \"$ok\" = pathheader ]; then printf 'HTTP/1.0 200 OK\\r\\n\\r\\nalive\\n'",
-      "else printf 'HTTP/1.0 403 Forbidden\\r\\n\\r\\n'; fi",
-      "EOF",
-      "chmod +x /bin/answer && (nc -ll -p 8080 -e /bin/answer &) && echo serv''ing",
-      "",
-    ].join("\n");
-    await readUntil(serial, "serving", script);
-    await waitFor(async () => (await probe("readiness")).status === 200, "the TCP probe to pass", 20_000);
-    // Past the probe's period since its last check, so that the answer is a new check of the guest.
-    const nextPeriod = () => new Promise((resolve) => setTimeout(resolve, 1_000));
-    await nextPeriod();
-    expect(await probe("liveness")).toEqual({ status: 200 });
-    await readUntil(serial, "sick-now", "touch /tmp/sick && echo sick-''now\n");
-    await nextPeriod();
-    expect(await probe("liveness")).toEqual({ status: 503, reason: "http GET port 8080/alive: HTTP 500" });
-    expect((await probe("readiness")).status).toBe(200);
-    await readUntil(serial, "well-again", "rm /tmp/sick && echo well-''again\n");
-    await nextPeriod();
-    expect(await probe("liveness")).toEqual({ status: 200 });
-  });
+  it(
+    "probes the guest as the kubelet asks: TCP through QEMU's user network, which " +
+      "accepts for any guest, and HTTP with its headers",
+    async () => {
+      const serial = join(dirs().sockets, "virt-serial0");
+      // The guest's network is up once DHCP gave it its address.
+      await waitFor(
+        async () =>
+          (
+            await readUntil(
+              serial,
+              "NET=",
+              "ip -4 addr show eth0 | grep -q 'inet ' && echo NET''=up || echo NET''=down\n",
+              5_000,
+            )
+          ).includes("NET=up"),
+        "the guest's network",
+      );
+      // Nothing listens on the port yet: the guest refuses the connection, which QEMU's side alone would have accepted.
+      expect(await probe("readiness")).toEqual({
+        status: 503,
+        reason: "tcp port 8080: the guest refused the connection",
+      });
+      expect((await probe("liveness")).reason).toMatch(/^http GET port 8080\/alive: no answer/);
+      // A web server of busybox's nc and a script: 200 for GET /alive with the probe's header, 500 once /tmp/sick
+      // exists.
+      const script = [
+        "cat > /bin/answer <<'EOF'",
+        "#!/bin/sh",
+        "ok=",
+        "while read -r line; do",
+        "  line=$(printf %s \"$line\" | tr -d '\\r')",
+        '  [ -z "$line" ] && break',
+        '  case "$line" in \'GET /alive \'*) ok="${ok}path";; [Xx]-[Pp]robe:\\ kubevirt-ts) ok="${ok}header";; esac',
+        "done",
+        "if [ -e /tmp/sick ]; then printf 'HTTP/1.0 500 Sick\\r\\n\\r\\n'",
+        "elif [ \"$ok\" = pathheader ]; then printf 'HTTP/1.0 200 OK\\r\\n\\r\\nalive\\n'",
+        "else printf 'HTTP/1.0 403 Forbidden\\r\\n\\r\\n'; fi",
+        "EOF",
+        "chmod +x /bin/answer && (nc -ll -p 8080 -e /bin/answer &) && echo serv''ing",
+        "",
+      ].join("\n");
+      await readUntil(serial, "serving", script);
+      await waitFor(async () => (await probe("readiness")).status === 200, "the TCP probe to pass", 20_000);
+      // Past the probe's period since its last check, so that the answer is a new check of the guest.
+      const nextPeriod = () => new Promise((resolve) => setTimeout(resolve, 1_000));
+      await nextPeriod();
+      expect(await probe("liveness")).toEqual({ status: 200 });
+      await readUntil(serial, "sick-now", "touch /tmp/sick && echo sick-''now\n");
+      await nextPeriod();
+      expect(await probe("liveness")).toEqual({ status: 503, reason: "http GET port 8080/alive: HTTP 500" });
+      expect((await probe("readiness")).status).toBe(200);
+      await readUntil(serial, "well-again", "rm /tmp/sick && echo well-''again\n");
+      await nextPeriod();
+      expect(await probe("liveness")).toEqual({ status: 200 });
+    },
+  );
 
   it("pauses and unpauses the guest", async () => {
     expect(await client.call("pause")).toMatchObject({ state: "Paused" });
@@ -252,30 +357,38 @@ describe("the launcher", () => {
     expect(png.readUInt32BE(20)).toBeGreaterThanOrEqual(400);
   });
 
-  it("opens a tunnel to a port of the guest on its pod network as a socket in the sockets volume, once per port", async () => {
-    // QEMU's human monitor takes the forwarding rule only on the backend of the VMI's masquerade interface (defaulted in).
-    expect(await client.call("portForward", { port: 22, protocol: "tcp" })).toEqual({});
-    expect(await client.call("portForward", { port: 22, protocol: "tcp" })).toEqual({});
-    const socket = join(dirs().sockets, portForwardSocket({ port: 22, protocol: "tcp" }));
-    const stats = await stat(socket);
-    expect(stats.isSocket()).toBe(true);
-    expect(stats.uid).toBe(LAUNCHER_UID);
-    expect(stats.mode & 0o777).toBe(0o600);
-    // The tiny guest has no network of its own: QEMU takes the connection, which is all that can be seen of it here.
-    const tunnel = connect(socket);
-    await once(tunnel, "connect");
-    tunnel.destroy();
-    // So it does on the port the VMI declares, on the launcher's own address (the pod's, in a cluster).
-    const declared = connect({ host: "127.0.0.1", port: declaredPort });
-    await once(declared, "connect");
-    declared.destroy();
-    await expect(client.call("portForward", { port: 0, protocol: "tcp" })).rejects.toThrow(/BadRequest: invalid params of portForward: params.port/);
-  });
+  it(
+    "opens a tunnel to a port of the guest on its pod network as a socket in " + "the sockets volume, once per port",
+    async () => {
+      // QEMU's human monitor takes the forwarding rule only on the backend of the VMI's masquerade interface (defaulted
+      // in).
+      expect(await client.call("portForward", { port: 22, protocol: "tcp" })).toEqual({});
+      expect(await client.call("portForward", { port: 22, protocol: "tcp" })).toEqual({});
+      const socket = join(dirs().sockets, portForwardSocket({ port: 22, protocol: "tcp" }));
+      const stats = await stat(socket);
+      expect(stats.isSocket()).toBe(true);
+      expect(stats.uid).toBe(LAUNCHER_UID);
+      expect(stats.mode & 0o777).toBe(0o600);
+      // The tiny guest has no network of its own: QEMU takes the connection, which is all that can be seen of it here.
+      const tunnel = connect(socket);
+      await once(tunnel, "connect");
+      tunnel.destroy();
+      // So it does on the port the VMI declares, on the launcher's own address (the pod's, in a cluster).
+      const declared = connect({ host: "127.0.0.1", port: declaredPort });
+      await once(declared, "connect");
+      declared.destroy();
+      await expect(client.call("portForward", { port: 0, protocol: "tcp" })).rejects.toThrow(
+        /BadRequest: invalid params of portForward: params.port/,
+      );
+    },
+  );
 
   it("says so when the guest has no agent to report its OS", async () => {
     await expect(client.call("guestOsInfo")).rejects.toThrow(/Failed: virsh qemu-agent-command failed: .*agent/i);
     // Nor can its file systems be frozen, and the domain is not taken for frozen.
-    await expect(client.call("freeze", { unfreezeTimeoutSeconds: 60 })).rejects.toThrow(/Failed: virsh domfsfreeze failed: [\s\S]*agent is not connected/i);
+    await expect(client.call("freeze", { unfreezeTimeoutSeconds: 60 })).rejects.toThrow(
+      /Failed: virsh domfsfreeze failed: [\s\S]*agent is not connected/i,
+    );
     expect(await client.call("state")).not.toHaveProperty("fsFreezeStatus");
   });
 
@@ -299,6 +412,11 @@ describe("the launcher", () => {
     // The tiny guest has no ACPI daemon: after the grace period it is destroyed.
     expect(output).toContain("did not shut down within its grace period; destroying it");
     expect(Date.now() - started).toBeGreaterThanOrEqual(3_000);
-    expect(await stat(join(dirs().sockets, "virt-serial0")).then(() => "still there", () => "gone")).toBe("gone");
+    expect(
+      await stat(join(dirs().sockets, "virt-serial0")).then(
+        () => "still there",
+        () => "gone",
+      ),
+    ).toBe("gone");
   });
 });

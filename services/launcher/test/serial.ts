@@ -7,7 +7,11 @@ export function readUntil(path: string, text: string, send?: string, timeoutMs =
     let output = "";
     const timer = setTimeout(() => {
       socket.destroy();
-      reject(new Error(`no ${JSON.stringify(text)} within ${String(timeoutMs)} ms; got ${JSON.stringify(output.slice(-300))}`));
+      reject(
+        new Error(
+          `no ${JSON.stringify(text)} within ${String(timeoutMs)} ms; got ${JSON.stringify(output.slice(-300))}`,
+        ),
+      );
     }, timeoutMs);
     socket.on("connect", () => {
       if (send !== undefined) socket.write(send);

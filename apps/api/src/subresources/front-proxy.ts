@@ -12,7 +12,10 @@ import { type ClientTrust, type TrustNames, clientCertRefusal, pemCertificates }
 // as on every cluster with the aggregation layer. A request without such a
 // certificate is no one's: its headers could say anything.
 
-export const AUTHENTICATION_CONFIG_MAP = { namespace: "kube-system", name: "extension-apiserver-authentication" } as const;
+export const AUTHENTICATION_CONFIG_MAP = {
+  namespace: "kube-system",
+  name: "extension-apiserver-authentication",
+} as const;
 
 export interface FrontProxyConfig extends ClientTrust {
   userHeaders: string[];
@@ -29,7 +32,8 @@ export interface RemoteUser {
 const jsonList = (text: string | undefined, fallback: string[]): string[] => {
   if (text === undefined || text.trim() === "") return fallback;
   const value: unknown = JSON.parse(text);
-  if (!Array.isArray(value) || !value.every((v) => typeof v === "string")) throw new Error(`not a JSON list of strings: ${text}`);
+  if (!Array.isArray(value) || !value.every((v) => typeof v === "string"))
+    throw new Error(`not a JSON list of strings: ${text}`);
   return value;
 };
 
@@ -37,7 +41,11 @@ const jsonList = (text: string | undefined, fallback: string[]): string[] => {
 export function parseFrontProxyConfig(data: Record<string, string> | undefined): FrontProxyConfig {
   const pem = data?.["requestheader-client-ca-file"];
   if (!pem) {
-    throw new Error(`requestheader-client-ca-file is missing from ${AUTHENTICATION_CONFIG_MAP.namespace}/${AUTHENTICATION_CONFIG_MAP.name}: start the API server with --requestheader-client-ca-file (the aggregation layer)`);
+    throw new Error(
+      "requestheader-client-ca-file is missing " +
+        `from ${AUTHENTICATION_CONFIG_MAP.namespace}/${AUTHENTICATION_CONFIG_MAP.name}: start the API server ` +
+        "with --requestheader-client-ca-file (the aggregation layer)",
+    );
   }
   const cas = pemCertificates(pem);
   if (cas.length === 0) throw new Error("requestheader-client-ca-file holds no certificate");
@@ -51,19 +59,36 @@ export function parseFrontProxyConfig(data: Record<string, string> | undefined):
   };
 }
 
-const FRONT_PROXY_NAMES: TrustNames = { whose: "the API server's front proxy", ca: "the requestheader CA", namesFrom: "requestheader-allowed-names" };
+const FRONT_PROXY_NAMES: TrustNames = {
+  whose: "the API server's front proxy",
+  ca: "the requestheader CA",
+  namesFrom: "requestheader-allowed-names",
+};
 
 /** Why the peer certificate is not the front proxy's, or undefined when it is. */
-export function frontProxyRefusal(config: FrontProxyConfig, peer: X509Certificate | undefined, now = new Date()): string | undefined {
+export function frontProxyRefusal(
+  config: FrontProxyConfig,
+  peer: X509Certificate | undefined,
+  now = new Date(),
+): string | undefined {
   return clientCertRefusal(config, FRONT_PROXY_NAMES, peer, now);
 }
 
 /** The user the front proxy names; the headers are Node's, lower-cased, each with all its values. */
-export function remoteUser(config: FrontProxyConfig, headers: Record<string, string[] | undefined>): RemoteUser | string {
-  const first = (names: string[]) => names.map((n) => headers[n.toLowerCase()]).find((values) => values !== undefined && values.length > 0);
+export function remoteUser(
+  config: FrontProxyConfig,
+  headers: Record<string, string[] | undefined>,
+): RemoteUser | string {
+  const first = (names: string[]) =>
+    names.map((n) => headers[n.toLowerCase()]).find((values) => values !== undefined && values.length > 0);
   const user = first(config.userHeaders)?.[0];
   if (!user) return "a valid user header is required for authorization";
-  const groups = (first(config.groupHeaders) ?? []).flatMap((g) => g.split(",").map((s) => s.trim()).filter((s) => s !== ""));
+  const groups = (first(config.groupHeaders) ?? []).flatMap((g) =>
+    g
+      .split(",")
+      .map((s) => s.trim())
+      .filter((s) => s !== ""),
+  );
   const extra: Record<string, string[]> = {};
   for (const [name, values] of Object.entries(headers)) {
     const prefix = config.extraPrefixes.find((p) => name.startsWith(p.toLowerCase()));
@@ -97,14 +122,24 @@ export class FrontProxy {
 
   async config(): Promise<FrontProxyConfig> {
     if (this.cached && Date.now() - this.cached.at < this.maxAgeMs) return this.cached.config;
-    const map = await this.own.get<ConfigMap>(resources.configMaps, AUTHENTICATION_CONFIG_MAP.namespace, AUTHENTICATION_CONFIG_MAP.name);
+    const map = await this.own.get<ConfigMap>(
+      resources.configMaps,
+      AUTHENTICATION_CONFIG_MAP.namespace,
+      AUTHENTICATION_CONFIG_MAP.name,
+    );
     this.cached = { config: parseFrontProxyConfig(map.data), at: Date.now() };
     return this.cached.config;
   }
 }
 
-/** The user the API server names on a request it passed on, or why the request is not taken (its front proxy's certificate, or no user). */
-export async function frontProxyUser(frontProxy: FrontProxy, req: IncomingMessage): Promise<RemoteUser | { refused: string }> {
+/**
+ * The user the API server names on a request it passed on, or why the request is not taken (its front proxy's
+ * certificate, or no user).
+ */
+export async function frontProxyUser(
+  frontProxy: FrontProxy,
+  req: IncomingMessage,
+): Promise<RemoteUser | { refused: string }> {
   const config = await frontProxy.config();
   const refused = frontProxyRefusal(config, (req.socket as TLSSocket).getPeerX509Certificate());
   if (refused) return { refused };

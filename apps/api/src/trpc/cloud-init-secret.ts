@@ -19,24 +19,39 @@ function secretNameOf(vm: VirtualMachine): string {
   const volumes = vm.spec.template.spec.volumes ?? [];
   const refs = volumes.flatMap((v) => (v.cloudInitNoCloud?.secretRef ? [v.cloudInitNoCloud.secretRef.name] : []));
   if (refs.length !== 1 || refs[0] === undefined) {
-    const message = `cloud-init user data was given to keep in a Secret, but ${refs.length === 0 ? "no" : "more than one"} cloudInitNoCloud volume names one in secretRef; add exactly one volume with cloudInitNoCloud.secretRef`;
+    const message =
+      "cloud-init user data was given to keep in a Secret, " +
+      `but ${refs.length === 0 ? "no" : "more than one"} cloudInitNoCloud volume names one in ` +
+      "secretRef; add exactly one volume with cloudInitNoCloud.secretRef";
     throw new CausesError(message, [{ field: "spec.template.spec.volumes", message, reason: "FieldValueInvalid" }]);
   }
   return refs[0];
 }
 
 /** Creates the VM and, owned by it, the Secret holding its cloud-init user data; both as the user. */
-export async function createVmWithCloudInitSecret(client: KubeClient, vm: VirtualMachine, userData: string): Promise<VirtualMachine> {
+export async function createVmWithCloudInitSecret(
+  client: KubeClient,
+  vm: VirtualMachine,
+  userData: string,
+): Promise<VirtualMachine> {
   const namespace = vm.metadata.namespace ?? "";
   const secretName = secretNameOf(vm);
   if (!(await mayI(client, namespace, CREATE_SECRETS, secretName))) {
     throw new TRPCError({
       code: "FORBIDDEN",
-      message: `You may not create Secrets in ${namespace}: it takes ${describeCheck(CREATE_SECRETS)}. The password or SSH key is kept in a Secret of the VM, out of sight of those who may only view VMs; ask for the edit role in ${namespace}, or create the VM without them.`,
+      message:
+        `You may not create Secrets in ${namespace}: it takes ${describeCheck(CREATE_SECRETS)}. The ` +
+        "password or SSH key is kept in a Secret of the VM, out of sight of those who may only view VMs; " +
+        `ask for the edit role in ${namespace}, or create the VM without them.`,
     });
   }
   const created = await client.create<VirtualMachine>(kubevirtResources.virtualMachines, namespace, vm);
-  const owner = { apiVersion: API_VERSION, kind: Kind.VirtualMachine, name: created.metadata.name ?? "", uid: created.metadata.uid ?? "" };
+  const owner = {
+    apiVersion: API_VERSION,
+    kind: Kind.VirtualMachine,
+    name: created.metadata.name ?? "",
+    uid: created.metadata.uid ?? "",
+  };
   try {
     await client.create<KubeObject>(resources.secrets, namespace, {
       apiVersion: "v1",
@@ -52,7 +67,10 @@ export async function createVmWithCloudInitSecret(client: KubeClient, vm: Virtua
     } catch (rollback) {
       throw new TRPCError({
         code: "INTERNAL_SERVER_ERROR",
-        message: `The VM ${owner.name} was created but its cloud-init Secret ${secretName} was not (${messageOf(error)}), and deleting the VM again failed (${messageOf(rollback)}); delete the VM: it cannot boot without the Secret.`,
+        message:
+          `The VM ${owner.name} was created but its cloud-init Secret ${secretName} was not ` +
+          `(${messageOf(error)}), and deleting the VM again failed (${messageOf(rollback)}); delete the ` +
+          "VM: it cannot boot without the Secret.",
         cause: error,
       });
     }

@@ -14,22 +14,48 @@ import { fromRefusal } from "./refusal.ts";
 
 const names = z.object({ namespace: z.string().min(1), name: z.string().min(1) });
 
-/** A DataVolume waiting for an upload of a disk of `size`: what virtctl image-upload dv <name> --size=<size> creates. */
+/**
+ * A DataVolume waiting for an upload of a disk of `size`: what virtctl image-upload dv <name> --size=<size> creates.
+ */
 export function uploadDataVolume(namespace: string, name: string, size: string): DataVolume {
-  const candidate = { apiVersion: "cdi.kubevirt.io/v1beta1", kind: "DataVolume", metadata: { name, namespace }, spec: { source: { upload: {} }, storage: { resources: { requests: { storage: size } } } } };
+  const candidate = {
+    apiVersion: "cdi.kubevirt.io/v1beta1",
+    kind: "DataVolume",
+    metadata: { name, namespace },
+    spec: { source: { upload: {} }, storage: { resources: { requests: { storage: size } } } },
+  };
   const result = validateDataVolume(candidate);
   if (!result.ok) throw new CausesError(summarize(result.causes), result.causes);
   return result.value;
 }
 
 export const dataVolumes = router({
-  list: userProcedure.input(z.object({ namespace: z.string().min(1) })).query(async ({ ctx, input }) => (await ctx.client.list<DataVolume>(kubevirtResources.dataVolumes, input.namespace)).items),
-  createUpload: userProcedure.input(names.extend({ size: z.string().min(1) })).mutation(({ ctx, input }) =>
-    ctx.client.create<DataVolume>(kubevirtResources.dataVolumes, input.namespace, uploadDataVolume(input.namespace, input.name, input.size)),
-  ),
+  list: userProcedure
+    .input(z.object({ namespace: z.string().min(1) }))
+    .query(
+      async ({ ctx, input }) =>
+        (await ctx.client.list<DataVolume>(kubevirtResources.dataVolumes, input.namespace)).items,
+    ),
+  createUpload: userProcedure
+    .input(names.extend({ size: z.string().min(1) }))
+    .mutation(({ ctx, input }) =>
+      ctx.client.create<DataVolume>(
+        kubevirtResources.dataVolumes,
+        input.namespace,
+        uploadDataVolume(input.namespace, input.name, input.size),
+      ),
+    ),
   uploadToken: userProcedure.input(names).mutation(async ({ ctx, input }) => {
-    if (!ctx.uploadTokens) throw new TRPCError({ code: "PRECONDITION_FAILED", message: "this API serves no upload proxy: it runs without its serving certificate (WEBHOOK_TLS_DIR)" });
-    return { token: await issueUploadToken(ctx.uploadTokens, tokenRequester(ctx.client), input.namespace, input.name).catch(fromRefusal) };
+    if (!ctx.uploadTokens)
+      throw new TRPCError({
+        code: "PRECONDITION_FAILED",
+        message: "this API serves no upload proxy: it runs without its serving certificate (WEBHOOK_TLS_DIR)",
+      });
+    return {
+      token: await issueUploadToken(ctx.uploadTokens, tokenRequester(ctx.client), input.namespace, input.name).catch(
+        fromRefusal,
+      ),
+    };
   }),
   delete: userProcedure.input(names).mutation(async ({ ctx, input }) => {
     await ctx.client.delete(kubevirtResources.dataVolumes, input.namespace, input.name);

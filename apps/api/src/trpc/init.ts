@@ -14,14 +14,19 @@ import type { UploadTokens } from "../upload/token.ts";
 // a refused object kept so the dashboard can show each next to its field.
 
 export interface ApiServices {
-  /** The API's own client: for finding handlers, and for the one write an action needs once the user was authorized for its subresource (vm-actions.ts, ADR 6). */
+  /**
+   * The API's own client: for finding handlers, and for the one write an action needs once the user was authorized for
+   * its subresource (vm-actions.ts, ADR 6).
+   */
   own: KubeClient;
   handlers: HandlerDialer;
   guestImages: GuestImage[];
   log: Logger;
   /** The VM graphs' figures: the store fed by the handlers, or a Prometheus; absent, the graphs say there are none. */
   metrics?: VmRates;
-  /** Signs upload tokens for the dashboard's Images page; absent when the API has no serving key (no upload proxy then). */
+  /**
+   * Signs upload tokens for the dashboard's Images page; absent when the API has no serving key (no upload proxy then).
+   */
   uploadTokens?: UploadTokens;
 }
 
@@ -39,7 +44,8 @@ export class CausesError extends TRPCError {
 
 const t = initTRPC.context<Context>().create({
   errorFormatter({ shape, error }) {
-    const causes = error instanceof CausesError ? error.causes : error.cause instanceof CausesError ? error.cause.causes : undefined;
+    const causes =
+      error instanceof CausesError ? error.causes : error.cause instanceof CausesError ? error.cause.causes : undefined;
     return { ...shape, data: { ...shape.data, stack: undefined, causes } };
   },
 });
@@ -47,16 +53,40 @@ const t = initTRPC.context<Context>().create({
 export const router = t.router;
 export const publicProcedure = t.procedure;
 
-const CODES: Record<number, TRPCError["code"]> = { 400: "BAD_REQUEST", 401: "UNAUTHORIZED", 403: "FORBIDDEN", 404: "NOT_FOUND", 409: "CONFLICT", 410: "CONFLICT", 422: "UNPROCESSABLE_CONTENT", 429: "TOO_MANY_REQUESTS" };
+const CODES: Record<number, TRPCError["code"]> = {
+  400: "BAD_REQUEST",
+  401: "UNAUTHORIZED",
+  403: "FORBIDDEN",
+  404: "NOT_FOUND",
+  409: "CONFLICT",
+  410: "CONFLICT",
+  422: "UNPROCESSABLE_CONTENT",
+  429: "TOO_MANY_REQUESTS",
+};
 
 /** Kubernetes' error as the user should read it. */
 function fromKubernetes(error: unknown): TRPCError {
   if (error instanceof TRPCError) return error;
-  if (!(error instanceof ApiError)) return new TRPCError({ code: "INTERNAL_SERVER_ERROR", message: error instanceof Error ? error.message : String(error), cause: error });
+  if (!(error instanceof ApiError))
+    return new TRPCError({
+      code: "INTERNAL_SERVER_ERROR",
+      message: error instanceof Error ? error.message : String(error),
+      cause: error,
+    });
   const { status } = error;
-  const message = error.code === 401 ? "Your token was not accepted by the cluster: sign in again with a valid token." : (status.message ?? `the cluster answered ${String(error.code)}`);
-  const details = (status as { details?: { causes?: { field?: string; message?: string; reason?: string }[] } }).details;
-  const causes = details?.causes?.filter((c) => c.field).map((c) => ({ field: c.field ?? "", message: c.message ?? "", reason: (c.reason ?? "FieldValueInvalid") as Cause["reason"] }));
+  const message =
+    error.code === 401
+      ? "Your token was not accepted by the cluster: sign in again with a valid token."
+      : (status.message ?? `the cluster answered ${String(error.code)}`);
+  const details = (status as { details?: { causes?: { field?: string; message?: string; reason?: string }[] } })
+    .details;
+  const causes = details?.causes
+    ?.filter((c) => c.field)
+    .map((c) => ({
+      field: c.field ?? "",
+      message: c.message ?? "",
+      reason: (c.reason ?? "FieldValueInvalid") as Cause["reason"],
+    }));
   if (causes && causes.length > 0) return new CausesError(message, causes);
   return new TRPCError({ code: CODES[error.code] ?? "INTERNAL_SERVER_ERROR", message, cause: error });
 }

@@ -1,4 +1,9 @@
-import { type VirtualMachineInstance, type VirtualMachineInstanceMigration, dnsLabelProblem, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
+import {
+  type VirtualMachineInstance,
+  type VirtualMachineInstanceMigration,
+  dnsLabelProblem,
+  kubevirtResources,
+} from "@kubevirt-ts/kubevirt-api";
 import { isFinalMigrationPhase, migrationRefusal } from "@kubevirt-ts/vm-rules";
 import { MIGRATION_REPORT_RETENTION_MS, type MigrationReport } from "@kubevirt-ts/launcher-protocol";
 import { TRPCError } from "@trpc/server";
@@ -32,7 +37,10 @@ function migrationView(m: VirtualMachineInstanceMigration) {
     name: m.metadata.name ?? "",
     created: m.metadata.creationTimestamp ?? "",
     phase: m.status?.phase ?? "Pending",
-    phases: (m.status?.phaseTransitionTimestamps ?? []).map((t) => ({ phase: t.phase, time: t.phaseTransitionTimestamp })),
+    phases: (m.status?.phaseTransitionTimestamps ?? []).map((t) => ({
+      phase: t.phase,
+      time: t.phaseTransitionTimestamp,
+    })),
     ended: isFinalMigrationPhase(m.status?.phase),
     cancelling: m.metadata.deletionTimestamp !== undefined && m.metadata.deletionTimestamp !== null,
     sourceNode: state?.sourceNode,
@@ -66,8 +74,14 @@ function progressView(report: MigrationReport) {
   };
 }
 
-/** The latest migration's figures from the handler of the node it left: none before it starts sending (or once that handler forgot), a problem when that handler cannot be asked. */
-async function progressOf(handlers: HandlerDialer, m: VirtualMachineInstanceMigration): Promise<{ progress?: ReturnType<typeof progressView>; progressProblem?: string }> {
+/**
+ * The latest migration's figures from the handler of the node it left: none before it starts sending (or once that
+ * handler forgot), a problem when that handler cannot be asked.
+ */
+async function progressOf(
+  handlers: HandlerDialer,
+  m: VirtualMachineInstanceMigration,
+): Promise<{ progress?: ReturnType<typeof progressView>; progressProblem?: string }> {
   const state = m.status?.migrationState;
   const uid = state?.migrationUid ?? m.metadata.uid;
   if (!state?.sourceNode || uid === undefined) return {};
@@ -78,25 +92,44 @@ async function progressOf(handlers: HandlerDialer, m: VirtualMachineInstanceMigr
     const report = await handlers.migrationReport(state.sourceNode, uid);
     return report ? { progress: progressView(report) } : {};
   } catch (error) {
-    return { progressProblem: `the figures of the migration are unavailable: ${error instanceof Error ? error.message : String(error)}` };
+    return {
+      progressProblem:
+        "the figures of the migration are " + `unavailable: ${error instanceof Error ? error.message : String(error)}`,
+    };
   }
 }
 
 const migrationsOf = async (client: Parameters<typeof tokenRequester>[0], namespace: string, name: string) =>
-  (await client.list<VirtualMachineInstanceMigration>(kubevirtResources.virtualMachineInstanceMigrations, namespace)).items.filter((m) => m.spec.vmiName === name);
+  (
+    await client.list<VirtualMachineInstanceMigration>(kubevirtResources.virtualMachineInstanceMigrations, namespace)
+  ).items.filter((m) => m.spec.vmiName === name);
 
 export const migrations = router({
   // targetNode: the node to move to (its kubernetes.io/hostname label); any node the scheduler picks when unset.
-  migrate: userProcedure.input(vm.extend({ targetNode: z.string().min(1).max(253).optional() })).mutation(async ({ ctx, input }) => {
-    const addedNodeSelector = input.targetNode === undefined ? undefined : { "kubernetes.io/hostname": input.targetNode };
-    const name = await requestMigration(ctx, tokenRequester(ctx.client), input, () => Promise.resolve(addedNodeSelector ? { addedNodeSelector } : {})).catch(fromRefusal);
-    return { name };
-  }),
+  migrate: userProcedure
+    .input(vm.extend({ targetNode: z.string().min(1).max(253).optional() }))
+    .mutation(async ({ ctx, input }) => {
+      const addedNodeSelector =
+        input.targetNode === undefined ? undefined : { "kubernetes.io/hostname": input.targetNode };
+      const name = await requestMigration(ctx, tokenRequester(ctx.client), input, () =>
+        Promise.resolve(addedNodeSelector ? { addedNodeSelector } : {}),
+      ).catch(fromRefusal);
+      return { name };
+    }),
   // Deleting the VM's migrations in flight cancels them: the controller asks the source's handler to abort.
   cancel: userProcedure.input(vm).mutation(async ({ ctx, input }) => {
-    const flying = (await migrationsOf(ctx.client, input.namespace, input.name)).filter((m) => !isFinalMigrationPhase(m.status?.phase) && !m.metadata.deletionTimestamp);
-    if (flying.length === 0) throw new TRPCError({ code: "CONFLICT", message: `${input.name} has no migration in flight to cancel.` });
-    for (const m of flying) await ctx.client.delete(kubevirtResources.virtualMachineInstanceMigrations, input.namespace, m.metadata.name ?? "", { uid: m.metadata.uid });
+    const flying = (await migrationsOf(ctx.client, input.namespace, input.name)).filter(
+      (m) => !isFinalMigrationPhase(m.status?.phase) && !m.metadata.deletionTimestamp,
+    );
+    if (flying.length === 0)
+      throw new TRPCError({ code: "CONFLICT", message: `${input.name} has no migration in flight to cancel.` });
+    for (const m of flying)
+      await ctx.client.delete(
+        kubevirtResources.virtualMachineInstanceMigrations,
+        input.namespace,
+        m.metadata.name ?? "",
+        { uid: m.metadata.uid },
+      );
     return { cancelled: flying.map((m) => m.metadata.name ?? "") };
   }),
   // The VM's migrations, newest first, and whether it could be migrated now (and why not).
@@ -106,7 +139,9 @@ export const migrations = router({
       ctx.client.find<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, input.namespace, input.name),
     ]);
     const refusal = vmi ? migrationRefusal(vmi) : `${input.name} is not running`;
-    const newest = [...list].sort((a, b) => (b.metadata.creationTimestamp ?? "").localeCompare(a.metadata.creationTimestamp ?? ""));
+    const newest = [...list].sort((a, b) =>
+      (b.metadata.creationTimestamp ?? "").localeCompare(a.metadata.creationTimestamp ?? ""),
+    );
     const figures = newest[0] ? await progressOf(ctx.handlers, newest[0]) : {};
     return {
       migrations: newest.map((m, i) => ({ ...migrationView(m), ...(i === 0 ? figures : {}) })),

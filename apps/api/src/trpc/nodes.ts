@@ -30,7 +30,13 @@ const bytes = (q: string | undefined): number => parseQuantity(q ?? "0") ?? 0;
  */
 export function podRequests(pod: Pod): { cpu: number; memory: number } {
   const sum = (containers: { resources?: { requests?: Record<string, string> } }[] | undefined) =>
-    (containers ?? []).reduce((acc, c) => ({ cpu: acc.cpu + millicores(c.resources?.requests?.cpu), memory: acc.memory + bytes(c.resources?.requests?.memory) }), { cpu: 0, memory: 0 });
+    (containers ?? []).reduce(
+      (acc, c) => ({
+        cpu: acc.cpu + millicores(c.resources?.requests?.cpu),
+        memory: acc.memory + bytes(c.resources?.requests?.memory),
+      }),
+      { cpu: 0, memory: 0 },
+    );
   const sidecars: NonNullable<NonNullable<Pod["spec"]>["initContainers"]> = [];
   const init: { cpu: number; memory: number }[] = [];
   for (const c of pod.spec?.initContainers ?? []) {
@@ -46,7 +52,11 @@ export function podRequests(pod: Pod): { cpu: number; memory: number } {
 }
 
 /** Lists across namespaces, or undefined when the user may not (403): only a refusal means "not shown". */
-async function listEverywhere<T extends Pod | VirtualMachineInstance>(client: KubeClient, type: Parameters<KubeClient["list"]>[0], options: Parameters<KubeClient["list"]>[2] = {}): Promise<T[] | undefined> {
+async function listEverywhere<T extends Pod | VirtualMachineInstance>(
+  client: KubeClient,
+  type: Parameters<KubeClient["list"]>[0],
+  options: Parameters<KubeClient["list"]>[2] = {},
+): Promise<T[] | undefined> {
   try {
     return (await client.list<T>(type, undefined, options)).items;
   } catch (error) {
@@ -55,35 +65,53 @@ async function listEverywhere<T extends Pod | VirtualMachineInstance>(client: Ku
   }
 }
 
-export async function nodeFacts(client: KubeClient, namespace: string): Promise<{ nodes: NodeFacts[]; vmsOf: string | null }> {
+export async function nodeFacts(
+  client: KubeClient,
+  namespace: string,
+): Promise<{ nodes: NodeFacts[]; vmsOf: string | null }> {
   const [nodes, pods, everywhere] = await Promise.all([
     client.list<Node>(resources.nodes),
     listEverywhere<Pod>(client, resources.pods, { fieldSelector: "status.phase!=Succeeded,status.phase!=Failed" }),
     listEverywhere<VirtualMachineInstance>(client, kubevirtResources.virtualMachineInstances),
   ]);
   // A user who may not list VMIs everywhere sees those of the namespace they look at.
-  const vmis = everywhere ?? (await client.list<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, namespace)).items;
+  const vmis =
+    everywhere ??
+    (await client.list<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, namespace)).items;
   return {
     // null: the VMs of every namespace; else the one namespace whose VMs are shown.
     vmsOf: everywhere ? null : namespace,
-    nodes: nodes.items.map((n) => {
-      const name = n.metadata.name ?? "";
-      const onNode = pods?.filter((p) => p.spec?.nodeName === name);
-      const requested = onNode?.map(podRequests).reduce<NonNullable<NodeFacts["requested"]>>((acc, r) => ({ cpu: acc.cpu + r.cpu, memory: acc.memory + r.memory, pods: acc.pods + 1 }), { cpu: 0, memory: 0, pods: 0 });
-      return {
-        name,
-        ready: n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false,
-        address: n.status?.addresses?.find((a) => a.type === "InternalIP")?.address ?? "",
-        schedulable: n.spec?.unschedulable !== true,
-        roles: Object.keys(n.metadata.labels ?? {}).filter((l) => l.startsWith("node-role.kubernetes.io/")).map((l) => l.slice("node-role.kubernetes.io/".length)),
-        capacity: { cpu: millicores(n.status?.capacity?.cpu), memory: bytes(n.status?.capacity?.memory) },
-        allocatable: { cpu: millicores(n.status?.allocatable?.cpu), memory: bytes(n.status?.allocatable?.memory) },
-        requested,
-        vms: vmis
-          .filter((v) => v.status?.nodeName === name)
-          .map((v) => ({ namespace: v.metadata.namespace ?? "", name: v.metadata.name ?? "", phase: v.status?.phase ?? "" }))
-          .sort((a, b) => `${a.namespace}/${a.name}`.localeCompare(`${b.namespace}/${b.name}`)),
-      };
-    }).sort((a, b) => a.name.localeCompare(b.name)),
+    nodes: nodes.items
+      .map((n) => {
+        const name = n.metadata.name ?? "";
+        const onNode = pods?.filter((p) => p.spec?.nodeName === name);
+        const requested = onNode
+          ?.map(podRequests)
+          .reduce<NonNullable<NodeFacts["requested"]>>(
+            (acc, r) => ({ cpu: acc.cpu + r.cpu, memory: acc.memory + r.memory, pods: acc.pods + 1 }),
+            { cpu: 0, memory: 0, pods: 0 },
+          );
+        return {
+          name,
+          ready: n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false,
+          address: n.status?.addresses?.find((a) => a.type === "InternalIP")?.address ?? "",
+          schedulable: n.spec?.unschedulable !== true,
+          roles: Object.keys(n.metadata.labels ?? {})
+            .filter((l) => l.startsWith("node-role.kubernetes.io/"))
+            .map((l) => l.slice("node-role.kubernetes.io/".length)),
+          capacity: { cpu: millicores(n.status?.capacity?.cpu), memory: bytes(n.status?.capacity?.memory) },
+          allocatable: { cpu: millicores(n.status?.allocatable?.cpu), memory: bytes(n.status?.allocatable?.memory) },
+          requested,
+          vms: vmis
+            .filter((v) => v.status?.nodeName === name)
+            .map((v) => ({
+              namespace: v.metadata.namespace ?? "",
+              name: v.metadata.name ?? "",
+              phase: v.status?.phase ?? "",
+            }))
+            .sort((a, b) => `${a.namespace}/${a.name}`.localeCompare(`${b.namespace}/${b.name}`)),
+        };
+      })
+      .sort((a, b) => a.name.localeCompare(b.name)),
   };
 }

@@ -4,6 +4,8 @@ import { ActionRefusal } from "../vm-actions.ts";
 /** A refused action as tRPC's error: the API server's 403, the VM's state (409) or its spec (400) in the way. */
 export function fromRefusal(error: unknown): never {
   if (!(error instanceof ActionRefusal)) throw error;
-  const code = ({ 400: "PRECONDITION_FAILED", 403: "FORBIDDEN", 404: "NOT_FOUND", 409: "CONFLICT" } as const)[error.status] ?? "INTERNAL_SERVER_ERROR";
+  const code =
+    ({ 400: "PRECONDITION_FAILED", 403: "FORBIDDEN", 404: "NOT_FOUND", 409: "CONFLICT" } as const)[error.status] ??
+    "INTERNAL_SERVER_ERROR";
   throw new TRPCError({ code, message: error.message });
 }

@@ -1,4 +1,11 @@
-import { type KubeClient, type KubeObject, type ResourceType, type Status, type WatchEvent, isGone } from "@kubevirt-ts/kube";
+import {
+  type KubeClient,
+  type KubeObject,
+  type ResourceType,
+  type Status,
+  type WatchEvent,
+  isGone,
+} from "@kubevirt-ts/kube";
 import { tracked } from "@trpc/server";
 import { limits } from "../limits.ts";
 
@@ -74,7 +81,14 @@ export interface ListThenWatchOptions {
   fellBehind?: () => void;
 }
 
-export async function* listThenWatch<T extends KubeObject>(client: KubeClient, type: ResourceType, namespace: string | undefined, lastEventId: string | null | undefined, signal: AbortSignal | undefined, options: ListThenWatchOptions = {}) {
+export async function* listThenWatch<T extends KubeObject>(
+  client: KubeClient,
+  type: ResourceType,
+  namespace: string | undefined,
+  lastEventId: string | null | undefined,
+  signal: AbortSignal | undefined,
+  options: ListThenWatchOptions = {},
+) {
   const { fieldSelector } = options;
   const selection = fieldSelector === undefined ? {} : { fieldSelector };
   const list = async () => {
@@ -93,16 +107,24 @@ export async function* listThenWatch<T extends KubeObject>(client: KubeClient, t
     const state: { ended: boolean; failure?: unknown } = { ended: false };
     // This watch stops when the stream does, or when its client fell behind.
     const stop = new AbortController();
-    const stopWatching = () => { stop.abort(); };
+    const stopWatching = () => {
+      stop.abort();
+    };
     signal?.addEventListener("abort", stopWatching, { once: true });
     const watching = client
-      .watch<T>(type, namespace, { ...selection, resourceVersion: version, timeoutSeconds: WATCH_TIMEOUT_SECONDS }, (event) => {
-        if (!events.push(event) && !stop.signal.aborted) {
-          options.fellBehind?.();
-          stop.abort();
-        }
-        wake?.();
-      }, stop.signal)
+      .watch<T>(
+        type,
+        namespace,
+        { ...selection, resourceVersion: version, timeoutSeconds: WATCH_TIMEOUT_SECONDS },
+        (event) => {
+          if (!events.push(event) && !stop.signal.aborted) {
+            options.fellBehind?.();
+            stop.abort();
+          }
+          wake?.();
+        },
+        stop.signal,
+      )
       .catch((error: unknown) => {
         state.failure = error;
       })
@@ -129,7 +151,8 @@ export async function* listThenWatch<T extends KubeObject>(client: KubeClient, t
         throw new Error(`the watch failed: ${status.message ?? "no message"}`);
       }
       version = event.object.metadata.resourceVersion ?? version;
-      if (event.type !== "BOOKMARK") yield tracked<WatchMessage<T>>(version, { type: event.type, object: event.object });
+      if (event.type !== "BOOKMARK")
+        yield tracked<WatchMessage<T>>(version, { type: event.type, object: event.object });
     }
     await watching;
     if (signal?.aborted) return;

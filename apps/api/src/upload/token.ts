@@ -40,19 +40,33 @@ export class UploadTokens {
   }
 
   sign(target: UploadTarget, now = Date.now()): string {
-    const body = encode(JSON.stringify({ namespace: target.namespace, pvcName: target.pvcName, exp: now + UPLOAD_TOKEN_TTL_MS } satisfies Payload));
+    const body = encode(
+      JSON.stringify({
+        namespace: target.namespace,
+        pvcName: target.pvcName,
+        exp: now + UPLOAD_TOKEN_TTL_MS,
+      } satisfies Payload),
+    );
     return `${body}.${encode(this.signature(body))}`;
   }
 
   /** The claim a token names, or why it is not taken. */
   verify(token: string, now = Date.now()): UploadTarget | { refused: string } {
     const [body, signature, ...rest] = token.split(".");
-    if (!body || !signature || rest.length > 0) return { refused: "the upload token is malformed: ask for a new one with an UploadTokenRequest" };
+    if (!body || !signature || rest.length > 0)
+      return { refused: "the upload token is malformed: ask for a new one with an UploadTokenRequest" };
     const given = Buffer.from(signature, "base64url");
     const wanted = this.signature(body);
-    if (given.length !== wanted.length || !timingSafeEqual(given, wanted)) return { refused: "the upload token was not made by this cluster's upload proxy: ask for a new one with an UploadTokenRequest" };
+    if (given.length !== wanted.length || !timingSafeEqual(given, wanted))
+      return {
+        refused:
+          "the upload token was not made by this cluster's upload proxy: ask for a new one with an UploadTokenRequest",
+      };
     const payload = JSON.parse(Buffer.from(body, "base64url").toString("utf8")) as Payload;
-    if (payload.exp < now) return { refused: "the upload token has expired (tokens last 5 minutes): ask for a new one with an UploadTokenRequest" };
+    if (payload.exp < now)
+      return {
+        refused: "the upload token has expired (tokens last 5 minutes): ask for a new one with an UploadTokenRequest",
+      };
     return { namespace: payload.namespace, pvcName: payload.pvcName };
   }
 }

@@ -27,7 +27,12 @@ export function SignedIn({ children }: { children: ReactNode }) {
     [],
   );
   const trpcClient = useMemo(() => (token ? makeClient(token) : undefined), [token]);
-  if (!token || !trpcClient) return <main><p aria-live="polite">Checking your sign-in…</p></main>;
+  if (!token || !trpcClient)
+    return (
+      <main>
+        <p aria-live="polite">Checking your sign-in…</p>
+      </main>
+    );
   return (
     <QueryClientProvider client={queryClient}>
       <TRPCProvider trpcClient={trpcClient} queryClient={queryClient}>

@@ -30,7 +30,9 @@ export function SignInForm() {
     }
     setError(null);
     setChecking(true);
-    const refusal = await checkToken(result.token).finally(() => { setChecking(false); });
+    const refusal = await checkToken(result.token).finally(() => {
+      setChecking(false);
+    });
     if (refusal !== null) {
       refuse(refusal);
       return;
@@ -42,7 +44,12 @@ export function SignInForm() {
   // The field has no name, so a submission before hydration cannot put the
   // token in the URL; the button stays disabled until the handler is attached.
   return (
-    <form onSubmit={(event) => { void handleSubmit(event); }} noValidate>
+    <form
+      onSubmit={(event) => {
+        void handleSubmit(event);
+      }}
+      noValidate
+    >
       {signedOutReason !== null && error === null && (
         <p className="error" role="alert">
           {signedOutReason}
@@ -50,8 +57,8 @@ export function SignInForm() {
       )}
       <label htmlFor="token">Kubernetes bearer token</label>
       <p id="token-hint" className="hint">
-        For example the output of <code>kubectl create token NAME</code>. It is kept in this browser tab only
-        and forgotten when the tab closes or you sign out.
+        For example the output of <code>kubectl create token NAME</code>. It is kept in this browser tab only and
+        forgotten when the tab closes or you sign out.
       </p>
       <textarea
         id="token"
@@ -73,7 +80,11 @@ export function SignInForm() {
       <button type="submit" disabled={!hydrated || checking}>
         Sign in
       </button>
-      {checking && <p className="hint" aria-live="polite">Checking the token with the cluster…</p>}
+      {checking && (
+        <p className="hint" aria-live="polite">
+          Checking the token with the cluster…
+        </p>
+      )}
     </form>
   );
 }

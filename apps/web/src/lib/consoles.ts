@@ -4,9 +4,19 @@ import { SHARED_CONSOLE_QUERY } from "@kubevirt-ts/vm-rules";
 // dashboard's own origin, as KubeVirt's virtctl and noVNC use them: the
 // token goes as a bearer subprotocol, since a browser cannot set headers.
 
-export function consoleUrl(location: { protocol: string; host: string }, namespace: string, name: string, kind: "console" | "vnc", shared = false): string {
+export function consoleUrl(
+  location: { protocol: string; host: string },
+  namespace: string,
+  name: string,
+  kind: "console" | "vnc",
+  shared = false,
+): string {
   const scheme = location.protocol === "https:" ? "wss" : "ws";
-  return `${scheme}://${location.host}/apis/subresources.kubevirt.io/v1/namespaces/${encodeURIComponent(namespace)}/virtualmachineinstances/${encodeURIComponent(name)}/${kind}${shared ? `?${SHARED_CONSOLE_QUERY}=true` : ""}`;
+  return (
+    `${scheme}://${location.host}/apis/subresources.kubevirt.io/v1/namespaces/` +
+    `${encodeURIComponent(namespace)}/virtualmachineinstances/${encodeURIComponent(name)}/${kind}` +
+    (shared ? `?${SHARED_CONSOLE_QUERY}=true` : "")
+  );
 }
 
 export function consoleProtocols(token: string): string[] {
@@ -31,9 +41,15 @@ export class DisplayChannel {
   constructor(socket: WebSocket, onSharing: (text: string) => void) {
     this.socket = socket;
     socket.binaryType = "arraybuffer";
-    socket.onopen = (event) => { this.onopen?.(event); };
-    socket.onclose = (event) => { this.onclose?.(event); };
-    socket.onerror = (event) => { this.onerror?.(event); };
+    socket.onopen = (event) => {
+      this.onopen?.(event);
+    };
+    socket.onclose = (event) => {
+      this.onclose?.(event);
+    };
+    socket.onerror = (event) => {
+      this.onerror?.(event);
+    };
     socket.onmessage = (event: MessageEvent<unknown>) => {
       if (typeof event.data === "string") onSharing(event.data);
       else this.onmessage?.(event);
@@ -73,5 +89,9 @@ export function closeReason(code: number, reason: string): string {
 }
 
 /** X11 keysyms of F1–F12, for the VNC send-key menu. */
-export const FUNCTION_KEYS = Array.from({ length: 12 }, (_, i) => ({ label: `F${String(i + 1)}`, keysym: 0xffbe + i, code: `F${String(i + 1)}` }));
+export const FUNCTION_KEYS = Array.from({ length: 12 }, (_, i) => ({
+  label: `F${String(i + 1)}`,
+  keysym: 0xffbe + i,
+  code: `F${String(i + 1)}`,
+}));
 export const KEYSYM = { ControlL: 0xffe3, AltL: 0xffe9, Return: 0xff0d } as const;

@@ -46,7 +46,8 @@ export function imageRow(dv: DataVolume): ImageRow {
   const progress = dv.status?.progress;
   const filling = phase === "ImportInProgress" || phase === "CloneInProgress";
   const running = dv.status?.conditions?.find((c) => c.type === "Running");
-  const problem = running?.status === "False" && running.reason !== "Completed" && running.message ? running.message : undefined;
+  const problem =
+    running?.status === "False" && running.reason !== "Completed" && running.message ? running.message : undefined;
   return {
     name: dv.metadata.name ?? "",
     source: sourceInWords(dv),
@@ -60,13 +61,25 @@ export function imageRow(dv: DataVolume): ImageRow {
 
 const GIB = 1024 ** 3;
 
-/** The disk size a new upload asks for by default: the file's size rounded up to whole GiB, at least 1Gi (a qcow2 may hold more: the server says when). */
+/**
+ * The disk size a new upload asks for by default: the file's size rounded up to whole GiB, at least 1Gi (a qcow2 may
+ * hold more: the server says when).
+ */
 export function defaultUploadSize(fileBytes: number): string {
   return `${String(Math.max(1, Math.ceil(fileBytes / GIB)))}Gi`;
 }
 
 /** A name for the DataVolume of an uploaded file: its name, lower-cased, without its extensions, as a DNS label. */
 export function imageNameFromFile(fileName: string): string {
-  const base = fileName.toLowerCase().replace(/\.(gz|xz)$/, "").replace(/\.(qcow2|img|raw|iso)$/, "");
-  return base.replace(/[^a-z0-9-]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 63).replace(/-+$/, "") || "image";
+  const base = fileName
+    .toLowerCase()
+    .replace(/\.(gz|xz)$/, "")
+    .replace(/\.(qcow2|img|raw|iso)$/, "");
+  return (
+    base
+      .replace(/[^a-z0-9-]+/g, "-")
+      .replace(/^-+|-+$/g, "")
+      .slice(0, 63)
+      .replace(/-+$/, "") || "image"
+  );
 }

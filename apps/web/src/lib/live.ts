@@ -37,8 +37,12 @@ function reduce<T extends Named>(current: Collection<T>, message: Message<T>): C
   return { items: applyMessage(current.items, message), loaded: current.loaded || message.type === "LIST" };
 }
 
-const reduceVms = (current: Collection<VirtualMachine>, message: Message<VirtualMachine>): Collection<VirtualMachine> => reduce(current, message);
-const reduceVmis = (current: Collection<VirtualMachineInstance>, message: Message<VirtualMachineInstance>): Collection<VirtualMachineInstance> => reduce(current, message);
+const reduceVms = (current: Collection<VirtualMachine>, message: Message<VirtualMachine>): Collection<VirtualMachine> =>
+  reduce(current, message);
+const reduceVmis = (
+  current: Collection<VirtualMachineInstance>,
+  message: Message<VirtualMachineInstance>,
+): Collection<VirtualMachineInstance> => reduce(current, message);
 
 export interface LiveVms {
   /** Keyed by vmKey(namespace, name). */
@@ -50,13 +54,36 @@ export interface LiveVms {
   reconnecting: boolean;
 }
 
-/** The namespace's VMs and VMIs, live; every namespace's without one. Give the calling component a key per namespace, so a new one starts afresh. */
+/**
+ * The namespace's VMs and VMIs, live; every namespace's without one. Give the calling component a key per namespace, so
+ * a new one starts afresh.
+ */
 export function useLiveVms(namespace: string | undefined): LiveVms {
   const trpc = useTRPC();
   const [vms, onVm] = useReducer(reduceVms, { items: new Map<string, VirtualMachine>(), loaded: false });
   const [vmis, onVmi] = useReducer(reduceVmis, { items: new Map<string, VirtualMachineInstance>(), loaded: false });
-  const vmStream = useSubscription(trpc.vms.watch.subscriptionOptions(namespace === undefined ? {} : { namespace }, { onData: (envelope) => { onVm(envelope.data); }, onError: endSessionIfRefused }));
-  const vmiStream = useSubscription(trpc.vmis.watch.subscriptionOptions(namespace === undefined ? {} : { namespace }, { onData: (envelope) => { onVmi(envelope.data); }, onError: endSessionIfRefused }));
+  const vmStream = useSubscription(
+    trpc.vms.watch.subscriptionOptions(namespace === undefined ? {} : { namespace }, {
+      onData: (envelope) => {
+        onVm(envelope.data);
+      },
+      onError: endSessionIfRefused,
+    }),
+  );
+  const vmiStream = useSubscription(
+    trpc.vmis.watch.subscriptionOptions(namespace === undefined ? {} : { namespace }, {
+      onData: (envelope) => {
+        onVmi(envelope.data);
+      },
+      onError: endSessionIfRefused,
+    }),
+  );
   const failed = [vmStream, vmiStream].find((s) => s.status === "error");
-  return { vms: vms.items, vmis: vmis.items, loaded: vms.loaded && vmis.loaded, error: failed?.error ?? null, reconnecting: [vmStream, vmiStream].some((s) => s.status === "connecting" && vms.loaded) };
+  return {
+    vms: vms.items,
+    vmis: vmis.items,
+    loaded: vms.loaded && vmis.loaded,
+    error: failed?.error ?? null,
+    reconnecting: [vmStream, vmiStream].some((s) => s.status === "connecting" && vms.loaded),
+  };
 }

@@ -5,12 +5,17 @@ import { formatBytes, formatRate } from "./metrics";
 // A live migration's figures as the API sends them (libvirt's job, read by
 // the handler of the node it left), and how the VM's page reads them.
 
-export type MigrationFigures = NonNullable<inferRouterOutputs<AppRouter>["migrations"]["list"]["migrations"][number]["progress"]>;
+export type MigrationFigures = NonNullable<
+  inferRouterOutputs<AppRouter>["migrations"]["list"]["migrations"][number]["progress"]
+>;
 
 export interface FiguresView {
   /** One line: what was sent and is left, at what rate; or, once done, what was sent in all and in how long. */
   line: string;
-  /** The share of the guest's data copied so far, 0 to 1, while it runs (pre-copy sends pages again as the guest dirties them). */
+  /**
+   * The share of the guest's data copied so far, 0 to 1, while it runs (pre-copy sends pages again as the guest dirties
+   * them).
+   */
   copied: number | undefined;
   /** Once completed: the switch-over's real downtime, when libvirt reported it. */
   downtime: string | undefined;
@@ -23,12 +28,17 @@ export function describeFigures(f: MigrationFigures): FiguresView {
   if (f.phase === "Running") {
     const parts = [
       sent === undefined ? undefined : `${sent} sent`,
-      f.dataRemaining === undefined ? undefined : `${formatBytes(f.dataRemaining)} left${f.dataTotal === undefined ? "" : ` of ${formatBytes(f.dataTotal)}`}`,
+      f.dataRemaining === undefined
+        ? undefined
+        : `${formatBytes(f.dataRemaining)} left${f.dataTotal === undefined ? "" : ` of ${formatBytes(f.dataTotal)}`}`,
       f.memoryBytesPerSecond === undefined ? undefined : `at ${formatRate(f.memoryBytesPerSecond)}`,
       f.iteration === undefined ? undefined : `pass ${String(f.iteration + 1)} over memory`,
       f.expectedDowntimeMs === undefined ? undefined : `downtime expected ${ms(f.expectedDowntimeMs)}`,
     ].filter((p) => p !== undefined);
-    const copied = f.dataTotal && f.dataRemaining !== undefined ? Math.min(1, Math.max(0, (f.dataTotal - f.dataRemaining) / f.dataTotal)) : undefined;
+    const copied =
+      f.dataTotal && f.dataRemaining !== undefined
+        ? Math.min(1, Math.max(0, (f.dataTotal - f.dataRemaining) / f.dataTotal))
+        : undefined;
     return { line: parts.length > 0 ? parts.join(", ") : "Sending; no figures yet.", copied, downtime: undefined };
   }
   const took = f.elapsedMs === undefined ? "" : ` in ${ms(f.elapsedMs)}`;

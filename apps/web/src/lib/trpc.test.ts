@@ -43,7 +43,9 @@ describe("the dashboard's tRPC client", () => {
 
   it("sends queries with the token in the Authorization header", async () => {
     const recorded = once(server, "recorded") as Promise<[IncomingMessage, ServerResponse]>;
-    const query = makeClient(token, base).whoami.query().catch(() => undefined);
+    const query = makeClient(token, base)
+      .whoami.query()
+      .catch(() => undefined);
     const [req, res] = await recorded;
     expect(req.headers.authorization).toBe(`Bearer ${token}`);
     res.writeHead(500).end();

@@ -25,7 +25,9 @@ export function makeClient(token: string, base = "") {
         true: httpSubscriptionLink({
           url: `${base}/trpc`,
           EventSource,
-          eventSourceOptions: () => ({ fetch: (input, init) => fetch(input, { ...init, headers: { ...init.headers, authorization } }) }),
+          eventSourceOptions: () => ({
+            fetch: (input, init) => fetch(input, { ...init, headers: { ...init.headers, authorization } }),
+          }),
         }),
         // The API refuses a longer batch: a bigger one (a bulk action on many VMs) goes as several requests.
         false: httpBatchLink({ url: `${base}/trpc`, maxItems: TRPC_MAX_BATCH, headers: () => ({ authorization }) }),
@@ -45,8 +47,12 @@ export function isRefusedToken(error: unknown): boolean {
   return error instanceof TRPCClientError && (error.data as { code?: string } | undefined)?.code === "UNAUTHORIZED";
 }
 
-export const TOKEN_REFUSED = "The cluster did not accept this token: it is mistyped, expired or revoked. Paste a current one, for example from kubectl create token NAME.";
-export const SESSION_ENDED = "Your session ended: the cluster no longer accepts your token (it expired or was revoked). Sign in again with a current one.";
+export const TOKEN_REFUSED =
+  "The cluster did not accept this token: it is mistyped, expired or revoked. Paste a " +
+  "current one, for example from kubectl create token NAME.";
+export const SESSION_ENDED =
+  "Your session ended: the cluster no longer accepts your token (it expired or was " +
+  "revoked). Sign in again with a current one.";
 
 /** Signs out, saying why, when the cluster refused the token mid-session. */
 export function endSessionIfRefused(error: unknown): void {

@@ -22,14 +22,23 @@ export interface DiskRow {
 
 function sourceInWords(volume: Volume | undefined): { source: string; persistent: boolean } {
   if (!volume) return { source: "no volume of this name", persistent: false };
-  if (volume.persistentVolumeClaim) return { source: `claim ${volume.persistentVolumeClaim.claimName}${volume.persistentVolumeClaim.readOnly ? " (read-only)" : ""}`, persistent: true };
+  if (volume.persistentVolumeClaim)
+    return {
+      source:
+        `claim ${volume.persistentVolumeClaim.claimName}` +
+        (volume.persistentVolumeClaim.readOnly ? " (read-only)" : ""),
+      persistent: true,
+    };
   if (volume.dataVolume) return { source: `DataVolume ${volume.dataVolume.name}`, persistent: true };
-  if (volume.containerDisk) return { source: `image ${volume.containerDisk.image}, reset at each start`, persistent: false };
-  if (volume.emptyDisk) return { source: `blank ${String(volume.emptyDisk.capacity)}, emptied at each start`, persistent: false };
+  if (volume.containerDisk)
+    return { source: `image ${volume.containerDisk.image}, reset at each start`, persistent: false };
+  if (volume.emptyDisk)
+    return { source: `blank ${String(volume.emptyDisk.capacity)}, emptied at each start`, persistent: false };
   if (volume.cloudInitNoCloud || volume.cloudInitConfigDrive) return { source: "cloud-init data", persistent: false };
   if (volume.configMap) return { source: `ConfigMap ${volume.configMap.name}`, persistent: false };
   if (volume.secret) return { source: `Secret ${volume.secret.secretName}`, persistent: false };
-  if (volume.serviceAccount) return { source: `ServiceAccount ${volume.serviceAccount.serviceAccountName}'s token`, persistent: false };
+  if (volume.serviceAccount)
+    return { source: `ServiceAccount ${volume.serviceAccount.serviceAccountName}'s token`, persistent: false };
   if (volume.downwardAPI) return { source: "the pod's fields (downward API)", persistent: false };
   return { source: "other", persistent: false };
 }
@@ -41,7 +50,11 @@ export function vmDisks(vm: VirtualMachine, vmi: VirtualMachineInstance | undefi
   const claims = new Map(claimVolumes(spec).map((c) => [c.volume, c.claimName]));
   const reported = new Map((vmi?.status?.volumeStatus ?? []).map((s) => [s.name, s]));
   return (spec.domain.devices.disks ?? []).map((disk) => {
-    const kind = disk.cdrom ? `CD-ROM (${disk.cdrom.bus ?? "sata"})` : disk.lun ? `LUN (${disk.lun.bus ?? "scsi"})` : `disk (${disk.disk?.bus ?? "sata"})`;
+    const kind = disk.cdrom
+      ? `CD-ROM (${disk.cdrom.bus ?? "sata"})`
+      : disk.lun
+        ? `LUN (${disk.lun.bus ?? "scsi"})`
+        : `disk (${disk.disk?.bus ?? "sata"})`;
     const status = reported.get(disk.name);
     const claim = status?.persistentVolumeClaimInfo;
     return {

@@ -29,7 +29,19 @@ export const ROOT_DISKS = ["container", "clone", "install"] as const;
 export type RootDisk = (typeof ROOT_DISKS)[number];
 
 export const EMPTY_FORM: VmForm = {
-  name: "", size: "", preference: "", cpu: "1", memory: "1Gi", image: "", user: "", password: "", sshKey: "", runStrategy: "Always", rootDisk: "container", sourceImage: "", diskSize: "10Gi",
+  name: "",
+  size: "",
+  preference: "",
+  cpu: "1",
+  memory: "1Gi",
+  image: "",
+  user: "",
+  password: "",
+  sshKey: "",
+  runStrategy: "Always",
+  rootDisk: "container",
+  sourceImage: "",
+  diskSize: "10Gi",
 };
 
 /** The persistent root disk's DataVolume, named after the VM, as virtctl create vm names a volume's. */
@@ -45,7 +57,13 @@ export const cloudInitSecretName = (vmName: string) => `${vmName.trim()}-cloud-i
 /** The form's cloud-init user data, or undefined when it asks for no user or key. */
 function cloudConfig(form: VmForm): string | undefined {
   if (!form.user.trim() && !form.sshKey.trim()) return undefined;
-  const lines = ["#cloud-config", "users:", `  - name: ${JSON.stringify(form.user.trim() || "user")}`, "    shell: /bin/bash", "    sudo: ALL=(ALL) NOPASSWD:ALL"];
+  const lines = [
+    "#cloud-config",
+    "users:",
+    `  - name: ${JSON.stringify(form.user.trim() || "user")}`,
+    "    shell: /bin/bash",
+    "    sudo: ALL=(ALL) NOPASSWD:ALL",
+  ];
   if (form.password) lines.push("    lock_passwd: false", `    plain_text_passwd: ${JSON.stringify(form.password)}`);
   if (form.sshKey.trim()) lines.push("    ssh_authorized_keys:", `      - ${JSON.stringify(form.sshKey.trim())}`);
   return `${lines.join("\n")}\n`;
@@ -55,9 +73,16 @@ function cloudConfig(form: VmForm): string | undefined {
 function rootDisk(form: VmForm, namespace: string) {
   const dvName = rootDataVolumeName(form.name);
   const storage = { resources: { requests: { storage: form.diskSize.trim() } } };
-  if (form.rootDisk === "container") return { volume: { name: "root", containerDisk: { image: form.image } }, templates: [], installer: undefined };
+  if (form.rootDisk === "container")
+    return { volume: { name: "root", containerDisk: { image: form.image } }, templates: [], installer: undefined };
   if (form.rootDisk === "clone") {
-    return { volume: { name: "root", dataVolume: { name: dvName } }, templates: [{ metadata: { name: dvName }, spec: { source: { pvc: { namespace, name: form.sourceImage } }, storage } }], installer: undefined };
+    return {
+      volume: { name: "root", dataVolume: { name: dvName } },
+      templates: [
+        { metadata: { name: dvName }, spec: { source: { pvc: { namespace, name: form.sourceImage } }, storage } },
+      ],
+      installer: undefined,
+    };
   }
   // A blank disk that boots first, and the ISO on a CD-ROM after it: the firmware passes over the blank disk to the
   // installer, and once the OS is on the disk, the installer's reboot starts it from there (the ISO can stay until
@@ -65,7 +90,10 @@ function rootDisk(form: VmForm, namespace: string) {
   return {
     volume: { name: "root", dataVolume: { name: dvName } },
     templates: [{ metadata: { name: dvName }, spec: { source: { blank: {} }, storage } }],
-    installer: { disk: { name: "installer", cdrom: { bus: "sata" }, bootOrder: 2 }, volume: { name: "installer", persistentVolumeClaim: { claimName: form.sourceImage, readOnly: true } } },
+    installer: {
+      disk: { name: "installer", cdrom: { bus: "sata" }, bootOrder: 2 },
+      volume: { name: "installer", persistentVolumeClaim: { claimName: form.sourceImage, readOnly: true } },
+    },
   };
 }
 
@@ -81,7 +109,9 @@ export function vmFromForm(form: VmForm, namespace = "default") {
   const volumes: Record<string, unknown>[] = [
     root.volume,
     ...(root.installer ? [root.installer.volume] : []),
-    ...(userData ? [{ name: "cloudinit", cloudInitNoCloud: { secretRef: { name: cloudInitSecretName(form.name) } } }] : []),
+    ...(userData
+      ? [{ name: "cloudinit", cloudInitNoCloud: { secretRef: { name: cloudInitSecretName(form.name) } } }]
+      : []),
   ];
   return {
     apiVersion: "kubevirt.io/v1",
@@ -97,7 +127,9 @@ export function vmFromForm(form: VmForm, namespace = "default") {
         metadata: { labels: { "kubevirt.io/vm": form.name.trim() } },
         spec: {
           domain: {
-            ...(form.size ? {} : { cpu: { cores: Number.isFinite(cores) ? cores : form.cpu }, memory: { guest: form.memory.trim() } }),
+            ...(form.size
+              ? {}
+              : { cpu: { cores: Number.isFinite(cores) ? cores : form.cpu }, memory: { guest: form.memory.trim() } }),
             devices: { disks, interfaces: [{ name: "default", masquerade: {} }] },
           },
           networks: [{ name: "default", pod: {} }],
@@ -114,10 +146,15 @@ export function vmFromForm(form: VmForm, namespace = "default") {
  */
 export function userDataFor(vm: unknown, form: VmForm): string | undefined {
   const userData = cloudConfig(form);
-  const spec = vm as { metadata?: { name?: unknown }; spec?: { template?: { spec?: { volumes?: { cloudInitNoCloud?: { secretRef?: { name?: unknown } } }[] } } } } | null;
+  const spec = vm as {
+    metadata?: { name?: unknown };
+    spec?: { template?: { spec?: { volumes?: { cloudInitNoCloud?: { secretRef?: { name?: unknown } } }[] } } };
+  } | null;
   const name = spec?.metadata?.name;
   if (userData === undefined || typeof name !== "string") return undefined;
-  const named = (spec?.spec?.template?.spec?.volumes ?? []).some((v) => v.cloudInitNoCloud?.secretRef?.name === cloudInitSecretName(name));
+  const named = (spec?.spec?.template?.spec?.volumes ?? []).some(
+    (v) => v.cloudInitNoCloud?.secretRef?.name === cloudInitSecretName(name),
+  );
   return named ? userData : undefined;
 }
 
@@ -143,37 +180,71 @@ export interface FormProblem {
 
 /** What each form field is called at the start of a sentence. */
 const LABELS: Record<keyof VmForm, string> = {
-  name: "The name", size: "The size", preference: "The guest OS", cpu: "CPU cores", memory: "Memory", image: "The boot image", user: "The cloud-init user",
-  password: "The password", sshKey: "The SSH key", runStrategy: "The run strategy", rootDisk: "The root disk", sourceImage: "The image", diskSize: "The disk size",
+  name: "The name",
+  size: "The size",
+  preference: "The guest OS",
+  cpu: "CPU cores",
+  memory: "Memory",
+  image: "The boot image",
+  user: "The cloud-init user",
+  password: "The password",
+  sshKey: "The SSH key",
+  runStrategy: "The run strategy",
+  rootDisk: "The root disk",
+  sourceImage: "The image",
+  diskSize: "The disk size",
 };
 
-/** Each cause under the form field it concerns (the rest under ""), in words: the field's label instead of the API's path. */
-export function causesByField(causes: { field: string; message: string }[]): Partial<Record<keyof VmForm | "", FormProblem[]>> {
+/**
+ * Each cause under the form field it concerns (the rest under ""), in words: the field's label instead of the API's
+ * path.
+ */
+export function causesByField(
+  causes: { field: string; message: string }[],
+): Partial<Record<keyof VmForm | "", FormProblem[]>> {
   const result: Partial<Record<keyof VmForm | "", FormProblem[]>> = {};
   for (const cause of causes) {
     const field = FIELD_OF.find(([pattern]) => pattern.test(cause.field))?.[1] ?? "";
     // A message starts with the path it concerns; next to its field it reads better with the field's label.
-    const message = field !== "" && cause.message.startsWith(`${cause.field} `) ? `${LABELS[field]} ${cause.message.slice(cause.field.length + 1)}` : cause.message;
+    const message =
+      field !== "" && cause.message.startsWith(`${cause.field} `)
+        ? `${LABELS[field]} ${cause.message.slice(cause.field.length + 1)}`
+        : cause.message;
     (result[field] ??= []).push({ message, path: cause.field });
   }
   return result;
 }
 
-/** The largest memory any node gives pods, and which node, for the form's warning; undefined when the nodes are not known. */
+/**
+ * The largest memory any node gives pods, and which node, for the form's warning; undefined when the nodes are not
+ * known.
+ */
 export interface LargestNode {
   name: string;
   memoryBytes: number;
 }
 
 /** Choices that are allowed but probably not meant, in words: they warn and do not stop the form. */
-export function formWarnings(form: VmForm, memoryBytes: number | undefined, largest: LargestNode | undefined): Partial<Record<keyof VmForm, string>> {
+export function formWarnings(
+  form: VmForm,
+  memoryBytes: number | undefined,
+  largest: LargestNode | undefined,
+): Partial<Record<keyof VmForm, string>> {
   const warnings: Partial<Record<keyof VmForm, string>> = {};
   const user = form.user.trim();
-  if (user && !form.password && !form.sshKey.trim()) warnings.password = `${user} gets neither a password nor an SSH key: nobody can log in as ${user}. Give one, or leave the user empty.`;
-  if (user === "root") warnings.user = "Guests usually refuse root's log-in over SSH, and a mistake as root costs more: prefer a user of your own, who gets sudo.";
+  if (user && !form.password && !form.sshKey.trim())
+    warnings.password =
+      `${user} gets neither a password nor an SSH key: nobody can log in ` +
+      `as ${user}. Give one, or leave the user empty.`;
+  if (user === "root")
+    warnings.user =
+      "Guests usually refuse root's log-in over SSH, and a mistake as root costs more: " +
+      "prefer a user of your own, who gets sudo.";
   if (memoryBytes !== undefined && largest && memoryBytes > largest.memoryBytes) {
     const gib = (n: number) => `${(n / 1024 ** 3).toFixed(1)} GiB`;
-    warnings[form.size ? "size" : "memory"] = `No node can hold ${gib(memoryBytes)}: the largest, ${largest.name}, has ${gib(largest.memoryBytes)} for pods. The VM would wait, unplaced.`;
+    warnings[form.size ? "size" : "memory"] =
+      `No node can hold ${gib(memoryBytes)}: the largest, ${largest.name}, ` +
+      `has ${gib(largest.memoryBytes)} for pods. The VM would wait, unplaced.`;
   }
   return warnings;
 }

@@ -16,24 +16,39 @@ export interface VmSize {
 
 export function vmSize(vm: VirtualMachine, vmi: VirtualMachineInstance | undefined): VmSize {
   const domain = vmi?.spec.domain ?? vm.spec.template.spec.domain;
-  if (!vmi && vm.spec.instancetype) return { cpu: vm.spec.instancetype.name, memory: vm.spec.instancetype.name, cpuCount: -1, memoryBytes: -1 };
+  if (!vmi && vm.spec.instancetype)
+    return { cpu: vm.spec.instancetype.name, memory: vm.spec.instancetype.name, cpuCount: -1, memoryBytes: -1 };
   const cpuCount = (domain.cpu?.sockets ?? 1) * (domain.cpu?.cores ?? 1) * (domain.cpu?.threads ?? 1);
   const memory = domain.memory?.guest ?? domain.resources?.requests?.memory;
-  return { cpu: String(cpuCount), memory: memory === undefined ? "—" : String(memory), cpuCount, memoryBytes: memory === undefined ? -1 : (parseQuantity(String(memory)) ?? -1) };
+  return {
+    cpu: String(cpuCount),
+    memory: memory === undefined ? "—" : String(memory),
+    cpuCount,
+    memoryBytes: memory === undefined ? -1 : (parseQuantity(String(memory)) ?? -1),
+  };
 }
 
 export type SortKey = "name" | "namespace" | "status" | "node" | "cpu" | "memory" | "age";
 
 /** Compares two rows by a column; ties fall back to the name, so the order is stable. */
-export function compareRows(key: SortKey, a: { name: string; namespace: string; status: string; node: string; size: VmSize; created: string }, b: typeof a): number {
+export function compareRows(
+  key: SortKey,
+  a: { name: string; namespace: string; status: string; node: string; size: VmSize; created: string },
+  b: typeof a,
+): number {
   const by = (): number => {
     switch (key) {
-      case "cpu": return a.size.cpuCount - b.size.cpuCount;
-      case "memory": return a.size.memoryBytes - b.size.memoryBytes;
+      case "cpu":
+        return a.size.cpuCount - b.size.cpuCount;
+      case "memory":
+        return a.size.memoryBytes - b.size.memoryBytes;
       // Older first reads as "age ascending": the youngest VM is the smallest age.
-      case "age": return b.created.localeCompare(a.created);
-      case "name": return 0;
-      default: return a[key].localeCompare(b[key]);
+      case "age":
+        return b.created.localeCompare(a.created);
+      case "name":
+        return 0;
+      default:
+        return a[key].localeCompare(b[key]);
     }
   };
   return by() || a.name.localeCompare(b.name) || a.namespace.localeCompare(b.namespace);

@@ -13,7 +13,10 @@ describe("age", () => {
 describe("actionAllowed", () => {
   const cannot = { available: false, by: "state", reason: "the VM is already running" } as const;
   it("says the missing permission first, then the VM's state as a sentence", () => {
-    expect(actionAllowed({ allowed: false, reason: "You may not start VMs in ns." }, cannot)).toEqual({ allowed: false, reason: "You may not start VMs in ns." });
+    expect(actionAllowed({ allowed: false, reason: "You may not start VMs in ns." }, cannot)).toEqual({
+      allowed: false,
+      reason: "You may not start VMs in ns.",
+    });
     expect(actionAllowed({ allowed: true }, cannot)).toEqual({ allowed: false, reason: "The VM is already running." });
     expect(actionAllowed({ allowed: true }, { available: true })).toEqual({ allowed: true, reason: undefined });
   });
@@ -27,14 +30,27 @@ describe("actionAllowed", () => {
 describe("forAnyOf", () => {
   it("allows an action on a selection when any VM of it allows it, and otherwise says why for each", () => {
     const running = { available: false, by: "state", reason: "the VM is already running" } as const;
-    expect(forAnyOf([["a", running], ["b", { available: true }]])).toEqual({ available: true });
-    expect(forAnyOf([["a", running], ["b", running]])).toEqual({ available: false, by: "state", reason: "a: the VM is already running; b: the VM is already running" });
+    expect(
+      forAnyOf([
+        ["a", running],
+        ["b", { available: true }],
+      ]),
+    ).toEqual({ available: true });
+    expect(
+      forAnyOf([
+        ["a", running],
+        ["b", running],
+      ]),
+    ).toEqual({ available: false, by: "state", reason: "a: the VM is already running; b: the VM is already running" });
     expect(forAnyOf([])).toBeUndefined();
   });
 });
 
 describe("inEveryNamespace", () => {
-  const refused = { allowed: false, reason: "You may not stop VMs in b: it takes update on virtualmachines/stop (subresources.kubevirt.io)." };
+  const refused = {
+    allowed: false,
+    reason: "You may not stop VMs in b: it takes update on virtualmachines/stop (subresources.kubevirt.io).",
+  };
   it("is allowed only when every namespace allows it", () => {
     expect(inEveryNamespace([{ allowed: true }, { allowed: true }])).toEqual({ allowed: true });
     expect(inEveryNamespace([{ allowed: true }, refused])).toBe(refused);

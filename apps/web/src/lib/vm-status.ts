@@ -23,14 +23,22 @@ export function sentence(words: string): string {
  * (the permissions query) first, then what the VM's state allows now
  * (availableActions); undefined while either is still loading.
  */
-export function actionAllowed(permission: { allowed: boolean; reason?: string } | undefined, state: ActionAvailability | undefined): { allowed: boolean | undefined; reason: string | undefined } {
+export function actionAllowed(
+  permission: { allowed: boolean; reason?: string } | undefined,
+  state: ActionAvailability | undefined,
+): { allowed: boolean | undefined; reason: string | undefined } {
   if (permission && !permission.allowed) return { allowed: false, reason: permission.reason };
   if (!permission || !state) return { allowed: undefined, reason: undefined };
   return state.available ? { allowed: true, reason: undefined } : { allowed: false, reason: sentence(state.reason) };
 }
 
-/** One permission over several namespaces (the VMs chosen in the list of every namespace): allowed only where allowed in each. */
-export function inEveryNamespace(permissions: readonly ({ allowed: boolean; reason?: string } | undefined)[]): { allowed: boolean; reason?: string } | undefined {
+/**
+ * One permission over several namespaces (the VMs chosen in the list of every namespace): allowed only where allowed in
+ * each.
+ */
+export function inEveryNamespace(
+  permissions: readonly ({ allowed: boolean; reason?: string } | undefined)[],
+): { allowed: boolean; reason?: string } | undefined {
   const refused = permissions.find((p) => p && !p.allowed);
   if (refused) return refused;
   if (permissions.length === 0 || permissions.some((p) => p === undefined)) return undefined;
@@ -38,8 +46,14 @@ export function inEveryNamespace(permissions: readonly ({ allowed: boolean; reas
 }
 
 /** One action on several VMs: available when it is for any of them; otherwise why not, for each. */
-export function forAnyOf(states: readonly (readonly [name: string, state: ActionAvailability])[]): ActionAvailability | undefined {
+export function forAnyOf(
+  states: readonly (readonly [name: string, state: ActionAvailability])[],
+): ActionAvailability | undefined {
   if (states.length === 0) return undefined;
   if (states.some(([, state]) => state.available)) return { available: true };
-  return { available: false, by: "state", reason: states.map(([name, state]) => `${name}: ${state.available ? "" : state.reason}`).join("; ") };
+  return {
+    available: false,
+    by: "state",
+    reason: states.map(([name, state]) => `${name}: ${state.available ? "" : state.reason}`).join("; "),
+  };
 }

@@ -54,7 +54,9 @@ const HOOKS = [
   // No SSH host keys in the image either: cloud-init makes each VM's on its first boot, before sshd starts;
   // should it not (no cloud-init disk), sshd makes the missing ones itself before its config check.
   `rm -f "$1"/etc/ssh/ssh_host_*`,
-  `mkdir -p "$1/etc/systemd/system/ssh.service.d" && printf '[Service]\\nExecStartPre=\\nExecStartPre=/usr/bin/ssh-keygen -A\\nExecStartPre=/usr/sbin/sshd -t\\n' > "$1/etc/systemd/system/ssh.service.d/host-keys.conf"`,
+  `mkdir -p "$1/etc/systemd/system/ssh.service.d" && printf ` +
+    "'[Service]\\nExecStartPre=\\nExecStartPre=/usr/bin/ssh-keygen -A\\nExecStartPre=/usr/sbin/sshd -t\\n' > " +
+    `"$1/etc/systemd/system/ssh.service.d/host-keys.conf"`,
 ];
 
 function bootConfig(): string {
@@ -75,7 +77,13 @@ function bootConfig(): string {
 /** The qcow2 disk of the Debian guest, built once per root filesystem and cached. */
 export async function buildDebianGuestDisk(): Promise<string> {
   const rootfs = await buildRootfs({ name: "debian-guest", packages: DEBIAN_GUEST_PACKAGES, hooks: HOOKS });
-  const key = createHash("sha256").update(rootfs.digest).update(bootConfig()).update(String(DISK_BYTES)).update("bios+efi").digest("hex").slice(0, 16);
+  const key = createHash("sha256")
+    .update(rootfs.digest)
+    .update(bootConfig())
+    .update(String(DISK_BYTES))
+    .update("bios+efi")
+    .digest("hex")
+    .slice(0, 16);
   const dir = join(env.KUBEVIRT_TS_CACHE, "guests");
   const disk = join(dir, `debian-${key}.qcow2`);
   if (await exists(disk)) return disk;
@@ -95,21 +103,42 @@ export async function buildDebianGuestDisk(): Promise<string> {
     const file = await open(raw, "w");
     await file.truncate(DISK_BYTES);
     const rootSectors = DISK_BYTES / SECTOR - ROOT_START;
-    await file.write(mbrPartitionTable([
-      { type: 0x0e, startSector: BOOT_START, sectors: BOOT_SECTORS, bootable: true },
-      { type: 0x83, startSector: ROOT_START, sectors: rootSectors },
-    ]), 0, 66, 446);
+    await file.write(
+      mbrPartitionTable([
+        { type: 0x0e, startSector: BOOT_START, sectors: BOOT_SECTORS, bootable: true },
+        { type: 0x83, startSector: ROOT_START, sectors: rootSectors },
+      ]),
+      0,
+      66,
+      446,
+    );
     await file.close();
     await makeSyslinuxBootable(raw, work, {
       startSector: BOOT_START,
       sectors: BOOT_SECTORS,
-      files: [{ from: join(root, "boot", kernel), to: "vmlinuz" }, { from: join(root, "boot", initrd), to: "initrd.img" }],
+      files: [
+        { from: join(root, "boot", kernel), to: "vmlinuz" },
+        { from: join(root, "boot", initrd), to: "initrd.img" },
+      ],
       config: bootConfig(),
       // The same loader for EFI firmware, as KubeVirt's preferredEfi asks.
       efi: true,
     });
 
-    await run("mkfs.ext4", ["-q", "-F", "-L", "debian-root", "-U", ROOT_UUID, "-d", root, "-E", `offset=${String(ROOT_START * SECTOR)}`, raw, `${String((rootSectors * SECTOR) / 1024)}k`]);
+    await run("mkfs.ext4", [
+      "-q",
+      "-F",
+      "-L",
+      "debian-root",
+      "-U",
+      ROOT_UUID,
+      "-d",
+      root,
+      "-E",
+      `offset=${String(ROOT_START * SECTOR)}`,
+      raw,
+      `${String((rootSectors * SECTOR) / 1024)}k`,
+    ]);
     await run("qemu-img", ["convert", "-c", "-O", "qcow2", raw, `${disk}.partial`]);
     await rename(`${disk}.partial`, disk);
     return disk;

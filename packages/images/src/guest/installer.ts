@@ -29,18 +29,19 @@ const DISK_BYTES = 32 * 2 ** 20;
 const BOOT_START = 2048;
 const BOOT_SECTORS = DISK_BYTES / SECTOR - BOOT_START;
 
-const syslinuxConfig = (initrd: string, bootArg: string) => [
-  "SERIAL 0 115200",
-  "DEFAULT tiny",
-  "PROMPT 0",
-  "TIMEOUT 0",
-  "LABEL tiny",
-  "  LINUX /vmlinuz",
-  `  INITRD /${initrd}`,
-  // ttyS0 last: it becomes /dev/console, where the tests read the guest.
-  `  APPEND console=tty0 console=ttyS0,115200n8 ${bootArg}`,
-  "",
-].join("\n");
+const syslinuxConfig = (initrd: string, bootArg: string) =>
+  [
+    "SERIAL 0 115200",
+    "DEFAULT tiny",
+    "PROMPT 0",
+    "TIMEOUT 0",
+    "LABEL tiny",
+    "  LINUX /vmlinuz",
+    `  INITRD /${initrd}`,
+    // ttyS0 last: it becomes /dev/console, where the tests read the guest.
+    `  APPEND console=tty0 console=ttyS0,115200n8 ${bootArg}`,
+    "",
+  ].join("\n");
 
 // The installer's init: it replaces the tiny guest's (the kernel unpacks the installer's archive after the guest's),
 // and finds the installed system's disk image at /installed.img.gz. On a failure it stays up with a shell, so the
@@ -64,19 +65,33 @@ while true; do setsid cttyhack sh -l; done
 
 /** A key of what goes into the installer: the tiny guest's build (its folder's name) and the recipes here. */
 function recipeKey(tinyDir: string): string {
-  return createHash("sha256").update(tinyDir).update(INSTALLER_INIT).update(syslinuxConfig("", "")).update(String(DISK_BYTES)).digest("hex").slice(0, 16);
+  return createHash("sha256")
+    .update(tinyDir)
+    .update(INSTALLER_INIT)
+    .update(syslinuxConfig("", ""))
+    .update(String(DISK_BYTES))
+    .digest("hex")
+    .slice(0, 16);
 }
 
 /** The installed system: the tiny guest on a raw disk that boots by itself through BIOS. */
 async function writeInstalledDisk(raw: string, work: string, kernel: string, initrd: string): Promise<void> {
   const file = await open(raw, "w");
   await file.truncate(DISK_BYTES);
-  await file.write(mbrPartitionTable([{ type: 0x0e, startSector: BOOT_START, sectors: BOOT_SECTORS, bootable: true }]), 0, 66, 446);
+  await file.write(
+    mbrPartitionTable([{ type: 0x0e, startSector: BOOT_START, sectors: BOOT_SECTORS, bootable: true }]),
+    0,
+    66,
+    446,
+  );
   await file.close();
   await makeSyslinuxBootable(raw, work, {
     startSector: BOOT_START,
     sectors: BOOT_SECTORS,
-    files: [{ from: kernel, to: "vmlinuz" }, { from: initrd, to: "initrd.gz" }],
+    files: [
+      { from: kernel, to: "vmlinuz" },
+      { from: initrd, to: "initrd.gz" },
+    ],
     config: syslinuxConfig("initrd.gz", INSTALLED_BOOT_ARG),
   });
 }
@@ -105,8 +120,28 @@ export async function buildTinyInstallerIso(): Promise<string> {
     await copyFile("/usr/lib/syslinux/modules/bios/ldlinux.c32", join(tree, "isolinux", "ldlinux.c32"));
     await writeFile(join(tree, "isolinux", "isolinux.cfg"), syslinuxConfig("install.gz", INSTALLER_BOOT_ARG));
     await copyFile(guest.kernel, join(tree, "vmlinuz"));
-    await writeFile(join(tree, "install.gz"), Buffer.concat([await readFile(guest.initrd), gzipSync(installer, { level: 1 })]));
-    await run("genisoimage", ["-quiet", "-V", "KUBEVIRT_TS_INSTALL", "-o", `${iso}.partial`, "-b", "isolinux/isolinux.bin", "-c", "isolinux/boot.cat", "-no-emul-boot", "-boot-load-size", "4", "-boot-info-table", "-R", "-J", tree]);
+    await writeFile(
+      join(tree, "install.gz"),
+      Buffer.concat([await readFile(guest.initrd), gzipSync(installer, { level: 1 })]),
+    );
+    await run("genisoimage", [
+      "-quiet",
+      "-V",
+      "KUBEVIRT_TS_INSTALL",
+      "-o",
+      `${iso}.partial`,
+      "-b",
+      "isolinux/isolinux.bin",
+      "-c",
+      "isolinux/boot.cat",
+      "-no-emul-boot",
+      "-boot-load-size",
+      "4",
+      "-boot-info-table",
+      "-R",
+      "-J",
+      tree,
+    ]);
     await rename(`${iso}.partial`, iso);
     return iso;
   } finally {

@@ -12,7 +12,12 @@ export function tinyGuestVmiWithScratchDisk(uid: string): VirtualMachineInstance
     spec: defaultVmiSpec({
       domain: {
         memory: { guest: "128Mi" },
-        firmware: { kernelBoot: { kernelArgs: "console=ttyS0 quiet", container: { image: "tiny:1", kernelPath: "/boot/vmlinuz", initrdPath: "/boot/initrd.gz" } } },
+        firmware: {
+          kernelBoot: {
+            kernelArgs: "console=ttyS0 quiet",
+            container: { image: "tiny:1", kernelPath: "/boot/vmlinuz", initrdPath: "/boot/initrd.gz" },
+          },
+        },
         devices: { disks: [{ name: "scratch", disk: { bus: "virtio" } }] },
       },
       volumes: [{ name: "scratch", emptyDisk: { capacity: "16Mi" } }],

@@ -21,8 +21,9 @@ export interface TinyGuest {
 export const TINY_GUEST_READY = "kubevirt-ts tiny guest: init reached";
 
 /**
- * The kernel's modules the guest loads, in order (each needs those before it): virtio's PCI transport, its network card,
- * its disks and its memory balloon (which reports the guest's memory use); and efivarfs, for a test to read and write EFI variables when the guest boots through OVMF.
+ * The kernel's modules the guest loads, in order (each needs those before it): virtio's PCI transport, its network
+ * card, its disks and its memory balloon (which reports the guest's memory use); and efivarfs, for a test to read and
+ * write EFI variables when the guest boots through OVMF.
  */
 const MODULES = [
   "drivers/virtio/virtio_ring.ko",
@@ -41,7 +42,10 @@ const MODULES = [
 /** The initramfs's folders: /etc for the resolver the DHCP client writes. */
 const DIRECTORIES = ["bin", "dev", "etc", "proc", "sys", "tmp", "modules"];
 
-/** busybox udhcpc's script: it sets the address, route and resolver the DHCP server gave (QEMU's user network's, whose resolver asks the pod's: the cluster's DNS). */
+/**
+ * busybox udhcpc's script: it sets the address, route and resolver the DHCP server gave (QEMU's user network's, whose
+ * resolver asks the pod's: the cluster's DNS).
+ */
 const DHCP_SCRIPT = `#!/bin/sh
 case "$1" in
   bound|renew)
@@ -59,7 +63,8 @@ const MODULE_PATHS = MODULES.map((m) => `/modules/${m.slice(m.lastIndexOf("/") +
 export const LOAD_MODULES = `for m in ${MODULE_PATHS}; do insmod "$m" 2>/dev/null; done`;
 const DHCP = "udhcpc -q -f -n -t 10 -i eth0 -s /bin/dhcp-script >/dev/null 2>&1";
 
-// The guest's network comes up in the background: its shell is there at once, and a test that needs the network waits for it.
+// The guest's network comes up in the background: its shell is there at once, and a test that needs the network waits
+// for it.
 const INIT = `#!/bin/busybox sh
 /bin/busybox --install -s /bin
 mount -t proc proc /proc
@@ -88,7 +93,13 @@ export async function buildTinyGuest(): Promise<TinyGuest> {
     const meta = await download(work, "linux-image-cloud-amd64");
     const kernelPackage = (await run("dpkg-deb", ["-f", meta, "Depends"])).trim().split(" ")[0] ?? "";
     // The init, its folders and the modules it loads key the cache too: a guest built by an older recipe is not taken.
-    const recipe = createHash("sha256").update(INIT).update(DHCP_SCRIPT).update(MODULES.join("\n")).update(DIRECTORIES.join("\n")).digest("hex").slice(0, 12);
+    const recipe = createHash("sha256")
+      .update(INIT)
+      .update(DHCP_SCRIPT)
+      .update(MODULES.join("\n"))
+      .update(DIRECTORIES.join("\n"))
+      .digest("hex")
+      .slice(0, 12);
     const dir = join(env.KUBEVIRT_TS_CACHE, "guests", `tiny-${kernelPackage}-${recipe}`);
     const guest = { kernel: join(dir, "vmlinuz"), initrd: join(dir, "initrd.gz"), readyMessage: TINY_GUEST_READY };
     if (await exists(guest.initrd)) return guest;
@@ -103,7 +114,12 @@ export async function buildTinyGuest(): Promise<TinyGuest> {
       { path: "bin/busybox", type: "file", data: await readFile(join(extracted, "bin/busybox")), mode: 0o755 },
       { path: "bin/dhcp-script", type: "file", data: Buffer.from(DHCP_SCRIPT), mode: 0o755 },
       ...(await Promise.all(
-        MODULES.map(async (m) => ({ path: `modules/${m.slice(m.lastIndexOf("/") + 1)}`, type: "file" as const, data: await readFile(join(extracted, "lib/modules", kernelPackage.replace(/^linux-image-/, ""), "kernel", m)), mode: 0o644 })),
+        MODULES.map(async (m) => ({
+          path: `modules/${m.slice(m.lastIndexOf("/") + 1)}`,
+          type: "file" as const,
+          data: await readFile(join(extracted, "lib/modules", kernelPackage.replace(/^linux-image-/, ""), "kernel", m)),
+          mode: 0o644,
+        })),
       )),
       { path: "init", type: "file", data: Buffer.from(INIT), mode: 0o755 },
     ]);

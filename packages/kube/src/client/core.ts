@@ -1,4 +1,12 @@
-import type { CoreV1Event, V1NodeSpec, V1NodeStatus, V1PersistentVolumeClaimSpec, V1PersistentVolumeClaimStatus, V1PodSpec, V1PodStatus } from "@kubernetes/client-node";
+import type {
+  CoreV1Event,
+  V1NodeSpec,
+  V1NodeStatus,
+  V1PersistentVolumeClaimSpec,
+  V1PersistentVolumeClaimStatus,
+  V1PodSpec,
+  V1PodStatus,
+} from "@kubernetes/client-node";
 import type { KubeObject } from "./types.ts";
 
 // The Kubernetes core objects the components read and write, taken from
@@ -7,7 +15,13 @@ import type { KubeObject } from "./types.ts";
 // where the models' Date fields are RFC 3339 strings.
 
 /** A model as JSON carries it: its Date fields are strings. */
-export type Wire<T> = T extends Date ? string : T extends readonly (infer U)[] ? Wire<U>[] : T extends object ? { [K in keyof T]: Wire<T[K]> } : T;
+export type Wire<T> = T extends Date
+  ? string
+  : T extends readonly (infer U)[]
+    ? Wire<U>[]
+    : T extends object
+      ? { [K in keyof T]: Wire<T[K]> }
+      : T;
 
 export type PodSpec = Wire<V1PodSpec>;
 export type PodStatus = Wire<V1PodStatus>;
@@ -19,7 +33,10 @@ export interface Pod extends KubeObject {
 
 /** Whether a pod is Running with its Ready condition True: its containers' readiness probes pass. */
 export function podReady(pod: Pod | undefined): boolean {
-  return pod?.status?.phase === "Running" && (pod.status.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
+  return (
+    pod?.status?.phase === "Running" &&
+    (pod.status.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True")
+  );
 }
 
 export interface PersistentVolumeClaim extends KubeObject {

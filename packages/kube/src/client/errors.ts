@@ -15,6 +15,9 @@ export class ApiError extends Error {
 
 export const isNotFound = (error: unknown): boolean => error instanceof ApiError && error.code === 404;
 export const isConflict = (error: unknown): boolean => error instanceof ApiError && error.code === 409;
-export const isAlreadyExists = (error: unknown): boolean => error instanceof ApiError && error.code === 409 && error.status.reason === "AlreadyExists";
+export const isAlreadyExists = (error: unknown): boolean =>
+  error instanceof ApiError && error.code === 409 && error.status.reason === "AlreadyExists";
 /** The resourceVersion a watch or list asked for is older than etcd keeps: list again. */
-export const isGone = (error: unknown): boolean => error instanceof ApiError && (error.code === 410 || error.status.reason === "Expired" || error.status.reason === "Gone");
+export const isGone = (error: unknown): boolean =>
+  error instanceof ApiError &&
+  (error.code === 410 || error.status.reason === "Expired" || error.status.reason === "Gone");

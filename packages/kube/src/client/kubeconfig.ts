@@ -33,7 +33,9 @@ export function apiResourceCheck(kubeConfig: KubeConfig, type: ResourceType): ()
   return async () => {
     try {
       const list = await api.getAPIResources({ group, version });
-      return list.resources.some((r) => r.name === plural) ? undefined : `${server} serves ${group}/${version} without ${plural}; apply the chart's CRDs`;
+      return list.resources.some((r) => r.name === plural)
+        ? undefined
+        : `${server} serves ${group}/${version} without ${plural}; apply the chart's CRDs`;
     } catch (error) {
       return `cannot discover ${plural}.${group}/${version} at ${server}: ${describeError(error)}`;
     }

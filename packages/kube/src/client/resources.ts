@@ -24,9 +24,24 @@ export const resources = {
   podDisruptionBudgets: { group: "policy", version: "v1", plural: "poddisruptionbudgets", namespaced: true },
   deployments: { group: "apps", version: "v1", plural: "deployments", namespaced: true },
   daemonSets: { group: "apps", version: "v1", plural: "daemonsets", namespaced: true },
-  selfSubjectAccessReviews: { group: "authorization.k8s.io", version: "v1", plural: "selfsubjectaccessreviews", namespaced: false },
-  subjectAccessReviews: { group: "authorization.k8s.io", version: "v1", plural: "subjectaccessreviews", namespaced: false },
-  selfSubjectReviews: { group: "authentication.k8s.io", version: "v1", plural: "selfsubjectreviews", namespaced: false },
+  selfSubjectAccessReviews: {
+    group: "authorization.k8s.io",
+    version: "v1",
+    plural: "selfsubjectaccessreviews",
+    namespaced: false,
+  },
+  subjectAccessReviews: {
+    group: "authorization.k8s.io",
+    version: "v1",
+    plural: "subjectaccessreviews",
+    namespaced: false,
+  },
+  selfSubjectReviews: {
+    group: "authentication.k8s.io",
+    version: "v1",
+    plural: "selfsubjectreviews",
+    namespaced: false,
+  },
   tokenReviews: { group: "authentication.k8s.io", version: "v1", plural: "tokenreviews", namespaced: false },
 } as const satisfies Record<string, ResourceType>;
 

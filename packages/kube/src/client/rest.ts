@@ -100,7 +100,11 @@ export class KubeClient {
   withBearerToken(token: string): KubeClient {
     const { ca, rejectUnauthorized } = this.options;
     this.userAgent ??= new Agent({ keepAlive: true, ca, rejectUnauthorized });
-    const child = new KubeClient(this.server, { ca, rejectUnauthorized, agent: this.userAgent, headers: { authorization: `Bearer ${token}` } }, this.metrics);
+    const child = new KubeClient(
+      this.server,
+      { ca, rejectUnauthorized, agent: this.userAgent, headers: { authorization: `Bearer ${token}` } },
+      this.metrics,
+    );
     child.userAgent = this.userAgent;
     return child;
   }
@@ -110,10 +114,17 @@ export class KubeClient {
     if (!cluster) throw new Error("the kubeconfig names no current cluster");
     const options: RequestOptions = {};
     await kubeConfig.applyToHTTPSOptions(options);
-    options.agent = new Agent({ keepAlive: true, ca: options.ca, cert: options.cert, key: options.key, rejectUnauthorized: options.rejectUnauthorized });
+    options.agent = new Agent({
+      keepAlive: true,
+      ca: options.ca,
+      cert: options.cert,
+      key: options.key,
+      rejectUnauthorized: options.rejectUnauthorized,
+    });
     // In a pod the credentials are the service account's token file (the kubeconfig's tokenFile auth
     // provider): the client reads the file itself, again and again, instead of the token read once above.
-    const path = (kubeConfig.getCurrentUser()?.authProvider as { config?: { tokenFile?: unknown } } | undefined)?.config?.tokenFile;
+    const path = (kubeConfig.getCurrentUser()?.authProvider as { config?: { tokenFile?: unknown } } | undefined)?.config
+      ?.tokenFile;
     if (typeof path !== "string") return new KubeClient(new URL(cluster.server), options, metrics);
     const headers: Record<string, string> = { ...(options.headers as Record<string, string> | undefined) };
     delete headers.Authorization;
@@ -139,7 +150,10 @@ export class KubeClient {
   private send(call: Call, token: string | undefined): Promise<IncomingMessage> {
     const url = new URL(call.path + queryString(call.query), this.server);
     const body = call.body === undefined ? undefined : JSON.stringify(call.body);
-    const headers: Record<string, string> = { ...(this.options.headers as Record<string, string> | undefined), accept: "application/json" };
+    const headers: Record<string, string> = {
+      ...(this.options.headers as Record<string, string> | undefined),
+      accept: "application/json",
+    };
     if (token !== undefined) headers.authorization = `Bearer ${token}`;
     if (body !== undefined) {
       headers["content-type"] = call.contentType ?? "application/json";
@@ -162,10 +176,14 @@ export class KubeClient {
       code = String(res.statusCode ?? 0);
       const text = await readBody(res);
       const status = res.statusCode ?? 0;
-      if (status < 200 || status >= 300) throw new ApiError(status, parseStatus(text, status), `${call.verb} ${call.path}`);
+      if (status < 200 || status >= 300)
+        throw new ApiError(status, parseStatus(text, status), `${call.verb} ${call.path}`);
       return (text === "" ? undefined : JSON.parse(text)) as T;
     } finally {
-      this.metrics?.observe({ verb: call.verb, method: call.method, resource, code }, (performance.now() - started) / 1000);
+      this.metrics?.observe(
+        { verb: call.verb, method: call.method, resource, code },
+        (performance.now() - started) / 1000,
+      );
     }
   }
 
@@ -174,7 +192,11 @@ export class KubeClient {
   }
 
   /** The object, or undefined when the API server answers 404; any other error is thrown (only a 404 means absent). */
-  async find<T extends KubeObject>(type: ResourceType, namespace: string | undefined, name: string): Promise<T | undefined> {
+  async find<T extends KubeObject>(
+    type: ResourceType,
+    namespace: string | undefined,
+    name: string,
+  ): Promise<T | undefined> {
     try {
       return await this.get<T>(type, namespace, name);
     } catch (error) {
@@ -187,7 +209,12 @@ export class KubeClient {
   async serves(type: ResourceType): Promise<boolean> {
     const path = type.group === "" ? `/api/${type.version}` : `/apis/${type.group}/${type.version}`;
     try {
-      const list = await this.call<{ resources?: { name: string }[] }>({ verb: "get", method: "GET", type: { ...type, plural: "discovery" }, path });
+      const list = await this.call<{ resources?: { name: string }[] }>({
+        verb: "get",
+        method: "GET",
+        type: { ...type, plural: "discovery" },
+        path,
+      });
       return (list.resources ?? []).some((r) => r.name === type.plural);
     } catch (error) {
       if (isNotFound(error)) return false;
@@ -195,22 +222,52 @@ export class KubeClient {
     }
   }
 
-  list<T extends KubeObject>(type: ResourceType, namespace?: string, options: ListOptions = {}): Promise<ObjectList<T>> {
+  list<T extends KubeObject>(
+    type: ResourceType,
+    namespace?: string,
+    options: ListOptions = {},
+  ): Promise<ObjectList<T>> {
     return this.call({ verb: "list", method: "GET", type, path: resourcePath(type, namespace), query: { ...options } });
   }
 
   /** dryRun "All": the API server checks the object (and its admission webhooks see it) but stores nothing. */
-  create<T extends KubeObject>(type: ResourceType, namespace: string | undefined, body: T, options: { dryRun?: "All" } = {}): Promise<T> {
-    return this.call({ verb: "create", method: "POST", type, path: resourcePath(type, namespace), body, ...(options.dryRun ? { query: { dryRun: options.dryRun } } : {}) });
+  create<T extends KubeObject>(
+    type: ResourceType,
+    namespace: string | undefined,
+    body: T,
+    options: { dryRun?: "All" } = {},
+  ): Promise<T> {
+    return this.call({
+      verb: "create",
+      method: "POST",
+      type,
+      path: resourcePath(type, namespace),
+      body,
+      ...(options.dryRun ? { query: { dryRun: options.dryRun } } : {}),
+    });
   }
 
   /** A PUT: optimistic locking through body.metadata.resourceVersion. */
   update<T extends KubeObject>(type: ResourceType, body: T, subresource?: string): Promise<T> {
     const { namespace, name = "" } = body.metadata;
-    return this.call({ verb: "update", method: "PUT", type, path: resourcePath(type, namespace, name, subresource), subresource, body });
+    return this.call({
+      verb: "update",
+      method: "PUT",
+      type,
+      path: resourcePath(type, namespace, name, subresource),
+      subresource,
+      body,
+    });
   }
 
-  patch<T extends KubeObject>(type: ResourceType, namespace: string | undefined, name: string, patch: unknown, patchType: PatchType, subresource?: string): Promise<T> {
+  patch<T extends KubeObject>(
+    type: ResourceType,
+    namespace: string | undefined,
+    name: string,
+    patch: unknown,
+    patchType: PatchType,
+    subresource?: string,
+  ): Promise<T> {
     return this.call({
       verb: "patch",
       method: "PATCH",
@@ -222,7 +279,12 @@ export class KubeClient {
     });
   }
 
-  async delete(type: ResourceType, namespace: string | undefined, name: string, options: DeleteOptions = {}): Promise<void> {
+  async delete(
+    type: ResourceType,
+    namespace: string | undefined,
+    name: string,
+    options: DeleteOptions = {},
+  ): Promise<void> {
     const body = {
       kind: "DeleteOptions",
       apiVersion: "v1",
@@ -237,7 +299,13 @@ export class KubeClient {
    * Watches a collection, calling onEvent for each event until the server
    * ends the stream (its timeout), the signal aborts, or the connection fails.
    */
-  async watch<T extends KubeObject>(type: ResourceType, namespace: string | undefined, options: WatchOptions, onEvent: (event: WatchEvent<T>) => void, signal?: AbortSignal): Promise<void> {
+  async watch<T extends KubeObject>(
+    type: ResourceType,
+    namespace: string | undefined,
+    options: WatchOptions,
+    onEvent: (event: WatchEvent<T>) => void,
+    signal?: AbortSignal,
+  ): Promise<void> {
     const call: Call = {
       verb: "watch",
       method: "GET",
@@ -249,8 +317,12 @@ export class KubeClient {
     const started = performance.now();
     const res = await this.open(call);
     const status = res.statusCode ?? 0;
-    this.metrics?.observe({ verb: "watch", method: "GET", resource: type.plural, code: String(status) }, (performance.now() - started) / 1000);
-    if (status < 200 || status >= 300) throw new ApiError(status, parseStatus(await readBody(res), status), `watch ${call.path}`);
+    this.metrics?.observe(
+      { verb: "watch", method: "GET", resource: type.plural, code: String(status) },
+      (performance.now() - started) / 1000,
+    );
+    if (status < 200 || status >= 300)
+      throw new ApiError(status, parseStatus(await readBody(res), status), `watch ${call.path}`);
     res.setEncoding("utf8");
     let buffer = "";
     try {

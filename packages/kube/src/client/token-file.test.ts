@@ -54,6 +54,9 @@ describe("TokenFile", () => {
   it("fails naming the file when there has been no token yet", async () => {
     const { state, file } = fixture();
     state.content = new Error("EACCES: permission denied");
-    await expect(file.token()).rejects.toThrow("cannot read the service-account token file /var/run/secrets/kubernetes.io/serviceaccount/token: EACCES: permission denied");
+    await expect(file.token()).rejects.toThrow(
+      "cannot read the service-account token file " +
+        "/var/run/secrets/kubernetes.io/serviceaccount/token: EACCES: permission denied",
+    );
   });
 });

@@ -1,6 +1,9 @@
 import { readFile } from "node:fs/promises";
 
-/** How long a token read from its file is used before the file is read again (client-go's cachingTokenSource uses a minute). */
+/**
+ * How long a token read from its file is used before the file is read again (client-go's cachingTokenSource uses a
+ * minute).
+ */
 export const TOKEN_FILE_PERIOD_MS = 60_000;
 
 /** A projected service-account token is about 1 KiB; a file much larger than this is not a token. */
@@ -16,7 +19,8 @@ export interface TokenFileOptions {
 
 async function readTokenFile(path: string): Promise<string> {
   const text = await readFile(path, "utf8");
-  if (text.length > TOKEN_FILE_MAX_BYTES) throw new Error(`${path} holds ${text.length} bytes, more than a token's ${TOKEN_FILE_MAX_BYTES}`);
+  if (text.length > TOKEN_FILE_MAX_BYTES)
+    throw new Error(`${path} holds ${text.length} bytes, more than a token's ${TOKEN_FILE_MAX_BYTES}`);
   return text;
 }
 
@@ -75,8 +79,14 @@ export class TokenFile {
       this.readAt = this.now();
       return token;
     } catch (error) {
-      if (this.current === undefined) throw new Error(`cannot read the service-account token file ${this.path}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
-      // The next attempt waits a period, so that a missing file costs one read and one warning a period, not one a request.
+      if (this.current === undefined)
+        throw new Error(
+          "cannot read the service-account token " +
+            `file ${this.path}: ${error instanceof Error ? error.message : String(error)}`,
+          { cause: error },
+        );
+      // The next attempt waits a period, so that a missing file costs one read and one warning a period, not one a
+      // request.
       this.readAt = this.now();
       this.onStale(error);
       return this.current;

@@ -29,10 +29,13 @@ describe("reviewCache", () => {
 
   it("without a rule, every decision shares one bound, the oldest going first", async () => {
     const reviews: string[] = [];
-    const decide = reviewCache((token) => {
-      reviews.push(token);
-      return Promise.resolve(token);
-    }, { maxEntries: 2, maxReviews: 100 });
+    const decide = reviewCache(
+      (token) => {
+        reviews.push(token);
+        return Promise.resolve(token);
+      },
+      { maxEntries: 2, maxReviews: 100 },
+    );
     for (const token of ["a", "b", "c"]) await decide(token);
     await decide("a");
     expect(reviews).toEqual(["a", "b", "c", "a"]);

@@ -50,7 +50,12 @@ export function bearer(authorization: string | undefined): string | undefined {
 
 /** The user the API server says `token` is, or undefined when it does not accept the token. */
 export async function reviewToken(api: KubeClient, token: string): Promise<ReviewedUser | undefined> {
-  const review = await api.create<TokenReview>(resources.tokenReviews, undefined, { apiVersion: "authentication.k8s.io/v1", kind: "TokenReview", metadata: {}, spec: { token } });
+  const review = await api.create<TokenReview>(resources.tokenReviews, undefined, {
+    apiVersion: "authentication.k8s.io/v1",
+    kind: "TokenReview",
+    metadata: {},
+    spec: { token },
+  });
   const user = review.status?.user;
   if (!review.status?.authenticated || !user?.username) return undefined;
   return { ...user, username: user.username };
@@ -61,11 +66,18 @@ export async function reviewToken(api: KubeClient, token: string): Promise<Revie
  * the review already under way for that token, or a new one; "busy" when maxReviews are under way for other tokens.
  * A review that fails (the API server unreachable) is not kept: its promise rejects, and the next caller asks again.
  */
-export function reviewCache<T>(review: (token: string) => Promise<T>, options: TokenReviewOptions = {}, accepted: Accepted<T> = () => true): (token: string) => Promise<T> | "busy" {
+export function reviewCache<T>(
+  review: (token: string) => Promise<T>,
+  options: TokenReviewOptions = {},
+  accepted: Accepted<T> = () => true,
+): (token: string) => Promise<T> | "busy" {
   const { ttlMs, maxEntries, maxReviews } = { ...TOKEN_REVIEW_LIMITS, ...options };
   const now = options.now ?? Date.now;
   // Two bounded maps: a flood of made-up tokens fills the refused ones' and never pushes out a signed-in user's.
-  const kinds = { accepted: new Map<string, { until: number; decision: T }>(), refused: new Map<string, { until: number; decision: T }>() };
+  const kinds = {
+    accepted: new Map<string, { until: number; decision: T }>(),
+    refused: new Map<string, { until: number; decision: T }>(),
+  };
   const reviewing = new Map<string, Promise<T>>();
   return (token) => {
     const key = createHash("sha256").update(token).digest("hex");
@@ -94,9 +106,16 @@ export function reviewCache<T>(review: (token: string) => Promise<T>, options: T
 }
 
 /** Cached TokenReviews with the client `client()` gives (made when first needed, made again after it failed). */
-export function tokenReviews(client: () => Promise<KubeClient>, options: TokenReviewOptions = {}): (token: string) => Promise<ReviewedUser | undefined> | "busy" {
+export function tokenReviews(
+  client: () => Promise<KubeClient>,
+  options: TokenReviewOptions = {},
+): (token: string) => Promise<ReviewedUser | undefined> | "busy" {
   const own = ownClient(client);
-  return reviewCache(async (token) => reviewToken(await own(), token), options, (user) => user !== undefined);
+  return reviewCache(
+    async (token) => reviewToken(await own(), token),
+    options,
+    (user) => user !== undefined,
+  );
 }
 
 /** `client` made once when first needed, and made again after it failed. */

@@ -58,7 +58,6 @@ export function keyOf(object: { metadata: ObjectMeta }): string {
   return namespace ? `${namespace}/${name}` : name;
 }
 
-
 /** A time as Kubernetes writes metav1.Time: RFC 3339 in UTC, whole seconds. */
 export function kubeTime(date: Date): string {
   return date.toISOString().replace(/\.\d{3}Z$/, "Z");

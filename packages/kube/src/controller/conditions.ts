@@ -12,7 +12,10 @@ export interface ConditionLike {
   lastTransitionTime?: string | null;
 }
 
-export function findCondition<C extends ConditionLike>(conditions: readonly C[] | undefined, type: string): C | undefined {
+export function findCondition<C extends ConditionLike>(
+  conditions: readonly C[] | undefined,
+  type: string,
+): C | undefined {
   return conditions?.find((c) => c.type === type);
 }
 
@@ -20,12 +23,23 @@ export function findCondition<C extends ConditionLike>(conditions: readonly C[] 
  * The conditions with `condition` set: kept as they are when nothing but the
  * time would change, so that setting the same condition twice writes nothing.
  */
-export function setCondition<C extends ConditionLike>(conditions: readonly C[] | undefined, condition: Omit<C, "lastTransitionTime" | "lastProbeTime">, now: Date): C[] {
+export function setCondition<C extends ConditionLike>(
+  conditions: readonly C[] | undefined,
+  condition: Omit<C, "lastTransitionTime" | "lastProbeTime">,
+  now: Date,
+): C[] {
   const list = [...(conditions ?? [])];
   const index = list.findIndex((c) => c.type === condition.type);
   const existing = index >= 0 ? list[index] : undefined;
-  if (existing && existing.status === condition.status && existing.reason === condition.reason && existing.message === condition.message) return list;
-  const lastTransitionTime = existing && existing.status === condition.status ? existing.lastTransitionTime : kubeTime(now);
+  if (
+    existing &&
+    existing.status === condition.status &&
+    existing.reason === condition.reason &&
+    existing.message === condition.message
+  )
+    return list;
+  const lastTransitionTime =
+    existing && existing.status === condition.status ? existing.lastTransitionTime : kubeTime(now);
   const next = { ...condition, lastProbeTime: null, lastTransitionTime } as C;
   if (index >= 0) list[index] = next;
   else list.push(next);

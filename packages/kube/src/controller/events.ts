@@ -18,7 +18,12 @@ export interface EventRecorder {
  * A recorder whose events name `source`: a component, or a component and the node it records from (a DaemonSet's,
  * as KubeVirt's handler names its node).
  */
-export function createEventRecorder(client: KubeClient, source: string | { component: string; host: string }, log: Logger, now: () => Date = () => new Date()): EventRecorder {
+export function createEventRecorder(
+  client: KubeClient,
+  source: string | { component: string; host: string },
+  log: Logger,
+  now: () => Date = () => new Date(),
+): EventRecorder {
   const { component, host } = typeof source === "string" ? { component: source, host: undefined } : source;
   return {
     record(object, type, reason, message) {

@@ -21,14 +21,39 @@ function finalizerPatch(object: KubeObject, next: string[]): unknown[] {
       ];
 }
 
-export async function addFinalizer<T extends KubeObject>(client: KubeClient, type: ResourceType, object: T, finalizer: string): Promise<T> {
+export async function addFinalizer<T extends KubeObject>(
+  client: KubeClient,
+  type: ResourceType,
+  object: T,
+  finalizer: string,
+): Promise<T> {
   if (hasFinalizer(object, finalizer)) return object;
   const { namespace, name = "" } = object.metadata;
-  return client.patch<T>(type, namespace, name, finalizerPatch(object, [...(object.metadata.finalizers ?? []), finalizer]), "json");
+  return client.patch<T>(
+    type,
+    namespace,
+    name,
+    finalizerPatch(object, [...(object.metadata.finalizers ?? []), finalizer]),
+    "json",
+  );
 }
 
-export async function removeFinalizer<T extends KubeObject>(client: KubeClient, type: ResourceType, object: T, finalizer: string): Promise<T> {
+export async function removeFinalizer<T extends KubeObject>(
+  client: KubeClient,
+  type: ResourceType,
+  object: T,
+  finalizer: string,
+): Promise<T> {
   if (!hasFinalizer(object, finalizer)) return object;
   const { namespace, name = "" } = object.metadata;
-  return client.patch<T>(type, namespace, name, finalizerPatch(object, (object.metadata.finalizers ?? []).filter((f) => f !== finalizer)), "json");
+  return client.patch<T>(
+    type,
+    namespace,
+    name,
+    finalizerPatch(
+      object,
+      (object.metadata.finalizers ?? []).filter((f) => f !== finalizer),
+    ),
+    "json",
+  );
 }

@@ -78,7 +78,10 @@ export class ControllerManager {
     this.#controllers.push({ name, queue, reconcile, workers, keys: () => primary.list().map(keyOf) });
   }
 
-  /** Runs once the caches have synced and every key is queued, before the workers start (e.g. to report what the caches hold). */
+  /**
+   * Runs once the caches have synced and every key is queued, before the workers start (e.g. to report what the caches
+   * hold).
+   */
   onSynced(hook: () => void): void {
     this.#onSynced.push(hook);
   }
@@ -98,7 +101,8 @@ export class ControllerManager {
    * keys they hold. Once per manager: its queues do not start again.
    */
   async runControllers(signal: AbortSignal): Promise<void> {
-    if (this.#controllersStarted) throw new Error("runControllers was called twice; a ControllerManager's queues run once");
+    if (this.#controllersStarted)
+      throw new Error("runControllers was called twice; a ControllerManager's queues run once");
     this.#controllersStarted = true;
     const drain = () => Promise.all(this.#controllers.map((c) => c.queue.shutDownWithDrain()));
     signal.addEventListener("abort", () => void drain(), { once: true });
@@ -111,7 +115,14 @@ export class ControllerManager {
     for (const hook of this.#onSynced) hook();
     await Promise.all(
       this.#controllers.map(({ name, queue, reconcile, workers }) =>
-        runController({ name, queue, reconcile, workers, log: this.#log.child({ controller: name }), metrics: this.#controllerMetrics }),
+        runController({
+          name,
+          queue,
+          reconcile,
+          workers,
+          log: this.#log.child({ controller: name }),
+          metrics: this.#controllerMetrics,
+        }),
       ),
     );
   }

@@ -9,7 +9,10 @@ export function normalized<T>(value: T): T {
 }
 
 /** The labels with these set, and those given as undefined removed. */
-function withLabels(labels: Record<string, string> | undefined, changes: Record<string, string | undefined>): Record<string, string> {
+function withLabels(
+  labels: Record<string, string> | undefined,
+  changes: Record<string, string | undefined>,
+): Record<string, string> {
   const merged = Object.entries({ ...labels, ...changes });
   return Object.fromEntries(merged.filter((entry): entry is [string, string] => entry[1] !== undefined));
 }
@@ -35,6 +38,7 @@ export async function writeStatusIfChanged<T extends KubeObject & { status?: unk
     // A new top-level object: the cached one (frozen) is never changed, and the body is only serialized.
     return client.update<T>(type, { ...object, metadata: { ...object.metadata, labels: labelled }, status });
   }
-  if (labelsChanged) throw new Error(`${type.plural} keep their status in a subresource: labels cannot be written with it`);
+  if (labelsChanged)
+    throw new Error(`${type.plural} keep their status in a subresource: labels cannot be written with it`);
   return client.update<T>(type, { ...object, status }, "status");
 }

@@ -47,8 +47,8 @@ function deepFreeze<T>(value: T): T {
 
 /**
  * The object as the cache keeps it: without metadata.managedFields, which no controller reads and which is often a
- * third of an object's size (client-go's informers offer the same as TransformStripManagedFields). An update of a cached
- * object then sends none, and the API server keeps the ones it has.
+ * third of an object's size (client-go's informers offer the same as TransformStripManagedFields). An update of a
+ * cached object then sends none, and the API server keeps the ones it has.
  */
 function withoutManagedFields<T extends KubeObject>(object: T): T {
   if (object.metadata.managedFields === undefined) return object;
@@ -150,7 +150,12 @@ export class Informer<T extends KubeObject> {
     let continueToken: string | undefined;
     let resourceVersion: string;
     do {
-      const page = await client.list<T>(type, namespace, { labelSelector, fieldSelector, limit: 500, continue: continueToken });
+      const page = await client.list<T>(type, namespace, {
+        labelSelector,
+        fieldSelector,
+        limit: 500,
+        continue: continueToken,
+      });
       for (const item of page.items) {
         const key = keyOf(item);
         seen.add(key);
@@ -185,7 +190,10 @@ export class Informer<T extends KubeObject> {
     const period = this.options.resyncMs;
     if (!period) return;
     while (!signal.aborted) {
-      const slept = await sleep(period, undefined, { signal }).then(() => true, () => false);
+      const slept = await sleep(period, undefined, { signal }).then(
+        () => true,
+        () => false,
+      );
       if (!slept || !this.synced) continue;
       for (const object of [...this.items.values()]) for (const h of this.handlers) h.update?.(object, object);
     }
@@ -209,7 +217,15 @@ export class Informer<T extends KubeObject> {
         }
         // Servers end watches after the timeout; a spread of timeouts keeps informers from reconnecting together.
         const timeoutSeconds = 300 + Math.floor(Math.random() * 300);
-        await client.watch<T>(type, namespace, { labelSelector, fieldSelector, resourceVersion: this.resourceVersion, timeoutSeconds }, (e) => { this.onEvent(e); }, signal);
+        await client.watch<T>(
+          type,
+          namespace,
+          { labelSelector, fieldSelector, resourceVersion: this.resourceVersion, timeoutSeconds },
+          (e) => {
+            this.onEvent(e);
+          },
+          signal,
+        );
         delay = initialMs;
       } catch (error) {
         if (aborted(signal)) break;

@@ -42,10 +42,17 @@ export interface LeaderCallbacks {
 const micro = (date: Date) => date.toISOString().replace("Z", "000Z");
 
 export class LeaderElector {
-  private readonly o: Required<Omit<LeaderElectionOptions, "client" | "log">> & Pick<LeaderElectionOptions, "client" | "log">;
+  private readonly o: Required<Omit<LeaderElectionOptions, "client" | "log">> &
+    Pick<LeaderElectionOptions, "client" | "log">;
 
   constructor(options: LeaderElectionOptions) {
-    this.o = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000, now: () => new Date(), ...options };
+    this.o = {
+      leaseDurationMs: 15_000,
+      renewDeadlineMs: 10_000,
+      retryPeriodMs: 2_000,
+      now: () => new Date(),
+      ...options,
+    };
   }
 
   /** One attempt to take or renew the lease; true when this candidate holds it afterwards. */
@@ -62,7 +69,13 @@ export class LeaderElector {
           apiVersion: "coordination.k8s.io/v1",
           kind: "Lease",
           metadata: { name, namespace },
-          spec: { holderIdentity: identity, leaseDurationSeconds: leaseDurationMs / 1000, acquireTime: micro(now), renewTime: micro(now), leaseTransitions: 0 },
+          spec: {
+            holderIdentity: identity,
+            leaseDurationSeconds: leaseDurationMs / 1000,
+            acquireTime: micro(now),
+            renewTime: micro(now),
+            leaseTransitions: 0,
+          },
         });
         return true;
       } catch (createError) {
@@ -100,7 +113,10 @@ export class LeaderElector {
     try {
       const lease = await client.get<Lease>(resources.leases, namespace, name);
       if (lease.spec.holderIdentity !== identity) return;
-      await client.update<Lease>(resources.leases, { ...lease, spec: { ...lease.spec, holderIdentity: null, leaseDurationSeconds: 1, renewTime: micro(this.o.now()) } });
+      await client.update<Lease>(resources.leases, {
+        ...lease,
+        spec: { ...lease.spec, holderIdentity: null, leaseDurationSeconds: 1, renewTime: micro(this.o.now()) },
+      });
     } catch (error) {
       this.o.log.warn("could not release the leader lease", { error });
     }
@@ -118,7 +134,8 @@ export class LeaderElector {
   /** Campaigns until elected, leads until the lease is lost or the signal aborts, then returns. */
   async run(callbacks: LeaderCallbacks, signal: AbortSignal): Promise<void> {
     const { log, retryPeriodMs, renewDeadlineMs, identity, name } = this.o;
-    while (!signal.aborted && !(await this.attempt())) await sleep(retryPeriodMs, undefined, { signal }).catch(() => undefined);
+    while (!signal.aborted && !(await this.attempt()))
+      await sleep(retryPeriodMs, undefined, { signal }).catch(() => undefined);
     if (aborted(signal)) return;
     log.info("became the leader", { lease: name, identity });
     const leadership = new AbortController();

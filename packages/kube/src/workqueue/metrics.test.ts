@@ -5,10 +5,17 @@ import { createWorkQueueMetrics } from "./metrics.ts";
 import { WorkQueue } from "./queue.ts";
 
 /** The value of one series: a metric, the queue it is labelled with and, for histograms, the series name. */
-async function valueOf(registry: Registry, metric: string, queue: string, series = metric): Promise<number | undefined> {
+async function valueOf(
+  registry: Registry,
+  metric: string,
+  queue: string,
+  series = metric,
+): Promise<number | undefined> {
   const metrics = await registry.getMetricsAsJSON();
   const values = metrics.find((m) => m.name === metric)?.values ?? [];
-  const matching = values.find((v) => v.labels.name === queue && ((v as { metricName?: string }).metricName ?? metric) === series);
+  const matching = values.find(
+    (v) => v.labels.name === queue && ((v as { metricName?: string }).metricName ?? metric) === series,
+  );
   return matching?.value;
 }
 
@@ -51,15 +58,21 @@ describe("work queue metrics", () => {
     clock.advance(500);
     const key = String(await vmi.get());
     expect(await valueOf(registry, "workqueue_depth", "vmi")).toBe(1);
-    expect(await valueOf(registry, "workqueue_queue_duration_seconds", "vmi", "workqueue_queue_duration_seconds_sum")).toBe(0.5);
+    expect(
+      await valueOf(registry, "workqueue_queue_duration_seconds", "vmi", "workqueue_queue_duration_seconds_sum"),
+    ).toBe(0.5);
 
     clock.advance(2000);
     expect(await valueOf(registry, "workqueue_longest_running_processor_seconds", "vmi")).toBe(2);
     expect(await valueOf(registry, "workqueue_longest_running_processor_seconds", "vm")).toBe(0);
 
     vmi.done(key);
-    expect(await valueOf(registry, "workqueue_work_duration_seconds", "vmi", "workqueue_work_duration_seconds_sum")).toBe(2);
-    expect(await valueOf(registry, "workqueue_work_duration_seconds", "vmi", "workqueue_work_duration_seconds_count")).toBe(1);
+    expect(
+      await valueOf(registry, "workqueue_work_duration_seconds", "vmi", "workqueue_work_duration_seconds_sum"),
+    ).toBe(2);
+    expect(
+      await valueOf(registry, "workqueue_work_duration_seconds", "vmi", "workqueue_work_duration_seconds_count"),
+    ).toBe(1);
     expect(await valueOf(registry, "workqueue_longest_running_processor_seconds", "vmi")).toBe(0);
 
     vmi.addRateLimited("a");
@@ -80,12 +93,16 @@ describe("work queue metrics", () => {
     queue.done("a");
     await queue.get();
     expect(await valueOf(registry, "workqueue_depth", "vmi")).toBe(0);
-    expect(await valueOf(registry, "workqueue_queue_duration_seconds", "vmi", "workqueue_queue_duration_seconds_sum")).toBe(0.3);
+    expect(
+      await valueOf(registry, "workqueue_queue_duration_seconds", "vmi", "workqueue_queue_duration_seconds_sum"),
+    ).toBe(0.3);
   });
 
   it("are served in the Prometheus text format", async () => {
     const { registry, newQueue } = setUp();
     newQueue("vmi").add("a");
-    expect(await registry.getSingleMetricAsString("workqueue_adds_total")).toContain('workqueue_adds_total{name="vmi"} 1');
+    expect(await registry.getSingleMetricAsString("workqueue_adds_total")).toContain(
+      'workqueue_adds_total{name="vmi"} 1',
+    );
   });
 });

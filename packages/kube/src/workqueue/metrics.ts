@@ -28,7 +28,12 @@ export function createWorkQueueMetrics(registry: Registry): WorkQueueMetrics {
   const longestRunning = new Map<string, () => number>();
 
   const depth = new Gauge({ name: "workqueue_depth", help: "Current depth of the work queue.", labelNames, registers });
-  const adds = new Counter({ name: "workqueue_adds_total", help: "Total number of adds handled by the work queue.", labelNames, registers });
+  const adds = new Counter({
+    name: "workqueue_adds_total",
+    help: "Total number of adds handled by the work queue.",
+    labelNames,
+    registers,
+  });
   const queueDuration = new Histogram({
     name: "workqueue_queue_duration_seconds",
     help: "How long in seconds a key stays in the work queue before being requested.",
@@ -43,7 +48,12 @@ export function createWorkQueueMetrics(registry: Registry): WorkQueueMetrics {
     buckets: DURATION_BUCKETS,
     registers,
   });
-  const retries = new Counter({ name: "workqueue_retries_total", help: "Total number of retries handled by the work queue.", labelNames, registers });
+  const retries = new Counter({
+    name: "workqueue_retries_total",
+    help: "Total number of retries handled by the work queue.",
+    labelNames,
+    registers,
+  });
   new Gauge({
     name: "workqueue_longest_running_processor_seconds",
     help: "How many seconds the longest running processor of the work queue has been running.",

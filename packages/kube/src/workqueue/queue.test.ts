@@ -41,24 +41,27 @@ describe("WorkQueue", () => {
     expect(await drainReady(queue)).toEqual(expected);
   });
 
-  it("never hands a key to a second worker before done, and queues it again then if it was added meanwhile", async () => {
-    const queue = newQueue();
-    queue.add("a");
-    expect(await queue.get()).toBe("a");
+  it(
+    "never hands a key to a second worker before done, and queues it again " + "then if it was added meanwhile",
+    async () => {
+      const queue = newQueue();
+      queue.add("a");
+      expect(await queue.get()).toBe("a");
 
-    queue.add("a");
-    queue.add("a");
-    expect(queue.len()).toBe(0);
-    const second = observe(queue.get());
-    await macrotask();
-    expect(second.settled).toBe(false);
+      queue.add("a");
+      queue.add("a");
+      expect(queue.len()).toBe(0);
+      const second = observe(queue.get());
+      await macrotask();
+      expect(second.settled).toBe(false);
 
-    queue.done("a");
-    await macrotask();
-    expect(second).toEqual({ settled: true, value: "a" });
-    queue.done("a");
-    expect(queue.len()).toBe(0);
-  });
+      queue.done("a");
+      await macrotask();
+      expect(second).toEqual({ settled: true, value: "a" });
+      queue.done("a");
+      expect(queue.len()).toBe(0);
+    },
+  );
 
   it("hands other keys out while one is being processed", async () => {
     const queue = newQueue();
@@ -96,21 +99,54 @@ describe("WorkQueue", () => {
   });
 
   it.each([
-    { name: "orders keys by their time", delays: [["a", 100], ["b", 50]], expected: [[50, ["b"]], [100, ["a"]]] },
-    { name: "lets a later, shorter delay win", delays: [["a", 100], ["a", 30]], expected: [[30, ["a"]], [100, []]] },
-    { name: "keeps the earliest time over a later, longer delay", delays: [["a", 30], ["a", 200]], expected: [[30, ["a"]], [200, []]] },
-  ] as { name: string; delays: [string, number][]; expected: [number, string[]][] }[])("addAfter $name", async ({ delays, expected }) => {
-    const clock = new FakeClock();
-    const queue = newQueue(clock);
-    for (const [key, ms] of delays) queue.addAfter(key, ms);
-    for (const [at, keys] of expected) {
-      clock.advance(at - clock.now() - 1);
-      expect(queue.len(), `just before ${at} ms`).toBe(0);
-      clock.advance(1);
-      expect(await drainReady(queue), `at ${at} ms`).toEqual(keys);
-    }
-    expect(clock.pendingTimers()).toBe(0);
-  });
+    {
+      name: "orders keys by their time",
+      delays: [
+        ["a", 100],
+        ["b", 50],
+      ],
+      expected: [
+        [50, ["b"]],
+        [100, ["a"]],
+      ],
+    },
+    {
+      name: "lets a later, shorter delay win",
+      delays: [
+        ["a", 100],
+        ["a", 30],
+      ],
+      expected: [
+        [30, ["a"]],
+        [100, []],
+      ],
+    },
+    {
+      name: "keeps the earliest time over a later, longer delay",
+      delays: [
+        ["a", 30],
+        ["a", 200],
+      ],
+      expected: [
+        [30, ["a"]],
+        [200, []],
+      ],
+    },
+  ] as { name: string; delays: [string, number][]; expected: [number, string[]][] }[])(
+    "addAfter $name",
+    async ({ delays, expected }) => {
+      const clock = new FakeClock();
+      const queue = newQueue(clock);
+      for (const [key, ms] of delays) queue.addAfter(key, ms);
+      for (const [at, keys] of expected) {
+        clock.advance(at - clock.now() - 1);
+        expect(queue.len(), `just before ${at} ms`).toBe(0);
+        clock.advance(1);
+        expect(await drainReady(queue), `at ${at} ms`).toEqual(keys);
+      }
+      expect(clock.pendingTimers()).toBe(0);
+    },
+  );
 
   it.each([0, -5])("addAfter adds at once with a delay of %i ms", (ms) => {
     const clock = new FakeClock();

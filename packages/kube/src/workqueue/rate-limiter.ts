@@ -99,5 +99,8 @@ export class MaxOfRateLimiter implements RateLimiter {
 
 /** client-go's default: 5 ms doubling per key up to 1000 s, under 10 qps with a burst of 100. */
 export function defaultControllerRateLimiter(clock: Clock = realClock): RateLimiter {
-  return new MaxOfRateLimiter(new ExponentialBackoffRateLimiter(5, 1_000_000), new TokenBucketRateLimiter(10, 100, clock));
+  return new MaxOfRateLimiter(
+    new ExponentialBackoffRateLimiter(5, 1_000_000),
+    new TokenBucketRateLimiter(10, 100, clock),
+  );
 }

@@ -3,9 +3,33 @@ import { WaitingSet } from "./waiting-set.ts";
 
 describe("WaitingSet", () => {
   it.each([
-    { name: "orders keys by time", adds: [["a", 30], ["b", 10], ["c", 20]], ready: ["b", "c", "a"] },
-    { name: "moves a key earlier", adds: [["a", 30], ["b", 20], ["a", 10]], ready: ["a", "b"] },
-    { name: "keeps the earlier time", adds: [["a", 10], ["b", 20], ["a", 30]], ready: ["a", "b"] },
+    {
+      name: "orders keys by time",
+      adds: [
+        ["a", 30],
+        ["b", 10],
+        ["c", 20],
+      ],
+      ready: ["b", "c", "a"],
+    },
+    {
+      name: "moves a key earlier",
+      adds: [
+        ["a", 30],
+        ["b", 20],
+        ["a", 10],
+      ],
+      ready: ["a", "b"],
+    },
+    {
+      name: "keeps the earlier time",
+      adds: [
+        ["a", 10],
+        ["b", 20],
+        ["a", 30],
+      ],
+      ready: ["a", "b"],
+    },
   ] as { name: string; adds: [string, number][]; ready: string[] }[])("$name", ({ adds, ready }) => {
     const waiting = new WaitingSet();
     for (const [key, at] of adds) waiting.add(key, at);
@@ -16,7 +40,13 @@ describe("WaitingSet", () => {
 
   it("takes only the keys whose time has come", () => {
     const waiting = new WaitingSet();
-    for (const [key, at] of [["a", 5], ["b", 15], ["c", 10], ["d", 25]] as const) waiting.add(key, at);
+    for (const [key, at] of [
+      ["a", 5],
+      ["b", 15],
+      ["c", 10],
+      ["d", 25],
+    ] as const)
+      waiting.add(key, at);
     waiting.add("d", 1);
     expect(waiting.takeReady(10)).toEqual(["d", "a", "c"]);
     expect(waiting.nextReadyAt()).toBe(15);

@@ -49,7 +49,8 @@ export class WaitingSet {
   }
 
   #dropStale(): void {
-    for (let top = this.#heap[0]; top !== undefined && this.#readyAt.get(top.key) !== top.readyAt; top = this.#heap[0]) this.#pop();
+    for (let top = this.#heap[0]; top !== undefined && this.#readyAt.get(top.key) !== top.readyAt; top = this.#heap[0])
+      this.#pop();
   }
 
   #push(entry: Entry): void {

@@ -1,7 +1,21 @@
 import type { z } from "zod";
 import {
-  DEPRECATED_VERSION, GROUP, KUBEVIRT_KIND, KubeVirtResource, INSTANCETYPE_API_VERSION, INSTANCETYPE_GROUP, INSTANCETYPE_VERSION, InstancetypeKind, InstancetypeResource, Kind, MIGRATIONS_GROUP, MIGRATIONS_VERSION, MIGRATION_POLICY_KIND,
-  MigrationPolicyResource, Resource, VERSION,
+  DEPRECATED_VERSION,
+  GROUP,
+  KUBEVIRT_KIND,
+  KubeVirtResource,
+  INSTANCETYPE_API_VERSION,
+  INSTANCETYPE_GROUP,
+  INSTANCETYPE_VERSION,
+  InstancetypeKind,
+  InstancetypeResource,
+  Kind,
+  MIGRATIONS_GROUP,
+  MIGRATIONS_VERSION,
+  MIGRATION_POLICY_KIND,
+  MigrationPolicyResource,
+  Resource,
+  VERSION,
 } from "../constants.ts";
 import { CDI_GROUP, CDI_VERSION, dataVolumeSpec, dataVolumeStatus } from "../schema/datavolume.ts";
 import { instancetypeSpec, preferenceSpec } from "../schema/instancetype.ts";
@@ -25,7 +39,11 @@ interface PrinterColumn {
 }
 
 const age: PrinterColumn = { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" };
-const ready: PrinterColumn = { name: "Ready", type: "string", jsonPath: ".status.conditions[?(@.type=='Ready')].status" };
+const ready: PrinterColumn = {
+  name: "Ready",
+  type: "string",
+  jsonPath: ".status.conditions[?(@.type=='Ready')].status",
+};
 
 interface CrdInput {
   kind: string;
@@ -41,7 +59,9 @@ interface CrdInput {
   statusSubresource: boolean;
   specValidations?: { rule: string; message: string }[];
   annotations?: Record<string, string>;
-  /** Older versions served with the same schema, never stored (KubeVirt's v1alpha3), each with its deprecation warning. */
+  /**
+   * Older versions served with the same schema, never stored (KubeVirt's v1alpha3), each with its deprecation warning.
+   */
   deprecatedVersions?: readonly { name: string; warning: string }[];
 }
 
@@ -97,19 +117,33 @@ function crd(input: CrdInput): Record<string, unknown> {
   };
 }
 
-const kubevirtKind = (kind: Kind) => ({ kind, names: Resource[kind], group: GROUP, version: VERSION, deprecatedVersions: [DEPRECATED_VERSION], scope: "Namespaced" as const });
+const kubevirtKind = (kind: Kind) => ({
+  kind,
+  names: Resource[kind],
+  group: GROUP,
+  version: VERSION,
+  deprecatedVersions: [DEPRECATED_VERSION],
+  scope: "Namespaced" as const,
+});
 
 export const virtualMachineCrd = crd({
   ...kubevirtKind(Kind.VirtualMachine),
-  description: "A virtual machine: its template, and when it should run. It creates a VirtualMachineInstance when it runs.",
+  description:
+    "A virtual machine: its template, and when it should run. It creates a VirtualMachineInstance when it runs.",
   spec: vmSpec,
   status: vmStatus,
   statusSubresource: kubevirtResources.virtualMachines.statusSubresource,
-  columns: [age, { name: "Status", type: "string", jsonPath: ".status.printableStatus", description: "Human Readable Status" }, ready],
+  columns: [
+    age,
+    { name: "Status", type: "string", jsonPath: ".status.printableStatus", description: "Human Readable Status" },
+    ready,
+  ],
   specValidations: [
     {
       rule: "!(has(self.running) && has(self.runStrategy))",
-      message: "spec.running and spec.runStrategy are mutually exclusive; spec.running is deprecated, keep only spec.runStrategy",
+      message:
+        "spec.running and spec.runStrategy are mutually exclusive; spec.running is " +
+        "deprecated, keep only spec.runStrategy",
     },
   ],
 });
@@ -142,7 +176,9 @@ export const virtualMachineInstanceMigrationCrd = crd({
   ],
 });
 
-/** KubeVirt's installation CR: the cluster's live configuration (cluster-config.ts), its status from virt-controller. */
+/**
+ * KubeVirt's installation CR: the cluster's live configuration (cluster-config.ts), its status from virt-controller.
+ */
 export const kubeVirtCrd = crd({
   kind: KUBEVIRT_KIND,
   names: KubeVirtResource,
@@ -150,7 +186,9 @@ export const kubeVirtCrd = crd({
   version: VERSION,
   deprecatedVersions: [DEPRECATED_VERSION],
   scope: "Namespaced",
-  description: "The kubevirt-ts installation: the cluster's configuration, which every component applies live, and how its components are.",
+  description:
+    "The kubevirt-ts installation: the cluster's configuration, which every component " +
+    "applies live, and how its components are.",
   spec: kubeVirtSpec,
   status: kubeVirtStatus,
   statusSubresource: kubevirtResources.kubeVirts.statusSubresource,
@@ -164,7 +202,9 @@ export const migrationPolicyCrd = crd({
   group: MIGRATIONS_GROUP,
   version: MIGRATIONS_VERSION,
   scope: "Cluster",
-  description: "A cluster administrator's migration settings (bandwidth, completion time, post-copy, auto-converge) for the VMIs its selectors match.",
+  description:
+    "A cluster administrator's migration settings (bandwidth, completion time, post-copy, " +
+    "auto-converge) for the VMIs its selectors match.",
   spec: migrationPolicySpec,
   statusSubresource: kubevirtResources.migrationPolicies.statusSubresource,
   columns: [age],
@@ -172,21 +212,51 @@ export const migrationPolicyCrd = crd({
 
 const instancetypeKind = (kind: InstancetypeKind) => {
   const { namespaced, ...names } = InstancetypeResource[kind];
-  return { kind, names, group: INSTANCETYPE_GROUP, version: INSTANCETYPE_VERSION, scope: namespaced ? ("Namespaced" as const) : ("Cluster" as const), statusSubresource: false };
+  return {
+    kind,
+    names,
+    group: INSTANCETYPE_GROUP,
+    version: INSTANCETYPE_VERSION,
+    scope: namespaced ? ("Namespaced" as const) : ("Cluster" as const),
+    statusSubresource: false,
+  };
 };
 const sizeColumns: PrinterColumn[] = [
   { name: "vCPUs", type: "integer", jsonPath: ".spec.cpu.guest" },
   { name: "Memory", type: "string", jsonPath: ".spec.memory.guest" },
   age,
 ];
-const INSTANCETYPE = `An ${INSTANCETYPE_API_VERSION} size: the vCPUs and memory of the VMs that name it in spec.instancetype`;
-const PREFERENCE = `An ${INSTANCETYPE_API_VERSION} preference: the devices, firmware and CPU layout a guest OS prefers, for the VMs that name it in spec.preference`;
+const INSTANCETYPE =
+  `An ${INSTANCETYPE_API_VERSION} size: the vCPUs and memory of the VMs ` + "that name it in spec.instancetype";
+const PREFERENCE =
+  `An ${INSTANCETYPE_API_VERSION} preference: the devices, firmware and CPU layout a guest OS ` +
+  "prefers, for the VMs that name it in spec.preference";
 
 export const instancetypeCrds = [
-  crd({ ...instancetypeKind(InstancetypeKind.Instancetype), description: `${INSTANCETYPE}, in one namespace.`, spec: instancetypeSpec, columns: sizeColumns }),
-  crd({ ...instancetypeKind(InstancetypeKind.ClusterInstancetype), description: `${INSTANCETYPE}, for every namespace.`, spec: instancetypeSpec, columns: sizeColumns }),
-  crd({ ...instancetypeKind(InstancetypeKind.Preference), description: `${PREFERENCE}, in one namespace.`, spec: preferenceSpec, columns: [age] }),
-  crd({ ...instancetypeKind(InstancetypeKind.ClusterPreference), description: `${PREFERENCE}, for every namespace.`, spec: preferenceSpec, columns: [age] }),
+  crd({
+    ...instancetypeKind(InstancetypeKind.Instancetype),
+    description: `${INSTANCETYPE}, in one namespace.`,
+    spec: instancetypeSpec,
+    columns: sizeColumns,
+  }),
+  crd({
+    ...instancetypeKind(InstancetypeKind.ClusterInstancetype),
+    description: `${INSTANCETYPE}, for every namespace.`,
+    spec: instancetypeSpec,
+    columns: sizeColumns,
+  }),
+  crd({
+    ...instancetypeKind(InstancetypeKind.Preference),
+    description: `${PREFERENCE}, in one namespace.`,
+    spec: preferenceSpec,
+    columns: [age],
+  }),
+  crd({
+    ...instancetypeKind(InstancetypeKind.ClusterPreference),
+    description: `${PREFERENCE}, for every namespace.`,
+    spec: preferenceSpec,
+    columns: [age],
+  }),
 ];
 
 /**
@@ -199,7 +269,9 @@ export const dataVolumeCrd = crd({
   group: CDI_GROUP,
   version: CDI_VERSION,
   scope: "Namespaced",
-  description: "A PersistentVolumeClaim and the disk image to fill it with (CDI's DataVolume, served by kubevirt-ts where CDI is not installed).",
+  description:
+    "A PersistentVolumeClaim and the disk image to fill it with (CDI's DataVolume, " +
+    "served by kubevirt-ts where CDI is not installed).",
   spec: dataVolumeSpec,
   status: dataVolumeStatus,
   statusSubresource: true,
@@ -208,7 +280,12 @@ export const dataVolumeCrd = crd({
   columns: [
     { name: "Phase", type: "string", jsonPath: ".status.phase", description: "The phase the DataVolume is in" },
     { name: "Progress", type: "string", jsonPath: ".status.progress", description: "How much of the source is in" },
-    { name: "Restarts", type: "integer", jsonPath: ".status.restartCount", description: "How many times the importer restarted" },
+    {
+      name: "Restarts",
+      type: "integer",
+      jsonPath: ".status.restartCount",
+      description: "How many times the importer restarted",
+    },
     age,
   ],
 });
@@ -222,7 +299,16 @@ const HEADER = "# Generated from packages/kubevirt-api by `npm run generate`; do
 
 /** The generated files, by path relative to the chart's crds/ folder. */
 export function renderCrdFiles(toYaml: (value: unknown) => string): Map<string, string> {
-  return new Map([virtualMachineCrd, virtualMachineInstanceCrd, virtualMachineInstanceMigrationCrd, kubeVirtCrd, migrationPolicyCrd, ...instancetypeCrds].map((c) => [crdFileName(c), HEADER + toYaml(c)]));
+  return new Map(
+    [
+      virtualMachineCrd,
+      virtualMachineInstanceCrd,
+      virtualMachineInstanceMigrationCrd,
+      kubeVirtCrd,
+      migrationPolicyCrd,
+      ...instancetypeCrds,
+    ].map((c) => [crdFileName(c), HEADER + toYaml(c)]),
+  );
 }
 
 /** The CRDs the chart installs only when no one else serves them, by path relative to its files/ folder. */

@@ -19,7 +19,9 @@ function isSchema(value: unknown): value is OpenApiSchema {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-/** The paths of a structural schema's leaves: nodes with no properties to descend into (scalars, maps, empty objects). */
+/**
+ * The paths of a structural schema's leaves: nodes with no properties to descend into (scalars, maps, empty objects).
+ */
 function leaves(node: OpenApiSchema, path: string): string[] {
   if (node.type === "array") {
     if (!isSchema(node.items)) throw new Error(`${path} is an array without an items schema`);
@@ -65,7 +67,10 @@ describe("the registry of field effects", () => {
       }
       return files.get(file);
     };
-    const refs = Object.entries(FIELD_EFFECTS).map(([path, entry]): [string, TestRef] => [path, "effect" in entry ? entry.effect : entry.refused]);
+    const refs = Object.entries(FIELD_EFFECTS).map(([path, entry]): [string, TestRef] => [
+      path,
+      "effect" in entry ? entry.effect : entry.refused,
+    ]);
     const broken = refs.flatMap(([path, { file, test }]) => {
       const text = read(file);
       if (text === undefined) return [`${path}: no file ${file}`];

@@ -7,7 +7,18 @@ import { z } from "zod";
 export type OpenApiSchema = Record<string, unknown>;
 
 /** Formats the API server understands; zod's others (e.g. safeint) are dropped. */
-const KNOWN_FORMATS = new Set(["int32", "int64", "float", "double", "byte", "date", "date-time", "uri", "email", "uuid"]);
+const KNOWN_FORMATS = new Set([
+  "int32",
+  "int64",
+  "float",
+  "double",
+  "byte",
+  "date",
+  "date-time",
+  "uri",
+  "email",
+  "uuid",
+]);
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
@@ -18,9 +29,13 @@ function reshape(node: unknown): unknown {
   if (!isRecord(node)) return node;
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(node)) {
-    // JSON Schema's own keywords the API server does not take; a property that happens to bear one of their names stays.
+    // JSON Schema's own keywords the API server does not take; a property that happens to bear one of their names
+    // stays.
     if (key === "$schema" || key === "propertyNames" || key === "id") continue;
-    out[key] = key === "properties" && isRecord(value) ? Object.fromEntries(Object.entries(value).map(([name, property]) => [name, reshape(property)])) : reshape(value);
+    out[key] =
+      key === "properties" && isRecord(value)
+        ? Object.fromEntries(Object.entries(value).map(([name, property]) => [name, reshape(property)]))
+        : reshape(value);
   }
   if (out["x-kubernetes-int-or-string"] === true) {
     // The only form of int-or-string a structural schema accepts.

@@ -56,7 +56,11 @@ export function vcpuTopology(guest: number, preference: PreferenceSpec | undefin
   const across = preference?.cpu?.spreadOptions?.across ?? "SocketsCores";
   const ratio = preference?.cpu?.spreadOptions?.ratio ?? 2;
   const per = across === "SocketsCoresThreads" ? 2 * ratio : ratio;
-  if (ratio < 1 || guest % per !== 0) return `${guest} vCPUs cannot be spread ${per} to a ${across === "CoresThreads" ? "core" : "socket"} (the preference's spreadOptions): choose a multiple of ${per}`;
+  if (ratio < 1 || guest % per !== 0)
+    return (
+      `${guest} vCPUs cannot be spread ${per} to a ${across === "CoresThreads" ? "core" : "socket"} ` +
+      `(the preference's spreadOptions): choose a multiple of ${per}`
+    );
   if (across === "CoresThreads") return { ...topology, cores: guest / ratio, threads: ratio };
   if (across === "SocketsCoresThreads") return { sockets: guest / per, cores: ratio, threads: 2 };
   return { ...topology, sockets: guest / ratio, cores: ratio };
@@ -68,34 +72,52 @@ const CONFLICT = "conflicts with selected instance type";
 function conflicts(spec: VmiSpec, instancetype: InstancetypeSpec, path: string): string[] {
   const found: string[] = [];
   const domain = spec.domain;
-  for (const key of ["sockets", "cores", "threads"] as const) if ((domain.cpu?.[key] ?? 0) !== 0) found.push(`${path}.domain.cpu.${key}`);
+  for (const key of ["sockets", "cores", "threads"] as const)
+    if ((domain.cpu?.[key] ?? 0) !== 0) found.push(`${path}.domain.cpu.${key}`);
   if (domain.cpu?.model !== undefined && instancetype.cpu.model !== undefined) found.push(`${path}.domain.cpu.model`);
   for (const kind of ["requests", "limits"] as const) {
-    for (const name of ["cpu", "memory"] as const) if (domain.resources?.[kind]?.[name] !== undefined) found.push(`${path}.domain.resources.${kind}.${name}`);
+    for (const name of ["cpu", "memory"] as const)
+      if (domain.resources?.[kind]?.[name] !== undefined) found.push(`${path}.domain.resources.${kind}.${name}`);
   }
   if (domain.memory?.guest !== undefined) found.push(`${path}.domain.memory.guest`);
   if (spec.nodeSelector !== undefined && instancetype.nodeSelector !== undefined) found.push(`${path}.nodeSelector`);
   return found;
 }
 
-function applyInstancetype(spec: VmiSpec, instancetype: InstancetypeSpec, preference: PreferenceSpec | undefined, path: string, causes: Causes): void {
+function applyInstancetype(
+  spec: VmiSpec,
+  instancetype: InstancetypeSpec,
+  preference: PreferenceSpec | undefined,
+  path: string,
+  causes: Causes,
+): void {
   const topology = vcpuTopology(instancetype.cpu.guest, preference);
   if (typeof topology === "string") {
     causes.invalid(`${path}.domain.cpu`, `cannot take the instancetype's vCPUs: ${topology}`);
   } else {
-    spec.domain.cpu = { ...spec.domain.cpu, ...topology, ...(instancetype.cpu.model !== undefined ? { model: instancetype.cpu.model } : {}) };
+    spec.domain.cpu = {
+      ...spec.domain.cpu,
+      ...topology,
+      ...(instancetype.cpu.model !== undefined ? { model: instancetype.cpu.model } : {}),
+    };
   }
   spec.domain.memory = { ...spec.domain.memory, guest: instancetype.memory.guest };
   const percent = instancetype.memory.overcommitPercent ?? 0;
   const guestBytes = parseQuantity(instancetype.memory.guest);
   if (percent > 0 && guestBytes !== undefined) {
     const request = Math.ceil((guestBytes * (100 - percent)) / 100);
-    spec.domain.resources = { ...spec.domain.resources, requests: { ...spec.domain.resources?.requests, memory: String(request) } };
+    spec.domain.resources = {
+      ...spec.domain.resources,
+      requests: { ...spec.domain.resources?.requests, memory: String(request) },
+    };
   }
   if (instancetype.nodeSelector) spec.nodeSelector = { ...instancetype.nodeSelector };
 }
 
-/** A preference's TPM, features and clock (what a Windows preference carries), each only where the template sets none, as KubeVirt applies them. */
+/**
+ * A preference's TPM, features and clock (what a Windows preference carries), each only where the template sets none,
+ * as KubeVirt applies them.
+ */
 function applyGuestOsPreferences(spec: VmiSpec, preference: PreferenceSpec): void {
   const domain = spec.domain;
   const tpm = preference.devices?.preferredTPM;
@@ -112,9 +134,11 @@ function applyGuestOsPreferences(spec: VmiSpec, preference: PreferenceSpec): voi
       ["smm", wanted.preferredSmm],
     ] as const;
     const filled = { ...current };
-    for (const [name, value] of pairs) if (value !== undefined && current[name] === undefined) Object.assign(filled, { [name]: structuredClone(value) });
+    for (const [name, value] of pairs)
+      if (value !== undefined && current[name] === undefined) Object.assign(filled, { [name]: structuredClone(value) });
     // Hyper-V enlightenments one by one: those the template names stay, the preference's others are added.
-    if (wanted.preferredHyperv && current.hyperv) filled.hyperv = { ...structuredClone(wanted.preferredHyperv), ...current.hyperv };
+    if (wanted.preferredHyperv && current.hyperv)
+      filled.hyperv = { ...structuredClone(wanted.preferredHyperv), ...current.hyperv };
     if (pairs.some(([, value]) => value !== undefined)) domain.features = filled;
   }
   const offset = preference.clock?.preferredClockOffset;
@@ -135,18 +159,27 @@ function applyPreference(spec: VmiSpec, preference: PreferenceSpec): void {
   const prefers = preference.devices ?? {};
   devices.disks = devices.disks?.map((d) => {
     const disk = { ...d };
-    if (disk.disk && disk.disk.bus === undefined && prefers.preferredDiskBus) disk.disk = { ...disk.disk, bus: prefers.preferredDiskBus };
-    if (disk.cdrom && disk.cdrom.bus === undefined && prefers.preferredCdromBus) disk.cdrom = { ...disk.cdrom, bus: prefers.preferredCdromBus };
-    if (disk.lun && disk.lun.bus === undefined && prefers.preferredLunBus) disk.lun = { ...disk.lun, bus: prefers.preferredLunBus };
+    if (disk.disk && disk.disk.bus === undefined && prefers.preferredDiskBus)
+      disk.disk = { ...disk.disk, bus: prefers.preferredDiskBus };
+    if (disk.cdrom && disk.cdrom.bus === undefined && prefers.preferredCdromBus)
+      disk.cdrom = { ...disk.cdrom, bus: prefers.preferredCdromBus };
+    if (disk.lun && disk.lun.bus === undefined && prefers.preferredLunBus)
+      disk.lun = { ...disk.lun, bus: prefers.preferredLunBus };
     if (disk.cache === undefined && prefers.preferredDiskCache) disk.cache = prefers.preferredDiskCache;
     return disk;
   });
-  devices.interfaces = devices.interfaces?.map((i) => (i.model === undefined && prefers.preferredInterfaceModel ? { ...i, model: prefers.preferredInterfaceModel } : i));
+  devices.interfaces = devices.interfaces?.map((i) =>
+    i.model === undefined && prefers.preferredInterfaceModel ? { ...i, model: prefers.preferredInterfaceModel } : i,
+  );
   if (devices.rng === undefined && prefers.preferredRng) devices.rng = { ...prefers.preferredRng };
-  if (devices.autoattachSerialConsole === undefined && prefers.preferredAutoattachSerialConsole !== undefined) devices.autoattachSerialConsole = prefers.preferredAutoattachSerialConsole;
-  if (devices.autoattachGraphicsDevice === undefined && prefers.preferredAutoattachGraphicsDevice !== undefined) devices.autoattachGraphicsDevice = prefers.preferredAutoattachGraphicsDevice;
-  if (devices.autoattachPodInterface === undefined && prefers.preferredAutoattachPodInterface !== undefined) devices.autoattachPodInterface = prefers.preferredAutoattachPodInterface;
-  if (devices.autoattachMemBalloon === undefined && prefers.preferredAutoattachMemBalloon !== undefined) devices.autoattachMemBalloon = prefers.preferredAutoattachMemBalloon;
+  if (devices.autoattachSerialConsole === undefined && prefers.preferredAutoattachSerialConsole !== undefined)
+    devices.autoattachSerialConsole = prefers.preferredAutoattachSerialConsole;
+  if (devices.autoattachGraphicsDevice === undefined && prefers.preferredAutoattachGraphicsDevice !== undefined)
+    devices.autoattachGraphicsDevice = prefers.preferredAutoattachGraphicsDevice;
+  if (devices.autoattachPodInterface === undefined && prefers.preferredAutoattachPodInterface !== undefined)
+    devices.autoattachPodInterface = prefers.preferredAutoattachPodInterface;
+  if (devices.autoattachMemBalloon === undefined && prefers.preferredAutoattachMemBalloon !== undefined)
+    devices.autoattachMemBalloon = prefers.preferredAutoattachMemBalloon;
 
   const firmware = preference.firmware;
   const bootloader = spec.domain.firmware?.bootloader;
@@ -155,16 +188,30 @@ function applyPreference(spec: VmiSpec, preference: PreferenceSpec): void {
       firmware.preferredEfi ?? (firmware.preferredUseEfi ? { secureBoot: firmware.preferredUseSecureBoot } : undefined);
     if (efi) {
       const { secureBoot, persistent } = efi;
-      spec.domain.firmware = { ...spec.domain.firmware, bootloader: { efi: { ...(secureBoot !== undefined ? { secureBoot } : {}), ...(persistent !== undefined ? { persistent } : {}) } } };
-    }
-    else if (firmware.preferredUseBios) spec.domain.firmware = { ...spec.domain.firmware, bootloader: { bios: {} } };
+      spec.domain.firmware = {
+        ...spec.domain.firmware,
+        bootloader: {
+          efi: {
+            ...(secureBoot !== undefined ? { secureBoot } : {}),
+            ...(persistent !== undefined ? { persistent } : {}),
+          },
+        },
+      };
+    } else if (firmware.preferredUseBios) spec.domain.firmware = { ...spec.domain.firmware, bootloader: { bios: {} } };
   }
   applyGuestOsPreferences(spec, preference);
   const machineType = preference.machine?.preferredMachineType;
-  if (spec.domain.machine?.type === undefined && machineType !== undefined) spec.domain.machine = { ...spec.domain.machine, type: machineType };
-  if (spec.terminationGracePeriodSeconds === undefined && preference.preferredTerminationGracePeriodSeconds !== undefined) spec.terminationGracePeriodSeconds = preference.preferredTerminationGracePeriodSeconds;
-  if (spec.architecture === undefined && preference.preferredArchitecture !== undefined) spec.architecture = preference.preferredArchitecture;
-  if (spec.subdomain === undefined && preference.preferredSubdomain !== undefined) spec.subdomain = preference.preferredSubdomain;
+  if (spec.domain.machine?.type === undefined && machineType !== undefined)
+    spec.domain.machine = { ...spec.domain.machine, type: machineType };
+  if (
+    spec.terminationGracePeriodSeconds === undefined &&
+    preference.preferredTerminationGracePeriodSeconds !== undefined
+  )
+    spec.terminationGracePeriodSeconds = preference.preferredTerminationGracePeriodSeconds;
+  if (spec.architecture === undefined && preference.preferredArchitecture !== undefined)
+    spec.architecture = preference.preferredArchitecture;
+  if (spec.subdomain === undefined && preference.preferredSubdomain !== undefined)
+    spec.subdomain = preference.preferredSubdomain;
 }
 
 function vcpusOf(spec: VmiSpec): number {
@@ -181,7 +228,12 @@ function checkRequirements(spec: VmiSpec, sources: ExpansionSources, path: strin
   const required = requirements.cpu?.guest;
   if (required !== undefined && vcpusOf(spec) < required) {
     const field = fromInstancetype ? "spec.instancetype" : `${path}.domain.cpu.${layoutOf(sources.preference?.spec)}`;
-    causes.notFound(field, `gives ${vcpusOf(spec)} vCPU and the preference ${sources.preference?.name ?? ""} requires ${required} vCPU (failure checking preference requirements: insufficient CPU resources of ${vcpusOf(spec)} vCPU provided by ${providedBy}): choose a larger instancetype or give more vCPUs`);
+    causes.notFound(
+      field,
+      `gives ${vcpusOf(spec)} vCPU and the preference ${sources.preference?.name ?? ""} requires ${required} ` +
+        `vCPU (failure checking preference requirements: insufficient CPU resources of ${vcpusOf(spec)} vCPU ` +
+        `provided by ${providedBy}): choose a larger instancetype or give more vCPUs`,
+    );
   }
   const requiredMemory = requirements.memory?.guest;
   const memory = spec.domain.memory?.guest ?? spec.domain.resources?.requests?.memory;
@@ -189,7 +241,12 @@ function checkRequirements(spec: VmiSpec, sources: ExpansionSources, path: strin
   const need = requiredMemory === undefined ? undefined : parseQuantity(requiredMemory);
   if (requiredMemory !== undefined && need !== undefined && have < need) {
     const field = fromInstancetype ? "spec.instancetype" : `${path}.domain.memory.guest`;
-    causes.notFound(field, `gives ${String(memory ?? "no")} memory and the preference ${sources.preference?.name ?? ""} requires ${String(requiredMemory)} (failure checking preference requirements: insufficient Memory resources provided by ${providedBy}): choose a larger instancetype or give more memory`);
+    causes.notFound(
+      field,
+      `gives ${String(memory ?? "no")} memory and the preference ${sources.preference?.name ?? ""} ` +
+        `requires ${String(requiredMemory)} (failure checking preference requirements: insufficient Memory ` +
+        `resources provided by ${providedBy}): choose a larger instancetype or give more memory`,
+    );
   }
 }
 
@@ -197,7 +254,12 @@ function checkRequirements(spec: VmiSpec, sources: ExpansionSources, path: strin
  * The VMI spec and annotations a VM's template expands to with its instancetype and preference, as KubeVirt expands
  * it; problems go to `causes`, at the template's paths (`path`, e.g. spec.template.spec) or at spec.instancetype.
  */
-export function expandVmiSpec(template: { spec: VmiSpec; annotations?: Record<string, string> | undefined }, sources: ExpansionSources, path: string, causes: Causes): Expanded {
+export function expandVmiSpec(
+  template: { spec: VmiSpec; annotations?: Record<string, string> | undefined },
+  sources: ExpansionSources,
+  path: string,
+  causes: Causes,
+): Expanded {
   const { instancetype, preference } = sources;
   if (!instancetype && !preference) return { spec: template.spec, annotations: template.annotations };
   const spec = withImplicitDevices(template.spec);
@@ -208,7 +270,11 @@ export function expandVmiSpec(template: { spec: VmiSpec; annotations?: Record<st
       const own = template.annotations?.[key];
       if (own !== undefined && own !== value) found.push(`${annotationsPath}.${key}`);
     }
-    for (const field of found) causes.invalid(field, `${CONFLICT} ${instancetype.name}, which sets it: remove it from the template, or drop spec.instancetype`);
+    for (const field of found)
+      causes.invalid(
+        field,
+        `${CONFLICT} ${instancetype.name}, which sets it: remove it from the template, or drop spec.instancetype`,
+      );
     if (found.length === 0) applyInstancetype(spec, instancetype.spec, preference?.spec, path, causes);
   }
   if (preference) applyPreference(spec, preference.spec);
@@ -221,14 +287,27 @@ export function expandVmiSpec(template: { spec: VmiSpec; annotations?: Record<st
  * KubeVirt's expand-spec: the VM with its instancetype and preference applied and VMI defaults filled in, without
  * spec.instancetype, spec.preference or their status references. A VM without either comes back as it is.
  */
-export function expandVirtualMachine<V extends { spec: VmSpec; status?: VmStatus | undefined }>(vm: V, sources: ExpansionSources, causes: Causes): V {
+export function expandVirtualMachine<V extends { spec: VmSpec; status?: VmStatus | undefined }>(
+  vm: V,
+  sources: ExpansionSources,
+  causes: Causes,
+): V {
   if (!vm.spec.instancetype && !vm.spec.preference) return vm;
   const template = vm.spec.template;
-  const expanded = expandVmiSpec({ spec: template.spec, annotations: template.metadata?.annotations }, sources, "spec.template.spec", causes);
-  const result = structuredClone({ ...vm, spec: { ...vm.spec, template: { ...template, spec: defaultVmiSpec(expanded.spec) } } });
+  const expanded = expandVmiSpec(
+    { spec: template.spec, annotations: template.metadata?.annotations },
+    sources,
+    "spec.template.spec",
+    causes,
+  );
+  const result = structuredClone({
+    ...vm,
+    spec: { ...vm.spec, template: { ...template, spec: defaultVmiSpec(expanded.spec) } },
+  });
   delete result.spec.instancetype;
   delete result.spec.preference;
-  if (expanded.annotations) result.spec.template.metadata = { ...result.spec.template.metadata, annotations: expanded.annotations };
+  if (expanded.annotations)
+    result.spec.template.metadata = { ...result.spec.template.metadata, annotations: expanded.annotations };
   if (result.status) {
     delete result.status.instancetypeRef;
     delete result.status.preferenceRef;

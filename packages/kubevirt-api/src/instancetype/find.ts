@@ -1,6 +1,12 @@
 import { API_VERSION, INSTANCETYPE_VERSION, InstancetypeKind, Kind } from "../constants.ts";
 import { controllerRevisions, instancetypeResources } from "../resources.ts";
-import { type InstancetypeSpec, type InstancetypeStatusRef, type PreferenceSpec, instancetypeSpec, preferenceSpec } from "../schema/instancetype.ts";
+import {
+  type InstancetypeSpec,
+  type InstancetypeStatusRef,
+  type PreferenceSpec,
+  instancetypeSpec,
+  preferenceSpec,
+} from "../schema/instancetype.ts";
 import type { VirtualMachine } from "../schema/vm.ts";
 import type { ExpansionSources } from "./expand.ts";
 import { controllerRef } from "../owner.ts";
@@ -56,7 +62,10 @@ export const REVISION_LABEL = {
 
 /** KubeVirt's name for the revision that captures `object` for the VM `vmName`. */
 export function revisionName(vmName: string, object: StoredObject): string {
-  return `${vmName}-${object.metadata.name ?? ""}-${INSTANCETYPE_VERSION}-${object.metadata.uid ?? ""}-${String(object.metadata.generation ?? 0)}`;
+  return (
+    `${vmName}-${object.metadata.name ?? ""}-${INSTANCETYPE_VERSION}-` +
+    `${object.metadata.uid ?? ""}-${String(object.metadata.generation ?? 0)}`
+  );
 }
 
 /** The ControllerRevision that keeps the VM's copy of `object` (without its metadata but its name), owned by the VM. */
@@ -121,7 +130,12 @@ export function statusRef(found: Found<unknown> | undefined, vmName: string): In
   return { name: found.name, kind: found.kind, controllerRevisionRef: { name: revision } };
 }
 
-async function findOne<S>(vm: VirtualMachine, which: Which, lookup: Lookup, problems: Problem[]): Promise<Found<S> | undefined> {
+async function findOne<S>(
+  vm: VirtualMachine,
+  which: Which,
+  lookup: Lookup,
+  problems: Problem[],
+): Promise<Found<S> | undefined> {
   const matcher = vm.spec[which];
   if (!matcher) return undefined;
   const schema = which === "instancetype" ? instancetypeSpec : preferenceSpec;
@@ -130,28 +144,53 @@ async function findOne<S>(vm: VirtualMachine, which: Which, lookup: Lookup, prob
   const kind = matcherKind(which, matcher.kind);
   if (!kind) {
     const { namespaced, cluster } = KINDS[which];
-    problems.push({ which, reason: failed, field: `spec.${which}.kind`, message: `spec.${which}.kind: got unexpected kind ${JSON.stringify(matcher.kind)}; use ${cluster} (the default) or ${namespaced}`, refused: true });
+    problems.push({
+      which,
+      reason: failed,
+      field: `spec.${which}.kind`,
+      message:
+        `spec.${which}.kind: got unexpected kind ${JSON.stringify(matcher.kind)}; ` +
+        `use ${cluster} (the default) or ${namespaced}`,
+      refused: true,
+    });
     return undefined;
   }
   const namespace = vm.metadata.namespace;
   const ref = vm.status?.[which === "instancetype" ? "instancetypeRef" : "preferenceRef"];
-  const captured = matcher.revisionName ?? (ref?.name === matcher.name && matcherKind(which, ref.kind) === kind ? ref.controllerRevisionRef?.name : undefined);
+  const captured =
+    matcher.revisionName ??
+    (ref?.name === matcher.name && matcherKind(which, ref.kind) === kind ? ref.controllerRevisionRef?.name : undefined);
   let stored: StoredObject | undefined;
   let revision: Found<S>["revision"];
   if (captured !== undefined) {
     const found = (await lookup(controllerRevisions, namespace, captured)) as { data?: StoredObject } | undefined;
     if (!found?.data) {
-      problems.push({ which, reason: failed, field: `spec.${which}.revisionName`, message: `the ControllerRevision ${captured} that holds the VM's ${which} ${matcher.name} is not found in ${namespace ?? ""}: remove the revision name to capture the ${which} again` });
+      problems.push({
+        which,
+        reason: failed,
+        field: `spec.${which}.revisionName`,
+        message:
+          `the ControllerRevision ${captured} that holds the VM's ${which} ${matcher.name} is not found ` +
+          `in ${namespace ?? ""}: remove the revision name to capture the ${which} again`,
+      });
       return undefined;
     }
     stored = found.data;
     revision = { name: captured };
   } else {
     const resource = instancetypeResources[kind];
-    stored = (await lookup(resource, resource.namespaced ? namespace : undefined, matcher.name)) as StoredObject | undefined;
+    stored = (await lookup(resource, resource.namespaced ? namespace : undefined, matcher.name)) as
+      StoredObject | undefined;
     if (!stored) {
       const where = resource.namespaced ? ` in namespace ${namespace ?? ""}` : "";
-      problems.push({ which, reason: failed, field: `spec.${which}.name`, message: `${resource.plural}.${resource.group} ${JSON.stringify(matcher.name)} not found${where}: create it, or name one that exists (kubectl get ${resource.plural})` });
+      problems.push({
+        which,
+        reason: failed,
+        field: `spec.${which}.name`,
+        message:
+          `${resource.plural}.${resource.group} ${JSON.stringify(matcher.name)} not found${where}: ` +
+          `create it, or name one that exists (kubectl get ${resource.plural})`,
+      });
       return undefined;
     }
     revision = { object: stored };
@@ -159,15 +198,27 @@ async function findOne<S>(vm: VirtualMachine, which: Which, lookup: Lookup, prob
   const parsed = schema.safeParse(stored.spec);
   if (!parsed.success) {
     const paths = parsed.error.issues.map((i) => i.path.join(".")).join(", ");
-    problems.push({ which, reason: invalid, field: `spec.${which}.name`, message: `the ${which} ${matcher.name} has fields kubevirt-ts cannot give their effect (${paths}): use one without them` });
+    problems.push({
+      which,
+      reason: invalid,
+      field: `spec.${which}.name`,
+      message:
+        `the ${which} ${matcher.name} has fields kubevirt-ts cannot give their ` +
+        `effect (${paths}): use one without them`,
+    });
     return undefined;
   }
   return { name: matcher.name, kind, spec: parsed.data as S, revision };
 }
 
-/** The VM's instancetype and preference, each from its captured revision when it has one, and what could not be found. */
+/**
+ * The VM's instancetype and preference, each from its captured revision when it has one, and what could not be found.
+ */
 export async function findInstancetypeAndPreference(vm: VirtualMachine, lookup: Lookup): Promise<FindResult> {
   const problems: Problem[] = [];
-  const [instancetype, preference] = await Promise.all([findOne<InstancetypeSpec>(vm, "instancetype", lookup, problems), findOne<PreferenceSpec>(vm, "preference", lookup, problems)]);
+  const [instancetype, preference] = await Promise.all([
+    findOne<InstancetypeSpec>(vm, "instancetype", lookup, problems),
+    findOne<PreferenceSpec>(vm, "preference", lookup, problems),
+  ]);
   return { ...(instancetype ? { instancetype } : {}), ...(preference ? { preference } : {}), problems };
 }

@@ -15,8 +15,14 @@ import type { Lookup, Which } from "./find.ts";
 // refused whatever the policy, as KubeVirt's.
 
 export const DEFAULT_LABELS: Record<Which, { name: string; kind: string }> = {
-  instancetype: { name: "instancetype.kubevirt.io/default-instancetype", kind: "instancetype.kubevirt.io/default-instancetype-kind" },
-  preference: { name: "instancetype.kubevirt.io/default-preference", kind: "instancetype.kubevirt.io/default-preference-kind" },
+  instancetype: {
+    name: "instancetype.kubevirt.io/default-instancetype",
+    kind: "instancetype.kubevirt.io/default-instancetype-kind",
+  },
+  preference: {
+    name: "instancetype.kubevirt.io/default-preference",
+    kind: "instancetype.kubevirt.io/default-preference-kind",
+  },
 };
 
 const claims = { group: "", version: "v1", plural: "persistentvolumeclaims", namespaced: true } as const;
@@ -35,7 +41,12 @@ export interface InferringVm {
     instancetype?: MatcherLike;
     preference?: MatcherLike;
     dataVolumeTemplates?: { metadata?: { name?: string }; spec?: DataVolumeSpecLike }[];
-    template?: { spec?: { volumes?: { name: string; persistentVolumeClaim?: { claimName: string }; dataVolume?: { name: string } }[]; domain?: { memory?: unknown } } };
+    template?: {
+      spec?: {
+        volumes?: { name: string; persistentVolumeClaim?: { claimName: string }; dataVolume?: { name: string } }[];
+        domain?: { memory?: unknown };
+      };
+    };
   };
 }
 interface MatcherLike {
@@ -68,10 +79,20 @@ async function fromClaim(lookup: Lookup, namespace: string | undefined, name: st
   return fromLabels(claim, which, `the PersistentVolumeClaim ${namespace ?? ""}/${name}`);
 }
 
-async function fromDataVolumeSpec(lookup: Lookup, spec: DataVolumeSpecLike | undefined, namespace: string | undefined, which: Which, what: string): Promise<Answer> {
+async function fromDataVolumeSpec(
+  lookup: Lookup,
+  spec: DataVolumeSpecLike | undefined,
+  namespace: string | undefined,
+  which: Which,
+  what: string,
+): Promise<Answer> {
   const pvc = spec?.source?.pvc;
   if (pvc?.name) return fromClaim(lookup, pvc.namespace ?? namespace, pvc.name, which);
-  if (spec?.sourceRef) return { problem: `${what} is filled from a ${spec.sourceRef.kind ?? "DataSource"}, which kubevirt-ts does not read`, ignorable: false };
+  if (spec?.sourceRef)
+    return {
+      problem: `${what} is filled from a ${spec.sourceRef.kind ?? "DataSource"}, which kubevirt-ts does not read`,
+      ignorable: false,
+    };
   return { problem: `${what} is not copied from a claim, so nothing names its ${which}`, ignorable: true };
 }
 
@@ -84,11 +105,14 @@ async function answerFor(vm: InferringVm, volumeName: string, which: Which, look
     const name = volume.dataVolume.name;
     const template = vm.spec?.dataVolumeTemplates?.find((t) => t.metadata?.name === name);
     if (template) return fromDataVolumeSpec(lookup, template.spec, namespace, which, `the dataVolumeTemplate ${name}`);
-    const dataVolume = (await lookup(kubevirtResources.dataVolumes, namespace, name)) as (Labelled & { spec?: DataVolumeSpecLike }) | undefined;
+    const dataVolume = (await lookup(kubevirtResources.dataVolumes, namespace, name)) as
+      (Labelled & { spec?: DataVolumeSpecLike }) | undefined;
     // A DataVolume that is gone (CDI's garbage collection) leaves its claim, of its name.
     if (!dataVolume) return fromClaim(lookup, namespace, name, which);
     const labelled = fromLabels(dataVolume, which, `the DataVolume ${name}`);
-    return "name" in labelled ? labelled : fromDataVolumeSpec(lookup, dataVolume.spec, namespace, which, `the DataVolume ${name}`);
+    return "name" in labelled
+      ? labelled
+      : fromDataVolumeSpec(lookup, dataVolume.spec, namespace, which, `the DataVolume ${name}`);
   }
   return { problem: `the volume ${volumeName} is neither a persistentVolumeClaim nor a dataVolume`, ignorable: true };
 }
@@ -97,7 +121,10 @@ async function answerFor(vm: InferringVm, volumeName: string, which: Which, look
  * The VM with its instancetype and preference inferred from their volumes (a copy; the VM given is not changed), or
  * the refusals that say why they could not be. A VM that asks for no inference is given back as it is.
  */
-export async function inferFromVolumes<V extends InferringVm>(vm: V, lookup: Lookup): Promise<{ vm: V; refusals: InferenceRefusal[] }> {
+export async function inferFromVolumes<V extends InferringVm>(
+  vm: V,
+  lookup: Lookup,
+): Promise<{ vm: V; refusals: InferenceRefusal[] }> {
   const refusals: InferenceRefusal[] = [];
   if (!vm.spec?.instancetype?.inferFromVolume && !vm.spec?.preference?.inferFromVolume) return { vm, refusals };
   const inferred = structuredClone(vm);
@@ -117,7 +144,10 @@ export async function inferFromVolumes<V extends InferringVm>(vm: V, lookup: Loo
     } else {
       refusals.push({
         field: `spec.${which}.inferFromVolume`,
-        message: `cannot infer the ${which} from volume ${matcher.inferFromVolume}: ${answer.problem}; label it ${DEFAULT_LABELS[which].name}=<name>, name the ${which} instead${answer.ignorable ? ", or set inferFromVolumeFailurePolicy: Ignore" : ""}`,
+        message:
+          `cannot infer the ${which} from volume ${matcher.inferFromVolume}: ${answer.problem}; label ` +
+          `it ${DEFAULT_LABELS[which].name}=<name>, name the ${which} ` +
+          `instead${answer.ignorable ? ", or set inferFromVolumeFailurePolicy: Ignore" : ""}`,
       });
     }
   }

@@ -7,7 +7,10 @@ import { QUANTITY_PATTERN } from "../quantity.ts";
  * server expects for quantities.
  */
 export const quantity = z
-  .union([z.string().regex(new RegExp(QUANTITY_PATTERN), "must be a Kubernetes quantity such as 128Mi or 2Gi"), z.number()])
+  .union([
+    z.string().regex(new RegExp(QUANTITY_PATTERN), "must be a Kubernetes quantity such as 128Mi or 2Gi"),
+    z.number(),
+  ])
   .meta({ "x-kubernetes-int-or-string": true, pattern: QUANTITY_PATTERN });
 
 /** An object whose keys we do not model and keep as they are (e.g. affinity). */

@@ -42,7 +42,9 @@ export const dataVolumeSource = z
     http: z
       .strictObject({
         url: z.string().describe("Where the image is, http or https: qcow2, raw or an ISO, gzip-compressed or not."),
-        secretRef: secretRef.optional().describe("A Secret with accessKeyId and secretKey, sent as basic authentication."),
+        secretRef: secretRef
+          .optional()
+          .describe("A Secret with accessKeyId and secretKey, sent as basic authentication."),
         extraHeaders: z.array(z.string()).optional().describe("More request headers, each as 'Name: value'."),
       })
       .optional()
@@ -50,42 +52,65 @@ export const dataVolumeSource = z
     registry: z
       .strictObject({
         url: z.string().describe("docker://<image>: a containerDisk image, whose disk (under /disk) is copied in."),
-        pullMethod: z.enum(["pod"]).optional().describe("How the image is pulled: by the importer pod's runtime (pod, the only way here)."),
+        pullMethod: z
+          .enum(["pod"])
+          .optional()
+          .describe("How the image is pulled: by the importer pod's runtime (pod, the only way here)."),
       })
       .optional()
       .describe("A disk from a containerDisk image."),
     pvc: z
-      .strictObject({ namespace: z.string().describe("The source claim's namespace: the DataVolume's own."), name: z.string().describe("The source claim.") })
+      .strictObject({
+        namespace: z.string().describe("The source claim's namespace: the DataVolume's own."),
+        name: z.string().describe("The source claim."),
+      })
       .optional()
       .describe("A copy of another claim's disk."),
     blank: z.strictObject({}).optional().describe("An empty disk of the requested size."),
-    upload: z.strictObject({}).optional().describe("A disk image uploaded through the upload proxy (virtctl image-upload, the dashboard's Images page)."),
+    upload: z
+      .strictObject({})
+      .optional()
+      .describe("A disk image uploaded through the upload proxy (virtctl image-upload, the dashboard's Images page)."),
   })
   .describe("Where the disk's content comes from: exactly one source.");
 
 const claimSpec = (what: string) =>
   z
     .strictObject({
-      accessModes: z.array(z.enum(["ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod"])).optional().describe("The claim's access modes; ReadWriteOnce when unset."),
-      volumeMode: z.enum(["Filesystem"]).optional().describe("Filesystem, the only mode kubevirt-ts attaches (docs/storage.md)."),
+      accessModes: z
+        .array(z.enum(["ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod"]))
+        .optional()
+        .describe("The claim's access modes; ReadWriteOnce when unset."),
+      volumeMode: z
+        .enum(["Filesystem"])
+        .optional()
+        .describe("Filesystem, the only mode kubevirt-ts attaches (docs/storage.md)."),
       storageClassName: z.string().optional().describe("The claim's StorageClass; the cluster's default when unset."),
-      resources: z
-        .strictObject({ requests: z.strictObject({ storage: quantity.describe(what) }) })
-        .optional(),
+      resources: z.strictObject({ requests: z.strictObject({ storage: quantity.describe(what) }) }).optional(),
     })
     .describe("The claim to make.");
 
 export const dataVolumeSpec = z
   .strictObject({
     source: dataVolumeSource.optional(),
-    pvc: claimSpec("The claim's size, the file system's overhead included.").optional().describe("The claim to make, as a PersistentVolumeClaim's spec: its size is the claim's."),
-    storage: claimSpec("The disk's size: room for the file system's overhead is added to the claim.").optional().describe("The claim to make, CDI's storage API: its size is the disk's."),
-    contentType: z.enum(["kubevirt"]).optional().describe("kubevirt: the content is a disk image (the only type here)."),
+    pvc: claimSpec("The claim's size, the file system's overhead included.")
+      .optional()
+      .describe("The claim to make, as a PersistentVolumeClaim's spec: its size is the claim's."),
+    storage: claimSpec("The disk's size: room for the file system's overhead is added to the claim.")
+      .optional()
+      .describe("The claim to make, CDI's storage API: its size is the disk's."),
+    contentType: z
+      .enum(["kubevirt"])
+      .optional()
+      .describe("kubevirt: the content is a disk image (the only type here)."),
   })
   .describe("A claim, and the disk to fill it with.");
 
 export const dataVolumeStatus = z.object({
-  phase: z.enum(Object.values(DataVolumePhase) as [DataVolumePhase, ...DataVolumePhase[]]).optional().describe("Where the DataVolume is: Succeeded once its disk is in."),
+  phase: z
+    .enum(Object.values(DataVolumePhase) as [DataVolumePhase, ...DataVolumePhase[]])
+    .optional()
+    .describe("Where the DataVolume is: Succeeded once its disk is in."),
   progress: z.string().optional().describe("How much of the source is in, as 45.12%, or N/A."),
   restartCount: z.number().int().optional().describe("How many times the importer was restarted after a failure."),
   claimName: z.string().optional().describe("The claim that holds the disk."),

@@ -9,14 +9,32 @@ import { clock, features } from "./vmi.ts";
 // strict: a field KubeVirt has whose effect kubevirt-ts cannot give (dedicated
 // CPUs, huge pages, GPUs, ...) is refused by path, never stored and ignored.
 
-const cpuTopologies = ["sockets", "cores", "threads", "spread", "any", "preferSockets", "preferCores", "preferThreads", "preferSpread", "preferAny"] as const;
+const cpuTopologies = [
+  "sockets",
+  "cores",
+  "threads",
+  "spread",
+  "any",
+  "preferSockets",
+  "preferCores",
+  "preferThreads",
+  "preferSpread",
+  "preferAny",
+] as const;
 export type PreferredCpuTopology = (typeof cpuTopologies)[number];
 
 export const instancetypeSpec = z
   .strictObject({
     cpu: z
       .strictObject({
-        guest: z.number().int().min(1).describe("The number of vCPUs the guest sees, laid out as sockets, cores or threads by the preference (sockets unless it says)."),
+        guest: z
+          .number()
+          .int()
+          .min(1)
+          .describe(
+            "The number of vCPUs the guest sees, laid out as sockets, cores or threads by " +
+              "the preference (sockets unless it says).",
+          ),
         model: z.string().optional().describe("The CPU model, e.g. host-model."),
       })
       .describe("The guest's vCPUs."),
@@ -33,7 +51,10 @@ export const instancetypeSpec = z
       })
       .describe("The guest's memory."),
     nodeSelector: z.record(z.string(), z.string()).optional().describe("Labels a node must have to run the VM."),
-    annotations: z.record(z.string(), z.string()).optional().describe("Annotations given to the VMI, where its template does not set them."),
+    annotations: z
+      .record(z.string(), z.string())
+      .optional()
+      .describe("Annotations given to the VMI, where its template does not set them."),
   })
   .describe("The size of a virtual machine: its vCPUs and memory.");
 
@@ -46,11 +67,18 @@ export const preferenceSpec = z
         preferredCPUTopology: z
           .enum(cpuTopologies)
           .optional()
-          .describe("How the instancetype's vCPUs are laid out: sockets, cores, threads, spread (over sockets and cores) or any."),
+          .describe(
+            "How the instancetype's vCPUs are laid out: sockets, cores, threads, " +
+              "spread (over sockets and cores) or any.",
+          ),
         spreadOptions: z
           .strictObject({
             across: z.enum(["SocketsCores", "SocketsCoresThreads", "CoresThreads"]).optional(),
-            ratio: z.number().int().optional().describe("vCPUs of the second level per one of the first; 2 unless set."),
+            ratio: z
+              .number()
+              .int()
+              .optional()
+              .describe("vCPUs of the second level per one of the first; 2 unless set."),
           })
           .optional(),
       })
@@ -61,14 +89,23 @@ export const preferenceSpec = z
         preferredCdromBus: bus.optional().describe("The bus of CD-ROMs that do not name one."),
         preferredLunBus: bus.optional().describe("The bus of LUNs that do not name one."),
         preferredDiskCache: z.enum(["none", "writethrough", "writeback"]).optional(),
-        preferredInterfaceModel: z.enum(INTERFACE_MODELS).optional().describe("The model of interfaces that do not name one."),
-        preferredRng: z.strictObject({}).optional().describe("Give the guest a random number generator unless the template says otherwise."),
+        preferredInterfaceModel: z
+          .enum(INTERFACE_MODELS)
+          .optional()
+          .describe("The model of interfaces that do not name one."),
+        preferredRng: z
+          .strictObject({})
+          .optional()
+          .describe("Give the guest a random number generator unless the template says otherwise."),
         preferredAutoattachSerialConsole: z.boolean().optional(),
         preferredAutoattachGraphicsDevice: z.boolean().optional(),
         preferredAutoattachPodInterface: z.boolean().optional(),
         preferredAutoattachMemBalloon: z.boolean().optional(),
         preferredTPM: z
-          .strictObject({ enabled: z.boolean().optional(), persistent: z.boolean().optional().describe("Keep its state on the VM's backend-storage claim.") })
+          .strictObject({
+            enabled: z.boolean().optional(),
+            persistent: z.boolean().optional().describe("Keep its state on the VM's backend-storage claim."),
+          })
           .optional()
           .describe("A TPM, unless the template has one (or turns it off)."),
       })
@@ -83,10 +120,15 @@ export const preferenceSpec = z
         preferredSmm: features.shape.smm,
       })
       .optional()
-      .describe("Features the guest OS wants (a Windows guest: Hyper-V enlightenments), each where the template sets none."),
+      .describe(
+        "Features the guest OS wants (a Windows guest: Hyper-V enlightenments), each where the template sets none.",
+      ),
     clock: z
       .strictObject({
-        preferredClockOffset: z.strictObject({ utc: clock.shape.utc, timezone: clock.shape.timezone }).optional().describe("UTC (with an offset) or a time zone, unless the template's clock says."),
+        preferredClockOffset: z
+          .strictObject({ utc: clock.shape.utc, timezone: clock.shape.timezone })
+          .optional()
+          .describe("UTC (with an offset) or a time zone, unless the template's clock says."),
         preferredTimer: clock.shape.timer.describe("The timers, unless the template's clock lists its own."),
       })
       .optional(),
@@ -107,7 +149,10 @@ export const preferenceSpec = z
     machine: z.strictObject({ preferredMachineType: z.string().optional() }).optional(),
     requirements: z
       .strictObject({
-        cpu: z.strictObject({ guest: z.number().int() }).optional().describe("The fewest vCPUs the guest OS runs with."),
+        cpu: z
+          .strictObject({ guest: z.number().int() })
+          .optional()
+          .describe("The fewest vCPUs the guest OS runs with."),
         memory: z.strictObject({ guest: quantity }).optional().describe("The least memory the guest OS runs with."),
       })
       .optional()
@@ -115,7 +160,10 @@ export const preferenceSpec = z
     preferredTerminationGracePeriodSeconds: z.number().int().optional(),
     preferredArchitecture: z.string().optional(),
     preferredSubdomain: z.string().optional(),
-    annotations: z.record(z.string(), z.string()).optional().describe("Annotations given to the VMI, where neither its template nor the instancetype sets them."),
+    annotations: z
+      .record(z.string(), z.string())
+      .optional()
+      .describe("Annotations given to the VMI, where neither its template nor the instancetype sets them."),
   })
   .describe("What a guest OS prefers: device buses and models, firmware, CPU layout, and the least it needs.");
 
@@ -123,7 +171,10 @@ const instancetypeObject = <K extends string, S extends z.ZodType>(kind: K, spec
   z.object({ apiVersion: z.literal(INSTANCETYPE_API_VERSION), kind: z.literal(kind), metadata: objectMeta, spec });
 
 export const virtualMachineInstancetype = instancetypeObject(InstancetypeKind.Instancetype, instancetypeSpec);
-export const virtualMachineClusterInstancetype = instancetypeObject(InstancetypeKind.ClusterInstancetype, instancetypeSpec);
+export const virtualMachineClusterInstancetype = instancetypeObject(
+  InstancetypeKind.ClusterInstancetype,
+  instancetypeSpec,
+);
 export const virtualMachinePreference = instancetypeObject(InstancetypeKind.Preference, preferenceSpec);
 export const virtualMachineClusterPreference = instancetypeObject(InstancetypeKind.ClusterPreference, preferenceSpec);
 
@@ -131,16 +182,29 @@ export const virtualMachineClusterPreference = instancetypeObject(InstancetypeKi
 const matcher = (what: string, defaultKind: string) =>
   z.strictObject({
     name: z.string().describe(`The ${what}'s name.`),
-    kind: z.string().optional().describe(`${defaultKind} unless set; the namespaced kind is looked up in the VM's namespace.`),
-    revisionName: z.string().optional().describe(`The ControllerRevision holding the ${what} as the VM first saw it; filled in by the controller.`),
+    kind: z
+      .string()
+      .optional()
+      .describe(`${defaultKind} unless set; the namespaced kind is looked up in the VM's namespace.`),
+    revisionName: z
+      .string()
+      .optional()
+      .describe(`The ControllerRevision holding the ${what} as the VM first saw it; filled in by the controller.`),
     inferFromVolume: z
       .string()
       .optional()
-      .describe(`A volume whose claim (or DataVolume) names the ${what} by its instancetype.kubevirt.io/default-${what} label (and -kind); virt-api's webhook sets the name and kind from it and drops this.`),
+      .describe(
+        `A volume whose claim (or DataVolume) names the ${what} by its ` +
+          `instancetype.kubevirt.io/default-${what} label (and -kind); virt-api's webhook sets the name and ` +
+          "kind from it and drops this.",
+      ),
     inferFromVolumeFailurePolicy: z
       .enum(["Reject", "Ignore"])
       .optional()
-      .describe(`Reject (the default) refuses a VM whose volume names no ${what}; Ignore drops the ${what} instead (and, for an instancetype, keeps the template's memory only when none is inferred).`),
+      .describe(
+        `Reject (the default) refuses a VM whose volume names no ${what}; Ignore drops the ${what} instead ` +
+          "(and, for an instancetype, keeps the template's memory only when none is inferred).",
+      ),
   });
 
 export const instancetypeMatcher = matcher("instancetype", InstancetypeKind.ClusterInstancetype);

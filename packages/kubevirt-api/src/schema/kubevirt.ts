@@ -14,20 +14,56 @@ const verbosity = z.number().int().min(0).max(9);
 
 export const logVerbosity = z
   .strictObject({
-    virtAPI: verbosity.optional().describe("virt-api's log verbosity (0-9, KubeVirt's 2 by default): 4 and above log at debug level."),
+    virtAPI: verbosity
+      .optional()
+      .describe("virt-api's log verbosity (0-9, KubeVirt's 2 by default): 4 and above log at debug level."),
     virtController: verbosity.optional().describe("virt-controller's log verbosity (0-9)."),
     virtHandler: verbosity.optional().describe("virt-handler's log verbosity (0-9)."),
-    virtLauncher: verbosity.optional().describe("The verbosity of the launchers started from now on (0-9); a VM's logVerbosity label wins for its own."),
-    virtOperator: verbosity.optional().describe("Kept for virtctl adm log-verbosity, which sets it with the others: kubevirt-ts has no operator, Helm installs it."),
+    virtLauncher: verbosity
+      .optional()
+      .describe(
+        "The verbosity of the launchers started from now on (0-9); a VM's logVerbosity label wins for its own.",
+      ),
+    virtOperator: verbosity
+      .optional()
+      .describe(
+        "Kept for virtctl adm log-verbosity, which sets it with the others: " +
+          "kubevirt-ts has no operator, Helm installs it.",
+      ),
   })
   .describe("Log verbosity per component, KubeVirt's klog levels: applied live.");
 
 export const developerConfiguration = z
   .strictObject({
-    featureGates: z.array(z.string().max(128)).max(128).optional().describe("KubeVirt's feature gates; kubevirt-ts warns of each it has no gated feature for (cluster-config.ts)."),
-    useEmulation: z.boolean().optional().describe("Let guests run with QEMU's software emulation where a node has no usable KVM; off, every launcher pod requests devices.kubevirt.io/kvm."),
-    memoryOvercommit: z.number().int().min(10).max(1000).optional().describe("The guest's memory against its launcher pod's request, in percent (KubeVirt's 100): 150 requests two thirds of it."),
-    cpuAllocationRatio: z.number().int().min(1).max(1000).optional().describe("vCPUs per requested CPU of a launcher pod that asks for none itself (KubeVirt's 10: 100m per vCPU)."),
+    featureGates: z
+      .array(z.string().max(128))
+      .max(128)
+      .optional()
+      .describe("KubeVirt's feature gates; kubevirt-ts warns of each it has no gated feature for (cluster-config.ts)."),
+    useEmulation: z
+      .boolean()
+      .optional()
+      .describe(
+        "Let guests run with QEMU's software emulation where a node has no usable KVM; off, " +
+          "every launcher pod requests devices.kubevirt.io/kvm.",
+      ),
+    memoryOvercommit: z
+      .number()
+      .int()
+      .min(10)
+      .max(1000)
+      .optional()
+      .describe(
+        "The guest's memory against its launcher pod's request, in percent " +
+          "(KubeVirt's 100): 150 requests two thirds of it.",
+      ),
+    cpuAllocationRatio: z
+      .number()
+      .int()
+      .min(1)
+      .max(1000)
+      .optional()
+      .describe("vCPUs per requested CPU of a launcher pod that asks for none itself (KubeVirt's 10: 100m per vCPU)."),
     logVerbosity: logVerbosity.optional(),
   })
   .describe("KubeVirt's developer configuration.");
@@ -38,7 +74,9 @@ export const kubeVirtMigrations = z
     parallelOutboundMigrationsPerNode: z.number().int().min(1).optional(),
     allowAutoConverge: z.boolean().optional(),
     allowPostCopy: z.boolean().optional(),
-    bandwidthPerMigration: quantity.optional().describe("The bandwidth one migration may use per second (e.g. 64Mi); 0: no limit."),
+    bandwidthPerMigration: quantity
+      .optional()
+      .describe("The bandwidth one migration may use per second (e.g. 64Mi); 0: no limit."),
     completionTimeoutPerGiB: z.number().int().min(0).optional(),
     progressTimeout: z.number().int().min(0).optional(),
   })
@@ -49,34 +87,72 @@ const pullPolicy = z.enum(["Always", "IfNotPresent", "Never"]);
 export const kubeVirtConfiguration = z
   .strictObject({
     developerConfiguration: developerConfiguration.optional(),
-    evictionStrategy: z.enum(EVICTION_STRATEGIES).optional().describe("What an eviction of a launcher pod does, for VMIs that name no evictionStrategy."),
+    evictionStrategy: z
+      .enum(EVICTION_STRATEGIES)
+      .optional()
+      .describe("What an eviction of a launcher pod does, for VMIs that name no evictionStrategy."),
     migrations: kubeVirtMigrations.optional(),
-    machineType: z.string().max(64).optional().describe("Deprecated in KubeVirt for architectureConfiguration.amd64.machineType: the machine type of VMIs that name none."),
+    machineType: z
+      .string()
+      .max(64)
+      .optional()
+      .describe(
+        "Deprecated in KubeVirt for architectureConfiguration.amd64.machineType: the " +
+          "machine type of VMIs that name none.",
+      ),
     architectureConfiguration: z
       .strictObject({
         defaultArchitecture: z.literal("amd64").optional().describe("amd64: the only architecture kubevirt-ts runs."),
-        amd64: z.strictObject({ machineType: z.string().max(64).optional().describe("The machine type of amd64 VMIs that name none (q35).") }).optional(),
+        amd64: z
+          .strictObject({
+            machineType: z.string().max(64).optional().describe("The machine type of amd64 VMIs that name none (q35)."),
+          })
+          .optional(),
       })
       .optional(),
-    cpuModel: z.string().max(64).optional().describe("The CPU model of VMIs that name none (a libvirt model, host-model or host-passthrough)."),
+    cpuModel: z
+      .string()
+      .max(64)
+      .optional()
+      .describe("The CPU model of VMIs that name none (a libvirt model, host-model or host-passthrough)."),
     defaultRuntimeClass: z.string().max(253).optional().describe("The RuntimeClass of every launcher pod."),
     vmRolloutStrategy: z
       .literal("Stage")
       .optional()
-      .describe("Stage: a change to a running VM's template takes effect at its next start (LiveUpdate needs hotplug, which kubevirt-ts does not have)."),
-    imagePullPolicy: pullPolicy.optional().describe("The pull policy of the launcher image (the importer's is the chart's image.pullPolicy)."),
-    vmStateStorageClass: z.string().max(253).optional().describe("The StorageClass of VMs' backend-storage claims (persistent EFI variables and TPM state)."),
+      .describe(
+        "Stage: a change to a running VM's template takes effect at its next start (LiveUpdate " +
+          "needs hotplug, which kubevirt-ts does not have).",
+      ),
+    imagePullPolicy: pullPolicy
+      .optional()
+      .describe("The pull policy of the launcher image (the importer's is the chart's image.pullPolicy)."),
+    vmStateStorageClass: z
+      .string()
+      .max(253)
+      .optional()
+      .describe("The StorageClass of VMs' backend-storage claims (persistent EFI variables and TPM state)."),
   })
   .describe("The cluster's configuration: applied live by every component.");
 
 export const kubeVirtSpec = z
   .strictObject({
     configuration: kubeVirtConfiguration.default({}).describe("The cluster's configuration."),
-    imagePullPolicy: pullPolicy.optional().describe("In KubeVirt the components' pull policy; in kubevirt-ts (installed by Helm) that of the launcher image when configuration.imagePullPolicy is unset."),
+    imagePullPolicy: pullPolicy
+      .optional()
+      .describe(
+        "In KubeVirt the components' pull policy; in kubevirt-ts (installed by Helm) that of the " +
+          "launcher image when configuration.imagePullPolicy is unset.",
+      ),
     // KubeVirt's shipped kubevirt-cr.yaml writes these empty: accepted empty, refused by path with content.
-    certificateRotateStrategy: z.strictObject({}).optional().describe("Only {}: the chart makes and renews the certificates."),
+    certificateRotateStrategy: z
+      .strictObject({})
+      .optional()
+      .describe("Only {}: the chart makes and renews the certificates."),
     customizeComponents: z.strictObject({}).optional().describe("Only {}: the chart's values shape the components."),
-    workloadUpdateStrategy: z.strictObject({}).optional().describe("Only {}: running VMs keep their launcher until they restart."),
+    workloadUpdateStrategy: z
+      .strictObject({})
+      .optional()
+      .describe("Only {}: running VMs keep their launcher until they restart."),
   })
   .describe("The KubeVirt installation's settings.");
 

@@ -12,18 +12,42 @@ export const migrationPolicySpec = z
   .strictObject({
     selectors: z
       .strictObject({
-        namespaceSelector: labels.optional().describe("Labels the VMI's namespace must have, every one of them (values equal)."),
-        virtualMachineInstanceSelector: labels.optional().describe("Labels the VMI must have, every one of them (values equal)."),
+        namespaceSelector: labels
+          .optional()
+          .describe("Labels the VMI's namespace must have, every one of them (values equal)."),
+        virtualMachineInstanceSelector: labels
+          .optional()
+          .describe("Labels the VMI must have, every one of them (values equal)."),
       })
-      .describe("Which VMIs the policy applies to; of the policies that match a VMI, the one matching the most labels applies."),
-    allowAutoConverge: z.boolean().optional().describe("Have QEMU slow the guest's vCPUs while its memory changes faster than it is sent."),
-    allowPostCopy: z.boolean().optional().describe("Switch to post-copy once the pre-copy has run past its completion time, instead of aborting."),
+      .describe(
+        "Which VMIs the policy applies to; of the policies that match a VMI, the one matching the most labels applies.",
+      ),
+    allowAutoConverge: z
+      .boolean()
+      .optional()
+      .describe("Have QEMU slow the guest's vCPUs while its memory changes faster than it is sent."),
+    allowPostCopy: z
+      .boolean()
+      .optional()
+      .describe("Switch to post-copy once the pre-copy has run past its completion time, instead of aborting."),
     allowWorkloadDisruption: z
       .boolean()
       .optional()
-      .describe("Whether a migration past its completion time may disrupt the guest to finish (post-copy, when allowed) rather than be aborted; unset: as allowPostCopy."),
-    bandwidthPerMigration: quantity.optional().describe("The bandwidth one migration may use, per second (e.g. 64Mi); 0: no limit."),
-    completionTimeoutPerGiB: z.number().int().optional().describe("Seconds a migration may take per GiB of memory and disks copied before it is aborted or switched to post-copy; 0: no limit."),
+      .describe(
+        "Whether a migration past its completion time may disrupt the guest to finish (post-copy, when " +
+          "allowed) rather than be aborted; unset: as allowPostCopy.",
+      ),
+    bandwidthPerMigration: quantity
+      .optional()
+      .describe("The bandwidth one migration may use, per second (e.g. 64Mi); 0: no limit."),
+    completionTimeoutPerGiB: z
+      .number()
+      .int()
+      .optional()
+      .describe(
+        "Seconds a migration may take per GiB of memory and disks copied before it is " +
+          "aborted or switched to post-copy; 0: no limit.",
+      ),
   })
   .describe("The migration settings for the VMIs the selectors match, over the cluster's.");
 

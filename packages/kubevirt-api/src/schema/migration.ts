@@ -10,12 +10,20 @@ const time = z.string().nullable().optional();
 
 export const migrationState = z
   .object({
-    startTimestamp: time.describe("When the migration began: the controller writes it when the target pod is bound to its node."),
+    startTimestamp: time.describe(
+      "When the migration began: the controller writes it when the target pod is bound to its node.",
+    ),
     endTimestamp: time.describe("When the migration ended, either way: written by the handler that ended it."),
     targetNodeDomainReadyTimestamp: time.describe("When the target's handler saw the domain run on its node."),
     targetNodeDomainDetected: z.boolean().optional().describe("The target's handler has seen the domain on its node."),
-    targetNodeAddress: z.string().optional().describe("The address the source's handler sends the guest to: the target handler's."),
-    targetDirectMigrationNodePorts: z.record(z.string(), z.number().int()).optional().describe("The ports the target's handler listens on for this migration, by the launcher's port they lead to."),
+    targetNodeAddress: z
+      .string()
+      .optional()
+      .describe("The address the source's handler sends the guest to: the target handler's."),
+    targetDirectMigrationNodePorts: z
+      .record(z.string(), z.number().int())
+      .optional()
+      .describe("The ports the target's handler listens on for this migration, by the launcher's port they lead to."),
     targetNode: z.string().optional().describe("The node the VMI moves to."),
     targetPod: z.string().optional().describe("The launcher pod the VMI moves to."),
     targetAttachmentPodUID: z.string().optional(),
@@ -23,13 +31,30 @@ export const migrationState = z
     sourcePod: z.string().optional().describe("The launcher pod the VMI moves from."),
     completed: z.boolean().optional().describe("The guest runs on the target: the migration succeeded."),
     failed: z.boolean().optional().describe("The migration failed; the guest runs on where it was."),
-    abortRequested: z.boolean().optional().describe("The migration was cancelled (its VirtualMachineInstanceMigration deleted); the source's handler aborts it."),
-    abortStatus: z.enum(["Succeeded", "Failed", "Aborting"]).optional().describe("How the abort went: written by the source's handler."),
+    abortRequested: z
+      .boolean()
+      .optional()
+      .describe(
+        "The migration was cancelled (its VirtualMachineInstanceMigration deleted); the source's handler aborts it.",
+      ),
+    abortStatus: z
+      .enum(["Succeeded", "Failed", "Aborting"])
+      .optional()
+      .describe("How the abort went: written by the source's handler."),
     failureReason: z.string().optional().describe("Why the migration failed, in a sentence."),
-    migrationUid: z.string().optional().describe("The uid of the VirtualMachineInstanceMigration this is the state of."),
-    mode: z.enum(["PreCopy", "PostCopy"]).optional().describe("Whether the guest's memory is being copied before (PreCopy) or after (PostCopy) it switched."),
+    migrationUid: z
+      .string()
+      .optional()
+      .describe("The uid of the VirtualMachineInstanceMigration this is the state of."),
+    mode: z
+      .enum(["PreCopy", "PostCopy"])
+      .optional()
+      .describe("Whether the guest's memory is being copied before (PreCopy) or after (PostCopy) it switched."),
     migrationPolicyName: z.string().nullable().optional(),
-    migrationConfiguration: z.record(z.string(), z.unknown()).optional().meta({ "x-kubernetes-preserve-unknown-fields": true }),
+    migrationConfiguration: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .meta({ "x-kubernetes-preserve-unknown-fields": true }),
     targetCPUSet: z.array(z.number().int()).optional(),
     targetNodeTopology: z.string().optional(),
   })
@@ -41,7 +66,10 @@ export const migrationSpec = z
     addedNodeSelector: z
       .record(z.string(), z.string())
       .optional()
-      .describe("Labels the target node must have, besides what the VMI's own nodeSelector asks: e.g. kubernetes.io/hostname to pick the node."),
+      .describe(
+        "Labels the target node must have, besides what the VMI's own nodeSelector asks: " +
+          "e.g. kubernetes.io/hostname to pick the node.",
+      ),
   })
   .describe("Which VMI to move live to another node, and where it may go.");
 

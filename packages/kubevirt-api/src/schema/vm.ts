@@ -31,17 +31,23 @@ export const vmSpec = z
       .describe("The instancetype that sizes the VM (vCPUs, memory); the template must not set what it sets."),
     preference: preferenceMatcher
       .optional()
-      .describe("The preference for the guest OS: device buses and models, firmware, CPU layout, used where the template leaves them unset."),
+      .describe(
+        "The preference for the guest OS: device buses and models, firmware, CPU layout, " +
+          "used where the template leaves them unset.",
+      ),
     template: vmiTemplate,
     dataVolumeTemplates: z
       .array(dataVolumeTemplate)
       .optional()
-      .describe("DataVolumes the VM creates, owns and deletes with itself; each is named by a dataVolume volume of the template."),
+      .describe(
+        "DataVolumes the VM creates, owns and deletes with itself; each is named by " +
+          "a dataVolume volume of the template.",
+      ),
   })
   .describe("The specification of a virtual machine.");
 
-// Start and stop requests, as KubeVirt's virt-api records them (planVmRequest, vm-requests.ts) and the VM controller acts on
-// them (services/controller/src/vm/decide.ts).
+// Start and stop requests, as KubeVirt's virt-api records them (planVmRequest, vm-requests.ts) and the VM controller
+// acts on them (services/controller/src/vm/decide.ts).
 export const stateChangeRequest = z.object({
   action: z.enum(["Start", "Stop"]),
   data: z.record(z.string(), z.string()).optional(),
@@ -62,8 +68,12 @@ export const vmStatus = z.object({
       retryAfterTimestamp: z.string().optional(),
     })
     .optional(),
-  instancetypeRef: instancetypeStatusRef.optional().describe("The instancetype in effect and the ControllerRevision that holds it."),
-  preferenceRef: instancetypeStatusRef.optional().describe("The preference in effect and the ControllerRevision that holds it."),
+  instancetypeRef: instancetypeStatusRef
+    .optional()
+    .describe("The instancetype in effect and the ControllerRevision that holds it."),
+  preferenceRef: instancetypeStatusRef
+    .optional()
+    .describe("The preference in effect and the ControllerRevision that holds it."),
   observedGeneration: z.number().int().optional(),
   desiredGeneration: z.number().int().optional(),
 });

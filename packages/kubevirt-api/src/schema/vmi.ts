@@ -1,5 +1,11 @@
 import { z } from "zod";
-import { DEFAULT_GRACE_PERIOD_SECONDS, DISK_BUSES, EVICTION_STRATEGIES, INTERFACE_MODELS, VMI_PHASES } from "../constants.ts";
+import {
+  DEFAULT_GRACE_PERIOD_SECONDS,
+  DISK_BUSES,
+  EVICTION_STRATEGIES,
+  INTERFACE_MODELS,
+  VMI_PHASES,
+} from "../constants.ts";
 import { condition, objectMeta, opaqueObject, quantity, resourceList } from "./common.ts";
 import { migrationState } from "./migration.ts";
 
@@ -26,7 +32,11 @@ export const disk = z
     disk: diskTarget.optional().describe("Attach the volume as a hard disk."),
     cdrom: cdromTarget.optional().describe("Attach the volume as a CD-ROM."),
     lun: diskTarget.optional().describe("Attach the volume as a SCSI LUN."),
-    bootOrder: z.number().int().optional().describe("Boot priority of the disk, starting at 1; unset disks are not booted from."),
+    bootOrder: z
+      .number()
+      .int()
+      .optional()
+      .describe("Boot priority of the disk, starting at 1; unset disks are not booted from."),
     serial: z.string().optional().describe("The serial number the guest sees."),
     cache: z.enum(["none", "writethrough", "writeback"]).optional(),
   })
@@ -42,13 +52,19 @@ export const networkInterface = z
   .strictObject({
     name: z.string().describe("The interface's name; the network of the same name is connected to it."),
     masquerade: z.strictObject({}).optional().describe("Connect through NAT behind the pod's address."),
-    bridge: z.strictObject({}).optional().describe("Connect the guest directly to the pod's network, giving it the pod's address."),
+    bridge: z
+      .strictObject({})
+      .optional()
+      .describe("Connect the guest directly to the pod's network, giving it the pod's address."),
     model: z.enum(INTERFACE_MODELS).optional().describe("The emulated network card; virtio unless set."),
     macAddress: z.string().optional(),
     ports: z
       .array(port)
       .optional()
-      .describe("Ports of the pod's address forwarded to the guest. Unlike KubeVirt, none are forwarded when this is empty (ADR 9); port forwarding through the API reaches any port."),
+      .describe(
+        "Ports of the pod's address forwarded to the guest. Unlike KubeVirt, none are forwarded when this is " +
+          "empty (ADR 9); port forwarding through the API reaches any port.",
+      ),
     bootOrder: z.number().int().optional(),
   })
   .describe("A network interface of the guest.");
@@ -58,15 +74,31 @@ export const devices = z.strictObject({
   interfaces: z.array(networkInterface).optional(),
   autoattachSerialConsole: z.boolean().optional().describe("Attach a serial console (default true)."),
   autoattachGraphicsDevice: z.boolean().optional().describe("Attach a VNC display (default true)."),
-  autoattachPodInterface: z.boolean().optional().describe("Add a pod network interface when none is listed (default true)."),
-  autoattachMemBalloon: z.boolean().optional().describe("Attach a virtio memory balloon, through which the guest reports its own memory use every 10 s (default true)."),
+  autoattachPodInterface: z
+    .boolean()
+    .optional()
+    .describe("Add a pod network interface when none is listed (default true)."),
+  autoattachMemBalloon: z
+    .boolean()
+    .optional()
+    .describe(
+      "Attach a virtio memory balloon, through which the guest reports its own memory use every 10 s (default true).",
+    ),
   rng: z.strictObject({}).optional().describe("Give the guest a virtio random number generator."),
-  logSerialConsole: z.boolean().optional().describe("Keep a log of the serial console that outlives a closed console (default true)."),
+  logSerialConsole: z
+    .boolean()
+    .optional()
+    .describe("Keep a log of the serial console that outlives a closed console (default true)."),
   watchdog: z
     .strictObject({
       name: z.string().describe("The watchdog's name."),
       i6300esb: z
-        .strictObject({ action: z.enum(["poweroff", "reset", "shutdown"]).optional().describe("What happens when the guest stops feeding it: reset unless set.") })
+        .strictObject({
+          action: z
+            .enum(["poweroff", "reset", "shutdown"])
+            .optional()
+            .describe("What happens when the guest stops feeding it: reset unless set."),
+        })
         .optional()
         .describe("An Intel 6300ESB watchdog."),
     })
@@ -85,10 +117,19 @@ export const devices = z.strictObject({
   tpm: z
     .strictObject({
       enabled: z.boolean().optional().describe("true unless set to false."),
-      persistent: z.boolean().optional().describe("Keep the TPM's state across restarts, on the VM's backend-storage claim (persistent-state-for-<name>); the TPM is then on the CRB interface, as KubeVirt's."),
+      persistent: z
+        .boolean()
+        .optional()
+        .describe(
+          "Keep the TPM's state across restarts, on the VM's backend-storage claim " +
+            "(persistent-state-for-<name>); the TPM is then on the CRB interface, as KubeVirt's.",
+        ),
     })
     .optional()
-    .describe("Give the guest an emulated TPM 2.0 (swtpm), as Windows 11 needs; its state lives as long as the VMI unless persistent."),
+    .describe(
+      "Give the guest an emulated TPM 2.0 (swtpm), as Windows 11 needs; its state " +
+        "lives as long as the VMI unless persistent.",
+    ),
 });
 
 export const kernelBoot = z.strictObject({
@@ -112,7 +153,13 @@ export const firmware = z.strictObject({
       efi: z
         .strictObject({
           secureBoot: z.boolean().optional(),
-          persistent: z.boolean().optional().describe("Keep the EFI variables across restarts, on the VM's backend-storage claim (persistent-state-for-<name>)."),
+          persistent: z
+            .boolean()
+            .optional()
+            .describe(
+              "Keep the EFI variables across restarts, on the VM's backend-storage " +
+                "claim (persistent-state-for-<name>).",
+            ),
         })
         .optional(),
     })
@@ -126,20 +173,38 @@ const featureState = z.strictObject({ enabled: z.boolean().optional().describe("
 export const features = z
   .strictObject({
     acpi: featureState.optional().describe("ACPI, for power buttons and shutdown; on unless enabled: false."),
-    apic: z.strictObject({ enabled: z.boolean().optional(), endOfInterrupt: z.boolean().optional().describe("Paravirtualized end of interrupt.") }).optional().describe("The APIC; on unless enabled: false."),
+    apic: z
+      .strictObject({
+        enabled: z.boolean().optional(),
+        endOfInterrupt: z.boolean().optional().describe("Paravirtualized end of interrupt."),
+      })
+      .optional()
+      .describe("The APIC; on unless enabled: false."),
     smm: featureState.optional().describe("System management mode; secure boot needs it."),
     pvspinlock: featureState.optional().describe("Paravirtualized spinlocks."),
     hyperv: z
       .strictObject({
         relaxed: featureState.optional(),
         vapic: featureState.optional(),
-        spinlocks: z.strictObject({ enabled: z.boolean().optional(), spinlocks: z.number().int().min(4095).optional().describe("Retries before a spinlock is reported; 4096 unless set.") }).optional(),
+        spinlocks: z
+          .strictObject({
+            enabled: z.boolean().optional(),
+            spinlocks: z
+              .number()
+              .int()
+              .min(4095)
+              .optional()
+              .describe("Retries before a spinlock is reported; 4096 unless set."),
+          })
+          .optional(),
         vpindex: featureState.optional(),
         runtime: featureState.optional(),
         synic: featureState.optional(),
         synictimer: z.strictObject({ enabled: z.boolean().optional(), direct: featureState.optional() }).optional(),
         reset: featureState.optional(),
-        vendorid: z.strictObject({ enabled: z.boolean().optional(), vendorid: z.string().max(12).optional() }).optional(),
+        vendorid: z
+          .strictObject({ enabled: z.boolean().optional(), vendorid: z.string().max(12).optional() })
+          .optional(),
         frequencies: featureState.optional(),
         reenlightenment: featureState.optional(),
         tlbflush: featureState.optional(),
@@ -149,24 +214,43 @@ export const features = z
       .optional()
       .describe("Hyper-V enlightenments, for Windows guests."),
     kvm: z
-      .strictObject({ hidden: z.boolean().optional().describe("Hides the KVM signature from the guest's CPUID, for drivers that refuse to run in a VM.") })
+      .strictObject({
+        hidden: z
+          .boolean()
+          .optional()
+          .describe("Hides the KVM signature from the guest's CPUID, for drivers that refuse to run in a VM."),
+      })
       .optional()
       .describe("What the guest sees of KVM."),
   })
   .describe("Features of the virtual machine: ACPI, APIC, SMM, paravirtualization.");
 
 /** A timer: KubeVirt names its on/off flag present, not enabled. */
-const timer = <T extends z.ZodRawShape>(shape: T) => z.strictObject({ present: z.boolean().optional().describe("true unless set to false."), ...shape }).optional();
+const timer = <T extends z.ZodRawShape>(shape: T) =>
+  z.strictObject({ present: z.boolean().optional().describe("true unless set to false."), ...shape }).optional();
 
 export const clock = z
   .strictObject({
-    utc: z.strictObject({ offsetSeconds: z.number().int().optional().describe("Seconds the guest's clock is ahead of UTC.") }).optional().describe("The guest's clock runs in UTC (the default)."),
-    timezone: z.string().optional().describe("The guest's clock runs in this time zone, e.g. Europe/Paris (for guests that keep local time, as Windows)."),
+    utc: z
+      .strictObject({
+        offsetSeconds: z.number().int().optional().describe("Seconds the guest's clock is ahead of UTC."),
+      })
+      .optional()
+      .describe("The guest's clock runs in UTC (the default)."),
+    timezone: z
+      .string()
+      .optional()
+      .describe(
+        "The guest's clock runs in this time zone, e.g. Europe/Paris (for guests that keep local time, as Windows).",
+      ),
     timer: z
       .strictObject({
         hpet: timer({ tickPolicy: z.enum(["delay", "catchup", "merge", "discard"]).optional() }),
         pit: timer({ tickPolicy: z.enum(["delay", "catchup", "discard"]).optional() }),
-        rtc: timer({ tickPolicy: z.enum(["delay", "catchup"]).optional(), track: z.enum(["guest", "wall"]).optional() }),
+        rtc: timer({
+          tickPolicy: z.enum(["delay", "catchup"]).optional(),
+          track: z.enum(["guest", "wall"]).optional(),
+        }),
         kvm: timer({}).describe("The KVM paravirtual clock."),
         hyperv: timer({}).describe("The Hyper-V reference time counter."),
       })
@@ -192,9 +276,7 @@ export const domainSpec = z
       })
       .optional()
       .describe("The guest's CPU topology."),
-    memory: z
-      .strictObject({ guest: quantity.optional().describe("The memory the guest sees.") })
-      .optional(),
+    memory: z.strictObject({ guest: quantity.optional().describe("The memory the guest sees.") }).optional(),
     machine: z.strictObject({ type: z.string().optional().describe("The machine type, q35 unless set.") }).optional(),
     firmware: firmware.optional(),
     features: features.optional(),
@@ -210,28 +292,47 @@ export const containerDiskSource = z.strictObject({
 });
 
 /** A Secret in the VMI's own namespace (KubeVirt's LocalObjectReference: a name, no namespace). */
-export const localSecretReference = z.strictObject({ name: z.string().describe("The Secret's name, in the VMI's namespace.") });
+export const localSecretReference = z.strictObject({
+  name: z.string().describe("The Secret's name, in the VMI's namespace."),
+});
 
 export const cloudInitNoCloudSource = z.strictObject({
   userData: z.string().optional().describe("cloud-init user data in clear text."),
   userDataBase64: z.string().optional().describe("cloud-init user data, base64-encoded."),
   secretRef: localSecretReference
     .optional()
-    .describe("KubeVirt's userDataSecretRef: a Secret whose key userdata (or userData) holds the user data; only the VMI's launcher pod reads it."),
+    .describe(
+      "KubeVirt's userDataSecretRef: a Secret whose key userdata (or userData) holds the " +
+        "user data; only the VMI's launcher pod reads it.",
+    ),
   networkData: z.string().optional().describe("cloud-init network configuration in clear text."),
   networkDataBase64: z.string().optional(),
   networkDataSecretRef: localSecretReference
     .optional()
-    .describe("A Secret whose key networkdata (or networkData) holds the network configuration; only the VMI's launcher pod reads it."),
+    .describe(
+      "A Secret whose key networkdata (or networkData) holds the network " +
+        "configuration; only the VMI's launcher pod reads it.",
+    ),
 });
 
-const volumeLabel = z.string().optional().describe("The label of the ISO 9660 file system the guest sees; none unless set.");
+const volumeLabel = z
+  .string()
+  .optional()
+  .describe("The label of the ISO 9660 file system the guest sees; none unless set.");
 
 /** A field of the VMI's own object, as a downwardAPI volume's file holds it. */
 const downwardApiFile = z.strictObject({
   path: z.string().describe("The file's path in the volume."),
   fieldRef: z
-    .strictObject({ fieldPath: z.string().describe("A field of the launcher pod, as a pod's downwardAPI volume takes it: metadata.labels (the VMI's, and KubeVirt's), metadata.namespace, metadata.name (the pod's), …"), apiVersion: z.string().optional() })
+    .strictObject({
+      fieldPath: z
+        .string()
+        .describe(
+          "A field of the launcher pod, as a pod's downwardAPI volume takes it: metadata.labels (the VMI's, " +
+            "and KubeVirt's), metadata.namespace, metadata.name (the pod's), …",
+        ),
+      apiVersion: z.string().optional(),
+    })
     .optional()
     .describe("A field of the launcher pod, as in KubeVirt."),
   resourceFieldRef: z
@@ -248,7 +349,10 @@ export const volume = z
     cloudInitNoCloud: cloudInitNoCloudSource.optional().describe("A NoCloud seed disk generated from the given data."),
     cloudInitConfigDrive: cloudInitNoCloudSource
       .optional()
-      .describe("An OpenStack config drive (label config-2) generated from the given data, for guests whose cloud-init reads ConfigDrive; networkData is OpenStack's network_data.json."),
+      .describe(
+        "An OpenStack config drive (label config-2) generated from the given data, for guests whose " +
+          "cloud-init reads ConfigDrive; networkData is OpenStack's network_data.json.",
+      ),
     emptyDisk: z
       .strictObject({ capacity: quantity.describe("The size of the disk.") })
       .optional()
@@ -260,38 +364,76 @@ export const volume = z
     ephemeral: z
       .strictObject({
         persistentVolumeClaim: z
-          .strictObject({ claimName: z.string(), readOnly: z.boolean().optional().describe("The claim is only ever read, whatever this says.") })
-          .describe("The claim, in the VMI's namespace, whose disk (disk.img, or the device of a Block-mode claim) backs the overlay."),
+          .strictObject({
+            claimName: z.string(),
+            readOnly: z.boolean().optional().describe("The claim is only ever read, whatever this says."),
+          })
+          .describe(
+            "The claim, in the VMI's namespace, whose disk (disk.img, or the device of a " +
+              "Block-mode claim) backs the overlay.",
+          ),
       })
       .optional()
-      .describe("A claim's disk under a copy-on-write overlay: the guest's writes go to the overlay and are gone when the VMI ends; the claim is only read, so many VMIs may share it."),
+      .describe(
+        "A claim's disk under a copy-on-write overlay: the guest's writes go to the overlay and are gone " +
+          "when the VMI ends; the claim is only read, so many VMIs may share it.",
+      ),
     dataVolume: z
       .strictObject({ name: z.string().describe("The DataVolume, in the VMI's namespace; its claim has its name.") })
       .optional()
       .describe("A disk on a DataVolume's claim: the VMI starts once the DataVolume has filled it."),
     configMap: z
-      .strictObject({ name: z.string().describe("The ConfigMap, in the VMI's namespace."), optional: z.boolean().optional().describe("When true, a missing ConfigMap gives an empty disk instead of a VMI that waits."), volumeLabel })
+      .strictObject({
+        name: z.string().describe("The ConfigMap, in the VMI's namespace."),
+        optional: z
+          .boolean()
+          .optional()
+          .describe("When true, a missing ConfigMap gives an empty disk instead of a VMI that waits."),
+        volumeLabel,
+      })
       .optional()
       .describe("A ConfigMap's keys as files on a read-only ISO 9660 disk, as KubeVirt presents it."),
     secret: z
-      .strictObject({ secretName: z.string().describe("The Secret, in the VMI's namespace."), optional: z.boolean().optional().describe("When true, a missing Secret gives an empty disk instead of a VMI that waits."), volumeLabel })
+      .strictObject({
+        secretName: z.string().describe("The Secret, in the VMI's namespace."),
+        optional: z
+          .boolean()
+          .optional()
+          .describe("When true, a missing Secret gives an empty disk instead of a VMI that waits."),
+        volumeLabel,
+      })
       .optional()
       .describe("A Secret's keys as files on a read-only ISO 9660 disk, as KubeVirt presents it."),
     serviceAccount: z
-      .strictObject({ serviceAccountName: z.string().describe("The ServiceAccount, in the VMI's namespace, whose token the disk holds.") })
+      .strictObject({
+        serviceAccountName: z
+          .string()
+          .describe("The ServiceAccount, in the VMI's namespace, whose token the disk holds."),
+      })
       .optional()
-      .describe("A ServiceAccount's token, the cluster's CA and the namespace on a read-only ISO 9660 disk; the launcher pod runs as that ServiceAccount."),
+      .describe(
+        "A ServiceAccount's token, the cluster's CA and the namespace on a read-only ISO 9660 " +
+          "disk; the launcher pod runs as that ServiceAccount.",
+      ),
     downwardAPI: z
-      .strictObject({ fields: z.array(downwardApiFile).optional().describe("The files and what each holds."), volumeLabel })
+      .strictObject({
+        fields: z.array(downwardApiFile).optional().describe("The files and what each holds."),
+        volumeLabel,
+      })
       .optional()
-      .describe("Fields of the launcher pod (the VMI's labels, its namespace, …) and its resources as files on a read-only ISO 9660 disk."),
+      .describe(
+        "Fields of the launcher pod (the VMI's labels, its namespace, …) and its " +
+          "resources as files on a read-only ISO 9660 disk.",
+      ),
   })
   .describe("A volume: the storage behind a disk.");
 
 export const network = z.strictObject({
   name: z.string(),
   pod: z
-    .strictObject({ vmNetworkCIDR: z.string().optional().describe("The guest-side network of a masquerade interface.") })
+    .strictObject({
+      vmNetworkCIDR: z.string().optional().describe("The guest-side network of a masquerade interface."),
+    })
     .optional()
     .describe("The pod's own network."),
 });
@@ -318,8 +460,14 @@ export const probe = z
         path: z.string().optional().describe("The path asked for; / unless set."),
         port: portRef.describe("The guest's port, by number or by the name the pod-network interface gives it."),
         host: z.string().optional().describe("Not supported: the probe reaches the guest itself."),
-        scheme: z.enum(["HTTP", "HTTPS"]).optional().describe("HTTP unless set; HTTPS does not check the guest's certificate, as the kubelet does not."),
-        httpHeaders: z.array(z.strictObject({ name: z.string(), value: z.string() })).optional().describe("Headers sent with the request."),
+        scheme: z
+          .enum(["HTTP", "HTTPS"])
+          .optional()
+          .describe("HTTP unless set; HTTPS does not check the guest's certificate, as the kubelet does not."),
+        httpHeaders: z
+          .array(z.strictObject({ name: z.string(), value: z.string() }))
+          .optional()
+          .describe("Headers sent with the request."),
       })
       .optional()
       .describe("Passes when the guest answers an HTTP GET with a status from 200 to 399."),
@@ -331,20 +479,34 @@ export const probe = z
       .optional()
       .describe("Passes when the guest accepts a TCP connection on the port."),
     exec: z
-      .strictObject({ command: z.array(z.string()).describe("The command and its arguments, run in the guest by its QEMU agent.") })
+      .strictObject({
+        command: z.array(z.string()).describe("The command and its arguments, run in the guest by its QEMU agent."),
+      })
       .optional()
       .describe("Passes when the command exits 0 in the guest; needs the QEMU guest agent."),
     guestAgentPing: z.strictObject({}).optional().describe("Passes when the guest's QEMU agent answers a ping."),
-    initialDelaySeconds: z.number().int().optional().describe("Seconds after the launcher starts before the first probe; 0 unless set."),
+    initialDelaySeconds: z
+      .number()
+      .int()
+      .optional()
+      .describe("Seconds after the launcher starts before the first probe; 0 unless set."),
     timeoutSeconds: z.number().int().optional().describe("Seconds a probe may take; 1 unless set."),
     periodSeconds: z.number().int().optional().describe("Seconds between probes; 10 unless set."),
-    successThreshold: z.number().int().optional().describe("Passes in a row that count as passing after a failure; 1 unless set (and 1 for liveness)."),
+    successThreshold: z
+      .number()
+      .int()
+      .optional()
+      .describe("Passes in a row that count as passing after a failure; 1 unless set (and 1 for liveness)."),
     failureThreshold: z.number().int().optional().describe("Failures in a row that count as failing; 3 unless set."),
   })
   .describe("A probe of the guest.");
 
 const credentialSource = z.strictObject({
-  secret: z.strictObject({ secretName: z.string().describe("The Secret, in the VMI's namespace; each of its values holds public keys, one per line.") }),
+  secret: z.strictObject({
+    secretName: z
+      .string()
+      .describe("The Secret, in the VMI's namespace; each of its values holds public keys, one per line."),
+  }),
 });
 
 /** KubeVirt's access credentials: SSH public keys (and passwords) from Secrets, given to the guest. */
@@ -353,23 +515,48 @@ export const accessCredential = z.strictObject({
     .strictObject({
       source: credentialSource,
       propagationMethod: z.strictObject({
-        noCloud: z.strictObject({}).optional().describe("Through the VMI's cloudInitNoCloud disk, as its metadata's public-keys."),
-        configDrive: z.strictObject({}).optional().describe("Through the VMI's cloudInitConfigDrive disk, as its metadata's public_keys."),
-        qemuGuestAgent: z
-          .strictObject({ users: z.array(z.string()).describe("The guest's users whose authorized_keys get the keys.") })
+        noCloud: z
+          .strictObject({})
           .optional()
-          .describe("Through the QEMU guest agent of the running guest, into each user's authorized_keys, again whenever the Secret changes."),
+          .describe("Through the VMI's cloudInitNoCloud disk, as its metadata's public-keys."),
+        configDrive: z
+          .strictObject({})
+          .optional()
+          .describe("Through the VMI's cloudInitConfigDrive disk, as its metadata's public_keys."),
+        qemuGuestAgent: z
+          .strictObject({
+            users: z.array(z.string()).describe("The guest's users whose authorized_keys get the keys."),
+          })
+          .optional()
+          .describe(
+            "Through the QEMU guest agent of the running guest, into each user's " +
+              "authorized_keys, again whenever the Secret changes.",
+          ),
       }),
     })
     .optional()
-    .describe("SSH public keys for the guest: cloud-init gives them to its default user, or the guest agent to the users named."),
+    .describe(
+      "SSH public keys for the guest: cloud-init gives them to its default user, " +
+        "or the guest agent to the users named.",
+    ),
   userPassword: z
     .strictObject({
-      source: z.strictObject({ secret: z.strictObject({ secretName: z.string().describe("The Secret, in the VMI's namespace; each key is a user of the guest, its value that user's password.") }) }),
+      source: z.strictObject({
+        secret: z.strictObject({
+          secretName: z
+            .string()
+            .describe(
+              "The Secret, in the VMI's namespace; each key is a user of the guest, its value that user's password.",
+            ),
+        }),
+      }),
       propagationMethod: z.strictObject({ qemuGuestAgent: z.strictObject({}).optional() }),
     })
     .optional()
-    .describe("Passwords of the guest's users, set through the QEMU guest agent of the running guest, again whenever the Secret changes."),
+    .describe(
+      "Passwords of the guest's users, set through the QEMU guest agent of the running " +
+        "guest, again whenever the Secret changes.",
+    ),
 });
 
 export const vmiSpec = z
@@ -380,21 +567,47 @@ export const vmiSpec = z
     nodeSelector: z.record(z.string(), z.string()).optional(),
     affinity: opaqueObject.optional().describe("Pod affinity rules, passed to the launcher pod as they are."),
     tolerations: z.array(toleration).optional(),
-    terminationGracePeriodSeconds: z.number().int().optional().describe(`Seconds the guest has to shut down; ${String(DEFAULT_GRACE_PERIOD_SECONDS)} unless set.`),
+    terminationGracePeriodSeconds: z
+      .number()
+      .int()
+      .optional()
+      .describe(`Seconds the guest has to shut down; ${String(DEFAULT_GRACE_PERIOD_SECONDS)} unless set.`),
     hostname: z.string().optional(),
     subdomain: z.string().optional(),
-    accessCredentials: z.array(accessCredential).optional().describe("SSH public keys from Secrets, given to the guest by cloud-init."),
+    accessCredentials: z
+      .array(accessCredential)
+      .optional()
+      .describe("SSH public keys from Secrets, given to the guest by cloud-init."),
     evictionStrategy: z
       .enum(EVICTION_STRATEGIES)
       .optional()
-      .describe("What an eviction of the launcher pod (a node drain) does: None stops the VMI; LiveMigrate migrates it to another node (and refuses the eviction when it cannot be migrated); LiveMigrateIfPossible migrates it when it can, else stops it; External marks it (status.evacuationNodeName) and a PodDisruptionBudget refuses it. The chart's evictionStrategy unless set."),
-    startStrategy: z.enum(["Paused"]).optional().describe("Paused: the guest is created paused, to be unpaused (virtctl unpause) when wanted."),
+      .describe(
+        "What an eviction of the launcher pod (a node drain) does: None stops the VMI; LiveMigrate migrates " +
+          "it to another node (and refuses the eviction when it cannot be migrated); LiveMigrateIfPossible " +
+          "migrates it when it can, else stops it; External marks it (status.evacuationNodeName) and a " +
+          "PodDisruptionBudget refuses it. The chart's evictionStrategy unless set.",
+      ),
+    startStrategy: z
+      .enum(["Paused"])
+      .optional()
+      .describe("Paused: the guest is created paused, to be unpaused (virtctl unpause) when wanted."),
     livenessProbe: probe.optional().describe("When it fails, the VMI stops (Failed), for its VM to start a new one."),
-    readinessProbe: probe.optional().describe("While it fails, the VMI is not Ready and its launcher pod leaves the endpoints of its Services."),
-    architecture: z.string().optional().describe("The guest's CPU architecture; amd64, the only one run here, unless set."),
+    readinessProbe: probe
+      .optional()
+      .describe("While it fails, the VMI is not Ready and its launcher pod leaves the endpoints of its Services."),
+    architecture: z
+      .string()
+      .optional()
+      .describe("The guest's CPU architecture; amd64, the only one run here, unless set."),
     priorityClassName: z.string().optional().describe("The PriorityClass of the launcher pod."),
-    schedulerName: z.string().optional().describe("The scheduler that places the launcher pod; the default scheduler unless set."),
-    dnsPolicy: z.enum(["ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"]).optional().describe("The launcher pod's DNS policy, whose resolver the guest uses through its user network."),
+    schedulerName: z
+      .string()
+      .optional()
+      .describe("The scheduler that places the launcher pod; the default scheduler unless set."),
+    dnsPolicy: z
+      .enum(["ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"])
+      .optional()
+      .describe("The launcher pod's DNS policy, whose resolver the guest uses through its user network."),
     dnsConfig: z
       .strictObject({
         nameservers: z.array(z.string()).optional(),
@@ -412,7 +625,11 @@ export const vmiSpec = z
           labelSelector: z
             .strictObject({
               matchLabels: z.record(z.string(), z.string()).optional(),
-              matchExpressions: z.array(z.strictObject({ key: z.string(), operator: z.string(), values: z.array(z.string()).optional() })).optional(),
+              matchExpressions: z
+                .array(
+                  z.strictObject({ key: z.string(), operator: z.string(), values: z.array(z.string()).optional() }),
+                )
+                .optional(),
             })
             .optional(),
           minDomains: z.number().int().optional(),
@@ -458,7 +675,10 @@ export const persistentVolumeClaimInfo = z.object({
   capacity: z.record(z.string(), z.string()).optional().describe("The claim's status.capacity."),
   requests: z.record(z.string(), z.string()).optional().describe("The claim's spec.resources.requests."),
   preallocated: z.boolean().optional(),
-  filesystemOverhead: z.string().optional().describe("The share of a Filesystem-mode claim its disk image leaves free when it is grown."),
+  filesystemOverhead: z
+    .string()
+    .optional()
+    .describe("The share of a Filesystem-mode claim its disk image leaves free when it is grown."),
 });
 
 export const volumeStatus = z.object({
@@ -480,15 +700,32 @@ export const vmiStatus = z.object({
   phaseTransitionTimestamps: z.array(phaseTransitionTimestamp).optional(),
   interfaces: z.array(vmiInterfaceStatus).optional(),
   guestOSInfo: guestOsInfo.optional(),
-  fsFreezeStatus: z.string().optional().describe("frozen while the guest's file systems are frozen (the freeze subresource)."),
+  fsFreezeStatus: z
+    .string()
+    .optional()
+    .describe("frozen while the guest's file systems are frozen (the freeze subresource)."),
   launcherContainerImageVersion: z.string().optional(),
   runtimeUser: z.number().int().optional(),
   qosClass: z.string().optional(),
   activePods: z.record(z.string(), z.string()).optional().describe("Launcher pods by UID, with the node each runs on."),
-  evacuationNodeName: z.string().optional().describe("The node the VMI is to leave: set when its launcher pod's eviction was asked for and its evictionStrategy moves it (LiveMigrate, LiveMigrateIfPossible when it can move, External)."),
-  volumeStatus: z.array(volumeStatus).optional().describe("Each volume: its device in the guest and, for a claim, what the claim holds."),
+  evacuationNodeName: z
+    .string()
+    .optional()
+    .describe(
+      "The node the VMI is to leave: set when its launcher pod's eviction was asked for and its " +
+        "evictionStrategy moves it (LiveMigrate, LiveMigrateIfPossible when it can move, External).",
+    ),
+  volumeStatus: z
+    .array(volumeStatus)
+    .optional()
+    .describe("Each volume: its device in the guest and, for a claim, what the claim holds."),
   migrationState: migrationState.optional(),
-  migrationMethod: z.enum(["BlockMigration", "LiveMigration"]).optional().describe("How the VMI moves: LiveMigration when every disk is shared, BlockMigration when local disks are copied along."),
+  migrationMethod: z
+    .enum(["BlockMigration", "LiveMigration"])
+    .optional()
+    .describe(
+      "How the VMI moves: LiveMigration when every disk is shared, BlockMigration when local disks are copied along.",
+    ),
   migrationTransport: z.enum(["Unix"]).optional(),
 });
 

@@ -21,7 +21,10 @@ function validateCpu(domain: DomainSpec, path: string, causes: Causes): void {
     vcpus *= Math.max(value, 1);
   }
   if (vcpus > MAX_VCPUS) {
-    causes.invalid(`${path}.cpu`, `gives ${vcpus} vCPUs (sockets × cores × threads); at most ${MAX_VCPUS} are supported`);
+    causes.invalid(
+      `${path}.cpu`,
+      `gives ${vcpus} vCPUs (sockets × cores × threads); at most ${MAX_VCPUS} are supported`,
+    );
   }
 }
 
@@ -47,7 +50,8 @@ function validateResources(domain: DomainSpec, path: string, causes: Causes): vo
     if (r !== undefined && l !== undefined && r > l) {
       causes.invalid(
         `${path}.resources.requests.${name}`,
-        `(${String(request)}) is greater than ${path}.resources.limits.${name} (${String(limit)}); lower the request or raise the limit`,
+        `(${String(request)}) is greater than ${path}.resources.limits.${name} ` +
+          `(${String(limit)}); lower the request or raise the limit`,
       );
     }
   }
@@ -66,7 +70,12 @@ function validateMemory(domain: DomainSpec, path: string, causes: Causes, sizedE
     );
     return;
   }
-  const field = guest !== undefined ? `${path}.memory.guest` : request !== undefined ? `${path}.resources.requests.memory` : `${path}.resources.limits.memory`;
+  const field =
+    guest !== undefined
+      ? `${path}.memory.guest`
+      : request !== undefined
+        ? `${path}.resources.requests.memory`
+        : `${path}.resources.limits.memory`;
   const bytes = parseQuantity(effective);
   if (bytes === undefined) return; // the schema reports malformed quantities
   if (bytes <= 0) {
@@ -85,7 +94,10 @@ function validateMemory(domain: DomainSpec, path: string, causes: Causes, sizedE
 function validateMachine(domain: DomainSpec, path: string, causes: Causes): void {
   const type = domain.machine?.type;
   if (type === undefined || type === "q35" || type.startsWith("pc-q35")) return;
-  causes.notSupported(`${path}.machine.type`, `"${type}" is not supported; use q35 or a versioned pc-q35-* machine type`);
+  causes.notSupported(
+    `${path}.machine.type`,
+    `"${type}" is not supported; use q35 or a versioned pc-q35-* machine type`,
+  );
 }
 
 function isCleanAbsolutePath(value: string): boolean {
@@ -96,14 +108,26 @@ function isCleanAbsolutePath(value: string): boolean {
 function validateFeaturesAndClock(domain: DomainSpec, path: string, causes: Causes): void {
   const efi = domain.firmware?.bootloader?.efi;
   if (efi && efi.secureBoot !== false && domain.features?.smm?.enabled === false) {
-    causes.invalid(`${path}.features.smm.enabled`, "is false, but secure boot (on unless efi.secureBoot is false) needs SMM: enable SMM or set firmware.bootloader.efi.secureBoot: false");
+    causes.invalid(
+      `${path}.features.smm.enabled`,
+      "is false, but secure boot (on unless efi.secureBoot is false) needs SMM: enable SMM " +
+        "or set firmware.bootloader.efi.secureBoot: false",
+    );
   }
   const watchdog = domain.devices.watchdog;
-  if (watchdog && !watchdog.i6300esb) causes.required(`${path}.devices.watchdog.i6300esb`, "is required: name the watchdog's model, i6300esb (the one KubeVirt offers on amd64)");
+  if (watchdog && !watchdog.i6300esb)
+    causes.required(
+      `${path}.devices.watchdog.i6300esb`,
+      "is required: name the watchdog's model, i6300esb (the one KubeVirt offers on amd64)",
+    );
   const clock = domain.clock;
-  if (clock?.utc && clock.timezone !== undefined) causes.invalid(`${path}.clock`, "sets both utc and timezone; choose one");
+  if (clock?.utc && clock.timezone !== undefined)
+    causes.invalid(`${path}.clock`, "sets both utc and timezone; choose one");
   if (clock?.timezone !== undefined && !/^[A-Za-z][A-Za-z0-9_+-]*(\/[A-Za-z0-9_+-]+)*$/.test(clock.timezone)) {
-    causes.invalid(`${path}.clock.timezone`, `must be a time zone name such as Europe/Paris, got ${JSON.stringify(clock.timezone)}`);
+    causes.invalid(
+      `${path}.clock.timezone`,
+      `must be a time zone name such as Europe/Paris, got ${JSON.stringify(clock.timezone)}`,
+    );
   }
 }
 
@@ -118,7 +142,10 @@ function validateFirmware(domain: DomainSpec, path: string, causes: Causes): voi
   const kernelPath = `${path}.firmware.kernelBoot`;
   if (!kernelBoot.container) {
     if (kernelBoot.kernelArgs !== undefined) {
-      causes.required(`${kernelPath}.container`, "is required when kernelArgs is set: name the image holding the kernel");
+      causes.required(
+        `${kernelPath}.container`,
+        "is required when kernelArgs is set: name the image holding the kernel",
+      );
     }
     return;
   }
@@ -132,12 +159,18 @@ function validateFirmware(domain: DomainSpec, path: string, causes: Causes): voi
     ["initrdPath", initrd],
   ] as const) {
     if (value !== undefined && !isCleanAbsolutePath(value)) {
-      causes.invalid(`${kernelPath}.container.${key}`, `must be an absolute path without '.' or '..' parts, got ${JSON.stringify(value)}`);
+      causes.invalid(
+        `${kernelPath}.container.${key}`,
+        `must be an absolute path without '.' or '..' parts, got ${JSON.stringify(value)}`,
+      );
     }
   }
 }
 
-/** KubeVirt's rules for CPU, memory, machine and firmware; `sizedElsewhere`: an instancetype not yet found gives the memory. */
+/**
+ * KubeVirt's rules for CPU, memory, machine and firmware; `sizedElsewhere`: an instancetype not yet found gives the
+ * memory.
+ */
 export function validateCompute(domain: DomainSpec, path: string, causes: Causes, sizedElsewhere = false): void {
   validateCpu(domain, path, causes);
   validateResources(domain, path, causes);

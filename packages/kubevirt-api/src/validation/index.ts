@@ -26,13 +26,18 @@ function validateBootOrder(spec: VmiSpec, path: string, causes: Causes): void {
   const owners = new Map<number, string>();
   const devices = [
     ...(spec.domain.devices.disks ?? []).map((d, i) => [d.bootOrder, `${path}.domain.devices.disks[${i}]`] as const),
-    ...(spec.domain.devices.interfaces ?? []).map((n, i) => [n.bootOrder, `${path}.domain.devices.interfaces[${i}]`] as const),
+    ...(spec.domain.devices.interfaces ?? []).map(
+      (n, i) => [n.bootOrder, `${path}.domain.devices.interfaces[${i}]`] as const,
+    ),
   ];
   for (const [order, devicePath] of devices) {
     if (order === undefined) continue;
     const owner = owners.get(order);
     if (owner !== undefined) {
-      causes.duplicate(`${devicePath}.bootOrder`, `${order} is already the boot order of ${owner}; give each device its own boot order`);
+      causes.duplicate(
+        `${devicePath}.bootOrder`,
+        `${order} is already the boot order of ${owner}; give each device its own boot order`,
+      );
     } else {
       owners.set(order, devicePath);
     }
@@ -47,10 +52,17 @@ function validateVmiSpecRules(spec: VmiSpec, path: string, causes: Causes, sized
   validateBootOrder(spec, path, causes);
   validateProbes(spec, path, causes);
   if (spec.architecture !== undefined && spec.architecture !== "amd64") {
-    causes.notSupported(`${path}.architecture`, `is ${JSON.stringify(spec.architecture)}; only amd64 guests run here (the nodes emulate or virtualize x86-64 alone): set amd64 or leave it out`);
+    causes.notSupported(
+      `${path}.architecture`,
+      `is ${JSON.stringify(spec.architecture)}; only amd64 guests run here (the nodes emulate or ` +
+        "virtualize x86-64 alone): set amd64 or leave it out",
+    );
   }
   if (spec.terminationGracePeriodSeconds !== undefined && spec.terminationGracePeriodSeconds < 0) {
-    causes.invalid(`${path}.terminationGracePeriodSeconds`, `must not be negative, got ${spec.terminationGracePeriodSeconds}`);
+    causes.invalid(
+      `${path}.terminationGracePeriodSeconds`,
+      `must not be negative, got ${spec.terminationGracePeriodSeconds}`,
+    );
   }
   for (const key of ["hostname", "subdomain"] as const) {
     const value = spec[key];
@@ -64,10 +76,16 @@ const HOOK_SIDECARS = "hooks.kubevirt.io/hookSidecars";
 
 function refuseHookSidecars(annotations: Record<string, string> | undefined, path: string, causes: Causes): void {
   if (annotations?.[HOOK_SIDECARS] === undefined) return;
-  causes.notSupported(`${path}.${HOOK_SIDECARS}`, "is not supported: kubevirt-ts runs no hook sidecars, so the hook would be ignored; remove the annotation");
+  causes.notSupported(
+    `${path}.${HOOK_SIDECARS}`,
+    "is not supported: kubevirt-ts runs no hook sidecars, so the hook would be ignored; remove the annotation",
+  );
 }
 
-function validateObjectName(metadata: { name?: string | undefined; generateName?: string | undefined }, causes: Causes): void {
+function validateObjectName(
+  metadata: { name?: string | undefined; generateName?: string | undefined },
+  causes: Causes,
+): void {
   if (metadata.name === undefined) {
     if (metadata.generateName === undefined) causes.required("metadata.name", "is required: give the object a name");
     return;
@@ -112,7 +130,11 @@ const WAIT_AS_RECEIVER = "WaitAsReceiver";
 export function validateVirtualMachine(input: unknown, sources: ExpansionSources = {}): Validation<VirtualMachine> {
   if ((input as { spec?: { runStrategy?: unknown } } | null)?.spec?.runStrategy === WAIT_AS_RECEIVER) {
     const causes = new Causes();
-    causes.notSupported("spec.runStrategy", `is ${WAIT_AS_RECEIVER}, which has a VM wait for a live migration from another cluster, and kubevirt-ts migrates only within its cluster; use Always, RerunOnFailure, Manual, Halted or Once`);
+    causes.notSupported(
+      "spec.runStrategy",
+      `is ${WAIT_AS_RECEIVER}, which has a VM wait for a live migration from another cluster, and ` +
+        "kubevirt-ts migrates only within its cluster; use Always, RerunOnFailure, Manual, Halted or Once",
+    );
     return { ok: false, causes: causes.list };
   }
   const parsed = parse(virtualMachine, input);
@@ -131,12 +153,22 @@ export function validateVirtualMachine(input: unknown, sources: ExpansionSources
   for (const which of ["instancetype", "preference"] as const) {
     // virt-api's mutating webhook resolves it before any validation; what is left of it was not resolved.
     if (vm.spec[which]?.inferFromVolume !== undefined) {
-      causes.invalid(`spec.${which}.inferFromVolume`, "was not resolved: virt-api's mutating webhook infers the name from the volume and removes this field; check that the webhook kubevirt-ts-virtualmachines is installed, or name the " + which);
+      causes.invalid(
+        `spec.${which}.inferFromVolume`,
+        "was not resolved: virt-api's mutating webhook infers the name from the volume and removes this " +
+          "field; check that the webhook kubevirt-ts-virtualmachines is installed, or name the " +
+          which,
+      );
     }
   }
   const template = vm.spec.template;
   refuseHookSidecars(template.metadata?.annotations, "spec.template.metadata.annotations", causes);
-  const expanded = expandVmiSpec({ spec: template.spec, annotations: template.metadata?.annotations }, sources, "spec.template.spec", causes);
+  const expanded = expandVmiSpec(
+    { spec: template.spec, annotations: template.metadata?.annotations },
+    sources,
+    "spec.template.spec",
+    causes,
+  );
   // An instancetype gives the memory: when it is not found yet, or conflicts, nothing more is said of memory here.
   validateVmiSpecRules(expanded.spec, "spec.template.spec", causes, vm.spec.instancetype !== undefined);
   validateDataVolumeTemplates(vm, causes);
@@ -146,29 +178,54 @@ export function validateVirtualMachine(input: unknown, sources: ExpansionSources
 /** The apiVersions a dataVolumeTemplate may name: CDI's, current and earlier (whose DataVolume has the same shape). */
 const DATA_VOLUME_TEMPLATE_API_VERSIONS = ["cdi.kubevirt.io/v1beta1", "cdi.kubevirt.io/v1alpha1"];
 
-/** KubeVirt's rules for a VM's dataVolumeTemplates: each is a valid DataVolume of the VM's namespace that a volume names. */
+/**
+ * KubeVirt's rules for a VM's dataVolumeTemplates: each is a valid DataVolume of the VM's namespace that a volume
+ * names.
+ */
 function validateDataVolumeTemplates(vm: VirtualMachine, causes: Causes): void {
-  const named = new Set((vm.spec.template.spec.volumes ?? []).flatMap((v) => (v.dataVolume ? [v.dataVolume.name] : [])));
+  const named = new Set(
+    (vm.spec.template.spec.volumes ?? []).flatMap((v) => (v.dataVolume ? [v.dataVolume.name] : [])),
+  );
   const seen = new Set<string>();
   (vm.spec.dataVolumeTemplates ?? []).forEach((template, i) => {
     const path = `spec.dataVolumeTemplates[${i}]`;
     const { name, namespace } = template.metadata;
-    // Informational in KubeVirt, which always makes a cdi.kubevirt.io DataVolume; anything else is refused rather than ignored.
+    // Informational in KubeVirt, which always makes a cdi.kubevirt.io DataVolume; anything else is refused rather than
+    // ignored.
     if (template.apiVersion !== undefined && !DATA_VOLUME_TEMPLATE_API_VERSIONS.includes(template.apiVersion)) {
-      causes.invalid(`${path}.apiVersion`, `is ${JSON.stringify(template.apiVersion)}; a template makes a DataVolume of ${DATA_VOLUME_TEMPLATE_API_VERSIONS.join(" or ")}: use one or leave it out`);
+      causes.invalid(
+        `${path}.apiVersion`,
+        `is ${JSON.stringify(template.apiVersion)}; a template makes a DataVolume ` +
+          `of ${DATA_VOLUME_TEMPLATE_API_VERSIONS.join(" or ")}: use one or leave it out`,
+      );
     }
     if (template.kind !== undefined && template.kind !== "DataVolume") {
-      causes.invalid(`${path}.kind`, `is ${JSON.stringify(template.kind)}; a template makes a DataVolume: set kind: DataVolume or leave it out`);
+      causes.invalid(
+        `${path}.kind`,
+        `is ${JSON.stringify(template.kind)}; a template makes a DataVolume: set kind: DataVolume or leave it out`,
+      );
     }
     const problem = dnsSubdomainProblem(name);
     if (problem) causes.invalid(`${path}.metadata.name`, problem);
-    if (seen.has(name)) causes.duplicate(`${path}.metadata.name`, `"${name}" is the name of an earlier template; each DataVolume needs a name of its own`);
+    if (seen.has(name))
+      causes.duplicate(
+        `${path}.metadata.name`,
+        `"${name}" is the name of an earlier template; each DataVolume needs a name of its own`,
+      );
     seen.add(name);
     if (namespace !== undefined && vm.metadata.namespace !== undefined && namespace !== vm.metadata.namespace) {
-      causes.invalid(`${path}.metadata.namespace`, `is ${JSON.stringify(namespace)}; a VM's DataVolumes are in its own namespace (${vm.metadata.namespace}): remove it`);
+      causes.invalid(
+        `${path}.metadata.namespace`,
+        `is ${JSON.stringify(namespace)}; a VM's DataVolumes are in its own namespace ` +
+          `(${vm.metadata.namespace}): remove it`,
+      );
     }
     if (!named.has(name)) {
-      causes.invalid(`${path}.metadata.name`, `"${name}" is named by no volume; add a volume with dataVolume.name: ${name} to spec.template.spec.volumes, or remove the template`);
+      causes.invalid(
+        `${path}.metadata.name`,
+        `"${name}" is named by no volume; add a volume with dataVolume.name: ${name} to ` +
+          "spec.template.spec.volumes, or remove the template",
+      );
     }
     validateDataVolumeSpec(template.spec, `${path}.spec`, vm.metadata.namespace, causes);
   });
@@ -193,13 +250,26 @@ export function validateMigrationPolicy(input: unknown): Validation<MigrationPol
   const { spec } = parsed.value;
   const causes = new Causes();
   if (spec.bandwidthPerMigration !== undefined && (parseQuantity(spec.bandwidthPerMigration) ?? 0) < 0) {
-    causes.invalid("spec.bandwidthPerMigration", `is ${String(spec.bandwidthPerMigration)}; give the bandwidth per second one migration may use, such as 64Mi, or 0 for no limit`);
+    causes.invalid(
+      "spec.bandwidthPerMigration",
+      `is ${String(spec.bandwidthPerMigration)}; give the bandwidth per second one ` +
+        "migration may use, such as 64Mi, or 0 for no limit",
+    );
   }
   if (spec.completionTimeoutPerGiB !== undefined && spec.completionTimeoutPerGiB < 0) {
-    causes.invalid("spec.completionTimeoutPerGiB", `is ${String(spec.completionTimeoutPerGiB)}; give the seconds a migration may take per GiB copied, such as 150, or 0 for no limit`);
+    causes.invalid(
+      "spec.completionTimeoutPerGiB",
+      `is ${String(spec.completionTimeoutPerGiB)}; give the seconds a migration may take ` +
+        "per GiB copied, such as 150, or 0 for no limit",
+    );
   }
   if (spec.allowWorkloadDisruption === true && spec.allowPostCopy !== true) {
-    causes.invalid("spec.allowWorkloadDisruption", "is true without allowPostCopy: true, which would have the guest paused to finish a late migration, and kubevirt-ts does not pause guests for that; set allowPostCopy: true as well (post-copy finishes it), or remove allowWorkloadDisruption");
+    causes.invalid(
+      "spec.allowWorkloadDisruption",
+      "is true without allowPostCopy: true, which would have the guest paused to finish a late migration, " +
+        "and kubevirt-ts does not pause guests for that; set allowPostCopy: true as well (post-copy finishes " +
+        "it), or remove allowWorkloadDisruption",
+    );
   }
   return finish(parsed.value, causes);
 }
@@ -213,12 +283,22 @@ export function validateKubeVirt(input: unknown, installNamespace: string): Vali
   if (!parsed.ok) return parsed;
   const { metadata, spec } = parsed.value;
   const causes = new Causes();
-  if (metadata.name !== KUBEVIRT_CR_NAME || (metadata.namespace !== undefined && metadata.namespace !== installNamespace)) {
-    causes.invalid("metadata.name", `is ${metadata.namespace ?? installNamespace}/${metadata.name ?? ""}, but kubevirt-ts reads one KubeVirt CR, ${installNamespace}/${KUBEVIRT_CR_NAME} (the chart makes it): change that one instead`);
+  if (
+    metadata.name !== KUBEVIRT_CR_NAME ||
+    (metadata.namespace !== undefined && metadata.namespace !== installNamespace)
+  ) {
+    causes.invalid(
+      "metadata.name",
+      `is ${metadata.namespace ?? installNamespace}/${metadata.name ?? ""}, but kubevirt-ts reads one ` +
+        `KubeVirt CR, ${installNamespace}/${KUBEVIRT_CR_NAME} (the chart makes it): change that one instead`,
+    );
   }
   const bandwidth = spec.configuration.migrations?.bandwidthPerMigration;
   if (bandwidth !== undefined && (parseQuantity(bandwidth) ?? -1) < 0) {
-    causes.invalid("spec.configuration.migrations.bandwidthPerMigration", `is ${String(bandwidth)}; give the bandwidth per second one migration may use, such as 64Mi, or 0 for no limit`);
+    causes.invalid(
+      "spec.configuration.migrations.bandwidthPerMigration",
+      `is ${String(bandwidth)}; give the bandwidth per second one migration may use, such as 64Mi, or 0 for no limit`,
+    );
   }
   return finish(parsed.value, causes);
 }

@@ -8,7 +8,10 @@ export function dnsLabelProblem(value: string): string | undefined {
   if (value === "") return "must not be empty";
   if (value.length > 63) return `must be at most 63 characters long, it has ${value.length}`;
   if (!dnsLabel.test(value)) {
-    return `must be a DNS label: lower-case letters, digits and '-', starting and ending with a letter or digit (got ${JSON.stringify(value)})`;
+    return (
+      "must be a DNS label: lower-case letters, digits and '-', starting and ending with a " +
+      `letter or digit (got ${JSON.stringify(value)})`
+    );
   }
   return undefined;
 }

@@ -23,25 +23,45 @@ export function validateNetworking(spec: VmiSpec, path: string, causes: Causes):
   interfaces.forEach((iface, i) => {
     const p = `${ifacesPath}[${i}]`;
     if (!interfaceName.test(iface.name)) {
-      causes.invalid(`${p}.name`, `must consist of letters, digits, '-' and '_' only, got ${JSON.stringify(iface.name)}`);
+      causes.invalid(
+        `${p}.name`,
+        `must consist of letters, digits, '-' and '_' only, got ${JSON.stringify(iface.name)}`,
+      );
     }
     if (interfaceNames.has(iface.name)) {
-      causes.duplicate(`${p}.name`, `"${iface.name}" is used by another interface; only one interface can connect to a network`);
+      causes.duplicate(
+        `${p}.name`,
+        `"${iface.name}" is used by another interface; only one interface can connect to a network`,
+      );
     }
     interfaceNames.add(iface.name);
 
     const bindings = (["masquerade", "bridge"] as const).filter((b) => iface[b] !== undefined);
     if (bindings.length !== 1) {
-      causes.invalid(p, `must have exactly one binding method (masquerade or bridge); it has ${bindings.length === 0 ? "none" : bindings.join(" and ")}`);
+      causes.invalid(
+        p,
+        "must have exactly one binding method (masquerade or bridge); it " +
+          `has ${bindings.length === 0 ? "none" : bindings.join(" and ")}`,
+      );
     } else if (iface.bridge !== undefined) {
       // Accepted by the schema so that KubeVirt's manifests get this answer rather than "unknown field" (ADR 4).
-      causes.notSupported(`${p}.bridge`, "is not supported yet: the guest cannot take the pod's address here; use masquerade: {} (the guest sits behind the pod's address, and the interface's ports let connections in)");
+      causes.notSupported(
+        `${p}.bridge`,
+        "is not supported yet: the guest cannot take the pod's address here; use masquerade: {} (the guest " +
+          "sits behind the pod's address, and the interface's ports let connections in)",
+      );
     }
     if (!networksByName.has(iface.name)) {
-      causes.notFound(`${p}.name`, `"${iface.name}" matches no network; add a network named "${iface.name}" to ${networksPath}`);
+      causes.notFound(
+        `${p}.name`,
+        `"${iface.name}" matches no network; add a network named "${iface.name}" to ${networksPath}`,
+      );
     }
     if (iface.macAddress !== undefined && !macAddress.test(iface.macAddress)) {
-      causes.invalid(`${p}.macAddress`, `must be a MAC address such as 02:00:00:00:00:01, got ${JSON.stringify(iface.macAddress)}`);
+      causes.invalid(
+        `${p}.macAddress`,
+        `must be a MAC address such as 02:00:00:00:00:01, got ${JSON.stringify(iface.macAddress)}`,
+      );
     }
     if (iface.bootOrder !== undefined && iface.bootOrder < 1) {
       causes.invalid(`${p}.bootOrder`, `must be 1 or more when set, got ${iface.bootOrder}`);
@@ -52,13 +72,21 @@ export function validateNetworking(spec: VmiSpec, path: string, causes: Causes):
       if (port.port < 1 || port.port > 65535) {
         causes.invalid(`${q}.port`, `must be between 1 and 65535, got ${port.port}`);
       } else if (port.port === LAUNCHER_OPS_PORT) {
-        causes.invalid(`${q}.port`, `is ${LAUNCHER_OPS_PORT}, the launcher's own port (its health and metrics); forward another`);
+        causes.invalid(
+          `${q}.port`,
+          `is ${LAUNCHER_OPS_PORT}, the launcher's own port (its health and metrics); forward another`,
+        );
       }
       const key = `${port.protocol ?? "TCP"}/${port.port}`;
-      if (seen.has(key)) causes.duplicate(`${q}.port`, `${key} is forwarded already by another entry; list each port and protocol once`);
+      if (seen.has(key))
+        causes.duplicate(`${q}.port`, `${key} is forwarded already by another entry; list each port and protocol once`);
       seen.add(key);
       if (port.name !== undefined && !portName.test(port.name)) {
-        causes.invalid(`${q}.name`, `must be a port name as a pod's (at most 15 lowercase letters, digits and '-', with a letter, not starting or ending with '-'), got ${JSON.stringify(port.name)}`);
+        causes.invalid(
+          `${q}.name`,
+          "must be a port name as a pod's (at most 15 lowercase letters, digits and '-', with a letter, not " +
+            `starting or ending with '-'), got ${JSON.stringify(port.name)}`,
+        );
       }
     });
   });
@@ -68,7 +96,10 @@ export function validateNetworking(spec: VmiSpec, path: string, causes: Causes):
   networks.forEach((net, i) => {
     const p = `${networksPath}[${i}]`;
     if (networkNames.has(net.name)) {
-      causes.duplicate(`${p}.name`, `"${net.name}" is the name of another network; each network needs a name of its own`);
+      causes.duplicate(
+        `${p}.name`,
+        `"${net.name}" is the name of another network; each network needs a name of its own`,
+      );
     }
     networkNames.add(net.name);
     if (!net.pod) {
@@ -76,13 +107,20 @@ export function validateNetworking(spec: VmiSpec, path: string, causes: Causes):
       return;
     }
     podNetworks++;
-    if (podNetworks > 1) causes.invalid(`${p}.pod`, "is a second pod network; a VMI connects to the pod network at most once");
+    if (podNetworks > 1)
+      causes.invalid(`${p}.pod`, "is a second pod network; a VMI connects to the pod network at most once");
     const vmNetworkCIDR = net.pod.vmNetworkCIDR;
     if (vmNetworkCIDR !== undefined && !isIpv4Cidr(vmNetworkCIDR)) {
-      causes.invalid(`${p}.pod.vmNetworkCIDR`, `must be an IPv4 CIDR with a prefix of 1 to 30 bits, got ${JSON.stringify(vmNetworkCIDR)}`);
+      causes.invalid(
+        `${p}.pod.vmNetworkCIDR`,
+        `must be an IPv4 CIDR with a prefix of 1 to 30 bits, got ${JSON.stringify(vmNetworkCIDR)}`,
+      );
     }
     if (!interfaceNames.has(net.name)) {
-      causes.notFound(`${p}.name`, `"${net.name}" is used by no interface; add an interface named "${net.name}" or remove the network`);
+      causes.notFound(
+        `${p}.name`,
+        `"${net.name}" is used by no interface; add an interface named "${net.name}" or remove the network`,
+      );
     }
   });
 }

@@ -24,7 +24,9 @@ function issueToCauses(issue: z.core.$ZodIssue, base: readonly PropertyKey[]): C
         return {
           reason: CauseType.NotSupported,
           field: keyField,
-          message: `${keyField} is not a field kubevirt-ts supports (yet); remove it, or see the supported fields with \`kubectl explain\``,
+          message:
+            `${keyField} is not a field kubevirt-ts supports (yet); remove it, or see the ` +
+            "supported fields with `kubectl explain`",
         };
       });
     case "invalid_type":
@@ -43,12 +45,16 @@ function issueToCauses(issue: z.core.$ZodIssue, base: readonly PropertyKey[]): C
         {
           reason: CauseType.NotSupported,
           field,
-          message: `${field} has the unsupported value ${JSON.stringify(issue.input)}; use one of: ${issue.values.map(String).join(", ")}`,
+          message:
+            `${field} has the unsupported value ${JSON.stringify(issue.input)}; use one ` +
+            `of: ${issue.values.map(String).join(", ")}`,
         },
       ];
     case "invalid_union":
       // Quantities are the only unions: a string or a number.
-      return [{ reason: CauseType.Invalid, field, message: `${field} must be a Kubernetes quantity such as 128Mi or 2Gi` }];
+      return [
+        { reason: CauseType.Invalid, field, message: `${field} must be a Kubernetes quantity such as 128Mi or 2Gi` },
+      ];
     default:
       return [{ reason: CauseType.Invalid, field, message: `${field} ${issue.message}` }];
   }

@@ -11,9 +11,14 @@ export interface BoundedRead {
 }
 
 /** The text of a GET's body, or why there is none (not answering, not 2xx, past the bound in bytes or time). */
-export async function fetchBoundedText(url: string, bound: BoundedRead): Promise<{ text: string } | { failed: string }> {
+export async function fetchBoundedText(
+  url: string,
+  bound: BoundedRead,
+): Promise<{ text: string } | { failed: string }> {
   const abort = new AbortController();
-  const timer = setTimeout(() => { abort.abort(new Error(`no whole answer within ${String(bound.timeoutMs)} ms`)); }, bound.timeoutMs);
+  const timer = setTimeout(() => {
+    abort.abort(new Error(`no whole answer within ${String(bound.timeoutMs)} ms`));
+  }, bound.timeoutMs);
   try {
     const response = await fetch(url, { signal: abort.signal, redirect: "error" });
     if (!response.ok) {
@@ -40,7 +45,14 @@ export async function fetchBoundedText(url: string, bound: BoundedRead): Promise
     }
     return { text: Buffer.concat(chunks).toString("utf8") };
   } catch (error) {
-    return { failed: abort.signal.aborted && abort.signal.reason instanceof Error ? abort.signal.reason.message : error instanceof Error ? error.message : String(error) };
+    return {
+      failed:
+        abort.signal.aborted && abort.signal.reason instanceof Error
+          ? abort.signal.reason.message
+          : error instanceof Error
+            ? error.message
+            : String(error),
+    };
   } finally {
     clearTimeout(timer);
   }

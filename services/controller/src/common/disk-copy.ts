@@ -9,7 +9,11 @@ import { DISK_COPY_NAME, DISK_COPY_PATH } from "@kubevirt-ts/node-contract";
 type InitContainer = NonNullable<PodSpec["initContainers"]>[number];
 
 /** What the copier's containers may do: nothing but read and write their volumes. */
-export const restrictedContainer = { allowPrivilegeEscalation: false, runAsNonRoot: true, capabilities: { drop: ["ALL"] } };
+export const restrictedContainer = {
+  allowPrivilegeEscalation: false,
+  runAsNonRoot: true,
+  capabilities: { drop: ["ALL"] },
+};
 export const smallResources = { requests: { cpu: "10m", memory: "16Mi" }, limits: { memory: "64Mi" } };
 
 export interface DiskCopy {
@@ -30,7 +34,11 @@ export interface DiskCopy {
  * The init containers copying each disk out of its image, after one handing the copier over from `copier` (an image of
  * ours) through the `tools` volume; none when there is nothing to copy.
  */
-export function diskCopyInitContainers(copier: { image: string; imagePullPolicy: string }, tools: { volume: string; mountPath: string }, copies: readonly DiskCopy[]): InitContainer[] {
+export function diskCopyInitContainers(
+  copier: { image: string; imagePullPolicy: string },
+  tools: { volume: string; mountPath: string },
+  copies: readonly DiskCopy[],
+): InitContainer[] {
   if (copies.length === 0) return [];
   const copierInTools = `${tools.mountPath}/${DISK_COPY_NAME}`;
   return [

@@ -1,6 +1,12 @@
 import { type PersistentVolumeClaim, type Pod, podReady, removeCondition, setCondition } from "@kubevirt-ts/kube";
 import { CLAIM_POD_PHASE, CLAIM_POD_READY, IMPORTER_CONTAINER } from "@kubevirt-ts/node-contract";
-import { type Condition, type DataVolume, DataVolumeConditionType, DataVolumePhase, type DataVolumeStatus } from "@kubevirt-ts/kubevirt-api";
+import {
+  type Condition,
+  type DataVolume,
+  DataVolumeConditionType,
+  DataVolumePhase,
+  type DataVolumeStatus,
+} from "@kubevirt-ts/kubevirt-api";
 
 // What the DataVolume controller does about one DataVolume, and the status
 // that follows, decided from what it observes alone (pure, so CDI's phases
@@ -25,9 +31,14 @@ export interface DataVolumeObservation {
   claimOwned: boolean;
   /** Whether the DataVolume may take over a claim of its name it did not make (cdi.kubevirt.io/allowClaimAdoption). */
   adoptionAllowed: boolean;
-  /** The DataVolume's importer pod, if there is one: the pod the controller made (importerPodMismatch), never another. */
+  /**
+   * The DataVolume's importer pod, if there is one: the pod the controller made (importerPodMismatch), never another.
+   */
   pod: Pod | undefined;
-  /** A pod of the importer's name that is not the controller's, and why (importerPodMismatch); it stands in the importer's way. */
+  /**
+   * A pod of the importer's name that is not the controller's, and why (importerPodMismatch); it stands in the
+   * importer's way.
+   */
   foreignPod?: { name: string; why: string } | undefined;
   /** Why the importer cannot be made yet (its source claim is missing, say), if so. */
   blocked: string | undefined;
@@ -36,7 +47,8 @@ export interface DataVolumeObservation {
   now: Date;
 }
 
-export const claimSucceeded = (claim: PersistentVolumeClaim | undefined): boolean => claim?.metadata.annotations?.[CLAIM_POD_PHASE] === DataVolumePhase.Succeeded;
+export const claimSucceeded = (claim: PersistentVolumeClaim | undefined): boolean =>
+  claim?.metadata.annotations?.[CLAIM_POD_PHASE] === DataVolumePhase.Succeeded;
 
 export function decideDataVolume(o: DataVolumeObservation): DataVolumeAction {
   if (o.dv.metadata.deletionTimestamp) return { kind: "none" };
@@ -49,7 +61,8 @@ export function decideDataVolume(o: DataVolumeObservation): DataVolumeAction {
   // An upload's claim says, as CDI's, whether its upload server takes an upload (virtctl image-upload waits for it).
   if (isUpload(o.dv)) {
     const annotations = uploadClaimAnnotations(o.pod);
-    if (Object.entries(annotations).some(([k, v]) => o.claim?.metadata.annotations?.[k] !== v)) return { kind: "annotateClaim", annotations };
+    if (Object.entries(annotations).some(([k, v]) => o.claim?.metadata.annotations?.[k] !== v))
+      return { kind: "annotateClaim", annotations };
   }
   return { kind: "none" };
 }
@@ -57,25 +70,38 @@ export function decideDataVolume(o: DataVolumeObservation): DataVolumeAction {
 const isClone = (dv: DataVolume) => dv.spec.source?.pvc !== undefined;
 const isUpload = (dv: DataVolume) => dv.spec.source?.upload !== undefined;
 
-
 /** CDI's annotations on an upload's claim: its upload pod's phase, and whether it is ready. */
-export const uploadClaimAnnotations = (pod: Pod): Record<string, string> => ({ [CLAIM_POD_PHASE]: pod.status?.phase ?? "Pending", [CLAIM_POD_READY]: String(podReady(pod)) });
+export const uploadClaimAnnotations = (pod: Pod): Record<string, string> => ({
+  [CLAIM_POD_PHASE]: pod.status?.phase ?? "Pending",
+  [CLAIM_POD_READY]: String(podReady(pod)),
+});
 
-/** The reason, on the Running condition and a Warning event, of a pod in the importer's place that the controller did not make. */
+/**
+ * The reason, on the Running condition and a Warning event, of a pod in the importer's place that the controller did
+ * not make.
+ */
 export const FOREIGN_POD_REASON = "ImporterPodNotOurs";
 
 /** What the DataVolume says of a pod in its importer's place that the controller did not make, and what to do. */
 export const foreignPodMessage = (foreign: { name: string; why: string }): string =>
-  `the pod ${foreign.name} has the importer's name and owner but is not the importer the controller made (${foreign.why}); nothing is read from it: delete it, and the controller makes its own`;
+  `the pod ${foreign.name} has the importer's name and owner but is not the importer the controller made ` +
+  `(${foreign.why}); nothing is read from it: delete it, and the controller makes its own`;
 
 /** Why the importer is not running: an image it cannot pull, or the reason its last run ended with. */
 function importerTrouble(pod: Pod): { reason: string; message: string } | undefined {
   const statuses = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])];
-  const pull = statuses.map((c) => c.state?.waiting).find((w) => w?.reason === "ErrImagePull" || w?.reason === "ImagePullBackOff" || w?.reason === "InvalidImageName");
-  if (pull) return { reason: "ImagePullFailed", message: pull.message ?? `${pull.reason ?? ""}: the image cannot be pulled` };
+  const pull = statuses
+    .map((c) => c.state?.waiting)
+    .find((w) => w?.reason === "ErrImagePull" || w?.reason === "ImagePullBackOff" || w?.reason === "InvalidImageName");
+  if (pull)
+    return { reason: "ImagePullFailed", message: pull.message ?? `${pull.reason ?? ""}: the image cannot be pulled` };
   const importer = pod.status?.containerStatuses?.find((c) => c.name === IMPORTER_CONTAINER);
   const ended = importer?.state?.terminated ?? (importer?.state?.waiting ? importer.lastState?.terminated : undefined);
-  if (ended && ended.exitCode !== 0) return { reason: "Error", message: (ended.message ?? ended.reason ?? `the importer exited ${String(ended.exitCode)}`).trim() };
+  if (ended && ended.exitCode !== 0)
+    return {
+      reason: "Error",
+      message: (ended.message ?? ended.reason ?? `the importer exited ${String(ended.exitCode)}`).trim(),
+    };
   return undefined;
 }
 
@@ -88,30 +114,65 @@ export function deriveDataVolumeStatus(o: DataVolumeObservation): DataVolumeStat
   conditions = setCondition<Condition>(
     conditions,
     !claim
-      ? { type: DataVolumeConditionType.Bound, status: "Unknown", reason: "NotFound", message: `No PVC found${o.blocked ? `: ${o.blocked}` : ""}` }
+      ? {
+          type: DataVolumeConditionType.Bound,
+          status: "Unknown",
+          reason: "NotFound",
+          message: `No PVC found${o.blocked ? `: ${o.blocked}` : ""}`,
+        }
       : !o.claimOwned && !o.adoptionAllowed
-        ? { type: DataVolumeConditionType.Bound, status: "False", reason: "ErrResourceExists", message: `A claim named ${dv.metadata.name ?? ""} exists and is not the DataVolume's; delete it, or let the DataVolume take it over with the annotation cdi.kubevirt.io/allowClaimAdoption: "true"` }
+        ? {
+            type: DataVolumeConditionType.Bound,
+            status: "False",
+            reason: "ErrResourceExists",
+            message:
+              `A claim named ${dv.metadata.name ?? ""} exists and is not the DataVolume's; delete it, or ` +
+              "let the DataVolume take it over with the annotation cdi.kubevirt.io/allowClaimAdoption: " +
+              `"true"`,
+          }
         : bound
           ? { type: DataVolumeConditionType.Bound, status: "True", reason: "Bound", message: "PVC Bound" }
-          : { type: DataVolumeConditionType.Bound, status: "False", reason: "Pending", message: "PVC Pending (it binds when the importer pod is scheduled)" },
+          : {
+              type: DataVolumeConditionType.Bound,
+              status: "False",
+              reason: "Pending",
+              message: "PVC Pending (it binds when the importer pod is scheduled)",
+            },
     now,
   );
   if (claim && (claimSucceeded(claim) || (!o.claimOwned && o.adoptionAllowed))) {
     status.phase = DataVolumePhase.Succeeded;
     status.progress = "100.0%";
-    conditions = setCondition<Condition>(conditions, { type: DataVolumeConditionType.Running, status: "False", reason: "Completed", message: "Import Complete" }, now);
-    conditions = setCondition<Condition>(conditions, { type: DataVolumeConditionType.Ready, status: "True", reason: "", message: "" }, now);
+    conditions = setCondition<Condition>(
+      conditions,
+      { type: DataVolumeConditionType.Running, status: "False", reason: "Completed", message: "Import Complete" },
+      now,
+    );
+    conditions = setCondition<Condition>(
+      conditions,
+      { type: DataVolumeConditionType.Ready, status: "True", reason: "", message: "" },
+      now,
+    );
     status.conditions = conditions;
     return status;
   }
-  const scheduled = isClone(dv) ? DataVolumePhase.CloneScheduled : isUpload(dv) ? DataVolumePhase.UploadScheduled : DataVolumePhase.ImportScheduled;
+  const scheduled = isClone(dv)
+    ? DataVolumePhase.CloneScheduled
+    : isUpload(dv)
+      ? DataVolumePhase.UploadScheduled
+      : DataVolumePhase.ImportScheduled;
   // An upload is UploadReady while its server takes uploads, and until the disk is in.
   const inProgress = isClone(dv) ? DataVolumePhase.CloneInProgress : DataVolumePhase.ImportInProgress;
-  status.phase = !claim || !pod
-    ? DataVolumePhase.Pending
-    : isUpload(dv)
-      ? podReady(pod) || pod.status?.phase === "Succeeded" ? DataVolumePhase.UploadReady : scheduled
-      : pod.status?.phase === "Running" || pod.status?.phase === "Succeeded" ? inProgress : scheduled;
+  status.phase =
+    !claim || !pod
+      ? DataVolumePhase.Pending
+      : isUpload(dv)
+        ? podReady(pod) || pod.status?.phase === "Succeeded"
+          ? DataVolumePhase.UploadReady
+          : scheduled
+        : pod.status?.phase === "Running" || pod.status?.phase === "Succeeded"
+          ? inProgress
+          : scheduled;
   status.progress = o.progress ?? previous.progress ?? "N/A";
   const restarts = pod?.status?.containerStatuses?.find((c) => c.name === IMPORTER_CONTAINER)?.restartCount;
   if (restarts !== undefined) status.restartCount = restarts;
@@ -119,13 +180,34 @@ export function deriveDataVolumeStatus(o: DataVolumeObservation): DataVolumeStat
   conditions = trouble
     ? setCondition<Condition>(conditions, { type: DataVolumeConditionType.Running, status: "False", ...trouble }, now)
     : pod?.status?.phase === "Running"
-      ? setCondition<Condition>(conditions, { type: DataVolumeConditionType.Running, status: "True", reason: "Pod is running", message: "" }, now)
+      ? setCondition<Condition>(
+          conditions,
+          { type: DataVolumeConditionType.Running, status: "True", reason: "Pod is running", message: "" },
+          now,
+        )
       : o.foreignPod
-        ? setCondition<Condition>(conditions, { type: DataVolumeConditionType.Running, status: "False", reason: FOREIGN_POD_REASON, message: foreignPodMessage(o.foreignPod) }, now)
+        ? setCondition<Condition>(
+            conditions,
+            {
+              type: DataVolumeConditionType.Running,
+              status: "False",
+              reason: FOREIGN_POD_REASON,
+              message: foreignPodMessage(o.foreignPod),
+            },
+            now,
+          )
         : o.blocked
-          ? setCondition<Condition>(conditions, { type: DataVolumeConditionType.Running, status: "False", reason: "Blocked", message: o.blocked }, now)
+          ? setCondition<Condition>(
+              conditions,
+              { type: DataVolumeConditionType.Running, status: "False", reason: "Blocked", message: o.blocked },
+              now,
+            )
           : removeCondition(conditions, DataVolumeConditionType.Running);
-  conditions = setCondition<Condition>(conditions, { type: DataVolumeConditionType.Ready, status: "False", reason: "", message: "" }, now);
+  conditions = setCondition<Condition>(
+    conditions,
+    { type: DataVolumeConditionType.Ready, status: "False", reason: "", message: "" },
+    now,
+  );
   status.conditions = conditions;
   return status;
 }

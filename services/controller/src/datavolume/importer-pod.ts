@@ -1,6 +1,25 @@
 import type { PersistentVolumeClaim, Pod, PodSpec, Secret } from "@kubevirt-ts/kube";
-import { CLAIM_POPULATED_FOR, CLAIM_UPLOAD_TARGET, IMPORTER_CONTAINER, IMPORTER_PROGRESS_PORT, ImporterDir, ImporterEnv, type ImporterSource, UPLOAD_KEY_SECRET_KEY, UPLOAD_SERVER_PORT, uploadKeySecretName, uploadPodName } from "@kubevirt-ts/node-contract";
-import { type DataVolume, LAUNCHER_UID, Label, LabelValue, controllerRef, parseQuantity } from "@kubevirt-ts/kubevirt-api";
+import {
+  CLAIM_POPULATED_FOR,
+  CLAIM_UPLOAD_TARGET,
+  IMPORTER_CONTAINER,
+  IMPORTER_PROGRESS_PORT,
+  ImporterDir,
+  ImporterEnv,
+  type ImporterSource,
+  UPLOAD_KEY_SECRET_KEY,
+  UPLOAD_SERVER_PORT,
+  uploadKeySecretName,
+  uploadPodName,
+} from "@kubevirt-ts/node-contract";
+import {
+  type DataVolume,
+  LAUNCHER_UID,
+  Label,
+  LabelValue,
+  controllerRef,
+  parseQuantity,
+} from "@kubevirt-ts/kubevirt-api";
 import { claimRequestBytes, dataVolumeDiskBytes } from "@kubevirt-ts/vm-rules";
 import { deriveUploadKey } from "@kubevirt-ts/runtime";
 import { diskCopyInitContainers, restrictedContainer } from "../common/disk-copy.ts";
@@ -14,7 +33,10 @@ import { diskCopyInitContainers, restrictedContainer } from "../common/disk-copy
 export interface ImporterConfig {
   importerImage: string;
   imagePullPolicy: "Always" | "IfNotPresent" | "Never";
-  /** The chart's upload master key (UPLOAD_MASTER_KEY_FILE), from which each upload pod's key is derived (uploadKeySecret). */
+  /**
+   * The chart's upload master key (UPLOAD_MASTER_KEY_FILE), from which each upload pod's key is derived
+   * (uploadKeySecret).
+   */
   uploadMasterKey: Uint8Array;
 }
 
@@ -30,7 +52,10 @@ function sourceBytes(source: PersistentVolumeClaim | undefined): number | undefi
 }
 
 /** The claim a DataVolume makes: its name, owned by it, sized by CDI's rules; undefined while its size is unknown. */
-export function dataVolumeClaim(dv: DataVolume, source: PersistentVolumeClaim | undefined): PersistentVolumeClaim | undefined {
+export function dataVolumeClaim(
+  dv: DataVolume,
+  source: PersistentVolumeClaim | undefined,
+): PersistentVolumeClaim | undefined {
   const bytes = claimRequestBytes(dv.spec) ?? sourceBytes(source);
   if (bytes === undefined) return undefined;
   const spec = dv.spec.storage ?? dv.spec.pvc ?? {};
@@ -41,7 +66,10 @@ export function dataVolumeClaim(dv: DataVolume, source: PersistentVolumeClaim | 
       name: dv.metadata.name,
       namespace: dv.metadata.namespace,
       labels: { [Label.App]: LabelValue.Importer },
-      annotations: { [CLAIM_POPULATED_FOR]: dv.metadata.name ?? "", ...(dv.spec.source?.upload ? { [CLAIM_UPLOAD_TARGET]: "" } : {}) },
+      annotations: {
+        [CLAIM_POPULATED_FOR]: dv.metadata.name ?? "",
+        ...(dv.spec.source?.upload ? { [CLAIM_UPLOAD_TARGET]: "" } : {}),
+      },
       ownerReferences: [controllerRef(dv)],
     },
     spec: {
@@ -65,13 +93,15 @@ export function importerSource(dv: DataVolume): ImporterSource {
 }
 
 /** The importer pod's name, as CDI names it: importer-<claim>, or cdi-upload-<claim> for an upload. */
-export const importerPodName = (dv: DataVolume): string => (dv.spec.source?.upload ? uploadPodName(dv.metadata.name ?? "") : `importer-${dv.metadata.name ?? ""}`);
+export const importerPodName = (dv: DataVolume): string =>
+  dv.spec.source?.upload ? uploadPodName(dv.metadata.name ?? "") : `importer-${dv.metadata.name ?? ""}`;
 
 /**
  * The node a claim of local storage is bound to (WaitForFirstConsumer): the scheduler's choice for its first pod, as it
  * annotates the claim; undefined while it has none.
  */
-export const claimNode = (claim: PersistentVolumeClaim | undefined): string | undefined => claim?.metadata.annotations?.["volume.kubernetes.io/selected-node"];
+export const claimNode = (claim: PersistentVolumeClaim | undefined): string | undefined =>
+  claim?.metadata.annotations?.["volume.kubernetes.io/selected-node"];
 
 /**
  * The importer pod that fills the DataVolume's claim. `node`: where it must run, the node of the other claims of the VM
@@ -88,18 +118,31 @@ export function importerPod(dv: DataVolume, diskBytes: number, config: ImporterC
     { name: ImporterEnv.sourceDir, value: SOURCE_DIR },
   ];
   if (source.http) {
-    env.push({ name: ImporterEnv.endpoint, value: source.http.url }, { name: ImporterEnv.extraHeaders, value: JSON.stringify(source.http.extraHeaders ?? []) });
+    env.push(
+      { name: ImporterEnv.endpoint, value: source.http.url },
+      { name: ImporterEnv.extraHeaders, value: JSON.stringify(source.http.extraHeaders ?? []) },
+    );
     if (source.http.secretRef !== undefined) {
       // CDI's keys: the Secret's accessKeyId and secretKey are the user and password.
       env.push(
-        { name: ImporterEnv.accessKeyId, valueFrom: { secretKeyRef: { name: source.http.secretRef, key: "accessKeyId" } } },
+        {
+          name: ImporterEnv.accessKeyId,
+          valueFrom: { secretKeyRef: { name: source.http.secretRef, key: "accessKeyId" } },
+        },
         { name: ImporterEnv.secretKey, valueFrom: { secretKeyRef: { name: source.http.secretRef, key: "secretKey" } } },
       );
     }
   }
-  // An upload's pod serves the upload server, with the key the upload proxy presents (uploadKeySecret), and is ready once it listens.
-  if (kind === "upload") env.push({ name: ImporterEnv.uploadKey, valueFrom: { secretKeyRef: { name: uploadKeySecretName(dv.metadata.name ?? ""), key: UPLOAD_KEY_SECRET_KEY } } });
-  const volumes: NonNullable<PodSpec["volumes"]> = [{ name: TARGET, persistentVolumeClaim: { claimName: dv.metadata.name ?? "" } }];
+  // An upload's pod serves the upload server, with the key the upload proxy presents (uploadKeySecret), and is ready
+  // once it listens.
+  if (kind === "upload")
+    env.push({
+      name: ImporterEnv.uploadKey,
+      valueFrom: { secretKeyRef: { name: uploadKeySecretName(dv.metadata.name ?? ""), key: UPLOAD_KEY_SECRET_KEY } },
+    });
+  const volumes: NonNullable<PodSpec["volumes"]> = [
+    { name: TARGET, persistentVolumeClaim: { claimName: dv.metadata.name ?? "" } },
+  ];
   const mounts: { name: string; mountPath: string; readOnly?: boolean }[] = [{ name: TARGET, mountPath: TARGET_DIR }];
   if (source.pvc) {
     volumes.push({ name: SOURCE, persistentVolumeClaim: { claimName: source.pvc.name, readOnly: true } });
@@ -110,7 +153,16 @@ export function importerPod(dv: DataVolume, diskBytes: number, config: ImporterC
     ? diskCopyInitContainers(
         { image: config.importerImage, imagePullPolicy: config.imagePullPolicy },
         { volume: TOOLS, mountPath: TOOLS_DIR },
-        [{ name: "registry-disk", image: source.registry.url.replace(/^docker:\/\//, ""), imagePullPolicy: "IfNotPresent", from: "/disk", volume: SOURCE, mountPath: SOURCE_DIR }],
+        [
+          {
+            name: "registry-disk",
+            image: source.registry.url.replace(/^docker:\/\//, ""),
+            imagePullPolicy: "IfNotPresent",
+            from: "/disk",
+            volume: SOURCE,
+            mountPath: SOURCE_DIR,
+          },
+        ],
       )
     : [];
   if (source.registry) {
@@ -130,8 +182,24 @@ export function importerPod(dv: DataVolume, diskBytes: number, config: ImporterC
       // The kubelet restarts a failed import with its back-off, as CDI's importer pod is.
       restartPolicy: "OnFailure",
       automountServiceAccountToken: false,
-      securityContext: { runAsUser: LAUNCHER_UID, runAsGroup: LAUNCHER_UID, fsGroup: LAUNCHER_UID, runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } },
-      ...(node !== undefined ? { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchFields: [{ key: "metadata.name", operator: "In", values: [node] }] }] } } } } : {}),
+      securityContext: {
+        runAsUser: LAUNCHER_UID,
+        runAsGroup: LAUNCHER_UID,
+        fsGroup: LAUNCHER_UID,
+        runAsNonRoot: true,
+        seccompProfile: { type: "RuntimeDefault" },
+      },
+      ...(node !== undefined
+        ? {
+            affinity: {
+              nodeAffinity: {
+                requiredDuringSchedulingIgnoredDuringExecution: {
+                  nodeSelectorTerms: [{ matchFields: [{ key: "metadata.name", operator: "In", values: [node] }] }],
+                },
+              },
+            },
+          }
+        : {}),
       ...(initContainers.length > 0 ? { initContainers } : {}),
       containers: [
         {
@@ -139,8 +207,13 @@ export function importerPod(dv: DataVolume, diskBytes: number, config: ImporterC
           image: config.importerImage,
           imagePullPolicy: config.imagePullPolicy,
           env,
-          ports: [{ name: "metrics", containerPort: IMPORTER_PROGRESS_PORT }, ...(kind === "upload" ? [{ name: "upload", containerPort: UPLOAD_SERVER_PORT }] : [])],
-          ...(kind === "upload" ? { readinessProbe: { tcpSocket: { port: UPLOAD_SERVER_PORT }, periodSeconds: 2 } } : {}),
+          ports: [
+            { name: "metrics", containerPort: IMPORTER_PROGRESS_PORT },
+            ...(kind === "upload" ? [{ name: "upload", containerPort: UPLOAD_SERVER_PORT }] : []),
+          ],
+          ...(kind === "upload"
+            ? { readinessProbe: { tcpSocket: { port: UPLOAD_SERVER_PORT }, periodSeconds: 2 } }
+            : {}),
           resources: { requests: { cpu: "10m", memory: "64Mi" }, limits: { memory: "512Mi" } },
           securityContext: restrictedContainer,
           terminationMessagePolicy: "FallbackToLogsOnError",
@@ -163,7 +236,12 @@ export function uploadKeySecret(dv: DataVolume, master: Uint8Array): Secret {
   return {
     apiVersion: "v1",
     kind: "Secret",
-    metadata: { name: uploadKeySecretName(dv.metadata.name ?? ""), namespace: dv.metadata.namespace, labels: { [Label.App]: LabelValue.Importer }, ownerReferences: [controllerRef(dv)] },
+    metadata: {
+      name: uploadKeySecretName(dv.metadata.name ?? ""),
+      namespace: dv.metadata.namespace,
+      labels: { [Label.App]: LabelValue.Importer },
+      ownerReferences: [controllerRef(dv)],
+    },
     type: "Opaque",
     data: { [UPLOAD_KEY_SECRET_KEY]: Buffer.from(key).toString("base64") },
   };
@@ -180,11 +258,27 @@ const repository = (image: string | undefined): string => (image ?? "").replace(
 function whatRuns(c: NonNullable<PodSpec["containers"]>[number]): string {
   const env = (c.env ?? []).map((e) => {
     const from = e.valueFrom;
-    const source = from?.secretKeyRef ? `secret ${from.secretKeyRef.name}/${from.secretKeyRef.key}` : from?.fieldRef ? `field ${from.fieldRef.fieldPath}` : from ? JSON.stringify(from) : "";
+    const source = from?.secretKeyRef
+      ? `secret ${from.secretKeyRef.name}/${from.secretKeyRef.key}`
+      : from?.fieldRef
+        ? `field ${from.fieldRef.fieldPath}`
+        : from
+          ? JSON.stringify(from)
+          : "";
     return `${e.name}=${e.name === ImporterEnv.diskBytes ? "" : (e.value ?? "")}${source}`;
   });
-  const mounts = (c.volumeMounts ?? []).map((m) => `${m.name}:${m.mountPath}:${String(m.readOnly ?? false)}:${m.subPath ?? ""}`);
-  return JSON.stringify({ image: repository(c.image), command: c.command ?? [], args: c.args ?? [], workingDir: c.workingDir ?? "", env, envFrom: c.envFrom ?? [], mounts });
+  const mounts = (c.volumeMounts ?? []).map(
+    (m) => `${m.name}:${m.mountPath}:${String(m.readOnly ?? false)}:${m.subPath ?? ""}`,
+  );
+  return JSON.stringify({
+    image: repository(c.image),
+    command: c.command ?? [],
+    args: c.args ?? [],
+    workingDir: c.workingDir ?? "",
+    env,
+    envFrom: c.envFrom ?? [],
+    mounts,
+  });
 }
 
 /**
@@ -203,16 +297,30 @@ export function importerPodMismatch(pod: Pod, expected: Pod): string | undefined
   const spec = pod.spec ?? { containers: [] };
   const want = expected.spec ?? { containers: [] };
   if ((spec.ephemeralContainers ?? []).length > 0) return "an ephemeral container was added to it";
-  if (spec.shareProcessNamespace === true || spec.hostNetwork === true || spec.hostPID === true || spec.hostIPC === true) return "it shares a process or host namespace";
-  for (const [kind, have, wanted] of [["container", spec.containers, want.containers], ["init container", spec.initContainers ?? [], want.initContainers ?? []]] as const) {
-    if (have.map((c) => c.name).join() !== wanted.map((c) => c.name).join()) return `its ${kind}s are [${have.map((c) => c.name).join(", ")}], not [${wanted.map((c) => c.name).join(", ")}]`;
+  if (
+    spec.shareProcessNamespace === true ||
+    spec.hostNetwork === true ||
+    spec.hostPID === true ||
+    spec.hostIPC === true
+  )
+    return "it shares a process or host namespace";
+  for (const [kind, have, wanted] of [
+    ["container", spec.containers, want.containers],
+    ["init container", spec.initContainers ?? [], want.initContainers ?? []],
+  ] as const) {
+    if (have.map((c) => c.name).join() !== wanted.map((c) => c.name).join())
+      return `its ${kind}s are [${have.map((c) => c.name).join(", ")}], not [${wanted.map((c) => c.name).join(", ")}]`;
     const differs = have.find((c, i) => {
       const ours = wanted[i];
       return ours === undefined || whatRuns(c) !== whatRuns(ours);
     });
-    if (differs) return `its ${kind} ${differs.name} is not the importer's (image, command, environment or mounts differ)`;
+    if (differs)
+      return `its ${kind} ${differs.name} is not the importer's (image, command, environment or mounts differ)`;
   }
-  const claims = (s: PodSpec) => JSON.stringify((s.volumes ?? []).map((v) => [v.name, v.persistentVolumeClaim?.claimName ?? "", v.emptyDir ? "emptyDir" : ""]));
+  const claims = (s: PodSpec) =>
+    JSON.stringify(
+      (s.volumes ?? []).map((v) => [v.name, v.persistentVolumeClaim?.claimName ?? "", v.emptyDir ? "emptyDir" : ""]),
+    );
   if (claims(spec) !== claims(want)) return "its volumes are not the importer's";
   return undefined;
 }

@@ -1,5 +1,19 @@
-import { type ControllerManager, type Informer, type KubeClient, keyOf, resources, writeStatusIfChanged } from "@kubevirt-ts/kube";
-import { KUBEVIRT_CR_NAME, type KubeVirt, type LiveClusterConfig, featureGateWarnings, kubeVirtInformerOptions, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
+import {
+  type ControllerManager,
+  type Informer,
+  type KubeClient,
+  keyOf,
+  resources,
+  writeStatusIfChanged,
+} from "@kubevirt-ts/kube";
+import {
+  KUBEVIRT_CR_NAME,
+  type KubeVirt,
+  type LiveClusterConfig,
+  featureGateWarnings,
+  kubeVirtInformerOptions,
+  kubevirtResources,
+} from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { COMPONENTS, type ComponentWorkload, kubeVirtStatus } from "./status.ts";
 
@@ -18,9 +32,22 @@ export interface KubeVirtDeps {
   now: () => Date;
 }
 
-/** An informer of the one CR kubevirt-ts reads (KUBEVIRT_CR_NAME in the release namespace), handed to the live configuration. */
-export function followKubeVirt(manager: ControllerManager, client: KubeClient, namespace: string, live: LiveClusterConfig, resyncMs?: number): Informer<KubeVirt> {
-  const kvs = manager.informer<KubeVirt>({ client, ...kubeVirtInformerOptions(namespace), ...(resyncMs !== undefined ? { resyncMs } : {}) });
+/**
+ * An informer of the one CR kubevirt-ts reads (KUBEVIRT_CR_NAME in the release namespace), handed to the live
+ * configuration.
+ */
+export function followKubeVirt(
+  manager: ControllerManager,
+  client: KubeClient,
+  namespace: string,
+  live: LiveClusterConfig,
+  resyncMs?: number,
+): Informer<KubeVirt> {
+  const kvs = manager.informer<KubeVirt>({
+    client,
+    ...kubeVirtInformerOptions(namespace),
+    ...(resyncMs !== undefined ? { resyncMs } : {}),
+  });
   kvs.addHandler(live.informerHandler());
   return kvs;
 }
@@ -32,8 +59,25 @@ export function registerKubeVirtStatus(manager: ControllerManager, kvs: Informer
   const deployments = manager.informer<ComponentWorkload>({ client, type: resources.deployments, namespace });
   const daemonSets = manager.informer<ComponentWorkload>({ client, type: resources.daemonSets, namespace });
   const key = `${namespace}/${KUBEVIRT_CR_NAME}`;
-  const enqueue = { add: () => { queue.add(key); }, update: () => { queue.add(key); }, delete: () => { queue.add(key); } };
-  kvs.addHandler({ add: (kv) => { queue.add(keyOf(kv)); }, update: (_, kv) => { queue.add(keyOf(kv)); } });
+  const enqueue = {
+    add: () => {
+      queue.add(key);
+    },
+    update: () => {
+      queue.add(key);
+    },
+    delete: () => {
+      queue.add(key);
+    },
+  };
+  kvs.addHandler({
+    add: (kv) => {
+      queue.add(keyOf(kv));
+    },
+    update: (_, kv) => {
+      queue.add(keyOf(kv));
+    },
+  });
   deployments.addHandler(enqueue);
   daemonSets.addHandler(enqueue);
   // The feature gates it ignores, said once per change of the list (the webhook says so to whoever writes it).
@@ -56,7 +100,12 @@ export function registerKubeVirtStatus(manager: ControllerManager, kvs: Informer
         const found = (c.kind === "DaemonSet" ? daemonSets : deployments).get(`${namespace}/${c.name}`);
         if (found) workloads.set(c.name, found);
       }
-      await writeStatusIfChanged(client, kubevirtResources.kubeVirts, kv, kubeVirtStatus(kv, workloads, deps.version, deps.now()));
+      await writeStatusIfChanged(
+        client,
+        kubevirtResources.kubeVirts,
+        kv,
+        kubeVirtStatus(kv, workloads, deps.version, deps.now()),
+      );
       return undefined;
     },
   });

@@ -66,7 +66,12 @@ function health(name: string, workload: ComponentWorkload | undefined): Health {
 }
 
 /** The status of the KubeVirt CR, given its components' workloads by name. */
-export function kubeVirtStatus(kv: KubeVirt, workloads: ReadonlyMap<string, ComponentWorkload>, version: string, now: Date): KubeVirtStatus {
+export function kubeVirtStatus(
+  kv: KubeVirt,
+  workloads: ReadonlyMap<string, ComponentWorkload>,
+  version: string,
+  now: Date,
+): KubeVirtStatus {
   const components = COMPONENTS.map((c) => health(c.name, workloads.get(c.name)));
   const unavailable = components.filter((c) => !c.available);
   const unsettled = components.filter((c) => !c.settled);
@@ -93,7 +98,12 @@ export function kubeVirtStatus(kv: KubeVirt, workloads: ReadonlyMap<string, Comp
     conditions,
     deployed && !available
       ? { type: "Degraded", status: "True", reason: "ComponentsUnavailable", message: say(unavailable) }
-      : { type: "Degraded", status: "False", reason: "AllComponentsReady", message: available ? "All components are ready." : "The components are being deployed." },
+      : {
+          type: "Degraded",
+          status: "False",
+          reason: "AllComponentsReady",
+          message: available ? "All components are ready." : "The components are being deployed.",
+        },
     now,
   );
   const phase = kv.metadata.deletionTimestamp ? "Deleting" : available || deployed ? "Deployed" : "Deploying";

@@ -1,9 +1,40 @@
 import {
-  EXPECTATIONS_RECHECK_MS, type EventRecorder, type Expectations, type Informer, type KubeClient, type KubeObject, type PersistentVolumeClaim, type Pod, type Reconcile, WrittenVersions, addFinalizer, isNotFound, removeFinalizer, resources, writeStatusIfChanged,
+  EXPECTATIONS_RECHECK_MS,
+  type EventRecorder,
+  type Expectations,
+  type Informer,
+  type KubeClient,
+  type KubeObject,
+  type PersistentVolumeClaim,
+  type Pod,
+  type Reconcile,
+  WrittenVersions,
+  addFinalizer,
+  isNotFound,
+  removeFinalizer,
+  resources,
+  writeStatusIfChanged,
 } from "@kubevirt-ts/kube";
-import { Finalizer, Label, type MigrationConfiguration, MigrationPhase, type MigrationPolicy, type MigrationState, type MigrationStatus, type VirtualMachineInstance, type VirtualMachineInstanceMigration, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
+import {
+  Finalizer,
+  Label,
+  type MigrationConfiguration,
+  MigrationPhase,
+  type MigrationPolicy,
+  type MigrationState,
+  type MigrationStatus,
+  type VirtualMachineInstance,
+  type VirtualMachineInstanceMigration,
+  kubevirtResources,
+} from "@kubevirt-ts/kubevirt-api";
 import { LAUNCHER_PODS_BY_VMI, isLauncherPodOf, launcherPodsKeyOf } from "@kubevirt-ts/node-contract";
-import { isFinalMigrationPhase, launcherPodRoles, matchMigrationPolicy, migrationConfigurationFor, migrationJobOf } from "@kubevirt-ts/vm-rules";
+import {
+  isFinalMigrationPhase,
+  launcherPodRoles,
+  matchMigrationPolicy,
+  migrationConfigurationFor,
+  migrationJobOf,
+} from "@kubevirt-ts/vm-rules";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { claimsOf } from "../vmi/claim-events.ts";
 import { launcherDisruptionBudgetName } from "../vmi/disruption-budget.ts";
@@ -18,13 +49,17 @@ import { migrationTargetPod } from "./target-pod.ts";
 // migrations in flight (vm-rules' migration.ts has the contract).
 
 /** The cluster's migration configuration: its parallel limits and what a matching MigrationPolicy overrides. */
-export type ClusterMigrationConfiguration = MigrationConfiguration & { parallelMigrationsPerCluster: number; parallelOutboundMigrationsPerNode: number };
+export type ClusterMigrationConfiguration = MigrationConfiguration & {
+  parallelMigrationsPerCluster: number;
+  parallelOutboundMigrationsPerNode: number;
+};
 
 export interface MigrationConfig {
   timeouts: MigrationTimeouts;
   /**
-   * The cluster's migration configuration (KubeVirt's MigrationConfiguration): its parallel limits (migrations in flight,
-   * past Pending and not ended, in the cluster and out of one node), and what a matching MigrationPolicy overrides.
+   * The cluster's migration configuration (KubeVirt's MigrationConfiguration): its parallel limits (migrations in
+   * flight, past Pending and not ended, in the cluster and out of one node), and what a matching MigrationPolicy
+   * overrides.
    */
   cluster: () => ClusterMigrationConfiguration;
 }
@@ -53,9 +88,13 @@ const vmiKeyOf = (m: VirtualMachineInstanceMigration) => `${m.metadata.namespace
 export const ENDED_MIGRATIONS_KEPT = 5;
 
 /** The ended migrations of a VMI past the newest ENDED_MIGRATIONS_KEPT, which go. */
-export function endedMigrationsToDelete(migrations: readonly VirtualMachineInstanceMigration[]): VirtualMachineInstanceMigration[] {
+export function endedMigrationsToDelete(
+  migrations: readonly VirtualMachineInstanceMigration[],
+): VirtualMachineInstanceMigration[] {
   const ended = migrations.filter((m) => isFinalMigrationPhase(m.status?.phase) && !m.metadata.deletionTimestamp);
-  return ended.sort((a, b) => (b.metadata.creationTimestamp ?? "").localeCompare(a.metadata.creationTimestamp ?? "")).slice(ENDED_MIGRATIONS_KEPT);
+  return ended
+    .sort((a, b) => (b.metadata.creationTimestamp ?? "").localeCompare(a.metadata.creationTimestamp ?? ""))
+    .slice(ENDED_MIGRATIONS_KEPT);
 }
 
 export function createMigrationReconciler(deps: MigrationControllerDeps): Reconcile {
@@ -63,29 +102,60 @@ export function createMigrationReconciler(deps: MigrationControllerDeps): Reconc
   // Migrations this process started whose start the cache may not show yet, so two workers never exceed the limits.
   const started = new Set<string>();
 
-  const inFlight = (m: VirtualMachineInstanceMigration) => started.has(m.metadata.uid ?? "") || (!isFinalMigrationPhase(m.status?.phase) && (m.status?.phase ?? MigrationPhase.Pending) !== MigrationPhase.Pending);
+  const inFlight = (m: VirtualMachineInstanceMigration) =>
+    started.has(m.metadata.uid ?? "") ||
+    (!isFinalMigrationPhase(m.status?.phase) && (m.status?.phase ?? MigrationPhase.Pending) !== MigrationPhase.Pending);
 
-  /** Why this migration waits in Pending (another of its VMI's, or the parallel limits), or undefined when it may start. */
-  function held(migration: VirtualMachineInstanceMigration, vmi: VirtualMachineInstance, otherTargets: readonly Pod[]): string | undefined {
+  /**
+   * Why this migration waits in Pending (another of its VMI's, or the parallel limits), or undefined when it may start.
+   */
+  function held(
+    migration: VirtualMachineInstanceMigration,
+    vmi: VirtualMachineInstance,
+    otherTargets: readonly Pod[],
+  ): string | undefined {
     const [other] = otherTargets;
-    if (other) return `VMI ${migration.spec.vmiName} has another migration in flight (target pod ${other.metadata.name ?? ""}); this one waits for it to end`;
+    if (other)
+      return (
+        `VMI ${migration.spec.vmiName} has another migration in flight (target ` +
+        `pod ${other.metadata.name ?? ""}); this one waits for it to end`
+      );
     const flying = migrations.list().filter((m) => m.metadata.uid !== migration.metadata.uid && inFlight(m));
     const cluster = deps.config.cluster();
-    const limits = { perCluster: cluster.parallelMigrationsPerCluster, outboundPerNode: cluster.parallelOutboundMigrationsPerNode };
-    if (flying.length >= limits.perCluster) return `${String(flying.length)} migrations are in flight in the cluster, the most at once (parallelMigrationsPerCluster ${String(limits.perCluster)}); this one waits`;
+    const limits = {
+      perCluster: cluster.parallelMigrationsPerCluster,
+      outboundPerNode: cluster.parallelOutboundMigrationsPerNode,
+    };
+    if (flying.length >= limits.perCluster)
+      return (
+        `${String(flying.length)} migrations are in flight in the cluster, the most at once ` +
+        `(parallelMigrationsPerCluster ${String(limits.perCluster)}); this one waits`
+      );
     const node = vmi.status?.nodeName;
     const outbound = flying.filter((m) => vmis.get(vmiKeyOf(m))?.status?.nodeName === node).length;
-    if (node && outbound >= limits.outboundPerNode) return `${String(outbound)} migrations are in flight out of node ${node}, the most at once (parallelOutboundMigrationsPerNode ${String(limits.outboundPerNode)}); this one waits`;
+    if (node && outbound >= limits.outboundPerNode)
+      return (
+        `${String(outbound)} migrations are in flight out of node ${node}, the most at once ` +
+        `(parallelOutboundMigrationsPerNode ${String(limits.outboundPerNode)}); this one waits`
+      );
     return undefined;
   }
 
   /** Two pods of the VMI protected while it moves, one otherwise, when it has a disruption budget (KubeVirt's). */
-  async function protectBoth(vmi: VirtualMachineInstance, migration: VirtualMachineInstanceMigration | undefined): Promise<void> {
+  async function protectBoth(
+    vmi: VirtualMachineInstance,
+    migration: VirtualMachineInstanceMigration | undefined,
+  ): Promise<void> {
     const name = launcherDisruptionBudgetName(vmi);
-    const patch = { metadata: { labels: { [Label.MigrationName]: migration?.metadata.name ?? null } }, spec: { minAvailable: migration ? 2 : 1 } };
-    await client.patch(resources.podDisruptionBudgets, vmi.metadata.namespace, name, patch, "merge").catch((error: unknown) => {
-      if (!isNotFound(error)) throw error;
-    });
+    const patch = {
+      metadata: { labels: { [Label.MigrationName]: migration?.metadata.name ?? null } },
+      spec: { minAvailable: migration ? 2 : 1 },
+    };
+    await client
+      .patch(resources.podDisruptionBudgets, vmi.metadata.namespace, name, patch, "merge")
+      .catch((error: unknown) => {
+        if (!isNotFound(error)) throw error;
+      });
   }
 
   /**
@@ -97,22 +167,47 @@ export function createMigrationReconciler(deps: MigrationControllerDeps): Reconc
     const namespace = await client.find<KubeObject>(resources.namespaces, undefined, vmi.metadata.namespace ?? "");
     const policy = matchMigrationPolicy(deps.policies.list(), vmi.metadata.labels, namespace?.metadata.labels);
     const state: MigrationState = { ...decision.vmiState, ...migrationConfigurationFor(deps.config.cluster(), policy) };
-    const event = state.migrationPolicyName === undefined || decision.event ? {} : { event: { type: "Normal" as const, reason: "MigrationPolicy", message: `The migration runs under MigrationPolicy ${state.migrationPolicyName}` } };
+    const event =
+      state.migrationPolicyName === undefined || decision.event
+        ? {}
+        : {
+            event: {
+              type: "Normal" as const,
+              reason: "MigrationPolicy",
+              message: `The migration runs under MigrationPolicy ${state.migrationPolicyName}`,
+            },
+          };
     return { ...decision, vmiState: state, status: { ...decision.status, migrationState: state }, ...event };
   }
 
-  async function writeVmiState(vmi: VirtualMachineInstance, state: MigrationState, targetNode: string | undefined): Promise<void> {
-    await writeStatusIfChanged(client, kubevirtResources.virtualMachineInstances, vmi, { ...vmi.status, migrationState: state }, targetNode ? { [Label.MigrationTargetNodeName]: targetNode } : undefined);
+  async function writeVmiState(
+    vmi: VirtualMachineInstance,
+    state: MigrationState,
+    targetNode: string | undefined,
+  ): Promise<void> {
+    await writeStatusIfChanged(
+      client,
+      kubevirtResources.virtualMachineInstances,
+      vmi,
+      { ...vmi.status, migrationState: state },
+      targetNode ? { [Label.MigrationTargetNodeName]: targetNode } : undefined,
+    );
   }
 
   /** KubeVirt's garbage collection: a VMI keeps its newest ended migrations (and their finalizers go with them). */
   async function collectEnded(migration: VirtualMachineInstanceMigration, status: MigrationStatus): Promise<void> {
     // The cache may not show this one ended yet.
-    const ofVmi = migrations.byIndex(MIGRATIONS_BY_VMI, vmiKeyOf(migration)).map((m) => (m.metadata.uid === migration.metadata.uid ? { ...m, status } : m));
+    const ofVmi = migrations
+      .byIndex(MIGRATIONS_BY_VMI, vmiKeyOf(migration))
+      .map((m) => (m.metadata.uid === migration.metadata.uid ? { ...m, status } : m));
     for (const old of endedMigrationsToDelete(ofVmi)) {
-      await client.delete(kubevirtResources.virtualMachineInstanceMigrations, old.metadata.namespace, old.metadata.name ?? "", { uid: old.metadata.uid }).catch((error: unknown) => {
-        if (!isNotFound(error)) throw error;
-      });
+      await client
+        .delete(kubevirtResources.virtualMachineInstanceMigrations, old.metadata.namespace, old.metadata.name ?? "", {
+          uid: old.metadata.uid,
+        })
+        .catch((error: unknown) => {
+          if (!isNotFound(error)) throw error;
+        });
     }
   }
 
@@ -130,9 +225,13 @@ export function createMigrationReconciler(deps: MigrationControllerDeps): Reconc
     // Past Pending in the cache: the cache counts it from now on.
     if ((cached.status?.phase ?? MigrationPhase.Pending) !== MigrationPhase.Pending) started.delete(uid);
     if (!expectations.satisfied(key)) return { requeueAfterMs: EXPECTATIONS_RECHECK_MS };
-    const migration = cached.metadata.deletionTimestamp ? cached : await addFinalizer(client, kubevirtResources.virtualMachineInstanceMigrations, cached, Finalizer.Migration);
+    const migration = cached.metadata.deletionTimestamp
+      ? cached
+      : await addFinalizer(client, kubevirtResources.virtualMachineInstanceMigrations, cached, Finalizer.Migration);
     const vmi = vmis.get(vmiKeyOf(migration));
-    const owned = vmi ? pods.byIndex(LAUNCHER_PODS_BY_VMI, launcherPodsKeyOf(vmi)).filter((p) => isLauncherPodOf(p, vmi)) : [];
+    const owned = vmi
+      ? pods.byIndex(LAUNCHER_PODS_BY_VMI, launcherPodsKeyOf(vmi)).filter((p) => isLauncherPodOf(p, vmi))
+      : [];
     const roles = vmi ? launcherPodRoles(vmi, owned) : { current: [], targets: [], left: [] };
     // Its target pods: never one the VMI runs in now (a completed migration's target is the VMI's pod from then on).
     const targetPods = roles.targets.filter((p) => migrationJobOf(p) === uid);
@@ -141,7 +240,13 @@ export function createMigrationReconciler(deps: MigrationControllerDeps): Reconc
       vmi,
       sourcePod: roles.current.find((p) => !p.metadata.deletionTimestamp),
       targetPods,
-      held: vmi ? held(migration, vmi, roles.targets.filter((p) => migrationJobOf(p) !== uid && !p.metadata.deletionTimestamp)) : undefined,
+      held: vmi
+        ? held(
+            migration,
+            vmi,
+            roles.targets.filter((p) => migrationJobOf(p) !== uid && !p.metadata.deletionTimestamp),
+          )
+        : undefined,
       timeouts: deps.config.timeouts,
       now: now(),
     });
@@ -151,8 +256,23 @@ export function createMigrationReconciler(deps: MigrationControllerDeps): Reconc
       started.add(uid);
       expectations.expectCreations(key, 1);
       try {
-        const pod = await client.create<Pod>(resources.pods, vmi.metadata.namespace, migrationTargetPod(vmi, migration, deps.pod(), claimsOf(vmi, deps.claims), deps.nodeLabels?.(vmi.status?.nodeName ?? "")));
-        recorder.record(migration, "Normal", "SuccessfulCreate", `Created the migration target pod ${pod.metadata.name ?? ""}`);
+        const pod = await client.create<Pod>(
+          resources.pods,
+          vmi.metadata.namespace,
+          migrationTargetPod(
+            vmi,
+            migration,
+            deps.pod(),
+            claimsOf(vmi, deps.claims),
+            deps.nodeLabels?.(vmi.status?.nodeName ?? ""),
+          ),
+        );
+        recorder.record(
+          migration,
+          "Normal",
+          "SuccessfulCreate",
+          `Created the migration target pod ${pod.metadata.name ?? ""}`,
+        );
       } catch (error) {
         started.delete(uid);
         expectations.creationObserved(key);
@@ -161,22 +281,34 @@ export function createMigrationReconciler(deps: MigrationControllerDeps): Reconc
       await protectBoth(vmi, migration);
     }
     for (const pod of decision.deleteTargetPods ?? []) {
-      await client.delete(resources.pods, pod.metadata.namespace, pod.metadata.name ?? "", { uid: pod.metadata.uid }).catch((error: unknown) => {
-        if (!isNotFound(error)) throw error;
-      });
+      await client
+        .delete(resources.pods, pod.metadata.namespace, pod.metadata.name ?? "", { uid: pod.metadata.uid })
+        .catch((error: unknown) => {
+          if (!isNotFound(error)) throw error;
+        });
     }
     if (decision.vmiState && vmi) await writeVmiState(vmi, decision.vmiState, decision.targetNodeLabel);
     const ended = isFinalMigrationPhase(decision.status.phase) && !isFinalMigrationPhase(migration.status?.phase);
     if (vmi && (ended || decision.release)) await protectBoth(vmi, undefined);
     if (decision.event) recorder.record(migration, decision.event.type, decision.event.reason, decision.event.message);
     if (decision.release) {
-      await removeFinalizer(client, kubevirtResources.virtualMachineInstanceMigrations, migration, Finalizer.Migration).catch((error: unknown) => {
+      await removeFinalizer(
+        client,
+        kubevirtResources.virtualMachineInstanceMigrations,
+        migration,
+        Finalizer.Migration,
+      ).catch((error: unknown) => {
         // Let go already, by an earlier pass whose write the cache had not shown yet.
         if (!isNotFound(error)) throw error;
       });
       return undefined;
     }
-    const updated = await writeStatusIfChanged(client, kubevirtResources.virtualMachineInstanceMigrations, migration, decision.status).catch((error: unknown) => {
+    const updated = await writeStatusIfChanged(
+      client,
+      kubevirtResources.virtualMachineInstanceMigrations,
+      migration,
+      decision.status,
+    ).catch((error: unknown) => {
       // Deleted meanwhile: its deletion brings it back here.
       if (!isNotFound(error)) throw error;
       return undefined;

@@ -1,6 +1,20 @@
 import type { EventRecorder, Expectations, Informer, KubeClient, Reconcile } from "@kubevirt-ts/kube";
-import { API_VERSION, Annotation, type EvictionStrategy, Kind, type VirtualMachineInstance, type VirtualMachineInstanceMigration, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
-import { EVACUATION_GENERATE_NAME, evictionStrategyOf, isFinalMigrationPhase, isLiveMigratable, isMigrating } from "@kubevirt-ts/vm-rules";
+import {
+  API_VERSION,
+  Annotation,
+  type EvictionStrategy,
+  Kind,
+  type VirtualMachineInstance,
+  type VirtualMachineInstanceMigration,
+  kubevirtResources,
+} from "@kubevirt-ts/kubevirt-api";
+import {
+  EVACUATION_GENERATE_NAME,
+  evictionStrategyOf,
+  isFinalMigrationPhase,
+  isLiveMigratable,
+  isMigrating,
+} from "@kubevirt-ts/vm-rules";
 
 // KubeVirt's evacuation controller: a VMI whose launcher pod's eviction was
 // asked for (virt-api's eviction webhook wrote status.evacuationNodeName, its
@@ -12,9 +26,13 @@ import { EVACUATION_GENERATE_NAME, evictionStrategyOf, isFinalMigrationPhase, is
 
 /** The index of migrations by the VMI they name: namespace/name. */
 export const MIGRATIONS_BY_VMI = "vmi";
-export const migrationsByVmi = (m: VirtualMachineInstanceMigration): string[] => [`${m.metadata.namespace ?? ""}/${m.spec.vmiName}`];
+export const migrationsByVmi = (m: VirtualMachineInstanceMigration): string[] => [
+  `${m.metadata.namespace ?? ""}/${m.spec.vmiName}`,
+];
 
-/** KubeVirt's backoff between evacuation migrations of a VMI that keep failing: 20 s, doubled each time, at most 5 min. */
+/**
+ * KubeVirt's backoff between evacuation migrations of a VMI that keep failing: 20 s, doubled each time, at most 5 min.
+ */
 const BACKOFF_FIRST_MS = 20_000;
 const BACKOFF_MAX_MS = 5 * 60_000;
 
@@ -23,7 +41,9 @@ const BACKOFF_MAX_MS = 5 * 60_000;
  * (the newest first), 20 s × 2^(n-1) from the end of the last; 0 when none failed last or the wait is over.
  */
 export function evacuationBackoffMs(migrations: readonly VirtualMachineInstanceMigration[], now: Date): number {
-  const newestFirst = [...migrations].sort((a, b) => (b.metadata.creationTimestamp ?? "").localeCompare(a.metadata.creationTimestamp ?? ""));
+  const newestFirst = [...migrations].sort((a, b) =>
+    (b.metadata.creationTimestamp ?? "").localeCompare(a.metadata.creationTimestamp ?? ""),
+  );
   const failed = newestFirst.findIndex((m) => m.status?.phase !== "Failed");
   const streak = failed === -1 ? newestFirst.length : failed;
   if (streak === 0) return 0;
@@ -51,8 +71,15 @@ export interface EvacuationDeps {
 export function needsEvacuation(vmi: VirtualMachineInstance, clusterDefault: EvictionStrategy): boolean {
   const node = vmi.status?.nodeName;
   const strategy = evictionStrategyOf(vmi, clusterDefault);
-  return node !== undefined && vmi.status?.evacuationNodeName === node && !vmi.metadata.deletionTimestamp && vmi.status.phase === "Running" && !isMigrating(vmi) && isLiveMigratable(vmi)
-    && (strategy === "LiveMigrate" || strategy === "LiveMigrateIfPossible");
+  return (
+    node !== undefined &&
+    vmi.status?.evacuationNodeName === node &&
+    !vmi.metadata.deletionTimestamp &&
+    vmi.status.phase === "Running" &&
+    !isMigrating(vmi) &&
+    isLiveMigratable(vmi) &&
+    (strategy === "LiveMigrate" || strategy === "LiveMigrateIfPossible")
+  );
 }
 
 export function createEvacuationReconciler(deps: EvacuationDeps): Reconcile {
@@ -65,23 +92,43 @@ export function createEvacuationReconciler(deps: EvacuationDeps): Reconcile {
     }
     if (!expectations.satisfied(key) || !needsEvacuation(vmi, deps.evictionStrategy())) return undefined;
     const previous = migrations.byIndex(MIGRATIONS_BY_VMI, key);
-    if (previous.some((m) => !isFinalMigrationPhase(m.status?.phase) && !m.metadata.deletionTimestamp)) return undefined;
+    if (previous.some((m) => !isFinalMigrationPhase(m.status?.phase) && !m.metadata.deletionTimestamp))
+      return undefined;
     const backoff = evacuationBackoffMs(previous, deps.now());
     if (backoff > 0) {
-      recorder.record(vmi, "Normal", "MigrationBackoff", `The VMI's last migration failed: its evacuation tries again in ${String(Math.ceil(backoff / 1000))} s`);
+      recorder.record(
+        vmi,
+        "Normal",
+        "MigrationBackoff",
+        `The VMI's last migration failed: its evacuation tries again in ${String(Math.ceil(backoff / 1000))} s`,
+      );
       return { requeueAfterMs: backoff };
     }
     const node = vmi.status?.nodeName ?? "";
     const migration: VirtualMachineInstanceMigration = {
       apiVersion: API_VERSION,
       kind: Kind.VirtualMachineInstanceMigration,
-      metadata: { generateName: EVACUATION_GENERATE_NAME, namespace: vmi.metadata.namespace, annotations: { [Annotation.EvacuationMigration]: node } },
+      metadata: {
+        generateName: EVACUATION_GENERATE_NAME,
+        namespace: vmi.metadata.namespace,
+        annotations: { [Annotation.EvacuationMigration]: node },
+      },
       spec: { vmiName: vmi.metadata.name ?? "" },
     };
     expectations.expectCreations(key, 1);
     try {
-      const created = await client.create(kubevirtResources.virtualMachineInstanceMigrations, vmi.metadata.namespace, migration);
-      recorder.record(vmi, "Normal", "SuccessfulCreate", `Created migration ${created.metadata.name ?? ""} to move the VMI off node ${node}, whose drain asked for its eviction`);
+      const created = await client.create(
+        kubevirtResources.virtualMachineInstanceMigrations,
+        vmi.metadata.namespace,
+        migration,
+      );
+      recorder.record(
+        vmi,
+        "Normal",
+        "SuccessfulCreate",
+        `Created migration ${created.metadata.name ?? ""} to move the VMI off ` +
+          `node ${node}, whose drain asked for its eviction`,
+      );
     } catch (error) {
       expectations.creationObserved(key);
       throw error;

@@ -18,8 +18,20 @@ type Affinity = NonNullable<PodSpec["affinity"]>;
 
 function withAntiAffinity(affinity: Affinity | undefined, vmiUid: string): Affinity {
   const anti = affinity?.podAntiAffinity;
-  const term = { labelSelector: { matchExpressions: [{ key: Label.CreatedBy, operator: "In", values: [vmiUid] }] }, topologyKey: HOSTNAME };
-  return { ...affinity, podAntiAffinity: { ...anti, requiredDuringSchedulingIgnoredDuringExecution: [...(anti?.requiredDuringSchedulingIgnoredDuringExecution ?? []), term] } };
+  const term = {
+    labelSelector: { matchExpressions: [{ key: Label.CreatedBy, operator: "In", values: [vmiUid] }] },
+    topologyKey: HOSTNAME,
+  };
+  return {
+    ...affinity,
+    podAntiAffinity: {
+      ...anti,
+      requiredDuringSchedulingIgnoredDuringExecution: [
+        ...(anti?.requiredDuringSchedulingIgnoredDuringExecution ?? []),
+        term,
+      ],
+    },
+  };
 }
 
 export function migrationTargetPod(
@@ -30,12 +42,23 @@ export function migrationTargetPod(
   sourceNodeLabels?: Readonly<Record<string, string>>,
 ): Pod & { spec: PodSpec } {
   const pod = launcherPod(vmi, config, claims);
-  const hostModel = followsHostModel(vmi.spec.domain.cpu?.model) && sourceNodeLabels ? hostModelTargetSelector(sourceNodeLabels) : undefined;
-  // addedNodeSelector narrows where the target may go, never lifts the VMI's or KubeVirt's own selectors (as KubeVirt's).
+  const hostModel =
+    followsHostModel(vmi.spec.domain.cpu?.model) && sourceNodeLabels
+      ? hostModelTargetSelector(sourceNodeLabels)
+      : undefined;
+  // addedNodeSelector narrows where the target may go, never lifts the VMI's or KubeVirt's own selectors (as
+  // KubeVirt's).
   const nodeSelector = { ...migration.spec.addedNodeSelector, ...pod.spec.nodeSelector, ...hostModel };
   return {
     ...pod,
-    metadata: { ...pod.metadata, labels: { ...pod.metadata.labels, [Label.MigrationJobUid]: migration.metadata.uid ?? "" } },
-    spec: { ...pod.spec, ...(Object.keys(nodeSelector).length > 0 ? { nodeSelector } : {}), affinity: withAntiAffinity(pod.spec.affinity, vmi.metadata.uid ?? "") },
+    metadata: {
+      ...pod.metadata,
+      labels: { ...pod.metadata.labels, [Label.MigrationJobUid]: migration.metadata.uid ?? "" },
+    },
+    spec: {
+      ...pod.spec,
+      ...(Object.keys(nodeSelector).length > 0 ? { nodeSelector } : {}),
+      affinity: withAntiAffinity(pod.spec.affinity, vmi.metadata.uid ?? ""),
+    },
   };
 }

@@ -1,5 +1,20 @@
-import { type EventRecorder, type Informer, type KubeClient, type Node, type Pod, type Reconcile, isNotFound, resources } from "@kubevirt-ts/kube";
-import { LAUNCHER_PODS_BY_VMI, NODE_UNRESPONSIVE_REASON, NodeAnnotation, NodeLabel, launcherPodsKeyOf } from "@kubevirt-ts/node-contract";
+import {
+  type EventRecorder,
+  type Informer,
+  type KubeClient,
+  type Node,
+  type Pod,
+  type Reconcile,
+  isNotFound,
+  resources,
+} from "@kubevirt-ts/kube";
+import {
+  LAUNCHER_PODS_BY_VMI,
+  NODE_UNRESPONSIVE_REASON,
+  NodeAnnotation,
+  NodeLabel,
+  launcherPodsKeyOf,
+} from "@kubevirt-ts/node-contract";
 import { type VirtualMachineInstance, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
 import { isFinalPhase, withPhase } from "@kubevirt-ts/vm-rules";
 import type { Logger } from "@kubevirt-ts/runtime";
@@ -13,7 +28,8 @@ import type { Logger } from "@kubevirt-ts/runtime";
 
 /** The index of VMIs by status.nodeName. */
 export const VMIS_BY_NODE = "node";
-export const vmisByNode = (vmi: VirtualMachineInstance): string[] => (vmi.status?.nodeName ? [vmi.status.nodeName] : []);
+export const vmisByNode = (vmi: VirtualMachineInstance): string[] =>
+  vmi.status?.nodeName ? [vmi.status.nodeName] : [];
 
 /** KubeVirt looks at every node again each minute; sooner when its heartbeat runs out before then. */
 const RECHECK_MS = 60_000;
@@ -52,17 +68,36 @@ export function createNodeReconciler(deps: NodeControllerDeps): Reconcile {
   const { client, nodes, vmis, pods, recorder, log, now, timeoutMs } = deps;
 
   async function failOrphans(nodeName: string): Promise<void> {
-    const stuck = vmis.byIndex(VMIS_BY_NODE, nodeName).filter((vmi) => !isFinalPhase(vmi.status?.phase) && !pods.byIndex(LAUNCHER_PODS_BY_VMI, launcherPodsKeyOf(vmi)).some((p) => alive(p, nodeName)));
+    const stuck = vmis
+      .byIndex(VMIS_BY_NODE, nodeName)
+      .filter(
+        (vmi) =>
+          !isFinalPhase(vmi.status?.phase) &&
+          !pods.byIndex(LAUNCHER_PODS_BY_VMI, launcherPodsKeyOf(vmi)).some((p) => alive(p, nodeName)),
+      );
     // One after another, as KubeVirt's: no burst of writes while something is already wrong.
     for (const vmi of stuck) {
-      recorder.record(vmi, "Normal", NODE_UNRESPONSIVE_REASON, `the handler of node ${nodeName} is not beating and the VMI's launcher pod is gone there: the VMI is Failed`);
+      recorder.record(
+        vmi,
+        "Normal",
+        NODE_UNRESPONSIVE_REASON,
+        `the handler of node ${nodeName} is not beating and the VMI's launcher pod is gone there: the VMI is Failed`,
+      );
       const time = now().toISOString();
-      await client.update<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, { ...vmi, status: { ...withPhase(vmi.status ?? {}, "Failed", time), reason: NODE_UNRESPONSIVE_REASON } }).catch((error: unknown) => {
-        // Gone, or changed meanwhile: the VMI's next event brings it here again.
-        if (isNotFound(error) || (error as { code?: number }).code === 409) return;
-        throw error;
+      await client
+        .update<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, {
+          ...vmi,
+          status: { ...withPhase(vmi.status ?? {}, "Failed", time), reason: NODE_UNRESPONSIVE_REASON },
+        })
+        .catch((error: unknown) => {
+          // Gone, or changed meanwhile: the VMI's next event brings it here again.
+          if (isNotFound(error) || (error as { code?: number }).code === 409) return;
+          throw error;
+        });
+      log.info("a VMI on a node whose handler stopped beating is Failed", {
+        vmi: `${vmi.metadata.namespace ?? ""}/${vmi.metadata.name ?? ""}`,
+        node: nodeName,
       });
-      log.info("a VMI on a node whose handler stopped beating is Failed", { vmi: `${vmi.metadata.namespace ?? ""}/${vmi.metadata.name ?? ""}`, node: nodeName });
     }
   }
 
@@ -74,9 +109,23 @@ export function createNodeReconciler(deps: NodeControllerDeps): Reconcile {
     const left = beat ? beat.getTime() + timeoutMs - now().getTime() : -1;
     if (left > 0) return { requeueAfterMs: Math.min(RECHECK_MS, left + 1_000) };
     if (node?.metadata.labels?.[NodeLabel.Schedulable] === "true") {
-      recorder.record({ ...node, apiVersion: "v1", kind: "Node" }, "Normal", NODE_UNRESPONSIVE_REASON, `the handler of this node has not beaten since ${beat?.toISOString() ?? "ever"}: the node takes no new VMIs`);
-      await client.patch(resources.nodes, undefined, nodeName, { metadata: { labels: { [NodeLabel.Schedulable]: "false" } } }, "strategic");
-      log.info("a node whose handler stopped beating is unschedulable", { node: nodeName, lastHeartbeat: beat?.toISOString() });
+      recorder.record(
+        { ...node, apiVersion: "v1", kind: "Node" },
+        "Normal",
+        NODE_UNRESPONSIVE_REASON,
+        `the handler of this node has not beaten since ${beat?.toISOString() ?? "ever"}: the node takes no new VMIs`,
+      );
+      await client.patch(
+        resources.nodes,
+        undefined,
+        nodeName,
+        { metadata: { labels: { [NodeLabel.Schedulable]: "false" } } },
+        "strategic",
+      );
+      log.info("a node whose handler stopped beating is unschedulable", {
+        node: nodeName,
+        lastHeartbeat: beat?.toISOString(),
+      });
     }
     await failOrphans(nodeName);
     return node ? { requeueAfterMs: RECHECK_MS } : undefined;

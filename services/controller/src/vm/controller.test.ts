@@ -18,9 +18,17 @@ const vm: VirtualMachine = {
 describe("vmiForVm", () => {
   it("gives the VMI the template's labels, with the VM's name label, owned by the VM", () => {
     const vmi = vmiForVm(vm, { spec: vm.spec.template.spec, annotations: undefined });
-    expect(vmi.metadata).toMatchObject({ name: "web", namespace: "ns", labels: { app: "web", tier: "front", "vm.kubevirt.io/name": "web" } });
-    expect(vmi.metadata.ownerReferences).toEqual([expect.objectContaining({ kind: "VirtualMachine", name: "web", uid: "vm-uid", controller: true })]);
+    expect(vmi.metadata).toMatchObject({
+      name: "web",
+      namespace: "ns",
+      labels: { app: "web", tier: "front", "vm.kubevirt.io/name": "web" },
+    });
+    expect(vmi.metadata.ownerReferences).toEqual([
+      expect.objectContaining({ kind: "VirtualMachine", name: "web", uid: "vm-uid", controller: true }),
+    ]);
     expect(vmi.spec.startStrategy).toBeUndefined();
-    expect(vmiForVm(vm, { spec: vm.spec.template.spec, annotations: undefined }, true).spec.startStrategy).toBe("Paused");
+    expect(vmiForVm(vm, { spec: vm.spec.template.spec, annotations: undefined }, true).spec.startStrategy).toBe(
+      "Paused",
+    );
   });
 });

@@ -1,7 +1,36 @@
 import {
-  EXPECTATIONS_RECHECK_MS, type EventRecorder, type Expectations, type Informer, type KubeClient, type PersistentVolumeClaim, type Reconcile, WrittenVersions, addFinalizer, isAlreadyExists, isNotFound, kubeTime, removeFinalizer, writeStatusIfChanged,
+  EXPECTATIONS_RECHECK_MS,
+  type EventRecorder,
+  type Expectations,
+  type Informer,
+  type KubeClient,
+  type PersistentVolumeClaim,
+  type Reconcile,
+  WrittenVersions,
+  addFinalizer,
+  isAlreadyExists,
+  isNotFound,
+  kubeTime,
+  removeFinalizer,
+  writeStatusIfChanged,
 } from "@kubevirt-ts/kube";
-import { API_VERSION, type DataVolume, EventReason, Finalizer, Kind, Label, PrintableStatus, type VirtualMachine, type VirtualMachineInstance, type VmStatus, VmiPhase, defaultVmiSpec, runStrategyOf, kubevirtResources, controllerRef } from "@kubevirt-ts/kubevirt-api";
+import {
+  API_VERSION,
+  type DataVolume,
+  EventReason,
+  Finalizer,
+  Kind,
+  Label,
+  PrintableStatus,
+  type VirtualMachine,
+  type VirtualMachineInstance,
+  type VmStatus,
+  VmiPhase,
+  defaultVmiSpec,
+  runStrategyOf,
+  kubevirtResources,
+  controllerRef,
+} from "@kubevirt-ts/kubevirt-api";
 import { claimVolumes } from "@kubevirt-ts/vm-rules";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { controllerOf } from "../common/owner.ts";
@@ -41,7 +70,11 @@ function unboundClaims(vm: VirtualMachine, claims: Informer<PersistentVolumeClai
  * The VMI a VM creates: its template (as its instancetype and preference expand it), with KubeVirt's defaults, owned by
  * the VM; paused at start when a start request asked so, as KubeVirt sets the VMI's startStrategy then.
  */
-export function vmiForVm(vm: VirtualMachine, expanded: NonNullable<Sizing["expanded"]>, paused = false): VirtualMachineInstance {
+export function vmiForVm(
+  vm: VirtualMachine,
+  expanded: NonNullable<Sizing["expanded"]>,
+  paused = false,
+): VirtualMachineInstance {
   const template = vm.spec.template;
   return {
     apiVersion: API_VERSION,
@@ -67,7 +100,13 @@ interface SyncOutcome {
 export function createVmReconciler(deps: VmControllerDeps): Reconcile {
   const { client, vms, vmis, expectations, recorder, log, now } = deps;
 
-  async function execute(vm: VirtualMachine, action: VmAction, key: string, startFailure: VmStatus["startFailure"], sizing: Sizing): Promise<SyncOutcome> {
+  async function execute(
+    vm: VirtualMachine,
+    action: VmAction,
+    key: string,
+    startFailure: VmStatus["startFailure"],
+    sizing: Sizing,
+  ): Promise<SyncOutcome> {
     const { namespace, name = "" } = vm.metadata;
     switch (action.kind) {
       case "none":
@@ -78,12 +117,26 @@ export function createVmReconciler(deps: VmControllerDeps): Reconcile {
         if (!sizing.expanded) return { action: { kind: "none" }, startFailure, error: sizing.problem };
         expectations.expectCreations(key, 1);
         try {
-          await client.create(kubevirtResources.virtualMachineInstances, namespace, vmiForVm(vm, sizing.expanded, action.paused === true));
-          recorder.record(vm, "Normal", EventReason.SuccessfulCreate, `Started the virtual machine by creating the new virtual machine instance ${name}`);
+          await client.create(
+            kubevirtResources.virtualMachineInstances,
+            namespace,
+            vmiForVm(vm, sizing.expanded, action.paused === true),
+          );
+          recorder.record(
+            vm,
+            "Normal",
+            EventReason.SuccessfulCreate,
+            `Started the virtual machine by creating the new virtual machine instance ${name}`,
+          );
         } catch (error) {
           expectations.creationObserved(key);
           if (isAlreadyExists(error)) return { action, startFailure };
-          recorder.record(vm, "Warning", EventReason.FailedCreate, `Error creating virtual machine instance ${name}: ${String(error)}`);
+          recorder.record(
+            vm,
+            "Warning",
+            EventReason.FailedCreate,
+            `Error creating virtual machine instance ${name}: ${String(error)}`,
+          );
           return { action, startFailure, error: { reason: EventReason.FailedCreate, message: String(error) } };
         }
         return { action, startFailure };
@@ -92,19 +145,38 @@ export function createVmReconciler(deps: VmControllerDeps): Reconcile {
         let failure = startFailure;
         if (action.failedEarly && startFailure?.lastFailedVMIUID !== action.uid) {
           const count = (startFailure?.consecutiveFailCount ?? 0) + 1;
-          failure = { consecutiveFailCount: count, lastFailedVMIUID: action.uid, retryAfterTimestamp: kubeTime(new Date(now().getTime() + backoffMs(count))) };
+          failure = {
+            consecutiveFailCount: count,
+            lastFailedVMIUID: action.uid,
+            retryAfterTimestamp: kubeTime(new Date(now().getTime() + backoffMs(count))),
+          };
         }
         expectations.expectDeletions(key, 1);
         try {
           await client.delete(kubevirtResources.virtualMachineInstances, namespace, name, { uid: action.uid });
           // Why a failed VMI failed (say, its liveness probe) outlives it in the VM's events.
           const why = action.failed ? vmis.get(key)?.status?.message : undefined;
-          recorder.record(vm, "Normal", EventReason.SuccessfulDelete, `Stopped the virtual machine by deleting the virtual machine instance ${action.uid}${why ? `, which failed: ${why}` : ""}`);
+          recorder.record(
+            vm,
+            "Normal",
+            EventReason.SuccessfulDelete,
+            "Stopped the virtual machine by deleting the virtual machine " +
+              `instance ${action.uid}${why ? `, which failed: ${why}` : ""}`,
+          );
         } catch (error) {
           expectations.deletionObserved(key);
           if (!isNotFound(error)) {
-            recorder.record(vm, "Warning", EventReason.FailedDelete, `Error deleting virtual machine instance ${name}: ${String(error)}`);
-            return { action, startFailure: failure, error: { reason: EventReason.FailedDelete, message: String(error) } };
+            recorder.record(
+              vm,
+              "Warning",
+              EventReason.FailedDelete,
+              `Error deleting virtual machine instance ${name}: ${String(error)}`,
+            );
+            return {
+              action,
+              startFailure: failure,
+              error: { reason: EventReason.FailedDelete, message: String(error) },
+            };
           }
         }
         return { action, startFailure: failure };
@@ -117,10 +189,14 @@ export function createVmReconciler(deps: VmControllerDeps): Reconcile {
     if (vmi) {
       if (!vmi.metadata.deletionTimestamp) {
         expectations.expectDeletions(key, 1);
-        await client.delete(kubevirtResources.virtualMachineInstances, vmi.metadata.namespace, vmi.metadata.name ?? "", { uid: vmi.metadata.uid }).catch((error: unknown) => {
-          expectations.deletionObserved(key);
-          if (!isNotFound(error)) throw error;
-        });
+        await client
+          .delete(kubevirtResources.virtualMachineInstances, vmi.metadata.namespace, vmi.metadata.name ?? "", {
+            uid: vmi.metadata.uid,
+          })
+          .catch((error: unknown) => {
+            expectations.deletionObserved(key);
+            if (!isNotFound(error)) throw error;
+          });
       }
       return;
     }
@@ -148,8 +224,12 @@ export function createVmReconciler(deps: VmControllerDeps): Reconcile {
       vmi = undefined;
     }
     if (cached.metadata.deletionTimestamp) {
-      // As KubeVirt's: a VM being deleted reads Terminating until it is gone (while its VMI goes, or another's finalizer holds it).
-      const terminating = await writeStatusIfChanged(client, kubevirtResources.virtualMachines, cached, { ...cached.status, printableStatus: PrintableStatus.Terminating });
+      // As KubeVirt's: a VM being deleted reads Terminating until it is gone (while its VMI goes, or another's
+      // finalizer holds it).
+      const terminating = await writeStatusIfChanged(client, kubevirtResources.virtualMachines, cached, {
+        ...cached.status,
+        printableStatus: PrintableStatus.Terminating,
+      });
       if (terminating) written.wrote(key, cached.metadata.resourceVersion);
       await finalize(cached, vmi, key);
       return undefined;
@@ -163,7 +243,12 @@ export function createVmReconciler(deps: VmControllerDeps): Reconcile {
       // Written by the API's start, stop and restart (vm-rules' planVmRequest), as KubeVirt's virt-api writes them.
       requests: vm.status?.stateChangeRequests ?? [],
       vmi: vmi
-        ? { uid: vmi.metadata.uid ?? "", phase: vmi.status?.phase, deleting: Boolean(vmi.metadata.deletionTimestamp), ran: (vmi.status?.phaseTransitionTimestamps ?? []).some((t) => t.phase === VmiPhase.Running) }
+        ? {
+            uid: vmi.metadata.uid ?? "",
+            phase: vmi.status?.phase,
+            deleting: Boolean(vmi.metadata.deletionTimestamp),
+            ran: (vmi.status?.phaseTransitionTimestamps ?? []).some((t) => t.phase === VmiPhase.Running),
+          }
         : undefined,
       startFailure: vm.status?.startFailure,
       now: now(),
@@ -172,14 +257,25 @@ export function createVmReconciler(deps: VmControllerDeps): Reconcile {
     const dataVolumeError = await ensureDataVolumes(client, deps.dataVolumes, recorder, vm);
     const dataVolumes = dataVolumesOf(vm.metadata.namespace, vm.spec.template.spec, deps.dataVolumes);
     // As KubeVirt's: the VMI is made once its DataVolumes are in (or wait for its pod to bind their claims).
-    const action: VmAction = decision.action.kind === "create" && dataVolumes?.ready === false ? { kind: "none" } : decision.action;
+    const action: VmAction =
+      decision.action.kind === "create" && dataVolumes?.ready === false ? { kind: "none" } : decision.action;
     const outcome = await execute(vm, action, key, vm.status?.startFailure, sizing);
     // A VMI that reached Running ends the crash loop.
     const startFailure = vmi?.status?.phase === "Running" ? undefined : outcome.startFailure;
     const status = deriveVmStatus({
-      vm, vmi, runStrategy, requests: decision.requests, action: outcome.action, startFailure, syncError: outcome.error ?? sizing.problem ?? dataVolumeError, now: now(),
-      unboundClaims: unboundClaims(vm, deps.claims), dataVolumes, startHeld: action !== decision.action,
-      instancetypeRef: sizing.instancetypeRef, preferenceRef: sizing.preferenceRef,
+      vm,
+      vmi,
+      runStrategy,
+      requests: decision.requests,
+      action: outcome.action,
+      startFailure,
+      syncError: outcome.error ?? sizing.problem ?? dataVolumeError,
+      now: now(),
+      unboundClaims: unboundClaims(vm, deps.claims),
+      dataVolumes,
+      startHeld: action !== decision.action,
+      instancetypeRef: sizing.instancetypeRef,
+      preferenceRef: sizing.preferenceRef,
     });
     const updated = await writeStatusIfChanged(client, kubevirtResources.virtualMachines, vm, status);
     if (updated) written.wrote(key, cached.metadata.resourceVersion, vm.metadata.resourceVersion);

@@ -17,17 +17,35 @@ export async function ensureDataVolumes(
   const templates = vm.spec.dataVolumeTemplates ?? [];
   if (templates.length === 0) return undefined;
   if (!dataVolumes) {
-    return { reason: EventReason.FailedCreate, message: "the VM has dataVolumeTemplates, but the cluster serves no DataVolume kind: install CDI, or kubevirt-ts's chart with dataVolumes.serve enabled" };
+    return {
+      reason: EventReason.FailedCreate,
+      message:
+        "the VM has dataVolumeTemplates, but the cluster serves no DataVolume kind: install CDI, or " +
+        "kubevirt-ts's chart with dataVolumes.serve enabled",
+    };
   }
   for (const template of templates) {
     if (dataVolumes.get(`${vm.metadata.namespace ?? ""}/${template.metadata.name}`)) continue;
     try {
       await client.create(kubevirtResources.dataVolumes, vm.metadata.namespace, dataVolumeFromTemplate(vm, template));
-      recorder.record(vm, "Normal", EventReason.SuccessfulDataVolumeCreate, `Created DataVolume ${template.metadata.name}`);
+      recorder.record(
+        vm,
+        "Normal",
+        EventReason.SuccessfulDataVolumeCreate,
+        `Created DataVolume ${template.metadata.name}`,
+      );
     } catch (error) {
       if (isAlreadyExists(error)) continue;
-      recorder.record(vm, "Warning", EventReason.FailedDataVolumeCreate, `Error creating DataVolume ${template.metadata.name}: ${String(error)}`);
-      return { reason: EventReason.FailedDataVolumeCreate, message: `Error creating DataVolume ${template.metadata.name}: ${String(error)}` };
+      recorder.record(
+        vm,
+        "Warning",
+        EventReason.FailedDataVolumeCreate,
+        `Error creating DataVolume ${template.metadata.name}: ${String(error)}`,
+      );
+      return {
+        reason: EventReason.FailedDataVolumeCreate,
+        message: `Error creating DataVolume ${template.metadata.name}: ${String(error)}`,
+      };
     }
   }
   return undefined;

@@ -27,11 +27,19 @@ describe("run strategies", () => {
     ["Halted without a VMI does nothing", given("Halted"), "none"],
     ["Manual without a VMI does nothing", given("Manual"), "none"],
     ["Manual leaves a finished VMI alone", given("Manual", succeeded), "none"],
-    ["RerunOnFailure starts when the VM takes the strategy", given("RerunOnFailure", undefined, { previousRunStrategy: undefined }), "create"],
+    [
+      "RerunOnFailure starts when the VM takes the strategy",
+      given("RerunOnFailure", undefined, { previousRunStrategy: undefined }),
+      "create",
+    ],
     ["RerunOnFailure does not restart a VMI that was stopped", given("RerunOnFailure"), "none"],
     ["RerunOnFailure restarts a failed VMI", given("RerunOnFailure", failed), "delete"],
     ["RerunOnFailure deletes a succeeded VMI without starting another", given("RerunOnFailure", succeeded), "delete"],
-    ["Once starts when the VM takes the strategy", given("Once", undefined, { previousRunStrategy: "Halted" }), "create"],
+    [
+      "Once starts when the VM takes the strategy",
+      given("Once", undefined, { previousRunStrategy: "Halted" }),
+      "create",
+    ],
     ["Once never starts again", given("Once"), "none"],
     ["Once leaves a finished VMI alone", given("Once", failed), "none"],
   ] as const)("%s", (_name, observation, action) => {
@@ -49,16 +57,51 @@ describe("run strategies", () => {
 
 describe("start and stop requests", () => {
   it.each([
-    ["a start creates the VMI of a Manual VM and stays pending", given("Manual", undefined, { requests: [start] }), "create", [start]],
+    [
+      "a start creates the VMI of a Manual VM and stays pending",
+      given("Manual", undefined, { requests: [start] }),
+      "create",
+      [start],
+    ],
     ["a start is done once the VMI runs", given("Manual", running, { requests: [start] }), "none", []],
-    ["a start of a finished VMI deletes it first", given("Manual", succeeded, { requests: [start] }), "delete", [start]],
-    ["a start on a Halted VM waits for the run strategy its paused start sets next", given("Halted", undefined, { requests: [start] }), "none", [start]],
-    ["a stop deletes the running VMI and stays pending", given("Manual", running, { requests: [stopOf()] }), "delete", [stopOf()]],
+    [
+      "a start of a finished VMI deletes it first",
+      given("Manual", succeeded, { requests: [start] }),
+      "delete",
+      [start],
+    ],
+    [
+      "a start on a Halted VM waits for the run strategy its paused start sets next",
+      given("Halted", undefined, { requests: [start] }),
+      "none",
+      [start],
+    ],
+    [
+      "a stop deletes the running VMI and stays pending",
+      given("Manual", running, { requests: [stopOf()] }),
+      "delete",
+      [stopOf()],
+    ],
     ["a stop is done once the VMI is gone", given("Manual", undefined, { requests: [stopOf()] }), "none", []],
     ["a stop for an older VMI is done", given("Manual", running, { requests: [stopOf("older")] }), "none", []],
-    ["a restart stops the current VMI first", given("Always", running, { requests: [stopOf("vmi-1"), start] }), "delete", [stopOf("vmi-1"), start]],
-    ["a restart starts anew once the old VMI is gone", given("Always", undefined, { requests: [stopOf("vmi-1"), start] }), "create", [start]],
-    ["a restart is done once the new VMI runs", given("Always", { ...running, uid: "vmi-2" }, { requests: [stopOf("vmi-1"), start] }), "none", []],
+    [
+      "a restart stops the current VMI first",
+      given("Always", running, { requests: [stopOf("vmi-1"), start] }),
+      "delete",
+      [stopOf("vmi-1"), start],
+    ],
+    [
+      "a restart starts anew once the old VMI is gone",
+      given("Always", undefined, { requests: [stopOf("vmi-1"), start] }),
+      "create",
+      [start],
+    ],
+    [
+      "a restart is done once the new VMI runs",
+      given("Always", { ...running, uid: "vmi-2" }, { requests: [stopOf("vmi-1"), start] }),
+      "none",
+      [],
+    ],
   ] as const)("%s", (_name, observation, action, requests) => {
     const decision = decide(observation);
     expect(decision.action.kind).toBe(action);
@@ -69,12 +112,18 @@ describe("start and stop requests", () => {
 describe("crash-loop back-off", () => {
   it("waits until retryAfterTimestamp before creating again", () => {
     const retryAfter = new Date(now.getTime() + 20_000).toISOString();
-    const decision = decide(given("Always", undefined, { startFailure: { consecutiveFailCount: 2, retryAfterTimestamp: retryAfter } }));
+    const decision = decide(
+      given("Always", undefined, { startFailure: { consecutiveFailCount: 2, retryAfterTimestamp: retryAfter } }),
+    );
     expect(decision.action).toEqual({ kind: "backoff", untilMs: Date.parse(retryAfter) });
   });
 
   it("creates once retryAfterTimestamp has passed", () => {
-    const decision = decide(given("Always", undefined, { startFailure: { consecutiveFailCount: 2, retryAfterTimestamp: "2025-12-31T23:59:00Z" } }));
+    const decision = decide(
+      given("Always", undefined, {
+        startFailure: { consecutiveFailCount: 2, retryAfterTimestamp: "2025-12-31T23:59:00Z" },
+      }),
+    );
     expect(decision.action.kind).toBe("create");
   });
 
@@ -88,15 +137,27 @@ describe("crash-loop back-off", () => {
   });
 
   it("creates the VMI paused for a start request that asks so (virtctl start --paused), and not otherwise", () => {
-    expect(decide(given("Manual", undefined, { requests: [{ action: "Start", data: { paused: "true" } }] })).action).toEqual({ kind: "create", paused: true });
+    expect(
+      decide(given("Manual", undefined, { requests: [{ action: "Start", data: { paused: "true" } }] })).action,
+    ).toEqual({ kind: "create", paused: true });
     expect(decide(given("Manual", undefined, { requests: [{ action: "Start" }] })).action).toEqual({ kind: "create" });
   });
 
   it("marks the deletion of a VMI that failed before it ran as a start failure, as KubeVirt counts them", () => {
-    expect(decide(given("Always", failed)).action).toEqual({ kind: "delete", uid: "vmi-1", failed: true, failedEarly: true });
+    expect(decide(given("Always", failed)).action).toEqual({
+      kind: "delete",
+      uid: "vmi-1",
+      failed: true,
+      failedEarly: true,
+    });
   });
 
   it("restarts a guest that ran and then failed without counting a start failure", () => {
-    expect(decide(given("Always", { ...failed, ran: true })).action).toEqual({ kind: "delete", uid: "vmi-1", failed: true, failedEarly: false });
+    expect(decide(given("Always", { ...failed, ran: true })).action).toEqual({
+      kind: "delete",
+      uid: "vmi-1",
+      failed: true,
+      failedEarly: false,
+    });
   });
 });

@@ -57,7 +57,17 @@ function create(o: VmObservation, requests: StateChangeRequest[], paused = false
 
 const none = (requests: StateChangeRequest[]): VmDecision => ({ action: { kind: "none" }, requests });
 const remove = (vmi: ObservedVmi, requests: StateChangeRequest[]): VmDecision =>
-  vmi.deleting ? none(requests) : { action: { kind: "delete", uid: vmi.uid, failed: vmi.phase === VmiPhase.Failed, failedEarly: isFinalPhase(vmi.phase) && !vmi.ran }, requests };
+  vmi.deleting
+    ? none(requests)
+    : {
+        action: {
+          kind: "delete",
+          uid: vmi.uid,
+          failed: vmi.phase === VmiPhase.Failed,
+          failedEarly: isFinalPhase(vmi.phase) && !vmi.ran,
+        },
+        requests,
+      };
 
 /** The first pending request decides, if there is one; it is dropped once it has taken effect. */
 function decideRequest(o: VmObservation, request: StateChangeRequest, rest: StateChangeRequest[]): VmDecision {

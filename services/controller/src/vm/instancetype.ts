@@ -1,7 +1,17 @@
 import { type KubeClient, isAlreadyExists } from "@kubevirt-ts/kube";
 import {
-  type Expanded, type InstancetypeStatusRef, type Lookup, type VirtualMachine, Causes, controllerRevisionFor, controllerRevisions, expandVmiSpec, expansionSources, findInstancetypeAndPreference,
-  statusRef, summarize,
+  type Expanded,
+  type InstancetypeStatusRef,
+  type Lookup,
+  type VirtualMachine,
+  Causes,
+  controllerRevisionFor,
+  controllerRevisions,
+  expandVmiSpec,
+  expansionSources,
+  findInstancetypeAndPreference,
+  statusRef,
+  summarize,
 } from "@kubevirt-ts/kubevirt-api";
 import { isDeepStrictEqual } from "node:util";
 
@@ -25,16 +35,27 @@ interface Captured {
   data?: { spec?: unknown };
 }
 
-async function capture(client: KubeClient, vm: VirtualMachine, object: Parameters<typeof controllerRevisionFor>[1]): Promise<string | undefined> {
+async function capture(
+  client: KubeClient,
+  vm: VirtualMachine,
+  object: Parameters<typeof controllerRevisionFor>[1],
+): Promise<string | undefined> {
   const revision = controllerRevisionFor(vm, object) as { metadata: { name: string } };
   try {
     await client.create(controllerRevisions, vm.metadata.namespace, revision);
     return undefined;
   } catch (error) {
     if (!isAlreadyExists(error)) throw error;
-    const existing = await client.get<Captured & { metadata: object }>(controllerRevisions, vm.metadata.namespace, revision.metadata.name);
+    const existing = await client.get<Captured & { metadata: object }>(
+      controllerRevisions,
+      vm.metadata.namespace,
+      revision.metadata.name,
+    );
     if (isDeepStrictEqual(existing.data?.spec, object.spec)) return undefined;
-    return `found existing ControllerRevision ${revision.metadata.name} with unexpected data: delete it to capture the object again`;
+    return (
+      `found existing ControllerRevision ${revision.metadata.name} with unexpected ` +
+      "data: delete it to capture the object again"
+    );
   }
 }
 
@@ -68,19 +89,34 @@ export class InstancetypeLookup {
 
 export async function sizeVm(client: KubeClient, lookups: InstancetypeLookup, vm: VirtualMachine): Promise<Sizing> {
   const template = { spec: vm.spec.template.spec, annotations: vm.spec.template.metadata?.annotations };
-  if (!vm.spec.instancetype && !vm.spec.preference) return { expanded: template, instancetypeRef: undefined, preferenceRef: undefined };
+  if (!vm.spec.instancetype && !vm.spec.preference)
+    return { expanded: template, instancetypeRef: undefined, preferenceRef: undefined };
   const found = await findInstancetypeAndPreference(vm, lookups.lookup);
   const name = vm.metadata.name ?? "";
-  const refs = { instancetypeRef: statusRef(found.instancetype, name), preferenceRef: statusRef(found.preference, name) };
+  const refs = {
+    instancetypeRef: statusRef(found.instancetype, name),
+    preferenceRef: statusRef(found.preference, name),
+  };
   const [problem] = found.problems;
   if (problem) return { expanded: undefined, ...refs, problem: { reason: problem.reason, message: problem.message } };
   for (const one of [found.instancetype, found.preference]) {
     if (!one || !("object" in one.revision)) continue;
     const refused = await capture(client, vm, one.revision.object);
-    if (refused) return { expanded: undefined, instancetypeRef: undefined, preferenceRef: undefined, problem: { reason: "FailedCreateControllerRevision", message: refused } };
+    if (refused)
+      return {
+        expanded: undefined,
+        instancetypeRef: undefined,
+        preferenceRef: undefined,
+        problem: { reason: "FailedCreateControllerRevision", message: refused },
+      };
   }
   const causes = new Causes();
   const expanded = expandVmiSpec(template, expansionSources(found), "spec.template.spec", causes);
-  if (causes.list.length > 0) return { expanded: undefined, ...refs, problem: { reason: "FailedCreate", message: `VMI conflicts with instancetype spec: ${summarize(causes.list)}` } };
+  if (causes.list.length > 0)
+    return {
+      expanded: undefined,
+      ...refs,
+      problem: { reason: "FailedCreate", message: `VMI conflicts with instancetype spec: ${summarize(causes.list)}` },
+    };
   return { expanded, ...refs };
 }

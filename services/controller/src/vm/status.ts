@@ -1,5 +1,16 @@
 import { findCondition, removeCondition, setCondition } from "@kubevirt-ts/kube";
-import { type Condition, PrintableStatus, type RunStrategy, type StateChangeRequest, type VirtualMachine, type VirtualMachineInstance, type VmStatus, VmConditionType, VmiConditionType, VmiPhase } from "@kubevirt-ts/kubevirt-api";
+import {
+  type Condition,
+  PrintableStatus,
+  type RunStrategy,
+  type StateChangeRequest,
+  type VirtualMachine,
+  type VirtualMachineInstance,
+  type VmStatus,
+  VmConditionType,
+  VmiConditionType,
+  VmiPhase,
+} from "@kubevirt-ts/kubevirt-api";
 import { type DataVolumesState, isFinalPhase, isMigrating } from "@kubevirt-ts/vm-rules";
 import type { VmAction } from "./decide.ts";
 
@@ -15,7 +26,9 @@ export interface VmStatusInput {
   startFailure: VmStatus["startFailure"];
   syncError: { reason: string; message: string } | undefined;
   now: Date;
-  /** The instancetype and preference the VM runs with, captured in ControllerRevisions (undefined: none, or not found). */
+  /**
+   * The instancetype and preference the VM runs with, captured in ControllerRevisions (undefined: none, or not found).
+   */
   instancetypeRef?: VmStatus["instancetypeRef"];
   /** A claim the VM's volumes name exists but is not bound yet. */
   unboundClaims?: boolean;
@@ -39,14 +52,18 @@ export function printableStatus(input: VmStatusInput): PrintableStatus {
   if (vmi && !isFinalPhase(phase) && (vmi.metadata.deletionTimestamp || stopWanted)) return PrintableStatus.Stopping;
   if (phase === VmiPhase.Running) {
     if (vmi && isMigrating(vmi)) return PrintableStatus.Migrating;
-    return vmiCondition(vmi, VmiConditionType.Paused)?.status === "True" ? PrintableStatus.Paused : PrintableStatus.Running;
+    return vmiCondition(vmi, VmiConditionType.Paused)?.status === "True"
+      ? PrintableStatus.Paused
+      : PrintableStatus.Running;
   }
   const synchronized = vmiCondition(vmi, VmiConditionType.Synchronized);
   const live = vmi !== undefined && !isFinalPhase(phase);
-  if (live && synchronized?.status === "False" && synchronized.reason === "FailedPvcNotFound") return PrintableStatus.ErrorPvcNotFound;
+  if (live && synchronized?.status === "False" && synchronized.reason === "FailedPvcNotFound")
+    return PrintableStatus.ErrorPvcNotFound;
   if (input.dataVolumes?.reason === "DataVolumeError") return PrintableStatus.DataVolumeError;
   const scheduled = vmiCondition(vmi, VmiConditionType.PodScheduled);
-  if (live && scheduled?.status === "False" && scheduled.reason === "Unschedulable") return PrintableStatus.ErrorUnschedulable;
+  if (live && scheduled?.status === "False" && scheduled.reason === "Unschedulable")
+    return PrintableStatus.ErrorUnschedulable;
   // A DataVolume still filling its claim, whether or not the VM is to run, as KubeVirt's.
   if (input.dataVolumes?.reason === "NotAllDVsReady" || input.startHeld === true) return PrintableStatus.Provisioning;
   const startWanted = live || action.kind === "create" || (requests[0]?.action === "Start" && runStrategy !== "Halted");
@@ -57,7 +74,8 @@ export function printableStatus(input: VmStatusInput): PrintableStatus {
   }
   if (vmi && !isFinalPhase(phase)) return PrintableStatus.Starting;
   if (action.kind === "backoff") return PrintableStatus.CrashLoopBackOff;
-  if (action.kind === "create" || (requests[0]?.action === "Start" && runStrategy !== "Halted")) return PrintableStatus.Starting;
+  if (action.kind === "create" || (requests[0]?.action === "Start" && runStrategy !== "Halted"))
+    return PrintableStatus.Starting;
   return PrintableStatus.Stopped;
 }
 
@@ -69,19 +87,43 @@ function conditions(input: VmStatusInput): Condition[] {
     list,
     vmi
       ? ready
-        // As KubeVirt's: the VMI's own Ready condition, as it is (a Ready VMI's has no reason to carry over).
-        ? { type: VmConditionType.Ready, status: ready.status, ...(ready.reason ? { reason: ready.reason } : {}), ...(ready.message ? { message: ready.message } : {}) }
+        ? // As KubeVirt's: the VMI's own Ready condition, as it is (a Ready VMI's has no reason to carry over).
+          {
+            type: VmConditionType.Ready,
+            status: ready.status,
+            ...(ready.reason ? { reason: ready.reason } : {}),
+            ...(ready.message ? { message: ready.message } : {}),
+          }
         : { type: VmConditionType.Ready, status: "False", reason: "VMINotReady", message: "The VMI is not ready yet." }
-      : { type: VmConditionType.Ready, status: "False", reason: "VMINotExists", message: "The VM has no VMI: it is not running." },
+      : {
+          type: VmConditionType.Ready,
+          status: "False",
+          reason: "VMINotExists",
+          message: "The VM has no VMI: it is not running.",
+        },
     now,
   );
   list = syncError
-    ? setCondition<Condition>(list, { type: VmConditionType.Failure, status: "True", reason: syncError.reason, message: syncError.message }, now)
+    ? setCondition<Condition>(
+        list,
+        { type: VmConditionType.Failure, status: "True", reason: syncError.reason, message: syncError.message },
+        now,
+      )
     : removeCondition(list, VmConditionType.Failure);
   const paused = vmiCondition(vmi, VmiConditionType.Paused);
-  list = paused?.status === "True"
-    ? setCondition<Condition>(list, { type: VmConditionType.Paused, status: "True", reason: paused.reason ?? "PausedByUser", message: paused.message ?? "The VMI is paused." }, now)
-    : removeCondition(list, VmConditionType.Paused);
+  list =
+    paused?.status === "True"
+      ? setCondition<Condition>(
+          list,
+          {
+            type: VmConditionType.Paused,
+            status: "True",
+            reason: paused.reason ?? "PausedByUser",
+            message: paused.message ?? "The VMI is paused.",
+          },
+          now,
+        )
+      : removeCondition(list, VmConditionType.Paused);
   return list;
 }
 
@@ -94,7 +136,10 @@ export function deriveVmStatus(input: VmStatusInput): VmStatus {
     ready: vmiCondition(vmi, VmiConditionType.Ready)?.status === "True",
     // As KubeVirt's: first recorded when a VMI is made, so that a VM held before its first start (its DataVolumes
     // still filling) still takes its strategy's first start afterwards.
-    runStrategy: vm.status?.runStrategy !== undefined || vmi !== undefined || input.action.kind === "create" ? runStrategy : undefined,
+    runStrategy:
+      vm.status?.runStrategy !== undefined || vmi !== undefined || input.action.kind === "create"
+        ? runStrategy
+        : undefined,
     conditions: conditions(input),
     observedGeneration: vm.metadata.generation,
     desiredGeneration: vm.metadata.generation,

@@ -10,13 +10,30 @@ const vmi = (ownedByVm: boolean): VirtualMachineInstance => ({
     name: "win",
     namespace: "ns",
     uid: "vmi-uid",
-    ...(ownedByVm ? { ownerReferences: [{ apiVersion: "kubevirt.io/v1", kind: "VirtualMachine", name: "win", uid: "vm-uid", controller: true, blockOwnerDeletion: true }] } : {}),
+    ...(ownedByVm
+      ? {
+          ownerReferences: [
+            {
+              apiVersion: "kubevirt.io/v1",
+              kind: "VirtualMachine",
+              name: "win",
+              uid: "vm-uid",
+              controller: true,
+              blockOwnerDeletion: true,
+            },
+          ],
+        }
+      : {}),
   },
   spec: {
     domain: {
       devices: {
         tpm: { persistent: true },
-        disks: [{ name: "scratch", disk: {} }, { name: "cd", cdrom: {}, bootOrder: 1 }, { name: "root", disk: {}, bootOrder: 2 }],
+        disks: [
+          { name: "scratch", disk: {} },
+          { name: "cd", cdrom: {}, bootOrder: 1 },
+          { name: "root", disk: {}, bootOrder: 2 },
+        ],
       },
     },
     volumes: [
@@ -26,7 +43,10 @@ const vmi = (ownedByVm: boolean): VirtualMachineInstance => ({
     ],
   },
 });
-const claim = (storageClassName: string, volumeMode = "Filesystem"): ClaimObject => ({ metadata: {}, spec: { storageClassName, volumeMode } });
+const claim = (storageClassName: string, volumeMode = "Filesystem"): ClaimObject => ({
+  metadata: {},
+  spec: { storageClassName, volumeMode },
+});
 
 describe("backendStorageClass", () => {
   it("is the class the cluster names for VM state, above all", () => {
@@ -34,11 +54,23 @@ describe("backendStorageClass", () => {
   });
 
   it("is else the class of the claim the VMI boots from: the first disk by boot order, CD-ROMs passed over", () => {
-    expect(backendStorageClass(vmi(true), new Map([["root", claim("fast")], ["iso", claim("slow")], ["scratch", claim("other")]]), undefined)).toBe("fast");
+    expect(
+      backendStorageClass(
+        vmi(true),
+        new Map([
+          ["root", claim("fast")],
+          ["iso", claim("slow")],
+          ["scratch", claim("other")],
+        ]),
+        undefined,
+      ),
+    ).toBe("fast");
   });
 
   it("is the cluster's default when that claim is in Block mode or there is no claim", () => {
-    expect(backendStorageClass(vmi(true), new Map([["root", claim("local-block", "Block")]]), undefined)).toBeUndefined();
+    expect(
+      backendStorageClass(vmi(true), new Map([["root", claim("local-block", "Block")]]), undefined),
+    ).toBeUndefined();
     const bare = vmi(true);
     bare.spec.volumes = [];
     bare.spec.domain.devices.disks = [];
@@ -47,18 +79,42 @@ describe("backendStorageClass", () => {
 });
 
 describe("backendStorageClaim", () => {
-  it("is KubeVirt's persistent-state-for-<name>, 10Mi in Filesystem mode, owned by the VM so that it outlives the VMI", () => {
-    expect(backendStorageClaim(vmi(true), "fast")).toEqual({
-      apiVersion: "v1",
-      kind: "PersistentVolumeClaim",
-      metadata: { name: "persistent-state-for-win", namespace: "ns", ownerReferences: [{ apiVersion: "kubevirt.io/v1", kind: "VirtualMachine", name: "win", uid: "vm-uid", controller: true, blockOwnerDeletion: true }] },
-      spec: { accessModes: ["ReadWriteOnce"], volumeMode: "Filesystem", resources: { requests: { storage: "10Mi" } }, storageClassName: "fast" },
-    });
-  });
+  it(
+    "is KubeVirt's persistent-state-for-<name>, 10Mi in Filesystem mode, owned " +
+      "by the VM so that it outlives the VMI",
+    () => {
+      expect(backendStorageClaim(vmi(true), "fast")).toEqual({
+        apiVersion: "v1",
+        kind: "PersistentVolumeClaim",
+        metadata: {
+          name: "persistent-state-for-win",
+          namespace: "ns",
+          ownerReferences: [
+            {
+              apiVersion: "kubevirt.io/v1",
+              kind: "VirtualMachine",
+              name: "win",
+              uid: "vm-uid",
+              controller: true,
+              blockOwnerDeletion: true,
+            },
+          ],
+        },
+        spec: {
+          accessModes: ["ReadWriteOnce"],
+          volumeMode: "Filesystem",
+          resources: { requests: { storage: "10Mi" } },
+          storageClassName: "fast",
+        },
+      });
+    },
+  );
 
   it("is owned by a VMI that no VM owns, and goes with it", () => {
     const made = backendStorageClaim(vmi(false), undefined);
-    expect(made.metadata.ownerReferences).toEqual([expect.objectContaining({ kind: "VirtualMachineInstance", name: "win", uid: "vmi-uid", controller: true })]);
+    expect(made.metadata.ownerReferences).toEqual([
+      expect.objectContaining({ kind: "VirtualMachineInstance", name: "win", uid: "vmi-uid", controller: true }),
+    ]);
     expect(made.spec).not.toHaveProperty("storageClassName");
   });
 });

@@ -8,7 +8,11 @@ import { BACKEND_STORAGE_SIZE, type ClaimObject, backendStorageClaimName, claimV
  * disk by boot order on a claim), else none: the cluster's default. The state is kept as files, so a Block-mode boot
  * claim's class (whose volumes may all be Block, as the local cluster's local-block) is passed over for the default.
  */
-export function backendStorageClass(vmi: VirtualMachineInstance, claims: ReadonlyMap<string, ClaimObject>, configured: string | undefined): string | undefined {
+export function backendStorageClass(
+  vmi: VirtualMachineInstance,
+  claims: ReadonlyMap<string, ClaimObject>,
+  configured: string | undefined,
+): string | undefined {
   if (configured) return configured;
   const disks = [...(vmi.spec.domain.devices.disks ?? [])].map((disk, index) => ({ disk, index }));
   disks.sort((a, b) => (a.disk.bootOrder ?? Infinity) - (b.disk.bootOrder ?? Infinity) || a.index - b.index);
@@ -25,9 +29,13 @@ export function backendStorageClass(vmi: VirtualMachineInstance, claims: Readonl
 /**
  * The claim itself: persistent-state-for-<VMI>, 10Mi, in Filesystem mode, owned by the VMI's own owner (its VM), so
  * that it outlives the VMI and goes with the VM; a VMI that no VM owns owns it itself, as KubeVirt does. ReadWriteOnce,
- * where KubeVirt asks for ReadWriteMany when the class offers it, for live migration, which kubevirt-ts does not do yet.
+ * where KubeVirt asks for ReadWriteMany when the class offers it, for live migration, which kubevirt-ts does not do
+ * yet.
  */
-export function backendStorageClaim(vmi: VirtualMachineInstance, storageClassName: string | undefined): PersistentVolumeClaim {
+export function backendStorageClaim(
+  vmi: VirtualMachineInstance,
+  storageClassName: string | undefined,
+): PersistentVolumeClaim {
   const owner = vmi.metadata.ownerReferences?.find((ref) => ref.controller === true);
   return {
     apiVersion: "v1",
@@ -35,7 +43,11 @@ export function backendStorageClaim(vmi: VirtualMachineInstance, storageClassNam
     metadata: {
       name: backendStorageClaimName(vmi),
       namespace: vmi.metadata.namespace,
-      ownerReferences: [owner ? { ...owner } : controllerRef({ apiVersion: API_VERSION, kind: Kind.VirtualMachineInstance, metadata: vmi.metadata })],
+      ownerReferences: [
+        owner
+          ? { ...owner }
+          : controllerRef({ apiVersion: API_VERSION, kind: Kind.VirtualMachineInstance, metadata: vmi.metadata }),
+      ],
     },
     spec: {
       accessModes: ["ReadWriteOnce"],

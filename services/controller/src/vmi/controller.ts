@@ -1,8 +1,42 @@
 import {
-  EXPECTATIONS_RECHECK_MS, type EventRecorder, type Expectations, type Informer, type KubeClient, type PersistentVolumeClaim, type Pod, type Reconcile, WrittenVersions, addFinalizer, findCondition, isAlreadyExists, isNotFound, keyOf, removeFinalizer, resources, writeStatusIfChanged,
+  EXPECTATIONS_RECHECK_MS,
+  type EventRecorder,
+  type Expectations,
+  type Informer,
+  type KubeClient,
+  type PersistentVolumeClaim,
+  type Pod,
+  type Reconcile,
+  WrittenVersions,
+  addFinalizer,
+  findCondition,
+  isAlreadyExists,
+  isNotFound,
+  keyOf,
+  removeFinalizer,
+  resources,
+  writeStatusIfChanged,
 } from "@kubevirt-ts/kube";
-import { type ClaimObject, backendStorageClaimName, needsBackendStorage, isFinalPhase, isMigrating, launcherPodRoles, needsDisruptionBudget } from "@kubevirt-ts/vm-rules";
-import { type DataVolume, EventReason, Finalizer, Label, type VirtualMachineInstance, VmiConditionType, summarize, validateVirtualMachineInstance, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
+import {
+  type ClaimObject,
+  backendStorageClaimName,
+  needsBackendStorage,
+  isFinalPhase,
+  isMigrating,
+  launcherPodRoles,
+  needsDisruptionBudget,
+} from "@kubevirt-ts/vm-rules";
+import {
+  type DataVolume,
+  EventReason,
+  Finalizer,
+  Label,
+  type VirtualMachineInstance,
+  VmiConditionType,
+  summarize,
+  validateVirtualMachineInstance,
+  kubevirtResources,
+} from "@kubevirt-ts/kubevirt-api";
 import { LAUNCHER_PODS_BY_VMI, isLauncherPodOf, launcherPodsKeyOf } from "@kubevirt-ts/node-contract";
 import type { Logger } from "@kubevirt-ts/runtime";
 
@@ -32,7 +66,10 @@ export interface VmiControllerDeps {
   now: () => Date;
   /** The launcher pod's configuration now (it follows the KubeVirt CR). */
   pod: () => LauncherPodConfig;
-  /** The StorageClass of VMs' backend-storage claims now (the CR's or the chart's vmStateStorageClass); unset, KubeVirt's rule picks one. */
+  /**
+   * The StorageClass of VMs' backend-storage claims now (the CR's or the chart's vmStateStorageClass); unset,
+   * KubeVirt's rule picks one.
+   */
   vmStateStorageClass?: () => string | undefined;
 }
 
@@ -48,9 +85,11 @@ export function createVmiReconciler(deps: VmiControllerDeps): Reconcile {
   async function ensureDisruptionBudget(vmi: VirtualMachineInstance): Promise<void> {
     const uid = vmi.metadata.uid ?? "";
     if (budgeted.has(uid) || !needsDisruptionBudget(vmi, deps.pod().evictionStrategy)) return;
-    await client.create(resources.podDisruptionBudgets, vmi.metadata.namespace, launcherDisruptionBudget(vmi)).catch((error: unknown) => {
-      if (!isAlreadyExists(error)) throw error;
-    });
+    await client
+      .create(resources.podDisruptionBudgets, vmi.metadata.namespace, launcherDisruptionBudget(vmi))
+      .catch((error: unknown) => {
+        if (!isAlreadyExists(error)) throw error;
+      });
     budgeted.add(uid);
   }
 
@@ -58,14 +97,26 @@ export function createVmiReconciler(deps: VmiControllerDeps): Reconcile {
    * The VM's backend-storage claim, when its VMI keeps EFI variables or TPM state: made before the pod that mounts it,
    * and left alone when it is there (a VM's next VMI finds the state of the last).
    */
-  async function ensureBackendStorage(vmi: VirtualMachineInstance, claims: ReadonlyMap<string, ClaimObject>): Promise<void> {
+  async function ensureBackendStorage(
+    vmi: VirtualMachineInstance,
+    claims: ReadonlyMap<string, ClaimObject>,
+  ): Promise<void> {
     if (!needsBackendStorage(vmi.spec)) return;
     const name = backendStorageClaimName(vmi);
     if (deps.claims.get(`${vmi.metadata.namespace ?? ""}/${name}`)) return;
     const claim = backendStorageClaim(vmi, backendStorageClass(vmi, claims, deps.vmStateStorageClass?.()));
     await client.create(resources.persistentVolumeClaims, vmi.metadata.namespace, claim).then(
-      () => { recorder.record(vmi, "Normal", EventReason.SuccessfulCreate, `Created the backend-storage claim ${name} for the VM's EFI variables and TPM state`); },
-      (error: unknown) => { if (!isAlreadyExists(error)) throw error; },
+      () => {
+        recorder.record(
+          vmi,
+          "Normal",
+          EventReason.SuccessfulCreate,
+          `Created the backend-storage claim ${name} for the VM's EFI variables and TPM state`,
+        );
+      },
+      (error: unknown) => {
+        if (!isAlreadyExists(error)) throw error;
+      },
     );
   }
 
@@ -73,13 +124,23 @@ export function createVmiReconciler(deps: VmiControllerDeps): Reconcile {
   async function execute(o: VmiObservation, action: VmiAction, key: string): Promise<Pod | undefined> {
     const { vmi } = o;
     if (action.kind === "createPod") {
-      // The budget first: a pod that must not be evicted is never without it; the state claim before the pod that mounts it.
+      // The budget first: a pod that must not be evicted is never without it; the state claim before the pod that
+      // mounts it.
       await ensureDisruptionBudget(vmi);
       await ensureBackendStorage(vmi, o.claims);
       expectations.expectCreations(key, 1);
       try {
-        const pod = await client.create<Pod>(resources.pods, vmi.metadata.namespace, launcherPod(vmi, deps.pod(), o.claims));
-        recorder.record(vmi, "Normal", EventReason.SuccessfulCreate, `Created virtual machine pod ${pod.metadata.name ?? ""}`);
+        const pod = await client.create<Pod>(
+          resources.pods,
+          vmi.metadata.namespace,
+          launcherPod(vmi, deps.pod(), o.claims),
+        );
+        recorder.record(
+          vmi,
+          "Normal",
+          EventReason.SuccessfulCreate,
+          `Created virtual machine pod ${pod.metadata.name ?? ""}`,
+        );
         return pod;
       } catch (error) {
         expectations.creationObserved(key);
@@ -91,8 +152,16 @@ export function createVmiReconciler(deps: VmiControllerDeps): Reconcile {
         expectations.expectDeletions(key, 1);
         try {
           const grace = launcherDeletionGrace(vmi, pod);
-          await client.delete(resources.pods, pod.metadata.namespace, pod.metadata.name ?? "", { uid: pod.metadata.uid, ...(grace !== undefined ? { gracePeriodSeconds: grace } : {}) });
-          recorder.record(vmi, "Normal", EventReason.SuccessfulDelete, `Deleted virtual machine pod ${pod.metadata.name ?? ""}`);
+          await client.delete(resources.pods, pod.metadata.namespace, pod.metadata.name ?? "", {
+            uid: pod.metadata.uid,
+            ...(grace !== undefined ? { gracePeriodSeconds: grace } : {}),
+          });
+          recorder.record(
+            vmi,
+            "Normal",
+            EventReason.SuccessfulDelete,
+            `Deleted virtual machine pod ${pod.metadata.name ?? ""}`,
+          );
         } catch (error) {
           expectations.deletionObserved(key);
           if (!isNotFound(error)) throw error;
@@ -110,12 +179,14 @@ export function createVmiReconciler(deps: VmiControllerDeps): Reconcile {
       written.forget(key);
       return undefined;
     }
-    if (isFinalPhase(cached.status?.phase) || cached.metadata.deletionTimestamp) budgeted.delete(cached.metadata.uid ?? "");
+    if (isFinalPhase(cached.status?.phase) || cached.metadata.deletionTimestamp)
+      budgeted.delete(cached.metadata.uid ?? "");
     // Our own last write has not reached the cache yet: its watch event brings the VMI back here.
     if (written.isStale(key, cached.metadata.resourceVersion)) return undefined;
     // A pod created with generateName may not be in the cache yet: deciding now could create a second one.
     if (!expectations.satisfied(key)) return { requeueAfterMs: EXPECTATIONS_RECHECK_MS };
-    // Only the pods this VMI controls: a pod that merely carries its uid in a label never counts, nor blocks its deletion.
+    // Only the pods this VMI controls: a pod that merely carries its uid in a label never counts, nor blocks its
+    // deletion.
     const owned = pods
       .byIndex(LAUNCHER_PODS_BY_VMI, launcherPodsKeyOf(cached))
       .filter((p) => isLauncherPodOf(p, cached))
@@ -124,17 +195,22 @@ export function createVmiReconciler(deps: VmiControllerDeps): Reconcile {
     if (cached.metadata.deletionTimestamp) {
       const observation = { vmi: cached, pods: owned, invalid: undefined, claims: new Map(), now: now() };
       await execute(observation, decideVmi(observation), key);
-      if (owned.length === 0) await removeFinalizer(client, kubevirtResources.virtualMachineInstances, cached, Finalizer.VmiController);
+      if (owned.length === 0)
+        await removeFinalizer(client, kubevirtResources.virtualMachineInstances, cached, Finalizer.VmiController);
       return undefined;
     }
     // The finalizer holds a VMI until its launcher pods are gone: a finished VMI without them lets it go before it is
     // deleted, as KubeVirt's controller does, so deleting it (or its namespace, after the pods) takes no second pass.
-    const vmi = isFinalPhase(cached.status?.phase) && owned.length === 0
-      ? await removeFinalizer(client, kubevirtResources.virtualMachineInstances, cached, Finalizer.VmiController)
-      : await addFinalizer(client, kubevirtResources.virtualMachineInstances, cached, Finalizer.VmiController);
+    const vmi =
+      isFinalPhase(cached.status?.phase) && owned.length === 0
+        ? await removeFinalizer(client, kubevirtResources.virtualMachineInstances, cached, Finalizer.VmiController)
+        : await addFinalizer(client, kubevirtResources.virtualMachineInstances, cached, Finalizer.VmiController);
     const validation = validateVirtualMachineInstance(vmi);
     const invalid = validation.ok ? undefined : summarize(validation.causes);
-    if (invalid !== undefined && findCondition(vmi.status?.conditions, VmiConditionType.Synchronized)?.reason !== "InvalidSpec") {
+    if (
+      invalid !== undefined &&
+      findCondition(vmi.status?.conditions, VmiConditionType.Synchronized)?.reason !== "InvalidSpec"
+    ) {
       recorder.record(vmi, "Warning", EventReason.InvalidSpec, invalid);
       log.warn("the VMI's spec is invalid; waiting for it to change", { vmi: keyOf(vmi), causes: invalid });
     }
@@ -142,20 +218,36 @@ export function createVmiReconciler(deps: VmiControllerDeps): Reconcile {
     const dataVolumes = dataVolumesOf(vmi.metadata.namespace, vmi.spec, deps.dataVolumes);
     // A migration's target pod is the migration controller's until the migration completed (migration.ts).
     const roles = launcherPodRoles(vmi, owned);
-    const observation = { vmi, pods: roles.current, left: roles.left, invalid, claims: claimsOf(vmi, deps.claims), dataVolumes, now: now() };
+    const observation = {
+      vmi,
+      pods: roles.current,
+      left: roles.left,
+      invalid,
+      claims: claimsOf(vmi, deps.claims),
+      dataVolumes,
+      now: now(),
+    };
     const created = await execute(observation, decideVmi(observation), key);
     const status = deriveVmiStatus(created ? { ...observation, pods: [created] } : observation);
     // The label lets the handler of the node watch its own VMIs only, as KubeVirt's does; it goes in the same write.
     // The migration target's node label goes once the VMI no longer moves (the migration controller puts it on).
     const labels = {
       ...(status.nodeName ? { [Label.NodeName]: status.nodeName } : {}),
-      ...(vmi.metadata.labels?.[Label.MigrationTargetNodeName] !== undefined && !isMigrating({ status }) ? { [Label.MigrationTargetNodeName]: undefined } : {}),
+      ...(vmi.metadata.labels?.[Label.MigrationTargetNodeName] !== undefined && !isMigrating({ status })
+        ? { [Label.MigrationTargetNodeName]: undefined }
+        : {}),
     };
     const updated = await writeStatusIfChanged(client, kubevirtResources.virtualMachineInstances, vmi, status, labels);
     if (updated) written.wrote(key, cached.metadata.resourceVersion, vmi.metadata.resourceVersion);
     else if (vmi !== cached) written.wrote(key, cached.metadata.resourceVersion);
     if (updated && status.phase !== vmi.status?.phase) {
-      recorder.record(vmi, "Normal", status.phase ?? "", `The VMI is ${status.phase ?? ""}${status.nodeName && status.phase === "Scheduled" ? ` on node ${status.nodeName}` : ""}.`);
+      recorder.record(
+        vmi,
+        "Normal",
+        status.phase ?? "",
+        `The VMI is ${status.phase ?? ""}` +
+          `${status.nodeName && status.phase === "Scheduled" ? ` on node ${status.nodeName}` : ""}.`,
+      );
     }
     return undefined;
   };

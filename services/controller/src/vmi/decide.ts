@@ -1,6 +1,22 @@
 import { type Pod, kubeTime, removeCondition, setCondition } from "@kubevirt-ts/kube";
-import { type ClaimObject, type DataVolumesState, backendStorageClaimName, claimsProblem, isFinalPhase, isHandedOver, liveMigratability, volumeStatuses, withPhase } from "@kubevirt-ts/vm-rules";
-import { type Condition, type VirtualMachineInstance, VmiConditionType, VmiPhase, type VmiStatus } from "@kubevirt-ts/kubevirt-api";
+import {
+  type ClaimObject,
+  type DataVolumesState,
+  backendStorageClaimName,
+  claimsProblem,
+  isFinalPhase,
+  isHandedOver,
+  liveMigratability,
+  volumeStatuses,
+  withPhase,
+} from "@kubevirt-ts/vm-rules";
+import {
+  type Condition,
+  type VirtualMachineInstance,
+  VmiConditionType,
+  VmiPhase,
+  type VmiStatus,
+} from "@kubevirt-ts/kubevirt-api";
 import { LAUNCHER_CONTAINER } from "@kubevirt-ts/node-contract";
 import { launcherDeletionGrace, secretsWaitMessage } from "./pod.ts";
 
@@ -14,7 +30,10 @@ export type VmiAction = { kind: "none" } | { kind: "createPod" } | { kind: "dele
 
 export interface VmiObservation {
   vmi: VirtualMachineInstance;
-  /** The VMI's launcher pods, oldest first: the ones it runs or starts in, not its migrations' targets (launcherPodRoles). */
+  /**
+   * The VMI's launcher pods, oldest first: the ones it runs or starts in, not its migrations' targets
+   * (launcherPodRoles).
+   */
   pods: readonly Pod[];
   /** The pods a completed migration left behind, to be deleted (launcherPodRoles). */
   left?: readonly Pod[];
@@ -28,14 +47,20 @@ export interface VmiObservation {
 }
 
 const podFinished = (pod: Pod) => pod.status?.phase === "Succeeded" || pod.status?.phase === "Failed";
-/** The launcher's container runs: the VMI goes to its node, whose handler waits for the launcher's socket. Its readiness is the guest's, when the VMI has a readiness probe. */
-const launcherStarted = (pod: Pod) => pod.status?.phase === "Running" && pod.status.containerStatuses?.find((c) => c.name === LAUNCHER_CONTAINER)?.started === true;
+/**
+ * The launcher's container runs: the VMI goes to its node, whose handler waits for the launcher's socket. Its readiness
+ * is the guest's, when the VMI has a readiness probe.
+ */
+const launcherStarted = (pod: Pod) =>
+  pod.status?.phase === "Running" &&
+  pod.status.containerStatuses?.find((c) => c.name === LAUNCHER_CONTAINER)?.started === true;
 
 export function decideVmi(o: VmiObservation): VmiAction {
   const { vmi, pods } = o;
   const live = pods.filter((p) => !p.metadata.deletionTimestamp);
   if (vmi.metadata.deletionTimestamp || isFinalPhase(vmi.status?.phase)) {
-    // A pod already going, with more time than the VMI now gives it (a forced stop after a stop), is deleted again, sooner.
+    // A pod already going, with more time than the VMI now gives it (a forced stop after a stop), is deleted again,
+    // sooner.
     const hurried = pods.filter((p) => p.metadata.deletionTimestamp && launcherDeletionGrace(vmi, p) !== undefined);
     const going = [...live, ...hurried];
     return going.length > 0 ? { kind: "deletePods", pods: going } : { kind: "none" };
@@ -47,12 +72,13 @@ export function decideVmi(o: VmiObservation): VmiAction {
   // A DataVolume still filling its claim, or a claim that is not there yet (or cannot be attached), holds the pod back,
   // as KubeVirt's does: its pod could not start, or would start on a half-written disk.
   const ready = o.invalid === undefined && o.dataVolumes?.ready !== false && claimsProblem(vmi, o.claims) === undefined;
-  if (pods.length === 0 && (vmi.status?.phase ?? VmiPhase.Pending) === VmiPhase.Pending && ready) return { kind: "createPod" };
+  if (pods.length === 0 && (vmi.status?.phase ?? VmiPhase.Pending) === VmiPhase.Pending && ready)
+    return { kind: "createPod" };
   return { kind: "none" };
 }
 
 function nextPhase(o: VmiObservation, pod: Pod | undefined): { phase: VmiPhase; reason?: string; message?: string } {
-  const phase = (o.vmi.status?.phase ?? VmiPhase.Pending);
+  const phase = o.vmi.status?.phase ?? VmiPhase.Pending;
   if (isFinalPhase(phase)) return { phase };
   if (!pod) {
     if (phase === VmiPhase.Pending) return { phase };
@@ -64,7 +90,11 @@ function nextPhase(o: VmiObservation, pod: Pod | undefined): { phase: VmiPhase; 
     const terminated = pod.status?.containerStatuses?.find((c) => c.state?.terminated)?.state?.terminated;
     // The launcher's own word on its end (a failed liveness probe) is the clearest; then the kubelet's.
     const detail = (pod.status?.message ?? terminated?.message?.trim() ?? terminated?.reason ?? "").replace(/\.+$/, "");
-    return { phase: VmiPhase.Failed, reason: "LauncherPodFailed", message: `The virt-launcher pod ended (${pod.status?.phase ?? ""})${detail ? `: ${detail}` : ""}.` };
+    return {
+      phase: VmiPhase.Failed,
+      reason: "LauncherPodFailed",
+      message: `The virt-launcher pod ended (${pod.status?.phase ?? ""})${detail ? `: ${detail}` : ""}.`,
+    };
   }
   if (isHandedOver(phase)) return { phase };
   return launcherStarted(pod) ? { phase: VmiPhase.Scheduled } : { phase: VmiPhase.Scheduling };
@@ -75,29 +105,58 @@ function podConditions(conditions: Condition[], pod: Pod | undefined, now: Date)
   const scheduled = pod?.status?.conditions?.find((c) => c.type === "PodScheduled");
   list =
     scheduled?.status === "False"
-      ? setCondition<Condition>(list, { type: VmiConditionType.PodScheduled, status: "False", reason: scheduled.reason ?? "Unschedulable", message: scheduled.message ?? "" }, now)
+      ? setCondition<Condition>(
+          list,
+          {
+            type: VmiConditionType.PodScheduled,
+            status: "False",
+            reason: scheduled.reason ?? "Unschedulable",
+            message: scheduled.message ?? "",
+          },
+          now,
+        )
       : removeCondition(list, VmiConditionType.PodScheduled);
   const waiting = [...(pod?.status?.containerStatuses ?? []), ...(pod?.status?.initContainerStatuses ?? [])]
     .map((c) => c.state?.waiting)
     .find((w) => w?.reason === "ErrImagePull" || w?.reason === "ImagePullBackOff");
-  if (waiting) return setCondition<Condition>(list, { type: VmiConditionType.Synchronized, status: "False", reason: waiting.reason ?? "ErrImagePull", message: waiting.message ?? "" }, now);
+  if (waiting)
+    return setCondition<Condition>(
+      list,
+      {
+        type: VmiConditionType.Synchronized,
+        status: "False",
+        reason: waiting.reason ?? "ErrImagePull",
+        message: waiting.message ?? "",
+      },
+      now,
+    );
   const secrets = pod && secretsWaitMessage(pod);
-  return secrets ? setCondition<Condition>(list, { type: VmiConditionType.Synchronized, status: "False", reason: "LauncherPodWaiting", message: secrets }, now) : list;
+  return secrets
+    ? setCondition<Condition>(
+        list,
+        { type: VmiConditionType.Synchronized, status: "False", reason: "LauncherPodWaiting", message: secrets },
+        now,
+      )
+    : list;
 }
 
 /** The VMI's status after this look at its pod. */
 export function deriveVmiStatus(o: VmiObservation): VmiStatus {
   const { vmi, now } = o;
   const pod = o.pods.find((p) => !p.metadata.deletionTimestamp) ?? o.pods[0];
-  // Pending since its creation: virt-api's webhook says so on create, as KubeVirt's does; a VMI that came without it still has it.
-  const previous = vmi.status?.phase ? vmi.status : withPhase(vmi.status ?? {}, VmiPhase.Pending, vmi.metadata.creationTimestamp ?? kubeTime(now));
+  // Pending since its creation: virt-api's webhook says so on create, as KubeVirt's does; a VMI that came without it
+  // still has it.
+  const previous = vmi.status?.phase
+    ? vmi.status
+    : withPhase(vmi.status ?? {}, VmiPhase.Pending, vmi.metadata.creationTimestamp ?? kubeTime(now));
   const { phase, reason, message } = nextPhase(o, pod);
   const status = withPhase(previous, phase, kubeTime(now));
   if (phase !== previous.phase) {
     if (reason) status.reason = reason;
     if (message) status.message = message;
   }
-  if (phase === VmiPhase.Scheduled && !isHandedOver(previous.phase) && pod?.spec?.nodeName) status.nodeName = pod.spec.nodeName;
+  if (phase === VmiPhase.Scheduled && !isHandedOver(previous.phase) && pod?.spec?.nodeName)
+    status.nodeName = pod.spec.nodeName;
   // A completed migration moves the VMI to its target's node (migration.ts): the target's handler owns it from then on.
   const moved = previous.migrationState;
   if (moved?.completed === true && moved.targetNode && isHandedOver(phase) && status.nodeName !== moved.targetNode) {
@@ -107,36 +166,74 @@ export function deriveVmiStatus(o: VmiObservation): VmiStatus {
   // The pods are named from the hand-over on (the handler trusts only the pod named here), not while the pod
   // starts: its node alone is no news to anyone, and a write for it would be one more write per VMI.
   if (phase !== VmiPhase.Pending && phase !== VmiPhase.Scheduling) {
-    const activePods = Object.fromEntries(o.pods.filter((p) => p.spec?.nodeName && p.metadata.uid).map((p) => [p.metadata.uid ?? "", p.spec?.nodeName ?? ""]));
+    const activePods = Object.fromEntries(
+      o.pods
+        .filter((p) => p.spec?.nodeName && p.metadata.uid)
+        .map((p) => [p.metadata.uid ?? "", p.spec?.nodeName ?? ""]),
+    );
     if (Object.keys(activePods).length > 0) status.activePods = activePods;
     else delete status.activePods;
   }
 
   // Until the VMI is handed over, Synchronized says what the controller saw; from then on the handler
   // owns it (a launcher that failed), and the controller leaves it to the handler until the VMI ends.
-  let conditions = isHandedOver(previous.phase) && !isFinalPhase(phase) ? previous.conditions ?? [] : removeCondition(previous.conditions ?? [], VmiConditionType.Synchronized);
+  let conditions =
+    isHandedOver(previous.phase) && !isFinalPhase(phase)
+      ? (previous.conditions ?? [])
+      : removeCondition(previous.conditions ?? [], VmiConditionType.Synchronized);
   if (o.invalid !== undefined) {
-    conditions = setCondition<Condition>(conditions, { type: VmiConditionType.Synchronized, status: "False", reason: "InvalidSpec", message: o.invalid }, now);
+    conditions = setCondition<Condition>(
+      conditions,
+      { type: VmiConditionType.Synchronized, status: "False", reason: "InvalidSpec", message: o.invalid },
+      now,
+    );
   } else if (!isFinalPhase(phase)) {
     conditions = podConditions(conditions, pod, now);
     const dvs = o.dataVolumes;
     conditions = dvs
-      ? setCondition<Condition>(conditions, { type: VmiConditionType.DataVolumesReady, status: dvs.ready ? "True" : "False", reason: dvs.reason, message: dvs.message }, now)
+      ? setCondition<Condition>(
+          conditions,
+          {
+            type: VmiConditionType.DataVolumesReady,
+            status: dvs.ready ? "True" : "False",
+            reason: dvs.reason,
+            message: dvs.message,
+          },
+          now,
+        )
       : removeCondition(conditions, VmiConditionType.DataVolumesReady);
     const migratable = liveMigratability(vmi.spec, o.claims, backendStorageClaimName(vmi));
-    conditions = setCondition<Condition>(conditions, { type: VmiConditionType.LiveMigratable, status: migratable.status, ...(migratable.reason ? { reason: migratable.reason, message: migratable.message } : {}) }, now);
+    conditions = setCondition<Condition>(
+      conditions,
+      {
+        type: VmiConditionType.LiveMigratable,
+        status: migratable.status,
+        ...(migratable.reason ? { reason: migratable.reason, message: migratable.message } : {}),
+      },
+      now,
+    );
     status.migrationMethod = migratable.method;
     // A DataVolume's claim is its business until the DataVolume is ready.
     const problem = pod || dvs?.ready === false ? undefined : claimsProblem(vmi, o.claims);
-    if (problem) conditions = setCondition<Condition>(conditions, { type: VmiConditionType.Synchronized, status: "False", ...problem }, now);
+    if (problem)
+      conditions = setCondition<Condition>(
+        conditions,
+        { type: VmiConditionType.Synchronized, status: "False", ...problem },
+        now,
+      );
   }
   if (isFinalPhase(phase)) {
-    conditions = setCondition<Condition>(removeCondition(removeCondition(conditions, VmiConditionType.PodScheduled), VmiConditionType.LiveMigratable), { type: VmiConditionType.Ready, status: "False", reason: "VMIFinished", message: `The VMI is ${phase}.` }, now);
+    conditions = setCondition<Condition>(
+      removeCondition(removeCondition(conditions, VmiConditionType.PodScheduled), VmiConditionType.LiveMigratable),
+      { type: VmiConditionType.Ready, status: "False", reason: "VMIFinished", message: `The VMI is ${phase}.` },
+      now,
+    );
   }
   status.conditions = conditions;
   if (status.conditions.length === 0) delete status.conditions;
-  // Each volume, with what the launcher needs of its claim: reported before the launcher starts, as KubeVirt's controller does.
-  if (!isFinalPhase(phase) && (vmi.spec.volumes ?? []).length > 0) status.volumeStatus = volumeStatuses(vmi.spec, o.claims, previous.volumeStatus);
+  // Each volume, with what the launcher needs of its claim: reported before the launcher starts, as KubeVirt's
+  // controller does.
+  if (!isFinalPhase(phase) && (vmi.spec.volumes ?? []).length > 0)
+    status.volumeStatus = volumeStatuses(vmi.spec, o.claims, previous.volumeStatus);
   return status;
 }
-

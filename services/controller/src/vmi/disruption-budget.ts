@@ -13,11 +13,13 @@ export interface PodDisruptionBudget extends KubeObject {
 }
 
 /** The budget's name: by the VMI's uid, as KubeVirt names it. */
-export const launcherDisruptionBudgetName = (vmi: Pick<VirtualMachineInstance, "metadata">): string => `kubevirt-disruption-budget-${vmi.metadata.uid ?? ""}`;
+export const launcherDisruptionBudgetName = (vmi: Pick<VirtualMachineInstance, "metadata">): string =>
+  `kubevirt-disruption-budget-${vmi.metadata.uid ?? ""}`;
 
 /**
  * The budget, minAvailable 1; while the VMI moves, the migration controller raises it to 2 and labels it with the
- * migration's name (kubevirt.io/migrationName), so that neither the source nor the target pod is evicted, as KubeVirt's.
+ * migration's name (kubevirt.io/migrationName), so that neither the source nor the target pod is evicted, as
+ * KubeVirt's.
  */
 export function launcherDisruptionBudget(vmi: VirtualMachineInstance): PodDisruptionBudget {
   const uid = vmi.metadata.uid ?? "";
@@ -28,7 +30,9 @@ export function launcherDisruptionBudget(vmi: VirtualMachineInstance): PodDisrup
       name: launcherDisruptionBudgetName(vmi),
       namespace: vmi.metadata.namespace,
       labels: { [Label.CreatedBy]: uid },
-      ownerReferences: [controllerRef({ apiVersion: API_VERSION, kind: Kind.VirtualMachineInstance, metadata: vmi.metadata })],
+      ownerReferences: [
+        controllerRef({ apiVersion: API_VERSION, kind: Kind.VirtualMachineInstance, metadata: vmi.metadata }),
+      ],
     },
     spec: { minAvailable: 1, selector: { matchLabels: { [Label.CreatedBy]: uid } } },
   };

@@ -12,10 +12,15 @@ import { Histogram, type Registry } from "prom-client";
 export const PHASE_TRANSITION_BUCKETS = [0.5, 1, 2, 5, 10, 20, 30, 40, 50, 60, 90, 120, 180, 240, 300, 360, 480, 600];
 
 /** The transitions `current` records that `previous` did not: phase and seconds since the VMI's creation. */
-export function newTransitions(previous: VirtualMachineInstance | undefined, current: VirtualMachineInstance): { phase: string; seconds: number }[] {
+export function newTransitions(
+  previous: VirtualMachineInstance | undefined,
+  current: VirtualMachineInstance,
+): { phase: string; seconds: number }[] {
   const created = Date.parse(current.metadata.creationTimestamp ?? "");
   if (Number.isNaN(created)) return [];
-  const seen = new Set((previous?.status?.phaseTransitionTimestamps ?? []).map((t) => `${t.phase}@${t.phaseTransitionTimestamp}`));
+  const seen = new Set(
+    (previous?.status?.phaseTransitionTimestamps ?? []).map((t) => `${t.phase}@${t.phaseTransitionTimestamp}`),
+  );
   return (current.status?.phaseTransitionTimestamps ?? [])
     .filter((t) => !seen.has(`${t.phase}@${t.phaseTransitionTimestamp}`))
     .map((t) => ({ phase: t.phase, seconds: Math.max(0, (Date.parse(t.phaseTransitionTimestamp) - created) / 1000) }))

@@ -1,6 +1,21 @@
-import { type EventHandler, type EventRecorder, type Expectations, type Informer, type KubeClient, type Pod, type WorkQueue, isNotFound, keyOf } from "@kubevirt-ts/kube";
+import {
+  type EventHandler,
+  type EventRecorder,
+  type Expectations,
+  type Informer,
+  type KubeClient,
+  type Pod,
+  type WorkQueue,
+  isNotFound,
+  keyOf,
+} from "@kubevirt-ts/kube";
 import { EventReason, Kind, Label, type VirtualMachineInstance, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
-import { UNOWNED_LAUNCHER_PODS_METRIC, isLauncherPodOf, launcherPodProblem, unownedLauncherPodReason } from "@kubevirt-ts/node-contract";
+import {
+  UNOWNED_LAUNCHER_PODS_METRIC,
+  isLauncherPodOf,
+  launcherPodProblem,
+  unownedLauncherPodReason,
+} from "@kubevirt-ts/node-contract";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { Gauge, type Registry } from "prom-client";
 import { controllerOf } from "../common/owner.ts";
@@ -18,7 +33,10 @@ export function vmisByUid(vmi: VirtualMachineInstance): string[] {
   return vmi.metadata.uid ? [vmi.metadata.uid] : [];
 }
 
-/** The keys of the VMIs a pod concerns: the one that controls it in its namespace, and the ones its created-by label names. */
+/**
+ * The keys of the VMIs a pod concerns: the one that controls it in its namespace, and the ones its created-by label
+ * names.
+ */
 function vmiKeysOf(pod: Pod, vmis: Informer<VirtualMachineInstance>): Set<string> {
   const keys = new Set<string>();
   const ref = controllerOf(pod);
@@ -29,7 +47,11 @@ function vmiKeysOf(pod: Pod, vmis: Informer<VirtualMachineInstance>): Set<string
 }
 
 /** Enqueues the VMIs a pod concerns; a pod's arrival or removal meets its own VMI's expectations. */
-export function launcherPodEvents(queue: WorkQueue, vmis: Informer<VirtualMachineInstance>, expectations: Expectations): EventHandler<Pod> {
+export function launcherPodEvents(
+  queue: WorkQueue,
+  vmis: Informer<VirtualMachineInstance>,
+  expectations: Expectations,
+): EventHandler<Pod> {
   const observe = (pod: Pod, type: "add" | "delete") => {
     for (const key of vmiKeysOf(pod, vmis)) {
       const vmi = vmis.get(key);
@@ -47,7 +69,10 @@ export function launcherPodEvents(queue: WorkQueue, vmis: Informer<VirtualMachin
     update: (previous, current) => {
       // As KubeVirt counts it: a pod being deleted is a deletion observed, and so is a deletion made shorter (a forced
       // stop hurrying a pod already going); otherwise the VMI would wait the pod's whole grace period to be looked at.
-      const deleted = current.metadata.deletionTimestamp && (!previous.metadata.deletionTimestamp || previous.metadata.deletionGracePeriodSeconds !== current.metadata.deletionGracePeriodSeconds);
+      const deleted =
+        current.metadata.deletionTimestamp &&
+        (!previous.metadata.deletionTimestamp ||
+          previous.metadata.deletionGracePeriodSeconds !== current.metadata.deletionGracePeriodSeconds);
       if (deleted) {
         for (const key of vmiKeysOf(current, vmis)) {
           const vmi = vmis.get(key);
@@ -77,7 +102,10 @@ export interface UnownedPodsDeps {
   registry: Registry;
 }
 
-/** Reports each pod with the launcher label that belongs to no VMI there is: one Warning event on the pod, and the gauge. */
+/**
+ * Reports each pod with the launcher label that belongs to no VMI there is: one Warning event on the pod, and the
+ * gauge.
+ */
 export function unownedLauncherPods({ client, pods, vmis, recorder, log, registry }: UnownedPodsDeps): UnownedPods {
   const problemOf = (pod: Pod) => launcherPodProblem(pod, (namespace, name) => vmis.get(`${namespace}/${name}`));
   new Gauge({
@@ -91,10 +119,12 @@ export function unownedLauncherPods({ client, pods, vmis, recorder, log, registr
   const confirmed = async (pod: Pod, seen: string): Promise<string | undefined> => {
     const name = controllerOf(pod)?.name;
     if (unownedLauncherPodReason(pod) !== undefined || name === undefined) return seen;
-    const live = await client.get<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, pod.metadata.namespace, name).catch((error: unknown) => {
-      if (isNotFound(error)) return undefined;
-      throw error;
-    });
+    const live = await client
+      .get<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, pod.metadata.namespace, name)
+      .catch((error: unknown) => {
+        if (isNotFound(error)) return undefined;
+        throw error;
+      });
     return launcherPodProblem(pod, () => live);
   };
   const reported = new Set<string>();

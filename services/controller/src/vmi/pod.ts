@@ -1,7 +1,51 @@
 import type { Pod, PodSpec } from "@kubevirt-ts/kube";
-import { type ClaimObject, backendStorageClaimName, claimDevicePath, claimVolumes, guestMemoryBytes, memoryOverheadBytes, needsBackendStorage } from "@kubevirt-ts/vm-rules";
-import { type EvictionStrategy, API_VERSION, DEFAULT_GRACE_PERIOD_SECONDS, Annotation, Kind, LAUNCHER_OPS_PORT, LAUNCHER_UID, Label, LabelValue, LAUNCHER_OPS_PORT_NAME, UNPRIVILEGED_PORT_START, DEFAULT_CPU_ALLOCATION_RATIO, DEFAULT_MEMORY_OVERCOMMIT, launcherCpuRequest, overcommittedGuestBytes, type VirtualMachineInstance, launcherContainerProbe, podNetworkPorts, controllerRef } from "@kubevirt-ts/kubevirt-api";
-import { GUEST_CONSOLE_LOG_CONTAINER, LAUNCHER_CLEANUP_SECONDS, LAUNCHER_CONTAINER, SocketsVolume, keepsSerialLog, LauncherDir, LauncherVolume, launcherVerbosity, accessCredentialMounts, launcherNodeSelector, cloudInitSecretMounts, configVolumes, launcherDeviceLimits, launcherServiceAccount, launcherEnv } from "@kubevirt-ts/node-contract";
+import {
+  type ClaimObject,
+  backendStorageClaimName,
+  claimDevicePath,
+  claimVolumes,
+  guestMemoryBytes,
+  memoryOverheadBytes,
+  needsBackendStorage,
+} from "@kubevirt-ts/vm-rules";
+import {
+  type EvictionStrategy,
+  API_VERSION,
+  DEFAULT_GRACE_PERIOD_SECONDS,
+  Annotation,
+  Kind,
+  LAUNCHER_OPS_PORT,
+  LAUNCHER_UID,
+  Label,
+  LabelValue,
+  LAUNCHER_OPS_PORT_NAME,
+  UNPRIVILEGED_PORT_START,
+  DEFAULT_CPU_ALLOCATION_RATIO,
+  DEFAULT_MEMORY_OVERCOMMIT,
+  launcherCpuRequest,
+  overcommittedGuestBytes,
+  type VirtualMachineInstance,
+  launcherContainerProbe,
+  podNetworkPorts,
+  controllerRef,
+} from "@kubevirt-ts/kubevirt-api";
+import {
+  GUEST_CONSOLE_LOG_CONTAINER,
+  LAUNCHER_CLEANUP_SECONDS,
+  LAUNCHER_CONTAINER,
+  SocketsVolume,
+  keepsSerialLog,
+  LauncherDir,
+  LauncherVolume,
+  launcherVerbosity,
+  accessCredentialMounts,
+  launcherNodeSelector,
+  cloudInitSecretMounts,
+  configVolumes,
+  launcherDeviceLimits,
+  launcherServiceAccount,
+  launcherEnv,
+} from "@kubevirt-ts/node-contract";
 import { type DiskCopy, diskCopyInitContainers } from "../common/disk-copy.ts";
 import { toMebibytes, vcpus } from "./resources.ts";
 
@@ -37,19 +81,27 @@ export function defaultPullPolicy(image: string): "Always" | "IfNotPresent" {
   return tag === "" || tag === "latest" ? "Always" : "IfNotPresent";
 }
 
-/** containerDisk images hold only their disk: each copies it into a volume the launcher reads, as does a kernel boot's image its kernel and initrd. */
-function containerDiskInitContainers(vmi: VirtualMachineInstance, config: LauncherPodConfig): NonNullable<PodSpec["initContainers"]> {
+/**
+ * containerDisk images hold only their disk: each copies it into a volume the launcher reads, as does a kernel boot's
+ * image its kernel and initrd.
+ */
+function containerDiskInitContainers(
+  vmi: VirtualMachineInstance,
+  config: LauncherPodConfig,
+): NonNullable<PodSpec["initContainers"]> {
   const disks: DiskCopy[] = (vmi.spec.volumes ?? []).flatMap((v) =>
     v.containerDisk
-      ? [{
-          name: `volume-${v.name}`,
-          image: v.containerDisk.image,
-          imagePullPolicy: v.containerDisk.imagePullPolicy ?? defaultPullPolicy(v.containerDisk.image),
-          from: v.containerDisk.path ?? "/disk",
-          volume: LauncherVolume.containerDisks,
-          mountPath: CONTAINER_DISKS_DIR,
-          to: `${CONTAINER_DISKS_DIR}/${v.name}`,
-        }]
+      ? [
+          {
+            name: `volume-${v.name}`,
+            image: v.containerDisk.image,
+            imagePullPolicy: v.containerDisk.imagePullPolicy ?? defaultPullPolicy(v.containerDisk.image),
+            from: v.containerDisk.path ?? "/disk",
+            volume: LauncherVolume.containerDisks,
+            mountPath: CONTAINER_DISKS_DIR,
+            to: `${CONTAINER_DISKS_DIR}/${v.name}`,
+          },
+        ]
       : [],
   );
   const kernel = vmi.spec.domain.firmware?.kernelBoot?.container;
@@ -63,29 +115,49 @@ function containerDiskInitContainers(vmi: VirtualMachineInstance, config: Launch
       volume: LauncherVolume.kernelBoot,
       mountPath: KERNEL_BOOT_DIR,
     }));
-  return diskCopyInitContainers({ image: config.launcherImage, imagePullPolicy: config.imagePullPolicy }, { volume: LauncherVolume.tools, mountPath: TOOLS_DIR }, [...disks, ...kernelFiles]);
+  return diskCopyInitContainers(
+    { image: config.launcherImage, imagePullPolicy: config.imagePullPolicy },
+    { volume: LauncherVolume.tools, mountPath: TOOLS_DIR },
+    [...disks, ...kernelFiles],
+  );
 }
 
 /**
  * The serial log as the pod's log, as KubeVirt's guest-console-log container: it waits for the log, then prints it
  * from its start and follows it across virtlogd's rotation. A native sidecar (an init container that keeps running),
- * so the pod ends when the launcher does and its phase is the launcher's; tail's notices of rotation stay out of the log.
- * tini is its PID 1 and passes SIGTERM on: a tail that were PID 1 would ignore it and hold the pod's deletion for the
- * whole grace period.
+ * so the pod ends when the launcher does and its phase is the launcher's; tail's notices of rotation stay out of the
+ * log. tini is its PID 1 and passes SIGTERM on: a tail that were PID 1 would ignore it and hold the pod's deletion for
+ * the whole grace period.
  */
-function guestConsoleLogSidecar(vmi: VirtualMachineInstance, config: LauncherPodConfig): NonNullable<PodSpec["initContainers"]> {
+function guestConsoleLogSidecar(
+  vmi: VirtualMachineInstance,
+  config: LauncherPodConfig,
+): NonNullable<PodSpec["initContainers"]> {
   if (!keepsSerialLog(vmi.spec)) return [];
   const log = `${LauncherDir.sockets}/${SocketsVolume.serialLog}`;
-  return [{
-    name: GUEST_CONSOLE_LOG_CONTAINER,
-    image: config.launcherImage,
-    imagePullPolicy: config.imagePullPolicy,
-    restartPolicy: "Always",
-    command: ["/usr/bin/tini", "--", "/bin/sh", "-c", `until [ -e ${log} ]; do sleep 1; done; exec tail -n +1 -F ${log} 2>/dev/null`],
-    resources: { requests: { cpu: "5m", memory: "35M" }, limits: { cpu: "15m", memory: "60M" } },
-    securityContext: { allowPrivilegeEscalation: false, runAsNonRoot: true, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
-    volumeMounts: [{ name: LauncherVolume.sockets, mountPath: LauncherDir.sockets, readOnly: true }],
-  }];
+  return [
+    {
+      name: GUEST_CONSOLE_LOG_CONTAINER,
+      image: config.launcherImage,
+      imagePullPolicy: config.imagePullPolicy,
+      restartPolicy: "Always",
+      command: [
+        "/usr/bin/tini",
+        "--",
+        "/bin/sh",
+        "-c",
+        `until [ -e ${log} ]; do sleep 1; done; exec tail -n +1 -F ${log} 2>/dev/null`,
+      ],
+      resources: { requests: { cpu: "5m", memory: "35M" }, limits: { cpu: "15m", memory: "60M" } },
+      securityContext: {
+        allowPrivilegeEscalation: false,
+        runAsNonRoot: true,
+        readOnlyRootFilesystem: true,
+        capabilities: { drop: ["ALL"] },
+      },
+      volumeMounts: [{ name: LauncherVolume.sockets, mountPath: LauncherDir.sockets, readOnly: true }],
+    },
+  ];
 }
 
 /** Files only the launcher's group (the pod's fsGroup) may read: what the pod mounts from Secrets. */
@@ -109,28 +181,53 @@ function configPodVolumes(vmi: VirtualMachineInstance): NonNullable<PodSpec["vol
   type PodVolume = NonNullable<PodSpec["volumes"]>[number];
   return configVolumes(vmi.spec).flatMap(({ volume, podVolume }): PodVolume[] => {
     const source = volumes.get(volume);
-    if (source?.configMap) return [{ name: podVolume, configMap: { name: source.configMap.name, ...(source.configMap.optional !== undefined ? { optional: source.configMap.optional } : {}) } }];
+    if (source?.configMap)
+      return [
+        {
+          name: podVolume,
+          configMap: {
+            name: source.configMap.name,
+            ...(source.configMap.optional !== undefined ? { optional: source.configMap.optional } : {}),
+          },
+        },
+      ];
     // Readable by the launcher's group (the pod's fsGroup) only.
     if (source?.secret) return [secretVolume(podVolume, source.secret.secretName, source.secret.optional)];
     if (source?.serviceAccount) {
       // What a pod's own token volume holds: the token, the cluster's CA and the namespace.
-      return [{
-        name: podVolume,
-        projected: {
-          defaultMode: LAUNCHER_GROUP_ONLY,
-          sources: [
-            { serviceAccountToken: { path: "token", expirationSeconds: TOKEN_SECONDS } },
-            { configMap: { name: "kube-root-ca.crt", items: [{ key: "ca.crt", path: "ca.crt" }] } },
-            { downwardAPI: { items: [{ path: "namespace", fieldRef: { apiVersion: "v1", fieldPath: "metadata.namespace" } }] } },
-          ],
+      return [
+        {
+          name: podVolume,
+          projected: {
+            defaultMode: LAUNCHER_GROUP_ONLY,
+            sources: [
+              { serviceAccountToken: { path: "token", expirationSeconds: TOKEN_SECONDS } },
+              { configMap: { name: "kube-root-ca.crt", items: [{ key: "ca.crt", path: "ca.crt" }] } },
+              {
+                downwardAPI: {
+                  items: [{ path: "namespace", fieldRef: { apiVersion: "v1", fieldPath: "metadata.namespace" } }],
+                },
+              },
+            ],
+          },
         },
-      }];
+      ];
     }
     if (source?.downwardAPI) {
       const items = (source.downwardAPI.fields ?? []).map((f) => ({
         path: f.path,
-        ...(f.fieldRef ? { fieldRef: { apiVersion: f.fieldRef.apiVersion ?? "v1", fieldPath: f.fieldRef.fieldPath } } : {}),
-        ...(f.resourceFieldRef ? { resourceFieldRef: { containerName: f.resourceFieldRef.containerName ?? LAUNCHER_CONTAINER, resource: f.resourceFieldRef.resource, ...(f.resourceFieldRef.divisor !== undefined ? { divisor: String(f.resourceFieldRef.divisor) } : {}) } } : {}),
+        ...(f.fieldRef
+          ? { fieldRef: { apiVersion: f.fieldRef.apiVersion ?? "v1", fieldPath: f.fieldRef.fieldPath } }
+          : {}),
+        ...(f.resourceFieldRef
+          ? {
+              resourceFieldRef: {
+                containerName: f.resourceFieldRef.containerName ?? LAUNCHER_CONTAINER,
+                resource: f.resourceFieldRef.resource,
+                ...(f.resourceFieldRef.divisor !== undefined ? { divisor: String(f.resourceFieldRef.divisor) } : {}),
+              },
+            }
+          : {}),
         ...(f.mode !== undefined ? { mode: f.mode } : {}),
       }));
       return [{ name: podVolume, downwardAPI: { items } }];
@@ -144,10 +241,16 @@ function configPodVolumes(vmi: VirtualMachineInstance): NonNullable<PodSpec["vol
  * was made, as a forced stop does (KubeVirt's stop with gracePeriod 0). The pod then ends within the new one, and
  * its guest with it: past the period the kubelet kills the launcher, libvirt and QEMU alike.
  */
-export function launcherDeletionGrace(vmi: Pick<VirtualMachineInstance, "spec">, pod: Pick<Pod, "metadata" | "spec">): number | undefined {
+export function launcherDeletionGrace(
+  vmi: Pick<VirtualMachineInstance, "spec">,
+  pod: Pick<Pod, "metadata" | "spec">,
+): number | undefined {
   const wanted = vmi.spec.terminationGracePeriodSeconds;
-  // A pod already being deleted has the grace period it was deleted with; deleting it again with a shorter one hurries it.
-  const made = pod.metadata.deletionTimestamp ? (pod.metadata.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds) : pod.spec?.terminationGracePeriodSeconds;
+  // A pod already being deleted has the grace period it was deleted with; deleting it again with a shorter one hurries
+  // it.
+  const made = pod.metadata.deletionTimestamp
+    ? (pod.metadata.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds)
+    : pod.spec?.terminationGracePeriodSeconds;
   if (wanted === undefined || made === undefined || wanted + LAUNCHER_CLEANUP_SECONDS >= made) return undefined;
   // 0 would remove the pod from the API at once, before its processes are gone; 1 lets the kubelet stop them first.
   return Math.max(1, wanted);
@@ -163,13 +266,28 @@ function claimParts(vmi: VirtualMachineInstance, claims: ReadonlyMap<string, Cla
   const volumes = claimVolumes(vmi.spec);
   const block = (claimName: string) => claims.get(claimName)?.spec?.volumeMode === "Block";
   return {
-    volumes: volumes.map((c) => ({ name: c.podVolume, persistentVolumeClaim: { claimName: c.claimName, ...(c.readOnly ? { readOnly: true } : {}) } })),
-    mounts: volumes.filter((c) => !block(c.claimName)).map((c) => ({ name: c.podVolume, mountPath: `${LauncherDir.claimDisks}/${c.volume}`, ...(c.readOnly ? { readOnly: true } : {}) })),
-    devices: volumes.filter((c) => block(c.claimName)).map((c) => ({ name: c.podVolume, devicePath: claimDevicePath(c.volume) })),
+    volumes: volumes.map((c) => ({
+      name: c.podVolume,
+      persistentVolumeClaim: { claimName: c.claimName, ...(c.readOnly ? { readOnly: true } : {}) },
+    })),
+    mounts: volumes
+      .filter((c) => !block(c.claimName))
+      .map((c) => ({
+        name: c.podVolume,
+        mountPath: `${LauncherDir.claimDisks}/${c.volume}`,
+        ...(c.readOnly ? { readOnly: true } : {}),
+      })),
+    devices: volumes
+      .filter((c) => block(c.claimName))
+      .map((c) => ({ name: c.podVolume, devicePath: claimDevicePath(c.volume) })),
   };
 }
 
-export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConfig, claims: ReadonlyMap<string, ClaimObject> = new Map()): Pod & { spec: PodSpec } {
+export function launcherPod(
+  vmi: VirtualMachineInstance,
+  config: LauncherPodConfig,
+  claims: ReadonlyMap<string, ClaimObject> = new Map(),
+): Pod & { spec: PodSpec } {
   const { name = "", namespace, uid = "" } = vmi.metadata;
   const diskCopies = containerDiskInitContainers(vmi, config);
   const hasContainerDisks = diskCopies.length > 0;
@@ -179,19 +297,27 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
   // What QEMU, libvirt and the launcher use besides the guest: KubeVirt's estimate with KVM, the launcher's measured
   // share and QEMU's translation cache where the cluster allows emulation (then no pod has KVM: ADR 23).
   const overhead = memoryOverheadBytes(vmi, config.allowEmulation);
-  // overcommitGuestOverhead: the pod asks for the guest's memory alone, betting the overhead is there; a limit still allows for it.
+  // overcommitGuestOverhead: the pod asks for the guest's memory alone, betting the overhead is there; a limit still
+  // allows for it.
   const memoryNeeded = guestMemoryBytes(vmi) + overhead;
   // memoryOvercommit: the pod asks for a share of the guest's memory, betting the guest does not touch all of it; as
   // KubeVirt's mutator, only where the VMI asks for no memory itself.
-  const overcommit = spec.domain.resources?.requests?.memory === undefined ? (config.memoryOvercommit ?? DEFAULT_MEMORY_OVERCOMMIT) : DEFAULT_MEMORY_OVERCOMMIT;
+  const overcommit =
+    spec.domain.resources?.requests?.memory === undefined
+      ? (config.memoryOvercommit ?? DEFAULT_MEMORY_OVERCOMMIT)
+      : DEFAULT_MEMORY_OVERCOMMIT;
   const guestRequest = overcommittedGuestBytes(guestMemoryBytes(vmi), overcommit);
-  const memoryRequest = spec.domain.resources?.overcommitGuestOverhead === true ? guestRequest : guestRequest + overhead;
+  const memoryRequest =
+    spec.domain.resources?.overcommitGuestOverhead === true ? guestRequest : guestRequest + overhead;
   const limits = spec.domain.resources?.limits;
   const memoryLimit = limits?.memory !== undefined ? memoryNeeded : undefined;
   // A VMI that requests no CPU gets KubeVirt's share of one per vCPU (cpuAllocationRatio).
-  const cpuRequest = spec.domain.resources?.requests?.cpu ?? launcherCpuRequest(vcpus(vmi), config.cpuAllocationRatio ?? DEFAULT_CPU_ALLOCATION_RATIO);
+  const cpuRequest =
+    spec.domain.resources?.requests?.cpu ??
+    launcherCpuRequest(vcpus(vmi), config.cpuAllocationRatio ?? DEFAULT_CPU_ALLOCATION_RATIO);
   const grace = spec.terminationGracePeriodSeconds ?? DEFAULT_GRACE_PERIOD_SECONDS;
-  // cloud-init Secrets reach the launcher as Secret volumes: the kubelet reads them in the VMI's namespace, no component's account does.
+  // cloud-init Secrets reach the launcher as Secret volumes: the kubelet reads them in the VMI's namespace, no
+  // component's account does.
   const secrets = cloudInitSecretMounts(spec);
   const guestPorts = podNetworkPorts(spec);
   const configs = configVolumes(spec);
@@ -213,32 +339,41 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
         [Label.VmName]: vmi.metadata.labels?.[Label.VmName] ?? name,
       },
       annotations: { [Annotation.Domain]: name },
-      ownerReferences: [controllerRef({ apiVersion: API_VERSION, kind: Kind.VirtualMachineInstance, metadata: vmi.metadata })],
+      ownerReferences: [
+        controllerRef({ apiVersion: API_VERSION, kind: Kind.VirtualMachineInstance, metadata: vmi.metadata }),
+      ],
     },
     spec: {
       restartPolicy: "Never",
       // The guest gets its own grace period to shut down; the launcher needs a little more to clean up after it.
       terminationGracePeriodSeconds: grace + LAUNCHER_CLEANUP_SECONDS,
-      // The launcher talks to no API server: a serviceAccount volume's token goes to the guest alone, mounted where the launcher reads it.
+      // The launcher talks to no API server: a serviceAccount volume's token goes to the guest alone, mounted where the
+      // launcher reads it.
       automountServiceAccountToken: false,
       ...(serviceAccount !== undefined ? { serviceAccountName: serviceAccount } : {}),
       enableServiceLinks: false,
       hostname: spec.hostname ?? name,
       ...(spec.subdomain ? { subdomain: spec.subdomain } : {}),
-      // A node whose handler beats and, for a named CPU model, whose labeller found it usable (KubeVirt's); the VMI's own on top.
-      // KubeVirt's own selectors last, as its template renders them: a VMI cannot lift them (e.g. onto a node whose handler is gone).
+      // A node whose handler beats and, for a named CPU model, whose labeller found it usable (KubeVirt's); the VMI's
+      // own on top. KubeVirt's own selectors last, as its template renders them: a VMI cannot lift them (e.g. onto a
+      // node whose handler is gone).
       nodeSelector: { ...spec.nodeSelector, ...launcherNodeSelector(spec.domain.cpu?.model) },
       ...(spec.tolerations ? { tolerations: spec.tolerations.map((t) => ({ ...t })) } : {}),
       ...(spec.affinity ? { affinity: structuredClone(spec.affinity) } : {}),
-      ...(spec.topologySpreadConstraints ? { topologySpreadConstraints: structuredClone(spec.topologySpreadConstraints) } : {}),
+      ...(spec.topologySpreadConstraints
+        ? { topologySpreadConstraints: structuredClone(spec.topologySpreadConstraints) }
+        : {}),
       ...(spec.priorityClassName !== undefined ? { priorityClassName: spec.priorityClassName } : {}),
       ...(spec.schedulerName !== undefined ? { schedulerName: spec.schedulerName } : {}),
       ...(config.runtimeClassName !== undefined ? { runtimeClassName: config.runtimeClassName } : {}),
       ...(spec.dnsPolicy !== undefined ? { dnsPolicy: spec.dnsPolicy } : {}),
       ...(spec.dnsConfig ? { dnsConfig: structuredClone(spec.dnsConfig) } : {}),
       securityContext: {
-        // QEMU, as the launcher's unprivileged user, binds the guest's declared ports; one below 1024 takes this (a safe sysctl, of the pod's own network).
-        ...(guestPorts.some((p) => p.port < UNPRIVILEGED_PORT_START) ? { sysctls: [{ name: "net.ipv4.ip_unprivileged_port_start", value: "0" }] } : {}),
+        // QEMU, as the launcher's unprivileged user, binds the guest's declared ports; one below 1024 takes this (a
+        // safe sysctl, of the pod's own network).
+        ...(guestPorts.some((p) => p.port < UNPRIVILEGED_PORT_START)
+          ? { sysctls: [{ name: "net.ipv4.ip_unprivileged_port_start", value: "0" }] }
+          : {}),
         runAsUser: LAUNCHER_UID,
         runAsGroup: LAUNCHER_UID,
         fsGroup: LAUNCHER_UID,
@@ -251,18 +386,36 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
           name: LAUNCHER_CONTAINER,
           image: config.launcherImage,
           imagePullPolicy: config.imagePullPolicy,
-          env: launcherEnv({ allowEmulation: config.allowEmulation, gracePeriodSeconds: grace, verbosity: launcherVerbosity(vmi.metadata.labels, config.launcherVerbosity) }),
+          env: launcherEnv({
+            allowEmulation: config.allowEmulation,
+            gracePeriodSeconds: grace,
+            verbosity: launcherVerbosity(vmi.metadata.labels, config.launcherVerbosity),
+          }),
           // The guest's declared ports on the pod's address, named as the VMI names them, so a Service can target them.
-          ports: [{ name: LAUNCHER_OPS_PORT_NAME, containerPort: LAUNCHER_OPS_PORT }, ...guestPorts.map((p) => ({ ...(p.name !== undefined ? { name: p.name } : {}), containerPort: p.port, protocol: p.protocol }))],
+          ports: [
+            { name: LAUNCHER_OPS_PORT_NAME, containerPort: LAUNCHER_OPS_PORT },
+            ...guestPorts.map((p) => ({
+              ...(p.name !== undefined ? { name: p.name } : {}),
+              containerPort: p.port,
+              protocol: p.protocol,
+            })),
+          ],
           resources: {
             requests: { memory: toMebibytes(memoryRequest), cpu: String(cpuRequest) },
             ...(memoryLimit !== undefined || limits?.cpu !== undefined || !config.allowEmulation
-              ? { limits: { ...(memoryLimit !== undefined ? { memory: toMebibytes(memoryLimit) } : {}), ...(limits?.cpu !== undefined ? { cpu: String(limits.cpu) } : {}), ...launcherDeviceLimits(config.allowEmulation) } }
+              ? {
+                  limits: {
+                    ...(memoryLimit !== undefined ? { memory: toMebibytes(memoryLimit) } : {}),
+                    ...(limits?.cpu !== undefined ? { cpu: String(limits.cpu) } : {}),
+                    ...launcherDeviceLimits(config.allowEmulation),
+                  },
+                }
               : {}),
           },
           // No startup probe: the VMI is handed to its node once this container runs, and the handler waits for the
           // launcher's socket (LAUNCHER_SOCKET_WAIT_SECONDS), as KubeVirt's. The VMI's probes, which the launcher runs
-          // against the guest when the kubelet asks; without a readiness probe the pod is ready while it runs, as KubeVirt's.
+          // against the guest when the kubelet asks; without a readiness probe the pod is ready while it runs, as
+          // KubeVirt's.
           ...(spec.readinessProbe ? { readinessProbe: launcherContainerProbe(spec.readinessProbe, "readiness") } : {}),
           ...(spec.livenessProbe ? { livenessProbe: launcherContainerProbe(spec.livenessProbe, "liveness") } : {}),
           securityContext: {
@@ -279,9 +432,21 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
                   { name: LauncherVolume.kernelBoot, mountPath: KERNEL_BOOT_DIR, readOnly: true },
                 ]
               : []),
-            ...secrets.map((m) => ({ name: m.podVolume, mountPath: `${LauncherDir.cloudInitSecrets}/${m.relativeDir}`, readOnly: true })),
-            ...configs.map((c) => ({ name: c.podVolume, mountPath: `${LauncherDir.configVolumes}/${c.relativeDir}`, readOnly: true })),
-            ...credentials.map((c) => ({ name: c.podVolume, mountPath: `${LauncherDir.accessCredentials}/${c.relativeDir}`, readOnly: true })),
+            ...secrets.map((m) => ({
+              name: m.podVolume,
+              mountPath: `${LauncherDir.cloudInitSecrets}/${m.relativeDir}`,
+              readOnly: true,
+            })),
+            ...configs.map((c) => ({
+              name: c.podVolume,
+              mountPath: `${LauncherDir.configVolumes}/${c.relativeDir}`,
+              readOnly: true,
+            })),
+            ...credentials.map((c) => ({
+              name: c.podVolume,
+              mountPath: `${LauncherDir.accessCredentials}/${c.relativeDir}`,
+              readOnly: true,
+            })),
             ...claimed.mounts,
             ...(vmState ? [{ name: LauncherVolume.vmState, mountPath: LauncherDir.vmState }] : []),
           ],
@@ -292,7 +457,11 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
         { name: LauncherVolume.sockets, emptyDir: {} },
         { name: LauncherVolume.state, emptyDir: {} },
         ...(hasContainerDisks
-          ? [{ name: LauncherVolume.tools, emptyDir: { sizeLimit: "16Mi" } }, { name: LauncherVolume.containerDisks, emptyDir: {} }, { name: LauncherVolume.kernelBoot, emptyDir: {} }]
+          ? [
+              { name: LauncherVolume.tools, emptyDir: { sizeLimit: "16Mi" } },
+              { name: LauncherVolume.containerDisks, emptyDir: {} },
+              { name: LauncherVolume.kernelBoot, emptyDir: {} },
+            ]
           : []),
         // Readable by the launcher's group (the pod's fsGroup) only; the pod does not start until the Secret exists.
         ...secrets.map((m) => secretVolume(m.podVolume, m.secretName)),
@@ -300,7 +469,9 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
         // SSH public keys: readable by the launcher's group alone, as the cloud-init Secrets are.
         ...credentials.map((c) => secretVolume(c.podVolume, c.secretName)),
         ...claimed.volumes,
-        ...(vmState ? [{ name: LauncherVolume.vmState, persistentVolumeClaim: { claimName: backendStorageClaimName(vmi) } }] : []),
+        ...(vmState
+          ? [{ name: LauncherVolume.vmState, persistentVolumeClaim: { claimName: backendStorageClaimName(vmi) } }]
+          : []),
       ],
     },
   };
@@ -314,8 +485,14 @@ export function launcherPod(vmi: VirtualMachineInstance, config: LauncherPodConf
 export function secretsWaitMessage(pod: Pod): string | undefined {
   const secrets = (pod.spec?.volumes ?? []).flatMap((v) => (v.secret?.secretName ? [v.secret.secretName] : []));
   const statuses = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])];
-  const nothingStarted = pod.status?.phase === "Pending" && statuses.length > 0 && statuses.every((c) => c.state?.waiting !== undefined);
+  const nothingStarted =
+    pod.status?.phase === "Pending" && statuses.length > 0 && statuses.every((c) => c.state?.waiting !== undefined);
   if (!nothingStarted || secrets.length === 0) return undefined;
   const { name = "", namespace = "" } = pod.metadata;
-  return `The launcher pod ${name} has not started yet; it mounts the cloud-init Secret${secrets.length > 1 ? "s" : ""} ${secrets.join(", ")}, which must exist in namespace ${namespace}. If it stays so, create ${secrets.length > 1 ? "them" : "it"}; kubectl describe pod ${name} -n ${namespace} shows the kubelet's reason.`;
+  return (
+    `The launcher pod ${name} has not started yet; it mounts the cloud-init ` +
+    `Secret${secrets.length > 1 ? "s" : ""} ${secrets.join(", ")}, which must exist in ` +
+    `namespace ${namespace}. If it stays so, create ${secrets.length > 1 ? "them" : "it"}; kubectl ` +
+    `describe pod ${name} -n ${namespace} shows the kubelet's reason.`
+  );
 }

@@ -1,5 +1,12 @@
 import { type NodeDevice, NodeDevices, deviceResourceName } from "@kubevirt-ts/node-contract";
-import { type AllocateRequest, type ContainerAllocateResponse, type Device, HEALTHY, type PreferredAllocationRequest, UNHEALTHY } from "./api.ts";
+import {
+  type AllocateRequest,
+  type ContainerAllocateResponse,
+  type Device,
+  HEALTHY,
+  type PreferredAllocationRequest,
+  UNHEALTHY,
+} from "./api.ts";
 
 // What the handler's device plugins advertise and hand out, as KubeVirt's
 // handler does (pkg/virt-handler/device-manager): three node devices, each a
@@ -43,31 +50,52 @@ function checkIds(device: NodeDevice, ids: readonly string[], field: string, uni
   const known = new RegExp(`^${device.name.replace(/[^a-z0-9]/g, "\\$&")}(\\d{1,7})$`);
   for (const id of ids) {
     const index = known.exec(id)?.[1];
-    if (index === undefined || Number(index) >= units) throw new AllocationRefused(`${field}: ${JSON.stringify(id.slice(0, 64))} is not a unit of ${deviceResourceName(device)} (${device.name}0 to ${device.name}${String(units - 1)})`);
+    if (index === undefined || Number(index) >= units)
+      throw new AllocationRefused(
+        `${field}: ${JSON.stringify(id.slice(0, 64))} is not a unit of ${deviceResourceName(device)} ` +
+          `(${device.name}0 to ${device.name}${String(units - 1)})`,
+      );
   }
 }
 
 function checkContainers(count: number) {
   if (count === 0) throw new AllocationRefused("container_requests: empty; the kubelet names one entry per container");
-  if (count > MAX_CONTAINER_REQUESTS) throw new AllocationRefused(`container_requests: ${String(count)} containers, more than ${String(MAX_CONTAINER_REQUESTS)}`);
+  if (count > MAX_CONTAINER_REQUESTS)
+    throw new AllocationRefused(
+      `container_requests: ${String(count)} containers, more than ${String(MAX_CONTAINER_REQUESTS)}`,
+    );
 }
 
 /**
  * The answer to Allocate: each container that asked for units gets the device node, read-write, at its path; the
  * node's mode and owner decide who in the container may open it (see ADR 23). A unit that is not ours is refused.
  */
-export function allocate(device: NodeDevice, request: AllocateRequest, units = UNITS_PER_DEVICE): { container_responses: ContainerAllocateResponse[] } {
+export function allocate(
+  device: NodeDevice,
+  request: AllocateRequest,
+  units = UNITS_PER_DEVICE,
+): { container_responses: ContainerAllocateResponse[] } {
   checkContainers(request.container_requests.length);
   return {
     container_responses: request.container_requests.map((container, i) => {
       checkIds(device, container.devices_ids, `container_requests[${String(i)}].devices_ids`, units);
-      return { envs: {}, mounts: [], devices: [{ container_path: device.path, host_path: device.path, permissions: "rw" }], annotations: {}, cdi_devices: [] };
+      return {
+        envs: {},
+        mounts: [],
+        devices: [{ container_path: device.path, host_path: device.path, permissions: "rw" }],
+        annotations: {},
+        cdi_devices: [],
+      };
     }),
   };
 }
 
 /** Any units do (they are one device): the ones the kubelet must include, then the first available, up to the size. */
-export function preferredAllocation(device: NodeDevice, request: PreferredAllocationRequest, units = UNITS_PER_DEVICE): { container_responses: { deviceIDs: string[] }[] } {
+export function preferredAllocation(
+  device: NodeDevice,
+  request: PreferredAllocationRequest,
+  units = UNITS_PER_DEVICE,
+): { container_responses: { deviceIDs: string[] }[] } {
   checkContainers(request.container_requests.length);
   return {
     container_responses: request.container_requests.map((c, i) => {

@@ -1,10 +1,35 @@
 import { stat, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { type ServerWritableStream, Server, ServerCredentials, type ServiceError, credentials, status } from "@grpc/grpc-js";
+import {
+  type ServerWritableStream,
+  Server,
+  ServerCredentials,
+  type ServiceError,
+  credentials,
+  status,
+} from "@grpc/grpc-js";
 import { deviceResourceName } from "@kubevirt-ts/node-contract";
 import type { Logger } from "@kubevirt-ts/runtime";
-import { type AllocateRequest, DEVICE_PLUGIN_API_VERSION, DevicePluginService, type Device, KUBELET_SOCKET, type PreferredAllocationRequest, type RegisterRequest, RegistrationService } from "./api.ts";
-import { AllocationRefused, NODE_DEVICES, type NodeDevice, UNITS_PER_DEVICE, allocate, deviceUnits, preferredAllocation, socketName } from "./devices.ts";
+import {
+  type AllocateRequest,
+  DEVICE_PLUGIN_API_VERSION,
+  DevicePluginService,
+  type Device,
+  KUBELET_SOCKET,
+  type PreferredAllocationRequest,
+  type RegisterRequest,
+  RegistrationService,
+} from "./api.ts";
+import {
+  AllocationRefused,
+  NODE_DEVICES,
+  type NodeDevice,
+  UNITS_PER_DEVICE,
+  allocate,
+  deviceUnits,
+  preferredAllocation,
+  socketName,
+} from "./devices.ts";
 
 // The handler's device plugins: one gRPC server per node device on a unix
 // socket in the kubelet's device-plugins folder, registered with the kubelet
@@ -43,7 +68,9 @@ async function nodeHas(nodeDevDir: string, device: NodeDevice): Promise<boolean>
 }
 
 const refused = (error: unknown): Partial<ServiceError> =>
-  error instanceof AllocationRefused ? { code: status.INVALID_ARGUMENT, details: error.message } : { code: status.INTERNAL, details: error instanceof Error ? error.message : String(error) };
+  error instanceof AllocationRefused
+    ? { code: status.INVALID_ARGUMENT, details: error.message }
+    : { code: status.INTERNAL, details: error instanceof Error ? error.message : String(error) };
 
 export class DevicePlugin {
   private readonly o: Required<Omit<DevicePluginOptions, "log">> & { log: Logger };
@@ -73,7 +100,14 @@ export class DevicePlugin {
   async start(): Promise<void> {
     await this.check();
     this.timer = setInterval(() => {
-      this.checking = this.checking.then(() => this.check()).catch((error: unknown) => { this.o.log.warn("device plugin check failed", { resource: deviceResourceName(this.o.device), error: String(error) }); });
+      this.checking = this.checking
+        .then(() => this.check())
+        .catch((error: unknown) => {
+          this.o.log.warn("device plugin check failed", {
+            resource: deviceResourceName(this.o.device),
+            error: String(error),
+          });
+        });
     }, this.o.checkIntervalMs);
     this.timer.unref();
   }
@@ -89,7 +123,11 @@ export class DevicePlugin {
     if (this.closed) return;
     const present = await nodeHas(this.o.nodeDevDir, this.o.device);
     if (present !== this.present) {
-      if (this.present !== undefined) this.o.log.info(present ? "node device appeared" : "node device is gone", { resource: deviceResourceName(this.o.device), path: this.o.device.path });
+      if (this.present !== undefined)
+        this.o.log.info(present ? "node device appeared" : "node device is gone", {
+          resource: deviceResourceName(this.o.device),
+          path: this.o.device.path,
+        });
       this.present = present;
       for (const stream of this.streams) stream.write({ devices: this.units() });
     }
@@ -106,17 +144,25 @@ export class DevicePlugin {
 
   private async serve(): Promise<void> {
     await rm(this.socketPath, { force: true });
-    const server = new Server({ "grpc.max_receive_message_length": MAX_KUBELET_MESSAGE_BYTES, "grpc.max_concurrent_streams": 16 });
+    const server = new Server({
+      "grpc.max_receive_message_length": MAX_KUBELET_MESSAGE_BYTES,
+      "grpc.max_concurrent_streams": 16,
+    });
     const { device, units } = this.o;
     server.addService(DevicePluginService.service, {
-      GetDevicePluginOptions: (_call: unknown, done: (e: null, v: unknown) => void) => { done(null, { pre_start_required: false, get_preferred_allocation_available: true }); },
+      GetDevicePluginOptions: (_call: unknown, done: (e: null, v: unknown) => void) => {
+        done(null, { pre_start_required: false, get_preferred_allocation_available: true });
+      },
       ListAndWatch: (stream: ServerWritableStream<unknown, { devices: Device[] }>) => {
         this.streams.add(stream);
         stream.on("cancelled", () => this.streams.delete(stream));
         stream.on("close", () => this.streams.delete(stream));
         stream.write({ devices: this.units() });
       },
-      GetPreferredAllocation: (call: { request: PreferredAllocationRequest }, done: (e: Partial<ServiceError> | null, v?: unknown) => void) => {
+      GetPreferredAllocation: (
+        call: { request: PreferredAllocationRequest },
+        done: (e: Partial<ServiceError> | null, v?: unknown) => void,
+      ) => {
         try {
           done(null, preferredAllocation(device, call.request, units));
         } catch (error) {
@@ -126,16 +172,26 @@ export class DevicePlugin {
       Allocate: (call: { request: AllocateRequest }, done: (e: Partial<ServiceError> | null, v?: unknown) => void) => {
         try {
           const answer = allocate(device, call.request, units);
-          this.o.log.info("device allocated", { resource: deviceResourceName(device), containers: answer.container_responses.length });
+          this.o.log.info("device allocated", {
+            resource: deviceResourceName(device),
+            containers: answer.container_responses.length,
+          });
           done(null, answer);
         } catch (error) {
           this.o.log.warn("device allocation refused", { resource: deviceResourceName(device), error: String(error) });
           done(refused(error));
         }
       },
-      PreStartContainer: (_call: unknown, done: (e: null, v: unknown) => void) => { done(null, {}); },
+      PreStartContainer: (_call: unknown, done: (e: null, v: unknown) => void) => {
+        done(null, {});
+      },
     });
-    await new Promise<void>((resolve, reject) => { server.bindAsync(`unix://${this.socketPath}`, ServerCredentials.createInsecure(), (error) => { if (error) reject(error); else resolve(); }); });
+    await new Promise<void>((resolve, reject) => {
+      server.bindAsync(`unix://${this.socketPath}`, ServerCredentials.createInsecure(), (error) => {
+        if (error) reject(error);
+        else resolve();
+      });
+    });
     this.server = server;
     this.registeredWith = undefined;
   }
@@ -153,7 +209,11 @@ export class DevicePlugin {
   }
 
   private async register(kubelet: string): Promise<void> {
-    const client = new RegistrationService(`unix://${join(this.o.pluginsDir, KUBELET_SOCKET)}`, credentials.createInsecure(), { "grpc.max_receive_message_length": MAX_KUBELET_MESSAGE_BYTES });
+    const client = new RegistrationService(
+      `unix://${join(this.o.pluginsDir, KUBELET_SOCKET)}`,
+      credentials.createInsecure(),
+      { "grpc.max_receive_message_length": MAX_KUBELET_MESSAGE_BYTES },
+    );
     const request: RegisterRequest = {
       version: DEVICE_PLUGIN_API_VERSION,
       endpoint: socketName(this.o.device),
@@ -162,13 +222,22 @@ export class DevicePlugin {
     };
     try {
       await new Promise<void>((resolve, reject) => {
-        client.Register(request, { deadline: Date.now() + REGISTER_TIMEOUT_MS }, (error: ServiceError | null) => { if (error) reject(error); else resolve(); });
+        client.Register(request, { deadline: Date.now() + REGISTER_TIMEOUT_MS }, (error: ServiceError | null) => {
+          if (error) reject(error);
+          else resolve();
+        });
       });
       this.registeredWith = kubelet;
-      this.o.log.info("device plugin registered with the kubelet", { resource: deviceResourceName(this.o.device), present: this.present });
+      this.o.log.info("device plugin registered with the kubelet", {
+        resource: deviceResourceName(this.o.device),
+        present: this.present,
+      });
     } catch (error) {
       // Retried at the next check.
-      this.o.log.warn("device plugin registration failed", { resource: deviceResourceName(this.o.device), error: error instanceof Error ? error.message : String(error) });
+      this.o.log.warn("device plugin registration failed", {
+        resource: deviceResourceName(this.o.device),
+        error: error instanceof Error ? error.message : String(error),
+      });
     } finally {
       client.close();
     }
@@ -176,7 +245,9 @@ export class DevicePlugin {
 }
 
 /** KubeVirt's three permanent device plugins, started; closing the result stops them and removes their sockets. */
-export async function startDevicePlugins(options: Omit<DevicePluginOptions, "device">): Promise<{ plugins: DevicePlugin[]; close: () => Promise<void> }> {
+export async function startDevicePlugins(
+  options: Omit<DevicePluginOptions, "device">,
+): Promise<{ plugins: DevicePlugin[]; close: () => Promise<void> }> {
   const plugins = NODE_DEVICES.map((device) => new DevicePlugin({ ...options, device }));
   // A plugin that cannot start must not leave the others serving with nothing to close them.
   const started = await Promise.allSettled(plugins.map((p) => p.start()));
@@ -185,5 +256,10 @@ export async function startDevicePlugins(options: Omit<DevicePluginOptions, "dev
     await Promise.allSettled(plugins.map((p) => p.close()));
     throw failed.reason;
   }
-  return { plugins, close: async () => { await Promise.all(plugins.map((p) => p.close())); } };
+  return {
+    plugins,
+    close: async () => {
+      await Promise.all(plugins.map((p) => p.close()));
+    },
+  };
 }

@@ -1,4 +1,9 @@
-import { DEFAULT_COMPLETION_TIMEOUT_PER_GIB, DEFAULT_PROGRESS_TIMEOUT_SECONDS, type MigrationState, migrationConfiguration } from "@kubevirt-ts/kubevirt-api";
+import {
+  DEFAULT_COMPLETION_TIMEOUT_PER_GIB,
+  DEFAULT_PROGRESS_TIMEOUT_SECONDS,
+  type MigrationState,
+  migrationConfiguration,
+} from "@kubevirt-ts/kubevirt-api";
 import { MIGRATION_ABORTED_REASON, bandwidthMiB, switchesToPostCopy } from "@kubevirt-ts/vm-rules";
 import type { DomainStatus, MigrationOptions, MigrationStatus } from "@kubevirt-ts/launcher-protocol";
 
@@ -24,8 +29,10 @@ const ended = (state: MigrationState) => state.completed === true || state.faile
 
 /** The patch's fields that differ from the state, or undefined when none does. */
 export function changes(state: MigrationState, patch: Partial<MigrationState>): Partial<MigrationState> | undefined {
-  const changed = Object.entries(patch).filter(([key, value]) => JSON.stringify(state[key as keyof MigrationState]) !== JSON.stringify(value));
-  return changed.length === 0 ? undefined : (Object.fromEntries(changed));
+  const changed = Object.entries(patch).filter(
+    ([key, value]) => JSON.stringify(state[key as keyof MigrationState]) !== JSON.stringify(value),
+  );
+  return changed.length === 0 ? undefined : Object.fromEntries(changed);
 }
 
 export interface TargetInput {
@@ -56,16 +63,28 @@ export function targetStep(input: TargetInput): TargetStep {
   if (!state?.migrationUid || state.targetNode !== input.nodeName) return {};
   if (ended(state)) {
     // The domain runs here once completed: say it was seen, once.
-    const patch = state.completed === true && launcher?.phase === "Completed" ? changes(state, { targetNodeDomainDetected: true }) : undefined;
-    return { release: true, ...(patch ? { patch: { ...patch, targetNodeDomainReadyTimestamp: input.now.toISOString() } } : {}) };
+    const patch =
+      state.completed === true && launcher?.phase === "Completed"
+        ? changes(state, { targetNodeDomainDetected: true })
+        : undefined;
+    return {
+      release: true,
+      ...(patch ? { patch: { ...patch, targetNodeDomainReadyTimestamp: input.now.toISOString() } } : {}),
+    };
   }
   if (!input.targetPodRunning) return {};
   if (launcher === undefined || launcher.phase === "None") return { prepare: true, allow: true };
   if (launcher.phase === "Completed") {
     const patch = changes(state, { targetNodeDomainDetected: true });
-    return { allow: true, ...(patch ? { patch: { ...patch, targetNodeDomainReadyTimestamp: input.now.toISOString() } } : {}) };
+    return {
+      allow: true,
+      ...(patch ? { patch: { ...patch, targetNodeDomainReadyTimestamp: input.now.toISOString() } } : {}),
+    };
   }
-  const patch = changes(state, { targetNodeAddress: input.proxy.address, targetDirectMigrationNodePorts: { [String(input.proxy.port)]: 0 } });
+  const patch = changes(state, {
+    targetNodeAddress: input.proxy.address,
+    targetDirectMigrationNodePorts: { [String(input.proxy.port)]: 0 },
+  });
   return { allow: true, ...(patch ? { patch } : {}) };
 }
 
@@ -82,7 +101,11 @@ export function targetProxyAddress(state: MigrationState): { host: string; port:
  */
 export function migrationOptionsOf(state: MigrationState): Omit<MigrationOptions, "migrationUid"> {
   const parsed = migrationConfiguration.safeParse(state.migrationConfiguration ?? {});
-  if (!parsed.success) throw new Error(`the VMI's status.migrationState.migrationConfiguration is not KubeVirt's MigrationConfiguration: ${parsed.error.message}`);
+  if (!parsed.success)
+    throw new Error(
+      "the VMI's status.migrationState.migrationConfiguration is not KubeVirt's " +
+        `MigrationConfiguration: ${parsed.error.message}`,
+    );
   const configuration = parsed.data;
   return {
     postCopy: switchesToPostCopy(configuration),
@@ -121,27 +144,50 @@ export function sourceStep(input: SourceInput): SourceStep {
   };
   if (!mine) {
     // Cancelled before it started: nothing moved.
-    if (state.abortRequested === true) return end({ failed: true, failureReason: MIGRATION_ABORTED_REASON, abortStatus: "Succeeded" });
+    if (state.abortRequested === true)
+      return end({ failed: true, failureReason: MIGRATION_ABORTED_REASON, abortStatus: "Succeeded" });
     if (!targetProxyAddress(state)) return {};
-    return { proxy: "start", call: { method: "migrate", options: { ...migrationOptionsOf(state), migrationUid: state.migrationUid } } };
+    return {
+      proxy: "start",
+      call: { method: "migrate", options: { ...migrationOptionsOf(state), migrationUid: state.migrationUid } },
+    };
   }
   switch (launcher.phase) {
     case "Completed":
-      return end({ completed: true, ...(launcher.mode ? { mode: launcher.mode } : {}), ...(state.abortRequested === true ? { abortStatus: "Failed" as const } : {}) });
+      return end({
+        completed: true,
+        ...(launcher.mode ? { mode: launcher.mode } : {}),
+        ...(state.abortRequested === true ? { abortStatus: "Failed" as const } : {}),
+      });
     case "Failed": {
       const aborted = launcher.abortStatus === "Succeeded";
-      return end({ failed: true, failureReason: aborted ? MIGRATION_ABORTED_REASON : (launcher.failureReason ?? "Live migration failed"), ...(aborted ? { abortStatus: "Succeeded" as const } : {}) });
+      return end({
+        failed: true,
+        failureReason: aborted ? MIGRATION_ABORTED_REASON : (launcher.failureReason ?? "Live migration failed"),
+        ...(aborted ? { abortStatus: "Succeeded" as const } : {}),
+      });
     }
     default: {
       const abort = state.abortRequested === true && launcher.abortStatus === undefined;
-      const patch = changes(state, { ...(launcher.mode ? { mode: launcher.mode } : {}), ...(state.abortRequested === true ? { abortStatus: "Aborting" as const } : {}) });
-      return { proxy: "start", ...(abort ? { call: { method: "abortMigration" as const } } : {}), ...(patch ? { patch } : {}) };
+      const patch = changes(state, {
+        ...(launcher.mode ? { mode: launcher.mode } : {}),
+        ...(state.abortRequested === true ? { abortStatus: "Aborting" as const } : {}),
+      });
+      return {
+        proxy: "start",
+        ...(abort ? { call: { method: "abortMigration" as const } } : {}),
+        ...(patch ? { patch } : {}),
+      };
     }
   }
 }
 
 /** The VMI's status with its migration state patched. */
-export function withMigrationState<S extends object | undefined>(status: S, state: MigrationState | undefined, patch: Partial<MigrationState> | undefined): S {
+export function withMigrationState<S extends object | undefined>(
+  status: S,
+  state: MigrationState | undefined,
+  patch: Partial<MigrationState> | undefined,
+): S {
   if (!state || !patch) return status;
   const patched: object = { ...status, migrationState: { ...state, ...patch } };
   return patched as S;

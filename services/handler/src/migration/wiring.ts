@@ -1,5 +1,14 @@
 import {
-  KEPT_MIGRATION_REPORTS, MIGRATION_REPORT_RETENTION_MS, MIGRATION_SOCKETS, type LauncherClient, type MigrationReport, type MigrationSourceProxy, type MigrationStatus, MigrationTargetProxy, type ProxyTls, startMigrationSourceProxy,
+  KEPT_MIGRATION_REPORTS,
+  MIGRATION_REPORT_RETENTION_MS,
+  MIGRATION_SOCKETS,
+  type LauncherClient,
+  type MigrationReport,
+  type MigrationSourceProxy,
+  type MigrationStatus,
+  MigrationTargetProxy,
+  type ProxyTls,
+  startMigrationSourceProxy,
 } from "@kubevirt-ts/launcher-protocol";
 import type { VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
@@ -44,14 +53,32 @@ export class MigrationDriver {
   private constructor(options: MigrationDriverOptions, target: MigrationTargetProxy) {
     this.o = options;
     this.target = target;
-    const gauge = (name: string, help: string) => new Gauge({ name, help, labelNames: ["namespace", "name"], registers: options.registry ? [options.registry] : [] });
+    const gauge = (name: string, help: string) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ["namespace", "name"],
+        registers: options.registry ? [options.registry] : [],
+      });
     // KubeVirt's names for a migration's progress, from the source launcher's job stats.
     this.progress = options.registry
       ? {
-          processed: gauge("kubevirt_vmi_migration_data_processed_bytes", "The data the VMI's migration has sent so far."),
-          remaining: gauge("kubevirt_vmi_migration_data_remaining_bytes", "The data the VMI's migration has yet to send."),
-          memoryRate: gauge("kubevirt_vmi_migration_memory_transfer_rate_bytes", "The rate the VMI's memory is sent at, bytes per second."),
-          dirtyRate: gauge("kubevirt_vmi_migration_dirty_memory_rate_bytes", "The rate the guest dirties its memory at, pages per second."),
+          processed: gauge(
+            "kubevirt_vmi_migration_data_processed_bytes",
+            "The data the VMI's migration has sent so far.",
+          ),
+          remaining: gauge(
+            "kubevirt_vmi_migration_data_remaining_bytes",
+            "The data the VMI's migration has yet to send.",
+          ),
+          memoryRate: gauge(
+            "kubevirt_vmi_migration_memory_transfer_rate_bytes",
+            "The rate the VMI's memory is sent at, bytes per second.",
+          ),
+          dirtyRate: gauge(
+            "kubevirt_vmi_migration_dirty_memory_rate_bytes",
+            "The rate the guest dirties its memory at, pages per second.",
+          ),
         }
       : undefined;
   }
@@ -79,19 +106,35 @@ export class MigrationDriver {
   }
 
   /** The target's half, for a migration whose targetNode is this node; `podUid` once its target pod runs. */
-  async targetSide(vmi: VirtualMachineInstance, state: MigrationState, podUid: string | undefined): Promise<Partial<MigrationState> | undefined> {
+  async targetSide(
+    vmi: VirtualMachineInstance,
+    state: MigrationState,
+    podUid: string | undefined,
+  ): Promise<Partial<MigrationState> | undefined> {
     const launcher = podUid === undefined ? undefined : await this.o.launcher(podUid);
     const status: MigrationStatus | undefined = launcher ? await launcher.call("migrationState") : undefined;
-    const step = targetStep({ state, nodeName: state.targetNode ?? "", targetPodRunning: launcher !== undefined, launcher: status, proxy: { address: this.o.address, port: this.target.port }, now: this.now() });
+    const step = targetStep({
+      state,
+      nodeName: state.targetNode ?? "",
+      targetPodRunning: launcher !== undefined,
+      launcher: status,
+      proxy: { address: this.o.address, port: this.target.port },
+      now: this.now(),
+    });
     const uid = state.migrationUid ?? "";
     if (step.prepare && launcher) await launcher.call("prepareMigrationTarget", vmi);
-    if (step.allow && podUid !== undefined) this.target.allow(uid, (kind) => openPodSocket(this.o.podsDir, podUid, MIGRATION_SOCKETS[kind]));
+    if (step.allow && podUid !== undefined)
+      this.target.allow(uid, (kind) => openPodSocket(this.o.podsDir, podUid, MIGRATION_SOCKETS[kind]));
     if (step.release) this.target.revoke(uid);
     return step.patch;
   }
 
   /** The source's half, for a migration whose sourceNode is this node, its domain run by the launcher of `podUid`. */
-  async sourceSide(vmi: VirtualMachineInstance, state: MigrationState, podUid: string): Promise<Partial<MigrationState> | undefined> {
+  async sourceSide(
+    vmi: VirtualMachineInstance,
+    state: MigrationState,
+    podUid: string,
+  ): Promise<Partial<MigrationState> | undefined> {
     const launcher = await this.o.launcher(podUid);
     const status = await launcher.call("migrationState");
     this.publish(vmi, status);
@@ -107,8 +150,14 @@ export class MigrationDriver {
     if (step.patch?.completed === true) {
       const p = status.progress;
       this.o.log.info("the migration completed", {
-        migration: uid, namespace: vmi.metadata.namespace, name: vmi.metadata.name, target: state.targetNode,
-        elapsedMs: p?.elapsedMs, downtimeMs: p?.downtimeMs, dataProcessed: p?.dataProcessed, iteration: p?.iteration,
+        migration: uid,
+        namespace: vmi.metadata.namespace,
+        name: vmi.metadata.name,
+        target: state.targetNode,
+        elapsedMs: p?.elapsedMs,
+        downtimeMs: p?.downtimeMs,
+        dataProcessed: p?.dataProcessed,
+        iteration: p?.iteration,
       });
     }
     return step.patch;
@@ -119,17 +168,27 @@ export class MigrationDriver {
     this.target.revoke(migrationUid);
   }
 
-  /** What this node's handler last read of a migration it sent, while it is kept; undefined when it sent none by that uid. */
+  /**
+   * What this node's handler last read of a migration it sent, while it is kept; undefined when it sent none by that
+   * uid.
+   */
   report(migrationUid: string): MigrationReport | undefined {
     this.expire();
     return this.reports.get(migrationUid);
   }
 
-  /** Keeps the launcher's figures of the migration it runs (its status answers another uid, or none, before it starts). */
+  /**
+   * Keeps the launcher's figures of the migration it runs (its status answers another uid, or none, before it starts).
+   */
   private keep(vmi: VirtualMachineInstance, migrationUid: string | undefined, status: MigrationStatus): void {
     if (migrationUid === undefined || status.migrationUid !== migrationUid || status.phase === "None") return;
     this.reports.delete(migrationUid);
-    this.reports.set(migrationUid, { namespace: vmi.metadata.namespace ?? "", name: vmi.metadata.name ?? "", observed: this.now().toISOString(), status });
+    this.reports.set(migrationUid, {
+      namespace: vmi.metadata.namespace ?? "",
+      name: vmi.metadata.name ?? "",
+      observed: this.now().toISOString(),
+      status,
+    });
     this.expire();
   }
 
@@ -166,7 +225,11 @@ export class MigrationDriver {
       const dir = await openPodSocketsDir(this.o.podsDir, podUid);
       try {
         const proxy = await startMigrationSourceProxy({
-          dir: dir.path, migration: uid, target, tls: this.o.tls, serverName: this.o.handlerIdentity,
+          dir: dir.path,
+          migration: uid,
+          target,
+          tls: this.o.tls,
+          serverName: this.o.handlerIdentity,
           log: (level, message, fields) => {
             this.o.log[level](message, fields);
           },

@@ -31,16 +31,44 @@ const specs: [string, VmiSpec][] = [
   [
     "a VM with a containerDisk, cloud-init and masquerade",
     {
-      domain: { memory: { guest: "1Gi" }, cpu: { sockets: 1, cores: 2, threads: 1 }, devices: { rng: {}, disks: [{ name: "root", disk: { bus: "virtio" }, bootOrder: 1 }, { name: "cloudinit", disk: { bus: "virtio" } }], interfaces: [{ name: "default", masquerade: {}, macAddress: "02:00:00:00:00:01" }] } },
+      domain: {
+        memory: { guest: "1Gi" },
+        cpu: { sockets: 1, cores: 2, threads: 1 },
+        devices: {
+          rng: {},
+          disks: [
+            { name: "root", disk: { bus: "virtio" }, bootOrder: 1 },
+            { name: "cloudinit", disk: { bus: "virtio" } },
+          ],
+          interfaces: [{ name: "default", masquerade: {}, macAddress: "02:00:00:00:00:01" }],
+        },
+      },
       networks: [{ name: "default", pod: {} }],
-      volumes: [{ name: "root", containerDisk: { image: "g:1" } }, { name: "cloudinit", cloudInitNoCloud: { userData: "#cloud-config" } }],
+      volumes: [
+        { name: "root", containerDisk: { image: "g:1" } },
+        { name: "cloudinit", cloudInitNoCloud: { userData: "#cloud-config" } },
+      ],
     },
   ],
   [
     "sata, scsi, a CD-ROM and a serial number, headless",
     {
-      domain: { memory: { guest: "512Mi" }, devices: { autoattachGraphicsDevice: false, disks: [{ name: "root", disk: { bus: "sata" }, serial: "root-1" }, { name: "data", disk: { bus: "scsi" }, cache: "writeback" }, { name: "cd", cdrom: { bus: "sata" } }] } },
-      volumes: [{ name: "root", containerDisk: { image: "g:1" } }, { name: "data", emptyDisk: { capacity: "1Gi" } }, { name: "cd", containerDisk: { image: "iso:1" } }],
+      domain: {
+        memory: { guest: "512Mi" },
+        devices: {
+          autoattachGraphicsDevice: false,
+          disks: [
+            { name: "root", disk: { bus: "sata" }, serial: "root-1" },
+            { name: "data", disk: { bus: "scsi" }, cache: "writeback" },
+            { name: "cd", cdrom: { bus: "sata" } },
+          ],
+        },
+      },
+      volumes: [
+        { name: "root", containerDisk: { image: "g:1" } },
+        { name: "data", emptyDisk: { capacity: "1Gi" } },
+        { name: "cd", containerDisk: { image: "iso:1" } },
+      ],
     },
   ],
   [
@@ -50,24 +78,75 @@ const specs: [string, VmiSpec][] = [
         memory: { guest: "2Gi" },
         firmware: { bootloader: { efi: { secureBoot: true } } },
         features: {
-          acpi: {}, apic: { endOfInterrupt: true }, smm: {}, pvspinlock: {},
-          hyperv: { relaxed: {}, vapic: {}, vpindex: {}, runtime: {}, synic: {}, reset: {}, frequencies: {}, reenlightenment: {}, tlbflush: {}, ipi: {}, evmcs: {}, spinlocks: { spinlocks: 8191 }, synictimer: { direct: {} }, vendorid: { vendorid: "kubevirt-ts" } },
+          acpi: {},
+          apic: { endOfInterrupt: true },
+          smm: {},
+          pvspinlock: {},
+          hyperv: {
+            relaxed: {},
+            vapic: {},
+            vpindex: {},
+            runtime: {},
+            synic: {},
+            reset: {},
+            frequencies: {},
+            reenlightenment: {},
+            tlbflush: {},
+            ipi: {},
+            evmcs: {},
+            spinlocks: { spinlocks: 8191 },
+            synictimer: { direct: {} },
+            vendorid: { vendorid: "kubevirt-ts" },
+          },
           kvm: { hidden: true },
         },
-        clock: { timezone: "Europe/Paris", timer: { hpet: { present: false }, pit: { tickPolicy: "delay" }, rtc: { tickPolicy: "catchup", track: "guest" }, hyperv: {}, kvm: { present: false } } },
-        devices: { tpm: {}, watchdog: { name: "wd", i6300esb: { action: "reset" } }, inputs: [{ name: "tablet", type: "tablet", bus: "virtio" }], logSerialConsole: false, disks: [{ name: "root", disk: { bus: "sata" } }] },
+        clock: {
+          timezone: "Europe/Paris",
+          timer: {
+            hpet: { present: false },
+            pit: { tickPolicy: "delay" },
+            rtc: { tickPolicy: "catchup", track: "guest" },
+            hyperv: {},
+            kvm: { present: false },
+          },
+        },
+        devices: {
+          tpm: {},
+          watchdog: { name: "wd", i6300esb: { action: "reset" } },
+          inputs: [{ name: "tablet", type: "tablet", bus: "virtio" }],
+          logSerialConsole: false,
+          disks: [{ name: "root", disk: { bus: "sata" } }],
+        },
       },
       volumes: [{ name: "root", containerDisk: { image: "g:1" } }],
     },
   ],
   [
     "a UTC clock running ahead, without ACPI",
-    { domain: { memory: { guest: "128Mi" }, cpu: { model: "Skylake-Client" }, features: { acpi: { enabled: false }, smm: { enabled: false } }, clock: { utc: { offsetSeconds: -60 } }, devices: { disks: [] } }, volumes: [] },
+    {
+      domain: {
+        memory: { guest: "128Mi" },
+        cpu: { model: "Skylake-Client" },
+        features: { acpi: { enabled: false }, smm: { enabled: false } },
+        clock: { utc: { offsetSeconds: -60 } },
+        devices: { disks: [] },
+      },
+      volumes: [],
+    },
   ],
   [
     "a kernel boot without a serial console",
     {
-      domain: { memory: { guest: "128Mi" }, firmware: { kernelBoot: { kernelArgs: "console=ttyS0 quiet", container: { image: "k:1", kernelPath: "/vmlinuz", initrdPath: "/initrd" } } }, devices: { autoattachSerialConsole: false, disks: [] } },
+      domain: {
+        memory: { guest: "128Mi" },
+        firmware: {
+          kernelBoot: {
+            kernelArgs: "console=ttyS0 quiet",
+            container: { image: "k:1", kernelPath: "/vmlinuz", initrdPath: "/initrd" },
+          },
+        },
+        devices: { autoattachSerialConsole: false, disks: [] },
+      },
       volumes: [],
     },
   ],
@@ -93,7 +172,15 @@ describe("the schema check", { timeout: 30_000 }, () => {
 
 describe("the rendered domain", { timeout: 30_000 }, () => {
   it.each(specs)("for %s validates against libvirt's schema", async (_name, spec) => {
-    const xml = domainXml({ apiVersion: "kubevirt.io/v1", kind: "VirtualMachineInstance", metadata: { name: "vm", namespace: "ns" }, spec: defaultVmiSpec(spec) }, ctx);
+    const xml = domainXml(
+      {
+        apiVersion: "kubevirt.io/v1",
+        kind: "VirtualMachineInstance",
+        metadata: { name: "vm", namespace: "ns" },
+        spec: defaultVmiSpec(spec),
+      },
+      ctx,
+    );
     expect(await validate(xml)).toContain("validates");
   });
 });

@@ -8,12 +8,21 @@ export interface XmlElement {
   children?: (XmlNode | undefined | false)[];
 }
 
-export function el(name: string, attributes?: XmlElement["attributes"], ...children: (XmlNode | undefined | false)[]): XmlElement {
+export function el(
+  name: string,
+  attributes?: XmlElement["attributes"],
+  ...children: (XmlNode | undefined | false)[]
+): XmlElement {
   return { name, attributes, children };
 }
 
 export function escapeXml(value: string): string {
-  return value.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;").replaceAll('"', "&quot;").replaceAll("'", "&apos;");
+  return value
+    .replaceAll("&", "&amp;")
+    .replaceAll("<", "&lt;")
+    .replaceAll(">", "&gt;")
+    .replaceAll('"', "&quot;")
+    .replaceAll("'", "&apos;");
 }
 
 export function renderXml(node: XmlNode, indent = ""): string {
@@ -24,6 +33,11 @@ export function renderXml(node: XmlNode, indent = ""): string {
     .join("");
   const children = (node.children ?? []).filter((c): c is XmlNode => c !== undefined && c !== false);
   if (children.length === 0) return `${indent}<${node.name}${attrs}/>`;
-  if (children.length === 1 && typeof children[0] === "string") return `${indent}<${node.name}${attrs}>${escapeXml(children[0])}</${node.name}>`;
-  return [`${indent}<${node.name}${attrs}>`, ...children.map((c) => renderXml(c, `${indent}  `)), `${indent}</${node.name}>`].join("\n");
+  if (children.length === 1 && typeof children[0] === "string")
+    return `${indent}<${node.name}${attrs}>${escapeXml(children[0])}</${node.name}>`;
+  return [
+    `${indent}<${node.name}${attrs}>`,
+    ...children.map((c) => renderXml(c, `${indent}  `)),
+    `${indent}</${node.name}>`,
+  ].join("\n");
 }

@@ -20,7 +20,12 @@ const vmi: VirtualMachineInstance = {
   spec: defaultVmiSpec({
     domain: { devices: {} },
     accessCredentials: [
-      { sshPublicKey: { source: { secret: { secretName: "keys" } }, propagationMethod: { qemuGuestAgent: { users: ["tester"] } } } },
+      {
+        sshPublicKey: {
+          source: { secret: { secretName: "keys" } },
+          propagationMethod: { qemuGuestAgent: { users: ["tester"] } },
+        },
+      },
       { userPassword: { source: { secret: { secretName: "passwords" } }, propagationMethod: { qemuGuestAgent: {} } } },
     ],
   }),
@@ -61,8 +66,14 @@ describe("access credentials through the guest agent", () => {
     const credentials = new AgentCredentials({ dir, agent, log });
     await credentials.sync(vmi);
     expect(sent).toEqual([
-      ["guest-ssh-add-authorized-keys", { username: "tester", keys: ["ssh-ed25519 AAAA first", "ssh-ed25519 BBBB second"] }],
-      ["guest-set-user-password", { username: "tester", password: Buffer.from("s3cret").toString("base64"), crypted: false }],
+      [
+        "guest-ssh-add-authorized-keys",
+        { username: "tester", keys: ["ssh-ed25519 AAAA first", "ssh-ed25519 BBBB second"] },
+      ],
+      [
+        "guest-set-user-password",
+        { username: "tester", password: Buffer.from("s3cret").toString("base64"), crypted: false },
+      ],
     ]);
     expect(credentials.status()).toEqual({ synchronized: true, message: "" });
 
@@ -94,12 +105,17 @@ describe("access credentials through the guest agent", () => {
       dir,
       agent: (command) => {
         if (command !== "guest-ping") sent.push(command);
-        return refuse && command !== "guest-ping" ? Promise.reject(new Error("user 'tester' does not exist")) : Promise.resolve({});
+        return refuse && command !== "guest-ping"
+          ? Promise.reject(new Error("user 'tester' does not exist"))
+          : Promise.resolve({});
       },
       log,
     });
     await credentials.sync(vmi);
-    expect(credentials.status()).toEqual({ synchronized: false, message: "the guest agent refused the access credentials: user 'tester' does not exist" });
+    expect(credentials.status()).toEqual({
+      synchronized: false,
+      message: "the guest agent refused the access credentials: user 'tester' does not exist",
+    });
     refuse = false;
     await credentials.sync(vmi);
     expect(credentials.status()).toEqual({ synchronized: true, message: "" });

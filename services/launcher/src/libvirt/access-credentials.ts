@@ -40,7 +40,8 @@ export async function wantedCredentials(vmi: VirtualMachineInstance, dir: string
       continue;
     }
     const keys = values.flatMap(([, text]) => keysIn(text));
-    for (const user of mount.users ?? []) wanted.keys.set(user, [...new Set([...(wanted.keys.get(user) ?? []), ...keys])]);
+    for (const user of mount.users ?? [])
+      wanted.keys.set(user, [...new Set([...(wanted.keys.get(user) ?? []), ...keys])]);
   }
   return wanted;
 }
@@ -72,10 +73,18 @@ export class AgentCredentials {
       this.current = { synchronized: false, message: (error as Error).message };
       return;
     }
-    const digest = createHash("sha256").update(JSON.stringify([[...wanted.keys], [...wanted.passwords]])).digest("hex");
+    const digest = createHash("sha256")
+      .update(JSON.stringify([[...wanted.keys], [...wanted.passwords]]))
+      .digest("hex");
     if (digest === this.applied) return;
     // Until the guest's agent answers there is nothing to tell: the guest is still booting.
-    if (!(await this.o.agent("guest-ping").then(() => true, () => false))) return;
+    if (
+      !(await this.o.agent("guest-ping").then(
+        () => true,
+        () => false,
+      ))
+    )
+      return;
     try {
       for (const user of new Set([...this.added.keys(), ...wanted.keys.keys()])) {
         const keys = wanted.keys.get(user) ?? [];
@@ -85,13 +94,22 @@ export class AgentCredentials {
         this.added.set(user, keys);
       }
       for (const [user, password] of wanted.passwords) {
-        await this.o.agent("guest-set-user-password", { username: user, password: Buffer.from(password).toString("base64"), crypted: false });
+        await this.o.agent("guest-set-user-password", {
+          username: user,
+          password: Buffer.from(password).toString("base64"),
+          crypted: false,
+        });
       }
       this.applied = digest;
       this.current = { synchronized: true, message: "" };
-      this.o.log.info("gave the guest its access credentials through its agent", { users: [...new Set([...wanted.keys.keys(), ...wanted.passwords.keys()])] });
+      this.o.log.info("gave the guest its access credentials through its agent", {
+        users: [...new Set([...wanted.keys.keys(), ...wanted.passwords.keys()])],
+      });
     } catch (error) {
-      this.current = { synchronized: false, message: `the guest agent refused the access credentials: ${(error as Error).message}` };
+      this.current = {
+        synchronized: false,
+        message: `the guest agent refused the access credentials: ${(error as Error).message}`,
+      };
       this.o.log.warn("could not give the guest its access credentials", { error });
     }
   }

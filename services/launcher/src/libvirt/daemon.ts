@@ -16,7 +16,10 @@ export interface LibvirtDaemon {
   uri: string;
   /** The daemon's unix socket, which a migration target relays into its sockets volume. */
   socket: string;
-  /** Where this session's libvirt keeps swtpm's state, a folder per domain UUID (kept in session mode under its config folder). */
+  /**
+   * Where this session's libvirt keeps swtpm's state, a folder per domain UUID (kept in session mode under its config
+   * folder).
+   */
   swtpmStorageDir: string;
   /** Stops the daemon; domains it started must be gone first. */
   stop(): Promise<void>;
@@ -33,8 +36,14 @@ export interface LibvirtDaemonOptions {
 
 async function waitForSocket(path: string, daemon: ChildProcess, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!(await stat(path).then(() => true, () => false))) {
-    if (daemon.exitCode !== null) throw new Error(`libvirtd exited with code ${String(daemon.exitCode)} before it listened`);
+  while (
+    !(await stat(path).then(
+      () => true,
+      () => false,
+    ))
+  ) {
+    if (daemon.exitCode !== null)
+      throw new Error(`libvirtd exited with code ${String(daemon.exitCode)} before it listened`);
     if (Date.now() > deadline) throw new Error(`libvirtd did not create ${path} within ${String(timeoutMs)} ms`);
     await sleep(100);
   }
@@ -42,7 +51,12 @@ async function waitForSocket(path: string, daemon: ChildProcess, timeoutMs: numb
 
 export async function startLibvirtd(options: LibvirtDaemonOptions): Promise<LibvirtDaemon> {
   const { stateDir, log, uid } = options;
-  const dirs = { HOME: stateDir, XDG_RUNTIME_DIR: join(stateDir, "run"), XDG_CONFIG_HOME: join(stateDir, "config"), XDG_CACHE_HOME: join(stateDir, "cache") };
+  const dirs = {
+    HOME: stateDir,
+    XDG_RUNTIME_DIR: join(stateDir, "run"),
+    XDG_CONFIG_HOME: join(stateDir, "config"),
+    XDG_CACHE_HOME: join(stateDir, "cache"),
+  };
   for (const dir of Object.values(dirs)) {
     await mkdir(dir, { recursive: true, mode: dir === dirs.XDG_RUNTIME_DIR ? 0o700 : 0o755 });
     if (uid !== undefined) await chown(dir, uid, uid);
@@ -50,7 +64,10 @@ export async function startLibvirtd(options: LibvirtDaemonOptions): Promise<Libv
   // The session's virtlogd (started by libvirtd) reads its settings here.
   const libvirtConfig = join(dirs.XDG_CONFIG_HOME, "libvirt");
   await mkdir(libvirtConfig, { recursive: true });
-  await writeFile(join(libvirtConfig, "virtlogd.conf"), `max_size = ${String(SERIAL_LOG_MAX_BYTES)}\nmax_backups = 1\n`);
+  await writeFile(
+    join(libvirtConfig, "virtlogd.conf"),
+    `max_size = ${String(SERIAL_LOG_MAX_BYTES)}\nmax_backups = 1\n`,
+  );
   // Each launcher's libvirt is a host of its own: a migration between two of them is refused as "to the same host"
   // when both take the machine's UUID (two pods on one machine, as the migration test runs them).
   await writeFile(join(libvirtConfig, "libvirtd.conf"), `host_uuid = "${randomUUID()}"\n`);
@@ -60,7 +77,10 @@ export async function startLibvirtd(options: LibvirtDaemonOptions): Promise<Libv
     ...(options.dieWithParent ? ["--pdeathsig", "KILL"] : []),
     ...(uid !== undefined ? [`--reuid=${String(uid)}`, `--regid=${String(uid)}`, "--clear-groups"] : []),
   ];
-  const daemon = wrap.length > 0 ? spawn("setpriv", [...wrap, "libvirtd"], { env, stdio: ["ignore", "ignore", "pipe"] }) : spawn("libvirtd", [], { env, stdio: ["ignore", "ignore", "pipe"] });
+  const daemon =
+    wrap.length > 0
+      ? spawn("setpriv", [...wrap, "libvirtd"], { env, stdio: ["ignore", "ignore", "pipe"] })
+      : spawn("libvirtd", [], { env, stdio: ["ignore", "ignore", "pipe"] });
   daemon.stderr.setEncoding("utf8").on("data", (chunk: string) => {
     for (const line of chunk.split("\n")) {
       // Session mode complains about D-Bus and /dev/kvm; neither matters to it.

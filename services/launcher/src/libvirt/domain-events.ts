@@ -86,7 +86,11 @@ export class DomainEvents {
     child.on("close", (code, signal) => {
       if (this.child === child) this.child = undefined;
       if (this.closed) return;
-      this.o.log.warn("virsh stopped following libvirt's events; starting it again", { code, signal, stderr: stderr.trim() });
+      this.o.log.warn("virsh stopped following libvirt's events; starting it again", {
+        code,
+        signal,
+        stderr: stderr.trim(),
+      });
       this.restart = setTimeout(() => {
         this.start();
       }, RESTART_MS);

@@ -5,11 +5,33 @@ import { basename, join } from "node:path";
 import { promisify } from "node:util";
 import { type Domain, DomainState, type Hypervisor } from "@unraid/libvirt";
 import { type GuestAgentInfo, diskTargets } from "@kubevirt-ts/vm-rules";
-import { type GuestOsInfo, type Ipv4Network, type VirtualMachineInstance, podNetworkInterface, podNetworkPorts } from "@kubevirt-ts/kubevirt-api";
+import {
+  type GuestOsInfo,
+  type Ipv4Network,
+  type VirtualMachineInstance,
+  podNetworkInterface,
+  podNetworkPorts,
+} from "@kubevirt-ts/kubevirt-api";
 import { SocketsVolume } from "@kubevirt-ts/node-contract";
-import { type DomainStats, type DomainStatus, MIGRATION_SOCKETS, type MigrationOptions, type MigrationStatus, RpcError } from "@kubevirt-ts/launcher-protocol";
+import {
+  type DomainStats,
+  type DomainStatus,
+  MIGRATION_SOCKETS,
+  type MigrationOptions,
+  type MigrationStatus,
+  RpcError,
+} from "@kubevirt-ts/launcher-protocol";
 import type { Logger } from "@kubevirt-ts/runtime";
-import { type DomainType, type KvmProbe, chooseDomainType, domainName, kvmUnusableReason, domainXml, firmwareUuid, interfaceNetdev } from "../domain/converter.ts";
+import {
+  type DomainType,
+  type KvmProbe,
+  chooseDomainType,
+  domainName,
+  kvmUnusableReason,
+  domainXml,
+  firmwareUuid,
+  interfaceNetdev,
+} from "../domain/converter.ts";
 import { disksToCopy } from "../migration/job-stats.ts";
 import { OutgoingMigration } from "../migration/outgoing.ts";
 import { relayUnixSocket } from "../migration/relay.ts";
@@ -126,29 +148,48 @@ export class DomainManager {
     // The source's domain stops as its migration completes, a moment before `virsh migrate` returns.
     if (state === "Shutoff" && this.outgoing?.current().phase === "Running") await this.outgoing.finished();
     const migrated = state === "Shutoff" && this.outgoing?.current().phase === "Completed";
-    return { state, domainType: this.domainType, ...(migrated ? { reason: "Migrated" as const } : {}), ...(this.frozen ? { fsFreezeStatus: "frozen" as const } : {}) };
+    return {
+      state,
+      domainType: this.domainType,
+      ...(migrated ? { reason: "Migrated" as const } : {}),
+      ...(this.frozen ? { fsFreezeStatus: "frozen" as const } : {}),
+    };
   }
 
-  /** What libvirt counts of the domain now (CPU, vCPUs, memory, network, disks), its devices named as the VMI names them. */
+  /**
+   * What libvirt counts of the domain now (CPU, vCPUs, memory, network, disks), its devices named as the VMI names
+   * them.
+   */
   async domainStats(): Promise<DomainStats> {
     this.require();
     const text = await this.virsh("domstats", ...DOMSTATS_FLAGS);
     // The VMI is known once there is a domain.
     const spec = this.vmi?.spec;
     const targets = new Map([...(spec ? diskTargets(spec) : [])].map(([disk, target]) => [target, disk]));
-    return parseDomstats(text, (spec?.domain.devices.interfaces ?? []).map((i) => i.name), targets);
+    return parseDomstats(
+      text,
+      (spec?.domain.devices.interfaces ?? []).map((i) => i.name),
+      targets,
+    );
   }
 
-  /** Freezes the guest's file systems through its agent, to thaw by themselves after the timeout (0: only when asked). */
+  /**
+   * Freezes the guest's file systems through its agent, to thaw by themselves after the timeout (0: only when asked).
+   */
   async freeze(unfreezeTimeoutSeconds: number): Promise<DomainStatus> {
     await this.virsh("domfsfreeze");
     if (this.frozen?.thaw) clearTimeout(this.frozen.thaw);
-    const thaw = unfreezeTimeoutSeconds > 0
-      ? setTimeout(() => {
-          this.o.log.warn("thawing the guest's file systems: nobody did within the unfreeze timeout", { unfreezeTimeoutSeconds });
-          this.unfreeze().catch((error: unknown) => { this.o.log.error("could not thaw the guest's file systems", { error }); });
-        }, unfreezeTimeoutSeconds * 1000)
-      : undefined;
+    const thaw =
+      unfreezeTimeoutSeconds > 0
+        ? setTimeout(() => {
+            this.o.log.warn("thawing the guest's file systems: nobody did within the unfreeze timeout", {
+              unfreezeTimeoutSeconds,
+            });
+            this.unfreeze().catch((error: unknown) => {
+              this.o.log.error("could not thaw the guest's file systems", { error });
+            });
+          }, unfreezeTimeoutSeconds * 1000)
+        : undefined;
     thaw?.unref();
     this.frozen = { thaw };
     return this.state();
@@ -177,14 +218,16 @@ export class DomainManager {
       if (current.state !== "Shutoff") return current;
       throw new RpcError("Failed", "the domain has stopped; a launcher runs its guest once");
     }
-    if (this.preparingTarget) throw new RpcError("BadRequest", "this launcher is a migration target: its domain comes from the migration");
+    if (this.preparingTarget)
+      throw new RpcError("BadRequest", "this launcher is a migration target: its domain comes from the migration");
     const began = performance.now();
     const xml = await this.prepare(vmi);
     const prepared = performance.now();
     const domain = await hypervisor.domainDefineXML(xml);
     const defined = performance.now();
     const name = domainName(vmi);
-    // startStrategy Paused: the guest is created with its CPUs stopped, before it runs an instruction (the binding has no flags for it).
+    // startStrategy Paused: the guest is created with its CPUs stopped, before it runs an instruction (the binding has
+    // no flags for it).
     if (vmi.spec.startStrategy === "Paused") await this.virshOn(name, "start", "--paused");
     else await hypervisor.domainCreate(domain);
     this.domain = domain;
@@ -193,8 +236,18 @@ export class DomainManager {
     this.podInterface = podNetworkInterface(vmi.spec);
     await this.forwardDeclaredPorts(vmi);
     // How long each step took, in ms: what a slow start spent its time on.
-    const took = { prepare: Math.round(prepared - began), define: Math.round(defined - prepared), start: Math.round(performance.now() - defined) };
-    log.info("domain started", { domain: this.name, type: this.domainType, emulation: this.domainType === "qemu", ...(vmi.spec.startStrategy ? { startStrategy: vmi.spec.startStrategy } : {}), took });
+    const took = {
+      prepare: Math.round(prepared - began),
+      define: Math.round(defined - prepared),
+      start: Math.round(performance.now() - defined),
+    };
+    log.info("domain started", {
+      domain: this.name,
+      type: this.domainType,
+      emulation: this.domainType === "qemu",
+      ...(vmi.spec.startStrategy ? { startStrategy: vmi.spec.startStrategy } : {}),
+      took,
+    });
     return this.state();
   }
 
@@ -204,15 +257,22 @@ export class DomainManager {
     const kvm = await probeKvm(this.o.kvmDevice);
     const uid = process.getuid?.() ?? -1;
     this.domainType = chooseDomainType({ kvm, allowEmulation: this.o.allowEmulation, path: this.o.kvmDevice, uid });
-    if (this.domainType === "qemu") this.o.log.info("the guest runs with QEMU's software emulation", { reason: kvmUnusableReason(kvm, this.o.kvmDevice, uid) });
+    if (this.domainType === "qemu")
+      this.o.log.info("the guest runs with QEMU's software emulation", {
+        reason: kvmUnusableReason(kvm, this.o.kvmDevice, uid),
+      });
     const disks = await prepareDisks(vmi, layout);
     const uuid = firmwareUuid(vmi);
     const vmState = await prepareVmState(vmi, layout.vmStateDir, this.o.swtpmStorageDir, uuid);
     const container = vmi.spec.domain.firmware?.kernelBoot?.container;
     const kernelBoot = container
       ? {
-          ...(container.kernelPath !== undefined ? { kernel: join(layout.kernelBootDir, basename(container.kernelPath)) } : {}),
-          ...(container.initrdPath !== undefined ? { initrd: join(layout.kernelBootDir, basename(container.initrdPath)) } : {}),
+          ...(container.kernelPath !== undefined
+            ? { kernel: join(layout.kernelBootDir, basename(container.kernelPath)) }
+            : {}),
+          ...(container.initrdPath !== undefined
+            ? { initrd: join(layout.kernelBootDir, basename(container.initrdPath)) }
+            : {}),
         }
       : undefined;
     return domainXml(vmi, {
@@ -234,11 +294,17 @@ export class DomainManager {
    * libvirt reachable through the sockets volume. The domain comes with the migration (state takes it over).
    */
   prepareMigrationTarget(vmi: VirtualMachineInstance): Promise<MigrationStatus> {
-    if (this.domain || this.syncing) return Promise.reject(new RpcError("BadRequest", "this launcher already runs a domain; a migration target must be a new launcher"));
+    if (this.domain || this.syncing)
+      return Promise.reject(
+        new RpcError("BadRequest", "this launcher already runs a domain; a migration target must be a new launcher"),
+      );
     if (this.preparingTarget) return this.preparingTarget;
     const preparing = (async () => {
       await this.prepare(vmi);
-      const relay = await relayUnixSocket(join(this.o.layout.socketsDir, MIGRATION_SOCKETS.libvirt), this.o.libvirtSocket);
+      const relay = await relayUnixSocket(
+        join(this.o.layout.socketsDir, MIGRATION_SOCKETS.libvirt),
+        this.o.libvirtSocket,
+      );
       this.vmi = vmi;
       this.name = domainName(vmi);
       this.podInterface = podNetworkInterface(vmi.spec);
@@ -282,10 +348,14 @@ export class DomainManager {
       throw new RpcError("BadRequest", `another migration (${current.migrationUid ?? "without a uid"}) is under way`);
     }
     // After a failed or aborted migration the guest still runs here, and a new migration (to a new target) may start.
-    if (current?.phase === "Completed") throw new RpcError("BadRequest", "the domain's migration has already ended (Completed): it runs on the target");
+    if (current?.phase === "Completed")
+      throw new RpcError("BadRequest", "the domain's migration has already ended (Completed): it runs on the target");
     if ((await this.state()).state !== "Running") throw new RpcError("BadRequest", "only a running domain migrates");
     const { layout } = this.o;
-    const copiedDirs = [layout.disksDir, ...(options.allowNonSharedDisks ? [layout.claimDisksDir, layout.claimDevicesDir] : [])];
+    const copiedDirs = [
+      layout.disksDir,
+      ...(options.allowNonSharedDisks ? [layout.claimDisksDir, layout.claimDevicesDir] : []),
+    ];
     const copiedDisks = disksToCopy(await this.o.hypervisor.domainGetXMLDesc(domain), copiedDirs);
     this.outgoing = new OutgoingMigration({
       uri: this.o.uri,
@@ -347,14 +417,21 @@ export class DomainManager {
     try {
       return (await exec("virsh", ["-c", this.o.uri, command, ...args])).stdout;
     } catch (error) {
-      throw new RpcError("Failed", `virsh ${command} failed: ${((error as { stderr?: string }).stderr ?? String(error)).trim()}`);
+      throw new RpcError(
+        "Failed",
+        `virsh ${command} failed: ${((error as { stderr?: string }).stderr ?? String(error)).trim()}`,
+      );
     }
   }
 
-  /** One command's answer from the guest's QEMU agent (its `return`); fails when no agent answers within the timeout. */
+  /**
+   * One command's answer from the guest's QEMU agent (its `return`); fails when no agent answers within the timeout.
+   */
   async agent(command: string, args?: Record<string, unknown>, timeoutSeconds = 5): Promise<unknown> {
     const request = JSON.stringify({ execute: command, ...(args ? { arguments: args } : {}) });
-    const answer = JSON.parse(await this.virsh("qemu-agent-command", request, "--timeout", String(timeoutSeconds))) as { return?: unknown };
+    const answer = JSON.parse(await this.virsh("qemu-agent-command", request, "--timeout", String(timeoutSeconds))) as {
+      return?: unknown;
+    };
     return answer.return;
   }
 
@@ -414,15 +491,22 @@ export class DomainManager {
    */
   private async forwardDeclaredPorts(vmi: VirtualMachineInstance): Promise<void> {
     const ports = podNetworkPorts(vmi.spec);
-    for (const port of ports) await this.hostForward(`${port.protocol.toLowerCase()}::${String(port.port)}-:${String(port.port)}`);
-    if (ports.length > 0) this.o.log.info("forwarding the pod's ports to the guest", { ports: ports.map((p) => `${p.protocol}/${String(p.port)}`) });
+    for (const port of ports)
+      await this.hostForward(`${port.protocol.toLowerCase()}::${String(port.port)}-:${String(port.port)}`);
+    if (ports.length > 0)
+      this.o.log.info("forwarding the pod's ports to the guest", {
+        ports: ports.map((p) => `${p.protocol}/${String(p.port)}`),
+      });
   }
 
   /** Adds a forwarding rule (QEMU's hostfwd syntax) to the user network of the pod-network interface. */
   private async hostForward(rule: string): Promise<void> {
-    if (!this.podInterface) throw new RpcError("BadRequest", "the VMI has no interface on the pod network to forward to");
+    if (!this.podInterface)
+      throw new RpcError("BadRequest", "the VMI has no interface on the pod network to forward to");
     // The human monitor answers nothing when the rule is set, and its complaint when it is not.
-    const answer = (await this.virsh("qemu-monitor-command", "--hmp", `hostfwd_add ${interfaceNetdev(this.podInterface)} ${rule}`)).trim();
+    const answer = (
+      await this.virsh("qemu-monitor-command", "--hmp", `hostfwd_add ${interfaceNetdev(this.podInterface)} ${rule}`)
+    ).trim();
     if (answer) throw new RpcError("Failed", `QEMU did not forward ${rule}: ${answer}`);
   }
 
@@ -458,7 +542,8 @@ export class DomainManager {
       await hypervisor.domainShutdown(domain).catch((error: unknown) => {
         log.warn("ACPI shutdown request failed", { error });
       });
-      while (Date.now() < deadline && (await this.state()).state !== "Shutoff") await new Promise((resolve) => setTimeout(resolve, 250));
+      while (Date.now() < deadline && (await this.state()).state !== "Shutoff")
+        await new Promise((resolve) => setTimeout(resolve, 250));
       if ((await this.state()).state !== "Shutoff") {
         log.warn("the guest did not shut down within its grace period; destroying it", { graceMs });
         await hypervisor.domainDestroy(domain);

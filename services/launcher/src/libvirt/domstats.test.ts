@@ -44,18 +44,44 @@ const TEXT = `Domain: 'default_web'
 
 describe("parseDomstats", () => {
   it("reads CPU, vCPUs, memory, interfaces and disks, named as the VMI names them", () => {
-    const stats = parseDomstats(TEXT, ["default"], new Map([["vda", "containerdisk"], ["vdb", "cloudinitdisk"]]));
+    const stats = parseDomstats(
+      TEXT,
+      ["default"],
+      new Map([
+        ["vda", "containerdisk"],
+        ["vdb", "cloudinitdisk"],
+      ]),
+    );
     expect(domainStats.parse(stats)).toEqual(stats);
     expect(stats.cpu).toEqual({ timeNs: 2.5e9, userNs: 1e9, systemNs: 5e8 });
     expect(stats.vcpus).toEqual([{ id: 0, state: "RUNNING", timeNs: 2e9, waitNs: 0, delayNs: 1500 }]);
     // Without a balloon driver in the guest, libvirt knows only the domain's size and QEMU's resident set.
     expect(stats.memory).toEqual({ domainKiB: 131072, actualKiB: 131072, rssKiB: 180000 });
-    expect(stats.interfaces).toEqual([{ name: "default", rxBytes: 4096, rxPackets: 10, rxErrors: 0, rxDrops: 1, txBytes: 2048, txPackets: 5, txErrors: 0, txDrops: 0 }]);
-    expect(stats.disks.map((d) => [d.name, d.readBytes, d.writeRequests, d.flushTimeNs])).toEqual([["containerdisk", 409600, 7, 5000], ["cloudinitdisk", 1536, 0, 0]]);
+    expect(stats.interfaces).toEqual([
+      {
+        name: "default",
+        rxBytes: 4096,
+        rxPackets: 10,
+        rxErrors: 0,
+        rxDrops: 1,
+        txBytes: 2048,
+        txPackets: 5,
+        txErrors: 0,
+        txDrops: 0,
+      },
+    ]);
+    expect(stats.disks.map((d) => [d.name, d.readBytes, d.writeRequests, d.flushTimeNs])).toEqual([
+      ["containerdisk", 409600, 7, 5000],
+      ["cloudinitdisk", 1536, 0, 0],
+    ]);
   });
 
   it("reads the guest's own memory view when a balloon driver reports it, and skips what is not a number", () => {
-    const stats = parseDomstats("balloon.available=100\nballoon.unused=40\nballoon.usable=60\ncpu.time=x\n", [], new Map());
+    const stats = parseDomstats(
+      "balloon.available=100\nballoon.unused=40\nballoon.usable=60\ncpu.time=x\n",
+      [],
+      new Map(),
+    );
     expect(stats.memory).toEqual({ availableKiB: 100, unusedKiB: 40, usableKiB: 60 });
     expect(stats.cpu).toEqual({ timeNs: 0 });
   });

@@ -25,7 +25,11 @@ function fields(text: string): Map<string, string> {
  * DomainStats from virsh's text. `interfaceNames` are the VMI's interfaces in the order the domain has them (libvirt
  * numbers them in that order); `diskNames` maps a disk's target (vda) to its name in the VMI.
  */
-export function parseDomstats(text: string, interfaceNames: readonly string[], diskNames: ReadonlyMap<string, string>): DomainStats {
+export function parseDomstats(
+  text: string,
+  interfaceNames: readonly string[],
+  diskNames: ReadonlyMap<string, string>,
+): DomainStats {
   const f = fields(text);
   const num = (key: string): number | undefined => {
     const value = f.get(key);
@@ -34,7 +38,8 @@ export function parseDomstats(text: string, interfaceNames: readonly string[], d
     return Number.isFinite(n) && n >= 0 ? n : undefined;
   };
   const zero = (key: string): number => num(key) ?? 0;
-  const optional = <K extends string>(key: K, value: number | undefined): Partial<Record<K, number>> => (value === undefined ? {} : ({ [key]: value } as Record<K, number>));
+  const optional = <K extends string>(key: K, value: number | undefined): Partial<Record<K, number>> =>
+    value === undefined ? {} : ({ [key]: value } as Record<K, number>);
 
   const vcpus: DomainStats["vcpus"] = [];
   for (let i = 0; i < zero("vcpu.maximum"); i += 1) {
@@ -54,8 +59,14 @@ export function parseDomstats(text: string, interfaceNames: readonly string[], d
     const n = (key: string) => zero(`net.${String(i)}.${key}`);
     interfaces.push({
       name: interfaceNames[i] ?? f.get(`net.${String(i)}.name`) ?? `net${String(i)}`,
-      rxBytes: n("rx.bytes"), rxPackets: n("rx.pkts"), rxErrors: n("rx.errs"), rxDrops: n("rx.drop"),
-      txBytes: n("tx.bytes"), txPackets: n("tx.pkts"), txErrors: n("tx.errs"), txDrops: n("tx.drop"),
+      rxBytes: n("rx.bytes"),
+      rxPackets: n("rx.pkts"),
+      rxErrors: n("rx.errs"),
+      rxDrops: n("rx.drop"),
+      txBytes: n("tx.bytes"),
+      txPackets: n("tx.pkts"),
+      txErrors: n("tx.errs"),
+      txDrops: n("tx.drop"),
     });
   }
 
@@ -67,14 +78,23 @@ export function parseDomstats(text: string, interfaceNames: readonly string[], d
     const n = (key: string) => zero(`block.${String(i)}.${key}`);
     disks.push({
       name: diskNames.get(target) ?? target,
-      readBytes: n("rd.bytes"), readRequests: n("rd.reqs"), readTimeNs: n("rd.times"),
-      writeBytes: n("wr.bytes"), writeRequests: n("wr.reqs"), writeTimeNs: n("wr.times"),
-      flushRequests: n("fl.reqs"), flushTimeNs: n("fl.times"),
+      readBytes: n("rd.bytes"),
+      readRequests: n("rd.reqs"),
+      readTimeNs: n("rd.times"),
+      writeBytes: n("wr.bytes"),
+      writeRequests: n("wr.reqs"),
+      writeTimeNs: n("wr.times"),
+      flushRequests: n("fl.reqs"),
+      flushTimeNs: n("fl.times"),
     });
   }
 
   return {
-    cpu: { timeNs: zero("cpu.time"), ...optional("userNs", num("cpu.user")), ...optional("systemNs", num("cpu.system")) },
+    cpu: {
+      timeNs: zero("cpu.time"),
+      ...optional("userNs", num("cpu.user")),
+      ...optional("systemNs", num("cpu.system")),
+    },
     vcpus,
     memory: {
       ...optional("domainKiB", num("balloon.maximum")),

@@ -8,13 +8,23 @@ import type { GuestOsInfo } from "@kubevirt-ts/kubevirt-api";
 type AgentObject = Record<string, unknown>;
 
 /** The commands asked for KubeVirt's guest agent info, and the answer each gave (undefined: not answered). */
-export const AGENT_COMMANDS = ["guest-info", "guest-get-host-name", "guest-get-osinfo", "guest-get-timezone", "guest-get-users", "guest-get-fsinfo"] as const;
+export const AGENT_COMMANDS = [
+  "guest-info",
+  "guest-get-host-name",
+  "guest-get-osinfo",
+  "guest-get-timezone",
+  "guest-get-users",
+  "guest-get-fsinfo",
+] as const;
 export type AgentAnswers = Partial<Record<(typeof AGENT_COMMANDS)[number], unknown>>;
 
 const text = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined);
-const count = (value: unknown): number | undefined => (typeof value === "number" && Number.isFinite(value) && value >= 0 ? Math.trunc(value) : undefined);
-const objects = (value: unknown): AgentObject[] => (Array.isArray(value) ? value.filter((v): v is AgentObject => typeof v === "object" && v !== null) : []);
-const object = (value: unknown): AgentObject => (typeof value === "object" && value !== null && !Array.isArray(value) ? (value as AgentObject) : {});
+const count = (value: unknown): number | undefined =>
+  typeof value === "number" && Number.isFinite(value) && value >= 0 ? Math.trunc(value) : undefined;
+const objects = (value: unknown): AgentObject[] =>
+  Array.isArray(value) ? value.filter((v): v is AgentObject => typeof v === "object" && v !== null) : [];
+const object = (value: unknown): AgentObject =>
+  typeof value === "object" && value !== null && !Array.isArray(value) ? (value as AgentObject) : {};
 
 /** The object without its undefined fields: what the agent did not tell is left out, not sent as null. */
 function withoutUndefined<T extends object>(value: T): T {
@@ -45,21 +55,47 @@ export function guestAgentInfoOf(answers: AgentAnswers): GuestAgentInfo {
   const filesystems = answers["guest-get-fsinfo"];
   const result: GuestAgentInfo = {
     guestAgentVersion: text(info.version),
-    supportedCommands: objects(info.supported_commands).flatMap((c) => (typeof c.name === "string" ? [{ name: c.name, enabled: c.enabled === true }] : [])),
+    supportedCommands: objects(info.supported_commands).flatMap((c) =>
+      typeof c.name === "string" ? [{ name: c.name, enabled: c.enabled === true }] : [],
+    ),
     hostname: text(object(answers["guest-get-host-name"])["host-name"]),
     os: answers["guest-get-osinfo"] === undefined ? undefined : osInfoOf(answers["guest-get-osinfo"]),
     // KubeVirt's form: the zone's name (when the guest has one) and its offset from UTC in seconds.
     timezone: typeof zone.offset === "number" ? `${text(zone.zone) ?? ""}, ${String(zone.offset)}` : undefined,
-    userList: users === undefined ? undefined : objects(users).flatMap((u) => (typeof u.user === "string" ? [{ userName: u.user, ...(text(u.domain) ? { domain: text(u.domain) } : {}), ...(typeof u["login-time"] === "number" ? { loginTime: u["login-time"] } : {}) }] : [])),
-    fsInfo: filesystems === undefined ? undefined : {
-      disks: objects(filesystems).flatMap((fs) => {
-        const [diskName, mountPoint, fileSystemType] = [text(fs.name), text(fs.mountpoint), text(fs.type)];
-        if (diskName === undefined || mountPoint === undefined || fileSystemType === undefined) return [];
-        const usedBytes = count(fs["used-bytes"]);
-        const totalBytes = count(fs["total-bytes"]);
-        return [{ diskName, mountPoint, fileSystemType, ...(usedBytes !== undefined ? { usedBytes } : {}), ...(totalBytes !== undefined ? { totalBytes } : {}) }];
-      }),
-    },
+    userList:
+      users === undefined
+        ? undefined
+        : objects(users).flatMap((u) =>
+            typeof u.user === "string"
+              ? [
+                  {
+                    userName: u.user,
+                    ...(text(u.domain) ? { domain: text(u.domain) } : {}),
+                    ...(typeof u["login-time"] === "number" ? { loginTime: u["login-time"] } : {}),
+                  },
+                ]
+              : [],
+          ),
+    fsInfo:
+      filesystems === undefined
+        ? undefined
+        : {
+            disks: objects(filesystems).flatMap((fs) => {
+              const [diskName, mountPoint, fileSystemType] = [text(fs.name), text(fs.mountpoint), text(fs.type)];
+              if (diskName === undefined || mountPoint === undefined || fileSystemType === undefined) return [];
+              const usedBytes = count(fs["used-bytes"]);
+              const totalBytes = count(fs["total-bytes"]);
+              return [
+                {
+                  diskName,
+                  mountPoint,
+                  fileSystemType,
+                  ...(usedBytes !== undefined ? { usedBytes } : {}),
+                  ...(totalBytes !== undefined ? { totalBytes } : {}),
+                },
+              ];
+            }),
+          },
   };
   return withoutUndefined(result);
 }

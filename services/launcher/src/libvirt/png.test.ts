@@ -3,7 +3,10 @@ import { describe, expect, it } from "vitest";
 import { isPng, parsePpm, toPng } from "./png.ts";
 
 // A 2×2 PPM: red, green / blue, white, with a comment in its header.
-const ppm = Buffer.concat([Buffer.from("P6\n# QEMU\n2 2\n255\n"), Buffer.from([255, 0, 0, 0, 255, 0, 0, 0, 255, 255, 255, 255])]);
+const ppm = Buffer.concat([
+  Buffer.from("P6\n# QEMU\n2 2\n255\n"),
+  Buffer.from([255, 0, 0, 0, 255, 0, 0, 0, 255, 255, 255, 255]),
+]);
 
 describe("screenshots as PNG", () => {
   it("encodes a PPM as an RGB PNG whose rows hold the same pixels", () => {

@@ -36,11 +36,21 @@ export function parsePpm(image: Buffer): { width: number; height: number; pixels
   const [magic, w, h, max] = fields;
   const width = Number(w);
   const height = Number(h);
-  if (magic !== "P6" || max !== "255" || !Number.isInteger(width) || !Number.isInteger(height) || width <= 0 || height <= 0) {
+  if (
+    magic !== "P6" ||
+    max !== "255" ||
+    !Number.isInteger(width) ||
+    !Number.isInteger(height) ||
+    width <= 0 ||
+    height <= 0
+  ) {
     throw new Error(`the screenshot is neither PNG nor an 8-bit P6 PPM (header ${fields.join(" ")})`);
   }
   const pixels = image.subarray(at + 1, at + 1 + width * height * 3);
-  if (pixels.length !== width * height * 3) throw new Error(`the screenshot's PPM is cut short: ${String(pixels.length)} of ${String(width * height * 3)} bytes`);
+  if (pixels.length !== width * height * 3)
+    throw new Error(
+      `the screenshot's PPM is cut short: ${String(pixels.length)} of ${String(width * height * 3)} bytes`,
+    );
   return { width, height, pixels };
 }
 
@@ -55,5 +65,10 @@ export function toPng(image: Buffer): Buffer {
   header.writeUInt32BE(width, 0);
   header.writeUInt32BE(height, 4);
   header.set([8, 2, 0, 0, 0], 8); // 8 bits per channel, RGB, deflate, filter method 0, no interlace
-  return Buffer.concat([PNG_SIGNATURE, chunk("IHDR", header), chunk("IDAT", deflateSync(raw)), chunk("IEND", Buffer.alloc(0))]);
+  return Buffer.concat([
+    PNG_SIGNATURE,
+    chunk("IHDR", header),
+    chunk("IDAT", deflateSync(raw)),
+    chunk("IEND", Buffer.alloc(0)),
+  ]);
 }

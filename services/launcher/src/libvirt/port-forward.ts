@@ -38,7 +38,11 @@ async function freeLoopbackPort(): Promise<number> {
 }
 
 /** Has QEMU forward a free loopback port to the guest's port; that loopback port. */
-export async function forwardFreeLoopbackPort(forwardToGuest: PortForwarderOptions["forwardToGuest"], guestPort: number, log: Logger): Promise<number> {
+export async function forwardFreeLoopbackPort(
+  forwardToGuest: PortForwarderOptions["forwardToGuest"],
+  guestPort: number,
+  log: Logger,
+): Promise<number> {
   for (let pick = 1; ; pick++) {
     const hostPort = await freeLoopbackPort();
     try {

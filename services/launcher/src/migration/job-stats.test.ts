@@ -3,11 +3,32 @@ import { type MonitorInput, completionTimeoutMs, disksToCopy, monitorStep, parse
 
 describe("libvirt's job stats", () => {
   it("are read from virsh's raw lines, the job's type from its header", () => {
-    const text = ["Job type:         Unbounded", "", "operation=2", "time_elapsed=1520", "data_total=138412032", "data_processed=52428800", "data_remaining=85983232",
-      "memory_bps=33554432", "memory_dirty_rate=12", "memory_iteration=1", "downtime=300", "compression_cache=0"].join("\n");
+    const text = [
+      "Job type:         Unbounded",
+      "",
+      "operation=2",
+      "time_elapsed=1520",
+      "data_total=138412032",
+      "data_processed=52428800",
+      "data_remaining=85983232",
+      "memory_bps=33554432",
+      "memory_dirty_rate=12",
+      "memory_iteration=1",
+      "downtime=300",
+      "compression_cache=0",
+    ].join("\n");
     expect(parseJobStats(text)).toEqual({
       type: "Unbounded",
-      progress: { elapsedMs: 1520, dataTotal: 138412032, dataProcessed: 52428800, dataRemaining: 85983232, memoryBps: 33554432, dirtyRate: 12, iteration: 1, downtimeMs: 300 },
+      progress: {
+        elapsedMs: 1520,
+        dataTotal: 138412032,
+        dataProcessed: 52428800,
+        dataRemaining: 85983232,
+        memoryBps: 33554432,
+        dirtyRate: 12,
+        iteration: 1,
+        downtimeMs: 300,
+      },
     });
   });
 
@@ -40,7 +61,13 @@ describe("the disks a migration copies", () => {
   });
 
   it("include claims' disks when they are not shared", () => {
-    expect(disksToCopy(xml, ["/var/run/kubevirt-ts/launcher/disks/", "/var/run/kubevirt-ts/claims", "/var/run/kubevirt-ts/devices"])).toEqual(["vda", "vdc", "vdd"]);
+    expect(
+      disksToCopy(xml, [
+        "/var/run/kubevirt-ts/launcher/disks/",
+        "/var/run/kubevirt-ts/claims",
+        "/var/run/kubevirt-ts/devices",
+      ]),
+    ).toEqual(["vda", "vdc", "vdd"]);
   });
 
   it("never take a folder for another that starts with its name", () => {
@@ -64,7 +91,15 @@ describe("the migration monitor's look at the job, as KubeVirt's", () => {
   const MiB = 1024 ** 2;
   const options = { postCopy: false, completionTimeoutPerGiB: 150, progressTimeout: 150 };
   const look = (fields: Partial<MonitorInput> = {}) =>
-    monitorStep({ progress: { elapsedMs: 10_000, dataTotal: 128 * MiB, dataRemaining: 50 * MiB }, mark: { atMs: 0, remaining: 60 * MiB }, nowMs: 10_000, mode: "PreCopy", options, postCopyFailed: false, ...fields });
+    monitorStep({
+      progress: { elapsedMs: 10_000, dataTotal: 128 * MiB, dataRemaining: 50 * MiB },
+      mark: { atMs: 0, remaining: 60 * MiB },
+      nowMs: 10_000,
+      mode: "PreCopy",
+      options,
+      postCopyFailed: false,
+      ...fields,
+    });
 
   it("marks progress whenever the data left went down, and at the first look", () => {
     expect(look()).toEqual({ mark: { atMs: 10_000, remaining: 50 * MiB }, action: { kind: "none" } });
@@ -73,19 +108,32 @@ describe("the migration monitor's look at the job, as KubeVirt's", () => {
     expect(look({ mark: { atMs: 2_000, remaining: 40 * MiB } }).mark).toEqual({ atMs: 2_000, remaining: 50 * MiB });
   });
 
-  it("aborts a migration whose data left has not gone down for its progress timeout, unless that is 0 or it is in post-copy", () => {
-    const stuck = { mark: { atMs: 0, remaining: 50 * MiB }, nowMs: 151_000 };
-    expect(look(stuck).action).toEqual({ kind: "abortStuck", stuckMs: 151_000 });
-    expect(look({ ...stuck, nowMs: 150_000 }).action).toEqual({ kind: "none" });
-    expect(look({ ...stuck, options: { ...options, progressTimeout: 0 } }).action).toEqual({ kind: "none" });
-    expect(look({ ...stuck, mode: "PostCopy" }).action).toEqual({ kind: "none" });
-  });
+  it(
+    "aborts a migration whose data left has not gone down for its progress timeout, " +
+      "unless that is 0 or it is in post-copy",
+    () => {
+      const stuck = { mark: { atMs: 0, remaining: 50 * MiB }, nowMs: 151_000 };
+      expect(look(stuck).action).toEqual({ kind: "abortStuck", stuckMs: 151_000 });
+      expect(look({ ...stuck, nowMs: 150_000 }).action).toEqual({ kind: "none" });
+      expect(look({ ...stuck, options: { ...options, progressTimeout: 0 } }).action).toEqual({ kind: "none" });
+      expect(look({ ...stuck, mode: "PostCopy" }).action).toEqual({ kind: "none" });
+    },
+  );
 
-  it("past its completion time, switches to post-copy when allowed and it was not refused, and aborts otherwise", () => {
-    const late = { progress: { elapsedMs: 151_000, dataTotal: 128 * MiB, dataRemaining: 50 * MiB } };
-    expect(look(late).action).toEqual({ kind: "abortLate", allowedMs: 150_000 });
-    expect(look({ ...late, options: { ...options, postCopy: true } }).action).toEqual({ kind: "postCopy", allowedMs: 150_000 });
-    expect(look({ ...late, options: { ...options, postCopy: true }, postCopyFailed: true }).action).toEqual({ kind: "abortLate", allowedMs: 150_000 });
-    expect(look({ ...late, options: { ...options, completionTimeoutPerGiB: 0 } }).action).toEqual({ kind: "none" });
-  });
+  it(
+    "past its completion time, switches to post-copy when allowed and it was " + "not refused, and aborts otherwise",
+    () => {
+      const late = { progress: { elapsedMs: 151_000, dataTotal: 128 * MiB, dataRemaining: 50 * MiB } };
+      expect(look(late).action).toEqual({ kind: "abortLate", allowedMs: 150_000 });
+      expect(look({ ...late, options: { ...options, postCopy: true } }).action).toEqual({
+        kind: "postCopy",
+        allowedMs: 150_000,
+      });
+      expect(look({ ...late, options: { ...options, postCopy: true }, postCopyFailed: true }).action).toEqual({
+        kind: "abortLate",
+        allowedMs: 150_000,
+      });
+      expect(look({ ...late, options: { ...options, completionTimeoutPerGiB: 0 } }).action).toEqual({ kind: "none" });
+    },
+  );
 });

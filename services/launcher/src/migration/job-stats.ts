@@ -39,7 +39,10 @@ export function parseJobStats(text: string): JobStats {
     const key = field ? FIELDS[field[1] ?? ""] : undefined;
     if (field && key) progress[key] = Number(field[2]);
   }
-  return { type, progress: progress.elapsedMs === undefined ? undefined : { ...progress, elapsedMs: progress.elapsedMs } };
+  return {
+    type,
+    progress: progress.elapsedMs === undefined ? undefined : { ...progress, elapsedMs: progress.elapsedMs },
+  };
 }
 
 /** The disks of the domain's XML that the migration copies: writable file disks in the given folders (by target). */
@@ -49,19 +52,29 @@ export function disksToCopy(domainXml: string, copiedDirs: readonly string[]): s
     if (!/^<disk[^>]*\bdevice=['"]disk['"]/.test(disk) || /<readonly\s*\/>/.test(disk)) continue;
     const source = /<source\b[^>]*\b(?:file|dev)=['"]([^'"]+)['"]/.exec(disk)?.[1];
     const target = /<target\b[^>]*\bdev=['"]([^'"]+)['"]/.exec(disk)?.[1];
-    if (source !== undefined && target !== undefined && copiedDirs.some((dir) => source.startsWith(`${dir.replace(/\/+$/, "")}/`))) targets.push(target);
+    if (
+      source !== undefined &&
+      target !== undefined &&
+      copiedDirs.some((dir) => source.startsWith(`${dir.replace(/\/+$/, "")}/`))
+    )
+      targets.push(target);
   }
   return targets;
 }
 
-/** How long the migration may take before it is aborted or switched to post-copy, as KubeVirt's: seconds per GiB of what it moves, at least one GiB. */
+/**
+ * How long the migration may take before it is aborted or switched to post-copy, as KubeVirt's: seconds per GiB of what
+ * it moves, at least one GiB.
+ */
 export function completionTimeoutMs(dataTotalBytes: number | undefined, perGiBSeconds: number): number {
   if (perGiBSeconds === 0) return Infinity;
   const gib = Math.max(1, Math.ceil((dataTotalBytes ?? 0) / 1024 ** 3));
   return gib * perGiBSeconds * 1000;
 }
 
-/** What the monitor keeps between two looks at the job: when it last saw the data left go down, and how much was left. */
+/**
+ * What the monitor keeps between two looks at the job: when it last saw the data left go down, and how much was left.
+ */
 export interface ProgressMark {
   atMs: number;
   remaining: number | undefined;
@@ -97,8 +110,13 @@ export function monitorStep(input: MonitorInput): { mark: ProgressMark; action: 
   const mark = { atMs: progressed ? nowMs : input.mark.atMs, remaining };
   if (input.mode === "PostCopy") return { mark, action: { kind: "none" } };
   const stuckMs = nowMs - mark.atMs;
-  if (options.progressTimeout > 0 && stuckMs > options.progressTimeout * 1000) return { mark, action: { kind: "abortStuck", stuckMs } };
+  if (options.progressTimeout > 0 && stuckMs > options.progressTimeout * 1000)
+    return { mark, action: { kind: "abortStuck", stuckMs } };
   const allowedMs = completionTimeoutMs(progress.dataTotal, options.completionTimeoutPerGiB);
   if (progress.elapsedMs <= allowedMs) return { mark, action: { kind: "none" } };
-  return { mark, action: options.postCopy && !input.postCopyFailed ? { kind: "postCopy", allowedMs } : { kind: "abortLate", allowedMs } };
+  return {
+    mark,
+    action:
+      options.postCopy && !input.postCopyFailed ? { kind: "postCopy", allowedMs } : { kind: "abortLate", allowedMs },
+  };
 }

@@ -29,15 +29,25 @@ export interface OutgoingMigrationOptions {
 }
 
 /** virsh's arguments for the migration. */
-export function migrateArgs(o: Pick<OutgoingMigrationOptions, "uri" | "domain" | "socketsDir" | "copiedDisks" | "options">): string[] {
+export function migrateArgs(
+  o: Pick<OutgoingMigrationOptions, "uri" | "domain" | "socketsDir" | "copiedDisks" | "options">,
+): string[] {
   const socket = (name: keyof typeof MIGRATION_SOCKETS) => join(o.socketsDir, MIGRATION_SOCKETS[name]);
   return [
-    "-c", o.uri, "migrate", "--live", "--p2p", "--persistent",
+    "-c",
+    o.uri,
+    "migrate",
+    "--live",
+    "--p2p",
+    "--persistent",
     ...(o.options.autoConverge ? ["--auto-converge"] : []),
     ...(o.options.postCopy ? ["--postcopy"] : []),
     ...(o.options.bandwidthMiB > 0 ? ["--bandwidth", String(o.options.bandwidthMiB)] : []),
-    "--migrateuri", `unix://${socket("memory")}`,
-    ...(o.copiedDisks.length > 0 ? ["--copy-storage-inc", "--migrate-disks", o.copiedDisks.join(","), "--disks-uri", `unix://${socket("disks")}`] : []),
+    "--migrateuri",
+    `unix://${socket("memory")}`,
+    ...(o.copiedDisks.length > 0
+      ? ["--copy-storage-inc", "--migrate-disks", o.copiedDisks.join(","), "--disks-uri", `unix://${socket("disks")}`]
+      : []),
     o.domain,
     `qemu+unix:///session?socket=${socket("libvirt")}`,
   ];
@@ -125,20 +135,32 @@ export class OutgoingMigration {
     }
     if (!this.running() || !stats.progress) return;
     this.status = { ...this.status, progress: stats.progress };
-    const { mark, action } = monitorStep({ progress: stats.progress, mark: this.mark, nowMs: Date.now(), mode: this.status.mode, options: this.o.options, postCopyFailed: this.postCopyFailure !== undefined });
+    const { mark, action } = monitorStep({
+      progress: stats.progress,
+      mark: this.mark,
+      nowMs: Date.now(),
+      mode: this.status.mode,
+      options: this.o.options,
+      postCopyFailed: this.postCopyFailure !== undefined,
+    });
     this.mark = mark;
     if (action.kind === "none" || this.status.abortStatus !== undefined) return;
     if (action.kind === "abortStuck") {
-      this.o.log.warn("aborting the migration: the data left has not gone down for its progress timeout", { stuckMs: action.stuckMs });
+      this.o.log.warn("aborting the migration: the data left has not gone down for its progress timeout", {
+        stuckMs: action.stuckMs,
+      });
       this.stuckForMs = action.stuckMs;
       await this.abort();
     } else if (action.kind === "postCopy") {
-      this.o.log.info("switching the migration to post-copy: pre-copy ran past its completion time", { allowedMs: action.allowedMs });
+      this.o.log.info("switching the migration to post-copy: pre-copy ran past its completion time", {
+        allowedMs: action.allowedMs,
+      });
       try {
         await this.o.virsh("migrate-postcopy", [this.o.domain]);
         this.status = { ...this.status, mode: "PostCopy" };
       } catch (error) {
-        // QEMU refuses when post-copy cannot be had (the target's QEMU without userfaultfd): the pre-copy goes no better, so it ends.
+        // QEMU refuses when post-copy cannot be had (the target's QEMU without userfaultfd): the pre-copy goes no
+        // better, so it ends.
         this.postCopyFailure = error instanceof Error ? error.message : String(error);
         this.o.log.warn("could not switch the migration to post-copy; aborting it", { error });
         await this.abort();
@@ -154,25 +176,47 @@ export class OutgoingMigration {
     if (this.monitor) clearInterval(this.monitor);
     this.monitor = undefined;
     const endTimestamp = new Date().toISOString();
-    const abortStatus = this.status.abortStatus === undefined ? undefined : succeeded ? ("Failed" as const) : ("Succeeded" as const);
+    const abortStatus =
+      this.status.abortStatus === undefined ? undefined : succeeded ? ("Failed" as const) : ("Succeeded" as const);
     if (succeeded) {
       // The completed job's figures, the real downtime among them, while the source still holds them.
       const completed = await this.o.virsh("domjobinfo", [this.o.domain, "--completed", "--rawstats"]).then(
         (text) => parseJobStats(text).progress,
         () => undefined,
       );
-      this.status = { ...this.status, phase: "Completed", endTimestamp, ...(completed ? { progress: completed } : {}), ...(abortStatus ? { abortStatus } : {}) };
+      this.status = {
+        ...this.status,
+        phase: "Completed",
+        endTimestamp,
+        ...(completed ? { progress: completed } : {}),
+        ...(abortStatus ? { abortStatus } : {}),
+      };
     } else {
-      const reason = this.postCopyFailure !== undefined
-        ? `Live migration could not switch to post-copy and has been aborted: ${this.postCopyFailure}`
-        : this.stuckForMs !== undefined
-        ? `Live migration stuck for ${String(Math.round(this.stuckForMs / 1000))} seconds and has been aborted`
-        : this.timedOutAfterMs !== undefined
-        ? `Live migration is not completed after ${String(Math.round(this.timedOutAfterMs / 1000))} seconds and has been aborted`
-        : abortStatus === "Succeeded" ? "Live migration aborted" : `Live migration failed: ${this.stderr.trim() || "virsh migrate failed"}`;
-      this.status = { ...this.status, phase: "Failed", endTimestamp, failureReason: reason.slice(0, 2048), ...(abortStatus ? { abortStatus } : {}) };
+      const reason =
+        this.postCopyFailure !== undefined
+          ? `Live migration could not switch to post-copy and has been aborted: ${this.postCopyFailure}`
+          : this.stuckForMs !== undefined
+            ? `Live migration stuck for ${String(Math.round(this.stuckForMs / 1000))} seconds and has been aborted`
+            : this.timedOutAfterMs !== undefined
+              ? "Live migration is not completed " +
+                `after ${String(Math.round(this.timedOutAfterMs / 1000))} seconds and has been ` +
+                "aborted"
+              : abortStatus === "Succeeded"
+                ? "Live migration aborted"
+                : `Live migration failed: ${this.stderr.trim() || "virsh migrate failed"}`;
+      this.status = {
+        ...this.status,
+        phase: "Failed",
+        endTimestamp,
+        failureReason: reason.slice(0, 2048),
+        ...(abortStatus ? { abortStatus } : {}),
+      };
     }
-    this.o.log.info("the migration ended", { phase: this.status.phase, ...(this.status.failureReason !== undefined ? { reason: this.status.failureReason } : {}), progress: this.status.progress });
+    this.o.log.info("the migration ended", {
+      phase: this.status.phase,
+      ...(this.status.failureReason !== undefined ? { reason: this.status.failureReason } : {}),
+      progress: this.status.progress,
+    });
     return this.status;
   }
 }

@@ -6,7 +6,10 @@ import { Prober, checkInterval } from "./prober.ts";
 
 const log = createLogger({ component: "test", level: "error" });
 
-/** A running guest whose exec probe (period 10 s) exits with the code the test sets; it counts the commands the guest ran. */
+/**
+ * A running guest whose exec probe (period 10 s) exits with the code the test sets; it counts the commands the guest
+ * ran.
+ */
 function guestWithExecProbe() {
   const vmi: VirtualMachineInstance = {
     apiVersion: "kubevirt.io/v1",

@@ -1,7 +1,14 @@
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { type Socket, connect } from "node:net";
-import { type ProbeCheck, type ProbeKind, type VirtualMachineInstance, probeCheck, probeOf, probeTiming } from "@kubevirt-ts/kubevirt-api";
+import {
+  type ProbeCheck,
+  type ProbeKind,
+  type VirtualMachineInstance,
+  probeCheck,
+  probeOf,
+  probeTiming,
+} from "@kubevirt-ts/kubevirt-api";
 import type { DomainStatus } from "@kubevirt-ts/launcher-protocol";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { forwardFreeLoopbackPort } from "../libvirt/port-forward.ts";
@@ -27,7 +34,10 @@ export interface GuestAccess {
   agent(execute: string, args: Record<string, unknown> | undefined, timeoutSeconds: number): Promise<unknown>;
 }
 
-/** How long past its timeout a check may take before it is taken for stalled (a libvirt or monitor call that does not return). */
+/**
+ * How long past its timeout a check may take before it is taken for stalled (a libvirt or monitor call that does not
+ * return).
+ */
 const STALLED_MS = 30_000;
 
 /** How often a TCP probe looks at the user network, and an exec probe at its command, while they wait. */
@@ -59,9 +69,14 @@ export class Prober {
   private readonly now: () => number;
   /** One TCP check at a time per guest port: the user network lists connections by their forwarded port alone. */
   private readonly tcpTurns = new Map<number, Promise<unknown>>();
-  /** The loopback port forwarded to each guest port, per kind of check: a TCP check's forward carries its connections alone (see tcp). */
+  /**
+   * The loopback port forwarded to each guest port, per kind of check: a TCP check's forward carries its connections
+   * alone (see tcp).
+   */
   private readonly forwards = new Map<string, Promise<number>>();
-  /** The liveness probe's failures in a row, and the last one's reason: the kubelet stops the launcher at the threshold. */
+  /**
+   * The liveness probe's failures in a row, and the last one's reason: the kubelet stops the launcher at the threshold.
+   */
   private livenessFailures = { count: 0, reason: "" };
 
   constructor(guest: GuestAccess, log: Logger, options: { now?: () => number } = {}) {
@@ -70,7 +85,9 @@ export class Prober {
     this.now = options.now ?? Date.now;
   }
 
-  /** Why the liveness probe failed, once it has failed as many times in a row as its failureThreshold; else undefined. */
+  /**
+   * Why the liveness probe failed, once it has failed as many times in a row as its failureThreshold; else undefined.
+   */
   livenessFailure(): string | undefined {
     const probe = this.guest.vmi()?.spec.livenessProbe;
     if (!probe || this.livenessFailures.count < probeTiming(probe).failureThreshold) return undefined;
@@ -87,7 +104,8 @@ export class Prober {
     const vmi = this.guest.vmi();
     const probe = vmi ? probeOf(vmi.spec, kind) : undefined;
     const last = this.last.get(kind);
-    if (probe && last && this.now() - last.startedAt < checkInterval(probeTiming(probe).periodSeconds)) return Promise.resolve(last.result);
+    if (probe && last && this.now() - last.startedAt < checkInterval(probeTiming(probe).periodSeconds))
+      return Promise.resolve(last.result);
     run = this.checkOnce(kind).finally(() => this.running.delete(kind));
     this.running.set(kind, run);
     return run;
@@ -101,8 +119,10 @@ export class Prober {
     if (checkedGuest) this.last.set(kind, { startedAt, result });
     else this.last.delete(kind);
     if (kind === "liveness") {
-      if (result !== undefined && this.livenessFailures.count === 0) this.log.warn("the guest failed its liveness probe", { reason: result });
-      this.livenessFailures = result === undefined ? { count: 0, reason: "" } : { count: this.livenessFailures.count + 1, reason: result };
+      if (result !== undefined && this.livenessFailures.count === 0)
+        this.log.warn("the guest failed its liveness probe", { reason: result });
+      this.livenessFailures =
+        result === undefined ? { count: 0, reason: "" } : { count: this.livenessFailures.count + 1, reason: result };
     }
     return result;
   }
@@ -120,15 +140,19 @@ export class Prober {
     // A guest its user paused answers nothing, and is not dead for it.
     if (state === "Paused") return unchecked(kind === "readiness" ? "the guest is paused" : undefined);
     // A guest that has stopped is ending its launcher anyway: that is no liveness failure to report.
-    if (state !== "Running" && state !== "Blocked") return unchecked(kind === "readiness" ? `the guest is ${state}` : undefined);
+    if (state !== "Running" && state !== "Blocked")
+      return unchecked(kind === "readiness" ? `the guest is ${state}` : undefined);
     const check = probeCheck(vmi.spec, probe);
     try {
-      // Each check keeps its timeout itself (the kubelet gives up a second later); should libvirt or QEMU's monitor stall,
-      // the check fails some time after, so that it is never shared by every later ask for ever.
+      // Each check keeps its timeout itself (the kubelet gives up a second later); should libvirt or QEMU's monitor
+      // stall, the check fails some time after, so that it is never shared by every later ask for ever.
       await beforeDeadline(this.run(check, deadline), deadline + STALLED_MS);
       return { result: undefined, checkedGuest: true };
     } catch (error) {
-      return { result: `${describe(check)}: ${error instanceof Error ? error.message : String(error)}`, checkedGuest: true };
+      return {
+        result: `${describe(check)}: ${error instanceof Error ? error.message : String(error)}`,
+        checkedGuest: true,
+      };
     }
   }
 
@@ -159,7 +183,10 @@ export class Prober {
   private async inTurn<T>(port: number, work: () => Promise<T>): Promise<T> {
     const before = this.tcpTurns.get(port) ?? Promise.resolve();
     const turn = before.then(work, work);
-    this.tcpTurns.set(port, turn.catch(() => undefined));
+    this.tcpTurns.set(
+      port,
+      turn.catch(() => undefined),
+    );
     return turn;
   }
 
@@ -173,7 +200,13 @@ export class Prober {
     const before = establishedFrom(await this.guest.userNetwork(), hostPort);
     const socket: Socket = connect({ host: "127.0.0.1", port: hostPort });
     const connection = { closed: false };
-    socket.on("close", () => { connection.closed = true; }).on("error", () => { connection.closed = true; });
+    socket
+      .on("close", () => {
+        connection.closed = true;
+      })
+      .on("error", () => {
+        connection.closed = true;
+      });
     socket.on("data", () => undefined);
     try {
       while (Date.now() < deadline) {
@@ -187,7 +220,9 @@ export class Prober {
     }
   }
 
-  /** An HTTP probe, as the kubelet's: a GET whose status from 200 to 399 passes; HTTPS without checking the certificate. */
+  /**
+   * An HTTP probe, as the kubelet's: a GET whose status from 200 to 399 passes; HTTPS without checking the certificate.
+   */
   private async http(check: Extract<ProbeCheck, { kind: "http" }>, deadline: number): Promise<void> {
     const hostPort = await this.probeForward("http", check.port);
     const request = check.scheme === "HTTPS" ? httpsRequest : httpRequest;
@@ -195,31 +230,48 @@ export class Prober {
     for (const header of check.headers) headers[header.name.toLowerCase()] = header.value;
     const status = await new Promise<number>((resolve, reject) => {
       const req = request(
-        { host: "127.0.0.1", port: hostPort, path: check.path, method: "GET", headers, rejectUnauthorized: false, signal: AbortSignal.timeout(Math.max(1, deadline - Date.now())) },
+        {
+          host: "127.0.0.1",
+          port: hostPort,
+          path: check.path,
+          method: "GET",
+          headers,
+          rejectUnauthorized: false,
+          signal: AbortSignal.timeout(Math.max(1, deadline - Date.now())),
+        },
         (res) => {
           res.resume();
           resolve(res.statusCode ?? 0);
         },
       );
       req.on("error", (error) => {
-        reject(new ProbeFailure(error.name === "AbortError" ? "the guest did not answer in time" : `no answer (${error.message})`));
+        reject(
+          new ProbeFailure(
+            error.name === "AbortError" ? "the guest did not answer in time" : `no answer (${error.message})`,
+          ),
+        );
       });
       req.end();
     });
     if (status < 200 || status >= 400) throw new ProbeFailure(`HTTP ${String(status)}`);
   }
 
-  /** An exec probe, as KubeVirt's virt-probe: the guest's agent runs the command, which must exit 0 within the timeout. */
+  /**
+   * An exec probe, as KubeVirt's virt-probe: the guest's agent runs the command, which must exit 0 within the timeout.
+   */
   private async exec(command: string[], deadline: number): Promise<void> {
     const [path = "", ...arg] = command;
     const started = await this.guest.agent("guest-exec", { path, arg, "capture-output": true }, secondsLeft(deadline));
     const pid = (started as { pid?: unknown } | undefined)?.pid;
     if (typeof pid !== "number") throw new ProbeFailure("the guest agent did not start the command");
     while (Date.now() < deadline) {
-      const status = (await this.guest.agent("guest-exec-status", { pid }, secondsLeft(deadline))) as { exited?: boolean; exitcode?: number; "err-data"?: string } | undefined;
+      const status = (await this.guest.agent("guest-exec-status", { pid }, secondsLeft(deadline))) as
+        { exited?: boolean; exitcode?: number; "err-data"?: string } | undefined;
       if (status?.exited) {
         if (status.exitcode === 0) return;
-        const stderr = status["err-data"] ? Buffer.from(status["err-data"], "base64").toString("utf8").trim().slice(0, 200) : "";
+        const stderr = status["err-data"]
+          ? Buffer.from(status["err-data"], "base64").toString("utf8").trim().slice(0, 200)
+          : "";
         throw new ProbeFailure(`exited ${String(status.exitcode ?? "abnormally")}${stderr ? `: ${stderr}` : ""}`);
       }
       await sleep(POLL_MS);
@@ -232,9 +284,16 @@ export class Prober {
 function beforeDeadline<T>(promise: Promise<T>, deadline: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => { reject(new ProbeFailure("no answer in time")); }, Math.max(0, deadline - Date.now()));
+    timer = setTimeout(
+      () => {
+        reject(new ProbeFailure("no answer in time"));
+      },
+      Math.max(0, deadline - Date.now()),
+    );
   });
-  return Promise.race([promise, late]).finally(() => { clearTimeout(timer); });
+  return Promise.race([promise, late]).finally(() => {
+    clearTimeout(timer);
+  });
 }
 
 /** Whole seconds until the deadline, at least one (the agent's timeout is in seconds). */

@@ -19,7 +19,13 @@ describe("parseUserNetwork", () => {
     expect(parseUserNetwork(ANSWER).filter((s) => s.protocol === "TCP")).toEqual([
       { protocol: "TCP", state: "SYN_SENT", sourceAddress: "127.0.0.1", sourcePort: 40001, destinationPort: 22 },
       { protocol: "TCP", state: "ESTABLISHED", sourceAddress: "127.0.0.1", sourcePort: 40002, destinationPort: 80 },
-      { protocol: "TCP", state: "ESTABLISHED", sourceAddress: "198.19.254.15", sourcePort: 40003, destinationPort: 443 },
+      {
+        protocol: "TCP",
+        state: "ESTABLISHED",
+        sourceAddress: "198.19.254.15",
+        sourcePort: 40003,
+        destinationPort: 443,
+      },
       { protocol: "TCP", state: "HOST_FORWARD", sourceAddress: "127.0.0.1", sourcePort: 40001, destinationPort: 22 },
       { protocol: "TCP", state: "HOST_FORWARD", sourceAddress: "*", sourcePort: 40002, destinationPort: 80 },
     ]);

@@ -22,7 +22,15 @@ export function parseUserNetwork(text: string): UserNetworkSocket[] {
   return text.split(/\r?\n/).flatMap((line) => {
     const match = ROW.exec(line);
     if (!match) return [];
-    return [{ protocol: match[1] as "TCP" | "UDP", state: match[2] ?? "", sourceAddress: match[3] ?? "", sourcePort: Number(match[4]), destinationPort: Number(match[6]) }];
+    return [
+      {
+        protocol: match[1] as "TCP" | "UDP",
+        state: match[2] ?? "",
+        sourceAddress: match[3] ?? "",
+        sourcePort: Number(match[4]),
+        destinationPort: Number(match[6]),
+      },
+    ];
   });
 }
 

@@ -6,7 +6,11 @@ import { claimBytes, claimDisk, grownDiskSize, newDiskSize } from "./claim-disk.
 
 const GIB = 1024 ** 3;
 const MIB = 1024 ** 2;
-const info = (requests?: string, capacity?: string) => ({ claimName: "data", ...(requests ? { requests: { storage: requests } } : {}), ...(capacity ? { capacity: { storage: capacity } } : {}) });
+const info = (requests?: string, capacity?: string) => ({
+  claimName: "data",
+  ...(requests ? { requests: { storage: requests } } : {}),
+  ...(capacity ? { capacity: { storage: capacity } } : {}),
+});
 
 describe("claimBytes", () => {
   it("is the claim's request, unless its capacity is smaller or all that is known", () => {
@@ -19,18 +23,32 @@ describe("claimBytes", () => {
 
 describe("newDiskSize", () => {
   it("is the claim's size, aligned down to 1 MiB, when there is room", () => {
-    expect(newDiskSize("data", info("1G"), 100 * GIB)).toEqual({ bytes: Math.floor(1e9 / MIB) * MIB, tolerated: false });
+    expect(newDiskSize("data", info("1G"), 100 * GIB)).toEqual({
+      bytes: Math.floor(1e9 / MIB) * MIB,
+      tolerated: false,
+    });
   });
 
   it("takes the room there is when it is at most 10 % short, and refuses more, saying what to do", () => {
-    expect(newDiskSize("data", info("10Gi"), 9.5 * GIB)).toEqual({ bytes: Math.floor((9.5 * GIB - 131_072) / MIB) * MIB, tolerated: true });
+    expect(newDiskSize("data", info("10Gi"), 9.5 * GIB)).toEqual({
+      bytes: Math.floor((9.5 * GIB - 131_072) / MIB) * MIB,
+      tolerated: true,
+    });
     const refused = newDiskSize("data", info("10Gi"), 8 * GIB);
-    expect(refused).toEqual({ error: expect.stringMatching(/^volume data: not enough space on the claim data for its disk: .* grow the claim$/) as unknown });
+    expect(refused).toEqual({
+      error: expect.stringMatching(
+        /^volume data: not enough space on the claim data for its disk: .* grow the claim$/,
+      ) as unknown,
+    });
   });
 
   it("refuses a claim without a size, or smaller than 1 MiB", () => {
-    expect(newDiskSize("data", info(), GIB)).toEqual({ error: expect.stringContaining("reports no storage request or capacity") as unknown });
-    expect(newDiskSize("data", info("512Ki"), GIB)).toEqual({ error: expect.stringContaining("a disk needs at least 1 MiB") as unknown });
+    expect(newDiskSize("data", info(), GIB)).toEqual({
+      error: expect.stringContaining("reports no storage request or capacity") as unknown,
+    });
+    expect(newDiskSize("data", info("512Ki"), GIB)).toEqual({
+      error: expect.stringContaining("a disk needs at least 1 MiB") as unknown,
+    });
   });
 });
 
@@ -41,8 +59,12 @@ describe("grownDiskSize", () => {
   });
 
   it("takes KubeVirt's default overhead for a value that is no share", () => {
-    expect(grownDiskSize({ ...info("10Gi"), filesystemOverhead: "-1" }, 100 * GIB)).toBe(grownDiskSize(info("10Gi"), 100 * GIB));
-    expect(grownDiskSize({ ...info("10Gi"), filesystemOverhead: "1.5" }, 100 * GIB)).toBe(grownDiskSize(info("10Gi"), 100 * GIB));
+    expect(grownDiskSize({ ...info("10Gi"), filesystemOverhead: "-1" }, 100 * GIB)).toBe(
+      grownDiskSize(info("10Gi"), 100 * GIB),
+    );
+    expect(grownDiskSize({ ...info("10Gi"), filesystemOverhead: "1.5" }, 100 * GIB)).toBe(
+      grownDiskSize(info("10Gi"), 100 * GIB),
+    );
   });
 });
 
@@ -77,11 +99,15 @@ describe("claimDisk, on a real folder", () => {
     const target = join(root, "elsewhere");
     await writeFile(target, "not a disk");
     await symlink(target, disk());
-    await expect(claimDisk("data", info("64Mi"), dirs(), false)).rejects.toThrow("disk.img on the claim data is a symbolic link; the disk must be a regular file at the claim's root");
+    await expect(claimDisk("data", info("64Mi"), dirs(), false)).rejects.toThrow(
+      "disk.img on the claim data is a symbolic link; the disk must be a regular file at the claim's root",
+    );
     expect((await stat(target)).size).toBe("not a disk".length);
   });
 
   it("refuses to make a disk on a read-only claim, saying to fill it first", async () => {
-    await expect(claimDisk("data", info("64Mi"), dirs(), true)).rejects.toThrow("the read-only claim data holds no disk.img; fill the claim with a disk image first");
+    await expect(claimDisk("data", info("64Mi"), dirs(), true)).rejects.toThrow(
+      "the read-only claim data holds no disk.img; fill the claim with a disk image first",
+    );
   });
 });

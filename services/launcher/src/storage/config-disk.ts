@@ -17,5 +17,17 @@ const exec = promisify(execFile);
 export async function configVolumeIso(target: string, dir: string, label: string | undefined): Promise<void> {
   // A missing optional ConfigMap or Secret is mounted as an empty folder; make sure there is one to read.
   await mkdir(dir, { recursive: true });
-  await exec("genisoimage", ["-quiet", "-output", target, "-volid", label ?? "", "-joliet", "-rock", "-follow-links", "-m", "..*", dir]);
+  await exec("genisoimage", [
+    "-quiet",
+    "-output",
+    target,
+    "-volid",
+    label ?? "",
+    "-joliet",
+    "-rock",
+    "-follow-links",
+    "-m",
+    "..*",
+    dir,
+  ]);
 }

@@ -32,7 +32,10 @@ export interface StorageLayout {
   configVolumesDir: string;
   /** Where the pod mounts the access credentials' Secrets (ACCESS_CREDENTIALS_DIR). */
   accessCredentialsDir: string;
-  /** Where the pod mounts Filesystem-mode claims (CLAIM_DISKS_DIR) and puts Block-mode claims' devices (CLAIM_DEVICES_DIR). */
+  /**
+   * Where the pod mounts Filesystem-mode claims (CLAIM_DISKS_DIR) and puts Block-mode claims' devices
+   * (CLAIM_DEVICES_DIR).
+   */
   claimDisksDir: string;
   claimDevicesDir: string;
 }
@@ -47,7 +50,10 @@ async function containerDiskFile(layout: StorageLayout, volume: string): Promise
   const dir = join(layout.containerDisksDir, volume);
   const files = (await readdir(dir).catch(() => [])).filter((f) => !f.startsWith("."));
   if (files.length !== 1 || files[0] === undefined) {
-    throw new Error(`containerDisk ${volume}: expected exactly one disk file in ${dir}, found ${files.length === 0 ? "none" : files.join(", ")}; set the volume's path to pick one`);
+    throw new Error(
+      `containerDisk ${volume}: expected exactly one disk file in ${dir}, ` +
+        `found ${files.length === 0 ? "none" : files.join(", ")}; set the volume's path to pick one`,
+    );
   }
   return join(dir, files[0]);
 }
@@ -60,7 +66,10 @@ async function overlayOn(backing: string, format: "qcow2" | "raw", target: strin
   return overlay;
 }
 
-export async function prepareDisks(vmi: VirtualMachineInstance, layout: StorageLayout): Promise<Record<string, PreparedDisk>> {
+export async function prepareDisks(
+  vmi: VirtualMachineInstance,
+  layout: StorageLayout,
+): Promise<Record<string, PreparedDisk>> {
   await mkdir(layout.disksDir, { recursive: true });
   const cloudInit = await cloudInitData(vmi, layout.cloudInitSecretsDir);
   const disks: Record<string, PreparedDisk> = {};
@@ -71,14 +80,28 @@ export async function prepareDisks(vmi: VirtualMachineInstance, layout: StorageL
   }
   const claimInfo = new Map((vmi.status?.volumeStatus ?? []).map((s) => [s.name, s.persistentVolumeClaimInfo]));
   for (const claim of claimVolumes(vmi.spec)) {
-    const disk = await claimDisk(claim.volume, claimInfo.get(claim.volume), { disks: layout.claimDisksDir, devices: layout.claimDevicesDir }, claim.readOnly);
+    const disk = await claimDisk(
+      claim.volume,
+      claimInfo.get(claim.volume),
+      { disks: layout.claimDisksDir, devices: layout.claimDevicesDir },
+      claim.readOnly,
+    );
     if (claim.ephemeral) {
       // The guest writes to an overlay in the launcher's folder, gone with the pod; the claim's disk is only read.
-      disks[claim.volume] = { path: await overlayOn(disk.path, "raw", join(layout.disksDir, claim.volume)), format: "qcow2" };
+      disks[claim.volume] = {
+        path: await overlayOn(disk.path, "raw", join(layout.disksDir, claim.volume)),
+        format: "qcow2",
+      };
       continue;
     }
-    // Always raw, as KubeVirt's: a format read from the image would let a guest that writes a qcow2 header reach other files.
-    disks[claim.volume] = { path: disk.path, format: "raw", type: disk.type, ...(claim.readOnly ? { readonly: true } : {}) };
+    // Always raw, as KubeVirt's: a format read from the image would let a guest that writes a qcow2 header reach other
+    // files.
+    disks[claim.volume] = {
+      path: disk.path,
+      format: "raw",
+      type: disk.type,
+      ...(claim.readOnly ? { readonly: true } : {}),
+    };
   }
   for (const volume of vmi.spec.volumes ?? []) {
     const target = join(layout.disksDir, volume.name);

@@ -15,13 +15,28 @@ export interface VmState {
   nvram?: string;
 }
 
-/** Makes the folders the VMI's persistent state needs on the claim, and leads libvirt's TPM folder for the domain there. */
-export async function prepareVmState(vmi: VirtualMachineInstance, vmStateDir: string, swtpmStorageDir: string, domainUuid: string): Promise<VmState> {
+/**
+ * Makes the folders the VMI's persistent state needs on the claim, and leads libvirt's TPM folder for the domain there.
+ */
+export async function prepareVmState(
+  vmi: VirtualMachineInstance,
+  vmStateDir: string,
+  swtpmStorageDir: string,
+  domainUuid: string,
+): Promise<VmState> {
   const efi = hasPersistentEfi(vmi.spec);
   const tpm = hasPersistentTpm(vmi.spec);
   if (!efi && !tpm) return {};
-  if (!(await lstat(vmStateDir).then((s) => s.isDirectory(), () => false))) {
-    throw new Error(`the VMI keeps its ${[efi && "EFI variables", tpm && "TPM state"].filter(Boolean).join(" and ")} on its backend-storage claim, but ${vmStateDir}, where the pod mounts it, is not there`);
+  if (
+    !(await lstat(vmStateDir).then(
+      (s) => s.isDirectory(),
+      () => false,
+    ))
+  ) {
+    throw new Error(
+      `the VMI keeps its ${[efi && "EFI variables", tpm && "TPM state"].filter(Boolean).join(" and ")} on ` +
+        `its backend-storage claim, but ${vmStateDir}, where the pod mounts it, is not there`,
+    );
   }
   const state: VmState = {};
   if (efi) {

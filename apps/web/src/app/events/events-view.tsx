@@ -25,14 +25,38 @@ export function EventsView() {
   return (
     <Shell title="Events">
       <div className="toolbar" role="group" aria-label="Filters">
-        <label className="inline"><input type="checkbox" checked={warningsOnly} onChange={(e) => { setWarningsOnly(e.target.checked); }} /> Warnings only</label>
+        <label className="inline">
+          <input
+            type="checkbox"
+            checked={warningsOnly}
+            onChange={(e) => {
+              setWarningsOnly(e.target.checked);
+            }}
+          />{" "}
+          Warnings only
+        </label>
         <span className="spacer" />
-        <span className="muted" data-testid="events-count">{count}</span>
+        <span className="muted" data-testid="events-count">
+          {count}
+        </span>
       </div>
-      {events.error && <p className="error" role="alert">{describeError(events.error).message}</p>}
+      {events.error && (
+        <p className="error" role="alert">
+          {describeError(events.error).message}
+        </p>
+      )}
       <table className="vms" data-testid="events">
         <caption className="visually-hidden">Events in {namespace}, newest first</caption>
-        <thead><tr><th scope="col">When</th><th scope="col">Type</th><th scope="col">Object</th><th scope="col">Reason</th><th scope="col">Message</th><th scope="col">Count</th></tr></thead>
+        <thead>
+          <tr>
+            <th scope="col">When</th>
+            <th scope="col">Type</th>
+            <th scope="col">Object</th>
+            <th scope="col">Reason</th>
+            <th scope="col">Message</th>
+            <th scope="col">Count</th>
+          </tr>
+        </thead>
         <tbody>
           {shown.map((e) => (
             <tr key={e.uid} data-type={e.type}>
@@ -40,7 +64,18 @@ export function EventsView() {
               <td>{e.type === "Warning" ? <strong>Warning</strong> : e.type}</td>
               <td>
                 {e.kind}{" "}
-                {VM_KINDS.has(e.kind) ? <Link href={`/vms/${encodeURIComponent(namespace)}/${encodeURIComponent(e.name)}?ns=${encodeURIComponent(namespace)}&tab=events`}>{e.name}</Link> : e.name}
+                {VM_KINDS.has(e.kind) ? (
+                  <Link
+                    href={
+                      `/vms/${encodeURIComponent(namespace)}/${encodeURIComponent(e.name)}?ns=` +
+                      `${encodeURIComponent(namespace)}&tab=events`
+                    }
+                  >
+                    {e.name}
+                  </Link>
+                ) : (
+                  e.name
+                )}
               </td>
               <td>{e.reason}</td>
               <td>{e.message}</td>
@@ -49,7 +84,13 @@ export function EventsView() {
           ))}
         </tbody>
       </table>
-      {events.data && shown.length === 0 && <p className="card">{warningsOnly ? "No warnings." : `No events in ${namespace} (the API server keeps them for an hour by default).`}</p>}
+      {events.data && shown.length === 0 && (
+        <p className="card">
+          {warningsOnly
+            ? "No warnings."
+            : `No events in ${namespace} (the API server keeps them for an hour by default).`}
+        </p>
+      )}
     </Shell>
   );
 }

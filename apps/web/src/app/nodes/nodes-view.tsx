@@ -14,11 +14,23 @@ const GIB = 1024 ** 3;
 const cores = (millicores: number) => (millicores / 1000).toFixed(millicores % 1000 === 0 ? 0 : 1);
 const gib = (bytes: number) => `${(bytes / GIB).toFixed(1)} GiB`;
 
-function Meter({ label, used, total, format }: { label: string; used: number; total: number; format: (n: number) => string }) {
+function Meter({
+  label,
+  used,
+  total,
+  format,
+}: {
+  label: string;
+  used: number;
+  total: number;
+  format: (n: number) => string;
+}) {
   const percent = total > 0 ? Math.round((used / total) * 100) : 0;
   return (
     <div className="meter">
-      <span>{label}: {format(used)} of {format(total)} requested ({percent} %)</span>
+      <span>
+        {label}: {format(used)} of {format(total)} requested ({percent} %)
+      </span>
       <meter min={0} max={total} value={used} high={total * 0.85} optimum={0} aria-label={`${label} requested`} />
     </div>
   );
@@ -30,40 +42,87 @@ export function NodesView() {
   const nodes = useQuery({ ...trpc.nodes.queryOptions({ namespace }), refetchInterval: 10_000 });
   return (
     <Shell title="Nodes">
-      {nodes.error && <p className="error" role="alert">{describeError(nodes.error).message}</p>}
-      {!nodes.data ? (!nodes.error && <p aria-live="polite">Loading…</p>) : (
+      {nodes.error && (
+        <p className="error" role="alert">
+          {describeError(nodes.error).message}
+        </p>
+      )}
+      {!nodes.data ? (
+        !nodes.error && <p aria-live="polite">Loading…</p>
+      ) : (
         <>
-          {nodes.data.vmsOf !== null && <p className="muted">You may not list VMs in every namespace: the VMs shown are those of {nodes.data.vmsOf}.</p>}
+          {nodes.data.vmsOf !== null && (
+            <p className="muted">
+              You may not list VMs in every namespace: the VMs shown are those of {nodes.data.vmsOf}.
+            </p>
+          )}
           <div className="node-list">
             {nodes.data.nodes.map((n) => (
-              <section key={n.name} id={`node-${n.name}`} className="card node" aria-labelledby={`node-title-${n.name}`} data-testid="node">
+              <section
+                key={n.name}
+                id={`node-${n.name}`}
+                className="card node"
+                aria-labelledby={`node-title-${n.name}`}
+                data-testid="node"
+              >
                 <h2 id={`node-title-${n.name}`}>{n.name}</h2>
                 <p>
-                  <span className={`status status-${n.ready ? "running" : "problem"}`}>{n.ready ? "Ready" : "Not ready"}</span>
-                  {!n.schedulable && <span className="status status-paused"> Cordoned: no new VMs are placed here</span>}
+                  <span className={`status status-${n.ready ? "running" : "problem"}`}>
+                    {n.ready ? "Ready" : "Not ready"}
+                  </span>
+                  {!n.schedulable && (
+                    <span className="status status-paused"> Cordoned: no new VMs are placed here</span>
+                  )}
                   {n.roles.length > 0 && <span className="muted"> · {n.roles.join(", ")}</span>}
                   {n.address && <span className="muted"> · {n.address}</span>}
                 </p>
                 <dl className="facts">
                   <dt>CPU</dt>
-                  <dd>{cores(n.capacity.cpu)} cores, {cores(n.allocatable.cpu)} for pods</dd>
+                  <dd>
+                    {cores(n.capacity.cpu)} cores, {cores(n.allocatable.cpu)} for pods
+                  </dd>
                   <dt>Memory</dt>
-                  <dd>{gib(n.capacity.memory)}, {gib(n.allocatable.memory)} for pods</dd>
+                  <dd>
+                    {gib(n.capacity.memory)}, {gib(n.allocatable.memory)} for pods
+                  </dd>
                 </dl>
                 {n.requested ? (
                   <>
-                    <Meter label="CPU" used={n.requested.cpu} total={n.allocatable.cpu} format={(m) => `${cores(m)} cores`} />
+                    <Meter
+                      label="CPU"
+                      used={n.requested.cpu}
+                      total={n.allocatable.cpu}
+                      format={(m) => `${cores(m)} cores`}
+                    />
                     <Meter label="Memory" used={n.requested.memory} total={n.allocatable.memory} format={gib} />
-                    <p className="muted">{n.requested.pods} pods. A VM fits when its launcher&apos;s requests fit in what is left.</p>
+                    <p className="muted">
+                      {n.requested.pods} pods. A VM fits when its launcher&apos;s requests fit in what is left.
+                    </p>
                   </>
-                ) : <p className="muted">What the pods here request is not shown: it takes list on pods in every namespace.</p>}
+                ) : (
+                  <p className="muted">
+                    What the pods here request is not shown: it takes list on pods in every namespace.
+                  </p>
+                )}
                 <h3>Virtual machines here ({n.vms.length})</h3>
-                {n.vms.length === 0 ? <p className="muted">None.</p> : (
+                {n.vms.length === 0 ? (
+                  <p className="muted">None.</p>
+                ) : (
                   <ul data-testid="node-vms">
                     {n.vms.map((v) => (
                       <li key={`${v.namespace}/${v.name}`}>
-                        <Link href={`/vms/${encodeURIComponent(v.namespace)}/${encodeURIComponent(v.name)}?ns=${encodeURIComponent(v.namespace)}`}>{v.name}</Link>
-                        <span className="muted"> in {v.namespace}, {v.phase}</span>
+                        <Link
+                          href={
+                            `/vms/${encodeURIComponent(v.namespace)}/${encodeURIComponent(v.name)}?ns=` +
+                            encodeURIComponent(v.namespace)
+                          }
+                        >
+                          {v.name}
+                        </Link>
+                        <span className="muted">
+                          {" "}
+                          in {v.namespace}, {v.phase}
+                        </span>
                       </li>
                     ))}
                   </ul>

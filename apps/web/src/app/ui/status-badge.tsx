@@ -16,7 +16,9 @@ export function StatusBadge({ printableStatus, testId }: { printableStatus: stri
   const tone = statusTone(printableStatus);
   return (
     <span className={`status status-${tone}`} data-status={printableStatus ?? "Stopped"} data-tone={tone}>
-      <svg viewBox="0 0 16 16" width="14" height="14" aria-hidden="true" focusable="false" fill="currentColor">{ICONS[tone]}</svg>
+      <svg viewBox="0 0 16 16" width="14" height="14" aria-hidden="true" focusable="false" fill="currentColor">
+        {ICONS[tone]}
+      </svg>
       <span data-testid={testId}>{statusInWords(printableStatus)}</span>
     </span>
   );

@@ -23,12 +23,20 @@ export function useToast(): (ok: boolean, text: string) => void {
 export function ToastProvider({ children }: { children: ReactNode }) {
   const [toasts, setToasts] = useState<Toast[]>([]);
   const next = useRef(0);
-  const dismiss = useCallback((id: number) => { setToasts((list) => list.filter((t) => t.id !== id)); }, []);
-  const show = useCallback((ok: boolean, text: string) => {
-    const id = (next.current += 1);
-    setToasts((list) => [...list.slice(-4), { id, ok, text }]);
-    if (ok) setTimeout(() => { dismiss(id); }, SUCCESS_LASTS_MS);
-  }, [dismiss]);
+  const dismiss = useCallback((id: number) => {
+    setToasts((list) => list.filter((t) => t.id !== id));
+  }, []);
+  const show = useCallback(
+    (ok: boolean, text: string) => {
+      const id = (next.current += 1);
+      setToasts((list) => [...list.slice(-4), { id, ok, text }]);
+      if (ok)
+        setTimeout(() => {
+          dismiss(id);
+        }, SUCCESS_LASTS_MS);
+    },
+    [dismiss],
+  );
   const value = useMemo(() => show, [show]);
   return (
     <ToastContext.Provider value={value}>
@@ -37,7 +45,16 @@ export function ToastProvider({ children }: { children: ReactNode }) {
         {toasts.map((t) => (
           <div key={t.id} className={t.ok ? "toast" : "toast toast-error"} role={t.ok ? "status" : "alert"}>
             <span>{t.text}</span>
-            <button type="button" className="secondary" aria-label={`Dismiss: ${t.text}`} onClick={() => { dismiss(t.id); }}>×</button>
+            <button
+              type="button"
+              className="secondary"
+              aria-label={`Dismiss: ${t.text}`}
+              onClick={() => {
+                dismiss(t.id);
+              }}
+            >
+              ×
+            </button>
           </div>
         ))}
       </div>

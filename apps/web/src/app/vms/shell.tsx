@@ -20,7 +20,10 @@ export function useNamespaceOrAll(): string | undefined {
   return ns === ALL_NAMESPACES ? undefined : ns;
 }
 
-/** The one namespace a page works in: the one chosen, "default" when every namespace is (only the VM list shows them all). */
+/**
+ * The one namespace a page works in: the one chosen, "default" when every namespace is (only the VM list shows them
+ * all).
+ */
 export function useNamespace(): string {
   return useNamespaceOrAll() ?? "default";
 }
@@ -34,28 +37,58 @@ function NamespaceSwitcher() {
   const namespaces = useQuery(trpc.namespaces.queryOptions());
   const [typed, setTyped] = useState(namespace);
   // The same page, of another namespace (a VM's own page has no counterpart there: its namespace's list).
-  const page = pathname.startsWith("/vms/new") ? "/vms/new" : (["/images", "/nodes", "/events"].find((p) => pathname.startsWith(p)) ?? "/vms");
-  const go = (ns: string) => { router.push(`${page}?ns=${encodeURIComponent(ns)}`); };
+  const page = pathname.startsWith("/vms/new")
+    ? "/vms/new"
+    : (["/images", "/nodes", "/events"].find((p) => pathname.startsWith(p)) ?? "/vms");
+  const go = (ns: string) => {
+    router.push(`${page}?ns=${encodeURIComponent(ns)}`);
+  };
   // Every namespace at once is the VM list's, for who may list VMs cluster-wide.
   const everyNamespace = page === "/vms" && namespaces.data?.mayListVmsEverywhere === true;
   if (namespaces.data?.mayList) {
-    const names = namespaces.data.names.includes(namespace) ? namespaces.data.names : [namespace, ...namespaces.data.names];
+    const names = namespaces.data.names.includes(namespace)
+      ? namespaces.data.names
+      : [namespace, ...namespaces.data.names];
     return (
       <label className="inline">
         Namespace{" "}
-        <select value={page === "/vms" ? chosen : namespace} onChange={(e) => { go(e.target.value); }}>
+        <select
+          value={page === "/vms" ? chosen : namespace}
+          onChange={(e) => {
+            go(e.target.value);
+          }}
+        >
           {everyNamespace && <option value={ALL_NAMESPACES}>All namespaces</option>}
-          {names.map((n) => <option key={n} value={n}>{n}</option>)}
+          {names.map((n) => (
+            <option key={n} value={n}>
+              {n}
+            </option>
+          ))}
         </select>
       </label>
     );
   }
   // Users who may not list namespaces name theirs.
   return (
-    <form className="inline" onSubmit={(e) => { e.preventDefault(); go(typed.trim() || "default"); }}>
+    <form
+      className="inline"
+      onSubmit={(e) => {
+        e.preventDefault();
+        go(typed.trim() || "default");
+      }}
+    >
       <label htmlFor="namespace-input">Namespace</label>{" "}
-      <input id="namespace-input" value={typed} onChange={(e) => { setTyped(e.target.value); }} size={16} />
-      <button type="submit" className="secondary">Go</button>
+      <input
+        id="namespace-input"
+        value={typed}
+        onChange={(e) => {
+          setTyped(e.target.value);
+        }}
+        size={16}
+      />
+      <button type="submit" className="secondary">
+        Go
+      </button>
     </form>
   );
 }
@@ -83,7 +116,15 @@ function useShortcuts(go: (href: string) => void, help: () => void): void {
     let pending = false;
     const onKey = (e: KeyboardEvent) => {
       const target = e.target as HTMLElement | null;
-      if (e.ctrlKey || e.metaKey || e.altKey || (target && /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName)) || target?.isContentEditable || target?.closest(".terminal, .vnc-screen")) return;
+      if (
+        e.ctrlKey ||
+        e.metaKey ||
+        e.altKey ||
+        (target && /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName)) ||
+        target?.isContentEditable ||
+        target?.closest(".terminal, .vnc-screen")
+      )
+        return;
       if (pending) {
         pending = false;
         const href = { v: "/vms", i: "/images", n: "/nodes", e: "/events" }[e.key];
@@ -94,7 +135,9 @@ function useShortcuts(go: (href: string) => void, help: () => void): void {
       else if (e.key === "g") pending = true;
     };
     window.addEventListener("keydown", onKey);
-    return () => { window.removeEventListener("keydown", onKey); };
+    return () => {
+      window.removeEventListener("keydown", onKey);
+    };
   }, [go, help]);
 }
 
@@ -108,25 +151,59 @@ export function Shell({ title, actions, children }: { title: string; actions?: R
   const help = useRef<HTMLDialogElement>(null);
   // The VM list keeps "every namespace"; the other sections work in one.
   const hrefOf = (href: string) => `${href}?ns=${encodeURIComponent(href === "/vms" ? listed : namespace)}`;
-  useShortcuts((href) => { router.push(hrefOf(href)); }, () => { help.current?.showModal(); });
+  useShortcuts(
+    (href) => {
+      router.push(hrefOf(href));
+    },
+    () => {
+      help.current?.showModal();
+    },
+  );
   return (
     <div className="layout">
       <nav className="sidebar" aria-label="Sections">
         <ul>
           {SECTIONS.map((s) => (
-            <li key={s.href}><Link href={hrefOf(s.href)} aria-current={pathname.startsWith(s.href) ? "page" : undefined}>{s.label}</Link></li>
+            <li key={s.href}>
+              <Link href={hrefOf(s.href)} aria-current={pathname.startsWith(s.href) ? "page" : undefined}>
+                {s.label}
+              </Link>
+            </li>
           ))}
         </ul>
-        <button type="button" className="secondary shortcuts" onClick={() => { help.current?.showModal(); }}>Keyboard shortcuts <kbd>?</kbd></button>
+        <button
+          type="button"
+          className="secondary shortcuts"
+          onClick={() => {
+            help.current?.showModal();
+          }}
+        >
+          Keyboard shortcuts <kbd>?</kbd>
+        </button>
       </nav>
       <main className="wide">
         <nav className="toolbar" aria-label="Dashboard">
           <NamespaceSwitcher />
           <span className="spacer" />
-          <span className="muted" aria-label="Signed in as">{me.data?.username ?? (me.error ? "token not accepted" : "…")}</span>
-          <button type="button" className="secondary" onClick={() => { signOut(); router.replace("/"); }}>Sign out</button>
+          <span className="muted" aria-label="Signed in as">
+            {me.data?.username ?? (me.error ? "token not accepted" : "…")}
+          </span>
+          <button
+            type="button"
+            className="secondary"
+            onClick={() => {
+              signOut();
+              router.replace("/");
+            }}
+          >
+            Sign out
+          </button>
         </nav>
-        {me.error && <p className="error" role="alert">{me.error.message}</p>}
+        {me.error && (
+          <p className="error" role="alert">
+            {me.error.message}
+          </p>
+        )}
         <div className="page-header">
           <h1>{title}</h1>
           {actions}
@@ -137,24 +214,65 @@ export function Shell({ title, actions, children }: { title: string; actions?: R
         <h2 id="shortcuts-title">Keyboard shortcuts</h2>
         <table className="vms">
           <tbody>
-            {SHORTCUTS.map(([keys, what]) => <tr key={keys}><td><kbd>{keys}</kbd></td><td>{what}</td></tr>)}
+            {SHORTCUTS.map(([keys, what]) => (
+              <tr key={keys}>
+                <td>
+                  <kbd>{keys}</kbd>
+                </td>
+                <td>{what}</td>
+              </tr>
+            ))}
           </tbody>
         </table>
-        <button type="button" className="secondary" autoFocus onClick={() => { help.current?.close(); }}>Close</button>
+        <button
+          type="button"
+          className="secondary"
+          autoFocus
+          onClick={() => {
+            help.current?.close();
+          }}
+        >
+          Close
+        </button>
       </dialog>
     </div>
   );
 }
 
 /** A button that stays visible when the user may not use it, disabled, with the reason next to it. */
-export function ActionButton({ label, allowed, reason, onClick, busy, danger }: { label: string; allowed: boolean | undefined; reason?: string | undefined; onClick: () => void; busy?: boolean; danger?: boolean }) {
+export function ActionButton({
+  label,
+  allowed,
+  reason,
+  onClick,
+  busy,
+  danger,
+}: {
+  label: string;
+  allowed: boolean | undefined;
+  reason?: string | undefined;
+  onClick: () => void;
+  busy?: boolean;
+  danger?: boolean;
+}) {
   const id = `why-${label.toLowerCase().replace(/[^a-z]+/g, "-")}`;
   return (
     <span className="action">
-      <button type="button" className={danger ? "secondary danger" : "secondary"} disabled={allowed !== true || busy} aria-describedby={allowed === false ? id : undefined} title={allowed === false ? reason : undefined} onClick={onClick}>
+      <button
+        type="button"
+        className={danger ? "secondary danger" : "secondary"}
+        disabled={allowed !== true || busy}
+        aria-describedby={allowed === false ? id : undefined}
+        title={allowed === false ? reason : undefined}
+        onClick={onClick}
+      >
         {label}
       </button>
-      {allowed === false && reason && <span id={id} className="why">{reason}</span>}
+      {allowed === false && reason && (
+        <span id={id} className="why">
+          {reason}
+        </span>
+      )}
     </span>
   );
 }

@@ -23,8 +23,12 @@ const PAGE_SIZE = 100;
 function useNow(intervalMs = 5_000): number {
   const [now, setNow] = useState(() => Date.now());
   useEffect(() => {
-    const timer = setInterval(() => { setNow(Date.now()); }, intervalMs);
-    return () => { clearInterval(timer); };
+    const timer = setInterval(() => {
+      setNow(Date.now());
+    }, intervalMs);
+    return () => {
+      clearInterval(timer);
+    };
   }, [intervalMs]);
   return now;
 }
@@ -41,11 +45,25 @@ const MORE_COLUMNS: { key: SortKey; label: string }[] = [
   { key: "age", label: "Age" },
 ];
 
-function SortHeader({ column, sort, setSort }: { column: { key: SortKey; label: string }; sort: { key: SortKey; descending: boolean }; setSort: (s: { key: SortKey; descending: boolean }) => void }) {
+function SortHeader({
+  column,
+  sort,
+  setSort,
+}: {
+  column: { key: SortKey; label: string };
+  sort: { key: SortKey; descending: boolean };
+  setSort: (s: { key: SortKey; descending: boolean }) => void;
+}) {
   const active = sort.key === column.key;
   return (
     <th scope="col" aria-sort={active ? (sort.descending ? "descending" : "ascending") : "none"}>
-      <button type="button" className="sort" onClick={() => { setSort({ key: column.key, descending: active ? !sort.descending : false }); }}>
+      <button
+        type="button"
+        className="sort"
+        onClick={() => {
+          setSort({ key: column.key, descending: active ? !sort.descending : false });
+        }}
+      >
         {column.label}
         <span aria-hidden="true">{active ? (sort.descending ? " ▼" : " ▲") : ""}</span>
       </button>
@@ -75,12 +93,22 @@ function VmTable({ namespace }: { namespace: string | undefined }) {
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       const target = e.target as HTMLElement | null;
-      if (e.key !== "/" || e.ctrlKey || e.metaKey || e.altKey || (target && /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName)) || target?.isContentEditable) return;
+      if (
+        e.key !== "/" ||
+        e.ctrlKey ||
+        e.metaKey ||
+        e.altKey ||
+        (target && /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName)) ||
+        target?.isContentEditable
+      )
+        return;
       e.preventDefault();
       search.current?.focus();
     };
     window.addEventListener("keydown", onKey);
-    return () => { window.removeEventListener("keydown", onKey); };
+    return () => {
+      window.removeEventListener("keydown", onKey);
+    };
   }, []);
 
   const rows = useMemo(() => {
@@ -90,8 +118,15 @@ function VmTable({ namespace }: { namespace: string | undefined }) {
         const key = vmKey(vm.metadata.namespace ?? "", vm.metadata.name ?? "");
         const vmi = live.vmis.get(key);
         return {
-          key, vm, vmi, name: vm.metadata.name ?? "", namespace: vm.metadata.namespace ?? "", status: statusInWords(vm.status?.printableStatus),
-          node: vmi?.status?.nodeName ?? "", size: vmSize(vm, vmi), created: vm.metadata.creationTimestamp ?? "",
+          key,
+          vm,
+          vmi,
+          name: vm.metadata.name ?? "",
+          namespace: vm.metadata.namespace ?? "",
+          status: statusInWords(vm.status?.printableStatus),
+          node: vmi?.status?.nodeName ?? "",
+          size: vmSize(vm, vmi),
+          created: vm.metadata.creationTimestamp ?? "",
         };
       });
     list.sort((a, b) => compareRows(sort.key, a, b) * (sort.descending ? -1 : 1));
@@ -104,42 +139,82 @@ function VmTable({ namespace }: { namespace: string | undefined }) {
   const chosen = [...selected].filter((key) => live.vms.has(key));
   const shownName = (key: string) => (namespace === undefined ? key : key.slice(key.indexOf("/") + 1));
   const chosenNamespaces = [...new Set(chosen.map((key) => live.vms.get(key)?.metadata.namespace ?? ""))];
-  const permissions = useQueries({ queries: (namespace === undefined ? chosenNamespaces : [namespace]).map((ns) => trpc.permissions.queryOptions({ namespace: ns })) });
+  const permissions = useQueries({
+    queries: (namespace === undefined ? chosenNamespaces : [namespace]).map((ns) =>
+      trpc.permissions.queryOptions({ namespace: ns }),
+    ),
+  });
 
   async function bulk(label: string, mutation: typeof start): Promise<void> {
     const keys = [...chosen];
     const names = keys.map(shownName);
-    const results = await Promise.allSettled(keys.map((key) => {
-      const vm = live.vms.get(key);
-      return mutation.mutateAsync({ namespace: vm?.metadata.namespace ?? "", name: vm?.metadata.name ?? "" });
-    }));
-    const failures = results.flatMap((r, i) => (r.status === "rejected" ? [`${names[i] ?? ""}: ${describeError(r.reason).message}`] : []));
+    const results = await Promise.allSettled(
+      keys.map((key) => {
+        const vm = live.vms.get(key);
+        return mutation.mutateAsync({ namespace: vm?.metadata.namespace ?? "", name: vm?.metadata.name ?? "" });
+      }),
+    );
+    const failures = results.flatMap((r, i) =>
+      r.status === "rejected" ? [`${names[i] ?? ""}: ${describeError(r.reason).message}`] : [],
+    );
     if (failures.length === 0) toast(true, `${label}: done for ${names.join(", ")}.`);
     else toast(false, `${label} failed for ${failures.join("; ")}`);
     if (label === "Delete") setSelected(new Set());
   }
-  const one = (what: string) => (chosen.length === 1 ? shownName(chosen[0] ?? "") : `${String(chosen.length)} VMs`) + what;
+  const one = (what: string) =>
+    (chosen.length === 1 ? shownName(chosen[0] ?? "") : `${String(chosen.length)} VMs`) + what;
 
-  // A button for the selection is enabled when the user may, in each namespace of the selection, and the state of any selected VM allows it.
-  const forSelection = (action: "start" | "stop" | "delete") => actionAllowed(inEveryNamespace(permissions.map((p) => p.data?.[action])), forAnyOf(chosen.flatMap((key) => {
-    const vm = live.vms.get(key);
-    return vm ? [[shownName(key), availableActions(vm, live.vmis.get(key))[action]] as const] : [];
-  })));
+  // A button for the selection is enabled when the user may, in each namespace of the selection, and the state of any
+  // selected VM allows it.
+  const forSelection = (action: "start" | "stop" | "delete") =>
+    actionAllowed(
+      inEveryNamespace(permissions.map((p) => p.data?.[action])),
+      forAnyOf(
+        chosen.flatMap((key) => {
+          const vm = live.vms.get(key);
+          return vm ? [[shownName(key), availableActions(vm, live.vmis.get(key))[action]] as const] : [];
+        }),
+      ),
+    );
   const allShownSelected = shown.length > 0 && shown.every((r) => selected.has(r.key));
   return (
     <>
       {dialog}
       <div className="toolbar" role="group" aria-label="Filters and actions">
-        <label className="inline">Filter by name or label <input ref={search} type="search" value={text} placeholder="name, app=web  ( / )" onChange={(e) => { setText(e.target.value); setPage(0); }} /></label>
+        <label className="inline">
+          Filter by name or label{" "}
+          <input
+            ref={search}
+            type="search"
+            value={text}
+            placeholder="name, app=web  ( / )"
+            onChange={(e) => {
+              setText(e.target.value);
+              setPage(0);
+            }}
+          />
+        </label>
         <label className="inline">
           Status{" "}
-          <select value={status} onChange={(e) => { setStatus(e.target.value); setPage(0); }}>
+          <select
+            value={status}
+            onChange={(e) => {
+              setStatus(e.target.value);
+              setPage(0);
+            }}
+          >
             <option value="">All</option>
-            {STATUS_FILTERS.map((s) => <option key={s} value={s}>{s}</option>)}
+            {STATUS_FILTERS.map((s) => (
+              <option key={s} value={s}>
+                {s}
+              </option>
+            ))}
           </select>
         </label>
         <span className="spacer" />
-        <span className="muted" aria-live="polite" data-testid="list-state">{live.error ? "Updates stopped" : live.reconnecting ? "Reconnecting…" : live.loaded ? "Live" : "Loading…"}</span>
+        <span className="muted" aria-live="polite" data-testid="list-state">
+          {live.error ? "Updates stopped" : live.reconnecting ? "Reconnecting…" : live.loaded ? "Live" : "Loading…"}
+        </span>
       </div>
       <div className="toolbar" role="group" aria-label="Selected VMs">
         <span className="muted">{chosen.length} selected</span>
@@ -147,21 +222,50 @@ function VmTable({ namespace }: { namespace: string | undefined }) {
         <ActionButton
           label="Stop"
           {...forSelection("stop")}
-          onClick={() => void confirm({ title: `Stop ${one("")}?`, body: <p>{chosen.map(shownName).join(", ")}: each guest is asked to shut down, and turned off if it has not after its grace period.</p>, confirm: `Stop ${one("")}`, danger: true }).then((ok) => { if (ok) void bulk("Stop", stop); })}
+          onClick={() =>
+            void confirm({
+              title: `Stop ${one("")}?`,
+              body: (
+                <p>
+                  {chosen.map(shownName).join(", ")}: each guest is asked to shut down, and turned off if it has not
+                  after its grace period.
+                </p>
+              ),
+              confirm: `Stop ${one("")}`,
+              danger: true,
+            }).then((ok) => {
+              if (ok) void bulk("Stop", stop);
+            })
+          }
         />
         <ActionButton
           label="Delete"
           danger
           {...forSelection("delete")}
-          onClick={() => void confirm({
-            title: `Delete ${one("")}?`,
-            body: <p>{chosen.map(shownName).join(", ")} {chosen.length === 1 ? "is" : "are"} deleted with {chosen.length === 1 ? "its" : "their"} disks: container disks&apos; changes and {chosen.length === 1 ? "its" : "their"} own DataVolumes. To keep a VM&apos;s disks, delete it from its page.</p>,
-            confirm: `Delete ${one("")}`,
-            danger: true,
-          }).then((ok) => { if (ok) void bulk("Delete", remove); })}
+          onClick={() =>
+            void confirm({
+              title: `Delete ${one("")}?`,
+              body: (
+                <p>
+                  {chosen.map(shownName).join(", ")} {chosen.length === 1 ? "is" : "are"} deleted with{" "}
+                  {chosen.length === 1 ? "its" : "their"} disks: container disks&apos; changes and{" "}
+                  {chosen.length === 1 ? "its" : "their"} own DataVolumes. To keep a VM&apos;s disks, delete it from its
+                  page.
+                </p>
+              ),
+              confirm: `Delete ${one("")}`,
+              danger: true,
+            }).then((ok) => {
+              if (ok) void bulk("Delete", remove);
+            })
+          }
         />
       </div>
-      {live.error !== null && <p className="error" role="alert">{describeError(live.error).message}</p>}
+      {live.error !== null && (
+        <p className="error" role="alert">
+          {describeError(live.error).message}
+        </p>
+      )}
       <table className="vms">
         <caption className="visually-hidden">Virtual machines in {where}</caption>
         <thead>
@@ -181,29 +285,94 @@ function VmTable({ namespace }: { namespace: string | undefined }) {
                 }}
               />
             </th>
-            {(namespace === undefined ? [NAMESPACE_COLUMN, ...COLUMNS] : COLUMNS).map((c) => <SortHeader key={c.key} column={c} sort={sort} setSort={setSort} />)}
+            {(namespace === undefined ? [NAMESPACE_COLUMN, ...COLUMNS] : COLUMNS).map((c) => (
+              <SortHeader key={c.key} column={c} sort={sort} setSort={setSort} />
+            ))}
             <th scope="col">IP</th>
-            {MORE_COLUMNS.map((c) => <SortHeader key={c.key} column={c} sort={sort} setSort={setSort} />)}
+            {MORE_COLUMNS.map((c) => (
+              <SortHeader key={c.key} column={c} sort={sort} setSort={setSort} />
+            ))}
           </tr>
         </thead>
         <tbody>
-          {shown.map(({ key, vm, vmi, size }) => <Row key={key} rowKey={key} vm={vm} vmi={vmi} showNamespace={namespace === undefined} now={now} cpu={size.cpu} memory={size.memory} selected={selected} setSelected={setSelected} />)}
+          {shown.map(({ key, vm, vmi, size }) => (
+            <Row
+              key={key}
+              rowKey={key}
+              vm={vm}
+              vmi={vmi}
+              showNamespace={namespace === undefined}
+              now={now}
+              cpu={size.cpu}
+              memory={size.memory}
+              selected={selected}
+              setSelected={setSelected}
+            />
+          ))}
         </tbody>
       </table>
       {rows.length > PAGE_SIZE && (
         <nav className="toolbar pager" aria-label="Pages">
-          <button type="button" className="secondary" disabled={shownPage === 0} onClick={() => { setPage(shownPage - 1); }}>Previous</button>
-          <span data-testid="list-range">{`${String(shownPage * PAGE_SIZE + 1)}–${String(shownPage * PAGE_SIZE + shown.length)} of ${String(rows.length)}`}</span>
-          <button type="button" className="secondary" disabled={shownPage >= pages - 1} onClick={() => { setPage(shownPage + 1); }}>Next</button>
+          <button
+            type="button"
+            className="secondary"
+            disabled={shownPage === 0}
+            onClick={() => {
+              setPage(shownPage - 1);
+            }}
+          >
+            Previous
+          </button>
+          <span data-testid="list-range">
+            {`${String(shownPage * PAGE_SIZE + 1)}–` +
+              `${String(shownPage * PAGE_SIZE + shown.length)} ` +
+              `of ${String(rows.length)}`}
+          </span>
+          <button
+            type="button"
+            className="secondary"
+            disabled={shownPage >= pages - 1}
+            onClick={() => {
+              setPage(shownPage + 1);
+            }}
+          >
+            Next
+          </button>
         </nav>
       )}
-      <p className="muted" data-testid="list-count">{live.loaded ? `${String(rows.length)} of ${String(live.vms.size)} VMs` : ""}</p>
-      {live.loaded && rows.length === 0 && <p className="card">{live.vms.size === 0 ? `No virtual machines in ${where} yet.` : "No virtual machine matches the filters."}</p>}
+      <p className="muted" data-testid="list-count">
+        {live.loaded ? `${String(rows.length)} of ${String(live.vms.size)} VMs` : ""}
+      </p>
+      {live.loaded && rows.length === 0 && (
+        <p className="card">
+          {live.vms.size === 0 ? `No virtual machines in ${where} yet.` : "No virtual machine matches the filters."}
+        </p>
+      )}
     </>
   );
 }
 
-function Row({ rowKey, vm, vmi, showNamespace, now, cpu, memory, selected, setSelected }: { rowKey: string; vm: VirtualMachine; vmi: VirtualMachineInstance | undefined; showNamespace: boolean; now: number; cpu: string; memory: string; selected: Set<string>; setSelected: (s: Set<string>) => void }) {
+function Row({
+  rowKey,
+  vm,
+  vmi,
+  showNamespace,
+  now,
+  cpu,
+  memory,
+  selected,
+  setSelected,
+}: {
+  rowKey: string;
+  vm: VirtualMachine;
+  vmi: VirtualMachineInstance | undefined;
+  showNamespace: boolean;
+  now: number;
+  cpu: string;
+  memory: string;
+  selected: Set<string>;
+  setSelected: (s: Set<string>) => void;
+}) {
   const name = vm.metadata.name ?? "";
   const namespace = vm.metadata.namespace ?? "";
   const ip = vmi?.status?.interfaces?.[0]?.ipAddress ?? "";
@@ -224,9 +393,21 @@ function Row({ rowKey, vm, vmi, showNamespace, now, cpu, memory, selected, setSe
         />
       </td>
       {showNamespace && <td>{namespace}</td>}
-      <td><Link href={`/vms/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}?ns=${encodeURIComponent(namespace)}`}>{name}</Link></td>
-      <td><StatusBadge printableStatus={vm.status?.printableStatus} /></td>
-      <td>{node && <Link href={`/nodes?ns=${encodeURIComponent(namespace)}#node-${encodeURIComponent(node)}`}>{node}</Link>}</td>
+      <td>
+        <Link
+          href={`/vms/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}?ns=${encodeURIComponent(namespace)}`}
+        >
+          {name}
+        </Link>
+      </td>
+      <td>
+        <StatusBadge printableStatus={vm.status?.printableStatus} />
+      </td>
+      <td>
+        {node && (
+          <Link href={`/nodes?ns=${encodeURIComponent(namespace)}#node-${encodeURIComponent(node)}`}>{node}</Link>
+        )}
+      </td>
       <td>{ip}</td>
       <td className="number">{cpu}</td>
       <td className="number">{memory}</td>
@@ -238,17 +419,32 @@ function Row({ rowKey, vm, vmi, showNamespace, now, cpu, memory, selected, setSe
 export function VirtualMachinesView() {
   const namespace = useNamespaceOrAll();
   const trpc = useTRPC();
-  const permissions = useQuery({ ...trpc.permissions.queryOptions({ namespace: namespace ?? "default" }), enabled: namespace !== undefined });
+  const permissions = useQuery({
+    ...trpc.permissions.queryOptions({ namespace: namespace ?? "default" }),
+    enabled: namespace !== undefined,
+  });
   return (
     <Shell
       title={namespace === undefined ? "Virtual machines in every namespace" : "Virtual machines"}
       actions={
         namespace === undefined ? (
-          <ActionButton label="Create VM" allowed={false} reason="Choose the namespace to create it in." onClick={() => undefined} />
+          <ActionButton
+            label="Create VM"
+            allowed={false}
+            reason="Choose the namespace to create it in."
+            onClick={() => undefined}
+          />
         ) : permissions.data?.create.allowed ? (
-          <Link className="button" href={`/vms/new?ns=${encodeURIComponent(namespace)}`}>Create VM</Link>
+          <Link className="button" href={`/vms/new?ns=${encodeURIComponent(namespace)}`}>
+            Create VM
+          </Link>
         ) : (
-          <ActionButton label="Create VM" allowed={permissions.data ? false : undefined} reason={permissions.data?.create.reason} onClick={() => undefined} />
+          <ActionButton
+            label="Create VM"
+            allowed={permissions.data ? false : undefined}
+            reason={permissions.data?.create.reason}
+            onClick={() => undefined}
+          />
         )
       }
     >

@@ -16,13 +16,37 @@ export type ConsoleKind = "console" | "vnc";
 
 /** The pop-out window of a VM's console, by the path the dashboard serves it at. */
 export const popOutUrl = (namespace: string, name: string, kind: ConsoleKind): string =>
-  `/vms/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}/console?ns=${encodeURIComponent(namespace)}&kind=${kind}`;
+  `/vms/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}/console?ns=` +
+  `${encodeURIComponent(namespace)}&kind=${kind}`;
 
-export function ConsolePanel({ kind, namespace, name, node, permission, state }: { kind: ConsoleKind; namespace: string; name: string; node: string | undefined; permission: { allowed: boolean; reason?: string } | undefined; state: ActionAvailability | undefined }) {
-  if (!permission?.allowed) return <p className="error" role="alert">{permission?.reason ?? "Checking your permissions…"}</p>;
+export function ConsolePanel({
+  kind,
+  namespace,
+  name,
+  node,
+  permission,
+  state,
+}: {
+  kind: ConsoleKind;
+  namespace: string;
+  name: string;
+  node: string | undefined;
+  permission: { allowed: boolean; reason?: string } | undefined;
+  state: ActionAvailability | undefined;
+}) {
+  if (!permission?.allowed)
+    return (
+      <p className="error" role="alert">
+        {permission?.reason ?? "Checking your permissions…"}
+      </p>
+    );
   if (state && !state.available) return <p role="status">{sentence(state.reason)}</p>;
   // Keyed by the node: a VM that moved gets a new session where it now runs.
-  return kind === "console" ? <SerialConsole key={node} namespace={namespace} name={name} /> : <VncConsole key={node} namespace={namespace} name={name} />;
+  return kind === "console" ? (
+    <SerialConsole key={node} namespace={namespace} name={name} />
+  ) : (
+    <VncConsole key={node} namespace={namespace} name={name} />
+  );
 }
 
 /**
@@ -33,30 +57,65 @@ export function PoppableConsole(props: Parameters<typeof ConsolePanel>[0]) {
   const { kind, namespace, name } = props;
   const [window_, setWindow] = useState<Window | null>(null);
   const watch = useRef<ReturnType<typeof setInterval> | undefined>(undefined);
-  useEffect(() => () => { clearInterval(watch.current); }, []);
+  useEffect(
+    () => () => {
+      clearInterval(watch.current);
+    },
+    [],
+  );
   const popOut = () => {
     // Not noopener: the window shares this tab's session (sessionStorage is copied to a window this tab opens).
-    const opened = window.open(popOutUrl(namespace, name, kind), `${kind}-${namespace}-${name}`, "popup,width=1040,height=760");
+    const opened = window.open(
+      popOutUrl(namespace, name, kind),
+      `${kind}-${namespace}-${name}`,
+      "popup,width=1040,height=760",
+    );
     if (!opened) return;
     setWindow(opened);
     clearInterval(watch.current);
     watch.current = setInterval(() => {
-      if (opened.closed) { clearInterval(watch.current); setWindow(null); }
+      if (opened.closed) {
+        clearInterval(watch.current);
+        setWindow(null);
+      }
     }, 1000);
   };
   if (window_ && !window_.closed) {
     return (
       <p role="status" className="card" data-testid="console-popped-out">
         The {kind === "console" ? "serial console" : "display"} of {name} is open in its own window.{" "}
-        <button type="button" className="secondary" onClick={() => { window_.focus(); }}>Go to it</button>{" "}
-        <button type="button" className="secondary" onClick={() => { clearInterval(watch.current); window_.close(); setWindow(null); }}>Show it here</button>
+        <button
+          type="button"
+          className="secondary"
+          onClick={() => {
+            window_.focus();
+          }}
+        >
+          Go to it
+        </button>{" "}
+        <button
+          type="button"
+          className="secondary"
+          onClick={() => {
+            clearInterval(watch.current);
+            window_.close();
+            setWindow(null);
+          }}
+        >
+          Show it here
+        </button>
       </p>
     );
   }
   return (
     <>
       {props.permission?.allowed && (!props.state || props.state.available) && (
-        <div className="toolbar"><span className="spacer" /><button type="button" className="secondary" onClick={popOut}>Open in a new window</button></div>
+        <div className="toolbar">
+          <span className="spacer" />
+          <button type="button" className="secondary" onClick={popOut}>
+            Open in a new window
+          </button>
+        </div>
       )}
       <ConsolePanel {...props} />
     </>

@@ -12,7 +12,10 @@ import type { ConsoleSharingCommand, ConsoleSharingMessage } from "@kubevirt-ts/
 type SharingState = Extract<ConsoleSharingMessage, { type: "state" }>;
 
 export interface KeyboardSharing {
-  /** Takes a sharing message (a text frame of the session); returns whether this viewer holds the keyboard, when the message says. */
+  /**
+   * Takes a sharing message (a text frame of the session); returns whether this viewer holds the keyboard, when the
+   * message says.
+   */
   receive: (text: string) => boolean | undefined;
   /** Where this viewer's requests go: the session's socket. */
   sendTo: (socket: WebSocket) => void;
@@ -38,7 +41,9 @@ export function useKeyboardSharing(): KeyboardSharing {
     if (!message.you) setAsked(null);
     return message.you;
   }, []);
-  const sendTo = useCallback((s: WebSocket) => { socket.current = s; }, []);
+  const sendTo = useCallback((s: WebSocket) => {
+    socket.current = s;
+  }, []);
   const command = useCallback((c: ConsoleSharingCommand) => {
     if (socket.current?.readyState === WebSocket.OPEN) socket.current.send(JSON.stringify(c));
     if (c.type === "request") setWaiting(true);
@@ -54,15 +59,34 @@ export function KeyboardSharingControls({ sharing, testId }: { sharing: Keyboard
   return (
     <>
       <span data-testid={testId} role="status">
-        {state.you ? `You have the keyboard${state.viewers > 1 ? ` (${String(state.viewers - 1)} more watching)` : ""}.` : `Watching: ${state.holder || "someone"} has the keyboard.`}
+        {state.you
+          ? `You have the keyboard${state.viewers > 1 ? ` (${String(state.viewers - 1)} more watching)` : ""}.`
+          : `Watching: ${state.holder || "someone"} has the keyboard.`}
       </span>
       {!state.you && (
-        <button type="button" className="secondary" disabled={waiting} onClick={() => { command({ type: "request" }); }}>{waiting ? "Asked for the keyboard…" : "Ask for the keyboard"}</button>
+        <button
+          type="button"
+          className="secondary"
+          disabled={waiting}
+          onClick={() => {
+            command({ type: "request" });
+          }}
+        >
+          {waiting ? "Asked for the keyboard…" : "Ask for the keyboard"}
+        </button>
       )}
       {state.you && asked !== null && (
         <span role="alert" className="inline">
           {asked || "Someone"} asks for the keyboard.{" "}
-          <button type="button" className="secondary" onClick={() => { command({ type: "grant" }); }}>Give the keyboard</button>
+          <button
+            type="button"
+            className="secondary"
+            onClick={() => {
+              command({ type: "grant" });
+            }}
+          >
+            Give the keyboard
+          </button>
         </span>
       )}
     </>

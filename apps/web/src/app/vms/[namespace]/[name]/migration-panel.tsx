@@ -22,7 +22,15 @@ function seconds(from: string | undefined, to: string | undefined): string {
   return `${(ms / 1000).toFixed(1)} s`;
 }
 
-export function MigrationPanel({ namespace, name, permission }: { namespace: string; name: string; permission: { allowed: boolean; reason?: string } | undefined }) {
+export function MigrationPanel({
+  namespace,
+  name,
+  permission,
+}: {
+  namespace: string;
+  name: string;
+  permission: { allowed: boolean; reason?: string } | undefined;
+}) {
   const trpc = useTRPC();
   const toast = useToast();
   const [target, setTarget] = useState(ANY_NODE);
@@ -38,16 +46,34 @@ export function MigrationPanel({ namespace, name, permission }: { namespace: str
   const others = (nodes.data?.nodes ?? []).map((n) => n.name).filter((n) => n !== current);
   const available = status.data?.migratable;
   const allowed = permission?.allowed === true && available?.available === true && !inFlight;
-  const reason = permission?.allowed === false ? permission.reason : inFlight ? "A migration of this VM is under way." : available?.available === false ? available.reason : undefined;
+  const reason =
+    permission?.allowed === false
+      ? permission.reason
+      : inFlight
+        ? "A migration of this VM is under way."
+        : available?.available === false
+          ? available.reason
+          : undefined;
 
   return (
     <section aria-label="Live migration" className="migration">
       <h2>Live migration</h2>
       <div className="toolbar">
         <label htmlFor="migration-target">Move to</label>
-        <select id="migration-target" value={target} onChange={(e) => { setTarget(e.target.value); }} disabled={!allowed}>
+        <select
+          id="migration-target"
+          value={target}
+          onChange={(e) => {
+            setTarget(e.target.value);
+          }}
+          disabled={!allowed}
+        >
           <option value={ANY_NODE}>Any node (the scheduler chooses)</option>
-          {others.map((n) => <option key={n} value={n}>{n}</option>)}
+          {others.map((n) => (
+            <option key={n} value={n}>
+              {n}
+            </option>
+          ))}
         </select>
         <ActionButton
           label="Migrate"
@@ -55,10 +81,17 @@ export function MigrationPanel({ namespace, name, permission }: { namespace: str
           reason={reason}
           busy={migrate.isPending}
           onClick={() => {
-            migrate.mutate({ namespace, name, ...(target === ANY_NODE ? {} : { targetNode: target }) }, {
-              onSuccess: ({ name: migration }) => { toast(true, `Migrate ${name}: ${migration} made; its progress follows.`); },
-              onError: (error) => { toast(false, `Migrate ${name}: ${describeError(error).message}`); },
-            });
+            migrate.mutate(
+              { namespace, name, ...(target === ANY_NODE ? {} : { targetNode: target }) },
+              {
+                onSuccess: ({ name: migration }) => {
+                  toast(true, `Migrate ${name}: ${migration} made; its progress follows.`);
+                },
+                onError: (error) => {
+                  toast(false, `Migrate ${name}: ${describeError(error).message}`);
+                },
+              },
+            );
           }}
         />
         {inFlight && (
@@ -68,15 +101,26 @@ export function MigrationPanel({ namespace, name, permission }: { namespace: str
             reason={permission?.reason}
             busy={cancel.isPending || latest.cancelling}
             onClick={() => {
-              cancel.mutate({ namespace, name }, {
-                onSuccess: () => { toast(true, `Cancel the migration of ${name}: asked; the guest stays where it is.`); },
-                onError: (error) => { toast(false, `Cancel the migration of ${name}: ${describeError(error).message}`); },
-              });
+              cancel.mutate(
+                { namespace, name },
+                {
+                  onSuccess: () => {
+                    toast(true, `Cancel the migration of ${name}: asked; the guest stays where it is.`);
+                  },
+                  onError: (error) => {
+                    toast(false, `Cancel the migration of ${name}: ${describeError(error).message}`);
+                  },
+                },
+              );
             }}
           />
         )}
       </div>
-      {status.error && <p className="error" role="alert">{status.error.message}</p>}
+      {status.error && (
+        <p className="error" role="alert">
+          {status.error.message}
+        </p>
+      )}
       {latest ? (
         <div data-testid="migration-progress" aria-live="polite">
           <p>
@@ -91,12 +135,22 @@ export function MigrationPanel({ namespace, name, permission }: { namespace: str
           </p>
           {latest.progress && <MigrationFiguresLine figures={latest.progress} />}
           {latest.progressProblem && <p className="muted">{latest.progressProblem}</p>}
-          {latest.failureReason && <p className="error" data-testid="migration-failure">{latest.failureReason}</p>}
+          {latest.failureReason && (
+            <p className="error" data-testid="migration-failure">
+              {latest.failureReason}
+            </p>
+          )}
           <ol className="timeline" aria-label="Migration phases">
-            {latest.phases.map((p) => <li key={p.phase}><time dateTime={p.time}>{new Date(p.time).toLocaleTimeString()}</time> {p.phase}</li>)}
+            {latest.phases.map((p) => (
+              <li key={p.phase}>
+                <time dateTime={p.time}>{new Date(p.time).toLocaleTimeString()}</time> {p.phase}
+              </li>
+            ))}
           </ol>
         </div>
-      ) : <p className="muted">This VM has not been migrated{current ? `; it runs on ${current}` : ""}.</p>}
+      ) : (
+        <p className="muted">This VM has not been migrated{current ? `; it runs on ${current}` : ""}.</p>
+      )}
     </section>
   );
 }
@@ -108,7 +162,12 @@ function MigrationFiguresLine({ figures }: { figures: Parameters<typeof describe
       {view.copied !== undefined && <progress aria-label="Data copied" max={1} value={view.copied} />}
       <p>
         {view.line}
-        {view.downtime !== undefined && <> The guest was paused for <strong data-testid="migration-downtime">{view.downtime}</strong> to switch over.</>}
+        {view.downtime !== undefined && (
+          <>
+            {" "}
+            The guest was paused for <strong data-testid="migration-downtime">{view.downtime}</strong> to switch over.
+          </>
+        )}
       </p>
     </div>
   );

@@ -21,7 +21,6 @@ const HISTORY_BYTES = 64 * 1024;
 /** A monospace font Debian's browsers have, and a line height that leaves room for underscores below the baseline. */
 const FONT = { fontFamily: '"DejaVu Sans Mono", "Liberation Mono", Menlo, Consolas, monospace', lineHeight: 1.2 };
 
-
 export function SerialConsole({ namespace, name }: { namespace: string; name: string }) {
   const box = useRef<HTMLDivElement>(null);
   const token = useSessionToken();
@@ -45,10 +44,18 @@ export function SerialConsole({ namespace, name }: { namespace: string; name: st
       terminal.open(box.current);
       fit.fit();
       // Earlier output first; a console opens without it when the log cannot be read (no permission, no log yet).
-      const history = await queryClient.query({ ...trpc.vms.serialLog.queryOptions({ namespace, name }), staleTime: 0, retry: false }).catch(() => "");
-      if (disposed()) { terminal.dispose(); return; }
+      const history = await queryClient
+        .query({ ...trpc.vms.serialLog.queryOptions({ namespace, name }), staleTime: 0, retry: false })
+        .catch(() => "");
+      if (disposed()) {
+        terminal.dispose();
+        return;
+      }
       if (history) terminal.write(history.slice(-HISTORY_BYTES));
-      const socket = new WebSocket(consoleUrl(window.location, namespace, name, "console", true), consoleProtocols(token));
+      const socket = new WebSocket(
+        consoleUrl(window.location, namespace, name, "console", true),
+        consoleProtocols(token),
+      );
       sendTo(socket);
       // Only the holder's keystrokes reach the guest (the handler drops the others'); known from the handler's state.
       let holding = true;
@@ -67,11 +74,15 @@ export function SerialConsole({ namespace, name }: { namespace: string; name: st
         }
         holding = receive(event.data) ?? holding;
       };
-      socket.onclose = (event) => { setState({ kind: "closed", reason: closeReason(event.code, event.reason) }); };
+      socket.onclose = (event) => {
+        setState({ kind: "closed", reason: closeReason(event.code, event.reason) });
+      };
       const input = terminal.onData((data) => {
         if (holding && socket.readyState === WebSocket.OPEN) socket.send(new TextEncoder().encode(data));
       });
-      const resize = new ResizeObserver(() => { fit.fit(); });
+      const resize = new ResizeObserver(() => {
+        fit.fit();
+      });
       resize.observe(box.current);
       life.cleanup = () => {
         resize.disconnect();
@@ -93,7 +104,15 @@ export function SerialConsole({ namespace, name }: { namespace: string; name: st
         <SessionStatus state={state} testId="console-state" />
         {state.kind === "connected" && <KeyboardSharingControls sharing={sharing} testId="console-keyboard" />}
         <span className="spacer" />
-        <button type="button" className="secondary" onClick={() => { setAttempt(attempt + 1); }}>Reconnect</button>
+        <button
+          type="button"
+          className="secondary"
+          onClick={() => {
+            setAttempt(attempt + 1);
+          }}
+        >
+          Reconnect
+        </button>
       </div>
       <div ref={box} className="terminal" data-testid="serial-console" />
     </section>

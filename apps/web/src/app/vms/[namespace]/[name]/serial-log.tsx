@@ -12,9 +12,24 @@ import { describeError, useTRPC } from "../../../../lib/trpc";
 
 const REFRESH_MS = 3_000;
 
-export function SerialLog({ namespace, name, running, permission }: { namespace: string; name: string; running: boolean; permission: { allowed: boolean; reason?: string } | undefined }) {
+export function SerialLog({
+  namespace,
+  name,
+  running,
+  permission,
+}: {
+  namespace: string;
+  name: string;
+  running: boolean;
+  permission: { allowed: boolean; reason?: string } | undefined;
+}) {
   const trpc = useTRPC();
-  const log = useQuery({ ...trpc.vms.serialLog.queryOptions({ namespace, name }), enabled: running && permission?.allowed === true, refetchInterval: REFRESH_MS, retry: false });
+  const log = useQuery({
+    ...trpc.vms.serialLog.queryOptions({ namespace, name }),
+    enabled: running && permission?.allowed === true,
+    refetchInterval: REFRESH_MS,
+    retry: false,
+  });
   const box = useRef<HTMLPreElement>(null);
   const text = log.data === undefined ? "" : plainText(log.data);
   // Follow the end of the log, as tail -f does, unless the reader scrolled up.
@@ -23,7 +38,12 @@ export function SerialLog({ namespace, name, running, permission }: { namespace:
     const el = box.current;
     if (el && following.current) el.scrollTop = el.scrollHeight;
   }, [text]);
-  if (permission && !permission.allowed) return <p className="error" role="alert">{permission.reason}</p>;
+  if (permission && !permission.allowed)
+    return (
+      <p className="error" role="alert">
+        {permission.reason}
+      </p>
+    );
   if (!running) return <p role="status">The VM is not running: its serial log begins with its next start.</p>;
   const download = () => {
     const url = URL.createObjectURL(new Blob([log.data ?? ""], { type: "text/plain" }));
@@ -36,9 +56,17 @@ export function SerialLog({ namespace, name, running, permission }: { namespace:
   return (
     <section aria-label="Serial log">
       <div className="toolbar">
-        <span className="muted" role="status">{log.error ? `Not updated: ${describeError(log.error).message}` : log.data === undefined ? "Loading…" : `${String(text.split("\n").length)} lines, updated every ${String(REFRESH_MS / 1000)} s`}</span>
+        <span className="muted" role="status">
+          {log.error
+            ? `Not updated: ${describeError(log.error).message}`
+            : log.data === undefined
+              ? "Loading…"
+              : `${String(text.split("\n").length)} lines, updated every ${String(REFRESH_MS / 1000)} s`}
+        </span>
         <span className="spacer" />
-        <button type="button" className="secondary" onClick={download} disabled={log.data === undefined}>Download</button>
+        <button type="button" className="secondary" onClick={download} disabled={log.data === undefined}>
+          Download
+        </button>
       </div>
       <pre
         ref={box}

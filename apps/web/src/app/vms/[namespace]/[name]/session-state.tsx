@@ -6,7 +6,11 @@ export type SessionState = { kind: "connecting" } | { kind: "connected" } | { ki
 export function SessionStatus({ state, testId }: { state: SessionState; testId: string }) {
   return (
     <span role="status" data-session-state={state.kind} data-testid={testId}>
-      {state.kind === "connecting" ? "Connecting…" : state.kind === "connected" ? "Connected" : `Disconnected: ${state.reason}`}
+      {state.kind === "connecting"
+        ? "Connecting…"
+        : state.kind === "connected"
+          ? "Connected"
+          : `Disconnected: ${state.reason}`}
     </span>
   );
 }

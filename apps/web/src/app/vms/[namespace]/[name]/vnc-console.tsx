@@ -2,7 +2,14 @@
 
 import type RFB from "@novnc/novnc";
 import { useEffect, useRef, useState } from "react";
-import { DisplayChannel, FUNCTION_KEYS, KEYSYM, closeReason, consoleProtocols, consoleUrl } from "../../../../lib/consoles";
+import {
+  DisplayChannel,
+  FUNCTION_KEYS,
+  KEYSYM,
+  closeReason,
+  consoleProtocols,
+  consoleUrl,
+} from "../../../../lib/consoles";
 import { useSessionToken } from "../../../../lib/session";
 import { KeyboardSharingControls, useKeyboardSharing } from "./keyboard-sharing";
 import { type SessionState, SessionStatus } from "./session-state";
@@ -13,7 +20,6 @@ import { type SessionState, SessionStatus } from "./session-state";
 // Shared, as the serial console is: others who open it watch too, and only
 // the one who holds the keyboard types and points (the others' display is
 // view-only here, and the handler drops their input anyway).
-
 
 function keysymOf(char: string): number {
   const code = char.codePointAt(0) ?? 0;
@@ -40,9 +46,12 @@ export function VncConsole({ namespace, name }: { namespace: string; name: strin
       setState({ kind: "connecting" });
       const socket = new WebSocket(consoleUrl(window.location, namespace, name, "vnc", true), consoleProtocols(token));
       sendTo(socket);
-      // Why the session ended, in the server's words (another session took over, the VM stopped); registered before noVNC's handler, which reports the end first.
+      // Why the session ended, in the server's words (another session took over, the VM stopped); registered before
+      // noVNC's handler, which reports the end first.
       let closed: CloseEvent | undefined;
-      socket.addEventListener("close", (event) => { closed = event; });
+      socket.addEventListener("close", (event) => {
+        closed = event;
+      });
       let rfb: RFB | undefined = undefined;
       const channel = new DisplayChannel(socket, (text) => {
         const you = receive(text);
@@ -51,7 +60,9 @@ export function VncConsole({ namespace, name }: { namespace: string; name: strin
       rfb = new Rfb(screen.current, channel);
       rfb.scaleViewport = true;
       rfb.background = "#000";
-      rfb.addEventListener("connect", () => { setState({ kind: "connected" }); });
+      rfb.addEventListener("connect", () => {
+        setState({ kind: "connected" });
+      });
       rfb.addEventListener("disconnect", (event) => {
         const detail = (event as CustomEvent<{ clean: boolean }>).detail;
         const ended = detail.clean ? "The session ended." : closeReason(1006, "");
@@ -98,11 +109,25 @@ export function VncConsole({ namespace, name }: { namespace: string; name: strin
           >
             <option value="">Choose…</option>
             <option value="cad">Ctrl+Alt+Del</option>
-            {FUNCTION_KEYS.map((k) => <option key={k.label} value={k.label}>Ctrl+Alt+{k.label}</option>)}
+            {FUNCTION_KEYS.map((k) => (
+              <option key={k.label} value={k.label}>
+                Ctrl+Alt+{k.label}
+              </option>
+            ))}
           </select>
         </label>
-        <button type="button" className="secondary" onClick={() => void screen.current?.requestFullscreen()}>Fullscreen</button>
-        <button type="button" className="secondary" onClick={() => { setAttempt(attempt + 1); }}>Reconnect</button>
+        <button type="button" className="secondary" onClick={() => void screen.current?.requestFullscreen()}>
+          Fullscreen
+        </button>
+        <button
+          type="button"
+          className="secondary"
+          onClick={() => {
+            setAttempt(attempt + 1);
+          }}
+        >
+          Reconnect
+        </button>
       </div>
       <form
         className="toolbar"
@@ -116,9 +141,19 @@ export function VncConsole({ namespace, name }: { namespace: string; name: strin
           setPaste("");
         }}
       >
-        <label className="inline" htmlFor="vnc-paste">Paste as keystrokes</label>
-        <input id="vnc-paste" value={paste} onChange={(e) => { setPaste(e.target.value); }} />
-        <button type="submit" className="secondary" disabled={state.kind !== "connected" || !holding || paste === ""}>Type it</button>
+        <label className="inline" htmlFor="vnc-paste">
+          Paste as keystrokes
+        </label>
+        <input
+          id="vnc-paste"
+          value={paste}
+          onChange={(e) => {
+            setPaste(e.target.value);
+          }}
+        />
+        <button type="submit" className="secondary" disabled={state.kind !== "connected" || !holding || paste === ""}>
+          Type it
+        </button>
       </form>
       <div ref={screen} className="vnc-screen" data-testid="vnc-screen" />
     </section>

@@ -27,12 +27,24 @@ export function ConsoleWindow({ namespace, name }: { namespace: string; name: st
         <h1>{name}</h1>
         {vm && <StatusBadge printableStatus={vm.status?.printableStatus} />}
         <span className="spacer" />
-        <Link href={`/vms/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}?ns=${encodeURIComponent(namespace)}`} target="_blank">The VM&apos;s page</Link>
+        <Link
+          href={`/vms/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}?ns=${encodeURIComponent(namespace)}`}
+          target="_blank"
+        >
+          The VM&apos;s page
+        </Link>
       </header>
       {!vm ? (
         <p aria-live="polite">{live.loaded ? `There is no VM ${name} in ${namespace}.` : "Loading…"}</p>
       ) : (
-        <ConsolePanel kind={kind} namespace={namespace} name={name} node={vmi?.status?.nodeName} permission={permissions.data?.[kind]} state={state} />
+        <ConsolePanel
+          kind={kind}
+          namespace={namespace}
+          name={name}
+          node={vmi?.status?.nodeName}
+          permission={permissions.data?.[kind]}
+          state={state}
+        />
       )}
     </main>
   );
