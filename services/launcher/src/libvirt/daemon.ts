@@ -34,6 +34,12 @@ export interface LibvirtDaemonOptions {
   dieWithParent?: boolean;
 }
 
+/**
+ * How often the launcher looks for libvirtd's socket: it appears ~0.1 s after the start, and a look (one stat) costs
+ * next to nothing, while a 100 ms step lost ~50 ms of every start.
+ */
+const SOCKET_LOOK_MS = 10;
+
 async function waitForSocket(path: string, daemon: ChildProcess, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (
@@ -45,7 +51,7 @@ async function waitForSocket(path: string, daemon: ChildProcess, timeoutMs: numb
     if (daemon.exitCode !== null)
       throw new Error(`libvirtd exited with code ${String(daemon.exitCode)} before it listened`);
     if (Date.now() > deadline) throw new Error(`libvirtd did not create ${path} within ${String(timeoutMs)} ms`);
-    await sleep(100);
+    await sleep(SOCKET_LOOK_MS);
   }
 }
 
