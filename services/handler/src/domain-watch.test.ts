@@ -13,7 +13,7 @@ import {
 } from "@kubevirt-ts/launcher-protocol";
 import { createLogger } from "@kubevirt-ts/runtime";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { DomainWatches, WATCH_GAP_MS } from "./domain-watch.ts";
+import { DomainWatches, WATCH_GAP_MS, WATCH_RETRY_MS } from "./domain-watch.ts";
 
 // The handler's watches against a real unix socket whose far end is the
 // protocol's own server, with a `watch` that behaves as the test needs.
@@ -120,5 +120,44 @@ describe("the handler's watch on a launcher", () => {
     watches.forget("pod");
     expect(calls).toBeGreaterThan(1);
     expect(calls).toBeLessThanOrEqual(1_000 / WATCH_GAP_MS + 1);
+  });
+
+  it("asks a launcher that answers every watch at once, unchanged, at most once per WATCH_GAP_MS", async () => {
+    let calls = 0;
+    const changed: string[] = [];
+    const watches = new DomainWatches({ changed: (key) => changed.push(key), lost: () => undefined, log });
+    const c = await launcher(() => {
+      calls++;
+      return Promise.resolve({ revision: 7, status: { state: "Running" } });
+    });
+    watches.ensure("pod", "ns/vm", c);
+    await sleep(1_000);
+    watches.forget("pod");
+    expect(changed).toEqual(["ns/vm"]);
+    expect(calls).toBeGreaterThan(1);
+    expect(calls).toBeLessThanOrEqual(1_000 / WATCH_GAP_MS + 1);
+  });
+
+  it("polls a launcher whose watch failed only until its watch is asked again and answers", async () => {
+    let calls = 0;
+    const lost: string[] = [];
+    const changed: string[] = [];
+    const watches = new DomainWatches({
+      changed: (key) => changed.push(key),
+      lost: (key) => lost.push(key),
+      log,
+    });
+    const c = await launcher(() => {
+      calls++;
+      return calls === 1
+        ? Promise.reject(new RpcError("Failed", "could not read the domain's state"))
+        : Promise.resolve({ revision: 3, status: { state: "Running" } });
+    });
+    expect(watches.ensure("pod", "ns/vm", c)).toBe(false);
+    await expect.poll(() => lost).toEqual(["ns/vm"]);
+    expect(watches.ensure("pod", "ns/vm", c)).toBe(false);
+    await expect.poll(() => changed, { timeout: WATCH_RETRY_MS * 3 }).toEqual(["ns/vm"]);
+    expect(watches.ensure("pod", "ns/vm", c)).toBe(true);
+    watches.forget("pod");
   });
 });

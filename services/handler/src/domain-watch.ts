@@ -14,10 +14,13 @@ import type { Logger } from "@kubevirt-ts/runtime";
 /** How long each watch waits at the launcher before it is answered unchanged and asked again. */
 export const WATCH_SECONDS = MAX_WATCH_SECONDS;
 /**
- * How long after a change the next watch is sent: changes within it come in one answer. A launcher that answers
- * every watch at once with a new revision gets at most one call in that time, not a loop as fast as it can answer.
+ * How long after an answer the next watch is sent: changes within it come in one answer. A launcher that answers
+ * every watch at once, changed or not, gets at most one call in that time, and its VMI at most one look from its
+ * pushes: not a loop as fast as it can answer, nor a guest that reboots in a loop driving the handler's writes.
  */
-export const WATCH_GAP_MS = 100;
+export const WATCH_GAP_MS = 500;
+/** How long after a launcher refused a watch for a reason other than not knowing it the watch is asked again. */
+export const WATCH_RETRY_MS = 2_000;
 
 interface Watch {
   client: LauncherClient;
@@ -78,13 +81,23 @@ export class DomainWatches {
         const change = await watch.client.call("watch", { since, timeoutSeconds: WATCH_SECONDS });
         if (!current()) return;
         watch.pushing = true;
-        if (change.revision === since) continue;
-        since = change.revision;
-        this.o.changed(key);
+        if (change.revision !== since) {
+          since = change.revision;
+          this.o.changed(key);
+        }
         await sleep(WATCH_GAP_MS);
       }
     } catch (error) {
       if (!current()) return;
+      if (error instanceof LauncherCallError && error.code !== "BadRequest") {
+        // A launcher that knows `watch` but failed this one (it could not read its domain): polled meanwhile, its
+        // watch asked again after a while. Only an unknown method means a launcher from before `watch`.
+        watch.pushing = false;
+        this.o.lost(key);
+        await sleep(WATCH_RETRY_MS);
+        if (current()) void this.run(podUid, key, watch);
+        return;
+      }
       this.watches.delete(podUid);
       if (error instanceof LauncherCallError) {
         this.polled.add(podUid);

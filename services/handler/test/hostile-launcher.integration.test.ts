@@ -344,7 +344,7 @@ test(
 );
 
 test(
-  "a launcher that pushes: the VMI says its guest powered itself off within 1 s, with no polling",
+  "a launcher that pushes: the VMI says its guest powered itself off by the push, with no polling",
   { timeout: 120_000 },
   async ({ kubeConfig, namespace }) => {
     const client = await KubeClient.fromKubeConfig(kubeConfig);
@@ -376,9 +376,11 @@ test(
       // it.
       const pushed = performance.now();
       domain.set({ state: "Shutoff", domainType: "qemu" });
-      while ((await phase()) !== "Succeeded" && performance.now() - pushed < 5_000) await sleep(20);
+      while ((await phase()) !== "Succeeded" && performance.now() - pushed < 10_000) await sleep(20);
       expect(await phase()).toBe("Succeeded");
-      expect(performance.now() - pushed).toBeLessThan(1_000);
+      // No interval reaches this: the handler's resync is 60 s and it has not polled for 5 s. (It takes milliseconds
+      // on a quiet machine; the test asserts the path, not the time.)
+      expect(performance.now() - pushed).toBeLessThan(10_000);
       expect(handler.output()).not.toContain("cannot push");
     } finally {
       expect(await handler.terminate(), handler.output()).toBe(0);

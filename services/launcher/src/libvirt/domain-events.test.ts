@@ -13,6 +13,12 @@ describe("a line of virsh's event stream", () => {
       domain: "test_tiny",
       detail: "",
     });
+    // virsh prints a job-completed event's parameters on lines of their own, after a colon.
+    expect(parseEventLine("event 'job-completed' for domain 'test_tiny':\n")).toEqual({
+      type: "job-completed",
+      domain: "test_tiny",
+      detail: "",
+    });
     expect(
       parseEventLine("event 'agent-lifecycle' for domain 'a': state: 'connected' reason: 'channel event'"),
     ).toEqual({

@@ -26,7 +26,8 @@ export interface DomainEvent {
 
 /** One line of `virsh event`: `event 'lifecycle' for domain 'ns_name': Stopped Shutdown`; undefined for any other. */
 export function parseEventLine(line: string): DomainEvent | undefined {
-  const match = /^event '([a-z0-9-]+)' for domain '(.*?)'(?:: (.*))?$/.exec(line.trim());
+  // A job-completed line ends in a colon: its parameters follow on lines of their own.
+  const match = /^event '([a-z0-9-]+)' for domain '(.*?)'(?::\s*(.*))?$/.exec(line.trim());
   if (!match) return undefined;
   return { type: match[1] ?? "", domain: match[2] ?? "", detail: match[3] ?? "" };
 }
