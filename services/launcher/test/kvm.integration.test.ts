@@ -113,10 +113,13 @@ async function startLauncher(
   launcher.stderr.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
   const socket = join(dirs.sockets, SocketsVolume.launcher);
   const deadline = Date.now() + 60_000;
-  while (!existsSync(socket)) {
+  // The socket's file appears when it is bound, a moment before it listens: a connection in that moment is refused.
+  let client: LauncherClient | undefined;
+  while (!client) {
     if (launcher.exitCode !== null || Date.now() > deadline)
       throw new Error(`the launcher did not open its socket:\n${output}`);
-    await new Promise((r) => setTimeout(r, 100));
+    client = existsSync(socket) ? await LauncherClient.connect(socket).catch(() => undefined) : undefined;
+    if (!client) await new Promise((r) => setTimeout(r, 100));
   }
   const uri = `qemu+unix:///session?socket=${join(dirs.state, "libvirt", "run", "libvirt", "libvirt-sock")}`;
   const virsh = async (...args: string[]) =>
@@ -135,7 +138,7 @@ async function startLauncher(
         { env: { HOME: dirs.state, PATH: "/usr/bin:/bin" } },
       )
     ).stdout;
-  return { client: await LauncherClient.connect(socket), virsh };
+  return { client, virsh };
 }
 
 /** The machine's KVM device as a node in the folder, with the owner and mode given. */
