@@ -200,6 +200,11 @@ export const Label = {
   VmName: "vm.kubevirt.io/name",
   /** The UID of the VMI a launcher pod was created for. */
   CreatedBy: "kubevirt.io/created-by",
+  /**
+   * On a launcher pod: its VMI's name, cut to a label value with a hash when longer (KubeVirt's); what `virtctl
+   * expose` Services select.
+   */
+  VmiId: "vmi.kubevirt.io/id",
   /** The node a VMI runs on. */
   NodeName: "kubevirt.io/nodeName",
   /** On a migration's target launcher pod: the uid of its VirtualMachineInstanceMigration (KubeVirt's). */

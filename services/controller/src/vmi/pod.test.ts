@@ -2,7 +2,7 @@ import { LauncherEnv } from "@kubevirt-ts/node-contract";
 import type { VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 import { describe, expect, it } from "vitest";
 import type { Pod, PodSpec } from "@kubevirt-ts/kube";
-import { defaultPullPolicy, launcherDeletionGrace, launcherPod, secretsWaitMessage } from "./pod.ts";
+import { defaultPullPolicy, launcherDeletionGrace, launcherPod, secretsWaitMessage, vmiIdLabelValue } from "./pod.ts";
 
 const config = {
   launcherImage: "kubevirt-ts.local/virt-launcher:abc",
@@ -53,7 +53,16 @@ describe("launcherPod", () => {
       "kubevirt.io": "virt-launcher",
       "kubevirt.io/created-by": "vmi-uid",
       "vm.kubevirt.io/name": "testvm",
+      "vmi.kubevirt.io/id": "testvm",
     });
+  });
+
+  it("labels the pod with KubeVirt's VMI id, which virtctl expose selects: the name, or cut and hashed when long", () => {
+    expect(vmiIdLabelValue("a".repeat(63))).toBe("a".repeat(63));
+    // The first 54 characters, a dash, then the first 8 hex digits of the SHA-1 of the whole name.
+    const long = `${"b".repeat(60)}-vm-with-a-long-name`;
+    expect(vmiIdLabelValue(long)).toBe(`${"b".repeat(54)}-6a19805d`);
+    expect(vmiIdLabelValue(long)).toHaveLength(63);
   });
 
   it(

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { Pod, PodSpec } from "@kubevirt-ts/kube";
 import {
   type ClaimObject,
@@ -283,6 +284,20 @@ function claimParts(vmi: VirtualMachineInstance, claims: ReadonlyMap<string, Cla
   };
 }
 
+/** A label value is at most 63 characters (a DNS-1035 label's length, as KubeVirt measures it). */
+const LABEL_VALUE_MAX = 63;
+const ID_HASH_CHARS = 8;
+
+/**
+ * The launcher pod's `vmi.kubevirt.io/id` label, as KubeVirt computes it so that `virtctl expose` finds the pod: the
+ * VMI's name, or for a longer name its first 54 characters, a dash and the first 8 hex digits of the name's SHA-1.
+ */
+export function vmiIdLabelValue(vmiName: string): string {
+  if (vmiName.length <= LABEL_VALUE_MAX) return vmiName;
+  const hash = createHash("sha1").update(vmiName).digest("hex").slice(0, ID_HASH_CHARS);
+  return `${vmiName.slice(0, LABEL_VALUE_MAX - ID_HASH_CHARS - 1)}-${hash}`;
+}
+
 export function launcherPod(
   vmi: VirtualMachineInstance,
   config: LauncherPodConfig,
@@ -337,6 +352,7 @@ export function launcherPod(
         [Label.App]: LabelValue.Launcher,
         [Label.CreatedBy]: uid,
         [Label.VmName]: vmi.metadata.labels?.[Label.VmName] ?? name,
+        [Label.VmiId]: vmiIdLabelValue(name),
       },
       annotations: { [Annotation.Domain]: name },
       ownerReferences: [
