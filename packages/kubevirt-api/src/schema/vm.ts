@@ -76,6 +76,10 @@ export const vmStatus = z.object({
     .describe("The preference in effect and the ControllerRevision that holds it."),
   observedGeneration: z.number().int().optional(),
   desiredGeneration: z.number().int().optional(),
+  restoreInProgress: z
+    .string()
+    .optional()
+    .describe("The VirtualMachineRestore that is rewriting the VM; it is not started until the restore is done."),
 });
 
 export const virtualMachine = z.object({

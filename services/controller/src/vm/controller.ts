@@ -251,6 +251,7 @@ export function createVmReconciler(deps: VmControllerDeps): Reconcile {
           }
         : undefined,
       startFailure: vm.status?.startFailure,
+      restoreInProgress: vm.status?.restoreInProgress,
       now: now(),
     });
     const sizing = await sizeVm(client, instancetypes, vm);

@@ -161,3 +161,20 @@ describe("crash-loop back-off", () => {
     });
   });
 });
+
+describe("a restore in progress", () => {
+  it("holds the start of an Always VM until the restore is done", () => {
+    expect(decide(given("Always", undefined, { restoreInProgress: "r1" })).action.kind).toBe("none");
+    expect(decide(given("Always")).action.kind).toBe("create");
+  });
+
+  it("keeps a start request pending meanwhile", () => {
+    const decision = decide(given("Manual", undefined, { requests: [start], restoreInProgress: "r1" }));
+    expect(decision.action.kind).toBe("none");
+    expect(decision.requests).toEqual([start]);
+  });
+
+  it("still stops a VM", () => {
+    expect(decide(given("Halted", running, { restoreInProgress: "r1" })).action.kind).toBe("delete");
+  });
+});

@@ -21,6 +21,11 @@ export interface VmObservation {
   requests: readonly StateChangeRequest[];
   vmi: ObservedVmi | undefined;
   startFailure: VmStatus["startFailure"];
+  /**
+   * The VirtualMachineRestore rewriting the VM (its status.restoreInProgress): as KubeVirt's, the VM is not started
+   * meanwhile; a start request waits until the restore is done.
+   */
+  restoreInProgress?: string | undefined;
   now: Date;
 }
 
@@ -50,6 +55,7 @@ export function backoffMs(consecutiveFailures: number): number {
 
 /** Creates the VMI, paused when a start request asks so (virtctl start --paused). */
 function create(o: VmObservation, requests: StateChangeRequest[], paused = false): VmDecision {
+  if (o.restoreInProgress !== undefined) return none(requests);
   const retryAfter = o.startFailure?.retryAfterTimestamp ? Date.parse(o.startFailure.retryAfterTimestamp) : 0;
   if (retryAfter > o.now.getTime()) return { action: { kind: "backoff", untilMs: retryAfter }, requests };
   return { action: paused ? { kind: "create", paused: true } : { kind: "create" }, requests };
