@@ -1,7 +1,16 @@
 import { describe, expect, it } from "vitest";
-import { core, custom, imageOf, suiteNamespace } from "./cluster.ts";
+import { core, custom, suiteNamespace } from "./cluster.ts";
 import { serialLogin } from "./console.ts";
 import { dataVolume as dataVolumeIn } from "./datavolumes.ts";
+import {
+  DEBIAN_PASSWORD as password,
+  DEBIAN_USER,
+  debianCloudInit,
+  debianRootTemplate,
+  debianVm as debianVmIn,
+  BOOT,
+  vmWaits,
+} from "./debian.ts";
 
 // Data survives: the Debian guest on a persistent root disk, a DataVolume
 // its VM fills from the guest's containerDisk image (as KubeVirt users give
@@ -9,75 +18,19 @@ import { dataVolume as dataVolumeIn } from "./datavolumes.ts";
 // stopped (its guest powers off through ACPI) and started again; the VM is
 // then deleted keeping its disk, and a new VM on the same claim reads it.
 
-const { name: namespace, get, kubectl } = suiteNamespace("e2e-debian-disk");
-const boot = { timeout: 600_000, interval: 2_000 };
-const password = "kubevirt-ts-e2e";
+const suite = suiteNamespace("e2e-debian-disk");
+const { name: namespace, get, kubectl } = suite;
+const boot = BOOT;
 const MARKER = `kept-${Date.now().toString(36)}`;
-
-/** A Debian VM whose root disk is `root`, logged into with the cloud-init user of the Secret debian-cloud-init. */
-const debianVm = (name: string, root: object, dataVolumeTemplates?: object[]) => ({
-  apiVersion: "kubevirt.io/v1",
-  kind: "VirtualMachine",
-  metadata: { name, namespace },
-  spec: {
-    runStrategy: "Always",
-    instancetype: { name: "u1.small" },
-    preference: { name: "debian" },
-    ...(dataVolumeTemplates ? { dataVolumeTemplates } : {}),
-    template: {
-      spec: {
-        domain: {
-          devices: {
-            disks: [
-              { name: "root", disk: { bus: "virtio" } },
-              { name: "cloudinit", disk: { bus: "virtio" } },
-            ],
-          },
-        },
-        terminationGracePeriodSeconds: 120,
-        volumes: [
-          { name: "root", ...root },
-          { name: "cloudinit", cloudInitNoCloud: { secretRef: { name: "debian-cloud-init" } } },
-        ],
-      },
-    },
-  },
-});
-
-const cloudInitSecret = {
-  metadata: { name: "debian-cloud-init", namespace },
-  stringData: {
-    userdata: [
-      "#cloud-config",
-      "users:",
-      "  - name: tester",
-      "    lock_passwd: false",
-      `    plain_text_passwd: ${password}`,
-      "    shell: /bin/bash",
-      "",
-    ].join("\n"),
-  },
-};
+const debianVm = (name: string, root: object, templates?: object[]) => debianVmIn(namespace, name, root, templates);
 
 const dataVolume = (name: string) => dataVolumeIn(namespace, name);
-const running = async (vm: string) => {
-  await expect.poll(async () => (await get("virtualmachineinstances", vm))?.status?.phase, boot).toBe("Running");
-};
-const stopped = async (vm: string) => {
-  await kubectl("patch", "vm", vm, "-n", namespace, "--type=merge", "-p", '{"spec":{"runStrategy":"Halted"}}');
-  await expect.poll(() => get("virtualmachineinstances", vm), boot).toBeUndefined();
-};
+const { running, stopped } = vmWaits(suite);
 
 describe("the Debian guest on a persistent root disk", () => {
   it("keeps a file it wrote across a stop and a start, and gives it to a new VM on the same claim", async () => {
-    await core.createNamespacedSecret({ namespace, body: cloudInitSecret });
-    const template = {
-      metadata: { name: "debian-root" },
-      spec: {
-        source: { registry: { url: `docker://${imageOf("debian-guest")}` } },
-        storage: { resources: { requests: { storage: "4Gi" } } },
-      },
-    };
+    await core.createNamespacedSecret({ namespace, body: debianCloudInit(namespace) });
+    const template = debianRootTemplate("debian-root");
     await custom.createNamespacedCustomObject({
       group: "kubevirt.io",
       version: "v1",
@@ -88,14 +41,14 @@ describe("the Debian guest on a persistent root disk", () => {
     await expect.poll(async () => (await dataVolume("debian-root"))?.status?.phase, boot).toBe("Succeeded");
     await running("debian");
 
-    let shell = await serialLogin(namespace, "debian", "tester", password, boot);
+    let shell = await serialLogin(namespace, "debian", DEBIAN_USER, password, boot);
     await shell.run(`echo ${MARKER} > ~/kept.txt && sync && echo wrote-$((40+2))`, "wrote-42");
     shell.close();
     await stopped("debian");
 
     await kubectl("patch", "vm", "debian", "-n", namespace, "--type=merge", "-p", '{"spec":{"runStrategy":"Always"}}');
     await running("debian");
-    shell = await serialLogin(namespace, "debian", "tester", password, boot);
+    shell = await serialLogin(namespace, "debian", DEBIAN_USER, password, boot);
     await shell.run("cat ~/kept.txt; echo read-$((40+3))", new RegExp(`${MARKER}\\s+read-43`));
     shell.close();
 
@@ -129,7 +82,7 @@ describe("the Debian guest on a persistent root disk", () => {
       body: debianVm("debian-again", { persistentVolumeClaim: { claimName: "debian-root" } }),
     });
     await running("debian-again");
-    shell = await serialLogin(namespace, "debian-again", "tester", password, boot);
+    shell = await serialLogin(namespace, "debian-again", DEBIAN_USER, password, boot);
     await shell.run("cat ~/kept.txt; echo read-$((40+4))", new RegExp(`${MARKER}\\s+read-44`));
     shell.close();
     await stopped("debian-again");
