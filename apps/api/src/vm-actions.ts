@@ -3,6 +3,7 @@ import {
   API_VERSION,
   DOMAIN_ACTION_SUBRESOURCE,
   Kind,
+  Label,
   type FreezeAction,
   type VirtualMachineInstanceMigration,
   type GuestAgentQuery,
@@ -366,7 +367,11 @@ export async function requestMigration(
   const migration: VirtualMachineInstanceMigration = {
     apiVersion: API_VERSION,
     kind: Kind.VirtualMachineInstanceMigration,
-    metadata: { generateName: MIGRATE_VM_GENERATE_NAME, namespace: target.namespace },
+    metadata: {
+      generateName: MIGRATE_VM_GENERATE_NAME,
+      namespace: target.namespace,
+      labels: { [Label.MigrationVmiName]: target.name },
+    },
     spec: {
       vmiName: target.name,
       ...(options.addedNodeSelector ? { addedNodeSelector: options.addedNodeSelector } : {}),

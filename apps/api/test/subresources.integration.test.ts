@@ -455,7 +455,7 @@ describe("virtctl migrate: the migrate subresource of VMs", () => {
       const list = async () =>
         (
           (await custom.listNamespacedCustomObject(kubevirt("virtualmachineinstancemigrations"))) as {
-            items: { metadata: { name: string }; spec: unknown }[];
+            items: { metadata: { name: string; labels?: Record<string, string> }; spec: unknown }[];
           }
         ).items;
 
@@ -491,6 +491,8 @@ describe("virtctl migrate: the migrate subresource of VMs", () => {
       expect(more).toEqual([]);
       expect(made?.metadata.name).toMatch(/^kubevirt-migrate-vm-/);
       expect(made?.spec).toEqual({ vmiName: "web", addedNodeSelector: { "kubernetes.io/hostname": "node-b" } });
+      // KubeVirt's label, which virtctl migrate-cancel lists migrations by.
+      expect(made?.metadata.labels).toEqual({ "kubevirt.io/vmi-name": "web" });
 
       const stopped = await call("PUT", vmPath(namespace, "stopped", "migrate"), editor);
       expect([stopped.code, (JSON.parse(stopped.body) as { message: string }).message]).toEqual([

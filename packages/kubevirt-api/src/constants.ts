@@ -209,6 +209,8 @@ export const Label = {
   NodeName: "kubevirt.io/nodeName",
   /** On a migration's target launcher pod: the uid of its VirtualMachineInstanceMigration (KubeVirt's). */
   MigrationJobUid: "kubevirt.io/migrationJobUID",
+  /** On a migration: the name of the VMI it moves, which `virtctl migrate-cancel` selects (KubeVirt's). */
+  MigrationVmiName: "kubevirt.io/vmi-name",
   /** On a migration's PodDisruptionBudget: the name of the migration it protects both pods for (KubeVirt's). */
   MigrationName: "kubevirt.io/migrationName",
   /** On a VMI that is moving: the node its migration's target pod runs on (KubeVirt's). */

@@ -188,6 +188,8 @@ describe("a migration, from its target pod to its end", () => {
         expect((await getMigration(client, namespace, "move"))?.metadata.finalizers).toContain(
           "kubevirt.io/migrationJobFinalize",
         );
+        // KubeVirt's label, which virtctl migrate-cancel selects: added to a migration made without it.
+        expect((await getMigration(client, namespace, "move"))?.metadata.labels?.["kubevirt.io/vmi-name"]).toBe("web");
         if (!target || !source) throw new Error("no pods");
         // The source pod: gone (404), deleting (a deletionTimestamp; no kubelet here ends it), or still running.
         const sourcePod = async () => {

@@ -211,6 +211,19 @@ export function createMigrationReconciler(deps: MigrationControllerDeps): Reconc
     }
   }
 
+  // KubeVirt's mutator labels a new migration with its VMI's name, which virtctl migrate-cancel selects; kubevirt-ts's
+  // own components create theirs labelled, and one made elsewhere (or before the label) gets it here.
+  const withVmiNameLabel = async (migration: VirtualMachineInstanceMigration) =>
+    migration.metadata.labels?.[Label.MigrationVmiName] === migration.spec.vmiName
+      ? migration
+      : client.patch<VirtualMachineInstanceMigration>(
+          kubevirtResources.virtualMachineInstanceMigrations,
+          migration.metadata.namespace,
+          migration.metadata.name ?? "",
+          { metadata: { labels: { [Label.MigrationVmiName]: migration.spec.vmiName } } },
+          "merge",
+        );
+
   const written = new WrittenVersions();
   return async (key) => {
     const cached = migrations.get(key);
@@ -227,7 +240,9 @@ export function createMigrationReconciler(deps: MigrationControllerDeps): Reconc
     if (!expectations.satisfied(key)) return { requeueAfterMs: EXPECTATIONS_RECHECK_MS };
     const migration = cached.metadata.deletionTimestamp
       ? cached
-      : await addFinalizer(client, kubevirtResources.virtualMachineInstanceMigrations, cached, Finalizer.Migration);
+      : await withVmiNameLabel(
+          await addFinalizer(client, kubevirtResources.virtualMachineInstanceMigrations, cached, Finalizer.Migration),
+        );
     const vmi = vmis.get(vmiKeyOf(migration));
     const owned = vmi
       ? pods.byIndex(LAUNCHER_PODS_BY_VMI, launcherPodsKeyOf(vmi)).filter((p) => isLauncherPodOf(p, vmi))

@@ -4,6 +4,7 @@ import {
   Annotation,
   type EvictionStrategy,
   Kind,
+  Label,
   type VirtualMachineInstance,
   type VirtualMachineInstanceMigration,
   kubevirtResources,
@@ -111,6 +112,7 @@ export function createEvacuationReconciler(deps: EvacuationDeps): Reconcile {
       metadata: {
         generateName: EVACUATION_GENERATE_NAME,
         namespace: vmi.metadata.namespace,
+        labels: { [Label.MigrationVmiName]: vmi.metadata.name ?? "" },
         annotations: { [Annotation.EvacuationMigration]: node },
       },
       spec: { vmiName: vmi.metadata.name ?? "" },
