@@ -8,6 +8,8 @@ export * from "./schema/migration-policy.ts";
 export * from "./schema/instancetype.ts";
 export * from "./schema/datavolume.ts";
 export * from "./schema/kubevirt.ts";
+export * from "./schema/snapshot.ts";
+export * from "./snapshot.ts";
 export * from "./cluster-config.ts";
 export * from "./instancetype/expand.ts";
 export * from "./instancetype/find.ts";
@@ -22,6 +24,7 @@ export {
   virtualMachineInstanceMigrationCrd,
   migrationPolicyCrd,
   kubeVirtCrd,
+  snapshotCrds,
 } from "./crd/crds.ts";
 export * from "./pod-network.ts";
 export * from "./probes.ts";

@@ -1,4 +1,5 @@
 import { CDI_GROUP, CDI_VERSION } from "./schema/datavolume.ts";
+import { SNAPSHOT_GROUP, SNAPSHOT_VERSION, SnapshotResource } from "./schema/snapshot.ts";
 import {
   GROUP,
   INSTANCETYPE_GROUP,
@@ -63,6 +64,28 @@ export const kubevirtResources = {
     group: CDI_GROUP,
     version: CDI_VERSION,
     plural: "datavolumes",
+    namespaced: true,
+    statusSubresource: true,
+  },
+  // snapshot.kubevirt.io: snapshots, what they took, and restores (docs/adr/0027).
+  virtualMachineSnapshots: {
+    group: SNAPSHOT_GROUP,
+    version: SNAPSHOT_VERSION,
+    plural: SnapshotResource.VirtualMachineSnapshot.plural,
+    namespaced: true,
+    statusSubresource: true,
+  },
+  virtualMachineSnapshotContents: {
+    group: SNAPSHOT_GROUP,
+    version: SNAPSHOT_VERSION,
+    plural: SnapshotResource.VirtualMachineSnapshotContent.plural,
+    namespaced: true,
+    statusSubresource: true,
+  },
+  virtualMachineRestores: {
+    group: SNAPSHOT_GROUP,
+    version: SNAPSHOT_VERSION,
+    plural: SnapshotResource.VirtualMachineRestore.plural,
     namespaced: true,
     statusSubresource: true,
   },

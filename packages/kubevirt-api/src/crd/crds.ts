@@ -24,6 +24,18 @@ import { vmiSpec, vmiStatus } from "../schema/vmi.ts";
 import { migrationSpec, migrationStatus } from "../schema/migration.ts";
 import { migrationPolicySpec } from "../schema/migration-policy.ts";
 import { kubeVirtSpec, kubeVirtStatus } from "../schema/kubevirt.ts";
+import {
+  SNAPSHOT_GROUP,
+  SNAPSHOT_VERSION,
+  SnapshotKind,
+  SnapshotResource,
+  virtualMachineRestoreSpec,
+  virtualMachineRestoreStatus,
+  virtualMachineSnapshotContentSpec,
+  virtualMachineSnapshotContentStatus,
+  virtualMachineSnapshotSpec,
+  virtualMachineSnapshotStatus,
+} from "../schema/snapshot.ts";
 import { kubevirtResources } from "../resources.ts";
 import { type OpenApiSchema, toStructuralSchema } from "./openapi.ts";
 
@@ -85,7 +97,7 @@ function crd(input: CrdInput): Record<string, unknown> {
         plural: names.plural,
         singular: names.singular,
         shortNames: [...names.shortNames],
-        categories: input.scope === "Namespaced" && (group === GROUP || group === CDI_GROUP) ? ["all"] : [],
+        categories: input.scope === "Namespaced" && [GROUP, CDI_GROUP, SNAPSHOT_GROUP].includes(group) ? ["all"] : [],
       },
       scope: input.scope,
       versions: [input.version, ...(input.deprecatedVersions ?? []).map((v) => v.name)].map((name) => {
@@ -290,6 +302,55 @@ export const dataVolumeCrd = crd({
   ],
 });
 
+const snapshotKind = (kind: keyof typeof SnapshotKind) => ({
+  kind: SnapshotKind[kind],
+  names: SnapshotResource[kind],
+  group: SNAPSHOT_GROUP,
+  version: SNAPSHOT_VERSION,
+  scope: "Namespaced" as const,
+  statusSubresource: true,
+});
+const creationTime: PrinterColumn = { name: "CreationTime", type: "date", jsonPath: ".status.creationTime" };
+const readyToUse: PrinterColumn = { name: "ReadyToUse", type: "boolean", jsonPath: ".status.readyToUse" };
+const errorMessage: PrinterColumn = { name: "Error", type: "string", jsonPath: ".status.error.message" };
+
+/** KubeVirt's snapshot.kubevirt.io kinds, with its printer columns (docs/adr/0027). */
+export const snapshotCrds = [
+  crd({
+    ...snapshotKind("VirtualMachineSnapshot"),
+    description: "A snapshot of a VirtualMachine: the VM as it is and a copy of each of its disks, taken now.",
+    spec: virtualMachineSnapshotSpec,
+    status: virtualMachineSnapshotStatus,
+    columns: [
+      { name: "SourceKind", type: "string", jsonPath: ".spec.source.kind" },
+      { name: "SourceName", type: "string", jsonPath: ".spec.source.name" },
+      { name: "Phase", type: "string", jsonPath: ".status.phase" },
+      readyToUse,
+      creationTime,
+      errorMessage,
+    ],
+  }),
+  crd({
+    ...snapshotKind("VirtualMachineSnapshotContent"),
+    description: "What a VirtualMachineSnapshot took: the VM as it was, and where each of its disks' copies is.",
+    spec: virtualMachineSnapshotContentSpec,
+    status: virtualMachineSnapshotContentStatus,
+    columns: [readyToUse, creationTime, errorMessage],
+  }),
+  crd({
+    ...snapshotKind("VirtualMachineRestore"),
+    description: "A restore of a VirtualMachineSnapshot onto its VM, or onto a new VM.",
+    spec: virtualMachineRestoreSpec,
+    status: virtualMachineRestoreStatus,
+    columns: [
+      { name: "TargetKind", type: "string", jsonPath: ".spec.target.kind" },
+      { name: "TargetName", type: "string", jsonPath: ".spec.target.name" },
+      { name: "Complete", type: "boolean", jsonPath: ".status.complete" },
+      { name: "RestoreTime", type: "date", jsonPath: ".status.restoreTime" },
+    ],
+  }),
+];
+
 const crdFileName = (c: Record<string, unknown>) => {
   const name = (c.metadata as { name: string }).name;
   const dot = name.indexOf(".");
@@ -307,6 +368,7 @@ export function renderCrdFiles(toYaml: (value: unknown) => string): Map<string, 
       kubeVirtCrd,
       migrationPolicyCrd,
       ...instancetypeCrds,
+      ...snapshotCrds,
     ].map((c) => [crdFileName(c), HEADER + toYaml(c)]),
   );
 }

@@ -76,6 +76,10 @@ export const vmStatus = z.object({
     .describe("The preference in effect and the ControllerRevision that holds it."),
   observedGeneration: z.number().int().optional(),
   desiredGeneration: z.number().int().optional(),
+  snapshotInProgress: z
+    .string()
+    .optional()
+    .describe("The VirtualMachineSnapshot being taken of the VM: the snapshot controller sets and clears it."),
   restoreInProgress: z
     .string()
     .optional()
