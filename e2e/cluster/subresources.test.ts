@@ -6,6 +6,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
 import { KubeConfig } from "@kubernetes/client-node";
 import { ensureBinaries } from "@kubevirt-ts/control-plane";
+import { releaseVersion } from "@kubevirt-ts/images";
 import { KUBECONFIG_PATH } from "@kubevirt-ts/local-cluster";
 import { describe, expect, it } from "vitest";
 import { tokenOf } from "../tests/cluster-users.ts";
@@ -114,6 +115,13 @@ describe("KubeVirt's subresource API through the Kubernetes API server", () => {
         "virtualmachineinstances/reset",
       ]),
     );
+  });
+
+  it("answers virtctl version with the release, the root package.json's version", async () => {
+    const answer = JSON.parse(await ns.kubectl("get", "--raw", "/apis/subresources.kubevirt.io/v1/version")) as {
+      gitVersion: string;
+    };
+    expect(answer.gitVersion).toBe(releaseVersion());
   });
 
   it(

@@ -11,6 +11,7 @@ import { exists, log, run } from "./exec.ts";
 import { buildDebianGuestDisk } from "./guest/debian.ts";
 import { buildTinyGuest } from "./guest/tiny.ts";
 import { buildRootfs } from "./rootfs.ts";
+import { releaseVersion } from "./version.ts";
 
 // The images of kubevirt-ts, built from a Debian root filesystem, the pinned
 // Node (the one running this build) and each component's build output.
@@ -224,8 +225,18 @@ export async function buildComponentImage(component: NodeComponent, base: Layer,
     user: component.user,
     workingDir: "/app",
     env: [...(component.env ?? []), "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],
-    labels: { "org.opencontainers.image.title": component.name, "app.kubernetes.io/part-of": "kubevirt-ts" },
+    labels: componentLabels(component.name),
   });
+}
+
+/** The OCI labels of a component's image: its name, the release it belongs to and the licence. */
+export function componentLabels(name: string): Record<string, string> {
+  return {
+    "org.opencontainers.image.title": name,
+    "org.opencontainers.image.version": releaseVersion(),
+    "org.opencontainers.image.licenses": "Apache-2.0",
+    "app.kubernetes.io/part-of": "kubevirt-ts",
+  };
 }
 
 /**
