@@ -192,6 +192,8 @@ export async function users(kubeConfig: KubeConfig, namespace: string): Promise<
           "virtualmachineinstances/userlist",
           "virtualmachineinstances/filesystemlist",
           "virtualmachines/expand-spec",
+          "virtualmachines/objectgraph",
+          "virtualmachineinstances/objectgraph",
         ],
         verbs: ["get"],
       },

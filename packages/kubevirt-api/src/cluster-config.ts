@@ -173,6 +173,8 @@ const ALWAYS_ON = new Set([
   "NodeRestriction",
   "KubevirtSeccompProfile",
   "BochsDisplayForEFIGuests",
+  // Alpha in KubeVirt; the objectgraph subresource is always served here.
+  "ObjectGraph",
 ]);
 
 /** KubeVirt gates for features kubevirt-ts does not have (yet). */
@@ -204,7 +206,6 @@ const ABSENT = new Set([
   "GPUsWithDRA",
   "HostDevicesWithDRA",
   "DecentralizedLiveMigration",
-  "ObjectGraph",
   "DeclarativeHotplugVolumes",
   "SecureExecution",
   "VideoConfig",

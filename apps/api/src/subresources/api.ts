@@ -26,6 +26,7 @@ import {
   requestVmiAction,
 } from "../vm-actions.ts";
 import { expandSentVm, expandStoredVm } from "./expand-spec.ts";
+import { OBJECT_GRAPH_SUBRESOURCE, requestObjectGraph } from "./object-graph.ts";
 import { type FrontProxy, frontProxyUser } from "./front-proxy.ts";
 
 // KubeVirt's subresource API, subresources.kubevirt.io v1 and v1alpha3, as
@@ -47,8 +48,32 @@ const READ_SUBRESOURCES = [
   "virtualmachineinstances/portforward",
   "virtualmachines/portforward",
   "virtualmachines/expand-spec",
+  `virtualmachines/${OBJECT_GRAPH_SUBRESOURCE}`,
+  `virtualmachineinstances/${OBJECT_GRAPH_SUBRESOURCE}`,
   ...GUEST_AGENT_QUERIES.map((q) => `virtualmachineinstances/${q}` as const),
 ] as const;
+
+/**
+ * KubeVirt's subresources kubevirt-ts refuses by name, with the reason: each needs a claim mounted into a launcher pod
+ * that already runs (a hotplugged volume; a memory dump is written to one), and a pod's volumes are fixed when it is
+ * made. Not listed in discovery, as they are not served.
+ */
+const HOTPLUG_REASON =
+  "a running launcher pod cannot mount a new claim (a pod's volumes are fixed when it is made), and kubevirt-ts " +
+  "has no hotplug pod to carry one";
+const volumeRefusal = (command: string, instead: string) =>
+  `kubevirt-ts does not build ${command} yet: ${HOTPLUG_REASON}. ${instead} the VM's spec and restart the VM instead`;
+const MEMORY_DUMP_REFUSAL =
+  `kubevirt-ts does not build memory-dump yet: the dump is written to a claim hotplugged into the running VM, ` +
+  `and ${HOTPLUG_REASON}`;
+export const REFUSED_SUBRESOURCES: Readonly<Record<string, string>> = {
+  "virtualmachineinstances/addvolume": volumeRefusal("addvolume", "Add the volume to"),
+  "virtualmachineinstances/removevolume": volumeRefusal("removevolume", "Remove the volume from"),
+  "virtualmachines/addvolume": volumeRefusal("addvolume", "Add the volume to"),
+  "virtualmachines/removevolume": volumeRefusal("removevolume", "Remove the volume from"),
+  "virtualmachines/memorydump": MEMORY_DUMP_REFUSAL,
+  "virtualmachines/removememorydump": MEMORY_DUMP_REFUSAL,
+};
 
 /** What the API server's discovery lists for each version: the subresources served here. */
 export const SUBRESOURCE_NAMES = [
@@ -235,6 +260,8 @@ export function createSubresourceApi(
     const who = await frontProxyUser(frontProxy, req);
     if ("refused" in who) throw new ActionRefusal(401, who.refused);
 
+    const refused = "resource" in target ? REFUSED_SUBRESOURCES[`${target.resource}/${target.subresource}`] : undefined;
+    if (refused !== undefined) throw new ActionRefusal(400, refused);
     const requester = remoteRequester(services.own, who);
     if ("expandVmSpec" in target) {
       if (req.method !== "PUT") throw new ActionRefusal(405, `expand-vm-spec takes PUT, not ${req.method ?? ""}`);
@@ -254,6 +281,12 @@ export function createSubresourceApi(
       if (req.method !== "GET")
         throw new ActionRefusal(405, `${target.resource}/${target.subresource} takes GET, not ${req.method ?? ""}`);
       sendJson(res, 200, await expandStoredVm(services.own, requester, target.namespace, target.name));
+      return;
+    }
+    if (target.subresource === OBJECT_GRAPH_SUBRESOURCE) {
+      if (req.method !== "GET")
+        throw new ActionRefusal(405, `${target.resource}/${target.subresource} takes GET, not ${req.method ?? ""}`);
+      sendJson(res, 200, await requestObjectGraph(services.own, requester, target, req));
       return;
     }
     if (target.resource === "virtualmachineinstances" && target.subresource === "vnc/screenshot") {
