@@ -12,3 +12,4 @@ export * from "./guest-agent.ts";
 export * from "./console-sharing.ts";
 export * from "./backend-storage.ts";
 export * from "./memory-overhead.ts";
+export * from "./snapshots.ts";

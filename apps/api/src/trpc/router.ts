@@ -15,6 +15,7 @@ import {
   type PreferenceSpec,
   instancetypeResources,
   parseQuantity,
+  SNAPSHOT_GROUP,
 } from "@kubevirt-ts/kubevirt-api";
 import {
   type VmRequestAction,
@@ -43,6 +44,7 @@ import { migrations } from "./migrations.ts";
 import { fromRefusal } from "./refusal.ts";
 import { CausesError, publicProcedure, router, userProcedure } from "./init.ts";
 import { nodeFacts } from "./nodes.ts";
+import { snapshots } from "./snapshots.ts";
 import { listThenWatch } from "./watch.ts";
 
 // The API's procedures. Each one that touches the cluster does so as the
@@ -92,6 +94,14 @@ const ACTIONS = {
   // As KubeVirt 1.5 and later: the kubevirt.io:migrate role has both, edit and admin neither.
   migrate: [actionCheck("virtualmachines", MIGRATION_SUBRESOURCE)],
   cancelMigration: [{ verb: "delete", resource: "virtualmachineinstancemigrations" }],
+  takeSnapshot: [{ verb: "create", group: SNAPSHOT_GROUP, resource: "virtualmachinesnapshots" }],
+  deleteSnapshot: [{ verb: "delete", group: SNAPSHOT_GROUP, resource: "virtualmachinesnapshots" }],
+  restoreSnapshot: [{ verb: "create", group: SNAPSHOT_GROUP, resource: "virtualmachinerestores" }],
+  // The restore controller makes the new VM: the user must be one who could make it.
+  restoreAsNewVm: [
+    { verb: "create", group: SNAPSHOT_GROUP, resource: "virtualmachinerestores" },
+    { verb: "create", resource: "virtualmachines" },
+  ],
 } as const;
 type Action = keyof typeof ACTIONS;
 
@@ -113,6 +123,10 @@ const PHRASES: Record<Action, string> = {
   serialLog: "read the serial logs of VMs",
   migrate: "migrate VMs",
   cancelMigration: "cancel migrations of VMs",
+  takeSnapshot: "take snapshots of VMs",
+  deleteSnapshot: "delete snapshots of VMs",
+  restoreSnapshot: "restore snapshots of VMs",
+  restoreAsNewVm: "restore snapshots as new VMs",
 };
 
 /**
@@ -444,6 +458,7 @@ export const appRouter = router({
   vmis,
   migrations,
   dataVolumes,
+  snapshots,
 });
 
 export type AppRouter = typeof appRouter;

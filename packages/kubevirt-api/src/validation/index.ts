@@ -19,7 +19,7 @@ import { validateStorage } from "./storage.ts";
 import { zodIssuesToCauses } from "./zod-issues.ts";
 
 export { type Cause, CauseType, Causes, type Validation, summarize } from "./causes.ts";
-export { dnsLabelProblem } from "./names.ts";
+export { dnsLabelProblem, dnsSubdomainProblem } from "./names.ts";
 export { MAX_CLOUD_INIT_BYTES } from "./storage.ts";
 
 function validateBootOrder(spec: VmiSpec, path: string, causes: Causes): void {

@@ -1,0 +1,278 @@
+import { ApiError, type KubeClient, type KubeObject, type ListOptions, type ObjectList } from "@kubevirt-ts/kube";
+import {
+  SNAPSHOT_API_VERSION,
+  SnapshotConditionType,
+  SnapshotKind,
+  type VirtualMachine,
+  type VirtualMachineInstance,
+  type VirtualMachineRestore,
+  type VirtualMachineSnapshot,
+  type VirtualMachineSnapshotContent,
+  dnsLabelProblem,
+  dnsSubdomainProblem,
+  kubevirtResources,
+  parseQuantity,
+} from "@kubevirt-ts/kubevirt-api";
+import {
+  type ActionAvailability,
+  restoreInPlaceAvailability,
+  snapshotAvailability,
+  snapshotRestorability,
+} from "@kubevirt-ts/vm-rules";
+import { TRPCError } from "@trpc/server";
+import { z } from "zod";
+import { mayI } from "../access.ts";
+import { router, userProcedure } from "./init.ts";
+
+// A VM's snapshots for the dashboard's Snapshots tab (snapshot.kubevirt.io/v1beta1, docs/data-protection.md): its
+// snapshots with what each holds and its size, taking one, deleting one, restoring one onto the VM (only while it is
+// stopped) or as a new VM, and the restores of the VM. Every call is the signed-in user's own request (ADR 5); the
+// snapshot and restore controllers do the work. Lists of a namespace are read in pages and bounded, so a namespace
+// with many snapshots costs a bounded read and answer.
+
+/** Objects read per page of a namespace's list. */
+const PAGE = 250;
+/** The most objects of a kind read from one namespace for one answer. */
+export const MAX_SCANNED = 2_000;
+/** The most snapshots (and restores) of one VM the tab lists: the newest. */
+export const MAX_LISTED = 100;
+
+const named = (check: (value: string) => string | undefined, field: string) =>
+  z.string().superRefine((value, ctx) => {
+    const problem = check(value);
+    if (problem) ctx.addIssue({ code: "custom", message: `${field} ${problem}` });
+  });
+const vm = z.object({ namespace: named(dnsLabelProblem, "namespace"), name: named(dnsLabelProblem, "name") });
+const ofSnapshot = vm.extend({ snapshot: named(dnsSubdomainProblem, "snapshot") });
+
+/** A namespace's objects of one kind, page by page, at most MAX_SCANNED; whether some were left unread. */
+async function bounded<T>(
+  list: (options: ListOptions) => Promise<ObjectList<T>>,
+): Promise<{ items: T[]; truncated: boolean }> {
+  const items: T[] = [];
+  let next: string | undefined;
+  do {
+    const page = await list({ limit: PAGE, ...(next ? { continue: next } : {}) });
+    items.push(...page.items.slice(0, MAX_SCANNED - items.length));
+    next = page.metadata.continue === "" ? undefined : page.metadata.continue;
+  } while (next !== undefined && items.length < MAX_SCANNED);
+  return { items, truncated: next !== undefined };
+}
+
+const snapshotsIn = (client: KubeClient, namespace: string) =>
+  bounded((o) => client.list<VirtualMachineSnapshot>(kubevirtResources.virtualMachineSnapshots, namespace, o));
+const contentsIn = (client: KubeClient, namespace: string) =>
+  bounded((o) =>
+    client.list<VirtualMachineSnapshotContent>(kubevirtResources.virtualMachineSnapshotContents, namespace, o),
+  );
+const restoresIn = (client: KubeClient, namespace: string) =>
+  bounded((o) => client.list<VirtualMachineRestore>(kubevirtResources.virtualMachineRestores, namespace, o));
+
+const created = (o: KubeObject) => o.metadata.creationTimestamp ?? "";
+const newestFirst = <T extends KubeObject>(objects: T[]) =>
+  [...objects].sort((a, b) => created(b).localeCompare(created(a)));
+
+/**
+ * What restoring the content makes, in bytes: the sum of the claims its volume copies restore to (each source claim's
+ * requested storage, as a restored claim asks for); undefined without a content or a size for every copy.
+ */
+export function contentSize(content: VirtualMachineSnapshotContent | undefined): number | undefined {
+  const backups = content?.spec.volumeBackups;
+  if (!backups || backups.length === 0) return undefined;
+  let sum = 0;
+  for (const backup of backups) {
+    const spec = backup.persistentVolumeClaim.spec as { resources?: { requests?: { storage?: unknown } } } | undefined;
+    const storage = spec?.resources?.requests?.storage;
+    const bytes = typeof storage === "string" || typeof storage === "number" ? parseQuantity(storage) : undefined;
+    if (bytes === undefined) return undefined;
+    sum += bytes;
+  }
+  return sum;
+}
+
+/** A snapshot as the tab lists it; `restorable`, whether it can be restored onto its VM now, and why not. */
+export function snapshotView(
+  snapshot: VirtualMachineSnapshot,
+  content: VirtualMachineSnapshotContent | undefined,
+  restorable: ActionAvailability,
+) {
+  const status = snapshot.status;
+  return {
+    name: snapshot.metadata.name ?? "",
+    created: snapshot.metadata.creationTimestamp ?? "",
+    /** When its disks were captured, once they were. */
+    taken: status?.creationTime ?? undefined,
+    phase: snapshot.metadata.deletionTimestamp ? "Deleting" : (status?.phase ?? "Pending"),
+    readyToUse: status?.readyToUse === true,
+    indications: status?.indications ?? [],
+    included: status?.snapshotVolumes?.includedVolumes ?? [],
+    excluded: status?.snapshotVolumes?.excludedVolumes ?? [],
+    sizeBytes: contentSize(content),
+    error: status?.error?.message,
+    restorable,
+  };
+}
+
+/** A restore as the tab lists it: onto which VM, from which snapshot, how far. */
+export function restoreView(restore: VirtualMachineRestore) {
+  const conditions = restore.status?.conditions ?? [];
+  const failure = conditions.find((c) => c.type === SnapshotConditionType.Failure && c.status === "True");
+  const progressing = conditions.find((c) => c.type === SnapshotConditionType.Progressing && c.status === "True");
+  return {
+    name: restore.metadata.name ?? "",
+    created: restore.metadata.creationTimestamp ?? "",
+    snapshot: restore.spec.virtualMachineSnapshotName,
+    target: restore.spec.target.name,
+    complete: restore.status?.complete === true,
+    restoreTime: restore.status?.restoreTime ?? undefined,
+    failed: failure !== undefined,
+    message: failure?.message ?? progressing?.message ?? undefined,
+    deletedDataVolumes: restore.status?.deletedDataVolumes ?? [],
+  };
+}
+
+/** A VirtualMachineSnapshot of the VM, as KubeVirt's virtctl and console make one. */
+export function newSnapshot(namespace: string, name: string, vmName: string): VirtualMachineSnapshot {
+  return {
+    apiVersion: SNAPSHOT_API_VERSION,
+    kind: SnapshotKind.VirtualMachineSnapshot,
+    metadata: { name, namespace },
+    spec: { source: { apiGroup: "kubevirt.io", kind: "VirtualMachine", name: vmName } },
+  };
+}
+
+/** A VirtualMachineRestore of the snapshot onto `target`, named after it (the API server adds a suffix). */
+export function newRestore(namespace: string, snapshot: string, target: string): VirtualMachineRestore {
+  return {
+    apiVersion: SNAPSHOT_API_VERSION,
+    kind: SnapshotKind.VirtualMachineRestore,
+    metadata: { generateName: `${target}-restore-`.slice(0, 58), namespace },
+    spec: {
+      target: { apiGroup: "kubevirt.io", kind: "VirtualMachine", name: target },
+      virtualMachineSnapshotName: snapshot,
+    },
+  };
+}
+
+const refusal = (availability: ActionAvailability, what: string): void => {
+  if (!availability.available)
+    throw new TRPCError({
+      code: availability.by === "spec" ? "PRECONDITION_FAILED" : "CONFLICT",
+      message: `Cannot ${what}: ${availability.reason}.`,
+    });
+};
+
+async function snapshotOf(client: KubeClient, input: z.infer<typeof ofSnapshot>): Promise<VirtualMachineSnapshot> {
+  const snapshot = await client.get<VirtualMachineSnapshot>(
+    kubevirtResources.virtualMachineSnapshots,
+    input.namespace,
+    input.snapshot,
+  );
+  if (snapshot.spec.source.name !== input.name)
+    throw new TRPCError({
+      code: "BAD_REQUEST",
+      message: `snapshot: ${input.snapshot} is a snapshot of ${snapshot.spec.source.name}, not of ${input.name}.`,
+    });
+  return snapshot;
+}
+
+/** A user who may list snapshots but not their contents sees them without sizes. */
+function sizesUnknownIfForbidden(error: unknown): { items: VirtualMachineSnapshotContent[]; truncated: boolean } {
+  if (error instanceof ApiError && error.code === 403) return { items: [], truncated: false };
+  throw error;
+}
+
+const vmiOf = (client: KubeClient, namespace: string, name: string) =>
+  client.find<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, namespace, name);
+
+export const snapshots = router({
+  // The VM's snapshots, newest first, each with whether it can be restored onto the VM now; `truncated` when the
+  // namespace held more than could be read, or the VM more than are listed.
+  list: userProcedure.input(vm).query(async ({ ctx, input }) => {
+    const [listed, contents, theVm, vmi] = await Promise.all([
+      snapshotsIn(ctx.client, input.namespace),
+      contentsIn(ctx.client, input.namespace).catch(sizesUnknownIfForbidden),
+      ctx.client.get<VirtualMachine>(kubevirtResources.virtualMachines, input.namespace, input.name),
+      vmiOf(ctx.client, input.namespace, input.name),
+    ]);
+    const byName = new Map(contents.items.map((c) => [c.metadata.name ?? "", c]));
+    const mine = newestFirst(listed.items.filter((s) => s.spec.source.name === input.name));
+    return {
+      snapshots: mine.slice(0, MAX_LISTED).map((s) => {
+        const content = byName.get(s.status?.virtualMachineSnapshotContentName ?? "");
+        return snapshotView(s, content, restoreInPlaceAvailability(s, theVm, vmi));
+      }),
+      /** Whether a snapshot of the VM can be taken now, and why not. */
+      takeable: snapshotAvailability(theVm),
+      truncated: listed.truncated || mine.length > MAX_LISTED,
+    };
+  }),
+  // The restores onto the VM and from its snapshots (onto new VMs), newest first.
+  restores: userProcedure.input(vm).query(async ({ ctx, input }) => {
+    const [restores, listed] = await Promise.all([
+      restoresIn(ctx.client, input.namespace),
+      snapshotsIn(ctx.client, input.namespace),
+    ]);
+    const ofVm = new Set(listed.items.filter((s) => s.spec.source.name === input.name).map((s) => s.metadata.name));
+    const mine = newestFirst(
+      restores.items.filter((r) => r.spec.target.name === input.name || ofVm.has(r.spec.virtualMachineSnapshotName)),
+    );
+    return {
+      restores: mine.slice(0, MAX_LISTED).map(restoreView),
+      truncated: restores.truncated || listed.truncated || mine.length > MAX_LISTED,
+    };
+  }),
+  create: userProcedure.input(ofSnapshot).mutation(async ({ ctx, input }) => {
+    const theVm = await ctx.client.get<VirtualMachine>(kubevirtResources.virtualMachines, input.namespace, input.name);
+    refusal(snapshotAvailability(theVm), `take a snapshot of ${input.name}`);
+    const made = await ctx.client.create<VirtualMachineSnapshot>(
+      kubevirtResources.virtualMachineSnapshots,
+      input.namespace,
+      newSnapshot(input.namespace, input.snapshot, input.name),
+    );
+    return { name: made.metadata.name ?? input.snapshot };
+  }),
+  delete: userProcedure.input(ofSnapshot).mutation(async ({ ctx, input }) => {
+    const snapshot = await snapshotOf(ctx.client, input);
+    await ctx.client.delete(kubevirtResources.virtualMachineSnapshots, input.namespace, input.snapshot, {
+      uid: snapshot.metadata.uid,
+    });
+    return { ok: true as const };
+  }),
+  // newVm: the name of a VM to make from the snapshot; without it, the snapshot is restored onto its own VM, which
+  // must be stopped.
+  restore: userProcedure
+    .input(ofSnapshot.extend({ newVm: named(dnsLabelProblem, "newVm").optional() }))
+    .mutation(async ({ ctx, input }) => {
+      const snapshot = await snapshotOf(ctx.client, input);
+      const { namespace, newVm } = input;
+      if (newVm === undefined) {
+        const [theVm, vmi] = await Promise.all([
+          ctx.client.get<VirtualMachine>(kubevirtResources.virtualMachines, namespace, input.name),
+          vmiOf(ctx.client, namespace, input.name),
+        ]);
+        refusal(restoreInPlaceAvailability(snapshot, theVm, vmi), `restore ${input.snapshot} onto ${input.name}`);
+      } else {
+        refusal(snapshotRestorability(snapshot), `restore ${input.snapshot} as ${newVm}`);
+        if (await ctx.client.find(kubevirtResources.virtualMachines, namespace, newVm))
+          throw new TRPCError({
+            code: "CONFLICT",
+            message: `newVm: a VM named ${newVm} already exists in ${namespace}; choose another name.`,
+          });
+        // The restore controller makes the VM with its own rights: the user must be one who could have made it.
+        if (!(await mayI(ctx.client, namespace, { verb: "create", resource: "virtualmachines" })))
+          throw new TRPCError({
+            code: "FORBIDDEN",
+            message:
+              `You may not create VMs in ${namespace}: restoring a snapshot as a new VM takes create on ` +
+              "virtualmachines (kubevirt.io).",
+          });
+      }
+      const made = await ctx.client.create<VirtualMachineRestore>(
+        kubevirtResources.virtualMachineRestores,
+        namespace,
+        newRestore(namespace, input.snapshot, newVm ?? input.name),
+      );
+      return { name: made.metadata.name ?? "", target: newVm ?? input.name };
+    }),
+});

@@ -1,0 +1,50 @@
+import { describe, expect, it } from "vitest";
+import { restoreInPlaceAvailability, snapshotAvailability, snapshotRestorability } from "./snapshots.ts";
+
+type Snapshot = Parameters<typeof snapshotRestorability>[0];
+const snapshot = (status: Snapshot["status"], deleting = false): Snapshot => ({
+  metadata: { name: "snap", ...(deleting && { deletionTimestamp: "2026-01-01T00:00:00Z" }) },
+  status,
+});
+const ready = snapshot({ phase: "Succeeded", readyToUse: true });
+const running = { status: { phase: "Running" } } as Parameters<typeof restoreInPlaceAvailability>[2];
+
+describe("snapshots and restores of a VM, as the API refuses them and the dashboard disables them", () => {
+  it.each([
+    ["ready", ready, { available: true }],
+    ["in progress", snapshot({ phase: "InProgress", readyToUse: false }), /not ready to use yet \(InProgress\)/],
+    ["not yet seen by the controller", snapshot(undefined), /not ready to use yet \(not started\)/],
+    ["failed", snapshot({ phase: "Failed", error: { message: "disk copy failed" } }), /failed: disk copy failed/],
+    ["being deleted", snapshot({ phase: "Succeeded", readyToUse: true }, true), /being deleted/],
+  ])("a snapshot %s is restorable or says why not", (_, theSnapshot, expected) => {
+    const answer = snapshotRestorability(theSnapshot);
+    if (expected instanceof RegExp)
+      expect(answer).toMatchObject({ available: false, reason: expect.stringMatching(expected) as unknown });
+    else expect(answer).toEqual(expected);
+  });
+
+  it("restores in place only onto a stopped VM with nothing else under way", () => {
+    expect(restoreInPlaceAvailability(ready, {}, undefined)).toEqual({ available: true });
+    expect(restoreInPlaceAvailability(ready, {}, running)).toMatchObject({
+      available: false,
+      by: "state",
+      reason: expect.stringMatching(/^stop the VM first/) as unknown,
+    });
+    expect(restoreInPlaceAvailability(ready, { status: { restoreInProgress: "r-1" } }, undefined)).toMatchObject({
+      available: false,
+      reason: expect.stringContaining("restore r-1 of the VM is under way") as unknown,
+    });
+    // An unready snapshot says so first, whatever the VM is doing.
+    expect(restoreInPlaceAvailability(snapshot({ phase: "InProgress" }), {}, running)).toMatchObject({
+      reason: expect.stringContaining("not ready to use yet") as unknown,
+    });
+  });
+
+  it("takes one snapshot of a VM at a time", () => {
+    expect(snapshotAvailability({})).toEqual({ available: true });
+    expect(snapshotAvailability({ status: { snapshotInProgress: "snap-1" } })).toMatchObject({
+      available: false,
+      reason: expect.stringContaining("snapshot snap-1 of the VM is under way") as unknown,
+    });
+  });
+});

@@ -1,0 +1,55 @@
+import {
+  SnapshotPhase,
+  type VirtualMachine,
+  type VirtualMachineInstance,
+  type VirtualMachineSnapshot,
+} from "@kubevirt-ts/kubevirt-api";
+import type { ActionAvailability } from "./actions.ts";
+
+// Whether a VM's snapshot can be taken or restored now, and why not: the dashboard's API refuses with these answers
+// and its Snapshots tab disables its buttons with them. The dashboard restores a snapshot onto its own VM only while
+// that VM is stopped (KubeVirt's targetReadinessPolicy would wait for it, or stop it; the user is asked to stop it
+// instead), and only once the snapshot is ready to use.
+
+type VmFacts = Pick<VirtualMachine, "status">;
+type SnapshotFacts = Pick<VirtualMachineSnapshot, "status" | "metadata">;
+
+const notNow = (reason: string): ActionAvailability => ({ available: false, reason, by: "state" });
+
+/** Whether a snapshot of the VM can be taken now: not while a snapshot or a restore of it is under way. */
+export function snapshotAvailability(vm: VmFacts): ActionAvailability {
+  const taking = vm.status?.snapshotInProgress;
+  if (taking) return notNow(`snapshot ${taking} of the VM is under way; wait until it is done`);
+  const restoring = vm.status?.restoreInProgress;
+  if (restoring) return notNow(`restore ${restoring} of the VM is under way; wait until it is done`);
+  return { available: true };
+}
+
+/** Whether the snapshot can be restored at all now: once it is ready to use, and never once it failed. */
+export function snapshotRestorability(snapshot: SnapshotFacts): ActionAvailability {
+  if (snapshot.metadata.deletionTimestamp) return notNow("the snapshot is being deleted");
+  const phase = snapshot.status?.phase;
+  if (phase === SnapshotPhase.Failed)
+    return notNow(
+      `the snapshot failed${snapshot.status?.error?.message ? `: ${snapshot.status.error.message}` : ""}; ` +
+        "take another",
+    );
+  if (snapshot.status?.readyToUse !== true)
+    return notNow(`the snapshot is not ready to use yet (${phase ?? "not started"}); wait until it is`);
+  return { available: true };
+}
+
+/**
+ * Whether the snapshot can be restored onto its own VM now: ready, and the VM stopped (no running instance) with no
+ * snapshot or restore of it under way.
+ */
+export function restoreInPlaceAvailability(
+  snapshot: SnapshotFacts,
+  vm: VmFacts,
+  vmi: Pick<VirtualMachineInstance, "status"> | undefined,
+): ActionAvailability {
+  const restorable = snapshotRestorability(snapshot);
+  if (!restorable.available) return restorable;
+  if (vmi) return notNow("stop the VM first: a snapshot is restored onto its VM only while the VM is stopped");
+  return snapshotAvailability(vm);
+}
