@@ -65,6 +65,18 @@ export class ActionRefusal extends StatusError {
   }
 }
 
+/** A request body's JSON, or KubeVirt's 400 for a body that is not JSON. */
+export function parseRequestJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new ActionRefusal(
+      400,
+      `Can not unmarshal Request body to struct, error: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
+}
+
 /** The permission an action takes: update on its subresource, as KubeVirt's roles grant it. */
 export function actionCheck(
   resource: "virtualmachines" | "virtualmachineinstances",

@@ -567,8 +567,14 @@ describe("virtctl objectgraph, and the subresources kubevirt-ts refuses by name"
         });
       const editor = as(`system:serviceaccount:${namespace}:editor`);
       const viewer = as(`system:serviceaccount:${namespace}:viewer`);
-      const vmiGraphPath = `/apis/subresources.kubevirt.io/v1/namespaces/${namespace}/virtualmachineinstances/web/objectgraph`;
-      type Node = { objectReference: { kind: string; name: string }; children?: Node[] };
+      const vmiGraphPath = vmPath(namespace, "web", "objectgraph").replace(
+        "/virtualmachines/",
+        "/virtualmachineinstances/",
+      );
+      interface Node {
+        objectReference: { kind: string; name: string };
+        children?: Node[];
+      }
       const flat = (node: Node): string[] =>
         (node.children ?? []).flatMap((c) => [`${c.objectReference.kind}/${c.objectReference.name}`, ...flat(c)]);
 

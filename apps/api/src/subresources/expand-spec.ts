@@ -11,7 +11,7 @@ import {
   summarize,
 } from "@kubevirt-ts/kubevirt-api";
 import type { Check, Requester } from "../access.ts";
-import { ActionRefusal, authorize } from "../vm-actions.ts";
+import { ActionRefusal, authorize, parseRequestJson } from "../vm-actions.ts";
 
 // KubeVirt's expand-spec: a VM as its instancetype and preference expand it
 // (virtctl expand, and client-go's GetWithExpandedSpec and ExpandSpec). The
@@ -63,16 +63,7 @@ export async function expandSentVm(
   await authorize(requester, { namespace, name: "" }, EXPAND_VM_SPEC_CHECK);
   const text = (await readBody()).trim();
   if (text === "") throw new ActionRefusal(400, "empty request body: send the VirtualMachine to expand as JSON");
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch (error) {
-    throw new ActionRefusal(
-      400,
-      `Can not unmarshal Request body to struct, error: ${error instanceof Error ? error.message : String(error)}`,
-    );
-  }
-  const parsed = parseVirtualMachine(body);
+  const parsed = parseVirtualMachine(parseRequestJson(text));
   if (!parsed.ok) throw new ActionRefusal(400, `Object is not a valid VirtualMachine: ${summarize(parsed.causes)}`);
   const vm = parsed.value;
   if (vm.metadata.namespace !== undefined && vm.metadata.namespace !== "" && vm.metadata.namespace !== namespace) {

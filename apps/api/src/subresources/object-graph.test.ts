@@ -45,7 +45,7 @@ const vm = {
 describe("buildObjectGraph, KubeVirt's object graph of what kubevirt-ts has", () => {
   const graph = buildObjectGraph({ vm, launcherPod: "virt-launcher-web-abcde" });
 
-  it("roots a VM's graph at it, its VMI holding the launcher pod, then instancetype, preference, secrets, volumes", () => {
+  it("roots a VM's graph at it: its VMI with the launcher pod, instancetype, preference, secrets, volumes", () => {
     expect(graph).toEqual({
       objectReference: ref("kubevirt.io", "VirtualMachine", "web"),
       labels: labels("compute"),

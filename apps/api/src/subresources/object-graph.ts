@@ -17,7 +17,7 @@ import { backendStorageClaimName, needsBackendStorage } from "@kubevirt-ts/vm-ru
 import type { Check, Requester } from "../access.ts";
 import { limits } from "../limits.ts";
 import { readBody } from "../read-body.ts";
-import { ActionRefusal, authorize } from "../vm-actions.ts";
+import { ActionRefusal, authorize, parseRequestJson } from "../vm-actions.ts";
 
 // KubeVirt's objectgraph subresource of VMs and VMIs (virtctl objectgraph): the objects a VM or VMI depends on, as a
 // tree of typed references, each labelled with the kind of dependency (storage, compute, config), for backup and
@@ -227,15 +227,7 @@ const isStringMap = (value: unknown): value is Record<string, string> =>
 /** KubeVirt's ObjectGraphOptions from a request body (empty: the defaults), or a 400 that names the field. */
 export function parseObjectGraphOptions(text: string): ObjectGraphOptions {
   if (text.trim() === "") return {};
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch (error) {
-    throw new ActionRefusal(
-      400,
-      `Can not unmarshal Request body to struct, error: ${error instanceof Error ? error.message : String(error)}`,
-    );
-  }
+  const body = parseRequestJson(text);
   if (typeof body !== "object" || body === null || Array.isArray(body))
     throw new ActionRefusal(400, 'the body must be an ObjectGraphOptions object, e.g. {"includeOptionalNodes": false}');
   const { includeOptionalNodes, labelSelector } = body as Record<string, unknown>;
