@@ -48,12 +48,41 @@ readinessProbe:
 
 {{/*
 Whether kubevirt-ts serves CDI's DataVolume kind itself: dataVolumes.serve
-true, or auto while no one else serves it (no DataVolume CRD, or only the one
-this chart installed). Prints "true" or nothing.
+true, or auto while no one else serves it: the DataVolume CRD is the one
+this chart installed, or there is none and CDI's own kind (its operator's
+CDI) is not among the API versions. Under helm template lookup finds no CRD,
+so there the API versions Helm is given decide (--api-versions; Argo CD
+passes the cluster's). Prints "true" or nothing.
 */}}
 {{- define "kubevirt-ts.serveDataVolumes" -}}
 {{- $serve := toString .Values.dataVolumes.serve -}}
 {{- $crd := lookup "apiextensions.k8s.io/v1" "CustomResourceDefinition" "" "datavolumes.cdi.kubevirt.io" -}}
 {{- $ours := and $crd (eq (dig "metadata" "labels" "app.kubernetes.io/part-of" "" $crd) "kubevirt-ts") -}}
-{{- if or (eq $serve "true") (and (eq $serve "auto") (or (not $crd) $ours)) -}}true{{- end -}}
+{{- $cdi := .Capabilities.APIVersions.Has "cdi.kubevirt.io/v1beta1/CDI" -}}
+{{- if or (eq $serve "true") (and (eq $serve "auto") (or $ours (and (not $crd) (not $cdi)))) -}}true{{- end -}}
+{{- end }}
+
+{{/*
+Where a component's pods run, from its values (values.yaml: placement):
+(dict "root" $ "values" .Values.api "affinity" DEFAULT). nodeSelector,
+tolerations and priorityClassName as given; affinity as given, with the
+chart's DEFAULT (a dict, or nothing) filling what it leaves unset; and the
+global imagePullSecrets.
+*/}}
+{{- define "kubevirt-ts.placement" -}}
+{{- with .root.Values.imagePullSecrets }}
+imagePullSecrets: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .values.priorityClassName }}
+priorityClassName: {{ . | quote }}
+{{- end }}
+{{- with .values.nodeSelector }}
+nodeSelector: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .values.tolerations }}
+tolerations: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with merge (deepCopy (.values.affinity | default dict)) (.affinity | default dict) }}
+affinity: {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- end }}

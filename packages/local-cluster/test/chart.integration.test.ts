@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { X509Certificate } from "node:crypto";
+import { X509Certificate, createHash } from "node:crypto";
 import { mkdtemp, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -31,21 +31,19 @@ interface K8sObject {
   spec?: { template?: { spec?: { containers?: Record<string, unknown>[] } } };
 }
 
-async function render(...set: string[]): Promise<K8sObject[]> {
-  const yaml = await helm(
-    "template",
-    "kubevirt-ts",
-    CHART,
-    "--kube-version",
-    kubeVersion,
-    "--namespace",
-    "kubevirt-ts",
-    ...set.flatMap((s) => ["--set", s]),
-  );
-  return parseAllDocuments(yaml)
+const objectsOf = (yaml: string) =>
+  parseAllDocuments(yaml)
     .map((d) => d.toJS() as K8sObject | null)
     .filter((o): o is K8sObject => o !== null);
+
+/** helm template of the release kubevirt-ts, in the namespace kubevirt-ts unless the flags name another. */
+async function template(...flags: string[]): Promise<K8sObject[]> {
+  return objectsOf(
+    await helm("template", "kubevirt-ts", CHART, "--kube-version", kubeVersion, "--namespace", "kubevirt-ts", ...flags),
+  );
 }
+
+const render = (...set: string[]) => template(...set.flatMap((s) => ["--set", s]));
 
 describe("the Helm chart", () => {
   test("passes helm lint --strict", async () => {
@@ -340,5 +338,258 @@ describe("the Helm chart", () => {
     const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
     expect(code, output).toBe(0);
     expect(output).toContain("daemonset.apps/virt-handler created (server dry run)");
+  });
+
+  interface PodTemplate {
+    metadata: { labels: Record<string, string>; annotations?: Record<string, string> };
+    spec: {
+      nodeSelector?: Record<string, string>;
+      tolerations?: unknown[];
+      affinity?: Record<string, unknown>;
+      priorityClassName?: string;
+      imagePullSecrets?: { name: string }[];
+      volumes?: { name: string; hostPath?: { path: string } }[];
+      containers: { name: string; env?: { name: string; value?: string }[]; volumeMounts?: Mount[] }[];
+    };
+  }
+  interface Mount {
+    name: string;
+    mountPath: string;
+  }
+  interface Workload {
+    metadata: { name: string };
+    spec: { selector: { matchLabels: Record<string, string> }; template: PodTemplate };
+  }
+  const WORKLOADS = ["virt-api", "virt-controller", "virt-handler", "kubevirt-ts-web"];
+  const workloadsOf = (objects: K8sObject[]) =>
+    new Map(
+      objects
+        .filter((o) => o.kind === "Deployment" || o.kind === "DaemonSet")
+        .map((o) => [o.metadata.name, o as unknown as Workload] as const),
+    );
+
+  test("places each workload by its own values, with the global imagePullSecrets", async () => {
+    const defaults = workloadsOf(await render());
+    for (const name of WORKLOADS) {
+      const spec = defaults.get(name)?.spec.template.spec;
+      expect(spec?.nodeSelector, name).toEqual({ "kubernetes.io/os": "linux" });
+      expect(spec?.imagePullSecrets, name).toBeUndefined();
+      expect(spec?.priorityClassName, name).toBeUndefined();
+      // The handler tolerates every taint (a node without one cannot run VMs); the others none.
+      expect(spec?.tolerations, name).toEqual(name === "virt-handler" ? [{ operator: "Exists" }] : undefined);
+    }
+    const keys = {
+      "virt-api": "api",
+      "virt-controller": "controller",
+      "virt-handler": "handler",
+      "kubevirt-ts-web": "web",
+    };
+    const nodeAffinity = (key: string) => ({
+      requiredDuringSchedulingIgnoredDuringExecution: {
+        nodeSelectorTerms: [{ matchExpressions: [{ key, operator: "Exists" }] }],
+      },
+    });
+    const set = Object.values(keys).flatMap((key) => [
+      `${key}.nodeSelector.pool=${key}-nodes`,
+      `${key}.priorityClassName=${key}-critical`,
+    ]);
+    const json = Object.values(keys).flatMap((key) => [
+      "--set-json",
+      `${key}.tolerations=[{"key":"dedicated","operator":"Equal","value":"${key}","effect":"NoSchedule"}]`,
+      "--set-json",
+      `${key}.affinity=${JSON.stringify({ nodeAffinity: nodeAffinity(`${key}-zone`) })}`,
+    ]);
+    const placed = workloadsOf(
+      await template(
+        "--set-json",
+        'imagePullSecrets=[{"name":"regcred"}]',
+        ...json,
+        ...set.flatMap((s) => ["--set", s]),
+      ),
+    );
+    for (const [name, key] of Object.entries(keys)) {
+      const spec = placed.get(name)?.spec.template.spec;
+      expect(spec?.nodeSelector, name).toEqual({ "kubernetes.io/os": "linux", pool: `${key}-nodes` });
+      expect(spec?.priorityClassName, name).toBe(`${key}-critical`);
+      expect(spec?.imagePullSecrets, name).toEqual([{ name: "regcred" }]);
+      // A list given replaces the default one, the handler's too.
+      expect(spec?.tolerations, name).toEqual([
+        { key: "dedicated", operator: "Equal", value: key, effect: "NoSchedule" },
+      ]);
+      expect(spec?.affinity?.nodeAffinity, name).toEqual(nodeAffinity(`${key}-zone`));
+    }
+    // virt-api keeps its replicas apart besides: its own anti-affinity fills what api.affinity leaves unset.
+    expect(placed.get("virt-api")?.spec.template.spec.affinity?.podAntiAffinity).toEqual(
+      defaults.get("virt-api")?.spec.template.spec.affinity?.podAntiAffinity,
+    );
+    const error = await render("handler.priorityClassName=Not_A_Name").then(
+      () => undefined,
+      (e: unknown) => String(e),
+    );
+    expect(error).toMatch(/handler\/priorityClassName/);
+  });
+
+  test("labels the component pods as KubeVirt's, and leaves the selectors as they were", async () => {
+    const workloads = workloadsOf(await render());
+    const kubevirtLabel = (name: string) => workloads.get(name)?.spec.template.metadata.labels["kubevirt.io"];
+    expect(kubevirtLabel("virt-api")).toBe("virt-api");
+    expect(kubevirtLabel("virt-controller")).toBe("virt-controller");
+    expect(kubevirtLabel("virt-handler")).toBe("virt-handler");
+    // The dashboard is none of KubeVirt's components.
+    expect(kubevirtLabel("kubevirt-ts-web")).toBeUndefined();
+    // A selector cannot change on upgrade: it stays the name and the instance.
+    for (const name of WORKLOADS)
+      expect(workloads.get(name)?.spec.selector.matchLabels, name).toEqual({
+        "app.kubernetes.io/name": name,
+        "app.kubernetes.io/instance": "kubevirt-ts",
+      });
+  });
+
+  test("mounts the kubelet's folders from kubeletRootDir where the handler looks for them", async () => {
+    const handlerOf = async (...set: string[]) => {
+      const pod = workloadsOf(await render(...set)).get("virt-handler")?.spec.template.spec;
+      const container = pod?.containers.find((c) => c.name === "virt-handler");
+      const env = new Map(container?.env?.map((e) => [e.name, e.value]));
+      return ["kubelet-pods", "device-plugins"].map((volume) => ({
+        hostPath: pod?.volumes?.find((v) => v.name === volume)?.hostPath?.path,
+        mountPath: container?.volumeMounts?.find((m) => m.name === volume)?.mountPath,
+        env: env.get(volume === "kubelet-pods" ? "KUBELET_PODS_DIR" : "DEVICE_PLUGINS_DIR"),
+      }));
+    };
+    const inside = [
+      { mountPath: "/var/lib/kubelet/pods", env: "/var/lib/kubelet/pods" },
+      { mountPath: "/var/lib/kubelet/device-plugins", env: "/var/lib/kubelet/device-plugins" },
+    ];
+    expect(await handlerOf()).toEqual([
+      { hostPath: "/var/lib/kubelet/pods", ...inside[0] },
+      { hostPath: "/var/lib/kubelet/device-plugins", ...inside[1] },
+    ]);
+    expect(await handlerOf("kubeletRootDir=/var/lib/k0s/kubelet")).toEqual([
+      { hostPath: "/var/lib/k0s/kubelet/pods", ...inside[0] },
+      { hostPath: "/var/lib/k0s/kubelet/device-plugins", ...inside[1] },
+    ]);
+    for (const bad of ["var/lib/kubelet", "/var/lib/kubelet/", "/var/../etc"]) {
+      const error = await render(`kubeletRootDir=${bad}`).then(
+        () => undefined,
+        (e: unknown) => String(e),
+      );
+      expect(error, bad).toMatch(/kubeletRootDir/);
+    }
+  });
+
+  test("serves DataVolumes under helm template unless the API versions given hold CDI's own kind", async () => {
+    const serves = (objects: K8sObject[]) => ({
+      crd: objects.some(
+        (o) => o.kind === "CustomResourceDefinition" && o.metadata.name === "datavolumes.cdi.kubevirt.io",
+      ),
+      importer: workloadsOf(objects)
+        .get("virt-controller")
+        ?.spec.template.spec.containers[0]?.env?.some((e) => e.name === "IMPORTER_IMAGE"),
+    });
+    const withCdi = (...set: string[]) =>
+      template("--api-versions", "cdi.kubevirt.io/v1beta1/CDI", ...set.flatMap((s) => ["--set", s]));
+    expect(serves(await render())).toEqual({ crd: true, importer: true });
+    expect(serves(await render("dataVolumes.serve=false"))).toEqual({ crd: false, importer: false });
+    expect(serves(await withCdi())).toEqual({ crd: false, importer: false });
+    expect(serves(await withCdi("dataVolumes.serve=true"))).toEqual({ crd: true, importer: true });
+  });
+  /** The checksums the pods carry of the Secrets they read at start, and those Secrets' data as rendered. */
+  function checksums(objects: K8sObject[]) {
+    const data = (name: string) =>
+      (objects.find((o) => o.kind === "Secret" && o.metadata.name === name) as unknown as { data: object }).data;
+    const workloads = workloadsOf(objects);
+    const annotations = (name: string) => workloads.get(name)?.spec.template.metadata.annotations;
+    return { data, annotations };
+  }
+  // As Go's encoding/json writes a map: keys sorted, no spaces (base64 has nothing it would escape).
+  const sha256OfJson = (data: object) =>
+    createHash("sha256")
+      .update(JSON.stringify(Object.fromEntries(Object.entries(data).sort(([a], [b]) => a.localeCompare(b)))))
+      .digest("hex");
+  const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
+
+  test("rolls each pod when a Secret it reads at start is new: checksums of the data rendered with it", async () => {
+    const first = checksums(await render());
+    const key = (first.data("kubevirt-ts-upload-master-key") as { key: string }).key;
+    expect(first.annotations("virt-handler")).toEqual({
+      "kubevirt-ts.io/console-tls": sha256OfJson(first.data("kubevirt-ts-handler-console-tls")),
+    });
+    expect(first.annotations("virt-api")).toEqual({
+      "kubevirt-ts.io/console-tls": sha256OfJson(first.data("kubevirt-ts-api-console-tls")),
+      "kubevirt-ts.io/webhook-tls": sha256OfJson(first.data("kubevirt-ts-webhook-tls")),
+      "kubevirt-ts.io/upload-master-key": sha256(key),
+    });
+    expect(first.annotations("virt-controller")).toEqual({ "kubevirt-ts.io/upload-master-key": sha256(key) });
+    expect(first.annotations("kubevirt-ts-web")).toEqual({
+      "kubevirt-ts.io/web-tls": sha256OfJson(first.data("kubevirt-ts-web-tls")),
+    });
+    // helm template finds nothing to keep: every render makes new certificates, and the pods must roll with them.
+    const second = checksums(await render());
+    for (const name of WORKLOADS)
+      for (const [annotation, value] of Object.entries(first.annotations(name) ?? {}))
+        expect(second.annotations(name)?.[annotation], `${name} ${annotation}`).not.toBe(value);
+    // The dashboard's own Secret (web.tls.secretName) is not the chart's to watch; without importers, neither is
+    // the controller's key.
+    expect(checksums(await render("web.tls.secretName=mine")).annotations("kubevirt-ts-web")).toBeUndefined();
+    expect(checksums(await render("dataVolumes.serve=false")).annotations("virt-controller")).toBeUndefined();
+  });
+
+  test("keeps the checksums of the Secrets it finds in the cluster: an upgrade rolls nothing", async ({
+    namespace,
+    core,
+  }) => {
+    const upgrade = async () =>
+      objectsOf(
+        await helm(
+          "upgrade",
+          "--install",
+          "--dry-run=server",
+          "kubevirt-ts",
+          CHART,
+          "--kubeconfig",
+          inject("kubeconfigPath"),
+          "--namespace",
+          namespace,
+          // The test's API server has the DataVolume CRD already, not made by a release (vitest-setup.ts).
+          "--set",
+          "dataVolumes.serve=false",
+        ).then((out) => out.slice(out.indexOf("MANIFEST:") + "MANIFEST:".length)),
+      );
+    // The Secrets an earlier install made, as the chart renders them, owned by the release as Helm marks them.
+    const secrets = (await template("--namespace", namespace)).filter((o) => o.kind === "Secret") as unknown as {
+      metadata: { name: string; labels: Record<string, string>; annotations?: Record<string, string> };
+      type: string;
+      data: Record<string, string>;
+    }[];
+    const release = { "meta.helm.sh/release-name": "kubevirt-ts", "meta.helm.sh/release-namespace": namespace };
+    for (const { metadata, type, data } of secrets)
+      await core.createNamespacedSecret({
+        namespace,
+        body: {
+          metadata: {
+            name: metadata.name,
+            labels: metadata.labels,
+            annotations: { ...metadata.annotations, ...release },
+          },
+          type,
+          data,
+        },
+      });
+    const first = checksums(await upgrade());
+    const second = checksums(await upgrade());
+    for (const name of ["virt-api", "virt-handler", "kubevirt-ts-web"]) {
+      expect(first.annotations(name), name).toEqual(second.annotations(name));
+      expect(first.annotations(name), name).toBeDefined();
+    }
+    const kept = (name: string) => secrets.find((s) => s.metadata.name === name)?.data ?? {};
+    expect(first.annotations("virt-handler")?.["kubevirt-ts.io/console-tls"]).toBe(
+      sha256OfJson(kept("kubevirt-ts-handler-console-tls")),
+    );
+    expect(first.annotations("kubevirt-ts-web")?.["kubevirt-ts.io/web-tls"]).toBe(
+      sha256OfJson(kept("kubevirt-ts-web-tls")),
+    );
+    expect(first.annotations("virt-api")?.["kubevirt-ts.io/upload-master-key"]).toBe(
+      sha256(kept("kubevirt-ts-upload-master-key").key ?? ""),
+    );
   });
 });
