@@ -24,18 +24,22 @@ describe("snapshots and restores of a VM, as the API refuses them and the dashbo
   });
 
   it("restores in place only onto a stopped VM with nothing else under way", () => {
-    expect(restoreInPlaceAvailability(ready, {}, undefined)).toEqual({ available: true });
-    expect(restoreInPlaceAvailability(ready, {}, running)).toMatchObject({
+    expect(restoreInPlaceAvailability(snapshotRestorability(ready), {}, undefined)).toEqual({ available: true });
+    expect(restoreInPlaceAvailability(snapshotRestorability(ready), {}, running)).toMatchObject({
       available: false,
       by: "state",
       reason: expect.stringMatching(/^stop the VM first/) as unknown,
     });
-    expect(restoreInPlaceAvailability(ready, { status: { restoreInProgress: "r-1" } }, undefined)).toMatchObject({
+    expect(
+      restoreInPlaceAvailability(snapshotRestorability(ready), { status: { restoreInProgress: "r-1" } }, undefined),
+    ).toMatchObject({
       available: false,
       reason: expect.stringContaining("restore r-1 of the VM is under way") as unknown,
     });
     // An unready snapshot says so first, whatever the VM is doing.
-    expect(restoreInPlaceAvailability(snapshot({ phase: "InProgress" }), {}, running)).toMatchObject({
+    expect(
+      restoreInPlaceAvailability(snapshotRestorability(snapshot({ phase: "InProgress" })), {}, running),
+    ).toMatchObject({
       reason: expect.stringContaining("not ready to use yet") as unknown,
     });
   });

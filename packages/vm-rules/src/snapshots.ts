@@ -40,15 +40,14 @@ export function snapshotRestorability(snapshot: SnapshotFacts): ActionAvailabili
 }
 
 /**
- * Whether the snapshot can be restored onto its own VM now: ready, and the VM stopped (no running instance) with no
- * snapshot or restore of it under way.
+ * Whether a snapshot can be restored onto its own VM now: the snapshot restorable (snapshotRestorability, which the
+ * dashboard gets from the API) and the VM stopped (no running instance), with no snapshot or restore of it under way.
  */
 export function restoreInPlaceAvailability(
-  snapshot: SnapshotFacts,
+  restorable: ActionAvailability,
   vm: VmFacts,
   vmi: Pick<VirtualMachineInstance, "status"> | undefined,
 ): ActionAvailability {
-  const restorable = snapshotRestorability(snapshot);
   if (!restorable.available) return restorable;
   if (vmi) return notNow("stop the VM first: a snapshot is restored onto its VM only while the VM is stopped");
   return snapshotAvailability(vm);

@@ -90,7 +90,10 @@ export function contentSize(content: VirtualMachineSnapshotContent | undefined):
   return sum;
 }
 
-/** A snapshot as the tab lists it; `restorable`, whether it can be restored onto its VM now, and why not. */
+/**
+ * A snapshot as the tab lists it; `restorable`, whether it can be restored at all now (snapshotRestorability), which
+ * the tab combines with the VM's live state (restoreInPlaceAvailability).
+ */
 export function snapshotView(
   snapshot: VirtualMachineSnapshot,
   content: VirtualMachineSnapshotContent | undefined,
@@ -186,24 +189,20 @@ const vmiOf = (client: KubeClient, namespace: string, name: string) =>
   client.find<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, namespace, name);
 
 export const snapshots = router({
-  // The VM's snapshots, newest first, each with whether it can be restored onto the VM now; `truncated` when the
+  // The VM's snapshots, newest first, each with whether it can be restored now; `truncated` when the
   // namespace held more than could be read, or the VM more than are listed.
   list: userProcedure.input(vm).query(async ({ ctx, input }) => {
-    const [listed, contents, theVm, vmi] = await Promise.all([
+    const [listed, contents] = await Promise.all([
       snapshotsIn(ctx.client, input.namespace),
       contentsIn(ctx.client, input.namespace).catch(sizesUnknownIfForbidden),
-      ctx.client.get<VirtualMachine>(kubevirtResources.virtualMachines, input.namespace, input.name),
-      vmiOf(ctx.client, input.namespace, input.name),
     ]);
     const byName = new Map(contents.items.map((c) => [c.metadata.name ?? "", c]));
     const mine = newestFirst(listed.items.filter((s) => s.spec.source.name === input.name));
     return {
       snapshots: mine.slice(0, MAX_LISTED).map((s) => {
         const content = byName.get(s.status?.virtualMachineSnapshotContentName ?? "");
-        return snapshotView(s, content, restoreInPlaceAvailability(s, theVm, vmi));
+        return snapshotView(s, content, snapshotRestorability(s));
       }),
-      /** Whether a snapshot of the VM can be taken now, and why not. */
-      takeable: snapshotAvailability(theVm),
       truncated: listed.truncated || mine.length > MAX_LISTED,
     };
   }),
@@ -251,7 +250,10 @@ export const snapshots = router({
           ctx.client.get<VirtualMachine>(kubevirtResources.virtualMachines, namespace, input.name),
           vmiOf(ctx.client, namespace, input.name),
         ]);
-        refusal(restoreInPlaceAvailability(snapshot, theVm, vmi), `restore ${input.snapshot} onto ${input.name}`);
+        refusal(
+          restoreInPlaceAvailability(snapshotRestorability(snapshot), theVm, vmi),
+          `restore ${input.snapshot} onto ${input.name}`,
+        );
       } else {
         refusal(snapshotRestorability(snapshot), `restore ${input.snapshot} as ${newVm}`);
         if (await ctx.client.find(kubevirtResources.virtualMachines, namespace, newVm))

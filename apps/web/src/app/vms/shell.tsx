@@ -247,6 +247,7 @@ export function ActionButton({
   onClick,
   busy,
   danger,
+  id = `why-${label.toLowerCase().replace(/[^a-z]+/g, "-")}`,
 }: {
   label: string;
   allowed: boolean | undefined;
@@ -254,8 +255,9 @@ export function ActionButton({
   onClick: () => void;
   busy?: boolean;
   danger?: boolean;
+  /** The id of the reason's element: one of its own per button where the same label repeats (a table's rows). */
+  id?: string;
 }) {
-  const id = `why-${label.toLowerCase().replace(/[^a-z]+/g, "-")}`;
   return (
     <span className="action">
       <button

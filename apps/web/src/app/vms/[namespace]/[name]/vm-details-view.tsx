@@ -19,12 +19,13 @@ import { PoppableConsole } from "./console-panel";
 import { MetricsGraphs } from "./metrics-graphs";
 import { MigrationPanel } from "./migration-panel";
 import { SerialLog } from "./serial-log";
+import { SnapshotsPanel } from "./snapshots-panel";
 
-// One VM: its overview, graphs, YAML, events, serial log, serial console
+// One VM: its overview, graphs, YAML, events, snapshots, serial log, serial console
 // and display, and the actions the signed-in user may take on it (the others
 // shown disabled, with the reason).
 
-const TABS = ["Overview", "Metrics", "YAML", "Events", "Log", "Console", "VNC"] as const;
+const TABS = ["Overview", "Metrics", "YAML", "Events", "Snapshots", "Log", "Console", "VNC"] as const;
 
 /** One object's conditions in words (vm-rules' conditionsInWords), under a heading of its own. */
 function Conditions({
@@ -493,6 +494,13 @@ export function VmDetailsView({ namespace, name }: { namespace: string; name: st
           />
         ) : tab === "Events" ? (
           <Events namespace={namespace} name={name} />
+        ) : tab === "Snapshots" ? (
+          <SnapshotsPanel
+            vm={vm}
+            vmi={vmi}
+            vmNames={new Set([...live.vms.values()].map((v) => v.metadata.name ?? ""))}
+            permissions={may}
+          />
         ) : tab === "Log" ? (
           <SerialLog namespace={namespace} name={name} running={vmi !== undefined} permission={may?.serialLog} />
         ) : (
