@@ -39,6 +39,11 @@ export const ImporterEnv = {
    * The upload source's key, which the upload proxy presents (from the Secret uploadKeySecretName, by secretKeyRef).
    */
   uploadKey: "IMPORTER_UPLOAD_KEY",
+  /**
+   * "true" when the pvc source's disk is open by a running VM whose guest the snapshot controller quiesced (froze or
+   * paused): qemu-img reads it despite QEMU's image lock (force-share, -U).
+   */
+  sourceInUse: "IMPORTER_SOURCE_IN_USE",
 } as const;
 
 /** The importer's port: its /metrics carry how much is in, as CDI's importer serves it. */

@@ -126,16 +126,23 @@ export function checkSelfContained(info: ImageInfo, formats: readonly string[] =
 /**
  * What qemu-img says of the image at `path`, after checkSelfContained: its format probed once here, or `raw` when the
  * caller knows it (a claim's disk is always raw: a guest that writes a qcow2 header into it must not make it one).
+ * `shared`: the image is open by a running QEMU, read despite its lock (-U).
  */
 export async function probeImage(
   path: string,
-  options: { format?: "raw"; formats?: readonly string[] } = {},
+  options: { format?: "raw"; formats?: readonly string[]; shared?: boolean } = {},
 ): Promise<ImageInfo> {
   const file = imagePath(path);
   const entry = await lstat(file);
   if (!entry.isFile()) throw new ImageRefused(`${file} is not a regular file; give the image as a file`);
   const out = await qemuImg(
-    ["info", "--output=json", ...(options.format ? ["-f", options.format] : []), file],
+    [
+      "info",
+      "--output=json",
+      ...(options.shared ? ["-U"] : []),
+      ...(options.format ? ["-f", options.format] : []),
+      file,
+    ],
     QEMU_IMG_LIMITS.info,
   );
   const info = JSON.parse(out) as ImageInfo;

@@ -22,6 +22,10 @@ export const env = parseEnv(
     [ImporterEnv.targetDir]: z.string().default(ImporterDir.target),
     [ImporterEnv.sourceDir]: z.string().default(ImporterDir.source),
     [ImporterEnv.uploadKey]: z.string().default(""),
+    [ImporterEnv.sourceInUse]: z
+      .enum(["true", "false"])
+      .default("false")
+      .transform((v) => v === "true"),
     /** The API server's address, as the kubelet sets it: no redirect of the http source may lead there. */
     KUBERNETES_SERVICE_HOST: z.string().optional(),
   }),

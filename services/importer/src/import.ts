@@ -45,6 +45,8 @@ export interface ImportOptions {
   diskBytes: number;
   targetDir: string;
   sourceDir: string;
+  /** The pvc source's disk is open by a running, quiesced VM: read it despite QEMU's lock (qemu-img -U). */
+  sourceInUse?: boolean;
   /** Where the http source's redirects may not lead (http-source.ts's redirectDenyList). */
   redirectDenyList: BlockList;
 }
@@ -64,8 +66,8 @@ const gib = (bytes: number) => `${(bytes / GIB).toFixed(2)} GiB`;
 /**
  * What qemu-img says the image is (runtime's probeImage: a self-contained file of a format taken); `raw` when known.
  */
-export const imageInfo = (path: string, format?: "raw"): Promise<ImageInfo> =>
-  refusedAsImportError(() => probeImage(path, format ? { format } : {}));
+export const imageInfo = (path: string, format?: "raw", shared = false): Promise<ImageInfo> =>
+  refusedAsImportError(() => probeImage(path, { ...(format ? { format } : {}), ...(shared ? { shared } : {}) }));
 
 /** The checks an image passes before it is written: it fits the disk asked for. */
 export function checkFits(info: Pick<ImageInfo, "virtual-size">, diskBytes: number): void {
@@ -201,7 +203,7 @@ async function isFile(path: string): Promise<boolean> {
  */
 export async function writeDisk(
   source: string | undefined,
-  options: Pick<ImportOptions, "targetDir" | "diskBytes">,
+  options: Pick<ImportOptions, "targetDir" | "diskBytes" | "sourceInUse">,
   report: (fraction: number) => void,
   sourceFormat?: "raw",
 ): Promise<void> {
@@ -210,11 +212,22 @@ export async function writeDisk(
   if (source === undefined) {
     await createSparseFile(partial, options.diskBytes);
   } else {
-    const info = await imageInfo(source, sourceFormat);
+    const shared = options.sourceInUse === true;
+    const info = await imageInfo(source, sourceFormat, shared);
     checkFits(info, options.diskBytes);
     await refusedAsImportError(() =>
       qemuImg(
-        ["convert", "-p", "-f", info.format, "-O", "raw", imagePath(source), imagePath(partial)],
+        [
+          "convert",
+          "-p",
+          ...(shared ? ["-U"] : []),
+          "-f",
+          info.format,
+          "-O",
+          "raw",
+          imagePath(source),
+          imagePath(partial),
+        ],
         QEMU_IMG_LIMITS.convert,
         (text) => {
           const match = [...text.matchAll(/\((\d+(?:\.\d+)?)\/100%\)/g)].at(-1)?.[1];

@@ -75,6 +75,7 @@ await runService({
           ...(basicAuth ? { basicAuth } : {}),
           ...target,
           sourceDir: env[ImporterEnv.sourceDir],
+          sourceInUse: env[ImporterEnv.sourceInUse],
           redirectDenyList: redirectDenyList(env.KUBERNETES_SERVICE_HOST),
         },
         report,

@@ -3,6 +3,8 @@ import type { DataVolume, DataVolumeSpec } from "@kubevirt-ts/kubevirt-api";
 import { deriveUploadKey } from "@kubevirt-ts/runtime";
 import { describe, expect, it } from "vitest";
 import {
+  claimCopyPod,
+  claimCopyPodName,
   claimNode,
   dataVolumeClaim,
   importDiskBytes,
@@ -374,4 +376,49 @@ describe("whether a pod in the importer's place is the one the controller made",
       expect(importerPodMismatch(importerPod(upload, GI, config), importerPod(upload, GI, config))).toBeUndefined();
     },
   );
+});
+
+describe("a claim copy's pod", () => {
+  const owner = {
+    apiVersion: "snapshot.kubevirt.io/v1beta1",
+    kind: "VirtualMachineSnapshotContent",
+    name: "vmsnapshot-content-u",
+    uid: "c-uid",
+    controller: true,
+    blockOwnerDeletion: true,
+  };
+  const copy = (inUse: boolean) =>
+    claimCopyPod(
+      { target: "vmsnapshot-u-volume-root", namespace: "ns", source: "root", diskBytes: GI, owner, node: "n2", inUse },
+      config,
+    );
+
+  it("is the importer of a clone: the source read-only, on the source's node, owned by the snapshot content", () => {
+    const pod = copy(true);
+    expect(pod.metadata.name).toBe(claimCopyPodName("vmsnapshot-u-volume-root"));
+    expect(pod.metadata.ownerReferences).toEqual([owner]);
+    expect(pod.spec?.volumes).toEqual([
+      { name: "target", persistentVolumeClaim: { claimName: "vmsnapshot-u-volume-root" } },
+      { name: "source", persistentVolumeClaim: { claimName: "root", readOnly: true } },
+    ]);
+    expect(pod.spec?.containers[0]?.volumeMounts).toContainEqual({
+      name: "source",
+      mountPath: "/source",
+      readOnly: true,
+    });
+    expect(JSON.stringify(pod.spec?.affinity)).toContain('"values":["n2"]');
+    const env = Object.fromEntries((pod.spec?.containers[0]?.env ?? []).map((e) => [e.name, e.value]));
+    expect(env).toMatchObject({
+      IMPORTER_SOURCE: "pvc",
+      IMPORTER_SOURCE_IN_USE: "true",
+      IMPORTER_DISK_BYTES: String(GI),
+    });
+  });
+
+  it("reads a disk at rest without forcing QEMU's lock, and is told apart from the one that would", () => {
+    const env = Object.fromEntries((copy(false).spec?.containers[0]?.env ?? []).map((e) => [e.name, e.value]));
+    expect(env.IMPORTER_SOURCE_IN_USE).toBe("false");
+    expect(importerPodMismatch(copy(false), copy(true))).toMatch(/not the importer's/);
+    expect(importerPodMismatch(copy(true), copy(true))).toBeUndefined();
+  });
 });

@@ -13,6 +13,7 @@ import {
   uploadPodName,
 } from "@kubevirt-ts/node-contract";
 import {
+  CDI_API_VERSION,
   type DataVolume,
   LAUNCHER_UID,
   Label,
@@ -222,6 +223,50 @@ export function importerPod(dv: DataVolume, diskBytes: number, config: ImporterC
       ],
       volumes,
     },
+  };
+}
+
+/** What a claim copy is: the copy claim to fill, the claim it copies, who owns the pod, and where it must run. */
+export interface ClaimCopy {
+  /** The claim the copy is written to, in `namespace`. */
+  target: string;
+  namespace: string;
+  /** The claim copied, in the same namespace, mounted read-only. */
+  source: string;
+  /** The disk's size in bytes: the source claim's disk, which the copy's disk is grown to. */
+  diskBytes: number;
+  owner: ReturnType<typeof controllerRef>;
+  /** The source claim's node, for local storage (claimNode). */
+  node?: string | undefined;
+  /** The source's disk is open by a running VM the caller quiesced: the importer reads it despite QEMU's lock. */
+  inUse: boolean;
+}
+
+/** The DataVolume a claim copy is the clone of: its importer is the copy pod. */
+const cloneOf = (copy: Pick<ClaimCopy, "target" | "namespace" | "source">): DataVolume => ({
+  apiVersion: CDI_API_VERSION,
+  kind: "DataVolume",
+  metadata: { name: copy.target, namespace: copy.namespace },
+  spec: { source: { pvc: { namespace: copy.namespace, name: copy.source } } },
+});
+
+/** The name of the pod that fills the copy claim `target`. */
+export const claimCopyPodName = (target: string): string =>
+  importerPodName(cloneOf({ target, namespace: "", source: "" }));
+
+/**
+ * The pod that copies one claim's disk into another: the importer of a DataVolume cloned from the source claim (pvc
+ * source), owned by `copy.owner` instead (the snapshot controller's VirtualMachineSnapshotContent, docs/adr/0027).
+ */
+export function claimCopyPod(copy: ClaimCopy, config: ImporterConfig): Pod {
+  const pod = importerPod(cloneOf(copy), copy.diskBytes, config, copy.node);
+  const [container, ...others] = pod.spec?.containers ?? [];
+  if (container === undefined) throw new Error("the importer pod has no container");
+  const env = [...(container.env ?? []), { name: ImporterEnv.sourceInUse, value: String(copy.inUse) }];
+  return {
+    ...pod,
+    metadata: { ...pod.metadata, ownerReferences: [copy.owner] },
+    spec: { ...pod.spec, containers: [{ ...container, env }, ...others] },
   };
 }
 

@@ -187,6 +187,12 @@ describe("deriveVmStatus", () => {
     expect(recovered.conditions?.find((c) => c.type === "Failure")).toBeUndefined();
   });
 
+  it("keeps the snapshot and the restore under way, which their controllers write", () => {
+    const marked = vm((v) => (v.status = { snapshotInProgress: "snap", restoreInProgress: "restore" }));
+    const status = deriveVmStatus(input({ vm: marked, vmi: vmi("Running") }));
+    expect(status).toMatchObject({ snapshotInProgress: "snap", restoreInProgress: "restore" });
+  });
+
   it("derives the same status from the same observation, so nothing is written twice", () => {
     const first = deriveVmStatus(input({ vmi: vmi("Scheduling") }));
     const second = deriveVmStatus(

@@ -1,0 +1,350 @@
+import { describe, expect, it } from "vitest";
+import type { PersistentVolumeClaim, Pod } from "@kubevirt-ts/kube";
+import type {
+  VirtualMachine,
+  VirtualMachineInstance,
+  VirtualMachineSnapshot,
+  VirtualMachineSnapshotContent,
+} from "@kubevirt-ts/kubevirt-api";
+import {
+  SNAPSHOT_FINALIZER,
+  type SnapshotAction,
+  type SnapshotObservation,
+  decideSnapshot,
+  quiesceOf,
+} from "./decide.ts";
+
+const NOW = new Date("2026-01-01T00:01:00Z");
+const UID = "s-uid";
+
+const snapshot = (over: Partial<VirtualMachineSnapshot> = {}): VirtualMachineSnapshot => ({
+  apiVersion: "snapshot.kubevirt.io/v1beta1",
+  kind: "VirtualMachineSnapshot",
+  metadata: {
+    name: "snap",
+    namespace: "ns",
+    uid: UID,
+    creationTimestamp: "2026-01-01T00:00:00Z",
+    finalizers: [SNAPSHOT_FINALIZER],
+  },
+  spec: { source: { apiGroup: "kubevirt.io", kind: "VirtualMachine", name: "vm" } },
+  ...over,
+});
+
+const vm = (status: VirtualMachine["status"] = { snapshotInProgress: "snap" }): VirtualMachine => ({
+  apiVersion: "kubevirt.io/v1",
+  kind: "VirtualMachine",
+  metadata: { name: "vm", namespace: "ns", uid: "vm-uid", generation: 3, labels: { app: "db" } },
+  spec: {
+    runStrategy: "Halted",
+    template: {
+      spec: {
+        domain: { devices: {} },
+        volumes: [
+          { name: "root", dataVolume: { name: "root-dv" } },
+          { name: "data", persistentVolumeClaim: { claimName: "data-pvc" } },
+          { name: "boot", containerDisk: { image: "quay.io/containerdisks/fedora" } },
+          { name: "cloudinit", cloudInitNoCloud: { userData: "#cloud-config" } },
+        ],
+      },
+    },
+  },
+  status,
+});
+
+const claim = (name: string): PersistentVolumeClaim => ({
+  apiVersion: "v1",
+  kind: "PersistentVolumeClaim",
+  metadata: { name, namespace: "ns", labels: { disk: name } },
+  spec: {
+    accessModes: ["ReadWriteOnce"],
+    storageClassName: "local-path",
+    volumeMode: "Filesystem",
+    resources: { requests: { storage: "2Gi" } },
+  },
+});
+
+const vmi = (agent: boolean, more: Partial<NonNullable<VirtualMachineInstance["status"]>> = {}) =>
+  ({
+    apiVersion: "kubevirt.io/v1",
+    kind: "VirtualMachineInstance",
+    metadata: { name: "vm", namespace: "ns" },
+    spec: { domain: { devices: {} } },
+    status: {
+      phase: "Running",
+      conditions: agent ? [{ type: "AgentConnected", status: "True" }] : [],
+      ...more,
+    },
+  }) as VirtualMachineInstance;
+
+const copyName = (volume: string) => `vmsnapshot-${UID}-volume-${volume}`;
+const pod = (phase: string): Pod => ({ apiVersion: "v1", kind: "Pod", metadata: { name: "p" }, status: { phase } });
+
+function observe(over: Partial<SnapshotObservation> = {}): SnapshotObservation {
+  const claims = new Map([
+    ["root-dv", claim("root-dv")],
+    ["data-pvc", claim("data-pvc")],
+  ]);
+  return {
+    snapshot: snapshot(),
+    vm: vm(),
+    vmi: undefined,
+    content: undefined,
+    claim: (name) => claims.get(name),
+    copyPod: () => undefined,
+    foreignPod: () => undefined,
+    copier: true,
+    now: NOW,
+    ...over,
+  };
+}
+
+/** The content the controller writes for the observation, as the API server would keep it. */
+function contentOf(o: SnapshotObservation, status?: VirtualMachineSnapshotContent["status"]) {
+  const made = decideSnapshot(o).actions.find((a) => a.kind === "createContent");
+  if (made?.kind !== "createContent") throw new Error("no content made");
+  return { ...made.content, metadata: { ...made.content.metadata, uid: "c-uid" }, ...(status ? { status } : {}) };
+}
+
+const kinds = (actions: SnapshotAction[]) => actions.map((a) => a.kind);
+
+describe("a snapshot of a stopped VM", () => {
+  it("is held by KubeVirt's finalizer and marks the VM first", () => {
+    const d = decideSnapshot(
+      observe({ snapshot: snapshot({ metadata: { ...snapshot().metadata, finalizers: [] } }), vm: vm({}) }),
+    );
+    expect(d.actions).toEqual([{ kind: "addFinalizer" }, { kind: "markVm", snapshot: "snap" }]);
+    expect(d.status).toMatchObject({ phase: "InProgress", readyToUse: false, sourceUID: "vm-uid" });
+  });
+
+  it("writes the content: the VM as it is, and a backup of each claim volume named as KubeVirt names it", () => {
+    const d = decideSnapshot(observe());
+    const content = contentOf(observe());
+    expect(content.metadata).toMatchObject({
+      name: `vmsnapshot-content-${UID}`,
+      namespace: "ns",
+      annotations: { "snapshot.kubevirt-ts.io/volume-copy-kind": "PersistentVolumeClaim" },
+      ownerReferences: [{ kind: "VirtualMachineSnapshot", name: "snap", uid: UID, controller: true }],
+    });
+    expect(content.spec.source.virtualMachine?.metadata).toEqual({
+      name: "vm",
+      namespace: "ns",
+      uid: "vm-uid",
+      generation: 3,
+      labels: { app: "db" },
+    });
+    expect(content.spec.source.virtualMachine?.spec).toEqual(vm().spec);
+    expect(
+      content.spec.volumeBackups?.map((b) => [
+        b.volumeName,
+        b.persistentVolumeClaim.metadata?.name,
+        b.volumeSnapshotName,
+      ]),
+    ).toEqual([
+      ["root", "root-dv", copyName("root")],
+      ["data", "data-pvc", copyName("data")],
+    ]);
+    expect(content.spec.volumeBackups?.[0]?.persistentVolumeClaim.spec).toEqual(claim("root-dv").spec);
+    expect(d.status).toMatchObject({
+      phase: "InProgress",
+      virtualMachineSnapshotContentName: `vmsnapshot-content-${UID}`,
+      snapshotVolumes: { includedVolumes: ["root", "data"], excludedVolumes: ["boot", "cloudinit"] },
+      indications: [],
+    });
+  });
+
+  it("keeps its content when it retains it: no owner", () => {
+    const o = observe({ snapshot: snapshot({ spec: { ...snapshot().spec, deletionPolicy: "Retain" } }) });
+    expect(contentOf(o).metadata.ownerReferences).toBeUndefined();
+  });
+
+  it("copies each claim into a claim of the same class, modes and size, owned by the content, read as it rests", () => {
+    const content = contentOf(observe());
+    const d = decideSnapshot(observe({ content, snapshot: snapshot({ status: decideSnapshot(observe()).status }) }));
+    expect(kinds(d.actions)).toEqual(["createCopyClaim", "createCopyPod", "createCopyClaim", "createCopyPod"]);
+    const [claimAction, podAction] = d.actions;
+    expect(claimAction).toMatchObject({
+      kind: "createCopyClaim",
+      claim: {
+        metadata: {
+          name: copyName("root"),
+          namespace: "ns",
+          ownerReferences: [{ kind: "VirtualMachineSnapshotContent", uid: "c-uid" }],
+        },
+        spec: {
+          accessModes: ["ReadWriteOnce"],
+          storageClassName: "local-path",
+          volumeMode: "Filesystem",
+          resources: { requests: { storage: "2Gi" } },
+        },
+      },
+    });
+    expect(podAction).toEqual({
+      kind: "createCopyPod",
+      volume: "root",
+      source: "root-dv",
+      target: copyName("root"),
+      inUse: false,
+    });
+  });
+
+  it("records each copy done, then is ready once all are, lets go of the VM and removes its copy pods", () => {
+    const started = decideSnapshot(observe()).status;
+    const content = contentOf(observe());
+    const copying = observe({
+      content,
+      snapshot: snapshot({ status: started }),
+      claim: (n) => claim(n),
+      copyPod: (t) => (t === copyName("root") ? pod("Succeeded") : pod("Running")),
+    });
+    const d = decideSnapshot(copying);
+    expect(d.actions).toEqual([
+      {
+        kind: "writeContentStatus",
+        status: {
+          readyToUse: false,
+          volumeSnapshotStatus: [
+            { volumeSnapshotName: copyName("root"), creationTime: "2026-01-01T00:01:00Z", readyToUse: true },
+          ],
+        },
+      },
+    ]);
+    expect(d.status.phase).toBe("InProgress");
+    expect(d.status.conditions?.find((c) => c.type === "Progressing")).toMatchObject({
+      status: "True",
+      message: "Copying 2 of 2 volumes",
+    });
+
+    const allCopied = {
+      ...content,
+      status: {
+        volumeSnapshotStatus: ["root", "data"].map((v) => ({ volumeSnapshotName: copyName(v), readyToUse: true })),
+      },
+    };
+    const done = decideSnapshot({ ...copying, content: allCopied, copyPod: () => pod("Succeeded") });
+    expect(kinds(done.actions)).toEqual(["writeContentStatus", "deleteCopyPod", "deleteCopyPod", "markVm"]);
+    expect(done.actions.at(-1)).toEqual({ kind: "markVm", snapshot: null });
+    expect(done.status).toMatchObject({ phase: "Succeeded", readyToUse: true, creationTime: "2026-01-01T00:01:00Z" });
+    expect(done.status.conditions?.map((c) => [c.type, c.status])).toEqual([
+      ["Progressing", "False"],
+      ["Ready", "True"],
+    ]);
+  });
+});
+
+describe("a snapshot of a running VM", () => {
+  const started = (running: VirtualMachineInstance) => {
+    const o = observe({ vmi: running });
+    return { status: decideSnapshot(o).status, content: contentOf(o) };
+  };
+
+  it("with a guest agent: Online and GuestAgent, frozen for the deadline's rest before any copy starts", () => {
+    const { status, content } = started(vmi(true));
+    expect(status.indications).toEqual(["Online", "GuestAgent"]);
+    expect(status.sourceIndications?.map((i) => i.indication)).toEqual(["Online", "GuestAgent"]);
+    const d = decideSnapshot(observe({ vmi: vmi(true), content, snapshot: snapshot({ status }) }));
+    expect(d.actions).toEqual([{ kind: "quiesce", how: "freeze", unfreezeTimeout: "240s" }]);
+    const frozen = decideSnapshot(
+      observe({ vmi: vmi(true, { fsFreezeStatus: "frozen" }), content, snapshot: snapshot({ status }) }),
+    );
+    expect(frozen.actions.flatMap((a) => (a.kind === "createCopyPod" ? [a.inUse] : []))).toEqual([true, true]);
+  });
+
+  it("thaws the guest once every copy is in", () => {
+    const { status, content } = started(vmi(true));
+    const allCopied = {
+      ...content,
+      status: {
+        volumeSnapshotStatus: ["root", "data"].map((v) => ({ volumeSnapshotName: copyName(v), readyToUse: true })),
+      },
+    };
+    const d = decideSnapshot(
+      observe({ vmi: vmi(true, { fsFreezeStatus: "frozen" }), content: allCopied, snapshot: snapshot({ status }) }),
+    );
+    expect(kinds(d.actions)).toEqual(["writeContentStatus", "release", "markVm"]);
+    expect(d.actions[1]).toEqual({ kind: "release", how: "freeze" });
+  });
+
+  it("says QuiesceTimeout when the guest thawed while its disks were being copied", () => {
+    const { status, content } = started(vmi(true));
+    const d = decideSnapshot(
+      observe({
+        vmi: vmi(true),
+        content,
+        snapshot: snapshot({ status }),
+        claim: (n) => claim(n),
+        copyPod: () => pod("Running"),
+      }),
+    );
+    expect(d.status.indications).toEqual(["Online", "GuestAgent", "QuiesceTimeout"]);
+    expect(kinds(d.actions)).not.toContain("quiesce");
+  });
+
+  it("without a guest agent: Online and NoGuestAgent, paused for the copy", () => {
+    const { status } = started(vmi(false));
+    expect(status.indications).toEqual(["Online", "NoGuestAgent"]);
+    expect(quiesceOf(status.indications)).toBe("pause");
+  });
+
+  it("paused already: Paused too, and neither paused nor resumed by the snapshot", () => {
+    const { status } = started(vmi(false, { conditions: [{ type: "Paused", status: "True" }] }));
+    expect(status.indications).toEqual(["Online", "NoGuestAgent", "Paused"]);
+    expect(quiesceOf(status.indications)).toBe("none");
+  });
+});
+
+describe("a snapshot that cannot go on", () => {
+  it("fails at its failure deadline, and lets go of the guest and the VM", () => {
+    const { status, content } = (() => {
+      const o = observe({ vmi: vmi(true) });
+      return { status: decideSnapshot(o).status, content: contentOf(o) };
+    })();
+    const late = new Date("2026-01-01T00:05:01Z");
+    const d = decideSnapshot(
+      observe({
+        vmi: vmi(true, { fsFreezeStatus: "frozen" }),
+        content,
+        snapshot: snapshot({ status }),
+        copyPod: () => pod("Running"),
+        now: late,
+      }),
+    );
+    expect(kinds(d.actions)).toEqual(["release", "deleteCopyPod", "deleteCopyPod", "markVm"]);
+    expect(d.status).toMatchObject({ phase: "Failed", readyToUse: false });
+    expect(d.status.error?.message).toContain("failureDeadline (5m)");
+  });
+
+  it("takes no deadline when failureDeadline is 0s", () => {
+    const o = observe({
+      snapshot: snapshot({ spec: { ...snapshot().spec, failureDeadline: "0s" } }),
+      now: new Date("2027-01-01T00:00:00Z"),
+    });
+    expect(decideSnapshot(o).status.phase).toBe("InProgress");
+  });
+
+  it("waits while another snapshot of the VM is under way, or the VM does not exist", () => {
+    expect(decideSnapshot(observe({ vm: vm({ snapshotInProgress: "other" }) })).status.conditions?.[0]?.message).toBe(
+      "snapshot other of the VM is under way; this one waits for it",
+    );
+    expect(decideSnapshot(observe({ vm: undefined })).status.conditions?.[0]?.message).toBe(
+      "the source VirtualMachine vm does not exist",
+    );
+  });
+
+  it("fails where the controller has no importer to copy with", () => {
+    expect(decideSnapshot(observe({ copier: false })).status.phase).toBe("Failed");
+  });
+
+  it("when deleted while in progress, lets go of the guest and the VM, then of its finalizer", () => {
+    const o = observe({ vmi: vmi(true) });
+    const status = decideSnapshot(o).status;
+    const d = decideSnapshot(
+      observe({
+        vmi: vmi(true, { fsFreezeStatus: "frozen" }),
+        content: contentOf(o),
+        snapshot: snapshot({ status, metadata: { ...snapshot().metadata, deletionTimestamp: "2026-01-01T00:00:30Z" } }),
+      }),
+    );
+    expect(kinds(d.actions)).toEqual(["release", "markVm", "removeFinalizer"]);
+  });
+});
