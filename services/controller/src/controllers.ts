@@ -23,6 +23,9 @@ import {
   type VirtualMachine,
   type VirtualMachineInstance,
   type VirtualMachineInstanceMigration,
+  type VirtualMachineRestore,
+  type VirtualMachineSnapshot,
+  type VirtualMachineSnapshotContent,
   kubevirtResources,
 } from "@kubevirt-ts/kubevirt-api";
 import { DEFAULT_HEARTBEAT_TIMEOUT_SECONDS, LAUNCHER_PODS_BY_VMI, launcherPodIndex } from "@kubevirt-ts/node-contract";
@@ -42,6 +45,16 @@ import { BY_CLAIM, claimEvents, vmisByClaim, vmsByClaim } from "./vmi/claim-even
 import { VMIS_BY_UID, launcherPodEvents, unownedLauncherPods, vmisByUid } from "./vmi/pod-events.ts";
 import type { LauncherPodConfig } from "./vmi/pod.ts";
 import { followKubeVirt, registerKubeVirtStatus } from "./kubevirt/controller.ts";
+import {
+  RESTORES_BY_SNAPSHOT,
+  RESTORES_BY_TARGET,
+  createRestoreReconciler,
+  restoreEvents,
+  restoreOfDataVolume,
+  restoresBySnapshot,
+  restoresByTarget,
+  restoresIn,
+} from "./restore/controller.ts";
 
 // The controller process: informers for VMs, VMIs, launcher pods and claims that
 // only enqueue keys, and the VM and VMI controllers working off two queues.
@@ -430,6 +443,61 @@ export function createControllers(config: ControllersConfig): ControllerManager 
       }),
     });
   }
+  // Restores (snapshot.kubevirt.io): each looks again when its target VM or VMI, its snapshot or content, or a
+  // DataVolume it made changes.
+  const snapshots = manager.informer<VirtualMachineSnapshot>({
+    client,
+    type: kubevirtResources.virtualMachineSnapshots,
+    namespace,
+    resyncMs,
+  });
+  const snapshotContents = manager.informer<VirtualMachineSnapshotContent>({
+    client,
+    type: kubevirtResources.virtualMachineSnapshotContents,
+    namespace,
+    resyncMs,
+  });
+  const restores = manager.informer<VirtualMachineRestore>({
+    client,
+    type: kubevirtResources.virtualMachineRestores,
+    namespace,
+    resyncMs,
+    indexers: { [RESTORES_BY_TARGET]: restoresByTarget, [RESTORES_BY_SNAPSHOT]: restoresBySnapshot },
+  });
+  const restoreQueue = manager.queue("virtualmachinerestores");
+  restores.addHandler(enqueueSelf<VirtualMachineRestore>(restoreQueue));
+  const byTarget = (o: KubeObject) => restoresIn(restores, RESTORES_BY_TARGET, keyOf(o));
+  vms.addHandler(restoreEvents(restoreQueue, byTarget));
+  vmis.addHandler(restoreEvents(restoreQueue, byTarget));
+  snapshots.addHandler(restoreEvents(restoreQueue, (s) => restoresIn(restores, RESTORES_BY_SNAPSHOT, keyOf(s))));
+  snapshotContents.addHandler(
+    restoreEvents(restoreQueue, (c) =>
+      restoresIn(
+        restores,
+        RESTORES_BY_SNAPSHOT,
+        `${c.metadata.namespace ?? ""}/${c.spec.virtualMachineSnapshotName ?? ""}`,
+      ),
+    ),
+  );
+  dataVolumes?.addHandler(restoreEvents(restoreQueue, restoreOfDataVolume));
+  manager.controller({
+    name: "restore",
+    primary: restores,
+    queue: restoreQueue,
+    workers,
+    reconcile: createRestoreReconciler({
+      client,
+      restores,
+      snapshots,
+      contents: snapshotContents,
+      vms,
+      vmis,
+      dataVolumes,
+      recorder,
+      log,
+      now,
+    }),
+  });
   // Unowned pods are reported by the leader, beginning with those already cached.
   manager.onSynced(() => {
     unowned.start(pods.list());

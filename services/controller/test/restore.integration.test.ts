@@ -1,0 +1,343 @@
+import { test as kubeTest } from "@kubevirt-ts/control-plane/testing";
+import { type KubeClient, type PersistentVolumeClaim, resources } from "@kubevirt-ts/kube";
+import {
+  type DataVolume,
+  VOLUME_COPY_KIND_ANNOTATION,
+  type VirtualMachine,
+  type VirtualMachineRestore,
+  type VirtualMachineSnapshot,
+  type VirtualMachineSnapshotContent,
+  kubevirtResources,
+  snapshotContentName,
+  volumeCopyName,
+} from "@kubevirt-ts/kubevirt-api";
+import { describe, expect } from "vitest";
+import { type RunningControllers, getObject, getVm, getVmi, startControllers, testClient } from "./harness.ts";
+
+// The restore controller against a real kube-apiserver, with the VM controller beside it. There is no kubelet and no
+// importer here: the test stands in for the DataVolume controller by marking each restored DataVolume Succeeded, and
+// for the snapshot controller by writing a ready snapshot and its content (the copies are claims that stay Pending).
+
+const withClient = kubeTest.extend<{ client: KubeClient }>({
+  // eslint-disable-next-line no-empty-pattern -- vitest requires a destructuring pattern here
+  client: async ({}, use) => {
+    await use(await testClient());
+  },
+});
+
+const test = withClient.extend<{ ctl: RunningControllers }>({
+  ctl: [
+    async ({ namespace }, use) => {
+      const ctl = await startControllers(namespace);
+      await use(ctl);
+      await ctl.stop();
+    },
+    { auto: true },
+  ],
+});
+
+const poll = { timeout: 20_000, interval: 100 };
+const SNAPSHOT_UID = "5e1f0000-0000-4000-8000-000000000001";
+const MAC = "02:00:00:00:00:01";
+const FIRMWARE_UUID = "6f1a2b3c-4d5e-5f60-8a7b-9c0d1e2f3a4b";
+
+function vmWithDisks(namespace: string, runStrategy: "Always" | "Halted"): VirtualMachine {
+  return {
+    apiVersion: "kubevirt.io/v1",
+    kind: "VirtualMachine",
+    metadata: { name: "vm", namespace, labels: { app: "db" } },
+    spec: {
+      runStrategy,
+      dataVolumeTemplates: [
+        {
+          metadata: { name: "vm-root" },
+          spec: { source: { blank: {} }, storage: { resources: { requests: { storage: "1Gi" } } } },
+        },
+      ],
+      template: {
+        spec: {
+          domain: {
+            memory: { guest: "128Mi" },
+            firmware: { uuid: FIRMWARE_UUID },
+            devices: {
+              disks: [
+                { name: "root", disk: { bus: "virtio" } },
+                { name: "data", disk: { bus: "virtio" } },
+              ],
+              interfaces: [{ name: "default", masquerade: {}, macAddress: MAC }],
+            },
+          },
+          networks: [{ name: "default", pod: {} }],
+          volumes: [
+            { name: "root", dataVolume: { name: "vm-root" } },
+            { name: "data", persistentVolumeClaim: { claimName: "data-claim" } },
+          ],
+        },
+      },
+    },
+  };
+}
+
+const claim = (name: string, namespace: string): PersistentVolumeClaim => ({
+  apiVersion: "v1",
+  kind: "PersistentVolumeClaim",
+  metadata: { name, namespace },
+  spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } },
+});
+
+/** What the snapshot controller leaves of a finished snapshot of the VM: the snapshot, its content, the copy claims. */
+async function readySnapshot(client: KubeClient, namespace: string, vm: VirtualMachine): Promise<void> {
+  for (const volume of ["root", "data"])
+    await client.create(
+      resources.persistentVolumeClaims,
+      namespace,
+      claim(volumeCopyName(SNAPSHOT_UID, volume), namespace),
+    );
+  const contentName = snapshotContentName(SNAPSHOT_UID);
+  const content = await client.create<VirtualMachineSnapshotContent>(
+    kubevirtResources.virtualMachineSnapshotContents,
+    namespace,
+    {
+      apiVersion: "snapshot.kubevirt.io/v1beta1",
+      kind: "VirtualMachineSnapshotContent",
+      metadata: {
+        name: contentName,
+        namespace,
+        annotations: { [VOLUME_COPY_KIND_ANNOTATION]: "PersistentVolumeClaim" },
+      },
+      spec: {
+        virtualMachineSnapshotName: "s1",
+        source: {
+          virtualMachine: {
+            metadata: { name: vm.metadata.name, namespace, uid: vm.metadata.uid, labels: vm.metadata.labels },
+            spec: vm.spec,
+          },
+        },
+        volumeBackups: [
+          { volumeName: "root", claim: "vm-root" },
+          { volumeName: "data", claim: "data-claim" },
+        ].map(({ volumeName, claim: name }) => ({
+          volumeName,
+          persistentVolumeClaim: {
+            metadata: { name },
+            spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } },
+          },
+          volumeSnapshotName: volumeCopyName(SNAPSHOT_UID, volumeName),
+        })),
+      },
+    },
+  );
+  await client.update(
+    kubevirtResources.virtualMachineSnapshotContents,
+    { ...content, status: { readyToUse: true } },
+    "status",
+  );
+  const snapshot = await client.create<VirtualMachineSnapshot>(kubevirtResources.virtualMachineSnapshots, namespace, {
+    apiVersion: "snapshot.kubevirt.io/v1beta1",
+    kind: "VirtualMachineSnapshot",
+    metadata: { name: "s1", namespace },
+    spec: { source: { apiGroup: "kubevirt.io", kind: "VirtualMachine", name: "vm" } },
+  });
+  await client.update(
+    kubevirtResources.virtualMachineSnapshots,
+    {
+      ...snapshot,
+      status: {
+        phase: "Succeeded",
+        readyToUse: true,
+        sourceUID: vm.metadata.uid,
+        virtualMachineSnapshotContentName: contentName,
+      },
+    },
+    "status",
+  );
+}
+
+function restoreOf(
+  namespace: string,
+  name: string,
+  spec: Partial<VirtualMachineRestore["spec"]>,
+): VirtualMachineRestore {
+  return {
+    apiVersion: "snapshot.kubevirt.io/v1beta1",
+    kind: "VirtualMachineRestore",
+    metadata: { name, namespace },
+    spec: {
+      target: { apiGroup: "kubevirt.io", kind: "VirtualMachine", name: "vm" },
+      virtualMachineSnapshotName: "s1",
+      ...spec,
+    },
+  };
+}
+
+const getRestore = (client: KubeClient, namespace: string, name: string) =>
+  getObject<VirtualMachineRestore>(client, kubevirtResources.virtualMachineRestores, namespace, name);
+const getDv = (client: KubeClient, namespace: string, name: string) =>
+  getObject<DataVolume>(client, kubevirtResources.dataVolumes, namespace, name);
+
+/** Stands in for the DataVolume controller: the restored claim's DataVolume is filled. */
+async function dataVolumeSucceeds(client: KubeClient, namespace: string, name: string): Promise<void> {
+  await expect.poll(() => getDv(client, namespace, name), poll).toBeDefined();
+  const dv = await getDv(client, namespace, name);
+  if (!dv) throw new Error(`no DataVolume ${name}`);
+  await client.update(
+    kubevirtResources.dataVolumes,
+    { ...dv, status: { phase: "Succeeded", progress: "100.0%" } },
+    "status",
+  );
+}
+
+const condition = (r: VirtualMachineRestore | undefined, type: string) =>
+  r?.status?.conditions?.find((c) => c.type === type);
+
+describe("VirtualMachineRestore", () => {
+  test("restores the same VM once it is stopped, holding its start meanwhile", async ({ client, namespace }) => {
+    let vm = await client.create<VirtualMachine>(
+      kubevirtResources.virtualMachines,
+      namespace,
+      vmWithDisks(namespace, "Always"),
+    );
+    await readySnapshot(client, namespace, vm);
+    await dataVolumeSucceeds(client, namespace, "vm-root");
+    await expect.poll(() => getVmi(client, namespace, "vm"), poll).toBeDefined();
+
+    // A running target fails a FailImmediate restore, and keeps a default one waiting.
+    await client.create(
+      kubevirtResources.virtualMachineRestores,
+      namespace,
+      restoreOf(namespace, "now", { targetReadinessPolicy: "FailImmediate" }),
+    );
+    await expect
+      .poll(async () => condition(await getRestore(client, namespace, "now"), "Failure")?.status, poll)
+      .toBe("True");
+    await client.create(kubevirtResources.virtualMachineRestores, namespace, restoreOf(namespace, "r1", {}));
+    await expect
+      .poll(async () => condition(await getRestore(client, namespace, "r1"), "Progressing")?.message, poll)
+      .toMatch(/Waiting for the restore target to be stopped/);
+
+    await client.patch(
+      kubevirtResources.virtualMachines,
+      namespace,
+      "vm",
+      { spec: { runStrategy: "Halted" } },
+      "merge",
+    );
+    await expect.poll(() => getVmi(client, namespace, "vm"), poll).toBeUndefined();
+    await expect.poll(async () => (await getVm(client, namespace, "vm"))?.status?.restoreInProgress, poll).toBe("r1");
+    const r1 = await getRestore(client, namespace, "r1");
+    const uid = r1?.metadata.uid ?? "";
+    expect(r1?.metadata.ownerReferences?.[0]).toMatchObject({
+      kind: "VirtualMachine",
+      name: "vm",
+      uid: vm.metadata.uid,
+    });
+
+    // While the restore runs, the VM is not started.
+    await client.patch(
+      kubevirtResources.virtualMachines,
+      namespace,
+      "vm",
+      { spec: { runStrategy: "Always" } },
+      "merge",
+    );
+    const rootDv = await (async () => {
+      await expect.poll(() => getDv(client, namespace, `restore-${uid}-root`), poll).toBeDefined();
+      return getDv(client, namespace, `restore-${uid}-root`);
+    })();
+    expect(rootDv?.spec.source?.pvc).toEqual({ namespace, name: volumeCopyName(SNAPSHOT_UID, "root") });
+    expect(rootDv?.metadata.ownerReferences?.[0]).toMatchObject({ kind: "VirtualMachine", uid: vm.metadata.uid });
+    expect(await getVmi(client, namespace, "vm")).toBeUndefined();
+
+    await dataVolumeSucceeds(client, namespace, `restore-${uid}-root`);
+    await dataVolumeSucceeds(client, namespace, `restore-${uid}-data`);
+    await expect.poll(async () => (await getRestore(client, namespace, "r1"))?.status?.complete, poll).toBe(true);
+
+    const done = await getRestore(client, namespace, "r1");
+    expect(done?.status?.restores).toEqual([
+      {
+        volumeName: "root",
+        persistentVolumeClaim: `restore-${uid}-root`,
+        volumeSnapshotName: volumeCopyName(SNAPSHOT_UID, "root"),
+        dataVolumeName: `restore-${uid}-root`,
+      },
+      {
+        volumeName: "data",
+        persistentVolumeClaim: `restore-${uid}-data`,
+        volumeSnapshotName: volumeCopyName(SNAPSHOT_UID, "data"),
+      },
+    ]);
+    expect(done?.status?.deletedDataVolumes).toEqual(["vm-root"]);
+    expect(done?.status?.restoreTime).toBeTruthy();
+    expect(condition(done, "Ready")?.status).toBe("True");
+    vm = (await getVm(client, namespace, "vm")) ?? vm;
+    expect(vm.spec.template.spec.volumes).toEqual([
+      { name: "root", dataVolume: { name: `restore-${uid}-root` } },
+      { name: "data", persistentVolumeClaim: { claimName: `restore-${uid}-data` } },
+    ]);
+    expect(vm.spec.dataVolumeTemplates?.map((t) => t.metadata.name)).toEqual([`restore-${uid}-root`]);
+    expect(vm.spec.template.spec.domain.devices.interfaces?.[0]?.macAddress).toBe(MAC);
+    expect(vm.metadata.annotations?.["restore.kubevirt.io/lastRestoreUID"]).toBe(`r1-${uid}`);
+    await expect.poll(() => getDv(client, namespace, "vm-root"), poll).toBeUndefined();
+    // The mark is lifted, and the start the user asked for meanwhile happens.
+    await expect
+      .poll(async () => (await getVm(client, namespace, "vm"))?.status?.restoreInProgress, poll)
+      .toBeUndefined();
+    await expect.poll(() => getVmi(client, namespace, "vm"), poll).toBeDefined();
+  });
+
+  test("restores to a new VM beside the original, with a new MAC and firmware UUID", async ({ client, namespace }) => {
+    const vm = await client.create<VirtualMachine>(
+      kubevirtResources.virtualMachines,
+      namespace,
+      vmWithDisks(namespace, "Halted"),
+    );
+    await readySnapshot(client, namespace, vm);
+    await client.create(
+      kubevirtResources.virtualMachineRestores,
+      namespace,
+      restoreOf(namespace, "copy", {
+        target: { apiGroup: "kubevirt.io", kind: "VirtualMachine", name: "vm-copy" },
+        patches: ['{"op":"add","path":"/metadata/labels/copy","value":"yes"}'],
+      }),
+    );
+    await expect
+      .poll(async () => (await getRestore(client, namespace, "copy"))?.status?.restores?.length, poll)
+      .toBe(2);
+    const uid = (await getRestore(client, namespace, "copy"))?.metadata.uid ?? "";
+    await dataVolumeSucceeds(client, namespace, `restore-${uid}-root`);
+    await dataVolumeSucceeds(client, namespace, `restore-${uid}-data`);
+    await expect.poll(async () => (await getRestore(client, namespace, "copy"))?.status?.complete, poll).toBe(true);
+
+    const copy = await getVm(client, namespace, "vm-copy");
+    expect(copy?.metadata.labels).toEqual({ app: "db", copy: "yes" });
+    expect(copy?.spec.runStrategy).toBe("Halted");
+    expect(copy?.spec.template.spec.domain.devices.interfaces?.[0]?.macAddress).toBeUndefined();
+    expect(copy?.spec.template.spec.domain.firmware?.uuid).toBeUndefined();
+    expect(copy?.spec.template.spec.volumes?.[1]).toEqual({
+      name: "data",
+      persistentVolumeClaim: { claimName: `restore-${uid}-data` },
+    });
+    // The new VM owns its claims' DataVolumes; the original is untouched.
+    await expect
+      .poll(
+        async () => (await getDv(client, namespace, `restore-${uid}-data`))?.metadata.ownerReferences?.[0]?.uid,
+        poll,
+      )
+      .toBe(copy?.metadata.uid);
+    const original = await getVm(client, namespace, "vm");
+    expect(original?.spec.template.spec.volumes).toEqual(vm.spec.template.spec.volumes);
+    expect(original?.status?.restoreInProgress).toBeUndefined();
+    expect(await getDv(client, namespace, "vm-root")).toBeDefined();
+  });
+
+  test("refuses what it does not build, by path", async ({ client, namespace }) => {
+    await client.create(
+      kubevirtResources.virtualMachineRestores,
+      namespace,
+      restoreOf(namespace, "inplace", { volumeRestorePolicy: "InPlace" }),
+    );
+    await expect
+      .poll(async () => condition(await getRestore(client, namespace, "inplace"), "Failure")?.message, poll)
+      .toMatch(/^spec\.volumeRestorePolicy: InPlace/);
+  });
+});
