@@ -67,6 +67,14 @@ export const kubevirtResources = {
     namespaced: true,
     statusSubresource: true,
   },
+  // CDI's cluster-wide configuration, kept by kubevirt-ts where it serves DataVolumes: the upload proxy's address.
+  cdiConfigs: {
+    group: CDI_GROUP,
+    version: CDI_VERSION,
+    plural: "cdiconfigs",
+    namespaced: false,
+    statusSubresource: true,
+  },
   // snapshot.kubevirt.io: snapshots, what they took, and restores (docs/adr/0027).
   virtualMachineSnapshots: {
     group: SNAPSHOT_GROUP,

@@ -478,20 +478,34 @@ describe("the Helm chart", () => {
   });
 
   test("serves DataVolumes under helm template unless the API versions given hold CDI's own kind", async () => {
+    const crds = (objects: K8sObject[]) =>
+      objects
+        .filter((o) => o.kind === "CustomResourceDefinition" && o.metadata.name.endsWith(".cdi.kubevirt.io"))
+        .map((o) => o.metadata.name);
+    const env = (objects: K8sObject[]) =>
+      workloadsOf(objects).get("virt-controller")?.spec.template.spec.containers[0]?.env;
     const serves = (objects: K8sObject[]) => ({
-      crd: objects.some(
-        (o) => o.kind === "CustomResourceDefinition" && o.metadata.name === "datavolumes.cdi.kubevirt.io",
+      crds: crds(objects),
+      importer: env(objects)?.some((e) => e.name === "IMPORTER_IMAGE"),
+      // CDI's config-reader: every authenticated user reads CDIConfig, where virtctl finds the upload proxy.
+      configReader: objects.some(
+        (o) => o.kind === "ClusterRoleBinding" && o.metadata.name === "cdi.kubevirt.io:config-reader",
       ),
-      importer: workloadsOf(objects)
-        .get("virt-controller")
-        ?.spec.template.spec.containers[0]?.env?.some((e) => e.name === "IMPORTER_IMAGE"),
     });
+    const ours = ["datavolumes.cdi.kubevirt.io", "cdiconfigs.cdi.kubevirt.io"];
     const withCdi = (...set: string[]) =>
       template("--api-versions", "cdi.kubevirt.io/v1beta1/CDI", ...set.flatMap((s) => ["--set", s]));
-    expect(serves(await render())).toEqual({ crd: true, importer: true });
-    expect(serves(await render("dataVolumes.serve=false"))).toEqual({ crd: false, importer: false });
-    expect(serves(await withCdi())).toEqual({ crd: false, importer: false });
-    expect(serves(await withCdi("dataVolumes.serve=true"))).toEqual({ crd: true, importer: true });
+    expect(serves(await render())).toEqual({ crds: ours, importer: true, configReader: true });
+    expect(serves(await render("dataVolumes.serve=false"))).toEqual({ crds: [], importer: false, configReader: false });
+    expect(serves(await withCdi())).toEqual({ crds: [], importer: false, configReader: false });
+    expect(serves(await withCdi("dataVolumes.serve=true"))).toEqual({ crds: ours, importer: true, configReader: true });
+    // CDIConfig's upload proxy URL: the dashboard's NodePort at the first host users type, as `make up` gives it.
+    const proxyUrl = async (...set: string[]) =>
+      env(await render(...set))?.find((e) => e.name === "UPLOAD_PROXY_URL")?.value;
+    expect(await proxyUrl("web.tls.hosts={198.18.255.1}")).toBe("https://198.18.255.1:30080");
+    expect(await proxyUrl("web.tls.hosts={fd00::1}")).toBe("https://[fd00::1]:30080");
+    expect(await proxyUrl()).toBeUndefined();
+    expect(await proxyUrl("web.tls.hosts={198.18.255.1}", "web.service.type=ClusterIP")).toBeUndefined();
   });
   /** The checksums the pods carry of the Secrets they read at start, and those Secrets' data as rendered. */
   function checksums(objects: K8sObject[]) {

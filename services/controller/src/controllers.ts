@@ -33,6 +33,7 @@ import { migrationJobOf } from "@kubevirt-ts/vm-rules";
 import type { Logger } from "@kubevirt-ts/runtime";
 import type { Registry } from "prom-client";
 import { controllerOf } from "./common/owner.ts";
+import { registerCdiConfig } from "./datavolume/cdi-config.ts";
 import { createDataVolumeReconciler } from "./datavolume/controller.ts";
 import type { ImporterConfig } from "./datavolume/importer-pod.ts";
 import { type MigrationConfig, createMigrationReconciler } from "./migration/controller.ts";
@@ -85,6 +86,8 @@ export interface ControllersConfig {
   dataVolumes: boolean;
   /** Where kubevirt-ts serves DataVolumes itself (no CDI): its importer, and the DataVolume controller runs. */
   importer?: ImporterConfig | undefined;
+  /** The dashboard's external address, CDIConfig's status.uploadProxyURL where kubevirt-ts serves DataVolumes. */
+  uploadProxyUrl?: string | undefined;
   /** KubeVirt's target pods' timeouts (the chart's; its other migration settings are the cluster configuration's). */
   migrationTimeouts: MigrationConfig["timeouts"];
   /**
@@ -413,6 +416,9 @@ export function createControllers(config: ControllersConfig): ControllerManager 
       timeoutMs: config.nodeHeartbeatTimeoutMs ?? DEFAULT_HEARTBEAT_TIMEOUT_SECONDS * 1000,
     }),
   });
+  // CDIConfig is cluster-wide: kept only by a controller that watches every namespace.
+  if (dataVolumes && config.importer && namespace === undefined)
+    registerCdiConfig(manager, { client, uploadProxyUrl: config.uploadProxyUrl });
   if (dataVolumes && config.importer) {
     const dataVolumeQueue = manager.queue("datavolumes");
     const importerPods = manager.informer<Pod>({

@@ -48,6 +48,14 @@ export const env = parseEnv(
        */
       UPLOAD_MASTER_KEY_FILE: z.string().min(1).optional(),
       /**
+       * The dashboard's external address, which forwards CDI's upload paths: CDIConfig's status.uploadProxyURL where
+       * kubevirt-ts serves DataVolumes (the chart's, from web.tls.hosts and the NodePort).
+       */
+      UPLOAD_PROXY_URL: z
+        .url({ protocol: /^https$/ })
+        .max(2048)
+        .optional(),
+      /**
        * The cluster's eviction strategy, for VMIs that name none: KubeVirt's CR setting, the chart's evictionStrategy.
        */
       EVICTION_STRATEGY: z.enum(EVICTION_STRATEGIES).default("None"),

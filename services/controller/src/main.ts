@@ -63,6 +63,7 @@ await runService({
             uploadMasterKey: await readUploadMasterKey(env.UPLOAD_MASTER_KEY_FILE ?? "", "UPLOAD_MASTER_KEY_FILE"),
           }
         : undefined,
+      uploadProxyUrl: env.UPLOAD_PROXY_URL,
       log,
       registry,
       workers: env.WORKERS,

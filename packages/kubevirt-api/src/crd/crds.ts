@@ -17,7 +17,14 @@ import {
   Resource,
   VERSION,
 } from "../constants.ts";
-import { CDI_GROUP, CDI_VERSION, dataVolumeSpec, dataVolumeStatus } from "../schema/datavolume.ts";
+import {
+  CDI_GROUP,
+  CDI_VERSION,
+  cdiConfigSpec,
+  cdiConfigStatus,
+  dataVolumeSpec,
+  dataVolumeStatus,
+} from "../schema/datavolume.ts";
 import { instancetypeSpec, preferenceSpec } from "../schema/instancetype.ts";
 import { vmSpec, vmStatus } from "../schema/vm.ts";
 import { vmiSpec, vmiStatus } from "../schema/vmi.ts";
@@ -373,7 +380,26 @@ export function renderCrdFiles(toYaml: (value: unknown) => string): Map<string, 
   );
 }
 
+/**
+ * CDI's CDIConfig, cluster-scoped, installed with the DataVolume kind: the controller keeps the one named `config`,
+ * whose status tells clients the upload proxy's address (docs/storage.md).
+ */
+export const cdiConfigCrd = crd({
+  kind: "CDIConfig",
+  names: { plural: "cdiconfigs", singular: "cdiconfig", shortNames: [] },
+  group: CDI_GROUP,
+  version: CDI_VERSION,
+  scope: "Cluster",
+  description:
+    "CDI's cluster-wide configuration, served by kubevirt-ts where CDI is not installed for the upload proxy's " +
+    "address; kubevirt-ts keeps the one named config.",
+  spec: cdiConfigSpec,
+  status: cdiConfigStatus,
+  statusSubresource: true,
+  columns: [age],
+});
+
 /** The CRDs the chart installs only when no one else serves them, by path relative to its files/ folder. */
 export function renderOptionalCrdFiles(toYaml: (value: unknown) => string): Map<string, string> {
-  return new Map([dataVolumeCrd].map((c) => [crdFileName(c), HEADER + toYaml(c)]));
+  return new Map([dataVolumeCrd, cdiConfigCrd].map((c) => [crdFileName(c), HEADER + toYaml(c)]));
 }

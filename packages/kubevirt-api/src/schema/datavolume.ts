@@ -142,6 +142,34 @@ export const dataVolumeTemplate = z
   })
   .describe("A DataVolume the VM creates and owns, named by a dataVolume volume of its template.");
 
+/**
+ * CDI's cluster-wide configuration, kept by kubevirt-ts where it serves DataVolumes, for what clients read of it: the
+ * upload proxy's address (virtctl image-upload without --uploadproxy-url). CDI's other settings are left out of the
+ * schema, so the API server refuses them by path: kubevirt-ts would not act on them.
+ */
+export const CDI_CONFIG_NAME = "config";
+export const cdiConfigSpec = z.strictObject({
+  uploadProxyURLOverride: z
+    .string()
+    .max(2048)
+    .optional()
+    .describe("The upload proxy's URL clients use, instead of the one kubevirt-ts reports (the dashboard's address)."),
+});
+export const cdiConfigStatus = z.object({
+  uploadProxyURL: z
+    .string()
+    .optional()
+    .describe("The upload proxy's URL: the override when set, else the dashboard's address (written by kubevirt-ts)."),
+});
+export const cdiConfig = z.object({
+  apiVersion: z.literal(CDI_API_VERSION),
+  kind: z.literal("CDIConfig"),
+  metadata: objectMeta,
+  spec: cdiConfigSpec,
+  status: cdiConfigStatus.optional(),
+});
+export type CdiConfig = z.infer<typeof cdiConfig>;
+
 export type DataVolume = z.infer<typeof dataVolume>;
 export type DataVolumeSpec = z.infer<typeof dataVolumeSpec>;
 export type DataVolumeStatus = z.infer<typeof dataVolumeStatus>;
