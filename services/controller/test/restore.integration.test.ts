@@ -86,7 +86,12 @@ const claim = (name: string, namespace: string): PersistentVolumeClaim => ({
 });
 
 /** What the snapshot controller leaves of a finished snapshot of the VM: the snapshot, its content, the copy claims. */
-async function readySnapshot(client: KubeClient, namespace: string, vm: VirtualMachine): Promise<void> {
+async function readySnapshot(
+  client: KubeClient,
+  namespace: string,
+  vm: VirtualMachine,
+  copyKind: "PersistentVolumeClaim" | "VolumeSnapshot" = "PersistentVolumeClaim",
+): Promise<void> {
   for (const volume of ["root", "data"])
     await client.create(
       resources.persistentVolumeClaims,
@@ -103,7 +108,7 @@ async function readySnapshot(client: KubeClient, namespace: string, vm: VirtualM
       metadata: {
         name: contentName,
         namespace,
-        annotations: { [VOLUME_COPY_KIND_ANNOTATION]: "PersistentVolumeClaim" },
+        annotations: { [VOLUME_COPY_KIND_ANNOTATION]: copyKind },
       },
       spec: {
         virtualMachineSnapshotName: "s1",
@@ -328,6 +333,22 @@ describe("VirtualMachineRestore", () => {
     expect(original?.spec.template.spec.volumes).toEqual(vm.spec.template.spec.volumes);
     expect(original?.status?.restoreInProgress).toBeUndefined();
     expect(await getDv(client, namespace, "vm-root")).toBeDefined();
+  });
+
+  test("a restore that fails once it marked the VM lets the VM start again", async ({ client, namespace }) => {
+    const vm = await client.create<VirtualMachine>(
+      kubevirtResources.virtualMachines,
+      namespace,
+      vmWithDisks(namespace, "Halted"),
+    );
+    await readySnapshot(client, namespace, vm, "VolumeSnapshot");
+    await client.create(kubevirtResources.virtualMachineRestores, namespace, restoreOf(namespace, "csi", {}));
+    await expect
+      .poll(async () => condition(await getRestore(client, namespace, "csi"), "Failure")?.message, poll)
+      .toMatch(/its copy is the CSI VolumeSnapshot/);
+    const after = await getVm(client, namespace, "vm");
+    expect(after?.status?.restoreInProgress).toBeUndefined();
+    expect(after?.spec.template.spec.volumes).toEqual(vm.spec.template.spec.volumes);
   });
 
   test("refuses what it does not build, by path", async ({ client, namespace }) => {

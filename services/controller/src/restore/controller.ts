@@ -5,6 +5,7 @@ import {
   type Informer,
   type KubeObject,
   type WorkQueue,
+  WrittenVersions,
   keyOf as objectKey,
   type KubeClient,
   type Reconcile,
@@ -117,8 +118,21 @@ export function createRestoreReconciler(deps: RestoreControllerDeps): Reconcile 
   const { client, restores, vms, vmis, recorder, now } = deps;
   const type = kubevirtResources.virtualMachineRestores;
 
-  const writeStatus = (restore: VirtualMachineRestore, status: VirtualMachineRestoreStatus) =>
-    writeStatusIfChanged(client, type, restore, status);
+  // The versions of each restore this pass's writes replaced: a cached copy still at one of them is not acted on (its
+  // watch event brings the restore back), so that no write goes out from a stale copy.
+  const written = new WrittenVersions();
+  const replacedThisPass = new Map<string, (string | undefined)[]>();
+  const wrote = (before: VirtualMachineRestore) => {
+    const key = objectKey(before);
+    const versions = [...(replacedThisPass.get(key) ?? []), before.metadata.resourceVersion];
+    replacedThisPass.set(key, versions);
+    written.wrote(key, ...versions);
+  };
+  const writeStatus = async (restore: VirtualMachineRestore, status: VirtualMachineRestoreStatus) => {
+    const updated = await writeStatusIfChanged(client, type, restore, status);
+    if (updated) wrote(restore);
+    return updated;
+  };
 
   /** A step that cannot go on yet: said on the conditions (and an event), and looked at again. */
   async function notYet(restore: VirtualMachineRestore, message: string, warn = true) {
@@ -131,6 +145,8 @@ export function createRestoreReconciler(deps: RestoreControllerDeps): Reconcile 
   /** The restore fails for good, as KubeVirt's: its Failure condition is set and it is not looked at again. */
   async function fail(restore: VirtualMachineRestore, message: string) {
     recorder.record(restore, "Warning", Reason.Failed, `The restore failed: ${message}`);
+    // A failed restore lets go of its target, which may start again.
+    await unmark(restore, vms.get(`${restore.metadata.namespace ?? ""}/${restore.spec.target.name}`));
     await writeStatus(restore, withConditions(restore.status ?? {}, false, false, message, now(), message));
     return undefined;
   }
@@ -145,7 +161,12 @@ export function createRestoreReconciler(deps: RestoreControllerDeps): Reconcile 
 
   return async (key) => {
     const cached = restores.get(key);
-    if (!cached) return undefined;
+    replacedThisPass.delete(key);
+    if (!cached) {
+      written.forget(key);
+      return undefined;
+    }
+    if (written.isStale(key, cached.metadata.resourceVersion)) return undefined;
     const namespace = cached.metadata.namespace ?? "";
     const targetKey = `${namespace}/${cached.spec.target.name}`;
     const target = vms.get(targetKey);
@@ -166,7 +187,8 @@ export function createRestoreReconciler(deps: RestoreControllerDeps): Reconcile 
 
     // Owned by its target, as KubeVirt's (deleting the VM deletes its restores), and kept until it lets go of it.
     let restore = cached;
-    if (target && (restore.metadata.ownerReferences ?? []).length === 0)
+    if (target && (restore.metadata.ownerReferences ?? []).length === 0) {
+      const unowned = restore;
       restore = await client.patch<VirtualMachineRestore>(
         type,
         namespace,
@@ -174,14 +196,19 @@ export function createRestoreReconciler(deps: RestoreControllerDeps): Reconcile 
         { metadata: { ownerReferences: [vmOwnerRef(target)] } },
         "merge",
       );
+      wrote(unowned);
+    }
+    const unfinalized = restore;
     restore = await addFinalizer(client, type, restore, RESTORE_FINALIZER);
+    if (restore !== unfinalized) wrote(unfinalized);
 
     // The target must be stopped (its VMI gone) before it is rewritten.
     const vmi = target && !restoredBy(restore, target) ? vmis.get(targetKey) : undefined;
     const readiness = targetReadiness(restore, vmi !== undefined, now());
     if (readiness.kind === "fail") return fail(restore, readiness.message);
     if (readiness.kind === "wait" || readiness.kind === "stop") {
-      recorder.record(restore, "Warning", Reason.TargetNotReady, readiness.message);
+      if (!restore.status?.conditions?.some((c) => c.message === readiness.message))
+        recorder.record(restore, "Warning", Reason.TargetNotReady, readiness.message);
       if (readiness.kind === "stop" && target) await stopTarget(client, target, vmi);
       return notYet(restore, readiness.message, false);
     }
