@@ -384,8 +384,8 @@ describe("a claim copy's pod", () => {
     kind: "VirtualMachineSnapshotContent",
     name: "vmsnapshot-content-u",
     uid: "c-uid",
-    controller: true,
-    blockOwnerDeletion: true,
+    controller: true as const,
+    blockOwnerDeletion: true as const,
   };
   const copy = (inUse: boolean) =>
     claimCopyPod(

@@ -14,6 +14,7 @@ import {
   isConflict,
   isNotFound,
   keyOf,
+  kubeTime,
   removeFinalizer,
   resources,
   writeStatusIfChanged,
@@ -229,7 +230,21 @@ export function createSnapshotReconciler(deps: SnapshotControllerDeps): Reconcil
           return;
       }
     };
-    for (const action of decision.actions) await run(action);
+    for (const action of decision.actions) {
+      try {
+        await run(action);
+      } catch (error) {
+        // As KubeVirt's: the snapshot says what failed (its error), and the step is tried again with back-off.
+        if (!isConflict(error) && !done.removed) {
+          const message = `${action.kind} failed: ${error instanceof Error ? error.message : String(error)}`;
+          const status = { ...decision.status, error: { time: kubeTime(deps.now()), message: message.slice(0, 1024) } };
+          await writeStatusIfChanged(client, kubevirtResources.virtualMachineSnapshots, current, status).catch(
+            () => undefined,
+          );
+        }
+        throw error;
+      }
+    }
     if (!done.removed)
       await writeStatusIfChanged(client, kubevirtResources.virtualMachineSnapshots, current, decision.status);
     return decision.requeueAfterMs === undefined

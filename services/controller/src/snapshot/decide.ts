@@ -475,8 +475,11 @@ export function decideSnapshot(o: SnapshotObservation): SnapshotDecision {
   if (content.status?.readyToUse !== true)
     actions.push({ kind: "writeContentStatus", status: { ...content.status, creationTime, readyToUse: true } });
   actions.push(...letGo(false));
+  // A step that failed on the way and then went through leaves no error behind.
+  const succeeded: VirtualMachineSnapshotStatus = { ...status };
+  delete succeeded.error;
   const done = withConditions(
-    { ...status, phase: SnapshotPhase.Succeeded, readyToUse: true, creationTime },
+    { ...succeeded, phase: SnapshotPhase.Succeeded, readyToUse: true, creationTime },
     false,
     true,
     "Succeeded",
