@@ -629,6 +629,155 @@ describe("the tRPC API's migrations", () => {
   );
 });
 
+describe("the tRPC API's snapshots", () => {
+  test(
+    "takes, lists, restores and deletes a VM's snapshots as the user, saying what stands in the way, " +
+      "and refuses the viewer",
+    async ({ kubeConfig, custom, namespace }) => {
+      const { editor, viewer } = await users(kubeConfig, namespace);
+      const rbac = kubeConfig.makeApiClient(RbacAuthorizationV1Api);
+      // What KubeVirt's edit role gives of snapshot.kubevirt.io, to the editor in this namespace.
+      await rbac.createNamespacedRole({
+        namespace,
+        body: {
+          metadata: { name: "snapshots" },
+          rules: [
+            {
+              apiGroups: ["snapshot.kubevirt.io"],
+              resources: ["virtualmachinesnapshots", "virtualmachinesnapshotcontents", "virtualmachinerestores"],
+              verbs: ["get", "list", "watch", "create", "delete"],
+            },
+          ],
+        },
+      });
+      await rbac.createNamespacedRoleBinding({
+        namespace,
+        body: {
+          metadata: { name: "snapshots" },
+          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "snapshots" },
+          subjects: [{ kind: "ServiceAccount", name: "editor", namespace }],
+        },
+      });
+      const asEditor = clientFor(editor).snapshots;
+      const snapshotApi = { group: "snapshot.kubevirt.io", version: "v1beta1", namespace };
+      await clientFor(editor).vms.create.mutate({ namespace, vm: vm("web") });
+
+      expect(await failure(asEditor.create.mutate({ namespace, name: "web", snapshot: "Not_A_Name" }))).toMatchObject({
+        code: "BAD_REQUEST",
+        message: expect.stringContaining("snapshot must be a DNS subdomain") as unknown,
+      });
+      expect(await failure(asEditor.create.mutate({ namespace, name: "nowhere", snapshot: "s" }))).toMatchObject({
+        code: "NOT_FOUND",
+      });
+      expect(await asEditor.create.mutate({ namespace, name: "web", snapshot: "web-1" })).toEqual({ name: "web-1" });
+      const stored = (await custom.getNamespacedCustomObject({
+        ...snapshotApi,
+        plural: "virtualmachinesnapshots",
+        name: "web-1",
+      })) as { spec: unknown };
+      expect(stored.spec).toMatchObject({ source: { apiGroup: "kubevirt.io", kind: "VirtualMachine", name: "web" } });
+      expect((await asEditor.list.query({ namespace, name: "web" })).snapshots).toMatchObject([
+        { name: "web-1", phase: "Pending", readyToUse: false, restorable: { available: false } },
+      ]);
+      expect(await failure(asEditor.restore.mutate({ namespace, name: "web", snapshot: "web-1" }))).toMatchObject({
+        code: "CONFLICT",
+        message: expect.stringContaining("the snapshot is not ready to use yet") as unknown,
+      });
+
+      // What the snapshot controller leaves once the copy is done (no controller runs here).
+      await custom.createNamespacedCustomObject({
+        ...snapshotApi,
+        plural: "virtualmachinesnapshotcontents",
+        body: {
+          apiVersion: "snapshot.kubevirt.io/v1beta1",
+          kind: "VirtualMachineSnapshotContent",
+          metadata: { name: "vmsnapshot-content-web-1" },
+          spec: {
+            virtualMachineSnapshotName: "web-1",
+            source: {},
+            volumeBackups: [
+              {
+                volumeName: "root",
+                persistentVolumeClaim: { spec: { resources: { requests: { storage: "2Gi" } } } },
+                volumeSnapshotName: "vmsnapshot-x-volume-root",
+              },
+            ],
+          },
+        },
+      });
+      await custom.replaceNamespacedCustomObjectStatus({
+        ...snapshotApi,
+        plural: "virtualmachinesnapshots",
+        name: "web-1",
+        body: {
+          ...((await custom.getNamespacedCustomObject({
+            ...snapshotApi,
+            plural: "virtualmachinesnapshots",
+            name: "web-1",
+          })) as object),
+          status: {
+            phase: "Succeeded",
+            readyToUse: true,
+            indications: ["Online", "NoGuestAgent"],
+            snapshotVolumes: { includedVolumes: ["root"] },
+            virtualMachineSnapshotContentName: "vmsnapshot-content-web-1",
+          },
+        },
+      });
+      expect((await asEditor.list.query({ namespace, name: "web" })).snapshots).toMatchObject([
+        {
+          name: "web-1",
+          phase: "Succeeded",
+          readyToUse: true,
+          indications: ["Online", "NoGuestAgent"],
+          included: ["root"],
+          sizeBytes: 2 * 1024 ** 3,
+          restorable: { available: true },
+        },
+      ]);
+
+      expect(
+        await failure(asEditor.restore.mutate({ namespace, name: "web", snapshot: "web-1", newVm: "web" })),
+      ).toMatchObject({
+        code: "CONFLICT",
+        message: `newVm: a VM named web already exists in ${namespace}; choose another name.`,
+      });
+      const copy = await asEditor.restore.mutate({ namespace, name: "web", snapshot: "web-1", newVm: "web-copy" });
+      expect(copy).toMatchObject({ name: expect.stringMatching(/^web-copy-restore-/) as unknown, target: "web-copy" });
+      const inPlace = await asEditor.restore.mutate({ namespace, name: "web", snapshot: "web-1" });
+      expect(inPlace.target).toBe("web");
+      const { restores } = await asEditor.restores.query({ namespace, name: "web" });
+      expect(restores.map((r) => [r.target, r.snapshot, r.complete]).sort()).toEqual([
+        ["web", "web-1", false],
+        ["web-copy", "web-1", false],
+      ]);
+      expect(await failure(asEditor.delete.mutate({ namespace, name: "other", snapshot: "web-1" }))).toMatchObject({
+        code: "BAD_REQUEST",
+        message: "snapshot: web-1 is a snapshot of web, not of other.",
+      });
+
+      const asViewer = clientFor(viewer);
+      expect(
+        await failure(asViewer.snapshots.create.mutate({ namespace, name: "web", snapshot: "web-2" })),
+      ).toMatchObject({
+        code: "FORBIDDEN",
+      });
+      const permissions = await asViewer.permissions.query({ namespace });
+      expect(permissions.restoreAsNewVm).toMatchObject({
+        allowed: false,
+        reason: expect.stringContaining(
+          `You may not restore snapshots as new VMs in ${namespace}: it takes create on virtualmachinerestores ` +
+            "(snapshot.kubevirt.io) and create on virtualmachines",
+        ) as unknown,
+      });
+      expect((await clientFor(editor).permissions.query({ namespace })).takeSnapshot.allowed).toBe(true);
+
+      await asEditor.delete.mutate({ namespace, name: "web", snapshot: "web-1" });
+      expect((await asEditor.list.query({ namespace, name: "web" })).snapshots).toEqual([]);
+    },
+  );
+});
+
 describe("the admission webhooks, registered with the real API server", () => {
   test("refuse an invalid VM with its causes and default a valid one", async ({ kubeConfig, namespace }) => {
     const webhooks = await startWebhooks(kubeConfig, log);
