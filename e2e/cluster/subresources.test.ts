@@ -113,6 +113,8 @@ describe("KubeVirt's subresource API through the Kubernetes API server", () => {
         "virtualmachineinstances/unpause",
         "virtualmachineinstances/softreboot",
         "virtualmachineinstances/reset",
+        "virtualmachines/objectgraph",
+        "virtualmachineinstances/objectgraph",
       ]),
     );
   });
@@ -224,6 +226,79 @@ describe("KubeVirt's subresource API through the Kubernetes API server", () => {
       await expect
         .poll(() => serialLog(ns.name, "manual"), { timeout: 120_000, interval: 1_000 })
         .toContain("Linux version");
+      expect(await put(editor, vmPath("manual", "stop"))).toBe("done");
+      await expect.poll(() => vmiPhase("manual"), { timeout: 60_000, interval: 1_000 }).toBeUndefined();
+    },
+  );
+});
+
+describe("virtctl objectgraph, expose and memory-dump, as they reach a running VM", () => {
+  it(
+    "answers the editor the VM's graph down to its launcher pod, which a Service selecting KubeVirt's " +
+      "vmi.kubevirt.io/id label reaches; refuses memory-dump with the reason",
+    { timeout: 240_000 },
+    async () => {
+      const editor = await editorToken(ns.name);
+      expect(await put(editor, vmPath("manual", "start"))).toBe("done");
+      await expect.poll(() => vmiPhase("manual"), { timeout: 120_000, interval: 1_000 }).toBe("Running");
+
+      // virtctl objectgraph manual: a GET of the subresource (its empty options: every node).
+      interface Node {
+        objectReference: { kind: string; name: string };
+        labels?: Record<string, string>;
+        children?: Node[];
+      }
+      const graph = JSON.parse(await getRaw(editor, vmPath("manual", "objectgraph"))) as Node;
+      expect(graph.objectReference).toMatchObject({ kind: "VirtualMachine", name: "manual" });
+      const vmiNode = graph.children?.find((c) => c.objectReference.kind === "VirtualMachineInstance");
+      const podNode = vmiNode?.children?.find((c) => c.objectReference.kind === "Pod");
+      expect(podNode?.objectReference.name).toMatch(/^virt-launcher-manual-/);
+      expect(podNode?.labels).toEqual({ "kubevirt.io/dependency-type": "compute" });
+
+      // virtctl expose vm manual --port 22: a Service selecting vmi.kubevirt.io/id=manual, which reaches the pod.
+      const pod = (await ns.launcherPods()).find((p) => p.metadata?.name === podNode?.objectReference.name);
+      expect(pod?.metadata?.labels?.["vmi.kubevirt.io/id"]).toBe("manual");
+      const dir = await mkdtemp(join(tmpdir(), "expose-"));
+      await writeFile(
+        join(dir, "service.json"),
+        JSON.stringify({
+          apiVersion: "v1",
+          kind: "Service",
+          metadata: { name: "manual-ssh", namespace: ns.name },
+          spec: {
+            selector: { "vmi.kubevirt.io/id": "manual" },
+            ports: [{ name: "port-1", port: 22, protocol: "TCP" }],
+          },
+        }),
+      );
+      await ns.kubectl("apply", "-f", join(dir, "service.json"));
+      await expect
+        .poll(
+          () =>
+            ns.kubectl(
+              "get",
+              "endpointslices",
+              "-n",
+              ns.name,
+              "-l",
+              "kubernetes.io/service-name=manual-ssh",
+              "-o",
+              "jsonpath={.items[*].endpoints[*].addresses[*]}",
+            ),
+          { timeout: 30_000, interval: 1_000 },
+        )
+        .toBe(pod?.status?.podIP);
+
+      // virtctl memory-dump get manual: refused by name, with why (the admin passes the API server's authorization).
+      await writeFile(join(dir, "dump.json"), JSON.stringify({ claimName: "dump" }));
+      const refused = await ns
+        .kubectl("replace", "--raw", vmPath("manual", "memorydump"), "-f", join(dir, "dump.json"))
+        .then(
+          () => "done",
+          (error: unknown) => String(error),
+        );
+      expect(refused).toContain("kubevirt-ts does not build memory-dump yet");
+
       expect(await put(editor, vmPath("manual", "stop"))).toBe("done");
       await expect.poll(() => vmiPhase("manual"), { timeout: 60_000, interval: 1_000 }).toBeUndefined();
     },

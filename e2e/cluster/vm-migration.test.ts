@@ -46,7 +46,7 @@ interface Vmi {
   };
 }
 interface Migration {
-  metadata: { name?: string; uid?: string; deletionTimestamp?: string };
+  metadata: { name?: string; uid?: string; deletionTimestamp?: string; labels?: Record<string, string> };
   status?: { phase?: string };
 }
 
@@ -131,6 +131,8 @@ async function virtctlMigrate(vm: string, options: object = {}): Promise<Migrati
   const created = (await listMigrations()).find((m) => !before.has(m.metadata.name));
   if (!created) throw new Error(`the migrate subresource made no migration of ${vm}`);
   expect(created.metadata.name).toMatch(/^kubevirt-migrate-vm-/);
+  // KubeVirt's label, which virtctl migrate-cancel finds the VMI's migrations by.
+  expect(created.metadata.labels?.["kubevirt.io/vmi-name"]).toBe(vm);
   return created;
 }
 
@@ -247,6 +249,13 @@ describe("live migration between the two nodes", () => {
         migrationPolicyName: policy,
         migrationConfiguration: { bandwidthPerMigration: "1Mi", completionTimeoutPerGiB: 150 },
       });
+      // virtctl migrate-cancel: the migrations of the VMI by KubeVirt's label; the one not ended is deleted.
+      const labelled = (await custom.listNamespacedCustomObject({
+        ...migrations,
+        labelSelector: "kubevirt.io/vmi-name==stayer",
+      })) as { items: Migration[] };
+      const active = labelled.items.filter((m) => !["Succeeded", "Failed"].includes(m.status?.phase ?? ""));
+      expect(active.map((m) => m.metadata.name)).toEqual([name]);
       await custom.deleteNamespacedCustomObject({ ...migrations, name });
       await expect.poll(() => readMigration(name), poll).toBeUndefined();
 

@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import { tinyVmOnDataVolume } from "../manifests.ts";
 import { core, custom, imageOf, suiteNamespace } from "./cluster.ts";
 import { inGuest } from "./console.ts";
+import { DASHBOARD_URL } from "./dashboard.ts";
 import {
   dataVolume as dataVolumeIn,
   toUploadProxy,
@@ -45,6 +46,27 @@ function qcow2With(text: string): Buffer {
 }
 
 describe("an upload into a DataVolume, as virtctl image-upload makes it", () => {
+  it("tells every user the upload proxy's address in CDIConfig: virtctl needs no --uploadproxy-url", async () => {
+    // virtctl reads cdiconfigs/config as whoever runs it: any authenticated user may (CDI's config-reader).
+    expect(
+      (
+        await kubectl(
+          "auth",
+          "can-i",
+          "get",
+          "cdiconfigs.cdi.kubevirt.io",
+          `--as=system:serviceaccount:${namespace}:default`,
+        )
+      ).trim(),
+    ).toBe("yes");
+    await expect
+      .poll(() => kubectl("get", "cdiconfigs.cdi.kubevirt.io", "config", "-o", "jsonpath={.status.uploadProxyURL}"), {
+        timeout: 30_000,
+        interval: 1_000,
+      })
+      .toBe(new URL(DASHBOARD_URL).origin);
+  });
+
   it("takes a qcow2 image through the upload proxy, and a VM copies and boots from it", async () => {
     await custom.createNamespacedCustomObject({
       group: "cdi.kubevirt.io",
