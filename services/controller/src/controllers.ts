@@ -34,6 +34,7 @@ import type { Logger } from "@kubevirt-ts/runtime";
 import type { Registry } from "prom-client";
 import { controllerOf } from "./common/owner.ts";
 import { registerCdiConfig } from "./datavolume/cdi-config.ts";
+import { registerSnapshotController, snapshotIndexers } from "./snapshot/controller.ts";
 import { createDataVolumeReconciler } from "./datavolume/controller.ts";
 import type { ImporterConfig } from "./datavolume/importer-pod.ts";
 import { type MigrationConfig, createMigrationReconciler } from "./migration/controller.ts";
@@ -84,6 +85,11 @@ export interface ControllersConfig {
   version?: string;
   /** Whether the cluster serves DataVolumes (CDI's, or kubevirt-ts's own): the controllers then watch them. */
   dataVolumes: boolean;
+  /**
+   * Whether the snapshot controller runs (it does unless false): tests that stand in for it with snapshots of their
+   * own turn it off.
+   */
+  snapshots?: boolean;
   /** Where kubevirt-ts serves DataVolumes itself (no CDI): its importer, and the DataVolume controller runs. */
   importer?: ImporterConfig | undefined;
   /** The dashboard's external address, CDIConfig's status.uploadProxyURL where kubevirt-ts serves DataVolumes. */
@@ -419,15 +425,16 @@ export function createControllers(config: ControllersConfig): ControllerManager 
   // CDIConfig is cluster-wide: kept only by a controller that watches every namespace.
   if (dataVolumes && config.importer && namespace === undefined)
     registerCdiConfig(manager, { client, uploadProxyUrl: config.uploadProxyUrl });
+  // Importer pods: the DataVolume controller's, and the snapshot controller's copy pods (importers of a clone).
+  const importerPods = manager.informer<Pod>({
+    client,
+    type: resources.pods,
+    namespace,
+    resyncMs,
+    labelSelector: `${Label.App}=${LabelValue.Importer}`,
+  });
   if (dataVolumes && config.importer) {
     const dataVolumeQueue = manager.queue("datavolumes");
-    const importerPods = manager.informer<Pod>({
-      client,
-      type: resources.pods,
-      namespace,
-      resyncMs,
-      labelSelector: `${Label.App}=${LabelValue.Importer}`,
-    });
     dataVolumes.addHandler(enqueueSelf<DataVolume>(dataVolumeQueue));
     // A DataVolume's claim has its name: the same key.
     claims.addHandler(enqueueSelf<PersistentVolumeClaim>(dataVolumeQueue));
@@ -456,6 +463,7 @@ export function createControllers(config: ControllersConfig): ControllerManager 
     type: kubevirtResources.virtualMachineSnapshots,
     namespace,
     resyncMs,
+    indexers: snapshotIndexers,
   });
   const snapshotContents = manager.informer<VirtualMachineSnapshotContent>({
     client,
@@ -504,6 +512,22 @@ export function createControllers(config: ControllersConfig): ControllerManager 
       now,
     }),
   });
+  // Snapshots (docs/adr/0027): each copies its VM's claims with importer pods, where kubevirt-ts has an importer.
+  if (config.snapshots !== false)
+    registerSnapshotController(manager, {
+      client,
+      snapshots,
+      contents: snapshotContents,
+      vms,
+      vmis,
+      claims,
+      pods: importerPods,
+      recorder,
+      log,
+      now,
+      importer: config.importer,
+      workers,
+    });
   // Unowned pods are reported by the leader, beginning with those already cached.
   manager.onSynced(() => {
     unowned.start(pods.list());

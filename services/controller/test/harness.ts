@@ -59,6 +59,8 @@ export async function startControllers(
     migrations?: Partial<ClusterConfig["migrations"]> | undefined;
     timeouts?: MigrationConfig["timeouts"] | undefined;
     installNamespace?: string;
+    /** false: no snapshot controller, for tests that write finished snapshots themselves. */
+    snapshots?: boolean;
   } = {},
 ): Promise<RunningControllers> {
   const registry = new Registry();
@@ -81,6 +83,7 @@ export async function startControllers(
     launcherImage: LAUNCHER_IMAGE,
     cluster,
     installNamespace: options.installNamespace,
+    snapshots: options.snapshots,
     version: "test",
     migrationTimeouts: options.timeouts ?? { unschedulableSeconds: 300, pendingSeconds: 900 },
   });

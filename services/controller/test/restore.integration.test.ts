@@ -28,7 +28,8 @@ const withClient = kubeTest.extend<{ client: KubeClient }>({
 const test = withClient.extend<{ ctl: RunningControllers }>({
   ctl: [
     async ({ namespace }, use) => {
-      const ctl = await startControllers(namespace);
+      // The test writes finished snapshots itself: no snapshot controller takes them up.
+      const ctl = await startControllers(namespace, { snapshots: false });
       await use(ctl);
       await ctl.stop();
     },
