@@ -57,7 +57,7 @@ describe("launcherPod", () => {
     });
   });
 
-  it("labels the pod with KubeVirt's VMI id, which virtctl expose selects: the name, or cut and hashed when long", () => {
+  it("labels the pod with KubeVirt's VMI id for virtctl expose: the name, or cut and hashed when long", () => {
     expect(vmiIdLabelValue("a".repeat(63))).toBe("a".repeat(63));
     // The first 54 characters, a dash, then the first 8 hex digits of the SHA-1 of the whole name.
     const long = `${"b".repeat(60)}-vm-with-a-long-name`;
