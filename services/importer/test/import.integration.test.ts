@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { type Server, createServer } from "node:http";
@@ -294,6 +295,32 @@ describe("importDisk", () => {
     const disk = join(dirs.targetDir, "disk.img");
     expect(imageInfo(disk)["virtual-size"]).toBe(32 * MIB);
     expect(readFileSync(disk).subarray(0, 6).toString()).toBe("cloned");
+  });
+
+  it("copies a disk a running QEMU holds locked only when told the source is in use (a quiesced guest's)", async () => {
+    const dirs = await target();
+    const content = Buffer.alloc(16 * MIB);
+    content.write("running");
+    const source = join(dirs.sourceDir, "disk.img");
+    await writeFile(source, content);
+    // qemu-io keeps the image open for writing, with QEMU's lock, as a guest's QEMU does, until its input ends.
+    const holder = spawn("qemu-io", ["-f", "raw", source], { stdio: ["pipe", "pipe", "pipe"] });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        holder.stdout.once("data", () => {
+          resolve();
+        });
+        holder.once("error", reject);
+      });
+      await expect(importDisk(options(dirs, { source: "pvc", diskBytes: 16 * MIB }), () => undefined)).rejects.toThrow(
+        /lock/,
+      );
+      await importDisk(options(dirs, { source: "pvc", diskBytes: 16 * MIB, sourceInUse: true }), () => undefined);
+      expect(readFileSync(join(dirs.targetDir, "disk.img")).subarray(0, 7).toString()).toBe("running");
+    } finally {
+      holder.stdin.end();
+      holder.kill();
+    }
   });
 
   it("takes a containerDisk's disk copied out of its image", async () => {
