@@ -193,8 +193,9 @@ export function createSnapshotReconciler(deps: SnapshotControllerDeps): Reconcil
               action.how === "freeze" ? "unfreeze" : "unpause",
             );
           } catch (error) {
-            // Already let go (a VMI no longer paused answers 409), or gone with its VMI.
-            if (!isConflict(error) && !isNotFound(error)) throw error;
+            // Gone with its VMI. Anything else (a 409 too) is tried again: decide asks only while the VMI says the
+            // guest is frozen or paused, and a guest left so is worse than a retry.
+            if (!isNotFound(error)) throw error;
           }
           return;
         case "createCopyClaim":
