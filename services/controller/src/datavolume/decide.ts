@@ -88,7 +88,7 @@ export const foreignPodMessage = (foreign: { name: string; why: string }): strin
   `(${foreign.why}); nothing is read from it: delete it, and the controller makes its own`;
 
 /** Why the importer is not running: an image it cannot pull, or the reason its last run ended with. */
-function importerTrouble(pod: Pod): { reason: string; message: string } | undefined {
+export function importerTrouble(pod: Pod): { reason: string; message: string } | undefined {
   const statuses = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])];
   const pull = statuses
     .map((c) => c.state?.waiting)

@@ -314,6 +314,40 @@ describe("a snapshot that cannot go on", () => {
     expect(d.status.error?.message).toContain("failureDeadline (5m)");
   });
 
+  it("says why a copy failed while the kubelet runs it again", () => {
+    const o = observe();
+    const failing: Pod = {
+      ...pod("Running"),
+      status: {
+        phase: "Running",
+        containerStatuses: [
+          {
+            name: "importer",
+            image: "importer",
+            imageID: "",
+            ready: false,
+            restartCount: 1,
+            state: { waiting: { reason: "CrashLoopBackOff" } },
+            lastState: { terminated: { exitCode: 1, message: "the source claim holds no disk.img" } },
+          },
+        ],
+      },
+    };
+    const d = decideSnapshot(
+      observe({
+        content: contentOf(o),
+        snapshot: snapshot({ status: decideSnapshot(o).status }),
+        claim: (n) => claim(n),
+        copyPod: (t) => (t === copyName("root") ? failing : pod("Running")),
+      }),
+    );
+    expect(d.status.conditions?.find((c) => c.type === "Progressing")).toMatchObject({
+      status: "False",
+      message: "the copy of volume root failed, and is tried again: the source claim holds no disk.img",
+    });
+    expect(d.status.phase).toBe("InProgress");
+  });
+
   it("takes no deadline when failureDeadline is 0s", () => {
     const o = observe({
       snapshot: snapshot({ spec: { ...snapshot().spec, failureDeadline: "0s" } }),

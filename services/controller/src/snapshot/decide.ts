@@ -21,6 +21,7 @@ import {
   volumeCopyName,
 } from "@kubevirt-ts/kubevirt-api";
 import { claimVolumes, parseDurationSeconds } from "@kubevirt-ts/vm-rules";
+import { importerTrouble } from "../datavolume/decide.ts";
 
 // What the snapshot controller does about one VirtualMachineSnapshot, decided from what it observes alone (pure, so
 // KubeVirt's phases, indications and conditions are tested without a cluster). The way (docs/adr/0027): the VM is
@@ -446,7 +447,11 @@ export function decideSnapshot(o: SnapshotObservation): SnapshotDecision {
           target,
           inUse: how !== "none",
         });
-      } else if (pod.status?.phase === "Succeeded") {
+      } else if (pod.status?.phase !== "Succeeded") {
+        // The kubelet runs a failed copy again; meanwhile the snapshot says why it failed (the importer's message).
+        const trouble = importerTrouble(pod);
+        if (trouble) blocked = `the copy of volume ${backup.volumeName} failed, and is tried again: ${trouble.message}`;
+      } else {
         const i = volumeStatus.findIndex((s) => s.volumeSnapshotName === target);
         const entry = { volumeSnapshotName: target, creationTime: kubeTime(now), readyToUse: true };
         if (i >= 0) volumeStatus[i] = entry;
