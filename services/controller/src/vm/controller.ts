@@ -252,6 +252,7 @@ export function createVmReconciler(deps: VmControllerDeps): Reconcile {
         : undefined,
       startFailure: vm.status?.startFailure,
       restoreInProgress: vm.status?.restoreInProgress,
+      snapshotInProgress: vm.status?.snapshotInProgress,
       now: now(),
     });
     const sizing = await sizeVm(client, instancetypes, vm);

@@ -178,3 +178,13 @@ describe("a restore in progress", () => {
     expect(decide(given("Halted", running, { restoreInProgress: "r1" })).action.kind).toBe("delete");
   });
 });
+
+describe("a snapshot in progress", () => {
+  it("holds a start until the snapshot is done, its request pending, and still stops a VM", () => {
+    const held = decide(given("Manual", undefined, { requests: [start], snapshotInProgress: "s1" }));
+    expect(held.action.kind).toBe("none");
+    expect(held.requests).toEqual([start]);
+    expect(decide(given("Always", undefined, { snapshotInProgress: "s1" })).action.kind).toBe("none");
+    expect(decide(given("Halted", running, { snapshotInProgress: "s1" })).action.kind).toBe("delete");
+  });
+});

@@ -26,6 +26,11 @@ export interface VmObservation {
    * meanwhile; a start request waits until the restore is done.
    */
   restoreInProgress?: string | undefined;
+  /**
+   * The VirtualMachineSnapshot being taken of the VM (its status.snapshotInProgress): a stopped VM is not started
+   * while its disks are copied, which a start would make inconsistent (docs/adr/0027).
+   */
+  snapshotInProgress?: string | undefined;
   now: Date;
 }
 
@@ -55,7 +60,7 @@ export function backoffMs(consecutiveFailures: number): number {
 
 /** Creates the VMI, paused when a start request asks so (virtctl start --paused). */
 function create(o: VmObservation, requests: StateChangeRequest[], paused = false): VmDecision {
-  if (o.restoreInProgress !== undefined) return none(requests);
+  if (o.restoreInProgress !== undefined || o.snapshotInProgress !== undefined) return none(requests);
   const retryAfter = o.startFailure?.retryAfterTimestamp ? Date.parse(o.startFailure.retryAfterTimestamp) : 0;
   if (retryAfter > o.now.getTime()) return { action: { kind: "backoff", untilMs: retryAfter }, requests };
   return { action: paused ? { kind: "create", paused: true } : { kind: "create" }, requests };
