@@ -450,7 +450,10 @@ export function decideSnapshot(o: SnapshotObservation): SnapshotDecision {
       } else if (pod.status?.phase !== "Succeeded") {
         // The kubelet runs a failed copy again; meanwhile the snapshot says why it failed (the importer's message).
         const trouble = importerTrouble(pod);
-        if (trouble) blocked = `the copy of volume ${backup.volumeName} failed, and is tried again: ${trouble.message}`;
+        // The kubelet keeps a termination message to 4 KiB; the snapshot keeps 1 KiB of it.
+        if (trouble)
+          blocked =
+            `the copy of volume ${backup.volumeName} failed, and is tried again: ` + trouble.message.slice(0, 1024);
       } else {
         const i = volumeStatus.findIndex((s) => s.volumeSnapshotName === target);
         const entry = { volumeSnapshotName: target, creationTime: kubeTime(now), readyToUse: true };
