@@ -145,10 +145,21 @@ export function createRestoreReconciler(deps: RestoreControllerDeps): Reconcile 
   /** The restore fails for good, as KubeVirt's: its Failure condition is set and it is not looked at again. */
   async function fail(restore: VirtualMachineRestore, message: string) {
     recorder.record(restore, "Warning", Reason.Failed, `The restore failed: ${message}`);
-    // A failed restore lets go of its target, which may start again.
-    await unmark(restore, vms.get(`${restore.metadata.namespace ?? ""}/${restore.spec.target.name}`));
+    // A failed restore lets go of its target, which may start again. The target is read from the API server: this
+    // pass may have marked it, and the restore is not looked at again once failed.
+    await unmark(restore, await currentVm(restore.metadata.namespace ?? "", restore.spec.target.name));
     await writeStatus(restore, withConditions(restore.status ?? {}, false, false, message, now(), message));
     return undefined;
+  }
+
+  /** The VM as the API server has it now; undefined only when it is not found. */
+  async function currentVm(namespace: string, name: string): Promise<VirtualMachine | undefined> {
+    try {
+      return await client.get<VirtualMachine>(kubevirtResources.virtualMachines, namespace, name);
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw error;
+    }
   }
 
   /** Lifts the restore's mark from its target, if the mark is this restore's. */
