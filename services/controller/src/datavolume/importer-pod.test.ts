@@ -30,6 +30,8 @@ const envOf = (spec: DataVolumeSpec) =>
     (importerPod(dv(spec), GI, config).spec?.containers[0]?.env ?? []).map((e) => [e.name, e.value ?? e.valueFrom]),
   );
 
+const MI = 2 ** 20;
+
 describe("the claim of a DataVolume", () => {
   it(
     "makes the claim CDI's way: named and owned as the DataVolume, its access modes, class and " +
@@ -90,6 +92,22 @@ describe("the claim of a DataVolume", () => {
         undefined,
       )?.spec?.accessModes,
     ).toEqual(["ReadWriteOnce"]);
+  });
+
+  it("lets a clone into a claim asked for by size take a disk as large as that claim, as a launcher makes one", () => {
+    const source: PersistentVolumeClaim = {
+      metadata: { name: "golden", namespace: "ns" },
+      spec: { resources: { requests: { storage: "128Mi" } } },
+    };
+    const pvc = { resources: { requests: { storage: "128Mi" } } };
+    expect(importDiskBytes(dv({ source: { pvc: { namespace: "ns", name: "golden" } }, pvc }), source)).toBe(128 * MI);
+    // Not a clone: the claim less the overhead, as CDI sizes it.
+    expect(importDiskBytes(dv({ source: { blank: {} }, pvc }), undefined)).toBe(Math.floor(128 * 0.945) * MI);
+    // A size asked for the disk itself (storage) is kept.
+    const storage = { resources: { requests: { storage: "64Mi" } } };
+    expect(importDiskBytes(dv({ source: { pvc: { namespace: "ns", name: "golden" } }, storage }), source)).toBe(
+      64 * MI,
+    );
   });
 
   it("sizes a clone that names no size as its source claim", () => {

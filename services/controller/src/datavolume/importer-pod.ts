@@ -21,7 +21,7 @@ import {
   controllerRef,
   parseQuantity,
 } from "@kubevirt-ts/kubevirt-api";
-import { claimRequestBytes, dataVolumeDiskBytes } from "@kubevirt-ts/vm-rules";
+import { alignDownToMiB, claimRequestBytes, dataVolumeDiskBytes } from "@kubevirt-ts/vm-rules";
 import { deriveUploadKey } from "@kubevirt-ts/runtime";
 import { diskCopyInitContainers, restrictedContainer } from "../common/disk-copy.ts";
 
@@ -82,10 +82,19 @@ export function dataVolumeClaim(
   };
 }
 
-/** The size of the disk the importer writes: the size asked for, or the source claim's less the overhead. */
+/**
+ * The size of the disk the importer writes: the size asked for, or the source claim's less the overhead. A clone into
+ * a claim asked for by size (`pvc`) copies the source's disk.img as it is, and one a launcher made fills its whole
+ * claim: its disk may then be as large as the claim (cloneDiskBytes).
+ */
 export function importDiskBytes(dv: DataVolume, source: PersistentVolumeClaim | undefined): number | undefined {
-  return dataVolumeDiskBytes(dv.spec, sourceBytes(source));
+  const disk = dataVolumeDiskBytes(dv.spec, sourceBytes(source));
+  if (disk === undefined || !dv.spec.source?.pvc || !dv.spec.pvc) return disk;
+  return Math.max(disk, cloneDiskBytes(claimRequestBytes(dv.spec) ?? sourceBytes(source) ?? 0));
 }
+
+/** The largest disk a copy of a claim's disk.img may be in a claim of `claimBytes`: the whole claim, in MiB. */
+export const cloneDiskBytes = (claimBytes: number): number => alignDownToMiB(claimBytes);
 
 /** Which source the importer fills the claim from. */
 export function importerSource(dv: DataVolume): ImporterSource {

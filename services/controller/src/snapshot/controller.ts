@@ -30,11 +30,11 @@ import {
   kubevirtResources,
   parseQuantity,
 } from "@kubevirt-ts/kubevirt-api";
-import { diskBytesOnClaim } from "@kubevirt-ts/vm-rules";
 import type { Logger } from "@kubevirt-ts/runtime";
 import {
   type ImporterConfig,
   claimCopyPod,
+  cloneDiskBytes,
   claimCopyPodName,
   claimNode,
   importerPodMismatch,
@@ -69,10 +69,10 @@ const vmiSubresources = {
   namespaced: true,
 } as const;
 
-/** The source claim's disk size: what the launcher grows its disk.img to on a claim of its size. */
+/** The largest disk.img the source claim may hold (a launcher's fills it), which its copy must take as it is. */
 function diskBytes(claim: PersistentVolumeClaim): number {
   const size = claim.status?.capacity?.storage ?? claim.spec?.resources?.requests?.storage ?? "0";
-  return diskBytesOnClaim(parseQuantity(size) ?? 0);
+  return cloneDiskBytes(parseQuantity(size) ?? 0);
 }
 
 export function createSnapshotReconciler(deps: SnapshotControllerDeps): Reconcile {
