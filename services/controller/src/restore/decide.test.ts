@@ -299,3 +299,33 @@ describe("JSON patches (RFC 6902)", () => {
     expect(applyJsonPatches(doc, [patch])).toContain(why);
   });
 });
+
+describe("JSON patches cannot reach a prototype", () => {
+  it.each([
+    '{"op":"add","path":"/__proto__/deletionTimestamp","value":"x"}',
+    '{"op":"add","path":"/a/constructor/prototype/deletionTimestamp","value":"x"}',
+    '{"op":"copy","from":"/a","path":"/__proto__"}',
+    '{"op":"copy","from":"/__proto__","path":"/z"}',
+  ])("%s is refused", (patch) => {
+    expect(applyJsonPatches({ a: { b: 1 } }, [patch])).toMatch(/cannot be patched/);
+    expect(unsupported(restoreOf({ patches: [patch] }))).toMatch(/^spec\.patches\[0\]: .*cannot be patched/);
+    expect(({} as Record<string, unknown>).deletionTimestamp).toBeUndefined();
+    expect(Object.prototype).not.toHaveProperty("deletionTimestamp");
+  });
+  it("steps only through a document's own keys", () => {
+    expect(applyJsonPatches({ a: {} }, ['{"op":"replace","path":"/a/toString","value":1}'])).toContain(
+      "does not exist",
+    );
+    expect(applyJsonPatches({ a: {} }, ['{"op":"add","path":"/a/hasOwnProperty/x","value":1}'])).toContain(
+      "hasOwnProperty does not exist",
+    );
+  });
+});
+
+describe("the patched VM is bounded", () => {
+  it("stops once copies pass the bound, saying why", () => {
+    const doubling = Array.from({ length: 40 }, (_, i) => `{"op":"copy","from":"/spec","path":"/spec/m${String(i)}"}`);
+    const patched = applyJsonPatches({ spec: { data: "x".repeat(1000) } }, doubling);
+    expect(patched).toMatch(/^patch \d+: the patched VM would be \d+ characters, more than 1572864/);
+  });
+});

@@ -37,6 +37,8 @@ export const TARGET_GRACE_PERIOD_MS = 5 * 60_000;
 /** At most this many JSON patches in spec.patches, each at most this long: a tenant's bytes are bounded. */
 export const MAX_PATCHES = 100;
 export const MAX_PATCH_CHARS = 16 * 1024;
+/** The patched VM, serialized, is at most this long: `copy` ops can otherwise double it each. */
+export const MAX_PATCHED_CHARS = 1536 * 1024;
 
 export const restoreMarkOf = (restore: VirtualMachineRestore): string =>
   `${restore.metadata.name ?? ""}-${restore.metadata.uid ?? ""}`;
@@ -348,6 +350,17 @@ type Op =
   | { op: "remove"; path: string }
   | { op: "move" | "copy"; from: string; path: string };
 
+/** Tokens that would reach an object's prototype rather than its own keys. */
+const FORBIDDEN_TOKENS = new Set(["__proto__", "constructor", "prototype"]);
+
+const tokens = (pointer: string): string[] =>
+  pointer === ""
+    ? []
+    : pointer
+        .slice(1)
+        .split("/")
+        .map((t) => t.replaceAll("~1", "/").replaceAll("~0", "~"));
+
 /** One patch string as an operation, or why it is not one. */
 export function parsePatch(text: string): Op | string {
   let value: unknown;
@@ -363,6 +376,9 @@ export function parsePatch(text: string): Op | string {
   const o = value as Record<string, unknown>;
   if (typeof o.path !== "string" || (o.path !== "" && !o.path.startsWith("/")))
     return "path must be a JSON pointer such as /spec/template";
+  for (const pointer of [o.path, o.from])
+    if (typeof pointer === "string" && tokens(pointer).some((t) => FORBIDDEN_TOKENS.has(t)))
+      return `${JSON.stringify(pointer.slice(0, 80))}: __proto__, constructor and prototype cannot be patched`;
   switch (o.op) {
     case "add":
     case "replace":
@@ -380,14 +396,6 @@ export function parsePatch(text: string): Op | string {
   }
 }
 
-const tokens = (pointer: string): string[] =>
-  pointer === ""
-    ? []
-    : pointer
-        .slice(1)
-        .split("/")
-        .map((t) => t.replaceAll("~1", "/").replaceAll("~0", "~"));
-
 type Container = Record<string, unknown> | unknown[];
 
 /** The parent of the pointer's target and its last token, or why there is none. */
@@ -397,21 +405,23 @@ function locate(doc: unknown, pointer: string): { parent: Container; key: string
   if (key === undefined) return "the whole document cannot be patched";
   let node: unknown = doc;
   for (const t of path) {
-    if (Array.isArray(node)) node = node[Number(t)];
-    else if (typeof node === "object" && node !== null) node = (node as Record<string, unknown>)[t];
-    else node = undefined;
+    node = child(node, t);
     if (node === undefined) return `${pointer}: ${t} does not exist`;
   }
   if (typeof node !== "object" || node === null) return `${pointer}: its parent is not an object or array`;
   return { parent: node as Container, key };
 }
 
+/** A node's own member named by a token (never one it inherits), or undefined. */
+function child(node: unknown, t: string): unknown {
+  if (typeof node !== "object" || node === null || FORBIDDEN_TOKENS.has(t)) return undefined;
+  if (Array.isArray(node)) return /^(0|[1-9][0-9]*)$/.test(t) ? node[Number(t)] : undefined;
+  return Object.hasOwn(node, t) ? (node as Record<string, unknown>)[t] : undefined;
+}
+
 function get(doc: unknown, pointer: string): unknown {
   let node: unknown = doc;
-  for (const t of tokens(pointer)) {
-    if (typeof node !== "object" || node === null) return undefined;
-    node = Array.isArray(node) ? node[Number(t)] : (node as Record<string, unknown>)[t];
-  }
+  for (const t of tokens(pointer)) node = child(node, t);
   return node;
 }
 
@@ -431,7 +441,8 @@ function put(doc: unknown, pointer: string, value: unknown, replace: boolean): s
     at.parent.splice(i, replace ? 1 : 0, structuredClone(value));
     return undefined;
   }
-  if (replace && !(at.key in at.parent)) return `${pointer}: does not exist`;
+  if (FORBIDDEN_TOKENS.has(at.key)) return `${pointer}: ${at.key} cannot be patched`;
+  if (replace && !Object.hasOwn(at.parent, at.key)) return `${pointer}: does not exist`;
   at.parent[at.key] = structuredClone(value);
   return undefined;
 }
@@ -445,7 +456,7 @@ function remove(doc: unknown, pointer: string): string | undefined {
     at.parent.splice(i, 1);
     return undefined;
   }
-  if (!(at.key in at.parent)) return `${pointer}: does not exist`;
+  if (!Object.hasOwn(at.parent, at.key)) return `${pointer}: does not exist`;
   // eslint-disable-next-line @typescript-eslint/no-dynamic-delete -- a JSON pointer names the key
   delete at.parent[at.key];
   return undefined;
@@ -484,6 +495,12 @@ export function applyJsonPatches(doc: object, patches: readonly string[]): objec
       }
     }
     if (problem !== undefined) return `${where}: ${problem}`;
+    const size = JSON.stringify(out).length;
+    if (size > MAX_PATCHED_CHARS)
+      return (
+        `${where}: the patched VM would be ${String(size)} characters, more than ${String(MAX_PATCHED_CHARS)}: ` +
+        "patch less of it"
+      );
   }
   return out;
 }
