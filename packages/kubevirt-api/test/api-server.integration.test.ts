@@ -4,7 +4,17 @@ import { promisify } from "node:util";
 import { ApiException, type CustomObjectsApi } from "@kubernetes/client-node";
 import { test } from "@kubevirt-ts/control-plane/testing";
 import { describe, expect, inject } from "vitest";
-import { GROUP, Resource, VERSION } from "../src/index.ts";
+import {
+  GROUP,
+  Resource,
+  SNAPSHOT_API_VERSION,
+  SNAPSHOT_GROUP,
+  SNAPSHOT_VERSION,
+  type SnapshotKind,
+  SnapshotResource,
+  VERSION,
+} from "../src/index.ts";
+import { newVm } from "./builders.ts";
 import { type ValidationCase, validationCases } from "./validation-cases.ts";
 
 const kubectl = (...args: string[]) =>
@@ -110,4 +120,47 @@ describe("schema-invalid objects", () => {
         ?.replace(/\[\d+\]$/, "") ?? "";
     expect(JSON.stringify(apiError.body)).toContain(leaf);
   });
+});
+
+describe("snapshot.kubevirt.io objects", () => {
+  const vm = newVm();
+  const objects = {
+    VirtualMachineSnapshot: {
+      spec: { source: { apiGroup: GROUP, kind: "VirtualMachine", name: "vm-a" } },
+      change: { path: "/spec/source/name", value: "vm-b" },
+    },
+    VirtualMachineSnapshotContent: {
+      spec: { virtualMachineSnapshotName: "snap-a", source: { virtualMachine: { spec: vm.spec } } },
+      change: { path: "/spec/source/virtualMachine/spec/runStrategy", value: "Halted" },
+    },
+    VirtualMachineRestore: {
+      spec: { target: { apiGroup: GROUP, kind: "VirtualMachine", name: "vm-a" }, virtualMachineSnapshotName: "snap-a" },
+      change: { path: "/spec/virtualMachineSnapshotName", value: "snap-b" },
+    },
+  } as const;
+
+  test.for(Object.entries(objects))(
+    "a %s's spec cannot change once created, its labels can",
+    async ([kind, { spec, change }], { custom, namespace }) => {
+      const target = {
+        group: SNAPSHOT_GROUP,
+        version: SNAPSHOT_VERSION,
+        namespace,
+        plural: SnapshotResource[kind as keyof typeof SnapshotKind].plural,
+        name: "x",
+      };
+      await custom.createNamespacedCustomObject({
+        ...target,
+        body: { apiVersion: SNAPSHOT_API_VERSION, kind, metadata: { name: "x" }, spec },
+      });
+      // A JSON patch, the client's default.
+      const patch = (op: { path: string; value: unknown }) =>
+        custom.patchNamespacedCustomObject({ ...target, body: [{ op: "add", ...op }] }).then(() => undefined);
+      const error = await patch(change).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ApiException);
+      expect((error as ApiException<unknown>).code).toBe(422);
+      expect(JSON.stringify((error as ApiException<unknown>).body)).toContain("spec is immutable after creation");
+      await expect(patch({ path: "/metadata/labels", value: { a: "b" } })).resolves.toBeUndefined();
+    },
+  );
 });

@@ -34,6 +34,7 @@ import { kubeVirtSpec, kubeVirtStatus } from "../schema/kubevirt.ts";
 import {
   SNAPSHOT_GROUP,
   SNAPSHOT_VERSION,
+  SPEC_IMMUTABLE,
   SnapshotKind,
   SnapshotResource,
   virtualMachineRestoreSpec,
@@ -316,6 +317,7 @@ const snapshotKind = (kind: keyof typeof SnapshotKind) => ({
   version: SNAPSHOT_VERSION,
   scope: "Namespaced" as const,
   statusSubresource: true,
+  specValidations: [SPEC_IMMUTABLE],
 });
 const creationTime: PrinterColumn = { name: "CreationTime", type: "date", jsonPath: ".status.creationTime" };
 const readyToUse: PrinterColumn = { name: "ReadyToUse", type: "boolean", jsonPath: ".status.readyToUse" };

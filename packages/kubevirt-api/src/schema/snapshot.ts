@@ -79,6 +79,15 @@ export const VolumeRestorePolicy = {
 
 export const VolumeOwnershipPolicy = { Vm: "Vm", None: "None" } as const;
 
+/**
+ * The spec of a snapshot, a content and a restore is fixed once created, as KubeVirt's webhooks have it: a snapshot
+ * whose source changed mid-way would leave the old VM marked and paused. The CRDs hold it, as a CEL transition rule.
+ */
+export const SPEC_IMMUTABLE = {
+  rule: "self == oldSelf",
+  message: "spec is immutable after creation: delete the object and create a new one with the spec you want",
+} as const;
+
 const values = <T extends Record<string, string>>(o: T) => Object.values(o) as [T[keyof T], ...T[keyof T][]];
 
 /** A Go duration as metav1.Duration takes it: 30s, 5m, 1h30m, 1.5h. */
