@@ -757,6 +757,30 @@ describe("the tRPC API's snapshots", () => {
       });
 
       const asViewer = clientFor(viewer);
+      // Contents are read by name, only the listed snapshots': a user who may get them but not list them sees sizes.
+      await rbac.createNamespacedRole({
+        namespace,
+        body: {
+          metadata: { name: "snapshot-reader" },
+          rules: [
+            { apiGroups: ["snapshot.kubevirt.io"], resources: ["virtualmachinesnapshots"], verbs: ["list"] },
+            { apiGroups: ["snapshot.kubevirt.io"], resources: ["virtualmachinesnapshotcontents"], verbs: ["get"] },
+          ],
+        },
+      });
+      await rbac.createNamespacedRoleBinding({
+        namespace,
+        body: {
+          metadata: { name: "snapshot-reader" },
+          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "snapshot-reader" },
+          subjects: [{ kind: "ServiceAccount", name: "viewer", namespace }],
+        },
+      });
+      await expect
+        .poll(async () => (await asViewer.snapshots.list.query({ namespace, name: "web" })).snapshots, {
+          timeout: 10_000,
+        })
+        .toMatchObject([{ name: "web-1", sizeBytes: 2 * 1024 ** 3 }]);
       expect(
         await failure(asViewer.snapshots.create.mutate({ namespace, name: "web", snapshot: "web-2" })),
       ).toMatchObject({

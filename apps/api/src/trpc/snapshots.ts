@@ -61,10 +61,6 @@ async function bounded<T>(
 
 const snapshotsIn = (client: KubeClient, namespace: string) =>
   bounded((o) => client.list<VirtualMachineSnapshot>(kubevirtResources.virtualMachineSnapshots, namespace, o));
-const contentsIn = (client: KubeClient, namespace: string) =>
-  bounded((o) =>
-    client.list<VirtualMachineSnapshotContent>(kubevirtResources.virtualMachineSnapshotContents, namespace, o),
-  );
 const restoresIn = (client: KubeClient, namespace: string) =>
   bounded((o) => client.list<VirtualMachineRestore>(kubevirtResources.virtualMachineRestores, namespace, o));
 
@@ -179,10 +175,42 @@ async function snapshotOf(client: KubeClient, input: z.infer<typeof ofSnapshot>)
   return snapshot;
 }
 
-/** A user who may list snapshots but not their contents sees them without sizes. */
-function sizesUnknownIfForbidden(error: unknown): { items: VirtualMachineSnapshotContent[]; truncated: boolean } {
-  if (error instanceof ApiError && error.code === 403) return { items: [], truncated: false };
-  throw error;
+/** Contents read at once, of the at most MAX_LISTED a list shows. */
+const CONTENT_READS = 10;
+
+/**
+ * The contents of the snapshots listed, by name, each read by itself (never the namespace's every content, each of
+ * which holds a whole VM); a user who may not read contents sees the snapshots without sizes.
+ */
+async function contentsOf(
+  client: KubeClient,
+  namespace: string,
+  listed: VirtualMachineSnapshot[],
+): Promise<Map<string, VirtualMachineSnapshotContent>> {
+  const names = [...new Set(listed.map((s) => s.status?.virtualMachineSnapshotContentName ?? ""))].filter(
+    (name) => name !== "" && dnsSubdomainProblem(name) === undefined,
+  );
+  const contents = new Map<string, VirtualMachineSnapshotContent>();
+  try {
+    for (let i = 0; i < names.length; i += CONTENT_READS) {
+      const found = await Promise.all(
+        names
+          .slice(i, i + CONTENT_READS)
+          .map((name) =>
+            client.find<VirtualMachineSnapshotContent>(
+              kubevirtResources.virtualMachineSnapshotContents,
+              namespace,
+              name,
+            ),
+          ),
+      );
+      for (const content of found) if (content) contents.set(content.metadata.name ?? "", content);
+    }
+  } catch (error) {
+    if (error instanceof ApiError && error.code === 403) return new Map();
+    throw error;
+  }
+  return contents;
 }
 
 const vmiOf = (client: KubeClient, namespace: string, name: string) =>
@@ -192,14 +220,12 @@ export const snapshots = router({
   // The VM's snapshots, newest first, each with whether it can be restored now; `truncated` when the
   // namespace held more than could be read, or the VM more than are listed.
   list: userProcedure.input(vm).query(async ({ ctx, input }) => {
-    const [listed, contents] = await Promise.all([
-      snapshotsIn(ctx.client, input.namespace),
-      contentsIn(ctx.client, input.namespace).catch(sizesUnknownIfForbidden),
-    ]);
-    const byName = new Map(contents.items.map((c) => [c.metadata.name ?? "", c]));
+    const listed = await snapshotsIn(ctx.client, input.namespace);
     const mine = newestFirst(listed.items.filter((s) => s.spec.source.name === input.name));
+    const shown = mine.slice(0, MAX_LISTED);
+    const byName = await contentsOf(ctx.client, input.namespace, shown);
     return {
-      snapshots: mine.slice(0, MAX_LISTED).map((s) => {
+      snapshots: shown.map((s) => {
         const content = byName.get(s.status?.virtualMachineSnapshotContentName ?? "");
         return snapshotView(s, content, snapshotRestorability(s));
       }),
