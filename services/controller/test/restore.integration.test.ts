@@ -352,6 +352,111 @@ describe("VirtualMachineRestore", () => {
     expect(after?.spec.template.spec.volumes).toEqual(vm.spec.template.spec.volumes);
   });
 
+  test("waits while the VM is being snapshotted, then marks it", async ({ client, namespace }) => {
+    const vm = await client.create<VirtualMachine>(
+      kubevirtResources.virtualMachines,
+      namespace,
+      vmWithDisks(namespace, "Halted"),
+    );
+    await readySnapshot(client, namespace, vm);
+    await expect.poll(async () => (await getVm(client, namespace, "vm"))?.status, poll).toBeDefined();
+    const setSnapshotting = async (value: string | undefined) => {
+      const current = await getVm(client, namespace, "vm");
+      if (!current) throw new Error("no VM");
+      await client.update(
+        kubevirtResources.virtualMachines,
+        { ...current, status: { ...current.status, snapshotInProgress: value } },
+        "status",
+      );
+    };
+    await setSnapshotting("s0");
+    await client.create(kubevirtResources.virtualMachineRestores, namespace, restoreOf(namespace, "r1", {}));
+    await expect
+      .poll(async () => condition(await getRestore(client, namespace, "r1"), "Progressing")?.message, poll)
+      .toBe("the VM is being snapshotted by s0: the restore waits for the snapshot to complete");
+    expect((await getVm(client, namespace, "vm"))?.status?.restoreInProgress).toBeUndefined();
+    await setSnapshotting(undefined);
+    await expect.poll(async () => (await getVm(client, namespace, "vm"))?.status?.restoreInProgress, poll).toBe("r1");
+    // The mark's test op holds against a VM marked meanwhile: a second mark is refused, not written over the first.
+    const again = [
+      { op: "test", path: "/status/restoreInProgress", value: null },
+      { op: "add", path: "/status/restoreInProgress", value: "r2" },
+    ];
+    await expect(
+      client.patch(kubevirtResources.virtualMachines, namespace, "vm", again, "json", "status"),
+    ).rejects.toMatchObject({ code: expect.toSatisfy((code: number) => code === 409 || code === 422) as number });
+
+    // A deleted restore lets go of the VM it marked.
+    await client.delete(kubevirtResources.virtualMachineRestores, namespace, "r1");
+    await expect.poll(() => getRestore(client, namespace, "r1"), poll).toBeUndefined();
+    expect((await getVm(client, namespace, "vm"))?.status?.restoreInProgress).toBeUndefined();
+  });
+
+  test("fails on a content another snapshot made", async ({ client, namespace }) => {
+    const vm = await client.create<VirtualMachine>(
+      kubevirtResources.virtualMachines,
+      namespace,
+      vmWithDisks(namespace, "Halted"),
+    );
+    await readySnapshot(client, namespace, vm);
+    const s2 = await client.create<VirtualMachineSnapshot>(kubevirtResources.virtualMachineSnapshots, namespace, {
+      apiVersion: "snapshot.kubevirt.io/v1beta1",
+      kind: "VirtualMachineSnapshot",
+      metadata: { name: "s2", namespace },
+      spec: { source: { apiGroup: "kubevirt.io", kind: "VirtualMachine", name: "vm" } },
+    });
+    await client.update(
+      kubevirtResources.virtualMachineSnapshots,
+      {
+        ...s2,
+        status: {
+          phase: "Succeeded",
+          readyToUse: true,
+          sourceUID: vm.metadata.uid,
+          virtualMachineSnapshotContentName: snapshotContentName(SNAPSHOT_UID),
+        },
+      },
+      "status",
+    );
+    await client.create(
+      kubevirtResources.virtualMachineRestores,
+      namespace,
+      restoreOf(namespace, "other", { virtualMachineSnapshotName: "s2" }),
+    );
+    await expect
+      .poll(async () => condition(await getRestore(client, namespace, "other"), "Failure")?.message, poll)
+      .toBe(
+        `VMSnapshotContent ${namespace}/${snapshotContentName(SNAPSHOT_UID)} is VMSnapshot "s1"'s, not s2's: ` +
+          "restore from the snapshot the content was made for",
+      );
+    expect((await getVm(client, namespace, "vm"))?.status?.restoreInProgress).toBeUndefined();
+  });
+
+  test("fails when the API server refuses the new VM", async ({ client, namespace }) => {
+    const vm = await client.create<VirtualMachine>(
+      kubevirtResources.virtualMachines,
+      namespace,
+      vmWithDisks(namespace, "Halted"),
+    );
+    await readySnapshot(client, namespace, vm);
+    await client.create(
+      kubevirtResources.virtualMachineRestores,
+      namespace,
+      restoreOf(namespace, "bad", {
+        target: { apiGroup: "kubevirt.io", kind: "VirtualMachine", name: "vm-bad" },
+        patches: ['{"op":"add","path":"/metadata/labels/copy","value":"not a label value!"}'],
+      }),
+    );
+    await expect.poll(async () => (await getRestore(client, namespace, "bad"))?.status?.restores?.length, poll).toBe(2);
+    const uid = (await getRestore(client, namespace, "bad"))?.metadata.uid ?? "";
+    await dataVolumeSucceeds(client, namespace, `restore-${uid}-root`);
+    await dataVolumeSucceeds(client, namespace, `restore-${uid}-data`);
+    await expect
+      .poll(async () => condition(await getRestore(client, namespace, "bad"), "Failure")?.message, poll)
+      .toMatch(/^the target VM could not be created: .*422/);
+    expect(await getVm(client, namespace, "vm-bad")).toBeUndefined();
+  });
+
   test("refuses what it does not build, by path", async ({ client, namespace }) => {
     await client.create(
       kubevirtResources.virtualMachineRestores,

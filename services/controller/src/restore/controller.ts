@@ -1,5 +1,6 @@
 import { isDeepStrictEqual } from "node:util";
 import {
+  ApiError,
   type EventHandler,
   type EventRecorder,
   type Informer,
@@ -162,6 +163,40 @@ export function createRestoreReconciler(deps: RestoreControllerDeps): Reconcile 
     }
   }
 
+  /**
+   * Marks the target as being restored (status.restoreInProgress), as one JSON patch whose tests make it atomic: only
+   * while no snapshot and no other restore has marked it. False when the VM changed meanwhile (a test failed): the
+   * next pass looks again.
+   */
+  async function mark(restore: VirtualMachineRestore, vm: VirtualMachine): Promise<boolean> {
+    const name = restore.metadata.name ?? "";
+    const patch =
+      vm.status === undefined
+        ? [
+            { op: "test", path: "/status", value: null },
+            { op: "add", path: "/status", value: { restoreInProgress: name } },
+          ]
+        : [
+            { op: "test", path: "/status/snapshotInProgress", value: null },
+            { op: "test", path: "/status/restoreInProgress", value: null },
+            { op: "add", path: "/status/restoreInProgress", value: name },
+          ];
+    try {
+      await client.patch(
+        kubevirtResources.virtualMachines,
+        vm.metadata.namespace,
+        vm.metadata.name ?? "",
+        patch,
+        "json",
+        "status",
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ApiError && (error.code === 409 || error.code === 422)) return false;
+      throw error;
+    }
+  }
+
   /** Lifts the restore's mark from its target, if the mark is this restore's. */
   async function unmark(restore: VirtualMachineRestore, vm: VirtualMachine | undefined) {
     if (vm?.status?.restoreInProgress === undefined || vm.status.restoreInProgress !== restore.metadata.name) return;
@@ -183,7 +218,8 @@ export function createRestoreReconciler(deps: RestoreControllerDeps): Reconcile 
     const target = vms.get(targetKey);
 
     if (cached.metadata.deletionTimestamp) {
-      await unmark(cached, target);
+      // Read from the API server: a mark written just before the delete may not be in the cache yet.
+      await unmark(cached, await currentVm(namespace, cached.spec.target.name));
       await removeFinalizer(client, type, cached, RESTORE_FINALIZER);
       return undefined;
     }
@@ -233,6 +269,15 @@ export function createRestoreReconciler(deps: RestoreControllerDeps): Reconcile 
     if (snapshot.status?.readyToUse !== true || contentName === undefined)
       return notYet(restore, `VMSnapshot ${namespace}/${snapshotName} is not ready`);
     const content = deps.contents.get(`${namespace}/${contentName}`);
+    const contentOf = content?.spec.virtualMachineSnapshotName;
+    if (content && contentOf !== snapshotName) {
+      const owner = JSON.stringify((contentOf ?? "").slice(0, 253));
+      return fail(
+        restore,
+        `VMSnapshotContent ${namespace}/${contentName} is VMSnapshot ${owner}'s, not ${snapshotName}'s: ` +
+          "restore from the snapshot the content was made for",
+      );
+    }
     if (content?.status?.readyToUse !== true)
       return notYet(restore, `VMSnapshotContent ${namespace}/${contentName} is not ready`);
     const snapshotVm = content.spec.source.virtualMachine;
@@ -249,11 +294,15 @@ export function createRestoreReconciler(deps: RestoreControllerDeps): Reconcile 
       const other = target.status?.restoreInProgress;
       if (other !== undefined && other !== restore.metadata.name)
         return notYet(restore, `the VM is being restored by ${other}: wait for it to complete`);
-      if (other === undefined)
-        await writeStatusIfChanged(client, kubevirtResources.virtualMachines, target, {
-          ...target.status,
-          restoreInProgress: restore.metadata.name,
-        });
+      const snapshotting = target.status?.snapshotInProgress;
+      if (other === undefined && snapshotting !== undefined)
+        return notYet(
+          restore,
+          `the VM is being snapshotted by ${snapshotting}: the restore waits for the snapshot to complete`,
+          false,
+        );
+      if (other === undefined && !(await mark(restore, target)))
+        return notYet(restore, "the VM changed while the restore marked it: marking it again", false);
     }
 
     const wanted = volumeRestores(restore, content);
@@ -319,9 +368,19 @@ export function createRestoreReconciler(deps: RestoreControllerDeps): Reconcile 
         "Updating target spec",
         now(),
       );
-      await writeStatus(restore, next);
-      if (target) await client.update(kubevirtResources.virtualMachines, vm);
-      else await client.create(kubevirtResources.virtualMachines, namespace, vm);
+      const current = (await writeStatus(restore, next)) ?? restore;
+      try {
+        if (target) await client.update(kubevirtResources.virtualMachines, vm);
+        else await client.create(kubevirtResources.virtualMachines, namespace, vm);
+      } catch (error) {
+        // The API server refused the VM itself (invalid, forbidden): trying it again gives the same answer.
+        if (error instanceof ApiError && error.code >= 400 && error.code < 500 && ![404, 409, 429].includes(error.code))
+          return fail(
+            current,
+            `the target VM could not be ${target ? "updated" : "created"}: ${error.message.slice(0, 1024)}`,
+          );
+        throw error;
+      }
       return undefined;
     }
 
