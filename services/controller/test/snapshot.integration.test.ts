@@ -23,7 +23,7 @@ import { createLogger } from "@kubevirt-ts/runtime";
 import { Registry } from "prom-client";
 import { describe, expect } from "vitest";
 import { claimCopyPodName } from "../src/datavolume/importer-pod.ts";
-import { registerSnapshotController, snapshotIndexers } from "../src/snapshot/controller.ts";
+import { markPatch, registerSnapshotController, snapshotIndexers } from "../src/snapshot/controller.ts";
 import { getObject, getVm, testClient } from "./harness.ts";
 
 // The snapshot controller against a real kube-apiserver. There is no kubelet, no virt-api and no garbage collector
@@ -297,6 +297,10 @@ describe("VirtualMachineSnapshot", () => {
       namespace,
       snapshotOf(namespace, { failureDeadline: "3s" }),
     );
+    // The VM is marked while the snapshot waits, and the mark lifted when it fails.
+    await expect
+      .poll(() => getVm(client, namespace, "vm").then((v) => v?.status?.snapshotInProgress), poll)
+      .toBe("snap");
     await expect.poll(() => getSnapshot(client, namespace).then((s) => s?.status?.phase), poll).toBe("Failed");
     const failed = await getSnapshot(client, namespace);
     expect(failed?.status?.error?.message).toContain("failureDeadline (3s)");
@@ -304,6 +308,55 @@ describe("VirtualMachineSnapshot", () => {
     await expect
       .poll(() => getVm(client, namespace, "vm").then((v) => v?.status?.snapshotInProgress), poll)
       .toBeUndefined();
+  });
+
+  test("marks the VM only if no snapshot nor restore has marked it: waits for a restore", async ({
+    client,
+    namespace,
+  }) => {
+    const vm = await client.create<VirtualMachine>(kubevirtResources.virtualMachines, namespace, vmOf(namespace));
+    const restoring = await client.update<VirtualMachine>(
+      kubevirtResources.virtualMachines,
+      { ...vm, status: { restoreInProgress: "restore" } },
+      "status",
+    );
+    // A mark decided from a VM seen before the restore marked it is refused by the API server, VM unchanged.
+    const mark = { kind: "markVm" as const, snapshot: "other", vm: { ...vm, status: {} } };
+    await expect(
+      client.patch(kubevirtResources.virtualMachines, namespace, "vm", markPatch(mark), "json", "status"),
+    ).rejects.toThrow(/: 422 /);
+    await expect(
+      client.patch(kubevirtResources.virtualMachines, namespace, "vm", markPatch({ ...mark, vm }), "json", "status"),
+    ).rejects.toThrow(/: 422 /);
+    expect((await getVm(client, namespace, "vm"))?.status).toEqual({ restoreInProgress: "restore" });
+
+    await client.create(kubevirtResources.virtualMachineSnapshots, namespace, snapshotOf(namespace));
+    await expect
+      .poll(() => getSnapshot(client, namespace).then((s) => s?.status?.conditions?.[0]?.message), poll)
+      .toBe("restore restore of the VM is under way; the snapshot waits for it");
+    expect((await getVm(client, namespace, "vm"))?.status?.snapshotInProgress).toBeUndefined();
+
+    // The restore done, the snapshot marks the VM; a second mark, or a lift by another snapshot, is refused.
+    await client.update(kubevirtResources.virtualMachines, { ...restoring, status: {} }, "status");
+    await expect
+      .poll(() => getVm(client, namespace, "vm").then((v) => v?.status?.snapshotInProgress), poll)
+      .toBe("snap");
+    const marked = { ...vm, status: {} };
+    await expect(
+      client.patch(
+        kubevirtResources.virtualMachines,
+        namespace,
+        "vm",
+        markPatch({ ...mark, vm: marked }),
+        "json",
+        "status",
+      ),
+    ).rejects.toThrow(/: 422 /);
+    const lift = { kind: "markVm" as const, snapshot: null, vm: { ...vm, status: { snapshotInProgress: "other" } } };
+    await expect(
+      client.patch(kubevirtResources.virtualMachines, namespace, "vm", markPatch(lift), "json", "status"),
+    ).rejects.toThrow(/: 422 /);
+    expect((await getVm(client, namespace, "vm"))?.status?.snapshotInProgress).toBe("snap");
   });
 
   test("refuses what kubevirt-ts does not build, naming the field", async ({ client, namespace }) => {

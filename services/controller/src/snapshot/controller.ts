@@ -1,4 +1,5 @@
 import {
+  ApiError,
   type ControllerManager,
   type EventHandler,
   type EventRecorder,
@@ -14,7 +15,6 @@ import {
   isConflict,
   isNotFound,
   keyOf,
-  kubeTime,
   removeFinalizer,
   resources,
   writeStatusIfChanged,
@@ -39,7 +39,14 @@ import {
   claimNode,
   importerPodMismatch,
 } from "../datavolume/importer-pod.ts";
-import { SNAPSHOT_FINALIZER, type SnapshotAction, decideSnapshot, quiesceOf } from "./decide.ts";
+import {
+  SNAPSHOT_FINALIZER,
+  type SnapshotAction,
+  decideSnapshot,
+  failedStepStatus,
+  isFinal,
+  sourceInUse,
+} from "./decide.ts";
 
 // The VirtualMachineSnapshot controller (docs/adr/0027): it observes a snapshot, its VM and VMI, its content, the
 // claims and the copy pods, lets decide.ts choose, and carries the actions out in order; the snapshot's status is
@@ -91,7 +98,10 @@ export function createSnapshotReconciler(deps: SnapshotControllerDeps): Reconcil
     if (!snapshot) return undefined;
     const namespace = snapshot.metadata.namespace ?? "";
     const vmName = snapshot.spec.source.name;
-    const vm = vms.get(`${namespace}/${vmName}`);
+    // A deleted snapshot lets go of the VM as the API server has it: a mark written just before is not in the cache.
+    const vm = snapshot.metadata.deletionTimestamp
+      ? await client.find<VirtualMachine>(kubevirtResources.virtualMachines, namespace, vmName)
+      : vms.get(`${namespace}/${vmName}`);
     const vmi = vmis.get(`${namespace}/${vmName}`);
     const contentName = snapshot.status?.virtualMachineSnapshotContentName;
     const content =
@@ -99,11 +109,12 @@ export function createSnapshotReconciler(deps: SnapshotControllerDeps): Reconcil
         ? undefined
         : await read(contents, kubevirtResources.virtualMachineSnapshotContents, namespace, contentName);
     const targets = (content?.spec.volumeBackups ?? []).map((b) => b.volumeSnapshotName ?? "");
-    const found = new Map<string, Pod | undefined>();
-    for (const target of targets)
-      found.set(target, await read(pods, resources.pods, namespace, claimCopyPodName(target)));
+    // The copy pods from the cache alone: one made but not seen yet is made again, and AlreadyExists says it is there.
+    const found = new Map<string, Pod | undefined>(
+      targets.map((target) => [target, pods.get(`${namespace}/${claimCopyPodName(target)}`)]),
+    );
     // Whether the copy pods read a disk open by the running guest: so from the snapshot's start (its indications).
-    const inUse = quiesceOf(snapshot.status?.indications) !== "none";
+    const inUse = sourceInUse(snapshot.status?.indications);
     const expected = (target: string) => {
       const backup = content?.spec.volumeBackups?.find((b) => b.volumeSnapshotName === target);
       const source = claims.get(`${namespace}/${backup?.persistentVolumeClaim.metadata?.name ?? ""}`);
@@ -161,14 +172,20 @@ export function createSnapshotReconciler(deps: SnapshotControllerDeps): Reconcil
           done.removed = true;
           return;
         case "markVm":
-          await client.patch(
-            kubevirtResources.virtualMachines,
-            namespace,
-            vmName,
-            { status: { snapshotInProgress: action.snapshot } },
-            "merge",
-            "status",
-          );
+          try {
+            await client.patch(
+              kubevirtResources.virtualMachines,
+              namespace,
+              vmName,
+              markPatch(action),
+              "json",
+              "status",
+            );
+          } catch (error) {
+            // A test failed: the VM is marked by another snapshot or a restore, or no longer by this one. The VM's
+            // change brings the snapshot back to wait for it (or finds it let go already).
+            if (!isTestFailed(error)) throw error;
+          }
           return;
         case "createContent":
           await ignoreExisting(
@@ -193,9 +210,9 @@ export function createSnapshotReconciler(deps: SnapshotControllerDeps): Reconcil
               action.how === "freeze" ? "unfreeze" : "unpause",
             );
           } catch (error) {
-            // Gone with its VMI. Anything else (a 409 too) is tried again: decide asks only while the VMI says the
-            // guest is frozen or paused, and a guest left so is worse than a retry.
-            if (!isNotFound(error)) throw error;
+            // Gone with its VMI, or not paused or frozen (409): released already. Anything else is tried again, the
+            // snapshot kept from its final phase meanwhile (a guest left paused is worse than a retry).
+            if (!isNotFound(error) && !isConflict(error)) throw error;
           }
           return;
         case "createCopyClaim":
@@ -237,8 +254,7 @@ export function createSnapshotReconciler(deps: SnapshotControllerDeps): Reconcil
       } catch (error) {
         // As KubeVirt's: the snapshot says what failed (its error), and the step is tried again with back-off.
         if (!isConflict(error) && !done.removed) {
-          const message = `${action.kind} failed: ${error instanceof Error ? error.message : String(error)}`;
-          const status = { ...decision.status, error: { time: kubeTime(deps.now()), message: message.slice(0, 1024) } };
+          const status = failedStepStatus(current, action, error, deps.now());
           await writeStatusIfChanged(client, kubevirtResources.virtualMachineSnapshots, current, status).catch(
             () => undefined,
           );
@@ -254,6 +270,32 @@ export function createSnapshotReconciler(deps: SnapshotControllerDeps): Reconcil
   };
 }
 
+/**
+ * The JSON patch that marks the VM for the snapshot, or lifts the snapshot's mark, only if the VM's status still is as
+ * it must be for that: no snapshot nor restore under way to mark it, this snapshot's mark to lift it.
+ */
+export function markPatch(action: Extract<SnapshotAction, { kind: "markVm" }>): object[] {
+  if (action.snapshot === null)
+    return [
+      { op: "test", path: "/status/snapshotInProgress", value: action.vm.status?.snapshotInProgress },
+      { op: "remove", path: "/status/snapshotInProgress" },
+    ];
+  // A test of null passes for a member that is absent; a status that is absent is added whole.
+  if (action.vm.status === undefined)
+    return [
+      { op: "test", path: "/status", value: null },
+      { op: "add", path: "/status", value: { snapshotInProgress: action.snapshot } },
+    ];
+  return [
+    { op: "test", path: "/status/snapshotInProgress", value: null },
+    { op: "test", path: "/status/restoreInProgress", value: null },
+    { op: "add", path: "/status/snapshotInProgress", value: action.snapshot },
+  ];
+}
+
+/** The API server's answer to a JSON patch whose test failed (or whose path is missing): 422. */
+const isTestFailed = (error: unknown): boolean => error instanceof ApiError && error.code === 422;
+
 async function ignoreExisting(write: Promise<unknown>): Promise<void> {
   try {
     await write;
@@ -268,13 +310,19 @@ export const snapshotIndexers = {
   [SNAPSHOTS_BY_VM]: (s: VirtualMachineSnapshot) => [`${s.metadata.namespace ?? ""}/${s.spec.source.name}`],
 };
 
-/** Enqueues the snapshots whose source VM is the object's namespace/name (the VM's, or its VMI's). */
+/**
+ * Enqueues the snapshots whose source VM is the object's namespace/name (the VM's, or its VMI's): those under way, and
+ * a finished one only while the VM still carries its mark (`marks`), which it lifts. A finished snapshot being deleted
+ * looks again on its own change.
+ */
 function enqueueSnapshotsOf<T extends KubeObject>(
   queue: WorkQueue,
   snapshots: Informer<VirtualMachineSnapshot>,
+  marks: (o: T) => string | undefined = () => undefined,
 ): EventHandler<T> {
   const enqueue = (o: T) => {
-    for (const s of snapshots.byIndex(SNAPSHOTS_BY_VM, keyOf(o))) queue.add(keyOf(s));
+    for (const s of snapshots.byIndex(SNAPSHOTS_BY_VM, keyOf(o)))
+      if (!isFinal(s) || marks(o) === s.metadata.name) queue.add(keyOf(s));
   };
   return {
     add: enqueue,
@@ -323,7 +371,7 @@ export function registerSnapshotController(
   snapshots.addHandler(handler<VirtualMachineSnapshot>(keyOf));
   contents.addHandler(handler<VirtualMachineSnapshotContent>(snapshotOfContent));
   deps.pods.addHandler(handler<Pod>(podOwner));
-  deps.vms.addHandler(enqueueSnapshotsOf<VirtualMachine>(queue, snapshots));
+  deps.vms.addHandler(enqueueSnapshotsOf<VirtualMachine>(queue, snapshots, (vm) => vm.status?.snapshotInProgress));
   deps.vmis.addHandler(enqueueSnapshotsOf<VirtualMachineInstance>(queue, snapshots));
   manager.controller({
     name: "snapshot",

@@ -1,17 +1,20 @@
 import { describe, expect, it } from "vitest";
 import type { PersistentVolumeClaim, Pod } from "@kubevirt-ts/kube";
-import type {
-  VirtualMachine,
-  VirtualMachineInstance,
-  VirtualMachineSnapshot,
-  VirtualMachineSnapshotContent,
+import {
+  type VirtualMachine,
+  type VirtualMachineInstance,
+  type VirtualMachineSnapshot,
+  type VirtualMachineSnapshotContent,
+  controllerRef,
 } from "@kubevirt-ts/kubevirt-api";
 import {
   SNAPSHOT_FINALIZER,
   type SnapshotAction,
   type SnapshotObservation,
   decideSnapshot,
+  failedStepStatus,
   quiesceOf,
+  sourceInUse,
 } from "./decide.ts";
 
 const NOW = new Date("2026-01-01T00:01:00Z");
@@ -113,7 +116,7 @@ describe("a snapshot of a stopped VM", () => {
     const d = decideSnapshot(
       observe({ snapshot: snapshot({ metadata: { ...snapshot().metadata, finalizers: [] } }), vm: vm({}) }),
     );
-    expect(d.actions).toEqual([{ kind: "addFinalizer" }, { kind: "markVm", snapshot: "snap" }]);
+    expect(d.actions).toEqual([{ kind: "addFinalizer" }, { kind: "markVm", snapshot: "snap", vm: vm({}) }]);
     expect(d.status).toMatchObject({ phase: "InProgress", readyToUse: false, sourceUID: "vm-uid" });
   });
 
@@ -223,7 +226,7 @@ describe("a snapshot of a stopped VM", () => {
     };
     const done = decideSnapshot({ ...copying, content: allCopied, copyPod: () => pod("Succeeded") });
     expect(kinds(done.actions)).toEqual(["writeContentStatus", "deleteCopyPod", "deleteCopyPod", "markVm"]);
-    expect(done.actions.at(-1)).toEqual({ kind: "markVm", snapshot: null });
+    expect(done.actions.at(-1)).toMatchObject({ kind: "markVm", snapshot: null });
     expect(done.status).toMatchObject({ phase: "Succeeded", readyToUse: true, creationTime: "2026-01-01T00:01:00Z" });
     expect(done.status.conditions?.map((c) => [c.type, c.status])).toEqual([
       ["Progressing", "False"],
@@ -290,6 +293,14 @@ describe("a snapshot of a running VM", () => {
     const { status } = started(vmi(false, { conditions: [{ type: "Paused", status: "True" }] }));
     expect(status.indications).toEqual(["Online", "NoGuestAgent", "Paused"]);
     expect(quiesceOf(status.indications)).toBe("none");
+    // Its QEMU holds the disks all the same: the copy reads them as in use (qemu-img -U).
+    expect(sourceInUse(status.indications)).toBe(true);
+    const o = observe({ vmi: vmi(false, { conditions: [{ type: "Paused", status: "True" }] }) });
+    const d = decideSnapshot(
+      observe({ vmi: o.vmi, content: contentOf(o), snapshot: snapshot({ status }), claim: (n) => claim(n) }),
+    );
+    expect(kinds(d.actions)).not.toContain("quiesce");
+    expect(d.actions.flatMap((a) => (a.kind === "createCopyPod" ? [a.inUse] : []))).toEqual([true, true]);
   });
 });
 
@@ -380,5 +391,73 @@ describe("a snapshot that cannot go on", () => {
       }),
     );
     expect(kinds(d.actions)).toEqual(["release", "markVm", "removeFinalizer"]);
+  });
+
+  it("releases the guest once a quiesce may have been asked for, though the VMI does not show it yet", () => {
+    const o = observe({ vmi: vmi(true) });
+    const status = decideSnapshot(o).status;
+    const content = contentOf(o);
+    const deleted = snapshot({
+      status,
+      metadata: { ...snapshot().metadata, deletionTimestamp: "2026-01-01T00:00:30Z" },
+    });
+    // The VMI is not frozen yet (or no longer there): the release goes all the same.
+    for (const seen of [vmi(true), undefined])
+      expect(kinds(decideSnapshot(observe({ vmi: seen, content, snapshot: deleted })).actions)).toEqual([
+        "release",
+        "markVm",
+        "removeFinalizer",
+      ]);
+    const late = decideSnapshot(
+      observe({ vmi: vmi(true), content, snapshot: snapshot({ status }), now: new Date("2026-01-01T00:05:01Z") }),
+    );
+    expect(late.status.phase).toBe("Failed");
+    expect(kinds(late.actions)).toContain("release");
+    // A finished snapshot released the guest already: it does not again (the user may have paused it since).
+    const finished = snapshot({ status: { ...status, phase: "Succeeded" } });
+    expect(kinds(decideSnapshot(observe({ vmi: vmi(true), content, snapshot: finished })).actions)).not.toContain(
+      "release",
+    );
+  });
+
+  it("sends the release again when it failed on the way to success or failure", () => {
+    const o = observe({ vmi: vmi(true) });
+    const status = decideSnapshot(o).status;
+    const content = contentOf(o, {
+      volumeSnapshotStatus: ["root", "data"].map((v) => ({ volumeSnapshotName: copyName(v), readyToUse: true })),
+    });
+    const copying = snapshot({ status });
+    const done = decideSnapshot(observe({ vmi: vmi(true, { fsFreezeStatus: "frozen" }), content, snapshot: copying }));
+    expect(done.status.phase).toBe("Succeeded");
+    const release = done.actions.find((a) => a.kind === "release");
+    if (!release) throw new Error("no release");
+    // virt-api answers 503: the snapshot keeps its phase, says why, and the next pass releases the guest again.
+    const after = failedStepStatus(copying, release, new Error("503 Service Unavailable"), new Date(0));
+    expect(after.phase).toBe("InProgress");
+    expect(after.error?.message).toBe("release failed: 503 Service Unavailable");
+    const again = decideSnapshot(observe({ vmi: vmi(true), content, snapshot: snapshot({ status: after }) }));
+    expect(kinds(again.actions)).toContain("release");
+    expect(again.status.error).toBeUndefined();
+  });
+
+  it("fails on a content in its place that is another snapshot's, and touches nothing it names", () => {
+    const o = observe({ vmi: vmi(true) });
+    const status = decideSnapshot(o).status;
+    const content = contentOf(o);
+    const foreign = {
+      ...content,
+      metadata: { ...content.metadata, ownerReferences: [{ ...controllerRef(snapshot()), uid: "other" }] },
+    };
+    const d = decideSnapshot(
+      observe({ vmi: vmi(true), content: foreign, snapshot: snapshot({ status }), copyPod: () => pod("Running") }),
+    );
+    expect(d.status.phase).toBe("Failed");
+    expect(d.status.error?.message).toMatch(/^the content .* is owned by VirtualMachineSnapshot snap \(uid other\)/);
+    expect(kinds(d.actions)).toEqual(["markVm"]);
+    const renamed = { ...content, spec: { ...content.spec, virtualMachineSnapshotName: "other" } };
+    expect(
+      decideSnapshot(observe({ vmi: vmi(true), content: renamed, snapshot: snapshot({ status }) })).status.error
+        ?.message,
+    ).toMatch(/is of snapshot other, not of this one/);
   });
 });

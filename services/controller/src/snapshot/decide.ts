@@ -38,7 +38,8 @@ export type Quiesce = "freeze" | "pause" | "none";
 export type SnapshotAction =
   | { kind: "addFinalizer" }
   | { kind: "removeFinalizer" }
-  | { kind: "markVm"; snapshot: string | null }
+  /** Marks the VM (snapshot: the snapshot's name) or lifts the snapshot's mark (null), `vm` as it was observed. */
+  | { kind: "markVm"; snapshot: string | null; vm: VirtualMachine }
   | { kind: "createContent"; content: VirtualMachineSnapshotContent }
   | { kind: "quiesce"; how: Exclude<Quiesce, "none">; unfreezeTimeout: string }
   | { kind: "release"; how: Exclude<Quiesce, "none"> }
@@ -71,6 +72,9 @@ export interface SnapshotDecision {
 }
 
 const FINAL: readonly string[] = [SnapshotPhase.Succeeded, SnapshotPhase.Failed];
+
+/** Whether the snapshot is done: succeeded or failed. */
+export const isFinal = (snapshot: VirtualMachineSnapshot): boolean => FINAL.includes(snapshot.status?.phase ?? "");
 
 /** The failure deadline in seconds, 0 for none: spec.failureDeadline or KubeVirt's 5 minutes. */
 export function failureDeadlineSeconds(snapshot: VirtualMachineSnapshot): number {
@@ -135,6 +139,11 @@ export function quiesceOf(indications: readonly string[] | undefined): Quiesce {
   if (!has(SnapshotIndication.Online)) return "none";
   if (has(SnapshotIndication.GuestAgent)) return "freeze";
   return has(SnapshotIndication.Paused) ? "none" : "pause";
+}
+
+/** Whether the copy reads disks a QEMU holds open: the VM ran when the snapshot began (paused by its user or not). */
+export function sourceInUse(indications: readonly string[] | undefined): boolean {
+  return indications?.includes(SnapshotIndication.Online) === true;
 }
 
 /** Whether the guest is kept still as `how` says, by the VMI's status. */
@@ -218,6 +227,29 @@ export function snapshotContent(
   };
 }
 
+/** Why a content in the snapshot's place is not the snapshot's own, if it is not: made for another snapshot. */
+export function contentNotOurs(
+  snapshot: VirtualMachineSnapshot,
+  content: VirtualMachineSnapshotContent,
+): string | undefined {
+  const name = content.metadata.name ?? "";
+  if (content.spec.virtualMachineSnapshotName !== snapshot.metadata.name)
+    return (
+      `the content ${name} is of snapshot ${String(content.spec.virtualMachineSnapshotName)}, not of this one; ` +
+      "delete it, or take the snapshot under another name"
+    );
+  const owner = content.metadata.ownerReferences?.find((r) => r.controller === true);
+  // A retained content (deletionPolicy Retain) has no owner; one with an owner must be this snapshot's.
+  if (owner && owner.uid !== snapshot.metadata.uid)
+    return (
+      `the content ${name} is owned by ${owner.kind} ${owner.name} (uid ${owner.uid}), not by this snapshot; ` +
+      "delete it"
+    );
+  if (!owner && snapshot.spec.deletionPolicy !== DeletionPolicy.Retain)
+    return `the content ${name} has no owner, while this snapshot's content is owned by it; delete it`;
+  return undefined;
+}
+
 /** The claim a volume is copied into: the source's namespace, StorageClass, access modes, mode and size. */
 export function copyClaim(
   content: VirtualMachineSnapshotContent,
@@ -242,6 +274,20 @@ export function copyClaim(
   };
 }
 
+/**
+ * The snapshot's status when a step failed: its status as it was, with the error (bounded). The decided status is not
+ * written then: it may be final, and a final snapshot does not try again what it would have let go (the release).
+ */
+export function failedStepStatus(
+  snapshot: VirtualMachineSnapshot,
+  action: SnapshotAction,
+  error: unknown,
+  now: Date,
+): VirtualMachineSnapshotStatus {
+  const message = `${action.kind} failed: ${error instanceof Error ? error.message : String(error)}`;
+  return { ...snapshot.status, error: { time: kubeTime(now), message: message.slice(0, 1024) } };
+}
+
 /** The unfreeze timeout a freeze asks for: what is left of the failure deadline (at least 10 s), or 5 minutes. */
 function unfreezeTimeout(snapshot: VirtualMachineSnapshot, now: Date): string {
   const deadline = failureDeadlineSeconds(snapshot);
@@ -258,15 +304,18 @@ export function decideSnapshot(o: SnapshotObservation): SnapshotDecision {
   const phase = base.phase;
   const how = quiesceOf(base.indications);
   const markedByUs = vm?.status?.snapshotInProgress === name;
-  const copyNames = (content?.spec.volumeBackups ?? []).map((b) => b.volumeSnapshotName ?? "");
+  // A content in this snapshot's place that is not its own (made for another snapshot) is neither read nor undone.
+  const foreignContent = content && contentNotOurs(snapshot, content);
+  const ours = foreignContent ? undefined : content;
+  const copyNames = (ours?.spec.volumeBackups ?? []).map((b) => b.volumeSnapshotName ?? "");
   const runningPods = copyNames.filter((t) => o.copyPod(t) !== undefined);
-  // Undoes what the snapshot holds on the VM: the guest released, its copy pods gone, the VM no longer marked.
+  // Undoes what the snapshot holds on the VM: the guest released, its copy pods gone, the VM no longer marked. Once the
+  // content is written a quiesce may have been asked for, though the VMI may not show it yet: the release is sent
+  // whatever the VMI says (a guest not paused or frozen is released already).
   const letGo = (released: boolean): SnapshotAction[] => [
-    ...(how !== "none" && !released && content !== undefined && vmi && isQuiesced(how, vmi)
-      ? [{ kind: "release" as const, how }]
-      : []),
+    ...(how !== "none" && !released && ours !== undefined ? [{ kind: "release" as const, how }] : []),
     ...runningPods.map((t) => ({ kind: "deleteCopyPod" as const, name: t })),
-    ...(markedByUs ? [{ kind: "markVm" as const, snapshot: null }] : []),
+    ...(markedByUs ? [{ kind: "markVm" as const, snapshot: null, vm }] : []),
   ];
 
   if (snapshot.metadata.deletionTimestamp) {
@@ -302,6 +351,7 @@ export function decideSnapshot(o: SnapshotObservation): SnapshotDecision {
         `(${snapshot.spec.failureDeadline ?? DEFAULT_SNAPSHOT_FAILURE_DEADLINE}); take another, with a longer ` +
         "failureDeadline if its disks are large",
     );
+  if (foreignContent) return fail(foreignContent);
   const requeue = left === undefined ? {} : { requeueAfterMs: left };
   const waiting = (reason: string, message: string): SnapshotDecision => ({
     actions,
@@ -327,7 +377,7 @@ export function decideSnapshot(o: SnapshotObservation): SnapshotDecision {
   const status: VirtualMachineSnapshotStatus = { ...base, phase: SnapshotPhase.InProgress, readyToUse: false };
   status.sourceUID = vm.metadata.uid;
   if (!markedByUs) {
-    actions.push({ kind: "markVm", snapshot: name });
+    actions.push({ kind: "markVm", snapshot: name, vm });
     return { actions, status: withConditions(status, true, false, "InProgress", "Marking the VM", now), ...requeue };
   }
 
@@ -445,7 +495,7 @@ export function decideSnapshot(o: SnapshotObservation): SnapshotDecision {
           volume: backup.volumeName,
           source: sourceName,
           target,
-          inUse: how !== "none",
+          inUse: sourceInUse(base.indications),
         });
       } else if (pod.status?.phase !== "Succeeded") {
         // The kubelet runs a failed copy again; meanwhile the snapshot says why it failed (the importer's message).
