@@ -4,7 +4,7 @@ import { createLogger } from "@kubevirt-ts/runtime";
 import { TRPCClientError, createTRPCClient, httpLink } from "@trpc/client";
 import { afterAll, beforeAll, describe, expect } from "vitest";
 import type { AppRouter } from "../src/trpc/router.ts";
-import { type StartedApi, startApi, startWebhooks, users } from "./harness.ts";
+import { type StartedApi, grant, startApi, startWebhooks, users } from "./harness.ts";
 
 // The API against a real API server, acting as two real users (service
 // accounts with tokens): an editor and a viewer of one namespace. Nothing is
@@ -535,30 +535,15 @@ describe("the tRPC API's migrations", () => {
       "progress, cancels it, and refuses who may not",
     async ({ kubeConfig, custom, namespace }) => {
       const { editor, viewer } = await users(kubeConfig, namespace);
-      const rbac = kubeConfig.makeApiClient(RbacAuthorizationV1Api);
       // kubevirt.io:migrate, given to the editor in this namespace.
-      await rbac.createNamespacedRole({
-        namespace,
-        body: {
-          metadata: { name: "migrate" },
-          rules: [
-            {
-              apiGroups: ["kubevirt.io"],
-              resources: ["virtualmachineinstancemigrations"],
-              verbs: ["get", "list", "delete"],
-            },
-            { apiGroups: ["subresources.kubevirt.io"], resources: ["virtualmachines/migrate"], verbs: ["update"] },
-          ],
+      await grant(kubeConfig, namespace, "editor", "migrate", [
+        {
+          apiGroups: ["kubevirt.io"],
+          resources: ["virtualmachineinstancemigrations"],
+          verbs: ["get", "list", "delete"],
         },
-      });
-      await rbac.createNamespacedRoleBinding({
-        namespace,
-        body: {
-          metadata: { name: "migrate" },
-          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "migrate" },
-          subjects: [{ kind: "ServiceAccount", name: "editor", namespace }],
-        },
-      });
+        { apiGroups: ["subresources.kubevirt.io"], resources: ["virtualmachines/migrate"], verbs: ["update"] },
+      ]);
       const created = await clientFor(editor).vms.create.mutate({ namespace, vm: vm("web", "Manual") });
       // Its VMI as the controller and a handler leave it (no controller runs here).
       await custom.createNamespacedCustomObject({
@@ -635,29 +620,14 @@ describe("the tRPC API's snapshots", () => {
       "and refuses the viewer",
     async ({ kubeConfig, custom, namespace }) => {
       const { editor, viewer } = await users(kubeConfig, namespace);
-      const rbac = kubeConfig.makeApiClient(RbacAuthorizationV1Api);
       // What KubeVirt's edit role gives of snapshot.kubevirt.io, to the editor in this namespace.
-      await rbac.createNamespacedRole({
-        namespace,
-        body: {
-          metadata: { name: "snapshots" },
-          rules: [
-            {
-              apiGroups: ["snapshot.kubevirt.io"],
-              resources: ["virtualmachinesnapshots", "virtualmachinesnapshotcontents", "virtualmachinerestores"],
-              verbs: ["get", "list", "watch", "create", "delete"],
-            },
-          ],
+      await grant(kubeConfig, namespace, "editor", "snapshots", [
+        {
+          apiGroups: ["snapshot.kubevirt.io"],
+          resources: ["virtualmachinesnapshots", "virtualmachinesnapshotcontents", "virtualmachinerestores"],
+          verbs: ["get", "list", "watch", "create", "delete"],
         },
-      });
-      await rbac.createNamespacedRoleBinding({
-        namespace,
-        body: {
-          metadata: { name: "snapshots" },
-          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "snapshots" },
-          subjects: [{ kind: "ServiceAccount", name: "editor", namespace }],
-        },
-      });
+      ]);
       const asEditor = clientFor(editor).snapshots;
       const snapshotApi = { group: "snapshot.kubevirt.io", version: "v1beta1", namespace };
       await clientFor(editor).vms.create.mutate({ namespace, vm: vm("web") });
@@ -758,24 +728,10 @@ describe("the tRPC API's snapshots", () => {
 
       const asViewer = clientFor(viewer);
       // Contents are read by name, only the listed snapshots': a user who may get them but not list them sees sizes.
-      await rbac.createNamespacedRole({
-        namespace,
-        body: {
-          metadata: { name: "snapshot-reader" },
-          rules: [
-            { apiGroups: ["snapshot.kubevirt.io"], resources: ["virtualmachinesnapshots"], verbs: ["list"] },
-            { apiGroups: ["snapshot.kubevirt.io"], resources: ["virtualmachinesnapshotcontents"], verbs: ["get"] },
-          ],
-        },
-      });
-      await rbac.createNamespacedRoleBinding({
-        namespace,
-        body: {
-          metadata: { name: "snapshot-reader" },
-          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "snapshot-reader" },
-          subjects: [{ kind: "ServiceAccount", name: "viewer", namespace }],
-        },
-      });
+      await grant(kubeConfig, namespace, "viewer", "snapshot-reader", [
+        { apiGroups: ["snapshot.kubevirt.io"], resources: ["virtualmachinesnapshots"], verbs: ["list"] },
+        { apiGroups: ["snapshot.kubevirt.io"], resources: ["virtualmachinesnapshotcontents"], verbs: ["get"] },
+      ]);
       await expect
         .poll(async () => (await asViewer.snapshots.list.query({ namespace, name: "web" })).snapshots, {
           timeout: 10_000,

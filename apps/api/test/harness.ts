@@ -2,7 +2,7 @@ import { once } from "node:events";
 import { mkdtemp, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type CoreV1Api, type CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
+import { type CoreV1Api, type CustomObjectsApi, KubeConfig, type V1PolicyRule } from "@kubernetes/client-node";
 import { Pki } from "@kubevirt-ts/control-plane";
 import { KubeClient } from "@kubevirt-ts/kube";
 import type { Logger } from "@kubevirt-ts/runtime";
@@ -164,6 +164,27 @@ export const evacuationNodeName = async (
     }
   ).status.evacuationNodeName;
 
+/** A Role named `role` with the rules, bound to the service account `user` of the namespace. */
+export async function grant(
+  kubeConfig: KubeConfig,
+  namespace: string,
+  user: string,
+  role: string,
+  rules: V1PolicyRule[],
+): Promise<void> {
+  const { RbacAuthorizationV1Api } = await import("@kubernetes/client-node");
+  const rbac = kubeConfig.makeApiClient(RbacAuthorizationV1Api);
+  await rbac.createNamespacedRole({ namespace, body: { metadata: { name: role }, rules } });
+  await rbac.createNamespacedRoleBinding({
+    namespace,
+    body: {
+      metadata: { name: role },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: role },
+      subjects: [{ kind: "ServiceAccount", name: user, namespace }],
+    },
+  });
+}
+
 export interface Users {
   editor: string;
   viewer: string;
@@ -171,9 +192,8 @@ export interface Users {
 
 /** Two service accounts with tokens, allowed in the namespace what KubeVirt's edit and view roles allow. */
 export async function users(kubeConfig: KubeConfig, namespace: string): Promise<Users> {
-  const { CoreV1Api, RbacAuthorizationV1Api } = await import("@kubernetes/client-node");
+  const { CoreV1Api } = await import("@kubernetes/client-node");
   const core = kubeConfig.makeApiClient(CoreV1Api);
-  const rbac = kubeConfig.makeApiClient(RbacAuthorizationV1Api);
   const rules = {
     editor: [
       {
@@ -232,15 +252,7 @@ export async function users(kubeConfig: KubeConfig, namespace: string): Promise<
   const tokens: Record<string, string> = {};
   for (const [name, roleRules] of Object.entries(rules)) {
     await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
-    await rbac.createNamespacedRole({ namespace, body: { metadata: { name }, rules: roleRules } });
-    await rbac.createNamespacedRoleBinding({
-      namespace,
-      body: {
-        metadata: { name },
-        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
-        subjects: [{ kind: "ServiceAccount", name, namespace }],
-      },
-    });
+    await grant(kubeConfig, namespace, name, name, roleRules);
     const request = await core.createNamespacedServiceAccountToken({
       namespace,
       name,
