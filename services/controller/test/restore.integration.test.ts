@@ -138,10 +138,21 @@ async function readySnapshot(
     { ...content, status: { readyToUse: true } },
     "status",
   );
+  await succeededSnapshot(client, namespace, "s1", vm, contentName);
+}
+
+/** A snapshot of the VM as the snapshot controller leaves it once it succeeded, naming its content. */
+async function succeededSnapshot(
+  client: KubeClient,
+  namespace: string,
+  name: string,
+  vm: VirtualMachine,
+  contentName: string,
+): Promise<void> {
   const snapshot = await client.create<VirtualMachineSnapshot>(kubevirtResources.virtualMachineSnapshots, namespace, {
     apiVersion: "snapshot.kubevirt.io/v1beta1",
     kind: "VirtualMachineSnapshot",
-    metadata: { name: "s1", namespace },
+    metadata: { name, namespace },
     spec: { source: { apiGroup: "kubevirt.io", kind: "VirtualMachine", name: "vm" } },
   });
   await client.update(
@@ -157,6 +168,21 @@ async function readySnapshot(
     },
     "status",
   );
+}
+
+/** A stopped VM, and a ready snapshot of it. */
+async function stoppedVmWithSnapshot(
+  client: KubeClient,
+  namespace: string,
+  copyKind?: "PersistentVolumeClaim" | "VolumeSnapshot",
+): Promise<VirtualMachine> {
+  const vm = await client.create<VirtualMachine>(
+    kubevirtResources.virtualMachines,
+    namespace,
+    vmWithDisks(namespace, "Halted"),
+  );
+  await readySnapshot(client, namespace, vm, copyKind);
+  return vm;
 }
 
 function restoreOf(
@@ -191,6 +217,29 @@ async function dataVolumeSucceeds(client: KubeClient, namespace: string, name: s
     { ...dv, status: { phase: "Succeeded", progress: "100.0%" } },
     "status",
   );
+}
+
+/** A restore of s1 to a new VM with one patch, its claims filled; the restore's uid. */
+async function restoreToNewVm(
+  client: KubeClient,
+  namespace: string,
+  name: string,
+  target: string,
+  patch: string,
+): Promise<string> {
+  await client.create(
+    kubevirtResources.virtualMachineRestores,
+    namespace,
+    restoreOf(namespace, name, {
+      target: { apiGroup: "kubevirt.io", kind: "VirtualMachine", name: target },
+      patches: [patch],
+    }),
+  );
+  await expect.poll(async () => (await getRestore(client, namespace, name))?.status?.restores?.length, poll).toBe(2);
+  const uid = (await getRestore(client, namespace, name))?.metadata.uid ?? "";
+  await dataVolumeSucceeds(client, namespace, `restore-${uid}-root`);
+  await dataVolumeSucceeds(client, namespace, `restore-${uid}-data`);
+  return uid;
 }
 
 const condition = (r: VirtualMachineRestore | undefined, type: string) =>
@@ -292,26 +341,14 @@ describe("VirtualMachineRestore", () => {
   });
 
   test("restores to a new VM beside the original, with a new MAC and firmware UUID", async ({ client, namespace }) => {
-    const vm = await client.create<VirtualMachine>(
-      kubevirtResources.virtualMachines,
+    const vm = await stoppedVmWithSnapshot(client, namespace);
+    const uid = await restoreToNewVm(
+      client,
       namespace,
-      vmWithDisks(namespace, "Halted"),
+      "copy",
+      "vm-copy",
+      '{"op":"add","path":"/metadata/labels/copy","value":"yes"}',
     );
-    await readySnapshot(client, namespace, vm);
-    await client.create(
-      kubevirtResources.virtualMachineRestores,
-      namespace,
-      restoreOf(namespace, "copy", {
-        target: { apiGroup: "kubevirt.io", kind: "VirtualMachine", name: "vm-copy" },
-        patches: ['{"op":"add","path":"/metadata/labels/copy","value":"yes"}'],
-      }),
-    );
-    await expect
-      .poll(async () => (await getRestore(client, namespace, "copy"))?.status?.restores?.length, poll)
-      .toBe(2);
-    const uid = (await getRestore(client, namespace, "copy"))?.metadata.uid ?? "";
-    await dataVolumeSucceeds(client, namespace, `restore-${uid}-root`);
-    await dataVolumeSucceeds(client, namespace, `restore-${uid}-data`);
     await expect.poll(async () => (await getRestore(client, namespace, "copy"))?.status?.complete, poll).toBe(true);
 
     const copy = await getVm(client, namespace, "vm-copy");
@@ -337,12 +374,7 @@ describe("VirtualMachineRestore", () => {
   });
 
   test("a restore that fails once it marked the VM lets the VM start again", async ({ client, namespace }) => {
-    const vm = await client.create<VirtualMachine>(
-      kubevirtResources.virtualMachines,
-      namespace,
-      vmWithDisks(namespace, "Halted"),
-    );
-    await readySnapshot(client, namespace, vm, "VolumeSnapshot");
+    const vm = await stoppedVmWithSnapshot(client, namespace, "VolumeSnapshot");
     await client.create(kubevirtResources.virtualMachineRestores, namespace, restoreOf(namespace, "csi", {}));
     await expect
       .poll(async () => condition(await getRestore(client, namespace, "csi"), "Failure")?.message, poll)
@@ -353,12 +385,7 @@ describe("VirtualMachineRestore", () => {
   });
 
   test("waits while the VM is being snapshotted, then marks it", async ({ client, namespace }) => {
-    const vm = await client.create<VirtualMachine>(
-      kubevirtResources.virtualMachines,
-      namespace,
-      vmWithDisks(namespace, "Halted"),
-    );
-    await readySnapshot(client, namespace, vm);
+    await stoppedVmWithSnapshot(client, namespace);
     await expect.poll(async () => (await getVm(client, namespace, "vm"))?.status, poll).toBeDefined();
     const setSnapshotting = async (value: string | undefined) => {
       const current = await getVm(client, namespace, "vm");
@@ -393,31 +420,8 @@ describe("VirtualMachineRestore", () => {
   });
 
   test("fails on a content another snapshot made", async ({ client, namespace }) => {
-    const vm = await client.create<VirtualMachine>(
-      kubevirtResources.virtualMachines,
-      namespace,
-      vmWithDisks(namespace, "Halted"),
-    );
-    await readySnapshot(client, namespace, vm);
-    const s2 = await client.create<VirtualMachineSnapshot>(kubevirtResources.virtualMachineSnapshots, namespace, {
-      apiVersion: "snapshot.kubevirt.io/v1beta1",
-      kind: "VirtualMachineSnapshot",
-      metadata: { name: "s2", namespace },
-      spec: { source: { apiGroup: "kubevirt.io", kind: "VirtualMachine", name: "vm" } },
-    });
-    await client.update(
-      kubevirtResources.virtualMachineSnapshots,
-      {
-        ...s2,
-        status: {
-          phase: "Succeeded",
-          readyToUse: true,
-          sourceUID: vm.metadata.uid,
-          virtualMachineSnapshotContentName: snapshotContentName(SNAPSHOT_UID),
-        },
-      },
-      "status",
-    );
+    const vm = await stoppedVmWithSnapshot(client, namespace);
+    await succeededSnapshot(client, namespace, "s2", vm, snapshotContentName(SNAPSHOT_UID));
     await client.create(
       kubevirtResources.virtualMachineRestores,
       namespace,
@@ -433,24 +437,14 @@ describe("VirtualMachineRestore", () => {
   });
 
   test("fails when the API server refuses the new VM", async ({ client, namespace }) => {
-    const vm = await client.create<VirtualMachine>(
-      kubevirtResources.virtualMachines,
+    await stoppedVmWithSnapshot(client, namespace);
+    await restoreToNewVm(
+      client,
       namespace,
-      vmWithDisks(namespace, "Halted"),
+      "bad",
+      "vm-bad",
+      '{"op":"add","path":"/metadata/labels/copy","value":"not a label!"}',
     );
-    await readySnapshot(client, namespace, vm);
-    await client.create(
-      kubevirtResources.virtualMachineRestores,
-      namespace,
-      restoreOf(namespace, "bad", {
-        target: { apiGroup: "kubevirt.io", kind: "VirtualMachine", name: "vm-bad" },
-        patches: ['{"op":"add","path":"/metadata/labels/copy","value":"not a label value!"}'],
-      }),
-    );
-    await expect.poll(async () => (await getRestore(client, namespace, "bad"))?.status?.restores?.length, poll).toBe(2);
-    const uid = (await getRestore(client, namespace, "bad"))?.metadata.uid ?? "";
-    await dataVolumeSucceeds(client, namespace, `restore-${uid}-root`);
-    await dataVolumeSucceeds(client, namespace, `restore-${uid}-data`);
     await expect
       .poll(async () => condition(await getRestore(client, namespace, "bad"), "Failure")?.message, poll)
       .toMatch(/^the target VM could not be created: .*422/);
