@@ -547,19 +547,26 @@ describe("virtctl objectgraph, and the subresources kubevirt-ts refuses by name"
         ...kubevirt("virtualmachineinstances"),
         body: { apiVersion: "kubevirt.io/v1", kind: "VirtualMachineInstance", metadata: { name: "web" }, spec },
       })) as { metadata: { uid: string } };
-      // The VMI's launcher pod as the controller makes it (no controller runs here), and another VMI's.
-      for (const [pod, owner] of [
-        ["virt-launcher-web-abcde", "web"],
-        ["virt-launcher-other-fghij", "other"],
+      // The VMI's launcher pod as the controller makes it (no controller runs here), and one planted before it in the
+      // list with the VMI's labels and a reference to it that is not its controller: only the first is the VMI's.
+      for (const [pod, controller] of [
+        ["virt-launcher-web-abcde", true],
+        ["virt-launcher-web-aaaaa", false],
       ] as const)
         await core.createNamespacedPod({
           namespace,
           body: {
             metadata: {
               name: pod,
-              labels: { "kubevirt.io": "virt-launcher" },
+              labels: { "kubevirt.io": "virt-launcher", "kubevirt.io/created-by": vmi.metadata.uid },
               ownerReferences: [
-                { apiVersion: "kubevirt.io/v1", kind: "VirtualMachineInstance", name: owner, uid: vmi.metadata.uid },
+                {
+                  apiVersion: "kubevirt.io/v1",
+                  kind: "VirtualMachineInstance",
+                  name: "web",
+                  uid: vmi.metadata.uid,
+                  controller,
+                },
               ],
             },
             spec: { containers: [{ name: "compute", image: "example.invalid/launcher" }] },

@@ -1,7 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import { type KubeClient, type Pod, resources } from "@kubevirt-ts/kube";
 import {
-  Annotation,
   InstancetypeKind,
   Kind,
   Label,
@@ -13,6 +12,7 @@ import {
   type VmiSpec,
   kubevirtResources,
 } from "@kubevirt-ts/kubevirt-api";
+import { isLauncherPodOf } from "@kubevirt-ts/node-contract";
 import { backendStorageClaimName, needsBackendStorage } from "@kubevirt-ts/vm-rules";
 import type { Check, Requester } from "../access.ts";
 import { limits } from "../limits.ts";
@@ -269,16 +269,22 @@ export function parseObjectGraphOptions(text: string): ObjectGraphOptions {
   };
 }
 
-/** The launcher pod of the VMI of that name: the namespace's launcher pods, found by owner or, failing that, domain. */
-async function launcherPodName(own: KubeClient, namespace: string, vmiName: string): Promise<string | undefined> {
-  const pods = await own.list<Pod>(resources.pods, namespace, {
-    labelSelector: `${Label.App}=${LabelValue.Launcher}`,
+/** The most pods read for one VMI: its launcher pod, and a migration's target pod. */
+const MAX_LAUNCHER_PODS = 10;
+
+/**
+ * The name of the VMI's launcher pod: a pod labelled for it that the VMI controls (isLauncherPodOf, so a pod planted
+ * with its labels or its name is not taken), the one on the VMI's node when a migration has two.
+ */
+async function launcherPodName(own: KubeClient, vmi: VirtualMachineInstance): Promise<string | undefined> {
+  const uid = vmi.metadata.uid;
+  if (!uid) return undefined;
+  const pods = await own.list<Pod>(resources.pods, vmi.metadata.namespace ?? "", {
+    labelSelector: `${Label.App}=${LabelValue.Launcher},${Label.CreatedBy}=${uid}`,
+    limit: MAX_LAUNCHER_PODS,
   });
-  const owned = (pod: Pod) =>
-    (pod.metadata.ownerReferences ?? []).some((r) => r.kind === Kind.VirtualMachineInstance && r.name === vmiName);
-  const found =
-    pods.items.find(owned) ?? pods.items.find((p) => p.metadata.annotations?.[Annotation.Domain] === vmiName);
-  return found?.metadata.name;
+  const launchers = pods.items.filter((pod) => isLauncherPodOf(pod, vmi));
+  return (launchers.find((pod) => pod.spec?.nodeName === vmi.status?.nodeName) ?? launchers[0])?.metadata.name;
 }
 
 const objectGraphCheck = (resource: "virtualmachines" | "virtualmachineinstances"): Check => ({
@@ -306,13 +312,14 @@ export async function requestObjectGraph(
   if (resource === "virtualmachines") {
     const vm = await own.find<VirtualMachine>(kubevirtResources.virtualMachines, namespace, name);
     if (!vm) throw notFound("virtualmachine");
-    const launcherPod = vm.status?.created === true ? await launcherPodName(own, namespace, name) : undefined;
+    const vmi =
+      vm.status?.created === true
+        ? await own.find<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, namespace, name)
+        : undefined;
+    const launcherPod = vmi ? await launcherPodName(own, vmi) : undefined;
     return filterObjectGraph(buildObjectGraph({ vm, launcherPod }), options);
   }
   const vmi = await own.find<VirtualMachineInstance>(kubevirtResources.virtualMachineInstances, namespace, name);
   if (!vmi) throw notFound("virtualmachineinstance");
-  return filterObjectGraph(
-    buildObjectGraph({ vmi, launcherPod: await launcherPodName(own, namespace, name) }),
-    options,
-  );
+  return filterObjectGraph(buildObjectGraph({ vmi, launcherPod: await launcherPodName(own, vmi) }), options);
 }
