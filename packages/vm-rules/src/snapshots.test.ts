@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { restoreInPlaceAvailability, snapshotAvailability, snapshotRestorability } from "./snapshots.ts";
+import {
+  NO_GUEST_AGENT_PAUSED_MEANING,
+  SNAPSHOT_INDICATION_MEANINGS,
+  indicationMeanings,
+  restoreInPlaceAvailability,
+  snapshotAvailability,
+  snapshotRestorability,
+} from "./snapshots.ts";
 
 type Snapshot = Parameters<typeof snapshotRestorability>[0];
 const snapshot = (status: Snapshot["status"], deleting = false): Snapshot => ({
@@ -49,6 +56,26 @@ describe("snapshots and restores of a VM, as the API refuses them and the dashbo
     expect(snapshotAvailability({ status: { snapshotInProgress: "snap-1" } })).toMatchObject({
       available: false,
       reason: expect.stringContaining("snapshot snap-1 of the VM is under way") as unknown,
+    });
+  });
+});
+
+describe("what a snapshot's indications mean", () => {
+  it("gives each indication its sentence, NoGuestAgent's beside Paused saying the guest was paused already", () => {
+    expect(indicationMeanings(["Online", "NoGuestAgent"])).toEqual({
+      Online: SNAPSHOT_INDICATION_MEANINGS.Online,
+      NoGuestAgent: expect.stringContaining("as after a power cut") as unknown,
+    });
+    expect(indicationMeanings(["Online", "NoGuestAgent", "Paused"])).toEqual({
+      Online: SNAPSHOT_INDICATION_MEANINGS.Online,
+      NoGuestAgent: NO_GUEST_AGENT_PAUSED_MEANING,
+      Paused: SNAPSHOT_INDICATION_MEANINGS.Paused,
+    });
+  });
+
+  it("leaves out an indication it does not know, and never one named after Object's own keys", () => {
+    expect(indicationMeanings(["SomethingNew", "constructor", "GuestAgent"])).toEqual({
+      GuestAgent: SNAPSHOT_INDICATION_MEANINGS.GuestAgent,
     });
   });
 });

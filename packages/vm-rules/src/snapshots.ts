@@ -1,4 +1,5 @@
 import {
+  SnapshotIndication,
   SnapshotPhase,
   type VirtualMachine,
   type VirtualMachineInstance,
@@ -51,4 +52,42 @@ export function restoreInPlaceAvailability(
   if (!restorable.available) return restorable;
   if (vmi) return notNow("stop the VM first: a snapshot is restored onto its VM only while the VM is stopped");
   return snapshotAvailability(vm);
+}
+
+/**
+ * What each indication says of a snapshot, in a sentence: the snapshot controller writes it in
+ * status.sourceIndications and the dashboard shows it on the indication's badge.
+ */
+export const SNAPSHOT_INDICATION_MEANINGS: Record<SnapshotIndication, string> = {
+  [SnapshotIndication.Online]: "The VM was running when the snapshot was taken.",
+  [SnapshotIndication.GuestAgent]:
+    "Its file systems were frozen through the guest agent while its disks were copied: the snapshot is consistent " +
+    "for its file systems.",
+  [SnapshotIndication.NoGuestAgent]:
+    "The guest has no agent connected: it was paused while its disks were copied, so the snapshot is " +
+    "crash-consistent, as after a power cut.",
+  [SnapshotIndication.QuiesceTimeout]:
+    "The guest's file systems stayed frozen too long and were thawed before the copy ended.",
+  [SnapshotIndication.Paused]: "The VM was paused when the snapshot was taken.",
+  [SnapshotIndication.PartialSnapshot]: "Some of the VM's volumes are not in the snapshot.",
+};
+
+/** NoGuestAgent's sentence for a guest the user had paused already (with Paused): nothing more was done to it. */
+export const NO_GUEST_AGENT_PAUSED_MEANING =
+  "The guest has no agent connected; it was paused already, so its disks were copied as they were.";
+
+/** The sentence of each of a snapshot's indications, NoGuestAgent's as it reads beside Paused; unknown ones dropped. */
+export function indicationMeanings(indications: readonly string[]): Partial<Record<SnapshotIndication, string>> {
+  const known = (i: string): i is SnapshotIndication => Object.hasOwn(SNAPSHOT_INDICATION_MEANINGS, i);
+  const paused = indications.includes(SnapshotIndication.Paused);
+  return Object.fromEntries(
+    indications
+      .filter(known)
+      .map((i) => [
+        i,
+        i === SnapshotIndication.NoGuestAgent && paused
+          ? NO_GUEST_AGENT_PAUSED_MEANING
+          : SNAPSHOT_INDICATION_MEANINGS[i],
+      ]),
+  );
 }

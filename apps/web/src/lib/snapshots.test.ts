@@ -17,6 +17,8 @@ describe("a VM's snapshots as its Snapshots tab reads them", () => {
   it("shows indications as short badges, and an unknown one as it is", () => {
     expect(indicationBadges(["Online", "GuestAgent"]).map((b) => b.label)).toEqual(["Online", "Guest agent"]);
     expect(indicationBadges(["NoGuestAgent"])[0]?.title).toMatch(/as after a power cut/);
+    // The meanings are vm-rules', as the controller writes them: beside Paused, NoGuestAgent says the guest was paused.
+    expect(indicationBadges(["NoGuestAgent", "Paused"])[0]?.title).toMatch(/paused already/);
     expect(indicationBadges(["SomethingNew"])).toEqual([{ label: "SomethingNew", title: "SomethingNew" }]);
   });
 

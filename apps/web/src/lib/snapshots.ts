@@ -1,5 +1,6 @@
 import type { AppRouter } from "@kubevirt-ts/api/router";
 import { SnapshotIndication, dnsLabelProblem } from "@kubevirt-ts/kubevirt-api";
+import { indicationMeanings } from "@kubevirt-ts/vm-rules";
 import type { inferRouterOutputs } from "@trpc/server";
 import { formatBytes } from "./metrics";
 
@@ -18,30 +19,20 @@ export function defaultSnapshotName(vm: string, at: Date): string {
   return `${vm}-${date}-${time}`;
 }
 
-/** The indications as short badges, each with what it means for the snapshot. */
-const BADGES: Partial<Record<string, { label: string; title: string }>> = {
-  [SnapshotIndication.Online]: { label: "Online", title: "Taken while the VM ran." },
-  [SnapshotIndication.GuestAgent]: {
-    label: "Guest agent",
-    title: "The guest agent froze the guest's file systems while its disks were copied.",
-  },
-  [SnapshotIndication.NoGuestAgent]: {
-    label: "No guest agent",
-    title: "No guest agent froze the file systems: the copy is as after a power cut.",
-  },
-  [SnapshotIndication.QuiesceTimeout]: {
-    label: "Quiesce timeout",
-    title: "The guest's file systems stayed frozen too long and were thawed before the copy ended.",
-  },
-  [SnapshotIndication.Paused]: { label: "Paused", title: "Taken while the VM was paused." },
-  [SnapshotIndication.PartialSnapshot]: {
-    label: "Partial",
-    title: "Some of the VM's volumes are not in the snapshot.",
-  },
+/** The indications' short names; what each means is vm-rules' (indicationMeanings), as the controller writes it. */
+const LABELS: Partial<Record<string, string>> = {
+  [SnapshotIndication.Online]: "Online",
+  [SnapshotIndication.GuestAgent]: "Guest agent",
+  [SnapshotIndication.NoGuestAgent]: "No guest agent",
+  [SnapshotIndication.QuiesceTimeout]: "Quiesce timeout",
+  [SnapshotIndication.Paused]: "Paused",
+  [SnapshotIndication.PartialSnapshot]: "Partial",
 };
 
+/** The indications as short badges, each with what it means for the snapshot. */
 export function indicationBadges(indications: readonly string[]): { label: string; title: string }[] {
-  return indications.map((i) => BADGES[i] ?? { label: i, title: i });
+  const meanings: Partial<Record<string, string>> = indicationMeanings(indications);
+  return indications.map((i) => ({ label: LABELS[i] ?? i, title: meanings[i] ?? i }));
 }
 
 /** The snapshot's state in words: its phase, and whether it can be restored. */
