@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { REPO_ROOT } from "@kubevirt-ts/control-plane";
 import { DISK_COPY_NAME, DISK_COPY_PATH, LAUNCHER_NODE_FLAGS } from "@kubevirt-ts/node-contract";
-import { LAUNCHER_UID } from "@kubevirt-ts/kubevirt-api";
+import { LAUNCHER_UID, PART_OF_LABELS } from "@kubevirt-ts/kubevirt-api";
 import { type ImageConfig, type Layer, contentTag, tarDirectory, writeDockerArchive } from "./archive.ts";
 import { env } from "./env.ts";
 import { exists, log, run } from "./exec.ts";
@@ -235,7 +235,7 @@ export function componentLabels(name: string): Record<string, string> {
     "org.opencontainers.image.title": name,
     "org.opencontainers.image.version": releaseVersion(),
     "org.opencontainers.image.licenses": "Apache-2.0",
-    "app.kubernetes.io/part-of": "kubevirt-ts",
+    ...PART_OF_LABELS,
   };
 }
 

@@ -217,6 +217,12 @@ export const Label = {
   MigrationTargetNodeName: "kubevirt.io/migrationTargetNodeName",
 } as const;
 
+/**
+ * The label on what kubevirt-ts installs or makes for itself (its CRDs, its images, CDI's config), as the chart's
+ * _helpers.tpl puts it on the objects it installs.
+ */
+export const PART_OF_LABELS = { "app.kubernetes.io/part-of": "kubevirt-ts" } as const;
+
 export const LabelValue = {
   Launcher: "virt-launcher",
   Handler: "virt-handler",

@@ -14,6 +14,7 @@ import {
   MIGRATIONS_VERSION,
   MIGRATION_POLICY_KIND,
   MigrationPolicyResource,
+  PART_OF_LABELS,
   Resource,
   VERSION,
 } from "../constants.ts";
@@ -94,7 +95,7 @@ function crd(input: CrdInput): Record<string, unknown> {
     kind: "CustomResourceDefinition",
     metadata: {
       name: `${names.plural}.${group}`,
-      labels: { "app.kubernetes.io/part-of": "kubevirt-ts" },
+      labels: { ...PART_OF_LABELS },
       ...(input.annotations ? { annotations: input.annotations } : {}),
     },
     spec: {

@@ -1,5 +1,11 @@
 import { type ControllerManager, type KubeClient, isAlreadyExists, writeStatusIfChanged } from "@kubevirt-ts/kube";
-import { CDI_API_VERSION, CDI_CONFIG_NAME, type CdiConfig, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
+import {
+  CDI_API_VERSION,
+  CDI_CONFIG_NAME,
+  type CdiConfig,
+  PART_OF_LABELS,
+  kubevirtResources,
+} from "@kubevirt-ts/kubevirt-api";
 
 // CDI's CDIConfig where kubevirt-ts serves DataVolumes (no CDI): the controller keeps the one named `config`, as CDI's
 // operator does, for what clients read of it: virtctl image-upload without --uploadproxy-url takes
@@ -46,7 +52,7 @@ export function registerCdiConfig(manager: ControllerManager, deps: CdiConfigDep
           config = await client.create<CdiConfig>(kubevirtResources.cdiConfigs, undefined, {
             apiVersion: CDI_API_VERSION,
             kind: "CDIConfig",
-            metadata: { name: CDI_CONFIG_NAME, labels: { "app.kubernetes.io/part-of": "kubevirt-ts" } },
+            metadata: { name: CDI_CONFIG_NAME, labels: { ...PART_OF_LABELS } },
             spec: {},
           });
         } catch (error) {
