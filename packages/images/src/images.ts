@@ -4,14 +4,14 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { REPO_ROOT } from "@kubevirt-ts/control-plane";
 import { DISK_COPY_NAME, DISK_COPY_PATH, LAUNCHER_NODE_FLAGS } from "@kubevirt-ts/node-contract";
-import { LAUNCHER_UID, PART_OF_LABELS } from "@kubevirt-ts/kubevirt-api";
+import { LAUNCHER_UID } from "@kubevirt-ts/kubevirt-api";
 import { type ImageConfig, type Layer, contentTag, tarDirectory, writeDockerArchive } from "./archive.ts";
 import { env } from "./env.ts";
 import { exists, log, run } from "./exec.ts";
 import { buildDebianGuestDisk } from "./guest/debian.ts";
 import { buildTinyGuest } from "./guest/tiny.ts";
 import { buildRootfs } from "./rootfs.ts";
-import { releaseVersion } from "./version.ts";
+import { componentLabels } from "./version.ts";
 
 // The images of kubevirt-ts, built from a Debian root filesystem, the pinned
 // Node (the one running this build) and each component's build output.
@@ -227,16 +227,6 @@ export async function buildComponentImage(component: NodeComponent, base: Layer,
     env: [...(component.env ?? []), "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],
     labels: componentLabels(component.name),
   });
-}
-
-/** The OCI labels of a component's image: its name, the release it belongs to and the licence. */
-export function componentLabels(name: string): Record<string, string> {
-  return {
-    "org.opencontainers.image.title": name,
-    "org.opencontainers.image.version": releaseVersion(),
-    "org.opencontainers.image.licenses": "Apache-2.0",
-    ...PART_OF_LABELS,
-  };
 }
 
 /**

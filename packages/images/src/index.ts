@@ -20,9 +20,8 @@ export {
   buildImages,
   buildLocalPathHelperImage,
   buildPauseImage,
-  componentLabels,
 } from "./images.ts";
-export { RELEASE_VERSION, releaseVersion } from "./version.ts";
+export { RELEASE_VERSION, componentLabels, releaseVersion } from "./version.ts";
 export { TINY_GUEST_READY, type TinyGuest, buildTinyGuest } from "./guest/tiny.ts";
 export { type CpioEntry, cpioArchive } from "./cpio.ts";
 export { DEBIAN_GUEST_PACKAGES, buildDebianGuestDisk } from "./guest/debian.ts";

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { REPO_ROOT } from "@kubevirt-ts/control-plane";
+import { PART_OF_LABELS } from "@kubevirt-ts/kubevirt-api";
 
 // The release of kubevirt-ts is written in one place: the `version` of the
 // repository's root package.json. The images carry it as a label, and
@@ -19,4 +20,14 @@ export function releaseVersion(root: string = REPO_ROOT): string {
       `${file}: "version" is ${JSON.stringify(version)}; set it to the release as major.minor.patch (e.g. "0.1.0")`,
     );
   return version;
+}
+
+/** The OCI labels of a component's image: its name, the release it belongs to and the licence. */
+export function componentLabels(name: string): Record<string, string> {
+  return {
+    "org.opencontainers.image.title": name,
+    "org.opencontainers.image.version": releaseVersion(),
+    "org.opencontainers.image.licenses": "Apache-2.0",
+    ...PART_OF_LABELS,
+  };
 }

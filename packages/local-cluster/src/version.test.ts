@@ -6,7 +6,8 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSy
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { REPO_ROOT } from "@kubevirt-ts/control-plane";
-import { componentLabels, releaseVersion } from "@kubevirt-ts/images";
+// The version module alone: the package index reads the image cache from the environment, which turbo does not pass.
+import { componentLabels, releaseVersion } from "@kubevirt-ts/images/version";
 import { describe, expect, test } from "vitest";
 import { parse } from "yaml";
 
