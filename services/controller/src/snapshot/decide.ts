@@ -20,7 +20,7 @@ import {
   snapshotContentName,
   volumeCopyName,
 } from "@kubevirt-ts/kubevirt-api";
-import { claimVolumes, parseDurationSeconds } from "@kubevirt-ts/vm-rules";
+import { claimVolumes, indicationMeanings, parseDurationSeconds } from "@kubevirt-ts/vm-rules";
 import { importerTrouble } from "../datavolume/decide.ts";
 
 // What the snapshot controller does about one VirtualMachineSnapshot, decided from what it observes alone (pure, so
@@ -105,32 +105,10 @@ export function indicationsOf(vmi: VirtualMachineInstance | undefined): {
   messages: Partial<Record<SnapshotIndication, string>>;
 } {
   if (vmi?.status?.phase !== VmiPhase.Running) return { indications: [], messages: {} };
-  if (agentConnected(vmi))
-    return {
-      indications: [SnapshotIndication.Online, SnapshotIndication.GuestAgent],
-      messages: {
-        [SnapshotIndication.Online]: "The VM was running when the snapshot was taken.",
-        [SnapshotIndication.GuestAgent]:
-          "Its file systems were frozen through the guest agent while its disks were copied: the snapshot is " +
-          "consistent for its file systems.",
-      },
-    };
-  const already = paused(vmi);
-  return {
-    indications: [
-      SnapshotIndication.Online,
-      SnapshotIndication.NoGuestAgent,
-      ...(already ? [SnapshotIndication.Paused] : []),
-    ],
-    messages: {
-      [SnapshotIndication.Online]: "The VM was running when the snapshot was taken.",
-      [SnapshotIndication.NoGuestAgent]: already
-        ? "The guest has no agent connected; it was paused already, so its disks were copied as they were."
-        : "The guest has no agent connected: it was paused while its disks were copied, so the snapshot is " +
-          "crash-consistent, as after a power cut.",
-      ...(already ? { [SnapshotIndication.Paused]: "The VM was paused when the snapshot was taken." } : {}),
-    },
-  };
+  const indications = agentConnected(vmi)
+    ? [SnapshotIndication.Online, SnapshotIndication.GuestAgent]
+    : [SnapshotIndication.Online, SnapshotIndication.NoGuestAgent, ...(paused(vmi) ? [SnapshotIndication.Paused] : [])];
+  return { indications, messages: indicationMeanings(indications) };
 }
 
 /** How the guest is kept still, from the indications written when the snapshot began. */
