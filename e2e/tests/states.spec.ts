@@ -287,6 +287,7 @@ test("the Log tab shows what the guest printed since boot, and the console shows
 test("the Metrics tab draws CPU, memory, network and disk, and the CPU figure rises when the guest works", async ({
   page,
 }) => {
+  test.setTimeout(480_000);
   await signIn(page);
   await page.goto(`/vms/${namespace}/logged?ns=${namespace}&tab=metrics`);
   // The first rate comes once the API has sampled the VM twice.
@@ -310,7 +311,9 @@ test("the Metrics tab draws CPU, memory, network and disk, and the CPU figure ri
   await page.keyboard.type("while :; do :; done &\n");
   await page.getByRole("tab", { name: "Metrics" }).click();
   await page.getByText("The figures as a table").click();
-  await expect.poll(newestCpu, { timeout: 120_000, intervals: [5_000] }).toBeGreaterThan(idle + 0.3);
+  // On two cores another suite's VMs may be booting meanwhile and starve the guest's loop for a while: the figure
+  // must rise once the guest gets its share.
+  await expect.poll(newestCpu, { timeout: 300_000, intervals: [5_000] }).toBeGreaterThan(idle + 0.3);
   // The guest rests again for the tests after this one.
   await page.getByRole("tab", { name: "Console" }).click();
   await expect(page.getByTestId("console-state")).toHaveText("Connected", slow);
