@@ -1,5 +1,4 @@
 import { randomBytes } from "node:crypto";
-import { test as kubeTest } from "@kubevirt-ts/control-plane/testing";
 import {
   type KubeClient,
   type KubeObject,
@@ -27,19 +26,14 @@ import {
   launcherPods,
   metricValue,
   startControllers,
-  testClient,
+  clientTest,
 } from "./harness.ts";
 
 // The VM and VMI controllers against a real kube-apiserver. There is no
 // scheduler or kubelet here: launcher pods stay Pending, so VMIs stop at
 // Scheduling; the end-to-end suite follows them further on a real node.
 
-const withClient = kubeTest.extend<{ client: KubeClient }>({
-  // eslint-disable-next-line no-empty-pattern -- vitest requires a destructuring pattern here
-  client: async ({}, use) => {
-    await use(await testClient());
-  },
-});
+const withClient = clientTest;
 
 const test = withClient.extend<{ ctl: RunningControllers }>({
   // Every test runs with the controllers watching its namespace, whether or not it looks at them.

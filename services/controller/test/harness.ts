@@ -19,6 +19,7 @@ import {
 } from "@kubevirt-ts/kubevirt-api";
 import { createLogger } from "@kubevirt-ts/runtime";
 import { Registry } from "prom-client";
+import { test as kubeTest } from "@kubevirt-ts/control-plane/testing";
 import { inject } from "vitest";
 import { createControllers } from "../src/controllers.ts";
 import type { MigrationConfig } from "../src/migration/controller.ts";
@@ -139,3 +140,11 @@ export async function getVmi(
 export async function launcherPods(client: KubeClient, namespace: string): Promise<Pod[]> {
   return (await client.list<Pod>(resources.pods, namespace, { labelSelector: "kubevirt.io=virt-launcher" })).items;
 }
+
+/** A test with its own namespace (control-plane's) and a client of the test API server. */
+export const clientTest = kubeTest.extend<{ client: KubeClient }>({
+  // eslint-disable-next-line no-empty-pattern -- vitest requires a destructuring pattern here
+  client: async ({}, use) => {
+    await use(await testClient());
+  },
+});

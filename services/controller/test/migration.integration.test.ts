@@ -1,4 +1,3 @@
-import { test as kubeTest } from "@kubevirt-ts/control-plane/testing";
 import { type KubeClient, type KubeObject, type Pod, resources } from "@kubevirt-ts/kube";
 import {
   type MigrationPolicy,
@@ -17,7 +16,7 @@ import {
   getVmi,
   launcherPods,
   startControllers,
-  testClient,
+  clientTest,
 } from "./harness.ts";
 import type { MigrationConfig } from "../src/migration/controller.ts";
 import type { ClusterConfig } from "@kubevirt-ts/kubevirt-api";
@@ -29,12 +28,7 @@ import type { ClusterConfig } from "@kubevirt-ts/kubevirt-api";
 
 const poll = { timeout: 20_000, interval: 100 };
 
-const withClient = kubeTest.extend<{ client: KubeClient }>({
-  // eslint-disable-next-line no-empty-pattern -- vitest requires a destructuring pattern here
-  client: async ({}, use) => {
-    await use(await testClient());
-  },
-});
+const withClient = clientTest;
 
 /** Controllers for one test, with its own migration settings. */
 async function withControllers(

@@ -1,4 +1,3 @@
-import { test as kubeTest } from "@kubevirt-ts/control-plane/testing";
 import { type KubeClient, type PersistentVolumeClaim, resources } from "@kubevirt-ts/kube";
 import {
   type DataVolume,
@@ -12,18 +11,13 @@ import {
   volumeCopyName,
 } from "@kubevirt-ts/kubevirt-api";
 import { describe, expect } from "vitest";
-import { type RunningControllers, getObject, getVm, getVmi, startControllers, testClient } from "./harness.ts";
+import { type RunningControllers, getObject, getVm, getVmi, startControllers, clientTest } from "./harness.ts";
 
 // The restore controller against a real kube-apiserver, with the VM controller beside it. There is no kubelet and no
 // importer here: the test stands in for the DataVolume controller by marking each restored DataVolume Succeeded, and
 // for the snapshot controller by writing a ready snapshot and its content (the copies are claims that stay Pending).
 
-const withClient = kubeTest.extend<{ client: KubeClient }>({
-  // eslint-disable-next-line no-empty-pattern -- vitest requires a destructuring pattern here
-  client: async ({}, use) => {
-    await use(await testClient());
-  },
-});
+const withClient = clientTest;
 
 const test = withClient.extend<{ ctl: RunningControllers }>({
   ctl: [

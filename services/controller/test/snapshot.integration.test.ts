@@ -1,4 +1,3 @@
-import { test as kubeTest } from "@kubevirt-ts/control-plane/testing";
 import {
   ControllerManager,
   type KubeClient,
@@ -24,7 +23,7 @@ import { Registry } from "prom-client";
 import { describe, expect } from "vitest";
 import { claimCopyPodName } from "../src/datavolume/importer-pod.ts";
 import { markPatch, registerSnapshotController, snapshotIndexers } from "../src/snapshot/controller.ts";
-import { getObject, getVm, testClient } from "./harness.ts";
+import { getObject, getVm, testClient, clientTest } from "./harness.ts";
 
 // The snapshot controller against a real kube-apiserver. There is no kubelet, no virt-api and no garbage collector
 // here: the test stands in for the kubelet by ending each copy pod, and for the handler by writing the VMI's
@@ -82,12 +81,7 @@ async function startSnapshotController(namespace: string): Promise<Running> {
   };
 }
 
-const withClient = kubeTest.extend<{ client: KubeClient }>({
-  // eslint-disable-next-line no-empty-pattern -- vitest requires a destructuring pattern here
-  client: async ({}, use) => {
-    await use(await testClient());
-  },
-});
+const withClient = clientTest;
 
 const test = withClient.extend<{ ctl: Running }>({
   ctl: [
