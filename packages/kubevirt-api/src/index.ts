@@ -9,6 +9,7 @@ export * from "./schema/instancetype.ts";
 export * from "./schema/datavolume.ts";
 export * from "./schema/kubevirt.ts";
 export * from "./schema/snapshot.ts";
+export * from "./schema/clone.ts";
 export * from "./snapshot.ts";
 export * from "./cluster-config.ts";
 export * from "./instancetype/expand.ts";
@@ -25,6 +26,7 @@ export {
   migrationPolicyCrd,
   kubeVirtCrd,
   snapshotCrds,
+  cloneCrd,
 } from "./crd/crds.ts";
 export * from "./pod-network.ts";
 export * from "./probes.ts";

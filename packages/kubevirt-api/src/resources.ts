@@ -1,5 +1,6 @@
 import { CDI_GROUP, CDI_VERSION } from "./schema/datavolume.ts";
 import { SNAPSHOT_GROUP, SNAPSHOT_VERSION, SnapshotResource } from "./schema/snapshot.ts";
+import { CLONE_GROUP, CLONE_VERSION, CloneResource } from "./schema/clone.ts";
 import {
   GROUP,
   INSTANCETYPE_GROUP,
@@ -94,6 +95,14 @@ export const kubevirtResources = {
     group: SNAPSHOT_GROUP,
     version: SNAPSHOT_VERSION,
     plural: SnapshotResource.VirtualMachineRestore.plural,
+    namespaced: true,
+    statusSubresource: true,
+  },
+  // clone.kubevirt.io: a new VM from a VM or a snapshot, through a snapshot and a restore (docs/adr/0028).
+  virtualMachineClones: {
+    group: CLONE_GROUP,
+    version: CLONE_VERSION,
+    plural: CloneResource.plural,
     namespaced: true,
     statusSubresource: true,
   },

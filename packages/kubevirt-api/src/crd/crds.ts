@@ -45,6 +45,14 @@ import {
   virtualMachineSnapshotSpec,
   virtualMachineSnapshotStatus,
 } from "../schema/snapshot.ts";
+import {
+  CLONE_GROUP,
+  CLONE_KIND,
+  CLONE_VERSION,
+  CloneResource,
+  virtualMachineCloneSpec,
+  virtualMachineCloneStatus,
+} from "../schema/clone.ts";
 import { kubevirtResources } from "../resources.ts";
 import { type OpenApiSchema, toStructuralSchema } from "./openapi.ts";
 
@@ -106,7 +114,10 @@ function crd(input: CrdInput): Record<string, unknown> {
         plural: names.plural,
         singular: names.singular,
         shortNames: [...names.shortNames],
-        categories: input.scope === "Namespaced" && [GROUP, CDI_GROUP, SNAPSHOT_GROUP].includes(group) ? ["all"] : [],
+        categories:
+          input.scope === "Namespaced" && [GROUP, CDI_GROUP, SNAPSHOT_GROUP, CLONE_GROUP].includes(group)
+            ? ["all"]
+            : [],
       },
       scope: input.scope,
       versions: [input.version, ...(input.deprecatedVersions ?? []).map((v) => v.name)].map((name) => {
@@ -361,6 +372,28 @@ export const snapshotCrds = [
   }),
 ];
 
+/** KubeVirt's VirtualMachineClone, with v1alpha1 (the version older virtctl writes) served as a deprecated alias. */
+export const cloneCrd = crd({
+  kind: CLONE_KIND,
+  names: CloneResource,
+  group: CLONE_GROUP,
+  version: CLONE_VERSION,
+  scope: "Namespaced",
+  statusSubresource: true,
+  specValidations: [SPEC_IMMUTABLE],
+  deprecatedVersions: [
+    { name: "v1alpha1", warning: "clone.kubevirt.io/v1alpha1 VirtualMachineClone is deprecated; use v1beta1" },
+  ],
+  description: "A clone of a VirtualMachine or a VirtualMachineSnapshot into a new VirtualMachine.",
+  spec: virtualMachineCloneSpec,
+  status: virtualMachineCloneStatus,
+  columns: [
+    { name: "Phase", type: "string", jsonPath: ".status.phase" },
+    { name: "SourceVirtualMachine", type: "string", jsonPath: ".spec.source.name" },
+    { name: "TargetVirtualMachine", type: "string", jsonPath: ".spec.target.name" },
+  ],
+});
+
 const crdFileName = (c: Record<string, unknown>) => {
   const name = (c.metadata as { name: string }).name;
   const dot = name.indexOf(".");
@@ -379,6 +412,7 @@ export function renderCrdFiles(toYaml: (value: unknown) => string): Map<string, 
       migrationPolicyCrd,
       ...instancetypeCrds,
       ...snapshotCrds,
+      cloneCrd,
     ].map((c) => [crdFileName(c), HEADER + toYaml(c)]),
   );
 }
