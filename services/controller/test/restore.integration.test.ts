@@ -1,183 +1,31 @@
-import { type KubeClient, type PersistentVolumeClaim, resources } from "@kubevirt-ts/kube";
+import { type KubeClient } from "@kubevirt-ts/kube";
 import {
-  type DataVolume,
-  VOLUME_COPY_KIND_ANNOTATION,
   type VirtualMachine,
   type VirtualMachineRestore,
-  type VirtualMachineSnapshot,
-  type VirtualMachineSnapshotContent,
   kubevirtResources,
   snapshotContentName,
   volumeCopyName,
 } from "@kubevirt-ts/kubevirt-api";
 import { describe, expect } from "vitest";
-import { type RunningControllers, getObject, getVm, getVmi, startControllers, clientTest } from "./harness.ts";
+import { getObject, getVm, getVmi } from "./harness.ts";
+import {
+  poll,
+  SNAPSHOT_UID,
+  MAC,
+  vmWithDisks,
+  readySnapshot,
+  succeededSnapshot,
+  stoppedVmWithSnapshot,
+  getDv,
+  dataVolumeSucceeds,
+  standInSnapshotTest,
+} from "./snapshot-fixtures.ts";
 
 // The restore controller against a real kube-apiserver, with the VM controller beside it. There is no kubelet and no
 // importer here: the test stands in for the DataVolume controller by marking each restored DataVolume Succeeded, and
 // for the snapshot controller by writing a ready snapshot and its content (the copies are claims that stay Pending).
 
-const withClient = clientTest;
-
-const test = withClient.extend<{ ctl: RunningControllers }>({
-  ctl: [
-    async ({ namespace }, use) => {
-      // The test writes finished snapshots itself: no snapshot controller takes them up.
-      const ctl = await startControllers(namespace, { snapshots: false });
-      await use(ctl);
-      await ctl.stop();
-    },
-    { auto: true },
-  ],
-});
-
-const poll = { timeout: 20_000, interval: 100 };
-const SNAPSHOT_UID = "5e1f0000-0000-4000-8000-000000000001";
-const MAC = "02:00:00:00:00:01";
-const FIRMWARE_UUID = "6f1a2b3c-4d5e-5f60-8a7b-9c0d1e2f3a4b";
-
-function vmWithDisks(namespace: string, runStrategy: "Always" | "Halted"): VirtualMachine {
-  return {
-    apiVersion: "kubevirt.io/v1",
-    kind: "VirtualMachine",
-    metadata: { name: "vm", namespace, labels: { app: "db" } },
-    spec: {
-      runStrategy,
-      dataVolumeTemplates: [
-        {
-          metadata: { name: "vm-root" },
-          spec: { source: { blank: {} }, storage: { resources: { requests: { storage: "1Gi" } } } },
-        },
-      ],
-      template: {
-        spec: {
-          domain: {
-            memory: { guest: "128Mi" },
-            firmware: { uuid: FIRMWARE_UUID },
-            devices: {
-              disks: [
-                { name: "root", disk: { bus: "virtio" } },
-                { name: "data", disk: { bus: "virtio" } },
-              ],
-              interfaces: [{ name: "default", masquerade: {}, macAddress: MAC }],
-            },
-          },
-          networks: [{ name: "default", pod: {} }],
-          volumes: [
-            { name: "root", dataVolume: { name: "vm-root" } },
-            { name: "data", persistentVolumeClaim: { claimName: "data-claim" } },
-          ],
-        },
-      },
-    },
-  };
-}
-
-const claim = (name: string, namespace: string): PersistentVolumeClaim => ({
-  apiVersion: "v1",
-  kind: "PersistentVolumeClaim",
-  metadata: { name, namespace },
-  spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } },
-});
-
-/** What the snapshot controller leaves of a finished snapshot of the VM: the snapshot, its content, the copy claims. */
-async function readySnapshot(
-  client: KubeClient,
-  namespace: string,
-  vm: VirtualMachine,
-  copyKind: "PersistentVolumeClaim" | "VolumeSnapshot" = "PersistentVolumeClaim",
-): Promise<void> {
-  for (const volume of ["root", "data"])
-    await client.create(
-      resources.persistentVolumeClaims,
-      namespace,
-      claim(volumeCopyName(SNAPSHOT_UID, volume), namespace),
-    );
-  const contentName = snapshotContentName(SNAPSHOT_UID);
-  const content = await client.create<VirtualMachineSnapshotContent>(
-    kubevirtResources.virtualMachineSnapshotContents,
-    namespace,
-    {
-      apiVersion: "snapshot.kubevirt.io/v1beta1",
-      kind: "VirtualMachineSnapshotContent",
-      metadata: {
-        name: contentName,
-        namespace,
-        annotations: { [VOLUME_COPY_KIND_ANNOTATION]: copyKind },
-      },
-      spec: {
-        virtualMachineSnapshotName: "s1",
-        source: {
-          virtualMachine: {
-            metadata: { name: vm.metadata.name, namespace, uid: vm.metadata.uid, labels: vm.metadata.labels },
-            spec: vm.spec,
-          },
-        },
-        volumeBackups: [
-          { volumeName: "root", claim: "vm-root" },
-          { volumeName: "data", claim: "data-claim" },
-        ].map(({ volumeName, claim: name }) => ({
-          volumeName,
-          persistentVolumeClaim: {
-            metadata: { name },
-            spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } },
-          },
-          volumeSnapshotName: volumeCopyName(SNAPSHOT_UID, volumeName),
-        })),
-      },
-    },
-  );
-  await client.update(
-    kubevirtResources.virtualMachineSnapshotContents,
-    { ...content, status: { readyToUse: true } },
-    "status",
-  );
-  await succeededSnapshot(client, namespace, "s1", vm, contentName);
-}
-
-/** A snapshot of the VM as the snapshot controller leaves it once it succeeded, naming its content. */
-async function succeededSnapshot(
-  client: KubeClient,
-  namespace: string,
-  name: string,
-  vm: VirtualMachine,
-  contentName: string,
-): Promise<void> {
-  const snapshot = await client.create<VirtualMachineSnapshot>(kubevirtResources.virtualMachineSnapshots, namespace, {
-    apiVersion: "snapshot.kubevirt.io/v1beta1",
-    kind: "VirtualMachineSnapshot",
-    metadata: { name, namespace },
-    spec: { source: { apiGroup: "kubevirt.io", kind: "VirtualMachine", name: "vm" } },
-  });
-  await client.update(
-    kubevirtResources.virtualMachineSnapshots,
-    {
-      ...snapshot,
-      status: {
-        phase: "Succeeded",
-        readyToUse: true,
-        sourceUID: vm.metadata.uid,
-        virtualMachineSnapshotContentName: contentName,
-      },
-    },
-    "status",
-  );
-}
-
-/** A stopped VM, and a ready snapshot of it. */
-async function stoppedVmWithSnapshot(
-  client: KubeClient,
-  namespace: string,
-  copyKind?: "PersistentVolumeClaim" | "VolumeSnapshot",
-): Promise<VirtualMachine> {
-  const vm = await client.create<VirtualMachine>(
-    kubevirtResources.virtualMachines,
-    namespace,
-    vmWithDisks(namespace, "Halted"),
-  );
-  await readySnapshot(client, namespace, vm, copyKind);
-  return vm;
-}
+const test = standInSnapshotTest;
 
 function restoreOf(
   namespace: string,
@@ -198,21 +46,6 @@ function restoreOf(
 
 const getRestore = (client: KubeClient, namespace: string, name: string) =>
   getObject<VirtualMachineRestore>(client, kubevirtResources.virtualMachineRestores, namespace, name);
-const getDv = (client: KubeClient, namespace: string, name: string) =>
-  getObject<DataVolume>(client, kubevirtResources.dataVolumes, namespace, name);
-
-/** Stands in for the DataVolume controller: the restored claim's DataVolume is filled. */
-async function dataVolumeSucceeds(client: KubeClient, namespace: string, name: string): Promise<void> {
-  await expect.poll(() => getDv(client, namespace, name), poll).toBeDefined();
-  const dv = await getDv(client, namespace, name);
-  if (!dv) throw new Error(`no DataVolume ${name}`);
-  await client.update(
-    kubevirtResources.dataVolumes,
-    { ...dv, status: { phase: "Succeeded", progress: "100.0%" } },
-    "status",
-  );
-}
-
 /** A restore of s1 to a new VM with one patch, its claims filled; the restore's uid. */
 async function restoreToNewVm(
   client: KubeClient,
