@@ -23,6 +23,7 @@ import {
   type VirtualMachine,
   type VirtualMachineInstance,
   type VirtualMachineInstanceMigration,
+  type VirtualMachineClone,
   type VirtualMachineRestore,
   type VirtualMachineSnapshot,
   type VirtualMachineSnapshotContent,
@@ -35,6 +36,7 @@ import type { Registry } from "prom-client";
 import { controllerOf } from "./common/owner.ts";
 import { registerCdiConfig } from "./datavolume/cdi-config.ts";
 import { registerSnapshotController, snapshotIndexers } from "./snapshot/controller.ts";
+import { CLONES_BY_VM, clonesByVm, registerCloneController } from "./clone/controller.ts";
 import { createDataVolumeReconciler } from "./datavolume/controller.ts";
 import type { ImporterConfig } from "./datavolume/importer-pod.ts";
 import { type MigrationConfig, createMigrationReconciler } from "./migration/controller.ts";
@@ -528,6 +530,25 @@ export function createControllers(config: ControllersConfig): ControllerManager 
       importer: config.importer,
       workers,
     });
+  // Clones (clone.kubevirt.io): a snapshot of the source and a restore of it to the new VM, both the clone's own.
+  registerCloneController(manager, {
+    client,
+    clones: manager.informer<VirtualMachineClone>({
+      client,
+      type: kubevirtResources.virtualMachineClones,
+      namespace,
+      resyncMs,
+      indexers: { [CLONES_BY_VM]: clonesByVm },
+    }),
+    snapshots,
+    contents: snapshotContents,
+    restores,
+    vms,
+    recorder,
+    log,
+    now,
+    workers,
+  });
   // Unowned pods are reported by the leader, beginning with those already cached.
   manager.onSynced(() => {
     unowned.start(pods.list());
