@@ -188,10 +188,10 @@ describe("the KubeVirt CR", () => {
       CR,
       "--type=merge",
       "-p",
-      JSON.stringify({ spec: { configuration: { developerConfiguration: { featureGates: ["Snapshot"] } } } }),
+      JSON.stringify({ spec: { configuration: { developerConfiguration: { featureGates: ["VMExport"] } } } }),
     );
     expect(stderr).toContain(
-      "featureGates[0] (Snapshot): kubevirt-ts does not have this feature yet; the gate is ignored",
+      "featureGates[0] (VMExport): kubevirt-ts does not have this feature yet; the gate is ignored",
     );
   });
 });

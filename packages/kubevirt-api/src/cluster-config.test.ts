@@ -105,10 +105,10 @@ describe("KubeVirt's resource rules", () => {
 
 describe("feature gates", () => {
   it("warns of each gate kubevirt-ts ignores, with why and where", () => {
-    expect(featureGateWarnings(["LiveMigration", "Snapshot", "Snapshott"])).toEqual([
-      "spec.configuration.developerConfiguration.featureGates[0] (LiveMigration): kubevirt-ts " +
+    expect(featureGateWarnings(["Snapshot", "VMExport", "Snapshott"])).toEqual([
+      "spec.configuration.developerConfiguration.featureGates[0] (Snapshot): kubevirt-ts " +
         "has this feature always on; the gate changes nothing",
-      "spec.configuration.developerConfiguration.featureGates[1] (Snapshot): kubevirt-ts does " +
+      "spec.configuration.developerConfiguration.featureGates[1] (VMExport): kubevirt-ts does " +
         "not have this feature yet; the gate is ignored",
       "spec.configuration.developerConfiguration.featureGates[2] (Snapshott): not a KubeVirt feature " +
         "gate kubevirt-ts knows; it is ignored (check its spelling)",

@@ -175,6 +175,8 @@ const ALWAYS_ON = new Set([
   "BochsDisplayForEFIGuests",
   // Alpha in KubeVirt; the objectgraph subresource is always served here.
   "ObjectGraph",
+  // Beta in KubeVirt; snapshots, restores and clones are always served here (docs/data-protection.md).
+  "Snapshot",
 ]);
 
 /** KubeVirt gates for features kubevirt-ts does not have (yet). */
@@ -185,7 +187,6 @@ const ABSENT = new Set([
   "HypervStrictCheck",
   "Sidecar",
   "HostDevices",
-  "Snapshot",
   "VMExport",
   "HostDisk",
   "HotplugVolumes",
