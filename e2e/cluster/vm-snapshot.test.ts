@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { core, custom, suiteNamespace, undefinedIfNotFound } from "./cluster.ts";
 import { serialLogin, type SerialShell } from "./console.ts";
@@ -17,7 +20,8 @@ import {
 // file is then changed. A restore to a new VM runs beside the original with
 // the first content and its own MAC; a restore to the same VM, once it is
 // stopped, brings the first content back on a file system that needed no
-// journal recovery; the guest's agent logged the freeze and the thaw.
+// journal recovery; the guest's agent logged the freeze and the thaw. A clone of the running VM, from the manifest
+// virtctl writes, boots beside it with that content and the MAC the clone gave it.
 
 const suite = suiteNamespace("e2e-snapshot");
 const { name: namespace, get, kubectl } = suite;
@@ -46,6 +50,19 @@ const restore = (name: string) =>
   custom
     .getNamespacedCustomObject({ ...snapshotApi, plural: "virtualmachinerestores", name })
     .then((o) => o as Restore, undefinedIfNotFound);
+interface Clone {
+  status?: { phase?: string; snapshotName?: string; conditions?: { message?: string }[] };
+}
+const clone = (name: string) =>
+  custom
+    .getNamespacedCustomObject({
+      group: "clone.kubevirt.io",
+      version: "v1beta1",
+      namespace,
+      plural: "virtualmachineclones",
+      name,
+    })
+    .then((o) => o as Clone, undefinedIfNotFound);
 const restoreTo = (name: string, target: string) =>
   custom.createNamespacedCustomObject({
     ...snapshotApi,
@@ -188,6 +205,56 @@ describe("VM snapshots and restores on storage without CSI snapshots", () => {
         /\b0\s+fsck-62/,
       );
       shell.close();
+    },
+    BOOT.timeout,
+  );
+
+  it(
+    "clones the running VM from virtctl's manifest: the clone boots with the content and the MAC it was given",
+    async () => {
+      // What `virtctl create clone --source-name origin --target-name cloned --new-mac-address
+      // default:02-6b-76-74-73-02` prints (its flag splits on the colon, so the MAC has hyphens), applied unchanged.
+      const manifest = [
+        "apiVersion: clone.kubevirt.io/v1alpha1",
+        "kind: VirtualMachineClone",
+        "metadata:",
+        "  creationTimestamp: null",
+        "  name: clone-e2e01",
+        "spec:",
+        "  newMacAddresses:",
+        "    default: 02-6b-76-74-73-02",
+        "  source:",
+        "    apiGroup: kubevirt.io",
+        "    kind: VirtualMachine",
+        "    name: origin",
+        "  target:",
+        "    apiGroup: kubevirt.io",
+        "    kind: VirtualMachine",
+        "    name: cloned",
+        "status: {}",
+        "",
+      ].join("\n");
+      const file = join(mkdtempSync(join(tmpdir(), "clone-")), "clone.yaml");
+      writeFileSync(file, manifest);
+      await kubectl("create", "-n", namespace, "-f", file);
+      await expect
+        .poll(async () => {
+          const status = (await clone("clone-e2e01"))?.status;
+          return status?.phase === "Failed" ? JSON.stringify(status.conditions) : status?.phase;
+        }, BOOT)
+        .toBe("Succeeded");
+      // The clone's own snapshot and restore are gone once the VM is made.
+      await expect.poll(async () => (await clone("clone-e2e01"))?.status?.snapshotName, BOOT).toBeUndefined();
+      expect((await get("virtualmachines", "cloned")) as { spec?: { runStrategy?: string } }).toMatchObject({
+        spec: { runStrategy: "Halted" },
+      });
+      await start("cloned");
+      await running("cloned");
+      const shell = await login("cloned");
+      expect(await readMarker(shell, 70)).toContain(FIRST);
+      expect(await guestMac(shell)).toBe("02:6b:76:74:73:02");
+      shell.close();
+      await stopped("cloned");
     },
     BOOT.timeout,
   );
