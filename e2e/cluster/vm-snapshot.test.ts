@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { core, custom, suiteNamespace, undefinedIfNotFound } from "./cluster.ts";
 import { serialLogin, type SerialShell } from "./console.ts";
+import { dataVolume } from "./datavolumes.ts";
 import {
   BOOT,
   DEBIAN_PASSWORD,
@@ -21,13 +22,15 @@ import {
 // the first content and its own MAC; a restore to the same VM, once it is
 // stopped, brings the first content back on a file system that needed no
 // journal recovery; the guest's agent logged the freeze and the thaw. A clone of the running VM, from the manifest
-// virtctl writes, boots beside it with that content and the MAC the clone gave it.
+// virtctl writes, boots beside it with that content and the MAC the clone gave it. Last, the restored VM is deleted
+// keeping its disk, and a new VM on that claim reads what the restored VM wrote before it powered off.
 
 const suite = suiteNamespace("e2e-snapshot");
 const { name: namespace, get, kubectl } = suite;
 const { running, stopped } = vmWaits(suite);
 const FIRST = `first-${Date.now().toString(36)}`;
 const SECOND = `second-${Date.now().toString(36)}`;
+const KEPT = `kept-${Date.now().toString(36)}`;
 
 const snapshotApi = { group: "snapshot.kubevirt.io", version: "v1beta1", namespace };
 interface Snapshot {
@@ -182,6 +185,8 @@ describe("VM snapshots and restores on storage without CSI snapshots", () => {
       const shell = await login("copy");
       expect(await readMarker(shell, 50)).toContain(FIRST);
       const copyMac = await guestMac(shell);
+      // What the copy writes stays on its claim after it powers off (read back by the last test).
+      await shell.run(`echo ${KEPT} > ~/kept.txt && sync && echo wrote-$((50+2))`, "wrote-52");
       shell.close();
       expect(copyMac).toBeTruthy();
       expect(copyMac).not.toBe(ORIGIN_MAC);
@@ -255,6 +260,51 @@ describe("VM snapshots and restores on storage without CSI snapshots", () => {
       expect(await guestMac(shell)).toBe("02:6b:76:74:73:02");
       shell.close();
       await stopped("cloned");
+    },
+    BOOT.timeout,
+  );
+
+  it(
+    "keeps a deleted VM's disk, as the dashboard's \"keep its disks\" does, for a new VM on the same claim",
+    async () => {
+      const restored = (await restore("to-new"))?.status as {
+        restores?: { volumeName: string; persistentVolumeClaim: string }[];
+      };
+      const claim = restored.restores?.find((r) => r.volumeName === "root")?.persistentVolumeClaim ?? "";
+      expect(claim).toBeTruthy();
+      // The VM's owner reference comes off the DataVolume first, then the VM goes; the claim and its file stay.
+      await kubectl(
+        "patch",
+        "datavolume",
+        claim,
+        "-n",
+        namespace,
+        "--type=json",
+        "-p",
+        '[{"op":"remove","path":"/metadata/ownerReferences"}]',
+      );
+      await custom.deleteNamespacedCustomObject({
+        group: "kubevirt.io",
+        version: "v1",
+        namespace,
+        plural: "virtualmachines",
+        name: "copy",
+      });
+      await expect.poll(() => get("virtualmachines", "copy"), BOOT).toBeUndefined();
+      expect((await dataVolume(namespace, claim))?.status?.phase).toBe("Succeeded");
+
+      await custom.createNamespacedCustomObject({
+        group: "kubevirt.io",
+        version: "v1",
+        namespace,
+        plural: "virtualmachines",
+        body: debianVm(namespace, "again", { persistentVolumeClaim: { claimName: claim } }),
+      });
+      await running("again");
+      const shell = await login("again");
+      await shell.run("cat ~/kept.txt; echo read-$((80+1))", new RegExp(`${KEPT}\\s+read-81`));
+      shell.close();
+      await stopped("again");
     },
     BOOT.timeout,
   );
