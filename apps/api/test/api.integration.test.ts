@@ -758,6 +758,112 @@ describe("the tRPC API's snapshots", () => {
   );
 });
 
+describe("the tRPC API's clones", () => {
+  test(
+    "clones a VM as the user into a new VM's name, lists the clone with how far it got, " +
+      "refuses what stands in the way, and the viewer",
+    async ({ kubeConfig, custom, namespace }) => {
+      const { editor, viewer } = await users(kubeConfig, namespace);
+      // What KubeVirt's edit role gives of clone.kubevirt.io, to the editor in this namespace.
+      await grant(kubeConfig, namespace, "editor", "clones", [
+        {
+          apiGroups: ["clone.kubevirt.io"],
+          resources: ["virtualmachineclones"],
+          verbs: ["get", "list", "watch", "create", "delete"],
+        },
+      ]);
+      const asEditor = clientFor(editor).clones;
+      const cloneApi = { group: "clone.kubevirt.io", version: "v1beta1", namespace, plural: "virtualmachineclones" };
+      await clientFor(editor).vms.create.mutate({ namespace, vm: vm("web") });
+      await clientFor(editor).vms.create.mutate({ namespace, vm: vm("taken") });
+
+      expect(await failure(asEditor.create.mutate({ namespace, name: "web", target: "Not_A_Name" }))).toMatchObject({
+        code: "BAD_REQUEST",
+        message: expect.stringContaining("target must be a DNS label") as unknown,
+      });
+      const tooMany = Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`nic${String(i)}`, ""]));
+      expect(
+        await failure(asEditor.create.mutate({ namespace, name: "web", target: "web-2", newMacAddresses: tooMany })),
+      ).toMatchObject({
+        code: "BAD_REQUEST",
+        message: expect.stringContaining("newMacAddresses names at most 32 interfaces") as unknown,
+      });
+      expect(await failure(asEditor.create.mutate({ namespace, name: "nowhere", target: "web-2" }))).toMatchObject({
+        code: "NOT_FOUND",
+      });
+      expect(await failure(asEditor.create.mutate({ namespace, name: "web", target: "taken" }))).toMatchObject({
+        code: "CONFLICT",
+        message: `target: a VM named taken already exists in ${namespace}; choose another name.`,
+      });
+
+      // While a snapshot of the VM is under way it cannot be cloned, as it could not be snapshotted.
+      const vmApi = { group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachines", name: "web" };
+      const stored = (await custom.getNamespacedCustomObject(vmApi)) as object;
+      await custom.replaceNamespacedCustomObjectStatus({
+        ...vmApi,
+        body: { ...stored, status: { snapshotInProgress: "web-snap" } },
+      });
+      expect(await failure(asEditor.create.mutate({ namespace, name: "web", target: "web-copy" }))).toMatchObject({
+        code: "CONFLICT",
+        message: "Cannot clone web: snapshot web-snap of the VM is under way; wait until it is done.",
+      });
+      await custom.replaceNamespacedCustomObjectStatus({
+        ...vmApi,
+        body: { ...((await custom.getNamespacedCustomObject(vmApi)) as object), status: {} },
+      });
+
+      const made = await asEditor.create.mutate({ namespace, name: "web", target: "web-copy" });
+      expect(made).toMatchObject({ name: expect.stringMatching(/^clone-web-copy-/) as unknown, target: "web-copy" });
+      const clone = (await custom.getNamespacedCustomObject({ ...cloneApi, name: made.name })) as { spec: unknown };
+      expect(clone.spec).toEqual({
+        source: { apiGroup: "kubevirt.io", kind: "VirtualMachine", name: "web" },
+        target: { apiGroup: "kubevirt.io", kind: "VirtualMachine", name: "web-copy" },
+      });
+      expect((await asEditor.list.query({ namespace, name: "web" })).clones).toEqual([
+        expect.objectContaining({ name: made.name, source: "web", target: "web-copy", phase: "", succeeded: false }),
+      ]);
+
+      // How far the clone controller got, as it writes it (no controller runs here).
+      const progress = async (phase: string, type: string, message: string) => {
+        await custom.replaceNamespacedCustomObjectStatus({
+          ...cloneApi,
+          name: made.name,
+          body: {
+            ...((await custom.getNamespacedCustomObject({ ...cloneApi, name: made.name })) as object),
+            status: {
+              phase,
+              targetName: "web-copy",
+              conditions: [
+                { type, status: "True", reason: message, message, lastTransitionTime: "2026-01-01T12:00:00Z" },
+              ],
+            },
+          },
+        });
+      };
+      await progress("RestoreInProgress", "Progressing", "Restoring snapshot s to a new VM");
+      expect((await asEditor.list.query({ namespace, name: "web" })).clones).toMatchObject([
+        { phase: "RestoreInProgress", failed: false, message: "Restoring snapshot s to a new VM" },
+      ]);
+      await progress("Failed", "Ready", "the restore r failed: no room");
+      // The new VM's own page lists the clone that made it; another VM's does not.
+      expect((await asEditor.list.query({ namespace, name: "web-copy" })).clones).toMatchObject([
+        { name: made.name, phase: "Failed", failed: true, message: "the restore r failed: no room" },
+      ]);
+      expect((await asEditor.list.query({ namespace, name: "taken" })).clones).toEqual([]);
+
+      const asViewer = clientFor(viewer);
+      expect(await failure(asViewer.clones.create.mutate({ namespace, name: "web", target: "web-3" }))).toMatchObject({
+        code: "FORBIDDEN",
+      });
+      expect((await asViewer.permissions.query({ namespace })).clone).toEqual({
+        allowed: false,
+        reason: `You may not clone VMs in ${namespace}: it takes create on virtualmachineclones (clone.kubevirt.io).`,
+      });
+      expect((await clientFor(editor).permissions.query({ namespace })).clone.allowed).toBe(true);
+    },
+  );
+});
+
 describe("the admission webhooks, registered with the real API server", () => {
   test("refuse an invalid VM with its causes and default a valid one", async ({ kubeConfig, namespace }) => {
     const webhooks = await startWebhooks(kubeConfig, log);

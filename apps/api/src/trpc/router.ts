@@ -16,6 +16,7 @@ import {
   instancetypeResources,
   parseQuantity,
   SNAPSHOT_GROUP,
+  CLONE_GROUP,
 } from "@kubevirt-ts/kubevirt-api";
 import {
   type VmRequestAction,
@@ -38,6 +39,7 @@ import {
   vmActionCheck,
   vmiActionCheck,
 } from "../vm-actions.ts";
+import { clones } from "./clones.ts";
 import { createVmWithCloudInitSecret } from "./cloud-init-secret.ts";
 import { dataVolumes } from "./data-volumes.ts";
 import { migrations } from "./migrations.ts";
@@ -102,6 +104,8 @@ const ACTIONS = {
     { verb: "create", group: SNAPSHOT_GROUP, resource: "virtualmachinerestores" },
     { verb: "create", resource: "virtualmachines" },
   ],
+  // The clone controller makes the new VM, as KubeVirt's does, from the clone alone.
+  clone: [{ verb: "create", group: CLONE_GROUP, resource: "virtualmachineclones" }],
 } as const;
 type Action = keyof typeof ACTIONS;
 
@@ -127,6 +131,7 @@ const PHRASES: Record<Action, string> = {
   deleteSnapshot: "delete snapshots of VMs",
   restoreSnapshot: "restore snapshots of VMs",
   restoreAsNewVm: "restore snapshots as new VMs",
+  clone: "clone VMs",
 };
 
 /**
@@ -459,6 +464,7 @@ export const appRouter = router({
   migrations,
   dataVolumes,
   snapshots,
+  clones,
 });
 
 export type AppRouter = typeof appRouter;

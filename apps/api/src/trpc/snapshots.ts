@@ -37,16 +37,16 @@ export const MAX_SCANNED = 2_000;
 /** The most snapshots (and restores) of one VM the tab lists: the newest. */
 export const MAX_LISTED = 100;
 
-const named = (check: (value: string) => string | undefined, field: string) =>
+export const named = (check: (value: string) => string | undefined, field: string) =>
   z.string().superRefine((value, ctx) => {
     const problem = check(value);
     if (problem) ctx.addIssue({ code: "custom", message: `${field} ${problem}` });
   });
-const vm = z.object({ namespace: named(dnsLabelProblem, "namespace"), name: named(dnsLabelProblem, "name") });
+export const vm = z.object({ namespace: named(dnsLabelProblem, "namespace"), name: named(dnsLabelProblem, "name") });
 const ofSnapshot = vm.extend({ snapshot: named(dnsSubdomainProblem, "snapshot") });
 
 /** A namespace's objects of one kind, page by page, at most MAX_SCANNED; whether some were left unread. */
-async function bounded<T>(
+export async function bounded<T>(
   list: (options: ListOptions) => Promise<ObjectList<T>>,
 ): Promise<{ items: T[]; truncated: boolean }> {
   const items: T[] = [];
@@ -65,7 +65,7 @@ const restoresIn = (client: KubeClient, namespace: string) =>
   bounded((o) => client.list<VirtualMachineRestore>(kubevirtResources.virtualMachineRestores, namespace, o));
 
 const created = (o: KubeObject) => o.metadata.creationTimestamp ?? "";
-const newestFirst = <T extends KubeObject>(objects: T[]) =>
+export const newestFirst = <T extends KubeObject>(objects: T[]) =>
   [...objects].sort((a, b) => created(b).localeCompare(created(a)));
 
 /**
@@ -153,7 +153,7 @@ export function newRestore(namespace: string, snapshot: string, target: string):
   };
 }
 
-const refusal = (availability: ActionAvailability, what: string): void => {
+export const refusal = (availability: ActionAvailability, what: string): void => {
   if (!availability.available)
     throw new TRPCError({
       code: availability.by === "spec" ? "PRECONDITION_FAILED" : "CONFLICT",
