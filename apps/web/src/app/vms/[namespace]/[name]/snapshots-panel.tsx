@@ -19,6 +19,7 @@ import { actionAllowed } from "../../../../lib/vm-status";
 import { useConfirm } from "../../../ui/confirm";
 import { useToast } from "../../../ui/toasts";
 import { ActionButton } from "../../shell";
+import { NewVmNameField } from "./new-vm-name-field";
 
 // A VM's Snapshots tab: take a snapshot (named after the VM and the moment, or as typed), its snapshots with when
 // they were taken, their state, what the VM was like (indications), which volumes each holds and its size; per
@@ -141,23 +142,13 @@ function RestoreAsNewVm({
       }}
     >
       <h3>Restore {snapshot} as a new VM</h3>
-      <div className="field">
-        <label htmlFor="restore-new-vm-name">New VM name</label>
-        <input
-          id="restore-new-vm-name"
-          value={newVm}
-          autoComplete="off"
-          aria-invalid={problem !== undefined}
-          aria-describedby="restore-new-vm-hint"
-          onChange={(e) => {
-            setNewVm(e.target.value);
-          }}
-        />
-        <p id="restore-new-vm-hint" className={problem ? "error" : "hint"}>
-          {problem ??
-            "It gets new disks from the snapshot, a new MAC address and firmware UUID, and runs beside this one."}
-        </p>
-      </div>
+      <NewVmNameField
+        id="restore-new-vm-name"
+        value={newVm}
+        problem={problem}
+        hint="It gets new disks from the snapshot, a new MAC address and firmware UUID, and runs beside this one."
+        onChange={setNewVm}
+      />
       <div className="toolbar">
         <button type="submit" disabled={problem !== undefined || restore.isPending}>
           Restore as {newVm || "new VM"}

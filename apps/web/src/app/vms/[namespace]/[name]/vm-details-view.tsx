@@ -15,6 +15,7 @@ import { useConfirm } from "../../../ui/confirm";
 import { StatusBadge } from "../../../ui/status-badge";
 import { useToast } from "../../../ui/toasts";
 import { ActionButton, Shell } from "../../shell";
+import { CloneAction } from "./clone-dialog";
 import { PoppableConsole } from "./console-panel";
 import { MetricsGraphs } from "./metrics-graphs";
 import { MigrationPanel } from "./migration-panel";
@@ -365,6 +366,8 @@ export function VmDetailsView({ namespace, name }: { namespace: string; name: st
   const state = vm ? availableActions(vm, vmi) : undefined;
   const reason = vm ? statusReason(vm, vmi) : undefined;
   const consoleKind = tab === "Console" ? "console" : "vnc";
+  const vmNames = new Set([...live.vms.values()].map((v) => v.metadata.name ?? ""));
+  const clone = vm && <CloneAction vm={vm} permission={may?.clone} vmNames={vmNames} />;
 
   function act(action: keyof typeof mutations, label: string, keepDisks?: boolean): void {
     mutations[action].mutate(
@@ -432,10 +435,13 @@ export function VmDetailsView({ namespace, name }: { namespace: string; name: st
       title={name}
       actions={
         viewOnly ? (
-          <p className="muted" data-testid="view-only">
-            You may view this VM, not change it: ask for the kubevirt.io:edit role in {namespace} to start, stop or
-            delete it.
-          </p>
+          <div className="toolbar">
+            <p className="muted" data-testid="view-only">
+              You may view this VM, not change it: ask for the kubevirt.io:edit role in {namespace} to start, stop or
+              delete it.
+            </p>
+            {clone}
+          </div>
         ) : (
           <div className="toolbar" role="group" aria-label="Actions">
             {button("start", "Start")}
@@ -447,6 +453,7 @@ export function VmDetailsView({ namespace, name }: { namespace: string; name: st
             {button("reset", "Reset", true)}
             {button("forceStop", "Force stop", true)}
             {button("delete", "Delete", true)}
+            {clone}
           </div>
         )
       }
@@ -495,12 +502,7 @@ export function VmDetailsView({ namespace, name }: { namespace: string; name: st
         ) : tab === "Events" ? (
           <Events namespace={namespace} name={name} />
         ) : tab === "Snapshots" ? (
-          <SnapshotsPanel
-            vm={vm}
-            vmi={vmi}
-            vmNames={new Set([...live.vms.values()].map((v) => v.metadata.name ?? ""))}
-            permissions={may}
-          />
+          <SnapshotsPanel vm={vm} vmi={vmi} vmNames={vmNames} permissions={may} />
         ) : tab === "Log" ? (
           <SerialLog namespace={namespace} name={name} running={vmi !== undefined} permission={may?.serialLog} />
         ) : (
