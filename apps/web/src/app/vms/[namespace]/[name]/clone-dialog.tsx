@@ -48,7 +48,7 @@ function CloneDialog({
     },
   });
   useEffect(() => {
-    dialog.current?.showModal();
+    if (dialog.current && !dialog.current.open) dialog.current.showModal();
   }, []);
   // Its own name is no VM's yet, so the check covers only names taken by others until the clone is asked for.
   const problem = made ? undefined : newVmNameProblem(target, existing);
@@ -118,6 +118,7 @@ function CloneDialog({
                   `/vms/${encodeURIComponent(namespace)}/${encodeURIComponent(row.target)}` +
                   `?ns=${encodeURIComponent(namespace)}`
                 }
+                onClick={close}
               >
                 Open {row.target}
               </Link>
