@@ -31,6 +31,7 @@ const { running, stopped } = vmWaits(suite);
 const FIRST = `first-${Date.now().toString(36)}`;
 const SECOND = `second-${Date.now().toString(36)}`;
 const KEPT = `kept-${Date.now().toString(36)}`;
+const CLONED = `cloned-${Date.now().toString(36)}`;
 
 const snapshotApi = { group: "snapshot.kubevirt.io", version: "v1beta1", namespace };
 interface Snapshot {
@@ -54,6 +55,7 @@ const restore = (name: string) =>
     .getNamespacedCustomObject({ ...snapshotApi, plural: "virtualmachinerestores", name })
     .then((o) => o as Restore, undefinedIfNotFound);
 interface Clone {
+  metadata?: { uid?: string };
   status?: { phase?: string; snapshotName?: string; conditions?: { message?: string }[] };
 }
 const clone = (name: string) =>
@@ -239,6 +241,10 @@ describe("VM snapshots and restores on storage without CSI snapshots", () => {
         "status: {}",
         "",
       ].join("\n");
+      // A file written just before the clone: the clone takes a snapshot of its own, not the earlier one.
+      const origin = await login("origin");
+      await origin.run(`echo ${CLONED} > ~/clone.txt && sync && echo wrote-$((70+2))`, "wrote-72");
+      origin.close();
       const file = join(mkdtempSync(join(tmpdir(), "clone-")), "clone.yaml");
       writeFileSync(file, manifest);
       await kubectl("create", "-n", namespace, "-f", file);
@@ -249,6 +255,9 @@ describe("VM snapshots and restores on storage without CSI snapshots", () => {
         }, BOOT)
         .toBe("Succeeded");
       // The clone's own snapshot and restore are gone once the VM is made.
+      const uid = (await clone("clone-e2e01"))?.metadata?.uid ?? "";
+      await expect.poll(() => snapshot(`tmp-snapshot-${uid}`), BOOT).toBeUndefined();
+      await expect.poll(() => restore(`tmp-restore-${uid}`), BOOT).toBeUndefined();
       await expect.poll(async () => (await clone("clone-e2e01"))?.status?.snapshotName, BOOT).toBeUndefined();
       expect((await get("virtualmachines", "cloned")) as { spec?: { runStrategy?: string } }).toMatchObject({
         spec: { runStrategy: "Halted" },
@@ -256,7 +265,7 @@ describe("VM snapshots and restores on storage without CSI snapshots", () => {
       await start("cloned");
       await running("cloned");
       const shell = await login("cloned");
-      expect(await readMarker(shell, 70)).toContain(FIRST);
+      await shell.run("cat ~/clone.txt; echo read-$((70+3))", new RegExp(`${CLONED}\\s+read-73`));
       expect(await guestMac(shell)).toBe("02:6b:76:74:73:02");
       shell.close();
       await stopped("cloned");

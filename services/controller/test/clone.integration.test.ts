@@ -104,7 +104,7 @@ describe("VirtualMachineClone", () => {
     await expect.poll(() => phase(client, namespace, "c2"), poll).toBe("SnapshotInProgress");
     const clone = await getClone(client, namespace, "c2");
     const snapshotName = clone?.status?.snapshotName ?? "";
-    expect(snapshotName).toMatch(/^clone-c2-snapshot-vm-[0-9a-f]{5}$/);
+    expect(snapshotName).toBe(`tmp-snapshot-${clone?.metadata.uid ?? ""}`);
     const snapshot = await getObject<VirtualMachineSnapshot>(
       client,
       kubevirtResources.virtualMachineSnapshots,

@@ -390,7 +390,8 @@ export const cloneCrd = crd({
   columns: [
     { name: "Phase", type: "string", jsonPath: ".status.phase" },
     { name: "SourceVirtualMachine", type: "string", jsonPath: ".spec.source.name" },
-    { name: "TargetVirtualMachine", type: "string", jsonPath: ".spec.target.name" },
+    // The new VM's name once the clone named it (KubeVirt's admission writes a generated one into spec.target).
+    { name: "TargetVirtualMachine", type: "string", jsonPath: ".status.targetName" },
   ],
 });
 

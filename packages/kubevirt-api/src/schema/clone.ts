@@ -89,6 +89,13 @@ export const virtualMachineCloneSpec = z
       .max(256)
       .optional()
       .describe("The new VM's SMBIOS serial; unset, the source's serial is dropped."),
+    volumeNamePolicy: z
+      .enum(["RandomizeNames", "PrefixTargetName"])
+      .optional()
+      .describe(
+        "How the new VM's claims are named: RandomizeNames (restore-<uid>-<volume>, the default) or " +
+          "PrefixTargetName (<new VM>-<volume>).",
+      ),
     patches: z
       .array(z.string().max(MAX_CLONE_PATCH_CHARS))
       .max(MAX_CLONE_PATCHES)

@@ -212,7 +212,7 @@ export function createCloneReconciler(deps: CloneControllerDeps): Reconcile {
       const vm = content?.spec.source.virtualMachine;
       if (!vm) return { requeueAfterMs: RECHECK_MS };
       const vmName = vm.metadata?.name ?? snapshot.spec.source.name;
-      const made = restores.get(`${ns}/${cloneRestoreName(clone, vmName)}`);
+      const made = restores.get(`${ns}/${cloneRestoreName(clone)}`);
       if (!made) {
         const patches = clonePatches(clone, vm);
         if (typeof patches === "string") return fail(clone, patches);
@@ -222,7 +222,7 @@ export function createCloneReconciler(deps: CloneControllerDeps): Reconcile {
         await create(kubevirtResources.virtualMachineRestores, restore);
         recorder.record(clone, "Normal", Reason.RestoreCreated, `Created restore ${restore.metadata.name ?? ""}`);
       }
-      const restoreName = cloneRestoreName(clone, vmName);
+      const restoreName = cloneRestoreName(clone);
       await step(clone, ClonePhase.RestoreInProgress, `Restoring snapshot ${snapshotName ?? ""} to a new VM`, {
         restoreName,
         targetName: targetName(clone, vmName),

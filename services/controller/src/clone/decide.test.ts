@@ -62,14 +62,15 @@ const patched = (c: VirtualMachineClone) => {
 };
 
 describe("filters", () => {
-  it("matches wildcards against the whole key", () => {
+  it("matches wildcards anywhere in the key, as KubeVirt's unanchored expressions do", () => {
     expect(matchesFilter("*", "anything/at-all")).toBe(true);
     expect(matchesFilter(".*", "anything")).toBe(true);
     expect(matchesFilter("team.example.com/*", "team.example.com/owner")).toBe(true);
     expect(matchesFilter("team.example.com/*", "other.example.com/owner")).toBe(false);
-    expect(matchesFilter("app", "application")).toBe(false);
-    expect(matchesFilter("*tion", "application")).toBe(true);
-    expect(matchesFilter("a*b*c", "axxbyyc")).toBe(true);
+    expect(matchesFilter("app", "application")).toBe(true);
+    expect(matchesFilter("app", "app.kubernetes.io/name")).toBe(true);
+    expect(matchesFilter("app", "tier")).toBe(false);
+    expect(matchesFilter("a*b*c", "xxaxxbyycxx")).toBe(true);
     expect(matchesFilter("a*b*c", "axxbyy")).toBe(false);
     // A dot is a dot, not any character.
     expect(matchesFilter("a.c", "abc")).toBe(false);
@@ -86,6 +87,7 @@ describe("filters", () => {
     expect([...keptKeys(keys, [])]).toEqual([]);
     expect([...keptKeys(keys, ["*", "!team.example.com/*"])]).toEqual(["app", "tier"]);
     expect([...keptKeys(keys, ["app"])]).toEqual(["app"]);
+    expect([...keptKeys(keys, ["*", "!team"])]).toEqual(["app", "tier"]);
   });
 });
 
@@ -144,25 +146,49 @@ describe("the clone's patches", () => {
     expect(
       clonePatches(clone({ patches: ['{"op": "add", "path": "/spec/x", "value": 1}', "{not json"] }), vm()),
     ).toMatch(/^spec\.patches\[1\]: not JSON/);
-    expect(clonePatches(clone({ patches: ['{"op": "remove", "path": "/metadata/nothing"}'] }), vm())).toMatch(
-      /^spec\.patches\[0\]: \/metadata\/nothing: does not exist/,
+    expect(clonePatches(clone({ patches: ['{"op": "remove", "path": "/spec/nothing"}'] }), vm())).toMatch(
+      /^spec\.patches\[0\]: \/spec\/nothing: does not exist/,
+    );
+    // As KubeVirt's restore admission: the VM's spec, labels and annotations only, never the restore's mark.
+    expect(
+      clonePatches(clone({ patches: ['{"op": "replace", "path": "/metadata/name", "value": "x"}'] }), vm()),
+    ).toMatch(
+      /^spec\.patches\[0\]: "\/metadata\/name": only \/spec\/, \/metadata\/labels\/ and \/metadata\/annotations\//,
+    );
+    expect(
+      clonePatches(
+        clone({ patches: ['{"op": "remove", "path": "/metadata/annotations/restore.kubevirt.io~1lastRestoreUID"}'] }),
+        vm(),
+      ),
+    ).toMatch(/^spec\.patches\[0\]: .*the restore's own annotation cannot be patched/);
+    // The restore takes at most 100 patches: the clone's own count with those it makes.
+    const many = Array.from(
+      { length: 100 },
+      (_, i) => `{"op": "add", "path": "/metadata/labels/l${String(i)}", "value": "v"}`,
+    );
+    expect(clonePatches(clone({ labelFilters: [], patches: many }), vm())).toMatch(
+      /^spec\.patches: with the 4 patches the clone makes .* its restore would have 104, more than 100/,
     );
   });
 });
 
 describe("names", () => {
-  it("names the snapshot, restore and new VM as KubeVirt does, the same on every pass", () => {
-    const c = clone();
-    expect(cloneSnapshot(c).metadata.name).toBe("clone-c1-snapshot-db-ab12c");
+  it("names the snapshot and restore as KubeVirt does, and the new VM the same on every pass", () => {
+    const c = clone({ volumeNamePolicy: "PrefixTargetName" });
+    expect(cloneSnapshot(c).metadata.name).toBe(`tmp-snapshot-${UID}`);
     expect(cloneSnapshot(c).metadata.ownerReferences?.[0]).toMatchObject({ kind: "VirtualMachineClone", uid: UID });
+    // A copy of each disk takes longer than KubeVirt's 5 minutes for a CSI snapshot.
+    expect(cloneSnapshot(c).spec.failureDeadline).toBe("1h");
     const restore = cloneRestore(c, "snap", "db", []);
-    expect(restore.metadata.name).toBe("clone-c1-restore-db-ab12c");
+    expect(restore.metadata.name).toBe(`tmp-restore-${UID}`);
     expect(restore.spec.target.name).toBe("db-clone-ab12c");
     expect(restore.spec.virtualMachineSnapshotName).toBe("snap");
+    expect(restore.spec.volumeRestorePolicy).toBe("PrefixTargetName");
     expect(owningClone(restore)).toBe("ns/c1");
     expect(targetName(clone({ target: { kind: "VirtualMachine", name: "copy" } }), "db")).toBe("copy");
+    // virtctl create clone writes an empty target name when none is given.
+    expect(targetName(clone({ target: { kind: "VirtualMachine", name: "" } }), "db")).toBe("db-clone-ab12c");
     expect(targetName(c, "x".repeat(80))).toHaveLength(63);
-    expect(cloneSnapshot(clone({}, "c".repeat(260))).metadata.name).toBe("clone-object-ab12c");
   });
 
   it("says Progressing until it succeeds or fails, and Ready once it succeeds", () => {

@@ -13,7 +13,13 @@ import {
   type VirtualMachineSnapshot,
   controllerRef,
 } from "@kubevirt-ts/kubevirt-api";
-import { LAST_RESTORE_ANNOTATION, type SnapshotVm, applyJsonPatches } from "../restore/decide.ts";
+import {
+  LAST_RESTORE_ANNOTATION,
+  MAX_PATCHES,
+  type SnapshotVm,
+  applyJsonPatches,
+  patchRefusal,
+} from "../restore/decide.ts";
 
 // What a VirtualMachineClone does, decided from what it observes alone (pure): the names of the snapshot, the restore
 // and the new VM, the patches that carry the clone's filters, MACs and serial to the new VM, and the status. As
@@ -21,16 +27,8 @@ import { LAST_RESTORE_ANNOTATION, type SnapshotVm, applyJsonPatches } from "../r
 // VirtualMachineRestore of it to the new VM, both owned by the clone and deleted once the new VM is made. The
 // controller (controller.ts) carries it out; docs/data-protection.md says what a clone does.
 
-/** KubeVirt's limit on a generated name before it falls back to "clone-object". */
-const MAX_GENERATED_NAME = 252;
-
-/** Five characters of the clone's UID: the generated names are the same on every pass, so a create is idempotent. */
+/** Five characters of the clone's UID: the new VM's generated name is the same on every pass. */
 const suffixOf = (clone: VirtualMachineClone) => (clone.metadata.uid ?? "").replaceAll("-", "").slice(0, 5);
-
-const generated = (clone: VirtualMachineClone, ...parts: string[]) => {
-  const joined = parts.join("-");
-  return `${joined.length > MAX_GENERATED_NAME ? "clone-object" : joined}-${suffixOf(clone)}`;
-};
 
 /** The name of the VM the clone is of: the source VM, or the VM of the source snapshot. */
 export const sourceVmName = (clone: VirtualMachineClone, snapshot: VirtualMachineSnapshot | undefined): string =>
@@ -38,13 +36,11 @@ export const sourceVmName = (clone: VirtualMachineClone, snapshot: VirtualMachin
     ? (snapshot?.spec.source.name ?? clone.spec.source.name)
     : clone.spec.source.name;
 
-/** The snapshot a VM source is taken into, as KubeVirt names it: clone-<clone>-snapshot-<vm>-<suffix>. */
-export const cloneSnapshotName = (clone: VirtualMachineClone): string =>
-  generated(clone, "clone", clone.metadata.name ?? "", "snapshot", clone.spec.source.name);
+/** The snapshot a VM source is taken into, as KubeVirt (since v1.2) names it: tmp-snapshot-<clone uid>. */
+export const cloneSnapshotName = (clone: VirtualMachineClone): string => `tmp-snapshot-${clone.metadata.uid ?? ""}`;
 
-/** The restore that makes the new VM: clone-<clone>-restore-<vm>-<suffix>. */
-export const cloneRestoreName = (clone: VirtualMachineClone, vmName: string): string =>
-  generated(clone, "clone", clone.metadata.name ?? "", "restore", vmName);
+/** The restore that makes the new VM: tmp-restore-<clone uid>. */
+export const cloneRestoreName = (clone: VirtualMachineClone): string => `tmp-restore-${clone.metadata.uid ?? ""}`;
 
 /**
  * The new VM's name: spec.target.name, else KubeVirt's <vm>-clone-<suffix>, kept to 63 characters so that it fits the
@@ -56,6 +52,9 @@ export function targetName(clone: VirtualMachineClone, vmName: string): string {
   return `${vmName.slice(0, 63 - suffix.length).replace(/-+$/, "")}${suffix}`;
 }
 
+/** How long the snapshot of a clone's source may take. */
+export const CLONE_SNAPSHOT_DEADLINE = "1h";
+
 /** The snapshot of a VM source, owned by the clone. */
 export function cloneSnapshot(clone: VirtualMachineClone): VirtualMachineSnapshot {
   return {
@@ -66,7 +65,12 @@ export function cloneSnapshot(clone: VirtualMachineClone): VirtualMachineSnapsho
       namespace: clone.metadata.namespace,
       ownerReferences: [cloneOwnerRef(clone)],
     },
-    spec: { source: { apiGroup: "kubevirt.io", kind: "VirtualMachine", name: clone.spec.source.name } },
+    spec: {
+      source: { apiGroup: "kubevirt.io", kind: "VirtualMachine", name: clone.spec.source.name },
+      // KubeVirt's 5 minutes assume a CSI snapshot, taken at once; here each disk is copied (ADR 27), which takes
+      // longer for a large disk.
+      failureDeadline: CLONE_SNAPSHOT_DEADLINE,
+    },
   };
 }
 
@@ -81,13 +85,14 @@ export function cloneRestore(
     apiVersion: SNAPSHOT_API_VERSION,
     kind: SnapshotKind.VirtualMachineRestore,
     metadata: {
-      name: cloneRestoreName(clone, vmName),
+      name: cloneRestoreName(clone),
       namespace: clone.metadata.namespace,
       ownerReferences: [cloneOwnerRef(clone)],
     },
     spec: {
       target: { apiGroup: "kubevirt.io", kind: "VirtualMachine", name: targetName(clone, vmName) },
       virtualMachineSnapshotName: snapshotName,
+      ...(clone.spec.volumeNamePolicy ? { volumeRestorePolicy: clone.spec.volumeNamePolicy } : {}),
       patches,
     },
   };
@@ -106,12 +111,13 @@ export function owningClone(o: {
 
 /**
  * Whether a label or annotation key matches a filter: "*" stands for any run of characters, everything else is
- * itself, and the whole key must match. KubeVirt reads filters as regular expressions; kubevirt-ts reads them as the
- * wildcards its documentation describes, so that a tenant's filter cannot make the controller backtrack
- * (docs/adr/0028). Greedy matching with one fallback point: at most key length times filter length steps.
+ * itself, and the filter may match anywhere in the key, as KubeVirt's unanchored regular expressions do. KubeVirt
+ * reads filters as regular expressions; kubevirt-ts reads them as the wildcards its documentation describes, so that
+ * a tenant's filter cannot make the controller backtrack (docs/adr/0028). Greedy matching with one fallback point:
+ * at most key length times filter length steps.
  */
 export function matchesFilter(filter: string, key: string): boolean {
-  const pattern = filter === ".*" ? "*" : filter;
+  const pattern = `*${filter === ".*" ? "*" : filter}*`;
   let p = 0;
   let k = 0;
   let star = -1;
@@ -197,7 +203,17 @@ export function clonePatches(clone: VirtualMachineClone, vm: SnapshotVm): string
   removals(template.metadata?.labels, spec.template?.labelFilters, "/spec/template/metadata/labels");
   removals(template.metadata?.annotations, spec.template?.annotationFilters, "/spec/template/metadata/annotations");
 
+  for (const [i, text] of (spec.patches ?? []).entries()) {
+    const refused = patchRefusal(text);
+    if (refused !== undefined) return `spec.patches[${String(i)}]: ${refused}`;
+  }
   const all = [...patches.map((p) => JSON.stringify(p)), ...(spec.patches ?? [])];
+  if (all.length > MAX_PATCHES)
+    return (
+      `spec.patches: with the ${String(patches.length)} patches the clone makes of its filters, MACs and serial, ` +
+      `its restore would have ${String(all.length)}, more than ${String(MAX_PATCHES)}: give fewer patches, or ` +
+      "filters that keep more"
+    );
   // The patches are tried here on the VM as the restore makes it, so that a bad one fails the clone naming it.
   const made = {
     metadata: {

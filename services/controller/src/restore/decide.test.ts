@@ -125,10 +125,24 @@ describe("what is refused, by path", () => {
       unsupported(
         restoreOf({
           volumeRestoreOverrides: [{ volumeName: "a", restoreName: "ok" }],
-          patches: ['{"op":"remove","path":"/x"}'],
+          patches: ['{"op":"remove","path":"/spec/x"}', '{"op":"add","path":"/metadata/labels/a","value":"b"}'],
         }),
       ),
     ).toBeUndefined();
+  });
+
+  it("refuses patches of more than the VM's spec, labels and annotations, as KubeVirt's admission", () => {
+    expect(unsupported(restoreOf({ patches: ['{"op":"replace","path":"/metadata/name","value":"x"}'] }))).toMatch(
+      /^spec\.patches\[0\]: "\/metadata\/name": only \/spec\/, \/metadata\/labels\/ and/,
+    );
+    expect(unsupported(restoreOf({ patches: ['{"op":"move","from":"/status","path":"/spec/x"}'] }))).toMatch(
+      /^spec\.patches\[0\]: "\/status": only/,
+    );
+    expect(
+      unsupported(
+        restoreOf({ patches: ['{"op":"remove","path":"/metadata/annotations/restore.kubevirt.io~1lastRestoreUID"}'] }),
+      ),
+    ).toMatch(/the restore's own annotation cannot be patched/);
   });
 });
 

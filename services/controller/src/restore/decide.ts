@@ -39,6 +39,9 @@ export const MAX_PATCHES = 100;
 export const MAX_PATCH_CHARS = 16 * 1024;
 /** The patched VM, serialized, is at most this long: `copy` ops can otherwise double it each. */
 export const MAX_PATCHED_CHARS = 1536 * 1024;
+/** What a patch may reach of the VM, as KubeVirt's restore admission allows. */
+const PATCHABLE = ["/spec/", "/metadata/labels/", "/metadata/annotations/"];
+const RESTORE_MARK_POINTER = `/metadata/annotations/${LAST_RESTORE_ANNOTATION.replaceAll("/", "~1")}`;
 
 export const restoreMarkOf = (restore: VirtualMachineRestore): string =>
   `${restore.metadata.name ?? ""}-${restore.metadata.uid ?? ""}`;
@@ -96,9 +99,28 @@ export function unsupported(restore: VirtualMachineRestore): string | undefined 
   for (const [i, p] of patches.entries()) {
     if (p.length > MAX_PATCH_CHARS)
       return `spec.patches[${String(i)}]: at most ${String(MAX_PATCH_CHARS)} characters, got ${String(p.length)}`;
-    const problem = parsePatch(p);
-    if (typeof problem === "string") return `spec.patches[${String(i)}]: ${problem}`;
+    const problem = patchRefusal(p);
+    if (problem !== undefined) return `spec.patches[${String(i)}]: ${problem}`;
   }
+  return undefined;
+}
+
+/**
+ * Why a restore's (or clone's) patch is refused, as KubeVirt's restore admission refuses it: not an operation, or
+ * reaching more of the VM than its spec, labels and annotations (its name, namespace and the rest of its metadata are
+ * the restore's to set), or the annotation that marks the VM restored. Undefined when it may be applied.
+ */
+export function patchRefusal(text: string): string | undefined {
+  const op = parsePatch(text);
+  if (typeof op === "string") return op;
+  for (const pointer of [op.path, "from" in op ? op.from : undefined])
+    if (pointer === undefined) continue;
+    else if (!PATCHABLE.some((prefix) => pointer.startsWith(prefix)))
+      return (
+        `${JSON.stringify(pointer.slice(0, 80))}: only /spec/, /metadata/labels/ and /metadata/annotations/ ` +
+        "can be patched"
+      );
+    else if (pointer === RESTORE_MARK_POINTER) return `${pointer}: the restore's own annotation cannot be patched`;
   return undefined;
 }
 
