@@ -34,6 +34,7 @@ import {
   RESTORE_FINALIZER,
   RESTORE_NAME_ANNOTATION,
   deletedDataVolumes,
+  heldForNewVm,
   restoreComplete,
   restoreDataVolume,
   restoreFailed,
@@ -384,19 +385,21 @@ export function createRestoreReconciler(deps: RestoreControllerDeps): Reconcile 
       return undefined;
     }
 
-    // A new VM takes over the claims it was made with, unless the restore says no one owns them.
-    if (restore.spec.volumeOwnershipPolicy !== "None")
-      for (const vr of wanted) {
-        const dv = deps.dataVolumes.get(`${namespace}/${vr.persistentVolumeClaim}`);
-        if (dv && (dv.metadata.ownerReferences ?? []).length === 0)
-          await client.patch(
-            kubevirtResources.dataVolumes,
-            namespace,
-            vr.persistentVolumeClaim,
-            { metadata: { ownerReferences: [vmOwnerRef(target)] } },
-            "merge",
-          );
-      }
+    // A new VM takes over the claims it was made with from the restore, unless the restore says no one owns them.
+    for (const vr of wanted) {
+      const dv = deps.dataVolumes.get(`${namespace}/${vr.persistentVolumeClaim}`);
+      const refs = dv?.metadata.ownerReferences ?? [];
+      if (!dv || !heldForNewVm(restore, refs)) continue;
+      const owners = restore.spec.volumeOwnershipPolicy === "None" ? null : [vmOwnerRef(target)];
+      if (owners === null && refs.length === 0) continue;
+      await client.patch(
+        kubevirtResources.dataVolumes,
+        namespace,
+        vr.persistentVolumeClaim,
+        { metadata: { ownerReferences: owners } },
+        "merge",
+      );
+    }
     for (const name of status.deletedDataVolumes ?? []) {
       if (!deps.dataVolumes.get(`${namespace}/${name}`)) continue;
       await client.delete(kubevirtResources.dataVolumes, namespace, name).catch((error: unknown) => {

@@ -217,6 +217,11 @@ describe("volume restores", () => {
       target,
     );
     expect(unowned.metadata.ownerReferences).toBeUndefined();
+    // For a VM not made yet, the restore holds the claim until the VM takes it over.
+    const held = restoreDataVolume(r, vr, backup, snapshotVm, undefined);
+    expect(held.metadata.ownerReferences).toEqual([
+      { apiVersion: "snapshot.kubevirt.io/v1beta1", kind: "VirtualMachineRestore", name: "r1", uid: "ruid" },
+    ]);
   });
 });
 

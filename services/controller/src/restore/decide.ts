@@ -5,7 +5,9 @@ import {
   type Condition,
   type DataVolume,
   Kind,
+  SNAPSHOT_API_VERSION,
   SnapshotConditionType,
+  SnapshotKind,
   TargetReadinessPolicy,
   type VirtualMachine,
   type VirtualMachineRestore,
@@ -226,6 +228,9 @@ export function restoreDataVolume(
   const accessModes = Array.isArray(spec.accessModes) ? spec.accessModes : undefined;
   const storage = spec.resources?.requests?.storage;
   const owned = owner !== undefined && restore.spec.volumeOwnershipPolicy !== "None";
+  // A claim for a VM not made yet is the restore's until the VM takes it over (or no one does, under None): a
+  // restore deleted half-way takes its copies with it.
+  const ownerReferences = owned ? [vmOwnerRef(owner)] : owner === undefined ? [restoreOwnerRef(restore)] : undefined;
   return {
     apiVersion: CDI_API_VERSION,
     kind: "DataVolume",
@@ -237,7 +242,7 @@ export function restoreDataVolume(
         [RESTORE_SOURCE_NAMESPACE_LABEL]: source.metadata?.namespace ?? restore.metadata.namespace ?? "",
       },
       annotations: { [RESTORE_NAME_ANNOTATION]: restore.metadata.name ?? "" },
-      ...(owned ? { ownerReferences: [vmOwnerRef(owner)] } : {}),
+      ...(ownerReferences ? { ownerReferences } : {}),
     },
     spec: {
       source: { pvc: { namespace: restore.metadata.namespace ?? "", name: vr.volumeSnapshotName } },
@@ -254,6 +259,18 @@ export function restoreDataVolume(
 
 export const vmOwnerRef = (vm: VirtualMachine) =>
   controllerRef({ apiVersion: API_VERSION, kind: Kind.VirtualMachine, metadata: vm.metadata });
+
+/** The restore as the interim owner of a claim it fills for a new VM (not its controller: the VM will be). */
+export const restoreOwnerRef = (restore: VirtualMachineRestore) => ({
+  apiVersion: SNAPSHOT_API_VERSION,
+  kind: SnapshotKind.VirtualMachineRestore,
+  name: restore.metadata.name ?? "",
+  uid: restore.metadata.uid ?? "",
+});
+
+/** Whether a DataVolume is owned by no one or, for now, by the restore alone: the new VM (or no one) takes it over. */
+export const heldForNewVm = (restore: VirtualMachineRestore, refs: readonly { uid: string }[] | undefined): boolean =>
+  (refs ?? []).every((r) => r.uid === restore.metadata.uid);
 
 /**
  * The target VM as the restore makes it, as KubeVirt's restore does: the snapshot's spec, with each restored volume on
