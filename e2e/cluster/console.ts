@@ -202,9 +202,13 @@ export async function serialLogin(
       `no ${String(pattern)} on the serial console after the line typed`,
     );
   };
-  await step("", /login: /);
-  await step(user, /Password: /);
-  await step(password, new RegExp(`${user}@\\S+:~\\$ `));
+  const prompt = new RegExp(`${user}@\\S+:~\\$ `);
+  // A console an earlier session left logged in answers with the user's prompt rather than login:.
+  const first = await step("", new RegExp(`login: |${prompt.source}`));
+  if (!prompt.test(first)) {
+    await step(user, /Password: /);
+    await step(password, prompt);
+  }
   return {
     run: step,
     close: () => {
