@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { chown, link, mkdir, rm } from "node:fs/promises";
+import { chown, link, mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { defaultVmiSpec, LAUNCHER_UID, type VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
@@ -9,7 +9,7 @@ import { freePort } from "@kubevirt-ts/control-plane";
 import { LauncherClient } from "@kubevirt-ts/launcher-protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { killQemuUnder } from "../src/libvirt/daemon.ts";
-import { type GuestFolder, guestFolder } from "./guest-files.ts";
+import { type GuestFolder, guestFolder, removeGuestFolder } from "./guest-files.ts";
 import { readUntil } from "./serial.ts";
 
 // The launcher pushes its domain's changes: a `watch` is answered the moment
@@ -99,7 +99,7 @@ afterAll(async () => {
   client.close();
   if (launcher.exitCode === null) launcher.kill("SIGKILL");
   await killQemuUnder(folder.dir);
-  await rm(folder.dir, { recursive: true, force: true });
+  await removeGuestFolder(folder);
 });
 
 describe("the launcher's watch", () => {

@@ -1,4 +1,4 @@
-import { chmod, chown, copyFile, mkdir, mkdtemp } from "node:fs/promises";
+import { chmod, chown, copyFile, mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type TinyGuest, buildTinyGuest } from "@kubevirt-ts/images";
@@ -27,4 +27,12 @@ export async function guestFolder(): Promise<GuestFolder> {
   await copyFile(guest.initrd, initrd);
   for (const path of [kernel, initrd]) await chown(path, LAUNCHER_UID, LAUNCHER_UID);
   return { dir, guest, kernel, initrd };
+}
+
+/**
+ * Removes a guest folder once its launcher is gone. A daemon's last files (libvirt's run directory) may still go while
+ * the folder is removed (ENOTEMPTY): the removal is tried again a few times.
+ */
+export async function removeGuestFolder(folder: Pick<GuestFolder, "dir">): Promise<void> {
+  await rm(folder.dir, { recursive: true, force: true, maxRetries: 20, retryDelay: 100 });
 }

@@ -1,7 +1,7 @@
 import { once } from "node:events";
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { chown, link, mkdir, rm, stat } from "node:fs/promises";
+import { chown, link, mkdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -11,7 +11,7 @@ import { freePort } from "@kubevirt-ts/control-plane";
 import { LauncherClient } from "@kubevirt-ts/launcher-protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { killQemuUnder } from "../src/libvirt/daemon.ts";
-import { type GuestFolder, guestFolder } from "./guest-files.ts";
+import { type GuestFolder, guestFolder, removeGuestFolder } from "./guest-files.ts";
 
 // The launcher with KVM, as the device plugin gives it (ADR 23): the
 // machine's KVM device as a node of its own in the test's folder, once owned
@@ -175,8 +175,7 @@ afterAll(async () => {
   );
   if (!hasKvm) return;
   await killQemuUnder(folder.dir);
-  // A daemon's last files may still go while the folder is removed (ENOTEMPTY): tried again a few times.
-  await rm(folder.dir, { recursive: true, force: true, maxRetries: 20, retryDelay: 100 });
+  await removeGuestFolder(folder);
 });
 
 describe.skipIf(!hasKvm)("the launcher with KVM and no emulation allowed", () => {

@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { chown, link, mkdir, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
+import { chown, link, mkdir, readFile, readdir, stat, writeFile } from "node:fs/promises";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -10,7 +10,7 @@ import { freePort } from "@kubevirt-ts/control-plane";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { killQemuUnder } from "../src/libvirt/daemon.ts";
 import { LauncherClient } from "@kubevirt-ts/launcher-protocol";
-import { type GuestFolder, guestFolder } from "./guest-files.ts";
+import { type GuestFolder, guestFolder, removeGuestFolder } from "./guest-files.ts";
 import { readUntil } from "./serial.ts";
 
 // The launcher alone, as its pod runs it: a process of the qemu user that
@@ -177,7 +177,7 @@ afterAll(async () => {
   client.close();
   if (launcher.exitCode === null) launcher.kill("SIGKILL");
   await killQemuUnder(folder.dir);
-  await rm(folder.dir, { recursive: true, force: true });
+  await removeGuestFolder(folder);
 });
 
 describe("the launcher", () => {

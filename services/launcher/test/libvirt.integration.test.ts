@@ -1,4 +1,4 @@
-import { chown, mkdir, readFile, rm, stat } from "node:fs/promises";
+import { chown, mkdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { type Domain, DomainState, Hypervisor } from "@unraid/libvirt";
 import { defaultVmiSpec, LAUNCHER_UID, type VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { domainXml } from "../src/domain/converter.ts";
 import { type LibvirtDaemon, killQemuUnder, startLibvirtd } from "../src/libvirt/daemon.ts";
 import { prepareVmState } from "../src/storage/vm-state.ts";
-import { type GuestFolder, guestFolder } from "./guest-files.ts";
+import { type GuestFolder, guestFolder, removeGuestFolder } from "./guest-files.ts";
 import { readUntil } from "./serial.ts";
 
 // The converter's domain, defined and run by a real libvirt and QEMU (with
@@ -53,7 +53,7 @@ afterAll(async () => {
   await hypervisor.connectClose().catch(() => undefined);
   await killQemuUnder(folder.dir);
   await libvirt.stop();
-  await rm(folder.dir, { recursive: true, force: true });
+  await removeGuestFolder(folder);
 });
 
 const sockets = () => ({ serial: join(folder.dir, "serial.sock"), vnc: join(folder.dir, "vnc.sock") });

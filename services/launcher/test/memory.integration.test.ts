@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { chown, link, mkdir, readFile, readdir, rm } from "node:fs/promises";
+import { chown, link, mkdir, readFile, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -10,7 +10,7 @@ import { freePort } from "@kubevirt-ts/control-plane";
 import { LauncherClient } from "@kubevirt-ts/launcher-protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { killQemuUnder } from "../src/libvirt/daemon.ts";
-import { type GuestFolder, guestFolder } from "./guest-files.ts";
+import { type GuestFolder, guestFolder, removeGuestFolder } from "./guest-files.ts";
 import { readUntil } from "./serial.ts";
 
 // What a launcher holds in memory besides its guest: the launcher as its image
@@ -169,7 +169,7 @@ afterAll(async () => {
   client.close();
   if (launcher.exitCode === null) launcher.kill("SIGKILL");
   await killQemuUnder(folder.dir);
-  await rm(folder.dir, { recursive: true, force: true });
+  await removeGuestFolder(folder);
 });
 
 describe("a running launcher's memory", () => {

@@ -1,5 +1,5 @@
 import { once } from "node:events";
-import { link, mkdir, readFile, rm, stat } from "node:fs/promises";
+import { link, mkdir, readFile, stat } from "node:fs/promises";
 import { type Server, type Socket, connect, createServer } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -19,7 +19,7 @@ import {
   startMigrationSourceProxy,
 } from "@kubevirt-ts/launcher-protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type GuestFolder, guestFolder } from "./guest-files.ts";
+import { type GuestFolder, guestFolder, removeGuestFolder } from "./guest-files.ts";
 import { readUntil } from "./serial.ts";
 
 // Live migration between two launchers on this machine, each as its pod
@@ -159,7 +159,7 @@ afterAll(async () => {
     if (pod.process.exitCode === null) pod.process.kill("SIGKILL");
   }
   await killLauncherPodProcesses(folder.dir);
-  await rm(folder.dir, { recursive: true, force: true });
+  await removeGuestFolder(folder);
 });
 
 describe("live migration between two launchers", () => {
