@@ -322,6 +322,7 @@ describe("live migration between the two nodes", () => {
     expect(moved.count).toBeGreaterThan(counted.count);
   });
 
+  // A boot of the Debian guest under emulation and its migration, each with its own bound: the test has both.
   it("moves the Debian guest while it counts on its serial console: the count never starts again", async () => {
     await kubectl("create", "-n", namespace, "-f", join(REPO_ROOT, "examples/vm-debian.yaml"));
     const boot = { timeout: 600_000, interval: 2_000 };
@@ -363,5 +364,5 @@ describe("live migration between the two nodes", () => {
     after.ws.close();
     expect(Math.min(...seen)).toBeGreaterThan(lastBefore);
     expect(seen.toSorted((a, b) => a - b)).toEqual(seen);
-  });
+  }, 1_200_000);
 });
