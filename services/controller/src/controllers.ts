@@ -23,6 +23,7 @@ import {
   type VirtualMachine,
   type VirtualMachineInstance,
   type VirtualMachineInstanceMigration,
+  CLONE_KIND,
   type VirtualMachineClone,
   type VirtualMachineRestore,
   type VirtualMachineSnapshot,
@@ -36,7 +37,7 @@ import type { Registry } from "prom-client";
 import { controllerOf } from "./common/owner.ts";
 import { registerCdiConfig } from "./datavolume/cdi-config.ts";
 import { registerSnapshotController, snapshotIndexers } from "./snapshot/controller.ts";
-import { CLONES_BY_VM, clonesByVm, registerCloneController } from "./clone/controller.ts";
+import { CLONES_BY_VM, clonesByVm, createCloneReconciler } from "./clone/controller.ts";
 import { createDataVolumeReconciler } from "./datavolume/controller.ts";
 import type { ImporterConfig } from "./datavolume/importer-pod.ts";
 import { type MigrationConfig, createMigrationReconciler } from "./migration/controller.ts";
@@ -53,7 +54,6 @@ import {
   RESTORES_BY_SNAPSHOT,
   RESTORES_BY_TARGET,
   createRestoreReconciler,
-  restoreEvents,
   restoreOfDataVolume,
   restoresBySnapshot,
   restoresByTarget,
@@ -137,6 +137,23 @@ function enqueueOwner<T extends KubeObject>(
     delete: (o) => {
       enqueue(o, "delete");
     },
+  };
+}
+
+/** Enqueues the keys `keysOf` finds for the object (those of the objects its event concerns). */
+export function enqueueKeys<T extends KubeObject>(
+  queue: WorkQueue,
+  keysOf: (object: T) => readonly string[],
+): EventHandler<T> {
+  const enqueue = (object: T) => {
+    for (const key of keysOf(object)) queue.add(key);
+  };
+  return {
+    add: enqueue,
+    update: (_, o) => {
+      enqueue(o);
+    },
+    delete: enqueue,
   };
 }
 
@@ -483,11 +500,11 @@ export function createControllers(config: ControllersConfig): ControllerManager 
   const restoreQueue = manager.queue("virtualmachinerestores");
   restores.addHandler(enqueueSelf<VirtualMachineRestore>(restoreQueue));
   const byTarget = (o: KubeObject) => restoresIn(restores, RESTORES_BY_TARGET, keyOf(o));
-  vms.addHandler(restoreEvents(restoreQueue, byTarget));
-  vmis.addHandler(restoreEvents(restoreQueue, byTarget));
-  snapshots.addHandler(restoreEvents(restoreQueue, (s) => restoresIn(restores, RESTORES_BY_SNAPSHOT, keyOf(s))));
+  vms.addHandler(enqueueKeys(restoreQueue, byTarget));
+  vmis.addHandler(enqueueKeys(restoreQueue, byTarget));
+  snapshots.addHandler(enqueueKeys(restoreQueue, (s) => restoresIn(restores, RESTORES_BY_SNAPSHOT, keyOf(s))));
   snapshotContents.addHandler(
-    restoreEvents(restoreQueue, (c) =>
+    enqueueKeys(restoreQueue, (c) =>
       restoresIn(
         restores,
         RESTORES_BY_SNAPSHOT,
@@ -495,7 +512,7 @@ export function createControllers(config: ControllersConfig): ControllerManager 
       ),
     ),
   );
-  dataVolumes?.addHandler(restoreEvents(restoreQueue, restoreOfDataVolume));
+  dataVolumes?.addHandler(enqueueKeys(restoreQueue, restoreOfDataVolume));
   manager.controller({
     name: "restore",
     primary: restores,
@@ -530,24 +547,35 @@ export function createControllers(config: ControllersConfig): ControllerManager 
       importer: config.importer,
       workers,
     });
-  // Clones (clone.kubevirt.io): a snapshot of the source and a restore of it to the new VM, both the clone's own.
-  registerCloneController(manager, {
+  // Clones (clone.kubevirt.io): a snapshot of the source and a restore of it to the new VM, both the clone's own. A
+  // clone looks again when it, a snapshot or restore it owns, or a VM it names changes.
+  const clones = manager.informer<VirtualMachineClone>({
     client,
-    clones: manager.informer<VirtualMachineClone>({
-      client,
-      type: kubevirtResources.virtualMachineClones,
-      namespace,
-      resyncMs,
-      indexers: { [CLONES_BY_VM]: clonesByVm },
-    }),
-    snapshots,
-    contents: snapshotContents,
-    restores,
-    vms,
-    recorder,
-    log,
-    now,
+    type: kubevirtResources.virtualMachineClones,
+    namespace,
+    resyncMs,
+    indexers: { [CLONES_BY_VM]: clonesByVm },
+  });
+  const cloneQueue = manager.queue("virtualmachineclones");
+  clones.addHandler(enqueueSelf<VirtualMachineClone>(cloneQueue));
+  snapshots.addHandler(enqueueOwner<VirtualMachineSnapshot>(cloneQueue, CLONE_KIND));
+  restores.addHandler(enqueueOwner<VirtualMachineRestore>(cloneQueue, CLONE_KIND));
+  vms.addHandler(enqueueKeys(cloneQueue, (vm) => clones.byIndex(CLONES_BY_VM, keyOf(vm)).map((c) => keyOf(c))));
+  manager.controller({
+    name: "clone",
+    primary: clones,
+    queue: cloneQueue,
     workers,
+    reconcile: createCloneReconciler({
+      client,
+      clones,
+      snapshots,
+      contents: snapshotContents,
+      restores,
+      vms,
+      recorder,
+      now,
+    }),
   });
   // Unowned pods are reported by the leader, beginning with those already cached.
   manager.onSynced(() => {

@@ -1,6 +1,4 @@
 import {
-  type ControllerManager,
-  type EventHandler,
   type EventRecorder,
   type Informer,
   type KubeClient,
@@ -26,18 +24,8 @@ import {
   type VirtualMachineSnapshotContent,
   kubevirtResources,
 } from "@kubevirt-ts/kubevirt-api";
-import type { Logger } from "@kubevirt-ts/runtime";
 import { restoreComplete, restoreFailed, restoredBy } from "../restore/decide.ts";
-import {
-  cloneOwnerRef,
-  clonePatches,
-  cloneRestore,
-  cloneRestoreName,
-  cloneSnapshot,
-  cloneStatus,
-  owningClone,
-  targetName,
-} from "./decide.ts";
+import { clonePatches, cloneRestore, cloneRestoreName, cloneSnapshot, cloneStatus, targetName } from "./decide.ts";
 
 // The VirtualMachineClone controller, as KubeVirt's clone controller goes, one step per pass, each written to the
 // clone's status before the next: a VM source is snapshotted (a VirtualMachineSnapshot the clone owns), the snapshot
@@ -65,11 +53,10 @@ export interface CloneControllerDeps {
   restores: Informer<VirtualMachineRestore>;
   vms: Informer<VirtualMachine>;
   recorder: EventRecorder;
-  log: Logger;
   now: () => Date;
 }
 
-/** The index of clones by the VMs they name: the source VM, and the new VM once named (namespace/name). */
+/** The index of clones by the VMs they name, for the clones' informer: the source VM, and the new VM once named. */
 export const CLONES_BY_VM = "vm";
 export const clonesByVm = (c: VirtualMachineClone): string[] => {
   const ns = c.metadata.namespace ?? "";
@@ -98,16 +85,6 @@ export function createCloneReconciler(deps: CloneControllerDeps): Reconcile {
     recorder.record(clone, "Warning", Reason.Failed, `The clone failed: ${message}`);
     await step(clone, ClonePhase.Failed, message);
     return undefined;
-  }
-
-  /** An object as the API server has it now; undefined only when it is not found. */
-  async function current<T extends KubeObject>(kind: ResourceType, ns: string, name: string) {
-    try {
-      return await client.get<T>(kind, ns, name);
-    } catch (error) {
-      if (isNotFound(error)) return undefined;
-      throw error;
-    }
   }
 
   /** Creates an object the clone owns; one that exists already (an earlier pass made it) is taken as made. */
@@ -154,7 +131,7 @@ export function createCloneReconciler(deps: CloneControllerDeps): Reconcile {
       // A clone whose new VM is gone goes too, as KubeVirt's: read from the API server, as only a 404 means gone.
       if (
         !vms.get(`${ns}/${target}`) &&
-        !(await current<VirtualMachine>(kubevirtResources.virtualMachines, ns, target))
+        !(await client.find<VirtualMachine>(kubevirtResources.virtualMachines, ns, target))
       ) {
         await client.delete(type, ns, clone.metadata.name ?? "").catch((error: unknown) => {
           if (!isNotFound(error)) throw error;
@@ -187,7 +164,7 @@ export function createCloneReconciler(deps: CloneControllerDeps): Reconcile {
     }
     const snapshot =
       snapshots.get(`${ns}/${snapshotName ?? ""}`) ??
-      (await current<VirtualMachineSnapshot>(kubevirtResources.virtualMachineSnapshots, ns, snapshotName ?? ""));
+      (await client.find<VirtualMachineSnapshot>(kubevirtResources.virtualMachineSnapshots, ns, snapshotName ?? ""));
     if (!snapshot) {
       if (!fromVm && !status.restoreName) {
         await step(clone, ClonePhase.Unset, `the source VirtualMachineSnapshot ${source.name} does not exist`);
@@ -232,7 +209,7 @@ export function createCloneReconciler(deps: CloneControllerDeps): Reconcile {
 
     const restore =
       restores.get(`${ns}/${status.restoreName}`) ??
-      (await current<VirtualMachineRestore>(kubevirtResources.virtualMachineRestores, ns, status.restoreName));
+      (await client.find<VirtualMachineRestore>(kubevirtResources.virtualMachineRestores, ns, status.restoreName));
     if (!restore) return fail(clone, `the restore ${status.restoreName} was deleted before the clone was made`);
     if (!isOwnedBy(restore, clone)) return fail(clone, `the restore ${status.restoreName} is not this clone's`);
     if (restoreFailed(restore)) {
@@ -262,50 +239,4 @@ const targetTaken = (name: string) =>
   `spec.target.name: a VirtualMachine ${name} already exists; a clone makes a new VM: name another, or delete that one`;
 
 const isOwnedBy = (o: KubeObject, clone: VirtualMachineClone) =>
-  (o.metadata.ownerReferences ?? []).some((r) => r.uid === cloneOwnerRef(clone).uid);
-
-/** Enqueues the clones an object's event concerns. */
-function cloneEvents<T extends KubeObject>(
-  enqueue: (key: string) => void,
-  of: (o: T) => readonly string[],
-): EventHandler<T> {
-  const each = (o: T) => {
-    for (const key of of(o)) enqueue(key);
-  };
-  return {
-    add: each,
-    update: (_, o) => {
-      each(o);
-    },
-    delete: each,
-  };
-}
-
-/**
- * Registers the clone controller with the manager, on informers the caller made (the clones' with
- * `{ [CLONES_BY_VM]: clonesByVm }`): a clone looks again when it, a snapshot or restore it owns, or a VM it names
- * changes.
- */
-export function registerCloneController(manager: ControllerManager, deps: CloneControllerDeps & { workers: number }) {
-  const queue = manager.queue("virtualmachineclones");
-  const add = (key: string) => {
-    queue.add(key);
-  };
-  const owned = (o: KubeObject) => {
-    const key = owningClone(o);
-    return key === undefined ? [] : [key];
-  };
-  deps.clones.addHandler(cloneEvents<VirtualMachineClone>(add, (c) => [keyOf(c)]));
-  deps.snapshots.addHandler(cloneEvents<VirtualMachineSnapshot>(add, owned));
-  deps.restores.addHandler(cloneEvents<VirtualMachineRestore>(add, owned));
-  deps.vms.addHandler(
-    cloneEvents<VirtualMachine>(add, (vm) => deps.clones.byIndex(CLONES_BY_VM, keyOf(vm)).map((c) => keyOf(c))),
-  );
-  manager.controller({
-    name: "clone",
-    primary: deps.clones,
-    queue,
-    workers: deps.workers,
-    reconcile: createCloneReconciler(deps),
-  });
-}
+  (o.metadata.ownerReferences ?? []).some((r) => r.uid === clone.metadata.uid);

@@ -8,7 +8,6 @@ import {
   cloneStatus,
   keptKeys,
   matchesFilter,
-  owningClone,
   targetName,
 } from "./decide.ts";
 
@@ -184,7 +183,7 @@ describe("names", () => {
     expect(restore.spec.target.name).toBe("db-clone-ab12c");
     expect(restore.spec.virtualMachineSnapshotName).toBe("snap");
     expect(restore.spec.volumeRestorePolicy).toBe("PrefixTargetName");
-    expect(owningClone(restore)).toBe("ns/c1");
+    expect(restore.metadata.ownerReferences?.[0]).toMatchObject({ kind: "VirtualMachineClone", name: "c1", uid: UID });
     expect(targetName(clone({ target: { kind: "VirtualMachine", name: "copy" } }), "db")).toBe("copy");
     // virtctl create clone writes an empty target name when none is given.
     expect(targetName(clone({ target: { kind: "VirtualMachine", name: "" } }), "db")).toBe("db-clone-ab12c");

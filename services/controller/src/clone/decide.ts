@@ -30,12 +30,6 @@ import {
 /** Five characters of the clone's UID: the new VM's generated name is the same on every pass. */
 const suffixOf = (clone: VirtualMachineClone) => (clone.metadata.uid ?? "").replaceAll("-", "").slice(0, 5);
 
-/** The name of the VM the clone is of: the source VM, or the VM of the source snapshot. */
-export const sourceVmName = (clone: VirtualMachineClone, snapshot: VirtualMachineSnapshot | undefined): string =>
-  clone.spec.source.kind === SnapshotKind.VirtualMachineSnapshot
-    ? (snapshot?.spec.source.name ?? clone.spec.source.name)
-    : clone.spec.source.name;
-
 /** The snapshot a VM source is taken into, as KubeVirt (since v1.2) names it: tmp-snapshot-<clone uid>. */
 export const cloneSnapshotName = (clone: VirtualMachineClone): string => `tmp-snapshot-${clone.metadata.uid ?? ""}`;
 
@@ -100,14 +94,6 @@ export function cloneRestore(
 
 export const cloneOwnerRef = (clone: VirtualMachineClone) =>
   controllerRef({ apiVersion: CLONE_API_VERSION, kind: CLONE_KIND, metadata: clone.metadata });
-
-/** The clone that owns a snapshot or restore (its controller reference), as a queue key. */
-export function owningClone(o: {
-  metadata: { namespace?: string; ownerReferences?: { kind: string; name: string; controller?: boolean }[] };
-}): string | undefined {
-  const ref = o.metadata.ownerReferences?.find((r) => r.controller === true && r.kind === CLONE_KIND);
-  return ref ? `${o.metadata.namespace ?? ""}/${ref.name}` : undefined;
-}
 
 /**
  * Whether a label or annotation key matches a filter: "*" stands for any run of characters, everything else is

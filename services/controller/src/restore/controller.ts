@@ -1,11 +1,8 @@
 import { isDeepStrictEqual } from "node:util";
 import {
   ApiError,
-  type EventHandler,
   type EventRecorder,
   type Informer,
-  type KubeObject,
-  type WorkQueue,
   WrittenVersions,
   keyOf as objectKey,
   type KubeClient,
@@ -89,23 +86,6 @@ export const restoresBySnapshot = (r: VirtualMachineRestore): string[] => [
   `${r.metadata.namespace ?? ""}/${r.spec.virtualMachineSnapshotName}`,
 ];
 
-/** Enqueues the restores an object's event concerns: `restoresOf` finds their keys. */
-export function restoreEvents<T extends KubeObject>(
-  queue: WorkQueue,
-  restoresOf: (object: T) => readonly string[],
-): EventHandler<T> {
-  const enqueue = (object: T) => {
-    for (const key of restoresOf(object)) queue.add(key);
-  };
-  return {
-    add: enqueue,
-    update: (_, o) => {
-      enqueue(o);
-    },
-    delete: enqueue,
-  };
-}
-
 /** The restores filed in the index under a key, as queue keys. */
 export const restoresIn = (restores: Informer<VirtualMachineRestore>, index: string, key: string): string[] =>
   restores.byIndex(index, key).map((r) => objectKey(r));
@@ -119,6 +99,9 @@ export const restoreOfDataVolume = (dv: DataVolume): string[] => {
 export function createRestoreReconciler(deps: RestoreControllerDeps): Reconcile {
   const { client, restores, vms, vmis, recorder, now } = deps;
   const type = kubevirtResources.virtualMachineRestores;
+  /** The VM as the API server has it now (a mark written just before may not be cached yet). */
+  const currentVm = (namespace: string | undefined, name: string) =>
+    client.find<VirtualMachine>(kubevirtResources.virtualMachines, namespace, name);
 
   // The versions of each restore this pass's writes replaced: a cached copy still at one of them is not acted on (its
   // watch event brings the restore back), so that no write goes out from a stale copy.
@@ -149,19 +132,9 @@ export function createRestoreReconciler(deps: RestoreControllerDeps): Reconcile 
     recorder.record(restore, "Warning", Reason.Failed, `The restore failed: ${message}`);
     // A failed restore lets go of its target, which may start again. The target is read from the API server: this
     // pass may have marked it, and the restore is not looked at again once failed.
-    await unmark(restore, await currentVm(restore.metadata.namespace ?? "", restore.spec.target.name));
+    await unmark(restore, await currentVm(restore.metadata.namespace, restore.spec.target.name));
     await writeStatus(restore, withConditions(restore.status ?? {}, false, false, message, now(), message));
     return undefined;
-  }
-
-  /** The VM as the API server has it now; undefined only when it is not found. */
-  async function currentVm(namespace: string, name: string): Promise<VirtualMachine | undefined> {
-    try {
-      return await client.get<VirtualMachine>(kubevirtResources.virtualMachines, namespace, name);
-    } catch (error) {
-      if (isNotFound(error)) return undefined;
-      throw error;
-    }
   }
 
   /**
