@@ -13,13 +13,7 @@ import {
   type VirtualMachineSnapshot,
   controllerRef,
 } from "@kubevirt-ts/kubevirt-api";
-import {
-  LAST_RESTORE_ANNOTATION,
-  MAX_PATCHES,
-  type SnapshotVm,
-  applyJsonPatches,
-  patchRefusal,
-} from "../restore/decide.ts";
+import { LAST_RESTORE_ANNOTATION, MAX_PATCHES, type SnapshotVm, patchRefusal, restoredVm } from "../restore/decide.ts";
 
 // What a VirtualMachineClone does, decided from what it observes alone (pure): the names of the snapshot, the restore
 // and the new VM, the patches that carry the clone's filters, MACs and serial to the new VM, and the status. As
@@ -200,18 +194,10 @@ export function clonePatches(clone: VirtualMachineClone, vm: SnapshotVm): string
       `its restore would have ${String(all.length)}, more than ${String(MAX_PATCHES)}: give fewer patches, or ` +
       "filters that keep more"
     );
-  // The patches are tried here on the VM as the restore makes it, so that a bad one fails the clone naming it.
-  const made = {
-    metadata: {
-      name: targetName(clone, vm.metadata?.name ?? ""),
-      ...(vm.metadata?.labels ? { labels: { ...vm.metadata.labels } } : {}),
-      annotations: { ...vm.metadata?.annotations, [LAST_RESTORE_ANNOTATION]: "" },
-    },
-    spec: vm.spec,
-  };
-  const tried = applyJsonPatches(made, all);
+  // The patches are tried here by the restore's own making of the new VM, so that a bad one fails the clone naming it.
+  const tried = restoredVm(cloneRestore(clone, "", vm.metadata?.name ?? "", all), vm, undefined);
   if (typeof tried === "string") {
-    const at = /^patch (\d+): /.exec(tried);
+    const at = /^spec\.patches: patch (\d+): /.exec(tried);
     const index = at ? Number(at[1]) - patches.length : -1;
     return index >= 0 ? `spec.patches[${String(index)}]: ${tried.slice(at?.[0].length)}` : tried;
   }
