@@ -14,7 +14,8 @@ import { snapshotAvailability } from "@kubevirt-ts/vm-rules";
 import { TRPCError } from "@trpc/server";
 import { z } from "zod";
 import { router, userProcedure } from "./init.ts";
-import { MAX_LISTED, bounded, named, newestFirst, refusal, vm } from "./snapshots.ts";
+import { MAX_LISTED, bounded, named, newestFirst, vm } from "./namespace-lists.ts";
+import { refusal } from "./refusal.ts";
 
 // A VM's clones for the dashboard's Clone action (clone.kubevirt.io/v1beta1, docs/data-protection.md): making one of
 // the VM under a name the user gives, and the clones of it and into it with how far each got. A clone is a snapshot

@@ -1,3 +1,4 @@
+import type { ActionAvailability } from "@kubevirt-ts/vm-rules";
 import { TRPCError } from "@trpc/server";
 import { ActionRefusal } from "../vm-actions.ts";
 
@@ -9,3 +10,12 @@ export function fromRefusal(error: unknown): never {
     "INTERNAL_SERVER_ERROR";
   throw new TRPCError({ code, message: error.message });
 }
+
+/** Refuses an action vm-rules says is not available now: its spec (400) or its state (409) in the way, with why. */
+export const refusal = (availability: ActionAvailability, what: string): void => {
+  if (!availability.available)
+    throw new TRPCError({
+      code: availability.by === "spec" ? "PRECONDITION_FAILED" : "CONFLICT",
+      message: `Cannot ${what}: ${availability.reason}.`,
+    });
+};

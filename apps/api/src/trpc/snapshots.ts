@@ -1,4 +1,4 @@
-import { ApiError, type KubeClient, type KubeObject, type ListOptions, type ObjectList } from "@kubevirt-ts/kube";
+import { ApiError, type KubeClient } from "@kubevirt-ts/kube";
 import {
   SNAPSHOT_API_VERSION,
   SnapshotConditionType,
@@ -20,9 +20,11 @@ import {
   snapshotRestorability,
 } from "@kubevirt-ts/vm-rules";
 import { TRPCError } from "@trpc/server";
-import { z } from "zod";
+import type { z } from "zod";
 import { mayI } from "../access.ts";
 import { router, userProcedure } from "./init.ts";
+import { MAX_LISTED, bounded, named, newestFirst, vm } from "./namespace-lists.ts";
+import { refusal } from "./refusal.ts";
 
 // A VM's snapshots for the dashboard's Snapshots tab (snapshot.kubevirt.io/v1beta1, docs/data-protection.md): its
 // snapshots with what each holds and its size, taking one, deleting one, restoring one onto the VM (only while it is
@@ -30,43 +32,12 @@ import { router, userProcedure } from "./init.ts";
 // snapshot and restore controllers do the work. Lists of a namespace are read in pages and bounded, so a namespace
 // with many snapshots costs a bounded read and answer.
 
-/** Objects read per page of a namespace's list. */
-const PAGE = 250;
-/** The most objects of a kind read from one namespace for one answer. */
-export const MAX_SCANNED = 2_000;
-/** The most snapshots (and restores) of one VM the tab lists: the newest. */
-export const MAX_LISTED = 100;
-
-export const named = (check: (value: string) => string | undefined, field: string) =>
-  z.string().superRefine((value, ctx) => {
-    const problem = check(value);
-    if (problem) ctx.addIssue({ code: "custom", message: `${field} ${problem}` });
-  });
-export const vm = z.object({ namespace: named(dnsLabelProblem, "namespace"), name: named(dnsLabelProblem, "name") });
 const ofSnapshot = vm.extend({ snapshot: named(dnsSubdomainProblem, "snapshot") });
-
-/** A namespace's objects of one kind, page by page, at most MAX_SCANNED; whether some were left unread. */
-export async function bounded<T>(
-  list: (options: ListOptions) => Promise<ObjectList<T>>,
-): Promise<{ items: T[]; truncated: boolean }> {
-  const items: T[] = [];
-  let next: string | undefined;
-  do {
-    const page = await list({ limit: PAGE, ...(next ? { continue: next } : {}) });
-    items.push(...page.items.slice(0, MAX_SCANNED - items.length));
-    next = page.metadata.continue === "" ? undefined : page.metadata.continue;
-  } while (next !== undefined && items.length < MAX_SCANNED);
-  return { items, truncated: next !== undefined };
-}
 
 const snapshotsIn = (client: KubeClient, namespace: string) =>
   bounded((o) => client.list<VirtualMachineSnapshot>(kubevirtResources.virtualMachineSnapshots, namespace, o));
 const restoresIn = (client: KubeClient, namespace: string) =>
   bounded((o) => client.list<VirtualMachineRestore>(kubevirtResources.virtualMachineRestores, namespace, o));
-
-const created = (o: KubeObject) => o.metadata.creationTimestamp ?? "";
-export const newestFirst = <T extends KubeObject>(objects: T[]) =>
-  [...objects].sort((a, b) => created(b).localeCompare(created(a)));
 
 /**
  * What restoring the content makes, in bytes: the sum of the claims its volume copies restore to (each source claim's
@@ -152,14 +123,6 @@ export function newRestore(namespace: string, snapshot: string, target: string):
     },
   };
 }
-
-export const refusal = (availability: ActionAvailability, what: string): void => {
-  if (!availability.available)
-    throw new TRPCError({
-      code: availability.by === "spec" ? "PRECONDITION_FAILED" : "CONFLICT",
-      message: `Cannot ${what}: ${availability.reason}.`,
-    });
-};
 
 async function snapshotOf(client: KubeClient, input: z.infer<typeof ofSnapshot>): Promise<VirtualMachineSnapshot> {
   const snapshot = await client.get<VirtualMachineSnapshot>(
