@@ -157,11 +157,10 @@ export function clonePatches(clone: VirtualMachineClone, vm: SnapshotVm): string
       );
     if (mac === "") continue;
     if (!MAC.test(mac)) return `spec.newMacAddresses.${name}: ${mac} is not a MAC address such as 02:00:00:00:00:01`;
-    // virtctl create clone takes a MAC with hyphens (its flag splits on the colon): libvirt is given colons.
     patches.push({
       op: "add",
       path: `/spec/template/spec/domain/devices/interfaces/${String(index)}/macAddress`,
-      value: mac.replaceAll("-", ":").toLowerCase(),
+      value: mac,
     });
   }
   const firmware = template.spec.domain.firmware;

@@ -191,6 +191,18 @@ describe("domainXml", () => {
       ['<mac address="02:00:00:00:00:2a"/>', '<model type="e1000e"/>', '<boot order="2"/>'],
     ],
     [
+      "a MAC address written with hyphens, as KubeVirt takes it, given to libvirt with colons",
+      () =>
+        domainXml(
+          vmi(
+            (s) =>
+              (s.domain.devices.interfaces = [{ name: "default", masquerade: {}, macAddress: "02-00-00-00-00-2A" }]),
+          ),
+          ctx,
+        ),
+      ['<mac address="02:00:00:00:00:2a"/>'],
+    ],
+    [
       "a named CPU model as a custom CPU",
       () =>
         domainXml(

@@ -176,6 +176,12 @@ export function guestNetworkOf(vmi: VirtualMachineInstance, iface: string, fallb
   return (cidr === undefined ? undefined : parseIpv4Network(cidr)) ?? fallback;
 }
 
+/**
+ * A MAC address as libvirt parses it: colons only. KubeVirt takes hyphens too (Go's net.ParseMAC), and `virtctl create
+ * clone --new-mac-address` can pass only hyphens through.
+ */
+const libvirtMac = (mac: string) => mac.replaceAll("-", ":").toLowerCase();
+
 function interfaceElements(vmi: VirtualMachineInstance, ctx: DomainContext): XmlElement[] {
   return (vmi.spec.domain.devices.interfaces ?? []).map((iface) => {
     if (!iface.masquerade) throw new Error(`interface ${iface.name}: only the masquerade binding is supported yet`);
@@ -184,7 +190,7 @@ function interfaceElements(vmi: VirtualMachineInstance, ctx: DomainContext): Xml
     return el(
       "interface",
       { type: "user" },
-      iface.macAddress !== undefined && el("mac", { address: iface.macAddress }),
+      iface.macAddress !== undefined && el("mac", { address: libvirtMac(iface.macAddress) }),
       el("ip", { family: "ipv4", address: guestNetwork.address, prefix: guestNetwork.prefix }),
       el("model", { type: iface.model ?? "virtio" }),
       iface.bootOrder !== undefined && el("boot", { order: iface.bootOrder }),
