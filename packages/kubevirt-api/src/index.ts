@@ -17,17 +17,6 @@ export * from "./instancetype/find.ts";
 export * from "./instancetype/infer.ts";
 export * from "./defaults.ts";
 export * from "./validation/index.ts";
-export {
-  dataVolumeCrd,
-  instancetypeCrds,
-  virtualMachineCrd,
-  virtualMachineInstanceCrd,
-  virtualMachineInstanceMigrationCrd,
-  migrationPolicyCrd,
-  kubeVirtCrd,
-  snapshotCrds,
-  cloneCrd,
-} from "./crd/crds.ts";
 export * from "./pod-network.ts";
 export * from "./probes.ts";
 export * from "./resources.ts";
