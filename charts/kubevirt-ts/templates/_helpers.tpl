@@ -86,3 +86,26 @@ tolerations: {{- toYaml . | nindent 2 }}
 affinity: {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- end }}
+
+{{/*
+The dashboard Service's type: web.service.type, else ClusterIP behind an
+Ingress (web.ingress.enabled) and NodePort without one.
+*/}}
+{{- define "kubevirt-ts.webServiceType" -}}
+{{- .Values.web.service.type | default (ternary "ClusterIP" "NodePort" .Values.web.ingress.enabled) -}}
+{{- end }}
+
+{{/*
+The address users type for the dashboard, when the values say it:
+https://<web.ingress.host> behind an Ingress, else
+https://<first of web.tls.hosts>:<nodePort> on a NodePort. Prints nothing
+otherwise.
+*/}}
+{{- define "kubevirt-ts.dashboardUrl" -}}
+{{- if .Values.web.ingress.enabled -}}
+{{ printf "https://%s" .Values.web.ingress.host }}
+{{- else if and (eq (include "kubevirt-ts.webServiceType" .) "NodePort") .Values.web.tls.hosts -}}
+{{- $host := first .Values.web.tls.hosts -}}
+{{ printf "https://%s:%v" (ternary (printf "[%s]" $host) $host (contains ":" $host)) .Values.web.service.nodePort }}
+{{- end -}}
+{{- end }}
