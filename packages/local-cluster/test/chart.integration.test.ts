@@ -36,11 +36,13 @@ const objectsOf = (yaml: string) =>
     .map((d) => d.toJS() as K8sObject | null)
     .filter((o): o is K8sObject => o !== null);
 
-/** helm template of the release kubevirt-ts, in the namespace kubevirt-ts unless the flags name another. */
+/** helm template of the release kubevirt-ts, in the namespace kubevirt-ts unless the flags name another: its YAML. */
+const templateYaml = (...flags: string[]) =>
+  helm("template", "kubevirt-ts", CHART, "--kube-version", kubeVersion, "--namespace", "kubevirt-ts", ...flags);
+
+/** The objects helm template renders (templateYaml). */
 async function template(...flags: string[]): Promise<K8sObject[]> {
-  return objectsOf(
-    await helm("template", "kubevirt-ts", CHART, "--kube-version", kubeVersion, "--namespace", "kubevirt-ts", ...flags),
-  );
+  return objectsOf(await templateYaml(...flags));
 }
 
 const render = (...set: string[]) => template(...set.flatMap((s) => ["--set", s]));
@@ -99,17 +101,7 @@ describe("the Helm chart", () => {
       "operator runs, and asks nothing of a cluster without it",
     async () => {
       expect((await render()).filter((o) => o.kind === "ServiceMonitor")).toEqual([]);
-      const yaml = await helm(
-        "template",
-        "kubevirt-ts",
-        CHART,
-        "--kube-version",
-        kubeVersion,
-        "--namespace",
-        "kubevirt-ts",
-        "--api-versions",
-        "monitoring.coreos.com/v1/ServiceMonitor",
-      );
+      const yaml = await templateYaml("--api-versions", "monitoring.coreos.com/v1/ServiceMonitor");
       const objects = parseAllDocuments(yaml)
         .map((d) => d.toJS() as (K8sObject & { spec?: Record<string, unknown> }) | null)
         .filter((o) => o !== null);
@@ -290,6 +282,10 @@ describe("the Helm chart", () => {
     expect(consoleVerbs("kubevirt.io:view")).toEqual([]);
     expect(consoleVerbs("kubevirt.io:edit")).toEqual(["get"]);
     expect(byName.get("kubevirt.io:view")?.metadata.labels["rbac.authorization.k8s.io/aggregate-to-view"]).toBe("true");
+    // Every signed-in user asks the version (virtctl version), as KubeVirt's kubevirt.io:default allows.
+    expect(byName.get("kubevirt.io:default")?.rules).toEqual([
+      { apiGroups: ["subresources.kubevirt.io"], resources: ["version"], verbs: ["get", "list"] },
+    ]);
   });
 
   test(
@@ -312,32 +308,115 @@ describe("the Helm chart", () => {
     },
   );
 
-  test("renders objects a real API server accepts (server-side dry run)", async ({ core }) => {
-    await core.createNamespace({ body: { metadata: { name: "kubevirt-ts" } } }).catch(() => undefined);
-    const yaml = await helm(
-      "template",
-      "kubevirt-ts",
-      CHART,
-      "--kube-version",
-      kubeVersion,
-      "--namespace",
-      "kubevirt-ts",
+  test("renders objects a real API server accepts (server-side dry run), its helm test and Ingress too", async ({
+    core,
+  }) => {
+    // Made once; only "already exists" is let pass.
+    const existing = (e: unknown) => {
+      if ((e as { code?: number }).code !== 409) throw e;
+    };
+    await core.createNamespace({ body: { metadata: { name: "kubevirt-ts" } } }).catch(existing);
+    // The namespace's default account, which a cluster's controller-manager makes (this API server runs none);
+    // the helm test's pod runs under it.
+    await core
+      .createNamespacedServiceAccount({ namespace: "kubevirt-ts", body: { metadata: { name: "default" } } })
+      .catch(existing);
+    const dryRun = async (...flags: string[]) => {
+      const yaml = await templateYaml(...flags);
+      const kubectl = join(inject("binDir"), "kubectl");
+      const child = execFile(kubectl, [
+        `--kubeconfig=${inject("kubeconfigPath")}`,
+        "apply",
+        "--dry-run=server",
+        "-f",
+        "-",
+      ]);
+      child.stdin?.end(yaml);
+      let output = "";
+      child.stdout?.on("data", (c: string) => (output += c));
+      child.stderr?.on("data", (c: string) => (output += c));
+      const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
+      expect(code, output).toBe(0);
+      return output;
+    };
+    const defaults = await dryRun();
+    expect(defaults).toContain("daemonset.apps/virt-handler created (server dry run)");
+    expect(defaults).toContain("pod/kubevirt-ts-test created (server dry run)");
+    expect(await dryRun("--set", "web.ingress.enabled=true", "--set", "web.ingress.host=vms.example.test")).toContain(
+      "ingress.networking.k8s.io/kubevirt-ts-web created (server dry run)",
     );
-    const kubectl = join(inject("binDir"), "kubectl");
-    const child = execFile(kubectl, [
-      `--kubeconfig=${inject("kubeconfigPath")}`,
-      "apply",
-      "--dry-run=server",
-      "-f",
-      "-",
-    ]);
-    child.stdin?.end(yaml);
-    let output = "";
-    child.stdout?.on("data", (c: string) => (output += c));
-    child.stderr?.on("data", (c: string) => (output += c));
-    const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
-    expect(code, output).toBe(0);
-    expect(output).toContain("daemonset.apps/virt-handler created (server dry run)");
+  });
+
+  test("gives the dashboard an Ingress on request, behind which its Service is a ClusterIP", async () => {
+    interface Service {
+      spec: { type: string; ports: { port: number; appProtocol?: string; nodePort?: number }[] };
+    }
+    interface Ingress {
+      metadata: { annotations?: Record<string, string> };
+      spec: {
+        ingressClassName?: string;
+        tls?: { hosts: string[]; secretName: string }[];
+        rules: { host: string; http: { paths: { path: string; backend: { service: unknown } }[] } }[];
+      };
+    }
+    const web = (objects: K8sObject[]) => ({
+      service: objects.find((o) => o.kind === "Service" && o.metadata.name === "kubevirt-ts-web") as unknown as Service,
+      ingress: objects.find((o) => o.kind === "Ingress") as unknown as Ingress | undefined,
+      uploadProxy: (
+        objects.find((o) => o.kind === "Deployment" && o.metadata.name === "virt-controller") as unknown as Workload
+      ).spec.template.spec.containers[0]?.env?.find((e) => e.name === "UPLOAD_PROXY_URL")?.value,
+    });
+    const plain = web(await render());
+    expect(plain.service.spec.type).toBe("NodePort");
+    expect(plain.service.spec.ports[0]).toMatchObject({ port: 443, appProtocol: "https", nodePort: 30080 });
+    expect(plain.ingress).toBeUndefined();
+
+    const routed = web(
+      await render(
+        "web.ingress.enabled=true",
+        "web.ingress.host=vms.example.test",
+        "web.ingress.className=nginx",
+        "web.ingress.tls.secretName=vms-tls",
+      ),
+    );
+    expect(routed.service.spec.type).toBe("ClusterIP");
+    expect(routed.service.spec.ports[0]?.nodePort).toBeUndefined();
+    expect(routed.ingress?.spec).toEqual({
+      ingressClassName: "nginx",
+      tls: [{ hosts: ["vms.example.test"], secretName: "vms-tls" }],
+      rules: [
+        {
+          host: "vms.example.test",
+          http: {
+            paths: [
+              {
+                path: "/",
+                pathType: "Prefix",
+                backend: { service: { name: "kubevirt-ts-web", port: { name: "https" } } },
+              },
+            ],
+          },
+        },
+      ],
+    });
+    // ingress-nginx passes requests on over HTTPS, keeps consoles open and streams uploads.
+    expect(routed.ingress?.metadata.annotations).toMatchObject({
+      "nginx.ingress.kubernetes.io/backend-protocol": "HTTPS",
+      "nginx.ingress.kubernetes.io/proxy-body-size": "0",
+    });
+    // CDIConfig's upload proxy is the Ingress's address.
+    expect(routed.uploadProxy).toBe("https://vms.example.test");
+    // A Service type given stays as given.
+    expect(
+      web(await render("web.ingress.enabled=true", "web.ingress.host=vms.example.test", "web.service.type=NodePort"))
+        .service.spec.type,
+    ).toBe("NodePort");
+
+    const error = await render("web.ingress.enabled=true").then(
+      () => undefined,
+      (e: unknown) => String(e),
+    );
+    expect(error).toMatch(/web\/ingress\/host/);
   });
 
   interface PodTemplate {
