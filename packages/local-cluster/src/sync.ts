@@ -111,16 +111,7 @@ export async function clusterSync(binDir: string): Promise<void> {
   // The chart's own check of the release (templates/tests): virt-api, the dashboard over HTTPS and the
   // subresource API through the aggregation layer answer.
   log("helm test: the release answers");
-  await run(join(binDir, "helm"), [
-    kubeconfig,
-    "test",
-    RELEASE,
-    "--namespace",
-    NAMESPACE,
-    "--logs",
-    "--timeout",
-    "3m",
-  ]);
+  await run(join(binDir, "helm"), [kubeconfig, "test", RELEASE, "--namespace", NAMESPACE, "--logs", "--timeout", "3m"]);
   await writeFile(IMAGES_FILE, `${JSON.stringify(images, null, 2)}\n`);
   log("synced");
 }
