@@ -125,18 +125,23 @@ describe("a KubeVirt VM applied with kubectl", () => {
     },
   );
 
+  /** Each virt-controller replica's /metrics ("" for one that does not answer, e.g. while it restarts). */
+  const controllerMetrics = async () => {
+    const controllers = (
+      await core.listNamespacedPod({
+        namespace: "kubevirt-ts",
+        labelSelector: "app.kubernetes.io/name=virt-controller",
+      })
+    ).items.filter((p) => !p.metadata?.deletionTimestamp);
+    return Promise.all(controllers.map((pod) => podMetrics(pod, "virt-controller").catch(() => "")));
+  };
+
   it("is counted in the leading controller's REST metrics, by verb and resource", async () => {
     // Both replicas' metrics, asked again until the leader's show its work (a replica may be restarting meanwhile).
     const leaderMetrics = async () => {
-      const controllers = (
-        await core.listNamespacedPod({
-          namespace: "kubevirt-ts",
-          labelSelector: "app.kubernetes.io/name=virt-controller",
-        })
-      ).items.filter((p) => !p.metadata?.deletionTimestamp);
-      const metrics = await Promise.all(controllers.map((pod) => podMetrics(pod, "virt-controller").catch(() => "")));
+      const metrics = await controllerMetrics();
       return {
-        replicas: controllers.length,
+        replicas: metrics.length,
         leader: metrics.find((text) =>
           /kubevirt_rest_client_requests_total\{[^}]*verb="create"[^}]*resource="virtualmachineinstances"/.test(text),
         ),
@@ -154,5 +159,24 @@ describe("a KubeVirt VM applied with kubectl", () => {
     expect(leader).toMatch(/workqueue_adds_total\{name="virtualmachineinstances"\} \d+/);
     // KubeVirt's histogram of how long after its creation a VMI reached each phase.
     expect(leader).toMatch(/kubevirt_vmi_phase_transition_time_from_creation_seconds_count\{phase="Running"\} [1-9]/);
+  });
+
+  it("has one controller report that it leads, and both that they are ready", async () => {
+    // What KubeVirt's alerts read (the chart's prometheus-rules.yaml): kubevirt_virt_controller_{leading,ready}_status.
+    const statuses = async () => {
+      const texts = await controllerMetrics();
+      const value = (text: string, name: string) => new RegExp(`^${name} (\\d+)$`, "m").exec(text)?.[1];
+      return texts.map((text) => ({
+        leading: value(text, "kubevirt_virt_controller_leading_status"),
+        ready: value(text, "kubevirt_virt_controller_ready_status"),
+        migrationGauges: /^kubevirt_vmi_migrations_in_running_phase \d+$/m.test(text),
+      }));
+    };
+    await expect
+      .poll(async () => (await statuses()).sort((a, b) => String(a.leading).localeCompare(String(b.leading))), poll)
+      .toEqual([
+        { leading: "0", ready: "1", migrationGauges: true },
+        { leading: "1", ready: "1", migrationGauges: true },
+      ]);
   });
 });

@@ -45,6 +45,7 @@ import { MIGRATIONS_BY_VMI, createEvacuationReconciler, migrationsByVmi } from "
 import { VMIS_BY_NODE, createNodeReconciler, vmisByNode } from "./node/controller.ts";
 import { createVmReconciler } from "./vm/controller.ts";
 import { createVmiReconciler } from "./vmi/controller.ts";
+import { registerClusterMetrics } from "./vmi/cluster-metrics.ts";
 import { observePhaseTransitions } from "./vmi/phase-metrics.ts";
 import { BY_CLAIM, claimEvents, vmisByClaim, vmsByClaim } from "./vmi/claim-events.ts";
 import { VMIS_BY_UID, launcherPodEvents, unownedLauncherPods, vmisByUid } from "./vmi/pod-events.ts";
@@ -72,6 +73,8 @@ export interface ControllersConfig {
   client: KubeClient;
   log: Logger;
   registry: Registry;
+  /** Whether this replica leads now (default: always); only the leader reports what its caches hold. */
+  leading?: () => boolean;
   workers: number;
   launcherImage: string;
   /**
@@ -357,6 +360,14 @@ export function createControllers(config: ControllersConfig): ControllerManager 
     }),
   });
   observePhaseTransitions(vmis, registry);
+  registerClusterMetrics({
+    registry,
+    vmis,
+    migrations,
+    evictionStrategy: () => live.get().evictionStrategy,
+    leading: config.leading ?? (() => true),
+    ready: () => manager.hasSynced(),
+  });
   manager.controller({
     name: "vmi",
     primary: vmis,

@@ -21,6 +21,8 @@ import { env } from "./env.ts";
 // (the manager runs the informers in every replica, the controllers in the leader).
 
 let controllers: ControllerManager | undefined;
+// Whether this replica holds the leader lease (always, without leader election): its metrics say so.
+let isLeader = !env.LEADER_ELECTION;
 
 await runService({
   name: "virt-controller",
@@ -66,6 +68,7 @@ await runService({
       uploadProxyUrl: env.UPLOAD_PROXY_URL,
       log,
       registry,
+      leading: () => isLeader,
       workers: env.WORKERS,
       launcherImage: env.LAUNCHER_IMAGE,
       cluster,
@@ -89,7 +92,10 @@ await runService({
           identity: env.POD_NAME,
         }).run(
           {
-            onStartedLeading: (leadership) => created.runControllers(leadership),
+            onStartedLeading: (leadership) => {
+              isLeader = true;
+              return created.runControllers(leadership);
+            },
             onStoppedLeading: () => {
               // Two leaders must never act at once: a replica that lost the lease exits and starts over as a candidate.
               if (!signal.aborted) {
