@@ -27,8 +27,9 @@ hack/run.sh node --version
 step "Kubernetes binaries (built from Go modules once, then cached)"
 hack/build-k8s.sh etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kubelet kube-proxy helm >/dev/null
 
-step "Prometheus, for the graphs' integration tests (built from its Go module once, then cached)"
+step "Prometheus and promtool, for the graphs' and the alerts' tests (built from its Go module once, then cached)"
 hack/build-prometheus.sh >/dev/null
+hack/build-promtool.sh >/dev/null
 
 step "lint, typecheck and unit tests"
 # The code as the formatter lays it out (npm run format), then each package's lint, typecheck and unit tests.

@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process";
 import { X509Certificate, createHash } from "node:crypto";
-import { mkdtemp, readFile } from "node:fs/promises";
+import { access, copyFile, mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -8,7 +8,7 @@ import { KubeConfig, VersionApi } from "@kubernetes/client-node";
 import { Pki, REPO_ROOT, ensureBinaries } from "@kubevirt-ts/control-plane";
 import { test } from "@kubevirt-ts/control-plane/testing";
 import { beforeAll, describe, expect, inject } from "vitest";
-import { parseAllDocuments } from "yaml";
+import { parse, parseAllDocuments, stringify } from "yaml";
 
 const CHART = join(REPO_ROOT, "charts/kubevirt-ts");
 const exec = promisify(execFile);
@@ -684,5 +684,97 @@ describe("the Helm chart", () => {
     expect(first.annotations("virt-api")?.["kubevirt-ts.io/upload-master-key"]).toBe(
       sha256(kept("kubevirt-ts-upload-master-key").key ?? ""),
     );
+  });
+});
+
+describe("the chart's Prometheus rules", () => {
+  interface RuleGroups {
+    groups: { name: string; rules: { alert?: string; record?: string; annotations?: Record<string, string> }[] }[];
+  }
+  const rulesFileOf = (objects: K8sObject[]) =>
+    (
+      objects.find((o) => o.kind === "ConfigMap" && o.metadata.name === "kubevirt-ts-prometheus-rules") as unknown as
+        { data: Record<string, string> } | undefined
+    )?.data["kubevirt-ts.rules.yaml"];
+
+  test("are a plain rules file, and a PrometheusRule where the operator runs; each alert has a runbook", async () => {
+    const plain = await template();
+    expect(plain.filter((o) => o.kind === "PrometheusRule")).toEqual([]);
+    const file = rulesFileOf(plain);
+    expect(file).toBeDefined();
+    const groups = parse(file ?? "") as RuleGroups;
+
+    const operator = await template("--api-versions", "monitoring.coreos.com/v1/PrometheusRule");
+    const rule = operator.find((o) => o.kind === "PrometheusRule") as unknown as { spec: RuleGroups } | undefined;
+    expect(rule?.spec).toEqual(groups);
+
+    const alerts = groups.groups.flatMap((g) => g.rules).filter((r) => r.alert !== undefined);
+    expect(alerts.map((a) => a.alert)).toEqual(
+      expect.arrayContaining([
+        "VirtControllerDown",
+        "VirtAPIDown",
+        "LowReadyVirtControllersCount",
+        "VMCannotBeEvicted",
+      ]),
+    );
+    for (const alert of alerts) {
+      const name = alert.alert ?? "";
+      expect(alert.annotations?.runbook_url).toBe(
+        `https://github.com/kubevirt-ts/kubevirt-ts/blob/main/docs/runbooks/${name}.md`,
+      );
+      // The runbook is there, and names its alert.
+      await access(join(REPO_ROOT, "docs/runbooks", `${name}.md`));
+      expect(await readFile(join(REPO_ROOT, "docs/runbooks", `${name}.md`), "utf8")).toMatch(
+        new RegExp(`^# ${name}\\b`),
+      );
+    }
+    // metrics.runbookUrlTemplate points the links elsewhere.
+    const moved = parse(
+      rulesFileOf(await render("metrics.runbookUrlTemplate=https://runbooks.example.test/%s")) ?? "",
+    ) as RuleGroups;
+    expect(moved.groups[1]?.rules[0]?.annotations?.runbook_url).toMatch(
+      /^https:\/\/runbooks\.example\.test\/[A-Za-z]+$/,
+    );
+  });
+
+  test("fire as Prometheus's own rule engine evaluates them (promtool test rules)", async () => {
+    const script = join(REPO_ROOT, "hack/build-promtool.sh");
+    const promtool = (await exec(script, { maxBuffer: 1 << 20 })).stdout.trim().split("\n").pop() ?? "";
+    const dir = await mkdtemp(join(tmpdir(), "chart-rules-"));
+    await writeFile(join(dir, "kubevirt-ts.rules.yaml"), rulesFileOf(await template()) ?? "");
+    await copyFile(
+      join(REPO_ROOT, "packages/local-cluster/test/prometheus-rules.promtool.yaml"),
+      join(dir, "prometheus-rules.promtool.yaml"),
+    );
+    const checked = await exec(promtool, ["check", "rules", "kubevirt-ts.rules.yaml"], { cwd: dir });
+    expect(checked.stdout).toMatch(/SUCCESS: \d+ rules found/);
+    // promtool exits 1 on a failed case, and says which on its output.
+    const tested = await exec(promtool, ["test", "rules", "prometheus-rules.promtool.yaml"], { cwd: dir }).catch(
+      (e: unknown) => {
+        const { stdout = "", stderr = "" } = e as { stdout?: string; stderr?: string };
+        return { stdout: `${stdout}${stderr}`, failed: true };
+      },
+    );
+    expect(tested, tested.stdout).not.toHaveProperty("failed");
+    expect(tested.stdout).toContain("SUCCESS");
+
+    // The Grafana dashboard's queries parse: each written as a recording rule for promtool to check.
+    const dashboard = objectsOf(
+      await templateYaml("--show-only", "templates/grafana-dashboard.yaml"),
+    )[0] as unknown as {
+      data: Record<string, string>;
+    };
+    const panels = (
+      JSON.parse(dashboard.data["kubevirt-ts.json"] ?? "{}") as {
+        panels: { title: string; targets: { refId: string; expr: string }[] }[];
+      }
+    ).panels;
+    const queries = panels.flatMap((p, i) =>
+      p.targets.map((t) => ({ record: `panel_${String(i)}_${t.refId}`, expr: t.expr })),
+    );
+    expect(queries.length).toBeGreaterThan(10);
+    await writeFile(join(dir, "dashboard.rules.yaml"), stringify({ groups: [{ name: "dashboard", rules: queries }] }));
+    const dashboardChecked = await exec(promtool, ["check", "rules", "dashboard.rules.yaml"], { cwd: dir });
+    expect(dashboardChecked.stdout).toContain(`SUCCESS: ${String(queries.length)} rules found`);
   });
 });
