@@ -9,7 +9,7 @@ import {
   buildTinyGuestImage,
 } from "@kubevirt-ts/images";
 import { IMAGES_FILE, KUBECONFIG_PATH, NODE_IP } from "./config.ts";
-import { log, run } from "./exec.ts";
+import { log, run, tryRun } from "./exec.ts";
 import { importImages } from "./images.ts";
 import { webhookClientValues } from "./webhook-client.ts";
 
@@ -108,10 +108,16 @@ export async function clusterSync(binDir: string): Promise<void> {
     "--timeout",
     "5m",
   ]);
-  // The chart's own check of the release (templates/tests): virt-api, the dashboard over HTTPS and the
-  // subresource API through the aggregation layer answer.
+  // The chart's own check of the release (templates/tests): the dashboard over HTTPS and the subresource API
+  // through the aggregation layer answer. The test pod is deleted once it succeeds (so an uninstall leaves nothing)
+  // and kept when it fails: then its log says which check failed.
   log("helm test: the release answers");
-  await run(join(binDir, "helm"), [kubeconfig, "test", RELEASE, "--namespace", NAMESPACE, "--logs", "--timeout", "3m"]);
+  try {
+    await run(join(binDir, "helm"), [kubeconfig, "test", RELEASE, "--namespace", NAMESPACE, "--timeout", "3m"]);
+  } catch (error) {
+    const testLog = await tryRun(join(binDir, "kubectl"), [kubeconfig, "logs", "-n", NAMESPACE, "kubevirt-ts-test"]);
+    throw new Error(`helm test failed; the test pod's log:\n${testLog ?? "(none)"}`, { cause: error });
+  }
   await writeFile(IMAGES_FILE, `${JSON.stringify(images, null, 2)}\n`);
   log("synced");
 }
