@@ -38,3 +38,4 @@ export {
   qemuImg,
 } from "./disk-image.ts";
 export { UPLOAD_MASTER_KEY_MIN_BYTES, deriveUploadKey, readUploadMasterKey } from "./upload-key.ts";
+export { selfSignedServingCertificate } from "./x509.ts";
