@@ -9,6 +9,7 @@ export * from "./schema/instancetype.ts";
 export * from "./schema/datavolume.ts";
 export * from "./schema/kubevirt.ts";
 export * from "./schema/snapshot.ts";
+export * from "./schema/export.ts";
 export * from "./schema/clone.ts";
 export * from "./snapshot.ts";
 export * from "./cluster-config.ts";

@@ -1,4 +1,5 @@
 import { CDI_GROUP, CDI_VERSION } from "./schema/datavolume.ts";
+import { EXPORT_GROUP, EXPORT_VERSION, ExportResource } from "./schema/export.ts";
 import { SNAPSHOT_GROUP, SNAPSHOT_VERSION, SnapshotResource } from "./schema/snapshot.ts";
 import { CLONE_GROUP, CLONE_VERSION, CloneResource } from "./schema/clone.ts";
 import {
@@ -103,6 +104,14 @@ export const kubevirtResources = {
     group: CLONE_GROUP,
     version: CLONE_VERSION,
     plural: CloneResource.plural,
+    namespaced: true,
+    statusSubresource: true,
+  },
+  // export.kubevirt.io: a VM's, a snapshot's or a claim's disks served for download (docs/data-protection.md).
+  virtualMachineExports: {
+    group: EXPORT_GROUP,
+    version: EXPORT_VERSION,
+    plural: ExportResource.plural,
     namespaced: true,
     statusSubresource: true,
   },

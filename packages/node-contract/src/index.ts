@@ -1,6 +1,7 @@
 export * from "./launcher-layout.ts";
 export * from "./launcher-pod.ts";
 export * from "./importer-layout.ts";
+export * from "./export-layout.ts";
 export * from "./node-devices.ts";
 export * from "./node-labels.ts";
 export * from "./access-credentials.ts";

@@ -2,7 +2,7 @@ import { writeFile } from "node:fs/promises";
 import { IMPORT_PROGRESS_METRIC, ImporterEnv, UPLOAD_SERVER_PORT } from "@kubevirt-ts/node-contract";
 import { runService } from "@kubevirt-ts/runtime";
 import { Gauge } from "prom-client";
-import { env } from "./env.ts";
+import { importerEnv } from "./env.ts";
 import { redirectDenyList } from "./http-source.ts";
 import { ImportError, diskIsIn, importDisk } from "./import.ts";
 import { startUploadServer } from "./upload.ts";
@@ -16,6 +16,8 @@ import { startUploadServer } from "./upload.ts";
 
 /** Where the kubelet reads what a container says of its end. */
 const TERMINATION_MESSAGE = "/dev/termination-log";
+
+const env = importerEnv();
 
 await runService({
   name: "importer",

@@ -26,6 +26,14 @@ import {
   dataVolumeSpec,
   dataVolumeStatus,
 } from "../schema/datavolume.ts";
+import {
+  EXPORT_GROUP,
+  EXPORT_KIND,
+  EXPORT_VERSION,
+  ExportResource,
+  virtualMachineExportSpec,
+  virtualMachineExportStatus,
+} from "../schema/export.ts";
 import { instancetypeSpec, preferenceSpec } from "../schema/instancetype.ts";
 import { vmSpec, vmStatus } from "../schema/vm.ts";
 import { vmiSpec, vmiStatus } from "../schema/vmi.ts";
@@ -92,6 +100,8 @@ interface CrdInput {
    * Older versions served with the same schema, never stored (KubeVirt's v1alpha3), each with its deprecation warning.
    */
   deprecatedVersions?: readonly { name: string; warning: string }[];
+  /** Further versions served with the same schema, neither stored nor deprecated. */
+  alsoServed?: readonly string[];
 }
 
 function crd(input: CrdInput): Record<string, unknown> {
@@ -115,12 +125,16 @@ function crd(input: CrdInput): Record<string, unknown> {
         singular: names.singular,
         shortNames: [...names.shortNames],
         categories:
-          input.scope === "Namespaced" && [GROUP, CDI_GROUP, SNAPSHOT_GROUP, CLONE_GROUP].includes(group)
+          input.scope === "Namespaced" && [GROUP, CDI_GROUP, SNAPSHOT_GROUP, CLONE_GROUP, EXPORT_GROUP].includes(group)
             ? ["all"]
             : [],
       },
       scope: input.scope,
-      versions: [input.version, ...(input.deprecatedVersions ?? []).map((v) => v.name)].map((name) => {
+      versions: [
+        input.version,
+        ...(input.alsoServed ?? []),
+        ...(input.deprecatedVersions ?? []).map((v) => v.name),
+      ].map((name) => {
         const deprecated = input.deprecatedVersions?.find((v) => v.name === name);
         return {
           name,
@@ -395,6 +409,38 @@ export const cloneCrd = crd({
   ],
 });
 
+/** KubeVirt's VirtualMachineExport: v1beta1 stored, v1 (which newer virtctl writes) served alike. */
+export const exportCrd = crd({
+  kind: EXPORT_KIND,
+  names: ExportResource,
+  group: EXPORT_GROUP,
+  version: EXPORT_VERSION,
+  alsoServed: ["v1"],
+  scope: "Namespaced",
+  statusSubresource: true,
+  specValidations: [
+    SPEC_IMMUTABLE,
+    {
+      rule:
+        "(self.source.kind == 'VirtualMachine' && (!has(self.source.apiGroup) || self.source.apiGroup == " +
+        "'kubevirt.io')) || (self.source.kind == 'VirtualMachineSnapshot' && (!has(self.source.apiGroup) || " +
+        "self.source.apiGroup == 'snapshot.kubevirt.io')) || (self.source.kind == 'PersistentVolumeClaim' && " +
+        "(!has(self.source.apiGroup) || self.source.apiGroup == ''))",
+      message:
+        "spec.source.apiGroup does not match spec.source.kind: kubevirt.io for VirtualMachine, snapshot.kubevirt.io " +
+        'for VirtualMachineSnapshot, "" for PersistentVolumeClaim',
+    },
+  ],
+  description: "An export of a VirtualMachine's, a VirtualMachineSnapshot's or a claim's disks for download.",
+  spec: virtualMachineExportSpec,
+  status: virtualMachineExportStatus,
+  columns: [
+    { name: "SourceKind", type: "string", jsonPath: ".spec.source.kind" },
+    { name: "SourceName", type: "string", jsonPath: ".spec.source.name" },
+    { name: "Phase", type: "string", jsonPath: ".status.phase" },
+  ],
+});
+
 const crdFileName = (c: Record<string, unknown>) => {
   const name = (c.metadata as { name: string }).name;
   const dot = name.indexOf(".");
@@ -414,6 +460,7 @@ export function renderCrdFiles(toYaml: (value: unknown) => string): Map<string, 
       ...instancetypeCrds,
       ...snapshotCrds,
       cloneCrd,
+      exportCrd,
     ].map((c) => [crdFileName(c), HEADER + toYaml(c)]),
   );
 }
