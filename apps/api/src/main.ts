@@ -25,6 +25,7 @@ import { PrometheusRates } from "./prometheus.ts";
 import { HandlerDialer } from "./handler-dialer.ts";
 import { type ClientTrust, pemCertificates } from "./client-cert.ts";
 import { createApiServer, createUploadProxyServer, createWebhookServer } from "./server.ts";
+import { createExportProxy, isExportProxyPath } from "./export-proxy.ts";
 import { createUploadProxy } from "./upload/proxy.ts";
 import { UploadTokens } from "./upload/token.ts";
 import { createUploadTokenApi } from "./upload/token-api.ts";
@@ -168,10 +169,15 @@ await runService({
       await once(webhooks, "listening");
       log.info("admission webhooks, the subresource API and upload tokens listening", { port: env.WEBHOOK_PORT });
       const uploadMasterKey = await readUploadMasterKey(env.UPLOAD_MASTER_KEY_FILE ?? "", "UPLOAD_MASTER_KEY_FILE");
-      uploads = createUploadProxyServer(createUploadProxy({ own, tokens: uploadTokens, uploadMasterKey, log }));
+      const uploadProxy = createUploadProxy({ own, tokens: uploadTokens, uploadMasterKey, log });
+      // Exports' external links come the same way (the dashboard's address), and take as long as a download.
+      const exportProxy = createExportProxy({ own, log });
+      uploads = createUploadProxyServer((req, res) => {
+        (isExportProxyPath(req.url ?? "/") ? exportProxy : uploadProxy)(req, res);
+      });
       uploads.listen(env.UPLOAD_PORT, env.HOST);
       await once(uploads, "listening");
-      log.info("upload proxy listening", { port: env.UPLOAD_PORT });
+      log.info("upload and export proxy listening", { port: env.UPLOAD_PORT });
     }
     return async () => {
       sampling.abort();

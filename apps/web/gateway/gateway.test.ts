@@ -18,6 +18,7 @@ import { type Gateway, startGateway } from "./gateway.ts";
 
 let next: Server;
 let api: Server;
+let upload: Server;
 let gateway: Gateway;
 let ca: Buffer;
 const port = (server: { address(): unknown }) => (server.address() as AddressInfo).port;
@@ -43,6 +44,7 @@ beforeAll(async () => {
       res.end(`api ${req.url ?? ""} ${req.headers.authorization ?? ""}`);
     }),
   );
+  upload = await listen(createServer((req, res) => res.end(`upload ${req.url ?? ""}`)));
   api.on("upgrade", (req, socket) => {
     socket.write(
       "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: " +
@@ -77,6 +79,7 @@ beforeAll(async () => {
     host: "127.0.0.1",
     next: new URL(`http://127.0.0.1:${String(port(next))}`),
     api: new URL(`http://127.0.0.1:${String(port(api))}`),
+    upload: new URL(`http://127.0.0.1:${String(port(upload))}`),
     tls: { cert: await readFile(join(dir, "tls.crt")), key: await readFile(join(dir, "tls.key")) },
   });
   await once(gateway.server, "listening");
@@ -84,7 +87,7 @@ beforeAll(async () => {
 
 afterAll(() => {
   gateway.stop();
-  for (const server of [next, api]) {
+  for (const server of [next, api, upload]) {
     server.closeAllConnections();
     server.close();
   }
@@ -134,6 +137,14 @@ describe("the dashboard's gateway", () => {
   it("sends pages to Next.js and /trpc/ to the API over HTTPS, headers and all", async () => {
     expect((await get("/vms?ns=default")).body).toMatch(/^next \/vms\?ns=default /);
     expect((await get("/trpc/whoami", { authorization: "Bearer t0ken" })).body).toBe("api /trpc/whoami Bearer t0ken");
+  });
+
+  it("sends CDI's upload paths and exports' external links to virt-api's upload and export proxy", async () => {
+    const link = "/api/export.kubevirt.io/v1/namespaces/ns/virtualmachineexports/e/volumes/root/disk.img.gz";
+    expect((await get(link)).body).toBe(`upload ${link}`);
+    expect((await get("/v1beta1/upload-async")).body).toBe("upload /v1beta1/upload-async");
+    // Not an export link: the page server's, as any other path.
+    expect((await get("/api/other")).body).toMatch(/^next \/api\/other /);
   });
 
   it("streams the API's server-sent events through", async () => {

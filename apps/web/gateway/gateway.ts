@@ -47,9 +47,11 @@ export interface Gateway {
 const toApi = (path: string) => path.startsWith("/trpc/") || path.startsWith("/apis/subresources.kubevirt.io/");
 /**
  * CDI's upload paths: the dashboard's address is the cluster's upload proxy URL too (virtctl image-upload
- * --uploadproxy-url).
+ * --uploadproxy-url), and the address of exports' external links (virtctl vmexport download).
  */
 const toUpload = (path: string) =>
+  // Exports' external links: virt-api's export proxy listens beside the upload proxy.
+  path.startsWith("/api/export.kubevirt.io/") ||
   path === "/v1beta1/upload" ||
   path === "/v1beta1/upload-async" ||
   path.startsWith("/v1beta1/upload?") ||

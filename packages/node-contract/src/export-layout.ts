@@ -77,6 +77,7 @@ export function exportServiceName(exportName: string): string {
  * Where the external link of an export points, below the dashboard's address: KubeVirt's virt-exportproxy path.
  * virt-api's export proxy takes what follows it to the export's Service.
  */
-export const EXPORT_PROXY_PREFIX = "/api/export.kubevirt.io/v1/namespaces/";
+export const EXPORT_PROXY_ROOT = "/api/export.kubevirt.io/";
+export const EXPORT_PROXY_PREFIX = `${EXPORT_PROXY_ROOT}v1/namespaces/`;
 export const exportProxyBase = (namespace: string, exportName: string): string =>
   `${EXPORT_PROXY_PREFIX}${namespace}/virtualmachineexports/${exportName}`;

@@ -24,13 +24,21 @@ import {
   type VirtualMachineInstance,
   type VirtualMachineInstanceMigration,
   CLONE_KIND,
+  EXPORT_KIND,
+  SnapshotKind,
   type VirtualMachineClone,
+  type VirtualMachineExport,
   type VirtualMachineRestore,
   type VirtualMachineSnapshot,
   type VirtualMachineSnapshotContent,
   kubevirtResources,
 } from "@kubevirt-ts/kubevirt-api";
-import { DEFAULT_HEARTBEAT_TIMEOUT_SECONDS, LAUNCHER_PODS_BY_VMI, launcherPodIndex } from "@kubevirt-ts/node-contract";
+import {
+  DEFAULT_HEARTBEAT_TIMEOUT_SECONDS,
+  EXPORT_SERVICE_LABEL,
+  LAUNCHER_PODS_BY_VMI,
+  launcherPodIndex,
+} from "@kubevirt-ts/node-contract";
 import { migrationJobOf } from "@kubevirt-ts/vm-rules";
 import type { Logger } from "@kubevirt-ts/runtime";
 import type { Registry } from "prom-client";
@@ -38,6 +46,7 @@ import { controllerOf } from "./common/owner.ts";
 import { registerCdiConfig } from "./datavolume/cdi-config.ts";
 import { registerSnapshotController, snapshotIndexers } from "./snapshot/controller.ts";
 import { CLONES_BY_VM, clonesByVm, createCloneReconciler } from "./clone/controller.ts";
+import { EXPORTS_BY_SOURCE, createExportReconciler, exportsBySource } from "./export/controller.ts";
 import { createDataVolumeReconciler } from "./datavolume/controller.ts";
 import type { ImporterConfig } from "./datavolume/importer-pod.ts";
 import { type MigrationConfig, createMigrationReconciler } from "./migration/controller.ts";
@@ -97,8 +106,13 @@ export interface ControllersConfig {
   snapshots?: boolean;
   /** Where kubevirt-ts serves DataVolumes itself (no CDI): its importer, and the DataVolume controller runs. */
   importer?: ImporterConfig | undefined;
-  /** The dashboard's external address, CDIConfig's status.uploadProxyURL where kubevirt-ts serves DataVolumes. */
+  /**
+   * The dashboard's external address: CDIConfig's status.uploadProxyURL where kubevirt-ts serves DataVolumes, and where
+   * exports' external links point (virt-api's export proxy behind the dashboard).
+   */
   uploadProxyUrl?: string | undefined;
+  /** The PEM certificate that verifies the dashboard's address, handed out with exports' external links. */
+  dashboardCert?: string | undefined;
   /** KubeVirt's target pods' timeouts (the chart's; its other migration settings are the cluster configuration's). */
   migrationTimeouts: MigrationConfig["timeouts"];
   /**
@@ -586,6 +600,56 @@ export function createControllers(config: ControllersConfig): ControllerManager 
       vms,
       recorder,
       now,
+    }),
+  });
+  // Exports (export.kubevirt.io): an export server pod per export, woken by its export, its pod, and the VM, VMI,
+  // snapshot or claim it reads (a source still filling is looked at again every few seconds).
+  const exports = manager.informer<VirtualMachineExport>({
+    client,
+    type: kubevirtResources.virtualMachineExports,
+    namespace,
+    resyncMs,
+    indexers: { [EXPORTS_BY_SOURCE]: exportsBySource },
+  });
+  const exportPods = manager.informer<Pod>({
+    client,
+    type: resources.pods,
+    namespace,
+    resyncMs,
+    labelSelector: EXPORT_SERVICE_LABEL,
+  });
+  const exportQueue = manager.queue("virtualmachineexports");
+  const exportsOf = (kind: string) => (o: KubeObject) =>
+    exports.byIndex(EXPORTS_BY_SOURCE, `${o.metadata.namespace ?? ""}/${kind}/${o.metadata.name ?? ""}`).map(keyOf);
+  exports.addHandler(enqueueSelf<VirtualMachineExport>(exportQueue));
+  exportPods.addHandler(enqueueOwner<Pod>(exportQueue, EXPORT_KIND));
+  vms.addHandler(enqueueKeys(exportQueue, exportsOf("VirtualMachine")));
+  vmis.addHandler(enqueueKeys(exportQueue, exportsOf("VirtualMachine")));
+  snapshots.addHandler(enqueueKeys(exportQueue, exportsOf(SnapshotKind.VirtualMachineSnapshot)));
+  claims.addHandler(enqueueKeys(exportQueue, exportsOf("PersistentVolumeClaim")));
+  manager.controller({
+    name: "export",
+    primary: exports,
+    queue: exportQueue,
+    workers,
+    reconcile: createExportReconciler({
+      client,
+      exports,
+      exportPods,
+      claimUsers: [pods, importerPods],
+      vms,
+      vmis,
+      claims,
+      snapshots,
+      contents: snapshotContents,
+      dataVolumes,
+      recorder,
+      now,
+      server: config.importer
+        ? { image: config.importer.importerImage, imagePullPolicy: config.importer.imagePullPolicy }
+        : undefined,
+      dashboardUrl: config.uploadProxyUrl,
+      externalCert: config.dashboardCert ?? "",
     }),
   });
   // Unowned pods are reported by the leader, beginning with those already cached.

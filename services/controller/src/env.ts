@@ -56,6 +56,12 @@ export const env = parseEnv(
         .max(2048)
         .optional(),
       /**
+       * The file of the certificate that verifies UPLOAD_PROXY_URL (the chart mounts the dashboard's CA): exports'
+       * external links carry it, so virtctl vmexport download verifies the dashboard. Unset or empty: the system's
+       * roots (a certificate from a public CA).
+       */
+      DASHBOARD_CA_FILE: z.string().optional(),
+      /**
        * The cluster's eviction strategy, for VMIs that name none: KubeVirt's CR setting, the chart's evictionStrategy.
        */
       EVICTION_STRATEGY: z.enum(EVICTION_STRATEGIES).default("None"),

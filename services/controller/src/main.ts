@@ -13,8 +13,22 @@ import {
   kubevirtResources,
 } from "@kubevirt-ts/kubevirt-api";
 import { readUploadMasterKey, runService } from "@kubevirt-ts/runtime";
+import { readFile } from "node:fs/promises";
 import { createControllers } from "./controllers.ts";
 import { env } from "./env.ts";
+
+/**
+ * A certificate file the chart mounts as optional (the dashboard's CA, absent from a user's own TLS Secret): its
+ * content, or "" when it is not there. Any other failure to read it stops the controller.
+ */
+async function readOptionalFile(file: string): Promise<string> {
+  try {
+    return (await readFile(file, "utf8")).trim();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return "";
+    throw error;
+  }
+}
 
 // virt-controller: the VM and VMI controllers, active in the replica that
 // holds the leader lease; the other replicas keep warm caches and wait
@@ -66,6 +80,7 @@ await runService({
           }
         : undefined,
       uploadProxyUrl: env.UPLOAD_PROXY_URL,
+      dashboardCert: env.DASHBOARD_CA_FILE ? await readOptionalFile(env.DASHBOARD_CA_FILE) : undefined,
       log,
       registry,
       leading: () => isLeader,

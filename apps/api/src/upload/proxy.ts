@@ -8,7 +8,7 @@ import {
   uploadPodName,
 } from "@kubevirt-ts/node-contract";
 import { type DataVolume, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
-import { type Logger, deriveUploadKey } from "@kubevirt-ts/runtime";
+import { type Logger, StatusError, deriveUploadKey } from "@kubevirt-ts/runtime";
 import { bearerToken } from "../console-proxy.ts";
 import type { UploadTokens } from "./token.ts";
 
@@ -35,14 +35,6 @@ const PATHS: readonly string[] = [UploadPath.sync, UploadPath.async];
 /** Whether a path is one the upload proxy serves. */
 export const isUploadPath = (path: string): boolean => PATHS.includes(path) || path === "/healthz";
 
-class Refusal extends Error {
-  readonly status: number;
-  constructor(status: number, message: string) {
-    super(message);
-    this.status = status;
-  }
-}
-
 const answer = (res: ServerResponse, status: number, text: string) => {
   if (!res.headersSent) res.writeHead(status, { "content-type": "text/plain; charset=utf-8", connection: "close" });
   res.end(text === "" ? "" : `${text}\n`);
@@ -57,22 +49,22 @@ async function uploadTarget(
 ): Promise<{ ip: string; key: string }> {
   const claim = await own.find<PersistentVolumeClaim>(resources.persistentVolumeClaims, namespace, pvcName);
   if (!claim)
-    throw new Refusal(
+    throw new StatusError(
       404,
       `no claim ${namespace}/${pvcName}: create a DataVolume with source upload first ` +
         `(virtctl image-upload dv ${pvcName} --size=... does)`,
     );
   const annotations = claim.metadata.annotations ?? {};
   if (!(CLAIM_UPLOAD_TARGET in annotations))
-    throw new Refusal(
+    throw new StatusError(
       400,
       `the claim ${namespace}/${pvcName} is not an upload target: upload to a DataVolume whose spec.source is upload`,
     );
   if (annotations[CLAIM_POD_PHASE] === "Succeeded")
-    throw new Refusal(409, `the claim ${namespace}/${pvcName} already holds its uploaded disk`);
+    throw new StatusError(409, `the claim ${namespace}/${pvcName} already holds its uploaded disk`);
   const pod = await own.find<Pod>(resources.pods, namespace, uploadPodName(pvcName));
   if (!pod || !podReady(pod) || !pod.status?.podIP)
-    throw new Refusal(
+    throw new StatusError(
       503,
       `the upload server of ${namespace}/${pvcName} is not ready yet: wait for the DataVolume's phase UploadReady`,
     );
@@ -93,14 +85,14 @@ async function uploadDataVolume(
 ): Promise<DataVolume> {
   const dv = await own.find<DataVolume>(kubevirtResources.dataVolumes, namespace, pvcName);
   if (!dv)
-    throw new Refusal(
+    throw new StatusError(
       404,
       `no DataVolume ${namespace}/${pvcName}: upload to the claim of a DataVolume whose spec.source is ` +
         `upload (virtctl image-upload dv ${pvcName} --size=... makes one)`,
     );
   const controller = claim.metadata.ownerReferences?.find((r) => r.controller === true);
   if (controller?.uid !== dv.metadata.uid)
-    throw new Refusal(
+    throw new StatusError(
       409,
       `the claim ${namespace}/${pvcName} is not controlled by the ` +
         `DataVolume ${namespace}/${pvcName}: delete the claim, and the DataVolume makes its own`,
@@ -118,18 +110,18 @@ export function createUploadProxy(services: UploadProxyServices): (req: Incoming
     }
     const token = bearerToken(req);
     if (!token)
-      throw new Refusal(
+      throw new StatusError(
         401,
         "an upload needs its token in the Authorization header (Bearer): ask for one with an UploadTokenRequest",
       );
     const target = tokens.verify(token);
-    if ("refused" in target) throw new Refusal(401, target.refused);
+    if ("refused" in target) throw new StatusError(401, target.refused);
     // virtctl asks whether the async path is served before it uploads.
     if (req.method === "HEAD") {
       answer(res, 200, "");
       return;
     }
-    if (req.method !== "POST") throw new Refusal(405, "an image is uploaded with POST");
+    if (req.method !== "POST") throw new StatusError(405, "an image is uploaded with POST");
     const pod = await uploadTarget(own, uploadMasterKey, target.namespace, target.pvcName);
     log.info("upload started", {
       namespace: target.namespace,
@@ -186,7 +178,7 @@ export function createUploadProxy(services: UploadProxyServices): (req: Incoming
       return;
     }
     serve(req, res, path).catch((error: unknown) => {
-      if (error instanceof Refusal) {
+      if (error instanceof StatusError) {
         answer(res, error.status, error.message);
         return;
       }

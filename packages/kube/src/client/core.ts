@@ -6,6 +6,7 @@ import type {
   V1PersistentVolumeClaimStatus,
   V1PodSpec,
   V1PodStatus,
+  V1ServiceSpec,
 } from "@kubernetes/client-node";
 import type { KubeObject } from "./types.ts";
 
@@ -53,6 +54,11 @@ export interface Node extends KubeObject {
 export interface Secret extends KubeObject {
   type?: string;
   data?: Record<string, string>;
+}
+
+/** A core/v1 Service. */
+export interface Service extends KubeObject {
+  spec?: Wire<V1ServiceSpec>;
 }
 
 type EventFields = Wire<Omit<CoreV1Event, "apiVersion" | "kind" | "metadata">>;

@@ -16,6 +16,7 @@ export const resources = {
   pods: { group: "", version: "v1", plural: "pods", namespaced: true },
   events: { group: "", version: "v1", plural: "events", namespaced: true },
   secrets: { group: "", version: "v1", plural: "secrets", namespaced: true },
+  services: { group: "", version: "v1", plural: "services", namespaced: true },
   leases: { group: "coordination.k8s.io", version: "v1", plural: "leases", namespaced: true },
   nodes: { group: "", version: "v1", plural: "nodes", namespaced: false },
   namespaces: { group: "", version: "v1", plural: "namespaces", namespaced: false },

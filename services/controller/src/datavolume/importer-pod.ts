@@ -15,7 +15,6 @@ import {
 import {
   CDI_API_VERSION,
   type DataVolume,
-  LAUNCHER_UID,
   Label,
   LabelValue,
   controllerRef,
@@ -24,6 +23,7 @@ import {
 import { alignDownToMiB, claimRequestBytes, dataVolumeDiskBytes } from "@kubevirt-ts/vm-rules";
 import { deriveUploadKey } from "@kubevirt-ts/runtime";
 import { diskCopyInitContainers, restrictedContainer } from "../common/disk-copy.ts";
+import { diskPodSecurityContext, onNode } from "../common/disk-pod.ts";
 
 // The claim a DataVolume makes and the importer pod that fills it, as pure
 // functions of the DataVolume, as CDI makes them: the claim is named as the
@@ -192,24 +192,8 @@ export function importerPod(dv: DataVolume, diskBytes: number, config: ImporterC
       // The kubelet restarts a failed import with its back-off, as CDI's importer pod is.
       restartPolicy: "OnFailure",
       automountServiceAccountToken: false,
-      securityContext: {
-        runAsUser: LAUNCHER_UID,
-        runAsGroup: LAUNCHER_UID,
-        fsGroup: LAUNCHER_UID,
-        runAsNonRoot: true,
-        seccompProfile: { type: "RuntimeDefault" },
-      },
-      ...(node !== undefined
-        ? {
-            affinity: {
-              nodeAffinity: {
-                requiredDuringSchedulingIgnoredDuringExecution: {
-                  nodeSelectorTerms: [{ matchFields: [{ key: "metadata.name", operator: "In", values: [node] }] }],
-                },
-              },
-            },
-          }
-        : {}),
+      securityContext: diskPodSecurityContext,
+      ...onNode(node),
       ...(initContainers.length > 0 ? { initContainers } : {}),
       containers: [
         {

@@ -1,0 +1,152 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { request } from "node:https";
+import { type KubeClient, type Service, resources } from "@kubevirt-ts/kube";
+import { ExportPhase, type VirtualMachineExport, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
+import {
+  EXPORT_PROXY_PREFIX,
+  EXPORT_PROXY_ROOT,
+  EXPORT_SERVICE_PORT,
+  EXPORT_TOKEN_HEADER,
+} from "@kubevirt-ts/node-contract";
+import { type Logger, StatusError } from "@kubevirt-ts/runtime";
+
+// The export proxy, KubeVirt's virt-exportproxy role, in virt-api behind the dashboard's address: an export's
+// external link (https://<dashboard>/api/export.kubevirt.io/v1/namespaces/<ns>/virtualmachineexports/<name>/...) is
+// passed to that export's server through its Service, verified with the certificate the export's status names. The
+// proxy checks no token itself: the export server does, as KubeVirt's. It opens a connection only to the Service of a
+// Ready export that the export controls, on port 443, and streams the answer with backpressure; a bounded number
+// run at once.
+
+export interface ExportProxyServices {
+  own: KubeClient;
+  log: Logger;
+  /** Downloads passed at once; more are refused with 503. */
+  maxStreams?: number;
+}
+
+export const DEFAULT_MAX_EXPORT_STREAMS = 32;
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const DNS_SUBDOMAIN = /^[a-z0-9]([-.a-z0-9]{0,251}[a-z0-9])?$/;
+/** The export versions whose paths the proxy takes (KubeVirt's proxy path names v1). */
+const VERSIONS = ["v1", "v1beta1"];
+
+/** Whether a path is one the export proxy serves. */
+export const isExportProxyPath = (path: string): boolean => path.startsWith(EXPORT_PROXY_ROOT);
+
+const answer = (res: ServerResponse, status: number, text: string) => {
+  if (!res.headersSent) res.writeHead(status, { "content-type": "text/plain; charset=utf-8" });
+  res.end(`${text}\n`);
+};
+
+/** The namespace, export name and the export server's path of an external link's path; or why it is not one. */
+export function parseExportPath(path: string): { namespace: string; name: string; rest: string } {
+  const match =
+    /^\/api\/export\.kubevirt\.io\/([^/]+)\/namespaces\/([^/]+)\/virtualmachineexports\/([^/]+)(\/.*)$/.exec(path);
+  const [, version, namespace, name, rest] = match ?? [];
+  if (!version || !namespace || !name || !rest || !VERSIONS.includes(version))
+    throw new StatusError(
+      404,
+      `not an export link: ${EXPORT_PROXY_PREFIX}<namespace>/virtualmachineexports/<name>/...`,
+    );
+  if (!DNS_LABEL.test(namespace) || !DNS_SUBDOMAIN.test(name))
+    throw new StatusError(404, "not an export link: the namespace or the export's name is not a Kubernetes name");
+  if (rest.includes("/../") || rest.endsWith("/..")) throw new StatusError(400, "an export link has no .. in its path");
+  return { namespace, name, rest };
+}
+
+export function createExportProxy(services: ExportProxyServices): (req: IncomingMessage, res: ServerResponse) => void {
+  const { own, log } = services;
+  const maxStreams = services.maxStreams ?? DEFAULT_MAX_EXPORT_STREAMS;
+  let streams = 0;
+
+  /** The export's Service address and the certificate its server is verified with: a Ready export's own Service. */
+  async function target(namespace: string, name: string): Promise<{ ip: string; host: string; cert: string }> {
+    const exp = await own.find<VirtualMachineExport>(kubevirtResources.virtualMachineExports, namespace, name);
+    if (!exp) throw new StatusError(404, `no VirtualMachineExport ${namespace}/${name}`);
+    const cert = exp.status?.links?.internal?.cert;
+    const serviceName = exp.status?.serviceName;
+    if (exp.status?.phase !== ExportPhase.Ready || !cert || !serviceName)
+      throw new StatusError(
+        503,
+        `the VirtualMachineExport ${namespace}/${name} is not ready (phase ${exp.status?.phase ?? "none"}): ` +
+          "wait for its phase Ready",
+      );
+    const service = await own.find<Service>(resources.services, namespace, serviceName);
+    const ours = service?.metadata.ownerReferences?.some((r) => r.controller === true && r.uid === exp.metadata.uid);
+    const ip = service?.spec?.clusterIP;
+    if (!service || !ours || !ip || ip === "None")
+      throw new StatusError(
+        503,
+        `the Service ${namespace}/${serviceName} of the export is missing or not the export's`,
+      );
+    return { ip, host: `${serviceName}.${namespace}.svc`, cert };
+  }
+
+  async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? "/", "https://proxy");
+    if (req.method !== "GET") throw new StatusError(405, "an export is read with GET");
+    const { namespace, name, rest } = parseExportPath(url.pathname);
+    if (streams >= maxStreams)
+      throw new StatusError(503, `${String(maxStreams)} export downloads are passing: try again when one ends`);
+    const to = await target(namespace, name);
+    streams += 1;
+    try {
+      await new Promise<void>((resolve) => {
+        const token = req.headers[EXPORT_TOKEN_HEADER];
+        const upstream = request(
+          {
+            host: to.ip,
+            port: EXPORT_SERVICE_PORT,
+            servername: to.host,
+            ca: to.cert,
+            path: rest + url.search,
+            method: "GET",
+            headers: {
+              host: to.host,
+              ...(typeof token === "string" ? { [EXPORT_TOKEN_HEADER]: token } : {}),
+              ...(req.headers.accept ? { accept: req.headers.accept } : {}),
+            },
+          },
+          (reply) => {
+            const pass = ["content-type", "content-length", "content-disposition"] as const;
+            res.writeHead(
+              reply.statusCode ?? 502,
+              Object.fromEntries(pass.flatMap((h) => (reply.headers[h] ? [[h, reply.headers[h]]] : []))),
+            );
+            reply.pipe(res);
+            reply.on("end", resolve);
+            reply.on("error", () => {
+              res.destroy();
+              resolve();
+            });
+          },
+        );
+        upstream.on("error", (error) => {
+          if (!res.headersSent)
+            answer(res, 502, `the export server of ${namespace}/${name} broke off: ${error.message}`);
+          else res.destroy();
+          resolve();
+        });
+        // A client that goes away ends its download at the export server too.
+        res.on("close", () => {
+          if (!res.writableFinished) upstream.destroy();
+          resolve();
+        });
+        upstream.end();
+      });
+    } finally {
+      streams -= 1;
+    }
+  }
+
+  return (req, res) => {
+    serve(req, res).catch((error: unknown) => {
+      if (error instanceof StatusError) {
+        answer(res, error.status, error.message);
+        return;
+      }
+      log.error("an export download failed", { path: req.url, error: String(error) });
+      answer(res, 500, "the export proxy failed: see virt-api's log");
+    });
+  };
+}
