@@ -6,6 +6,8 @@ import { createHash } from "node:crypto";
 
 /** The port the export server listens on (HTTPS), behind its Service's port 443, as KubeVirt's. */
 export const EXPORT_SERVER_PORT = 8443;
+/** The export server's operations port (health, metrics), apart from the port it serves on. */
+export const EXPORT_OPS_PORT = 8444;
 /** The export Service's port. */
 export const EXPORT_SERVICE_PORT = 443;
 /** The label by which an export's Service selects its pod: KubeVirt's. */

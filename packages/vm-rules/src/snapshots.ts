@@ -54,6 +54,17 @@ export function restoreInPlaceAvailability(
   return snapshotAvailability(vm);
 }
 
+/** Whether a VM's instance holds its disks: it exists and has not ended. A VM is exported only while it does not. */
+export const vmiHoldsDisks = (vmi: Pick<VirtualMachineInstance, "status"> | undefined): boolean =>
+  vmi !== undefined && vmi.status?.phase !== "Succeeded" && vmi.status?.phase !== "Failed";
+
+/** Whether the VM's disks can be exported now (a VirtualMachineExport of it served): while it is stopped. */
+export function exportAvailability(vmi: Pick<VirtualMachineInstance, "status"> | undefined): ActionAvailability {
+  if (vmiHoldsDisks(vmi))
+    return notNow("stop the VM first: its disks are exported only while it is stopped, as they change while it runs");
+  return { available: true };
+}
+
 /**
  * What each indication says of a snapshot, in a sentence: the snapshot controller writes it in
  * status.sourceIndications and the dashboard shows it on the indication's badge.

@@ -1,4 +1,5 @@
 import {
+  EXPORT_OPS_PORT,
   ExportEnv,
   type ExportManifests,
   IMPORTER_PROGRESS_PORT,
@@ -47,7 +48,7 @@ export const importerEnv = () =>
 export const exportEnv = () =>
   parseEnv(
     z.object({
-      ...baseEnv(IMPORTER_PROGRESS_PORT),
+      ...baseEnv(EXPORT_OPS_PORT),
       [ExportEnv.volumes]: z.string().transform((v, ctx) => {
         const parsed = z
           .array(z.object({ name: z.string().min(1), dir: z.string().min(1) }))

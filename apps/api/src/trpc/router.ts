@@ -17,6 +17,7 @@ import {
   parseQuantity,
   SNAPSHOT_GROUP,
   CLONE_GROUP,
+  EXPORT_GROUP,
 } from "@kubevirt-ts/kubevirt-api";
 import {
   type VmRequestAction,
@@ -40,6 +41,7 @@ import {
   vmiActionCheck,
 } from "../vm-actions.ts";
 import { clones } from "./clones.ts";
+import { exports } from "./exports.ts";
 import { createVmWithCloudInitSecret } from "./cloud-init-secret.ts";
 import { dataVolumes } from "./data-volumes.ts";
 import { migrations } from "./migrations.ts";
@@ -106,6 +108,8 @@ const ACTIONS = {
   ],
   // The clone controller makes the new VM, as KubeVirt's does, from the clone alone.
   clone: [{ verb: "create", group: CLONE_GROUP, resource: "virtualmachineclones" }],
+  exportVm: [{ verb: "create", group: EXPORT_GROUP, resource: "virtualmachineexports" }],
+  deleteExport: [{ verb: "delete", group: EXPORT_GROUP, resource: "virtualmachineexports" }],
 } as const;
 type Action = keyof typeof ACTIONS;
 
@@ -132,6 +136,8 @@ const PHRASES: Record<Action, string> = {
   restoreSnapshot: "restore snapshots of VMs",
   restoreAsNewVm: "restore snapshots as new VMs",
   clone: "clone VMs",
+  exportVm: "export VMs",
+  deleteExport: "delete exports of VMs",
 };
 
 /**
@@ -465,6 +471,7 @@ export const appRouter = router({
   dataVolumes,
   snapshots,
   clones,
+  exports,
 });
 
 export type AppRouter = typeof appRouter;

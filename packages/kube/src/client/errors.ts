@@ -14,6 +14,7 @@ export class ApiError extends Error {
 }
 
 export const isNotFound = (error: unknown): boolean => error instanceof ApiError && error.code === 404;
+export const isForbidden = (error: unknown): boolean => error instanceof ApiError && error.code === 403;
 export const isConflict = (error: unknown): boolean => error instanceof ApiError && error.code === 409;
 export const isAlreadyExists = (error: unknown): boolean =>
   error instanceof ApiError && error.code === 409 && error.status.reason === "AlreadyExists";

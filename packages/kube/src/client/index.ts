@@ -1,4 +1,4 @@
-export { ApiError, isAlreadyExists, isConflict, isGone, isNotFound } from "./errors.ts";
+export { ApiError, isAlreadyExists, isConflict, isForbidden, isGone, isNotFound } from "./errors.ts";
 export { type RestClientMetrics, createRestClientMetrics } from "./metrics.ts";
 export { type ResourceType, resourcePath, resources } from "./resources.ts";
 export { type DeleteOptions, KubeClient, type ListOptions, type PatchType, type WatchOptions } from "./rest.ts";

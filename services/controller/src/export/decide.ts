@@ -25,7 +25,7 @@ import {
   controllerRef,
   volumeCopyOf,
 } from "@kubevirt-ts/kubevirt-api";
-import { claimVolumes } from "@kubevirt-ts/vm-rules";
+import { claimVolumes, vmiHoldsDisks } from "@kubevirt-ts/vm-rules";
 import { restrictedContainer } from "../common/disk-copy.ts";
 import { diskPodSecurityContext, onNode } from "../common/disk-pod.ts";
 
@@ -121,8 +121,7 @@ export function exportSource(o: SourceObservation): ExportSource {
         };
       const notReady = claimsReady(o, claims, `the Virtual Machine ${ns}/${name}`);
       if (notReady) return { state: "waiting", ...notReady };
-      const phase = o.vmi?.status?.phase;
-      if (o.vmi && phase !== "Succeeded" && phase !== "Failed")
+      if (vmiHoldsDisks(o.vmi))
         return {
           state: "waiting",
           reason: ExportReason.InUse,

@@ -20,6 +20,7 @@ import { PoppableConsole } from "./console-panel";
 import { MetricsGraphs } from "./metrics-graphs";
 import { MigrationPanel } from "./migration-panel";
 import { SerialLog } from "./serial-log";
+import { ExportsPanel } from "./exports-panel";
 import { SnapshotsPanel } from "./snapshots-panel";
 
 // One VM: its overview, graphs, YAML, events, snapshots, serial log, serial console
@@ -502,7 +503,10 @@ export function VmDetailsView({ namespace, name }: { namespace: string; name: st
         ) : tab === "Events" ? (
           <Events namespace={namespace} name={name} />
         ) : tab === "Snapshots" ? (
-          <SnapshotsPanel vm={vm} vmi={vmi} vmNames={vmNames} permissions={may} />
+          <>
+            <SnapshotsPanel vm={vm} vmi={vmi} vmNames={vmNames} permissions={may} />
+            <ExportsPanel vm={vm} vmi={vmi} permissions={may} />
+          </>
         ) : tab === "Log" ? (
           <SerialLog namespace={namespace} name={name} running={vmi !== undefined} permission={may?.serialLog} />
         ) : (
