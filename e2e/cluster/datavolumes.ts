@@ -1,4 +1,5 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -19,6 +20,20 @@ export const dataVolume = (namespace: string, name: string) =>
   custom
     .getNamespacedCustomObject({ group: "cdi.kubevirt.io", version: "v1beta1", namespace, plural: "datavolumes", name })
     .then((o) => o as DataVolume, undefinedIfNotFound);
+
+const MIB = 1024 * 1024;
+
+/** A qcow2 image of 8 MiB whose first bytes are the text. */
+export function qcow2With(text: string): Buffer {
+  const dir = mkdtempSync(join(tmpdir(), "e2e-upload-"));
+  const content = Buffer.alloc(8 * MIB);
+  content.write(text);
+  writeFileSync(join(dir, "disk.raw"), content);
+  execFileSync("qemu-img", ["convert", "-f", "raw", "-O", "qcow2", join(dir, "disk.raw"), join(dir, "disk.qcow2")]);
+  const image = readFileSync(join(dir, "disk.qcow2"));
+  rmSync(dir, { recursive: true });
+  return image;
+}
 
 /** What virtctl image-upload dv <name> --size=<size> creates. */
 export const uploadDataVolume = (namespace: string, name: string, size: string) => ({

@@ -1,7 +1,3 @@
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { tinyVmOnDataVolume } from "../manifests.ts";
 import { core, custom, imageOf, suiteNamespace } from "./cluster.ts";
@@ -9,6 +5,7 @@ import { inGuest } from "./console.ts";
 import { DASHBOARD_URL } from "./dashboard.ts";
 import {
   dataVolume as dataVolumeIn,
+  qcow2With,
   toUploadProxy,
   uploadDataVolume as uploadDataVolumeIn,
   uploadToken as uploadTokenIn,
@@ -24,7 +21,6 @@ import {
 
 const { name: namespace, kubectl, get } = suiteNamespace("e2e-upload");
 const poll = { timeout: 300_000, interval: 1_000 };
-const MIB = 1024 * 1024;
 const MARKER = `kubevirt-ts-upload-${Date.now().toString(36)}`;
 
 const claimAnnotations = async (name: string) =>
@@ -32,18 +28,6 @@ const claimAnnotations = async (name: string) =>
 const dataVolume = (name: string) => dataVolumeIn(namespace, name);
 const uploadDataVolume = (name: string, size: string) => uploadDataVolumeIn(namespace, name, size);
 const uploadToken = (pvcName: string) => uploadTokenIn(namespace, kubectl, pvcName);
-
-/** A qcow2 image of 8 MiB whose first bytes are the text. */
-function qcow2With(text: string): Buffer {
-  const dir = mkdtempSync(join(tmpdir(), "e2e-upload-"));
-  const content = Buffer.alloc(8 * MIB);
-  content.write(text);
-  writeFileSync(join(dir, "disk.raw"), content);
-  execFileSync("qemu-img", ["convert", "-f", "raw", "-O", "qcow2", join(dir, "disk.raw"), join(dir, "disk.qcow2")]);
-  const image = readFileSync(join(dir, "disk.qcow2"));
-  rmSync(dir, { recursive: true });
-  return image;
-}
 
 describe("an upload into a DataVolume, as virtctl image-upload makes it", () => {
   it("tells every user the upload proxy's address in CDIConfig: virtctl needs no --uploadproxy-url", async () => {

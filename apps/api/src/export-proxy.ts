@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { request } from "node:https";
+import { setTimeout } from "node:timers/promises";
 import { type KubeClient, type Service, resources } from "@kubevirt-ts/kube";
 import { ExportPhase, type VirtualMachineExport, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
 import {
@@ -25,6 +26,10 @@ export interface ExportProxyServices {
 }
 
 export const DEFAULT_MAX_EXPORT_STREAMS = 32;
+/** Connection errors of a Service whose endpoints are still being programmed, and how often they are tried again. */
+const NOT_ROUTED_YET = new Set(["ECONNREFUSED", "ECONNRESET", "EHOSTUNREACH", "ETIMEDOUT"]);
+const CONNECT_TRIES = 10;
+const CONNECT_RETRY_MS = 500;
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const DNS_SUBDOMAIN = /^[a-z0-9]([-.a-z0-9]{0,251}[a-z0-9])?$/;
 /** The export versions whose paths the proxy takes (KubeVirt's proxy path names v1). */
@@ -82,6 +87,65 @@ export function createExportProxy(services: ExportProxyServices): (req: Incoming
     return { ip, host: `${serviceName}.${namespace}.svc`, cert };
   }
 
+  /**
+   * Passes the request to the export server and its answer back; resolves once the answer ended (undefined), or with
+   * the error when no answer came, so that the caller may try again.
+   */
+  function passOnce(
+    req: IncomingMessage,
+    res: ServerResponse,
+    to: { ip: string; host: string; cert: string },
+    path: string,
+  ): Promise<Error | undefined> {
+    return new Promise((resolve) => {
+      const token = req.headers[EXPORT_TOKEN_HEADER];
+      const upstream = request(
+        {
+          host: to.ip,
+          port: EXPORT_SERVICE_PORT,
+          servername: to.host,
+          ca: to.cert,
+          path,
+          method: "GET",
+          headers: {
+            host: to.host,
+            ...(typeof token === "string" ? { [EXPORT_TOKEN_HEADER]: token } : {}),
+            ...(req.headers.accept ? { accept: req.headers.accept } : {}),
+          },
+        },
+        (reply) => {
+          const pass = ["content-type", "content-length", "content-disposition"] as const;
+          res.writeHead(
+            reply.statusCode ?? 502,
+            Object.fromEntries(pass.flatMap((h) => (reply.headers[h] ? [[h, reply.headers[h]]] : []))),
+          );
+          reply.pipe(res);
+          reply.on("end", () => {
+            resolve(undefined);
+          });
+          reply.on("error", () => {
+            res.destroy();
+            resolve(undefined);
+          });
+        },
+      );
+      upstream.on("error", (error) => {
+        if (!res.headersSent) {
+          resolve(error);
+          return;
+        }
+        res.destroy();
+        resolve(undefined);
+      });
+      // A client that goes away ends its download at the export server too.
+      res.on("close", () => {
+        if (!res.writableFinished) upstream.destroy();
+        resolve(undefined);
+      });
+      upstream.end();
+    });
+  }
+
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? "/", "https://proxy");
     if (req.method !== "GET") throw new StatusError(405, "an export is read with GET");
@@ -91,49 +155,17 @@ export function createExportProxy(services: ExportProxyServices): (req: Incoming
     const to = await target(namespace, name);
     streams += 1;
     try {
-      await new Promise<void>((resolve) => {
-        const token = req.headers[EXPORT_TOKEN_HEADER];
-        const upstream = request(
-          {
-            host: to.ip,
-            port: EXPORT_SERVICE_PORT,
-            servername: to.host,
-            ca: to.cert,
-            path: rest + url.search,
-            method: "GET",
-            headers: {
-              host: to.host,
-              ...(typeof token === "string" ? { [EXPORT_TOKEN_HEADER]: token } : {}),
-              ...(req.headers.accept ? { accept: req.headers.accept } : {}),
-            },
-          },
-          (reply) => {
-            const pass = ["content-type", "content-length", "content-disposition"] as const;
-            res.writeHead(
-              reply.statusCode ?? 502,
-              Object.fromEntries(pass.flatMap((h) => (reply.headers[h] ? [[h, reply.headers[h]]] : []))),
-            );
-            reply.pipe(res);
-            reply.on("end", resolve);
-            reply.on("error", () => {
-              res.destroy();
-              resolve();
-            });
-          },
-        );
-        upstream.on("error", (error) => {
-          if (!res.headersSent)
-            answer(res, 502, `the export server of ${namespace}/${name} broke off: ${error.message}`);
-          else res.destroy();
-          resolve();
-        });
-        // A client that goes away ends its download at the export server too.
-        res.on("close", () => {
-          if (!res.writableFinished) upstream.destroy();
-          resolve();
-        });
-        upstream.end();
-      });
+      // A Service whose pod just became ready may not route yet: its first connections are tried again shortly.
+      for (let attempt = 1; ; attempt += 1) {
+        const failed = await passOnce(req, res, to, rest + url.search);
+        if (failed === undefined || res.destroyed) return;
+        const code = (failed as NodeJS.ErrnoException).code ?? "";
+        if (!NOT_ROUTED_YET.has(code) || attempt >= CONNECT_TRIES) {
+          answer(res, 502, `the export server of ${namespace}/${name} could not be reached: ${failed.message}`);
+          return;
+        }
+        await setTimeout(CONNECT_RETRY_MS);
+      }
     } finally {
       streams -= 1;
     }
@@ -145,7 +177,11 @@ export function createExportProxy(services: ExportProxyServices): (req: Incoming
         answer(res, error.status, error.message);
         return;
       }
-      log.error("an export download failed", { path: req.url, error: String(error) });
+      // The path only: the query may carry the export's token.
+      log.error("an export download failed", {
+        path: new URL(req.url ?? "/", "https://proxy").pathname,
+        error: String(error),
+      });
       answer(res, 500, "the export proxy failed: see virt-api's log");
     });
   };

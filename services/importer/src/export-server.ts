@@ -150,7 +150,8 @@ export async function startExportServer(options: ExportServerOptions): Promise<S
 
   const server = createServer({ cert: options.tls.cert, key: options.tls.key }, (req, res) => {
     serve(req, res).catch((error: unknown) => {
-      log.error("a request failed", { path: req.url, error: String(error) });
+      // The path only: the query may carry the token.
+      log.error("a request failed", { path: new URL(req.url ?? "/", "https://export").pathname, error: String(error) });
       answer(res, 500, "the export server failed: see its log");
     });
   });
