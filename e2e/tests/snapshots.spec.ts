@@ -4,9 +4,9 @@ import { claim, createNamespace, createObject, deleteNamespace, imageOf, kubectl
 import { expect, signIn, test } from "./fixtures.ts";
 
 // A VM's Snapshots tab on the local cluster: the admin snapshots the tiny guest's disk on a claim while the VM is
-// stopped, restores the snapshot as a new VM (which the VM list then shows) and onto the VM itself, reads that Restore
-// waits for the VM to stop while it runs, and deletes the snapshot; a viewer sees every action disabled with the
-// reason.
+// stopped, exports it (a download link that serves the disk, then Delete), restores the snapshot as a new VM (which
+// the VM list then shows) and onto the VM itself, reads that Restore and Export disks wait for the VM to stop while it
+// runs, and deletes the snapshot; a viewer sees every action disabled with the reason.
 
 test.describe.configure({ mode: "serial", timeout: 300_000 });
 
@@ -70,6 +70,35 @@ test("the admin snapshots a stopped VM from its tab; the snapshot becomes ready 
   await expect(panel.getByLabel("Snapshot name")).toHaveValue(new RegExp(`^${VM}-\\d{8}-\\d{6}$`));
 });
 
+test("the admin exports the stopped VM: its link serves the disk, and Delete ends the export", async ({ page }) => {
+  await openSnapshots(page);
+  await expect(page.getByTestId("vm-status-line")).toContainText("Stopped", slow);
+  const exports = page.getByTestId("exports-panel");
+  await exports.getByRole("button", { name: "Export disks" }).click();
+  await expect(page.getByRole("status").filter({ hasText: `of ${VM}: asked` })).toBeVisible();
+  const row = page.getByTestId("exports").getByRole("row").nth(1);
+  await expect(row.getByTestId("export-state")).toHaveText("Ready to download", slow);
+  const href = (await row.getByRole("link", { name: "snappy-data.img.gz" }).getAttribute("href")) ?? "";
+  expect(href).toMatch(
+    new RegExp(
+      `/api/export\\.kubevirt\\.io/v1/namespaces/${namespace}/virtualmachineexports/export-${VM}-\\w+/` +
+        "volumes/snappy-data/disk\\.img\\.gz\\?x-kubevirt-export-token=.",
+    ),
+  );
+  // The link alone downloads the disk: the token is in it.
+  const download = await page.request.get(href);
+  expect(download.status()).toBe(200);
+  expect(download.headers()["content-type"]).toBe("application/gzip");
+  expect((await download.body()).subarray(0, 2)).toEqual(Buffer.from([0x1f, 0x8b]));
+
+  await row.getByRole("button", { name: "Delete", exact: true }).click();
+  await page
+    .getByRole("dialog", { name: /^Delete export-/ })
+    .getByRole("button", { name: /^Delete export-/ })
+    .click();
+  await expect(exports).toContainText(`${VM} has no exports.`, slow);
+});
+
 test("Restore as new VM checks the name as it is typed, and the new VM appears in the VM list", async ({
   page,
   virtualMachinesPage,
@@ -117,6 +146,9 @@ test("Restore puts the snapshot back onto the stopped VM; while the VM runs it s
   // Restoring as a new VM does not wait for this one to stop.
   await expect(snapshotRow(page).getByRole("button", { name: "Restore as new VM…" })).toBeEnabled();
   await expect(panel.getByRole("button", { name: "Take snapshot" })).toBeEnabled();
+  const exportDisks = panel.getByRole("button", { name: "Export disks" });
+  await expect(exportDisks).toBeDisabled();
+  await expect(exportDisks).toHaveAccessibleDescription(/^Stop the VM first: its disks are exported only while/);
 });
 
 test("a viewer sees the snapshots with every action disabled and the reason", async ({ page }) => {
@@ -126,6 +158,9 @@ test("a viewer sees the snapshots with every action disabled and the reason", as
   await expect(take).toHaveAccessibleDescription(
     /You may not take snapshots of VMs in .*: it takes create on virtualmachinesnapshots \(snapshot\.kubevirt\.io\)/,
   );
+  const exportDisks = panel.getByRole("button", { name: "Export disks" });
+  await expect(exportDisks).toBeDisabled();
+  await expect(exportDisks).toHaveAccessibleDescription(/You may not export VMs in /);
   const row = snapshotRow(page);
   await expect(row.getByTestId("snapshot-state")).toHaveText("Ready", slow);
   for (const [label, words] of [
