@@ -147,6 +147,14 @@ export function createExportReconciler(deps: ExportControllerDeps): Reconcile {
     deadline: Date,
   ) {
     const ns = exp.metadata.namespace ?? "";
+    // The Service first (kept across pods; made again if someone deleted it), then the certificate and the pod.
+    if (await create(resources.services, exportService(exp)))
+      recorder.record(
+        exp,
+        "Normal",
+        Reason.ServiceCreated,
+        `Created service ${ns}/${exportServiceName(exp.metadata.name ?? "")}`,
+      );
     const hosts = serviceHosts(exp);
     const tls = selfSignedServingCertificate({
       commonName: hosts[0] ?? "",
@@ -203,15 +211,6 @@ export function createExportReconciler(deps: ExportControllerDeps): Reconcile {
         };
     if (!exp.spec.tokenSecretRef && exp.status?.tokenSecretRef === undefined)
       await create(resources.secrets, tokenSecret(exp, newToken()));
-    if (source.state !== "skipped" && exp.status?.serviceName === undefined) {
-      if (await create(resources.services, exportService(exp)))
-        recorder.record(
-          exp,
-          "Normal",
-          Reason.ServiceCreated,
-          `Created service ${ns}/${exportServiceName(exp.metadata.name ?? "")}`,
-        );
-    }
     const podName = exportServiceName(exp.metadata.name ?? "");
     let pod = exportPods.get(`${ns}/${podName}`);
     const ours = pod?.metadata.ownerReferences?.some((r) => r.controller === true && r.uid === exp.metadata.uid);
