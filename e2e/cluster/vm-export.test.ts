@@ -1,4 +1,7 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:https";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
 import { tinyVmOnClaim } from "../manifests.ts";
@@ -11,9 +14,12 @@ import { dataVolume, qcow2With, toUploadProxy, uploadDataVolume, uploadToken } f
 // created with its token Secret as virtctl creates both, its phase Ready with KubeVirt's links, the disk downloaded
 // gzip-compressed from the external link (the dashboard's address, verified with the link's certificate) and raw,
 // uploaded again (virtctl image-upload) into a disk the tiny guest reads the content from. An export of a stopped VM
-// serves its manifests and is taken back when the VM starts; an export whose TTL is over is deleted.
+// serves its manifests, which bring the VM back in another namespace, and is taken back when the VM starts; an export
+// whose TTL is over is deleted.
 
 const suite = suiteNamespace("e2e-export");
+/** Where an exported VM's manifests are applied again. */
+const other = suiteNamespace("e2e-export-import");
 const { name: namespace, kubectl, get } = suite;
 const poll = { timeout: 300_000, interval: 1_000 };
 const MIB = 1024 * 1024;
@@ -186,7 +192,7 @@ describe("an export of a claim, as virtctl vmexport makes and downloads it", () 
     expect((await vmExport("busy"))?.status?.phase).toBe("Pending");
   });
 
-  it("serves a stopped VM's manifests, and gives the VM back when it starts", async () => {
+  it("serves a stopped VM's manifests, which bring it back elsewhere, and it takes its disks back", async () => {
     const vm = tinyVmOnClaim("halted", imageOf("tiny-guest"), "source", namespace);
     await custom.createNamespacedCustomObject({
       group: "kubevirt.io",
@@ -221,6 +227,32 @@ describe("an export of a claim, as virtctl vmexport makes and downloads it", () 
     const secretUrl = external?.manifests?.find((m) => m.type === "auth-header-secret")?.url ?? "";
     const secret = await download(secretUrl, external?.cert ?? "", TOKEN);
     expect(secret.body.toString()).toContain(`x-kubevirt-export-token:${TOKEN}`);
+
+    // `virtctl vmexport download of-vm --manifest --include-secret`, as a client inside the cluster reads it (the
+    // internal manifests, here through the external link's proxy), applied unchanged in another namespace: the VM
+    // comes back, its disk imported from the export with the export's certificate and token header.
+    const yaml = async (url: string) =>
+      (await download(url, external?.cert ?? "", TOKEN, { accept: "application/yaml" })).body.toString();
+    const dir = mkdtempSync(join(tmpdir(), "e2e-export-manifests-"));
+    const internal = (url: string) => url.replace("/external/", "/internal/");
+    writeFileSync(join(dir, "manifests.yaml"), `${await yaml(internal(secretUrl))}---\n${await yaml(internal(all))}`);
+    await other.kubectl("-n", other.name, "apply", "-f", join(dir, "manifests.yaml"));
+    rmSync(dir, { recursive: true });
+    await other.kubectl(
+      "-n",
+      other.name,
+      "patch",
+      "vm",
+      "halted",
+      "--type=merge",
+      "-p",
+      '{"spec":{"runStrategy":"Always"}}',
+    );
+    await expect.poll(async () => (await dataVolume(other.name, "source"))?.status?.phase, poll).toBe("Succeeded");
+    await expect
+      .poll(async () => (await other.get("virtualmachineinstances", "halted"))?.status?.phase, poll)
+      .toBe("Running");
+    await inGuest(other.name, "halted", "dd if=/dev/vda bs=64 count=1 2>/dev/null | tr -d '\\000'; echo", MARKER);
 
     // Started, the VM takes its disk back: the export server goes and the export waits.
     await kubectl("-n", namespace, "patch", "vm", "halted", "--type=merge", "-p", '{"spec":{"runStrategy":"Always"}}');

@@ -15,6 +15,10 @@ export const ImporterDir = {
   source: "/source",
   /** The containerDisk copier, handed from the importer image to the registry image's init container. */
   tools: "/var/run/kubevirt-ts/importer-tools",
+  /** The http source's certConfigMap: the certificates its server is verified with. */
+  certs: "/certs",
+  /** The http source's secretExtraHeaders, each Secret in a folder of its own: each file one header. */
+  secretHeaders: "/extraheaders",
 } as const;
 
 /** The sources the importer fills a claim from, as a DataVolume's spec.source names them. */
@@ -44,6 +48,10 @@ export const ImporterEnv = {
    * paused): qemu-img reads it despite QEMU's image lock (force-share, -U).
    */
   sourceInUse: "IMPORTER_SOURCE_IN_USE",
+  /** Set when the http source names a certConfigMap (mounted at ImporterDir.certs). */
+  certDir: "IMPORTER_CERT_DIR",
+  /** Set when the http source names secretExtraHeaders (mounted below ImporterDir.secretHeaders). */
+  secretHeadersDir: "IMPORTER_SECRET_HEADERS_DIR",
 } as const;
 
 /** The importer's port: its /metrics carry how much is in, as CDI's importer serves it. */

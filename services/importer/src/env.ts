@@ -35,6 +35,8 @@ export const importerEnv = () =>
       [ImporterEnv.targetDir]: z.string().default(ImporterDir.target),
       [ImporterEnv.sourceDir]: z.string().default(ImporterDir.source),
       [ImporterEnv.uploadKey]: z.string().default(""),
+      [ImporterEnv.certDir]: z.string().optional(),
+      [ImporterEnv.secretHeadersDir]: z.string().optional(),
       [ImporterEnv.sourceInUse]: z
         .enum(["true", "false"])
         .default("false")

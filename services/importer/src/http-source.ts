@@ -1,6 +1,8 @@
 import { type LookupAddress, lookup as dnsLookup } from "node:dns";
 import { type IncomingMessage, request as httpRequest } from "node:http";
+import { readFile, readdir, stat } from "node:fs/promises";
 import { request as httpsRequest } from "node:https";
+import { join } from "node:path";
 import { BlockList, type LookupFunction, isIP } from "node:net";
 import { ImportError } from "./errors.ts";
 
@@ -69,14 +71,23 @@ function checkedLookup(url: URL, list: BlockList): LookupFunction {
   };
 }
 
-function get(url: URL, headers: Record<string, string>, list: BlockList | undefined): Promise<IncomingMessage> {
+function get(
+  url: URL,
+  headers: Record<string, string>,
+  list: BlockList | undefined,
+  ca: string | undefined,
+): Promise<IncomingMessage> {
   if (list) {
     const literal = url.hostname.replace(/^\[|\]$/g, "");
     if (isIP(literal) && denied(list, literal)) return Promise.reject(deniedError(url, literal));
   }
   const request = url.protocol === "https:" ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
-    const req = request(url, { headers, ...(list ? { lookup: checkedLookup(url, list) } : {}) }, resolve);
+    const req = request(
+      url,
+      { headers, ...(list ? { lookup: checkedLookup(url, list) } : {}), ...(ca !== undefined ? { ca } : {}) },
+      resolve,
+    );
     req.on("error", reject);
     req.end();
   });
@@ -90,6 +101,8 @@ export async function httpGet(
   endpoint: string,
   headers: Record<string, string>,
   denyList: BlockList,
+  /** The PEM certificates an https server is verified with (certConfigMap); the system's roots when unset. */
+  ca?: string,
 ): Promise<IncomingMessage> {
   let url = new URL(endpoint);
   if (url.protocol !== "http:" && url.protocol !== "https:")
@@ -102,7 +115,7 @@ export async function httpGet(
         : Object.fromEntries(Object.entries(headers).filter(([name]) => name.toLowerCase() !== "authorization"));
     let response: IncomingMessage;
     try {
-      response = await get(url, sent, hop === 0 ? undefined : denyList);
+      response = await get(url, sent, hop === 0 ? undefined : denyList, ca);
     } catch (error) {
       if (error instanceof ImportError) throw error;
       throw new ImportError(`Unable to connect to http data source ${url.href}: ${(error as Error).message}`);
@@ -120,4 +133,47 @@ export async function httpGet(
     if (url.protocol !== "http:" && url.protocol !== "https:")
       throw new ImportError(`the http data source redirected to ${url.href}, which is not http or https`);
   }
+}
+
+/** The most files and bytes read from the mounted certConfigMap and header Secrets: what a ConfigMap can hold. */
+const MAX_MOUNTED_FILES = 64;
+const MAX_MOUNTED_BYTES = 1024 * 1024;
+
+/** The regular files of a mounted ConfigMap or Secret (not the kubelet's ..data links and folders), bounded. */
+async function mountedFiles(dir: string): Promise<string[]> {
+  const names = (await readdir(dir)).filter((n) => !n.startsWith(".")).sort();
+  if (names.length > MAX_MOUNTED_FILES)
+    throw new ImportError(
+      `${dir} holds more than ${String(MAX_MOUNTED_FILES)} keys; keep the certificates or headers only`,
+    );
+  const contents: string[] = [];
+  let bytes = 0;
+  for (const name of names) {
+    const file = join(dir, name);
+    if (!(await stat(file)).isFile()) continue;
+    const text = await readFile(file, "utf8");
+    bytes += text.length;
+    if (bytes > MAX_MOUNTED_BYTES)
+      throw new ImportError(`${dir} holds more than ${String(MAX_MOUNTED_BYTES)} bytes of certificates or headers`);
+    contents.push(text);
+  }
+  return contents;
+}
+
+/** The certificates of the certConfigMap (every value, PEM), one bundle. */
+export async function mountedCertificates(dir: string): Promise<string> {
+  return (await mountedFiles(dir)).join("\n");
+}
+
+/** The headers of the secretExtraHeaders Secrets, each mounted in a folder of its own below `dir`: every value one. */
+export async function mountedHeaders(dir: string): Promise<string[]> {
+  const headers: string[] = [];
+  for (const folder of (await readdir(dir)).sort())
+    for (const value of await mountedFiles(join(dir, folder))) {
+      const header = value.trim();
+      if (!/^[!#$%&'*+.^`|~\w-]+:/.test(header))
+        throw new ImportError(`a value of a secretExtraHeaders Secret is not a header 'Name: value'`);
+      headers.push(header);
+    }
+  return headers;
 }

@@ -3,7 +3,7 @@ import { IMPORT_PROGRESS_METRIC, ImporterEnv, UPLOAD_SERVER_PORT } from "@kubevi
 import { runService } from "@kubevirt-ts/runtime";
 import { Gauge } from "prom-client";
 import { importerEnv } from "./env.ts";
-import { redirectDenyList } from "./http-source.ts";
+import { mountedCertificates, mountedHeaders, redirectDenyList } from "./http-source.ts";
 import { ImportError, diskIsIn, importDisk } from "./import.ts";
 import { startUploadServer } from "./upload.ts";
 
@@ -69,19 +69,29 @@ await runService({
         env[ImporterEnv.accessKeyId] !== undefined
           ? { user: env[ImporterEnv.accessKeyId] ?? "", password: env[ImporterEnv.secretKey] ?? "" }
           : undefined;
-      importDisk(
-        {
-          source,
-          endpoint: env[ImporterEnv.endpoint],
-          headers: env[ImporterEnv.extraHeaders],
-          ...(basicAuth ? { basicAuth } : {}),
-          ...target,
-          sourceDir: env[ImporterEnv.sourceDir],
-          sourceInUse: env[ImporterEnv.sourceInUse],
-          redirectDenyList: redirectDenyList(env.KUBERNETES_SERVICE_HOST),
-        },
-        report,
-      ).then(succeeded, failed);
+      const certDir = env[ImporterEnv.certDir];
+      const headersDir = env[ImporterEnv.secretHeadersDir];
+      void Promise.all([
+        certDir ? mountedCertificates(certDir) : undefined,
+        headersDir ? mountedHeaders(headersDir) : [],
+      ])
+        .then(([ca, secretHeaders]) =>
+          importDisk(
+            {
+              source,
+              endpoint: env[ImporterEnv.endpoint],
+              headers: [...env[ImporterEnv.extraHeaders], ...secretHeaders],
+              ca,
+              ...(basicAuth ? { basicAuth } : {}),
+              ...target,
+              sourceDir: env[ImporterEnv.sourceDir],
+              sourceInUse: env[ImporterEnv.sourceInUse],
+              redirectDenyList: redirectDenyList(env.KUBERNETES_SERVICE_HOST),
+            },
+            report,
+          ),
+        )
+        .then(succeeded, failed);
     }
     // Nothing to stop: the import ends the process.
     return Promise.resolve(() => Promise.resolve());

@@ -49,6 +49,8 @@ export interface ImportOptions {
   sourceInUse?: boolean;
   /** Where the http source's redirects may not lead (http-source.ts's redirectDenyList). */
   redirectDenyList: BlockList;
+  /** The PEM certificates the http source's server is verified with (its certConfigMap). */
+  ca?: string | undefined;
 }
 
 /** Refusals of the image itself become the importer's own, whose message is the DataVolume's. */
@@ -138,7 +140,7 @@ async function download(options: ImportOptions, path: string, report: (fraction:
       "authorization",
       `Basic ${Buffer.from(`${options.basicAuth.user}:${options.basicAuth.password}`).toString("base64")}`,
     );
-  const response = await httpGet(options.endpoint, Object.fromEntries(headers), options.redirectDenyList);
+  const response = await httpGet(options.endpoint, Object.fromEntries(headers), options.redirectDenyList, options.ca);
   const status = response.statusCode ?? 0;
   if (status < 200 || status >= 300) {
     response.destroy();

@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { type Server, createServer } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
 import { type AddressInfo, BlockList } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -9,8 +10,13 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ImageRefused, QEMU_IMG_LIMITS, qemuImg as qemuImgLimited } from "@kubevirt-ts/runtime";
-import { redirectDenyList } from "../src/http-source.ts";
+import {
+  ImageRefused,
+  QEMU_IMG_LIMITS,
+  qemuImg as qemuImgLimited,
+  selfSignedServingCertificate,
+} from "@kubevirt-ts/runtime";
+import { mountedCertificates, mountedHeaders, redirectDenyList } from "../src/http-source.ts";
 import { type ImportOptions, importDisk, sourceLimit } from "../src/import.ts";
 import { imageInfo, qcow2With, qemuImg } from "./images.ts";
 
@@ -79,6 +85,64 @@ beforeAll(async () => {
 afterAll(async () => {
   await new Promise((resolve) => server.close(resolve));
   await rm(root, { recursive: true, force: true });
+});
+
+describe("an https source with CDI's certConfigMap and secretExtraHeaders, as an export's manifests name them", () => {
+  it("verifies the server with the mounted certificates and sends the mounted Secrets' headers", async () => {
+    const host = "virt-export-e.ns.svc";
+    const tls = selfSignedServingCertificate({
+      commonName: host,
+      dnsNames: [host, "localhost"],
+      validForMs: 3_600_000,
+    });
+    const image = join(root, "exported.qcow2");
+    qcow2With(image, 8, "exported and back");
+    const body = gzipSync(readFileSync(image));
+    const https = createHttpsServer({ cert: tls.certPem, key: tls.keyPem }, (req, res) => {
+      if (req.headers["x-kubevirt-export-token"] !== "the-token") {
+        res.writeHead(401).end();
+        return;
+      }
+      res.writeHead(200, { "content-length": String(body.length) }).end(body);
+    });
+    await new Promise<void>((resolve) => https.listen(0, "127.0.0.1", resolve));
+    try {
+      const url = `https://localhost:${String((https.address() as AddressInfo).port)}/volumes/root/disk.img.gz`;
+      // As the kubelet mounts them: the ConfigMap's keys as files beside its ..data link, each Secret in its folder.
+      const certs = await mkdtemp(join(root, "certs-"));
+      await writeFile(join(certs, "ca.pem"), tls.certPem);
+      await mkdir(join(certs, "..data"));
+      const headers = await mkdtemp(join(root, "headers-"));
+      await mkdir(join(headers, "0"));
+      await writeFile(join(headers, "0", "token"), "x-kubevirt-export-token:the-token");
+      const dirs = await target();
+      await importDisk(
+        options(dirs, {
+          source: "http",
+          endpoint: url,
+          headers: await mountedHeaders(headers),
+          ca: await mountedCertificates(certs),
+        }),
+        () => undefined,
+      );
+      expect(readFileSync(join(dirs.targetDir, "disk.img")).subarray(0, 17).toString()).toBe("exported and back");
+      // Without the certificates the server is not trusted; without the header it refuses.
+      await expect(
+        importDisk(options(await target(), { source: "http", endpoint: url }), () => undefined),
+      ).rejects.toThrow(/Unable to connect to http data source/);
+      await expect(
+        importDisk(
+          options(await target(), { source: "http", endpoint: url, ca: await mountedCertificates(certs) }),
+          () => undefined,
+        ),
+      ).rejects.toThrow(/401/);
+      // A value that is not a header is refused by name.
+      await writeFile(join(headers, "0", "bad"), "no colon here");
+      await expect(mountedHeaders(headers)).rejects.toThrow(/not a header 'Name: value'/);
+    } finally {
+      https.close();
+    }
+  });
 });
 
 describe("importDisk", () => {

@@ -1,4 +1,7 @@
 import { z } from "zod";
+
+/** The most Secrets an http source's secretExtraHeaders names. */
+export const MAX_SECRET_EXTRA_HEADERS = 8;
 import { condition, objectMeta, quantity } from "./common.ts";
 
 // CDI's DataVolume (cdi.kubevirt.io/v1beta1): a claim and where its disk
@@ -46,6 +49,19 @@ export const dataVolumeSource = z
           .optional()
           .describe("A Secret with accessKeyId and secretKey, sent as basic authentication."),
         extraHeaders: z.array(z.string()).optional().describe("More request headers, each as 'Name: value'."),
+        secretExtraHeaders: z
+          .array(z.string().min(1).max(253))
+          .max(MAX_SECRET_EXTRA_HEADERS)
+          .optional()
+          .describe("Secrets in the DataVolume's namespace whose every value is one more header, as 'Name: value'."),
+        certConfigMap: z
+          .string()
+          .min(1)
+          .max(253)
+          .optional()
+          .describe(
+            "A ConfigMap in the DataVolume's namespace whose values are the PEM certificates that verify the server.",
+          ),
       })
       .optional()
       .describe("A disk image downloaded over HTTP."),

@@ -140,6 +140,44 @@ describe("the importer pod", () => {
     });
   });
 
+  it("mounts the http source's certConfigMap and each secretExtraHeaders Secret read-only for the importer", () => {
+    const pod = importerPod(
+      dv({
+        source: {
+          http: {
+            url: "https://virt-export-e.ns.svc/volumes/root/disk.img.gz",
+            certConfigMap: "export-ca-cm-e",
+            secretExtraHeaders: ["header-secret-e", "more"],
+          },
+        },
+        storage: {},
+      }),
+      GI,
+      config,
+    );
+    expect(pod.spec?.volumes).toEqual(
+      expect.arrayContaining([
+        { name: "cert-config", configMap: { name: "export-ca-cm-e" } },
+        { name: "extra-headers-0", secret: { secretName: "header-secret-e" } },
+        { name: "extra-headers-1", secret: { secretName: "more" } },
+      ]),
+    );
+    const container = pod.spec?.containers[0];
+    expect(container?.volumeMounts).toEqual(
+      expect.arrayContaining([
+        { name: "cert-config", mountPath: "/certs", readOnly: true },
+        { name: "extra-headers-0", mountPath: "/extraheaders/0", readOnly: true },
+        { name: "extra-headers-1", mountPath: "/extraheaders/1", readOnly: true },
+      ]),
+    );
+    expect(container?.env).toEqual(
+      expect.arrayContaining([
+        { name: "IMPORTER_CERT_DIR", value: "/certs" },
+        { name: "IMPORTER_SECRET_HEADERS_DIR", value: "/extraheaders" },
+      ]),
+    );
+  });
+
   it("pulls a registry source's image in the importer pod, whose copier takes its disk out", () => {
     const pod = importerPod(
       dv({

@@ -154,6 +154,22 @@ export function importerPod(dv: DataVolume, diskBytes: number, config: ImporterC
     { name: TARGET, persistentVolumeClaim: { claimName: dv.metadata.name ?? "" } },
   ];
   const mounts: { name: string; mountPath: string; readOnly?: boolean }[] = [{ name: TARGET, mountPath: TARGET_DIR }];
+  // CDI's certConfigMap and secretExtraHeaders, mounted read-only where the importer reads them.
+  if (source.http?.certConfigMap !== undefined) {
+    volumes.push({ name: "cert-config", configMap: { name: source.http.certConfigMap } });
+    mounts.push({ name: "cert-config", mountPath: ImporterDir.certs, readOnly: true });
+    env.push({ name: ImporterEnv.certDir, value: ImporterDir.certs });
+  }
+  const headerSecrets = source.http?.secretExtraHeaders ?? [];
+  headerSecrets.forEach((secretName, i) => {
+    volumes.push({ name: `extra-headers-${String(i)}`, secret: { secretName } });
+    mounts.push({
+      name: `extra-headers-${String(i)}`,
+      mountPath: `${ImporterDir.secretHeaders}/${String(i)}`,
+      readOnly: true,
+    });
+  });
+  if (headerSecrets.length > 0) env.push({ name: ImporterEnv.secretHeadersDir, value: ImporterDir.secretHeaders });
   if (source.pvc) {
     volumes.push({ name: SOURCE, persistentVolumeClaim: { claimName: source.pvc.name, readOnly: true } });
     mounts.push({ name: SOURCE, mountPath: SOURCE_DIR, readOnly: true });
