@@ -78,6 +78,12 @@ const DATA_VOLUMES = "packages/vm-rules/src/data-volumes.test.ts";
 const claimOfDataVolume = effect(IMPORTER_POD, "makes the claim CDI's way");
 const pvcClaimOfDataVolume = effect(IMPORTER_POD, "takes a pvc request as the claim's size");
 const httpSource = effect(IMPORTER_POD, "passes the http source's URL, headers and secret to the importer");
+// An export's manifests name both (its certificate's ConfigMap, its token's header Secret): applied elsewhere, the VM
+// comes back with its disk read from the export.
+const exportedManifests = effect(
+  "e2e/cluster/vm-export.test.ts",
+  "serves a stopped VM's manifests, which bring it back elsewhere, and it takes its disks back",
+);
 const CONFIG_DISK = "services/launcher/test/config-disk.integration.test.ts";
 const configDisks = effect(E2E_DEBIAN, "presents a ConfigMap and the downward API to its guest as labelled disks");
 const configPodVolumes = effect(
@@ -386,6 +392,8 @@ const vmEffects: Record<string, FieldEffect> = {
   "spec.dataVolumeTemplates[].spec.source.http.url": effect(E2E_DATA_VOLUMES, "fills a DataVolume over HTTP"),
   "spec.dataVolumeTemplates[].spec.source.http.secretRef": httpSource,
   "spec.dataVolumeTemplates[].spec.source.http.extraHeaders[]": httpSource,
+  "spec.dataVolumeTemplates[].spec.source.http.secretExtraHeaders[]": exportedManifests,
+  "spec.dataVolumeTemplates[].spec.source.http.certConfigMap": exportedManifests,
   "spec.dataVolumeTemplates[].spec.source.registry.url": effect(
     E2E_DATA_VOLUMES,
     "boots the tiny guest from the DataVolume its template fills from a containerDisk image",
