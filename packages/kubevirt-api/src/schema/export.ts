@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { condition, objectMeta } from "./common.ts";
-import { SnapshotKind, SNAPSHOT_GROUP } from "./snapshot.ts";
+import { SnapshotKind, SNAPSHOT_GROUP, duration } from "./snapshot.ts";
 
 // KubeVirt's export.kubevirt.io VirtualMachineExport: a VM's, a snapshot's or a claim's disks served for download by
 // an export server pod behind a token, with links inside the cluster (the export's Service) and outside it (the
@@ -78,9 +78,7 @@ export const virtualMachineExportSpec = z
         "The Secret whose `token` key a download must present (header x-kubevirt-export-token); unset, the " +
           "controller makes export-token-<name> with a random token.",
       ),
-    ttlDuration: z
-      .string()
-      .regex(/^([0-9]+(\.[0-9]+)?(h|m|s|ms))+$/, "a duration such as 2h, 30m or 1h30m")
+    ttlDuration: duration
       .optional()
       .describe(`How long the export lives from its creation (default 2h, at most ${String(MAX_EXPORT_TTL_HOURS)}h).`),
   })

@@ -92,7 +92,8 @@ const values = <T extends Record<string, string>>(o: T) => Object.values(o) as [
 
 /** A Go duration as metav1.Duration takes it: 30s, 5m, 1h30m, 1.5h. */
 export const GO_DURATION_PATTERN = "^([0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$";
-const duration = z
+/** A Go duration as KubeVirt's API takes one (30s, 5m, 1h30m). */
+export const duration = z
   .string()
   .regex(new RegExp(GO_DURATION_PATTERN), "must be a duration such as 30s, 5m or 1h30m")
   .meta({ pattern: GO_DURATION_PATTERN });

@@ -25,7 +25,7 @@ import {
   controllerRef,
   volumeCopyOf,
 } from "@kubevirt-ts/kubevirt-api";
-import { claimVolumes, vmiHoldsDisks } from "@kubevirt-ts/vm-rules";
+import { claimVolumes, parseDurationSeconds, vmiHoldsDisks } from "@kubevirt-ts/vm-rules";
 import { restrictedContainer } from "../common/disk-copy.ts";
 import { diskPodSecurityContext, onNode } from "../common/disk-pod.ts";
 
@@ -172,19 +172,10 @@ export function exportSource(o: SourceObservation): ExportSource {
   }
 }
 
-/** A Go duration as KubeVirt writes ttlDuration (1h30m, 90m, 2h), in milliseconds. */
-export function durationMs(text: string): number {
-  const unit: Record<string, number> = { h: 3_600_000, m: 60_000, s: 1_000, ms: 1 };
-  let total = 0;
-  for (const [, amount, u] of text.matchAll(/([0-9]+(?:\.[0-9]+)?)(ms|h|m|s)/g))
-    total += Number(amount) * (unit[u ?? ""] ?? 0);
-  return total;
-}
-
 /** When the export ends: its creation plus its TTL (two hours unless it says otherwise, a week at most). */
 export function exportDeadline(exp: VirtualMachineExport, now: Date): Date {
   const ttl = Math.min(
-    exp.spec.ttlDuration ? durationMs(exp.spec.ttlDuration) : DEFAULT_EXPORT_TTL_MS,
+    exp.spec.ttlDuration ? (parseDurationSeconds(exp.spec.ttlDuration) ?? 0) * 1000 : DEFAULT_EXPORT_TTL_MS,
     MAX_EXPORT_TTL_HOURS * 3_600_000,
   );
   const created = Date.parse(exp.metadata.creationTimestamp ?? "");
