@@ -26,9 +26,12 @@ export interface ExportProxyServices {
 }
 
 export const DEFAULT_MAX_EXPORT_STREAMS = 32;
-/** Connection errors of a Service whose endpoints are still being programmed, and how often they are tried again. */
+/**
+ * Connection errors of a Service whose routes are still being programmed on this node (the export is Ready once its
+ * EndpointSlice lists the pod; kube-proxy follows shortly after), and how often they are tried again.
+ */
 const NOT_ROUTED_YET = new Set(["ECONNREFUSED", "ECONNRESET", "EHOSTUNREACH", "ETIMEDOUT"]);
-const CONNECT_TRIES = 10;
+const CONNECT_TRIES = 20;
 const CONNECT_RETRY_MS = 500;
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const DNS_SUBDOMAIN = /^[a-z0-9]([-.a-z0-9]{0,251}[a-z0-9])?$/;

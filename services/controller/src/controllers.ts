@@ -1,5 +1,6 @@
 import {
   ControllerManager,
+  type EndpointSlice,
   type EventHandler,
   Expectations,
   type Informer,
@@ -8,6 +9,7 @@ import {
   type Node,
   type PersistentVolumeClaim,
   type Pod,
+  SERVICE_NAME_LABEL,
   type WorkQueue,
   createEventRecorder,
   keyOf,
@@ -46,7 +48,13 @@ import { controllerOf } from "./common/owner.ts";
 import { registerCdiConfig } from "./datavolume/cdi-config.ts";
 import { registerSnapshotController, snapshotIndexers } from "./snapshot/controller.ts";
 import { CLONES_BY_VM, clonesByVm, createCloneReconciler } from "./clone/controller.ts";
-import { EXPORTS_BY_SOURCE, createExportReconciler, exportsBySource } from "./export/controller.ts";
+import {
+  EXPORTS_BY_SERVICE,
+  EXPORTS_BY_SOURCE,
+  createExportReconciler,
+  exportsByService,
+  exportsBySource,
+} from "./export/controller.ts";
 import { createDataVolumeReconciler } from "./datavolume/controller.ts";
 import type { ImporterConfig } from "./datavolume/importer-pod.ts";
 import { type MigrationConfig, createMigrationReconciler } from "./migration/controller.ts";
@@ -56,7 +64,7 @@ import { createVmReconciler } from "./vm/controller.ts";
 import { createVmiReconciler } from "./vmi/controller.ts";
 import { registerClusterMetrics } from "./vmi/cluster-metrics.ts";
 import { observePhaseTransitions } from "./vmi/phase-metrics.ts";
-import { BY_CLAIM, claimEvents, vmisByClaim, vmsByClaim } from "./vmi/claim-events.ts";
+import { BY_CLAIM, claimEvents, podsByClaim, vmisByClaim, vmsByClaim } from "./vmi/claim-events.ts";
 import { VMIS_BY_UID, launcherPodEvents, unownedLauncherPods, vmisByUid } from "./vmi/pod-events.ts";
 import type { LauncherPodConfig } from "./vmi/pod.ts";
 import { followKubeVirt, registerKubeVirtStatus } from "./kubevirt/controller.ts";
@@ -251,7 +259,7 @@ export function createControllers(config: ControllersConfig): ControllerManager 
     namespace,
     resyncMs,
     labelSelector: `${Label.App}=${LabelValue.Launcher}`,
-    indexers: { [LAUNCHER_PODS_BY_VMI]: launcherPodIndex },
+    indexers: { [LAUNCHER_PODS_BY_VMI]: launcherPodIndex, [BY_CLAIM]: podsByClaim },
   });
   const claims = manager.informer<PersistentVolumeClaim>({
     client,
@@ -476,6 +484,7 @@ export function createControllers(config: ControllersConfig): ControllerManager 
     namespace,
     resyncMs,
     labelSelector: `${Label.App}=${LabelValue.Importer}`,
+    indexers: { [BY_CLAIM]: podsByClaim },
   });
   if (dataVolumes && config.importer) {
     const dataVolumeQueue = manager.queue("datavolumes");
@@ -609,11 +618,19 @@ export function createControllers(config: ControllersConfig): ControllerManager 
     type: kubevirtResources.virtualMachineExports,
     namespace,
     resyncMs,
-    indexers: { [EXPORTS_BY_SOURCE]: exportsBySource },
+    indexers: { [EXPORTS_BY_SOURCE]: exportsBySource, [EXPORTS_BY_SERVICE]: exportsByService },
   });
   const exportPods = manager.informer<Pod>({
     client,
     type: resources.pods,
+    namespace,
+    resyncMs,
+    labelSelector: EXPORT_SERVICE_LABEL,
+  });
+  // The export Services' EndpointSlices (they carry the Service's labels): an export is Ready once its Service routes.
+  const exportSlices = manager.informer<EndpointSlice>({
+    client,
+    type: resources.endpointSlices,
     namespace,
     resyncMs,
     labelSelector: EXPORT_SERVICE_LABEL,
@@ -623,6 +640,13 @@ export function createControllers(config: ControllersConfig): ControllerManager 
     exports.byIndex(EXPORTS_BY_SOURCE, `${o.metadata.namespace ?? ""}/${kind}/${o.metadata.name ?? ""}`).map(keyOf);
   exports.addHandler(enqueueSelf<VirtualMachineExport>(exportQueue));
   exportPods.addHandler(enqueueOwner<Pod>(exportQueue, EXPORT_KIND));
+  exportSlices.addHandler(
+    enqueueKeys(exportQueue, (s: EndpointSlice) =>
+      exports
+        .byIndex(EXPORTS_BY_SERVICE, `${s.metadata.namespace ?? ""}/${s.metadata.labels?.[SERVICE_NAME_LABEL] ?? ""}`)
+        .map(keyOf),
+    ),
+  );
   vms.addHandler(enqueueKeys(exportQueue, exportsOf("VirtualMachine")));
   vmis.addHandler(enqueueKeys(exportQueue, exportsOf("VirtualMachine")));
   snapshots.addHandler(enqueueKeys(exportQueue, exportsOf(SnapshotKind.VirtualMachineSnapshot)));
@@ -637,6 +661,7 @@ export function createControllers(config: ControllersConfig): ControllerManager 
       exports,
       exportPods,
       claimUsers: [pods, importerPods],
+      endpointSlices: exportSlices,
       vms,
       vmis,
       claims,

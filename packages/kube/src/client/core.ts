@@ -6,6 +6,7 @@ import type {
   V1PersistentVolumeClaimStatus,
   V1PodSpec,
   V1PodStatus,
+  V1Endpoint,
   V1ServiceSpec,
 } from "@kubernetes/client-node";
 import type { KubeObject } from "./types.ts";
@@ -60,6 +61,23 @@ export interface Secret extends KubeObject {
 export interface Service extends KubeObject {
   spec?: Wire<V1ServiceSpec>;
 }
+
+/** A discovery.k8s.io/v1 EndpointSlice: where a Service routes (labelled kubernetes.io/service-name). */
+export interface EndpointSlice extends KubeObject {
+  addressType?: string;
+  endpoints?: Wire<V1Endpoint>[];
+}
+
+/** The label an EndpointSlice names its Service by. */
+export const SERVICE_NAME_LABEL = "kubernetes.io/service-name";
+
+/** Whether an EndpointSlice of the Service routes to the pod: it lists the pod's endpoint as ready. */
+export const slicesRouteToPod = (slices: readonly EndpointSlice[], pod: KubeObject): boolean =>
+  slices.some((slice) =>
+    (slice.endpoints ?? []).some(
+      (e) => e.targetRef?.kind === "Pod" && e.targetRef.uid === pod.metadata.uid && e.conditions?.ready === true,
+    ),
+  );
 
 type EventFields = Wire<Omit<CoreV1Event, "apiVersion" | "kind" | "metadata">>;
 

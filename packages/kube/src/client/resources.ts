@@ -17,6 +17,7 @@ export const resources = {
   events: { group: "", version: "v1", plural: "events", namespaced: true },
   secrets: { group: "", version: "v1", plural: "secrets", namespaced: true },
   services: { group: "", version: "v1", plural: "services", namespaced: true },
+  endpointSlices: { group: "discovery.k8s.io", version: "v1", plural: "endpointslices", namespaced: true },
   leases: { group: "coordination.k8s.io", version: "v1", plural: "leases", namespaced: true },
   nodes: { group: "", version: "v1", plural: "nodes", namespaced: false },
   namespaces: { group: "", version: "v1", plural: "namespaces", namespaced: false },

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import {
+  type EndpointSlice,
   type EventRecorder,
   type Informer,
   type KubeClient,
@@ -9,8 +10,10 @@ import {
   type Reconcile,
   type ResourceType,
   isAlreadyExists,
+  SERVICE_NAME_LABEL,
   isNotFound,
   resources,
+  slicesRouteToPod,
   writeStatusIfChanged,
 } from "@kubevirt-ts/kube";
 import {
@@ -40,6 +43,7 @@ import {
   tokenSecret,
   vmManifests,
 } from "./decide.ts";
+import { BY_CLAIM } from "../vmi/claim-events.ts";
 
 // The VirtualMachineExport controller, KubeVirt's export controller role: for each export it makes the token Secret
 // (unless the spec names one), the Service, and, while the source can be read (a stopped VM, a ready snapshot, a claim
@@ -64,8 +68,10 @@ export interface ExportControllerDeps {
   exports: Informer<VirtualMachineExport>;
   /** The export servers' pods (labelled EXPORT_SERVICE_LABEL). */
   exportPods: Informer<Pod>;
-  /** Launcher and importer pods: what may be using a claim. */
+  /** Launcher and importer pods, what may be using a claim, each indexed BY_CLAIM. */
   claimUsers: readonly Informer<Pod>[];
+  /** The export Services' EndpointSlices (labelled EXPORT_SERVICE_LABEL, copied from the Service). */
+  endpointSlices: Informer<EndpointSlice>;
   vms: Informer<VirtualMachine>;
   vmis: Informer<VirtualMachineInstance>;
   claims: Informer<PersistentVolumeClaim>;
@@ -88,6 +94,12 @@ export const exportsBySource = (e: VirtualMachineExport): string[] => {
   const ns = e.metadata.namespace ?? "";
   return [`${ns}/${e.spec.source.kind}/${e.spec.source.name}`];
 };
+
+/** The index of exports by their Service: `<namespace>/<service>`, which EndpointSlices name. */
+export const EXPORTS_BY_SERVICE = "service";
+export const exportsByService = (e: VirtualMachineExport): string[] => [
+  `${e.metadata.namespace ?? ""}/${exportServiceName(e.metadata.name ?? "")}`,
+];
 
 const notFoundIsFine = (error: unknown) => {
   if (!isNotFound(error)) throw error;
@@ -112,13 +124,21 @@ export function createExportReconciler(deps: ExportControllerDeps): Reconcile {
 
   function claimUser(ns: string, claim: string, own: string): string | undefined {
     for (const informer of deps.claimUsers)
-      for (const pod of informer.list()) {
-        if (pod.metadata.namespace !== ns || pod.metadata.name === own) continue;
+      for (const pod of informer.byIndex(BY_CLAIM, `${ns}/${claim}`)) {
+        if (pod.metadata.name === own) continue;
         if (pod.status?.phase === "Succeeded" || pod.status?.phase === "Failed") continue;
-        if ((pod.spec?.volumes ?? []).some((v) => v.persistentVolumeClaim?.claimName === claim))
-          return pod.metadata.name;
+        return pod.metadata.name;
       }
     return undefined;
+  }
+
+  /** Whether the export's Service routes to its pod: an EndpointSlice of it lists the pod as ready. */
+  function routed(ns: string, service: string, pod: Pod | undefined): boolean {
+    if (!pod) return false;
+    const slices = deps.endpointSlices
+      .list()
+      .filter((s) => s.metadata.namespace === ns && s.metadata.labels?.[SERVICE_NAME_LABEL] === service);
+    return slicesRouteToPod(slices, pod);
   }
 
   function observe(exp: VirtualMachineExport): ExportSource {
@@ -242,6 +262,7 @@ export function createExportReconciler(deps: ExportControllerDeps): Reconcile {
         exp,
         source,
         pod: pod?.metadata.deletionTimestamp ? undefined : pod,
+        routed: routed(ns, podName, pod),
         bases: linkBases(exp, deps.dashboardUrl),
         externalCert: deps.externalCert,
         deadline,

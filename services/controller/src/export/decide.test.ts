@@ -167,11 +167,12 @@ describe("exportStatus", () => {
     metadata: { name: "virt-export-e", annotations: { [EXPORT_CERT_ANNOTATION]: "POD-CERT" } },
     status: { phase, conditions: [{ type: "Ready", status: ready ? "True" : "False" }] },
   });
-  const statusOf = (p?: Pod) =>
+  const statusOf = (p?: Pod, routed = true) =>
     exportStatus({
       exp,
       source,
       pod: p,
+      routed,
       bases,
       externalCert: "DASH-CERT",
       deadline: new Date("2026-11-28T13:00:00Z"),
@@ -222,11 +223,19 @@ describe("exportStatus", () => {
     expect(statusOf(pod("Succeeded", false))).toMatchObject({ phase: "Terminated" });
   });
 
+  it("stays Pending while the Service does not route to the ready pod: its links would not answer yet", () => {
+    const waiting = statusOf(pod("Running", true), false);
+    expect(waiting).toMatchObject({ phase: "Pending", conditions: [{ status: "False", reason: "PodPending" }] });
+    expect(waiting.conditions?.[0]?.message).toContain("virt-export-e");
+    expect(waiting.links).toBeUndefined();
+  });
+
   it("has no external link without the dashboard's address", () => {
     const status = exportStatus({
       exp,
       source,
       pod: pod("Running", true),
+      routed: true,
       bases: linkBases(exp, undefined),
       externalCert: "",
       deadline: NOW,

@@ -434,6 +434,8 @@ export interface StatusInput {
   exp: VirtualMachineExport;
   source: ExportSource;
   pod?: Pod | undefined;
+  /** Whether the Service's EndpointSlices list the pod as ready: only then do its links answer. */
+  routed: boolean;
   bases: LinkBases;
   externalCert: string;
   deadline: Date;
@@ -472,6 +474,18 @@ export function exportStatus(input: StatusInput): VirtualMachineExportStatus {
     return { ...status, phase: ExportPhase.Terminated, conditions: [ready("False", ExportReason.PodCompleted)] };
   if (!podReady(pod))
     return { ...status, phase: ExportPhase.Pending, conditions: [ready("False", ExportReason.PodPending)] };
+  if (!input.routed)
+    return {
+      ...status,
+      phase: ExportPhase.Pending,
+      conditions: [
+        ready(
+          "False",
+          ExportReason.PodPending,
+          `the Service ${status.serviceName ?? ""} does not route to the pod yet`,
+        ),
+      ],
+    };
   const cert = pod.metadata.annotations?.[EXPORT_CERT_ANNOTATION] ?? "";
   const manifests = source.vm !== undefined;
   return {

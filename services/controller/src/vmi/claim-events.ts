@@ -3,6 +3,7 @@ import {
   type Informer,
   type KubeObject,
   type PersistentVolumeClaim,
+  type Pod,
   type WorkQueue,
   keyOf,
 } from "@kubevirt-ts/kube";
@@ -28,6 +29,11 @@ const claimKeys = (namespace: string | undefined, spec: Pick<VmiSpec, "volumes">
 
 export const vmisByClaim = (vmi: VirtualMachineInstance): string[] => claimKeys(vmi.metadata.namespace, vmi.spec);
 export const vmsByClaim = (vm: VirtualMachine): string[] => claimKeys(vm.metadata.namespace, vm.spec.template.spec);
+/** The claims a pod mounts (launcher and importer pods: what uses a claim). */
+export const podsByClaim = (pod: Pod): string[] =>
+  (pod.spec?.volumes ?? []).flatMap((v) =>
+    v.persistentVolumeClaim ? [`${pod.metadata.namespace ?? ""}/${v.persistentVolumeClaim.claimName}`] : [],
+  );
 
 /**
  * Enqueues the objects of an informer indexed BY_CLAIM whose volumes name the claim; or the DataVolume, whose claim has
