@@ -1,11 +1,7 @@
 import { ApiError, type KubeClient } from "@kubevirt-ts/kube";
 import {
-  API_VERSION,
   DOMAIN_ACTION_SUBRESOURCE,
-  Kind,
-  Label,
   type FreezeAction,
-  type VirtualMachineInstanceMigration,
   type GuestAgentQuery,
   SUBRESOURCE_GROUP,
   type VirtualMachine,
@@ -15,6 +11,7 @@ import {
 } from "@kubevirt-ts/kubevirt-api";
 import {
   MIGRATE_VM_GENERATE_NAME,
+  newMigration,
   MIGRATION_SUBRESOURCE,
   migrationRefusal,
   type VmRequestAction,
@@ -376,19 +373,9 @@ export async function requestMigration(
     throw conflict("virtualmachine", target.name, "VM is not running");
   const refusal = migrationRefusal(vmi);
   if (refusal !== undefined) throw conflict("virtualmachine", target.name, refusal);
-  const migration: VirtualMachineInstanceMigration = {
-    apiVersion: API_VERSION,
-    kind: Kind.VirtualMachineInstanceMigration,
-    metadata: {
-      generateName: MIGRATE_VM_GENERATE_NAME,
-      namespace: target.namespace,
-      labels: { [Label.MigrationVmiName]: target.name },
-    },
-    spec: {
-      vmiName: target.name,
-      ...(options.addedNodeSelector ? { addedNodeSelector: options.addedNodeSelector } : {}),
-    },
-  };
+  const migration = newMigration(target.namespace, target.name, MIGRATE_VM_GENERATE_NAME, {
+    ...(options.addedNodeSelector ? { spec: { addedNodeSelector: options.addedNodeSelector } } : {}),
+  });
   const created = await own.create(
     kubevirtResources.virtualMachineInstanceMigrations,
     target.namespace,

@@ -1,5 +1,7 @@
 import {
+  API_VERSION,
   ConditionStatus,
+  Kind,
   Label,
   MigrationPhase,
   VmiConditionType,
@@ -8,6 +10,7 @@ import {
   type MigrationState,
   type MigrationStatus,
   type VirtualMachineInstance,
+  type VirtualMachineInstanceMigration,
   type VmiSpec,
 } from "@kubevirt-ts/kubevirt-api";
 import { type ClaimObject, claimVolumes } from "./claims.ts";
@@ -89,6 +92,32 @@ export const DEFAULT_PENDING_TARGET_TIMEOUT_SECONDS = 15 * 60;
  */
 export const MIGRATE_VM_GENERATE_NAME = "kubevirt-migrate-vm-";
 export const EVACUATION_GENERATE_NAME = "kubevirt-evacuation-";
+/** The name prefix of the migrations that move VMIs onto the installed launcher after an upgrade (KubeVirt's). */
+export const WORKLOAD_UPDATE_GENERATE_NAME = "kubevirt-workload-update-";
+
+/**
+ * A migration of the VMI as its makers name it (virtctl migrate, a node's evacuation, the workload updater): a
+ * generated name with their prefix, KubeVirt's kubevirt.io/vmi-name label (which virtctl migrate-cancel selects), and
+ * their annotations.
+ */
+export function newMigration(
+  namespace: string,
+  vmiName: string,
+  generateName: string,
+  extra: { annotations?: Record<string, string>; spec?: Partial<VirtualMachineInstanceMigration["spec"]> } = {},
+): VirtualMachineInstanceMigration {
+  return {
+    apiVersion: API_VERSION,
+    kind: Kind.VirtualMachineInstanceMigration,
+    metadata: {
+      generateName,
+      namespace,
+      labels: { [Label.MigrationVmiName]: vmiName },
+      ...(extra.annotations ? { annotations: extra.annotations } : {}),
+    },
+    spec: { ...extra.spec, vmiName },
+  };
+}
 
 /** The failureReason the source's handler writes when it aborted a migration on request. */
 export const MIGRATION_ABORTED_REASON = "Migration aborted";

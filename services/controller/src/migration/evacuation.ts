@@ -1,10 +1,7 @@
 import type { EventRecorder, Expectations, Informer, KubeClient, Reconcile } from "@kubevirt-ts/kube";
 import {
-  API_VERSION,
   Annotation,
   type EvictionStrategy,
-  Kind,
-  Label,
   type VirtualMachineInstance,
   type VirtualMachineInstanceMigration,
   kubevirtResources,
@@ -15,6 +12,7 @@ import {
   isFinalMigrationPhase,
   isLiveMigratable,
   isMigrating,
+  newMigration,
 } from "@kubevirt-ts/vm-rules";
 
 // KubeVirt's evacuation controller: a VMI whose launcher pod's eviction was
@@ -106,17 +104,9 @@ export function createEvacuationReconciler(deps: EvacuationDeps): Reconcile {
       return { requeueAfterMs: backoff };
     }
     const node = vmi.status?.nodeName ?? "";
-    const migration: VirtualMachineInstanceMigration = {
-      apiVersion: API_VERSION,
-      kind: Kind.VirtualMachineInstanceMigration,
-      metadata: {
-        generateName: EVACUATION_GENERATE_NAME,
-        namespace: vmi.metadata.namespace,
-        labels: { [Label.MigrationVmiName]: vmi.metadata.name ?? "" },
-        annotations: { [Annotation.EvacuationMigration]: node },
-      },
-      spec: { vmiName: vmi.metadata.name ?? "" },
-    };
+    const migration = newMigration(vmi.metadata.namespace ?? "", vmi.metadata.name ?? "", EVACUATION_GENERATE_NAME, {
+      annotations: { [Annotation.EvacuationMigration]: node },
+    });
     expectations.expectCreations(key, 1);
     try {
       const created = await client.create(
