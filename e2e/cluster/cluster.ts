@@ -35,6 +35,17 @@ export const coordination = kubeConfig.makeApiClient(CoordinationV1Api);
 export const discovery = kubeConfig.makeApiClient(DiscoveryV1Api);
 export const policy = kubeConfig.makeApiClient(PolicyV1Api);
 
+/** Creates a VirtualMachine in the namespace, as the cluster admin. */
+export async function createVm(namespace: string, vm: object): Promise<void> {
+  await custom.createNamespacedCustomObject({
+    group: "kubevirt.io",
+    version: "v1",
+    namespace,
+    plural: "virtualmachines",
+    body: vm,
+  });
+}
+
 /** Only a 404 means absent: any other error (the API server down, a 403) is the test's failure, not an answer. */
 export function undefinedIfNotFound(error: unknown): undefined {
   if (error instanceof ApiException && error.code === 404) return undefined;

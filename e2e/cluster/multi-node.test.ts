@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { clusterNode } from "@kubevirt-ts/local-cluster";
-import { core, custom, imageOf, nodeNames, suiteNamespace } from "./cluster.ts";
+import { core, createVm, custom, imageOf, nodeNames, suiteNamespace } from "./cluster.ts";
 import { inGuest } from "./console.ts";
 import { runPod } from "./pods.ts";
 import { tinyVm } from "../manifests.ts";
@@ -111,13 +111,7 @@ describe("a cluster of two nodes", () => {
     async () => {
       const vm = tinyVm("far", imageOf("tiny-guest"), namespace);
       Object.assign(vm.spec.template.spec, { nodeSelector: { "kubernetes.io/hostname": second } });
-      await custom.createNamespacedCustomObject({
-        group: "kubevirt.io",
-        version: "v1",
-        namespace,
-        plural: "virtualmachines",
-        body: vm,
-      });
+      await createVm(namespace, vm);
       const vmi = async () =>
         (await custom.getNamespacedCustomObject({
           group: "kubevirt.io",

@@ -11,7 +11,7 @@ import type { ConsoleKind } from "@kubevirt-ts/kubevirt-api";
 import { KUBECONFIG_PATH } from "@kubevirt-ts/local-cluster";
 import { describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
-import { core, custom, discovery, editorToken, imageOf, suiteNamespace } from "./cluster.ts";
+import { core, createVm, custom, discovery, editorToken, imageOf, suiteNamespace } from "./cluster.ts";
 import { openConsole, serialLog, serialLogin } from "./console.ts";
 import { environmentWith } from "./env.ts";
 
@@ -206,13 +206,7 @@ describe("a VM with the Debian guest", () => {
     await core.createNamespacedSecret({ namespace, body: sshKeySecret });
     await core.createNamespacedSecret({ namespace, body: agentKeySecret(agentKeys[0] ?? "") });
     await core.createNamespacedSecret({ namespace, body: passwordsSecret });
-    await custom.createNamespacedCustomObject({
-      group: "kubevirt.io",
-      version: "v1",
-      namespace,
-      plural: "virtualmachines",
-      body: vm,
-    });
+    await createVm(namespace, vm);
     expect(JSON.stringify(await get("virtualmachines", "debian"))).not.toContain(password);
     await expect
       .poll(async () => (await get("virtualmachineinstances", "debian"))?.status?.phase, boot)

@@ -1,7 +1,7 @@
 import { ApiException } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { tinyVm, tinyVmOnClaim } from "../manifests.ts";
-import { core, custom, imageOf, policy, suiteNamespace } from "./cluster.ts";
+import { core, createVm, custom, imageOf, policy, suiteNamespace } from "./cluster.ts";
 
 // What `kubectl drain` does to a VM: it evicts the VM's launcher pod through
 // Kubernetes' Eviction API, and KubeVirt's pod-eviction webhook and the
@@ -19,13 +19,7 @@ async function runningVm(
   vm: { spec: { template: { spec: object } } } = tinyVm(name, tinyGuest, namespace),
 ): Promise<{ uid: string; pod: string }> {
   Object.assign(vm.spec.template.spec, { evictionStrategy });
-  await custom.createNamespacedCustomObject({
-    group: "kubevirt.io",
-    version: "v1",
-    namespace,
-    plural: "virtualmachines",
-    body: vm,
-  });
+  await createVm(namespace, vm);
   await expect.poll(async () => (await get("virtualmachineinstances", name))?.status?.phase, poll).toBe("Running");
   const uid = (await get("virtualmachineinstances", name))?.metadata.uid ?? "";
   const pod =

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { INSTALLED_BOOT_ARG, buildTinyInstallerIso } from "@kubevirt-ts/images";
 import { describe, expect, it } from "vitest";
-import { custom, suiteNamespace } from "./cluster.ts";
+import { createVm, custom, suiteNamespace } from "./cluster.ts";
 import { inGuest, serialLog } from "./console.ts";
 import { dataVolume, toUploadProxy, uploadDataVolume, uploadToken } from "./datavolumes.ts";
 
@@ -100,13 +100,7 @@ describe("an OS installed from an ISO", () => {
         .poll(async () => (await dataVolume(namespace, "installer-iso"))?.status?.phase, poll)
         .toBe("Succeeded");
 
-      await custom.createNamespacedCustomObject({
-        group: "kubevirt.io",
-        version: "v1",
-        namespace,
-        plural: "virtualmachines",
-        body: installVm,
-      });
+      await createVm(namespace, installVm);
       await expect
         .poll(async () => (await get("virtualmachineinstances", "installed"))?.status?.phase, poll)
         .toBe("Running");

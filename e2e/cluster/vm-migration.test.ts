@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { tinyVm } from "../manifests.ts";
-import { core, custom, imageOf, nodeNames, suiteNamespace, undefinedIfNotFound } from "./cluster.ts";
+import { core, createVm, custom, imageOf, nodeNames, suiteNamespace, undefinedIfNotFound } from "./cluster.ts";
 import { inGuest, openConsole, serialLogin } from "./console.ts";
 import { BOOT } from "./debian.ts";
 import { runPod } from "./pods.ts";
@@ -74,13 +74,7 @@ async function countingVm(name: string, evictionStrategy?: string, labels?: Reco
     interfaces: [{ name: "default", masquerade: {}, ports: [{ name: "pong", port: 8080 }] }],
   });
   if (evictionStrategy) Object.assign(vm.spec.template.spec, { evictionStrategy });
-  await custom.createNamespacedCustomObject({
-    group: "kubevirt.io",
-    version: "v1",
-    namespace,
-    plural: "virtualmachines",
-    body: vm,
-  });
+  await createVm(namespace, vm);
   await expect.poll(async () => (await vmi(name)).status?.phase, poll).toBe("Running");
   await expect
     .poll(async () => (await vmi(name)).status?.conditions?.find((c) => c.type === "LiveMigratable")?.status, poll)

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { NODE_IP } from "@kubevirt-ts/local-cluster";
 import { describe, expect, it } from "vitest";
 import { tinyVm } from "../manifests.ts";
-import { core, custom, imageOf, suiteNamespace } from "./cluster.ts";
+import { core, createVm, custom, imageOf, suiteNamespace } from "./cluster.ts";
 import { inGuest } from "./console.ts";
 
 // KubeVirt's liveness probe, on the tiny guest: the kubelet runs it on the
@@ -32,13 +32,7 @@ describe("a VM with a liveness probe that fails", () => {
     const vm = withProbes("doomed", {
       livenessProbe: { tcpSocket: { port: 80 }, initialDelaySeconds: 10, periodSeconds: 2, failureThreshold: 2 },
     });
-    await custom.createNamespacedCustomObject({
-      group: "kubevirt.io",
-      version: "v1",
-      namespace,
-      plural: "virtualmachines",
-      body: vm,
-    });
+    await createVm(namespace, vm);
     await expect
       .poll(async () => (await get("virtualmachineinstances", "doomed"))?.status?.phase, poll)
       .toBe("Running");
@@ -142,13 +136,7 @@ describe("a VM with an HTTPS readiness probe", () => {
             failureThreshold: 1,
           },
         });
-        await custom.createNamespacedCustomObject({
-          group: "kubevirt.io",
-          version: "v1",
-          namespace,
-          plural: "virtualmachines",
-          body: vm,
-        });
+        await createVm(namespace, vm);
         const ready = async () =>
           (
             (await get("virtualmachineinstances", "secure"))?.status?.conditions as

@@ -1,6 +1,6 @@
 import { zombies } from "@kubevirt-ts/local-cluster";
 import { describe, expect, it } from "vitest";
-import { core, custom, imageOf, nodeNames, phaseHistory, suiteNamespace } from "./cluster.ts";
+import { core, createVm, imageOf, nodeNames, phaseHistory, suiteNamespace } from "./cluster.ts";
 import { tinyVm } from "../manifests.ts";
 import { inGuest, openConsole, serialLog } from "./console.ts";
 import { mutate } from "./dashboard.ts";
@@ -18,13 +18,7 @@ const vm = tinyVm("tiny", tinyGuest, namespace);
 describe("a VM with the tiny guest", () => {
   it("runs: Running with software emulation, its pod's address, and its boot output in the serial log", async () => {
     expect(tinyGuest).toMatch(/^kubevirt-ts\.local\/tiny-guest:/);
-    await custom.createNamespacedCustomObject({
-      group: "kubevirt.io",
-      version: "v1",
-      namespace,
-      plural: "virtualmachines",
-      body: vm,
-    });
+    await createVm(namespace, vm);
 
     await expect.poll(async () => (await get("virtualmachineinstances", "tiny"))?.status?.phase, poll).toBe("Running");
     await expect

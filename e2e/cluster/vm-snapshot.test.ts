@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { core, custom, suiteNamespace, undefinedIfNotFound } from "./cluster.ts";
+import { core, createVm, custom, suiteNamespace, undefinedIfNotFound } from "./cluster.ts";
 import { serialLogin, type SerialShell } from "./console.ts";
 import { dataVolume } from "./datavolumes.ts";
 import {
@@ -122,13 +122,7 @@ describe("VM snapshots and restores on storage without CSI snapshots", () => {
     "takes an online snapshot while the guest writes, its file systems frozen through the agent",
     async () => {
       await core.createNamespacedSecret({ namespace, body: debianCloudInit(namespace) });
-      await custom.createNamespacedCustomObject({
-        group: "kubevirt.io",
-        version: "v1",
-        namespace,
-        plural: "virtualmachines",
-        body: origin,
-      });
+      await createVm(namespace, origin);
       await running("origin");
       const shell = await login("origin");
       await shell.run(`echo ${FIRST} > ~/marker.txt && sync && echo wrote-$((40+2))`, "wrote-42");
