@@ -146,7 +146,7 @@ describe("the validating webhook on the KubeVirt CR", () => {
         "UPDATE",
         kv("kubevirt-ts", {
           configuration: { vmRolloutStrategy: "LiveUpdate" },
-          workloadUpdateStrategy: { workloadUpdateMethods: ["LiveMigrate"] },
+          workloadUpdateStrategy: { workloadUpdateMethods: ["Shutdown"] },
         }),
       ),
       "kubevirt-ts",
@@ -155,7 +155,7 @@ describe("the validating webhook on the KubeVirt CR", () => {
     expect(unknown?.status?.details.causes.map((c) => c.field)).toEqual(
       expect.arrayContaining([
         "spec.configuration.vmRolloutStrategy",
-        "spec.workloadUpdateStrategy.workloadUpdateMethods",
+        "spec.workloadUpdateStrategy.workloadUpdateMethods[0]",
       ]),
     );
     const second = validateKubeVirtReview(

@@ -215,6 +215,8 @@ export const Label = {
   MigrationName: "kubevirt.io/migrationName",
   /** On a VMI that is moving: the node its migration's target pod runs on (KubeVirt's). */
   MigrationTargetNodeName: "kubevirt.io/migrationTargetNodeName",
+  /** On a VMI whose launcher pod runs another image than the installed launcher's (KubeVirt's). */
+  OutdatedLauncherImage: "kubevirt.io/outdatedLauncherImage",
 } as const;
 
 /**
@@ -236,6 +238,8 @@ export const Annotation = {
   Domain: "kubevirt.io/domain",
   /** On a migration the evacuation of a node made: the node (KubeVirt's). */
   EvacuationMigration: "kubevirt.io/evacuationMigration",
+  /** On a migration the workload updater made to move a VMI onto the installed launcher (KubeVirt's). */
+  WorkloadUpdateMigration: "kubevirt.io/workloadUpdateMigration",
 } as const;
 
 export const Finalizer = {

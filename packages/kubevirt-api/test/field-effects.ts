@@ -569,6 +569,7 @@ const migrationPolicyEffects: Record<string, FieldEffect> = {
 const CLUSTER_CONFIG = "packages/kubevirt-api/src/cluster-config.test.ts";
 const E2E_KUBEVIRT = "e2e/cluster/kubevirt-cr.test.ts";
 const KV_WEBHOOK = "apps/api/src/webhooks.test.ts";
+const WORKLOAD_UPDATE = "services/controller/src/workload-update/decide.test.ts";
 const crOverChart = effect(CLUSTER_CONFIG, "takes each field the CR sets over the chart's value, and only those");
 const verbosity = effect(E2E_KUBEVIRT, "takes virtctl adm log-verbosity --all=5 and --reset");
 const crMigrations = effect(CLUSTER_CONFIG, "takes each field the CR sets over the chart's value, and only those");
@@ -641,9 +642,17 @@ const kubevirtEffects: Record<string, FieldEffect> = {
     "refuses a field kubevirt-ts does not act on by its path",
   ),
   "kubevirt:spec.customizeComponents": refused(KV_WEBHOOK, "refuses a field kubevirt-ts does not act on by its path"),
-  "kubevirt:spec.workloadUpdateStrategy": refused(
-    KV_WEBHOOK,
-    "refuses a field kubevirt-ts does not act on by its path",
+  "kubevirt:spec.workloadUpdateStrategy.workloadUpdateMethods[]": effect(
+    WORKLOAD_UPDATE,
+    "migrates the outdated VMIs that can move and evicts the others, as the methods say",
+  ),
+  "kubevirt:spec.workloadUpdateStrategy.batchEvictionSize": effect(
+    WORKLOAD_UPDATE,
+    "evicts at most batchEvictionSize per batchEvictionInterval",
+  ),
+  "kubevirt:spec.workloadUpdateStrategy.batchEvictionInterval": effect(
+    WORKLOAD_UPDATE,
+    "evicts at most batchEvictionSize per batchEvictionInterval",
   ),
 };
 

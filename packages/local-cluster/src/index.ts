@@ -1,6 +1,6 @@
 export * from "./config.ts";
 export { cleanUp, leftovers } from "./cleanup.ts";
-export { importImages } from "./images.ts";
+export { importImages, tagImageOnNodes } from "./images.ts";
 export { clusterUp } from "./up.ts";
 export { NAMESPACE, RELEASE, clusterSync, tagValues } from "./sync.ts";
 export {

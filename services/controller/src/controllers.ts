@@ -63,6 +63,7 @@ import { VMIS_BY_NODE, createNodeReconciler, vmisByNode } from "./node/controlle
 import { createVmReconciler } from "./vm/controller.ts";
 import { createVmiReconciler } from "./vmi/controller.ts";
 import { registerClusterMetrics } from "./vmi/cluster-metrics.ts";
+import { registerWorkloadUpdater } from "./workload-update/controller.ts";
 import { observePhaseTransitions } from "./vmi/phase-metrics.ts";
 import { BY_CLAIM, claimEvents, podsByClaim, vmisByClaim, vmsByClaim } from "./vmi/claim-events.ts";
 import { VMIS_BY_UID, launcherPodEvents, unownedLauncherPods, vmisByUid } from "./vmi/pod-events.ts";
@@ -294,6 +295,17 @@ export function createControllers(config: ControllersConfig): ControllerManager 
       namespace: config.installNamespace,
       live,
       version: config.version ?? "dev",
+      log,
+      now,
+    });
+    registerWorkloadUpdater(manager, kvs, {
+      client,
+      namespace: config.installNamespace,
+      vmis,
+      migrations,
+      pods,
+      recorder,
+      parallelMigrations: () => live.get().migrations.parallelMigrationsPerCluster,
       log,
       now,
     });

@@ -1,4 +1,4 @@
-import { KubeConfig } from "@kubernetes/client-node";
+import { type CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import {
   type ControllerManager,
   type KubeObject,
@@ -20,8 +20,9 @@ import {
 import { createLogger } from "@kubevirt-ts/runtime";
 import { Registry } from "prom-client";
 import { test as kubeTest } from "@kubevirt-ts/control-plane/testing";
-import { inject } from "vitest";
+import { expect, inject } from "vitest";
 import { createControllers } from "../src/controllers.ts";
+import { newVmi } from "./builders.ts";
 import type { MigrationConfig } from "../src/migration/controller.ts";
 
 // The controllers running in the test process against the real API server of
@@ -148,3 +149,118 @@ export const clientTest = kubeTest.extend<{ client: KubeClient }>({
     await use(await testClient());
   },
 });
+
+/** How long the shared helpers wait for the controllers. */
+const helperPoll = { timeout: 20_000, interval: 100 };
+
+/** A pod bound to a node, as the scheduler would (pods/binding). */
+export async function bind(core: CoreV1Api, pod: Pod, node: string): Promise<void> {
+  const { name = "", namespace = "" } = pod.metadata;
+  await core.createNamespacedPodBinding({
+    name,
+    namespace,
+    body: { metadata: { name }, target: { kind: "Node", name: node } },
+  });
+}
+
+/** What the kubelet writes of a pod whose launcher runs. */
+export async function runPod(client: KubeClient, pod: Pod): Promise<void> {
+  const started = {
+    name: "compute",
+    ready: true,
+    started: true,
+    image: "launcher",
+    imageID: "",
+    restartCount: 0,
+    state: { running: {} },
+  };
+  await client.patch(
+    resources.pods,
+    pod.metadata.namespace,
+    pod.metadata.name ?? "",
+    { status: { phase: "Running", containerStatuses: [started] } },
+    "merge",
+    "status",
+  );
+}
+
+/** The launcher pods of the VMI: its own (no migration label), and each migration's targets. */
+export async function podsOf(client: KubeClient, namespace: string, vmi: string) {
+  const pods = (await launcherPods(client, namespace)).filter((p) => p.metadata.ownerReferences?.[0]?.name === vmi);
+  return {
+    own: pods.filter((p) => !p.metadata.labels?.["kubevirt.io/migrationJobUID"]),
+    targets: pods.filter((p) => p.metadata.labels?.["kubevirt.io/migrationJobUID"]),
+  };
+}
+
+/** A VMI running on node-a, as the controller and a handler leave it. */
+export async function runningVmi(
+  client: KubeClient,
+  core: CoreV1Api,
+  namespace: string,
+  name: string,
+  node = "node-a",
+): Promise<VirtualMachineInstance> {
+  await client.create(kubevirtResources.virtualMachineInstances, namespace, newVmi(name, namespace));
+  await expect.poll(async () => (await podsOf(client, namespace, name)).own.length, helperPoll).toBe(1);
+  const [pod] = (await podsOf(client, namespace, name)).own;
+  if (!pod) throw new Error("no launcher pod");
+  await bind(core, pod, node);
+  await runPod(client, pod);
+  await expect.poll(async () => (await getVmi(client, namespace, name))?.status?.phase, helperPoll).toBe("Scheduled");
+  // The handler's part.
+  await client.patch(
+    kubevirtResources.virtualMachineInstances,
+    namespace,
+    name,
+    { status: { phase: "Running" } },
+    "merge",
+  );
+  await expect
+    .poll(
+      async () =>
+        (await getVmi(client, namespace, name))?.status?.conditions?.find((c) => c.type === "LiveMigratable")?.status,
+      helperPoll,
+    )
+    .toBe("True");
+  const vmi = await getVmi(client, namespace, name);
+  if (!vmi) throw new Error("no VMI");
+  return vmi;
+}
+
+/**
+ * The components' workloads, as available as kube-controller-manager would report them (none runs here): the KubeVirt
+ * CR then becomes Deployed.
+ */
+export async function deployComponents(client: KubeClient, namespace: string): Promise<void> {
+  const workload = (kind: "deployments" | "daemonSets", name: string) => ({
+    apiVersion: "apps/v1",
+    kind: kind === "deployments" ? "Deployment" : "DaemonSet",
+    metadata: { name },
+    spec: {
+      ...(kind === "deployments" ? { replicas: 1 } : {}),
+      selector: { matchLabels: { app: name } },
+      template: { metadata: { labels: { app: name } }, spec: { containers: [{ name, image: "none" }] } },
+    },
+  });
+  const ready = {
+    deployments: { observedGeneration: 1, replicas: 1, updatedReplicas: 1, availableReplicas: 1, readyReplicas: 1 },
+    daemonSets: {
+      observedGeneration: 1,
+      desiredNumberScheduled: 1,
+      currentNumberScheduled: 1,
+      updatedNumberScheduled: 1,
+      numberAvailable: 1,
+      numberReady: 1,
+      numberMisscheduled: 0,
+    },
+  };
+  for (const [kind, name] of [
+    ["deployments", "virt-api"],
+    ["deployments", "virt-controller"],
+    ["daemonSets", "virt-handler"],
+  ] as const) {
+    await client.create<KubeObject>(resources[kind], namespace, workload(kind, name));
+    await client.patch(resources[kind], namespace, name, { status: ready[kind] }, "merge", "status");
+  }
+}

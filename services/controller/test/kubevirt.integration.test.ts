@@ -1,9 +1,8 @@
-import { type KubeObject, resources } from "@kubevirt-ts/kube";
 import { KUBEVIRT_CR_NAME, type KubeVirt, kubevirtResources } from "@kubevirt-ts/kubevirt-api";
 import { test } from "@kubevirt-ts/control-plane/testing";
 import { describe, expect } from "vitest";
 import { newVmi } from "./builders.ts";
-import { launcherPods, startControllers, testClient } from "./harness.ts";
+import { deployComponents, launcherPods, startControllers, testClient } from "./harness.ts";
 
 // The KubeVirt CR on the real API server, with the test namespace as the
 // release namespace: the controllers follow its configuration into the next
@@ -84,36 +83,7 @@ describe("the KubeVirt CR", () => {
       expect(await cpuOf("before")).toBe("400m");
 
       // The components, available: Deployed.
-      const workload = (kind: "deployments" | "daemonSets", name: string) => ({
-        apiVersion: "apps/v1",
-        kind: kind === "deployments" ? "Deployment" : "DaemonSet",
-        metadata: { name },
-        spec: {
-          ...(kind === "deployments" ? { replicas: 1 } : {}),
-          selector: { matchLabels: { app: name } },
-          template: { metadata: { labels: { app: name } }, spec: { containers: [{ name, image: "none" }] } },
-        },
-      });
-      const ready = {
-        deployments: { observedGeneration: 1, replicas: 1, updatedReplicas: 1, availableReplicas: 1, readyReplicas: 1 },
-        daemonSets: {
-          observedGeneration: 1,
-          desiredNumberScheduled: 1,
-          currentNumberScheduled: 1,
-          updatedNumberScheduled: 1,
-          numberAvailable: 1,
-          numberReady: 1,
-          numberMisscheduled: 0,
-        },
-      };
-      for (const [kind, name] of [
-        ["deployments", "virt-api"],
-        ["deployments", "virt-controller"],
-        ["daemonSets", "virt-handler"],
-      ] as const) {
-        await client.create<KubeObject>(resources[kind], namespace, workload(kind, name));
-        await client.patch(resources[kind], namespace, name, { status: ready[kind] }, "merge", "status");
-      }
+      await deployComponents(client, namespace);
       await expect.poll(async () => (await status())?.phase, poll).toBe("Deployed");
       expect((await status())?.conditions?.find((c) => c.type === "Available")).toMatchObject({
         status: "True",

@@ -3,20 +3,20 @@ import {
   type MigrationPolicy,
   type MigrationPolicySpec,
   type MigrationState,
-  type VirtualMachineInstance,
   type VirtualMachineInstanceMigration,
   kubevirtResources,
 } from "@kubevirt-ts/kubevirt-api";
-import type { CoreV1Api } from "@kubernetes/client-node";
 import { describe, expect } from "vitest";
-import { newVmi } from "./builders.ts";
 import {
   CLUSTER_MIGRATION_CONFIGURATION,
   getObject,
   getVmi,
-  launcherPods,
   startControllers,
   clientTest,
+  bind,
+  podsOf,
+  runPod as run,
+  runningVmi,
 } from "./harness.ts";
 import type { MigrationConfig } from "../src/migration/controller.ts";
 import type { ClusterConfig } from "@kubevirt-ts/kubevirt-api";
@@ -47,80 +47,6 @@ async function withControllers(
 const migrations = kubevirtResources.virtualMachineInstanceMigrations;
 const getMigration = (client: KubeClient, namespace: string, name: string) =>
   getObject<VirtualMachineInstanceMigration>(client, migrations, namespace, name);
-
-async function bind(core: CoreV1Api, pod: Pod, node: string): Promise<void> {
-  const { name = "", namespace = "" } = pod.metadata;
-  await core.createNamespacedPodBinding({
-    name,
-    namespace,
-    body: { metadata: { name }, target: { kind: "Node", name: node } },
-  });
-}
-
-/** What the kubelet writes of a pod whose launcher runs. */
-async function run(client: KubeClient, pod: Pod): Promise<void> {
-  const started = {
-    name: "compute",
-    ready: true,
-    started: true,
-    image: "launcher",
-    imageID: "",
-    restartCount: 0,
-    state: { running: {} },
-  };
-  await client.patch(
-    resources.pods,
-    pod.metadata.namespace,
-    pod.metadata.name ?? "",
-    { status: { phase: "Running", containerStatuses: [started] } },
-    "merge",
-    "status",
-  );
-}
-
-/** The launcher pods of the VMI: its own (no migration label), and each migration's targets. */
-async function podsOf(client: KubeClient, namespace: string, vmi: string) {
-  const pods = (await launcherPods(client, namespace)).filter((p) => p.metadata.ownerReferences?.[0]?.name === vmi);
-  return {
-    own: pods.filter((p) => !p.metadata.labels?.["kubevirt.io/migrationJobUID"]),
-    targets: pods.filter((p) => p.metadata.labels?.["kubevirt.io/migrationJobUID"]),
-  };
-}
-
-/** A VMI running on node-a, as the controller and a handler leave it. */
-async function runningVmi(
-  client: KubeClient,
-  core: CoreV1Api,
-  namespace: string,
-  name: string,
-  node = "node-a",
-): Promise<VirtualMachineInstance> {
-  await client.create(kubevirtResources.virtualMachineInstances, namespace, newVmi(name, namespace));
-  await expect.poll(async () => (await podsOf(client, namespace, name)).own.length, poll).toBe(1);
-  const [pod] = (await podsOf(client, namespace, name)).own;
-  if (!pod) throw new Error("no launcher pod");
-  await bind(core, pod, node);
-  await run(client, pod);
-  await expect.poll(async () => (await getVmi(client, namespace, name))?.status?.phase, poll).toBe("Scheduled");
-  // The handler's part.
-  await client.patch(
-    kubevirtResources.virtualMachineInstances,
-    namespace,
-    name,
-    { status: { phase: "Running" } },
-    "merge",
-  );
-  await expect
-    .poll(
-      async () =>
-        (await getVmi(client, namespace, name))?.status?.conditions?.find((c) => c.type === "LiveMigratable")?.status,
-      poll,
-    )
-    .toBe("True");
-  const vmi = await getVmi(client, namespace, name);
-  if (!vmi) throw new Error("no VMI");
-  return vmi;
-}
 
 const newMigration = (
   name: string,

@@ -4,7 +4,7 @@ import type { IncomingMessage } from "node:http";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { ApiError, isNotFound } from "./errors.ts";
 import type { RestClientMetrics } from "./metrics.ts";
-import { type ResourceType, resourcePath } from "./resources.ts";
+import { type ResourceType, resourcePath, resources } from "./resources.ts";
 import { TokenFile } from "./token-file.ts";
 import type { KubeObject, ObjectList, Status, WatchEvent } from "./types.ts";
 
@@ -244,6 +244,21 @@ export class KubeClient {
       path: resourcePath(type, namespace),
       body,
       ...(options.dryRun ? { query: { dryRun: options.dryRun } } : {}),
+    });
+  }
+
+  /**
+   * Asks the Eviction API to evict a pod: the pod goes as a drain's would, within its disruption budgets (429 while
+   * one holds it).
+   */
+  async evict(namespace: string, name: string): Promise<void> {
+    await this.call({
+      verb: "create",
+      method: "POST",
+      type: resources.pods,
+      path: resourcePath(resources.pods, namespace, name, "eviction"),
+      subresource: "eviction",
+      body: { apiVersion: "policy/v1", kind: "Eviction", metadata: { name, namespace } },
     });
   }
 

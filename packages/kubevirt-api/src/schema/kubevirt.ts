@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { EVICTION_STRATEGIES, GROUP, KUBEVIRT_KIND, VERSION } from "../constants.ts";
 import { condition, objectMeta, quantity } from "./common.ts";
+import { duration } from "./snapshot.ts";
 
 // KubeVirt's KubeVirt CR (kubevirt.io/v1), the part kubevirt-ts acts on: the
 // cluster's live configuration. Every field here has its effect (the
@@ -150,9 +151,29 @@ export const kubeVirtSpec = z
       .describe("Only {}: the chart makes and renews the certificates."),
     customizeComponents: z.strictObject({}).optional().describe("Only {}: the chart's values shape the components."),
     workloadUpdateStrategy: z
-      .strictObject({})
+      .strictObject({
+        workloadUpdateMethods: z
+          .array(z.enum(["LiveMigrate", "Evict"]))
+          .max(2)
+          .optional()
+          .describe(
+            "How VMs whose launcher image is outdated after an upgrade are moved onto the new one: LiveMigrate " +
+              "migrates those that can be, Evict evicts the others' launcher pods (their VM starts them again). " +
+              "Empty: none is moved; they are only labelled kubevirt.io/outdatedLauncherImage.",
+          ),
+        batchEvictionSize: z
+          .number()
+          .int()
+          .min(1)
+          .max(1000)
+          .optional()
+          .describe("How many launcher pods are evicted per batchEvictionInterval (default 10)."),
+        batchEvictionInterval: duration
+          .optional()
+          .describe("The wait between two batches of evictions, a duration such as 1m (the default)."),
+      })
       .optional()
-      .describe("Only {}: running VMs keep their launcher until they restart."),
+      .describe("Whether and how running VMs are moved onto the launcher of an upgrade."),
   })
   .describe("The KubeVirt installation's settings.");
 
@@ -165,6 +186,11 @@ export const kubeVirtStatus = z
     targetKubeVirtVersion: z.string().optional(),
     operatorVersion: z.string().optional(),
     defaultArchitecture: z.string().optional(),
+    outdatedVirtualMachineInstanceWorkloads: z
+      .number()
+      .int()
+      .optional()
+      .describe("The running VMIs whose launcher image is not the installed one."),
   })
   .describe("How the installation is: its components' readiness, from virt-controller.");
 

@@ -128,6 +128,24 @@ describe("vmiStatistics: non-evictable", () => {
   });
 });
 
+describe("vmiStatistics: outdated", () => {
+  it("counts the running VMIs labelled kubevirt.io/outdatedLauncherImage", () => {
+    const labelled = (v: ReturnType<typeof vmi>) => ({
+      ...v,
+      metadata: { ...v.metadata, labels: { "kubevirt.io/outdatedLauncherImage": "" } },
+    });
+    const { outdated } = vmiStatistics(
+      [
+        labelled(vmi({ name: "old", phase: "Running", node: "n1" })),
+        labelled(vmi({ name: "ending", phase: "Succeeded", node: "n1" })),
+        vmi({ name: "new", phase: "Running", node: "n1" }),
+      ],
+      "None",
+    );
+    expect(outdated).toBe(1);
+  });
+});
+
 describe("migrationStatistics", () => {
   it("groups phases as KubeVirt does, and lists the ended migrations", () => {
     const stats = migrationStatistics([

@@ -4,6 +4,7 @@ import {
   type VirtualMachineInstance,
   type VirtualMachineInstanceMigration,
   ConditionStatus,
+  Label,
   VmiConditionType,
 } from "@kubevirt-ts/kubevirt-api";
 import { evictionStrategyOf } from "@kubevirt-ts/vm-rules";
@@ -85,6 +86,8 @@ export interface VmiStatistics {
   phaseCounts: { labels: PhaseCountLabels; count: number }[];
   /** One entry per running VMI; value 1 when a drain cannot move it. */
   nonEvictable: { labels: { node: string; namespace: string; name: string }; value: 0 | 1 }[];
+  /** The running VMIs labelled kubevirt.io/outdatedLauncherImage: left in an earlier release's launcher. */
+  outdated: number;
 }
 
 /**
@@ -98,6 +101,7 @@ export function vmiStatistics(
 ): VmiStatistics {
   const counts = new Map<string, { labels: PhaseCountLabels; count: number }>();
   const nonEvictable: VmiStatistics["nonEvictable"] = [];
+  let outdated = 0;
   for (const vmi of vmis) {
     const labels = phaseCountLabels(vmi);
     const key = JSON.stringify(labels);
@@ -113,9 +117,10 @@ export function vmiStatistics(
         },
         value: isNonEvictable(vmi, clusterDefault) ? 1 : 0,
       });
+      if (vmi.metadata.labels?.[Label.OutdatedLauncherImage] !== undefined) outdated += 1;
     }
   }
-  return { phaseCounts: [...counts.values()], nonEvictable };
+  return { phaseCounts: [...counts.values()], nonEvictable, outdated };
 }
 
 export interface MigrationStatistics {
@@ -238,6 +243,15 @@ export function registerClusterMetrics(sources: ClusterMetricsSources): void {
     collect() {
       this.reset();
       for (const { labels, value } of vmiStats()?.nonEvictable ?? []) this.set(labels, value);
+    },
+  });
+  new Gauge({
+    name: "kubevirt_vmi_number_of_outdated",
+    help: "The number of running VMIs whose launcher runs an image other than the installed launcher's.",
+    registers: [registry],
+    collect() {
+      // 0 in a follower, as KubeVirt's gauge, which only the leader's workload updater sets.
+      this.set(vmiStats()?.outdated ?? 0);
     },
   });
   const ended = (outcome: "succeeded" | "failed", help: string) =>

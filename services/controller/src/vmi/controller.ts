@@ -41,7 +41,7 @@ import { LAUNCHER_PODS_BY_VMI, isLauncherPodOf, launcherPodsKeyOf } from "@kubev
 import type { Logger } from "@kubevirt-ts/runtime";
 
 import { claimsOf, dataVolumesOf } from "./claim-events.ts";
-import { type VmiAction, type VmiObservation, decideVmi, deriveVmiStatus } from "./decide.ts";
+import { type VmiAction, type VmiObservation, decideVmi, deriveVmiStatus, isOutdatedLauncher } from "./decide.ts";
 import { backendStorageClaim, backendStorageClass } from "./backend-storage.ts";
 import { launcherDisruptionBudget } from "./disruption-budget.ts";
 import { type LauncherPodConfig, launcherDeletionGrace, launcherPod } from "./pod.ts";
@@ -236,6 +236,8 @@ export function createVmiReconciler(deps: VmiControllerDeps): Reconcile {
       ...(vmi.metadata.labels?.[Label.MigrationTargetNodeName] !== undefined && !isMigrating({ status })
         ? { [Label.MigrationTargetNodeName]: undefined }
         : {}),
+      // KubeVirt's mark of a VMI left in the launcher of an earlier release (the workload updater moves it).
+      [Label.OutdatedLauncherImage]: isOutdatedLauncher(status, deps.pod().launcherImage) ? "" : undefined,
     };
     const updated = await writeStatusIfChanged(client, kubevirtResources.virtualMachineInstances, vmi, status, labels);
     if (updated) written.wrote(key, cached.metadata.resourceVersion, vmi.metadata.resourceVersion);

@@ -1,7 +1,7 @@
 import { type ClaimObject, PhaseOwner, isAllowedTransition, isHandedOver } from "@kubevirt-ts/vm-rules";
 import { type VirtualMachineInstance, VmiPhase } from "@kubevirt-ts/kubevirt-api";
 import { describe, expect, it } from "vitest";
-import { type VmiObservation, decideVmi, deriveVmiStatus } from "./decide.ts";
+import { type VmiObservation, decideVmi, deriveVmiStatus, isOutdatedLauncher } from "./decide.ts";
 import type { Pod } from "@kubevirt-ts/kube";
 
 const now = new Date("2026-01-01T00:00:10Z");
@@ -413,6 +413,33 @@ describe("deriveVmiStatus", () => {
       now: new Date(now.getTime() + 5_000),
     });
     expect(again).toEqual(first);
+  });
+});
+
+describe("the launcher image a VMI runs in (KubeVirt's launcherContainerImageVersion)", () => {
+  const inImage = (image: string, phase: Pod["status"] = { phase: "Running" }): Pod => ({
+    ...pod("p1", phase),
+    spec: { nodeName: "node-1", containers: [{ name: "compute", image }] },
+  });
+
+  it("is reported once the VMI runs, and is outdated while it is not the installed launcher's", () => {
+    expect(deriveVmiStatus(observe(vmi("Scheduled"), [inImage("launcher:1")])).launcherContainerImageVersion).toBe(
+      undefined,
+    );
+    const running = deriveVmiStatus(observe(vmi("Running"), [inImage("launcher:1")]));
+    expect(running.launcherContainerImageVersion).toBe("launcher:1");
+    expect(isOutdatedLauncher(running, "launcher:1")).toBe(false);
+    expect(isOutdatedLauncher(running, "launcher:2")).toBe(true);
+    // Not known yet: not outdated.
+    expect(isOutdatedLauncher({ phase: "Running" }, "launcher:2")).toBe(false);
+  });
+
+  it("is forgotten when the VMI ended: an ended VMI is not outdated", () => {
+    const before = { ...vmi("Running"), status: { phase: "Running" as const, launcherContainerImageVersion: "l:1" } };
+    const ended = deriveVmiStatus(observe(before, [inImage("l:1", { phase: "Failed" })]));
+    expect(ended.phase).toBe("Failed");
+    expect(ended.launcherContainerImageVersion).toBeUndefined();
+    expect(isOutdatedLauncher({ ...ended, launcherContainerImageVersion: "l:1" }, "l:2")).toBe(false);
   });
 });
 

@@ -140,6 +140,19 @@ function podConditions(conditions: Condition[], pod: Pod | undefined, now: Date)
     : list;
 }
 
+/** The image of a launcher pod's compute container: what the VMI runs in. */
+export const launcherImageOf = (pod: Pod | undefined): string | undefined =>
+  pod?.spec?.containers.find((c) => c.name === LAUNCHER_CONTAINER)?.image;
+
+/**
+ * Whether a VMI runs in another launcher image than the installed one (KubeVirt's outdatedLauncherImage label), by
+ * the image its status reports: unknown (not running yet) is not outdated.
+ */
+export const isOutdatedLauncher = (status: VmiStatus | undefined, launcherImage: string): boolean =>
+  !isFinalPhase(status?.phase) &&
+  status?.launcherContainerImageVersion !== undefined &&
+  status.launcherContainerImageVersion !== launcherImage;
+
 /** The VMI's status after this look at its pod. */
 export function deriveVmiStatus(o: VmiObservation): VmiStatus {
   const { vmi, now } = o;
@@ -231,6 +244,12 @@ export function deriveVmiStatus(o: VmiObservation): VmiStatus {
   }
   status.conditions = conditions;
   if (status.conditions.length === 0) delete status.conditions;
+  // The image the VMI runs in, once it runs, as KubeVirt's launcherContainerImageVersion; a migration's target pod
+  // becomes the VMI's pod when it completed, and its image with it.
+  const image = launcherImageOf(pod);
+  if (isFinalPhase(phase)) delete status.launcherContainerImageVersion;
+  else if (phase === VmiPhase.Running && image !== undefined && !pod?.metadata.deletionTimestamp)
+    status.launcherContainerImageVersion = image;
   // Each volume, with what the launcher needs of its claim: reported before the launcher starts, as KubeVirt's
   // controller does.
   if (!isFinalPhase(phase) && (vmi.spec.volumes ?? []).length > 0)
