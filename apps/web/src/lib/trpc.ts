@@ -36,6 +36,25 @@ export function makeClient(token: string, base = "") {
   });
 }
 
+/**
+ * A mutation's callbacks that tell its outcome in a toast: what it did (by default "<what>: asked."), or what was asked
+ * and the API's reason for refusing it.
+ */
+export function toastOutcome<T>(
+  toast: (ok: boolean, text: string) => void,
+  what: string,
+  done: (data: T) => string = () => `${what}: asked.`,
+): { onSuccess: (data: T) => void; onError: (error: unknown) => void } {
+  return {
+    onSuccess: (data) => {
+      toast(true, done(data));
+    },
+    onError: (error) => {
+      toast(false, `${what}: ${describeError(error).message}`);
+    },
+  };
+}
+
 /** What the API said went wrong, in words, with the fields it concerns. */
 export function describeError(error: unknown): { message: string; causes: { field: string; message: string }[] } {
   const data = (error as { data?: { causes?: { field: string; message: string }[] } } | null)?.data;

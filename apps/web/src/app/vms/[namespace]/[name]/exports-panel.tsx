@@ -4,7 +4,7 @@ import type { VirtualMachine, VirtualMachineInstance } from "@kubevirt-ts/kubevi
 import { exportAvailability } from "@kubevirt-ts/vm-rules";
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { type ExportRow, exportState } from "../../../../lib/exports";
-import { describeError, useTRPC } from "../../../../lib/trpc";
+import { describeError, useTRPC, toastOutcome } from "../../../../lib/trpc";
 import { actionAllowed } from "../../../../lib/vm-status";
 import { useConfirm } from "../../../ui/confirm";
 import { useToast } from "../../../ui/toasts";
@@ -50,17 +50,7 @@ export function ExportsPanel({
       danger: true,
     };
     if (!(await confirm(words))) return;
-    remove.mutate(
-      { namespace, name, export: e.name },
-      {
-        onSuccess: () => {
-          toast(true, `Delete ${e.name}: asked.`);
-        },
-        onError: (error) => {
-          toast(false, `Delete ${e.name}: ${describeError(error).message}`);
-        },
-      },
-    );
+    remove.mutate({ namespace, name, export: e.name }, toastOutcome(toast, `Delete ${e.name}`));
   };
   const exports = list.data?.exports ?? [];
   return (
@@ -76,14 +66,11 @@ export function ExportsPanel({
           onClick={() => {
             create.mutate(
               { namespace, name },
-              {
-                onSuccess: ({ name: made }) => {
-                  toast(true, `Export ${made} of ${name}: asked; its links appear once it is ready.`);
-                },
-                onError: (error) => {
-                  toast(false, `Export of ${name}: ${describeError(error).message}`);
-                },
-              },
+              toastOutcome(
+                toast,
+                `Export of ${name}`,
+                ({ name: made }) => `Export ${made} of ${name}: asked; its links appear once it is ready.`,
+              ),
             );
           }}
         />

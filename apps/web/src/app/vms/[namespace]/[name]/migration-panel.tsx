@@ -3,7 +3,7 @@
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { describeFigures } from "../../../../lib/migrations";
-import { describeError, useTRPC } from "../../../../lib/trpc";
+import { useTRPC, toastOutcome } from "../../../../lib/trpc";
 import { useToast } from "../../../ui/toasts";
 import { ActionButton } from "../../shell";
 
@@ -83,14 +83,11 @@ export function MigrationPanel({
           onClick={() => {
             migrate.mutate(
               { namespace, name, ...(target === ANY_NODE ? {} : { targetNode: target }) },
-              {
-                onSuccess: ({ name: migration }) => {
-                  toast(true, `Migrate ${name}: ${migration} made; its progress follows.`);
-                },
-                onError: (error) => {
-                  toast(false, `Migrate ${name}: ${describeError(error).message}`);
-                },
-              },
+              toastOutcome(
+                toast,
+                `Migrate ${name}`,
+                ({ name: migration }) => `Migrate ${name}: ${migration} made; its progress follows.`,
+              ),
             );
           }}
         />
@@ -103,14 +100,11 @@ export function MigrationPanel({
             onClick={() => {
               cancel.mutate(
                 { namespace, name },
-                {
-                  onSuccess: () => {
-                    toast(true, `Cancel the migration of ${name}: asked; the guest stays where it is.`);
-                  },
-                  onError: (error) => {
-                    toast(false, `Cancel the migration of ${name}: ${describeError(error).message}`);
-                  },
-                },
+                toastOutcome(
+                  toast,
+                  `Cancel the migration of ${name}`,
+                  () => `Cancel the migration of ${name}: asked; the guest stays where it is.`,
+                ),
               );
             }}
           />

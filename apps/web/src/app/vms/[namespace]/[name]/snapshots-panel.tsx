@@ -14,7 +14,7 @@ import {
   snapshotSize,
   snapshotState,
 } from "../../../../lib/snapshots";
-import { describeError, useTRPC } from "../../../../lib/trpc";
+import { describeError, useTRPC, toastOutcome } from "../../../../lib/trpc";
 import { actionAllowed } from "../../../../lib/vm-status";
 import { useConfirm } from "../../../ui/confirm";
 import { useToast } from "../../../ui/toasts";
@@ -199,14 +199,11 @@ export function SnapshotsPanel({
     if (!(await confirm(words))) return;
     restore.mutate(
       { namespace, name, snapshot: s.name },
-      {
-        onSuccess: () => {
-          toast(true, `Restore ${s.name} onto ${name}: asked; ${name} cannot start until it is done.`);
-        },
-        onError: (error) => {
-          toast(false, `Restore ${s.name} onto ${name}: ${describeError(error).message}`);
-        },
-      },
+      toastOutcome(
+        toast,
+        `Restore ${s.name} onto ${name}`,
+        () => `Restore ${s.name} onto ${name}: asked; ${name} cannot start until it is done.`,
+      ),
     );
   };
   const deleteSnapshot = async (s: SnapshotRow) => {
@@ -219,17 +216,7 @@ export function SnapshotsPanel({
       danger: true,
     };
     if (!(await confirm(words))) return;
-    remove.mutate(
-      { namespace, name, snapshot: s.name },
-      {
-        onSuccess: () => {
-          toast(true, `Delete ${s.name}: asked.`);
-        },
-        onError: (error) => {
-          toast(false, `Delete ${s.name}: ${describeError(error).message}`);
-        },
-      },
-    );
+    remove.mutate({ namespace, name, snapshot: s.name }, toastOutcome(toast, `Delete ${s.name}`));
   };
 
   const snapshots = list.data?.snapshots ?? [];
