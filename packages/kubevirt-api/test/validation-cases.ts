@@ -937,6 +937,26 @@ export const validationCases: ValidationCase[] = [
     invalid: { field: `${tpl}.networks[0].pod`, message: /pod network is the only network type/ },
   },
   {
+    name: "a MAC address that is not one",
+    object: newVm(
+      newVmiSpec((s) => {
+        const [iface] = s.domain.devices.interfaces ?? [];
+        if (iface) iface.macAddress = "02:00:00:00:00";
+      }),
+    ),
+    invalid: { field: `${tpl}.domain.devices.interfaces[0].macAddress`, message: /must be a MAC address/ },
+  },
+  {
+    name: "the MAC address KubeVirt reserves for the masquerade binding's in-pod bridge",
+    object: newVm(
+      newVmiSpec((s) => {
+        const [iface] = s.domain.devices.interfaces ?? [];
+        if (iface) iface.macAddress = "02-00-00-00-00-00";
+      }),
+    ),
+    invalid: { field: `${tpl}.domain.devices.interfaces[0].macAddress`, message: /reserved for the masquerade/ },
+  },
+  {
     name: "a boot order of 0",
     object: newVm(
       newVmiSpec((s) => {

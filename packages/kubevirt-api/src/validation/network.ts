@@ -4,6 +4,8 @@ import type { Causes } from "./causes.ts";
 
 const interfaceName = /^[A-Za-z0-9_-]+$/;
 const macAddress = /^([0-9A-Fa-f]{2}[:-]){5}[0-9A-Fa-f]{2}$/;
+/** The MAC KubeVirt keeps for the masquerade binding's bridge inside the pod. */
+const MASQUERADE_RESERVED_MAC = "02:00:00:00:00:00";
 /** A pod's port name (IANA_SVC_NAME): the launcher pod carries the interface's named ports. */
 const portName = /^(?=.{1,15}$)(?=.*[a-z])(?!.*--)[a-z0-9]([a-z0-9-]*[a-z0-9])?$/;
 
@@ -61,6 +63,13 @@ export function validateNetworking(spec: VmiSpec, path: string, causes: Causes):
       causes.invalid(
         `${p}.macAddress`,
         `must be a MAC address such as 02:00:00:00:00:01, got ${JSON.stringify(iface.macAddress)}`,
+      );
+    } else if (iface.masquerade !== undefined && iface.macAddress?.replaceAll("-", ":") === MASQUERADE_RESERVED_MAC) {
+      // KubeVirt's in-pod bridge has it; refused as KubeVirt refuses it, so that a manifest valid here is valid there.
+      causes.invalid(
+        `${p}.macAddress`,
+        `${MASQUERADE_RESERVED_MAC} is reserved for the masquerade binding's in-pod bridge in KubeVirt: ` +
+          "choose another",
       );
     }
     if (iface.bootOrder !== undefined && iface.bootOrder < 1) {
