@@ -4,13 +4,13 @@ import { promisify } from "node:util";
 import { REPO_ROOT, ensureBinaries } from "@kubevirt-ts/control-plane";
 import { KUBECONFIG_PATH, NAMESPACE, RELEASE, tagImageOnNodes } from "@kubevirt-ts/local-cluster";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { tinyVm } from "../manifests.ts";
-import { createVm, custom, imageOf, suiteNamespace } from "./cluster.ts";
+import { tinyVm, tinyVmOnClaim } from "../manifests.ts";
+import { core, createVm, custom, imageOf, suiteNamespace } from "./cluster.ts";
 
 // An upgrade with VMs running, as a platform team makes one: `helm upgrade` brings a new launcher image (here the
 // release's own launcher under a second tag, so that what the running VMIs use becomes the earlier release's) with
 // the KubeVirt CR's workloadUpdateStrategy LiveMigrate. The VMI that can migrate moves onto the new launcher without
-// a restart; the one that cannot (a bridge on the pod network) keeps running, labelled
+// a restart; the one that cannot (a disk on a ReadWriteOnce claim) keeps running, labelled
 // kubevirt.io/outdatedLauncherImage and counted in the CR's status; a VM started afterwards gets the new launcher.
 // `helm rollback` brings the first launcher back, and with it the labels the other way round.
 
@@ -49,11 +49,21 @@ const view = async (name: string) => {
   };
 };
 
-async function startVm(name: string, bridged = false) {
-  const vm = tinyVm(name, imageOf("tiny-guest"), namespace);
-  // A bridge on the pod network cannot migrate (KubeVirt's InterfaceNotLiveMigratable).
-  if (bridged) vm.spec.template.spec.domain.devices.interfaces = [{ name: "default", bridge: {} } as never];
-  await createVm(namespace, vm);
+async function startVm(name: string, pinned = false) {
+  // A disk on a ReadWriteOnce claim cannot migrate (KubeVirt's DisksNotLiveMigratable).
+  if (pinned)
+    await core.createNamespacedPersistentVolumeClaim({
+      namespace,
+      body: {
+        metadata: { name: `${name}-data` },
+        spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "64Mi" } } },
+      },
+    });
+  const image = imageOf("tiny-guest");
+  await createVm(
+    namespace,
+    pinned ? tinyVmOnClaim(name, image, `${name}-data`, namespace) : tinyVm(name, image, namespace),
+  );
   await expect.poll(async () => (await vmi(name))?.status?.phase, poll).toBe("Running");
 }
 
@@ -66,8 +76,6 @@ describe("an upgrade with VMs running", () => {
   beforeAll(async () => {
     binDir = await ensureBinaries(["helm"]);
     revision = await releaseRevision();
-    await Promise.all([startVm("movable"), startVm("pinned", true)]);
-    for (const name of ["movable", "pinned"]) uids[name] = (await vmi(name))?.metadata.uid;
     next = await tagImageOnNodes(original, `${original.split(":").pop() ?? ""}-next`);
   }, 600_000);
 
@@ -78,6 +86,8 @@ describe("an upgrade with VMs running", () => {
   }, 600_000);
 
   it("moves the VMI that can migrate onto the new launcher and labels the one that cannot", async () => {
+    await Promise.all([startVm("movable"), startVm("pinned", true)]);
+    for (const name of ["movable", "pinned"]) uids[name] = (await vmi(name))?.metadata.uid;
     expect(await view("movable")).toEqual({ phase: "Running", image: original, outdated: false });
     await helm(
       "upgrade",
