@@ -24,7 +24,7 @@ import { WORKLOAD_UPDATE_RECHECK_MS, isOutdated, planWorkloadUpdate } from "./de
 
 // The workload updater in the leading virt-controller, KubeVirt's: one reconcile of the KubeVirt CR counts the
 // outdated VMIs into its status and moves them as decide.ts plans, looking again every 30 s while some are left. It
-// is woken by the CR, by a VMI whose outdated label or phase changes, and by the end of a migration.
+// is woken by the CR, by a VMI whose outdated label comes or goes, and by its own migrations' changes.
 
 /** KubeVirt's event reasons. */
 const Reason = {
@@ -72,8 +72,10 @@ export function registerWorkloadUpdater(
     add: (vmi) => {
       if (isOutdated(vmi)) wake();
     },
+    // Only a change of the mark wakes it: an outdated VMI's every status write would otherwise walk all VMIs again;
+    // what else changes (a VMI that becomes migratable) the 30 s look finds.
     update: (before, vmi) => {
-      if (isOutdated(before) || isOutdated(vmi)) wake();
+      if (isOutdated(before) !== isOutdated(vmi)) wake();
     },
     delete: (vmi) => {
       if (isOutdated(vmi)) wake();
