@@ -94,7 +94,7 @@ describe("an upgrade with VMs running", () => {
       RELEASE,
       join(REPO_ROOT, "charts/kubevirt-ts"),
       "--reuse-values",
-      "--set",
+      "--set-string",
       `tags.launcher=${next.split(":").pop() ?? ""}`,
       "--set-json",
       'workloadUpdateStrategy={"workloadUpdateMethods":["LiveMigrate"]}',

@@ -30,11 +30,15 @@ const TAG_VALUES: Record<string, string> = {
   web: "web",
 };
 
+/**
+ * Helm arguments naming each image's tag. A tag is a content hash that may be all digits, which `--set` would read as
+ * a number and the chart's schema refuse: `--set-string` keeps it a string.
+ */
 export function tagValues(images: BuiltImage[]): string[] {
   return images.flatMap((image) => {
     const key = TAG_VALUES[image.name];
     const tag = image.reference.split(":").pop();
-    return key && tag ? ["--set", `tags.${key}=${tag}`] : [];
+    return key && tag ? ["--set-string", `tags.${key}=${tag}`] : [];
   });
 }
 

@@ -9,6 +9,7 @@ import { Pki, REPO_ROOT, ensureBinaries } from "@kubevirt-ts/control-plane";
 import { test } from "@kubevirt-ts/control-plane/testing";
 import { beforeAll, describe, expect, inject } from "vitest";
 import { parse, parseAllDocuments, stringify } from "yaml";
+import { tagValues } from "../src/index.ts";
 
 const CHART = join(REPO_ROOT, "charts/kubevirt-ts");
 const exec = promisify(execFile);
@@ -58,6 +59,14 @@ describe("the Helm chart", () => {
       (e: unknown) => String(e),
     );
     expect(error).toMatch(/web\.service\.type/);
+  });
+
+  test("takes the image tags cluster-sync passes, even one that is all digits", async () => {
+    const images = [{ name: "web", reference: "kubevirt-ts.local/web:5756174201390990", archive: "" }];
+    const web = (await template(...tagValues(images))).find(
+      (o) => o.kind === "Deployment" && o.metadata.name === "kubevirt-ts-web",
+    );
+    expect(web?.spec?.template?.spec?.containers?.[0]?.image).toBe("kubevirt-ts.local/web:5756174201390990");
   });
 
   test("renders workloads with probes, resources, images of its registry and hardened containers", async () => {
