@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { type Peer, onRequests, startPeer } from "../test/peer.ts";
+import { type Peer, greeting, onRequests, startPeer } from "../test/peer.ts";
 import { ANSWER_BOUNDS, overBounds } from "./bounds.ts";
 import { LauncherClient } from "./client.ts";
 import { LauncherProtocolError } from "./errors.ts";
@@ -20,11 +20,13 @@ afterEach(async () => {
 
 /** A launcher that answers every request with `result`. */
 async function answering(result: unknown): Promise<{ peer: Peer; client: LauncherClient }> {
-  peer = await startPeer((socket) => {
-    onRequests(socket, (request) => {
-      socket.write(`${JSON.stringify({ id: request.id, result })}\n`);
-    });
-  });
+  peer = await startPeer(
+    greeting((socket) => {
+      onRequests(socket, (request) => {
+        socket.write(`${JSON.stringify({ id: request.id, result })}\n`);
+      });
+    }),
+  );
   client = await LauncherClient.connect(peer.path);
   return { peer, client };
 }

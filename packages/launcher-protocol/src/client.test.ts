@@ -1,6 +1,6 @@
 import type { Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { type Peer, onRequests, prng, randomBytes, startPeer, writeFragmented } from "../test/peer.ts";
+import { type Peer, greeting, onRequests, prng, randomBytes, startPeer, writeFragmented } from "../test/peer.ts";
 import { LauncherClient, MAX_PENDING_CALLS } from "./client.ts";
 import {
   LauncherBusyError,
@@ -19,6 +19,8 @@ import { MAX_RESPONSE_LINE_BYTES } from "./protocol.ts";
 
 const SEEDS = [1, 2, 3, 5, 8, 13, 21, 34, 55, 89];
 const running = '{"state":"Running"}';
+/** The id of a connection's first call: its hello (which `greeting` answers) was 1. */
+const FIRST_CALL = 2;
 
 let peer: Peer | undefined;
 let client: LauncherClient | undefined;
@@ -30,7 +32,7 @@ afterEach(async () => {
 });
 
 async function connectTo(onConnection: (socket: Socket) => void): Promise<{ peer: Peer; client: LauncherClient }> {
-  peer = await startPeer(onConnection);
+  peer = await startPeer(greeting(onConnection));
   client = await LauncherClient.connect(peer.path);
   return { peer, client };
 }
@@ -77,7 +79,7 @@ describe("the launcher client", () => {
       const results = await Promise.all(calls);
       results.forEach((result, i) => {
         expect(result, `seed ${String(seed)}`).toEqual({
-          state: (i + 1) % 2 ? "Running" : "Paused",
+          state: (i + FIRST_CALL) % 2 ? "Running" : "Paused",
           domainType: "qemu",
         });
       });
@@ -248,8 +250,8 @@ describe("the launcher client", () => {
     const { client: c } = await connectTo(
       answeringWith((socket, id) => {
         socket.write(
-          id === 1
-            ? `{"id":1,"error":{"code":"NotDefined","message":"no domain yet"}}\n`
+          id === FIRST_CALL
+            ? `{"id":${String(id)},"error":{"code":"NotDefined","message":"no domain yet"}}\n`
             : `{"id":${String(id)},"result":${running}}\n`,
         );
       }),
@@ -270,12 +272,43 @@ describe("the launcher client", () => {
   it("times a call out, drops its late answer, and goes on", async () => {
     const { client: c } = await connectTo(
       answeringWith((socket, id) => {
-        setTimeout(() => socket.write(`{"id":${String(id)},"result":${running}}\n`), id === 1 ? 300 : 0);
+        setTimeout(() => socket.write(`{"id":${String(id)},"result":${running}}\n`), id === FIRST_CALL ? 300 : 0);
       }),
     );
     await expect(c.call("state", undefined, { timeoutMs: 50 })).rejects.toBeInstanceOf(LauncherTimeoutError);
     await new Promise((resolve) => setTimeout(resolve, 400));
     expect(await c.call("state")).toEqual({ state: "Running" });
+  });
+
+  it("speaks version 1 with a launcher of the previous release, which answers hello as an unknown method", async () => {
+    // What 0.1.0's launcher answers to this release's hello, as it wrote it.
+    const refusal =
+      '{"id":1,"error":{"code":"BadRequest","message":"not a request: request.method: Invalid option: expected one ' +
+      'of \\"sync\\"|\\"state\\"|\\"watch\\"|\\"pause\\"|\\"unpause\\"|\\"kill\\"|\\"softReboot\\"|\\"reset\\"|' +
+      '\\"guestOsInfo\\"|\\"guestAgentInfo\\"|\\"freeze\\"|\\"unfreeze\\"|\\"domainStats\\"|\\"screenshot\\"|' +
+      '\\"portForward\\"|\\"prepareMigrationTarget\\"|\\"migrate\\"|\\"migrationState\\"|\\"abortMigration\\""}}\n';
+    const requests: { version?: number; method: string }[] = [];
+    peer = await startPeer((socket) => {
+      onRequests(socket, (request) => {
+        requests.push(request);
+        socket.write(request.method === "hello" ? refusal : `{"id":${String(request.id)},"result":${running}}\n`);
+      });
+    });
+    client = await LauncherClient.connect(peer.path);
+    expect(client.version).toBe(1);
+    expect(await client.call("state")).toEqual({ state: "Running" });
+    expect(requests.map((r) => `${r.method} ${String(r.version)}`)).toEqual(["hello 2", "state 1"]);
+  });
+
+  it("drops a launcher that chooses a version it was not offered, or never answers hello", async () => {
+    peer = await startPeer(greeting(() => undefined, 7));
+    await expect(LauncherClient.connect(peer.path).catch((e: unknown) => e)).resolves.toMatchObject({
+      violation: "InvalidResult",
+      message: expect.stringContaining("chose version 7, which was not offered (versions 1 and 2)") as string,
+    });
+    await peer.close();
+    peer = await startPeer(() => undefined);
+    await expect(LauncherClient.connect(peer.path, { timeoutMs: 100 })).rejects.toBeInstanceOf(LauncherTimeoutError);
   });
 
   it(`refuses more than ${String(MAX_PENDING_CALLS)} calls waiting at once`, async () => {

@@ -11,11 +11,13 @@ import { InvalidUtf8Error, LineReader, LineTooLongError } from "./lines.ts";
 import {
   MAX_RESPONSE_LINE_BYTES,
   type Method,
-  PROTOCOL_VERSION,
+  PROTOCOL_VERSIONS,
   type Params,
   type Result,
   describeIssues,
+  describeVersions,
   launcherMethods,
+  methodSince,
   responseSchema,
 } from "./protocol.ts";
 
@@ -24,7 +26,9 @@ import {
 // most, MAX_PENDING_CALLS calls), no exception leaves the socket's event
 // handlers, and every call ends: with its checked result, the launcher's
 // error, a timeout, or the protocol violation that made the client drop
-// the connection.
+// the connection. A connection begins with `hello`, which finds the
+// version both sides speak; every call then names it, and a method that
+// version lacks is refused here, never sent.
 
 /** How many calls may wait for answers on one connection. */
 export const MAX_PENDING_CALLS = 32;
@@ -32,6 +36,13 @@ export const MAX_PENDING_CALLS = 32;
 export const CONNECT_TIMEOUT_MS = 5_000;
 /** How many timed-out calls are remembered, so that their late answers are dropped rather than taken as unknown. */
 const MAX_LATE_IDS = 256;
+
+export interface ConnectOptions {
+  /** How long connecting, and then agreeing on a version, may take each. */
+  timeoutMs?: number;
+  /** The versions offered: this release's (PROTOCOL_VERSIONS), or fewer to speak as an earlier release. */
+  versions?: readonly number[];
+}
 
 export interface CallOptions {
   /** How long to wait for the answer; the method's default otherwise. */
@@ -56,6 +67,8 @@ export class LauncherClient {
   private readonly pending = new Map<number, Waiter>();
   private readonly late = new Set<number>();
   private broken: LauncherError | undefined;
+  /** The version both sides speak, once `hello` found it. */
+  private negotiated = 1;
 
   private constructor(socket: Socket) {
     this.socket = socket;
@@ -77,8 +90,10 @@ export class LauncherClient {
     });
   }
 
-  static connect(path: string, timeoutMs = CONNECT_TIMEOUT_MS): Promise<LauncherClient> {
-    return new Promise((resolve, reject) => {
+  /** Connects to a launcher's socket and agrees on the protocol's version with it. */
+  static async connect(path: string, options: ConnectOptions = {}): Promise<LauncherClient> {
+    const { timeoutMs = CONNECT_TIMEOUT_MS, versions = PROTOCOL_VERSIONS } = options;
+    const client = await new Promise<LauncherClient>((resolve, reject) => {
       const socket = connect(path);
       const timer = setTimeout(() => {
         socket.destroy();
@@ -94,6 +109,52 @@ export class LauncherClient {
         reject(new LauncherUnreachableError(`cannot connect to the launcher: ${error.message}`, { cause: error }));
       });
     });
+    try {
+      await client.negotiate(versions, timeoutMs);
+    } catch (error) {
+      client.socket.destroy();
+      throw error;
+    }
+    return client;
+  }
+
+  /** The protocol version spoken on this connection. */
+  get version(): number {
+    return this.negotiated;
+  }
+
+  /**
+   * Asks the launcher for the highest version of `versions` it speaks too. A launcher from before `hello` answers it
+   * BadRequest (an unknown method): it speaks version 1.
+   */
+  private async negotiate(versions: readonly number[], timeoutMs: number): Promise<void> {
+    const highest = Math.max(...versions);
+    const helloSince = methodSince("hello");
+    if (highest < helloSince) {
+      this.negotiated = highest;
+      return;
+    }
+    let chosen: number;
+    try {
+      ({ version: chosen } = await this.send("hello", { versions: [...versions] }, { timeoutMs }, helloSince));
+    } catch (error) {
+      if (!(error instanceof LauncherCallError && error.code === "BadRequest")) throw error;
+      if (!versions.includes(1))
+        throw new LauncherCallError(
+          "UnsupportedVersion",
+          `the launcher speaks only version 1 (it has no hello), this handler ${describeVersions(versions)}`,
+        );
+      chosen = 1;
+    }
+    if (!versions.includes(chosen)) {
+      const violation = new LauncherProtocolError(
+        "InvalidResult",
+        `the launcher chose version ${String(chosen)}, which was not offered (${describeVersions(versions)})`,
+      );
+      this.fail(violation);
+      throw violation;
+    }
+    this.negotiated = chosen;
   }
 
   /** The bytes held of an unfinished line from the launcher (never more than MAX_RESPONSE_LINE_BYTES). */
@@ -102,7 +163,16 @@ export class LauncherClient {
   }
 
   /** Calls a method; resolves with its result, checked against the method's schema. */
-  call<M extends Method>(method: M, ...[params, options]: CallArgs<M>): Promise<Result<M>> {
+  call<M extends Exclude<Method, "hello">>(method: M, ...[params, options]: CallArgs<M>): Promise<Result<M>> {
+    return this.send(method, params, options, this.negotiated);
+  }
+
+  private send<M extends Method>(
+    method: M,
+    params: Params<M> | undefined,
+    options: CallOptions | undefined,
+    version: number,
+  ): Promise<Result<M>> {
     if (this.broken) return Promise.reject(this.broken);
     if (this.pending.size >= MAX_PENDING_CALLS) return Promise.reject(new LauncherBusyError(MAX_PENDING_CALLS));
     const id = this.nextId++;
@@ -125,7 +195,7 @@ export class LauncherClient {
           reject(error);
         },
       });
-      this.socket.write(`${JSON.stringify({ version: PROTOCOL_VERSION, id, method, params })}\n`);
+      this.socket.write(`${JSON.stringify({ version, id, method, params })}\n`);
     });
   }
 

@@ -9,7 +9,9 @@ export {
   MAX_RESPONSE_LINE_BYTES,
   METHODS,
   type Method,
+  MIN_PROTOCOL_VERSION,
   PROTOCOL_VERSION,
+  PROTOCOL_VERSIONS,
   type Params,
   type Request,
   type Response,
@@ -41,8 +43,8 @@ export {
   LauncherUnreachableError,
   type ProtocolViolation,
 } from "./errors.ts";
-export { type CallOptions, LauncherClient, MAX_PENDING_CALLS } from "./client.ts";
-export { type Handlers, RpcError, answer, serveConnection } from "./server.ts";
+export { type CallOptions, type ConnectOptions, LauncherClient, MAX_PENDING_CALLS } from "./client.ts";
+export { type Handlers, RpcError, type ServeOptions, answer, serveConnection } from "./server.ts";
 export { LineReader, LineTooLongError } from "./lines.ts";
 export { ANSWER_BOUNDS, bounded, overBounds } from "./bounds.ts";
 export { MIGRATION_SOCKETS, type MigrationSocket } from "./migration.ts";

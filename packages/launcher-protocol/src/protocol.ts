@@ -6,15 +6,29 @@ import { bounded } from "./bounds.ts";
 // The protocol the handler speaks with each launcher over the unix socket in
 // the launcher pod's sockets volume (SocketsVolume in node-contract's
 // launcher-layout.ts): one JSON object per line each way, a version on
-// every request so that a handler and a launcher of different
-// releases can tell they do not understand each other. Every method is
+// every request. A release speaks its own version and the previous
+// release's, so that a new handler drives the launchers of the VMs that
+// ran through its upgrade, and an old handler (its DaemonSet still
+// rolling) a new launcher: the handler's first call, `hello`, finds the
+// highest version both speak (a launcher from before `hello` speaks only
+// version 1). Every method is
 // declared once here, with the schema of its params (checked by the
 // launcher on every call) and of its result (checked by the handler on
 // every answer): anyone who can run a pod with the launcher's labels can
 // speak this protocol to the handler, so neither side trusts the other's
 // bytes.
 
-export const PROTOCOL_VERSION = 1;
+/** The version this release speaks; `hello` came with it. */
+export const PROTOCOL_VERSION = 2;
+/** The oldest version this release still speaks: the previous release's (0.1.0 spoke only 1). */
+export const MIN_PROTOCOL_VERSION = 1;
+/** Every version this release speaks, oldest first. */
+export const PROTOCOL_VERSIONS: readonly number[] = Array.from(
+  { length: PROTOCOL_VERSION - MIN_PROTOCOL_VERSION + 1 },
+  (_, i) => MIN_PROTOCOL_VERSION + i,
+);
+/** The most versions a `hello` may offer. */
+export const MAX_OFFERED_VERSIONS = 16;
 
 /**
  * The longest line the handler reads from a launcher. Answers are a domain
@@ -244,10 +258,28 @@ interface MethodSpec {
   result: z.ZodType;
   /** How long the handler waits for the answer by default. */
   timeoutMs: number;
+  /**
+   * The protocol version that brought the method; 1 when absent. A launcher that speaks only older versions does not
+   * know it (BadRequest, as an unknown method); the handler calls it only on a connection of that version or later.
+   */
+  since?: number;
 }
+
+const version = z.number().int().positive();
 
 /** Every method of the protocol: its params, its result and how long an answer may take. */
 export const launcherMethods = {
+  /**
+   * The handler's first call on a connection: the versions it speaks; the launcher answers the highest it speaks too,
+   * or UnsupportedVersion when there is none. A launcher from before it answers BadRequest (an unknown method) and
+   * speaks version 1.
+   */
+  hello: {
+    params: z.strictObject({ versions: z.array(version).min(1).max(MAX_OFFERED_VERSIONS) }),
+    result: bounded(z.strictObject({ version })),
+    timeoutMs: 10_000,
+    since: 2,
+  },
   /** Defines and starts the domain of the VMI sent, if it is not running yet; idempotent. */
   sync: { params: virtualMachineInstance, result: bounded(domainStatus), timeoutMs: 60_000 },
   state: { params: noParams, result: bounded(domainStatus), timeoutMs: 10_000 },
@@ -333,6 +365,21 @@ export const launcherMethods = {
 
 export type Method = keyof typeof launcherMethods;
 export const METHODS = Object.keys(launcherMethods) as Method[];
+/** The version that brought a method. */
+export const methodSince = (method: Method): number => (launcherMethods[method] as MethodSpec).since ?? 1;
+/** The highest version both sides speak, if any. */
+export function commonVersion(ours: readonly number[], theirs: readonly number[]): number | undefined {
+  const common = ours.filter((v) => theirs.includes(v));
+  return common.length > 0 ? Math.max(...common) : undefined;
+}
+/** Versions as people read them: "version 2", "versions 1 and 2", "versions 1 to 3". */
+export function describeVersions(versions: readonly number[]): string {
+  const sorted = [...new Set(versions)].sort((a, b) => a - b).map(String);
+  if (sorted.length === 1) return `version ${sorted.join("")}`;
+  const contiguous = sorted.every((v, i) => i === 0 || Number(v) === Number(sorted[i - 1]) + 1);
+  if (contiguous && sorted.length > 2) return `versions ${sorted[0] ?? ""} to ${sorted.at(-1) ?? ""}`;
+  return `versions ${sorted.slice(0, -1).join(", ")} and ${sorted.at(-1) ?? ""}`;
+}
 /** What a caller passes to a method. */
 export type Params<M extends Method> = z.input<(typeof launcherMethods)[M]["params"]>;
 /** What a method's implementation receives, once its params are checked. */

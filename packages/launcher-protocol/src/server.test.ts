@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { LauncherClient } from "./client.ts";
 import { LauncherCallError } from "./errors.ts";
 import { type DomainStatus, MAX_ERROR_MESSAGE_LENGTH } from "./protocol.ts";
-import { type Handlers, RpcError, answer, serveConnection } from "./server.ts";
+import { type Handlers, RpcError, type ServeOptions, answer, serveConnection } from "./server.ts";
 
 // The launcher's side: every request is checked against the method's params
 // schema before its handler runs, and a refusal names the path of what is
@@ -128,7 +128,7 @@ describe("the launcher's answer to a request line", () => {
   it("refuses another version, saying which it speaks", async () => {
     expect(await answer(JSON.stringify({ version: 99, id: 7, method: "state" }), handlers)).toEqual({
       id: 7,
-      error: { code: "UnsupportedVersion", message: "this launcher speaks version 1, not 99" },
+      error: { code: "UnsupportedVersion", message: "this launcher speaks versions 1 and 2, not 99" },
     });
   });
 
@@ -143,25 +143,94 @@ describe("the launcher's answer to a request line", () => {
   });
 });
 
-describe("a launcher connection", () => {
-  let server: Server | undefined;
-  let dir: string | undefined;
-  afterEach(async () => {
-    const closing = server;
-    if (closing) await new Promise((resolve) => closing.close(resolve));
-    server = undefined;
-    if (dir) await rm(dir, { recursive: true, force: true });
+describe("the launcher's versions", () => {
+  const hello = (versions: unknown, version = 2, speaks?: number[]) =>
+    answer(JSON.stringify({ version, id: 4, method: "hello", params: { versions } }), handlers, speaks);
+
+  it("answers hello with the highest version both sides speak, whatever version the hello names", async () => {
+    expect(await hello([1, 2])).toEqual({ id: 4, result: { version: 2 } });
+    expect(await hello([1], 1)).toEqual({ id: 4, result: { version: 1 } });
+    expect(await hello([2, 3], 3)).toEqual({ id: 4, result: { version: 2 } });
+    expect(await hello([3, 4], 4)).toEqual({
+      id: 4,
+      error: {
+        code: "UnsupportedVersion",
+        message: "this launcher speaks versions 1 and 2, the handler versions 3 and 4",
+      },
+    });
+    expect(await hello([])).toMatchObject({ id: 4, error: { code: "BadRequest" } });
+    expect(await hello(Array.from({ length: 17 }, (_, i) => i + 1))).toMatchObject({
+      id: 4,
+      error: { code: "BadRequest" },
+    });
   });
 
-  async function serve(maxLineBytes?: number): Promise<string> {
-    dir = await mkdtemp(join(tmpdir(), "launcher-server-"));
-    const path = join(dir, "launcher.sock");
-    server = createServer((socket) => {
-      serveConnection(socket, handlers, maxLineBytes);
+  it("serves a handler of the previous release, which sends version 1 and no hello", async () => {
+    // The bytes 0.1.0's handler sends for its first call.
+    expect(await answer('{"version":1,"id":1,"method":"state"}', handlers)).toEqual({ id: 1, result: running });
+  });
+
+  it("speaking only version 1, answers as the previous release's launcher: it knows no hello", async () => {
+    expect(await hello([1, 2], 2, [1])).toMatchObject({ id: 4, error: { code: "BadRequest" } });
+    expect(await answer(request({ method: "state" }), handlers, [1])).toEqual({ id: 3, result: running });
+    expect(await answer('{"version":2,"id":6,"method":"state"}', handlers, [1])).toEqual({
+      id: 6,
+      error: { code: "UnsupportedVersion", message: "this launcher speaks version 1, not 2" },
     });
-    await new Promise<void>((resolve) => server?.listen(path, resolve));
+  });
+});
+
+describe("a launcher connection", () => {
+  const servers: Server[] = [];
+  const dirs: string[] = [];
+  afterEach(async () => {
+    for (const server of servers.splice(0)) await new Promise((resolve) => server.close(resolve));
+    for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
+  });
+
+  async function serve(options?: ServeOptions): Promise<string> {
+    const dir = await mkdtemp(join(tmpdir(), "launcher-server-"));
+    dirs.push(dir);
+    const path = join(dir, "launcher.sock");
+    const server = createServer((socket) => {
+      serveConnection(socket, handlers, options);
+    });
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(path, resolve));
     return path;
   }
+
+  it("agrees on version 2 with a launcher of this release, and on 1 across releases either way", async () => {
+    const current = await LauncherClient.connect(await serve());
+    expect(current.version).toBe(2);
+    expect(await current.call("state")).toEqual(running);
+    current.close();
+    // This release's handler, a launcher of the previous one.
+    const previousLauncher = await LauncherClient.connect(await serve({ versions: [1] }));
+    expect(previousLauncher.version).toBe(1);
+    expect(await previousLauncher.call("sync", vmi)).toEqual(running);
+    previousLauncher.close();
+    // The previous release's handler (it offers 1, and sends no hello), a launcher of this one.
+    const previousHandler = await LauncherClient.connect(await serve(), { versions: [1] });
+    expect(previousHandler.version).toBe(1);
+    expect(await previousHandler.call("state")).toEqual(running);
+    previousHandler.close();
+  });
+
+  it("connects to no launcher it shares no version with, saying what each speaks", async () => {
+    await expect(LauncherClient.connect(await serve(), { versions: [3, 4] })).rejects.toEqual(
+      new LauncherCallError(
+        "UnsupportedVersion",
+        "this launcher speaks versions 1 and 2, the handler versions 3 and 4",
+      ),
+    );
+    await expect(LauncherClient.connect(await serve({ versions: [1] }), { versions: [2, 3] })).rejects.toEqual(
+      new LauncherCallError(
+        "UnsupportedVersion",
+        "the launcher speaks only version 1 (it has no hello), this handler versions 2 and 3",
+      ),
+    );
+  });
 
   it("speaks the protocol with the handler's client, both sides checked", async () => {
     const client = await LauncherClient.connect(await serve());
@@ -174,7 +243,7 @@ describe("a launcher connection", () => {
   });
 
   it("answers a line over its limit with BadRequest and hangs up", async () => {
-    const path = await serve(1024);
+    const path = await serve({ maxLineBytes: 1024 });
     const socket = connect(path);
     let received = "";
     socket.setEncoding("utf8").on("data", (chunk: string) => (received += chunk));

@@ -6,20 +6,34 @@ import {
   MAX_ERROR_MESSAGE_LENGTH,
   MAX_REQUEST_LINE_BYTES,
   type Method,
-  PROTOCOL_VERSION,
+  PROTOCOL_VERSIONS,
   type Response,
   type Result,
+  commonVersion,
   describeIssues,
+  describeVersions,
   launcherMethods,
+  methodSince,
   requestSchema,
 } from "./protocol.ts";
 
 // The launcher's side of the protocol, for one connection: each request
 // line is checked (framing, shape, version, the method's params) before
-// its handler runs, and every answer is one line.
+// its handler runs, and every answer is one line. Each request carries
+// its version, so the launcher keeps nothing of `hello`: it answers any
+// version it speaks, with the methods that version has.
 
-/** The launcher's implementation of every method, typed by the protocol. */
-export type Handlers = { [M in Method]: (params: CheckedParams<M>) => Promise<Result<M>> };
+/** The launcher's implementation of every method but `hello`, which the protocol answers itself; typed by it. */
+export type Handlers = {
+  [M in Exclude<Method, "hello">]: (params: CheckedParams<M>) => Promise<Result<M>>;
+};
+
+export interface ServeOptions {
+  /** The longest request line; a longer one ends the connection. */
+  maxLineBytes?: number;
+  /** The versions spoken: this release's (PROTOCOL_VERSIONS), or fewer to speak as an earlier release. */
+  versions?: readonly number[];
+}
 
 /** An error a handler throws to answer with a code other than Failed. */
 export class RpcError extends Error {
@@ -42,12 +56,32 @@ function failure(id: number, code: ErrorCode, message: string): Response {
 }
 
 /** Runs the method's handler with params its schema has checked. */
-function run(handlers: Handlers, method: Method, params: unknown): Promise<unknown> {
+function run(handlers: Handlers, method: Exclude<Method, "hello">, params: unknown): Promise<unknown> {
   return (handlers[method] as (checked: unknown) => Promise<unknown>)(params);
 }
 
-/** The answer to one request line. */
-export async function answer(line: string, handlers: Handlers): Promise<Response> {
+/** The answer to `hello`: the highest version both sides speak. */
+function hello(id: number, params: unknown, versions: readonly number[]): Response {
+  const checked = launcherMethods.hello.params.safeParse(params);
+  if (!checked.success)
+    return failure(id, "BadRequest", `invalid params of hello: ${describeIssues(checked.error, "params")}`);
+  const offered = checked.data.versions;
+  const chosen = commonVersion(versions, offered);
+  return chosen === undefined
+    ? failure(
+        id,
+        "UnsupportedVersion",
+        `this launcher speaks ${describeVersions(versions)}, the handler ${describeVersions(offered)}`,
+      )
+    : { id, result: { version: chosen } };
+}
+
+/** The answer to one request line, from a launcher that speaks `versions`. */
+export async function answer(
+  line: string,
+  handlers: Handlers,
+  versions: readonly number[] = PROTOCOL_VERSIONS,
+): Promise<Response> {
   let json: unknown;
   try {
     json = JSON.parse(line);
@@ -64,11 +98,16 @@ export async function answer(line: string, handlers: Handlers): Promise<Response
     );
   }
   const request = parsed.data;
-  if (request.version !== PROTOCOL_VERSION) {
+  // A method newer than every version spoken is unknown here, as it is to the release before it.
+  if (methodSince(request.method) > Math.max(...versions))
+    return failure(request.id, "BadRequest", `not a request: request.method: unknown method ${request.method}`);
+  // `hello` is answered whatever version its request names: it is how the two sides find one.
+  if (request.method === "hello") return hello(request.id, request.params, versions);
+  if (!versions.includes(request.version)) {
     return failure(
       request.id,
       "UnsupportedVersion",
-      `this launcher speaks version ${String(PROTOCOL_VERSION)}, not ${String(request.version)}`,
+      `this launcher speaks ${describeVersions(versions)}, not ${String(request.version)}`,
     );
   }
   const params = launcherMethods[request.method].params.safeParse(request.params);
@@ -90,7 +129,8 @@ export async function answer(line: string, handlers: Handlers): Promise<Response
 }
 
 /** Serves the protocol on one connection until it closes; a line over MAX_REQUEST_LINE_BYTES ends it. */
-export function serveConnection(socket: Socket, handlers: Handlers, maxLineBytes = MAX_REQUEST_LINE_BYTES): void {
+export function serveConnection(socket: Socket, handlers: Handlers, options: ServeOptions = {}): void {
+  const { maxLineBytes = MAX_REQUEST_LINE_BYTES, versions = PROTOCOL_VERSIONS } = options;
   const lines = new LineReader(maxLineBytes);
   const reply = (response: Response) => {
     if (!socket.destroyed) socket.write(`${JSON.stringify(response)}\n`);
@@ -106,7 +146,7 @@ export function serveConnection(socket: Socket, handlers: Handlers, maxLineBytes
       socket.removeAllListeners("data");
       return;
     }
-    for (const line of received) void answer(line, handlers).then(reply);
+    for (const line of received) void answer(line, handlers, versions).then(reply);
   });
   socket.on("error", () => socket.destroy());
 }

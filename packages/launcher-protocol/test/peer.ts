@@ -34,10 +34,30 @@ export async function startPeer(onConnection: (socket: Socket) => void): Promise
   };
 }
 
+/**
+ * A peer that first answers the client's `hello` as a launcher of this release (version 2), then is `onConnection`'s:
+ * the client sends nothing more before that answer, so the first line is the hello.
+ */
+export function greeting(onConnection: (socket: Socket) => void, version = 2): (socket: Socket) => void {
+  return (socket) => {
+    let received = "";
+    const hello = (chunk: Buffer) => {
+      received += chunk.toString("utf8");
+      const newline = received.indexOf("\n");
+      if (newline < 0) return;
+      socket.off("data", hello);
+      const { id } = JSON.parse(received.slice(0, newline)) as { id: number };
+      socket.write(`${JSON.stringify({ id, result: { version } })}\n`);
+      onConnection(socket);
+    };
+    socket.on("data", hello);
+  };
+}
+
 /** Calls back with each request line the peer receives, parsed. */
 export function onRequests(
   socket: Socket,
-  handle: (request: { id: number; method: string; params?: unknown }) => void,
+  handle: (request: { version?: number; id: number; method: string; params?: unknown }) => void,
 ): void {
   let buffer = "";
   socket.setEncoding("utf8").on("data", (chunk: string) => {

@@ -56,7 +56,7 @@ export class Launchers {
           await socket.close();
         }
         connected.onClose(() => this.clients.delete(podUid));
-        this.log.info("connected to a launcher", { pod: podUid });
+        this.log.info("connected to a launcher", { pod: podUid, protocolVersion: connected.version });
         return connected;
       })();
       client.catch(() => this.clients.delete(podUid));

@@ -216,10 +216,17 @@ describe("the launcher", () => {
     expect(output).not.toContain("could not have libvirt probe");
   });
 
-  it("refuses a request of another protocol version, saying which it speaks", async () => {
+  it("agrees on its protocol version with hello, and refuses another version, saying which it speaks", async () => {
+    expect(client.version).toBe(2);
+    expect(await exchange('{"version":2,"id":6,"method":"hello","params":{"versions":[1,2,3]}}')).toEqual({
+      id: 6,
+      result: { version: 2 },
+    });
+    // A handler of the previous release: version 1, no hello.
+    expect(await exchange('{"version":1,"id":5,"method":"state"}')).toMatchObject({ id: 5, result: {} });
     expect(await exchange('{"version":99,"id":7,"method":"state"}')).toEqual({
       id: 7,
-      error: { code: "UnsupportedVersion", message: "this launcher speaks version 1, not 99" },
+      error: { code: "UnsupportedVersion", message: "this launcher speaks versions 1 and 2, not 99" },
     });
   });
 
