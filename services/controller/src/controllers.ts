@@ -9,7 +9,6 @@ import {
   type Node,
   type PersistentVolumeClaim,
   type Pod,
-  SERVICE_NAME_LABEL,
   type WorkQueue,
   createEventRecorder,
   keyOf,
@@ -51,9 +50,11 @@ import { CLONES_BY_VM, clonesByVm, createCloneReconciler } from "./clone/control
 import {
   EXPORTS_BY_SERVICE,
   EXPORTS_BY_SOURCE,
+  SLICES_BY_SERVICE,
   createExportReconciler,
   exportsByService,
   exportsBySource,
+  slicesByService,
 } from "./export/controller.ts";
 import { createDataVolumeReconciler } from "./datavolume/controller.ts";
 import type { ImporterConfig } from "./datavolume/importer-pod.ts";
@@ -646,6 +647,7 @@ export function createControllers(config: ControllersConfig): ControllerManager 
     namespace,
     resyncMs,
     labelSelector: EXPORT_SERVICE_LABEL,
+    indexers: { [SLICES_BY_SERVICE]: slicesByService },
   });
   const exportQueue = manager.queue("virtualmachineexports");
   const exportsOf = (kind: string) => (o: KubeObject) =>
@@ -654,9 +656,7 @@ export function createControllers(config: ControllersConfig): ControllerManager 
   exportPods.addHandler(enqueueOwner<Pod>(exportQueue, EXPORT_KIND));
   exportSlices.addHandler(
     enqueueKeys(exportQueue, (s: EndpointSlice) =>
-      exports
-        .byIndex(EXPORTS_BY_SERVICE, `${s.metadata.namespace ?? ""}/${s.metadata.labels?.[SERVICE_NAME_LABEL] ?? ""}`)
-        .map(keyOf),
+      slicesByService(s).flatMap((service) => exports.byIndex(EXPORTS_BY_SERVICE, service).map(keyOf)),
     ),
   );
   vms.addHandler(enqueueKeys(exportQueue, exportsOf("VirtualMachine")));

@@ -101,6 +101,13 @@ export const exportsByService = (e: VirtualMachineExport): string[] => [
   `${e.metadata.namespace ?? ""}/${exportServiceName(e.metadata.name ?? "")}`,
 ];
 
+/** The index of EndpointSlices by the Service they belong to: `<namespace>/<service>`, as EXPORTS_BY_SERVICE. */
+export const SLICES_BY_SERVICE = "service";
+export const slicesByService = (s: EndpointSlice): string[] => {
+  const service = s.metadata.labels?.[SERVICE_NAME_LABEL];
+  return service ? [`${s.metadata.namespace ?? ""}/${service}`] : [];
+};
+
 const notFoundIsFine = (error: unknown) => {
   if (!isNotFound(error)) throw error;
 };
@@ -135,10 +142,7 @@ export function createExportReconciler(deps: ExportControllerDeps): Reconcile {
   /** Whether the export's Service routes to its pod: an EndpointSlice of it lists the pod as ready. */
   function routed(ns: string, service: string, pod: Pod | undefined): boolean {
     if (!pod) return false;
-    const slices = deps.endpointSlices
-      .list()
-      .filter((s) => s.metadata.namespace === ns && s.metadata.labels?.[SERVICE_NAME_LABEL] === service);
-    return slicesRouteToPod(slices, pod);
+    return slicesRouteToPod(deps.endpointSlices.byIndex(SLICES_BY_SERVICE, `${ns}/${service}`), pod);
   }
 
   function observe(exp: VirtualMachineExport): ExportSource {
