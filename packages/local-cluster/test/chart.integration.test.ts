@@ -595,6 +595,23 @@ describe("the Helm chart", () => {
     expect(await proxyUrl()).toBeUndefined();
     expect(await proxyUrl("web.tls.hosts={198.18.255.1}", "web.service.type=ClusterIP")).toBeUndefined();
   });
+  /** The objects `helm upgrade --install` would apply in the namespace of the test's API server (a server dry run). */
+  const dryRunUpgrade = async (namespace: string, ...set: string[]) => {
+    const out = await helm(
+      "upgrade",
+      "--install",
+      "--dry-run=server",
+      "kubevirt-ts",
+      CHART,
+      "--kubeconfig",
+      inject("kubeconfigPath"),
+      "--namespace",
+      namespace,
+      // The test's API server has the DataVolume CRD already, not made by a release (vitest-setup.ts).
+      ...["dataVolumes.serve=false", ...set].flatMap((s) => ["--set", s]),
+    );
+    return objectsOf(out.slice(out.indexOf("MANIFEST:") + "MANIFEST:".length));
+  };
   /** The checksums the pods carry of the Secrets they read at start, and those Secrets' data as rendered. */
   function checksums(objects: K8sObject[]) {
     const data = (name: string) =>
@@ -640,23 +657,7 @@ describe("the Helm chart", () => {
     namespace,
     core,
   }) => {
-    const upgrade = async () =>
-      objectsOf(
-        await helm(
-          "upgrade",
-          "--install",
-          "--dry-run=server",
-          "kubevirt-ts",
-          CHART,
-          "--kubeconfig",
-          inject("kubeconfigPath"),
-          "--namespace",
-          namespace,
-          // The test's API server has the DataVolume CRD already, not made by a release (vitest-setup.ts).
-          "--set",
-          "dataVolumes.serve=false",
-        ).then((out) => out.slice(out.indexOf("MANIFEST:") + "MANIFEST:".length)),
-      );
+    const upgrade = () => dryRunUpgrade(namespace);
     // The Secrets an earlier install made, as the chart renders them, owned by the release as Helm marks them.
     const secrets = (await template("--namespace", namespace)).filter((o) => o.kind === "Secret") as unknown as {
       metadata: { name: string; labels: Record<string, string>; annotations?: Record<string, string> };
@@ -693,6 +694,47 @@ describe("the Helm chart", () => {
     expect(first.annotations("virt-api")?.["kubevirt-ts.io/upload-master-key"]).toBe(
       sha256(kept("kubevirt-ts-upload-master-key").key ?? ""),
     );
+  });
+
+  test("takes the console's and the webhooks' certificates from Secrets the user made (existingSecrets)", async ({
+    namespace,
+    core,
+  }) => {
+    const userSecrets = ["kubevirt-ts-handler-console-tls", "kubevirt-ts-api-console-tls", "kubevirt-ts-webhook-tls"];
+    /** Every caBundle the webhook configurations and APIServices trust. */
+    const bundles = (objects: K8sObject[]) =>
+      (
+        objects as unknown as { kind: string; spec?: { caBundle?: string }; webhooks?: { clientConfig: object }[] }[]
+      ).flatMap((o) =>
+        o.kind === "APIService"
+          ? [o.spec?.caBundle]
+          : (o.webhooks ?? []).map((w) => (w.clientConfig as { caBundle?: string }).caBundle),
+      );
+    // Offline (helm template, GitOps): the CA is a value; no Secret of those three is rendered, the pods mount them.
+    const offline = await render("certificates.existingSecrets=true", "certificates.webhookCABundle=QUJD");
+    expect(offline.filter((o) => o.kind === "Secret" && userSecrets.includes(o.metadata.name))).toEqual([]);
+    expect(bundles(offline).length).toBeGreaterThanOrEqual(10);
+    expect(new Set(bundles(offline))).toEqual(new Set(["QUJD"]));
+    expect(JSON.stringify(offline.filter((o) => o.kind === "Deployment" || o.kind === "DaemonSet"))).toContain(
+      '"secretName":"kubevirt-ts-webhook-tls"',
+    );
+    const refused = await render("certificates.existingSecrets=true").then(
+      () => "",
+      (e: unknown) => String(e),
+    );
+    expect(refused).toContain("set certificates.webhookCABundle");
+    // Under install and upgrade: the CA is read from the user's webhook Secret, and the checksums follow the Secrets.
+    const made = (await template("--namespace", namespace)).filter(
+      (o) => o.kind === "Secret" && userSecrets.includes(o.metadata.name),
+    ) as unknown as { metadata: { name: string }; type: string; data: Record<string, string> }[];
+    expect(made.map((m) => m.metadata.name).sort()).toEqual([...userSecrets].sort());
+    for (const { metadata, type, data } of made)
+      await core.createNamespacedSecret({ namespace, body: { metadata: { name: metadata.name }, type, data } });
+    const installed = await dryRunUpgrade(namespace, "certificates.existingSecrets=true");
+    const webhook = made.find((m) => m.metadata.name === "kubevirt-ts-webhook-tls")?.data ?? {};
+    expect(new Set(bundles(installed))).toEqual(new Set([webhook["ca.crt"]]));
+    expect(installed.filter((o) => o.kind === "Secret" && userSecrets.includes(o.metadata.name))).toEqual([]);
+    expect(checksums(installed).annotations("virt-api")?.["kubevirt-ts.io/webhook-tls"]).toBe(sha256OfJson(webhook));
   });
 });
 
