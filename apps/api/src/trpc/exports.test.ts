@@ -1,6 +1,6 @@
 import type { VirtualMachineExport } from "@kubevirt-ts/kubevirt-api";
 import { describe, expect, it } from "vitest";
-import { exportView, newExport } from "./exports.ts";
+import { exportLinks, exportView, newExport } from "./exports.ts";
 
 const ready: VirtualMachineExport = {
   apiVersion: "export.kubevirt.io/v1beta1",
@@ -30,14 +30,18 @@ const ready: VirtualMachineExport = {
   },
 };
 
-describe("exportView", () => {
-  it("gives each disk's external link with the token in its query, for a user who may read the token", () => {
-    expect(exportView(ready, "t/k n")).toMatchObject({
+describe("exportView and exportLinks", () => {
+  it("lists an export with its disks, and gives each disk's link with the token in its query", () => {
+    expect(exportView(ready)).toEqual({
       name: "export-vm-abcde",
+      created: "2026-11-28T11:00:00Z",
       phase: "Ready",
       message: undefined,
       expires: "2026-11-28T13:00:00Z",
       external: true,
+      disks: ["root"],
+    });
+    expect(exportLinks(ready, "t/k n")).toEqual({
       tokenReadable: true,
       disks: [
         {
@@ -50,7 +54,7 @@ describe("exportView", () => {
   });
 
   it("gives no link without the token, and says why an export waits", () => {
-    expect(exportView(ready, undefined)).toMatchObject({
+    expect(exportLinks(ready, undefined)).toEqual({
       tokenReadable: false,
       disks: [{ name: "root", gzip: undefined, raw: undefined }],
     });
@@ -63,7 +67,7 @@ describe("exportView", () => {
         ],
       },
     };
-    expect(exportView(waiting, undefined)).toMatchObject({
+    expect(exportView(waiting)).toMatchObject({
       phase: "Pending",
       message: "Virtual Machine ns/vm is running",
       disks: [],

@@ -10,6 +10,7 @@ import {
 } from "@kubevirt-ts/kubevirt-api";
 import { EXPORT_TOKEN_HEADER, EXPORT_TOKEN_KEY } from "@kubevirt-ts/node-contract";
 import { exportAvailability } from "@kubevirt-ts/vm-rules";
+import { TRPCError } from "@trpc/server";
 import { router, userProcedure } from "./init.ts";
 import { MAX_LISTED, bounded, named, newestFirst, vm } from "./namespace-lists.ts";
 import { refusal } from "./refusal.ts";
@@ -17,7 +18,8 @@ import { refusal } from "./refusal.ts";
 // A VM's exports for the dashboard's Export action (export.kubevirt.io, docs/data-protection.md): exporting the VM's
 // disks while it is stopped, and its exports with their state and a download link per disk. The link is the export's
 // external link with the token in its query, so that a browser downloads it as a plain link: the token is read from
-// the export's token Secret as the signed-in user, and a user who may not read it (a viewer) gets no link. Every call
+// the export's token Secret as the signed-in user, once per export (not on each poll of the list), and a user who may
+// not read it (a viewer) gets no link. Every call
 // is the user's own request (ADR 5); the export controller does the work.
 
 /** How long an export made from the dashboard lives: KubeVirt's default. */
@@ -33,13 +35,10 @@ export function newExport(namespace: string, name: string): VirtualMachineExport
   };
 }
 
-/** An export as the dashboard lists it; `token` is the export's token, when the user may read it. */
-export function exportView(exp: VirtualMachineExport, token: string | undefined) {
+/** An export as the dashboard lists it, with its disks' names; their links are exportLinks'. */
+export function exportView(exp: VirtualMachineExport) {
   const status = exp.status;
   const ready = status?.conditions?.find((c) => c.type === "Ready");
-  const link = status?.links?.external ?? status?.links?.internal;
-  const withToken = (url: string) =>
-    token === undefined ? undefined : `${url}?${EXPORT_TOKEN_HEADER}=${encodeURIComponent(token)}`;
   return {
     name: exp.metadata.name ?? "",
     created: exp.metadata.creationTimestamp ?? "",
@@ -50,16 +49,23 @@ export function exportView(exp: VirtualMachineExport, token: string | undefined)
     expires: status?.ttlExpirationTime,
     /** Whether the links reach the server from outside the cluster (the dashboard's address). */
     external: status?.links?.external !== undefined,
-    disks: (link?.volumes ?? []).map((v) => {
-      const gzip = v.formats?.find((f) => f.format === "gzip")?.url;
-      const raw = v.formats?.find((f) => f.format === "raw")?.url;
-      return {
-        name: v.name,
-        gzip: gzip ? withToken(gzip) : undefined,
-        raw: raw ? withToken(raw) : undefined,
-      };
-    }),
+    disks: linkOf(exp)?.volumes?.map((v) => v.name) ?? [],
+  };
+}
+
+const linkOf = (exp: VirtualMachineExport) => exp.status?.links?.external ?? exp.status?.links?.internal;
+
+/** Each disk's download links, with the token in their query; `token` is the export's, when the user may read it. */
+export function exportLinks(exp: VirtualMachineExport, token: string | undefined) {
+  const withToken = (url: string | undefined) =>
+    url === undefined || token === undefined ? undefined : `${url}?${EXPORT_TOKEN_HEADER}=${encodeURIComponent(token)}`;
+  return {
     tokenReadable: token !== undefined,
+    disks: (linkOf(exp)?.volumes ?? []).map((v) => ({
+      name: v.name,
+      gzip: withToken(v.formats?.find((f) => f.format === "gzip")?.url),
+      raw: withToken(v.formats?.find((f) => f.format === "raw")?.url),
+    })),
   };
 }
 
@@ -80,21 +86,32 @@ async function tokenOf(client: KubeClient, exp: VirtualMachineExport): Promise<s
 const exportsIn = (client: KubeClient, namespace: string) =>
   bounded((o) => client.list<VirtualMachineExport>(kubevirtResources.virtualMachineExports, namespace, o));
 
+const ofExport = vm.extend({ export: named(dnsLabelProblem, "export") });
+
 export const exports = router({
-  // The exports of the VM, newest first, each with its download links where the user may read its token.
+  // The exports of the VM, newest first. Polled: it reads no Secret.
   list: userProcedure.input(vm).query(async ({ ctx, input }) => {
     const listed = await exportsIn(ctx.client, input.namespace);
     const mine = newestFirst(
       listed.items.filter((e) => e.spec.source.kind === "VirtualMachine" && e.spec.source.name === input.name),
     ).slice(0, MAX_LISTED);
-    return {
-      exports: await Promise.all(
-        mine.map(async (e) =>
-          exportView(e, e.status?.phase === ExportPhase.Ready ? await tokenOf(ctx.client, e) : undefined),
-        ),
-      ),
-      truncated: listed.truncated || mine.length >= MAX_LISTED,
-    };
+    return { exports: mine.map(exportView), truncated: listed.truncated || mine.length >= MAX_LISTED };
+  }),
+  // A Ready export's download links, where the user may read its token: asked once per export, as the token lasts
+  // as long as the export.
+  links: userProcedure.input(ofExport).query(async ({ ctx, input }) => {
+    const exp = await ctx.client.get<VirtualMachineExport>(
+      kubevirtResources.virtualMachineExports,
+      input.namespace,
+      input.export,
+    );
+    const { kind, name } = exp.spec.source;
+    if (kind !== "VirtualMachine" || name !== input.name)
+      throw new TRPCError({
+        code: "BAD_REQUEST",
+        message: `export: ${input.export} does not export VM ${input.name}.`,
+      });
+    return exportLinks(exp, exp.status?.phase === ExportPhase.Ready ? await tokenOf(ctx.client, exp) : undefined);
   }),
   // Exports the VM's disks; refused while it runs.
   create: userProcedure.input(vm).mutation(async ({ ctx, input }) => {
@@ -113,10 +130,8 @@ export const exports = router({
     );
     return { name: made.metadata.name ?? "" };
   }),
-  delete: userProcedure
-    .input(vm.extend({ export: named(dnsLabelProblem, "export") }))
-    .mutation(async ({ ctx, input }) => {
-      await ctx.client.delete(kubevirtResources.virtualMachineExports, input.namespace, input.export);
-      return { name: input.export };
-    }),
+  delete: userProcedure.input(ofExport).mutation(async ({ ctx, input }) => {
+    await ctx.client.delete(kubevirtResources.virtualMachineExports, input.namespace, input.export);
+    return { name: input.export };
+  }),
 });

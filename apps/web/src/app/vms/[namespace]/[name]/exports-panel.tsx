@@ -13,7 +13,8 @@ import { ActionButton } from "../../shell";
 // A VM's exports, below its snapshots: Export its disks (while it is stopped, as the API refuses otherwise), and its
 // exports with their state, when each ends, a download link per disk (gzip-compressed, the token in the link, for a
 // user who may read the export's token) and Delete. Each button is disabled, with the reason, for a user who may not
-// or while the VM runs. The list is polled, as the snapshots are.
+// or while the VM runs. The list is polled, as the snapshots are; a Ready export's links (which read its token
+// Secret) are asked for once.
 
 type Permission = { allowed: boolean; reason?: string } | undefined;
 
@@ -111,17 +112,7 @@ export function ExportsPanel({
                   </td>
                   <td>{e.expires ? <time dateTime={e.expires}>{new Date(e.expires).toLocaleString()}</time> : "—"}</td>
                   <td>
-                    {e.phase !== "Ready"
-                      ? "—"
-                      : !e.tokenReadable
-                        ? "You may not read this export's token, so it has no links for you."
-                        : e.disks.map((d) =>
-                            d.gzip ? (
-                              <a key={d.name} href={d.gzip} download={`${d.name}.img.gz`} className="badge">
-                                {d.name}.img.gz
-                              </a>
-                            ) : null,
-                          )}
+                    {e.phase !== "Ready" ? "—" : <Downloads namespace={namespace} name={name} exportName={e.name} />}
                   </td>
                   <td>
                     <ActionButton
@@ -144,5 +135,28 @@ export function ExportsPanel({
         <p className="muted">Only the newest exports are listed; kubectl get vmexports lists all.</p>
       )}
     </div>
+  );
+}
+
+/** A Ready export's download links: asked for once, as its token lasts as long as the export. */
+function Downloads({ namespace, name, exportName }: { namespace: string; name: string; exportName: string }) {
+  const trpc = useTRPC();
+  const links = useQuery({
+    ...trpc.exports.links.queryOptions({ namespace, name, export: exportName }),
+    staleTime: Infinity,
+  });
+  if (links.error) return <span className="error">{describeError(links.error).message}</span>;
+  if (!links.data) return <span className="muted">…</span>;
+  if (!links.data.tokenReadable) return <>You may not read this export&apos;s token, so it has no links for you.</>;
+  return (
+    <>
+      {links.data.disks.map((d) =>
+        d.gzip ? (
+          <a key={d.name} href={d.gzip} download={`${d.name}.img.gz`} className="badge">
+            {d.name}.img.gz
+          </a>
+        ) : null,
+      )}
+    </>
   );
 }
