@@ -4,6 +4,7 @@ import { promisify } from "node:util";
 import { readFileSync } from "node:fs";
 import {
   AdmissionregistrationV1Api,
+  ApiextensionsV1Api,
   ApiException,
   AppsV1Api,
   CoordinationV1Api,
@@ -34,6 +35,7 @@ export const admission = kubeConfig.makeApiClient(AdmissionregistrationV1Api);
 export const coordination = kubeConfig.makeApiClient(CoordinationV1Api);
 export const discovery = kubeConfig.makeApiClient(DiscoveryV1Api);
 export const policy = kubeConfig.makeApiClient(PolicyV1Api);
+export const apiextensions = kubeConfig.makeApiClient(ApiextensionsV1Api);
 
 /** Creates a VirtualMachine in the namespace, as the cluster admin. */
 export async function createVm(namespace: string, vm: object): Promise<void> {

@@ -3,16 +3,18 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { REPO_ROOT, ensureBinaries } from "@kubevirt-ts/control-plane";
 import { KUBECONFIG_PATH, NAMESPACE, RELEASE, tagImageOnNodes } from "@kubevirt-ts/local-cluster";
+import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tinyVm, tinyVmOnClaim } from "../manifests.ts";
-import { core, createVm, custom, imageOf, suiteNamespace } from "./cluster.ts";
+import { apiextensions as crds, core, createVm, custom, imageOf, suiteNamespace } from "./cluster.ts";
 
 // An upgrade with VMs running, as a platform team makes one: `helm upgrade` brings a new launcher image (here the
 // release's own launcher under a second tag, so that what the running VMIs use becomes the earlier release's) with
 // the KubeVirt CR's workloadUpdateStrategy LiveMigrate. The VMI that can migrate moves onto the new launcher without
 // a restart; the one that cannot (a disk on a ReadWriteOnce claim) keeps running, labelled
 // kubevirt.io/outdatedLauncherImage and counted in the CR's status; a VM started afterwards gets the new launcher.
-// `helm rollback` brings the first launcher back, and with it the labels the other way round.
+// `helm rollback` brings the first launcher back, and with it the labels the other way round. The upgrade also
+// applies the chart's CRDs (its pre-upgrade hook): a CRD changed since the install is the chart's again.
 
 const { name: namespace, get, launcherPods } = suiteNamespace("e2e-upgrade");
 const poll = { timeout: 300_000, interval: 2_000 };
@@ -24,6 +26,9 @@ const releaseRevision = async () => (JSON.parse(await helmStatus()) as { version
 const helm = async (...args: string[]) =>
   (await exec(join(binDir, "helm"), [`--kubeconfig=${KUBECONFIG_PATH}`, ...args, "--namespace", NAMESPACE])).stdout;
 const helmStatus = () => helm("status", RELEASE, "-o", "json");
+const EXPORTS_CRD = "virtualmachineexports.export.kubevirt.io";
+const exportShortNames = async () =>
+  (await crds.readCustomResourceDefinition({ name: EXPORTS_CRD })).spec.names.shortNames;
 
 interface Vmi {
   metadata: { uid?: string; labels?: Record<string, string> };
@@ -89,6 +94,11 @@ describe("an upgrade with VMs running", () => {
     await Promise.all([startVm("movable"), startVm("pinned", true)]);
     for (const name of ["movable", "pinned"]) uids[name] = (await vmi(name))?.metadata.uid;
     expect(await view("movable")).toEqual({ phase: "Running", image: original, outdated: false });
+    // A CRD left behind, as an earlier release's would be.
+    await crds.patchCustomResourceDefinition(
+      { name: EXPORTS_CRD, body: { spec: { names: { shortNames: ["earlier"] } } } },
+      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+    );
     await helm(
       "upgrade",
       RELEASE,
@@ -102,6 +112,8 @@ describe("an upgrade with VMs running", () => {
       "--timeout",
       "5m",
     );
+    // The hook applied the chart's CRDs before the upgrade went on.
+    expect(await exportShortNames()).toEqual(["vmexport", "vmexports"]);
     await expect.poll(() => view("movable"), poll).toEqual({ phase: "Running", image: next, outdated: false });
     await expect.poll(() => view("pinned"), poll).toEqual({ phase: "Running", image: original, outdated: true });
     // Neither restarted: the same VMIs.

@@ -146,10 +146,14 @@ export const COMPONENTS: NodeComponent[] = [
     entrypoint: ["node", "/app/main.js"],
     user: SERVICE_USER,
   },
+  // With the chart's CRDs, which the chart's CRD hook applies from this image (ADR 32).
   {
     name: "virt-api",
     workspace: "apps/api",
-    files: [{ from: "dist", to: "app" }],
+    files: [
+      { from: "dist", to: "app" },
+      { from: "../../charts/kubevirt-ts/crds", to: "app/crds" },
+    ],
     entrypoint: ["node", "/app/main.js"],
     user: SERVICE_USER,
   },

@@ -68,16 +68,7 @@ export async function clusterSync(binDir: string): Promise<void> {
   ];
   await importImages(images);
   const kubeconfig = `--kubeconfig=${KUBECONFIG_PATH}`;
-  // Helm installs CRDs only on first install and never upgrades them.
-  log("applying the CRDs");
-  await run(join(binDir, "kubectl"), [
-    kubeconfig,
-    "apply",
-    "--server-side",
-    "--force-conflicts",
-    "-f",
-    join(CHART, "crds"),
-  ]);
+  // The chart applies its CRDs itself, on install and upgrade (its CRD hook, ADR 32).
   log("installing the chart and waiting for the rollout");
   await run(join(binDir, "helm"), [
     kubeconfig,

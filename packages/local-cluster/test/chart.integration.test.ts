@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process";
 import { X509Certificate, createHash } from "node:crypto";
-import { access, copyFile, mkdtemp, readFile, writeFile } from "node:fs/promises";
+import { access, copyFile, mkdtemp, readFile, readdir, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -274,6 +274,31 @@ describe("the Helm chart", () => {
       expect(error).toMatch(/webhooks\/clientCA/);
     },
   );
+
+  test("applies its CRDs in a hook before install and upgrade, allowed to patch those only", async () => {
+    const objects = await render();
+    const files = (await readdir(join(CHART, "crds"))).filter((f) => f.endsWith(".yaml")).sort();
+    const hooks = objects.filter((o) => o.metadata.name === "kubevirt-ts-crd-upgrade");
+    expect(hooks.map((o) => o.kind).sort()).toEqual(["ClusterRole", "ClusterRoleBinding", "Job", "ServiceAccount"]);
+    for (const hook of hooks)
+      expect((hook.metadata as { annotations?: Record<string, string> }).annotations?.["helm.sh/hook"]).toBe(
+        "pre-install,pre-upgrade",
+      );
+    // The CRDs' names as the hook's Job derives them from the files' names (<group>_<plural>.yaml).
+    const named = files.map((f) => {
+      const [group, plural] = f.replace(/\.yaml$/, "").split("_");
+      return `${plural ?? ""}.${group ?? ""}`;
+    });
+    for (const file of files) {
+      const crd = parse(await readFile(join(CHART, "crds", file), "utf8")) as { metadata: { name: string } };
+      expect(named, file).toContain(crd.metadata.name);
+    }
+    const rules = (hooks.find((o) => o.kind === "ClusterRole") as unknown as { rules: { resourceNames?: string[] }[] })
+      .rules;
+    expect(rules[0]?.resourceNames?.sort()).toEqual([...named].sort());
+    // It runs the virt-api image, which carries crds/ (packages/images).
+    expect(JSON.stringify(hooks.find((o) => o.kind === "Job"))).toContain("kubevirt-ts.local/virt-api:");
+  });
 
   test("gives KubeVirt's aggregated roles, with consoles for edit but not for view", async () => {
     const roles = (await render()).filter(
