@@ -24,6 +24,7 @@ import {
 
 const poll = { timeout: 20_000, interval: 200 };
 const PREVIOUS = "kubevirt-ts.local/virt-launcher:previous";
+const OUTDATED = "kubevirt.io/outdatedLauncherImage";
 
 describe("the workload updater", () => {
   clientTest(
@@ -47,7 +48,7 @@ describe("the workload updater", () => {
           const vmi = await getVmi(client, namespace, name);
           return {
             image: vmi?.status?.launcherContainerImageVersion,
-            outdated: vmi?.metadata.labels?.["kubevirt.io/outdatedLauncherImage"],
+            outdated: vmi?.metadata.labels?.[OUTDATED],
           };
         };
         await expect.poll(() => view("current"), poll).toEqual({ image: LAUNCHER_IMAGE, outdated: undefined });
@@ -63,6 +64,11 @@ describe("the workload updater", () => {
           "json",
         );
         await expect.poll(() => view("old"), poll).toEqual({ image: PREVIOUS, outdated: "" });
+        // The mark is on the launcher pod too, as KubeVirt keeps it.
+        await expect
+          .poll(async () => (await podsOf(client, namespace, "old")).own[0]?.metadata.labels?.[OUTDATED], poll)
+          .toBe("");
+        expect((await podsOf(client, namespace, "current")).own[0]?.metadata.labels?.[OUTDATED]).toBeUndefined();
         await expect.poll(async () => (await kv()).status?.outdatedVirtualMachineInstanceWorkloads, poll).toBe(1);
         expect(await metricValue(ctl.registry, "kubevirt_vmi_number_of_outdated", {})).toBe(1);
         const listMigrations = async () =>

@@ -240,6 +240,7 @@ export function createVmiReconciler(deps: VmiControllerDeps): Reconcile {
       [Label.OutdatedLauncherImage]: isOutdatedLauncher(status, deps.pod().launcherImage) ? "" : undefined,
     };
     const updated = await writeStatusIfChanged(client, kubevirtResources.virtualMachineInstances, vmi, status, labels);
+    await syncLauncherLabels(roles.current, labels);
     if (updated) written.wrote(key, cached.metadata.resourceVersion, vmi.metadata.resourceVersion);
     else if (vmi !== cached) written.wrote(key, cached.metadata.resourceVersion);
     if (updated && status.phase !== vmi.status?.phase) {
@@ -253,4 +254,21 @@ export function createVmiReconciler(deps: VmiControllerDeps): Reconcile {
     }
     return undefined;
   };
+
+  /**
+   * KubeVirt's outdated launcher mark, copied from the VMI onto its running launcher pod (its current one, not a
+   * migration's target), as KubeVirt keeps its dynamic labels on both.
+   */
+  async function syncLauncherLabels(pods: readonly Pod[], labels: Record<string, string | undefined>): Promise<void> {
+    const [pod] = pods;
+    const outdated = labels[Label.OutdatedLauncherImage];
+    if (!pod || pod.metadata.deletionTimestamp || pod.metadata.labels?.[Label.OutdatedLauncherImage] === outdated)
+      return;
+    const patch = { metadata: { labels: { [Label.OutdatedLauncherImage]: outdated ?? null } } };
+    await client
+      .patch(resources.pods, pod.metadata.namespace, pod.metadata.name ?? "", patch, "merge")
+      .catch((error: unknown) => {
+        if (!isNotFound(error)) throw error;
+      });
+  }
 }
