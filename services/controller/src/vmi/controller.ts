@@ -240,7 +240,7 @@ export function createVmiReconciler(deps: VmiControllerDeps): Reconcile {
       [Label.OutdatedLauncherImage]: isOutdatedLauncher(status, deps.pod().launcherImage) ? "" : undefined,
     };
     const updated = await writeStatusIfChanged(client, kubevirtResources.virtualMachineInstances, vmi, status, labels);
-    await syncLauncherLabels(roles.current, labels);
+    await syncOutdatedMark(roles.current[0], labels[Label.OutdatedLauncherImage]);
     if (updated) written.wrote(key, cached.metadata.resourceVersion, vmi.metadata.resourceVersion);
     else if (vmi !== cached) written.wrote(key, cached.metadata.resourceVersion);
     if (updated && status.phase !== vmi.status?.phase) {
@@ -256,12 +256,10 @@ export function createVmiReconciler(deps: VmiControllerDeps): Reconcile {
   };
 
   /**
-   * KubeVirt's outdated launcher mark, copied from the VMI onto its running launcher pod (its current one, not a
-   * migration's target), as KubeVirt keeps its dynamic labels on both.
+   * KubeVirt's outdated launcher mark (`outdated`, as the VMI has it), copied onto the VMI's running launcher pod (its
+   * current one, not a migration's target), as KubeVirt keeps its dynamic labels on both.
    */
-  async function syncLauncherLabels(pods: readonly Pod[], labels: Record<string, string | undefined>): Promise<void> {
-    const [pod] = pods;
-    const outdated = labels[Label.OutdatedLauncherImage];
+  async function syncOutdatedMark(pod: Pod | undefined, outdated: string | undefined): Promise<void> {
     if (!pod || pod.metadata.deletionTimestamp || pod.metadata.labels?.[Label.OutdatedLauncherImage] === outdated)
       return;
     const patch = { metadata: { labels: { [Label.OutdatedLauncherImage]: outdated ?? null } } };
