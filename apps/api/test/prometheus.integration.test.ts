@@ -1,12 +1,7 @@
-import { execFile, spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { type AddressInfo, createServer } from "node:net";
+import type { AddressInfo } from "node:net";
 import { createServer as createHttpServer } from "node:http";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
+import { type StartedPrometheus, freePort, startPrometheus } from "@kubevirt-ts/control-plane";
 import { test } from "@kubevirt-ts/control-plane/testing";
 import { createLogger } from "@kubevirt-ts/runtime";
 import { createTRPCClient, httpLink } from "@trpc/client";
@@ -24,10 +19,8 @@ import { type StartedApi, startApi, users } from "./harness.ts";
 
 const log = createLogger({ component: "prometheus-test", level: "error" });
 const MiB = 1024 * 1024;
-let prometheus: ReturnType<typeof spawn> | undefined;
+let prometheus: StartedPrometheus | undefined;
 let exporter: ReturnType<typeof createHttpServer> | undefined;
-let dataDir = "";
-let prometheusUrl = "";
 let api: StartedApi | undefined;
 const started = Date.now();
 
@@ -49,20 +42,9 @@ function exposition(namespace: string, seconds: number): string {
   ].join("\n");
 }
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 let namespaceOfFigures = "";
 
 beforeAll(async () => {
-  const script = fileURLToPath(new URL("../../../hack/build-prometheus.sh", import.meta.url));
-  const binary = (await promisify(execFile)(script, { maxBuffer: 1 << 20 })).stdout.trim().split("\n").pop() ?? "";
   exporter = createHttpServer((_req, res) => {
     res.writeHead(200, { "content-type": "text/plain; version=0.0.4" });
     res.end(exposition(namespaceOfFigures, (Date.now() - started) / 1000));
@@ -70,42 +52,18 @@ beforeAll(async () => {
   exporter.listen(0, "127.0.0.1");
   await once(exporter, "listening");
   const exporterPort = (exporter.address() as AddressInfo).port;
-  dataDir = await mkdtemp(join(tmpdir(), "prometheus-"));
-  await writeFile(
-    join(dataDir, "prometheus.yml"),
-    "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: handlers\n    static_configs:\n " +
+  prometheus = await startPrometheus({
+    config:
+      "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: handlers\n    static_configs:\n " +
       `     - targets: ["127.0.0.1:${String(exporterPort)}"]\n`,
-  );
-  const port = await freePort();
-  prometheusUrl = `http://127.0.0.1:${String(port)}`;
-  prometheus = spawn(
-    binary,
-    [
-      `--config.file=${join(dataDir, "prometheus.yml")}`,
-      `--storage.tsdb.path=${join(dataDir, "data")}`,
-      `--web.listen-address=127.0.0.1:${String(port)}`,
-    ],
-    { stdio: "ignore" },
-  );
-  // Ready once it has opened its storage: a minute is plenty, a refusal after it says why.
-  for (
-    let waited = 0;
-    (await fetch(`${prometheusUrl}/-/ready`).catch(() => undefined))?.status !== 200;
-    waited += 500
-  ) {
-    if (waited > 60_000 || prometheus.exitCode !== null)
-      throw new Error(`Prometheus (${binary}) did not become ready at ${prometheusUrl}`);
-    await new Promise((resolve) => setTimeout(resolve, 500));
-  }
-  api = await startApi(log, { metrics: new PrometheusRates(prometheusUrl, { sampleSeconds: 1, scrapeSeconds: 1 }) });
+  });
+  api = await startApi(log, { metrics: new PrometheusRates(prometheus.url, { sampleSeconds: 1, scrapeSeconds: 1 }) });
 }, 45 * 60_000);
 
 afterAll(async () => {
   await api?.stop();
-  prometheus?.kill();
-  if (prometheus) await once(prometheus, "exit");
+  await prometheus?.stop();
   exporter?.close();
-  await rm(dataDir, { recursive: true, force: true });
 });
 
 describe("the graphs from Prometheus (metrics.prometheusUrl)", () => {

@@ -14,3 +14,4 @@ export { installCrds, readCrds } from "./crds.ts";
 export { CHART_CRD_DIR, REPO_ROOT, ensureBinaries } from "./paths.ts";
 export { freePort } from "./ports.ts";
 export { Pki } from "./pki.ts";
+export { type PrometheusOptions, type StartedPrometheus, startPrometheus } from "./prometheus.ts";
