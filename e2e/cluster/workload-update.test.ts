@@ -2,13 +2,14 @@ import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { REPO_ROOT, ensureBinaries } from "@kubevirt-ts/control-plane";
+import { REPO_ROOT, type StartedPrometheus, ensureBinaries } from "@kubevirt-ts/control-plane";
 import { KUBECONFIG_PATH, NAMESPACE, RELEASE, tagImageOnNodes } from "@kubevirt-ts/local-cluster";
 import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { tinyVm, tinyVmOnClaim } from "../manifests.ts";
 import { apiextensions as crds, core, createVm, custom, imageOf, suiteNamespace } from "./cluster.ts";
+import { alertState, startClusterPrometheus } from "./prometheus.ts";
 
 // An upgrade with VMs running, as a platform team makes one: `helm upgrade` brings a new launcher image (here the
 // release's own launcher under a second tag, so that what the running VMIs use becomes the earlier release's) with
@@ -16,7 +17,8 @@ import { apiextensions as crds, core, createVm, custom, imageOf, suiteNamespace 
 // a restart; the one that cannot (a disk on a ReadWriteOnce claim) keeps running, labelled
 // kubevirt.io/outdatedLauncherImage and counted in the CR's status; a VM started afterwards gets the new launcher.
 // `helm rollback` brings the first launcher back, and with it the labels the other way round. The upgrade also
-// applies the chart's CRDs (its pre-upgrade hook): a CRD changed since the install is the chart's again.
+// applies the chart's CRDs (its pre-upgrade hook): a CRD changed since the install is the chart's again. A Prometheus
+// with the chart's rules (./prometheus.ts) fires OutdatedVirtualMachineInstanceWorkloads once a VMI is outdated.
 
 const { name: namespace, get, launcherPods } = suiteNamespace("e2e-upgrade");
 const poll = { timeout: 300_000, interval: 2_000 };
@@ -87,14 +89,21 @@ describe("an upgrade with VMs running", () => {
   let next = "";
   let revision = 0;
   const uids: Record<string, string | undefined> = {};
+  let prometheus: StartedPrometheus | undefined;
+  const outdatedAlert = () => {
+    if (!prometheus) throw new Error("Prometheus did not start");
+    return alertState(prometheus, "OutdatedVirtualMachineInstanceWorkloads");
+  };
 
   beforeAll(async () => {
     binDir = await ensureBinaries(["helm"]);
     revision = await releaseRevision();
     next = await tagImageOnNodes(original, `${original.split(":").pop() ?? ""}-next`);
+    prometheus = await startClusterPrometheus();
   }, 600_000);
 
   afterAll(async () => {
+    await prometheus?.stop();
     // The release as it was, whatever failed.
     if (revision > 0 && (await releaseRevision()) !== revision)
       await helm("rollback", RELEASE, String(revision), "--wait", "--timeout", "5m");
@@ -104,6 +113,11 @@ describe("an upgrade with VMs running", () => {
     await Promise.all([startVm("movable"), startVm("pinned", true)]);
     for (const name of ["movable", "pinned"]) uids[name] = (await vmi(name))?.metadata.uid;
     expect(await view("movable")).toEqual({ phase: "Running", image: original, outdated: false });
+    // Prometheus reads the controller's count of outdated VMIs, none yet, so the alert is not active.
+    await expect
+      .poll(async () => (await prometheus?.query("kubevirt_vmi_number_of_outdated"))?.length ?? 0, poll)
+      .toBeGreaterThan(0);
+    expect(await outdatedAlert()).toBe("inactive");
     // A CRD left behind, as an earlier release's would be.
     await crds.patchCustomResourceDefinition(
       { name: EXPORTS_CRD, body: { spec: { names: { shortNames: ["earlier"] } } } },
@@ -145,6 +159,7 @@ describe("an upgrade with VMs running", () => {
       })),
     ).toEqual([{ vmi: "movable", name: true, ours: true }]);
     await expect.poll(kubevirtStatus, poll).toBe(1);
+    await expect.poll(outdatedAlert, poll).toBe("firing");
   });
 
   it("starts a new VM in the new launcher", async () => {
