@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { X509Certificate, createHash } from "node:crypto";
+import { X509Certificate, createHash, randomBytes } from "node:crypto";
 import { access, copyFile, mkdtemp, readFile, readdir, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -760,6 +760,32 @@ describe("the Helm chart", () => {
     expect(new Set(bundles(installed))).toEqual(new Set([webhook["ca.crt"]]));
     expect(installed.filter((o) => o.kind === "Secret" && userSecrets.includes(o.metadata.name))).toEqual([]);
     expect(checksums(installed).annotations("virt-api")?.["kubevirt-ts.io/webhook-tls"]).toBe(sha256OfJson(webhook));
+  });
+
+  test("takes the upload master key from the Secret the user made (uploads.existingMasterKeySecret)", async ({
+    namespace,
+    core,
+  }) => {
+    const SECRET = "kubevirt-ts-upload-master-key";
+    const keyChecksums = (objects: K8sObject[]) =>
+      ["virt-api", "virt-controller"].map(
+        (name) => checksums(objects).annotations(name)?.["kubevirt-ts.io/upload-master-key"],
+      );
+    // Offline (helm template, GitOps): no Secret rendered, the pods mount the user's, and two renders are the same.
+    const offline = await render("uploads.existingMasterKeySecret=true");
+    expect(offline.filter((o) => o.kind === "Secret" && o.metadata.name === SECRET)).toEqual([]);
+    expect(JSON.stringify(offline.filter((o) => o.kind === "Deployment"))).toContain(`"secretName":"${SECRET}"`);
+    expect(keyChecksums(offline)).toEqual([expect.any(String), expect.any(String)]);
+    expect(keyChecksums(await render("uploads.existingMasterKeySecret=true"))).toEqual(keyChecksums(offline));
+    // Without it, each offline render makes a key of its own: what the value is for.
+    expect(keyChecksums(await render())).not.toEqual(keyChecksums(await render()));
+    // Under install and upgrade: the checksum follows the user's Secret.
+    const key = randomBytes(32).toString("base64");
+    await core.createNamespacedSecret({ namespace, body: { metadata: { name: SECRET }, data: { key } } });
+    const installed = await dryRunUpgrade(namespace, "uploads.existingMasterKeySecret=true");
+    expect(installed.filter((o) => o.kind === "Secret" && o.metadata.name === SECRET)).toEqual([]);
+    // (virt-controller mounts it only where the chart serves DataVolumes, which the test's API server does itself.)
+    expect(keyChecksums(installed)).toEqual([sha256(key), undefined]);
   });
 });
 
