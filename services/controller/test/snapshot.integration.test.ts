@@ -304,6 +304,39 @@ describe("VirtualMachineSnapshot", () => {
       .toBeUndefined();
   });
 
+  test("deleted in progress: says Deleting while it lets go of the VM, then is gone", async ({ client, namespace }) => {
+    // The VM's claim never comes: the snapshot stays in progress, the VM marked.
+    await client.create<VirtualMachine>(kubevirtResources.virtualMachines, namespace, vmOf(namespace));
+    const created = await client.create<VirtualMachineSnapshot>(
+      kubevirtResources.virtualMachineSnapshots,
+      namespace,
+      snapshotOf(namespace),
+    );
+    await expect
+      .poll(() => getVm(client, namespace, "vm").then((v) => v?.status?.snapshotInProgress), poll)
+      .toBe("snap");
+    // Every phase the snapshot is written with from here on, as a watch sees each write, to its deletion.
+    const seen: string[] = [];
+    const abort = new AbortController();
+    const watched = client
+      .watch<VirtualMachineSnapshot>(
+        kubevirtResources.virtualMachineSnapshots,
+        namespace,
+        { fieldSelector: "metadata.name=snap", resourceVersion: created.metadata.resourceVersion },
+        (event) => {
+          seen.push(event.type === "DELETED" ? "(deleted)" : (event.object.status?.phase ?? "(none)"));
+        },
+        abort.signal,
+      )
+      .catch(() => undefined);
+    await client.delete(kubevirtResources.virtualMachineSnapshots, namespace, "snap");
+    await expect.poll(() => seen.at(-1), poll).toBe("(deleted)");
+    abort.abort();
+    await watched;
+    expect(seen.slice(-2)).toEqual(["Deleting", "(deleted)"]);
+    expect(await getVm(client, namespace, "vm").then((v) => v?.status?.snapshotInProgress)).toBeUndefined();
+  });
+
   test("marks the VM only if no snapshot nor restore has marked it: waits for a restore", async ({
     client,
     namespace,

@@ -380,17 +380,25 @@ describe("a snapshot that cannot go on", () => {
     expect(decideSnapshot(observe({ copier: false })).status.phase).toBe("Failed");
   });
 
-  it("when deleted while in progress, lets go of the guest and the VM, then of its finalizer", () => {
+  it("when deleted in progress, says Deleting as it lets go of the guest and the VM, then of its finalizer", () => {
     const o = observe({ vmi: vmi(true) });
     const status = decideSnapshot(o).status;
-    const d = decideSnapshot(
-      observe({
-        vmi: vmi(true, { fsFreezeStatus: "frozen" }),
-        content: contentOf(o),
-        snapshot: snapshot({ status, metadata: { ...snapshot().metadata, deletionTimestamp: "2026-01-01T00:00:30Z" } }),
-      }),
-    );
-    expect(kinds(d.actions)).toEqual(["release", "markVm", "removeFinalizer"]);
+    const deleted = (s: typeof status) =>
+      snapshot({ status: s, metadata: { ...snapshot().metadata, deletionTimestamp: "2026-01-01T00:00:30Z" } });
+    const frozen = vmi(true, { fsFreezeStatus: "frozen" });
+    const d = decideSnapshot(observe({ vmi: frozen, content: contentOf(o), snapshot: deleted(status) }));
+    expect(kinds(d.actions)).toEqual(["release", "markVm"]);
+    expect(d.status).toMatchObject({ phase: "Deleting", readyToUse: false });
+    expect(d.status.conditions?.map((c) => [c.type, c.status, c.message])).toEqual([
+      ["Progressing", "False", "VM snapshot is deleting"],
+      ["Ready", "False", "VM snapshot is deleting"],
+    ]);
+    // Once Deleting is written, every let-go step had succeeded: the guest is not released again (the user may have
+    // paused it since), and the finalizer goes.
+    const next = decideSnapshot(observe({ vmi: frozen, content: contentOf(o), snapshot: deleted(d.status) }));
+    expect(kinds(next.actions)).not.toContain("release");
+    expect(kinds(next.actions).at(-1)).toBe("removeFinalizer");
+    expect(next.status.phase).toBe("Deleting");
   });
 
   it("releases the guest once a quiesce may have been asked for, though the VMI does not show it yet", () => {
@@ -406,7 +414,6 @@ describe("a snapshot that cannot go on", () => {
       expect(kinds(decideSnapshot(observe({ vmi: seen, content, snapshot: deleted })).actions)).toEqual([
         "release",
         "markVm",
-        "removeFinalizer",
       ]);
     const late = decideSnapshot(
       observe({ vmi: vmi(true), content, snapshot: snapshot({ status }), now: new Date("2026-01-01T00:05:01Z") }),

@@ -297,8 +297,21 @@ export function decideSnapshot(o: SnapshotObservation): SnapshotDecision {
   ];
 
   if (snapshot.metadata.deletionTimestamp) {
-    const actions = letGo(FINAL.includes(phase ?? ""));
     const holds = snapshot.metadata.finalizers?.includes(SNAPSHOT_FINALIZER) === true;
+    // Deleted before it was done: as KubeVirt's, the phase says Deleting while what it holds is let go; the finalizer
+    // goes on the next pass, once that status is written (which is only after every let-go step succeeded).
+    if (holds && phase !== undefined && !FINAL.includes(phase) && phase !== SnapshotPhase.Deleting) {
+      const deleting = withConditions(
+        { ...base, phase: SnapshotPhase.Deleting, readyToUse: false },
+        false,
+        false,
+        "Deleting",
+        "VM snapshot is deleting",
+        now,
+      );
+      return { actions: letGo(false), status: deleting };
+    }
+    const actions = letGo(FINAL.includes(phase ?? "") || phase === SnapshotPhase.Deleting);
     return { actions: holds ? [...actions, { kind: "removeFinalizer" }] : actions, status: base };
   }
   if (phase !== undefined && FINAL.includes(phase)) {
