@@ -19,6 +19,7 @@ import {
   guestAgentRefusal,
   parseDurationSeconds,
   planVmRequest,
+  unpauseAvailability,
   vmiActionAvailability,
 } from "@kubevirt-ts/vm-rules";
 import { StatusError } from "@kubevirt-ts/runtime";
@@ -219,6 +220,16 @@ export async function requestVmiAction(
   readOptions: ReadOptions<object> = noOptions,
 ): Promise<void> {
   const node = await vmiNode(services, requester, target, vmiActionCheck(action), unavailable(action));
+  if (action === "unpause") {
+    // As KubeVirt's virt-api: not while a snapshot of the VM of the VMI's name is under way (it may hold the pause).
+    const vm = await services.own.find<VirtualMachine>(
+      kubevirtResources.virtualMachines,
+      target.namespace,
+      target.name,
+    );
+    const held = unpauseAvailability(vm);
+    if (!held.available) throw conflict("virtualmachine", target.name, held.reason);
+  }
   if ((await readOptions()).dryRun?.includes("All")) return;
   await services.handlers.act(node, target.namespace, target.name, action).catch(fromHandler);
 }

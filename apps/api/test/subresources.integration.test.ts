@@ -390,6 +390,68 @@ describe("the subresource API", () => {
   });
 });
 
+describe("unpause while a snapshot of the VM is under way", () => {
+  test("is refused as KubeVirt refuses it, and goes on to the handler once the snapshot is done", async ({
+    kubeConfig,
+    custom,
+    namespace,
+  }) => {
+    await users(kubeConfig, namespace);
+    const editor = as(`system:serviceaccount:${namespace}:editor`);
+    const vms = { group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachines" };
+    const template = { spec: { domain: { devices: {}, memory: { guest: "64Mi" } } } };
+    await custom.createNamespacedCustomObject({
+      ...vms,
+      body: { apiVersion: "kubevirt.io/v1", kind: "VirtualMachine", metadata: { name: "vm" }, spec: { template } },
+    });
+    const mark = async (snapshotInProgress: string | undefined) => {
+      await custom.replaceNamespacedCustomObjectStatus({
+        ...vms,
+        name: "vm",
+        body: {
+          ...((await custom.getNamespacedCustomObject({ ...vms, name: "vm" })) as object),
+          status: snapshotInProgress === undefined ? {} : { snapshotInProgress },
+        },
+      });
+    };
+    await mark("snap-1");
+    // Paused, on a node with no handler.
+    await custom.createNamespacedCustomObject({
+      ...vms,
+      plural: "virtualmachineinstances",
+      body: {
+        apiVersion: "kubevirt.io/v1",
+        kind: "VirtualMachineInstance",
+        metadata: { name: "vm" },
+        spec: template.spec,
+        status: {
+          phase: "Running",
+          nodeName: "node-without-handler",
+          conditions: [{ type: "Paused", status: "True" }],
+        },
+      },
+    });
+    const unpause = `/apis/subresources.kubevirt.io/v1/namespaces/${namespace}/virtualmachineinstances/vm/unpause`;
+    const refused = await call("PUT", unpause, editor);
+    expect([refused.code, JSON.parse(refused.body)]).toEqual([
+      409,
+      expect.objectContaining({
+        reason: "Conflict",
+        message:
+          'Operation cannot be fulfilled on virtualmachine.kubevirt.io "vm": VM snapshot is in progress: snapshot ' +
+          "snap-1 of the VM is under way and resumes the VM when it is done; wait for it, or delete the snapshot",
+      }),
+    ]);
+    // The snapshot done: the unpause is asked of the handler, which is not there.
+    await mark(undefined);
+    const asked = await call("PUT", unpause, editor);
+    expect([asked.code, (JSON.parse(asked.body) as { message: string }).message]).toEqual([
+      503,
+      expect.stringContaining("no ready handler runs on node node-without-handler"),
+    ]);
+  });
+});
+
 describe("virtctl migrate: the migrate subresource of VMs", () => {
   test(
     "is listed for update, and makes a kubevirt-migrate-vm- migration of the running VMI for a " +

@@ -270,6 +270,26 @@ describe("availableActions", () => {
     }
   });
 
+  it("does not unpause a VM while a snapshot of it is under way (KubeVirt's rule: it may hold the pause)", () => {
+    const taking = { printableStatus: "Paused", snapshotInProgress: "snap-1" } as const;
+    const actions = availableActions({ ...vm("Always"), status: taking }, vmi("Running", paused));
+    expect(actions.unpause).toEqual({
+      available: false,
+      by: "state",
+      reason:
+        "VM snapshot is in progress: snapshot snap-1 of the VM is under way and resumes the VM when it is done; " +
+        "wait for it, or delete the snapshot",
+    });
+    // Once it is done, or for a VMI that is not paused, as before.
+    const done = availableActions({ ...vm("Always"), status: { printableStatus: "Paused" } }, vmi("Running", paused));
+    expect(done.unpause).toEqual({ available: true });
+    const running = availableActions(
+      { ...vm("Always"), status: { ...taking, printableStatus: "Running" } },
+      vmi("Running"),
+    );
+    expect(running.unpause).toMatchObject({ available: false, reason: "the VMI is not paused" });
+  });
+
   it("tells a lasting refusal (the spec) from a passing one (the state)", () => {
     expect(
       availableActions({ ...vm("Manual"), spec: { ...vm("Manual").spec, running: true } }, undefined).start,

@@ -9,6 +9,7 @@ import {
   type VirtualMachine,
 } from "@kubevirt-ts/kubevirt-api";
 import { statusInWords, statusTone } from "./vm-view.ts";
+import { unpauseAvailability } from "./snapshots.ts";
 import { isFinalPhase } from "./vmi-phase.ts";
 import { type VmRequestAction, type VmRequestOptions, alreadyRunning, planVmRequest } from "./vm-requests.ts";
 
@@ -188,7 +189,10 @@ export function availableActions(vm: VmFacts, vmi: VmiFacts | undefined): Record
     forceStop: deleting && !vmi ? notNow("the VM is being deleted") : forceStop,
     restart: lifecycle(() => requestAvailability(vm, vmi, "restart")),
     pause: lifecycle(() => vmiActionAvailability(vmi, "pause", devices)),
-    unpause: lifecycle(() => vmiActionAvailability(vmi, "unpause", devices)),
+    unpause: lifecycle(() => {
+      const answer = vmiActionAvailability(vmi, "unpause", devices);
+      return answer.available ? unpauseAvailability(vm) : answer;
+    }),
     softReboot: lifecycle(() => vmiActionAvailability(vmi, "softReboot", devices)),
     reset: lifecycle(() => vmiActionAvailability(vmi, "reset", devices)),
     console: vmiActionAvailability(vmi, "console", devices),

@@ -26,6 +26,24 @@ export function snapshotAvailability(vm: VmFacts): ActionAvailability {
   return { available: true };
 }
 
+/** KubeVirt's reason for refusing an unpause while a snapshot of the VM is under way (virt-api's, word for word). */
+export const SNAPSHOT_IN_PROGRESS = "VM snapshot is in progress";
+
+/**
+ * Whether the VM's instance may be unpaused now, as far as snapshots go: as KubeVirt's virt-api, not while a snapshot
+ * of the VM is under way. A snapshot of a guest without an agent pauses it while its disks are copied (docs/adr/0027)
+ * and resumes it after: an unpause in between would let the copy tear.
+ */
+export function unpauseAvailability(vm: VmFacts | undefined): ActionAvailability {
+  const taking = vm?.status?.snapshotInProgress;
+  if (taking)
+    return notNow(
+      `${SNAPSHOT_IN_PROGRESS}: snapshot ${taking} of the VM is under way and resumes the VM when it is done; ` +
+        "wait for it, or delete the snapshot",
+    );
+  return { available: true };
+}
+
 /** Whether the snapshot can be restored at all now: once it is ready to use, and never once it failed. */
 export function snapshotRestorability(snapshot: SnapshotFacts): ActionAvailability {
   if (snapshot.metadata.deletionTimestamp) return notNow("the snapshot is being deleted");

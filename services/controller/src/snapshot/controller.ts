@@ -31,6 +31,7 @@ import {
   parseQuantity,
 } from "@kubevirt-ts/kubevirt-api";
 import type { Logger } from "@kubevirt-ts/runtime";
+import { SNAPSHOT_IN_PROGRESS } from "@kubevirt-ts/vm-rules";
 import {
   type ImporterConfig,
   claimCopyPod,
@@ -211,8 +212,10 @@ export function createSnapshotReconciler(deps: SnapshotControllerDeps): Reconcil
             );
           } catch (error) {
             // Gone with its VMI, or not paused or frozen (409): released already. Anything else is tried again, the
-            // snapshot kept from its final phase meanwhile (a guest left paused is worse than a retry).
-            if (!isNotFound(error) && !isConflict(error)) throw error;
+            // snapshot kept from its final phase meanwhile (a guest left paused is worse than a retry), and so is the
+            // 409 of an unpause refused while a snapshot marks the VM (another that marked it since).
+            const held = error instanceof ApiError && (error.status.message ?? "").includes(SNAPSHOT_IN_PROGRESS);
+            if ((!isNotFound(error) && !isConflict(error)) || held) throw error;
           }
           return;
         case "createCopyClaim":

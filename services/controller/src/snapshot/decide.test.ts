@@ -225,8 +225,8 @@ describe("a snapshot of a stopped VM", () => {
       },
     };
     const done = decideSnapshot({ ...copying, content: allCopied, copyPod: () => pod("Succeeded") });
-    expect(kinds(done.actions)).toEqual(["writeContentStatus", "deleteCopyPod", "deleteCopyPod", "markVm"]);
-    expect(done.actions.at(-1)).toMatchObject({ kind: "markVm", snapshot: null });
+    expect(kinds(done.actions)).toEqual(["writeContentStatus", "markVm", "deleteCopyPod", "deleteCopyPod"]);
+    expect(done.actions[1]).toMatchObject({ kind: "markVm", snapshot: null });
     expect(done.status).toMatchObject({ phase: "Succeeded", readyToUse: true, creationTime: "2026-01-01T00:01:00Z" });
     expect(done.status.conditions?.map((c) => [c.type, c.status])).toEqual([
       ["Progressing", "False"],
@@ -264,8 +264,8 @@ describe("a snapshot of a running VM", () => {
     const d = decideSnapshot(
       observe({ vmi: vmi(true, { fsFreezeStatus: "frozen" }), content: allCopied, snapshot: snapshot({ status }) }),
     );
-    expect(kinds(d.actions)).toEqual(["writeContentStatus", "release", "markVm"]);
-    expect(d.actions[1]).toEqual({ kind: "release", how: "freeze" });
+    expect(kinds(d.actions)).toEqual(["writeContentStatus", "markVm", "release"]);
+    expect(d.actions[2]).toEqual({ kind: "release", how: "freeze" });
   });
 
   it("says QuiesceTimeout when the guest thawed while its disks were being copied", () => {
@@ -320,7 +320,7 @@ describe("a snapshot that cannot go on", () => {
         now: late,
       }),
     );
-    expect(kinds(d.actions)).toEqual(["release", "deleteCopyPod", "deleteCopyPod", "markVm"]);
+    expect(kinds(d.actions)).toEqual(["markVm", "release", "deleteCopyPod", "deleteCopyPod"]);
     expect(d.status).toMatchObject({ phase: "Failed", readyToUse: false });
     expect(d.status.error?.message).toContain("failureDeadline (5m)");
   });
@@ -387,7 +387,7 @@ describe("a snapshot that cannot go on", () => {
       snapshot({ status: s, metadata: { ...snapshot().metadata, deletionTimestamp: "2026-01-01T00:00:30Z" } });
     const frozen = vmi(true, { fsFreezeStatus: "frozen" });
     const d = decideSnapshot(observe({ vmi: frozen, content: contentOf(o), snapshot: deleted(status) }));
-    expect(kinds(d.actions)).toEqual(["release", "markVm"]);
+    expect(kinds(d.actions)).toEqual(["markVm", "release"]);
     expect(d.status).toMatchObject({ phase: "Deleting", readyToUse: false });
     expect(d.status.conditions?.map((c) => [c.type, c.status, c.message])).toEqual([
       ["Progressing", "False", "VM snapshot is deleting"],
@@ -412,8 +412,8 @@ describe("a snapshot that cannot go on", () => {
     // The VMI is not frozen yet (or no longer there): the release goes all the same.
     for (const seen of [vmi(true), undefined])
       expect(kinds(decideSnapshot(observe({ vmi: seen, content, snapshot: deleted })).actions)).toEqual([
-        "release",
         "markVm",
+        "release",
       ]);
     const late = decideSnapshot(
       observe({ vmi: vmi(true), content, snapshot: snapshot({ status }), now: new Date("2026-01-01T00:05:01Z") }),

@@ -290,10 +290,11 @@ export function decideSnapshot(o: SnapshotObservation): SnapshotDecision {
   // Undoes what the snapshot holds on the VM: the guest released, its copy pods gone, the VM no longer marked. Once the
   // content is written a quiesce may have been asked for, though the VMI may not show it yet: the release is sent
   // whatever the VMI says (a guest not paused or frozen is released already).
+  // The VM's mark goes first: virt-api refuses to unpause a VM marked (KubeVirt's rule), this snapshot's release too.
   const letGo = (released: boolean): SnapshotAction[] => [
+    ...(markedByUs ? [{ kind: "markVm" as const, snapshot: null, vm }] : []),
     ...(how !== "none" && !released && ours !== undefined ? [{ kind: "release" as const, how }] : []),
     ...runningPods.map((t) => ({ kind: "deleteCopyPod" as const, name: t })),
-    ...(markedByUs ? [{ kind: "markVm" as const, snapshot: null, vm }] : []),
   ];
 
   if (snapshot.metadata.deletionTimestamp) {
