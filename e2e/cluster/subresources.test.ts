@@ -10,8 +10,8 @@ import { releaseVersion } from "@kubevirt-ts/images";
 import { KUBECONFIG_PATH } from "@kubevirt-ts/local-cluster";
 import { describe, expect, it } from "vitest";
 import { tokenOf } from "../tests/cluster-users.ts";
-import { tinyVm } from "../manifests.ts";
-import { custom, editorToken, imageOf, suiteNamespace } from "./cluster.ts";
+import { tinyVm, tinyVmOnClaim } from "../manifests.ts";
+import { core, createVm, custom, editorToken, imageOf, suiteNamespace } from "./cluster.ts";
 import { serialLog } from "./console.ts";
 
 // KubeVirt's subresource API through the Kubernetes API server, as virtctl
@@ -388,4 +388,67 @@ describe("a VM as `virtctl create vm --instancetype u1.medium --preference debia
       );
     expect(refusal).toContain("spec.template.spec.domain.memory.guest conflicts with selected instance type u1.medium");
   });
+});
+
+describe("unpause while a snapshot holds the guest", () => {
+  it(
+    "is refused as KubeVirt refuses it; the snapshot of a guest without an agent resumes it when its copy is done",
+    { timeout: 300_000 },
+    async () => {
+      const editor = await editorToken(ns.name);
+      await core.createNamespacedPersistentVolumeClaim({
+        namespace: ns.name,
+        body: {
+          metadata: { name: "held-data" },
+          spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "64Mi" } } },
+        },
+      });
+      await createVm(ns.name, tinyVmOnClaim("held", imageOf("tiny-guest"), "held-data", ns.name));
+      await expect.poll(() => vmiPhase("held"), { timeout: 120_000, interval: 1_000 }).toBe("Running");
+      const snapshots = {
+        group: "snapshot.kubevirt.io",
+        version: "v1beta1",
+        namespace: ns.name,
+        plural: "virtualmachinesnapshots",
+      };
+      await custom.createNamespacedCustomObject({
+        ...snapshots,
+        body: {
+          apiVersion: "snapshot.kubevirt.io/v1beta1",
+          kind: "VirtualMachineSnapshot",
+          metadata: { name: "held-snap" },
+          spec: { source: { apiGroup: "kubevirt.io", kind: "VirtualMachine", name: "held" } },
+        },
+      });
+      const snapshot = async () =>
+        (await custom.getNamespacedCustomObject({ ...snapshots, name: "held-snap" })) as {
+          status?: { phase?: string; indications?: string[] };
+        };
+      // The tiny guest has no agent: the snapshot pauses it while its claim is copied (a pod started for it), and
+      // an unpause meanwhile is refused.
+      await expect
+        .poll(
+          async () => {
+            const paused = (await conditions("held")).find((c) => c.type === "Paused")?.status;
+            return paused === "True"
+              ? "paused"
+              : `${paused ?? "not paused"}, snapshot ${String((await snapshot()).status?.phase)}`;
+          },
+          { timeout: 120_000, interval: 200 },
+        )
+        .toBe("paused");
+      expect(await put(editor, vmiPath("held", "unpause"))).toContain("VM snapshot is in progress");
+      await expect
+        .poll(async () => (await snapshot()).status?.phase, { timeout: 180_000, interval: 1_000 })
+        .toBe("Succeeded");
+      expect((await snapshot()).status?.indications).toEqual(expect.arrayContaining(["Online", "NoGuestAgent"]));
+      await expect
+        .poll(async () => (await conditions("held")).some((c) => c.type === "Paused"), {
+          timeout: 60_000,
+          interval: 500,
+        })
+        .toBe(false);
+      expect((await ns.get("virtualmachines", "held"))?.status?.snapshotInProgress).toBeUndefined();
+    },
+  );
 });
