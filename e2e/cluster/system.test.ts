@@ -1,15 +1,30 @@
 import { execFile } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { ensureBinaries } from "@kubevirt-ts/control-plane";
-import { KUBECONFIG_PATH, NAMESPACE, RELEASE, clusterSync } from "@kubevirt-ts/local-cluster";
+import { CHART, KUBECONFIG_PATH, NAMESPACE, RELEASE, chartValues, clusterSync } from "@kubevirt-ts/local-cluster";
 import { describe, expect, it } from "vitest";
-import { admission, apps, core, imageOf, installedImages, nodeNames, rbac } from "./cluster.ts";
+import { tinyVm } from "../manifests.ts";
+import {
+  admission,
+  apps,
+  core,
+  createVm,
+  custom,
+  imageOf,
+  installedImages,
+  nodeNames,
+  rbac,
+  suiteNamespace,
+} from "./cluster.ts";
 import { runPod } from "./pods.ts";
 
 // The system as `make up` leaves it: a real node, our images, our chart.
 
 const releaseSelector = `app.kubernetes.io/instance=${RELEASE}`;
+const system = suiteNamespace("e2e-system");
 const exec = promisify(execFile);
 
 describe("the local cluster", () => {
@@ -182,8 +197,67 @@ describe("uninstalling the chart", () => {
     ];
   }
 
+  /**
+   * The chart as GitOps tools install it, with no Helm release: `helm template` (no `lookup`, no hooks) piped to
+   * `kubectl apply`. The release it makes must work (a VM runs), and is deleted again, in the reverse order.
+   */
+  async function applyRendered(binDir: string): Promise<void> {
+    const kubectl = (...args: string[]) =>
+      exec(join(binDir, "kubectl"), [`--kubeconfig=${KUBECONFIG_PATH}`, ...args], { maxBuffer: 64 << 20 });
+    // Helm template assumes an old Kubernetes unless told: the cluster's version, as Argo CD gives it.
+    const { serverVersion } = JSON.parse((await kubectl("version", "-o", "json")).stdout) as {
+      serverVersion: { gitVersion: string };
+    };
+    const rendered = await exec(
+      join(binDir, "helm"),
+      [
+        "template",
+        RELEASE,
+        CHART,
+        "--namespace",
+        NAMESPACE,
+        "--no-hooks",
+        "--kube-version",
+        serverVersion.gitVersion,
+        ...(await chartValues(installedImages)),
+      ],
+      { maxBuffer: 64 << 20 },
+    );
+    const dir = await mkdtemp(join(tmpdir(), "rendered-"));
+    const file = join(dir, "release.yaml");
+    await writeFile(file, rendered.stdout);
+    try {
+      // Forced: the DataVolume CRDs the uninstalled release kept are Helm's, and are taken over.
+      await kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=gitops", "-f", file);
+      for (const workload of ["deployment/virt-api", "deployment/virt-controller", "daemonset/virt-handler"])
+        await kubectl("rollout", "status", "-n", NAMESPACE, workload, "--timeout=5m");
+      await createVm(system.name, tinyVm("rendered", imageOf("tiny-guest"), system.name));
+      await expect
+        .poll(async () => (await system.get("virtualmachineinstances", "rendered"))?.status?.phase, {
+          timeout: 180_000,
+          interval: 1_000,
+        })
+        .toBe("Running");
+      await custom.deleteNamespacedCustomObject({
+        group: "kubevirt.io",
+        version: "v1",
+        namespace: system.name,
+        plural: "virtualmachines",
+        name: "rendered",
+      });
+      await expect.poll(() => system.get("virtualmachineinstances", "rendered"), { timeout: 120_000 }).toBeUndefined();
+    } finally {
+      // As helm uninstall deletes: the last object first, and not what the chart keeps (the DataVolume CRDs).
+      const reversed = join(dir, "reversed.yaml");
+      const documents = rendered.stdout.split(/^---\s*$/m).filter((d) => !d.includes("helm.sh/resource-policy: keep"));
+      await writeFile(reversed, documents.reverse().join("\n---\n"));
+      await kubectl("delete", "--ignore-not-found", "--wait", "-f", reversed);
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+
   // Last, since it takes the system away; it is installed again afterwards.
-  it("removes everything it installed but the CRDs", async () => {
+  it("removes everything it installed but the CRDs; rendered and applied by kubectl, it works too", async () => {
     const binDir = await ensureBinaries(["kubectl", "helm"]);
     expect(await installedObjects()).toEqual(
       expect.arrayContaining([
@@ -222,8 +296,9 @@ describe("uninstalling the chart", () => {
         "name",
       ]);
       expect(crds.stdout.trim()).toBe("customresourcedefinition.apiextensions.k8s.io/virtualmachines.kubevirt.io");
+      await applyRendered(binDir);
     } finally {
       await clusterSync(binDir);
     }
-  });
+  }, 900_000);
 });

@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { REPO_ROOT, type StartedPrometheus, ensureBinaries } from "@kubevirt-ts/control-plane";
-import { KUBECONFIG_PATH, NAMESPACE, RELEASE, tagImageOnNodes } from "@kubevirt-ts/local-cluster";
+import { CHART, KUBECONFIG_PATH, NAMESPACE, RELEASE, tagImageOnNodes } from "@kubevirt-ts/local-cluster";
 import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
@@ -126,7 +126,7 @@ describe("an upgrade with VMs running", () => {
     await helm(
       "upgrade",
       RELEASE,
-      join(REPO_ROOT, "charts/kubevirt-ts"),
+      CHART,
       "--reuse-values",
       "--set-string",
       `tags.launcher=${next.split(":").pop() ?? ""}`,

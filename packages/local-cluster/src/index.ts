@@ -2,7 +2,7 @@ export * from "./config.ts";
 export { cleanUp, leftovers } from "./cleanup.ts";
 export { importImages, tagImageOnNodes } from "./images.ts";
 export { clusterUp } from "./up.ts";
-export { NAMESPACE, RELEASE, clusterSync, tagValues } from "./sync.ts";
+export { CHART, NAMESPACE, RELEASE, chartValues, clusterSync, tagValues } from "./sync.ts";
 export {
   HOST_COMPONENTS,
   type HostComponent,

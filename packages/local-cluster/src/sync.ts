@@ -18,7 +18,8 @@ import { webhookClientValues } from "./webhook-client.ts";
 
 export const RELEASE = "kubevirt-ts";
 export const NAMESPACE = "kubevirt-ts";
-const CHART = join(REPO_ROOT, "charts/kubevirt-ts");
+/** The chart, in the work tree. */
+export const CHART = join(REPO_ROOT, "charts/kubevirt-ts");
 
 /** The chart's value naming each image's tag. */
 const TAG_VALUES: Record<string, string> = {
@@ -34,7 +35,7 @@ const TAG_VALUES: Record<string, string> = {
  * Helm arguments naming each image's tag. A tag is a content hash that may be all digits, which `--set` would read as
  * a number and the chart's schema refuse: `--set-string` keeps it a string.
  */
-export function tagValues(images: BuiltImage[]): string[] {
+export function tagValues(images: Pick<BuiltImage, "name" | "reference">[]): string[] {
   return images.flatMap((image) => {
     const key = TAG_VALUES[image.name];
     const tag = image.reference.split(":").pop();
@@ -44,7 +45,7 @@ export function tagValues(images: BuiltImage[]): string[] {
 
 /** The guests the dashboard offers: those that boot from their own disk. */
 export function guestImages(
-  images: BuiltImage[],
+  images: Pick<BuiltImage, "name" | "reference">[],
 ): { name: string; image: string; description: string; boot: "disk" }[] {
   return images
     .filter((image) => image.name === "debian-guest")
@@ -54,6 +55,32 @@ export function guestImages(
       description: "Debian 12: systemd, cloud-init (NoCloud), DHCP, a login on the serial console",
       boot: "disk",
     }));
+}
+
+/** The values the local cluster installs the chart with, for these images (what IMAGES_FILE lists). */
+export async function chartValues(images: Pick<BuiltImage, "name" | "reference">[]): Promise<string[]> {
+  return [
+    ...tagValues(images),
+    // /dev/kvm here cannot run ordinary guests: VMs run with emulation.
+    "--set",
+    "useEmulation=true",
+    // Heartbeats every 10 s, a silent handler noticed after 40 s (KubeVirt's 60 s and 5 min): the e2e tests stop one.
+    "--set",
+    "nodeHeartbeat.intervalSeconds=10",
+    "--set",
+    "nodeHeartbeat.timeoutSeconds=40",
+    // Two cores run dozens of mostly idle test guests at once: 10m per vCPU, not KubeVirt's 100m (cpuAllocationRatio
+    // 10).
+    "--set",
+    "cpuAllocationRatio=100",
+    "--set-json",
+    `guestImages=${JSON.stringify(guestImages(images))}`,
+    // The dashboard's certificate names the address `make up` prints.
+    "--set-json",
+    `web.tls.hosts=${JSON.stringify([NODE_IP])}`,
+    // virt-api's webhooks answer only the API server's client certificate, which cluster-up set up.
+    ...(await webhookClientValues()),
+  ];
 }
 
 export async function clusterSync(binDir: string): Promise<void> {
@@ -79,26 +106,7 @@ export async function clusterSync(binDir: string): Promise<void> {
     "--namespace",
     NAMESPACE,
     "--create-namespace",
-    ...tagValues(images),
-    // /dev/kvm here cannot run ordinary guests: VMs run with emulation.
-    "--set",
-    "useEmulation=true",
-    // Heartbeats every 10 s, a silent handler noticed after 40 s (KubeVirt's 60 s and 5 min): the e2e tests stop one.
-    "--set",
-    "nodeHeartbeat.intervalSeconds=10",
-    "--set",
-    "nodeHeartbeat.timeoutSeconds=40",
-    // Two cores run dozens of mostly idle test guests at once: 10m per vCPU, not KubeVirt's 100m (cpuAllocationRatio
-    // 10).
-    "--set",
-    "cpuAllocationRatio=100",
-    "--set-json",
-    `guestImages=${JSON.stringify(guestImages(images))}`,
-    // The dashboard's certificate names the address `make up` prints.
-    "--set-json",
-    `web.tls.hosts=${JSON.stringify([NODE_IP])}`,
-    // virt-api's webhooks answer only the API server's client certificate, which cluster-up set up.
-    ...(await webhookClientValues()),
+    ...(await chartValues(images)),
     "--wait",
     "--timeout",
     "5m",
