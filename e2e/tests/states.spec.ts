@@ -510,9 +510,13 @@ test("the Events page lists the namespace's events, warnings alone on request, e
   await signIn(page);
   await page.goto(`/vms?ns=${namespace}`);
   await page.getByRole("heading", { name: "Virtual machines" }).click();
-  await page.keyboard.press("g");
-  await page.keyboard.press("e");
-  await expect(page.getByRole("heading", { name: "Events", level: 1 })).toBeVisible();
+  // The server-rendered page shows its heading before the shortcuts' listener is attached: keys pressed in between
+  // are lost, and pressed again, as a user would.
+  await expect(async () => {
+    await page.keyboard.press("g");
+    await page.keyboard.press("e");
+    await expect(page.getByRole("heading", { name: "Events", level: 1 })).toBeVisible({ timeout: 2_000 });
+  }).toPass({ timeout: 20_000 });
   const events = page.getByTestId("events");
   const created = events
     .getByRole("row")
