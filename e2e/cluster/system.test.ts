@@ -6,6 +6,7 @@ import { promisify } from "node:util";
 import { ensureBinaries } from "@kubevirt-ts/control-plane";
 import { CHART, KUBECONFIG_PATH, NAMESPACE, RELEASE, chartValues, clusterSync } from "@kubevirt-ts/local-cluster";
 import { describe, expect, it } from "vitest";
+import { parseAllDocuments, stringify } from "yaml";
 import { tinyVm } from "../manifests.ts";
 import {
   admission,
@@ -249,8 +250,16 @@ describe("uninstalling the chart", () => {
     } finally {
       // As helm uninstall deletes: the last object first, and not what the chart keeps (the DataVolume CRDs).
       const reversed = join(dir, "reversed.yaml");
-      const documents = rendered.stdout.split(/^---\s*$/m).filter((d) => !d.includes("helm.sh/resource-policy: keep"));
-      await writeFile(reversed, documents.reverse().join("\n---\n"));
+      const objects = parseAllDocuments(rendered.stdout)
+        .map((d) => d.toJS() as { metadata?: { annotations?: Record<string, string> } } | null)
+        .filter((o) => o !== null && o.metadata?.annotations?.["helm.sh/resource-policy"] !== "keep");
+      await writeFile(
+        reversed,
+        objects
+          .reverse()
+          .map((o) => stringify(o))
+          .join("---\n"),
+      );
       await kubectl("delete", "--ignore-not-found", "--wait", "-f", reversed);
       await rm(dir, { recursive: true, force: true });
     }
