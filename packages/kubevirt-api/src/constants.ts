@@ -240,6 +240,8 @@ export const Annotation = {
   EvacuationMigration: "kubevirt.io/evacuationMigration",
   /** On a migration the workload updater made to move a VMI onto the installed launcher (KubeVirt's). */
   WorkloadUpdateMigration: "kubevirt.io/workloadUpdateMigration",
+  /** On a VM's VMI: the VM's generation it was started from (KubeVirt's). */
+  VmGeneration: "kubevirt.io/vm-generation",
 } as const;
 
 export const Finalizer = {

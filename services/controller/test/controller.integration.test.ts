@@ -183,7 +183,7 @@ describe("instancetypes and preferences", () => {
       expect(vmi?.spec.domain.cpu).toMatchObject({ sockets: 1, cores: 2, threads: 1 });
       expect(vmi?.spec.domain.memory?.guest).toBe("256Mi");
       expect(vmi?.spec.domain.devices.disks).toEqual([{ name: "root", disk: { bus: "virtio" } }]);
-      expect(vmi?.metadata.annotations).toEqual({ size: "small" });
+      expect(vmi?.metadata.annotations).toEqual({ size: "small", "kubevirt.io/vm-generation": "1" });
 
       await expect
         .poll(async () => (await getVm(client, namespace, "sized"))?.status?.instancetypeRef, poll)
@@ -313,6 +313,74 @@ describe("stop, start and restart", () => {
     expect(pods.map((p) => p.metadata.labels?.["kubevirt.io/created-by"])).toEqual([
       (await getVmi(client, namespace, "vm"))?.metadata.uid,
     ]);
+  });
+});
+
+describe("a change to a running VM", () => {
+  const restartRequired = async (client: KubeClient, namespace: string) =>
+    (await getVm(client, namespace, "vm"))?.status?.conditions?.find((c) => c.type === "RestartRequired");
+  const startRevisions = async (client: KubeClient, namespace: string) =>
+    (await client.list<KubeObject>(controllerRevisions, namespace)).items
+      .map((r) => r.metadata.name ?? "")
+      .filter((n) => n.startsWith("revision-start-vm-"));
+
+  test("to its template sets RestartRequired, which a restart clears; a run strategy change does not", async ({
+    client,
+    namespace,
+  }) => {
+    const created = await createVm(client, newVm("vm", "Always", namespace));
+    const uid = created.metadata.uid ?? "";
+    await expect.poll(async () => (await getVmi(client, namespace, "vm"))?.metadata.uid, poll).toBeDefined();
+    // As KubeVirt keeps it: the VM's spec at the start, in a revision the VM owns, and its generation on the VMI.
+    const first = await getVmi(client, namespace, "vm");
+    expect(first?.metadata.annotations?.["kubevirt.io/vm-generation"]).toBe("1");
+    const revision = await getObject<KubeObject & { data: { spec: VmSpec }; revision: number }>(
+      client,
+      controllerRevisions,
+      namespace,
+      `revision-start-vm-${uid}-1`,
+    );
+    expect(revision?.metadata.ownerReferences?.[0]).toMatchObject({ kind: "VirtualMachine", uid, controller: true });
+    expect(revision?.data.spec.template.spec.domain).toEqual(created.spec.template.spec.domain);
+    expect(revision?.revision).toBe(1);
+
+    // A change of the run strategy alone is not the template's.
+    await setSpec(client, namespace, "vm", { runStrategy: "RerunOnFailure" });
+    await expect
+      .poll(async () => (await getVm(client, namespace, "vm"))?.status?.runStrategy, poll)
+      .toBe("RerunOnFailure");
+    expect(await restartRequired(client, namespace)).toBeUndefined();
+
+    const memory = { guest: "96Mi" };
+    await client.patch(
+      kubevirtResources.virtualMachines,
+      namespace,
+      "vm",
+      { spec: { template: { spec: { domain: { memory } } } } },
+      "merge",
+    );
+    await expect
+      .poll(() => restartRequired(client, namespace), poll)
+      .toMatchObject({
+        status: "True",
+        message: "a non-live-updatable field was changed in the template spec",
+      });
+    // Staged: the running VMI keeps what it started with.
+    expect((await getVmi(client, namespace, "vm"))?.spec.domain.memory?.guest).toBe(first?.spec.domain.memory?.guest);
+    expect(first?.spec.domain.memory?.guest).not.toBe("96Mi");
+
+    const generation = String((await getVm(client, namespace, "vm"))?.metadata.generation);
+    await request(client, namespace, "vm", [{ action: "Stop", uid: first?.metadata.uid }, { action: "Start" }]);
+    await expect
+      .poll(
+        async () => (await getVmi(client, namespace, "vm"))?.metadata.annotations?.["kubevirt.io/vm-generation"],
+        poll,
+      )
+      .toBe(generation);
+    expect((await getVmi(client, namespace, "vm"))?.spec.domain.memory?.guest).toBe("96Mi");
+    await expect.poll(() => restartRequired(client, namespace), poll).toBeUndefined();
+    // The last start's revision alone is kept.
+    expect(await startRevisions(client, namespace)).toEqual([`revision-start-vm-${uid}-${generation}`]);
   });
 });
 

@@ -16,6 +16,7 @@ import {
 } from "@kubevirt-ts/kube";
 import {
   API_VERSION,
+  Annotation,
   type DataVolume,
   EventReason,
   Finalizer,
@@ -30,8 +31,9 @@ import {
   runStrategyOf,
   kubevirtResources,
   controllerRef,
+  controllerRevisions,
 } from "@kubevirt-ts/kubevirt-api";
-import { claimVolumes } from "@kubevirt-ts/vm-rules";
+import { claimVolumes, isFinalPhase } from "@kubevirt-ts/vm-rules";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { controllerOf } from "../common/owner.ts";
 
@@ -39,6 +41,14 @@ import { dataVolumesOf } from "../vmi/claim-events.ts";
 import { ensureDataVolumes } from "./data-volumes.ts";
 import { type VmAction, backoffMs, decide } from "./decide.ts";
 import { InstancetypeLookup, type Sizing, sizeVm } from "./instancetype.ts";
+import {
+  type StartRevision,
+  startRevisionFor,
+  startRevisionName,
+  startRevisionOf,
+  startRevisionPrefix,
+  templateChanged,
+} from "./start-revision.ts";
 import { deriveVmStatus } from "./status.ts";
 
 // The VirtualMachine controller: keeps each VM's VMI in the state its run
@@ -83,7 +93,7 @@ export function vmiForVm(
       name: vm.metadata.name,
       namespace: vm.metadata.namespace,
       labels: { ...template.metadata?.labels, [Label.VmName]: vm.metadata.name ?? "" },
-      ...(expanded.annotations ? { annotations: { ...expanded.annotations } } : {}),
+      annotations: { ...expanded.annotations, [Annotation.VmGeneration]: String(vm.metadata.generation ?? 0) },
       ownerReferences: [controllerRef({ apiVersion: API_VERSION, kind: Kind.VirtualMachine, metadata: vm.metadata })],
     },
     spec: defaultVmiSpec(paused ? { ...expanded.spec, startStrategy: "Paused" } : expanded.spec),
@@ -115,6 +125,15 @@ export function createVmReconciler(deps: VmControllerDeps): Reconcile {
         return { action, startFailure, requeueAfterMs: Math.max(action.untilMs - now().getTime(), 0) + 100 };
       case "create": {
         if (!sizing.expanded) return { action: { kind: "none" }, startFailure, error: sizing.problem };
+        try {
+          await keepStartRevision(vm);
+        } catch (error) {
+          return {
+            action: { kind: "none" },
+            startFailure,
+            error: { reason: EventReason.FailedCreate, message: String(error) },
+          };
+        }
         expectations.expectCreations(key, 1);
         try {
           await client.create(
@@ -203,6 +222,41 @@ export function createVmReconciler(deps: VmControllerDeps): Reconcile {
     await removeFinalizer(client, kubevirtResources.virtualMachines, vm, Finalizer.VmController);
   }
 
+  /**
+   * The VM's spec as of its VMI's start, in the revision made for it: the one of the VM's last start, before its VMI is
+   * made, and no other (KubeVirt's). The revision of this generation there already (a start tried again) is kept.
+   */
+  async function keepStartRevision(vm: VirtualMachine): Promise<void> {
+    const { namespace, uid = "", generation = 0, name = "" } = vm.metadata;
+    const keep = startRevisionName(uid, generation);
+    const stale = (
+      await client.list<StartRevision>(controllerRevisions, namespace, { labelSelector: `${Label.VmName}=${name}` })
+    ).items.filter((r) => r.metadata.name?.startsWith(startRevisionPrefix(uid)) && r.metadata.name !== keep);
+    for (const old of stale)
+      await client.delete(controllerRevisions, namespace, old.metadata.name ?? "").catch((error: unknown) => {
+        if (!isNotFound(error)) throw error;
+      });
+    await client.create(controllerRevisions, namespace, startRevisionFor(vm)).catch((error: unknown) => {
+      if (!isAlreadyExists(error)) throw error;
+    });
+  }
+
+  /** Each VM's start revision read, by the VM's key: a revision never changes once made. */
+  const startSpecs = new Map<string, { name: string; spec: VirtualMachine["spec"] }>();
+  /** Whether the running VM's template has changed since its VMI was started (false when that is not known). */
+  async function restartRequired(vm: VirtualMachine, vmi: VirtualMachineInstance | undefined): Promise<boolean> {
+    const name = vmi && !isFinalPhase(vmi.status?.phase) ? startRevisionOf(vm, vmi) : undefined;
+    if (name === undefined) return false;
+    const key = `${vm.metadata.namespace ?? ""}/${vm.metadata.name ?? ""}`;
+    let spec = startSpecs.get(key)?.name === name ? startSpecs.get(key)?.spec : undefined;
+    if (spec === undefined) {
+      spec = (await client.find<StartRevision>(controllerRevisions, vm.metadata.namespace, name))?.data?.spec;
+      if (spec === undefined) return false;
+      startSpecs.set(key, { name, spec });
+    }
+    return templateChanged(spec, vm);
+  }
+
   const written = new WrittenVersions();
   const instancetypes = new InstancetypeLookup(client);
   return async (key) => {
@@ -211,6 +265,7 @@ export function createVmReconciler(deps: VmControllerDeps): Reconcile {
       expectations.deleteExpectations(key);
       written.forget(key);
       instancetypes.forget(key);
+      startSpecs.delete(key);
       return undefined;
     }
     // Our own last write has not reached the cache yet: its watch event brings the VM back here.
@@ -278,6 +333,7 @@ export function createVmReconciler(deps: VmControllerDeps): Reconcile {
       startHeld: action !== decision.action,
       instancetypeRef: sizing.instancetypeRef,
       preferenceRef: sizing.preferenceRef,
+      restartRequired: await restartRequired(vm, vmi),
     });
     const updated = await writeStatusIfChanged(client, kubevirtResources.virtualMachines, vm, status);
     if (updated) written.wrote(key, cached.metadata.resourceVersion, vm.metadata.resourceVersion);

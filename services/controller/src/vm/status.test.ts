@@ -201,3 +201,15 @@ describe("deriveVmStatus", () => {
     expect(second).toEqual(first);
   });
 });
+
+describe("RestartRequired", () => {
+  const message = "a non-live-updatable field was changed in the template spec";
+  it("is set, as KubeVirt's, when the running VM's template changed since its start, and removed when not", () => {
+    const required = deriveVmStatus(input({ vmi: vmi("Running"), restartRequired: true }));
+    expect(required.conditions?.find((c) => c.type === "RestartRequired")).toMatchObject({ status: "True", message });
+    const after = deriveVmStatus(
+      input({ vm: vm((v) => (v.status = required)), vmi: vmi("Running"), restartRequired: false }),
+    );
+    expect(after.conditions?.find((c) => c.type === "RestartRequired")).toBeUndefined();
+  });
+});

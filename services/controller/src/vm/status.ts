@@ -13,6 +13,7 @@ import {
 } from "@kubevirt-ts/kubevirt-api";
 import { type DataVolumesState, isFinalPhase, isMigrating } from "@kubevirt-ts/vm-rules";
 import type { VmAction } from "./decide.ts";
+import { RESTART_REQUIRED_MESSAGE } from "./start-revision.ts";
 
 // A VirtualMachine's status, derived from what was observed and from what the
 // sync did about it: never from which event woke the controller up.
@@ -37,6 +38,8 @@ export interface VmStatusInput {
   /** A start was wanted and held back until the DataVolumes are in. */
   startHeld?: boolean;
   preferenceRef?: VmStatus["preferenceRef"];
+  /** The VM's template has changed since its running VMI was started from it (start-revision.ts). */
+  restartRequired?: boolean;
 }
 
 function vmiCondition(vmi: VirtualMachineInstance | undefined, type: string): Condition | undefined {
@@ -124,6 +127,15 @@ function conditions(input: VmStatusInput): Condition[] {
           now,
         )
       : removeCondition(list, VmConditionType.Paused);
+  // As KubeVirt's: no reason, and its message word for word.
+  list =
+    input.restartRequired === true
+      ? setCondition<Condition>(
+          list,
+          { type: VmConditionType.RestartRequired, status: "True", message: RESTART_REQUIRED_MESSAGE },
+          now,
+        )
+      : removeCondition(list, VmConditionType.RestartRequired);
   return list;
 }
 
