@@ -14,6 +14,17 @@ const poll = { timeout: 180_000, interval: 1_000 };
 const tinyGuest = imageOf("tiny-guest");
 
 const vm = tinyVm("tiny", tinyGuest, namespace);
+/** The running VMI's memory, as its spec says. */
+const guestMemory = async () =>
+  (
+    (await get("virtualmachineinstances", "tiny")) as
+      { spec?: { domain?: { memory?: { guest?: string } } } } | undefined
+  )?.spec?.domain?.memory?.guest;
+/** The VM's RestartRequired condition, if it has one. */
+const restartRequired = async () =>
+  ((await get("virtualmachines", "tiny"))?.status?.conditions as { type: string }[] | undefined)?.find(
+    (c) => c.type === "RestartRequired",
+  );
 
 describe("a VM with the tiny guest", () => {
   it("runs: Running with software emulation, its pod's address, and its boot output in the serial log", async () => {
@@ -155,6 +166,26 @@ describe("a VM with the tiny guest", () => {
     expect(launcherZombies).toEqual([]);
   });
 
+  it("waits for a restart to take a change to its template, and says so: RestartRequired", async () => {
+    expect(await guestMemory()).toBe("128Mi");
+    await kubectl(
+      "patch",
+      "vm",
+      "tiny",
+      "-n",
+      namespace,
+      "--type=merge",
+      "-p",
+      '{"spec":{"template":{"spec":{"domain":{"memory":{"guest":"160Mi"}}}}}}',
+    );
+    await expect.poll(restartRequired, poll).toMatchObject({
+      status: "True",
+      message: "a non-live-updatable field was changed in the template spec",
+    });
+    // Staged: the running guest keeps what it started with, until the restart the next test makes.
+    expect(await guestMemory()).toBe("128Mi");
+  });
+
   it(
     "ends when its guest powers itself off: the launcher pod finishes though its " +
       "guest-console-log sidecar was running",
@@ -182,6 +213,9 @@ describe("a VM with the tiny guest", () => {
       await expect
         .poll(async () => (await get("virtualmachineinstances", "tiny"))?.status?.phase, poll)
         .toBe("Running");
+      // Started again, from the template as the previous test changed it: no restart is wanted any more.
+      expect(await guestMemory()).toBe("160Mi");
+      await expect.poll(restartRequired, poll).toBeUndefined();
     },
   );
 
