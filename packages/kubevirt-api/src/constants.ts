@@ -198,7 +198,7 @@ export const Label = {
   App: "kubevirt.io",
   /** The VM a launcher pod or VMI belongs to. */
   VmName: "vm.kubevirt.io/name",
-  /** The UID of the VMI a launcher pod was created for. */
+  /** The UID of the VMI a launcher pod was created for, or of the VM a start revision keeps the spec of. */
   CreatedBy: "kubevirt.io/created-by",
   /**
    * On a launcher pod: its VMI's name, cut to a label value with a hash when longer (KubeVirt's); what `virtctl

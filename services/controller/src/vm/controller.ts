@@ -227,10 +227,10 @@ export function createVmReconciler(deps: VmControllerDeps): Reconcile {
    * made, and no other (KubeVirt's). The revision of this generation there already (a start tried again) is kept.
    */
   async function keepStartRevision(vm: VirtualMachine): Promise<void> {
-    const { namespace, uid = "", generation = 0, name = "" } = vm.metadata;
+    const { namespace, uid = "", generation = 0 } = vm.metadata;
     const keep = startRevisionName(uid, generation);
     const stale = (
-      await client.list<StartRevision>(controllerRevisions, namespace, { labelSelector: `${Label.VmName}=${name}` })
+      await client.list<StartRevision>(controllerRevisions, namespace, { labelSelector: `${Label.CreatedBy}=${uid}` })
     ).items.filter((r) => r.metadata.name?.startsWith(startRevisionPrefix(uid)) && r.metadata.name !== keep);
     for (const old of stale)
       await client.delete(controllerRevisions, namespace, old.metadata.name ?? "").catch((error: unknown) => {

@@ -26,13 +26,21 @@ describe("the start revision", () => {
     expect(revision).toMatchObject({
       apiVersion: "apps/v1",
       kind: "ControllerRevision",
-      metadata: { name: "revision-start-vm-u1-4", namespace: "ns", labels: { "vm.kubevirt.io/name": "vm" } },
+      metadata: { name: "revision-start-vm-u1-4", namespace: "ns", labels: { "kubevirt.io/created-by": "u1" } },
       data: { spec: vm().spec },
       revision: 4,
     });
     expect((revision.metadata as { ownerReferences: unknown[] }).ownerReferences).toEqual([
       expect.objectContaining({ kind: "VirtualMachine", name: "vm", uid: "u1", controller: true }),
     ]);
+  });
+
+  it("is labelled with the VM's uid, so a VM whose name is longer than a label's value still starts", () => {
+    const long = vm();
+    long.metadata.name = "n".repeat(200);
+    const labels = startRevisionFor(long).metadata.labels ?? {};
+    expect(labels).toEqual({ "kubevirt.io/created-by": "u1" });
+    expect(Object.values(labels).every((v) => v.length <= 63)).toBe(true);
   });
 
   it("is found from the VMI's kubevirt.io/vm-generation, and not for a VMI without one or with a bad one", () => {

@@ -47,7 +47,8 @@ export function startRevisionFor(vm: VirtualMachine): StartRevision {
     metadata: {
       name: startRevisionName(vm.metadata.uid ?? "", generation),
       namespace: vm.metadata.namespace,
-      labels: { [Label.VmName]: vm.metadata.name ?? "" },
+      // The VM's uid, not its name: a label's value holds 63 characters, a VM's name up to 253.
+      labels: { [Label.CreatedBy]: vm.metadata.uid ?? "" },
       ownerReferences: [controllerRef({ apiVersion: API_VERSION, kind: Kind.VirtualMachine, metadata: vm.metadata })],
     },
     data: { spec: vm.spec },
