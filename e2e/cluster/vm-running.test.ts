@@ -14,6 +14,8 @@ const poll = { timeout: 180_000, interval: 1_000 };
 const tinyGuest = imageOf("tiny-guest");
 
 const vm = tinyVm("tiny", tinyGuest, namespace);
+/** A merge patch of the VM, as `kubectl patch --type=merge` sends it. */
+const patchVm = (patch: string) => kubectl("patch", "vm", "tiny", "-n", namespace, "--type=merge", "-p", patch);
 /** The running VMI's memory, as its spec says. */
 const guestMemory = async () =>
   (
@@ -168,16 +170,7 @@ describe("a VM with the tiny guest", () => {
 
   it("waits for a restart to take a change to its template, and says so: RestartRequired", async () => {
     expect(await guestMemory()).toBe("128Mi");
-    await kubectl(
-      "patch",
-      "vm",
-      "tiny",
-      "-n",
-      namespace,
-      "--type=merge",
-      "-p",
-      '{"spec":{"template":{"spec":{"domain":{"memory":{"guest":"160Mi"}}}}}}',
-    );
+    await patchVm('{"spec":{"template":{"spec":{"domain":{"memory":{"guest":"160Mi"}}}}}}');
     await expect.poll(restartRequired, poll).toMatchObject({
       status: "True",
       message: "a non-live-updatable field was changed in the template spec",
@@ -190,16 +183,7 @@ describe("a VM with the tiny guest", () => {
     "ends when its guest powers itself off: the launcher pod finishes though its " +
       "guest-console-log sidecar was running",
     async () => {
-      await kubectl(
-        "patch",
-        "vm",
-        "tiny",
-        "-n",
-        namespace,
-        "--type=merge",
-        "-p",
-        '{"spec":{"runStrategy":"RerunOnFailure"}}',
-      );
+      await patchVm('{"spec":{"runStrategy":"RerunOnFailure"}}');
       const { ws } = await openConsole(namespace, "tiny", "console");
       ws.send(Buffer.from("poweroff -f\n"));
       // RerunOnFailure: a VMI that Succeeded is removed and not started again.
@@ -209,7 +193,7 @@ describe("a VM with the tiny guest", () => {
         .poll(async () => (await get("virtualmachines", "tiny"))?.status?.printableStatus, poll)
         .toBe("Stopped");
       ws.close();
-      await kubectl("patch", "vm", "tiny", "-n", namespace, "--type=merge", "-p", '{"spec":{"runStrategy":"Always"}}');
+      await patchVm('{"spec":{"runStrategy":"Always"}}');
       await expect
         .poll(async () => (await get("virtualmachineinstances", "tiny"))?.status?.phase, poll)
         .toBe("Running");
@@ -220,7 +204,7 @@ describe("a VM with the tiny guest", () => {
   );
 
   it("stops: the guest, its launcher pod and its VMI go, and the VM shows Stopped", async () => {
-    await kubectl("patch", "vm", "tiny", "-n", namespace, "--type=merge", "-p", '{"spec":{"runStrategy":"Halted"}}');
+    await patchVm('{"spec":{"runStrategy":"Halted"}}');
     await expect.poll(() => get("virtualmachineinstances", "tiny"), poll).toBeUndefined();
     await expect.poll(async () => (await launcherPods()).length, poll).toBe(0);
     await expect
