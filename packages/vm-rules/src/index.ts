@@ -13,3 +13,4 @@ export * from "./console-sharing.ts";
 export * from "./backend-storage.ts";
 export * from "./memory-overhead.ts";
 export * from "./snapshots.ts";
+export * from "./start-revision.ts";

@@ -33,7 +33,16 @@ import {
   controllerRef,
   controllerRevisions,
 } from "@kubevirt-ts/kubevirt-api";
-import { claimVolumes, isFinalPhase } from "@kubevirt-ts/vm-rules";
+import {
+  type StartRevision,
+  claimVolumes,
+  isFinalPhase,
+  startRevisionFor,
+  startRevisionName,
+  startRevisionOf,
+  startRevisionPrefix,
+  templateChanged,
+} from "@kubevirt-ts/vm-rules";
 import type { Logger } from "@kubevirt-ts/runtime";
 import { controllerOf } from "../common/owner.ts";
 
@@ -41,14 +50,6 @@ import { dataVolumesOf } from "../vmi/claim-events.ts";
 import { ensureDataVolumes } from "./data-volumes.ts";
 import { type VmAction, backoffMs, decide } from "./decide.ts";
 import { InstancetypeLookup, type Sizing, sizeVm } from "./instancetype.ts";
-import {
-  type StartRevision,
-  startRevisionFor,
-  startRevisionName,
-  startRevisionOf,
-  startRevisionPrefix,
-  templateChanged,
-} from "./start-revision.ts";
 import { deriveVmStatus } from "./status.ts";
 
 // The VirtualMachine controller: keeps each VM's VMI in the state its run

@@ -11,9 +11,8 @@ import {
   VmiConditionType,
   VmiPhase,
 } from "@kubevirt-ts/kubevirt-api";
-import { type DataVolumesState, isFinalPhase, isMigrating } from "@kubevirt-ts/vm-rules";
+import { type DataVolumesState, RESTART_REQUIRED_MESSAGE, isFinalPhase, isMigrating } from "@kubevirt-ts/vm-rules";
 import type { VmAction } from "./decide.ts";
-import { RESTART_REQUIRED_MESSAGE } from "./start-revision.ts";
 
 // A VirtualMachine's status, derived from what was observed and from what the
 // sync did about it: never from which event woke the controller up.
@@ -38,7 +37,7 @@ export interface VmStatusInput {
   /** A start was wanted and held back until the DataVolumes are in. */
   startHeld?: boolean;
   preferenceRef?: VmStatus["preferenceRef"];
-  /** The VM's template has changed since its running VMI was started from it (start-revision.ts). */
+  /** The VM's template has changed since its running VMI was started from it (vm-rules' start-revision.ts). */
   restartRequired?: boolean;
 }
 

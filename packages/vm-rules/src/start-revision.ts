@@ -1,5 +1,3 @@
-import { isDeepStrictEqual } from "node:util";
-import type { KubeObject } from "@kubevirt-ts/kube";
 import {
   API_VERSION,
   Annotation,
@@ -23,7 +21,10 @@ import {
 export const RESTART_REQUIRED_MESSAGE = "a non-live-updatable field was changed in the template spec";
 
 /** A start revision: the VM's spec as of a start, and the generation it had. */
-export interface StartRevision extends KubeObject {
+export interface StartRevision {
+  apiVersion?: string;
+  kind?: string;
+  metadata: VirtualMachine["metadata"];
   data?: { spec?: VirtualMachine["spec"] };
   revision?: number;
 }
@@ -64,20 +65,73 @@ export function startRevisionOf(vm: VirtualMachine, vmi: VirtualMachineInstance)
 }
 
 /** The parts of a VM's spec its VMI is made from: the template's spec, and the instancetype and preference named. */
-function started(spec: VirtualMachine["spec"] | undefined) {
+function started(spec: VirtualMachine["spec"] | undefined): Record<string, unknown> {
+  // A kind is matched without regard to case, as KubeVirt matches it.
   const ref = (r: { name?: string; kind?: string } | undefined) =>
     r === undefined ? undefined : { name: r.name, kind: r.kind?.toLowerCase() };
-  return {
-    template: spec?.template.spec,
-    instancetype: ref(spec?.instancetype),
-    preference: ref(spec?.preference),
-  };
+  // Through JSON: what is stored, without undefined members.
+  return JSON.parse(
+    JSON.stringify({
+      "spec.template.spec": spec?.template.spec,
+      "spec.instancetype": ref(spec?.instancetype),
+      "spec.preference": ref(spec?.preference),
+    }),
+  ) as Record<string, unknown>;
+}
+
+/** One change to a running VM's spec that waits for a restart: the field, and its value then and now (JSON). */
+export interface PendingChange {
+  path: string;
+  /** Absent when the field was not set at the start. */
+  before?: string;
+  /** Absent when the field has been removed since. */
+  after?: string;
+}
+
+/** The most changes listed, and the longest value shown: a spec may be large, what a person reads should not be. */
+export const MAX_PENDING_CHANGES = 20;
+const MAX_VALUE_CHARS = 120;
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+function shown(value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  const text = JSON.stringify(value);
+  return text.length > MAX_VALUE_CHARS ? `${text.slice(0, MAX_VALUE_CHARS - 1)}…` : text;
+}
+
+/** The fields below `path` where `a` and `b` differ, members matched by name and list items by place. */
+function differences(a: unknown, b: unknown, path: string, into: PendingChange[]): void {
+  if (into.length >= MAX_PENDING_CHANGES) return;
+  if (isObject(a) && isObject(b)) {
+    for (const key of [...new Set([...Object.keys(a), ...Object.keys(b)])].sort())
+      differences(a[key], b[key], `${path}.${key}`, into);
+    return;
+  }
+  if (Array.isArray(a) && Array.isArray(b)) {
+    for (let i = 0; i < Math.max(a.length, b.length); i++) differences(a[i], b[i], `${path}[${String(i)}]`, into);
+    return;
+  }
+  if (JSON.stringify(a) === JSON.stringify(b)) return;
+  const before = shown(a);
+  const after = shown(b);
+  into.push({ path, ...(before === undefined ? {} : { before }), ...(after === undefined ? {} : { after }) });
+}
+
+/**
+ * What differs between the spec a VM's VMI was started from and the VM's spec now, in the parts a VMI is made from
+ * (the template's spec, the instancetype and preference named), field by field: the changes a restart would bring.
+ * At most MAX_PENDING_CHANGES are listed; none means no restart is needed.
+ */
+export function pendingChanges(startSpec: VirtualMachine["spec"] | undefined, vm: VirtualMachine): PendingChange[] {
+  const then = started(startSpec);
+  const now = started(vm.spec);
+  const changes: PendingChange[] = [];
+  for (const part of Object.keys(now)) differences(then[part], now[part], part, changes);
+  return changes;
 }
 
 /** Whether the VM's template (or its instancetype or preference) differs from the spec its VMI was started from. */
 export function templateChanged(startSpec: VirtualMachine["spec"] | undefined, vm: VirtualMachine): boolean {
-  return !isDeepStrictEqual(
-    JSON.parse(JSON.stringify(started(startSpec))),
-    JSON.parse(JSON.stringify(started(vm.spec))),
-  );
+  return pendingChanges(startSpec, vm).length > 0;
 }

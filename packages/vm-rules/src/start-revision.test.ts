@@ -1,6 +1,12 @@
 import type { VirtualMachine, VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 import { describe, expect, it } from "vitest";
-import { startRevisionFor, startRevisionName, startRevisionOf, templateChanged } from "./start-revision.ts";
+import {
+  pendingChanges,
+  startRevisionFor,
+  startRevisionName,
+  startRevisionOf,
+  templateChanged,
+} from "./start-revision.ts";
 
 const vm = (spec: Partial<VirtualMachine["spec"]> = {}): VirtualMachine => ({
   apiVersion: "kubevirt.io/v1",
@@ -75,5 +81,50 @@ describe("a change that needs a restart", () => {
     ).toBe(false);
     expect(templateChanged(sized, vm({ instancetype: { name: "u1.medium" } }))).toBe(true);
     expect(templateChanged(start, vm({ preference: { name: "debian" } }))).toBe(true);
+  });
+});
+
+describe("the changes a restart would bring", () => {
+  const start = vm().spec;
+
+  it("names each changed field with its value then and now; an added one has no before, a removed one no after", () => {
+    const now = vm({
+      instancetype: { name: "u1.small" },
+      template: {
+        spec: {
+          domain: { devices: { disks: [{ name: "root", disk: { bus: "sata" } }] } },
+          nodeSelector: { zone: "a" },
+        },
+      },
+    });
+    expect(pendingChanges(start, now)).toEqual([
+      { path: "spec.template.spec.domain.cpu", before: '{"cores":1}' },
+      { path: "spec.template.spec.domain.devices.disks", after: '[{"name":"root","disk":{"bus":"sata"}}]' },
+      { path: "spec.template.spec.nodeSelector", after: '{"zone":"a"}' },
+      { path: "spec.instancetype", after: '{"name":"u1.small"}' },
+    ]);
+  });
+
+  it("goes into lists by place, and says nothing of what did not change", () => {
+    const disks = (bus: "virtio" | "sata") => [
+      { name: "root", disk: { bus: "virtio" as const } },
+      { name: "data", disk: { bus } },
+    ];
+    const withDisks = (bus: "virtio" | "sata") =>
+      vm({ template: { spec: { domain: { cpu: { cores: 1 }, devices: { disks: disks(bus) } } } } });
+    expect(pendingChanges(withDisks("virtio").spec, withDisks("sata"))).toEqual([
+      { path: "spec.template.spec.domain.devices.disks[1].disk.bus", before: '"virtio"', after: '"sata"' },
+    ]);
+    expect(pendingChanges(start, vm())).toEqual([]);
+  });
+
+  it("lists at most 20, each value cut to 120 characters, however large the spec", () => {
+    const labels = (v: string) => Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`k${String(i)}`, v]));
+    const changes = pendingChanges(
+      vm({ template: { spec: { domain: { devices: {} }, nodeSelector: labels("a".repeat(500)) } } }).spec,
+      vm({ template: { spec: { domain: { devices: {} }, nodeSelector: labels("b") } } }),
+    );
+    expect(changes).toHaveLength(20);
+    expect(changes[0]?.before).toHaveLength(120);
   });
 });
