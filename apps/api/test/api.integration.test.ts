@@ -1,4 +1,4 @@
-import { CoreV1Api, KubeConfig, RbacAuthorizationV1Api } from "@kubernetes/client-node";
+import { AppsV1Api, CoreV1Api, KubeConfig, RbacAuthorizationV1Api } from "@kubernetes/client-node";
 import { test } from "@kubevirt-ts/control-plane/testing";
 import { createLogger } from "@kubevirt-ts/runtime";
 import { TRPCClientError, createTRPCClient, httpLink } from "@trpc/client";
@@ -528,6 +528,79 @@ function sse(address: string, token: string) {
     },
   };
 }
+
+describe("the tRPC API's changes waiting for a restart", () => {
+  test(
+    "lists, field by field, what an edit of a running VM changed since its start, from the revision the " +
+      "controller kept, as the user; says why when the user may not read it or it is gone",
+    async ({ kubeConfig, custom, namespace }) => {
+      const { editor, viewer } = await users(kubeConfig, namespace);
+      // As Kubernetes' edit and view roles give it: the editor reads ControllerRevisions, this viewer does not.
+      await grant(kubeConfig, namespace, "editor", "revisions", [
+        { apiGroups: ["apps"], resources: ["controllerrevisions"], verbs: ["get"] },
+      ]);
+      const asEditor = clientFor(editor).vms;
+      const started = await asEditor.create.mutate({ namespace, vm: vm("web", "Always") });
+      expect(await asEditor.pendingChanges.query({ namespace, name: "web" })).toEqual({
+        restartRequired: false,
+        changes: [],
+      });
+
+      // What the VM controller leaves at a start (no controller runs here): the revision, and the VMI naming it.
+      const { uid = "", generation = 0 } = started.metadata as { uid?: string; generation?: number };
+      const revision = `revision-start-vm-${uid}-${String(generation)}`;
+      const apps = kubeConfig.makeApiClient(AppsV1Api);
+      await apps.createNamespacedControllerRevision({
+        namespace,
+        body: { metadata: { name: revision }, data: { spec: started.spec }, revision: generation },
+      });
+      const vmiApi = { group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachineinstances" };
+      await custom.createNamespacedCustomObject({
+        ...vmiApi,
+        body: {
+          apiVersion: "kubevirt.io/v1",
+          kind: "VirtualMachineInstance",
+          metadata: { name: "web", annotations: { "kubevirt.io/vm-generation": String(generation) } },
+          spec: started.spec.template.spec,
+        },
+      });
+
+      // The edit form's update: memory and a disk's bus.
+      const now = await asEditor.get.query({ namespace, name: "web" });
+      const domain = now.spec.template.spec.domain;
+      domain.memory = { guest: "160Mi" };
+      const root = domain.devices.disks?.[0];
+      if (root?.disk) root.disk.bus = "sata";
+      await asEditor.update.mutate({ namespace, name: "web", vm: now });
+      const vmApi = { group: "kubevirt.io", version: "v1", namespace, plural: "virtualmachines", name: "web" };
+      await custom.replaceNamespacedCustomObjectStatus({
+        ...vmApi,
+        body: {
+          ...((await custom.getNamespacedCustomObject(vmApi)) as object),
+          status: { conditions: [{ type: "RestartRequired", status: "True" }] },
+        },
+      });
+      expect(await asEditor.pendingChanges.query({ namespace, name: "web" })).toEqual({
+        restartRequired: true,
+        changes: [
+          { path: "spec.template.spec.domain.devices.disks[0].disk.bus", before: '"virtio"', after: '"sata"' },
+          { path: "spec.template.spec.domain.memory.guest", before: '"128Mi"', after: '"160Mi"' },
+        ],
+      });
+      expect(await clientFor(viewer).vms.pendingChanges.query({ namespace, name: "web" })).toEqual({
+        restartRequired: true,
+        reason:
+          `You may not read the ControllerRevision ${revision} in ${namespace}, ` +
+          "which holds the spec it started from.",
+      });
+      await apps.deleteNamespacedControllerRevision({ namespace, name: revision });
+      expect(await asEditor.pendingChanges.query({ namespace, name: "web" })).toEqual({
+        restartRequired: true,
+        reason: `The ControllerRevision ${revision} it started from is gone.`,
+      });
+    },
+  );
+});
 
 describe("the tRPC API's migrations", () => {
   test(

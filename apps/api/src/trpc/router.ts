@@ -18,6 +18,8 @@ import {
   SNAPSHOT_GROUP,
   CLONE_GROUP,
   EXPORT_GROUP,
+  VmConditionType,
+  controllerRevisions,
 } from "@kubevirt-ts/kubevirt-api";
 import {
   type VmRequestAction,
@@ -26,7 +28,11 @@ import {
   MIGRATION_SUBRESOURCE,
   type ActionAvailability,
   type VmActionName,
+  type PendingChange,
+  type StartRevision,
   availableActions,
+  pendingChanges,
+  startRevisionOf,
 } from "@kubevirt-ts/vm-rules";
 import { TRPCError } from "@trpc/server";
 import { z } from "zod";
@@ -242,6 +248,40 @@ async function vmAndVmi(client: KubeClient, input: { namespace: string; name: st
 }
 
 /**
+ * What a restart of the VM would bring: the changes to its spec since its VMI started (vm-rules' pendingChanges), read
+ * as the user from the start revision the controller kept. `changes` is undefined, with the reason, when they cannot
+ * be told; the VM's RestartRequired condition still says whether there are any.
+ */
+async function changesSinceStart(
+  client: KubeClient,
+  input: { namespace: string; name: string },
+): Promise<{ restartRequired: boolean; changes?: PendingChange[]; reason?: string }> {
+  const { vm, vmi } = await vmAndVmi(client, input);
+  const restartRequired =
+    vm.status?.conditions?.some((c) => c.type === VmConditionType.RestartRequired && c.status === "True") ?? false;
+  const revision = vmi && startRevisionOf(vm, vmi);
+  if (revision === undefined)
+    return vmi
+      ? { restartRequired, reason: "Its instance was started before kubevirt-ts kept the spec it starts from." }
+      : { restartRequired, changes: [] };
+  const kept = await client
+    .find<StartRevision>(controllerRevisions, input.namespace, revision)
+    .catch((error: unknown) => {
+      if ((error as { code?: number }).code === 403) return 403 as const;
+      throw error;
+    });
+  if (kept === 403)
+    return {
+      restartRequired,
+      reason:
+        `You may not read the ControllerRevision ${revision} in ${input.namespace}, ` +
+        "which holds the spec it started from.",
+    };
+  if (!kept) return { restartRequired, reason: `The ControllerRevision ${revision} it started from is gone.` };
+  return { restartRequired, changes: pendingChanges(kept.data?.spec, vm) };
+}
+
+/**
  * start, stop, forceStop (a stop with a grace period of 0) and restart: the subresource API's own implementation, as
  * the signed-in user.
  */
@@ -338,6 +378,8 @@ const vms = router({
       );
       return { source: ctx.metrics?.source ?? "store", sampleSeconds: ctx.metrics?.sampleSeconds ?? 0, rates };
     }),
+  // The changes to a running VM's spec that wait for a restart, field by field.
+  pendingChanges: userProcedure.input(target).query(({ ctx, input }) => changesSinceStart(ctx.client, input)),
   // What the guest printed on its serial console since boot, as KubeVirt's guest console log is read (get on pods/log).
   serialLog: userProcedure
     .input(target)
