@@ -197,22 +197,31 @@ const LABELS: Record<keyof VmForm, string> = {
 
 /**
  * Each cause under the form field it concerns (the rest under ""), in words: the field's label instead of the API's
- * path.
+ * path. `fieldOf` finds a cause's field by its path; `labels` say what each field is called.
  */
-export function causesByField(
+export function groupCauses<F extends string>(
   causes: { field: string; message: string }[],
-): Partial<Record<keyof VmForm | "", FormProblem[]>> {
-  const result: Partial<Record<keyof VmForm | "", FormProblem[]>> = {};
+  fieldOf: [RegExp, F][],
+  labels: Record<F, string>,
+): Partial<Record<F | "", FormProblem[]>> {
+  const result: Partial<Record<F | "", FormProblem[]>> = {};
   for (const cause of causes) {
-    const field = FIELD_OF.find(([pattern]) => pattern.test(cause.field))?.[1] ?? "";
+    const field = fieldOf.find(([pattern]) => pattern.test(cause.field))?.[1] ?? "";
     // A message starts with the path it concerns; next to its field it reads better with the field's label.
     const message =
       field !== "" && cause.message.startsWith(`${cause.field} `)
-        ? `${LABELS[field]} ${cause.message.slice(cause.field.length + 1)}`
+        ? `${labels[field]} ${cause.message.slice(cause.field.length + 1)}`
         : cause.message;
     (result[field] ??= []).push({ message, path: cause.field });
   }
   return result;
+}
+
+/** The create form's causes under its fields. */
+export function causesByField(
+  causes: { field: string; message: string }[],
+): Partial<Record<keyof VmForm | "", FormProblem[]>> {
+  return groupCauses(causes, FIELD_OF, LABELS);
 }
 
 /**

@@ -1,9 +1,9 @@
 "use client";
 
-import { RUN_STRATEGIES, parseQuantity, validateVirtualMachine } from "@kubevirt-ts/kubevirt-api";
+import { parseQuantity, validateVirtualMachine } from "@kubevirt-ts/kubevirt-api";
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { useRouter } from "next/navigation";
-import { type ReactNode, useMemo, useState } from "react";
+import { useMemo, useState } from "react";
 import { parse, stringify } from "yaml";
 import { describeError, useTRPC } from "../../../lib/trpc";
 import {
@@ -17,58 +17,14 @@ import {
   userDataFor,
   vmFromForm,
 } from "../../../lib/vm-form";
+import { Field } from "../../ui/field";
+import { FormErrors, PreferenceField, RunStrategyField, SizeFields } from "../../ui/vm-fields";
 import { Shell, useNamespace } from "../shell";
 
 // Checked as you type with the server's own rules (kubevirt-api's
 // validateVirtualMachine runs here too): each problem next to its field in
 // words, the API's path on hover, every one at once when Create is pressed;
 // warnings for choices that are allowed but probably not meant.
-
-function Field({
-  id,
-  label,
-  hint,
-  errors,
-  warning,
-  children,
-}: {
-  id: string;
-  label: string;
-  hint?: string;
-  errors?: FormProblem[] | undefined;
-  warning?: string | undefined;
-  children: (describedBy: string | undefined, invalid: boolean) => ReactNode;
-}) {
-  const describedBy =
-    [hint ? `${id}-hint` : "", errors?.length ? `${id}-error` : "", warning ? `${id}-warning` : ""]
-      .filter(Boolean)
-      .join(" ") || undefined;
-  return (
-    <div className="field">
-      <label htmlFor={id}>{label}</label>
-      {hint && (
-        <p id={`${id}-hint`} className="hint">
-          {hint}
-        </p>
-      )}
-      {children(describedBy, Boolean(errors?.length))}
-      {errors?.length ? (
-        <p id={`${id}-error`} className="error" role="alert">
-          {errors.map((e) => (
-            <span key={e.message} title={`API field: ${e.path}`} data-path={e.path}>
-              {e.message}.{" "}
-            </span>
-          ))}
-        </p>
-      ) : null}
-      {warning && (
-        <p id={`${id}-warning`} className="warning" role="status">
-          {warning}
-        </p>
-      )}
-    </div>
-  );
-}
 
 export function CreateVmView() {
   const trpc = useTRPC();
@@ -118,6 +74,18 @@ export function CreateVmView() {
     ? ` The largest node, ${largest.name}, has ${(largest.memoryBytes / 1024 ** 3).toFixed(1)} GiB for pods.`
     : "";
   const warnings = formWarnings(form, sizeMemory === undefined ? undefined : parseQuantity(sizeMemory.trim()), largest);
+
+  // What the size, preference and run strategy fields share with the edit form's.
+  const shared = {
+    prefix: "vm",
+    values: form,
+    onChange: (field: keyof VmForm, value: string) => {
+      setForm({ ...form, [field]: value });
+      setTouched(new Set(touched).add(field));
+    },
+    errors,
+    catalog: instancetypes.data,
+  };
 
   function switchMode(next: "form" | "yaml"): void {
     if (next === "yaml") setYamlText(stringify(filled()));
@@ -195,15 +163,7 @@ export function CreateVmView() {
           void submit();
         }}
       >
-        {errors[""] && (
-          <div className="error" role="alert">
-            {errors[""].map((m) => (
-              <p key={m.message} title={m.path ? `API field: ${m.path}` : undefined}>
-                {m.message}
-              </p>
-            ))}
-          </div>
-        )}
+        <FormErrors errors={errors[""]} />
         {mode === "form" && tried && Object.keys(local).length > 0 && (
           <p className="error" role="alert" data-testid="form-problems">
             {`Fix ${String(Object.values(local).flat().length)} problem(s) before creating ` +
@@ -229,94 +189,12 @@ export function CreateVmView() {
                 />
               )}
             </Field>
-            <Field
-              id="vm-size"
-              label="Size"
-              hint={
-                "An instancetype of the cluster (u1: general purpose, o1: memory overcommitted), " +
-                "or your own CPU and memory."
-              }
-              errors={errors.size}
-              warning={warnings.size}
-            >
-              {(d, invalid) => (
-                <select
-                  id="vm-size"
-                  value={form.size}
-                  onChange={set("size")}
-                  aria-describedby={d}
-                  aria-invalid={invalid}
-                >
-                  <option value="">Custom: CPU cores and memory below</option>
-                  {(instancetypes.data?.sizes ?? []).map((i) => (
-                    <option key={i.name} value={i.name}>
-                      {i.name}: {i.cpu} vCPU, {i.memory}
-                    </option>
-                  ))}
-                </select>
-              )}
-            </Field>
-            {form.size === "" && (
-              <>
-                <Field id="vm-cpu" label="CPU cores" errors={errors.cpu}>
-                  {(d, invalid) => (
-                    <input
-                      id="vm-cpu"
-                      type="number"
-                      min={1}
-                      max={64}
-                      value={form.cpu}
-                      onChange={set("cpu")}
-                      aria-describedby={d}
-                      aria-invalid={invalid}
-                    />
-                  )}
-                </Field>
-                <Field
-                  id="vm-memory"
-                  label="Memory"
-                  hint={`A Kubernetes quantity, such as 512Mi or 2Gi.${largestNodeNote}`}
-                  errors={errors.memory}
-                  warning={warnings.memory}
-                >
-                  {(d, invalid) => (
-                    <input
-                      id="vm-memory"
-                      value={form.memory}
-                      onChange={set("memory")}
-                      aria-describedby={d}
-                      aria-invalid={invalid}
-                    />
-                  )}
-                </Field>
-              </>
-            )}
-            <Field
-              id="vm-preference"
-              label="Guest OS"
-              hint={
-                "A preference of the cluster: the devices and firmware the guest's OS prefers, " +
-                "and the least it needs."
-              }
-              errors={errors.preference}
-            >
-              {(d, invalid) => (
-                <select
-                  id="vm-preference"
-                  value={form.preference}
-                  onChange={set("preference")}
-                  aria-describedby={d}
-                  aria-invalid={invalid}
-                >
-                  <option value="">No preference</option>
-                  {(instancetypes.data?.preferences ?? []).map((p) => (
-                    <option key={p.name} value={p.name}>
-                      {p.displayName} ({p.name})
-                    </option>
-                  ))}
-                </select>
-              )}
-            </Field>
+            <SizeFields
+              {...shared}
+              warnings={{ size: warnings.size, memory: warnings.memory }}
+              memoryNote={largestNodeNote}
+            />
+            <PreferenceField {...shared} />
             <fieldset className="field">
               <legend>Root disk</legend>
               {(
@@ -457,28 +335,7 @@ export function CreateVmView() {
                 <textarea id="vm-ssh" rows={2} value={form.sshKey} onChange={set("sshKey")} aria-describedby={d} />
               )}
             </Field>
-            <Field
-              id="vm-run-strategy"
-              label="Run strategy"
-              hint="Always keeps it running; Halted creates it stopped."
-              errors={errors.runStrategy}
-            >
-              {(d, invalid) => (
-                <select
-                  id="vm-run-strategy"
-                  value={form.runStrategy}
-                  onChange={set("runStrategy")}
-                  aria-describedby={d}
-                  aria-invalid={invalid}
-                >
-                  {RUN_STRATEGIES.map((s) => (
-                    <option key={s} value={s}>
-                      {s}
-                    </option>
-                  ))}
-                </select>
-              )}
-            </Field>
+            <RunStrategyField {...shared} />
           </>
         ) : (
           <Field id="vm-yaml" label="VirtualMachine manifest (kubevirt.io/v1)">

@@ -5,7 +5,7 @@ import { availableActions, conditionsInWords, statusReason } from "@kubevirt-ts/
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { useRouter, useSearchParams } from "next/navigation";
 import Link from "next/link";
-import { useState } from "react";
+import { type ReactNode, useState } from "react";
 import { parse, stringify } from "yaml";
 import { useLiveVms, vmKey } from "../../../../lib/live";
 import { describeError, useTRPC } from "../../../../lib/trpc";
@@ -16,9 +16,11 @@ import { StatusBadge } from "../../../ui/status-badge";
 import { useToast } from "../../../ui/toasts";
 import { ActionButton, Shell } from "../../shell";
 import { CloneAction } from "./clone-dialog";
+import { EditVmForm } from "./edit-vm-form";
 import { PoppableConsole } from "./console-panel";
 import { MetricsGraphs } from "./metrics-graphs";
 import { MigrationPanel } from "./migration-panel";
+import { RestartNeeded } from "./restart-needed";
 import { SerialLog } from "./serial-log";
 import { ExportsPanel } from "./exports-panel";
 import { SnapshotsPanel } from "./snapshots-panel";
@@ -72,17 +74,20 @@ function Overview({
   vmi,
   namespace,
   migratePermission,
+  edit,
 }: {
   vm: VirtualMachine;
   vmi: VirtualMachineInstance | undefined;
   namespace: string;
   migratePermission: { allowed: boolean; reason?: string } | undefined;
+  edit: ReactNode;
 }) {
   const domain = vm.spec.template.spec.domain;
   const node = vmi?.status?.nodeName;
   const ip = vmi?.status?.interfaces?.[0]?.ipAddress;
   return (
     <div className="card">
+      {edit}
       <dl className="facts">
         <dt>Status</dt>
         <dd>
@@ -349,6 +354,7 @@ export function VmDetailsView({ namespace, name }: { namespace: string; name: st
   const permissions = useQuery(trpc.permissions.queryOptions({ namespace }));
   const toast = useToast();
   const [dialog, confirm] = useConfirm();
+  const [editing, setEditing] = useState(false);
   const mutations = {
     start: useMutation(trpc.vms.start.mutationOptions()),
     stop: useMutation(trpc.vms.stop.mutationOptions()),
@@ -413,11 +419,13 @@ export function VmDetailsView({ namespace, name }: { namespace: string; name: st
     if (await confirm({ title: `${label} ${name}?`, body: <p>{words.body}</p>, confirm: words.confirm, danger: true }))
       act(action, label);
   };
-  const button = (action: keyof typeof mutations, label: string, danger = false) => {
+  // id: the reason's element, where the same action is offered twice on the page.
+  const button = (action: keyof typeof mutations, label: string, danger = false, id?: string) => {
     const { allowed, reason: why } = actionAllowed(may?.[action], state?.[action]);
     return (
       <ActionButton
         key={action}
+        {...(id ? { id } : {})}
         label={label}
         allowed={allowed}
         reason={why}
@@ -488,8 +496,41 @@ export function VmDetailsView({ namespace, name }: { namespace: string; name: st
       <div role="tabpanel" aria-label={tab}>
         {!vm ? (
           <p aria-live="polite">{live.loaded ? `There is no VM ${name} in ${namespace}.` : "Loading…"}</p>
+        ) : tab === "Overview" && editing ? (
+          <EditVmForm
+            vm={vm}
+            running={vmi !== undefined}
+            onDone={(saved) => {
+              setEditing(false);
+              if (saved)
+                toast(
+                  true,
+                  vmi
+                    ? `Saved ${name}: the changes take effect when it restarts.`
+                    : `Saved ${name}: it starts with the changes.`,
+                );
+            }}
+          />
         ) : tab === "Overview" ? (
-          <Overview vm={vm} vmi={vmi} namespace={namespace} migratePermission={may?.migrate} />
+          <>
+            <RestartNeeded vm={vm} restart={button("restart", "Restart", false, "why-restart-needed")} />
+            <Overview
+              vm={vm}
+              vmi={vmi}
+              namespace={namespace}
+              migratePermission={may?.migrate}
+              edit={
+                <ActionButton
+                  label="Edit"
+                  allowed={may?.update.allowed && !vm.metadata.deletionTimestamp}
+                  reason={vm.metadata.deletionTimestamp ? `${name} is being deleted.` : may?.update.reason}
+                  onClick={() => {
+                    setEditing(true);
+                  }}
+                />
+              }
+            />
+          </>
         ) : tab === "Metrics" ? (
           <MetricsGraphs namespace={namespace} name={name} running={vmi?.status?.phase === "Running"} />
         ) : tab === "YAML" ? (
