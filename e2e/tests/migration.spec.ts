@@ -113,3 +113,33 @@ test("a viewer sees the migrations but may not start one, and is told why", asyn
     /You may not migrate VMs in/,
   );
 });
+
+test("the VM list migrates two VMs in one go: each moves to another node", async ({ page, virtualMachinesPage }) => {
+  createObject(tinyVm("wanderer", imageOf("tiny-guest"), namespace));
+  await signIn(page);
+  await virtualMachinesPage.goto(namespace);
+  const row = (name: string) => virtualMachinesPage.row(name);
+  for (const name of ["roamer", "wanderer"])
+    await expect(row(name).getByRole("cell").nth(2)).toHaveText("Running", slow);
+  // Each live migratable, as its handler says a moment after it runs: the button is enabled once any one is.
+  const migratable = (name: string) =>
+    kubectl(
+      "get",
+      "vmi",
+      name,
+      "-n",
+      namespace,
+      "-o",
+      `jsonpath={.status.conditions[?(@.type=="LiveMigratable")].status}`,
+    );
+  for (const name of ["roamer", "wanderer"]) await expect.poll(() => migratable(name), slow).toBe("True");
+  const before = { roamer: nodeOf("roamer"), wanderer: nodeOf("wanderer") };
+  for (const name of ["roamer", "wanderer"]) await row(name).getByRole("checkbox").check();
+  const selection = page.getByRole("group", { name: "Selected VMs" });
+  await expect(selection.getByRole("button", { name: "Migrate", exact: true })).toBeEnabled(slow);
+  await selection.getByRole("button", { name: "Migrate", exact: true }).click();
+  await expect(page.getByRole("status").filter({ hasText: "Migrate: done for roamer, wanderer." })).toBeVisible();
+  await expect.poll(() => nodeOf("roamer"), slow).not.toBe(before.roamer);
+  await expect.poll(() => nodeOf("wanderer"), slow).not.toBe(before.wanderer);
+  await expect(row("wanderer").getByRole("cell").nth(3)).toHaveText(nodeOf("wanderer"), slow);
+});

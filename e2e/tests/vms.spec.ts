@@ -49,7 +49,7 @@ test("the admin creates a VM with the form; the list shows it and its status cha
   const row = virtualMachinesPage.row("debian-1");
   await expect(row.getByRole("cell").nth(2)).toHaveText("Stopped");
   await row.getByRole("checkbox").check();
-  await page.getByRole("group", { name: "Selected VMs" }).getByRole("button", { name: "Start" }).click();
+  await page.getByRole("group", { name: "Selected VMs" }).getByRole("button", { name: "Start", exact: true }).click();
   await expect(page.getByRole("status").filter({ hasText: "Start: done for debian-1." })).toBeVisible();
   await expect(row.getByRole("cell").nth(2)).toHaveText(/Starting|Running/, slow);
   await expect(row.getByRole("cell").nth(2)).toHaveText("Running", slow);
@@ -252,7 +252,7 @@ test("the admin deletes VMs from the list in one go", async ({ page, virtualMach
   await virtualMachinesPage.goto(namespace);
   for (const name of ["debian-1", "sized-1", "tiny-1", "tiny-disk", "manual-1"])
     await virtualMachinesPage.row(name).getByRole("checkbox").check();
-  await page.getByRole("group", { name: "Selected VMs" }).getByRole("button", { name: "Delete" }).click();
+  await page.getByRole("group", { name: "Selected VMs" }).getByRole("button", { name: "Delete", exact: true }).click();
   const confirm = page.getByRole("dialog", { name: "Delete 5 VMs?" });
   await expect(confirm).toContainText("debian-1, sized-1, tiny-1, tiny-disk, manual-1");
   await confirm.getByRole("button", { name: "Delete 5 VMs" }).click();

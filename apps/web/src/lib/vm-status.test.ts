@@ -1,5 +1,6 @@
+import type { VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 import { describe, expect, it } from "vitest";
-import { actionAllowed, age, forAnyOf, inEveryNamespace } from "./vm-status";
+import { actionAllowed, age, forAnyOf, inEveryNamespace, migrationAvailability } from "./vm-status";
 
 describe("age", () => {
   it("reads like kubectl's AGE column", () => {
@@ -59,5 +60,41 @@ describe("inEveryNamespace", () => {
     expect(inEveryNamespace([{ allowed: true }, undefined])).toBeUndefined();
     expect(inEveryNamespace([])).toBeUndefined();
     expect(inEveryNamespace([undefined, refused])).toBe(refused);
+  });
+});
+
+describe("migrationAvailability", () => {
+  const vmi = (phase: string, migratable?: "True" | "False"): VirtualMachineInstance => ({
+    apiVersion: "kubevirt.io/v1",
+    kind: "VirtualMachineInstance",
+    metadata: { name: "web" },
+    spec: { domain: { devices: {} } },
+    status: {
+      phase: phase as NonNullable<VirtualMachineInstance["status"]>["phase"],
+      ...(migratable
+        ? {
+            conditions: [
+              { type: "LiveMigratable", status: migratable, reason: "DisksNotLiveMigratable", message: "m" },
+            ],
+          }
+        : {}),
+    },
+  });
+
+  it("is available for a running, live-migratable VMI, and says why not otherwise", () => {
+    expect(migrationAvailability(vmi("Running", "True"))).toEqual({ available: true });
+    expect(migrationAvailability(undefined)).toEqual({
+      available: false,
+      by: "state",
+      reason: "the VM is not running",
+    });
+    expect(migrationAvailability(vmi("Running", "False"))).toMatchObject({
+      available: false,
+      reason: "VMI web is not live migratable: DisksNotLiveMigratable: m",
+    });
+    expect(migrationAvailability(vmi("Scheduling"))).toMatchObject({
+      available: false,
+      reason: expect.stringContaining("only a running VMI can be migrated") as unknown,
+    });
   });
 });

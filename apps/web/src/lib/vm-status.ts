@@ -1,4 +1,5 @@
-import type { ActionAvailability } from "@kubevirt-ts/vm-rules";
+import type { VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
+import { type ActionAvailability, migrationRefusal } from "@kubevirt-ts/vm-rules";
 
 // How a VM's state reads to a person, besides vm-rules' vm-view.ts (the
 // status in words, its tone and reason, conditions in words): whether an
@@ -56,4 +57,11 @@ export function forAnyOf(
     by: "state",
     reason: states.map(([name, state]) => `${name}: ${state.available ? "" : state.reason}`).join("; "),
   };
+}
+
+/** Whether the VM can be live migrated now, by the rule virt-api refuses with (vm-rules' migrationRefusal). */
+export function migrationAvailability(vmi: VirtualMachineInstance | undefined): ActionAvailability {
+  if (!vmi) return { available: false, by: "state", reason: "the VM is not running" };
+  const refusal = migrationRefusal(vmi);
+  return refusal === undefined ? { available: true } : { available: false, by: "state", reason: refusal };
 }

@@ -7,7 +7,7 @@ import Link from "next/link";
 import { useEffect, useMemo, useRef, useState } from "react";
 import { useLiveVms, vmKey } from "../../lib/live";
 import { describeError, useTRPC } from "../../lib/trpc";
-import { actionAllowed, age, forAnyOf, inEveryNamespace } from "../../lib/vm-status";
+import { actionAllowed, age, forAnyOf, inEveryNamespace, migrationAvailability } from "../../lib/vm-status";
 import { type SortKey, compareRows, matchesSearch, vmSize } from "../../lib/vm-size";
 import { useConfirm } from "../ui/confirm";
 import { StatusBadge } from "../ui/status-badge";
@@ -87,6 +87,10 @@ function VmTable({ namespace }: { namespace: string | undefined }) {
   const now = useNow();
   const start = useMutation(trpc.vms.start.mutationOptions());
   const stop = useMutation(trpc.vms.stop.mutationOptions());
+  const restart = useMutation(trpc.vms.restart.mutationOptions());
+  const pause = useMutation(trpc.vms.pause.mutationOptions());
+  const unpause = useMutation(trpc.vms.unpause.mutationOptions());
+  const migrate = useMutation(trpc.migrations.migrate.mutationOptions());
   const remove = useMutation(trpc.vms.delete.mutationOptions());
 
   // `/` searches, as in most consoles; not while typing in a field.
@@ -145,7 +149,10 @@ function VmTable({ namespace }: { namespace: string | undefined }) {
     ),
   });
 
-  async function bulk(label: string, mutation: typeof start): Promise<void> {
+  async function bulk(
+    label: string,
+    mutation: { mutateAsync: (vm: { namespace: string; name: string }) => Promise<unknown> },
+  ): Promise<void> {
     const keys = [...chosen];
     const names = keys.map(shownName);
     const results = await Promise.allSettled(
@@ -165,14 +172,18 @@ function VmTable({ namespace }: { namespace: string | undefined }) {
     (chosen.length === 1 ? shownName(chosen[0] ?? "") : `${String(chosen.length)} VMs`) + what;
 
   // A button for the selection is enabled when the user may, in each namespace of the selection, and the state of any
-  // selected VM allows it.
-  const forSelection = (action: "start" | "stop" | "delete") =>
+  // selected VM allows it; a migration, when any selected VM can be migrated now (vm-rules' migrationRefusal).
+  const forSelection = (action: "start" | "stop" | "restart" | "pause" | "unpause" | "delete" | "migrate") =>
     actionAllowed(
       inEveryNamespace(permissions.map((p) => p.data?.[action])),
       forAnyOf(
         chosen.flatMap((key) => {
           const vm = live.vms.get(key);
-          return vm ? [[shownName(key), availableActions(vm, live.vmis.get(key))[action]] as const] : [];
+          const vmi = live.vmis.get(key);
+          if (!vm) return [];
+          return [
+            [shownName(key), action === "migrate" ? migrationAvailability(vmi) : availableActions(vm, vmi)[action]],
+          ] as const;
         }),
       ),
     );
@@ -238,6 +249,28 @@ function VmTable({ namespace }: { namespace: string | undefined }) {
             })
           }
         />
+        <ActionButton
+          label="Restart"
+          {...forSelection("restart")}
+          onClick={() =>
+            void confirm({
+              title: `Restart ${one("")}?`,
+              body: (
+                <p>
+                  {chosen.map(shownName).join(", ")}: each guest is shut down and started again on a new instance (it
+                  may get another node and address).
+                </p>
+              ),
+              confirm: `Restart ${one("")}`,
+              danger: true,
+            }).then((ok) => {
+              if (ok) void bulk("Restart", restart);
+            })
+          }
+        />
+        <ActionButton label="Pause" {...forSelection("pause")} onClick={() => void bulk("Pause", pause)} />
+        <ActionButton label="Unpause" {...forSelection("unpause")} onClick={() => void bulk("Unpause", unpause)} />
+        <ActionButton label="Migrate" {...forSelection("migrate")} onClick={() => void bulk("Migrate", migrate)} />
         <ActionButton
           label="Delete"
           danger
