@@ -446,8 +446,8 @@ export function VmDetailsView({ namespace, name }: { namespace: string; name: st
         viewOnly ? (
           <div className="toolbar">
             <p className="muted" data-testid="view-only">
-              You may view this VM, not change it: ask for the kubevirt.io:edit role in {namespace} to start, stop or
-              delete it.
+              You may view this VM, not change it: ask for the kubevirt.io:edit role in {namespace} to edit, start, stop
+              or delete it.
             </p>
             {clone}
           </div>
@@ -520,14 +520,17 @@ export function VmDetailsView({ namespace, name }: { namespace: string; name: st
               namespace={namespace}
               migratePermission={may?.migrate}
               edit={
-                <ActionButton
-                  label="Edit"
-                  allowed={may?.update.allowed && !vm.metadata.deletionTimestamp}
-                  reason={vm.metadata.deletionTimestamp ? `${name} is being deleted.` : may?.update.reason}
-                  onClick={() => {
-                    setEditing(true);
-                  }}
-                />
+                // A viewer reads once, above, that they may not change it.
+                !viewOnly && (
+                  <ActionButton
+                    label="Edit"
+                    allowed={may?.update.allowed && !vm.metadata.deletionTimestamp}
+                    reason={vm.metadata.deletionTimestamp ? `${name} is being deleted.` : may?.update.reason}
+                    onClick={() => {
+                      setEditing(true);
+                    }}
+                  />
+                )
               }
             />
           </>
