@@ -142,4 +142,20 @@ test("the VM list migrates two VMs in one go: each moves to another node", async
   await expect.poll(() => nodeOf("roamer"), slow).not.toBe(before.roamer);
   await expect.poll(() => nodeOf("wanderer"), slow).not.toBe(before.wanderer);
   await expect(row("wanderer").getByRole("cell").nth(3)).toHaveText(nodeOf("wanderer"), slow);
+
+  // The Migrations page lists the namespace's migrations, newest first: these two, ended, from and to which node.
+  await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "Migrations" }).click();
+  await expect(page.getByRole("heading", { name: "Migrations", level: 1 })).toBeVisible();
+  const migrations = page.getByTestId("migrations").locator("tbody tr");
+  // roamer's two from the tests before, and one each now.
+  await expect(migrations).toHaveCount(4, slow);
+  for (const name of ["roamer", "wanderer"] as const) {
+    const newest = migrations.filter({ has: page.getByRole("link", { name, exact: true }) }).first();
+    await expect(newest.getByTestId("migration-row-phase")).toHaveText(
+      new RegExp(`^Succeeded from ${before[name]} to ${nodeOf(name)}, pre-copy, [\\d.]+ s in all$`),
+      slow,
+    );
+  }
+  await page.getByLabel("In flight only").check();
+  await expect(page.getByText("No migration is in flight.")).toBeVisible();
 });

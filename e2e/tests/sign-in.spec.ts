@@ -117,7 +117,7 @@ test.describe("signing in with a bearer token", () => {
     // Sign out is reached with Tab alone, past the navigation before it.
     for (
       let presses = 0;
-      presses < 10 && !(await virtualMachinesPage.signOutButton.evaluate((b) => b === document.activeElement));
+      presses < 12 && !(await virtualMachinesPage.signOutButton.evaluate((b) => b === document.activeElement));
       presses++
     ) {
       await page.keyboard.press("Tab");

@@ -668,6 +668,19 @@ describe("the tRPC API's migrations", () => {
         name,
       })) as { spec: unknown };
       expect(stored.spec).toEqual({ vmiName: "web", addedNodeSelector: { "kubernetes.io/hostname": "node-b" } });
+      // The namespace's migrations, for the Migrations page: with its namespace and VM, in flight, no figures yet
+      // (it has no source node). Every namespace's only for who may list them there.
+      expect(await clientFor(editor).migrations.all.query({ namespace })).toMatchObject({
+        migrations: [{ namespace, vm: "web", name, phase: "Pending", ended: false }],
+        truncated: false,
+      });
+      expect(await failure(clientFor(editor).migrations.all.query({}))).toMatchObject({
+        code: "FORBIDDEN",
+        message: expect.stringContaining("virtualmachineinstancemigrations") as unknown,
+      });
+      expect(await failure(clientFor(viewer).migrations.all.query({ namespace }))).toMatchObject({
+        code: "FORBIDDEN",
+      });
 
       expect(await clientFor(editor).migrations.cancel.mutate({ namespace, name: "web" })).toEqual({
         cancelled: [name],

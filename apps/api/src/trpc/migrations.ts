@@ -12,6 +12,7 @@ import { tokenRequester } from "../access.ts";
 import type { HandlerDialer } from "../handler-dialer.ts";
 import { requestMigration } from "../vm-actions.ts";
 import { router, userProcedure } from "./init.ts";
+import { MAX_LISTED, bounded, newestFirst } from "./namespace-lists.ts";
 import { fromRefusal } from "./refusal.ts";
 
 // A VM's live migrations for the dashboard: Migrate (to any node, or to one
@@ -29,6 +30,9 @@ const dnsName = z.string().superRefine((value, ctx) => {
   if (problem) ctx.addIssue({ code: "custom", message: problem });
 });
 const vm = z.object({ namespace: dnsName, name: dnsName });
+
+/** The most migrations in flight whose figures one answer asks the handlers for (KubeVirt runs 5 at a time). */
+const MAX_FIGURES = 10;
 
 /** A migration as the dashboard shows it: its phase and when it reached each, where it goes, how it ended. */
 function migrationView(m: VirtualMachineInstanceMigration) {
@@ -131,6 +135,28 @@ export const migrations = router({
         { uid: m.metadata.uid },
       );
     return { cancelled: flying.map((m) => m.metadata.name ?? "") };
+  }),
+  // The migrations of a namespace, or of every namespace for who may list them there, newest first: at most
+  // MAX_LISTED, each with its namespace and VM; those in flight with figures from the handlers of the nodes they left.
+  all: userProcedure.input(z.object({ namespace: dnsName.optional() })).query(async ({ ctx, input }) => {
+    const { items, truncated } = await bounded((options) =>
+      ctx.client.list<VirtualMachineInstanceMigration>(
+        kubevirtResources.virtualMachineInstanceMigrations,
+        input.namespace,
+        options,
+      ),
+    );
+    const listed = newestFirst(items).slice(0, MAX_LISTED);
+    const flying = new Set(listed.filter((m) => !isFinalMigrationPhase(m.status?.phase)).slice(0, MAX_FIGURES));
+    const migrations = await Promise.all(
+      listed.map(async (m) => ({
+        namespace: m.metadata.namespace ?? "",
+        vm: m.spec.vmiName,
+        ...migrationView(m),
+        ...(flying.has(m) ? await progressOf(ctx.handlers, m) : {}),
+      })),
+    );
+    return { migrations, truncated: truncated || items.length > listed.length };
   }),
   // The VM's migrations, newest first, and whether it could be migrated now (and why not).
   list: userProcedure.input(vm).query(async ({ ctx, input }) => {

@@ -5,9 +5,34 @@ import { formatBytes, formatRate } from "./metrics";
 // A live migration's figures as the API sends them (libvirt's job, read by
 // the handler of the node it left), and how the VM's page reads them.
 
-export type MigrationFigures = NonNullable<
-  inferRouterOutputs<AppRouter>["migrations"]["list"]["migrations"][number]["progress"]
->;
+/** A migration as the API lists it, of one VM or of a namespace. */
+export type Migration = inferRouterOutputs<AppRouter>["migrations"]["list"]["migrations"][number];
+export type MigrationFigures = NonNullable<Migration["progress"]>;
+
+/** Seconds between two times (or since the first), as a migration's line shows them. */
+function seconds(from: string | undefined, to: string | undefined): string {
+  if (!from) return "";
+  const elapsed = (to ? Date.parse(to) : Date.now()) - Date.parse(from);
+  return `${(elapsed / 1000).toFixed(1)} s`;
+}
+
+/**
+ * What follows a migration's phase in words: cancelling, from and to which node, pre- or post-copy, how long so far or
+ * in all, moved by a drain, under which MigrationPolicy.
+ */
+export function migrationInWords(m: Migration): string {
+  const started = m.phases[0]?.time;
+  const ended = m.ended ? m.phases.at(-1)?.time : undefined;
+  return [
+    m.cancelling && !m.ended ? " (cancelling)" : "",
+    m.sourceNode ? ` from ${m.sourceNode}` : "",
+    m.targetNode ? ` to ${m.targetNode}` : "",
+    m.mode ? `, ${m.mode === "PostCopy" ? "post-copy" : "pre-copy"}` : "",
+    m.phases.length > 0 ? `, ${seconds(started, ended)}${m.ended ? " in all" : " so far"}` : "",
+    m.evacuation ? ` (moved off ${m.evacuation} by a drain)` : "",
+    m.policy ? `, under MigrationPolicy ${m.policy}` : "",
+  ].join("");
+}
 
 export interface FiguresView {
   /** One line: what was sent and is left, at what rate; or, once done, what was sent in all and in how long. */

@@ -39,12 +39,14 @@ function NamespaceSwitcher() {
   // The same page, of another namespace (a VM's own page has no counterpart there: its namespace's list).
   const page = pathname.startsWith("/vms/new")
     ? "/vms/new"
-    : (["/images", "/nodes", "/events"].find((p) => pathname.startsWith(p)) ?? "/vms");
+    : (["/images", "/nodes", "/migrations", "/events"].find((p) => pathname.startsWith(p)) ?? "/vms");
   const go = (ns: string) => {
     router.push(`${page}?ns=${encodeURIComponent(ns)}`);
   };
-  // Every namespace at once is the VM list's, for who may list VMs cluster-wide.
-  const everyNamespace = page === "/vms" && namespaces.data?.mayListVmsEverywhere === true;
+  // Every namespace at once is the VM and migration lists', for who may list VMs cluster-wide (a migration list
+  // refused there says why).
+  const listsAll = page === "/vms" || page === "/migrations";
+  const everyNamespace = listsAll && namespaces.data?.mayListVmsEverywhere === true;
   if (namespaces.data?.mayList) {
     const names = namespaces.data.names.includes(namespace)
       ? namespaces.data.names
@@ -53,7 +55,7 @@ function NamespaceSwitcher() {
       <label className="inline">
         Namespace{" "}
         <select
-          value={page === "/vms" ? chosen : namespace}
+          value={listsAll ? chosen : namespace}
           onChange={(e) => {
             go(e.target.value);
           }}
@@ -97,6 +99,7 @@ const SECTIONS = [
   { href: "/vms", label: "Virtual machines" },
   { href: "/images", label: "Images and disks" },
   { href: "/nodes", label: "Nodes" },
+  { href: "/migrations", label: "Migrations" },
   { href: "/events", label: "Events" },
 ] as const;
 
@@ -106,6 +109,7 @@ const SHORTCUTS = [
   ["g v", "Go to Virtual machines"],
   ["g i", "Go to Images and disks"],
   ["g n", "Go to Nodes"],
+  ["g m", "Go to Migrations"],
   ["g e", "Go to Events"],
   ["Escape", "Close a dialog"],
 ] as const;
@@ -127,7 +131,7 @@ function useShortcuts(go: (href: string) => void, help: () => void): void {
         return;
       if (pending) {
         pending = false;
-        const href = { v: "/vms", i: "/images", n: "/nodes", e: "/events" }[e.key];
+        const href = { v: "/vms", i: "/images", n: "/nodes", m: "/migrations", e: "/events" }[e.key];
         if (href) go(href);
         return;
       }
@@ -149,8 +153,9 @@ export function Shell({ title, actions, children }: { title: string; actions?: R
   const namespace = useNamespace();
   const listed = useNamespaceOrAll() ?? ALL_NAMESPACES;
   const help = useRef<HTMLDialogElement>(null);
-  // The VM list keeps "every namespace"; the other sections work in one.
-  const hrefOf = (href: string) => `${href}?ns=${encodeURIComponent(href === "/vms" ? listed : namespace)}`;
+  // The VM and migration lists keep "every namespace"; the other sections work in one.
+  const hrefOf = (href: string) =>
+    `${href}?ns=${encodeURIComponent(href === "/vms" || href === "/migrations" ? listed : namespace)}`;
   useShortcuts(
     (href) => {
       router.push(hrefOf(href));

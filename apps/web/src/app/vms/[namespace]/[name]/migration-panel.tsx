@@ -2,7 +2,8 @@
 
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { useState } from "react";
-import { describeFigures } from "../../../../lib/migrations";
+import { migrationInWords } from "../../../../lib/migrations";
+import { MigrationFiguresLine } from "../../../ui/migration-figures";
 import { useTRPC, toastOutcome } from "../../../../lib/trpc";
 import { useToast } from "../../../ui/toasts";
 import { ActionButton } from "../../shell";
@@ -14,13 +15,6 @@ import { ActionButton } from "../../shell";
 // which aborts it; the guest stays where it was).
 
 const ANY_NODE = "";
-
-/** Seconds between two times, as the progress line shows them. */
-function seconds(from: string | undefined, to: string | undefined): string {
-  if (!from) return "";
-  const ms = (to ? Date.parse(to) : Date.now()) - Date.parse(from);
-  return `${(ms / 1000).toFixed(1)} s`;
-}
 
 export function MigrationPanel({
   namespace,
@@ -41,8 +35,6 @@ export function MigrationPanel({
   const current = status.data?.node;
   const latest = status.data?.migrations[0];
   const inFlight = latest !== undefined && !latest.ended;
-  const startedAt = latest?.phases[0]?.time;
-  const endedAt = latest?.ended ? latest.phases.at(-1)?.time : undefined;
   const others = (nodes.data?.nodes ?? []).map((n) => n.name).filter((n) => n !== current);
   const available = status.data?.migratable;
   const allowed = permission?.allowed === true && available?.available === true && !inFlight;
@@ -119,13 +111,7 @@ export function MigrationPanel({
         <div data-testid="migration-progress" aria-live="polite">
           <p>
             <strong data-testid="migration-phase">{latest.phase}</strong>
-            {latest.cancelling && !latest.ended ? " (cancelling)" : ""}
-            {latest.sourceNode ? ` from ${latest.sourceNode}` : ""}
-            {latest.targetNode ? ` to ${latest.targetNode}` : ""}
-            {latest.mode ? `, ${latest.mode === "PostCopy" ? "post-copy" : "pre-copy"}` : ""}
-            {latest.phases.length > 0 ? `, ${seconds(startedAt, endedAt)}${latest.ended ? " in all" : " so far"}` : ""}
-            {latest.evacuation ? ` (moved off ${latest.evacuation} by a drain)` : ""}
-            {latest.policy ? `, under MigrationPolicy ${latest.policy}` : ""}
+            {migrationInWords(latest)}
           </p>
           {latest.progress && <MigrationFiguresLine figures={latest.progress} />}
           {latest.progressProblem && <p className="muted">{latest.progressProblem}</p>}
@@ -146,23 +132,5 @@ export function MigrationPanel({
         <p className="muted">This VM has not been migrated{current ? `; it runs on ${current}` : ""}.</p>
       )}
     </section>
-  );
-}
-
-function MigrationFiguresLine({ figures }: { figures: Parameters<typeof describeFigures>[0] }) {
-  const view = describeFigures(figures);
-  return (
-    <div data-testid="migration-figures">
-      {view.copied !== undefined && <progress aria-label="Data copied" max={1} value={view.copied} />}
-      <p>
-        {view.line}
-        {view.downtime !== undefined && (
-          <>
-            {" "}
-            The guest was paused for <strong data-testid="migration-downtime">{view.downtime}</strong> to switch over.
-          </>
-        )}
-      </p>
-    </div>
   );
 }
