@@ -1,5 +1,5 @@
 import { tinyVm, tinyVmOnClaim } from "../manifests.ts";
-import { claim, createNamespace, deleteNamespace, imageOf, tokenOf } from "./cluster-users.ts";
+import { claim, createNamespace, deleteNamespace, imageOf, kubectl, tokenOf } from "./cluster-users.ts";
 import { expect, signIn, test } from "./fixtures.ts";
 
 // The dashboard on the local cluster, as the admin and as a viewer: a live
@@ -246,6 +246,44 @@ test(
     expect(closed.reason).toContain("You may not open the serial console");
   },
 );
+
+test("the admin sets and removes labels of VMs from the list in one go, and the search finds them by it", async ({
+  page,
+  virtualMachinesPage,
+}) => {
+  await signIn(page, "admin");
+  await virtualMachinesPage.goto(namespace);
+  for (const name of ["tiny-1", "manual-1"]) await virtualMachinesPage.row(name).getByRole("checkbox").check();
+  const selection = page.getByRole("group", { name: "Selected VMs" });
+  await selection.getByRole("button", { name: "Labels…" }).click();
+  const dialog = page.getByRole("dialog", { name: "Labels of 2 VMs" });
+  await dialog.getByLabel("Set (key=value, one per line)").fill("team=blue\nbroken");
+  await dialog.getByRole("button", { name: "Apply" }).click();
+  // A bad line changes nothing, and says which.
+  await expect(
+    page.getByRole("status").filter({ hasText: "Labels: nothing changed. Labels to set, line 2: write key=value." }),
+  ).toBeVisible();
+  expect(kubectl("get", "vm", "tiny-1", "-n", namespace, "-o", "jsonpath={.metadata.labels.team}")).toBe("");
+
+  await selection.getByRole("button", { name: "Labels…" }).click();
+  await dialog.getByLabel("Set (key=value, one per line)").fill("team=blue");
+  await dialog.getByRole("button", { name: "Apply" }).click();
+  await expect(page.getByRole("status").filter({ hasText: "Labels: done for tiny-1, manual-1." })).toBeVisible();
+  for (const name of ["tiny-1", "manual-1"])
+    expect(kubectl("get", "vm", name, "-n", namespace, "-o", "jsonpath={.metadata.labels.team}")).toBe("blue");
+  await page.getByLabel("Filter by name or label").fill("team=blue");
+  await expect(virtualMachinesPage.table.locator("tbody tr")).toHaveCount(2);
+  for (const name of ["tiny-1", "manual-1"]) await expect(virtualMachinesPage.row(name)).toBeVisible();
+
+  await selection.getByRole("button", { name: "Labels…" }).click();
+  await dialog.getByLabel("Remove (keys, one per line)").fill("team");
+  await dialog.getByRole("button", { name: "Apply" }).click();
+  await expect(page.getByRole("status").filter({ hasText: "Labels: done for tiny-1, manual-1." }).last()).toBeVisible();
+  await expect
+    .poll(() => kubectl("get", "vm", "tiny-1", "-n", namespace, "-o", "jsonpath={.metadata.labels.team}"))
+    .toBe("");
+  await page.getByLabel("Filter by name or label").fill("");
+});
 
 test("the admin deletes VMs from the list in one go", async ({ page, virtualMachinesPage }) => {
   await signIn(page, "admin");

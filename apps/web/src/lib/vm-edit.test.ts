@@ -1,6 +1,6 @@
 import { type VirtualMachine, validateVirtualMachine } from "@kubevirt-ts/kubevirt-api";
 import { describe, expect, it } from "vitest";
-import { applyEdit, describeChange, editCausesByField, editFormOf } from "./vm-edit";
+import { applyEdit, changeLabels, describeChange, editCausesByField, editFormOf, parseLabelChange } from "./vm-edit";
 
 const vm = (): VirtualMachine => ({
   apiVersion: "kubevirt.io/v1",
@@ -170,5 +170,26 @@ describe("a change waiting for a restart, in words", () => {
       field: "spec.instancetype",
     });
     expect(describeChange({ path: "spec.template.spec.hostname", after: '"h"' }).what).toBe("The template");
+  });
+});
+
+describe("a change to the labels of several VMs", () => {
+  it("sets and removes labels, keeping the others", () => {
+    const change = parseLabelChange("team=blue\ntier = back\n", " app \n");
+    expect(change).toEqual({ set: { team: "blue", tier: "back" }, remove: ["app"], problems: [] });
+    expect(changeLabels({ app: "web", tier: "front", keep: "1" }, change)).toEqual({
+      team: "blue",
+      tier: "back",
+      keep: "1",
+    });
+    expect(changeLabels(undefined, change)).toEqual({ team: "blue", tier: "back" });
+  });
+
+  it("names what is wrong with each line", () => {
+    expect(parseLabelChange("team\nx=ok", "bad key\nx").problems).toEqual([
+      "Labels to set, line 1: write key=value",
+      'Labels to remove: "bad key" is not a valid key',
+      '"x" is both set and removed',
+    ]);
   });
 });

@@ -122,6 +122,47 @@ function parseMap(
   return { map, problems };
 }
 
+/**
+ * A change to the labels of several VMs at once: labels to set (key=value lines) and keys to remove (one per line),
+ * or the problems with them.
+ */
+export function parseLabelChange(
+  set: string,
+  remove: string,
+): { set: Record<string, string>; remove: string[]; problems: string[] } {
+  const parsed = parseMap(set, "Labels to set", true);
+  const keys = remove
+    .split("\n")
+    .map((k) => k.trim())
+    .filter((k) => k !== "");
+  const problems = [...parsed.problems];
+  if (keys.length > MAX_LINES) problems.push(`Labels to remove: at most ${String(MAX_LINES)} lines`);
+  for (const key of keys.slice(0, MAX_LINES))
+    if (!KEY.test(key)) problems.push(`Labels to remove: "${key}" is not a valid key`);
+    else if (key in parsed.map) problems.push(`"${key}" is both set and removed`);
+  return { set: parsed.map, remove: keys.slice(0, MAX_LINES), problems };
+}
+
+/**
+ * The VM to send as an update: without its managedFields, which only say which writer set what (an update without
+ * them leaves them as they are).
+ */
+export function forUpdate(vm: VirtualMachine): VirtualMachine {
+  const metadata = { ...vm.metadata };
+  delete metadata.managedFields;
+  return { ...vm, metadata };
+}
+
+/** The labels with a change applied. */
+export function changeLabels(
+  labels: Record<string, string> | undefined,
+  change: { set: Record<string, string>; remove: string[] },
+): Record<string, string> {
+  const next = { ...labels, ...change.set };
+  for (const key of change.remove) Reflect.deleteProperty(next, key);
+  return next;
+}
+
 /** Toleration lines, each as kubectl taint writes a taint; an unchanged one keeps its tolerationSeconds. */
 function parseTolerations(text: string, before: Toleration[]): { tolerations: Toleration[]; problems: string[] } {
   const tolerations: Toleration[] = [];
@@ -173,7 +214,7 @@ export function applyEdit(
   vm: VirtualMachine,
   form: VmEditForm,
 ): { vm: VirtualMachine; problems: Partial<Record<EditField, string[]>> } {
-  const next = structuredClone(vm);
+  const next = structuredClone(forUpdate(vm));
   const problems: Partial<Record<EditField, string[]>> = {};
   const note = (field: EditField, list: string[]) => {
     if (list.length > 0) (problems[field] ??= []).push(...list);

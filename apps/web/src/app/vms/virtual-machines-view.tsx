@@ -8,6 +8,7 @@ import { useEffect, useMemo, useRef, useState } from "react";
 import { useLiveVms, vmKey } from "../../lib/live";
 import { describeError, useTRPC } from "../../lib/trpc";
 import { actionAllowed, age, forAnyOf, inEveryNamespace, migrationAvailability } from "../../lib/vm-status";
+import { changeLabels, forUpdate, parseLabelChange } from "../../lib/vm-edit";
 import { type SortKey, compareRows, matchesSearch, vmSize } from "../../lib/vm-size";
 import { useConfirm } from "../ui/confirm";
 import { StatusBadge } from "../ui/status-badge";
@@ -92,6 +93,9 @@ function VmTable({ namespace }: { namespace: string | undefined }) {
   const unpause = useMutation(trpc.vms.unpause.mutationOptions());
   const migrate = useMutation(trpc.migrations.migrate.mutationOptions());
   const remove = useMutation(trpc.vms.delete.mutationOptions());
+  const update = useMutation(trpc.vms.update.mutationOptions());
+  // The label dialog's fields, read when it is confirmed.
+  const labelEdit = useRef({ set: "", remove: "" });
 
   // `/` searches, as in most consoles; not while typing in a field.
   useEffect(() => {
@@ -149,16 +153,18 @@ function VmTable({ namespace }: { namespace: string | undefined }) {
     ),
   });
 
+  /** One action on each VM ticked: `act` gets its namespace and name, and the VM as the list holds it. */
   async function bulk(
     label: string,
-    mutation: { mutateAsync: (vm: { namespace: string; name: string }) => Promise<unknown> },
+    act: (target: { namespace: string; name: string }, vm: VirtualMachine) => Promise<unknown>,
   ): Promise<void> {
     const keys = [...chosen];
     const names = keys.map(shownName);
     const results = await Promise.allSettled(
       keys.map((key) => {
         const vm = live.vms.get(key);
-        return mutation.mutateAsync({ namespace: vm?.metadata.namespace ?? "", name: vm?.metadata.name ?? "" });
+        if (!vm) return Promise.reject(new Error("it is gone"));
+        return act({ namespace: vm.metadata.namespace ?? "", name: vm.metadata.name ?? "" }, vm);
       }),
     );
     const failures = results.flatMap((r, i) =>
@@ -167,6 +173,51 @@ function VmTable({ namespace }: { namespace: string | undefined }) {
     if (failures.length === 0) toast(true, `${label}: done for ${names.join(", ")}.`);
     else toast(false, `${label} failed for ${failures.join("; ")}`);
     if (label === "Delete") setSelected(new Set());
+  }
+  /** Sets and removes labels of the VMs ticked: each an update of the VM the list holds (a conflict if changed). */
+  async function editLabels(): Promise<void> {
+    labelEdit.current = { set: "", remove: "" };
+    const ok = await confirm({
+      title: `Labels of ${one("")}`,
+      body: (
+        <>
+          <p>{chosen.map(shownName).join(", ")}: the labels of each VM (not of its running instance).</p>
+          <label className="field">
+            Set (key=value, one per line)
+            <textarea
+              rows={3}
+              spellCheck={false}
+              onChange={(e) => {
+                labelEdit.current.set = e.target.value;
+              }}
+            />
+          </label>
+          <label className="field">
+            Remove (keys, one per line)
+            <textarea
+              rows={2}
+              spellCheck={false}
+              onChange={(e) => {
+                labelEdit.current.remove = e.target.value;
+              }}
+            />
+          </label>
+        </>
+      ),
+      confirm: "Apply",
+    });
+    if (!ok) return;
+    const change = parseLabelChange(labelEdit.current.set, labelEdit.current.remove);
+    if (change.problems.length > 0) {
+      toast(false, `Labels: nothing changed. ${change.problems.join("; ")}.`);
+      return;
+    }
+    await bulk("Labels", (target, vm) =>
+      update.mutateAsync({
+        ...target,
+        vm: forUpdate({ ...vm, metadata: { ...vm.metadata, labels: changeLabels(vm.metadata.labels, change) } }),
+      }),
+    );
   }
   const one = (what: string) =>
     (chosen.length === 1 ? shownName(chosen[0] ?? "") : `${String(chosen.length)} VMs`) + what;
@@ -229,7 +280,11 @@ function VmTable({ namespace }: { namespace: string | undefined }) {
       </div>
       <div className="toolbar" role="group" aria-label="Selected VMs">
         <span className="muted">{chosen.length} selected</span>
-        <ActionButton label="Start" {...forSelection("start")} onClick={() => void bulk("Start", start)} />
+        <ActionButton
+          label="Start"
+          {...forSelection("start")}
+          onClick={() => void bulk("Start", (t) => start.mutateAsync(t))}
+        />
         <ActionButton
           label="Stop"
           {...forSelection("stop")}
@@ -245,7 +300,7 @@ function VmTable({ namespace }: { namespace: string | undefined }) {
               confirm: `Stop ${one("")}`,
               danger: true,
             }).then((ok) => {
-              if (ok) void bulk("Stop", stop);
+              if (ok) void bulk("Stop", (t) => stop.mutateAsync(t));
             })
           }
         />
@@ -264,13 +319,33 @@ function VmTable({ namespace }: { namespace: string | undefined }) {
               confirm: `Restart ${one("")}`,
               danger: true,
             }).then((ok) => {
-              if (ok) void bulk("Restart", restart);
+              if (ok) void bulk("Restart", (t) => restart.mutateAsync(t));
             })
           }
         />
-        <ActionButton label="Pause" {...forSelection("pause")} onClick={() => void bulk("Pause", pause)} />
-        <ActionButton label="Unpause" {...forSelection("unpause")} onClick={() => void bulk("Unpause", unpause)} />
-        <ActionButton label="Migrate" {...forSelection("migrate")} onClick={() => void bulk("Migrate", migrate)} />
+        <ActionButton
+          label="Pause"
+          {...forSelection("pause")}
+          onClick={() => void bulk("Pause", (t) => pause.mutateAsync(t))}
+        />
+        <ActionButton
+          label="Unpause"
+          {...forSelection("unpause")}
+          onClick={() => void bulk("Unpause", (t) => unpause.mutateAsync(t))}
+        />
+        <ActionButton
+          label="Migrate"
+          {...forSelection("migrate")}
+          onClick={() => void bulk("Migrate", (t) => migrate.mutateAsync(t))}
+        />
+        <ActionButton
+          label="Labels…"
+          {...actionAllowed(
+            inEveryNamespace(permissions.map((p) => p.data?.update)),
+            chosen.length > 0 ? { available: true } : undefined,
+          )}
+          onClick={() => void editLabels()}
+        />
         <ActionButton
           label="Delete"
           danger
@@ -289,7 +364,7 @@ function VmTable({ namespace }: { namespace: string | undefined }) {
               confirm: `Delete ${one("")}`,
               danger: true,
             }).then((ok) => {
-              if (ok) void bulk("Delete", remove);
+              if (ok) void bulk("Delete", (t) => remove.mutateAsync(t));
             })
           }
         />

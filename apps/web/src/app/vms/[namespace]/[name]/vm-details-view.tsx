@@ -10,6 +10,7 @@ import { parse, stringify } from "yaml";
 import { useLiveVms, vmKey } from "../../../../lib/live";
 import { describeError, useTRPC } from "../../../../lib/trpc";
 import { vmDisks } from "../../../../lib/vm-disks";
+import { forUpdate } from "../../../../lib/vm-edit";
 import { actionAllowed } from "../../../../lib/vm-status";
 import { useConfirm } from "../../../ui/confirm";
 import { StatusBadge } from "../../../ui/status-badge";
@@ -59,14 +60,6 @@ function Conditions({
       )}
     </section>
   );
-}
-
-/** An object as YAML without what only its writers need (managedFields). */
-function withoutManagedFields(object: { metadata?: Record<string, unknown> }): unknown {
-  if (!object.metadata) return object;
-  const metadata = { ...object.metadata };
-  delete metadata.managedFields;
-  return { ...object, metadata };
 }
 
 function Overview({
@@ -202,8 +195,7 @@ function YamlTab({
   const [editing, setEditing] = useState<string | null>(null);
   const [errors, setErrors] = useState<string[]>([]);
   const update = useMutation(trpc.vms.update.mutationOptions());
-  // managedFields only say which writer set what; an update without them leaves them as they are.
-  const shown = withoutManagedFields(vm);
+  const shown = forUpdate(vm);
   if (editing === null) {
     return (
       <div className="card">
