@@ -563,3 +563,42 @@ test("the list sorts by any column and searches names and labels; / goes to the 
   await page.keyboard.press("?");
   await expect(page.getByRole("dialog", { name: "Keyboard shortcuts" })).toBeVisible();
 });
+
+test("the overview counts the namespace's VMs by status, each count linked to the list filtered by it", async ({
+  page,
+}) => {
+  await signIn(page);
+  await page.goto(`/overview?ns=${namespace}`);
+  await expect(page.getByRole("heading", { name: "Overview", level: 1 })).toBeVisible();
+  const byStatus = () => {
+    const statuses = kubectl(
+      "get",
+      "vm",
+      "-n",
+      namespace,
+      "-o",
+      'jsonpath={range .items[*]}{.status.printableStatus}{"\\n"}{end}',
+    )
+      .split("\n")
+      .filter((s) => s !== "");
+    return { all: statuses.length, running: statuses.filter((s) => s === "Running").length };
+  };
+  const counts = page.getByTestId("vm-counts");
+  // The VMs of the tests before, in several states; the page and the API server agree on them.
+  await expect
+    .poll(async () => ({
+      all: Number(await counts.getByTestId("count-all").textContent()),
+      running: Number(await counts.getByTestId("count-Running").textContent()),
+    }))
+    .toEqual(byStatus());
+  expect(byStatus().running).toBeGreaterThan(0);
+  expect(byStatus().all).toBeGreaterThan(byStatus().running);
+  // Both nodes, and the namespace's newest warnings (a VM that fits no node, an image that cannot be pulled).
+  await expect(page.getByTestId("overview-nodes").locator("tbody tr")).toHaveCount(2);
+  await expect(page.getByTestId("recent-warnings").getByRole("listitem").first()).toBeVisible();
+
+  await counts.getByRole("link", { name: /Running/ }).click();
+  await expect(page.getByRole("heading", { name: "Virtual machines" })).toBeVisible();
+  await expect(page.getByRole("combobox", { name: /^Status/ })).toHaveValue("Running");
+  await expect(page.getByRole("table").locator("tbody tr")).toHaveCount(byStatus().running);
+});

@@ -3,38 +3,13 @@
 import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { describeError, useTRPC } from "../../lib/trpc";
+import { CpuMeter, MemoryMeter, cores, gib } from "../ui/meter";
 import { Shell, useNamespace } from "../vms/shell";
 
 // The cluster's nodes: ready or not, whether new VMs may be placed there,
 // CPU and memory as capacity, what pods may have (allocatable) and what the
 // pods there ask for, and the VMs running on each, linked both ways with
 // the VMs' pages.
-
-const GIB = 1024 ** 3;
-const cores = (millicores: number) => (millicores / 1000).toFixed(millicores % 1000 === 0 ? 0 : 1);
-const gib = (bytes: number) => `${(bytes / GIB).toFixed(1)} GiB`;
-
-function Meter({
-  label,
-  used,
-  total,
-  format,
-}: {
-  label: string;
-  used: number;
-  total: number;
-  format: (n: number) => string;
-}) {
-  const percent = total > 0 ? Math.round((used / total) * 100) : 0;
-  return (
-    <div className="meter">
-      <span>
-        {label}: {format(used)} of {format(total)} requested ({percent} %)
-      </span>
-      <meter min={0} max={total} value={used} high={total * 0.85} optimum={0} aria-label={`${label} requested`} />
-    </div>
-  );
-}
 
 export function NodesView() {
   const trpc = useTRPC();
@@ -88,13 +63,8 @@ export function NodesView() {
                 </dl>
                 {n.requested ? (
                   <>
-                    <Meter
-                      label="CPU"
-                      used={n.requested.cpu}
-                      total={n.allocatable.cpu}
-                      format={(m) => `${cores(m)} cores`}
-                    />
-                    <Meter label="Memory" used={n.requested.memory} total={n.allocatable.memory} format={gib} />
+                    <CpuMeter used={n.requested.cpu} total={n.allocatable.cpu} />
+                    <MemoryMeter used={n.requested.memory} total={n.allocatable.memory} />
                     <p className="muted">
                       {n.requested.pods} pods. A VM fits when its launcher&apos;s requests fit in what is left.
                     </p>

@@ -28,6 +28,9 @@ export function useNamespace(): string {
   return useNamespaceOrAll() ?? "default";
 }
 
+/** The sections that show every namespace at once, for who may list VMs cluster-wide. */
+const ALL_NAMESPACE_PAGES: readonly string[] = ["/overview", "/vms", "/migrations"];
+
 function NamespaceSwitcher() {
   const trpc = useTRPC();
   const namespace = useNamespace();
@@ -39,13 +42,13 @@ function NamespaceSwitcher() {
   // The same page, of another namespace (a VM's own page has no counterpart there: its namespace's list).
   const page = pathname.startsWith("/vms/new")
     ? "/vms/new"
-    : (["/images", "/nodes", "/migrations", "/events"].find((p) => pathname.startsWith(p)) ?? "/vms");
+    : (["/overview", "/images", "/nodes", "/migrations", "/events"].find((p) => pathname.startsWith(p)) ?? "/vms");
   const go = (ns: string) => {
     router.push(`${page}?ns=${encodeURIComponent(ns)}`);
   };
-  // Every namespace at once is the VM and migration lists', for who may list VMs cluster-wide (a migration list
-  // refused there says why).
-  const listsAll = page === "/vms" || page === "/migrations";
+  // Every namespace at once is the overview's and the VM and migration lists', for who may list VMs cluster-wide (a
+  // migration list refused there says why).
+  const listsAll = ALL_NAMESPACE_PAGES.includes(page);
   const everyNamespace = listsAll && namespaces.data?.mayListVmsEverywhere === true;
   if (namespaces.data?.mayList) {
     const names = namespaces.data.names.includes(namespace)
@@ -96,6 +99,7 @@ function NamespaceSwitcher() {
 }
 
 const SECTIONS = [
+  { href: "/overview", label: "Overview" },
   { href: "/vms", label: "Virtual machines" },
   { href: "/images", label: "Images and disks" },
   { href: "/nodes", label: "Nodes" },
@@ -106,6 +110,7 @@ const SECTIONS = [
 const SHORTCUTS = [
   ["/", "Search the VM list"],
   ["?", "Show these shortcuts"],
+  ["g o", "Go to Overview"],
   ["g v", "Go to Virtual machines"],
   ["g i", "Go to Images and disks"],
   ["g n", "Go to Nodes"],
@@ -131,7 +136,7 @@ function useShortcuts(go: (href: string) => void, help: () => void): void {
         return;
       if (pending) {
         pending = false;
-        const href = { v: "/vms", i: "/images", n: "/nodes", m: "/migrations", e: "/events" }[e.key];
+        const href = { o: "/overview", v: "/vms", i: "/images", n: "/nodes", m: "/migrations", e: "/events" }[e.key];
         if (href) go(href);
         return;
       }
@@ -153,9 +158,9 @@ export function Shell({ title, actions, children }: { title: string; actions?: R
   const namespace = useNamespace();
   const listed = useNamespaceOrAll() ?? ALL_NAMESPACES;
   const help = useRef<HTMLDialogElement>(null);
-  // The VM and migration lists keep "every namespace"; the other sections work in one.
+  // The overview and the VM and migration lists keep "every namespace"; the other sections work in one.
   const hrefOf = (href: string) =>
-    `${href}?ns=${encodeURIComponent(href === "/vms" || href === "/migrations" ? listed : namespace)}`;
+    `${href}?ns=${encodeURIComponent(ALL_NAMESPACE_PAGES.includes(href) ? listed : namespace)}`;
   useShortcuts(
     (href) => {
       router.push(hrefOf(href));

@@ -4,6 +4,7 @@ import { STATUS_FILTERS, availableActions, matchesStatusFilter, statusInWords } 
 import type { VirtualMachine, VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
 import { useMutation, useQueries, useQuery } from "@tanstack/react-query";
 import Link from "next/link";
+import { useSearchParams } from "next/navigation";
 import { useEffect, useMemo, useRef, useState } from "react";
 import { useLiveVms, vmKey } from "../../lib/live";
 import { describeError, useTRPC } from "../../lib/trpc";
@@ -78,7 +79,9 @@ function VmTable({ namespace }: { namespace: string | undefined }) {
   const live = useLiveVms(namespace);
   const where = namespace ?? "every namespace";
   const [text, setText] = useState("");
-  const [status, setStatus] = useState("");
+  // The status filter may come with the link (the overview's counts).
+  const linked = useSearchParams().get("status") ?? "";
+  const [status, setStatus] = useState((STATUS_FILTERS as readonly string[]).includes(linked) ? linked : "");
   const [sort, setSort] = useState<{ key: SortKey; descending: boolean }>({ key: "name", descending: false });
   const [page, setPage] = useState(0);
   const [selected, setSelected] = useState<Set<string>>(new Set());
