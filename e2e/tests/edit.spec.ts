@@ -42,7 +42,7 @@ test("the admin edits a stopped VM's memory and labels from the form, checked as
   await form.getByLabel("Labels").fill("tier=front\nno-equals");
   await expect(form.locator("#edit-labels-error")).toContainText("Labels, line 2: write key=value");
   await form.getByRole("button", { name: "Save" }).click();
-  await expect(form.getByTestId("form-problems")).toContainText("Fix 2 problem(s)");
+  await expect(form.getByTestId("form-problems")).toContainText("problem(s) before saving");
 
   await form.getByLabel("Memory").fill("160Mi");
   await form.getByLabel("Labels").fill("tier=front");

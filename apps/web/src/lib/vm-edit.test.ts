@@ -1,4 +1,5 @@
 import { type VirtualMachine, validateVirtualMachine } from "@kubevirt-ts/kubevirt-api";
+import { pendingChanges } from "@kubevirt-ts/vm-rules";
 import { describe, expect, it } from "vitest";
 import { applyEdit, changeLabels, describeChange, editCausesByField, editFormOf, parseLabelChange } from "./vm-edit";
 
@@ -97,6 +98,16 @@ describe("the edit form", () => {
     expect(validateVirtualMachine(edited).ok).toBe(true);
     // The VM it was made from is not touched.
     expect(vm().spec.template.spec.domain.memory).toEqual({ guest: "128Mi" });
+  });
+
+  it("writes only what changed: labels alone leave the template as stored, so a running VM needs no restart", () => {
+    const bare = vm();
+    delete bare.spec.template.spec.domain.cpu;
+    const { vm: edited, problems } = applyEdit(bare, { ...editFormOf(bare), labels: "app=api" });
+    expect(problems).toEqual({});
+    expect(edited.metadata.labels).toEqual({ app: "api" });
+    expect(edited.spec).toEqual(bare.spec);
+    expect(pendingChanges(bare.spec, edited)).toEqual([]);
   });
 
   it("sizes by an instancetype instead of CPU and memory, and back", () => {

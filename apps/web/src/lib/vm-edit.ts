@@ -228,47 +228,58 @@ export function applyEdit(
   note("nodeSelector", nodeSelector.problems);
   note("tolerations", tolerations.problems);
 
-  const kept = Object.fromEntries(
-    Object.entries(vm.metadata.annotations ?? {}).filter(([k]) => HIDDEN_ANNOTATIONS.includes(k)),
-  );
-  const allAnnotations = { ...annotations.map, ...kept };
-  setOrRemove(next.metadata, "labels", labels.map, Object.keys(labels.map).length === 0);
-  setOrRemove(next.metadata, "annotations", allAnnotations, Object.keys(allAnnotations).length === 0);
+  // Only what the form changed is written: a field left as it was stays exactly as stored (a running VM whose labels
+  // alone change needs no restart, a VM sized by default CPU gets no explicit one).
+  const was = editFormOf(vm);
+  const changed = (field: Exclude<EditField, "disks" | "interfaces">) => form[field] !== was[field];
+  if (changed("labels")) setOrRemove(next.metadata, "labels", labels.map, Object.keys(labels.map).length === 0);
+  if (changed("annotations")) {
+    const kept = Object.fromEntries(
+      Object.entries(vm.metadata.annotations ?? {}).filter(([k]) => HIDDEN_ANNOTATIONS.includes(k)),
+    );
+    const all = { ...annotations.map, ...kept };
+    setOrRemove(next.metadata, "annotations", all, Object.keys(all).length === 0);
+  }
 
-  // A run strategy replaces the older running field: KubeVirt refuses both.
-  next.spec.runStrategy = form.runStrategy as VirtualMachine["spec"]["runStrategy"];
-  delete next.spec.running;
+  if (changed("runStrategy")) {
+    // A run strategy replaces the older running field: KubeVirt refuses both.
+    next.spec.runStrategy = form.runStrategy as VirtualMachine["spec"]["runStrategy"];
+    delete next.spec.running;
+  }
 
   const domain = next.spec.template.spec.domain;
-  if (form.size) {
+  if (changed("size") && form.size) {
     // The instancetype sizes the VM: the template's CPU and memory would conflict with it.
-    if (vm.spec.instancetype?.name !== form.size)
-      next.spec.instancetype = { name: form.size, kind: InstancetypeKind.ClusterInstancetype };
+    next.spec.instancetype = { name: form.size, kind: InstancetypeKind.ClusterInstancetype };
     delete domain.cpu;
     delete domain.memory;
-  } else {
-    delete next.spec.instancetype;
+  } else if (!form.size) {
+    if (changed("size")) delete next.spec.instancetype;
     const cores = Number(form.cpu);
-    domain.cpu = { ...domain.cpu, cores: (Number.isInteger(cores) ? cores : form.cpu) as number };
-    domain.memory = { ...domain.memory, guest: form.memory.trim() };
+    if (changed("cpu") || changed("size"))
+      domain.cpu = { ...domain.cpu, cores: (Number.isInteger(cores) ? cores : form.cpu) as number };
+    if (changed("memory") || changed("size")) domain.memory = { ...domain.memory, guest: form.memory.trim() };
   }
-  if (form.preference) {
-    if (vm.spec.preference?.name !== form.preference)
-      next.spec.preference = { name: form.preference, kind: InstancetypeKind.ClusterPreference };
-  } else delete next.spec.preference;
+  if (changed("preference")) {
+    if (form.preference) next.spec.preference = { name: form.preference, kind: InstancetypeKind.ClusterPreference };
+    else delete next.spec.preference;
+  }
 
-  for (const d of form.disks) {
-    const disk = domain.devices.disks?.find((x) => x.name === d.name);
-    const target = disk?.[d.kind];
+  form.disks.forEach((d, i) => {
+    if (d.bus === was.disks[i]?.bus) return;
+    const target = domain.devices.disks?.find((x) => x.name === d.name)?.[d.kind];
     if (target) setOrRemove(target, "bus", d.bus as NonNullable<typeof target>["bus"], d.bus === "");
-  }
-  for (const i of form.interfaces) {
-    const iface = domain.devices.interfaces?.find((x) => x.name === i.name);
-    if (iface) setOrRemove(iface, "model", i.model as NonNullable<typeof iface>["model"], i.model === "");
-  }
+  });
+  form.interfaces.forEach((f, i) => {
+    if (f.model === was.interfaces[i]?.model) return;
+    const iface = domain.devices.interfaces?.find((x) => x.name === f.name);
+    if (iface) setOrRemove(iface, "model", f.model as NonNullable<typeof iface>["model"], f.model === "");
+  });
   const spec = next.spec.template.spec;
-  setOrRemove(spec, "nodeSelector", nodeSelector.map, Object.keys(nodeSelector.map).length === 0);
-  setOrRemove(spec, "tolerations", tolerations.tolerations, tolerations.tolerations.length === 0);
+  if (changed("nodeSelector"))
+    setOrRemove(spec, "nodeSelector", nodeSelector.map, Object.keys(nodeSelector.map).length === 0);
+  if (changed("tolerations"))
+    setOrRemove(spec, "tolerations", tolerations.tolerations, tolerations.tolerations.length === 0);
   return { vm: next, problems };
 }
 
