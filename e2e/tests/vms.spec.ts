@@ -259,10 +259,12 @@ test("the admin sets and removes labels of VMs from the list in one go, and the 
   const dialog = page.getByRole("dialog", { name: "Labels of 2 VMs" });
   await dialog.getByLabel("Set (key=value, one per line)").fill("team=blue\nbroken");
   await dialog.getByRole("button", { name: "Apply" }).click();
-  // A bad line changes nothing, and says which.
-  await expect(
-    page.getByRole("status").filter({ hasText: "Labels: nothing changed. Labels to set, line 2: write key=value." }),
-  ).toBeVisible();
+  // A bad line changes nothing, and says which (a failure's note is an alert, and stays until dismissed).
+  const refused = page
+    .getByRole("alert")
+    .filter({ hasText: "Labels: nothing changed. Labels to set, line 2: write key=value." });
+  await expect(refused).toBeVisible();
+  await refused.getByRole("button", { name: /Dismiss/ }).click();
   expect(kubectl("get", "vm", "tiny-1", "-n", namespace, "-o", "jsonpath={.metadata.labels.team}")).toBe("");
 
   await selection.getByRole("button", { name: "Labels…" }).click();
