@@ -1,5 +1,6 @@
 import { test as base, expect, type Page } from "@playwright/test";
 import { tokenOf } from "./cluster-users.ts";
+import { OverviewPage } from "./pages/overview-page.ts";
 import { SignInPage } from "./pages/sign-in-page.ts";
 import { VirtualMachinesPage } from "./pages/virtual-machines-page.ts";
 
@@ -11,17 +12,18 @@ export function storedToken(page: Page): Promise<string | null> {
   return page.evaluate(() => window.sessionStorage.getItem("kubevirt-ts.token"));
 }
 
-/** Signs in on the local cluster as one of its two dashboard users and waits for the VM list. */
+/** Signs in on the local cluster as one of its two dashboard users and waits for the overview, where it lands. */
 export async function signIn(page: Page, user: "admin" | "viewer" = "admin"): Promise<void> {
   await page.goto("/");
   await expect(page.getByRole("button", { name: "Sign in" })).toBeEnabled();
   await page.getByLabel("Kubernetes bearer token").fill(tokenOf(user));
   await page.getByRole("button", { name: "Sign in" }).click();
-  await expect(page.getByRole("heading", { name: "Virtual machines" })).toBeVisible();
+  await expect(page.getByRole("heading", { name: "Overview", level: 1 })).toBeVisible();
 }
 
 export const test = base.extend<{
   signInPage: SignInPage;
+  overviewPage: OverviewPage;
   virtualMachinesPage: VirtualMachinesPage;
   cspViolations: string[];
 }>({
@@ -40,6 +42,9 @@ export const test = base.extend<{
   ],
   signInPage: async ({ page }, use) => {
     await use(new SignInPage(page));
+  },
+  overviewPage: async ({ page }, use) => {
+    await use(new OverviewPage(page));
   },
   virtualMachinesPage: async ({ page }, use) => {
     await use(new VirtualMachinesPage(page));

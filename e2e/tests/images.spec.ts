@@ -38,7 +38,7 @@ test.afterAll(() => {
 test.beforeEach(async ({ signInPage, page }) => {
   await signInPage.goto();
   await signInPage.signIn(tokenOf("admin"));
-  await expect(page.getByRole("heading", { name: "Virtual machines" })).toBeVisible();
+  await expect(page.getByRole("heading", { name: "Overview", level: 1 })).toBeVisible();
   await page.getByRole("link", { name: "Images" }).click();
   await expect(page).toHaveURL(/\/images/);
   await page.goto(`/images?ns=${namespace}`);

@@ -16,17 +16,17 @@ test.describe("signing in with a bearer token", () => {
     await expect(signInPage.signInButton).toBeVisible();
   });
 
-  test("signing in keeps the token in the tab and lands on the VM page", async ({
+  test("signing in keeps the token in the tab and lands on the overview", async ({
     page,
     signInPage,
-    virtualMachinesPage,
+    overviewPage,
   }) => {
     const token = tokenOf("viewer");
     await signInPage.goto();
 
     await signInPage.signIn(`Bearer ${token}\n`);
 
-    await virtualMachinesPage.expectShown();
+    await overviewPage.expectShown();
     expect(await storedToken(page)).toBe(token);
   });
 
@@ -57,14 +57,14 @@ test.describe("signing in with a bearer token", () => {
   test("a session whose token the cluster stops accepting returns to sign-in, saying why", async ({
     page,
     signInPage,
-    virtualMachinesPage,
+    overviewPage,
   }) => {
     // Up to a minute for the API server's token cache, within the test's own time.
     test.setTimeout(120_000);
     const session = revocableToken("viewer");
     await signInPage.goto();
     await signInPage.signIn(session.token);
-    await virtualMachinesPage.expectShown();
+    await overviewPage.expectShown();
 
     session.revoke();
 
@@ -78,16 +78,12 @@ test.describe("signing in with a bearer token", () => {
     expect(await storedToken(page)).toBeNull();
   });
 
-  test("signing out forgets the token and returns to the sign-in page", async ({
-    page,
-    signInPage,
-    virtualMachinesPage,
-  }) => {
+  test("signing out forgets the token and returns to the sign-in page", async ({ page, signInPage, overviewPage }) => {
     await signInPage.goto();
     await signInPage.signIn(tokenOf("viewer"));
-    await virtualMachinesPage.expectShown();
+    await overviewPage.expectShown();
 
-    await virtualMachinesPage.signOut();
+    await overviewPage.signOutButton.click();
 
     await signInPage.expectShown();
     await expect.poll(() => storedToken(page)).toBeNull();
@@ -100,7 +96,7 @@ test.describe("signing in with a bearer token", () => {
     await signInPage.expectShown();
   });
 
-  test("the sign-in page works with the keyboard alone", async ({ page, signInPage, virtualMachinesPage }) => {
+  test("the sign-in page works with the keyboard alone", async ({ page, signInPage, overviewPage }) => {
     // A token is about a thousand keystrokes, each a real key event.
     test.setTimeout(90_000);
     const token = tokenOf("viewer");
@@ -113,16 +109,16 @@ test.describe("signing in with a bearer token", () => {
     await expect(signInPage.signInButton).toBeFocused();
     await page.keyboard.press("Enter");
 
-    await virtualMachinesPage.expectShown();
+    await overviewPage.expectShown();
     // Sign out is reached with Tab alone, past the navigation before it.
     for (
       let presses = 0;
-      presses < 12 && !(await virtualMachinesPage.signOutButton.evaluate((b) => b === document.activeElement));
+      presses < 12 && !(await overviewPage.signOutButton.evaluate((b) => b === document.activeElement));
       presses++
     ) {
       await page.keyboard.press("Tab");
     }
-    await expect(virtualMachinesPage.signOutButton).toBeFocused();
+    await expect(overviewPage.signOutButton).toBeFocused();
     await page.keyboard.press("Enter");
     await signInPage.expectShown();
   });

@@ -68,6 +68,7 @@ test("pages and API answers carry a strict Content-Security-Policy, nosniff and 
 test("a signed-in session never puts the token in a URL, live streams included", async ({
   page,
   signInPage,
+  overviewPage,
   virtualMachinesPage,
 }) => {
   const token = tokenOf("viewer");
@@ -75,6 +76,8 @@ test("a signed-in session never puts the token in a URL, live streams included",
   page.on("request", (req) => urls.push(req.url()));
   await signInPage.goto();
   await signInPage.signIn(token);
+  await overviewPage.expectShown();
+  await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "Virtual machines" }).click();
   await virtualMachinesPage.expectShown();
   await expect(page.getByText("Live", { exact: true })).toBeVisible();
 

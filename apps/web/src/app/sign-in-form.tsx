@@ -38,7 +38,8 @@ export function SignInForm() {
       return;
     }
     signIn(result.token);
-    router.push("/vms");
+    // The cluster at a glance first, as far as the user may see it.
+    router.push("/overview");
   }
 
   // The field has no name, so a submission before hydration cannot put the
