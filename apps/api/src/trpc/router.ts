@@ -1,4 +1,4 @@
-import { type Event, type KubeClient, type KubeObject, resources } from "@kubevirt-ts/kube";
+import { type Event, type KubeClient, type KubeObject, isForbidden, resources } from "@kubevirt-ts/kube";
 import {
   type DataVolume,
   MAX_CLOUD_INIT_BYTES,
@@ -267,10 +267,10 @@ async function changesSinceStart(
   const kept = await client
     .find<StartRevision>(controllerRevisions, input.namespace, revision)
     .catch((error: unknown) => {
-      if ((error as { code?: number }).code === 403) return 403 as const;
+      if (isForbidden(error)) return "forbidden" as const;
       throw error;
     });
-  if (kept === 403)
+  if (kept === "forbidden")
     return {
       restartRequired,
       reason:

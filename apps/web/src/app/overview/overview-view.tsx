@@ -6,7 +6,7 @@ import Link from "next/link";
 import { useLiveVms } from "../../lib/live";
 import { describeError, useTRPC } from "../../lib/trpc";
 import { CpuMeter, MemoryMeter, cores, gib } from "../ui/meter";
-import { Shell, useNamespace, useNamespaceOrAll } from "../vms/shell";
+import { ALL_NAMESPACES, Shell, useNamespace, useNamespaceOrAll } from "../vms/shell";
 
 // The cluster at a glance, as far as the user may see it: the VMs by status
 // (of the namespace, or of every namespace), each count linked to the list
@@ -30,7 +30,7 @@ export function OverviewView() {
   const events = useQuery({ ...trpc.events.queryOptions({ namespace }), refetchInterval: 10_000 });
   const vms = [...live.vms.values()];
   const listHref = (status: string) =>
-    `/vms?ns=${encodeURIComponent(listed ?? "_all")}${status ? `&status=${encodeURIComponent(status)}` : ""}`;
+    `/vms?ns=${encodeURIComponent(listed ?? ALL_NAMESPACES)}${status ? `&status=${encodeURIComponent(status)}` : ""}`;
   const flying = (migrations.data?.migrations ?? []).filter((m) => !m.ended);
   const warnings = (events.data ?? []).filter((e) => e.type === "Warning").slice(0, WARNINGS);
   return (
@@ -113,7 +113,7 @@ export function OverviewView() {
         ) : (
           <p data-testid="migrations-in-flight">
             {flying.length === 0 ? "None." : flying.map((m) => `${m.vm} (${m.phase})`).join(", ")}{" "}
-            <Link href={`/migrations?ns=${encodeURIComponent(listed ?? "_all")}`}>All migrations</Link>
+            <Link href={`/migrations?ns=${encodeURIComponent(listed ?? ALL_NAMESPACES)}`}>All migrations</Link>
           </p>
         )}
       </section>
