@@ -100,16 +100,20 @@ function shown(value: unknown): string | undefined {
   return text.length > MAX_VALUE_CHARS ? `${text.slice(0, MAX_VALUE_CHARS - 1)}…` : text;
 }
 
-/** The fields below `path` where `a` and `b` differ, members matched by name and list items by place. */
-function differences(a: unknown, b: unknown, path: string, into: PendingChange[]): void {
-  if (into.length >= MAX_PENDING_CHANGES) return;
+/**
+ * The fields below `path` where `a` and `b` differ, members matched by name and list items by place; it stops once
+ * `into` holds `limit`.
+ */
+function differences(a: unknown, b: unknown, path: string, into: PendingChange[], limit: number): void {
+  if (into.length >= limit) return;
   if (isObject(a) && isObject(b)) {
     for (const key of [...new Set([...Object.keys(a), ...Object.keys(b)])].sort())
-      differences(a[key], b[key], `${path}.${key}`, into);
+      differences(a[key], b[key], `${path}.${key}`, into, limit);
     return;
   }
   if (Array.isArray(a) && Array.isArray(b)) {
-    for (let i = 0; i < Math.max(a.length, b.length); i++) differences(a[i], b[i], `${path}[${String(i)}]`, into);
+    for (let i = 0; i < Math.max(a.length, b.length); i++)
+      differences(a[i], b[i], `${path}[${String(i)}]`, into, limit);
     return;
   }
   if (JSON.stringify(a) === JSON.stringify(b)) return;
@@ -121,17 +125,24 @@ function differences(a: unknown, b: unknown, path: string, into: PendingChange[]
 /**
  * What differs between the spec a VM's VMI was started from and the VM's spec now, in the parts a VMI is made from
  * (the template's spec, the instancetype and preference named), field by field: the changes a restart would bring.
- * At most MAX_PENDING_CHANGES are listed; none means no restart is needed.
+ * At most `limit` (MAX_PENDING_CHANGES unless given) are listed; none means no restart is needed.
  */
-export function pendingChanges(startSpec: VirtualMachine["spec"] | undefined, vm: VirtualMachine): PendingChange[] {
+export function pendingChanges(
+  startSpec: VirtualMachine["spec"] | undefined,
+  vm: VirtualMachine,
+  limit = MAX_PENDING_CHANGES,
+): PendingChange[] {
   const then = started(startSpec);
   const now = started(vm.spec);
   const changes: PendingChange[] = [];
-  for (const part of Object.keys(now)) differences(then[part], now[part], part, changes);
+  for (const part of Object.keys(now)) differences(then[part], now[part], part, changes, limit);
   return changes;
 }
 
-/** Whether the VM's template (or its instancetype or preference) differs from the spec its VMI was started from. */
+/**
+ * Whether the VM's template (or its instancetype or preference) differs from the spec its VMI was started from: the
+ * controller asks at each sync of a running VM, so the walk ends at the first difference.
+ */
 export function templateChanged(startSpec: VirtualMachine["spec"] | undefined, vm: VirtualMachine): boolean {
-  return pendingChanges(startSpec, vm).length > 0;
+  return pendingChanges(startSpec, vm, 1).length > 0;
 }
