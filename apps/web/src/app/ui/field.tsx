@@ -1,5 +1,6 @@
 import type { ReactNode } from "react";
 import type { FormProblem } from "../../lib/vm-form";
+import { Problems } from "./problems";
 
 // One field of a form: its label, a hint, the problems with it in words (the
 // API's path on hover) and a warning, tied to the control for screen readers.
@@ -32,15 +33,7 @@ export function Field({
         </p>
       )}
       {children(describedBy, Boolean(errors?.length))}
-      {errors?.length ? (
-        <p id={`${id}-error`} className="error" role="alert">
-          {errors.map((e) => (
-            <span key={e.message} title={`API field: ${e.path}`} data-path={e.path}>
-              {e.message}.{" "}
-            </span>
-          ))}
-        </p>
-      ) : null}
+      <Problems id={`${id}-error`} errors={errors} />
       {warning && (
         <p id={`${id}-warning`} className="warning" role="status">
           {warning}

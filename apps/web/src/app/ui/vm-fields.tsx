@@ -174,20 +174,6 @@ export function RunStrategyField({ prefix, values, onChange, errors }: Omit<Prop
   );
 }
 
-/** The problems of a group of controls (a table of disks), under it. */
-export function Problems({ errors }: { errors: FormProblem[] | undefined }) {
-  if (!errors?.length) return null;
-  return (
-    <p className="error" role="alert">
-      {errors.map((e) => (
-        <span key={e.message} title={e.path ? `API field: ${e.path}` : undefined}>
-          {e.message}.{" "}
-        </span>
-      ))}
-    </p>
-  );
-}
-
 /** The problems that concern no one field (a name taken, a conflict), above the form. */
 export function FormErrors({ errors }: { errors: FormProblem[] | undefined }) {
   if (!errors?.length) return null;

@@ -15,7 +15,8 @@ import {
 } from "../../../../lib/vm-edit";
 import type { FormProblem } from "../../../../lib/vm-form";
 import { Field } from "../../../ui/field";
-import { FormErrors, PreferenceField, Problems, RunStrategyField, SizeFields } from "../../../ui/vm-fields";
+import { Problems } from "../../../ui/problems";
+import { FormErrors, PreferenceField, RunStrategyField, SizeFields } from "../../../ui/vm-fields";
 
 // Editing a VM from a form, as the signed-in user: checked as you type with
 // the server's rules (validateVirtualMachine) and the form's own (each line of
