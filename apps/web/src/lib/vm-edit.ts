@@ -91,6 +91,19 @@ const KEY = /^(?:[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?\/)?[A-Za-z0-9](?:[-A-Za-
 const LABEL_VALUE = /^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
 const EFFECTS = ["NoSchedule", "PreferNoSchedule", "NoExecute"] as const;
 
+/**
+ * The non-empty lines of a field, trimmed, each with its line's name for messages ("Labels, line 2"); at most
+ * MAX_LINES, with a problem when there were more.
+ */
+function numberedLines(text: string, what: string, problems: string[]): { line: string; at: string }[] {
+  const all = text.split("\n");
+  if (all.length > MAX_LINES) problems.push(`${what}: at most ${String(MAX_LINES)} lines`);
+  return all
+    .slice(0, MAX_LINES)
+    .map((raw, i) => ({ line: raw.trim(), at: `${what}, line ${String(i + 1)}` }))
+    .filter(({ line }) => line !== "");
+}
+
 /** key=value lines as a map, or the problems with them, each naming its line. */
 function parseMap(
   text: string,
@@ -99,16 +112,11 @@ function parseMap(
 ): { map: Record<string, string>; problems: string[] } {
   const map: Record<string, string> = {};
   const problems: string[] = [];
-  const all = text.split("\n");
-  if (all.length > MAX_LINES) problems.push(`${what}: at most ${String(MAX_LINES)} lines`);
-  all.slice(0, MAX_LINES).forEach((raw, i) => {
-    const line = raw.trim();
-    if (line === "") return;
-    const at = `${what}, line ${String(i + 1)}`;
+  for (const { line, at } of numberedLines(text, what, problems)) {
     const eq = line.indexOf("=");
     if (eq < 0) {
       problems.push(`${at}: write key=value`);
-      return;
+      continue;
     }
     const key = line.slice(0, eq).trim();
     const value = labelValues ? line.slice(eq + 1).trim() : line.slice(eq + 1);
@@ -118,7 +126,7 @@ function parseMap(
     else if (labelValues && !LABEL_VALUE.test(value))
       problems.push(`${at}: the value of "${key}" must be at most 63 letters, digits, '-', '_' or '.'`);
     else map[key] = value;
-  });
+  }
   return { map, problems };
 }
 
@@ -167,18 +175,13 @@ export function changeLabels(
 function parseTolerations(text: string, before: Toleration[]): { tolerations: Toleration[]; problems: string[] } {
   const tolerations: Toleration[] = [];
   const problems: string[] = [];
-  const all = text.split("\n");
-  if (all.length > MAX_LINES) problems.push(`Tolerations: at most ${String(MAX_LINES)} lines`);
-  all.slice(0, MAX_LINES).forEach((raw, i) => {
-    const line = raw.trim();
-    if (line === "") return;
-    const at = `Tolerations, line ${String(i + 1)}`;
+  for (const { line, at } of numberedLines(text, "Tolerations", problems)) {
     const colon = line.lastIndexOf(":");
     const head = colon < 0 ? line : line.slice(0, colon);
     const effect = colon < 0 ? undefined : line.slice(colon + 1);
     if (effect !== undefined && !(EFFECTS as readonly string[]).includes(effect)) {
       problems.push(`${at}: the effect must be one of ${EFFECTS.join(", ")}`);
-      return;
+      continue;
     }
     const eq = head.indexOf("=");
     const key = eq < 0 ? head : head.slice(0, eq);
@@ -190,12 +193,12 @@ function parseTolerations(text: string, before: Toleration[]): { tolerations: To
           : { key, operator: "Equal", value: head.slice(eq + 1) };
     if (head !== "*" && !KEY.test(key)) {
       problems.push(`${at}: "${key}" is not a valid taint key; write key=value:Effect, key:Effect, key or *`);
-      return;
+      continue;
     }
     if (effect) t.effect = effect as Toleration["effect"];
     const same = before.find((b) => formatToleration(b) === formatToleration(t));
     tolerations.push(same ?? t);
-  });
+  }
   return { tolerations, problems };
 }
 
