@@ -171,11 +171,13 @@ export function createVmReconciler(deps: VmControllerDeps): Reconcile {
             retryAfterTimestamp: kubeTime(new Date(now().getTime() + backoffMs(count))),
           };
         }
+        // Why a failed VMI failed (say, its liveness probe) outlives it in the VM's events: read before the deletion,
+        // which the informer may have taken in by the time the call returns.
+        const failed = action.failed ? vmis.get(key) : undefined;
+        const why = failed?.metadata.uid === action.uid ? failed.status?.message : undefined;
         expectations.expectDeletions(key, 1);
         try {
           await client.delete(kubevirtResources.virtualMachineInstances, namespace, name, { uid: action.uid });
-          // Why a failed VMI failed (say, its liveness probe) outlives it in the VM's events.
-          const why = action.failed ? vmis.get(key)?.status?.message : undefined;
           recorder.record(
             vm,
             "Normal",
