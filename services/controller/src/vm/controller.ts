@@ -117,6 +117,8 @@ export function createVmReconciler(deps: VmControllerDeps): Reconcile {
     key: string,
     startFailure: VmStatus["startFailure"],
     sizing: Sizing,
+    /** The VMI the action was decided on: a delete action's. */
+    vmi: VirtualMachineInstance | undefined,
   ): Promise<SyncOutcome> {
     const { namespace, name = "" } = vm.metadata;
     switch (action.kind) {
@@ -171,10 +173,9 @@ export function createVmReconciler(deps: VmControllerDeps): Reconcile {
             retryAfterTimestamp: kubeTime(new Date(now().getTime() + backoffMs(count))),
           };
         }
-        // Why a failed VMI failed (say, its liveness probe) outlives it in the VM's events: read before the deletion,
-        // which the informer may have taken in by the time the call returns.
-        const failed = action.failed ? vmis.get(key) : undefined;
-        const why = failed?.metadata.uid === action.uid ? failed.status?.message : undefined;
+        // Why a failed VMI failed (say, its liveness probe) outlives it in the VM's events: from the VMI the decision
+        // was made on, which the informer may have dropped by the time the deletion returns.
+        const why = action.failed ? vmi?.status?.message : undefined;
         expectations.expectDeletions(key, 1);
         try {
           await client.delete(kubevirtResources.virtualMachineInstances, namespace, name, { uid: action.uid });
@@ -319,7 +320,7 @@ export function createVmReconciler(deps: VmControllerDeps): Reconcile {
     // As KubeVirt's: the VMI is made once its DataVolumes are in (or wait for its pod to bind their claims).
     const action: VmAction =
       decision.action.kind === "create" && dataVolumes?.ready === false ? { kind: "none" } : decision.action;
-    const outcome = await execute(vm, action, key, vm.status?.startFailure, sizing);
+    const outcome = await execute(vm, action, key, vm.status?.startFailure, sizing, vmi);
     // A VMI that reached Running ends the crash loop.
     const startFailure = vmi?.status?.phase === "Running" ? undefined : outcome.startFailure;
     const status = deriveVmStatus({
