@@ -8,11 +8,12 @@
 # mtools and dosfstools to make the Debian guest's disk bootable without
 # mounting it; genisoimage for the launcher's ISO disks (cloud-init, ConfigMaps, Secrets), whose tests read them
 # back with its isoinfo; an SSH client for the e2e login with an access credential's key; openssl for the e2e's
-# HTTPS probe target; unzip for KubeVirt's examples, read from its Go module's zip.
+# HTTPS probe target; unzip for KubeVirt's examples, read from its Go module's zip; nftables and iproute2 for the
+# launcher's test, which sets up the guest's pod network as the launcher pod's network-setup does.
 set -euo pipefail
 packages=(containerd runc containernetworking-plugins iptables conntrack mmdebstrap gcc g++ make python3 pkg-config libc6-dev libvirt-dev libvirt-clients libxml2-utils
   libvirt-daemon libvirt-daemon-driver-qemu qemu-system-x86 qemu-utils ovmf swtpm swtpm-tools busybox-static
-  syslinux syslinux-common syslinux-efi isolinux mtools dosfstools genisoimage openssh-client openssl unzip)
+  syslinux syslinux-common syslinux-efi isolinux mtools dosfstools genisoimage openssh-client openssl unzip nftables iproute2)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

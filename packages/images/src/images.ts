@@ -47,6 +47,9 @@ const LAUNCHER_PACKAGES = [
   "libvirt-daemon-driver-qemu",
   "libvirt-clients",
   "genisoimage",
+  // What network-setup, the launcher pod's init container, makes the guest's way onto the pod network with.
+  "iproute2",
+  "nftables",
   // PID 1 of the launcher container: reaps the orphans QEMU's capability probes leave (see the entrypoint).
   "tini",
 ];

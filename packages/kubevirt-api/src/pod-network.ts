@@ -40,11 +40,6 @@ export function parseIpv4Network(cidr: string): Ipv4Network | undefined {
   return { address: [24, 16, 8, 0].map((shift) => String(Math.floor(network / 2 ** shift) % 256)).join("."), prefix };
 }
 
-/**
- * The lowest port an unprivileged process may bind; the launcher pod lowers it when the guest takes a port below it.
- */
-export const UNPRIVILEGED_PORT_START = 1024;
-
 /** The launcher's operations port (health, metrics, and the VMI's probes, which the kubelet asks there). */
 export const LAUNCHER_OPS_PORT = 9102;
 /** The name the launcher container gives its operations port, which its probes target. */

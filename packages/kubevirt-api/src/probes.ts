@@ -5,10 +5,10 @@ import type { Probe, VirtualMachineInstance } from "./schema/vmi.ts";
 // keeps each probe's schedule on the launcher container (delay, period,
 // timeout, thresholds), so that a failing liveness probe stops the launcher
 // and a failing readiness probe takes the pod out of its Services'
-// endpoints; what it probes is the guest. The kubelet cannot reach the
-// guest itself (it sits behind QEMU's user network, ADR 9), so it asks the
-// launcher, on its operations port, at the path of the probe's kind, and
-// the launcher checks the guest one of four ways (ADR 11).
+// endpoints; what it probes is the guest. The kubelet asks the launcher, on
+// its operations port, at the path of the probe's kind, and the launcher
+// checks the guest one of four ways (ADR 11): TCP and HTTP at the guest's
+// address on the pod's bridge (ADR 33), exec and pings through its agent.
 
 export type ProbeKind = "liveness" | "readiness";
 

@@ -19,6 +19,7 @@ export type FieldEffect = { effect: TestRef } | { refused: TestRef };
 
 const CONVERTER = "services/launcher/src/domain/converter.test.ts";
 const POD = "services/controller/src/vmi/pod.test.ts";
+const POD_NETWORK = "packages/node-contract/src/pod-network.test.ts";
 const DEFAULTS = "packages/kubevirt-api/src/defaults.test.ts";
 const EXPAND = "packages/kubevirt-api/src/instancetype/expand.test.ts";
 const INFER = "packages/kubevirt-api/src/instancetype/infer.test.ts";
@@ -100,7 +101,7 @@ const probeHost = (kind: string) =>
   refused(VALIDATION_CASES, kind === "httpGet" ? "a probe that reaches another host" : "a TCP probe's host");
 /** A probe's leaves, under readinessProbe or livenessProbe, each shown by one test or another. */
 function probeEffects(probe: "readinessProbe" | "livenessProbe"): Record<string, FieldEffect> {
-  const httpGet = effect(LAUNCHER, "probes the guest as the kubelet asks");
+  const httpGet = effect(LAUNCHER, "probes it as the kubelet asks");
   return {
     [`${probe}.httpGet.path`]: httpGet,
     [`${probe}.httpGet.port`]: httpGet,
@@ -110,7 +111,7 @@ function probeEffects(probe: "readinessProbe" | "livenessProbe"): Record<string,
     [`${probe}.httpGet.httpHeaders[].value`]: httpGet,
     [`${probe}.tcpSocket.port`]:
       probe === "readinessProbe"
-        ? effect(LAUNCHER, "probes the guest as the kubelet asks")
+        ? effect(LAUNCHER, "probes it as the kubelet asks")
         : effect(E2E_PROBES, "has its VMI stopped by the kubelet, saying why"),
     [`${probe}.tcpSocket.host`]: probeHost("tcpSocket"),
     [`${probe}.exec.command[]`]: effect(E2E_DEBIAN, "is Ready while its exec readiness probe passes in the guest"),
@@ -202,7 +203,7 @@ const vmiSpecEffects: Record<string, FieldEffect> = {
   "domain.devices.interfaces[].name": interfaceToNetwork,
   "domain.devices.interfaces[].masquerade": effect(
     CONVERTER,
-    "puts a masquerade interface behind NAT in the guest network",
+    "puts a masquerade interface on the tap network-setup made",
   ),
   "domain.devices.interfaces[].bridge": refused(VALIDATION_CASES, "the bridge binding, not supported yet"),
   "domain.devices.interfaces[].model": nicModel,
@@ -276,7 +277,10 @@ const vmiSpecEffects: Record<string, FieldEffect> = {
     "boots the tiny guest from the DataVolume its template fills from a containerDisk image",
   ),
   "networks[].name": interfaceToNetwork,
-  "networks[].pod.vmNetworkCIDR": effect(CONVERTER, "puts the guest in its pod network's vmNetworkCIDR"),
+  "networks[].pod.vmNetworkCIDR": effect(
+    POD_NETWORK,
+    "takes the pod network's vmNetworkCIDR, as its network's address",
+  ),
   nodeSelector: scheduling,
   affinity: scheduling,
   "tolerations[].key": scheduling,

@@ -9,3 +9,4 @@ export * from "./cloud-init-secrets.ts";
 export * from "./config-volumes.ts";
 export * from "./handler-paths.ts";
 export * from "./handler-routes.ts";
+export * from "./pod-network.ts";

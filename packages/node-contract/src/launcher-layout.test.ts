@@ -3,7 +3,11 @@ import { LAUNCHER_OPS_PORT } from "@kubevirt-ts/kubevirt-api";
 import { LauncherDir, LauncherEnv, LauncherVolume, SOCKETS_VOLUME_ON_NODE, launcherEnv } from "./launcher-layout.ts";
 
 describe("the launcher pod's layout", () => {
-  const env = launcherEnv({ allowEmulation: true, gracePeriodSeconds: 45 });
+  const env = launcherEnv({
+    allowEmulation: true,
+    gracePeriodSeconds: 45,
+    guestNetwork: { address: "198.18.77.0", prefix: 26 },
+  });
 
   it("gives the launcher every variable it reads, once, and nothing else", () => {
     expect(env.map((e) => e.name).sort()).toEqual(Object.values(LauncherEnv).sort());
@@ -21,6 +25,7 @@ describe("the launcher pod's layout", () => {
     ["ACCESS_CREDENTIALS_DIR", "/var/run/kubevirt-ts/access-credentials"],
     ["ALLOW_EMULATION", "true"],
     ["GRACE_PERIOD_SECONDS", "45"],
+    ["GUEST_NETWORK", "198.18.77.0/26"],
   ])("sets %s to %s", (name, value) => {
     expect(env).toContainEqual({ name, value });
   });

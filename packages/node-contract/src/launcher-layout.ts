@@ -1,8 +1,9 @@
-import { LAUNCHER_OPS_PORT, logLevelOf, type PortForward } from "@kubevirt-ts/kubevirt-api";
+import { type Ipv4Network, LAUNCHER_OPS_PORT, logLevelOf, type PortForward } from "@kubevirt-ts/kubevirt-api";
 import { CLOUD_INIT_SECRETS_DIR } from "./cloud-init-secrets.ts";
 import { ACCESS_CREDENTIALS_DIR } from "./access-credentials.ts";
 import { CLAIM_DEVICES_DIR, CLAIM_DISKS_DIR } from "@kubevirt-ts/vm-rules";
 import { CONFIG_VOLUMES_DIR } from "./config-volumes.ts";
+import { cidrOf } from "./pod-network.ts";
 
 // The launcher pod's layout: the folders, volumes, sockets, environment and
 // port that the controller builds into the pod, the launcher uses inside it,
@@ -158,6 +159,8 @@ export const LauncherEnv = {
    * virtLauncher.
    */
   logLevel: "LOG_LEVEL",
+  /** The guest network of the masquerade (pod-network.ts), which network-setup gave the bridge, as a CIDR. */
+  guestNetwork: "GUEST_NETWORK",
 } as const;
 
 export interface LauncherSettings {
@@ -165,6 +168,8 @@ export interface LauncherSettings {
   gracePeriodSeconds: number;
   /** KubeVirt's klog verbosity for this launcher (0-9); unset: info. */
   verbosity?: number | undefined;
+  /** The guest network of the VMI's pod-network interface (guestNetworkOf). */
+  guestNetwork: Ipv4Network;
 }
 
 /**
@@ -192,6 +197,7 @@ export function launcherEnv(settings: LauncherSettings): { name: string; value: 
     allowEmulation: String(settings.allowEmulation),
     gracePeriodSeconds: String(settings.gracePeriodSeconds),
     logLevel: logLevelOf(settings.verbosity ?? DEFAULT_LAUNCHER_VERBOSITY),
+    guestNetwork: cidrOf(settings.guestNetwork),
   };
   return Object.entries(LauncherEnv).map(([key, name]) => ({ name, value: values[key as keyof typeof LauncherEnv] }));
 }

@@ -22,10 +22,14 @@ export const NodeDevices = {
 export const deviceResourceName = (device: NodeDevice) => `${DEVICE_RESOURCE_NAMESPACE}/${device.name}`;
 
 /**
- * The devices the launcher pod asks for, in its limits, as KubeVirt's renderresources: KVM unless emulation is
- * allowed. With emulation allowed the pod asks for none and its guest is emulated, on a node with KVM as well. No
- * tun or vhost-net: the guest's network is QEMU's user network, which needs neither.
+ * The devices a launcher pod's container asks for, in its limits, as KubeVirt's renderresources: KVM unless emulation
+ * is allowed (with emulation allowed the guest is emulated, on a node with KVM as well); tun where the guest has an
+ * interface on the pod network, whose tap network-setup makes and QEMU opens. No vhost-net: the guest's network is
+ * QEMU's own virtio backend.
  */
-export function launcherDeviceLimits(allowEmulation: boolean): Record<string, string> {
-  return allowEmulation ? {} : { [deviceResourceName(NodeDevices.kvm)]: "1" };
+export function launcherDeviceLimits(options: { allowEmulation: boolean; tap: boolean }): Record<string, string> {
+  return {
+    ...(options.allowEmulation ? {} : { [deviceResourceName(NodeDevices.kvm)]: "1" }),
+    ...(options.tap ? { [deviceResourceName(NodeDevices.tun)]: "1" } : {}),
+  };
 }

@@ -4,6 +4,8 @@ import {
   LauncherFolders,
   LauncherEnv,
   NodeDevices,
+  DEFAULT_GUEST_NETWORK,
+  cidrOf,
 } from "@kubevirt-ts/node-contract";
 import { DEFAULT_GRACE_PERIOD_SECONDS, LAUNCHER_OPS_PORT, parseIpv4Network } from "@kubevirt-ts/kubevirt-api";
 import { baseEnv, parseEnv } from "@kubevirt-ts/runtime";
@@ -34,7 +36,7 @@ export const env = parseEnv(
     [LauncherEnv.gracePeriodSeconds]: z.coerce.number().int().min(0).default(DEFAULT_GRACE_PERIOD_SECONDS),
     /** Where the kubelet puts the KVM device the handler's device plugin allocates (tests point it elsewhere). */
     KVM_DEVICE: z.string().default(NodeDevices.kvm.path),
-    /** The guest side of masquerade interfaces; kept out of the private ranges. */
-    GUEST_NETWORK: cidr.prefault("198.19.254.0/24"),
+    /** The guest network of the masquerade, which network-setup gave the pod's bridge (node-contract's pod-network). */
+    [LauncherEnv.guestNetwork]: cidr.prefault(cidrOf(DEFAULT_GUEST_NETWORK)),
   }),
 );

@@ -10,6 +10,7 @@ import { DomainManager } from "./libvirt/domain-manager.ts";
 import { DomainEvents, changesStatus } from "./libvirt/domain-events.ts";
 import { type LibvirtDaemon, startLibvirtd } from "./libvirt/daemon.ts";
 import { PortForwarder } from "./libvirt/port-forward.ts";
+import { startPodNetwork } from "./network/pod-network.ts";
 import { Prober } from "./probes/prober.ts";
 import { Revision } from "./rpc/revision.ts";
 import { startRpcServer } from "./rpc/server.ts";
@@ -54,6 +55,7 @@ await runService({
     await hypervisor.connectOpen();
     // Every change of what the launcher reports of its domain counts up; a `watch` from the handler waits for it.
     const revision = new Revision();
+    const podNetwork = await startPodNetwork(env.GUEST_NETWORK, log);
     const manager = new DomainManager({
       hypervisor,
       uri: daemon.uri,
@@ -73,6 +75,7 @@ await runService({
       allowEmulation: env.ALLOW_EMULATION,
       kvmDevice: env.KVM_DEVICE,
       guestNetwork: env.GUEST_NETWORK,
+      ...(podNetwork ? { podMtu: podNetwork.mtu } : {}),
       swtpmStorageDir: daemon.swtpmStorageDir,
       changed: () => {
         revision.bump();
@@ -87,15 +90,14 @@ await runService({
       {
         vmi: () => manager.runningVmi(),
         state: () => manager.state(),
-        forwardToGuest: (hostPort, guestPort) => manager.forwardToGuest(hostPort, guestPort),
-        userNetwork: () => manager.userNetwork(),
+        guestAddress: () => manager.guestAddress(),
         agent: (command, args, timeoutSeconds) => manager.agent(command, args, timeoutSeconds),
       },
       log,
     );
     const forwarder = new PortForwarder({
       socketsDir: env.SOCKETS_DIR,
-      forwardToGuest: (hostPort, guestPort) => manager.forwardToGuest(hostPort, guestPort),
+      guestAddress: () => manager.guestAddress(),
       log,
     });
     // Access credentials through the guest agent: given once its agent answers, and again whenever their Secrets
@@ -229,6 +231,7 @@ await runService({
       await probing;
       await forwarder.close();
       await manager.stop(env.GRACE_PERIOD_SECONDS * 1000);
+      await podNetwork?.dhcp.close();
       server.close();
       await hypervisor.connectClose().catch(() => undefined);
       await daemon.stop();

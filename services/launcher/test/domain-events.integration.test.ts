@@ -36,7 +36,8 @@ const vmi: VirtualMachineInstance = {
           container: { image: "tiny:1", kernelPath: "/boot/vmlinuz", initrdPath: "/boot/initrd.gz" },
         },
       },
-      devices: {},
+      // No pod network here: the guest's network is launcher.integration.test.ts's.
+      devices: { autoattachPodInterface: false },
     },
     terminationGracePeriodSeconds: 3,
   }),

@@ -1,29 +1,43 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { chown, link, mkdir, readFile, readdir, stat, writeFile } from "node:fs/promises";
-import { connect } from "node:net";
+import { type NetConnectOpts, connect } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { defaultVmiSpec, LAUNCHER_UID, PROBE_PATH, type VirtualMachineInstance } from "@kubevirt-ts/kubevirt-api";
-import { SocketsVolume, portForwardSocket } from "@kubevirt-ts/node-contract";
-import { freePort } from "@kubevirt-ts/control-plane";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import {
+  defaultVmiSpec,
+  LAUNCHER_OPS_PORT,
+  LAUNCHER_UID,
+  PROBE_PATH,
+  type VirtualMachineInstance,
+} from "@kubevirt-ts/kubevirt-api";
+import { SocketsVolume, masqueradePlan, portForwardSocket } from "@kubevirt-ts/node-contract";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { killQemuUnder } from "../src/libvirt/daemon.ts";
 import { LauncherClient } from "@kubevirt-ts/launcher-protocol";
 import { type GuestFolder, guestFolder, removeGuestFolder } from "./guest-files.ts";
+import { type PodNetns, podNetns } from "./pod-netns.ts";
 import { readUntil } from "./serial.ts";
 
-// The launcher alone, as its pod runs it: a process of the qemu user that
+// The launcher alone, as its pod runs it: a process of the qemu user, in a
+// pod's network namespace that network-setup's script made ready, that
 // starts libvirt, takes the VMI over its socket, boots the tiny guest with
-// emulation, pauses and resumes it, and on SIGTERM stops the guest within
-// its grace period and exits.
+// emulation, gives it its address and the pod's DNS by DHCP, pauses and
+// resumes it, and on SIGTERM stops the guest within its grace period and
+// exits.
 
 let folder: GuestFolder;
 let launcher: ChildProcess;
 let output = "";
 let client: LauncherClient;
-let opsPort: number;
-let declaredPort: number;
+let netns: PodNetns;
+const exec = promisify(execFile);
+/** The port of the guest's web server, which its interface declares: the pod's address forwards it. */
+const GUEST_WEB_PORT = 8080;
+/** The pod's resolver, as the kubelet writes it: the guest gets its servers and search path. */
+const RESOLV_CONF = "search test.svc.cluster.local svc.cluster.local cluster.local\nnameserver 198.19.0.10\n";
 const dirs = () => ({
   sockets: join(folder.dir, "sockets"),
   state: join(folder.dir, "state"),
@@ -103,7 +117,7 @@ const vmi: VirtualMachineInstance = {
 
 /** The launcher's answer to the kubelet's probe of that kind: its status and reason. */
 async function probe(kind: "liveness" | "readiness"): Promise<{ status: number; reason?: string }> {
-  const res = await fetch(`http://127.0.0.1:${String(opsPort)}${PROBE_PATH[kind]}`);
+  const res = await fetch(`http://${netns.podAddress}:${String(LAUNCHER_OPS_PORT)}${PROBE_PATH[kind]}`);
   const body = (await res.json()) as { reason?: string };
   return { status: res.status, ...(body.reason !== undefined ? { reason: body.reason } : {}) };
 }
@@ -132,51 +146,54 @@ beforeAll(async () => {
   // The qemu user cannot reach this Node under root's home; a hard link in its folder it can.
   const node = join(folder.dir, "node");
   await link(process.execPath, node);
-  opsPort = await freePort();
-  // A port the guest declares on its pod-network interface (defaulted in): here the launcher's network is the host's.
-  declaredPort = await freePort();
+  // The guest's web server's port, declared on its pod-network interface (defaulted in).
   const [iface] = vmi.spec.domain.devices.interfaces ?? [];
   if (!iface) throw new Error("the defaulted VMI has no interface");
-  iface.ports = [{ name: "test", port: declaredPort }];
-  launcher = spawn(
+  iface.ports = [{ name: "web", port: GUEST_WEB_PORT }];
+  const plan = masqueradePlan(vmi.spec);
+  if (!plan) throw new Error("the defaulted VMI has no interface on the pod network");
+  netns = await podNetns("launcher", 0, plan, RESOLV_CONF);
+  const [command = "ip", ...args] = netns.launcherCommand([
     "setpriv",
-    [
-      "--pdeathsig",
-      "KILL",
-      `--reuid=${String(LAUNCHER_UID)}`,
-      `--regid=${String(LAUNCHER_UID)}`,
-      "--clear-groups",
-      node,
-      fileURLToPath(new URL("../src/main.ts", import.meta.url)),
-    ],
-    {
-      env: {
-        PATH: "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
-        OPS_PORT: String(opsPort),
-        LOG_LEVEL: "info",
-        SOCKETS_DIR: dirs().sockets,
-        STATE_DIR: dirs().state,
-        CONTAINER_DISKS_DIR: dirs().containerDisks,
-        CLAIM_DISKS_DIR: dirs().claims,
-        KERNEL_BOOT_DIR: join(folder.dir, "kernel-boot"),
-        ALLOW_EMULATION: "true",
-        // Whatever this machine's /dev/kvm allows, the test boots with emulation, as the node's launchers do.
-        KVM_DEVICE: join(folder.dir, "no-kvm"),
-        GRACE_PERIOD_SECONDS: "3",
-      },
-      stdio: ["ignore", "pipe", "pipe"],
+    "--pdeathsig",
+    "KILL",
+    `--reuid=${String(LAUNCHER_UID)}`,
+    `--regid=${String(LAUNCHER_UID)}`,
+    "--clear-groups",
+    node,
+    fileURLToPath(new URL("../src/main.ts", import.meta.url)),
+  ]);
+  launcher = spawn(command, args, {
+    env: {
+      PATH: "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+      OPS_PORT: String(LAUNCHER_OPS_PORT),
+      LOG_LEVEL: "info",
+      SOCKETS_DIR: dirs().sockets,
+      STATE_DIR: dirs().state,
+      CONTAINER_DISKS_DIR: dirs().containerDisks,
+      CLAIM_DISKS_DIR: dirs().claims,
+      KERNEL_BOOT_DIR: join(folder.dir, "kernel-boot"),
+      ALLOW_EMULATION: "true",
+      // Whatever this machine's /dev/kvm allows, the test boots with emulation, as the node's launchers do.
+      KVM_DEVICE: join(folder.dir, "no-kvm"),
+      GRACE_PERIOD_SECONDS: "3",
     },
-  );
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   launcher.stdout?.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
   launcher.stderr?.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
-  await waitFor(async () => (await fetch(`http://127.0.0.1:${String(opsPort)}/readyz`)).status === 200, "readiness");
+  await waitFor(
+    async () => (await fetch(`http://${netns.podAddress}:${String(LAUNCHER_OPS_PORT)}/readyz`)).status === 200,
+    "readiness",
+  );
   client = await LauncherClient.connect(join(dirs().sockets, SocketsVolume.launcher));
 }, 300_000);
 
 afterAll(async () => {
-  client.close();
+  (client as LauncherClient | undefined)?.close();
   if (launcher.exitCode === null) launcher.kill("SIGKILL");
   await killQemuUnder(folder.dir);
+  await netns.close();
   await removeGuestFolder(folder);
 });
 
@@ -292,8 +309,8 @@ describe("the launcher", () => {
   );
 
   it(
-    "probes the guest as the kubelet asks: TCP through QEMU's user network, which " +
-      "accepts for any guest, and HTTP with its headers",
+    "gives the guest its address, the gateway and the pod's DNS servers and search path by DHCP, and probes it as " +
+      "the kubelet asks: TCP and HTTP with its headers, at the guest's address",
     async () => {
       const serial = join(dirs().sockets, "virt-serial0");
       // The guest's network is up once DHCP gave it its address.
@@ -309,7 +326,16 @@ describe("the launcher", () => {
           ).includes("NET=up"),
         "the guest's network",
       );
-      // Nothing listens on the port yet: the guest refuses the connection, which QEMU's side alone would have accepted.
+      const seen = await readUntil(
+        serial,
+        "END-OF-NET",
+        "ip -4 addr show eth0; ip route; cat /etc/resolv.conf; echo END-OF''-NET\n",
+      );
+      expect(seen).toContain("inet 198.19.254.2/24");
+      expect(seen).toContain("default via 198.19.254.1");
+      expect(seen).toContain("nameserver 198.19.0.10");
+      expect(seen).toContain("search test.svc.cluster.local svc.cluster.local cluster.local");
+      // Nothing listens on the port yet: the guest refuses the connection.
       expect(await probe("readiness")).toEqual({
         status: 503,
         reason: "tcp port 8080: the guest refused the connection",
@@ -349,9 +375,18 @@ describe("the launcher", () => {
     },
   );
 
-  it("pauses and unpauses the guest", async () => {
+  it("pauses and unpauses the guest, which answers a ping to the pod's address when it runs", async () => {
+    const ping = () =>
+      exec("busybox", ["ping", "-c", "1", "-W", "3", netns.podAddress]).then(
+        () => true,
+        () => false,
+      );
+    expect(await ping()).toBe(true);
     expect(await client.call("pause")).toMatchObject({ state: "Paused" });
+    // The guest answers, not the pod: a paused guest answers nothing.
+    expect(await ping()).toBe(false);
     expect(await client.call("unpause")).toMatchObject({ state: "Running" });
+    expect(await ping()).toBe(true);
   });
 
   it("writes a screenshot of the display as PNG into the sockets volume", async () => {
@@ -365,25 +400,44 @@ describe("the launcher", () => {
   });
 
   it(
-    "opens a tunnel to a port of the guest on its pod network as a socket in " + "the sockets volume, once per port",
+    "opens a tunnel to a port of the guest on its pod network as a socket in the sockets volume, once per port; " +
+      "the pod's address forwards the declared port",
     async () => {
-      // QEMU's human monitor takes the forwarding rule only on the backend of the VMI's masquerade interface (defaulted
-      // in).
-      expect(await client.call("portForward", { port: 22, protocol: "tcp" })).toEqual({});
-      expect(await client.call("portForward", { port: 22, protocol: "tcp" })).toEqual({});
-      const socket = join(dirs().sockets, portForwardSocket({ port: 22, protocol: "tcp" }));
+      expect(await client.call("portForward", { port: GUEST_WEB_PORT, protocol: "tcp" })).toEqual({});
+      expect(await client.call("portForward", { port: GUEST_WEB_PORT, protocol: "tcp" })).toEqual({});
+      const socket = join(dirs().sockets, portForwardSocket({ port: GUEST_WEB_PORT, protocol: "tcp" }));
       const stats = await stat(socket);
       expect(stats.isSocket()).toBe(true);
       expect(stats.uid).toBe(LAUNCHER_UID);
       expect(stats.mode & 0o777).toBe(0o600);
-      // The tiny guest has no network of its own: QEMU takes the connection, which is all that can be seen of it here.
-      const tunnel = connect(socket);
-      await once(tunnel, "connect");
-      tunnel.destroy();
-      // So it does on the port the VMI declares, on the launcher's own address (the pod's, in a cluster).
-      const declared = connect({ host: "127.0.0.1", port: declaredPort });
-      await once(declared, "connect");
-      declared.destroy();
+      // The guest's web server (the probes' test started it) answers through the tunnel, and on the pod's address.
+      const ask = (to: NetConnectOpts) =>
+        new Promise<string>((resolve, reject) => {
+          const conn = connect(to);
+          let answer = "";
+          conn.setEncoding("utf8").on("data", (chunk: string) => (answer += chunk));
+          conn.on("connect", () => {
+            conn.write("GET /alive HTTP/1.0\r\nX-Probe: kubevirt-ts\r\n\r\n");
+          });
+          conn.on("end", () => {
+            resolve(answer);
+          });
+          conn.on("error", reject);
+        });
+      expect(await ask({ path: socket })).toMatch(/^HTTP\/1\.0 200 OK/);
+      expect(await ask({ host: netns.podAddress, port: GUEST_WEB_PORT })).toMatch(/^HTTP\/1\.0 200 OK/);
+      // A port the interface does not list reaches the guest through a tunnel, never on the pod's address.
+      const serial = join(dirs().sockets, "virt-serial0");
+      await readUntil(serial, "second-up", "(nc -ll -p 8081 -e /bin/answer &) && echo second''-up\n");
+      await client.call("portForward", { port: 8081, protocol: "tcp" });
+      const second = join(dirs().sockets, portForwardSocket({ port: 8081, protocol: "tcp" }));
+      // nc listens a moment after the shell started it.
+      await waitFor(
+        async () => (await ask({ path: second })).startsWith("HTTP/1.0 200 OK"),
+        "the second server",
+        10_000,
+      );
+      await expect(ask({ host: netns.podAddress, port: 8081 })).rejects.toThrow(/ECONNREFUSED/);
       await expect(client.call("portForward", { port: 0, protocol: "tcp" })).rejects.toThrow(
         /BadRequest: invalid params of portForward: params.port/,
       );

@@ -31,7 +31,8 @@ const vmi: VirtualMachineInstance = {
           container: { image: "tiny:1", kernelPath: "/vmlinuz", initrdPath: "/initrd" },
         },
       },
-      devices: {},
+      // No pod network here: the guest's network is launcher.integration.test.ts's.
+      devices: { autoattachPodInterface: false },
     },
   }),
 };
@@ -69,7 +70,6 @@ describe("a domain from the converter", () => {
       vncSocket: sockets().vnc,
       guestAgentSocket: join(folder.dir, "ga.sock"),
       kernelBoot: { kernel: folder.kernel, initrd: folder.initrd },
-      guestNetwork: { address: "198.19.254.0", prefix: 24 },
     });
     domain = await hypervisor.domainDefineXML(xml);
     await hypervisor.domainCreate(domain);
@@ -132,7 +132,6 @@ describe("a domain with EFI firmware", () => {
       vncSocket: join(folder.dir, `${name}-vnc.sock`),
       guestAgentSocket: join(folder.dir, `${name}-ga.sock`),
       kernelBoot: { kernel: folder.kernel, initrd: folder.initrd },
-      guestNetwork: { address: "198.19.254.0", prefix: 24 },
     });
     const efiDomain = await hypervisor.domainDefineXML(xml);
     await hypervisor.domainCreate(efiDomain);
@@ -200,7 +199,6 @@ describe("a domain with EFI firmware", () => {
           guestAgentSocket: join(folder.dir, `state-${String(n)}-ga.sock`),
           kernelBoot: { kernel: folder.kernel, initrd: folder.initrd },
           ...(state.nvram !== undefined ? { nvram: state.nvram } : {}),
-          guestNetwork: { address: "198.19.254.0", prefix: 24 },
         });
         const stateDomain = await connection.domainDefineXML(xml);
         await connection.domainCreate(stateDomain);

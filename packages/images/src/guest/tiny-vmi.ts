@@ -18,7 +18,8 @@ export function tinyGuestVmiWithScratchDisk(uid: string): VirtualMachineInstance
             container: { image: "tiny:1", kernelPath: "/boot/vmlinuz", initrdPath: "/boot/initrd.gz" },
           },
         },
-        devices: { disks: [{ name: "scratch", disk: { bus: "virtio" } }] },
+        // No pod network: the launchers under test run in the host's network, with no bridge or tap of a pod.
+        devices: { disks: [{ name: "scratch", disk: { bus: "virtio" } }], autoattachPodInterface: false },
       },
       volumes: [{ name: "scratch", emptyDisk: { capacity: "16Mi" } }],
       terminationGracePeriodSeconds: 3,

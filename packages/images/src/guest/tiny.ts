@@ -43,8 +43,8 @@ const MODULES = [
 const DIRECTORIES = ["bin", "dev", "etc", "proc", "sys", "tmp", "modules"];
 
 /**
- * busybox udhcpc's script: it sets the address, route and resolver the DHCP server gave (QEMU's user network's, whose
- * resolver asks the pod's: the cluster's DNS).
+ * busybox udhcpc's script: it sets the address, route and resolver (servers and search path) the DHCP server gave:
+ * the launcher's, which gives the pod's.
  */
 const DHCP_SCRIPT = `#!/bin/sh
 case "$1" in
@@ -52,7 +52,8 @@ case "$1" in
     ip addr flush dev "$interface"
     ip addr add "$ip/\${mask:-24}" dev "$interface"
     [ -n "$router" ] && ip route add default via "$router"
-    for server in $dns; do echo "nameserver $server"; done > /etc/resolv.conf
+    { for server in $dns; do echo "nameserver $server"; done; [ -n "$search" ] && echo "search $search"; } \
+      > /etc/resolv.conf
     ;;
 esac
 exit 0

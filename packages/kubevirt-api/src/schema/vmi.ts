@@ -607,7 +607,7 @@ export const vmiSpec = z
     dnsPolicy: z
       .enum(["ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"])
       .optional()
-      .describe("The launcher pod's DNS policy, whose resolver the guest uses through its user network."),
+      .describe("The launcher pod's DNS policy, whose servers and search path the guest gets by DHCP."),
     dnsConfig: z
       .strictObject({
         nameservers: z.array(z.string()).optional(),

@@ -293,42 +293,75 @@ describe("launcherPod", () => {
     expect(compute.env).toContainEqual({ name: "OPS_PORT", value: "9102" });
   });
 
+  it("carries the guest's declared ports, named, and lets the launcher answer DHCP on port 67 (a sysctl)", () => {
+    const withPorts = launcherPod(
+      vmi((v) => {
+        v.spec.domain.devices.interfaces = [
+          {
+            name: "default",
+            masquerade: {},
+            ports: [
+              { name: "ssh", port: 22 },
+              { port: 5353, protocol: "UDP" },
+            ],
+          },
+        ];
+        v.spec.networks = [{ name: "default", pod: {} }];
+      }),
+      config,
+    );
+    expect(withPorts.spec.containers[0]?.ports).toEqual([
+      { name: "ops", containerPort: 9102 },
+      { name: "ssh", containerPort: 22, protocol: "TCP" },
+      { containerPort: 5353, protocol: "UDP" },
+    ]);
+    expect(withPorts.spec.securityContext?.sysctls).toEqual([
+      { name: "net.ipv4.ip_unprivileged_port_start", value: "0" },
+    ]);
+    // No pod network, no DHCP to answer.
+    expect(spec.securityContext?.sysctls).toBeUndefined();
+  });
+
   it(
-    "carries the guest's declared ports, named, and lets QEMU bind one below " + "1024 through the pod's own sysctl",
+    "makes the guest's way onto the pod network first, as root with NET_ADMIN alone, and gives both containers " +
+      "the tun device",
     () => {
-      const withPorts = launcherPod(
+      const pod = launcherPod(
         vmi((v) => {
-          v.spec.domain.devices.interfaces = [
-            {
-              name: "default",
-              masquerade: {},
-              ports: [
-                { name: "ssh", port: 22 },
-                { port: 5353, protocol: "UDP" },
-              ],
-            },
-          ];
-          v.spec.networks = [{ name: "default", pod: {} }];
+          v.spec.domain.devices.interfaces = [{ name: "default", masquerade: {}, ports: [{ port: 22 }] }];
+          v.spec.networks = [{ name: "default", pod: { vmNetworkCIDR: "198.18.77.0/26" } }];
+          v.spec.volumes = [{ name: "root", containerDisk: { image: "kubevirt-ts.local/guest:1" } }];
         }),
         config,
       );
-      expect(withPorts.spec.containers[0]?.ports).toEqual([
-        { name: "ops", containerPort: 9102 },
-        { name: "ssh", containerPort: 22, protocol: "TCP" },
-        { containerPort: 5353, protocol: "UDP" },
+      const [setup] = pod.spec.initContainers ?? [];
+      expect(pod.spec.initContainers?.map((c) => c.name)).toEqual([
+        "network-setup",
+        "container-disk-binary",
+        "volume-root",
+        "guest-console-log",
       ]);
-      expect(withPorts.spec.securityContext?.sysctls).toEqual([
-        { name: "net.ipv4.ip_unprivileged_port_start", value: "0" },
-      ]);
-      const highPorts = launcherPod(
-        vmi((v) => {
-          v.spec.domain.devices.interfaces = [{ name: "default", masquerade: {}, ports: [{ port: 8080 }] }];
-          v.spec.networks = [{ name: "default", pod: {} }];
-        }),
-        config,
-      );
-      expect(highPorts.spec.securityContext?.sysctls).toBeUndefined();
-      expect(spec.securityContext?.sysctls).toBeUndefined();
+      expect(setup).toMatchObject({
+        image: config.launcherImage,
+        command: ["/bin/sh", "-c", expect.stringContaining("ip address add 198.18.77.1/26 dev k6t-eth0") as string],
+        env: [
+          {
+            name: "KUBEVIRT_TS_NETWORK_RULES",
+            value: expect.stringContaining('iifname "eth0" tcp dport { 22 } dnat to 198.18.77.2') as string,
+          },
+        ],
+        securityContext: {
+          runAsUser: 0,
+          runAsNonRoot: false,
+          allowPrivilegeEscalation: false,
+          readOnlyRootFilesystem: true,
+          capabilities: { drop: ["ALL"], add: ["NET_ADMIN"] },
+        },
+      });
+      expect(setup?.resources?.limits?.["devices.kubevirt.io/tun"]).toBe("1");
+      expect(pod.spec.containers[0]?.resources?.limits?.["devices.kubevirt.io/tun"]).toBe("1");
+      expect(pod.spec.containers[0]?.env).toContainEqual({ name: "GUEST_NETWORK", value: "198.18.77.0/26" });
+      expect(launcherPod(vmi(), config).spec.initContainers?.map((c) => c.name)).toEqual(["guest-console-log"]);
     },
   );
 

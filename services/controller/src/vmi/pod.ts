@@ -20,7 +20,6 @@ import {
   Label,
   LabelValue,
   LAUNCHER_OPS_PORT_NAME,
-  UNPRIVILEGED_PORT_START,
   DEFAULT_CPU_ALLOCATION_RATIO,
   DEFAULT_MEMORY_OVERCOMMIT,
   launcherCpuRequest,
@@ -46,6 +45,15 @@ import {
   launcherDeviceLimits,
   launcherServiceAccount,
   launcherEnv,
+  NETWORK_RULES_ENV,
+  NETWORK_SETUP_CONTAINER,
+  type MasqueradePlan,
+  NodeDevices,
+  deviceResourceName,
+  guestNetworkOf,
+  masqueradePlan,
+  masqueradeRules,
+  networkSetupScript,
 } from "@kubevirt-ts/node-contract";
 import { type DiskCopy, diskCopyInitContainers } from "../common/disk-copy.ts";
 import { toMebibytes, vcpus } from "./resources.ts";
@@ -157,6 +165,40 @@ function guestConsoleLogSidecar(
         capabilities: { drop: ["ALL"] },
       },
       volumeMounts: [{ name: LauncherVolume.sockets, mountPath: LauncherDir.sockets, readOnly: true }],
+    },
+  ];
+}
+
+/**
+ * The guest's way onto the pod network (node-contract's pod-network.ts, ADR 33): an init container, root with NET_ADMIN
+ * alone in the pod's own network namespace, makes the bridge, the launcher's tap and the masquerade's rules, and ends
+ * before the launcher starts. It runs the launcher's image (ip and nft) and a script of the controller's, which names
+ * no tenant's string: the ports are numbers the API validated.
+ */
+function networkSetupInitContainer(
+  plan: MasqueradePlan | undefined,
+  config: LauncherPodConfig,
+): NonNullable<PodSpec["initContainers"]> {
+  if (!plan) return [];
+  return [
+    {
+      name: NETWORK_SETUP_CONTAINER,
+      image: config.launcherImage,
+      imagePullPolicy: config.imagePullPolicy,
+      command: ["/bin/sh", "-c", networkSetupScript(plan.guestNetwork)],
+      env: [{ name: NETWORK_RULES_ENV, value: masqueradeRules(plan) }],
+      resources: {
+        requests: { cpu: "5m", memory: "20M" },
+        limits: { cpu: "100m", memory: "40M", [deviceResourceName(NodeDevices.tun)]: "1" },
+      },
+      securityContext: {
+        runAsUser: 0,
+        runAsGroup: 0,
+        runAsNonRoot: false,
+        allowPrivilegeEscalation: false,
+        readOnlyRootFilesystem: true,
+        capabilities: { drop: ["ALL"], add: ["NET_ADMIN"] },
+      },
     },
   ];
 }
@@ -306,9 +348,14 @@ export function launcherPod(
   const { name = "", namespace, uid = "" } = vmi.metadata;
   const diskCopies = containerDiskInitContainers(vmi, config);
   const hasContainerDisks = diskCopies.length > 0;
-  // The disks are copied before the sidecar starts, and the sidecar before the launcher.
-  const initContainers = [...diskCopies, ...guestConsoleLogSidecar(vmi, config)];
   const spec = vmi.spec;
+  const masquerade = masqueradePlan(spec);
+  // The network is made and the disks are copied before the sidecar starts, and the sidecar before the launcher.
+  const initContainers = [
+    ...networkSetupInitContainer(masquerade, config),
+    ...diskCopies,
+    ...guestConsoleLogSidecar(vmi, config),
+  ];
   // What QEMU, libvirt and the launcher use besides the guest: KubeVirt's estimate with KVM, the launcher's measured
   // share and QEMU's translation cache where the cluster allows emulation (then no pod has KVM: ADR 23).
   const overhead = memoryOverheadBytes(vmi, config.allowEmulation);
@@ -385,11 +432,9 @@ export function launcherPod(
       ...(spec.dnsPolicy !== undefined ? { dnsPolicy: spec.dnsPolicy } : {}),
       ...(spec.dnsConfig ? { dnsConfig: structuredClone(spec.dnsConfig) } : {}),
       securityContext: {
-        // QEMU, as the launcher's unprivileged user, binds the guest's declared ports; one below 1024 takes this (a
-        // safe sysctl, of the pod's own network).
-        ...(guestPorts.some((p) => p.port < UNPRIVILEGED_PORT_START)
-          ? { sysctls: [{ name: "net.ipv4.ip_unprivileged_port_start", value: "0" }] }
-          : {}),
+        // The launcher, as its unprivileged user, answers the guest's DHCP on port 67, as KubeVirt's (a safe sysctl,
+        // of the pod's own network).
+        ...(masquerade ? { sysctls: [{ name: "net.ipv4.ip_unprivileged_port_start", value: "0" }] } : {}),
         runAsUser: LAUNCHER_UID,
         runAsGroup: LAUNCHER_UID,
         fsGroup: LAUNCHER_UID,
@@ -406,6 +451,7 @@ export function launcherPod(
             allowEmulation: config.allowEmulation,
             gracePeriodSeconds: grace,
             verbosity: launcherVerbosity(vmi.metadata.labels, config.launcherVerbosity),
+            guestNetwork: guestNetworkOf(spec),
           }),
           // The guest's declared ports on the pod's address, named as the VMI names them, so a Service can target them.
           ports: [
@@ -418,12 +464,12 @@ export function launcherPod(
           ],
           resources: {
             requests: { memory: toMebibytes(memoryRequest), cpu: String(cpuRequest) },
-            ...(memoryLimit !== undefined || limits?.cpu !== undefined || !config.allowEmulation
+            ...(memoryLimit !== undefined || limits?.cpu !== undefined || !config.allowEmulation || masquerade
               ? {
                   limits: {
                     ...(memoryLimit !== undefined ? { memory: toMebibytes(memoryLimit) } : {}),
                     ...(limits?.cpu !== undefined ? { cpu: String(limits.cpu) } : {}),
-                    ...launcherDeviceLimits(config.allowEmulation),
+                    ...launcherDeviceLimits({ allowEmulation: config.allowEmulation, tap: masquerade !== undefined }),
                   },
                 }
               : {}),

@@ -24,7 +24,6 @@ const ctx: DomainContext = {
   vncSocket: "/run/sockets/virt-vnc",
   guestAgentSocket: "/run/sockets/guest-agent.sock",
   kernelBoot: { kernel: "/run/kernel/vmlinuz", initrd: "/run/kernel/initrd" },
-  guestNetwork: { address: "198.19.254.0", prefix: 24 },
 };
 
 const specs: [string, VmiSpec][] = [

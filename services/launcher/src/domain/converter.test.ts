@@ -50,7 +50,6 @@ const ctx: DomainContext = {
   serialLog: "/var/run/kubevirt-ts/logs/serial0.log",
   vncSocket: "/var/run/kubevirt-ts/sockets/virt-vnc",
   guestAgentSocket: "/var/run/kubevirt-ts/sockets/guest-agent.sock",
-  guestNetwork: { address: "198.19.254.0", prefix: 24 },
 };
 
 describe("domainXml", () => {
@@ -77,9 +76,8 @@ describe("domainXml", () => {
     ["keeps a log of the serial console", '<log file="/var/run/kubevirt-ts/logs/serial0.log" append="on"/>'],
     ["serves VNC on a unix socket", '<listen type="socket" socket="/var/run/kubevirt-ts/sockets/virt-vnc"/>'],
     [
-      "puts a masquerade interface behind NAT in the guest network",
-      '<interface type="user">\n      <ip family="ipv4" address="198.19.254.0" ' +
-        'prefix="24"/>\n      <model type="virtio"/>',
+      "puts a masquerade interface on the tap network-setup made, which libvirt leaves as it is",
+      '<interface type="ethernet">\n      <target dev="tap0" managed="no"/>\n      <model type="virtio"/>',
     ],
     ["sets the SMBIOS UUID", '<entry name="uuid">5d9e3a1c-0000-4000-8000-000000000001</entry>'],
   ])("%s", (_name, fragment) => {
@@ -615,12 +613,11 @@ describe("domainXml", () => {
     ).toThrow("only the masquerade binding is supported yet");
   });
 
-  it("puts the guest in its pod network's vmNetworkCIDR, as that network's address", () => {
-    const inOwnNetwork = domainXml(
-      vmi((s) => (s.networks = [{ name: "default", pod: { vmNetworkCIDR: "198.18.77.9/26" } }])),
-      ctx,
+  it("gives the guest's interface the pod interface's MTU", () => {
+    expect(domainXml(vmi(), { ...ctx, podMtu: 1450 })).toMatch(
+      /<interface type="ethernet">[^]*<mtu size="1450"\/>[^]*<\/interface>/,
     );
-    expect(inOwnNetwork).toContain('<ip family="ipv4" address="198.18.77.0" prefix="26"/>');
+    expect(domainXml(vmi(), ctx)).not.toContain("<mtu");
   });
 
   it("gives the guest agent its virtio port, as KubeVirt does", () => {

@@ -3,13 +3,11 @@ import {
   type Clock,
   type Disk,
   type Features,
-  type Ipv4Network,
   type VirtualMachineInstance,
-  parseIpv4Network,
   parseQuantity,
 } from "@kubevirt-ts/kubevirt-api";
 import { diskBus, diskTargets, hasPersistentTpm, tbCacheBytes } from "@kubevirt-ts/vm-rules";
-import { keepsSerialLog } from "@kubevirt-ts/node-contract";
+import { PodNetworkLinks, keepsSerialLog } from "@kubevirt-ts/node-contract";
 import { type XmlElement, el, renderXml } from "./xml.ts";
 
 // The libvirt domain of a VMI: a pure function of the VMI's (defaulted) spec
@@ -61,11 +59,8 @@ export interface DomainContext {
   kernelBoot?: { kernel?: string; initrd?: string };
   /** The EFI variables' file, when the VMI keeps them across restarts (efi.persistent). */
   nvram?: string;
-  /**
-   * The guest side of a masquerade interface when the VMI's pod network names none (vmNetworkCIDR): an IPv4 network and
-   * prefix length.
-   */
-  guestNetwork: Ipv4Network;
+  /** The pod interface's MTU, which the guest's masquerade interface takes (unset: libvirt's default). */
+  podMtu?: number;
 }
 
 /**
@@ -163,18 +158,6 @@ function diskElements(vmi: VirtualMachineInstance, ctx: DomainContext): XmlEleme
 
 /** The alias of an interface's device in the domain. */
 const interfaceAlias = (name: string) => `ua-${name}`;
-/** The id libvirt gives the QEMU network backend of an interface: "host" and its alias. */
-export const interfaceNetdev = (name: string) => `host${interfaceAlias(name)}`;
-
-/**
- * The network behind a masquerade interface: its pod network's vmNetworkCIDR (as its network address), or the
- * launcher's default.
- */
-export function guestNetworkOf(vmi: VirtualMachineInstance, iface: string, fallback: Ipv4Network): Ipv4Network {
-  const cidr = vmi.spec.networks?.find((n) => n.name === iface)?.pod?.vmNetworkCIDR;
-  // Validation admitted only an IPv4 CIDR; anything else is the launcher's default.
-  return (cidr === undefined ? undefined : parseIpv4Network(cidr)) ?? fallback;
-}
 
 /**
  * A MAC address as libvirt parses it: colons only. KubeVirt takes hyphens too (Go's net.ParseMAC), and `virtctl create
@@ -185,14 +168,15 @@ const libvirtMac = (mac: string) => mac.replaceAll("-", ":").toLowerCase();
 function interfaceElements(vmi: VirtualMachineInstance, ctx: DomainContext): XmlElement[] {
   return (vmi.spec.domain.devices.interfaces ?? []).map((iface) => {
     if (!iface.masquerade) throw new Error(`interface ${iface.name}: only the masquerade binding is supported yet`);
-    const guestNetwork = guestNetworkOf(vmi, iface.name, ctx.guestNetwork);
-    // Masquerade: the guest sits behind NAT on the pod's address, in a network only the pod sees.
+    // Masquerade: the tap that network-setup made on the pod's bridge (node-contract's pod-network.ts), which QEMU
+    // opens as it is (managed="no": libvirt, without NET_ADMIN, changes nothing of it), at the pod interface's MTU.
     return el(
       "interface",
-      { type: "user" },
+      { type: "ethernet" },
       iface.macAddress !== undefined && el("mac", { address: libvirtMac(iface.macAddress) }),
-      el("ip", { family: "ipv4", address: guestNetwork.address, prefix: guestNetwork.prefix }),
+      el("target", { dev: PodNetworkLinks.tap, managed: "no" }),
       el("model", { type: iface.model ?? "virtio" }),
+      ctx.podMtu !== undefined && el("mtu", { size: ctx.podMtu }),
       iface.bootOrder !== undefined && el("boot", { order: iface.bootOrder }),
       el("alias", { name: interfaceAlias(iface.name) }),
     );

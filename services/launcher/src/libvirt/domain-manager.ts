@@ -10,9 +10,8 @@ import {
   type Ipv4Network,
   type VirtualMachineInstance,
   podNetworkInterface,
-  podNetworkPorts,
 } from "@kubevirt-ts/kubevirt-api";
-import { SocketsVolume } from "@kubevirt-ts/node-contract";
+import { SocketsVolume, guestAddresses } from "@kubevirt-ts/node-contract";
 import {
   type DomainStats,
   type DomainStatus,
@@ -30,7 +29,6 @@ import {
   kvmUnusableReason,
   domainXml,
   firmwareUuid,
-  interfaceNetdev,
 } from "../domain/converter.ts";
 import { disksToCopy } from "../migration/job-stats.ts";
 import { OutgoingMigration } from "../migration/outgoing.ts";
@@ -40,7 +38,6 @@ import { prepareVmState } from "../storage/vm-state.ts";
 import { DOMSTATS_FLAGS, parseDomstats } from "./domstats.ts";
 import { AGENT_COMMANDS, type AgentAnswers, guestAgentInfoOf, osInfoOf } from "./guest-agent.ts";
 import { toPng } from "./png.ts";
-import { type UserNetworkSocket, parseUserNetwork } from "../probes/user-network.ts";
 
 // The launcher's one domain: defined and started from the VMI the handler
 // sends, then paused, resumed, shut down or destroyed on request.
@@ -70,7 +67,10 @@ export interface DomainManagerOptions {
   layout: LauncherLayout;
   allowEmulation: boolean;
   kvmDevice: string;
+  /** The guest network of the masquerade, which network-setup gave the pod's bridge. */
   guestNetwork: Ipv4Network;
+  /** The pod interface's MTU, which the guest's interface takes. */
+  podMtu?: number;
   /** The daemon's swtpm folder (LibvirtDaemon.swtpmStorageDir), which a persistent TPM's state is kept behind. */
   swtpmStorageDir: string;
   /** Called when the domain's status changes by the launcher's own doing, with no libvirt event (a timed thaw). */
@@ -234,7 +234,6 @@ export class DomainManager {
     this.name = name;
     this.vmi = vmi;
     this.podInterface = podNetworkInterface(vmi.spec);
-    await this.forwardDeclaredPorts(vmi);
     // How long each step took, in ms: what a slow start spent its time on.
     const took = {
       prepare: Math.round(prepared - began),
@@ -285,7 +284,7 @@ export class DomainManager {
       guestAgentSocket: this.inSocketsVolume("guestAgent"),
       ...(kernelBoot ? { kernelBoot } : {}),
       ...(vmState.nvram !== undefined ? { nvram: vmState.nvram } : {}),
-      guestNetwork: this.o.guestNetwork,
+      ...(this.o.podMtu !== undefined ? { podMtu: this.o.podMtu } : {}),
     });
   }
 
@@ -330,10 +329,6 @@ export class DomainManager {
     incoming.relay.close();
     this.incoming = undefined;
     this.migratedIn = { role: "Target", phase: "Completed", endTimestamp: new Date().toISOString() };
-    // QEMU's user network forwards what was added at run time on the source only: the declared ports again.
-    await this.forwardDeclaredPorts(this.vmi).catch((error: unknown) => {
-      this.o.log.warn("could not forward the declared ports after the migration", { error });
-    });
     this.o.log.info("the migrated domain runs here", { domain: this.name });
   }
 
@@ -435,11 +430,6 @@ export class DomainManager {
     return answer.return;
   }
 
-  /** The sockets of the pod-network interface's user network, as QEMU's monitor lists them. */
-  async userNetwork(): Promise<UserNetworkSocket[]> {
-    return parseUserNetwork(await this.virsh("qemu-monitor-command", "--hmp", "info usernet"));
-  }
-
   /** The guest's OS as its QEMU guest agent reports it; fails when no agent answers. */
   async guestOsInfo(): Promise<GuestOsInfo> {
     return osInfoOf(await this.agent("guest-get-osinfo"));
@@ -477,37 +467,14 @@ export class DomainManager {
   }
 
   /**
-   * Has QEMU's user network (the masquerade interface on the pod network) forward a port of the pod's loopback
-   * address to a TCP port of the guest, at the address its DHCP server gave the guest.
+   * The guest's address on the bridge of the pod-network interface (the masquerade's guest address), which the
+   * launcher reaches directly: probes and port forwards connect there.
    */
-  async forwardToGuest(hostPort: number, guestPort: number): Promise<void> {
+  guestAddress(): string {
     this.require();
-    await this.hostForward(`tcp:127.0.0.1:${String(hostPort)}-:${String(guestPort)}`);
-  }
-
-  /**
-   * Masquerade's way in: each port the pod-network interface declares (KubeVirt's `ports`) is forwarded from the
-   * pod's address to the same port of the guest. With none declared, nothing is (ADR 9).
-   */
-  private async forwardDeclaredPorts(vmi: VirtualMachineInstance): Promise<void> {
-    const ports = podNetworkPorts(vmi.spec);
-    for (const port of ports)
-      await this.hostForward(`${port.protocol.toLowerCase()}::${String(port.port)}-:${String(port.port)}`);
-    if (ports.length > 0)
-      this.o.log.info("forwarding the pod's ports to the guest", {
-        ports: ports.map((p) => `${p.protocol}/${String(p.port)}`),
-      });
-  }
-
-  /** Adds a forwarding rule (QEMU's hostfwd syntax) to the user network of the pod-network interface. */
-  private async hostForward(rule: string): Promise<void> {
     if (!this.podInterface)
-      throw new RpcError("BadRequest", "the VMI has no interface on the pod network to forward to");
-    // The human monitor answers nothing when the rule is set, and its complaint when it is not.
-    const answer = (
-      await this.virsh("qemu-monitor-command", "--hmp", `hostfwd_add ${interfaceNetdev(this.podInterface)} ${rule}`)
-    ).trim();
-    if (answer) throw new RpcError("Failed", `QEMU did not forward ${rule}: ${answer}`);
+      throw new RpcError("BadRequest", "the VMI has no interface on the pod network to reach the guest through");
+    return guestAddresses(this.o.guestNetwork).guest;
   }
 
   /** Asks the guest to reboot through ACPI, as pressing a reset button it handles itself. */

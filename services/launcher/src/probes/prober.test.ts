@@ -1,6 +1,8 @@
 import { type VirtualMachineInstance, defaultVmiSpec } from "@kubevirt-ts/kubevirt-api";
 import type { DomainStatus } from "@kubevirt-ts/launcher-protocol";
 import { createLogger } from "@kubevirt-ts/runtime";
+import { once } from "node:events";
+import { type AddressInfo, createServer } from "node:net";
 import { describe, expect, it } from "vitest";
 import { Prober, checkInterval } from "./prober.ts";
 
@@ -26,8 +28,9 @@ function guestWithExecProbe() {
     {
       vmi: () => vmi,
       state: () => Promise.resolve({ state: "Running" } as DomainStatus),
-      forwardToGuest: () => Promise.reject(new Error("no forwards in this test")),
-      userNetwork: () => Promise.resolve([]),
+      guestAddress: () => {
+        throw new Error("no network in this test");
+      },
       agent: (command, args) => {
         if (command === "guest-exec") {
           state.commands.push((args as { path: string }).path);
@@ -79,5 +82,40 @@ describe("Prober", () => {
     state.now = 2 * checkInterval(10);
     await prober.check("liveness");
     expect(prober.livenessFailure()).toBe('exec ["true"]: exited 1');
+  });
+
+  it("passes a TCP probe when the guest's port accepts, and says so when it refuses", async () => {
+    const server = createServer((socket) => socket.end());
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    const { port } = server.address() as AddressInfo;
+    const vmi: VirtualMachineInstance = {
+      apiVersion: "kubevirt.io/v1",
+      kind: "VirtualMachineInstance",
+      metadata: { name: "vm", namespace: "ns" },
+      spec: defaultVmiSpec({
+        domain: { devices: {} },
+        readinessProbe: { tcpSocket: { port }, periodSeconds: 10, timeoutSeconds: 2 },
+      }),
+    };
+    const clock = { now: 0 };
+    const prober = new Prober(
+      {
+        vmi: () => vmi,
+        state: () => Promise.resolve({ state: "Running" } as DomainStatus),
+        guestAddress: () => "127.0.0.1",
+        agent: () => Promise.reject(new Error("no agent in this test")),
+      },
+      log,
+      { now: () => clock.now },
+    );
+    try {
+      expect(await prober.check("readiness")).toBeUndefined();
+    } finally {
+      server.close();
+      await once(server, "close");
+    }
+    clock.now = checkInterval(10);
+    expect(await prober.check("readiness")).toBe(`tcp port ${String(port)}: the guest refused the connection`);
   });
 });

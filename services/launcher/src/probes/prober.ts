@@ -11,8 +11,6 @@ import {
 } from "@kubevirt-ts/kubevirt-api";
 import type { DomainStatus } from "@kubevirt-ts/launcher-protocol";
 import type { Logger } from "@kubevirt-ts/runtime";
-import { forwardFreeLoopbackPort } from "../libvirt/port-forward.ts";
-import { type UserNetworkSocket, establishedFrom } from "./user-network.ts";
 
 // The launcher's side of a VMI's probes (kubevirt-api's probes.ts): the
 // kubelet asks on its schedule, and the prober checks the guest once per
@@ -26,10 +24,8 @@ export interface GuestAccess {
   /** The VMI the domain runs, once the handler has sent it. */
   vmi(): VirtualMachineInstance | undefined;
   state(): Promise<DomainStatus>;
-  /** Has QEMU forward a port of the pod's loopback address to the guest's port. */
-  forwardToGuest(hostPort: number, guestPort: number): Promise<void>;
-  /** The sockets of QEMU's user network (its monitor's `info usernet`). */
-  userNetwork(): Promise<UserNetworkSocket[]>;
+  /** The guest's address on the pod-network interface's bridge, which the launcher reaches directly. */
+  guestAddress(): string;
   /** A command's `return` from the guest's QEMU agent; fails when the agent does not answer within the timeout. */
   agent(execute: string, args: Record<string, unknown> | undefined, timeoutSeconds: number): Promise<unknown>;
 }
@@ -40,7 +36,7 @@ export interface GuestAccess {
  */
 const STALLED_MS = 30_000;
 
-/** How often a TCP probe looks at the user network, and an exec probe at its command, while they wait. */
+/** How often an exec probe looks at its command while it waits. */
 const POLL_MS = 50;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -67,13 +63,6 @@ export class Prober {
   /** Each kind's last check: when it began and what it found, the answer to asks before the probe's next period. */
   private readonly last = new Map<ProbeKind, { startedAt: number; result: string | undefined }>();
   private readonly now: () => number;
-  /** One TCP check at a time per guest port: the user network lists connections by their forwarded port alone. */
-  private readonly tcpTurns = new Map<number, Promise<unknown>>();
-  /**
-   * The loopback port forwarded to each guest port, per kind of check: a TCP check's forward carries its connections
-   * alone (see tcp).
-   */
-  private readonly forwards = new Map<string, Promise<number>>();
   /**
    * The liveness probe's failures in a row, and the last one's reason: the kubelet stops the launcher at the threshold.
    */
@@ -159,7 +148,7 @@ export class Prober {
   private run(check: ProbeCheck, deadline: number): Promise<void> {
     switch (check.kind) {
       case "tcp":
-        return this.inTurn(check.port, () => this.tcp(check.port, deadline));
+        return this.tcp(check.port, deadline);
       case "http":
         return this.http(check, deadline);
       case "exec":
@@ -169,52 +158,30 @@ export class Prober {
     }
   }
 
-  private probeForward(kind: "tcp" | "http", guestPort: number): Promise<number> {
-    const key = `${kind}/${String(guestPort)}`;
-    let forward = this.forwards.get(key);
-    if (!forward) {
-      forward = forwardFreeLoopbackPort((host, guest) => this.guest.forwardToGuest(host, guest), guestPort, this.log);
-      this.forwards.set(key, forward);
-      forward.catch(() => this.forwards.delete(key));
-    }
-    return forward;
-  }
-
-  private async inTurn<T>(port: number, work: () => Promise<T>): Promise<T> {
-    const before = this.tcpTurns.get(port) ?? Promise.resolve();
-    const turn = before.then(work, work);
-    this.tcpTurns.set(
-      port,
-      turn.catch(() => undefined),
-    );
-    return turn;
-  }
-
-  /**
-   * A TCP probe: QEMU accepts the connection on the pod's side at once, whatever the guest does, so the guest's
-   * answer is read from the user network: the connection turns ESTABLISHED when the guest accepts it, and goes
-   * when the guest refuses it.
-   */
+  /** A TCP probe, as the kubelet's: the guest accepts a connection to its port in time. */
   private async tcp(port: number, deadline: number): Promise<void> {
-    const hostPort = await this.probeForward("tcp", port);
-    const before = establishedFrom(await this.guest.userNetwork(), hostPort);
-    const socket: Socket = connect({ host: "127.0.0.1", port: hostPort });
-    const connection = { closed: false };
-    socket
-      .on("close", () => {
-        connection.closed = true;
-      })
-      .on("error", () => {
-        connection.closed = true;
-      });
-    socket.on("data", () => undefined);
+    const socket: Socket = connect({ host: this.guest.guestAddress(), port });
     try {
-      while (Date.now() < deadline) {
-        if (establishedFrom(await this.guest.userNetwork(), hostPort) > before) return;
-        if (connection.closed) throw new ProbeFailure("the guest refused the connection");
-        await sleep(POLL_MS);
-      }
-      throw new ProbeFailure("the guest did not accept the connection in time");
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(
+          () => {
+            reject(new ProbeFailure("the guest did not accept the connection in time"));
+          },
+          Math.max(1, deadline - Date.now()),
+        );
+        socket.once("connect", () => {
+          clearTimeout(timer);
+          resolve();
+        });
+        socket.once("error", (error: NodeJS.ErrnoException) => {
+          clearTimeout(timer);
+          reject(
+            new ProbeFailure(
+              error.code === "ECONNREFUSED" ? "the guest refused the connection" : `no connection (${error.message})`,
+            ),
+          );
+        });
+      });
     } finally {
       socket.destroy();
     }
@@ -224,15 +191,15 @@ export class Prober {
    * An HTTP probe, as the kubelet's: a GET whose status from 200 to 399 passes; HTTPS without checking the certificate.
    */
   private async http(check: Extract<ProbeCheck, { kind: "http" }>, deadline: number): Promise<void> {
-    const hostPort = await this.probeForward("http", check.port);
+    const host = this.guest.guestAddress();
     const request = check.scheme === "HTTPS" ? httpsRequest : httpRequest;
     const headers: Record<string, string> = { "user-agent": "kube-probe/kubevirt-ts", accept: "*/*" };
     for (const header of check.headers) headers[header.name.toLowerCase()] = header.value;
     const status = await new Promise<number>((resolve, reject) => {
       const req = request(
         {
-          host: "127.0.0.1",
-          port: hostPort,
+          host,
+          port: check.port,
           path: check.path,
           method: "GET",
           headers,
