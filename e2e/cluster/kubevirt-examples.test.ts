@@ -15,7 +15,7 @@ import { KUBEVIRT_EXAMPLES_VERSION, kubevirtExamples } from "./kubevirt-examples
 // examples are applied first, as on a KubeVirt cluster, where the VMs that
 // name them are refused too: their templates set memory.guest as well.
 
-const { name: namespace, kubectl, get } = suiteNamespace("e2e-examples");
+const { name: namespace, kubectl, get, launcherPods } = suiteNamespace("e2e-examples");
 const poll = { timeout: 180_000, interval: 2_000 };
 
 type Outcome =
@@ -238,6 +238,35 @@ describe(`KubeVirt's examples at ${KUBEVIRT_EXAMPLES_VERSION}`, () => {
       expect(failures).toEqual([]);
     },
   );
+});
+
+describe(`KubeVirt's masquerade example at ${KUBEVIRT_EXAMPLES_VERSION}`, () => {
+  it("runs with its ports, the pod forwarding them alone, and without, the pod forwarding every port", async () => {
+    const example = examples["vmi-masquerade.yaml"];
+    if (!example) throw new Error("no vmi-masquerade.yaml");
+    /** The example created from that file, once Running: the rules its launcher pod's network-setup was given. */
+    const rulesOf = async (file: string) => {
+      await kubectl("create", "-n", namespace, "-f", file);
+      await expect
+        .poll(async () => (await get("virtualmachineinstances", example.name))?.status?.phase, poll)
+        .toBe("Running");
+      const [pod] = await launcherPods();
+      const setup = pod?.spec?.initContainers?.find((c) => c.name === "network-setup");
+      await kubectl("delete", "-n", namespace, "--wait=true", "-f", file);
+      await expect.poll(() => get("virtualmachineinstances", example.name), poll).toBeUndefined();
+      return setup?.env?.find((e) => e.name === "KUBEVIRT_TS_NETWORK_RULES")?.value ?? "no network-setup";
+    };
+    const listed = await rulesOf(example.file);
+    expect(listed).toContain('iifname "eth0" tcp dport { 80 } dnat to 198.19.254.2');
+    expect(listed).not.toContain("meta l4proto");
+    const object = parseAllDocuments(readFileSync(example.file, "utf8"))[0]?.toJSON() as {
+      spec: { domain: { devices: { interfaces: { ports?: unknown }[] } } };
+    };
+    for (const iface of object.spec.domain.devices.interfaces) delete iface.ports;
+    const withoutPorts = join(workDir, "vmi-masquerade-without-ports.yaml");
+    writeFileSync(withoutPorts, stringify(object));
+    expect(await rulesOf(withoutPorts)).toContain('iifname "eth0" meta l4proto { tcp, udp } dnat to 198.19.254.2');
+  });
 });
 
 describe(`KubeVirt's migration example at ${KUBEVIRT_EXAMPLES_VERSION}`, () => {

@@ -49,9 +49,9 @@ const vm = {
             ],
             // An emulated TPM 2.0, as a Windows-style VM has (the guest's kernel drives it: /sys/class/tpm/tpm0).
             tpm: {},
-            // sshd is reachable on the pod's address (and so through a Service), as KubeVirt's masquerade forwards the
-            // ports it lists.
-            interfaces: [{ name: "default", masquerade: {}, ports: [{ name: "ssh", port: 22 }] }],
+            // No ports listed: KubeVirt's masquerade forwards every port of the pod's address to the guest (sshd, a web
+            // server), and ICMP echo.
+            interfaces: [{ name: "default", masquerade: {} }],
           },
         },
         networks: [{ name: "default", pod: {} }],
@@ -257,12 +257,16 @@ describe("a VM with the Debian guest", () => {
       const output = await shell.run(
         `echo "whoami=$(whoami) sum=$((40+2)) firmware=$(test -d /sys/firmware/efi && echo efi || echo bios) ` +
           `tpm=$(ls /sys/class/tpm | head -n 1)"; ip -4 -o addr show scope global; timeout 10 bash -c 'exec ` +
-          `3<>/dev/tcp/${spec?.clusterIP ?? ""}/443' && echo "reached=k8s-$((6*7))"`,
-        "reached=k8s-42",
+          `3<>/dev/tcp/${spec?.clusterIP ?? ""}/443' && echo "reached=k8s-$((6*7))"; ` +
+          `echo "short=$(getent hosts kubernetes.default | cut -d' ' -f1)"; echo "end=$((40+3))"`,
+        "end=43",
       );
       expect(output).toContain("whoami=tester sum=42 firmware=efi tpm=tpm0");
-      // Masquerade: the guest's own address is on the launcher's private guest network, behind the pod's.
-      expect(output).toMatch(/inet 198\.19\.254\.\d+\/24/);
+      expect(output).toContain("reached=k8s-42");
+      // Masquerade: the guest's own address is the second of the launcher's private guest network, behind the pod's.
+      expect(output).toMatch(/inet 198\.19\.254\.2\/24/);
+      // DNS as in a pod: the pod's search path came by DHCP, so a short Service name resolves in the guest.
+      expect(output).toContain(`short=${spec?.clusterIP ?? ""}`);
       shell.close();
 
       // The guest agent reports the OS.
@@ -328,11 +332,11 @@ describe("a VM with the Debian guest", () => {
   );
 
   it(
-    "takes connections to the port its interface declares on its pod's address, and " +
-      "through a Service that targets the port by name",
+    "takes connections to every port on its pod's address when its interface lists none (sshd, a web server " +
+      "the guest starts), answers a ping there itself, and is reached through a Service, as virtctl expose makes it",
     async () => {
       /** The first line a TCP server sends, or what ended the connection first. */
-      const firstLine = (host: string, port: number) =>
+      const firstLine = (host: string, port: number, send = "") =>
         new Promise<string>((resolve) => {
           const socket = connect({ host, port });
           let text = "";
@@ -342,6 +346,9 @@ describe("a VM with the Debian guest", () => {
           };
           socket.setTimeout(20_000, () => {
             done(`nothing within 20 s: ${text}`);
+          });
+          socket.on("connect", () => {
+            if (send) socket.write(send);
           });
           socket.on("data", (data: Buffer) => {
             text += data.toString("latin1");
@@ -355,24 +362,47 @@ describe("a VM with the Debian guest", () => {
           });
         });
       const [pod] = await launcherPods();
-      expect(pod?.spec?.containers.find((c) => c.name === "compute")?.ports).toContainEqual({
-        name: "ssh",
-        containerPort: 22,
-        protocol: "TCP",
-      });
+      // The launcher answers the guest's DHCP on port 67 as its unprivileged user.
       expect(pod?.spec?.securityContext?.sysctls).toEqual([
         { name: "net.ipv4.ip_unprivileged_port_start", value: "0" },
       ]);
       const podIP = pod?.status?.podIP ?? "";
       await expect.poll(() => firstLine(podIP, 22), boot).toMatch(/^SSH-2\.0-OpenSSH_/);
-      // What virtctl expose does: a Service selecting the VM's launcher pod, to the port by its name.
+      const shell = await serialLogin(namespace, "debian", "tester", password, boot);
+      await shell.run(
+        "(setsid python3 -m http.server 8080 --bind 0.0.0.0 >/dev/null 2>&1 &); echo web=$((6*7))",
+        "web=42",
+      );
+      shell.close();
+      await expect
+        .poll(() => firstLine(podIP, 8080, "GET / HTTP/1.0\r\n\r\n"), { timeout: 60_000, interval: 1_000 })
+        .toMatch(/^HTTP\/1\.0 200 OK/);
+      // ICMP echo reaches the guest, which answers; paused, it answers nothing (the pod does not answer for it).
+      const ping = () =>
+        promisify(execFile)("busybox", ["ping", "-c", "1", "-W", "3", podIP]).then(
+          () => "answered",
+          () => "silent",
+        );
+      expect(await ping()).toBe("answered");
+      const vmiPath = (sub: string) =>
+        `/apis/subresources.kubevirt.io/v1/namespaces/${namespace}/virtualmachineinstances/debian/${sub}`;
+      const options = join(await mkdtemp(join(tmpdir(), "options-")), "options.json");
+      await writeFile(options, "{}");
+      await kubectl("replace", "--raw", vmiPath("pause"), "-f", options);
+      try {
+        await expect.poll(ping, { timeout: 30_000, interval: 500 }).toBe("silent");
+      } finally {
+        await kubectl("replace", "--raw", vmiPath("unpause"), "-f", options);
+      }
+      await expect.poll(ping, { timeout: 30_000, interval: 500 }).toBe("answered");
+      // What virtctl expose does: a Service selecting the VM's launcher pod, to the guest's port.
       const service = await core.createNamespacedService({
         namespace,
         body: {
           metadata: { name: "debian-ssh" },
           spec: {
             selector: { "vm.kubevirt.io/name": "debian" },
-            ports: [{ name: "ssh", port: 2222, targetPort: "ssh" }],
+            ports: [{ name: "ssh", port: 2222, targetPort: 22 }],
           },
         },
       });
