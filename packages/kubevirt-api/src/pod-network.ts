@@ -22,6 +22,12 @@ export function podNetworkPorts(spec: NetworkFacts): { name?: string; port: numb
   }));
 }
 
+/**
+ * The MAC KubeVirt keeps for the masquerade binding's bridge inside the pod: node-contract's pod-network gives the
+ * bridge this address, and validation refuses it for a masquerade interface.
+ */
+export const MASQUERADE_RESERVED_MAC = "02:00:00:00:00:00";
+
 /** An IPv4 network and its prefix length, the network's own address (the host bits cleared). */
 export interface Ipv4Network {
   address: string;

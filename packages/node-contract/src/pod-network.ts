@@ -2,6 +2,7 @@ import {
   type Ipv4Network,
   LAUNCHER_OPS_PORT,
   LAUNCHER_UID,
+  MASQUERADE_RESERVED_MAC,
   type VirtualMachineInstance,
   parseIpv4Network,
   podNetworkInterface,
@@ -27,7 +28,7 @@ export const PodNetworkLinks = { bridge: "k6t-eth0", tap: "tap0" } as const;
  * The bridge's MAC address, the same in every launcher pod (KubeVirt's): a guest that migrated still finds its gateway
  * at the MAC it knew, with no ARP entry to age out first.
  */
-export const BRIDGE_MAC = "02:00:00:00:00:00";
+export const BRIDGE_MAC = MASQUERADE_RESERVED_MAC;
 
 /** The nftables table network-setup fills, in the family ip. */
 export const POD_NETWORK_TABLE = "kubevirt-ts";

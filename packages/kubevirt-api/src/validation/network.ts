@@ -1,11 +1,9 @@
-import { LAUNCHER_OPS_PORT, parseIpv4Network } from "../pod-network.ts";
+import { LAUNCHER_OPS_PORT, MASQUERADE_RESERVED_MAC, parseIpv4Network } from "../pod-network.ts";
 import type { VmiSpec } from "../schema/vmi.ts";
 import type { Causes } from "./causes.ts";
 
 const interfaceName = /^[A-Za-z0-9_-]+$/;
 const macAddress = /^([0-9A-Fa-f]{2}[:-]){5}[0-9A-Fa-f]{2}$/;
-/** The MAC KubeVirt keeps for the masquerade binding's bridge inside the pod. */
-const MASQUERADE_RESERVED_MAC = "02:00:00:00:00:00";
 /** A pod's port name (IANA_SVC_NAME): the launcher pod carries the interface's named ports. */
 const portName = /^(?=.{1,15}$)(?=.*[a-z])(?!.*--)[a-z0-9]([a-z0-9-]*[a-z0-9])?$/;
 
