@@ -1,4 +1,4 @@
-import { readFile } from "node:fs/promises";
+import { open, readFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import type { Ipv4Network } from "@kubevirt-ts/kubevirt-api";
 import { POD_INTERFACE, PodNetworkLinks, guestAddresses } from "@kubevirt-ts/node-contract";
@@ -20,6 +20,18 @@ export interface PodNetwork {
   dhcp: DhcpServer;
 }
 
+/** The first `bytes` of a file, never more: the pod's resolver file is shaped by the VMI's dnsConfig. */
+async function readAtMost(path: string, bytes: number): Promise<string> {
+  const file = await open(path, "r");
+  try {
+    const buffer = Buffer.alloc(bytes);
+    const { bytesRead } = await file.read(buffer, 0, bytes, 0);
+    return buffer.subarray(0, bytesRead).toString("utf8");
+  } finally {
+    await file.close();
+  }
+}
+
 /** undefined when the pod has no bridge (the VMI has no interface on the pod network). */
 export async function startPodNetwork(
   guestNetwork: Ipv4Network,
@@ -33,7 +45,7 @@ export async function startPodNetwork(
   });
   if (bridgeMtu === undefined) return undefined;
   const mtu = Number((await readFile(`${sys}/${POD_INTERFACE}/mtu`, "utf8")).trim());
-  const resolv = (await readFile(files.resolvConf ?? "/etc/resolv.conf", "utf8")).slice(0, RESOLV_CONF_BYTES);
+  const resolv = await readAtMost(files.resolvConf ?? "/etc/resolv.conf", RESOLV_CONF_BYTES);
   const dns = parseResolvConf(resolv);
   const { gateway, guest, broadcast } = guestAddresses(guestNetwork);
   const dhcp = await startDhcpServer(
