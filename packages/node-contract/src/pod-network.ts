@@ -92,7 +92,7 @@ export interface MasqueradePlan {
 
 /**
  * The launcher's own TCP ports on the pod's address, which never reach the guest: its operations port, where the
- * kubelet asks the VMI's probes and Prometheus its metrics.
+ * kubelet asks the VMI's probes (a launcher serves no metrics).
  */
 export const LAUNCHER_OWN_TCP_PORTS: readonly number[] = [LAUNCHER_OPS_PORT];
 
