@@ -1,7 +1,12 @@
 // VMs the end-to-end suites (the cluster suite and the dashboard's) boot.
 
-/** The tiny guest (a kernel and a busybox initramfs) as a kernel-boot VM with masquerade networking. */
-export function tinyVm(name: string, image: string, namespace?: string) {
+/** The tiny guest (a kernel and a busybox initramfs) as a kernel-boot VM on the pod network, masquerade by default. */
+export function tinyVm(
+  name: string,
+  image: string,
+  namespace?: string,
+  binding: "masquerade" | "bridge" = "masquerade",
+) {
   return {
     apiVersion: "kubevirt.io/v1",
     kind: "VirtualMachine",
@@ -18,7 +23,7 @@ export function tinyVm(name: string, image: string, namespace?: string) {
                 container: { image, kernelPath: "/boot/vmlinuz", initrdPath: "/boot/initrd.gz" },
               },
             },
-            devices: { interfaces: [{ name: "default", masquerade: {} }] },
+            devices: { interfaces: [{ name: "default", [binding]: {} }] },
           },
           networks: [{ name: "default", pod: {} }],
           terminationGracePeriodSeconds: 5,

@@ -1,4 +1,5 @@
-import { execFileSync } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
+import { promisify } from "node:util";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { createServer } from "node:https";
 import { tmpdir } from "node:os";
@@ -12,16 +13,18 @@ import { inGuest } from "./console.ts";
 // KubeVirt's liveness probe, on the tiny guest: the kubelet runs it on the
 // launcher container on the VMI's schedule, and the launcher checks the
 // guest (ADR 11). A liveness probe that fails ends the VMI, and its VM
-// starts a new one. Readiness is shown on the Debian guest
-// (vm-debian.test.ts); the TCP check itself in the launcher's integration
-// test.
+// starts a new one. An HTTPS readiness probe, on a guest of the bridge
+// binding, which takes the pod's own address (ADR 34): the kubelet's probe
+// runs the probe client in the launcher container. Readiness under the
+// masquerade is shown on the Debian guest (vm-debian.test.ts); the TCP check
+// itself in the launcher's integration tests.
 
 const { name: namespace, get, launcherPods } = suiteNamespace("e2e-probes");
 const poll = { timeout: 180_000, interval: 1_000 };
 const tinyGuest = imageOf("tiny-guest");
 
-function withProbes(name: string, probes: Record<string, unknown>) {
-  const vm = tinyVm(name, tinyGuest, namespace);
+function withProbes(name: string, probes: Record<string, unknown>, binding?: "bridge") {
+  const vm = tinyVm(name, tinyGuest, namespace, binding);
   Object.assign(vm.spec.template.spec, probes);
   return vm;
 }
@@ -89,10 +92,10 @@ describe("a VM with a liveness probe that fails", () => {
   });
 });
 
-describe("a VM with an HTTPS readiness probe", () => {
+describe("a VM with an HTTPS readiness probe, on the bridge binding", () => {
   it(
-    "is Ready while the guest's port answers over TLS (the certificate not checked, as " +
-      "the kubelet's), and not once it answers 503",
+    "takes the pod's address, which answers a ping itself; is Ready while the guest's port answers over TLS (the " +
+      "certificate not checked, as the kubelet's), and not once it answers 503",
     async () => {
       // An HTTPS server of the test's own, on the node's address, self-signed: the guest relays its port 8443 to it.
       const dir = mkdtempSync(join(tmpdir(), "https-probe-"));
@@ -129,13 +132,17 @@ describe("a VM with an HTTPS readiness probe", () => {
       await new Promise<void>((resolve) => server.listen(0, NODE_IP, resolve));
       const port = (server.address() as { port: number }).port;
       try {
-        const vm = withProbes("secure", {
-          readinessProbe: {
-            httpGet: { port: 8443, path: "/ready", scheme: "HTTPS" },
-            periodSeconds: 2,
-            failureThreshold: 1,
+        const vm = withProbes(
+          "secure",
+          {
+            readinessProbe: {
+              httpGet: { port: 8443, path: "/ready", scheme: "HTTPS" },
+              periodSeconds: 2,
+              failureThreshold: 1,
+            },
           },
-        });
+          "bridge",
+        );
         await createVm(namespace, vm);
         const ready = async () =>
           (
@@ -147,7 +154,30 @@ describe("a VM with an HTTPS readiness probe", () => {
           .toBe("Running");
         // Nothing listens on 8443 in the guest yet.
         expect(await ready()).not.toBe("True");
-        // busybox's nc relays each connection to the test's server, through QEMU's user network and the pod's.
+        // The guest has the pod's address and MAC, and answers a ping there itself.
+        const pod = (await launcherPods()).find((p) => p.metadata?.labels?.["vm.kubevirt.io/name"] === "secure");
+        const podIP = pod?.status?.podIP ?? "no pod address";
+        expect(pod?.spec?.containers.find((c) => c.name === "compute")?.readinessProbe).toMatchObject({
+          exec: { command: ["/usr/local/bin/kubevirt-ts-probe", "9102", "/probes/readiness"] },
+        });
+        const guest = await inGuest(
+          namespace,
+          "secure",
+          "echo addr=$(ip -4 -o addr show eth0 | tr -s ' ' | cut -d' ' -f4)=",
+          `addr=${podIP}/`,
+          poll,
+        );
+        expect(guest).toContain(`addr=${podIP}/`);
+        await promisify(execFile)("busybox", ["ping", "-c", "1", "-W", "5", podIP]);
+        const vmi = await get("virtualmachineinstances", "secure");
+        const interfaces = vmi?.status?.interfaces as { ipAddress?: string }[] | undefined;
+        expect(interfaces?.[0]?.ipAddress).toBe(podIP);
+        expect(
+          (vmi?.status?.conditions as { type: string; status: string; reason?: string }[] | undefined)?.find(
+            (c) => c.type === "LiveMigratable",
+          ),
+        ).toMatchObject({ status: "False", reason: "InterfaceNotLiveMigratable" });
+        // busybox's nc relays each connection to the test's server, from the pod's address.
         await inGuest(
           namespace,
           "secure",

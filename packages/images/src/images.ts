@@ -3,7 +3,13 @@ import { chmod, copyFile, cp, mkdir, mkdtemp, rm, stat, writeFile } from "node:f
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { REPO_ROOT } from "@kubevirt-ts/control-plane";
-import { DISK_COPY_NAME, DISK_COPY_PATH, LAUNCHER_NODE_FLAGS } from "@kubevirt-ts/node-contract";
+import {
+  DISK_COPY_NAME,
+  DISK_COPY_PATH,
+  LAUNCHER_NODE_FLAGS,
+  PROBE_CLIENT_NAME,
+  PROBE_CLIENT_PATH,
+} from "@kubevirt-ts/node-contract";
 import { LAUNCHER_UID } from "@kubevirt-ts/kubevirt-api";
 import { type ImageConfig, type Layer, contentTag, tarDirectory, writeDockerArchive } from "./archive.ts";
 import { env } from "./env.ts";
@@ -140,6 +146,12 @@ const SERVICE_USER = "65532:65532";
 /** The containerDisk copier (buildTools), in the images whose pods copy disks out of other images. */
 const DISK_COPY_BUILT = join(REPO_ROOT, "packages/images/build", DISK_COPY_NAME);
 const diskCopyFile = { from: `../../packages/images/build/${DISK_COPY_NAME}`, to: DISK_COPY_PATH.slice(1) };
+/** The probe client (buildTools), in the launcher's image. */
+const PROBE_CLIENT_BUILT = join(REPO_ROOT, "packages/images/build", PROBE_CLIENT_NAME);
+const probeClientFile = {
+  from: `../../packages/images/build/${PROBE_CLIENT_NAME}`,
+  to: PROBE_CLIENT_PATH.slice(1),
+};
 
 export const COMPONENTS: NodeComponent[] = [
   {
@@ -175,6 +187,7 @@ export const COMPONENTS: NodeComponent[] = [
     files: [
       { from: "dist", to: "app" },
       diskCopyFile,
+      probeClientFile,
       // The libvirt addon, compiled against Debian bookworm's libvirt like the image's, and what it loads.
       ...["@unraid/libvirt", "xml2js", "sax", "xmlbuilder"].map((pkg) => ({
         from: `../../node_modules/${pkg}`,
@@ -212,9 +225,16 @@ export const COMPONENTS: NodeComponent[] = [
   },
 ];
 
-/** Tools the images carry besides their component: the containerDisk copier. */
+/** Tools the images carry besides their component: the containerDisk copier and the launcher's probe client. */
 export async function buildTools(): Promise<void> {
   await compileStatic("disk-copy.c", DISK_COPY_BUILT);
+  await buildProbeClient();
+}
+
+/** The launcher's probe client, compiled where the launcher's image takes it from; its path. */
+export async function buildProbeClient(): Promise<string> {
+  await compileStatic("probe.c", PROBE_CLIENT_BUILT);
+  return PROBE_CLIENT_BUILT;
 }
 
 export async function buildComponentImage(component: NodeComponent, base: Layer, node: Layer): Promise<BuiltImage> {

@@ -34,6 +34,9 @@ export interface Ipv4Network {
   prefix: number;
 }
 
+/** A network as its CIDR, such as 198.19.254.0/24. */
+export const cidrOf = (network: Ipv4Network) => `${network.address}/${String(network.prefix)}`;
+
 /** An IPv4 CIDR such as 198.19.254.0/24 as its network, or undefined when it is not one. */
 export function parseIpv4Network(cidr: string): Ipv4Network | undefined {
   const match = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/.exec(cidr);
@@ -46,7 +49,7 @@ export function parseIpv4Network(cidr: string): Ipv4Network | undefined {
   return { address: [24, 16, 8, 0].map((shift) => String(Math.floor(network / 2 ** shift) % 256)).join("."), prefix };
 }
 
-/** The launcher's operations port (health, metrics, and the VMI's probes, which the kubelet asks there). */
+/** The launcher's operations port (its health, and the VMI's probes, which the kubelet asks there). */
 export const LAUNCHER_OPS_PORT = 9102;
 /** The name the launcher container gives its operations port, which its probes target. */
 export const LAUNCHER_OPS_PORT_NAME = "ops";

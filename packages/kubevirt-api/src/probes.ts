@@ -1,4 +1,4 @@
-import { LAUNCHER_OPS_PORT_NAME, podNetworkPorts } from "./pod-network.ts";
+import { LAUNCHER_OPS_PORT, LAUNCHER_OPS_PORT_NAME, podNetworkPorts } from "./pod-network.ts";
 import type { Probe, VirtualMachineInstance } from "./schema/vmi.ts";
 
 // A VMI's liveness and readiness probes, as KubeVirt runs them: the kubelet
@@ -94,11 +94,15 @@ export function probeTiming(probe: Probe): {
 /**
  * The launcher container's probe of a kind, for the VMI's probe: the VMI's schedule, asking the launcher. The
  * kubelet waits a second longer than the probe's timeout, which the launcher keeps, for the launcher's own answer.
+ * It asks over HTTP on the pod's address, or, where the guest took that address (the bridge binding), runs the
+ * probe client `execClient` in the launcher container, which asks the launcher on loopback.
  */
-export function launcherContainerProbe(probe: Probe, kind: ProbeKind) {
+export function launcherContainerProbe(probe: Probe, kind: ProbeKind, execClient?: string) {
   const timing = probeTiming(probe);
   return {
-    httpGet: { path: PROBE_PATH[kind], port: LAUNCHER_OPS_PORT_NAME },
+    ...(execClient === undefined
+      ? { httpGet: { path: PROBE_PATH[kind], port: LAUNCHER_OPS_PORT_NAME } }
+      : { exec: { command: [execClient, String(LAUNCHER_OPS_PORT), PROBE_PATH[kind]] } }),
     ...timing,
     timeoutSeconds: timing.timeoutSeconds + 1,
   };

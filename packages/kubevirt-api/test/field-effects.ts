@@ -205,7 +205,10 @@ const vmiSpecEffects: Record<string, FieldEffect> = {
     CONVERTER,
     "puts a masquerade interface on the tap network-setup made",
   ),
-  "domain.devices.interfaces[].bridge": refused(VALIDATION_CASES, "the bridge binding, not supported yet"),
+  "domain.devices.interfaces[].bridge": effect(
+    POD_NETWORK,
+    "bridges the pod's interface, whose address the guest takes",
+  ),
   "domain.devices.interfaces[].model": nicModel,
   "domain.devices.interfaces[].macAddress": nicModel,
   "domain.devices.interfaces[].ports[].name": declaredPorts,

@@ -1052,15 +1052,6 @@ export const validationCases: ValidationCase[] = [
     invalid: { field: `${tpl}.domain.devices.interfaces[0].ports[0].name`, message: /must be a port name as a pod's/ },
   },
   {
-    name: "the bridge binding, not supported yet",
-    object: newVm(
-      newVmiSpec((s) => {
-        s.domain.devices.interfaces = [{ name: "default", bridge: {} }];
-      }),
-    ),
-    invalid: { field: `${tpl}.domain.devices.interfaces[0].bridge`, message: /is not supported yet.*use masquerade/ },
-  },
-  {
     name: "a claim as a LUN, not supported yet",
     object: newVm(
       newVmiSpec((s) => {

@@ -1,9 +1,8 @@
-import { type Ipv4Network, LAUNCHER_OPS_PORT, logLevelOf, type PortForward } from "@kubevirt-ts/kubevirt-api";
+import { type Ipv4Network, LAUNCHER_OPS_PORT, cidrOf, logLevelOf, type PortForward } from "@kubevirt-ts/kubevirt-api";
 import { CLOUD_INIT_SECRETS_DIR } from "./cloud-init-secrets.ts";
 import { ACCESS_CREDENTIALS_DIR } from "./access-credentials.ts";
 import { CLAIM_DEVICES_DIR, CLAIM_DISKS_DIR } from "@kubevirt-ts/vm-rules";
 import { CONFIG_VOLUMES_DIR } from "./config-volumes.ts";
-import { cidrOf } from "./pod-network.ts";
 
 // The launcher pod's layout: the folders, volumes, sockets, environment and
 // port that the controller builds into the pod, the launcher uses inside it,
@@ -13,10 +12,16 @@ const ROOT = "/var/run/kubevirt-ts";
 
 /**
  * The containerDisk copier: a static binary in the launcher and importer images, handed to an image that holds only
- * its disk (no shell, no cp) so that it copies the disk out (packages/images/src/disk-copy.c).
+ * its disk (no shell, no cp) so that it copies the disk out (packages/images/tools/disk-copy.c).
  */
 export const DISK_COPY_NAME = "kubevirt-ts-disk-copy";
 export const DISK_COPY_PATH = `/usr/local/bin/${DISK_COPY_NAME}`;
+/**
+ * The launcher image's probe client (packages/images/tools/probe.c): the kubelet's exec probe when the guest took the
+ * pod's address (the bridge binding), which asks the launcher on loopback what an HTTP probe would have asked it.
+ */
+export const PROBE_CLIENT_NAME = "kubevirt-ts-probe";
+export const PROBE_CLIENT_PATH = `/usr/local/bin/${PROBE_CLIENT_NAME}`;
 
 /**
  * One folder of the launcher pod: where the launcher container finds it, the pod volume it is when it is one of its

@@ -5,9 +5,8 @@ import {
   LauncherEnv,
   NodeDevices,
   DEFAULT_GUEST_NETWORK,
-  cidrOf,
 } from "@kubevirt-ts/node-contract";
-import { DEFAULT_GRACE_PERIOD_SECONDS, LAUNCHER_OPS_PORT, parseIpv4Network } from "@kubevirt-ts/kubevirt-api";
+import { DEFAULT_GRACE_PERIOD_SECONDS, LAUNCHER_OPS_PORT, cidrOf, parseIpv4Network } from "@kubevirt-ts/kubevirt-api";
 import { baseEnv, parseEnv } from "@kubevirt-ts/runtime";
 import { z } from "zod";
 

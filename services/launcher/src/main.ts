@@ -55,7 +55,7 @@ await runService({
     await hypervisor.connectOpen();
     // Every change of what the launcher reports of its domain counts up; a `watch` from the handler waits for it.
     const revision = new Revision();
-    const podNetwork = await startPodNetwork(env.GUEST_NETWORK, log);
+    const podNetwork = await startPodNetwork(env.GUEST_NETWORK, log, { notesDir: env.STATE_DIR });
     const manager = new DomainManager({
       hypervisor,
       uri: daemon.uri,
@@ -74,8 +74,15 @@ await runService({
       },
       allowEmulation: env.ALLOW_EMULATION,
       kvmDevice: env.KVM_DEVICE,
-      guestNetwork: env.GUEST_NETWORK,
-      ...(podNetwork ? { podMtu: podNetwork.mtu } : {}),
+      ...(podNetwork
+        ? {
+            podNetwork: {
+              guest: podNetwork.guest,
+              mtu: podNetwork.mtu,
+              ...(podNetwork.mac ? { mac: podNetwork.mac } : {}),
+            },
+          }
+        : {}),
       swtpmStorageDir: daemon.swtpmStorageDir,
       changed: () => {
         revision.bump();

@@ -1,9 +1,7 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { chown, link, mkdir, readFile, readdir, stat, writeFile } from "node:fs/promises";
+import { chown, readFile, readdir, stat, writeFile } from "node:fs/promises";
 import { type NetConnectOpts, connect } from "node:net";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import {
@@ -13,11 +11,12 @@ import {
   PROBE_PATH,
   type VirtualMachineInstance,
 } from "@kubevirt-ts/kubevirt-api";
-import { SocketsVolume, masqueradePlan, portForwardSocket } from "@kubevirt-ts/node-contract";
+import { SocketsVolume, podNetworkPlan, portForwardSocket } from "@kubevirt-ts/node-contract";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { killQemuUnder } from "../src/libvirt/daemon.ts";
 import { LauncherClient } from "@kubevirt-ts/launcher-protocol";
 import { type GuestFolder, guestFolder, removeGuestFolder } from "./guest-files.ts";
+import { type LauncherProcess, launcherDirs, makeLauncherDirs, startLauncher } from "./launcher-process.ts";
 import { type PodNetns, podNetns } from "./pod-netns.ts";
 import { readUntil } from "./serial.ts";
 
@@ -29,8 +28,7 @@ import { readUntil } from "./serial.ts";
 // exits.
 
 let folder: GuestFolder;
-let launcher: ChildProcess;
-let output = "";
+let launcher: LauncherProcess;
 let client: LauncherClient;
 let netns: PodNetns;
 const exec = promisify(execFile);
@@ -38,12 +36,7 @@ const exec = promisify(execFile);
 const GUEST_WEB_PORT = 8080;
 /** The pod's resolver, as the kubelet writes it: the guest gets its servers and search path. */
 const RESOLV_CONF = "search test.svc.cluster.local svc.cluster.local cluster.local\nnameserver 198.19.0.10\n";
-const dirs = () => ({
-  sockets: join(folder.dir, "sockets"),
-  state: join(folder.dir, "state"),
-  containerDisks: join(folder.dir, "container-disks"),
-  claims: join(folder.dir, "claims"),
-});
+const dirs = () => launcherDirs(folder);
 /** The size of the claim the guest's disk vda is on. */
 const CLAIM_BYTES = 64 * 1024 * 1024;
 /** What the ephemeral volume's claim holds at its start. */
@@ -122,76 +115,35 @@ async function probe(kind: "liveness" | "readiness"): Promise<{ status: number; 
   return { status: res.status, ...(body.reason !== undefined ? { reason: body.reason } : {}) };
 }
 
-async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check().catch(() => false))) {
-    if (launcher.exitCode !== null)
-      throw new Error(`the launcher exited (${String(launcher.exitCode)}) before ${what}:\n${output}`);
-    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${String(timeoutMs)} ms:\n${output}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
+const waitFor = (check: () => Promise<boolean>, what: string, timeoutMs?: number) =>
+  launcher.waitFor(check, what, timeoutMs);
 
 beforeAll(async () => {
   folder = await guestFolder();
-  for (const dir of [...Object.values(dirs()), join(dirs().claims, "data"), join(dirs().claims, "golden")]) {
-    await mkdir(dir);
-    await chown(dir, LAUNCHER_UID, LAUNCHER_UID);
-  }
+  await makeLauncherDirs(folder, [join(dirs().claims, "data"), join(dirs().claims, "golden")]);
   // The ephemeral volume's claim holds a disk whose first bytes are GOLDEN, readable by the launcher's user only.
   const golden = Buffer.alloc(8 * 1024 * 1024);
   golden.write(GOLDEN);
   await writeFile(join(dirs().claims, "golden", "disk.img"), golden, { mode: 0o400 });
   await chown(join(dirs().claims, "golden", "disk.img"), LAUNCHER_UID, LAUNCHER_UID);
-  // The qemu user cannot reach this Node under root's home; a hard link in its folder it can.
-  const node = join(folder.dir, "node");
-  await link(process.execPath, node);
   // The guest's web server's port, declared on its pod-network interface (defaulted in).
   const [iface] = vmi.spec.domain.devices.interfaces ?? [];
   if (!iface) throw new Error("the defaulted VMI has no interface");
   iface.ports = [{ name: "web", port: GUEST_WEB_PORT }];
-  const plan = masqueradePlan(vmi.spec);
+  const plan = podNetworkPlan(vmi.spec);
   if (!plan) throw new Error("the defaulted VMI has no interface on the pod network");
-  netns = await podNetns("launcher", 0, plan, RESOLV_CONF);
-  const [command = "ip", ...args] = netns.launcherCommand([
-    "setpriv",
-    "--pdeathsig",
-    "KILL",
-    `--reuid=${String(LAUNCHER_UID)}`,
-    `--regid=${String(LAUNCHER_UID)}`,
-    "--clear-groups",
-    node,
-    fileURLToPath(new URL("../src/main.ts", import.meta.url)),
-  ]);
-  launcher = spawn(command, args, {
-    env: {
-      PATH: "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
-      OPS_PORT: String(LAUNCHER_OPS_PORT),
-      LOG_LEVEL: "info",
-      SOCKETS_DIR: dirs().sockets,
-      STATE_DIR: dirs().state,
-      CONTAINER_DISKS_DIR: dirs().containerDisks,
-      CLAIM_DISKS_DIR: dirs().claims,
-      KERNEL_BOOT_DIR: join(folder.dir, "kernel-boot"),
-      ALLOW_EMULATION: "true",
-      // Whatever this machine's /dev/kvm allows, the test boots with emulation, as the node's launchers do.
-      KVM_DEVICE: join(folder.dir, "no-kvm"),
-      GRACE_PERIOD_SECONDS: "3",
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  launcher.stdout?.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
-  launcher.stderr?.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
-  await waitFor(
+  netns = await podNetns("launcher", 0, plan, RESOLV_CONF, dirs().state);
+  launcher = await startLauncher(
+    folder,
+    netns,
     async () => (await fetch(`http://${netns.podAddress}:${String(LAUNCHER_OPS_PORT)}/readyz`)).status === 200,
-    "readiness",
   );
   client = await LauncherClient.connect(join(dirs().sockets, SocketsVolume.launcher));
 }, 300_000);
 
 afterAll(async () => {
   (client as LauncherClient | undefined)?.close();
-  if (launcher.exitCode === null) launcher.kill("SIGKILL");
+  if ((launcher as LauncherProcess | undefined)?.child.exitCode === null) launcher.child.kill("SIGKILL");
   await killQemuUnder(folder.dir);
   await netns.close();
   await removeGuestFolder(folder);
@@ -230,7 +182,7 @@ describe("the launcher", () => {
       "QEMU's capabilities in libvirt's cache",
     );
     expect(await client.call("state")).toEqual({ state: "NoDomain" });
-    expect(output).not.toContain("could not have libvirt probe");
+    expect(launcher.output()).not.toContain("could not have libvirt probe");
   });
 
   it("agrees on its protocol version with hello, and refuses another version, saying which it speaks", async () => {
@@ -467,11 +419,11 @@ describe("the launcher", () => {
 
   it("on SIGTERM stops the guest within its grace period, then exits 0", async () => {
     const started = Date.now();
-    launcher.kill("SIGTERM");
-    const [code] = (await once(launcher, "exit")) as [number | null];
-    expect(code, output).toBe(0);
+    launcher.child.kill("SIGTERM");
+    const [code] = (await once(launcher.child, "exit")) as [number | null];
+    expect(code, launcher.output()).toBe(0);
     // The tiny guest has no ACPI daemon: after the grace period it is destroyed.
-    expect(output).toContain("did not shut down within its grace period; destroying it");
+    expect(launcher.output()).toContain("did not shut down within its grace period; destroying it");
     expect(Date.now() - started).toBeGreaterThanOrEqual(3_000);
     expect(
       await stat(join(dirs().sockets, "virt-serial0")).then(

@@ -3,11 +3,12 @@ import { mkdir, rm, writeFile } from "node:fs/promises";
 import { promisify } from "node:util";
 import { LAUNCHER_UID } from "@kubevirt-ts/kubevirt-api";
 import {
-  type MasqueradePlan,
+  NETWORK_NOTES_ENV,
   NETWORK_RULES_ENV,
   POD_INTERFACE,
-  masqueradeRules,
+  type PodNetworkPlan,
   networkSetupScript,
+  podNetworkRules,
 } from "@kubevirt-ts/node-contract";
 
 // A pod's network namespace for the launcher's tests, as the CNI and then
@@ -20,8 +21,11 @@ const run = promisify(execFile);
 
 export interface PodNetns {
   name: string;
-  /** The pod's address, on eth0. */
+  /** The pod's address, on eth0 (the guest's under the bridge binding). */
   podAddress: string;
+  /** The test's end of the veth, the pod's gateway: its name and the pod interface's MAC, before network-setup. */
+  hostLink: string;
+  podMac: string;
   /**
    * The command that runs a program in the namespace (with its resolv.conf) as the launcher's container has it: its
    * own /dev/net/tun, owned by the launcher's user, as the node's containerd gives the device plugin's device to a
@@ -33,13 +37,14 @@ export interface PodNetns {
 
 /**
  * Makes the namespace `kvts-<name>` with the pod address 198.18.250.<4n+2>/30 (the test's end .<4n+1>), anew if a
- * killed run left one.
+ * killed run left one; network-setup notes what it notes in `notesDir` (the launcher's state folder).
  */
 export async function podNetns(
   name: string,
   index: number,
-  plan: MasqueradePlan,
+  plan: PodNetworkPlan,
   resolvConf: string,
+  notesDir: string,
 ): Promise<PodNetns> {
   const netns = `kvts-${name}`;
   const hostLink = `kvts-${name}`.slice(0, 15);
@@ -75,13 +80,22 @@ export async function podNetns(
     ["ip", "route", "add", "default", "via", hostAddress],
     // The launcher pod's own sysctl: its unprivileged launcher answers DHCP on port 67.
     ["sysctl", "-q", "-w", "net.ipv4.ip_unprivileged_port_start=0"],
+    // A Kubernetes node forwards, and its pods' namespaces take that from it; this machine may not (yet).
+    ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"],
   ])
     await run(inNetns[0] ?? "ip", [...inNetns.slice(1), ...args]);
   // `ip netns exec` mounts this over /etc/resolv.conf, as the kubelet gives a pod its own.
   await mkdir(`/etc/netns/${netns}`, { recursive: true });
   await writeFile(`/etc/netns/${netns}/resolv.conf`, resolvConf);
-  await run("ip", ["netns", "exec", netns, "/bin/sh", "-c", networkSetupScript(plan.guestNetwork)], {
-    env: { PATH: "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", [NETWORK_RULES_ENV]: masqueradeRules(plan) },
+  const podMac = (
+    await run("ip", ["netns", "exec", netns, "cat", `/sys/class/net/${POD_INTERFACE}/address`])
+  ).stdout.trim();
+  await run("ip", ["netns", "exec", netns, "/bin/sh", "-c", networkSetupScript(plan)], {
+    env: {
+      PATH: "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+      [NETWORK_RULES_ENV]: podNetworkRules(plan),
+      [NETWORK_NOTES_ENV]: notesDir,
+    },
   });
   const uid = String(LAUNCHER_UID);
   const ownTun =
@@ -90,6 +104,8 @@ export async function podNetns(
   return {
     name: netns,
     podAddress,
+    hostLink,
+    podMac,
     launcherCommand: (argv) => [...inNetns, "unshare", "--mount", "--", "/bin/sh", "-c", ownTun, "sh", ...argv],
     close,
   };

@@ -43,13 +43,6 @@ export function validateNetworking(spec: VmiSpec, path: string, causes: Causes):
         "must have exactly one binding method (masquerade or bridge); it " +
           `has ${bindings.length === 0 ? "none" : bindings.join(" and ")}`,
       );
-    } else if (iface.bridge !== undefined) {
-      // Accepted by the schema so that KubeVirt's manifests get this answer rather than "unknown field" (ADR 4).
-      causes.notSupported(
-        `${p}.bridge`,
-        "is not supported yet: the guest cannot take the pod's address here; use masquerade: {} (the guest " +
-          "sits behind the pod's address, and the interface's ports let connections in)",
-      );
     }
     if (!networksByName.has(iface.name)) {
       causes.notFound(
@@ -81,7 +74,7 @@ export function validateNetworking(spec: VmiSpec, path: string, causes: Causes):
       } else if (port.port === LAUNCHER_OPS_PORT) {
         causes.invalid(
           `${q}.port`,
-          `is ${LAUNCHER_OPS_PORT}, the launcher's own port (its health and metrics); forward another`,
+          `is ${LAUNCHER_OPS_PORT}, the launcher's own port (the kubelet asks it the VMI's probes); forward another`,
         );
       }
       const key = `${port.protocol ?? "TCP"}/${port.port}`;

@@ -365,6 +365,35 @@ describe("launcherPod", () => {
     },
   );
 
+  it(
+    "under the bridge binding, has network-setup note the pod's interface in the launcher's state folder, and " +
+      "probes through the probe client, since the pod's address is the guest's",
+    () => {
+      const pod = launcherPod(
+        vmi((v) => {
+          v.spec.domain.devices.interfaces = [{ name: "default", bridge: {} }];
+          v.spec.networks = [{ name: "default", pod: {} }];
+          v.spec.readinessProbe = { tcpSocket: { port: 22 }, periodSeconds: 3 };
+        }),
+        config,
+      );
+      const [setup] = pod.spec.initContainers ?? [];
+      expect(setup?.name).toBe("network-setup");
+      expect(setup?.command?.[2]).toContain("ip link set eth0 master k6t-eth0 up");
+      expect(setup?.env).toContainEqual({ name: "KUBEVIRT_TS_NETWORK_NOTES", value: "/var/run/kubevirt-ts/launcher" });
+      expect(setup?.volumeMounts).toEqual([{ name: "launcher-state", mountPath: "/var/run/kubevirt-ts/launcher" }]);
+      expect(pod.spec.containers[0]?.readinessProbe).toEqual({
+        exec: { command: ["/usr/local/bin/kubevirt-ts-probe", "9102", "/probes/readiness"] },
+        initialDelaySeconds: 0,
+        periodSeconds: 3,
+        timeoutSeconds: 2,
+        successThreshold: 1,
+        failureThreshold: 3,
+      });
+      expect(pod.spec.securityContext?.sysctls).toEqual([{ name: "net.ipv4.ip_unprivileged_port_start", value: "0" }]);
+    },
+  );
+
   it("has no probe unless the VMI asks for one: handed over once the launcher runs, ready while it runs", () => {
     // Handed over once it runs (the handler waits for its socket), and ready while it runs, as KubeVirt's launcher.
     expect(compute.startupProbe).toBeUndefined();

@@ -45,15 +45,17 @@ import {
   launcherDeviceLimits,
   launcherServiceAccount,
   launcherEnv,
+  NETWORK_NOTES_ENV,
   NETWORK_RULES_ENV,
   NETWORK_SETUP_CONTAINER,
-  type MasqueradePlan,
   NodeDevices,
+  PROBE_CLIENT_PATH,
+  type PodNetworkPlan,
   deviceResourceName,
   guestNetworkOf,
-  masqueradePlan,
-  masqueradeRules,
   networkSetupScript,
+  podNetworkPlan,
+  podNetworkRules,
 } from "@kubevirt-ts/node-contract";
 import { type DiskCopy, diskCopyInitContainers } from "../common/disk-copy.ts";
 import { toMebibytes, vcpus } from "./resources.ts";
@@ -170,23 +172,29 @@ function guestConsoleLogSidecar(
 }
 
 /**
- * The guest's way onto the pod network (node-contract's pod-network.ts, ADR 33): an init container, root with NET_ADMIN
- * alone in the pod's own network namespace, makes the bridge, the launcher's tap and the masquerade's rules, and ends
- * before the launcher starts. It runs the launcher's image (ip and nft) and a script of the controller's, which names
- * no tenant's string: the ports are numbers the API validated.
+ * The guest's way onto the pod network (node-contract's pod-network.ts, ADRs 33 and 34): an init container, root with
+ * NET_ADMIN alone in the pod's own network namespace, makes the bridge, the launcher's tap and the binding's rules, and
+ * ends before the launcher starts. It runs the launcher's image (ip and nft) and a script of the controller's, which
+ * names no tenant's string: the ports are numbers and the MAC a MAC, as the API validated them. Under the bridge
+ * binding it notes the pod interface for the launcher in the launcher's state folder.
  */
 function networkSetupInitContainer(
-  plan: MasqueradePlan | undefined,
+  plan: PodNetworkPlan | undefined,
   config: LauncherPodConfig,
 ): NonNullable<PodSpec["initContainers"]> {
   if (!plan) return [];
+  const bridged = plan.binding === "bridge";
   return [
     {
       name: NETWORK_SETUP_CONTAINER,
       image: config.launcherImage,
       imagePullPolicy: config.imagePullPolicy,
-      command: ["/bin/sh", "-c", networkSetupScript(plan.guestNetwork)],
-      env: [{ name: NETWORK_RULES_ENV, value: masqueradeRules(plan) }],
+      command: ["/bin/sh", "-c", networkSetupScript(plan)],
+      env: [
+        { name: NETWORK_RULES_ENV, value: podNetworkRules(plan) },
+        ...(bridged ? [{ name: NETWORK_NOTES_ENV, value: LauncherDir.state }] : []),
+      ],
+      ...(bridged ? { volumeMounts: [{ name: LauncherVolume.state, mountPath: LauncherDir.state }] } : {}),
       resources: {
         requests: { cpu: "5m", memory: "20M" },
         limits: { cpu: "100m", memory: "40M", [deviceResourceName(NodeDevices.tun)]: "1" },
@@ -349,10 +357,12 @@ export function launcherPod(
   const diskCopies = containerDiskInitContainers(vmi, config);
   const hasContainerDisks = diskCopies.length > 0;
   const spec = vmi.spec;
-  const masquerade = masqueradePlan(spec);
+  const network = podNetworkPlan(spec);
+  // The kubelet's probes of the launcher reach the guest where it took the pod's address: they run the probe client.
+  const probeClient = network?.binding === "bridge" ? PROBE_CLIENT_PATH : undefined;
   // The network is made and the disks are copied before the sidecar starts, and the sidecar before the launcher.
   const initContainers = [
-    ...networkSetupInitContainer(masquerade, config),
+    ...networkSetupInitContainer(network, config),
     ...diskCopies,
     ...guestConsoleLogSidecar(vmi, config),
   ];
@@ -434,7 +444,7 @@ export function launcherPod(
       securityContext: {
         // The launcher, as its unprivileged user, answers the guest's DHCP on port 67, as KubeVirt's (a safe sysctl,
         // of the pod's own network).
-        ...(masquerade ? { sysctls: [{ name: "net.ipv4.ip_unprivileged_port_start", value: "0" }] } : {}),
+        ...(network ? { sysctls: [{ name: "net.ipv4.ip_unprivileged_port_start", value: "0" }] } : {}),
         runAsUser: LAUNCHER_UID,
         runAsGroup: LAUNCHER_UID,
         fsGroup: LAUNCHER_UID,
@@ -464,12 +474,12 @@ export function launcherPod(
           ],
           resources: {
             requests: { memory: toMebibytes(memoryRequest), cpu: String(cpuRequest) },
-            ...(memoryLimit !== undefined || limits?.cpu !== undefined || !config.allowEmulation || masquerade
+            ...(memoryLimit !== undefined || limits?.cpu !== undefined || !config.allowEmulation || network
               ? {
                   limits: {
                     ...(memoryLimit !== undefined ? { memory: toMebibytes(memoryLimit) } : {}),
                     ...(limits?.cpu !== undefined ? { cpu: String(limits.cpu) } : {}),
-                    ...launcherDeviceLimits({ allowEmulation: config.allowEmulation, tap: masquerade !== undefined }),
+                    ...launcherDeviceLimits({ allowEmulation: config.allowEmulation, tap: network !== undefined }),
                   },
                 }
               : {}),
@@ -478,8 +488,12 @@ export function launcherPod(
           // launcher's socket (LAUNCHER_SOCKET_WAIT_SECONDS), as KubeVirt's. The VMI's probes, which the launcher runs
           // against the guest when the kubelet asks; without a readiness probe the pod is ready while it runs, as
           // KubeVirt's.
-          ...(spec.readinessProbe ? { readinessProbe: launcherContainerProbe(spec.readinessProbe, "readiness") } : {}),
-          ...(spec.livenessProbe ? { livenessProbe: launcherContainerProbe(spec.livenessProbe, "liveness") } : {}),
+          ...(spec.readinessProbe
+            ? { readinessProbe: launcherContainerProbe(spec.readinessProbe, "readiness", probeClient) }
+            : {}),
+          ...(spec.livenessProbe
+            ? { livenessProbe: launcherContainerProbe(spec.livenessProbe, "liveness", probeClient) }
+            : {}),
           securityContext: {
             allowPrivilegeEscalation: false,
             runAsNonRoot: true,

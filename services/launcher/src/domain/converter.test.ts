@@ -604,17 +604,22 @@ describe("domainXml", () => {
     expect(() => domainXml(vmi(), { ...ctx, disks: {} })).toThrow("disk root has no prepared volume");
   });
 
-  it("refuses the bridge binding, which is not supported yet", () => {
-    expect(() =>
-      domainXml(
-        vmi((s) => (s.domain.devices.interfaces = [{ name: "default", bridge: {} }])),
-        ctx,
-      ),
-    ).toThrow("only the masquerade binding is supported yet");
+  it("puts a bridge interface on the same tap, with the pod interface's MAC unless it names its own", () => {
+    const bridged = (mac?: string) =>
+      vmi(
+        (s) => (s.domain.devices.interfaces = [{ name: "default", bridge: {}, ...(mac ? { macAddress: mac } : {}) }]),
+      );
+    const pod = { ...ctx, podInterface: { mtu: 1500, mac: "0a:58:c6:12:01:05" } };
+    expect(domainXml(bridged(), pod)).toMatch(
+      /<interface type="ethernet">\s*<mac address="0a:58:c6:12:01:05"\/>\s*<target dev="tap0" managed="no"\/>/,
+    );
+    expect(domainXml(bridged("02:00:00:00:00:07"), pod)).toContain('<mac address="02:00:00:00:00:07"/>');
+    // A masquerade interface never takes the pod's MAC: it is the pod interface's own, behind the masquerade.
+    expect(domainXml(vmi(), pod)).not.toContain("0a:58:c6:12:01:05");
   });
 
   it("gives the guest's interface the pod interface's MTU", () => {
-    expect(domainXml(vmi(), { ...ctx, podMtu: 1450 })).toMatch(
+    expect(domainXml(vmi(), { ...ctx, podInterface: { mtu: 1450 } })).toMatch(
       /<interface type="ethernet">[^]*<mtu size="1450"\/>[^]*<\/interface>/,
     );
     expect(domainXml(vmi(), ctx)).not.toContain("<mtu");

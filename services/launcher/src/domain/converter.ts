@@ -59,8 +59,11 @@ export interface DomainContext {
   kernelBoot?: { kernel?: string; initrd?: string };
   /** The EFI variables' file, when the VMI keeps them across restarts (efi.persistent). */
   nvram?: string;
-  /** The pod interface's MTU, which the guest's masquerade interface takes (unset: libvirt's default). */
-  podMtu?: number;
+  /**
+   * The guest's interface on the pod network: the pod interface's MTU, and under the bridge binding the MAC the guest
+   * takes unless the interface names one (unset: libvirt's defaults).
+   */
+  podInterface?: { mtu: number; mac?: string };
 }
 
 /**
@@ -167,16 +170,19 @@ const libvirtMac = (mac: string) => mac.replaceAll("-", ":").toLowerCase();
 
 function interfaceElements(vmi: VirtualMachineInstance, ctx: DomainContext): XmlElement[] {
   return (vmi.spec.domain.devices.interfaces ?? []).map((iface) => {
-    if (!iface.masquerade) throw new Error(`interface ${iface.name}: only the masquerade binding is supported yet`);
-    // Masquerade: the tap that network-setup made on the pod's bridge (node-contract's pod-network.ts), which QEMU
+    if (!iface.masquerade && !iface.bridge)
+      throw new Error(`interface ${iface.name}: only the masquerade and bridge bindings are supported`);
+    // Either binding: the tap that network-setup made on the pod's bridge (node-contract's pod-network.ts), which QEMU
     // opens as it is (managed="no": libvirt, without NET_ADMIN, changes nothing of it), at the pod interface's MTU.
+    // Under the bridge binding the guest takes the pod interface's MAC unless it names its own.
+    const mac = iface.macAddress ?? (iface.bridge ? ctx.podInterface?.mac : undefined);
     return el(
       "interface",
       { type: "ethernet" },
-      iface.macAddress !== undefined && el("mac", { address: libvirtMac(iface.macAddress) }),
+      mac !== undefined && el("mac", { address: libvirtMac(mac) }),
       el("target", { dev: PodNetworkLinks.tap, managed: "no" }),
       el("model", { type: iface.model ?? "virtio" }),
-      ctx.podMtu !== undefined && el("mtu", { size: ctx.podMtu }),
+      ctx.podInterface !== undefined && el("mtu", { size: ctx.podInterface.mtu }),
       iface.bootOrder !== undefined && el("boot", { order: iface.bootOrder }),
       el("alias", { name: interfaceAlias(iface.name) }),
     );

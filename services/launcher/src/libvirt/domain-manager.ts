@@ -5,13 +5,8 @@ import { basename, join } from "node:path";
 import { promisify } from "node:util";
 import { type Domain, DomainState, type Hypervisor } from "@unraid/libvirt";
 import { type GuestAgentInfo, diskTargets } from "@kubevirt-ts/vm-rules";
-import {
-  type GuestOsInfo,
-  type Ipv4Network,
-  type VirtualMachineInstance,
-  podNetworkInterface,
-} from "@kubevirt-ts/kubevirt-api";
-import { SocketsVolume, guestAddresses } from "@kubevirt-ts/node-contract";
+import { type GuestOsInfo, type VirtualMachineInstance, podNetworkInterface } from "@kubevirt-ts/kubevirt-api";
+import { SocketsVolume } from "@kubevirt-ts/node-contract";
 import {
   type DomainStats,
   type DomainStatus,
@@ -67,10 +62,12 @@ export interface DomainManagerOptions {
   layout: LauncherLayout;
   allowEmulation: boolean;
   kvmDevice: string;
-  /** The guest network of the masquerade, which network-setup gave the pod's bridge. */
-  guestNetwork: Ipv4Network;
-  /** The pod interface's MTU, which the guest's interface takes. */
-  podMtu?: number;
+  /**
+   * The guest on the pod's bridge (network/pod-network.ts), when network-setup made one: its address, which the
+   * launcher reaches it at; the pod interface's MTU, which the guest's interface takes; and, under the bridge binding,
+   * the guest's MAC.
+   */
+  podNetwork?: { guest: string; mtu: number; mac?: string };
   /** The daemon's swtpm folder (LibvirtDaemon.swtpmStorageDir), which a persistent TPM's state is kept behind. */
   swtpmStorageDir: string;
   /** Called when the domain's status changes by the launcher's own doing, with no libvirt event (a timed thaw). */
@@ -284,7 +281,14 @@ export class DomainManager {
       guestAgentSocket: this.inSocketsVolume("guestAgent"),
       ...(kernelBoot ? { kernelBoot } : {}),
       ...(vmState.nvram !== undefined ? { nvram: vmState.nvram } : {}),
-      ...(this.o.podMtu !== undefined ? { podMtu: this.o.podMtu } : {}),
+      ...(this.o.podNetwork
+        ? {
+            podInterface: {
+              mtu: this.o.podNetwork.mtu,
+              ...(this.o.podNetwork.mac !== undefined ? { mac: this.o.podNetwork.mac } : {}),
+            },
+          }
+        : {}),
     });
   }
 
@@ -467,14 +471,14 @@ export class DomainManager {
   }
 
   /**
-   * The guest's address on the bridge of the pod-network interface (the masquerade's guest address), which the
-   * launcher reaches directly: probes and port forwards connect there.
+   * The guest's address on the bridge of the pod-network interface (the masquerade's guest address, or the pod's under
+   * the bridge binding), which the launcher reaches directly: probes and port forwards connect there.
    */
   guestAddress(): string {
     this.require();
-    if (!this.podInterface)
+    if (!this.podInterface || !this.o.podNetwork)
       throw new RpcError("BadRequest", "the VMI has no interface on the pod network to reach the guest through");
-    return guestAddresses(this.o.guestNetwork).guest;
+    return this.o.podNetwork.guest;
   }
 
   /** Asks the guest to reboot through ACPI, as pressing a reset button it handles itself. */

@@ -7,9 +7,11 @@ import { type DhcpLease, answer, parseRequest } from "./dhcp.ts";
 // The launcher's DHCP server on the pod network's bridge (dhcp.ts is what it
 // says). It listens on every address of the pod on port 67: network-setup's
 // rules let DHCP in from the bridge alone, so the one client is the guest.
-// It answers to the bridge's broadcast address (the guest has no address
-// yet; a broadcast needs no neighbour entry, which the launcher, without
-// NET_ADMIN, could not add), or to the client's address when it has one.
+// A client without an address yet is answered at `answerTo`: the masquerade
+// bridge's broadcast address (a broadcast needs no neighbour entry, which
+// the launcher, without NET_ADMIN, could not add), or, under the bridge
+// binding, the guest's address, which network-setup gave a route and the
+// guest's MAC on the bridge. A client with an address is answered there.
 
 const CLIENT_PORT = 68;
 /** Answers a second, at most: a guest that floods its DHCP costs the launcher no more than this. */
@@ -19,7 +21,11 @@ export interface DhcpServer {
   close(): Promise<void>;
 }
 
-export async function startDhcpServer(lease: DhcpLease, log: Logger): Promise<DhcpServer> {
+export async function startDhcpServer(
+  lease: DhcpLease,
+  log: Logger,
+  answerTo: string = lease.broadcast,
+): Promise<DhcpServer> {
   const socket: Socket = createSocket({ type: "udp4", reuseAddr: true });
   let window = { start: 0, answers: 0 };
   socket.on("message", (message) => {
@@ -31,7 +37,7 @@ export async function startDhcpServer(lease: DhcpLease, log: Logger): Promise<Dh
     const reply = answer(request, lease);
     if (!reply) return;
     window.answers++;
-    const to = request.ciaddr !== "0.0.0.0" ? request.ciaddr : lease.broadcast;
+    const to = request.ciaddr !== "0.0.0.0" ? request.ciaddr : answerTo;
     socket.send(reply.message, CLIENT_PORT, to, (error) => {
       if (error) log.warn("could not answer the guest's DHCP", { error, to });
     });
@@ -54,7 +60,7 @@ export async function startDhcpServer(lease: DhcpLease, log: Logger): Promise<Dh
   socket.setBroadcast(true);
   log.info("answering the guest's DHCP on the pod network's bridge", {
     guest: lease.guest,
-    gateway: lease.server,
+    gateway: lease.router,
     dnsServers: lease.dnsServers,
     searchDomains: lease.searchDomains,
   });

@@ -6,6 +6,7 @@ const lease: DhcpLease = {
   guest: "198.19.254.2",
   prefix: 24,
   broadcast: "198.19.254.255",
+  router: "198.19.254.1",
   dnsServers: ["198.18.96.10"],
   searchDomains: ["ns.svc.cluster.local", "svc.cluster.local", "cluster.local"],
   hostname: "vm-a",
@@ -74,6 +75,30 @@ describe("the launcher's DHCP", () => {
         Buffer.from("\x07cluster\x05local\x00", "latin1"),
       ]),
     );
+  });
+
+  it("gives a pod address of /32 its gateway as classless routes, and no router without a gateway", () => {
+    const bridged: DhcpLease = {
+      ...lease,
+      server: "169.254.75.10",
+      guest: "198.18.7.9",
+      prefix: 32,
+      broadcast: "198.18.7.9",
+      router: "169.254.1.1",
+      routes: [
+        { destination: { address: "169.254.1.1", prefix: 32 }, router: "0.0.0.0" },
+        { destination: { address: "0.0.0.0", prefix: 0 }, router: "169.254.1.1" },
+      ],
+    };
+    const request = parseRequest(clientMessage(MessageType.discover));
+    const options = optionsOf((request && answer(request, bridged))?.message ?? Buffer.alloc(0));
+    expect([...(options.get(1) ?? [])]).toEqual([255, 255, 255, 255]);
+    expect([...(options.get(54) ?? [])]).toEqual([169, 254, 75, 10]);
+    // RFC 3442: the prefix length, the destination's significant octets, the router.
+    expect([...(options.get(121) ?? [])]).toEqual([32, 169, 254, 1, 1, 0, 0, 0, 0, 0, 169, 254, 1, 1]);
+    const lonely = optionsOf((request && answer(request, { ...lease, router: undefined }))?.message ?? Buffer.alloc(0));
+    expect(lonely.has(3)).toBe(false);
+    expect(lonely.has(121)).toBe(false);
   });
 
   it("acks a request for the guest's address, naks one for another, and stays out of another server's", () => {

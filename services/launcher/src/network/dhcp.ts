@@ -1,17 +1,31 @@
-// DHCP (RFC 2131, options of RFC 2132, the domain search list of RFC 3397)
-// as the launcher answers it on the pod network's bridge, as KubeVirt's
-// launcher does: the guest of a masquerade interface gets the one guest
-// address, the gateway, the pod's DNS servers and search path, its host name
+// DHCP (RFC 2131, options of RFC 2132, the domain search list of RFC 3397,
+// classless static routes of RFC 3442) as the launcher answers it on the pod
+// network's bridge, as KubeVirt's launcher does: the guest gets its one
+// address (the masquerade's guest address, or the pod's own under the bridge
+// binding), its gateway, the pod's DNS servers and search path, its host name
 // and the pod interface's MTU, for ever (an infinite lease). A pure codec:
 // dhcp-server.ts puts it on the wire.
 
+/** A route the guest is given: to a network, through a router (0.0.0.0: on the link). */
+export interface DhcpRoute {
+  destination: { address: string; prefix: number };
+  router: string;
+}
+
 /** What the guest is told. */
 export interface DhcpLease {
-  /** The server's own address (the gateway's, on the bridge): the server identifier and the router. */
+  /** The server's own address on the bridge: the server identifier. */
   server: string;
   guest: string;
   prefix: number;
   broadcast: string;
+  /** The guest's default gateway; none when undefined. */
+  router: string | undefined;
+  /**
+   * Classless static routes, for a gateway off the guest's network (a pod address of /32): a client that takes them
+   * takes no router from option 3, so they hold the default route too.
+   */
+  routes?: readonly DhcpRoute[];
   dnsServers: readonly string[];
   searchDomains: readonly string[];
   hostname?: string;
@@ -43,6 +57,7 @@ const Option = {
   messageType: 53,
   serverId: 54,
   domainSearch: 119,
+  classlessRoutes: 121,
   end: 255,
 } as const;
 
@@ -143,6 +158,16 @@ function subnetMask(prefix: number): number[] {
   return uint32(prefix === 0 ? 0 : 2 ** 32 - 2 ** (32 - prefix));
 }
 
+/** A route as RFC 3442 encodes it: the prefix length, the destination's significant octets, the router. */
+function classlessRoute(route: DhcpRoute): number[] {
+  const octets = Math.ceil(route.destination.prefix / 8);
+  return [
+    route.destination.prefix,
+    ...addressBytes(route.destination.address).slice(0, octets),
+    ...addressBytes(route.router),
+  ];
+}
+
 /** The lease's options, in the order clients expect them (message type first). */
 function leaseOptions(type: number, lease: DhcpLease): number[] {
   const search = lease.searchDomains.map(domainWire).filter((w): w is number[] => w !== undefined);
@@ -156,7 +181,10 @@ function leaseOptions(type: number, lease: DhcpLease): number[] {
       : [
           ...option(Option.leaseTime, uint32(INFINITE_LEASE)),
           ...option(Option.subnetMask, subnetMask(lease.prefix)),
-          ...option(Option.router, addressBytes(lease.server)),
+          ...(lease.router !== undefined ? option(Option.router, addressBytes(lease.router)) : []),
+          ...(lease.routes !== undefined && lease.routes.length > 0
+            ? option(Option.classlessRoutes, lease.routes.flatMap(classlessRoute))
+            : []),
           ...option(Option.broadcast, addressBytes(lease.broadcast)),
           ...(lease.dnsServers.length > 0 ? option(Option.dnsServers, lease.dnsServers.flatMap(addressBytes)) : []),
           ...(domain !== undefined ? option(Option.domainName, [...Buffer.from(domain.replace(/\.$/, ""))]) : []),
