@@ -1,5 +1,10 @@
 // One lint configuration for the whole repository: type-checked rules from
-// typescript-eslint on every TypeScript file, run per package by turbo.
+// typescript-eslint on every TypeScript file. The Node workspaces (packages,
+// services, the API) are linted in one run, as one TypeScript program
+// (tsconfig.workspaces.json, `npm run lint:workspaces`): each imports the
+// others' sources, so a run per workspace would check them all again. The
+// dashboard and the end-to-end suites, with the DOM's types, are linted per
+// package by turbo.
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
@@ -26,6 +31,16 @@ export default tseslint.config(
         "error",
         { object: "process", property: "env", message: "Read the environment in the package's env.ts only." },
       ],
+    },
+  },
+  {
+    files: ["packages/**", "services/**", "apps/api/**"],
+    languageOptions: {
+      parserOptions: {
+        projectService: false,
+        project: "./tsconfig.workspaces.json",
+        tsconfigRootDir: import.meta.dirname,
+      },
     },
   },
   {

@@ -35,7 +35,7 @@ step "lint, typecheck and unit tests"
 # The code as the formatter lays it out (npm run format), then each package's lint, typecheck and unit tests.
 hack/run.sh npx prettier --check . --log-level warn
 # At most three at once: more only slices two cores finer, and stretches the timing of every test.
-hack/run.sh npx turbo run lint typecheck test --concurrency=3 --output-logs=errors-only
+hack/run.sh npx turbo run lint typecheck test lint:workspaces typecheck:workspaces --concurrency=3 --output-logs=errors-only
 
 step "integration tests against a real etcd and kube-apiserver; meanwhile a fresh two-node local cluster, and kubevirt-ts built, imaged and installed into it with Helm"
 # The integration tests leave much of two cores idle (each waits on its own API server, etcd or QEMU): two packages
