@@ -154,7 +154,7 @@ describe("a VM with an HTTPS readiness probe, on the bridge binding", () => {
           .toBe("Running");
         // Nothing listens on 8443 in the guest yet.
         expect(await ready()).not.toBe("True");
-        // The guest has the pod's address and MAC, and answers a ping there itself.
+        // The guest has the pod's address, and answers a ping there itself; its probes run the probe client.
         const pod = (await launcherPods()).find((p) => p.metadata?.labels?.["vm.kubevirt.io/name"] === "secure");
         const podIP = pod?.status?.podIP ?? "no pod address";
         expect(pod?.spec?.containers.find((c) => c.name === "compute")?.readinessProbe).toMatchObject({
@@ -163,7 +163,9 @@ describe("a VM with an HTTPS readiness probe, on the bridge binding", () => {
         const guest = await inGuest(
           namespace,
           "secure",
-          "echo addr=$(ip -4 -o addr show eth0 | tr -s ' ' | cut -d' ' -f4)=",
+          // The guest's DHCP may still be under way: it waits for its address, a minute at most.
+          "for i in $(seq 60); do ip -4 -o addr show eth0 | grep -q inet && break; sleep 1; done; " +
+            "echo addr=$(ip -4 -o addr show eth0 | tr -s ' ' | cut -d' ' -f4)=",
           `addr=${podIP}/`,
           poll,
         );
