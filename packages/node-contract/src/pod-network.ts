@@ -167,26 +167,57 @@ function masqueradeRules(plan: MasqueradePlan): string {
             : [`${pod} ${protocol.toLowerCase()} dport { ${[...new Set(ports)].join(", ")} } dnat to ${guest}`];
         });
   return [
-    `table ip ${POD_NETWORK_TABLE}`,
-    `delete table ip ${POD_NETWORK_TABLE}`,
-    `table ip ${POD_NETWORK_TABLE} {`,
-    "  chain prerouting {",
-    "    type nat hook prerouting priority dstnat; policy accept;",
-    ...forwards.map((rule) => `    ${rule}`),
-    `    ${pod} icmp type echo-request dnat to ${guest}`,
-    "  }",
-    "  chain postrouting {",
-    "    type nat hook postrouting priority srcnat; policy accept;",
-    `    oifname "${POD_INTERFACE}" ip saddr ${guest} masquerade`,
-    "  }",
-    "  chain input {",
-    "    type filter hook input priority filter; policy accept;",
-    `    udp dport ${String(DHCP_SERVER_PORT)} iifname != "${PodNetworkLinks.bridge}" drop`,
-    "  }",
-    "}",
+    ...nftTable("ip", [
+      {
+        name: "prerouting",
+        type: "nat",
+        priority: "dstnat",
+        rules: [...forwards, `${pod} icmp type echo-request dnat to ${guest}`],
+      },
+      {
+        name: "postrouting",
+        type: "nat",
+        priority: "srcnat",
+        rules: [`oifname "${POD_INTERFACE}" ip saddr ${guest} masquerade`],
+      },
+      DHCP_FROM_THE_BRIDGE_ALONE,
+    ]),
     "",
   ].join("\n");
 }
+
+/** A chain of network-setup's table: its hook (named as the chain), type and priority, and its rules. */
+interface NftChain {
+  name: "prerouting" | "postrouting" | "input" | "forward";
+  type: "nat" | "filter";
+  priority: "dstnat" | "srcnat" | "filter";
+  rules: readonly string[];
+}
+
+/** network-setup's table in a family, made anew as a whole, so that running it twice leaves one set of rules. */
+function nftTable(family: "ip" | "bridge", chains: readonly NftChain[]): string[] {
+  const table = `table ${family} ${POD_NETWORK_TABLE}`;
+  return [
+    table,
+    `delete ${table}`,
+    `${table} {`,
+    ...chains.flatMap((chain) => [
+      `  chain ${chain.name} {`,
+      `    type ${chain.type} hook ${chain.name} priority ${chain.priority}; policy accept;`,
+      ...chain.rules.map((rule) => `    ${rule}`),
+      "  }",
+    ]),
+    "}",
+  ];
+}
+
+/** Either binding: the launcher hears DHCP from the bridge alone. */
+const DHCP_FROM_THE_BRIDGE_ALONE: NftChain = {
+  name: "input",
+  type: "filter",
+  priority: "filter",
+  rules: [`udp dport ${String(DHCP_SERVER_PORT)} iifname != "${PodNetworkLinks.bridge}" drop`],
+};
 
 /**
  * The bridge's own address under the bridge binding, where the launcher answers DHCP from and reaches the guest from:
@@ -201,30 +232,22 @@ export const BRIDGE_LAUNCHER_ADDRESS = "169.254.75.10";
  * sent on to the node. network-setup defines $bridge_mac, the bridge's MAC.
  */
 function bridgeRules(): string {
-  const { bridge, tap } = PodNetworkLinks;
   const dhcp = `udp dport { ${String(DHCP_SERVER_PORT)}, ${String(DHCP_CLIENT_PORT)} }`;
   return [
-    `table bridge ${POD_NETWORK_TABLE}`,
-    `delete table bridge ${POD_NETWORK_TABLE}`,
-    `table bridge ${POD_NETWORK_TABLE} {`,
-    "  chain prerouting {",
-    "    type filter hook prerouting priority dstnat; policy accept;",
-    `    iifname "${POD_INTERFACE}" ${dhcp} drop`,
-    `    iifname "${tap}" ip daddr ${BRIDGE_LAUNCHER_ADDRESS} ether daddr set $bridge_mac meta pkttype set host`,
-    "  }",
-    "  chain forward {",
-    "    type filter hook forward priority filter; policy accept;",
-    `    oifname "${POD_INTERFACE}" ${dhcp} drop`,
-    "  }",
-    "}",
-    `table ip ${POD_NETWORK_TABLE}`,
-    `delete table ip ${POD_NETWORK_TABLE}`,
-    `table ip ${POD_NETWORK_TABLE} {`,
-    "  chain input {",
-    "    type filter hook input priority filter; policy accept;",
-    `    udp dport ${String(DHCP_SERVER_PORT)} iifname != "${bridge}" drop`,
-    "  }",
-    "}",
+    ...nftTable("bridge", [
+      {
+        name: "prerouting",
+        type: "filter",
+        priority: "dstnat",
+        rules: [
+          `iifname "${POD_INTERFACE}" ${dhcp} drop`,
+          `iifname "${PodNetworkLinks.tap}" ip daddr ${BRIDGE_LAUNCHER_ADDRESS} ` +
+            "ether daddr set $bridge_mac meta pkttype set host",
+        ],
+      },
+      { name: "forward", type: "filter", priority: "filter", rules: [`oifname "${POD_INTERFACE}" ${dhcp} drop`] },
+    ]),
+    ...nftTable("ip", [DHCP_FROM_THE_BRIDGE_ALONE]),
     "",
   ].join("\n");
 }
