@@ -74,15 +74,7 @@ await runService({
       },
       allowEmulation: env.ALLOW_EMULATION,
       kvmDevice: env.KVM_DEVICE,
-      ...(podNetwork
-        ? {
-            podNetwork: {
-              guest: podNetwork.guest,
-              mtu: podNetwork.mtu,
-              ...(podNetwork.mac ? { mac: podNetwork.mac } : {}),
-            },
-          }
-        : {}),
+      ...(podNetwork ? { podNetwork } : {}),
       swtpmStorageDir: daemon.swtpmStorageDir,
       changed: () => {
         revision.bump();

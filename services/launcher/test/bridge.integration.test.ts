@@ -12,7 +12,7 @@ import { killQemuUnder } from "../src/libvirt/daemon.ts";
 import { type GuestFolder, guestFolder, removeGuestFolder } from "./guest-files.ts";
 import { type LauncherProcess, launcherDirs, makeLauncherDirs, startLauncher } from "./launcher-process.ts";
 import { type PodNetns, podNetns } from "./pod-netns.ts";
-import { readUntil } from "./serial.ts";
+import { guestNetworkUp, readUntil } from "./serial.ts";
 
 // The bridge binding, as its pod runs it: network-setup's script puts the
 // pod's interface and the tap on the bridge, the launcher gives the guest
@@ -114,18 +114,7 @@ describe("the bridge binding", () => {
   it("gives the guest the pod's address, gateway, MAC and DNS by DHCP, and the guest answers on it", async () => {
     expect(await client.call("sync", vmi)).toMatchObject({ state: "Running", domainType: "qemu" });
     await readUntil(serial(), "/ # ", "\n");
-    await launcher.waitFor(
-      async () =>
-        (
-          await readUntil(
-            serial(),
-            "NET=",
-            "ip -4 addr show eth0 | grep -q 'inet ' && echo NET''=up || echo NET''=down\n",
-            5_000,
-          )
-        ).includes("NET=up"),
-      "the guest's network",
-    );
+    await launcher.waitFor(() => guestNetworkUp(serial()), "the guest's network");
     const seen = await readUntil(
       serial(),
       "END-OF-NET",

@@ -18,7 +18,7 @@ import { LauncherClient } from "@kubevirt-ts/launcher-protocol";
 import { type GuestFolder, guestFolder, removeGuestFolder } from "./guest-files.ts";
 import { type LauncherProcess, launcherDirs, makeLauncherDirs, startLauncher } from "./launcher-process.ts";
 import { type PodNetns, podNetns } from "./pod-netns.ts";
-import { readUntil } from "./serial.ts";
+import { guestNetworkUp, readUntil } from "./serial.ts";
 
 // The launcher alone, as its pod runs it: a process of the qemu user, in a
 // pod's network namespace that network-setup's script made ready, that
@@ -266,18 +266,7 @@ describe("the launcher", () => {
     async () => {
       const serial = join(dirs().sockets, "virt-serial0");
       // The guest's network is up once DHCP gave it its address.
-      await waitFor(
-        async () =>
-          (
-            await readUntil(
-              serial,
-              "NET=",
-              "ip -4 addr show eth0 | grep -q 'inet ' && echo NET''=up || echo NET''=down\n",
-              5_000,
-            )
-          ).includes("NET=up"),
-        "the guest's network",
-      );
+      await waitFor(() => guestNetworkUp(serial), "the guest's network");
       const seen = await readUntil(
         serial,
         "END-OF-NET",

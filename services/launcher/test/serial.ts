@@ -30,3 +30,14 @@ export function readUntil(path: string, text: string, send?: string, timeoutMs =
     });
   });
 }
+
+/** Whether the tiny guest on the serial console has an IPv4 address on eth0 yet (its DHCP is done). */
+export async function guestNetworkUp(path: string): Promise<boolean> {
+  const seen = await readUntil(
+    path,
+    "NET=",
+    "ip -4 addr show eth0 | grep -q 'inet ' && echo NET''=up || echo NET''=down\n",
+    5_000,
+  );
+  return seen.includes("NET=up");
+}

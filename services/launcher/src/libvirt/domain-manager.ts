@@ -281,14 +281,7 @@ export class DomainManager {
       guestAgentSocket: this.inSocketsVolume("guestAgent"),
       ...(kernelBoot ? { kernelBoot } : {}),
       ...(vmState.nvram !== undefined ? { nvram: vmState.nvram } : {}),
-      ...(this.o.podNetwork
-        ? {
-            podInterface: {
-              mtu: this.o.podNetwork.mtu,
-              ...(this.o.podNetwork.mac !== undefined ? { mac: this.o.podNetwork.mac } : {}),
-            },
-          }
-        : {}),
+      ...(this.o.podNetwork ? { podInterface: this.o.podNetwork } : {}),
     });
   }
 
